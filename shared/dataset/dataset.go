@@ -1,0 +1,313 @@
+// Package dataset declares the exported datasets: ordered, typed schemas
+// loaded from the embedded datasets.json (SPEC D1), their partition semantics
+// (D4), the per-dialect source queries (D5), the schema compatibility rule
+// (D2) and the in-memory value model every other package uses.
+package dataset
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// Partition semantics (SPEC D4): what the day of a partition means.
+const (
+	PartitionEventTime = "event_time" // by when the event happened
+	PartitionActivity  = "activity"   // incremental feed: a record lands in each day it was active
+	PartitionStatDate  = "stat_date"  // pre-aggregated daily statistics
+)
+
+// Delivery modes (SPEC F4).
+const (
+	ModeIncrementalAppend = "incremental_append" // each day adds its own rows
+	ModeFullRefresh       = "full_refresh"       // each day is a complete copy
+)
+
+// Read strategies (SPEC F4): how a consumer turns partitions into a table.
+const (
+	ReadUnionAllPartitions = "union_all_partitions"
+	ReadLatestSnapshot     = "latest_snapshot"
+)
+
+// Source query dialects.
+const (
+	DialectSQLite   = "sqlite"
+	DialectPostgres = "postgres"
+)
+
+// Dialects lists the dialects every dataset must carry a query for.
+var Dialects = []string{DialectSQLite, DialectPostgres}
+
+var (
+	// ErrUnknownDataset is returned by Get for a name not in the catalog.
+	ErrUnknownDataset = errors.New("unknown dataset")
+	// ErrUnknownDialect is returned for a dialect with no query or DDL.
+	ErrUnknownDialect = errors.New("unknown dialect")
+	// ErrIncompatible is wrapped by every Compatible refusal.
+	ErrIncompatible = errors.New("incompatible schema change")
+)
+
+// Column is one declared column. Order in Dataset.Columns is the file order.
+type Column struct {
+	Name        string `json:"name"`
+	Type        Type   `json:"type"`
+	Nullable    bool   `json:"nullable,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Dictionary marks a low-cardinality string column; encoders
+	// dictionary-encode it (an encoding hint, not part of the contract).
+	Dictionary bool `json:"dictionary,omitempty"`
+}
+
+// Dataset is one exported table.
+type Dataset struct {
+	Name        string `json:"name"`
+	Version     int    `json:"version"`
+	Description string `json:"description,omitempty"`
+	Partition   string `json:"partition"`
+	Mode        string `json:"mode"`
+	Read        string `json:"read"`
+	// IDColumn and OrderColumn identify "the latest row per id" for activity
+	// datasets (SPEC Q3): the newest OrderColumn value wins per IDColumn.
+	IDColumn    string            `json:"id_column,omitempty"`
+	OrderColumn string            `json:"order_column,omitempty"`
+	Columns     []Column          `json:"columns"`
+	Queries     map[string]string `json:"queries,omitempty"`
+}
+
+//go:embed datasets.json
+var catalogJSON []byte
+
+//go:embed schema/*.sql
+var ddlFS embed.FS
+
+var loadCatalog = sync.OnceValues(func() ([]Dataset, error) {
+	return ParseCatalog(catalogJSON)
+})
+
+// Catalog returns every shipped dataset in declaration order. The result is
+// a fresh copy; callers may modify it.
+func Catalog() ([]Dataset, error) {
+	ds, err := loadCatalog()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Dataset, len(ds))
+	for i, d := range ds {
+		out[i] = d.clone()
+	}
+	return out, nil
+}
+
+// Names returns the shipped dataset names in declaration order.
+func Names() ([]string, error) {
+	ds, err := loadCatalog()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.Name
+	}
+	return names, nil
+}
+
+// Get returns the shipped dataset called name.
+func Get(name string) (Dataset, error) {
+	ds, err := loadCatalog()
+	if err != nil {
+		return Dataset{}, err
+	}
+	for _, d := range ds {
+		if d.Name == name {
+			return d.clone(), nil
+		}
+	}
+	return Dataset{}, fmt.Errorf("dataset %q: %w", name, ErrUnknownDataset)
+}
+
+// ParseCatalog decodes and validates a catalog document; it refuses unknown
+// fields so a typo in datasets.json fails the build's tests, not an export.
+func ParseCatalog(b []byte) ([]Dataset, error) {
+	var doc struct {
+		Datasets []Dataset `json:"datasets"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("parse dataset catalog: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, d := range doc.Datasets {
+		if seen[d.Name] {
+			return nil, fmt.Errorf("parse dataset catalog: dataset %q declared twice", d.Name)
+		}
+		seen[d.Name] = true
+		if err := d.Validate(); err != nil {
+			return nil, fmt.Errorf("parse dataset catalog: %w", err)
+		}
+	}
+	return doc.Datasets, nil
+}
+
+var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// Validate checks the declaration is complete and self-consistent. Names are
+// restricted to lower snake case because they become Parquet, Hive and SQL
+// identifiers in every target engine.
+func (d Dataset) Validate() error {
+	if !identRE.MatchString(d.Name) {
+		return fmt.Errorf("dataset %q: name must match %s", d.Name, identRE)
+	}
+	if d.Version < 1 {
+		return fmt.Errorf("dataset %s: version %d must be >= 1", d.Name, d.Version)
+	}
+	switch d.Partition {
+	case PartitionEventTime, PartitionActivity, PartitionStatDate:
+	default:
+		return fmt.Errorf("dataset %s: unknown partition %q", d.Name, d.Partition)
+	}
+	switch d.Mode {
+	case ModeIncrementalAppend, ModeFullRefresh:
+	default:
+		return fmt.Errorf("dataset %s: unknown mode %q", d.Name, d.Mode)
+	}
+	switch d.Read {
+	case ReadUnionAllPartitions, ReadLatestSnapshot:
+	default:
+		return fmt.Errorf("dataset %s: unknown read %q", d.Name, d.Read)
+	}
+	if len(d.Columns) == 0 {
+		return fmt.Errorf("dataset %s: no columns", d.Name)
+	}
+	seen := map[string]bool{}
+	hasAttributes := false
+	for i, c := range d.Columns {
+		if !identRE.MatchString(c.Name) {
+			return fmt.Errorf("dataset %s: column %d name %q must match %s", d.Name, i, c.Name, identRE)
+		}
+		if c.Name == "dt" {
+			// dt is the Hive partition column engines add from the path.
+			return fmt.Errorf("dataset %s: column name %q is reserved for the partition", d.Name, c.Name)
+		}
+		if seen[c.Name] {
+			return fmt.Errorf("dataset %s: column %q declared twice", d.Name, c.Name)
+		}
+		seen[c.Name] = true
+		if err := c.Type.validate(); err != nil || c.Type.Kind == "" {
+			return fmt.Errorf("dataset %s: column %s: invalid type %q", d.Name, c.Name, c.Type)
+		}
+		if c.Dictionary && c.Type.Kind != KindString {
+			return fmt.Errorf("dataset %s: column %s: dictionary only applies to string columns", d.Name, c.Name)
+		}
+		if c.Name == "attributes" && c.Type.Kind == KindJSON {
+			hasAttributes = true
+		}
+	}
+	if !hasAttributes {
+		// SPEC D3: tenant custom fields go in one JSON column.
+		return fmt.Errorf("dataset %s: missing json column %q", d.Name, "attributes")
+	}
+	if d.Partition == PartitionActivity || d.Read == ReadLatestSnapshot {
+		if d.Partition == PartitionActivity && d.Read != ReadLatestSnapshot {
+			return fmt.Errorf("dataset %s: activity partition needs read %q", d.Name, ReadLatestSnapshot)
+		}
+		if d.Mode == ModeIncrementalAppend {
+			for _, f := range []struct{ field, col string }{{"id_column", d.IDColumn}, {"order_column", d.OrderColumn}} {
+				c, ok := d.Column(f.col)
+				if !ok {
+					return fmt.Errorf("dataset %s: %s %q is not a column", d.Name, f.field, f.col)
+				}
+				if c.Nullable {
+					return fmt.Errorf("dataset %s: %s %q must not be nullable", d.Name, f.field, f.col)
+				}
+			}
+		}
+	}
+	for _, dialect := range Dialects {
+		q := strings.TrimSpace(d.Queries[dialect])
+		if q == "" {
+			return fmt.Errorf("dataset %s: no %s query", d.Name, dialect)
+		}
+		if err := checkPlaceholders(dialect, q); err != nil {
+			return fmt.Errorf("dataset %s: %s query: %w", d.Name, dialect, err)
+		}
+	}
+	return nil
+}
+
+// checkPlaceholders makes sure the query binds exactly (account, start, end)
+// and nothing else, so no caller is tempted to build SQL from strings (D5).
+func checkPlaceholders(dialect, q string) error {
+	switch dialect {
+	case DialectSQLite:
+		if n := strings.Count(q, "?"); n != 3 {
+			return fmt.Errorf("want 3 ? placeholders, found %d", n)
+		}
+	case DialectPostgres:
+		for _, p := range []string{"$1", "$2", "$3"} {
+			if !strings.Contains(q, p) {
+				return fmt.Errorf("missing placeholder %s", p)
+			}
+		}
+		if strings.Contains(q, "$4") {
+			return fmt.Errorf("unexpected placeholder $4")
+		}
+	}
+	return nil
+}
+
+// Column returns the column called name.
+func (d Dataset) Column(name string) (Column, bool) {
+	for _, c := range d.Columns {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Column{}, false
+}
+
+// ColumnNames returns the column names in declared order.
+func (d Dataset) ColumnNames() []string {
+	names := make([]string, len(d.Columns))
+	for i, c := range d.Columns {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// Query returns the source query for dialect. Its bound parameters are, in
+// order: account id, day start, day end (half-open window).
+func (d Dataset) Query(dialect string) (string, error) {
+	q, ok := d.Queries[dialect]
+	if !ok {
+		return "", fmt.Errorf("dataset %s: query for dialect %q: %w", d.Name, dialect, ErrUnknownDialect)
+	}
+	return q, nil
+}
+
+// SourceDDL returns the CREATE TABLE statements of the source tables the
+// shipped queries read, for dialect ("sqlite" or "postgres").
+func SourceDDL(dialect string) (string, error) {
+	b, err := ddlFS.ReadFile("schema/" + dialect + ".sql")
+	if err != nil || strings.ContainsAny(dialect, "./") {
+		return "", fmt.Errorf("source ddl for dialect %q: %w", dialect, ErrUnknownDialect)
+	}
+	return string(b), nil
+}
+
+func (d Dataset) clone() Dataset {
+	d.Columns = append([]Column(nil), d.Columns...)
+	if d.Queries != nil {
+		q := make(map[string]string, len(d.Queries))
+		for k, v := range d.Queries {
+			q[k] = v
+		}
+		d.Queries = q
+	}
+	return d
+}

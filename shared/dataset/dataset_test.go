@@ -1,0 +1,302 @@
+package dataset
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/schema_snapshot.json from datasets.json")
+
+const snapshotPath = "testdata/schema_snapshot.json"
+
+// snapshot is the public contract part of a dataset: queries and
+// descriptions may change freely, so they are left out.
+type snapshot struct {
+	Name        string   `json:"name"`
+	Version     int      `json:"version"`
+	Partition   string   `json:"partition"`
+	Mode        string   `json:"mode"`
+	Read        string   `json:"read"`
+	IDColumn    string   `json:"id_column,omitempty"`
+	OrderColumn string   `json:"order_column,omitempty"`
+	Columns     []Column `json:"columns"`
+}
+
+func toSnapshot(d Dataset) snapshot {
+	cols := make([]Column, len(d.Columns))
+	for i, c := range d.Columns {
+		cols[i] = Column{Name: c.Name, Type: c.Type, Nullable: c.Nullable}
+	}
+	return snapshot{d.Name, d.Version, d.Partition, d.Mode, d.Read, d.IDColumn, d.OrderColumn, cols}
+}
+
+func (s snapshot) dataset() Dataset {
+	return Dataset{Name: s.Name, Version: s.Version, Partition: s.Partition, Mode: s.Mode, Read: s.Read,
+		IDColumn: s.IDColumn, OrderColumn: s.OrderColumn, Columns: s.Columns}
+}
+
+// TestSchemaSnapshot enforces SPEC D2: every shipped dataset must stay
+// Compatible with the committed snapshot. Run with -update after an allowed
+// change (appending a nullable column and raising the version).
+func TestSchemaSnapshot(t *testing.T) {
+	cat, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		snaps := make([]snapshot, len(cat))
+		for i, d := range cat {
+			snaps[i] = toSnapshot(d)
+		}
+		b, err := json.MarshalIndent(snaps, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(snapshotPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(snapshotPath, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(snapshotPath)
+	if err != nil {
+		t.Fatalf("read snapshot (run go test -run TestSchemaSnapshot -update to create it): %v", err)
+	}
+	var snaps []snapshot
+	if err := json.Unmarshal(b, &snaps); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snaps {
+		t.Run(s.Name, func(t *testing.T) {
+			cur, err := Get(s.Name)
+			if err != nil {
+				t.Fatalf("dataset removed from the catalog: %v", err)
+			}
+			if err := Compatible(s.dataset(), cur); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if len(snaps) != len(cat) {
+		t.Errorf("snapshot has %d datasets, catalog %d: run with -update to record new ones", len(snaps), len(cat))
+	}
+}
+
+func base() Dataset {
+	return Dataset{Name: "t", Version: 1, Partition: PartitionEventTime, Mode: ModeIncrementalAppend, Read: ReadUnionAllPartitions,
+		Columns: []Column{
+			{Name: "id", Type: Type{Kind: KindString}},
+			{Name: "at", Type: Type{Kind: KindTimestamp}},
+			{Name: "amount", Type: DecimalType(18, 2), Nullable: true},
+		}}
+}
+
+func TestCompatible(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(d *Dataset)
+		want   string // "" means allowed; else a substring of the error
+	}{
+		{"unchanged", func(d *Dataset) {}, ""},
+		{"append nullable with version bump", func(d *Dataset) {
+			d.Version = 2
+			d.Columns = append(d.Columns, Column{Name: "note", Type: Type{Kind: KindString}, Nullable: true})
+		}, ""},
+		{"loosen required to nullable", func(d *Dataset) { d.Columns[1].Nullable = true }, ""},
+		{"description and dictionary are free", func(d *Dataset) { d.Columns[0].Description = "x"; d.Columns[0].Dictionary = true }, ""},
+		{"rename", func(d *Dataset) { d.Columns[1].Name = "at2" }, `column "at" renamed or replaced by "at2"`},
+		{"remove last", func(d *Dataset) { d.Columns = d.Columns[:2] }, `column "amount" removed`},
+		{"remove middle", func(d *Dataset) { d.Columns = append(d.Columns[:1:1], d.Columns[2]) }, `column "at" removed`},
+		{"reorder", func(d *Dataset) { d.Columns[0], d.Columns[1] = d.Columns[1], d.Columns[0] }, `column "id" moved from position 0 to 1`},
+		{"retype", func(d *Dataset) { d.Columns[1].Type = Type{Kind: KindString} }, `column "at" retyped from timestamp to string`},
+		{"change decimal scale", func(d *Dataset) { d.Columns[2].Type = DecimalType(18, 4) }, `column "amount" retyped from decimal(18,2) to decimal(18,4)`},
+		{"tighten nullability", func(d *Dataset) { d.Columns[2].Nullable = false }, `column "amount" changed from nullable to required`},
+		{"append required", func(d *Dataset) {
+			d.Version = 2
+			d.Columns = append(d.Columns, Column{Name: "n", Type: Type{Kind: KindInt64}})
+		}, `appended column "n" must be nullable`},
+		{"append without version bump", func(d *Dataset) {
+			d.Columns = append(d.Columns, Column{Name: "n", Type: Type{Kind: KindInt64}, Nullable: true})
+		}, `columns appended (first "n") without raising version 1`},
+		{"lower version", func(d *Dataset) { d.Version = 0 }, "version lowered from 1 to 0"},
+		{"partition semantics", func(d *Dataset) { d.Partition = PartitionStatDate }, `partition changed`},
+		{"dataset renamed", func(d *Dataset) { d.Name = "u" }, `renamed to "u"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev, next := base(), base()
+			tt.change(&next)
+			err := Compatible(prev, next)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("want allowed, got %v", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want refusal containing %q, got %v", tt.want, err)
+			}
+		})
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	names, err := Names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names, ","); got != "events,profiles,daily_stats" {
+		t.Fatalf("names = %s", got)
+	}
+	ev, err := Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Partition != PartitionEventTime || ev.Columns[7].Type != DecimalType(18, 2) || !ev.Columns[1].Dictionary {
+		t.Fatalf("unexpected events declaration: %+v", ev)
+	}
+	p, _ := Get("profiles")
+	if p.IDColumn != "profile_id" || p.OrderColumn != "last_seen_at" || p.Read != ReadLatestSnapshot {
+		t.Fatalf("profiles: %+v", p)
+	}
+	// Get returns a copy: mutating it must not leak into the catalog.
+	ev.Columns[0].Name = "mutated"
+	again, _ := Get("events")
+	if again.Columns[0].Name != "event_id" {
+		t.Fatal("Get leaked a shared slice")
+	}
+
+	_, err = Get("nope")
+	if !errors.Is(err, ErrUnknownDataset) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("Get(nope) = %v", err)
+	}
+	for _, dialect := range Dialects {
+		q, err := ev.Query(dialect)
+		if err != nil || q == "" {
+			t.Fatalf("Query(%s) = %q, %v", dialect, q, err)
+		}
+		ddl, err := SourceDDL(dialect)
+		if err != nil || !strings.Contains(ddl, "inserted_at") {
+			t.Fatalf("SourceDDL(%s): %v", dialect, err)
+		}
+	}
+	if _, err := ev.Query("oracle"); !errors.Is(err, ErrUnknownDialect) || !strings.Contains(err.Error(), "oracle") {
+		t.Fatalf("Query(oracle) = %v", err)
+	}
+	if _, err := SourceDDL("../x"); !errors.Is(err, ErrUnknownDialect) {
+		t.Fatalf("SourceDDL(../x) = %v", err)
+	}
+}
+
+func TestParseCatalogRefuses(t *testing.T) {
+	ok := `{"name":"x","version":1,"partition":"event_time","mode":"incremental_append","read":"union_all_partitions",
+	"columns":[{"name":"attributes","type":"json","nullable":true}],
+	"queries":{"sqlite":"select ? ? ?","postgres":"select $1,$2,$3"}}`
+	tests := []struct{ name, doc, want string }{
+		{"valid", ok, ""},
+		{"unknown field", strings.Replace(ok, `"version":1`, `"version":1,"colour":"red"`, 1), "unknown field"},
+		{"bad type", strings.Replace(ok, `"type":"json"`, `"type":"decimal(40,2)"`, 1), "decimal precision 40"},
+		{"no attributes", strings.Replace(ok, `"name":"attributes"`, `"name":"extra"`, 1), `missing json column "attributes"`},
+		{"bad partition", strings.Replace(ok, `event_time`, `hourly`, 1), `unknown partition "hourly"`},
+		{"too few params", strings.Replace(ok, `select ? ? ?`, `select ? ?`, 1), "want 3 ? placeholders"},
+		{"reserved dt", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"dt","type":"date"},`, 1), "reserved"},
+		{"activity needs id", strings.Replace(strings.Replace(ok, `event_time`, `activity`, 1), `union_all_partitions`, `latest_snapshot`, 1), `id_column "" is not a column`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseCatalog([]byte(`{"datasets":[` + tt.doc + `]}`))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want error containing %q, got %v", tt.want, err)
+			}
+		})
+	}
+}
+
+func TestTypeText(t *testing.T) {
+	for _, s := range []string{"date", "timestamp", "int64", "double", "decimal(18,2)", "decimal(38,10)", "boolean", "string", "json"} {
+		ty, err := ParseType(s)
+		if err != nil || ty.String() != s {
+			t.Errorf("ParseType(%q) = %v, %v", s, ty, err)
+		}
+	}
+	for _, s := range []string{"", "float", "decimal(0,0)", "decimal(5,6)", "decimal(18)", "decimal(a,b)"} {
+		if _, err := ParseType(s); err == nil {
+			t.Errorf("ParseType(%q) accepted", s)
+		}
+	}
+}
+
+func TestDate(t *testing.T) {
+	tests := []struct {
+		s    string
+		days int32
+	}{{"1970-01-01", 0}, {"2026-11-28", 20785}, {"1969-12-31", -1}, {"2000-02-29", 11016}}
+	for _, tt := range tests {
+		t.Run(tt.s, func(t *testing.T) {
+			d, err := ParseDate(tt.s)
+			if err != nil || int32(d) != tt.days || d.String() != tt.s {
+				t.Fatalf("ParseDate(%s) = %d (%s), %v; want %d", tt.s, d, d, err, tt.days)
+			}
+		})
+	}
+	// DateOf uses the instant's own calendar day, not UTC's.
+	tokyo := time.FixedZone("JST", 9*3600)
+	if got := DateOf(time.Date(2026, 11, 28, 1, 0, 0, 0, tokyo)).String(); got != "2026-11-28" {
+		t.Fatalf("DateOf = %s", got)
+	}
+}
+
+func TestDecimal(t *testing.T) {
+	tests := []struct {
+		in    string
+		scale int
+		want  string
+		err   bool
+	}{
+		{"12.3", 2, "12.30", false},
+		{"-0.05", 2, "-0.05", false},
+		{"+7", 2, "7.00", false},
+		{".5", 2, "0.50", false},
+		{"9999999999999999.99", 2, "9999999999999999.99", false},
+		{"-9223372036854775808", 0, "-9223372036854775808", false},
+		{"12345678901234567890123456789.123456789", 9, "12345678901234567890123456789.123456789", false},
+		{"-12345678901234567890123456789.5", 1, "-12345678901234567890123456789.5", false},
+		{"1.234", 2, "", true},
+		{"1.2300", 2, "1.23", false},
+		{"1e3", 2, "", true},
+		{"abc", 2, "", true},
+		{"", 2, "", true},
+		{"1.2.3", 2, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			d, err := ParseDecimal(tt.in, tt.scale)
+			if tt.err {
+				if err == nil {
+					t.Fatalf("accepted %q as %s", tt.in, d)
+				}
+				return
+			}
+			if err != nil || d.String() != tt.want {
+				t.Fatalf("ParseDecimal(%q) = %s, %v; want %s", tt.in, d, err, tt.want)
+			}
+			back, err := ParseDecimal(d.String(), tt.scale)
+			if err != nil || !back.Equal(d) {
+				t.Fatalf("round trip %s -> %s, %v", d, back, err)
+			}
+		})
+	}
+}

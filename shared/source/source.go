@@ -1,0 +1,209 @@
+// Package source reads one partition's rows from where the customer data
+// lives (SPEC D5). Sources stream: rows are handed to a callback one at a
+// time, so a day of any size never sits in memory (E2).
+package source
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
+
+// Query names one partition to read.
+type Query struct {
+	AccountID string
+	Dataset   dataset.Dataset
+	Day       dataset.Date
+	// Start and End are the half-open day window in the account's time zone,
+	// computed by the caller (the source knows nothing about zones).
+	Start, End time.Time
+}
+
+// Validate checks the query is well formed before it reaches a database.
+func (q Query) Validate() error {
+	if q.AccountID == "" {
+		return errors.New("source query: empty account id")
+	}
+	if q.Dataset.Name == "" {
+		return errors.New("source query: no dataset")
+	}
+	if !q.Start.Before(q.End) {
+		return fmt.Errorf("source query: window start %s not before end %s",
+			q.Start.Format(time.RFC3339), q.End.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Provenance records where a partition's rows came from (SPEC F3): the
+// answer to "why does this day have fewer rows than I expected?".
+type Provenance struct {
+	Source      string    `json:"source"`  // e.g. "sqlite:demo.db"; never credentials
+	Dialect     string    `json:"dialect"` // query dialect
+	Query       string    `json:"query"`   // the statement, with placeholders
+	Params      []string  `json:"params"`  // bound values as text, in order
+	WindowStart time.Time `json:"window_start"`
+	WindowEnd   time.Time `json:"window_end"`
+	RowCount    int64     `json:"row_count"` // rows read from the source
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+}
+
+// Source yields one partition's rows.
+type Source interface {
+	// Rows calls fn once per row, in column order of q.Dataset, with values
+	// already coerced to the dataset value model. The row slice is reused
+	// between calls: fn must not keep it (the values themselves are safe to
+	// keep). An error from fn stops the read and is returned as is.
+	Rows(ctx context.Context, q Query, fn func(row []any) error) (Provenance, error)
+}
+
+// SQL is a Source over database/sql. It runs only the dataset's declared
+// query with bound parameters; it never builds SQL from values.
+type SQL struct {
+	db      *sql.DB
+	dialect string
+	name    string
+	now     func() time.Time
+}
+
+// NewSQL returns a source reading db with the dataset queries of dialect
+// ("sqlite" or "postgres"). name identifies the source in provenance; any
+// password in a URL-shaped name is redacted.
+func NewSQL(db *sql.DB, dialect, name string) (*SQL, error) {
+	if db == nil {
+		return nil, errors.New("sql source: nil db")
+	}
+	switch dialect {
+	case dataset.DialectSQLite, dataset.DialectPostgres:
+	default:
+		return nil, fmt.Errorf("sql source: dialect %q: %w", dialect, dataset.ErrUnknownDialect)
+	}
+	return &SQL{db: db, dialect: dialect, name: redact(name), now: time.Now}, nil
+}
+
+// Name returns the source's provenance name.
+func (s *SQL) Name() string { return s.name }
+
+// redact strips credentials from a DSN-like name so they never reach a
+// manifest or a log.
+func redact(name string) string {
+	if u, err := url.Parse(name); err == nil && u.User != nil {
+		u.User = url.User(u.User.Username())
+		return u.String()
+	}
+	if scheme, rest, ok := strings.Cut(name, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			return scheme + "://" + rest[at+1:]
+		}
+	}
+	return name
+}
+
+// params returns the bound values for (account, start, end). Per partition
+// semantics the window is instants or days; per dialect it is typed values
+// (postgres) or the canonical text the SQLite schema stores, because SQLite
+// compares TEXT and the driver's own time format would not order correctly.
+func (s *SQL) params(q Query) []any {
+	if q.Dataset.Partition == dataset.PartitionStatDate {
+		// A stat_date day is a calendar day, not an instant window: zone
+		// offsets must not shift it.
+		return []any{q.AccountID, q.Day.String(), q.Day.AddDays(1).String()}
+	}
+	if s.dialect == dataset.DialectPostgres {
+		return []any{q.AccountID, q.Start.UTC(), q.End.UTC()}
+	}
+	return []any{q.AccountID, dataset.FormatTimestamp(q.Start), dataset.FormatTimestamp(q.End)}
+}
+
+// Rows implements Source.
+func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Provenance, error) {
+	prov := Provenance{Source: s.name, Dialect: s.dialect, WindowStart: q.Start, WindowEnd: q.End}
+	if err := q.Validate(); err != nil {
+		return prov, err
+	}
+	ds := q.Dataset
+	text, err := ds.Query(s.dialect)
+	if err != nil {
+		return prov, err
+	}
+	prov.Query = text
+	args := s.params(q)
+	for _, a := range args {
+		switch v := a.(type) {
+		case time.Time:
+			prov.Params = append(prov.Params, dataset.FormatTimestamp(v))
+		default:
+			prov.Params = append(prov.Params, fmt.Sprint(v))
+		}
+	}
+	prov.StartedAt = s.now().UTC()
+
+	rows, err := s.db.QueryContext(ctx, text, args...)
+	if err != nil {
+		return prov, fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, err)
+	}
+	defer rows.Close()
+
+	cols, err := rows.Columns()
+	if err != nil {
+		return prov, fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, err)
+	}
+	if err := checkColumns(ds, cols); err != nil {
+		return prov, err
+	}
+
+	row := make([]any, len(cols))
+	dest := make([]any, len(cols))
+	for i := range row {
+		dest[i] = &row[i]
+	}
+	for rows.Next() {
+		n := prov.RowCount + 1
+		clear(row)
+		if err := rows.Scan(dest...); err != nil {
+			return prov, fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, n, err)
+		}
+		if err := ds.Coerce(row, n); err != nil {
+			return prov, err
+		}
+		prov.RowCount = n
+		if err := fn(row); err != nil {
+			return prov, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return prov, fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, prov.RowCount, err)
+	}
+	prov.FinishedAt = s.now().UTC()
+	return prov, nil
+}
+
+// checkColumns refuses a query whose result columns differ from the declared
+// schema, before any row is read: a wrong query must not be "coerced" into
+// shape.
+func checkColumns(ds dataset.Dataset, cols []string) error {
+	if len(cols) != len(ds.Columns) {
+		return &dataset.RowError{Dataset: ds.Name, Row: 0,
+			Reason: fmt.Sprintf("query returns %d columns (%s), schema declares %d (%s)",
+				len(cols), strings.Join(cols, ", "), len(ds.Columns), strings.Join(ds.ColumnNames(), ", "))}
+	}
+	for i, c := range ds.Columns {
+		// Postgres names a cast expression after the cast ("amount::text"
+		// is "amount"); compare without any qualifier.
+		got := cols[i]
+		if j := strings.LastIndex(got, "."); j >= 0 {
+			got = got[j+1:]
+		}
+		if !strings.EqualFold(got, c.Name) {
+			return &dataset.RowError{Dataset: ds.Name, Row: 0, Column: c.Name, Value: cols[i],
+				Reason: fmt.Sprintf("query column %d is %q, schema declares %q", i+1, cols[i], c.Name)}
+		}
+	}
+	return nil
+}
