@@ -1,0 +1,12 @@
+package upload
+
+import (
+	"os"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/motoserver"
+)
+
+var srv *motoserver.Server
+
+func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }

@@ -1,0 +1,516 @@
+package upload
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash/crc32"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+func randomBytes(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	for i := n &^ 7; i < n; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// writeChunks writes data in uneven chunks, as an encoder would.
+func writeChunks(t testing.TB, w *Writer, data []byte) error {
+	t.Helper()
+	sizes := []int{1, 4096, 65536, 1 << 20, 3, 777777}
+	for i := 0; len(data) > 0; i++ {
+		n := min(sizes[i%len(sizes)], len(data))
+		m, err := w.Write(data[:n])
+		if err != nil {
+			return err
+		}
+		if m != n {
+			t.Fatalf("Write accepted %d of %d without error", m, n)
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+func checkResult(t *testing.T, r Result, data []byte, parts int) {
+	t.Helper()
+	want := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	if r.CRC32CValue != want || r.CRC32C != crcBase64(want) {
+		t.Errorf("CRC32C = %s (%08x), want %s (%08x)", r.CRC32C, r.CRC32CValue, crcBase64(want), want)
+	}
+	sum := sha256.Sum256(data)
+	if r.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("SHA256 = %s, want %x", r.SHA256, sum)
+	}
+	if r.Bytes != int64(len(data)) {
+		t.Errorf("Bytes = %d, want %d", r.Bytes, len(data))
+	}
+	if r.Parts != parts {
+		t.Errorf("Parts = %d, want %d", r.Parts, parts)
+	}
+}
+
+func TestCRC32CBase64(t *testing.T) {
+	// Known vector: CRC-32C("123456789") = 0xE3069283.
+	if got := crc32.Checksum([]byte("123456789"), castagnoli); got != 0xE3069283 {
+		t.Fatalf("crc32c = %08x", got)
+	}
+	if got := crcBase64(0xE3069283); got != "4waSgw==" {
+		t.Fatalf("base64 = %s", got)
+	}
+}
+
+func TestPartSizeFor(t *testing.T) {
+	const GiB, TiB = 1 << 30, 1 << 40
+	tests := []struct {
+		name          string
+		partSize, max int64
+		want          int64
+	}{
+		{"defaults", 0, 0, 16 * MiB},
+		{"negative is default", -1, 0, 16 * MiB},
+		{"below minimum", 1 * MiB, 0, 5 * MiB},
+		{"minimum", 5 * MiB, 0, 5 * MiB},
+		{"explicit", 8 * MiB, 0, 8 * MiB},
+		{"file roll 256 MiB fits", 16 * MiB, 256 * MiB, 16 * MiB},
+		{"exactly 10000 parts", 5 * MiB, 10000 * 5 * MiB, 5 * MiB},
+		{"one byte over 10000 parts", 5 * MiB, 10000*5*MiB + 1, 6 * MiB},
+		{"100 GiB", 5 * MiB, 100 * GiB, 11 * MiB},
+		{"1 TiB", 16 * MiB, 1 * TiB, 105 * MiB},
+		{"5 TiB (S3 maximum object)", 16 * MiB, 5 * TiB, 525 * MiB},
+		{"above maximum part", 6 * GiB, 0, 5 * GiB},
+		{"impossible object capped", 0, 100 * TiB, 5 * GiB},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PartSizeFor(tt.partSize, tt.max)
+			if got != tt.want {
+				t.Fatalf("PartSizeFor(%d, %d) = %d (%.2f MiB), want %d", tt.partSize, tt.max, got, float64(got)/MiB, tt.want)
+			}
+			if tt.max > 0 && tt.max <= MaxParts*MaxPartSize && (tt.max+got-1)/got > MaxParts {
+				t.Fatalf("%d bytes need %d parts of %d", tt.max, (tt.max+got-1)/got, got)
+			}
+		})
+	}
+}
+
+func TestSmallObjectUsesPutObject(t *testing.T) {
+	for _, size := range []int{0, 1, 100 << 10, int(MinPartSize)} { // exactly one part: still PutObject
+		f := newFake()
+		data := randomBytes(size, uint64(size))
+		w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, ContentType: "application/vnd.apache.parquet", Metadata: map[string]string{"a": "1"}})
+		if err := writeChunks(t, w, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.count("CreateMultipartUpload") + f.count("UploadPart"); got != 0 {
+			t.Fatalf("size %d: %d multipart calls", size, got)
+		}
+		if !bytes.Equal(f.objects["k"], data) {
+			t.Fatalf("size %d: stored object differs", size)
+		}
+		checkResult(t, w.Result(), data, 0)
+		if aws.ToString(f.putIn.ContentType) != "application/vnd.apache.parquet" || f.putIn.Metadata["a"] != "1" {
+			t.Fatalf("content type / metadata not sent: %+v", f.putIn)
+		}
+		if aws.ToString(f.putIn.ChecksumCRC32C) != w.Result().CRC32C {
+			t.Fatalf("PutObject checksum %v, want %s", f.putIn.ChecksumCRC32C, w.Result().CRC32C)
+		}
+		if w.Result().Key != "k" || w.Result().ETag != `"put"` {
+			t.Fatalf("Result = %+v", w.Result())
+		}
+	}
+}
+
+func TestMultipartFake(t *testing.T) {
+	f := newFake()
+	data := randomBytes(int(3*MinPartSize+MinPartSize/2), 1)
+	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2, ContentEncoding: "gzip"})
+	if err := writeChunks(t, w, data); err != nil {
+		t.Fatal(err)
+	}
+	if w.Written() != int64(len(data)) {
+		t.Fatalf("Written = %d", w.Written())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.objects["k"], data) {
+		t.Fatal("assembled object differs")
+	}
+	checkResult(t, w.Result(), data, 4)
+	if f.createIn.ChecksumAlgorithm != types.ChecksumAlgorithmCrc32c || f.createIn.ChecksumType != types.ChecksumTypeFullObject {
+		t.Fatalf("create: algorithm %q type %q", f.createIn.ChecksumAlgorithm, f.createIn.ChecksumType)
+	}
+	if aws.ToString(f.createIn.ContentEncoding) != "gzip" {
+		t.Fatal("content encoding not sent")
+	}
+	c := f.completeIn
+	if c.ChecksumType != types.ChecksumTypeFullObject || aws.ToString(c.ChecksumCRC32C) != w.Result().CRC32C || aws.ToInt64(c.MpuObjectSize) != int64(len(data)) {
+		t.Fatalf("complete: type %q crc %v size %v", c.ChecksumType, aws.ToString(c.ChecksumCRC32C), aws.ToInt64(c.MpuObjectSize))
+	}
+	if f.count("AbortMultipartUpload") != 0 {
+		t.Fatal("aborted a successful upload")
+	}
+	// Abort after a successful Close is a no-op (defer w.Abort pattern).
+	if err := w.Abort(t.Context()); err != nil || f.count("AbortMultipartUpload") != 0 {
+		t.Fatalf("Abort after Close: %v", err)
+	}
+	if _, err := w.Write([]byte("x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Write after Close = %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+}
+
+func TestChecksumModes(t *testing.T) {
+	data := randomBytes(int(2*MinPartSize+1), 2)
+	for _, mode := range []ChecksumMode{ChecksumComposite, ChecksumNone} {
+		f := newFake()
+		w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Checksums: mode})
+		if err := writeChunks(t, w, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		checkResult(t, w.Result(), data, 3) // computed locally whatever the mode
+		if f.createIn.ChecksumType != "" || f.completeIn.ChecksumType != "" || f.completeIn.ChecksumCRC32C != nil {
+			t.Fatalf("mode %d: full-object fields sent", mode)
+		}
+		partSums := f.completeIn.MultipartUpload.Parts[0].ChecksumCRC32C != nil
+		if want := mode == ChecksumComposite; partSums != want || (f.createIn.ChecksumAlgorithm != "") != want {
+			t.Fatalf("mode %d: part checksums %v, algorithm %q", mode, partSums, f.createIn.ChecksumAlgorithm)
+		}
+	}
+}
+
+func TestFailedPartAborts(t *testing.T) {
+	f := newFake()
+	f.failPart = 2
+	data := randomBytes(int(4*MinPartSize), 3)
+	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2})
+	werr := writeChunks(t, w, data) // may or may not see the failure yet
+	err := w.Close()
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("Close = %v, want injected failure", err)
+	}
+	if werr != nil && !errors.Is(werr, errInjected) {
+		t.Fatalf("Write = %v", werr)
+	}
+	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil {
+		t.Fatalf("aborts %d, ctx errors %v", f.count("AbortMultipartUpload"), f.aborts)
+	}
+	if f.count("CompleteMultipartUpload") != 0 || len(f.openUploads()) != 0 || f.objects["k"] != nil {
+		t.Fatal("upload completed or left open")
+	}
+	// The first error sticks.
+	if _, err := w.Write([]byte("x")); !errors.Is(err, errInjected) {
+		t.Fatalf("Write after failure = %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, errInjected) {
+		t.Fatalf("Close again = %v", err)
+	}
+	if (w.Result() != Result{}) {
+		t.Fatal("Result after failure is not zero")
+	}
+	if err := w.Abort(t.Context()); err != nil || f.count("AbortMultipartUpload") != 1 {
+		t.Fatalf("Abort after failure: %v, %d aborts", err, f.count("AbortMultipartUpload"))
+	}
+}
+
+func TestFailedCompleteAborts(t *testing.T) {
+	f := newFake()
+	f.failComplete = true
+	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize})
+	if err := writeChunks(t, w, randomBytes(int(MinPartSize+1), 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, errInjected) {
+		t.Fatalf("Close = %v", err)
+	}
+	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil || len(f.openUploads()) != 0 {
+		t.Fatalf("aborts %v, open %v", f.aborts, f.openUploads())
+	}
+}
+
+func TestFailedCreate(t *testing.T) {
+	f := newFake()
+	f.failCreate = true
+	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize})
+	err := writeChunks(t, w, randomBytes(int(MinPartSize+1), 5))
+	if !errors.Is(err, errInjected) {
+		t.Fatalf("Write = %v", err)
+	}
+	if w.Written() != MinPartSize {
+		t.Fatalf("Written = %d", w.Written())
+	}
+	if err := w.Close(); !errors.Is(err, errInjected) {
+		t.Fatalf("Close = %v", err)
+	}
+	if f.count("AbortMultipartUpload") != 0 || f.count("UploadPart") != 0 {
+		t.Fatal("nothing to abort, yet calls were made")
+	}
+}
+
+func TestCancelledContextAbortsWithFreshContext(t *testing.T) {
+	f := newFake()
+	f.arrived = make(chan int32, 10)
+	f.release = make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	w := NewWriter(ctx, f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2})
+	data := randomBytes(int(2*MinPartSize+1), 6)
+	if err := writeChunks(t, w, data); err != nil { // parts 1 and 2 are in flight, held
+		t.Fatal(err)
+	}
+	<-f.arrived
+	<-f.arrived
+	cancel() // the Lambda's deadline passes mid-stream
+	_, err := w.Write([]byte("more"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write after cancel = %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v", err)
+	}
+	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil {
+		t.Fatalf("abort calls %d, ctx errors %v", f.count("AbortMultipartUpload"), f.aborts)
+	}
+	if len(f.openUploads()) != 0 || f.count("CompleteMultipartUpload") != 0 {
+		t.Fatal("upload left open or completed")
+	}
+}
+
+func TestCancelledBeforeMultipart(t *testing.T) {
+	f := newFake()
+	ctx, cancel := context.WithCancel(t.Context())
+	w := NewWriter(ctx, f, "b", "k", Options{})
+	if _, err := w.Write([]byte("small")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := w.Close(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v", err)
+	}
+	if len(f.ops) != 0 {
+		t.Fatalf("calls after cancel: %v", f.ops)
+	}
+}
+
+func TestExplicitAbort(t *testing.T) {
+	f := newFake()
+	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, ExpectedBucketOwner: "111122223333"})
+	if err := writeChunks(t, w, randomBytes(int(2*MinPartSize+1), 7)); err != nil {
+		t.Fatal(err)
+	}
+	// The caller's context may be gone by the time it aborts.
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := w.Abort(done); err != nil {
+		t.Fatal(err)
+	}
+	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil || len(f.openUploads()) != 0 {
+		t.Fatalf("aborts %v open %v", f.aborts, f.openUploads())
+	}
+	if err := w.Close(); !errors.Is(err, ErrAborted) {
+		t.Fatalf("Close after Abort = %v", err)
+	}
+	if _, err := w.Write([]byte("x")); !errors.Is(err, ErrAborted) {
+		t.Fatalf("Write after Abort = %v", err)
+	}
+	if err := w.Abort(t.Context()); err != nil || f.count("AbortMultipartUpload") != 1 {
+		t.Fatal("second Abort called S3 again")
+	}
+}
+
+func TestExpectedBucketOwnerOnEveryCall(t *testing.T) {
+	const owner = "111122223333"
+	f := newFake()
+	opts := Options{PartSize: MinPartSize, ExpectedBucketOwner: owner}
+	// Small object, multipart object, and a failed multipart (abort).
+	w := NewWriter(t.Context(), f, "b", "small", opts)
+	if err := writeChunks(t, w, []byte("tiny")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w = NewWriter(t.Context(), f, "b", "big", opts)
+	if err := writeChunks(t, w, randomBytes(int(2*MinPartSize+5), 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.failComplete = true
+	w = NewWriter(t.Context(), f, "b", "failed", opts)
+	if err := writeChunks(t, w, randomBytes(int(MinPartSize+5), 9)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close succeeded")
+	}
+	for _, op := range []string{"PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload"} {
+		calls := f.owners[op]
+		if len(calls) == 0 {
+			t.Errorf("%s never called", op)
+		}
+		for i, o := range calls {
+			if aws.ToString(o) != owner {
+				t.Errorf("%s call %d: ExpectedBucketOwner = %v", op, i, o)
+			}
+		}
+	}
+
+	// Unset: never sent (an empty header would be rejected).
+	f = newFake()
+	w = NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize})
+	if err := writeChunks(t, w, randomBytes(int(MinPartSize+5), 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for op, calls := range f.owners {
+		for _, o := range calls {
+			if o != nil {
+				t.Errorf("%s: ExpectedBucketOwner %q sent though unset", op, *o)
+			}
+		}
+	}
+}
+
+// TestConcurrencyBound holds every UploadPart until the test releases it,
+// letting exactly Concurrency calls pile up before releasing one: the fake
+// sees Concurrency calls in flight and never more, and Write blocks, so the
+// bytes accepted stay within (Concurrency+1) parts of those acknowledged.
+func TestConcurrencyBound(t *testing.T) {
+	const conc, parts = 3, 12
+	f := newFake()
+	f.discard = true
+	f.arrived = make(chan int32)
+	f.release = make(chan struct{})
+	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: conc})
+	data := randomBytes(int(parts*MinPartSize), 11)
+	errc := make(chan error, 1)
+	go func() {
+		if err := writeChunks(t, w, data); err != nil {
+			errc <- err
+			return
+		}
+		errc <- w.Close()
+	}()
+	arrived, released, pending := 0, 0, 0
+	var order []int32
+	for released < parts {
+		if pending < conc && arrived < parts {
+			order = append(order, <-f.arrived)
+			arrived++
+			pending++
+			continue
+		}
+		// conc calls are held: the writer is blocked in Write (or Close).
+		if got, limit := w.Written(), int64(released+conc+1)*MinPartSize; got > limit {
+			t.Fatalf("Written = %d with %d parts acknowledged, bound %d", got, released, limit)
+		}
+		f.release <- struct{}{}
+		released++
+		pending--
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if f.maxInflight != conc {
+		t.Fatalf("max in-flight UploadPart = %d, want %d", f.maxInflight, conc)
+	}
+	seen := map[int32]bool{}
+	for _, n := range order {
+		seen[n] = true
+	}
+	for n := int32(1); n <= parts; n++ {
+		if !seen[n] {
+			t.Fatalf("part %d never sent; order %v", n, order)
+		}
+	}
+	if w.Result().Parts != parts {
+		t.Fatalf("Parts = %d", w.Result().Parts)
+	}
+}
+
+// TestBuffersBounded checks a Writer allocates at most Concurrency+1 part
+// buffers whatever the object size, reusing them part after part.
+func TestBuffersBounded(t *testing.T) {
+	const conc, parts = 2, 24
+	// A part size no other test uses, so the shared pool starts empty.
+	const partSize = MinPartSize + 64<<10
+	f := newFake()
+	f.discard = true
+	chunk := randomBytes(1<<20, 12)
+	run := func(key string) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		w := NewWriter(t.Context(), f, "b", key, Options{PartSize: partSize, Concurrency: conc})
+		for range parts * int(partSize/MiB) {
+			if _, err := w.Write(chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	first := run("first")
+	if limit := uint64(conc+1)*uint64(partSize) + MiB; first > limit {
+		t.Fatalf("first writer allocated %.1f MiB for %d parts, bound %.1f MiB", float64(first)/MiB, parts, float64(limit)/MiB)
+	}
+	// The next writer (the exporter's next file) takes them from the pool,
+	// unless two GC cycles ran in between.
+	second := run("second")
+	t.Logf("allocated %.1f MiB then %.1f MiB streaming %d parts of %.2f MiB twice", float64(first)/MiB, float64(second)/MiB, parts, float64(partSize)/MiB)
+}
+
+func TestNoGoroutineLeak(t *testing.T) {
+	base := runtime.NumGoroutine()
+	for i := range 5 {
+		f := newFake()
+		f.failPart = int32(i) // 0: no failure
+		w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 3})
+		_ = writeChunks(t, w, randomBytes(int(5*MinPartSize+1), uint64(i)))
+		_ = w.Close()
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	w := NewWriter(ctx, newFake(), "b", "k", Options{PartSize: MinPartSize})
+	_ = writeChunks(t, w, randomBytes(int(3*MinPartSize), 99))
+	cancel()
+	_ = w.Abort(t.Context())
+	// Close and Abort wait for their goroutines; let the exiting ones finish
+	// their last instructions.
+	for range 1000 {
+		if runtime.NumGoroutine() <= base {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Fatalf("goroutines: %d before, %d after", base, runtime.NumGoroutine())
+}
