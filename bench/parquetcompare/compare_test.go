@@ -1,0 +1,243 @@
+package parquetcompare
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+	xparquet "github.com/xitongsys/parquet-go/parquet"
+	xwriter "github.com/xitongsys/parquet-go/writer"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/datasettest"
+	"github.com/daybook-dev/daybook/shared/encode"
+)
+
+// xEvent is the one-struct-per-dataset shape xitongsys needs; it is exactly
+// what daybook no longer has to maintain by hand.
+type xEvent struct {
+	EventID    string   `parquet:"name=event_id, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN"`
+	EventType  string   `parquet:"name=event_type, type=BYTE_ARRAY, convertedtype=UTF8, encoding=PLAIN_DICTIONARY"`
+	OccurredAt int64    `parquet:"name=occurred_at, type=INT64, logicaltype=TIMESTAMP, logicaltype.isadjustedtoutc=true, logicaltype.unit=MICROS"`
+	ReceivedAt int64    `parquet:"name=received_at, type=INT64, logicaltype=TIMESTAMP, logicaltype.isadjustedtoutc=true, logicaltype.unit=MICROS"`
+	SessionID  *string  `parquet:"name=session_id, type=BYTE_ARRAY, convertedtype=UTF8, repetitiontype=OPTIONAL"`
+	UserID     *string  `parquet:"name=user_id, type=BYTE_ARRAY, convertedtype=UTF8, repetitiontype=OPTIONAL"`
+	Value      *float64 `parquet:"name=value, type=DOUBLE, repetitiontype=OPTIONAL"`
+	Amount     *int64   `parquet:"name=amount, type=INT64, convertedtype=DECIMAL, scale=2, precision=18, repetitiontype=OPTIONAL"`
+	IsTest     bool     `parquet:"name=is_test, type=BOOLEAN"`
+	Attributes *string  `parquet:"name=attributes, type=BYTE_ARRAY, convertedtype=JSON, repetitiontype=OPTIONAL"`
+}
+
+// toX converts one value-model row, as the old exporter had to.
+func toX(row []any) *xEvent {
+	e := &xEvent{
+		EventID:    row[0].(string),
+		EventType:  row[1].(string),
+		OccurredAt: row[2].(time.Time).UnixMicro(),
+		ReceivedAt: row[3].(time.Time).UnixMicro(),
+		IsTest:     row[8].(bool),
+	}
+	if s, ok := row[4].(string); ok {
+		e.SessionID = &s
+	}
+	if s, ok := row[5].(string); ok {
+		e.UserID = &s
+	}
+	if f, ok := row[6].(float64); ok {
+		e.Value = &f
+	}
+	if d, ok := row[7].(dataset.Decimal); ok {
+		n, _ := d.Int64()
+		e.Amount = &n
+	}
+	if j, ok := row[9].(json.RawMessage); ok {
+		s := string(j)
+		e.Attributes = &s
+	}
+	return e
+}
+
+type counter struct{ n int64 }
+
+func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+const day = dataset.Date(20785)
+
+func encodeX(tb testing.TB, w *counter, codec xparquet.CompressionCodec, rows int) {
+	pw, err := xwriter.NewParquetWriterFromWriter(w, new(xEvent), 2)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pw.CompressionType = codec
+	gen := datasettest.NewEventGen(1, day, rows)
+	for range rows {
+		if err := pw.Write(toX(gen.Next())); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := pw.WriteStop(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func encodeOurs(tb testing.TB, w *counter, codec encode.Compression, rows int) {
+	ds, err := dataset.Get("events")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	enc, err := encode.New(encode.FormatParquet, w, ds, encode.Options{Compression: codec})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gen := datasettest.NewEventGen(1, day, rows)
+	for range rows {
+		if err := enc.Write(gen.Next()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+const benchRows = 1_000_000
+
+func report(b *testing.B, start time.Time, size int64, peak uint64) {
+	b.ReportMetric(float64(benchRows)*float64(b.N)/time.Since(start).Seconds(), "rows/s")
+	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+}
+
+// peakSampler polls HeapInuse while an encode runs.
+func peakSampler() (stop func() uint64) {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	done := make(chan struct{})
+	res := make(chan uint64)
+	go func() {
+		var peak uint64
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				res <- peak
+				return
+			case <-t.C:
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				if m.HeapInuse > base && m.HeapInuse-base > peak {
+					peak = m.HeapInuse - base
+				}
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-res }
+}
+
+func BenchmarkEvents1M(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		x    xparquet.CompressionCodec
+		ours encode.Compression
+	}{
+		{"snappy", xparquet.CompressionCodec_SNAPPY, encode.CompressionSnappy},
+		{"zstd", xparquet.CompressionCodec_ZSTD, encode.CompressionZstd},
+	} {
+		b.Run("xitongsys/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var size int64
+			var peak uint64
+			start := time.Now()
+			for b.Loop() {
+				stop := peakSampler()
+				w := &counter{}
+				encodeX(b, w, c.x, benchRows)
+				size, peak = w.n, max(peak, stop())
+			}
+			report(b, start, size, peak)
+		})
+		b.Run("daybook/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var size int64
+			var peak uint64
+			start := time.Now()
+			for b.Loop() {
+				stop := peakSampler()
+				w := &counter{}
+				encodeOurs(b, w, c.ours, benchRows)
+				size, peak = w.n, max(peak, stop())
+			}
+			report(b, start, size, peak)
+		})
+	}
+}
+
+// TestBothReadable checks that both files of the comparison hold the same
+// data as DuckDB reads it, so the benchmark compares like with like; it also
+// records what the xitongsys struct path does to the optional JSON column.
+func TestBothReadable(t *testing.T) {
+	const rows = 2000
+	dir := t.TempDir()
+	write := func(name string, fn func(w *bytes.Buffer)) string {
+		var buf bytes.Buffer
+		fn(&buf)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ours := write("ours.parquet", func(w *bytes.Buffer) {
+		ds, _ := dataset.Get("events")
+		enc, _ := encode.New(encode.FormatParquet, w, ds, encode.Options{})
+		gen := datasettest.NewEventGen(1, day, rows)
+		for range rows {
+			if err := enc.Write(gen.Next()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enc.Close()
+	})
+	theirs := write("xitongsys.parquet", func(w *bytes.Buffer) {
+		pw, err := xwriter.NewParquetWriterFromWriter(w, new(xEvent), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen := datasettest.NewEventGen(1, day, rows)
+		for range rows {
+			if err := pw.Write(toX(gen.Next())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pw.WriteStop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, p := range []string{ours, theirs} {
+		var n, attrs, amounts int
+		var minAt string
+		q := fmt.Sprintf(`SELECT count(*), count(attributes), count(amount), CAST(min(occurred_at) AS VARCHAR) FROM read_parquet('%s')`, p)
+		if err := db.QueryRow(q).Scan(&n, &attrs, &amounts, &minAt); err != nil {
+			t.Fatalf("%s: %v", filepath.Base(p), err)
+		}
+		t.Logf("%s: rows=%d non-null attributes=%d amounts=%d min(occurred_at)=%s", filepath.Base(p), n, attrs, amounts, minAt)
+		if n != rows || attrs == 0 || amounts == 0 {
+			t.Errorf("%s: rows=%d attributes=%d amounts=%d", filepath.Base(p), n, attrs, amounts)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+// Package parquetcompare benchmarks the encoder daybook ships
+// (shared/encode, on github.com/parquet-go/parquet-go) against
+// github.com/xitongsys/parquet-go v1.6.2, which it replaces, on the same
+// synthetic events day, so the decision stays checkable:
+//
+//	go test ./bench/parquetcompare -run '^$' -bench . -benchtime 1x -benchmem
+//
+// The package has no non-test code beyond this comment.
+package parquetcompare
