@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// Config is the exporter's configuration, read once at start-up.
+type Config struct {
+	Stage        string
+	Table        string
+	QueueURL     string
+	Lease        time.Duration
+	MaxAttempts  int
+	SettleDelay  time.Duration
+	SourceDriver string
+	SourceDSN    string // SOURCE_DSN, or read from SSM SOURCE_DSN_PARAMETER
+	DSNParameter string
+	MaxFileBytes int64
+	PartSize     int64
+	Concurrency  int
+	LogLevel     string
+}
+
+func loadConfig(r *envvar.Reader) (Config, error) {
+	c := Config{
+		Stage:        r.StringOr("DAYBOOK_STAGE", "dev"),
+		Table:        r.String("LEDGER_TABLE"),
+		QueueURL:     r.String("JOBS_QUEUE_URL"),
+		MaxAttempts:  r.Int("MAX_ATTEMPTS", 6),
+		SettleDelay:  r.Duration("SETTLE_DELAY", 2*time.Hour),
+		SourceDriver: r.StringOr("SOURCE_DRIVER", "pgx"),
+		SourceDSN:    r.StringOr("SOURCE_DSN", ""),
+		DSNParameter: r.StringOr("SOURCE_DSN_PARAMETER", ""),
+		MaxFileBytes: int64(r.Int("MAX_FILE_BYTES", 256<<20)),
+		PartSize:     int64(r.Int("PART_SIZE_BYTES", 16<<20)),
+		Concurrency:  r.Int("UPLOAD_CONCURRENCY", 4),
+		LogLevel:     r.StringOr("AWS_LAMBDA_LOG_LEVEL", r.StringOr("LOG_LEVEL", "INFO")),
+	}
+	c.Lease = ledger.LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second))
+	if c.SourceDSN == "" && c.DSNParameter == "" {
+		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"
+	}
+	return c, r.Err()
+}
+
+// withSettle applies the deployment's default settle delay to accounts
+// that set none.
+type withSettle struct {
+	*ledger.Ledger
+	settle time.Duration
+}
+
+func (l withSettle) GetAccount(ctx context.Context, id string) (account.Account, error) {
+	a, err := l.Ledger.GetAccount(ctx, id)
+	if err != nil {
+		return a, err
+	}
+	return a.WithDefaults(l.settle), nil
+}

@@ -1,0 +1,97 @@
+// Command exporter is the exporter Lambda: it reads export messages from SQS
+// and writes each partition into its account's bucket. This file only wires.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/logging"
+	"github.com/daybook-dev/daybook/shared/source"
+)
+
+func main() {
+	cfg, err := loadConfig(envvar.New())
+	log := logging.New(os.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "exporter")
+	if err != nil {
+		log.Error("configuration", "error", err.Error())
+		os.Exit(2)
+	}
+	h, err := wire(context.Background(), cfg, log)
+	if err != nil {
+		log.Error("start-up", "error", err.Error())
+		os.Exit(2)
+	}
+	lambda.Start(h.Handle)
+}
+
+func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
+	awsCfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return Handler{}, err
+	}
+	dsn := cfg.SourceDSN
+	if dsn == "" {
+		out, err := ssm.NewFromConfig(awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(cfg.DSNParameter), WithDecryption: aws.Bool(true)})
+		if err != nil {
+			return Handler{}, fmt.Errorf("read source DSN from SSM parameter %s (SOURCE_DSN_PARAMETER): %w", cfg.DSNParameter, err)
+		}
+		dsn = aws.ToString(out.Parameter.Value)
+	}
+	dialect := map[string]string{"pgx": "postgres", "sqlite": "sqlite"}[cfg.SourceDriver]
+	if dialect == "" {
+		return Handler{}, fmt.Errorf("environment variable SOURCE_DRIVER=%q: want pgx or sqlite", cfg.SourceDriver)
+	}
+	db, err := sql.Open(cfg.SourceDriver, dsn)
+	if err != nil {
+		return Handler{}, fmt.Errorf("open source (SOURCE_DRIVER=%s): %w", cfg.SourceDriver, err)
+	}
+	src, err := source.NewSQL(db, dialect, cfg.SourceDriver)
+	if err != nil {
+		return Handler{}, err
+	}
+	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), ledger.Config{Table: cfg.Table, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts})
+	if err != nil {
+		return Handler{}, err
+	}
+	svc := &Service{
+		Ledger:   withSettle{led, cfg.SettleDelay},
+		Queue:    sqs.NewFromConfig(awsCfg),
+		QueueURL: cfg.QueueURL,
+		Exporter: &Exporter{
+			Source:  src,
+			Buckets: buckets{destination.Factory{Base: awsCfg}},
+			Scripts: loadScripts,
+			Config:  ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency},
+			Now:     time.Now,
+		},
+		Log: log,
+		Now: time.Now,
+	}
+	return Handler{Processor: svc, Log: log}, nil
+}
+
+// buckets adapts destination.Factory to Buckets.
+type buckets struct{ f destination.Factory }
+
+func (b buckets) Client(id string, d account.Destination) BucketAPI { return b.f.Client(id, d) }
+
+var _ BucketAPI = (*s3.Client)(nil)

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// LedgerAPI is the part of the ledger the exporter uses. Every write is
+// conditional on the claim token: a lost claim is ledger.ErrClaimLost.
+type LedgerAPI interface {
+	GetAccount(ctx context.Context, id string) (account.Account, error)
+	// ClaimManual claims a row for a manual request, creating it if absent;
+	// ledger.ErrBusy means the row is running and a re-run was recorded.
+	ClaimManual(ctx context.Context, key ledger.Key) (ledger.Claim, error)
+	// Start marks a claimed job as started, once: a second delivery of the
+	// same job gets ledger.ErrClaimLost.
+	Start(ctx context.Context, key ledger.Key, token string) (ledger.Claim, error)
+	Complete(ctx context.Context, key ledger.Key, token string, res ledger.Result) (ledger.Row, error)
+	Fail(ctx context.Context, key ledger.Key, token string, cause error) (ledger.Row, error)
+}
+
+var _ LedgerAPI = (*ledger.Ledger)(nil)
+
+// QueueAPI fans a manual day range out into one message per day.
+type QueueAPI interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ QueueAPI = (*sqs.Client)(nil)
+
+// ErrRejected marks a request that can never succeed (unknown account or
+// dataset, a day that is not closed yet). Like a malformed message it is
+// reported as a batch failure and ends in the DLQ, where an operator sees it.
+var ErrRejected = errors.New("request rejected")
+
+// Service turns queue messages into exports.
+type Service struct {
+	Ledger   LedgerAPI
+	Queue    QueueAPI
+	QueueURL string
+	Exporter *Exporter
+	Log      *slog.Logger
+	Now      func() time.Time
+	Rand     io.Reader
+}
+
+// Process handles one message body. A nil error means the message is done
+// (exported, recorded as failed in the ledger, or a duplicate); an error
+// means SQS should deliver it again (and, for malformed or rejected
+// messages, eventually to the DLQ).
+func (s *Service) Process(ctx context.Context, messageID, body string) error {
+	log := s.Log.With("message_id", messageID)
+	msg, err := jobs.Parse(body)
+	if err != nil {
+		log.ErrorContext(ctx, "malformed message; it will reach the dead-letter queue", "error", err.Error(), "body", truncate(body, 512))
+		return err
+	}
+	if msg.Manual != nil {
+		return s.manual(ctx, *msg.Manual, log)
+	}
+	return s.job(ctx, *msg.Job, log)
+}
+
+func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
+	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
+	log = log.With("account", j.AccountID, "dataset", j.Dataset, "day", j.Day, "generation", j.Generation)
+	claim, err := s.Ledger.Start(ctx, key, j.ClaimToken)
+	if errors.Is(err, ledger.ErrClaimLost) || errors.Is(err, ledger.ErrNotFound) {
+		// SQS is at-least-once: a second delivery of a started or finished job.
+		log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", err.Error())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start %s: %w", key, err)
+	}
+	return s.export(ctx, claim, log)
+}
+
+func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
+	log = log.With("account", m.AccountID, "dataset", m.Dataset)
+	acct, err := s.Ledger.GetAccount(ctx, m.AccountID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return s.reject(ctx, log, "account_id %q: no such account", m.AccountID)
+	}
+	if err != nil {
+		return fmt.Errorf("get account %s: %w", m.AccountID, err)
+	}
+	if _, err := dataset.Get(m.Dataset); err != nil {
+		return s.reject(ctx, log, "dataset %q: %v", m.Dataset, err)
+	}
+	if !enabled(acct, m.Dataset) {
+		return s.reject(ctx, log, "dataset %q is not enabled for account %s (enabled: %v)", m.Dataset, acct.ID, acct.Datasets)
+	}
+	from, to, _ := m.Days() // validated by jobs.Parse
+	closed := acct.ClosedThrough(s.Now())
+	if to.After(closed) {
+		return s.reject(ctx, log, "day %s is not closed yet for account %s (time zone %s): the last closed day is %s; today is never exported",
+			to, acct.ID, orDefault(acct.TimeZone, "UTC"), closed)
+	}
+	if from != to {
+		return s.fanOut(ctx, m, from, to, log)
+	}
+	key := ledger.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: from}
+	log = log.With("day", from.String())
+	claim, err := s.Ledger.ClaimManual(ctx, key)
+	if errors.Is(err, ledger.ErrBusy) {
+		log.InfoContext(ctx, "partition is running; the re-export is recorded and runs after it")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", key, err)
+	}
+	return s.export(ctx, claim, log.With("generation", claim.Generation))
+}
+
+func (s *Service) reject(ctx context.Context, log *slog.Logger, format string, args ...any) error {
+	err := fmt.Errorf("%w: "+format, append([]any{ErrRejected}, args...)...)
+	log.ErrorContext(ctx, "request rejected; it will reach the dead-letter queue", "error", err.Error())
+	return err
+}
+
+// fanOut turns a manual range into one single-day request per day, so each
+// day is claimed and exported in its own invocation.
+func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to layout.Day, log *slog.Logger) error {
+	days := layout.Range(from, to)
+	for i := 0; i < len(days); i += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for n, d := range days[i:min(i+10, len(days))] {
+			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: m.AccountID, Dataset: m.Dataset, Day: d.String(), RequestedBy: m.RequestedBy})
+			if err != nil {
+				return err
+			}
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(n)), MessageBody: aws.String(body)})
+		}
+		out, err := s.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
+		}
+		if len(out.Failed) > 0 {
+			// Redelivery repeats the whole range; single-day claims make that harmless.
+			return fmt.Errorf("fan out %s..%s: %d messages not sent: %s", from, to, len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	log.InfoContext(ctx, "manual range fanned out", "from", from.String(), "to", to.String(), "days", len(days))
+	return nil
+}
+
+// export runs one claimed partition and records the outcome in the ledger.
+// An export failure is recorded (with backoff) and the message is done:
+// retries are the ledger's job, SQS redelivery is only for crashes (E4).
+func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logger) error {
+	runID, err := s.runID()
+	if err != nil {
+		return err
+	}
+	log = log.With("run_id", runID, "attempt", claim.Attempt, "reason", string(claim.Reason))
+	began := s.Now()
+	w, err := s.exportClaim(ctx, claim, runID, log)
+	if err != nil {
+		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, err)
+		switch {
+		case errors.Is(ferr, ledger.ErrClaimLost):
+			log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error())
+			return nil
+		case ferr != nil:
+			return fmt.Errorf("record failure of %s (%v): %w", claim.Key, err, ferr)
+		}
+		log.ErrorContext(ctx, "export failed", "error", err.Error(), "attempts", row.Attempts,
+			"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
+		return nil
+	}
+	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, ledger.Result{
+		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
+		ManifestKey: w.ManifestKey, Duration: s.Now().Sub(began),
+	})
+	if errors.Is(err, ledger.ErrClaimLost) {
+		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("complete %s: %w", claim.Key, err)
+	}
+	return nil
+}
+
+func (s *Service) exportClaim(ctx context.Context, claim ledger.Claim, runID string, log *slog.Logger) (*Written, error) {
+	acct, err := s.Ledger.GetAccount(ctx, claim.AccountID)
+	if err != nil {
+		return nil, fmt.Errorf("account %s: %w", claim.AccountID, err)
+	}
+	ds, err := dataset.Get(claim.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	return s.Exporter.Export(ctx, Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: runID}, log)
+}
+
+func (s *Service) runID() (string, error) {
+	var b [6]byte
+	r := s.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return "run_" + s.Now().UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b[:]), nil
+}
+
+func enabled(a account.Account, ds string) bool {
+	for _, d := range a.Datasets {
+		if d == ds {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

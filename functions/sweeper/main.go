@@ -1,0 +1,46 @@
+// Command sweeper is the sweeper Lambda: on a schedule it materializes closed
+// days, claims due partitions and enqueues export jobs. This file only wires.
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/logging"
+)
+
+func main() {
+	cfg, err := loadConfig(envvar.New())
+	log := logging.New(os.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "sweeper")
+	if err != nil {
+		log.Error("configuration", "error", err.Error())
+		os.Exit(2)
+	}
+	awsCfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		log.Error("aws configuration", "error", err.Error())
+		os.Exit(2)
+	}
+	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), ledger.Config{Table: cfg.Table, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts})
+	if err != nil {
+		log.Error("ledger", "error", err.Error())
+		os.Exit(2)
+	}
+	sw := &Sweeper{Ledger: led, SQS: sqs.NewFromConfig(awsCfg), Config: SweepConfig{
+		QueueURL:           cfg.QueueURL,
+		PerAccountCap:      cfg.PerAccountCap,
+		PerSweepCap:        cfg.PerSweepCap,
+		DefaultSettleDelay: cfg.SettleDelay,
+		Now:                time.Now,
+		Log:                log,
+	}}
+	lambda.Start(Handler{Sweeper: sw, Log: log}.Handle)
+}

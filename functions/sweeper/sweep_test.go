@@ -1,0 +1,578 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/localaws"
+	"github.com/daybook-dev/daybook/shared/motoserver"
+)
+
+var (
+	srv  *motoserver.Server
+	runs atomic.Int64
+)
+
+func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+
+var (
+	deployOnce sync.Once
+	deployErr  error
+	awsCfg     aws.Config
+	outputs    map[string]string
+	serialOnce sync.Once
+	serial     *serialDB
+)
+
+// serialDB works around a moto gap: moto evaluates a ConditionExpression and
+// applies the write without a per-item lock, so two concurrent conditional
+// writes to one item can both succeed there; DynamoDB serializes writes to an
+// item and L2 rests on that. serialDB serializes writes per key (moto still
+// evaluates every condition). Both sweeps' ledgers share it.
+type serialDB struct {
+	*dynamodb.Client
+	locks sync.Map
+}
+
+func (s *serialDB) lock(key map[string]ddbtypes.AttributeValue) func() {
+	str := func(v ddbtypes.AttributeValue) string {
+		if sv, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
+			return sv.Value
+		}
+		return ""
+	}
+	m, _ := s.locks.LoadOrStore(str(key[ledger.AttrPK])+"|"+str(key[ledger.AttrSK]), &sync.Mutex{})
+	m.(*sync.Mutex).Lock()
+	return m.(*sync.Mutex).Unlock
+}
+
+func (s *serialDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	defer s.lock(in.Key)()
+	return s.Client.UpdateItem(ctx, in, opts...)
+}
+
+func (s *serialDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	defer s.lock(in.Item)()
+	return s.Client.PutItem(ctx, in, opts...)
+}
+
+func deployed(t *testing.T) (aws.Config, map[string]string) {
+	t.Helper()
+	deployOnce.Do(func() {
+		ctx := context.Background()
+		if awsCfg, deployErr = srv.Config(ctx); deployErr != nil {
+			return
+		}
+		st, err := localaws.Deploy(ctx, awsCfg, "../../template.yaml", "daybook-sweeptest", map[string]string{"Stage": "sweeptest"})
+		if err != nil {
+			deployErr = err
+			return
+		}
+		outputs = st.Outputs
+		// moto runs the exporter's SQS event source mapping inside
+		// SendMessage: it takes the jobs off the queue (and fails to invoke
+		// the function without docker). The test reads the queue itself, so
+		// the mapping is disabled (moto's DeleteEventSourceMapping leaves it
+		// attached to the queue; only Enabled=false stops it).
+		lc := lambda.NewFromConfig(awsCfg)
+		maps, err := lc.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(st.Outputs["ExporterFunctionName"])})
+		if err != nil {
+			deployErr = err
+			return
+		}
+		for _, m := range maps.EventSourceMappings {
+			if _, err := lc.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: m.UUID, Enabled: aws.Bool(false)}); err != nil {
+				deployErr = err
+				return
+			}
+		}
+	})
+	if deployErr != nil {
+		t.Fatal(deployErr)
+	}
+	return awsCfg, outputs
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(t time.Time)         { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func at(s string) *clock {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return &clock{t: t}
+}
+
+func seeded(t *testing.T, salt string) *rand.ChaCha8 {
+	return rand.NewChaCha8(sha256.Sum256([]byte(t.Name() + "/" + salt)))
+}
+
+const lease = 20 * time.Minute
+
+func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
+	t.Helper()
+	cfg, out := deployed(t)
+	serialOnce.Do(func() { serial = &serialDB{Client: dynamodb.NewFromConfig(cfg)} })
+	l, err := ledger.New(serial, ledger.Config{
+		Table: out["LedgerTableName"], Lease: lease, MaxAttempts: 3,
+		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// newAccount stores an enabled account with a random id.
+func newAccount(t *testing.T, l *ledger.Ledger, salt string, start string, tz string, settle *time.Duration, datasets ...string) account.Account {
+	t.Helper()
+	// The run counter keeps ids unique under -count=N on one server.
+	id, err := account.NewID(seeded(t, fmt.Sprint("id/", salt, "/", runs.Add(1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(datasets) == 0 {
+		datasets = []string{"events"}
+	}
+	a := account.Account{ID: id, Name: salt, Enabled: true, StartDate: layout.MustDay(start), TimeZone: tz,
+		Datasets: datasets, Destination: account.Destination{Bucket: "daybook-exports-test"}}
+	if settle != nil {
+		d := account.Duration(*settle)
+		a.SettleDelay = &d
+	}
+	if err := l.PutAccount(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// recordingSQS records jobs; entries whose day is in failDays fail.
+type recordingSQS struct {
+	mu       sync.Mutex
+	jobs     []Job
+	failDays map[string]bool
+}
+
+func (r *recordingSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(in.Entries) > 10 {
+		return nil, fmt.Errorf("batch of %d", len(in.Entries))
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		var j Job
+		if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &j); err != nil {
+			return nil, err
+		}
+		if r.failDays[j.Day] {
+			out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("injected")})
+			continue
+		}
+		r.jobs = append(r.jobs, j)
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func (r *recordingSQS) take() []Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j := r.jobs
+	r.jobs = nil
+	return j
+}
+
+func jobsOf(jobs []Job, acct string) []string {
+	var out []string
+	for _, j := range jobs {
+		if j.AccountID == acct {
+			out = append(out, j.Day)
+		}
+	}
+	return out
+}
+
+// isolate keeps only the test's accounts visible to a sweep, since the
+// package's tests share one deployed table.
+type isolate struct {
+	*ledger.Ledger
+	ids map[string]bool
+}
+
+func (i isolate) ListAccounts(ctx context.Context) ([]account.Account, error) {
+	all, err := i.Ledger.ListAccounts(ctx)
+	var out []account.Account
+	for _, a := range all {
+		if i.ids[a.ID] {
+			out = append(out, a)
+		}
+	}
+	return out, err
+}
+
+// raceStart holds a sweep's first claim until every sweep got there.
+type raceStart struct {
+	isolate
+	barrier *sync.WaitGroup
+	once    sync.Once
+}
+
+func (r *raceStart) Claim(ctx context.Context, key ledger.Key, reason ledger.Reason) (ledger.Claim, error) {
+	r.once.Do(func() { r.barrier.Done(); r.barrier.Wait() })
+	return r.isolate.Claim(ctx, key, reason)
+}
+
+func only(l *ledger.Ledger, accts ...account.Account) isolate {
+	ids := map[string]bool{}
+	for _, a := range accts {
+		ids[a.ID] = true
+	}
+	return isolate{l, ids}
+}
+
+func sweeper(l LedgerAPI, q SQSAPI, clk *clock, perAccount, perSweep int) *Sweeper {
+	return &Sweeper{Ledger: l, SQS: q, Config: SweepConfig{
+		QueueURL: "https://sqs.example/jobs", PerAccountCap: perAccount, PerSweepCap: perSweep,
+		DefaultSettleDelay: 0, Now: clk.Now,
+	}}
+}
+
+func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
+	ctx := context.Background()
+	cfg, out := deployed(t)
+	clk := at("2026-03-01T12:00:00Z")
+	l1, l2 := newLedger(t, clk, "one"), newLedger(t, clk, "two")
+	// Three accounts, 20 closed days each (2026-02-09 .. 2026-02-28): 60 due rows.
+	var accts []account.Account
+	for i := range 3 {
+		accts = append(accts, newAccount(t, l1, fmt.Sprint(i), "2026-02-09", "UTC", nil))
+	}
+	q := sqs.NewFromConfig(cfg)
+	// Both sweeps reach their claims before either claims anything, so the
+	// claims race row by row.
+	var barrier sync.WaitGroup
+	barrier.Add(2)
+	mk := func(l *ledger.Ledger) *Sweeper {
+		s := sweeper(&raceStart{isolate: only(l, accts...), barrier: &barrier}, q, clk, 100, 1000)
+		s.Config.QueueURL = out["JobsQueueUrl"]
+		return s
+	}
+	s1, s2 := mk(l1), mk(l2)
+	var sums [2]Summary
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, s := range []*Sweeper{s1, s2} {
+		wg.Go(func() { sums[i], errs[i] = s.Run(ctx) })
+	}
+	wg.Wait()
+	for i := range errs {
+		if errs[i] != nil {
+			t.Fatalf("sweep %d: %v", i, errs[i])
+		}
+	}
+	t.Logf("sweep summaries: %+v / %+v", sums[0], sums[1])
+	if m := sums[0].Materialized + sums[1].Materialized; m != 60 {
+		t.Errorf("materialized %d rows, want 60 (each day once)", m)
+	}
+	claimed := sums[0].Claimed + sums[1].Claimed
+	if claimed != 60 || sums[0].Enqueued+sums[1].Enqueued != claimed {
+		t.Errorf("claimed %d, enqueued %d, want 60 each", claimed, sums[0].Enqueued+sums[1].Enqueued)
+	}
+
+	// Drain the queue: every claimed row arrives once, with the live token.
+	ours := map[string]bool{}
+	for _, a := range accts {
+		ours[a.ID] = true
+	}
+	seen := map[string]Job{}
+	msgs := 0
+	for empty := 0; empty < 2; {
+		res, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(out["JobsQueueUrl"]), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range res.Messages {
+			var j Job
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &j); err != nil {
+				t.Fatalf("message %q: %v", aws.ToString(m.Body), err)
+			}
+			if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(out["JobsQueueUrl"]), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+			if !ours[j.AccountID] {
+				continue
+			}
+			msgs++
+			k := j.AccountID + "/" + j.Dataset + "/" + j.Day
+			if prev, dup := seen[k]; dup {
+				t.Errorf("%s enqueued twice: %+v and %+v", k, prev, j)
+			}
+			seen[k] = j
+		}
+	}
+	if msgs != claimed || len(seen) != 60 {
+		t.Errorf("received %d messages for %d distinct rows, claimed %d", msgs, len(seen), claimed)
+	}
+	for k, j := range seen {
+		if j.Kind != JobKind || j.Attempt != 1 || j.Generation != 1 || (j.Reason != "backfill" && j.Reason != "scheduled") {
+			t.Errorf("%s: job %+v", k, j)
+		}
+		r, err := l1.Get(ctx, ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)})
+		if err != nil || r.State != ledger.StateRunning || r.ClaimToken != j.ClaimToken {
+			t.Errorf("%s: row %+v (%v) does not hold the message's token %s", k, r, err, j.ClaimToken)
+		}
+	}
+}
+
+func TestNeverToday(t *testing.T) {
+	ctx := context.Background()
+	two := 2 * time.Hour
+	zero := time.Duration(0)
+	cases := []struct {
+		tz     string
+		now    string // local wall time
+		settle *time.Duration
+		want   string // last materialized day
+	}{
+		{"America/Sao_Paulo", "2026-03-10T23:59:00", &zero, "2026-03-09"},
+		{"America/Sao_Paulo", "2026-03-11T00:01:00", &zero, "2026-03-10"},
+		{"America/Sao_Paulo", "2026-03-11T00:01:00", &two, "2026-03-09"},
+		{"America/Sao_Paulo", "2026-03-11T02:00:00", &two, "2026-03-10"},
+		{"Asia/Kolkata", "2026-03-10T23:59:00", &zero, "2026-03-09"},
+		{"Asia/Kolkata", "2026-03-11T00:01:00", &zero, "2026-03-10"},
+		{"Asia/Kolkata", "2026-03-11T00:01:00", &two, "2026-03-09"},
+		{"Asia/Kolkata", "2026-03-11T01:59:59", nil, "2026-03-09"}, // default settle delay 2h
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%s %s settle %v", tc.tz, tc.now, tc.settle), func(t *testing.T) {
+			loc, err := time.LoadLocation(tc.tz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			local, err := time.ParseInLocation("2006-01-02T15:04:05", tc.now, loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk := &clock{t: local.UTC()}
+			l := newLedger(t, clk, "l")
+			a := newAccount(t, l, fmt.Sprint("never-today-", i), "2026-03-05", tc.tz, tc.settle)
+			rec := &recordingSQS{}
+			s := sweeper(only(l, a), rec, clk, 50, 50)
+			s.Config.DefaultSettleDelay = 2 * time.Hour
+			sum, err := s.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := l.List(ctx, a.ID, "events", layout.MustDay("2026-01-01"), layout.MustDay("2026-12-31"))
+			if err != nil || len(rows) == 0 {
+				t.Fatalf("rows %v %v", rows, err)
+			}
+			if last := rows[len(rows)-1].Day.String(); last != tc.want {
+				t.Errorf("last materialized day %s, want %s (today there is %s)", last, tc.want, layout.DayOf(local))
+			}
+			sent := jobsOf(rec.take(), a.ID)
+			if len(sent) != len(rows) || sum.Enqueued != len(rows) || sent[len(sent)-1] > tc.want {
+				t.Errorf("sent %v for rows through %s (summary %+v)", sent, tc.want, sum)
+			}
+		})
+	}
+}
+
+func TestFairnessAndNoHole(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	a := newAccount(t, l, "a", "2026-01-01", "UTC", nil) // 90 closed days: 01-01 .. 03-31
+	b := newAccount(t, l, "b", "2026-03-31", "UTC", nil) // one closed day
+	rec := &recordingSQS{}
+	s := sweeper(only(l, a, b), rec, clk, 10, 200)
+	sum, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := rec.take()
+	if got := jobsOf(jobs, b.ID); strings.Join(got, ",") != "2026-03-31" {
+		t.Errorf("B got %v, want its one day", got)
+	}
+	want := strings.Join(dayStrings(layout.Range(layout.MustDay("2026-01-01"), layout.MustDay("2026-01-10"))), ",")
+	if got := strings.Join(jobsOf(jobs, a.ID), ","); got != want {
+		t.Errorf("A's first sweep sent %s, want its 10 oldest days %s", got, want)
+	}
+	if sum.Materialized != 91 || sum.Claimed != 11 || sum.CappedAccounts != 1 {
+		t.Errorf("summary %+v", sum)
+	}
+
+	clk.Advance(15 * time.Minute) // next sweep; nothing has completed yet
+	if _, err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jobs = rec.take()
+	want = strings.Join(dayStrings(layout.Range(layout.MustDay("2026-01-11"), layout.MustDay("2026-01-20"))), ",")
+	if got := strings.Join(jobsOf(jobs, a.ID), ","); got != want {
+		t.Errorf("A's second sweep sent %s, want %s", got, want)
+	}
+	if got := jobsOf(jobs, b.ID); len(got) != 0 {
+		t.Errorf("B's running day was sent again: %v", got)
+	}
+}
+
+func TestPerSweepCapIsRoundRobin(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	var accts []account.Account
+	for i := range 3 {
+		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-22", "UTC", nil)) // 10 days each
+	}
+	rec := &recordingSQS{}
+	sum, err := sweeper(only(l, accts...), rec, clk, 10, 7).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := rec.take()
+	counts := []int{}
+	for _, a := range accts {
+		counts = append(counts, len(jobsOf(jobs, a.ID)))
+		if d := jobsOf(jobs, a.ID); len(d) > 0 && d[0] != "2026-03-22" {
+			t.Errorf("account %s did not start with its oldest day: %v", a.ID, d)
+		}
+	}
+	sort.Ints(counts)
+	if fmt.Sprint(counts) != "[2 2 3]" || sum.Claimed != 7 || sum.Capped != 23 {
+		t.Errorf("per-account counts %v, summary %+v; want 2/2/3 and 23 capped", counts, sum)
+	}
+}
+
+func TestFailedSendIsReleased(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	a := newAccount(t, l, "a", "2026-03-29", "UTC", nil) // 3 days
+	rec := &recordingSQS{failDays: map[string]bool{"2026-03-30": true}}
+	s := sweeper(only(l, a), rec, clk, 10, 10)
+	sum, err := s.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "2026-03-30") {
+		t.Errorf("error %v should name the unsent job", err)
+	}
+	if sum.Claimed != 3 || sum.Enqueued != 2 || sum.Released != 1 {
+		t.Errorf("summary %+v", sum)
+	}
+	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay("2026-03-30")})
+	if err != nil || r.State != ledger.StatePending || r.Attempts != 0 || r.ClaimToken != "" {
+		t.Fatalf("released row %+v %v", r, err)
+	}
+	rec.take()
+	rec.failDays = nil
+	clk.Advance(15 * time.Minute)
+	sum, err = s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jobsOf(rec.take(), a.ID); strings.Join(got, ",") != "2026-03-30" || sum.Claimed != 1 {
+		t.Errorf("next sweep sent %v (summary %+v), want the released day", got, sum)
+	}
+}
+
+func TestRetriesAndDeadClaims(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	a := newAccount(t, l, "a", "2026-03-30", "UTC", nil) // 03-30, 03-31
+	rec := &recordingSQS{}
+	s := sweeper(only(l, a), rec, clk, 10, 10)
+	if _, err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jobs := rec.take()
+	// 03-30 fails; 03-31's worker dies (its claim is never completed).
+	j := jobs[0]
+	failed, err := l.Fail(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay(j.Day)}, j.ClaimToken, errors.New("throttled"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(failed.NextAttemptAt.Add(-time.Second))
+	if sum, _ := s.Run(ctx); sum.Claimed != 0 {
+		t.Errorf("claimed %d before the next attempt and inside the lease", sum.Claimed)
+	}
+	clk.Set(maxTime(failed.NextAttemptAt, clk.Now().Add(lease+time.Minute)))
+	sum, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retried := rec.take()
+	if sum.Claimed != 2 || len(retried) != 2 {
+		t.Fatalf("retry sweep %+v %+v", sum, retried)
+	}
+	for _, r := range retried {
+		if r.Reason != "retry" || r.Attempt != 2 {
+			t.Errorf("retry job %+v", r)
+		}
+	}
+	if retried[0].Day != "2026-03-30" {
+		t.Errorf("failed-and-due (older day) should precede the dead claim: %+v", retried)
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func TestSummaryJSON(t *testing.T) {
+	b, err := json.Marshal(Summary{Accounts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "exhausted", "duration_ms"} {
+		if !strings.Contains(string(b), `"`+k+`"`) {
+			t.Errorf("summary JSON %s lacks %s", b, k)
+		}
+	}
+	j, _ := json.Marshal(Job{Kind: JobKind, AccountID: "a", Dataset: "d", Day: "2026-01-01", ClaimToken: "t", Attempt: 1, Generation: 2, Reason: "manual"})
+	if string(j) != `{"kind":"job","account_id":"a","dataset":"d","day":"2026-01-01","claim_token":"t","attempt":1,"generation":2,"reason":"manual"}` {
+		t.Errorf("job JSON %s", j)
+	}
+}
+
+func dayStrings(ds []layout.Day) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.String()
+	}
+	return out
+}

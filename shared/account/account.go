@@ -1,0 +1,282 @@
+// Package account is one tenant's export configuration: which datasets, from
+// which start date, in which time zone, with which settle delay, into which
+// bucket (SPEC C1, C3, F1, F5, L4). It is stored by package ledger (pk=ACCOUNTS,
+// sk=<id>) as the JSON document of Account; `daybook account put --file
+// account.json` reads the same snake_case JSON.
+//
+// Account ids are `acct_` + 16 random lowercase base32 characters, never
+// sequential (F2): they appear in customers' object keys.
+package account
+
+import (
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+// Day is the civil date type shared with ledger and layout.
+type Day = layout.Day
+
+// Formats and compressions (SPEC F5).
+const (
+	FormatParquet = "parquet"
+	FormatNDJSON  = "ndjson"
+
+	CompressionSnappy = "snappy"
+	CompressionZstd   = "zstd"
+	CompressionGzip   = "gzip"
+)
+
+// DefaultPrefix is the prefix template used when an account names none.
+const DefaultPrefix = "daybook/" + layout.PlaceholderAccountID
+
+// Account is one tenant.
+type Account struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Enabled bool   `json:"enabled"`
+	// StartDate is the backfill horizon: the first day exported.
+	StartDate Day `json:"start_date"`
+	// TimeZone is an IANA zone; days are closed at midnight there. Default UTC.
+	TimeZone string `json:"time_zone,omitempty"`
+	// SettleDelay is waited after midnight for late data (L4). Nil means the
+	// deployment default (SETTLE_DELAY), applied by WithDefaults.
+	SettleDelay *Duration `json:"settle_delay,omitempty"`
+	// Datasets are the exported (enabled) datasets.
+	Datasets    []string    `json:"datasets"`
+	Destination Destination `json:"destination"`
+	CreatedAt   time.Time   `json:"created_at,omitzero"`
+}
+
+// Destination is the customer's bucket and how daybook reaches it (C1, C3).
+type Destination struct {
+	Bucket string `json:"bucket"`
+	Region string `json:"region,omitempty"`
+	// Prefix is a layout template ({{.AccountID}}, {{.Stage}}); default DefaultPrefix.
+	Prefix string `json:"prefix,omitempty"`
+	// RoleARN is assumed with ExternalID; empty means daybook's own role
+	// (an explicit fallback, C1).
+	RoleARN             string `json:"role_arn,omitempty"`
+	ExternalID          string `json:"external_id,omitempty"`
+	ExpectedBucketOwner string `json:"expected_bucket_owner,omitempty"`
+	// Endpoint is an optional custom S3 endpoint URL (MinIO, R2, ...; C3).
+	Endpoint    string `json:"endpoint,omitempty"`
+	Format      string `json:"format,omitempty"`      // parquet (default) | ndjson
+	Compression string `json:"compression,omitempty"` // parquet: snappy (default) | zstd; ndjson: gzip (default)
+}
+
+// Duration is a time.Duration written as "2h", "90m" in JSON.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalText renders a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText parses a Go duration string ("2h", "30m"); the error names it.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", string(b), err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// NewID returns `acct_` + 16 lowercase base32 characters (80 random bits) from r.
+func NewID(r io.Reader) (string, error) {
+	var b [10]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("account id: %w", err)
+	}
+	return "acct_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:])), nil
+}
+
+var (
+	idRE      = regexp.MustCompile(`^acct_[a-z2-7]{16}$`)
+	roleARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$`)
+	bucketRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	datasetRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+	ownerRE   = regexp.MustCompile(`^[0-9]{12}$`)
+)
+
+// ValidID reports whether id has the NewID shape.
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// WithDefaults returns a copy with TimeZone (UTC), SettleDelay (settle),
+// Prefix, Format and Compression filled in where empty.
+func (a Account) WithDefaults(settle time.Duration) Account {
+	if a.TimeZone == "" {
+		a.TimeZone = "UTC"
+	}
+	if a.SettleDelay == nil {
+		d := Duration(settle)
+		a.SettleDelay = &d
+	}
+	if a.Destination.Prefix == "" {
+		a.Destination.Prefix = DefaultPrefix
+	}
+	if a.Destination.Format == "" {
+		a.Destination.Format = FormatParquet
+	}
+	if a.Destination.Compression == "" {
+		if a.Destination.Format == FormatNDJSON {
+			a.Destination.Compression = CompressionGzip
+		} else {
+			a.Destination.Compression = CompressionSnappy
+		}
+	}
+	a.Datasets = append([]string(nil), a.Datasets...)
+	return a
+}
+
+// Validate checks every field; each error names the field and its value.
+// Empty optional fields are valid (WithDefaults fills them).
+func (a Account) Validate() error {
+	var errs []error
+	bad := func(field string, v any, why string) {
+		errs = append(errs, fmt.Errorf("%s %q: %s", field, fmt.Sprint(v), why))
+	}
+	if !ValidID(a.ID) {
+		bad("id", a.ID, "want acct_ followed by 16 lowercase base32 characters (account.NewID)")
+	}
+	if a.StartDate.IsZero() {
+		bad("start_date", "", "required (YYYY-MM-DD, the backfill horizon)")
+	}
+	if a.TimeZone != "" {
+		if _, err := time.LoadLocation(a.TimeZone); err != nil || a.TimeZone == "Local" {
+			bad("time_zone", a.TimeZone, "not an IANA time zone (e.g. Europe/Paris)")
+		}
+	}
+	if a.SettleDelay != nil && (a.SettleDelay.D() < 0 || a.SettleDelay.D() > 7*24*time.Hour) {
+		bad("settle_delay", a.SettleDelay.D().String(), "must be between 0 and 168h")
+	}
+	if len(a.Datasets) == 0 {
+		bad("datasets", "", "at least one dataset is required")
+	}
+	seen := map[string]bool{}
+	for _, ds := range a.Datasets {
+		switch {
+		case !datasetRE.MatchString(ds):
+			bad("datasets", ds, "not a dataset name (lowercase letters, digits, _)")
+		case seen[ds]:
+			bad("datasets", ds, "listed twice")
+		}
+		seen[ds] = true
+	}
+	d := a.Destination
+	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
+		bad("destination.bucket", d.Bucket, "not an S3 bucket name")
+	}
+	if d.Prefix != "" {
+		if err := layout.ValidatePrefix(d.Prefix); err != nil {
+			errs = append(errs, fmt.Errorf("destination.prefix: %w", err))
+		}
+	}
+	if d.RoleARN != "" {
+		if !roleARNRE.MatchString(d.RoleARN) {
+			bad("destination.role_arn", d.RoleARN, "want arn:aws:iam::<12-digit account>:role/<name>")
+		}
+		if d.ExternalID == "" {
+			bad("destination.external_id", "", "required with a role_arn (confused-deputy protection)")
+		}
+	} else if d.ExternalID != "" {
+		bad("destination.external_id", d.ExternalID, "set without a role_arn")
+	}
+	if d.ExpectedBucketOwner != "" && !ownerRE.MatchString(d.ExpectedBucketOwner) {
+		bad("destination.expected_bucket_owner", d.ExpectedBucketOwner, "want a 12-digit AWS account id")
+	}
+	if d.Endpoint != "" && !strings.HasPrefix(d.Endpoint, "https://") && !strings.HasPrefix(d.Endpoint, "http://") {
+		bad("destination.endpoint", d.Endpoint, "want an http(s):// URL")
+	}
+	format := d.Format
+	if format == "" {
+		format = FormatParquet
+	}
+	switch format {
+	case FormatParquet:
+		if c := d.Compression; c != "" && c != CompressionSnappy && c != CompressionZstd {
+			bad("destination.compression", c, "parquet takes snappy or zstd")
+		}
+	case FormatNDJSON:
+		if c := d.Compression; c != "" && c != CompressionGzip {
+			bad("destination.compression", c, "ndjson takes gzip")
+		}
+	default:
+		bad("destination.format", d.Format, "want parquet or ndjson")
+	}
+	return errors.Join(errs...)
+}
+
+// Location returns the account's time zone (UTC when unset).
+func (a Account) Location() (*time.Location, error) {
+	if a.TimeZone == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(a.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("account %s time_zone %q: %w", a.ID, a.TimeZone, err)
+	}
+	return loc, nil
+}
+
+func (a Account) settle() time.Duration {
+	if a.SettleDelay == nil {
+		return 0
+	}
+	return a.SettleDelay.D()
+}
+
+// ClosedThrough returns the last closed day at now: the latest day whose end
+// (midnight after it, in the account's zone) plus the settle delay is at or
+// before now (L4). Today is never closed. An invalid zone falls back to UTC;
+// Validate rejects it earlier.
+func (a Account) ClosedThrough(now time.Time) Day {
+	loc, err := a.Location()
+	if err != nil {
+		loc = time.UTC
+	}
+	d := layout.DayIn(now, loc) // today: never closed
+	for {
+		d = d.AddDays(-1)
+		_, end := window(d, loc)
+		if !end.Add(a.settle()).After(now) {
+			return d
+		}
+	}
+}
+
+// Window returns the instants the day covers in the account's zone, [start,
+// end): 24 hours, or 23/25 on DST change days.
+func (a Account) Window(day Day) (start, end time.Time) {
+	loc, err := a.Location()
+	if err != nil {
+		loc = time.UTC
+	}
+	return window(day, loc)
+}
+
+func window(day Day, loc *time.Location) (time.Time, time.Time) {
+	return day.Start(loc), day.AddDays(1).Start(loc)
+}
+
+// Vars returns the prefix template values for this account.
+func (a Account) Vars(stage string) layout.Vars {
+	return layout.Vars{AccountID: a.ID, Stage: stage}
+}
+
+// Prefix renders the destination prefix for stage.
+func (a Account) Prefix(stage string) (string, error) {
+	p := a.Destination.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	return layout.RenderPrefix(p, a.Vars(stage))
+}

@@ -1,0 +1,205 @@
+package account
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+func valid() Account {
+	return Account{ID: "acct_abcdefghijklmnop", Name: "Acme", Enabled: true, StartDate: layout.MustDay("2026-01-01"),
+		Datasets: []string{"events", "profiles"}, Destination: Destination{Bucket: "acme-exports"}}
+}
+
+func TestNewID(t *testing.T) {
+	r := rand.NewChaCha8([32]byte{1})
+	seen := map[string]bool{}
+	for range 1000 {
+		id, err := NewID(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ValidID(id) || seen[id] {
+			t.Fatalf("id %q invalid or repeated", id)
+		}
+		seen[id] = true
+	}
+	if _, err := NewID(bytes.NewReader(nil)); err == nil {
+		t.Error("NewID from an empty reader")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("valid account: %v", err)
+	}
+	cases := []struct {
+		name string
+		mut  func(*Account)
+		want string
+	}{
+		{"id", func(a *Account) { a.ID = "42" }, `id "42"`},
+		{"zone", func(a *Account) { a.TimeZone = "Mars/Olympus" }, `time_zone "Mars/Olympus"`},
+		{"local zone", func(a *Account) { a.TimeZone = "Local" }, `time_zone "Local"`},
+		{"no datasets", func(a *Account) { a.Datasets = nil }, "datasets"},
+		{"bad dataset", func(a *Account) { a.Datasets = []string{"Events!"} }, `datasets "Events!"`},
+		{"dup dataset", func(a *Account) { a.Datasets = []string{"events", "events"} }, "listed twice"},
+		{"no start", func(a *Account) { a.StartDate = layout.Day{} }, "start_date"},
+		{"bucket", func(a *Account) { a.Destination.Bucket = "Bad_Bucket" }, `destination.bucket "Bad_Bucket"`},
+		{"format", func(a *Account) { a.Destination.Format = "csv" }, `destination.format "csv"`},
+		{"parquet gzip", func(a *Account) { a.Destination.Compression = "gzip" }, `destination.compression "gzip"`},
+		{"ndjson zstd", func(a *Account) { a.Destination.Format = "ndjson"; a.Destination.Compression = "zstd" }, `destination.compression "zstd"`},
+		{"role arn", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::12:role/x"; a.Destination.ExternalID = "e" }, `destination.role_arn "arn:aws:iam::12:role/x"`},
+		{"role without external id", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::123456789012:role/daybook-export-acme" }, "destination.external_id"},
+		{"external id without role", func(a *Account) { a.Destination.ExternalID = "e" }, "without a role_arn"},
+		{"owner", func(a *Account) { a.Destination.ExpectedBucketOwner = "abc" }, `destination.expected_bucket_owner "abc"`},
+		{"prefix placeholder", func(a *Account) { a.Destination.Prefix = "x/{{.Tenant}}" }, "unknown placeholder {{.Tenant}}"},
+		{"prefix dotdot", func(a *Account) { a.Destination.Prefix = "x/../y" }, "destination.prefix"},
+		{"endpoint", func(a *Account) { a.Destination.Endpoint = "minio:9000" }, `destination.endpoint "minio:9000"`},
+		{"settle", func(a *Account) { d := Duration(-time.Hour); a.SettleDelay = &d }, "settle_delay"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := valid()
+			tc.mut(&a)
+			err := a.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	ok := valid()
+	ok.TimeZone = "America/Sao_Paulo"
+	ok.Destination = Destination{Bucket: "acme-exports", Prefix: "{{.Stage}}/{{.AccountID}}", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme",
+		ExternalID: "ext-1", ExpectedBucketOwner: "123456789012", Endpoint: "http://127.0.0.1:9000", Format: "ndjson", Compression: "gzip"}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("full account: %v", err)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	in := `{"id":"acct_abcdefghijklmnop","name":"Acme","enabled":true,"start_date":"2026-01-01","time_zone":"Asia/Kolkata",
+	"settle_delay":"90m","datasets":["events"],"destination":{"bucket":"acme-exports","prefix":"x/{{.AccountID}}","role_arn":"arn:aws:iam::123456789012:role/daybook-export-a",
+	"external_id":"e","expected_bucket_owner":"123456789012","format":"parquet","compression":"zstd"}}`
+	var a Account
+	dec := json.NewDecoder(strings.NewReader(in))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if a.SettleDelay.D() != 90*time.Minute || a.StartDate.String() != "2026-01-01" || a.Destination.Compression != "zstd" {
+		t.Errorf("decoded %+v", a)
+	}
+	var bad Account
+	if err := json.Unmarshal([]byte(`{"start_date":"2026-02-30"}`), &bad); err == nil || !strings.Contains(err.Error(), "2026-02-30") {
+		t.Errorf("bad start date error %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"settle_delay":"2 hours"}`), &bad); err == nil || !strings.Contains(err.Error(), "2 hours") {
+		t.Errorf("bad settle delay error %v", err)
+	}
+	d := a.WithDefaults(2 * time.Hour)
+	if d.SettleDelay.D() != 90*time.Minute {
+		t.Error("WithDefaults replaced an explicit settle delay")
+	}
+	e := valid().WithDefaults(2 * time.Hour)
+	if e.TimeZone != "UTC" || e.SettleDelay.D() != 2*time.Hour || e.Destination.Format != "parquet" || e.Destination.Compression != "snappy" || e.Destination.Prefix != DefaultPrefix {
+		t.Errorf("defaults %+v", e)
+	}
+	if p, err := e.Prefix("prod"); err != nil || p != "daybook/acct_abcdefghijklmnop" {
+		t.Errorf("Prefix = %q %v", p, err)
+	}
+}
+
+func at(t *testing.T, zone, local string) time.Time {
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := time.ParseInLocation("2006-01-02 15:04", local, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+func TestClosedThroughNeverToday(t *testing.T) {
+	dur := func(d time.Duration) *Duration { v := Duration(d); return &v }
+	cases := []struct {
+		zone   string
+		local  string
+		settle *Duration
+		want   string
+	}{
+		{"America/Sao_Paulo", "2026-03-10 23:59", nil, "2026-03-09"},
+		{"America/Sao_Paulo", "2026-03-11 00:01", nil, "2026-03-10"},
+		{"America/Sao_Paulo", "2026-03-11 00:01", dur(2 * time.Hour), "2026-03-09"},
+		{"America/Sao_Paulo", "2026-03-11 02:00", dur(2 * time.Hour), "2026-03-10"},
+		{"Asia/Kolkata", "2026-03-10 23:59", nil, "2026-03-09"},
+		{"Asia/Kolkata", "2026-03-11 00:00", nil, "2026-03-10"},
+		{"Asia/Kolkata", "2026-03-11 00:01", dur(30 * time.Minute), "2026-03-09"},
+		{"UTC", "2026-03-11 00:01", dur(48 * time.Hour), "2026-03-08"},
+	}
+	for _, c := range cases {
+		a := valid()
+		a.TimeZone, a.SettleDelay = c.zone, c.settle
+		now := at(t, c.zone, c.local)
+		got := a.ClosedThrough(now)
+		if got.String() != c.want {
+			t.Errorf("%s %s settle %v: closed through %s, want %s", c.zone, c.local, c.settle, got, c.want)
+		}
+		if today := layout.DayIn(now, mustLoc(c.zone)); !got.Before(today) {
+			t.Errorf("%s %s: closed through %s is not before today %s", c.zone, c.local, got, today)
+		}
+		// The same instant in UTC is a different calendar day for these zones.
+		_ = now.UTC()
+	}
+}
+
+func mustLoc(z string) *time.Location {
+	l, err := time.LoadLocation(z)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+func TestWindowAcrossDST(t *testing.T) {
+	cases := []struct {
+		zone, day string
+		hours     float64
+	}{
+		{"Europe/Paris", "2026-03-29", 23},
+		{"Europe/Paris", "2026-10-25", 25},
+		{"Europe/Paris", "2026-06-01", 24},
+		{"America/New_York", "2026-03-08", 23},
+		{"America/New_York", "2026-11-01", 25},
+		{"Asia/Kolkata", "2026-03-29", 24},
+		{"UTC", "2026-03-29", 24},
+	}
+	for _, c := range cases {
+		a := valid()
+		a.TimeZone = c.zone
+		start, end := a.Window(layout.MustDay(c.day))
+		if h := end.Sub(start).Hours(); h != c.hours {
+			t.Errorf("%s %s: window %s..%s is %vh, want %vh", c.zone, c.day, start, end, h, c.hours)
+		}
+		if layout.DayIn(start, mustLoc(c.zone)).String() != c.day || start.In(mustLoc(c.zone)).Hour() != 0 {
+			t.Errorf("%s %s: window starts %s", c.zone, c.day, start)
+		}
+	}
+	// Kolkata's day starts at 18:30 UTC the day before.
+	a := valid()
+	a.TimeZone = "Asia/Kolkata"
+	start, _ := a.Window(layout.MustDay("2026-03-10"))
+	if got := start.UTC().Format(time.RFC3339); got != "2026-03-09T18:30:00Z" {
+		t.Errorf("Kolkata window starts %s", got)
+	}
+}

@@ -1,0 +1,142 @@
+// Package destination reaches an account's own bucket (SPEC C1, C3): it
+// assumes the account's role with its external id when one is set, uses a
+// custom endpoint when configured, and checks the connection by writing
+// (C2), because a read-only key passes every other check.
+package destination
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
+)
+
+// Factory builds S3 clients for destinations from daybook's own configuration.
+type Factory struct {
+	Base aws.Config
+	// STS is used to assume customer roles; nil means sts.NewFromConfig(Base).
+	STS stscreds.AssumeRoleAPIClient
+}
+
+// Client returns an S3 client acting in the destination's account. With a
+// role, credentials come from AssumeRole with the external id (cached and
+// refreshed by the SDK); without one, daybook's own credentials are used —
+// the explicit fallback of C1.
+func (f Factory) Client(accountID string, d account.Destination) *s3.Client {
+	cfg := f.Base.Copy()
+	if d.Region != "" {
+		cfg.Region = d.Region
+	}
+	if d.RoleARN != "" {
+		api := f.STS
+		if api == nil {
+			api = sts.NewFromConfig(f.Base)
+		}
+		cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(api, d.RoleARN, func(o *stscreds.AssumeRoleOptions) {
+			if d.ExternalID != "" {
+				o.ExternalID = aws.String(d.ExternalID)
+			}
+			o.RoleSessionName = "daybook-" + accountID
+			o.Duration = time.Hour
+		}))
+	}
+	if d.Endpoint != "" {
+		cfg.BaseEndpoint = aws.String(d.Endpoint)
+	}
+	return awsclient.NewS3(cfg)
+}
+
+// TestAPI is what the connection test calls, with the SDK's signatures.
+type TestAPI interface {
+	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+var _ TestAPI = (*s3.Client)(nil)
+
+// Check is one step of a connection test.
+type Check struct {
+	Step       string `json:"step"`
+	Permission string `json:"permission"`
+	OK         bool   `json:"ok"`
+	Problem    string `json:"problem,omitempty"`
+}
+
+// Test writes a small object under prefix, starts and aborts a multipart
+// upload, lists the prefix and deletes the object (C2). Every step runs even
+// after a failure so the report names each missing permission.
+func Test(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
+	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
+	var ob *string
+	if owner != "" {
+		ob = aws.String(owner)
+	}
+	var checks []Check
+	run := func(step, perm string, fn func() error) {
+		c := Check{Step: step, Permission: perm, OK: true}
+		if err := fn(); err != nil {
+			c.OK, c.Problem = false, explain(bucket, perm, err)
+		}
+		checks = append(checks, c)
+	}
+	run("write a small object", "s3:PutObject", func() error {
+		_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob})
+		return err
+	})
+	run("start and abort a multipart upload", "s3:AbortMultipartUpload", func() error {
+		out, err := api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob})
+		if err != nil {
+			return err
+		}
+		_, err = api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), UploadId: out.UploadId, ExpectedBucketOwner: ob})
+		return err
+	})
+	run("list the prefix", "s3:ListBucket", func() error {
+		_, err := api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(prefix), MaxKeys: aws.Int32(1), ExpectedBucketOwner: ob})
+		return err
+	})
+	run("delete the test object", "s3:DeleteObject", func() error {
+		_, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key, ExpectedBucketOwner: ob})
+		return err
+	})
+	var failed []string
+	for _, c := range checks {
+		if !c.OK {
+			failed = append(failed, c.Permission)
+		}
+	}
+	if len(failed) > 0 {
+		return checks, fmt.Errorf("destination s3://%s/%s is missing %s", bucket, prefix, strings.Join(failed, ", "))
+	}
+	return checks, nil
+}
+
+func explain(bucket, perm string, err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "AccessDenied", "Forbidden":
+			return fmt.Sprintf("access denied: the role needs %s on bucket %s", perm, bucket)
+		case "NoSuchBucket", "NotFound":
+			return fmt.Sprintf("bucket %s does not exist (or is in another region)", bucket)
+		case "InvalidBucketOwner":
+			return fmt.Sprintf("bucket %s is not owned by the expected account", bucket)
+		}
+		return fmt.Sprintf("%s: %s", ae.ErrorCode(), ae.ErrorMessage())
+	}
+	return err.Error()
+}

@@ -1,0 +1,159 @@
+// Package layout is the object layout contract of a delivery (SPEC F1): the
+// customer's prefix template and every key daybook writes under it.
+//
+//	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/part-00000.parquet   data (part-*)
+//	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/_manifest.json       metadata (leading underscore)
+//	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/_SUCCESS             commit marker, written last
+//	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/_load/<engine>.sql   load scripts
+//	<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json       per-account delivery manifest (F4)
+//
+// `v1` is the contract version. Data files start with `part-` and metadata with
+// `_`, so a loader globbing `dt=*/part-*` never reads a manifest or a script.
+//
+// The prefix is a template with two placeholders only, {{.AccountID}} and
+// {{.Stage}} (opaque ids, F2). Unknown placeholders are rejected when the
+// account is validated; a rendered prefix is a relative path with no empty,
+// `.` or `..` segment. Nothing else is escaped: a prefix is the customer's
+// choice of key names.
+//
+// This package also holds Day, the civil date every other package uses
+// (ledger.Day is an alias of it).
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Version is the layout contract version, the `v1` segment.
+const Version = "v1"
+
+// Placeholders accepted in a prefix template.
+const (
+	PlaceholderAccountID = "{{.AccountID}}"
+	PlaceholderStage     = "{{.Stage}}"
+)
+
+// Data file extensions.
+const (
+	ExtParquet    = ".parquet"
+	ExtNDJSONGzip = ".ndjson.gz"
+)
+
+// File names under a partition.
+const (
+	ManifestName = "_manifest.json"
+	SuccessName  = "_SUCCESS"
+	LoadDir      = "_load"
+	DataPrefix   = "part-"
+	// DeliveryManifestsDir is the dataset-level folder of per-day delivery manifests (F4).
+	DeliveryManifestsDir = "_manifests"
+)
+
+// Vars are the values of the prefix placeholders.
+type Vars struct {
+	AccountID string
+	Stage     string
+}
+
+var placeholderRE = regexp.MustCompile(`\{\{[^}]*\}\}`)
+
+// ValidatePrefix checks a prefix template without rendering it: only the known
+// placeholders, and every segment (with placeholders standing for a
+// non-empty value) is neither empty, `.` nor `..`; no leading slash.
+func ValidatePrefix(tmpl string) error {
+	if tmpl == "" {
+		return errors.New("prefix template is empty")
+	}
+	for _, ph := range placeholderRE.FindAllString(tmpl, -1) {
+		if ph != PlaceholderAccountID && ph != PlaceholderStage {
+			return fmt.Errorf("prefix %q: unknown placeholder %s (allowed: %s, %s)", tmpl, ph, PlaceholderAccountID, PlaceholderStage)
+		}
+	}
+	rest := placeholderRE.ReplaceAllString(tmpl, "x")
+	if strings.Contains(rest, "{{") || strings.Contains(rest, "}}") {
+		return fmt.Errorf("prefix %q: unbalanced {{ }}", tmpl)
+	}
+	return checkPath(tmpl, rest)
+}
+
+// RenderPrefix validates tmpl, substitutes the placeholders and checks the result.
+func RenderPrefix(tmpl string, v Vars) (string, error) {
+	if err := ValidatePrefix(tmpl); err != nil {
+		return "", err
+	}
+	if strings.Contains(tmpl, PlaceholderAccountID) && v.AccountID == "" {
+		return "", fmt.Errorf("prefix %q: account id is empty", tmpl)
+	}
+	if strings.Contains(tmpl, PlaceholderStage) && v.Stage == "" {
+		return "", fmt.Errorf("prefix %q: stage is empty", tmpl)
+	}
+	out := strings.NewReplacer(PlaceholderAccountID, v.AccountID, PlaceholderStage, v.Stage).Replace(tmpl)
+	if err := checkPath(tmpl, out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+func checkPath(tmpl, p string) error {
+	if strings.HasPrefix(p, "/") {
+		return fmt.Errorf("prefix %q: must be relative (no leading /)", tmpl)
+	}
+	p = strings.TrimSuffix(p, "/")
+	for i, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "":
+			return fmt.Errorf("prefix %q: segment %d is empty", tmpl, i+1)
+		case ".", "..":
+			return fmt.Errorf("prefix %q: segment %d is %q", tmpl, i+1, seg)
+		}
+	}
+	return nil
+}
+
+func clean(prefix string) string { return strings.TrimSuffix(prefix, "/") }
+
+// PartitionPrefix is `<prefix>/v1/<dataset>/dt=YYYY-MM-DD/` (trailing slash).
+// prefix is a rendered prefix (RenderPrefix).
+func PartitionPrefix(prefix, dataset string, day Day) string {
+	return clean(prefix) + "/" + Version + "/" + dataset + "/dt=" + day.String() + "/"
+}
+
+// DataKey is the key of data file n: `.../part-00000.parquet`. ext is ExtParquet or ExtNDJSONGzip.
+func DataKey(prefix, dataset string, day Day, n int, ext string) string {
+	return fmt.Sprintf("%s%s%05d%s", PartitionPrefix(prefix, dataset, day), DataPrefix, n, ext)
+}
+
+// ManifestKey is `.../_manifest.json`.
+func ManifestKey(prefix, dataset string, day Day) string {
+	return PartitionPrefix(prefix, dataset, day) + ManifestName
+}
+
+// SuccessKey is `.../_SUCCESS`.
+func SuccessKey(prefix, dataset string, day Day) string {
+	return PartitionPrefix(prefix, dataset, day) + SuccessName
+}
+
+// LoadKey is `.../_load/<engine>.sql`.
+func LoadKey(prefix, dataset string, day Day, engine string) string {
+	return PartitionPrefix(prefix, dataset, day) + LoadDir + "/" + engine + ".sql"
+}
+
+// DeliveryManifestKey is `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json` (F4).
+func DeliveryManifestKey(prefix string, day Day) string {
+	return clean(prefix) + "/" + Version + "/" + DeliveryManifestsDir + "/dt=" + day.String() + "/manifest.json"
+}
+
+// IsDataKey reports whether key is a data file of a partition: its last segment
+// starts with `part-`, and it sits directly in a `dt=` folder.
+func IsDataKey(key string) bool {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return false
+	}
+	name, dir := key[i+1:], key[:i]
+	j := strings.LastIndexByte(dir, '/')
+	return strings.HasPrefix(name, DataPrefix) && len(name) > len(DataPrefix) && strings.HasPrefix(dir[j+1:], "dt=")
+}

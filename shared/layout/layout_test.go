@@ -1,0 +1,118 @@
+package layout
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPrefixTemplate(t *testing.T) {
+	cases := []struct {
+		tmpl    string
+		want    string
+		wantErr string
+	}{
+		{"daybook/{{.AccountID}}", "daybook/acct_x", ""},
+		{"{{.Stage}}/exports/{{.AccountID}}/", "prod/exports/acct_x/", ""},
+		{"exports", "exports", ""},
+		{"a/{{.AccountID}}-{{.Stage}}", "a/acct_x-prod", ""},
+		{"", "", "empty"},
+		{"/abs/{{.AccountID}}", "", "relative"},
+		{"a//b", "", "segment 2 is empty"},
+		{"a/./b", "", `"."`},
+		{"a/../b", "", `".."`},
+		{"..", "", `".."`},
+		{"a/{{.Tenant}}", "", "unknown placeholder {{.Tenant}}"},
+		{"a/{{ .AccountID }}", "", "unknown placeholder"},
+		{"a/{{.AccountID", "", "unbalanced"},
+		{"a/}}", "", "unbalanced"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tmpl, func(t *testing.T) {
+			got, err := RenderPrefix(tc.tmpl, Vars{AccountID: "acct_x", Stage: "prod"})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				if verr := ValidatePrefix(tc.tmpl); verr == nil {
+					t.Errorf("ValidatePrefix accepted %q", tc.tmpl)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("RenderPrefix = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := RenderPrefix("a/{{.Stage}}", Vars{AccountID: "x"}); err == nil {
+		t.Error("empty stage rendered")
+	}
+}
+
+func TestKeys(t *testing.T) {
+	d := MustDay("2026-09-05")
+	p := "daybook/acct_x/"
+	cases := []struct{ got, want string }{
+		{PartitionPrefix(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/"},
+		{DataKey(p, "events", d, 0, ExtParquet), "daybook/acct_x/v1/events/dt=2026-09-05/part-00000.parquet"},
+		{DataKey("daybook/acct_x", "events", d, 12, ExtNDJSONGzip), "daybook/acct_x/v1/events/dt=2026-09-05/part-00012.ndjson.gz"},
+		{ManifestKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_manifest.json"},
+		{SuccessKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_SUCCESS"},
+		{LoadKey(p, "events", d, "athena"), "daybook/acct_x/v1/events/dt=2026-09-05/_load/athena.sql"},
+		{DeliveryManifestKey(p, d), "daybook/acct_x/v1/_manifests/dt=2026-09-05/manifest.json"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	isData := []struct {
+		key  string
+		want bool
+	}{
+		{DataKey(p, "events", d, 0, ExtParquet), true},
+		{DataKey(p, "events", d, 3, ExtNDJSONGzip), true},
+		{ManifestKey(p, "events", d), false},
+		{SuccessKey(p, "events", d), false},
+		{LoadKey(p, "events", d, "duckdb"), false},
+		{DeliveryManifestKey(p, d), false},
+		{"daybook/v1/events/part-00000.parquet", false},
+		{"part-00000.parquet", false},
+		{"a/dt=2026-09-05/part-", false},
+	}
+	for _, c := range isData {
+		if got := IsDataKey(c.key); got != c.want {
+			t.Errorf("IsDataKey(%q) = %v, want %v", c.key, got, c.want)
+		}
+	}
+}
+
+func TestDay(t *testing.T) {
+	for _, bad := range []string{"2026-02-30", "2026-1-01", "20260101", "", "2026-01-01T00:00:00Z"} {
+		if _, err := ParseDay(bad); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
+			t.Errorf("ParseDay(%q) error %v does not name the value", bad, err)
+		}
+	}
+	d := MustDay("2024-02-28")
+	if d.AddDays(1).String() != "2024-02-29" || d.AddDays(2).String() != "2024-03-01" || d.AddDays(-59).String() != "2023-12-31" {
+		t.Error("AddDays across a leap day / year")
+	}
+	if n := MustDay("2026-01-01").DaysUntil(MustDay("2026-03-31")); n != 89 {
+		t.Errorf("DaysUntil = %d", n)
+	}
+	if r := Range(MustDay("2026-03-07"), MustDay("2026-03-09")); len(r) != 3 || r[2].String() != "2026-03-09" {
+		t.Errorf("Range = %v", r)
+	}
+	if Range(MustDay("2026-03-09"), MustDay("2026-03-07")) != nil {
+		t.Error("reversed range not empty")
+	}
+	b, _ := d.MarshalText()
+	var back Day
+	if err := back.UnmarshalText(b); err != nil || back != d {
+		t.Errorf("text round trip %v %v", back, err)
+	}
+	kol, _ := time.LoadLocation("Asia/Kolkata")
+	if got := DayIn(time.Date(2026, 3, 10, 19, 0, 0, 0, time.UTC), kol).String(); got != "2026-03-11" {
+		t.Errorf("DayIn = %s", got)
+	}
+}

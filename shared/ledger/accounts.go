@@ -1,0 +1,97 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+)
+
+// PutAccount validates a and stores it (pk=ACCOUNTS, sk=<id>), replacing any
+// earlier version. CreatedAt is set from the clock when zero.
+func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("account %s: %w", a.ID, err)
+	}
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = l.now()
+	}
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("account %s: %w", a.ID, err)
+	}
+	item := tableKey(pkAccounts, a.ID)
+	item["account_id"] = s(a.ID)
+	item["enabled"] = &types.AttributeValueMemberBOOL{Value: a.Enabled}
+	item["doc"] = s(string(doc))
+	item["updated_at"] = s(fmtTime(l.now()))
+	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.cfg.Table), Item: item}); err != nil {
+		return fmt.Errorf("ledger: put account %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// GetAccount returns one account, or ErrNotFound.
+func (l *Ledger) GetAccount(ctx context.Context, id string) (account.Account, error) {
+	item, err := l.getItem(ctx, tableKey(pkAccounts, id))
+	if errors.Is(err, ErrNotFound) {
+		return account.Account{}, fmt.Errorf("%w: account %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return account.Account{}, err
+	}
+	return accountFromItem(item)
+}
+
+func accountFromItem(item map[string]types.AttributeValue) (account.Account, error) {
+	var a account.Account
+	doc, _ := item["doc"].(*types.AttributeValueMemberS)
+	if doc == nil {
+		return a, fmt.Errorf("ledger: account %s has no doc", avString(item[AttrSK]))
+	}
+	if err := json.Unmarshal([]byte(doc.Value), &a); err != nil {
+		return a, fmt.Errorf("ledger: account %s: %w", avString(item[AttrSK]), err)
+	}
+	return a, nil
+}
+
+// ListAccounts returns every account (enabled or not), ordered by id, reading
+// pk=ACCOUNTS page by page.
+func (l *Ledger) ListAccounts(ctx context.Context) ([]account.Account, error) {
+	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(val(pkAccounts))).Build()
+	if err != nil {
+		return nil, err
+	}
+	var out []account.Account
+	var start map[string]types.AttributeValue
+	for {
+		page, err := l.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(l.cfg.Table),
+			KeyConditionExpression:    expr.KeyCondition(),
+			ExpressionAttributeNames:  expr.Names(),
+			ExpressionAttributeValues: expr.Values(),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return out, fmt.Errorf("ledger: list accounts: %w", err)
+		}
+		for _, it := range page.Items {
+			a, err := accountFromItem(it)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, a)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}

@@ -1,0 +1,121 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+// seedCompleted writes n completed rows for (acct, dataset) ending the day
+// before `before`, straight through BatchWriteItem (seeding only).
+func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset string, before Day, n int) {
+	t.Helper()
+	ctx := context.Background()
+	var batch []types.WriteRequest
+	flush := func() {
+		req := map[string][]types.WriteRequest{table: batch}
+		for len(req) > 0 {
+			out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req = out.UnprocessedItems
+		}
+		batch = batch[:0]
+	}
+	for i := 1; i <= n; i++ {
+		d := before.AddDays(-i)
+		item := rowKey(Key{acct, dataset, d})
+		item["account_id"] = s(acct)
+		item["dataset"] = s(dataset)
+		item["day"] = s(d.String())
+		item["state"] = s(string(StateCompleted))
+		item["attempts"] = n64(1)
+		item["generation"] = n64(1)
+		item["rows"] = n64(1000)
+		item["bytes"] = n64(123456)
+		item["files"] = n64(1)
+		item["manifest_key"] = s("x/_manifest.json")
+		item["reason"] = s(string(ReasonBackfill))
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		if len(batch) == 25 {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
+
+func n64(v int64) types.AttributeValue { return n(v) }
+
+// TestSweepReadCostIndependentOfLedgerSize is SPEC L5 with numbers: the same
+// due work behind 100 and behind 10,000 completed rows costs the same reads.
+func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, db := newTestLedger(t, clk)
+	cutoff := layout.MustDay("2026-01-01") // completed history ends before this
+	measure := func(acct string, completed int) (ReadStats, int) {
+		start := time.Now()
+		defer func() { t.Logf("setup of %s took %s", acct, time.Since(start).Round(time.Millisecond)) }()
+		seedCompleted(t, db, l.cfg.Table, acct, "events", cutoff, completed)
+		t.Logf("seeded %d completed rows for %s in %s", completed, acct, time.Since(start).Round(time.Millisecond))
+		// The same due work: 3 queued, 5 pending, 2 failed-and-due, 1 dead claim.
+		if _, err := l.Materialize(ctx, acct, "events", layout.MustDay("2026-01-01"), layout.MustDay("2026-01-11")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Requeue(ctx, acct, "events", layout.MustDay("2026-01-09"), layout.MustDay("2026-01-11"), ReasonManual); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{"2026-01-01", "2026-01-02"} {
+			k := Key{acct, "events", layout.MustDay(d)}
+			c, err := l.Claim(ctx, k, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Fail(ctx, k, c.Token, errors.New("boom")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := l.Claim(ctx, Key{acct, "events", layout.MustDay("2026-01-03")}, ""); err != nil {
+			t.Fatal(err)
+		}
+		return ReadStats{}, 0
+	}
+	small, large := testAccount(t, "small"), testAccount(t, "large")
+	measure(small, 100)
+	measure(large, 10_000)
+	clk.Advance(testLease + time.Hour) // failed rows due, the claim dead
+
+	results := map[string]ReadStats{}
+	for _, acct := range []string{small, large} {
+		start := time.Now()
+		rows, stats, err := l.Due(ctx, acct, 50)
+		t.Logf("Due(%s) took %s", acct, time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 11 {
+			t.Fatalf("%s: %d due rows, want 11: %v", acct, len(rows), dueDays(rows))
+		}
+		results[acct] = stats
+	}
+	s, g := results[small], results[large]
+	t.Logf("L5: ledger of   111 rows (100 completed): Due read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
+	t.Logf("L5: ledger of 10011 rows (10000 completed): Due read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
+	if s.Items != g.Items || s.Queries != g.Queries {
+		t.Errorf("read cost depends on ledger size: %+v vs %+v", s, g)
+	}
+	if g.Items != 11 {
+		t.Errorf("Due read %d items for 11 due rows", g.Items)
+	}
+	_ = aws.String
+}

@@ -1,0 +1,427 @@
+// Package ledger is the partition ledger (SPEC L1–L5) and the only package
+// that knows the layout of the daybook DynamoDB table.
+//
+// # Table layout
+//
+// One table (template.yaml, LedgerTable) holds three kinds of item:
+//
+//	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled
+//	watermark:       pk=WM#<account>       sk=<dataset>      through (last materialized day)
+//	partition row:   pk=P#<account>#<ds>   sk=YYYY-MM-DD     account_id, dataset, day, state, attempts,
+//	                                                         claim_token, claimed_at, started_at, lease_until,
+//	                                                         next_attempt_at, last_error, exhausted,
+//	                                                         generation, rows, bytes, files,
+//	                                                         manifest_key, duration_ms, completed_at,
+//	                                                         reason, rerun_requested, updated_at
+//
+// # The sparse "due" index (L5)
+//
+// A partition row carries due_account=<account> and due_key only while it has
+// work to do; the GSI `due` (hash due_account, range due_key) holds nothing
+// else, so finding due work never reads completed rows, whatever the size of
+// the ledger:
+//
+//	queued                       0#<day>#<dataset>
+//	pending                      1#<day>#<dataset>
+//	failed, attempts left        2#<next_attempt_at>#<day>#<dataset>
+//	running                      3#<lease_until>#<day>#<dataset>
+//	completed, failed-exhausted  (no due_account/due_key: not in the index)
+//
+// Times in keys and attributes are RFC 3339 UTC at second precision
+// (2006-01-02T15:04:05Z): fixed width, so string order is time order. Due
+// reads four key ranges per account with key conditions only (no filter):
+// begins_with 0#, begins_with 1#, BETWEEN 2# AND 2#<now>, BETWEEN 3# AND
+// 3#<now> (dead claims), and merges them in SPEC S1 order.
+//
+// # States and transitions (L1, L2)
+//
+// Every transition is one conditional write:
+//
+//	Materialize     (absent)                          -> pending     attribute_not_exists(pk)
+//	Claim           queued | pending | failed-and-due
+//	                | running with lease_until < now  -> running     state condition, new random token
+//	ClaimManual     anything but a live running claim -> running     (absent rows are created)
+//	                live running claim                -> rerun_requested=true, ErrBusy
+//	Start           running (token), not started      -> started_at set, lease renewed
+//	                (a second delivery of the job gets ErrClaimLost)
+//	Release         running (token)                   -> previous due state
+//	Complete        running (token)                   -> completed, generation+1
+//	                running (token), rerun_requested  -> queued (manual), generation+1, stats kept
+//	Fail            running (token)                   -> failed with backoff, or failed+exhausted
+//	                                                     after MaxAttempts (leaves the index)
+//	                running (token), rerun_requested  -> queued (manual)
+//	Requeue         anything but a live running claim -> queued (absent rows are created)
+//	                live running claim                -> rerun_requested=true
+//
+// A write guarded by a claim token that no longer matches returns ErrClaimLost.
+// A dead claim (lease expired) whose attempts reached MaxAttempts is not
+// reclaimed: Claim marks it failed+exhausted and returns ErrExhausted.
+//
+// attempts counts claims since the row was last queued or materialized
+// (a claim is an attempt; Release gives it back). generation counts
+// successful exports; Claim returns the generation the run will commit.
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+// Table layout names, exported so tests can check the deployed table.
+const (
+	AttrPK         = "pk"
+	AttrSK         = "sk"
+	IndexDue       = "due"
+	AttrDueAccount = "due_account"
+	AttrDueKey     = "due_key"
+
+	pkAccounts    = "ACCOUNTS"
+	pkWMPrefix    = "WM#"
+	pkPartPrefix  = "P#"
+	timeFormat    = "2006-01-02T15:04:05Z"
+	dueQueued     = "0#"
+	duePending    = "1#"
+	dueFailed     = "2#"
+	dueRunning    = "3#"
+	dueUpperBound = "$" // sorts after '#': "2#<now>$" includes every key stamped <= now
+)
+
+// Day is a civil date (YYYY-MM-DD).
+type Day = layout.Day
+
+// ParseDay parses YYYY-MM-DD; the error names the value.
+func ParseDay(s string) (Day, error) { return layout.ParseDay(s) }
+
+// State is a partition row's state (L1).
+type State string
+
+// States.
+const (
+	StatePending   State = "pending"
+	StateQueued    State = "queued"
+	StateRunning   State = "running"
+	StateCompleted State = "completed"
+	StateFailed    State = "failed"
+)
+
+// Reason says why a partition is exported (F3).
+type Reason string
+
+// Reasons.
+const (
+	ReasonScheduled Reason = "scheduled"
+	ReasonBackfill  Reason = "backfill"
+	ReasonRetry     Reason = "retry"
+	ReasonManual    Reason = "manual"
+)
+
+// Valid reports whether r is a known reason.
+func (r Reason) Valid() bool {
+	switch r {
+	case ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual:
+		return true
+	}
+	return false
+}
+
+// Named errors.
+var (
+	// ErrClaimLost: a write guarded by a claim token found another token (or none).
+	ErrClaimLost = errors.New("ledger: claim lost")
+	// ErrNotFound: no such row or account.
+	ErrNotFound = errors.New("ledger: not found")
+	// ErrConflict: the transition is refused in the row's current state (for
+	// example a claim on a completed row, or on a row running under a live claim).
+	ErrConflict = errors.New("ledger: refused in the current state")
+	// ErrBusy: a manual request found the row running under a live claim; the
+	// request is recorded (rerun_requested) and runs after that claim completes.
+	ErrBusy = errors.New("ledger: partition is running; re-run recorded")
+	// ErrExhausted: a dead claim had used its last attempt; the row is now
+	// failed and exhausted and waits for a requeue.
+	ErrExhausted = errors.New("ledger: attempts exhausted")
+)
+
+// DynamoAPI is the part of the DynamoDB client the ledger uses.
+type DynamoAPI interface {
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ DynamoAPI = (*dynamodb.Client)(nil)
+
+// Config configures a Ledger.
+type Config struct {
+	Table string
+	// Lease is how long a claim lives (L3); see LeaseFrom.
+	Lease time.Duration
+	// MaxAttempts is the number of attempts after which a failed row stops
+	// retrying until requeued (L1). Default 6.
+	MaxAttempts int
+	// BackoffBase and BackoffCap bound the retry delay: attempt n waits a
+	// uniformly random time in [1s, min(cap, base*2^(n-1))] (full jitter).
+	// Defaults 5m and 6h.
+	BackoffBase, BackoffCap time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Rand is the source of claim tokens and jitter (default crypto/rand).
+	Rand io.Reader
+	// Concurrency bounds parallel writes in Materialize and Requeue (default 16).
+	Concurrency int
+}
+
+// LeaseFrom derives the claim lease from the exporter's timeout (a live
+// Lambda cannot outlive it) plus a margin (L3).
+func LeaseFrom(exporterTimeout, margin time.Duration) time.Duration {
+	return exporterTimeout + margin
+}
+
+// Ledger is the partition ledger.
+type Ledger struct {
+	db  DynamoAPI
+	cfg Config
+	mu  sync.Mutex // guards cfg.Rand
+}
+
+// New returns a Ledger on db.
+func New(db DynamoAPI, cfg Config) (*Ledger, error) {
+	if cfg.Table == "" {
+		return nil, errors.New("ledger: table name is empty")
+	}
+	if cfg.Lease <= 0 {
+		return nil, fmt.Errorf("ledger: lease %s must be positive (ledger.LeaseFrom)", cfg.Lease)
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 6
+	}
+	if cfg.MaxAttempts < 1 {
+		return nil, fmt.Errorf("ledger: max attempts %d < 1", cfg.MaxAttempts)
+	}
+	if cfg.BackoffBase == 0 {
+		cfg.BackoffBase = 5 * time.Minute
+	}
+	if cfg.BackoffCap == 0 {
+		cfg.BackoffCap = 6 * time.Hour
+	}
+	if cfg.BackoffBase < 0 || cfg.BackoffCap < cfg.BackoffBase {
+		return nil, fmt.Errorf("ledger: backoff base %s / cap %s", cfg.BackoffBase, cfg.BackoffCap)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 16
+	}
+	return &Ledger{db: db, cfg: cfg}, nil
+}
+
+// Config returns the effective configuration.
+func (l *Ledger) Config() Config { return l.cfg }
+
+func (l *Ledger) now() time.Time { return l.cfg.Now().UTC().Truncate(time.Second) }
+
+func (l *Ledger) token() (string, error) {
+	var b [16]byte
+	l.mu.Lock()
+	_, err := io.ReadFull(l.cfg.Rand, b[:])
+	l.mu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("ledger: claim token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Backoff returns the delay before the next attempt after `attempt` failed
+// attempts: capped exponential with full jitter, uniform over [1s,
+// min(cap, base*2^(attempt-1))] drawn from the injected random source.
+func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
+	ceil := l.cfg.BackoffBase
+	for i := 1; i < attempt && ceil < l.cfg.BackoffCap; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, l.cfg.BackoffCap)
+	var b [8]byte
+	l.mu.Lock()
+	_, err := io.ReadFull(l.cfg.Rand, b[:])
+	l.mu.Unlock()
+	if err != nil {
+		return 0, fmt.Errorf("ledger: jitter: %w", err)
+	}
+	secs := int64(ceil / time.Second)
+	if secs <= 1 {
+		return time.Second, nil
+	}
+	// Uniform over whole seconds in [1s, ceil]: a failed row is never due
+	// again in the same second it failed.
+	return time.Duration(1+binary.BigEndian.Uint64(b[:])%uint64(secs)) * time.Second, nil
+}
+
+// Key names one partition.
+type Key struct {
+	AccountID string
+	Dataset   string
+	Day       Day
+}
+
+func (k Key) String() string { return k.AccountID + "/" + k.Dataset + "/" + k.Day.String() }
+
+func (k Key) validate() error {
+	if k.AccountID == "" || strings.Contains(k.AccountID, "#") {
+		return fmt.Errorf("ledger: account id %q", k.AccountID)
+	}
+	if k.Dataset == "" || strings.Contains(k.Dataset, "#") {
+		return fmt.Errorf("ledger: dataset %q", k.Dataset)
+	}
+	if k.Day.IsZero() {
+		return fmt.Errorf("ledger: %s: day is empty", k)
+	}
+	return nil
+}
+
+func partitionPK(account, dataset string) string {
+	return pkPartPrefix + account + "#" + dataset
+}
+
+// Row is one partition row. Rows returned by Due come from the index and
+// carry only the key, state, attempts, claim fields, and the time in the due
+// key (NextAttemptAt for failed rows, LeaseUntil for running ones).
+type Row struct {
+	Key
+	State          State
+	Attempts       int
+	ClaimToken     string
+	ClaimedAt      time.Time
+	LeaseUntil     time.Time
+	NextAttemptAt  time.Time
+	LastError      string
+	Exhausted      bool
+	Generation     int64
+	Rows           int64
+	Bytes          int64
+	Files          int
+	ManifestKey    string
+	DurationMS     int64
+	CompletedAt    time.Time
+	Reason         Reason
+	RerunRequested bool
+	UpdatedAt      time.Time
+	// DueKey is the row's key in the due index ("" when not due).
+	DueKey string
+}
+
+// Claim is a held claim on a row: the exporter carries Token in every write
+// and writes Generation into the manifest.
+type Claim struct {
+	Key
+	Token      string
+	Attempt    int
+	Generation int64
+	Reason     Reason
+	ClaimedAt  time.Time
+	LeaseUntil time.Time
+	// Prev is the row as it was before the claim (State "" if it did not
+	// exist); Release restores its due state.
+	Prev Row
+}
+
+// Result is what a completed export records.
+type Result struct {
+	Rows        int64
+	Bytes       int64
+	Files       int
+	ManifestKey string
+	Duration    time.Duration
+}
+
+// ReadStats counts what a read cost (L5).
+type ReadStats struct {
+	Queries       int
+	Items         int
+	CapacityUnits float64
+}
+
+// Add returns s+o.
+func (s ReadStats) Add(o ReadStats) ReadStats {
+	return ReadStats{Queries: s.Queries + o.Queries, Items: s.Items + o.Items, CapacityUnits: s.CapacityUnits + o.CapacityUnits}
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(timeFormat, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func dueKey(state State, day Day, dataset string, at time.Time) string {
+	switch state {
+	case StateQueued:
+		return dueQueued + day.String() + "#" + dataset
+	case StatePending:
+		return duePending + day.String() + "#" + dataset
+	case StateFailed:
+		return dueFailed + fmtTime(at) + "#" + day.String() + "#" + dataset
+	case StateRunning:
+		return dueRunning + fmtTime(at) + "#" + day.String() + "#" + dataset
+	}
+	return ""
+}
+
+// ctxErr gives the context's error precedence in loops.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// forEach runs fn over items with at most n at once and joins the errors.
+func forEach[T any](ctx context.Context, n int, items []T, fn func(T) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, n)
+	)
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(it); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) == 0 {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,689 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+const maxErrorLen = 1000
+
+// Materialize creates a pending row for every day from `from` through `to`
+// that has none (conditional put: two sweeps create a day once) and returns
+// how many it created. The last day of the range is reason scheduled, earlier
+// days backfill. Existing rows are never touched.
+func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, from, to Day) (int, error) {
+	days := layout.Range(from, to)
+	for _, d := range days {
+		if err := (Key{accountID, dataset, d}).validate(); err != nil {
+			return 0, err
+		}
+	}
+	var created atomic.Int64
+	nowS := fmtTime(l.now())
+	err := forEach(ctx, l.cfg.Concurrency, days, func(d Day) error {
+		reason := ReasonBackfill
+		if d == to {
+			reason = ReasonScheduled
+		}
+		item := rowKey(Key{accountID, dataset, d})
+		item["account_id"] = s(accountID)
+		item["dataset"] = s(dataset)
+		item["day"] = s(d.String())
+		item["state"] = s(string(StatePending))
+		item["attempts"] = n(0)
+		item["generation"] = n(0)
+		item["reason"] = s(string(reason))
+		item["updated_at"] = s(nowS)
+		item[AttrDueAccount] = s(accountID)
+		item[AttrDueKey] = s(dueKey(StatePending, d, dataset, time.Time{}))
+		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:           aws.String(l.cfg.Table),
+			Item:                item,
+			ConditionExpression: aws.String("attribute_not_exists(" + AttrPK + ")"),
+		})
+		switch {
+		case err == nil:
+			created.Add(1)
+		case isConditionFailed(err):
+		default:
+			return fmt.Errorf("ledger: materialize %s: %w", Key{accountID, dataset, d}, err)
+		}
+		return nil
+	})
+	return int(created.Load()), err
+}
+
+// Watermark returns the last day materialized for (account, dataset), or the
+// zero Day if none was.
+func (l *Ledger) Watermark(ctx context.Context, accountID, dataset string) (Day, error) {
+	item, err := l.getItem(ctx, tableKey(pkWMPrefix+accountID, dataset))
+	if errors.Is(err, ErrNotFound) {
+		return Day{}, nil
+	}
+	if err != nil {
+		return Day{}, err
+	}
+	sv, _ := item["through"].(*types.AttributeValueMemberS)
+	if sv == nil {
+		return Day{}, nil
+	}
+	return ParseDay(sv.Value)
+}
+
+// AdvanceWatermark moves the watermark forward to through; it never moves it
+// back (a conditional write, so concurrent sweeps are safe). It reports
+// whether it moved.
+func (l *Ledger) AdvanceWatermark(ctx context.Context, accountID, dataset string, through Day) (bool, error) {
+	if through.IsZero() {
+		return false, errors.New("ledger: advance watermark to an empty day")
+	}
+	upd := expression.Set(name("through"), val(through.String())).
+		Set(name("account_id"), val(accountID)).
+		Set(name("dataset"), val(dataset)).
+		Set(name("updated_at"), val(fmtTime(l.now())))
+	cond := expression.Or(name(AttrPK).AttributeNotExists(), name("through").LessThan(val(through.String())))
+	_, err := l.update(ctx, tableKey(pkWMPrefix+accountID, dataset), upd, cond, types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Due returns up to limit rows of accountID with work to do, in SPEC S1
+// order: queued (oldest day first), then pending and failed-and-due merged by
+// day, then dead claims (lease expired). It reads the sparse due index only,
+// with key conditions (no filter), and skips the lower tiers once the higher
+// ones fill the limit; stats counts the items read and the capacity consumed.
+func (l *Ledger) Due(ctx context.Context, accountID string, limit int) ([]Row, ReadStats, error) {
+	var stats ReadStats
+	if limit <= 0 {
+		return nil, stats, nil
+	}
+	nowS := fmtTime(l.now())
+	acct := expression.Key(AttrDueAccount).Equal(val(accountID))
+	dk := expression.Key(AttrDueKey)
+	q := func(kc expression.KeyConditionBuilder, max int) ([]Row, error) {
+		rows, st, err := l.queryIndex(ctx, acct.And(kc), max)
+		stats = stats.Add(st)
+		return rows, err
+	}
+	out, err := q(dk.BeginsWith(dueQueued), limit)
+	if err != nil || len(out) >= limit {
+		return out, stats, err
+	}
+	rem := limit - len(out)
+	pending, err := q(dk.BeginsWith(duePending), rem)
+	if err != nil {
+		return out, stats, err
+	}
+	failed, err := q(dk.Between(val(dueFailed), val(dueFailed+nowS+dueUpperBound)), rem)
+	if err != nil {
+		return out, stats, err
+	}
+	mid := append(pending, failed...)
+	sort.SliceStable(mid, func(i, j int) bool {
+		if c := mid[i].Day.Compare(mid[j].Day); c != 0 {
+			return c < 0
+		}
+		return mid[i].Dataset < mid[j].Dataset
+	})
+	out = append(out, mid[:min(rem, len(mid))]...)
+	if len(out) >= limit {
+		return out, stats, nil
+	}
+	dead, err := q(dk.Between(val(dueRunning), val(dueRunning+nowS+dueUpperBound)), limit-len(out))
+	out = append(out, dead...)
+	return out, stats, err
+}
+
+func (l *Ledger) queryIndex(ctx context.Context, kc expression.KeyConditionBuilder, max int) ([]Row, ReadStats, error) {
+	var stats ReadStats
+	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, stats, fmt.Errorf("ledger: build query: %w", err)
+	}
+	var rows []Row
+	var start map[string]types.AttributeValue
+	for len(rows) < max {
+		out, err := l.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(l.cfg.Table),
+			IndexName:                 aws.String(IndexDue),
+			KeyConditionExpression:    expr.KeyCondition(),
+			ExpressionAttributeNames:  expr.Names(),
+			ExpressionAttributeValues: expr.Values(),
+			Limit:                     aws.Int32(int32(min(max-len(rows), 1000))),
+			ExclusiveStartKey:         start,
+			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		})
+		if err != nil {
+			return rows, stats, fmt.Errorf("ledger: query due index: %w", err)
+		}
+		stats.Queries++
+		stats.Items += int(out.ScannedCount)
+		if out.ConsumedCapacity != nil {
+			stats.CapacityUnits += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+		}
+		for _, it := range out.Items {
+			r, err := rowFromItem(it)
+			if err != nil {
+				return rows, stats, err
+			}
+			rows = append(rows, r)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	return rows, stats, nil
+}
+
+func stateName() expression.NameBuilder { return name("state") }
+
+// claimableNow: queued, pending, failed with attempts left and
+// next_attempt_at <= now, or running with an expired lease and attempts left.
+func (l *Ledger) claimableNow(nowS string) expression.ConditionBuilder {
+	st := stateName()
+	return expression.And(
+		name(AttrPK).AttributeExists(),
+		expression.Or(
+			st.In(val(string(StateQueued)), val(string(StatePending))),
+			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).AttributeExists(), name("next_attempt_at").LessThanEqual(val(nowS))),
+			expression.And(st.Equal(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)), name("attempts").LessThan(val(l.cfg.MaxAttempts))),
+		),
+	)
+}
+
+// notLive: absent, or not running, or running under an expired lease.
+func notLive(nowS string) expression.ConditionBuilder {
+	return expression.Or(name(AttrPK).AttributeNotExists(), stateName().NotEqual(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)))
+}
+
+func live(nowS string) expression.ConditionBuilder {
+	return expression.And(stateName().Equal(val(string(StateRunning))), name("lease_until").GreaterThanEqual(val(nowS)))
+}
+
+func holds(token string) expression.ConditionBuilder {
+	return expression.And(name("claim_token").Equal(val(token)), stateName().Equal(val(string(StateRunning))))
+}
+
+func runningUpdate(k Key, token, nowS string, lease time.Time) expression.UpdateBuilder {
+	return expression.Set(stateName(), val(string(StateRunning))).
+		Set(name("claim_token"), val(token)).
+		Set(name("claimed_at"), val(nowS)).
+		Set(name("lease_until"), val(fmtTime(lease))).
+		Set(name(AttrDueAccount), val(k.AccountID)).
+		Set(name(AttrDueKey), val(dueKey(StateRunning, k.Day, k.Dataset, lease))).
+		Set(name("updated_at"), val(nowS)).
+		Remove(name("next_attempt_at")).
+		Remove(name("rerun_requested"))
+}
+
+// Claim claims a row that is claimable now (queued, pending, failed and due,
+// or running under a dead claim) with a new random token. reason, if not
+// empty, replaces the row's reason (the sweeper passes retry for failed rows
+// and dead claims; queued and pending rows keep the reason they were created
+// with). A row in any other state is refused with ErrConflict; an absent row
+// is ErrNotFound; a dead claim that used the last attempt becomes
+// failed+exhausted and returns ErrExhausted.
+func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, error) {
+	if err := key.validate(); err != nil {
+		return Claim{}, err
+	}
+	if reason != "" && !reason.Valid() {
+		return Claim{}, fmt.Errorf("ledger: reason %q", reason)
+	}
+	now := l.now()
+	nowS := fmtTime(now)
+	token, err := l.token()
+	if err != nil {
+		return Claim{}, err
+	}
+	lease := now.Add(l.cfg.Lease)
+	upd := runningUpdate(key, token, nowS, lease).Add(name("attempts"), val(1)).Remove(name("started_at"))
+	if reason != "" {
+		upd = upd.Set(name("reason"), val(string(reason)))
+	}
+	old, err := l.update(ctx, rowKey(key), upd, l.claimableNow(nowS), types.ReturnValueAllOld)
+	if errors.Is(err, errCondition) {
+		return Claim{}, l.refusedClaim(ctx, key, now)
+	}
+	if err != nil {
+		return Claim{}, err
+	}
+	prev, err := rowFromItem(old)
+	if err != nil {
+		return Claim{}, err
+	}
+	if reason == "" {
+		reason = prev.Reason
+		if reason == "" {
+			reason = ReasonScheduled
+		}
+	}
+	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.Generation + 1,
+		Reason: reason, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+}
+
+// refusedClaim explains a failed claim condition, and retires a dead claim
+// that used its last attempt.
+func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time) error {
+	item, err := l.getItem(ctx, rowKey(key))
+	if err != nil {
+		return err
+	}
+	row, err := rowFromItem(item)
+	if err != nil {
+		return err
+	}
+	switch {
+	case row.State == StateRunning && row.LeaseUntil.Before(now) && row.Attempts >= l.cfg.MaxAttempts:
+		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
+		upd := expression.Set(stateName(), val(string(StateFailed))).
+			Set(name("exhausted"), val(true)).
+			Set(name("last_error"), val(msg)).
+			Set(name("updated_at"), val(fmtTime(now))).
+			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
+			Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
+		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))))
+		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
+			if errors.Is(err, errCondition) {
+				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
+			}
+			return err
+		}
+		return fmt.Errorf("%w: %s: %s", ErrExhausted, key, msg)
+	case row.State == StateRunning && !row.LeaseUntil.Before(now):
+		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))
+	case row.State == StateFailed && row.Exhausted:
+		return fmt.Errorf("%w: %s failed %d times and waits for a requeue", ErrConflict, key, row.Attempts)
+	case row.State == StateFailed:
+		return fmt.Errorf("%w: %s failed; next attempt at %s", ErrConflict, key, fmtTime(row.NextAttemptAt))
+	default:
+		return fmt.Errorf("%w: %s is %s", ErrConflict, key, row.State)
+	}
+}
+
+// ClaimManual serves a manual re-export request (E1): it creates the row if
+// absent and claims it from any state (completed, exhausted, ...) with
+// reason manual and a fresh attempt count. If the row is running under a live
+// claim, it sets rerun_requested on it instead and returns ErrBusy: the
+// request is recorded and the row is queued again when that claim completes.
+func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
+	if err := key.validate(); err != nil {
+		return Claim{}, err
+	}
+	for range 5 {
+		now := l.now()
+		nowS := fmtTime(now)
+		token, err := l.token()
+		if err != nil {
+			return Claim{}, err
+		}
+		lease := now.Add(l.cfg.Lease)
+		upd := runningUpdate(key, token, nowS, lease).
+			Set(name("attempts"), val(1)).
+			Set(name("reason"), val(string(ReasonManual))).
+			Set(name("account_id"), val(key.AccountID)).
+			Set(name("dataset"), val(key.Dataset)).
+			Set(name("day"), val(key.Day.String())).
+			Set(name("generation"), name("generation").IfNotExists(val(0))).
+			Set(name("started_at"), val(nowS)). // the manual claimant runs it itself
+			Remove(name("exhausted"))
+		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
+		if err == nil {
+			prev := Row{Key: key}
+			if len(old) > 0 {
+				if prev, err = rowFromItem(old); err != nil {
+					return Claim{}, err
+				}
+			}
+			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.Generation + 1,
+				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+		}
+		if !errors.Is(err, errCondition) {
+			return Claim{}, err
+		}
+		ok, err := l.requestRerun(ctx, key, nowS)
+		if err != nil {
+			return Claim{}, err
+		}
+		if ok {
+			return Claim{}, fmt.Errorf("%w: %s", ErrBusy, key)
+		}
+		// The live claim ended between the two writes: try again.
+	}
+	return Claim{}, fmt.Errorf("%w: %s kept changing under a manual claim", ErrConflict, key)
+}
+
+// requestRerun sets rerun_requested on a row running under a live claim.
+func (l *Ledger) requestRerun(ctx context.Context, key Key, nowS string) (bool, error) {
+	upd := expression.Set(name("rerun_requested"), val(true)).Set(name("updated_at"), val(nowS))
+	_, err := l.update(ctx, rowKey(key), upd, live(nowS), types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Start marks a claim taken by the sweeper as started by the exporter that
+// received its job, once per claim: a second delivery of the same SQS message
+// gets ErrClaimLost, so a duplicated delivery never runs the partition twice
+// (L2). The lease is renewed from now (the job may have waited in the queue),
+// so a live exporter always holds a live lease. It returns the claim as the
+// ledger holds it (attempt, the generation the run will commit, reason).
+func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error) {
+	if err := key.validate(); err != nil {
+		return Claim{}, err
+	}
+	now := l.now()
+	nowS := fmtTime(now)
+	lease := now.Add(l.cfg.Lease)
+	upd := expression.Set(name("started_at"), val(nowS)).
+		Set(name("lease_until"), val(fmtTime(lease))).
+		Set(name(AttrDueAccount), val(key.AccountID)).
+		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).
+		Set(name("updated_at"), val(nowS))
+	cond := expression.And(holds(token), name("started_at").AttributeNotExists())
+	out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+	if errors.Is(err, errCondition) {
+		return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
+	}
+	if err != nil {
+		return Claim{}, err
+	}
+	row, err := rowFromItem(out)
+	if err != nil {
+		return Claim{}, err
+	}
+	reason := row.Reason
+	if reason == "" {
+		reason = ReasonScheduled
+	}
+	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.Generation + 1, Reason: reason,
+		ClaimedAt: row.ClaimedAt, LeaseUntil: lease, Prev: row}, nil
+}
+
+// Release gives a claim back without an attempt having run (the sweeper
+// could not enqueue it): the row returns to the due state it was claimed
+// from, with its attempt count restored. A manual claim returns as queued; a
+// reclaimed dead claim as failed and due now.
+func (l *Ledger) Release(ctx context.Context, c Claim) error {
+	now := l.now()
+	st, at := StateFailed, now
+	switch {
+	case c.Reason == ReasonManual || c.Prev.State == StateQueued:
+		st = StateQueued
+	case c.Prev.State == StatePending:
+		st = StatePending
+	case c.Prev.State == StateFailed && !c.Prev.NextAttemptAt.IsZero():
+		at = c.Prev.NextAttemptAt
+	}
+	upd := expression.Set(stateName(), val(string(st))).
+		Set(name("attempts"), val(max(c.Attempt-1, 0))).
+		Set(name(AttrDueAccount), val(c.AccountID)).
+		Set(name(AttrDueKey), val(dueKey(st, c.Day, c.Dataset, at))).
+		Set(name("updated_at"), val(fmtTime(now))).
+		Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("started_at"))
+	if st == StateFailed {
+		upd = upd.Set(name("next_attempt_at"), val(fmtTime(at)))
+	}
+	switch {
+	case c.Reason == ReasonManual:
+		upd = upd.Set(name("reason"), val(string(ReasonManual)))
+	case c.Prev.Reason != "":
+		upd = upd.Set(name("reason"), val(string(c.Prev.Reason)))
+	}
+	_, err := l.update(ctx, rowKey(c.Key), upd, holds(c.Token), types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		return fmt.Errorf("%w: release %s", ErrClaimLost, c.Key)
+	}
+	return err
+}
+
+func rerunIs(v bool) expression.ConditionBuilder {
+	if v {
+		return name("rerun_requested").Equal(val(true))
+	}
+	return expression.Or(name("rerun_requested").AttributeNotExists(), name("rerun_requested").Equal(val(false)))
+}
+
+// Complete records a successful export under the claim token: generation+1,
+// the result's stats, and the row leaves the due index as completed. If a
+// re-run was requested while it ran, the row is queued (reason manual)
+// instead, with the stats and generation still recorded. A token that no
+// longer holds the row is ErrClaimLost.
+func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result) (Row, error) {
+	if err := key.validate(); err != nil {
+		return Row{}, err
+	}
+	nowS := fmtTime(l.now())
+	base := func(st State) expression.UpdateBuilder {
+		return expression.Set(stateName(), val(string(st))).
+			Set(name("rows"), val(res.Rows)).
+			Set(name("bytes"), val(res.Bytes)).
+			Set(name("files"), val(res.Files)).
+			Set(name("manifest_key"), val(res.ManifestKey)).
+			Set(name("duration_ms"), val(res.Duration.Milliseconds())).
+			Set(name("completed_at"), val(nowS)).
+			Set(name("updated_at"), val(nowS)).
+			Add(name("generation"), val(1)).
+			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
+			Remove(name("last_error")).Remove(name("exhausted")).Remove(name("rerun_requested"))
+	}
+	done := base(StateCompleted).Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
+	out, err := l.update(ctx, rowKey(key), done, expression.And(holds(token), rerunIs(false)), types.ReturnValueAllNew)
+	if errors.Is(err, errCondition) {
+		again := base(StateQueued).
+			Set(name("reason"), val(string(ReasonManual))).
+			Set(name("attempts"), val(0)).
+			Set(name(AttrDueAccount), val(key.AccountID)).
+			Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{})))
+		out, err = l.update(ctx, rowKey(key), again, expression.And(holds(token), rerunIs(true)), types.ReturnValueAllNew)
+	}
+	if errors.Is(err, errCondition) {
+		return Row{}, fmt.Errorf("%w: complete %s", ErrClaimLost, key)
+	}
+	if err != nil {
+		return Row{}, err
+	}
+	return rowFromItem(out)
+}
+
+// Fail records a failed attempt under the claim token. With attempts left the
+// row is failed with next_attempt_at from the backoff; after MaxAttempts it is
+// failed and exhausted and leaves the due index until requeued. If a re-run was
+// requested while it ran, the row is queued (manual) with a fresh attempt
+// count. A token that no longer holds the row is ErrClaimLost.
+func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (Row, error) {
+	if err := key.validate(); err != nil {
+		return Row{}, err
+	}
+	msg := "unknown error"
+	if cause != nil {
+		msg = cause.Error()
+	}
+	if len(msg) > maxErrorLen {
+		msg = msg[:maxErrorLen]
+	}
+	for range 5 {
+		item, err := l.getItem(ctx, rowKey(key))
+		if errors.Is(err, ErrNotFound) {
+			return Row{}, fmt.Errorf("%w: fail %s: no such row", ErrClaimLost, key)
+		}
+		if err != nil {
+			return Row{}, err
+		}
+		row, err := rowFromItem(item)
+		if err != nil {
+			return Row{}, err
+		}
+		if row.State != StateRunning || row.ClaimToken != token {
+			return Row{}, fmt.Errorf("%w: fail %s", ErrClaimLost, key)
+		}
+		now := l.now()
+		nowS := fmtTime(now)
+		upd := expression.Set(name("last_error"), val(msg)).
+			Set(name("updated_at"), val(nowS)).
+			Remove(name("claim_token")).Remove(name("lease_until"))
+		switch {
+		case row.RerunRequested:
+			upd = upd.Set(stateName(), val(string(StateQueued))).
+				Set(name("reason"), val(string(ReasonManual))).
+				Set(name("attempts"), val(0)).
+				Set(name(AttrDueAccount), val(key.AccountID)).
+				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{}))).
+				Remove(name("rerun_requested")).Remove(name("next_attempt_at"))
+		case row.Attempts >= l.cfg.MaxAttempts:
+			upd = upd.Set(stateName(), val(string(StateFailed))).
+				Set(name("exhausted"), val(true)).
+				Remove(name("next_attempt_at")).Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
+		default:
+			delay, err := l.Backoff(row.Attempts)
+			if err != nil {
+				return Row{}, err
+			}
+			next := now.Add(delay)
+			upd = upd.Set(stateName(), val(string(StateFailed))).
+				Set(name("next_attempt_at"), val(fmtTime(next))).
+				Set(name(AttrDueAccount), val(key.AccountID)).
+				Set(name(AttrDueKey), val(dueKey(StateFailed, key.Day, key.Dataset, next)))
+		}
+		cond := expression.And(holds(token), name("attempts").Equal(val(row.Attempts)), rerunIs(row.RerunRequested))
+		out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+		if errors.Is(err, errCondition) {
+			continue // a re-run request landed in between, or the claim was lost: look again
+		}
+		if err != nil {
+			return Row{}, err
+		}
+		return rowFromItem(out)
+	}
+	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)
+}
+
+// RequeueResult counts what Requeue did.
+type RequeueResult struct {
+	Queued         int `json:"queued"`          // rows now queued
+	Created        int `json:"created"`         // of which created (no row existed)
+	RerunRequested int `json:"rerun_requested"` // rows running under a live claim, marked to run again
+}
+
+// Requeue marks every day from `from` through `to` queued with reason (manual
+// or backfill), creating missing rows and resetting attempts (this is how an
+// exhausted row retries again). A row running under a live claim gets
+// rerun_requested instead, so it is queued again when that claim completes.
+func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to Day, reason Reason) (RequeueResult, error) {
+	if !reason.Valid() {
+		return RequeueResult{}, fmt.Errorf("ledger: reason %q", reason)
+	}
+	days := layout.Range(from, to)
+	if len(days) == 0 {
+		return RequeueResult{}, fmt.Errorf("ledger: requeue range %s..%s is empty", from, to)
+	}
+	var queued, created, rerun atomic.Int64
+	err := forEach(ctx, l.cfg.Concurrency, days, func(d Day) error {
+		key := Key{accountID, dataset, d}
+		if err := key.validate(); err != nil {
+			return err
+		}
+		for range 5 {
+			nowS := fmtTime(l.now())
+			upd := expression.Set(stateName(), val(string(StateQueued))).
+				Set(name("account_id"), val(accountID)).
+				Set(name("dataset"), val(dataset)).
+				Set(name("day"), val(d.String())).
+				Set(name("reason"), val(string(reason))).
+				Set(name("attempts"), val(0)).
+				Set(name("generation"), name("generation").IfNotExists(val(0))).
+				Set(name(AttrDueAccount), val(accountID)).
+				Set(name(AttrDueKey), val(dueKey(StateQueued, d, dataset, time.Time{}))).
+				Set(name("updated_at"), val(nowS)).
+				Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
+				Remove(name("exhausted")).Remove(name("rerun_requested")).Remove(name("started_at"))
+			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
+			if err == nil {
+				queued.Add(1)
+				if len(old) == 0 {
+					created.Add(1)
+				}
+				return nil
+			}
+			if !errors.Is(err, errCondition) {
+				return err
+			}
+			ok, err := l.requestRerun(ctx, key, nowS)
+			if err != nil {
+				return err
+			}
+			if ok {
+				rerun.Add(1)
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: requeue %s: row kept changing", ErrConflict, key)
+	})
+	return RequeueResult{Queued: int(queued.Load()), Created: int(created.Load()), RerunRequested: int(rerun.Load())}, err
+}
+
+// Get returns one row (strongly consistent), or ErrNotFound.
+func (l *Ledger) Get(ctx context.Context, key Key) (Row, error) {
+	if err := key.validate(); err != nil {
+		return Row{}, err
+	}
+	item, err := l.getItem(ctx, rowKey(key))
+	if errors.Is(err, ErrNotFound) {
+		return Row{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	if err != nil {
+		return Row{}, err
+	}
+	return rowFromItem(item)
+}
+
+// List returns the rows of (account, dataset) from `from` through `to`, oldest
+// first (a Query on the partition key, for status).
+func (l *Ledger) List(ctx context.Context, accountID, dataset string, from, to Day) ([]Row, error) {
+	kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
+		And(expression.Key(AttrSK).Between(val(from.String()), val(to.String())))
+	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+	var start map[string]types.AttributeValue
+	for {
+		out, err := l.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(l.cfg.Table),
+			KeyConditionExpression:    expr.KeyCondition(),
+			ExpressionAttributeNames:  expr.Names(),
+			ExpressionAttributeValues: expr.Values(),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return rows, fmt.Errorf("ledger: list %s/%s: %w", accountID, dataset, err)
+		}
+		for _, it := range out.Items {
+			r, err := rowFromItem(it)
+			if err != nil {
+				return rows, err
+			}
+			rows = append(rows, r)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return rows, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}

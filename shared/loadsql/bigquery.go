@@ -1,0 +1,106 @@
+package loadsql
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
+
+// bigqueryType maps a column type to GoogleSQL. A decimal is NUMERIC(P,S)
+// when it fits NUMERIC (scale <= 9, integer digits <= 29) and
+// BIGNUMERIC(P,S) otherwise (e.g. decimal(38,10)).
+// https://cloud.google.com/bigquery/docs/reference/standard-sql/data-types#parameterized_decimal_type
+func bigqueryType(t dataset.Type) string {
+	switch t.Kind {
+	case dataset.KindDate:
+		return "DATE"
+	case dataset.KindTimestamp:
+		return "TIMESTAMP"
+	case dataset.KindInt64:
+		return "INT64"
+	case dataset.KindDouble:
+		return "FLOAT64"
+	case dataset.KindDecimal:
+		if t.Scale <= 9 && t.Precision-t.Scale <= 29 {
+			return fmt.Sprintf("NUMERIC(%d, %d)", t.Precision, t.Scale)
+		}
+		return fmt.Sprintf("BIGNUMERIC(%d, %d)", t.Precision, t.Scale)
+	case dataset.KindBoolean:
+		return "BOOL"
+	case dataset.KindJSON:
+		return "JSON"
+	default:
+		return "STRING"
+	}
+}
+
+// bigquery: a table partitioned by dt, then LOAD DATA that overwrites exactly
+// the day's partition from exactly the manifest's files. LOAD DATA is atomic:
+// on failure the table is unchanged. dt comes from the Hive path
+// (WITH PARTITION COLUMNS), which is the day by construction.
+//
+//	LOAD DATA:         https://cloud.google.com/bigquery/docs/reference/standard-sql/load-statements
+//	Hive partitions:   https://cloud.google.com/bigquery/docs/hive-partitioned-loads-gcs
+//	S3 through Omni:   https://cloud.google.com/bigquery/docs/load-data-using-cross-cloud-transfer
+//	CREATE TABLE:      https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#create_table_statement
+func (g *gen) bigquery() string {
+	var b strings.Builder
+	b.WriteString(g.header(
+		"BigQuery reads Amazon S3 through a BigQuery Omni connection (cross-cloud",
+		"transfer). REPLACE the placeholder in WITH CONNECTION below:",
+		"    "+BigQueryConnection,
+		"and qualify the table with its dataset (or SET @@dataset_id first).",
+		"Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/load-statements",
+		"      https://cloud.google.com/bigquery/docs/load-data-using-cross-cloud-transfer",
+	))
+	q := quoteBigQuery
+	table := quoteTable(q, g.table)
+	cols := g.ds.Columns
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (\n", table)
+	columnList(&b, "    ", len(cols)+1, func(i int) string {
+		if i == len(cols) {
+			return q(dtColumn) + " DATE NOT NULL"
+		}
+		return q(cols[i].Name) + " " + bigqueryType(cols[i].Type) + notNull(cols[i])
+	})
+	fmt.Fprintf(&b, ")\nPARTITION BY %s;\n\n", q(dtColumn))
+
+	// INTO with OVERWRITE PARTITIONS replaces the one partition (the docs
+	// require INTO, not OVERWRITE, with a PARTITIONS clause).
+	fmt.Fprintf(&b, "LOAD DATA INTO %s (\n", table)
+	columnList(&b, "    ", len(cols), func(i int) string {
+		return q(cols[i].Name) + " " + bigqueryType(cols[i].Type) + notNull(cols[i])
+	})
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "OVERWRITE PARTITIONS (%s = DATE %s)\n", q(dtColumn), literal(EngineBigQuery, g.day))
+	fmt.Fprintf(&b, "PARTITION BY %s\n", q(dtColumn))
+	b.WriteString("FROM FILES (\n")
+	if g.p.Format == FormatParquet {
+		b.WriteString("    format = 'PARQUET',\n")
+		if g.hasDecimal() {
+			b.WriteString("    decimal_target_types = ['NUMERIC', 'BIGNUMERIC'],\n")
+		}
+	} else {
+		b.WriteString("    format = 'NEWLINE_DELIMITED_JSON',\n")
+		b.WriteString("    compression = 'GZIP',\n")
+	}
+	b.WriteString("    uris = [\n")
+	b.WriteString(literalList(EngineBigQuery, "        ", g.fileURIs()))
+	b.WriteString("    ],\n")
+	fmt.Fprintf(&b, "    hive_partition_uri_prefix = %s\n", literal(EngineBigQuery, strings.TrimSuffix(g.uri(g.root), "/")))
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "WITH PARTITION COLUMNS (%s DATE)\n", q(dtColumn))
+	fmt.Fprintf(&b, "WITH CONNECTION %s;\n", q(BigQueryConnection))
+	g.currentStateComment(&b)
+	return b.String()
+}
+
+func (g *gen) hasDecimal() bool {
+	for _, c := range g.ds.Columns {
+		if c.Type.Kind == dataset.KindDecimal {
+			return true
+		}
+	}
+	return false
+}

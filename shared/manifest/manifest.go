@@ -1,0 +1,155 @@
+// Package manifest owns the partition manifest (`_manifest.json`, SPEC F3)
+// and the `_SUCCESS` commit marker that names it. The manifest is what a
+// reader trusts: whenever `_SUCCESS` exists, the data files under the
+// partition are exactly the ones listed here, with these sizes and checksums.
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/source"
+)
+
+// FormatVersion is the manifest format's version; bump on an incompatible change.
+const FormatVersion = 1
+
+// Reasons a partition was exported.
+const (
+	ReasonScheduled = "scheduled"
+	ReasonBackfill  = "backfill"
+	ReasonRetry     = "retry"
+	ReasonManual    = "manual"
+)
+
+// Manifest describes one committed generation of one partition.
+type Manifest struct {
+	FormatVersion int    `json:"format_version"`
+	Contract      string `json:"contract"` // layout version, "v1"
+	AccountID     string `json:"account_id"`
+	Dataset       string `json:"dataset"`
+	SchemaVersion int    `json:"schema_version"`
+	Day           string `json:"day"`
+	// Partition is what the day means for this dataset (SPEC D4).
+	Partition   string            `json:"partition"`
+	Mode        string            `json:"mode"`
+	Read        string            `json:"read"`
+	Generation  int64             `json:"generation"`
+	RunID       string            `json:"run_id"`
+	Reason      string            `json:"reason"`
+	Attempt     int               `json:"attempt"`
+	Format      string            `json:"format"`
+	Compression string            `json:"compression"`
+	StartedAt   time.Time         `json:"started_at"`
+	FinishedAt  time.Time         `json:"finished_at"`
+	Schema      []Column          `json:"schema"`
+	Files       []File            `json:"files"`
+	Totals      Totals            `json:"totals"`
+	Provenance  source.Provenance `json:"provenance"`
+}
+
+// Column is one schema column as written.
+type Column struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+// File is one data file of the generation.
+type File struct {
+	Key    string `json:"key"`
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+	CRC32C string `json:"crc32c"` // base64 of the big-endian value, as S3 reports it
+	SHA256 string `json:"sha256"` // hex
+}
+
+// Totals sum the files.
+type Totals struct {
+	Files int   `json:"files"`
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"`
+}
+
+// SchemaOf renders a dataset's columns for the manifest.
+func SchemaOf(ds dataset.Dataset) []Column {
+	cols := make([]Column, len(ds.Columns))
+	for i, c := range ds.Columns {
+		cols[i] = Column{Name: c.Name, Type: c.Type.String(), Nullable: c.Nullable}
+	}
+	return cols
+}
+
+// Sum fills Totals from Files.
+func (m *Manifest) Sum() {
+	m.Totals = Totals{Files: len(m.Files)}
+	for _, f := range m.Files {
+		m.Totals.Rows += f.Rows
+		m.Totals.Bytes += f.Bytes
+	}
+}
+
+// Encode renders the manifest as indented JSON.
+func (m *Manifest) Encode() ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Decode parses a manifest.
+func Decode(b []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode manifest: %w", err)
+	}
+	if m.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("manifest format_version %d: this daybook reads %d", m.FormatVersion, FormatVersion)
+	}
+	return &m, nil
+}
+
+// Success is the body of `_SUCCESS`: the generation it commits and the
+// SHA-256 of the exact manifest bytes, so a reader can tell a marker from an
+// older generation's manifest.
+type Success struct {
+	Generation     int64     `json:"generation"`
+	RunID          string    `json:"run_id"`
+	ManifestKey    string    `json:"manifest_key"`
+	ManifestSHA256 string    `json:"manifest_sha256"`
+	CommittedAt    time.Time `json:"committed_at"`
+}
+
+// NewSuccess builds the marker for manifest bytes.
+func NewSuccess(generation int64, runID, manifestKey string, manifestBytes []byte, at time.Time) Success {
+	sum := sha256.Sum256(manifestBytes)
+	return Success{Generation: generation, RunID: runID, ManifestKey: manifestKey, ManifestSHA256: hex.EncodeToString(sum[:]), CommittedAt: at.UTC()}
+}
+
+// Encode renders the marker.
+func (s Success) Encode() []byte {
+	b, _ := json.Marshal(s) // plain struct: cannot fail
+	return append(b, '\n')
+}
+
+// DecodeSuccess parses a marker.
+func DecodeSuccess(b []byte) (Success, error) {
+	var s Success
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Success{}, fmt.Errorf("decode _SUCCESS: %w", err)
+	}
+	return s, nil
+}
+
+// Matches reports whether manifestBytes are the ones the marker commits.
+func (s Success) Matches(manifestBytes []byte) bool {
+	sum := sha256.Sum256(manifestBytes)
+	return hex.EncodeToString(sum[:]) == s.ManifestSHA256
+}
