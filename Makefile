@@ -13,6 +13,10 @@ EVENT       ?= events/exporter-job.json
 DAYBOOK     := $(LOCAL)/bin/daybook
 
 export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
+# Python tools pinned for a machine that lacks them; installed into .local/venv.
+PY_TOOLS    := moto[server]==5.2.1 aws-sam-translator==1.110.0 cfn-lint==1.51.0
+VENV        := $(LOCAL)/venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help
 help: ## list targets
@@ -33,11 +37,12 @@ build: ## host builds of both bootstraps and the CLI into .local/bin
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools
-tools: ## install the Lambda Runtime Interface Emulator; check moto_server and the SAM translator
+tools: ## install what is missing: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv)
 	@test -x "$(AWS_LAMBDA_RIE)" || { echo "installing aws-lambda-rie $(RIE_VERSION)"; GOBIN=$(GOBIN) $(GO) install $(RIE_MODULE)@$(RIE_VERSION); }
-	@command -v moto_server >/dev/null || { echo "moto_server missing: python3 -m pip install 'moto[server]==5.2.1'"; exit 1; }
-	@python3 -c 'import samtranslator' 2>/dev/null || { echo "SAM translator missing: python3 -m pip install aws-sam-translator cfn-lint"; exit 1; }
-	@command -v cfn-lint >/dev/null || { echo "cfn-lint missing: python3 -m pip install cfn-lint"; exit 1; }
+	@if command -v moto_server >/dev/null && command -v cfn-lint >/dev/null && python3 -c 'import samtranslator' 2>/dev/null; then :; else \
+	  echo "moto_server, cfn-lint or the SAM translator is missing: installing $(PY_TOOLS) into $(VENV)"; \
+	  python3 -m venv $(VENV) && $(VENV)/bin/pip install --quiet $(PY_TOOLS) || { echo "could not install the Python tools; install them with: python3 -m pip install $(PY_TOOLS)"; exit 1; }; \
+	fi
 
 # --- local AWS -----------------------------------------------------------------
 .PHONY: local-up local-down invoke-sweeper invoke-exporter
@@ -60,6 +65,11 @@ _invoke:
 	else \
 	  $(DAYBOOK) local invoke $(FN) --dir $(LOCAL) --event $(EVENT); \
 	fi
+
+# --- the demo ------------------------------------------------------------------
+.PHONY: demo
+demo: tools build ## the whole pipeline on the embedded demo source; files land in .demo/buckets
+	$(DAYBOOK) demo --dir .demo --bin $(LOCAL)/bin
 
 # --- checks --------------------------------------------------------------------
 .PHONY: test fmt-check vet lint unit bench

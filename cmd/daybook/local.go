@@ -91,6 +91,9 @@ func deploy(ctx context.Context, d localDir, url, tmpl, stage, sourceDSN string,
 	if err != nil {
 		return err
 	}
+	if err := localaws.DisableEventSourceMappings(ctx, cfg, st.Outputs["ExporterFunctionName"]); err != nil {
+		return err
+	}
 	if sourceDSN == "" {
 		abs, _ := filepath.Abs(filepath.Join(string(d), "demo.db"))
 		sourceDSN = "file:" + abs + "?mode=ro"

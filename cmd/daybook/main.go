@@ -40,6 +40,9 @@ func commands() map[string]command {
 		"requeue":      {"mark a day range queued (backfill / re-export entry point)", runRequeue},
 		"reexport":     {"send a manual re-export request for a day or range to the queue", runReexport},
 		"status":       {"print an account's partitions by state", runStatus},
+		"verify":       {"check a delivered partition against its manifest", runVerify},
+		"sql":          {"print the load SQL of a dataset for an engine", runSQL},
+		"demo":         {"run the whole pipeline locally on the embedded demo source", runDemo},
 	}
 }
 

@@ -273,6 +273,9 @@ func runReexport(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	user := os.Getenv("USER")
+	if user == "" {
+		user = "unknown"
+	}
 	m := jobs.Manual{Kind: jobs.KindManual, AccountID: *acct, Dataset: *ds, Day: *day, From: *from, To: *to, RequestedBy: "cli:" + user}
 	if err := m.Validate(); err != nil {
 		return err

@@ -53,6 +53,10 @@ const (
 	StepManifest       Step = "manifest_written"
 )
 
+// DefaultMaxFileBytes is the file size past which an export rolls to the
+// next part-NNNNN file when ExportConfig.MaxFileBytes is zero (SPEC E2).
+const DefaultMaxFileBytes int64 = 256 << 20
+
 // ExportConfig sets file sizes and upload concurrency.
 type ExportConfig struct {
 	Stage        string
@@ -228,7 +232,7 @@ func (e *Exporter) writeData(ctx context.Context, api BucketAPI, p Partition, pr
 		files []manifest.File
 		cur   *dataFile
 	)
-	maxFile := e.Config.MaxFileBytes
+	maxFile := e.maxFileBytes()
 	open := func() error {
 		key := layout.DataKey(prefix, p.Dataset.Name, p.Day, len(files), format.Extension())
 		f, err := e.openFile(ctx, api, p, key, format, owner)
@@ -283,7 +287,7 @@ func (e *Exporter) openFile(ctx context.Context, api BucketAPI, p Partition, key
 	opts := upload.Options{
 		PartSize:      e.Config.PartSize,
 		Concurrency:   e.Config.Concurrency,
-		MaxObjectSize: 4 * e.Config.MaxFileBytes,
+		MaxObjectSize: 4 * e.maxFileBytes(),
 		ContentType:   format.ContentType(),
 		Metadata:      map[string]string{"daybook-generation": fmt.Sprint(p.Claim.Generation), "daybook-run-id": p.RunID},
 	}
@@ -297,13 +301,22 @@ func (e *Exporter) openFile(ctx context.Context, api BucketAPI, p Partition, key
 	}
 	// A row group is buffered until flushed; keep it well under the file
 	// size so files roll close to MaxFileBytes.
-	encOpts.MaxRowGroupBytes = min(64<<20, max(1<<20, e.Config.MaxFileBytes/4))
+	encOpts.MaxRowGroupBytes = min(64<<20, max(1<<20, e.maxFileBytes()/4))
 	enc, err := encode.New(format, w, p.Dataset, encOpts)
 	if err != nil {
 		_ = w.Abort(ctx)
 		return nil, err
 	}
 	return &dataFile{key: key, w: w, enc: enc}, nil
+}
+
+// maxFileBytes is the configured file size, or the default: a zero
+// MaxFileBytes must not roll to a new file after every row.
+func (e *Exporter) maxFileBytes() int64 {
+	if e.Config.MaxFileBytes <= 0 {
+		return DefaultMaxFileBytes
+	}
+	return e.Config.MaxFileBytes
 }
 
 func (f *dataFile) close() (manifest.File, error) {

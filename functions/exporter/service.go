@@ -33,6 +33,9 @@ type LedgerAPI interface {
 	Start(ctx context.Context, key ledger.Key, token string) (ledger.Claim, error)
 	Complete(ctx context.Context, key ledger.Key, token string, res ledger.Result) (ledger.Row, error)
 	Fail(ctx context.Context, key ledger.Key, token string, cause error) (ledger.Row, error)
+	// Get reads one row (strongly consistent), or ledger.ErrNotFound; the
+	// delivery manifest is built from these reads.
+	Get(ctx context.Context, key ledger.Key) (ledger.Row, error)
 }
 
 var _ LedgerAPI = (*ledger.Ledger)(nil)
@@ -171,7 +174,13 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	}
 	log = log.With("run_id", runID, "attempt", claim.Attempt, "reason", string(claim.Reason))
 	began := s.Now()
-	w, err := s.exportClaim(ctx, claim, runID, log)
+	acct, err := s.Ledger.GetAccount(ctx, claim.AccountID)
+	var w *Written
+	if err != nil {
+		err = fmt.Errorf("account %s: %w", claim.AccountID, err)
+	} else {
+		w, err = s.exportClaim(ctx, acct, claim, runID, log)
+	}
 	if err != nil {
 		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, err)
 		switch {
@@ -183,6 +192,9 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		}
 		log.ErrorContext(ctx, "export failed", "error", err.Error(), "attempts", row.Attempts,
 			"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
+		if acct.ID != "" {
+			s.writeDelivery(ctx, acct, claim.Day, log)
+		}
 		return nil
 	}
 	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, ledger.Result{
@@ -196,14 +208,11 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
+	s.writeDelivery(ctx, acct, claim.Day, log)
 	return nil
 }
 
-func (s *Service) exportClaim(ctx context.Context, claim ledger.Claim, runID string, log *slog.Logger) (*Written, error) {
-	acct, err := s.Ledger.GetAccount(ctx, claim.AccountID)
-	if err != nil {
-		return nil, fmt.Errorf("account %s: %w", claim.AccountID, err)
-	}
+func (s *Service) exportClaim(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, log *slog.Logger) (*Written, error) {
 	ds, err := dataset.Get(claim.Dataset)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 // Config is the sweeper's configuration, read once at start-up.
 type Config struct {
+	Stage         string
 	Table         string
 	QueueURL      string
 	Lease         time.Duration
@@ -21,6 +22,7 @@ type Config struct {
 
 func loadConfig(r *envvar.Reader) (Config, error) {
 	c := Config{
+		Stage:         r.StringOr("DAYBOOK_STAGE", "dev"),
 		Table:         r.String("LEDGER_TABLE"),
 		QueueURL:      r.String("JOBS_QUEUE_URL"),
 		MaxAttempts:   r.Int("MAX_ATTEMPTS", 6),

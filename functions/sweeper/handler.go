@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+
+	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 // ScheduleEvent is the input EventBridge Scheduler sends (the template's
@@ -28,6 +30,7 @@ var _ Runner = (*Sweeper)(nil)
 type Handler struct {
 	Sweeper Runner
 	Log     *slog.Logger
+	Metrics *metrics.Emitter
 }
 
 // Handle is the Lambda entry point. The summary is logged and returned; a
@@ -43,6 +46,14 @@ func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Summary, erro
 	}
 	log := h.Log.With("scheduled_time", ev.ScheduledTime, "execution_id", ev.ExecutionID, "attempt", ev.Attempt)
 	sum, err := h.Sweeper.Run(ctx)
+	// PartitionsExhausted feeds the template's alarm on partitions that stopped retrying.
+	_ = h.Metrics.Emit(map[string]any{"execution_id": ev.ExecutionID},
+		metrics.Metric{Name: "PartitionsClaimed", Unit: metrics.Count, Value: float64(sum.Claimed)},
+		metrics.Metric{Name: "PartitionsDue", Unit: metrics.Count, Value: float64(sum.Due)},
+		metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Exhausted)},
+		metrics.Metric{Name: "OldestDueAge", Unit: metrics.Seconds, Value: float64(sum.OldestDueAgeSeconds)},
+		metrics.Metric{Name: "SweepErrors", Unit: metrics.Count, Value: float64(sum.Errors)},
+	)
 	if err != nil {
 		log.ErrorContext(ctx, "sweep finished with errors", "summary", sum, "error", err.Error())
 		return sum, fmt.Errorf("sweep: %w", err)

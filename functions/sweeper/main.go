@@ -15,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
+	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 func main() {
@@ -42,5 +43,6 @@ func main() {
 		Now:                time.Now,
 		Log:                log,
 	}}
-	lambda.Start(Handler{Sweeper: sw, Log: log}.Handle)
+	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
+	lambda.Start(Handler{Sweeper: sw, Log: log, Metrics: em}.Handle)
 }

@@ -103,19 +103,23 @@ const JobKind = jobs.KindJob
 
 // Summary describes one sweep; it is logged and returned as JSON.
 type Summary struct {
-	Accounts       int   `json:"accounts"`        // enabled accounts visited
-	Materialized   int   `json:"materialized"`    // rows created
-	Due            int   `json:"due"`             // due rows read (each account capped)
-	Claimed        int   `json:"claimed"`         // rows claimed
-	Enqueued       int   `json:"enqueued"`        // jobs sent
-	Released       int   `json:"released"`        // claims given back after a failed send
-	Skipped        int   `json:"skipped"`         // claims lost to a concurrent sweep or manual run
-	Capped         int   `json:"capped"`          // due rows left for a later sweep by the per-sweep cap
-	CappedAccounts int   `json:"capped_accounts"` // accounts that reached the per-account cap
-	ItemsRead      int   `json:"items_read"`      // items read from the table and index
-	Exhausted      int   `json:"exhausted"`       // dead claims retired as exhausted by this sweep
-	Errors         int   `json:"errors"`
-	DurationMS     int64 `json:"duration_ms"`
+	Accounts       int `json:"accounts"`        // enabled accounts visited
+	Materialized   int `json:"materialized"`    // rows created
+	Due            int `json:"due"`             // due rows read (each account capped)
+	Claimed        int `json:"claimed"`         // rows claimed
+	Enqueued       int `json:"enqueued"`        // jobs sent
+	Released       int `json:"released"`        // claims given back after a failed send
+	Skipped        int `json:"skipped"`         // claims lost to a concurrent sweep or manual run
+	Capped         int `json:"capped"`          // due rows left for a later sweep by the per-sweep cap
+	CappedAccounts int `json:"capped_accounts"` // accounts that reached the per-account cap
+	ItemsRead      int `json:"items_read"`      // items read from the table and index
+	Exhausted      int `json:"exhausted"`       // dead claims retired as exhausted by this sweep
+	Errors         int `json:"errors"`
+	// OldestDueAgeSeconds is how long the oldest due partition seen has been
+	// closed (its day's end in the account's zone); 0 when nothing is due.
+	// Due rows are read capped and queued-first, so it is a lower bound.
+	OldestDueAgeSeconds int64 `json:"oldest_due_age_seconds"`
+	DurationMS          int64 `json:"duration_ms"`
 }
 
 func (s *Sweeper) now() time.Time {
@@ -182,6 +186,11 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 			sum.CappedAccounts++
 		}
 		sum.Due += len(rows)
+		for _, r := range rows {
+			if _, end := a.Window(r.Day); now.After(end) {
+				sum.OldestDueAgeSeconds = max(sum.OldestDueAgeSeconds, int64(now.Sub(end).Seconds()))
+			}
+		}
 		if len(rows) > 0 {
 			queues = append(queues, rows)
 		}

@@ -212,19 +212,23 @@ func (d Dataset) Validate() error {
 		// SPEC D3: tenant custom fields go in one JSON column.
 		return fmt.Errorf("dataset %s: missing json column %q", d.Name, "attributes")
 	}
-	if d.Partition == PartitionActivity || d.Read == ReadLatestSnapshot {
-		if d.Partition == PartitionActivity && d.Read != ReadLatestSnapshot {
-			return fmt.Errorf("dataset %s: activity partition needs read %q", d.Name, ReadLatestSnapshot)
+	// An incremental feed is read by a union of its partitions; only a
+	// full refresh may be read as its latest snapshot (F4 "read").
+	if d.Mode == ModeIncrementalAppend && d.Read != ReadUnionAllPartitions {
+		return fmt.Errorf("dataset %s: mode %s needs read %q", d.Name, d.Mode, ReadUnionAllPartitions)
+	}
+	if d.Partition == PartitionActivity {
+		// Current state is the latest row per id by the order column (Q3).
+		if d.Mode != ModeIncrementalAppend {
+			return fmt.Errorf("dataset %s: activity partition needs mode %q", d.Name, ModeIncrementalAppend)
 		}
-		if d.Mode == ModeIncrementalAppend {
-			for _, f := range []struct{ field, col string }{{"id_column", d.IDColumn}, {"order_column", d.OrderColumn}} {
-				c, ok := d.Column(f.col)
-				if !ok {
-					return fmt.Errorf("dataset %s: %s %q is not a column", d.Name, f.field, f.col)
-				}
-				if c.Nullable {
-					return fmt.Errorf("dataset %s: %s %q must not be nullable", d.Name, f.field, f.col)
-				}
+		for _, f := range []struct{ field, col string }{{"id_column", d.IDColumn}, {"order_column", d.OrderColumn}} {
+			c, ok := d.Column(f.col)
+			if !ok {
+				return fmt.Errorf("dataset %s: %s %q is not a column", d.Name, f.field, f.col)
+			}
+			if c.Nullable {
+				return fmt.Errorf("dataset %s: %s %q must not be nullable", d.Name, f.field, f.col)
 			}
 		}
 	}

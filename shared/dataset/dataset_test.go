@@ -163,7 +163,7 @@ func TestCatalog(t *testing.T) {
 		t.Fatalf("unexpected events declaration: %+v", ev)
 	}
 	p, _ := Get("profiles")
-	if p.IDColumn != "profile_id" || p.OrderColumn != "last_seen_at" || p.Read != ReadLatestSnapshot {
+	if p.IDColumn != "profile_id" || p.OrderColumn != "last_seen_at" || p.Read != ReadUnionAllPartitions {
 		t.Fatalf("profiles: %+v", p)
 	}
 	// Get returns a copy: mutating it must not leak into the catalog.
@@ -207,7 +207,8 @@ func TestParseCatalogRefuses(t *testing.T) {
 		{"bad partition", strings.Replace(ok, `event_time`, `hourly`, 1), `unknown partition "hourly"`},
 		{"too few params", strings.Replace(ok, `select ? ? ?`, `select ? ?`, 1), "want 3 ? placeholders"},
 		{"reserved dt", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"dt","type":"date"},`, 1), "reserved"},
-		{"activity needs id", strings.Replace(strings.Replace(ok, `event_time`, `activity`, 1), `union_all_partitions`, `latest_snapshot`, 1), `id_column "" is not a column`},
+		{"activity needs id", strings.Replace(ok, `event_time`, `activity`, 1), `id_column "" is not a column`},
+		{"incremental feeds are read as a union", strings.Replace(ok, `union_all_partitions`, `latest_snapshot`, 1), `needs read "union_all_partitions"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,3 +62,22 @@ func ReadEnvFile(path string) (map[string]map[string]string, error) {
 	}
 	return env, nil
 }
+
+// DisableEventSourceMappings turns off the function's SQS triggers in the
+// emulator. moto runs a mapping inside SendMessage and takes the messages
+// off the queue (it cannot run the function without Docker), so locally
+// the driver in package localdriver does the mapping's job instead. moto's
+// DeleteEventSourceMapping leaves the trigger attached; Enabled=false works.
+func DisableEventSourceMappings(ctx context.Context, cfg aws.Config, functionName string) error {
+	lc := lambda.NewFromConfig(cfg)
+	out, err := lc.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(functionName)})
+	if err != nil {
+		return fmt.Errorf("list event source mappings of %s: %w", functionName, err)
+	}
+	for _, m := range out.EventSourceMappings {
+		if _, err := lc.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: m.UUID, Enabled: aws.Bool(false)}); err != nil {
+			return fmt.Errorf("disable event source mapping %s: %w", aws.ToString(m.UUID), err)
+		}
+	}
+	return nil
+}

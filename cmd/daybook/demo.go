@@ -1,0 +1,446 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/demosource"
+	"github.com/daybook-dev/daybook/shared/lambdarie"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/localaws"
+	"github.com/daybook-dev/daybook/shared/localdriver"
+	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/verify"
+)
+
+// demoOptions configure one run of the demo (and of the end-to-end test,
+// which runs a smaller one).
+type demoOptions struct {
+	Dir          string // state and output: .demo
+	Template     string
+	BinDir       string // holds SweeperFunction/bootstrap and ExporterFunction/bootstrap
+	Now          func() time.Time
+	Days         int
+	EventsPerDay int
+	Seed         uint64
+	Out          io.Writer
+}
+
+// demoResult is what the demo delivered, for the summary and the test.
+type demoResult struct {
+	Accounts   []account.Account
+	Stage      string
+	Reports    []verify.Report
+	Problems   []string
+	Rows       []ledger.Row
+	Reexported ledger.Row
+	Before     ledger.Row
+	Progress   localdriver.Progress
+	Mirror     string
+	Expected   map[string]map[string]map[string]int64 // source rows per account, dataset, day
+	Pids       []int                                  // every process the demo started
+}
+
+func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("demo")
+	dir := fs.String("dir", ".demo", "state and output directory")
+	tmpl := fs.String("template", "template.yaml", "SAM template to deploy")
+	bin := fs.String("bin", ".local/bin", "directory with <Function>/bootstrap host builds (make build)")
+	days := fs.Int("days", 14, "days of demo data")
+	perDay := fs.Int("events-per-day", 3000, "events per account and day")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := demo(ctx, demoOptions{Dir: *dir, Template: *tmpl, BinDir: *bin, Now: time.Now, Days: *days, EventsPerDay: *perDay, Seed: 20261129, Out: stdout})
+	if err != nil {
+		return err
+	}
+	if len(res.Problems) > 0 {
+		return fmt.Errorf("demo delivered with %d problems:\n  %s", len(res.Problems), strings.Join(res.Problems, "\n  "))
+	}
+	return nil
+}
+
+func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
+	out := o.Out
+	started := time.Now()
+	step := func(format string, args ...any) { fmt.Fprintf(out, "\n==> "+format+"\n", args...) }
+	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	const stage = "demo"
+	res := &demoResult{Stage: stage}
+
+	step("local AWS: moto_server on 127.0.0.1, template.yaml deployed through the SAM translator")
+	srv, err := motoserver.Start(ctx, filepath.Join(o.Dir, "logs", "moto.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	res.Pids = append(res.Pids, srv.Pid)
+	cfg, err := srv.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := localaws.Deploy(ctx, cfg, o.Template, "daybook-"+stage, map[string]string{"Stage": stage, "SourceDriver": "sqlite"})
+	if err != nil {
+		return nil, err
+	}
+	if err := localaws.DisableEventSourceMappings(ctx, cfg, st.Outputs["ExporterFunctionName"]); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "    %s  table %s  queue %s\n", srv.URL, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"])
+
+	step("demo source: SQLite with %d days of events, profiles and daily_stats for 3 accounts", o.Days)
+	src, err := demosource.Generate(ctx, demosource.Options{
+		Path: filepath.Join(o.Dir, "source.db"), Now: o.Now(), Days: o.Days, EventsPerDay: o.EventsPerDay, Seed: o.Seed, Stage: stage,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Accounts = src.Accounts
+	res.Expected = src.Rows
+	absDB, err := filepath.Abs(src.Path)
+	if err != nil {
+		return nil, err
+	}
+	env, err := localaws.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro"}))
+	if err != nil {
+		return nil, err
+	}
+	envFile := filepath.Join(o.Dir, "env.json")
+	if err := localaws.WriteEnvFile(envFile, env); err != nil {
+		return nil, err
+	}
+
+	step("accounts: buckets created, registered with `daybook account put`")
+	s3c := awsclient.NewS3(cfg)
+	files, err := src.WriteAccountFiles(filepath.Join(o.Dir, "accounts"))
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range src.Accounts {
+		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(a.Destination.Bucket)}); err != nil {
+			return nil, fmt.Errorf("create bucket %s: %w", a.Destination.Bucket, err)
+		}
+		if err := run(ctx, []string{"account", "put", "--file", files[i], "--env-file", envFile}, io.Discard); err != nil {
+			return nil, err
+		}
+		how := "own role"
+		if a.Destination.RoleARN != "" {
+			how = "assumes " + a.Destination.RoleARN
+		}
+		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, orDefault(a.TimeZone, "UTC"),
+			orDefault(a.Destination.Format, "parquet"), a.StartDate, a.Destination.Bucket, how)
+	}
+
+	step("pipeline: schedule -> sweeper -> SQS -> exporter, real bootstraps under the Lambda Runtime Interface Emulator")
+	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: st.Outputs["LedgerTableName"], Lease: time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	sweeper, err := startFunction(ctx, o, "SweeperFunction", env)
+	if err != nil {
+		return nil, err
+	}
+	defer sweeper.Stop()
+	res.Pids = append(res.Pids, sweeper.Pid)
+	exporter, err := startFunction(ctx, o, "ExporterFunction", env)
+	if err != nil {
+		return nil, err
+	}
+	defer exporter.Stop()
+	res.Pids = append(res.Pids, exporter.Pid)
+	q := sqs.NewFromConfig(cfg)
+	queueURL := st.Outputs["JobsQueueUrl"]
+	qa, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &queueURL, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return nil, err
+	}
+	drv := &localdriver.Driver{
+		Sweeper: sweeper, Exporter: exporter, Queue: q, QueueURL: queueURL,
+		QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region, BatchSize: 5,
+	}
+	lastPrint := time.Time{}
+	drv.Progress = func(p localdriver.Progress) {
+		if time.Since(lastPrint) < 2*time.Second {
+			return
+		}
+		lastPrint = time.Now()
+		printProgress(ctx, out, led, src.Accounts, o.Now(), p)
+	}
+	prog, err := drv.Run(ctx, o.Now, 100)
+	if err != nil {
+		return nil, err
+	}
+	res.Progress = prog
+	printProgress(ctx, out, led, src.Accounts, o.Now(), prog)
+
+	step("manual re-export: an operator sends `daybook reexport` for a past day")
+	a0 := src.Accounts[0]
+	day := a0.WithDefaults(0).ClosedThrough(o.Now()).AddDays(-3)
+	key := ledger.Key{AccountID: a0.ID, Dataset: "events", Day: day}
+	if res.Before, err = led.Get(ctx, key); err != nil {
+		return nil, err
+	}
+	if err := run(ctx, []string{"reexport", "--account", a0.ID, "--dataset", "events", "--day", day.String(), "--env-file", envFile}, out); err != nil {
+		return nil, err
+	}
+	var p localdriver.Progress
+	if err := drv.Drain(ctx, &p); err != nil {
+		return nil, err
+	}
+	if res.Reexported, err = led.Get(ctx, key); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "    %s events %s: generation %d -> %d (%s), %d rows in %d files, manifest %s\n", a0.ID, day,
+		res.Before.Generation, res.Reexported.Generation, res.Reexported.State, res.Reexported.Rows, res.Reexported.Files, res.Reexported.ManifestKey)
+
+	step("verify: every committed partition against its manifest; mirror the buckets to %s", filepath.Join(o.Dir, "buckets"))
+	res.Mirror = filepath.Join(o.Dir, "buckets")
+	if err := os.RemoveAll(res.Mirror); err != nil {
+		return nil, err
+	}
+	for _, a := range src.Accounts {
+		if err := mirror(ctx, s3c, a.Destination.Bucket, filepath.Join(res.Mirror, a.Destination.Bucket)); err != nil {
+			return nil, err
+		}
+		reports, problems, err := verifyAccount(ctx, s3c, a, stage, o.Now())
+		if err != nil {
+			return nil, err
+		}
+		res.Reports = append(res.Reports, reports...)
+		res.Problems = append(res.Problems, problems...)
+		for _, ds := range a.Datasets {
+			rows, err := led.List(ctx, a.ID, ds, a.StartDate, a.WithDefaults(0).ClosedThrough(o.Now()).AddDays(1))
+			if err != nil {
+				return nil, err
+			}
+			res.Rows = append(res.Rows, rows...)
+		}
+	}
+	committed := 0
+	for _, r := range res.Reports {
+		if r.Committed {
+			committed++
+		}
+	}
+	fmt.Fprintf(out, "    %d partitions committed and verified (files, sizes, CRC32C, row counts), %d problems\n", committed, len(res.Problems))
+	for _, p := range res.Problems {
+		fmt.Fprintln(out, "    PROBLEM:", p)
+	}
+
+	step("summary")
+	printSummary(out, res)
+	a := src.Accounts[0]
+	prefix, _ := a.Prefix(stage)
+	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*.parquet")
+	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
+	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
+	fmt.Fprintf(out, "\ndone in %s; every process the demo started is stopped\n", time.Since(started).Round(time.Second))
+	return res, nil
+}
+
+func startFunction(ctx context.Context, o demoOptions, fn string, env map[string]map[string]string) (*lambdarie.Function, error) {
+	logf, err := os.Create(filepath.Join(o.Dir, "logs", fn+".log"))
+	if err != nil {
+		return nil, err
+	}
+	// The file stays open for the child process; it is closed when the demo exits.
+	return lambdarie.Start(ctx, filepath.Join(o.BinDir, fn, "bootstrap"), lambdarie.Options{Name: fn, Env: env[fn], Log: logf, Timeout: 900 * time.Second})
+}
+
+func printProgress(ctx context.Context, out io.Writer, led *ledger.Ledger, accts []account.Account, now time.Time, p localdriver.Progress) {
+	var total, done, failed int
+	var rows, bytes int64
+	for _, a := range accts {
+		to := a.WithDefaults(0).ClosedThrough(now)
+		for _, ds := range a.Datasets {
+			list, err := led.List(ctx, a.ID, ds, a.StartDate, to)
+			if err != nil {
+				return
+			}
+			for _, r := range list {
+				total++
+				switch r.State {
+				case ledger.StateCompleted:
+					done++
+					rows += r.Rows
+					bytes += r.Bytes
+				case ledger.StateFailed:
+					failed++
+				}
+			}
+		}
+	}
+	fmt.Fprintf(out, "    sweeps %d  batches %d  partitions %d/%d done  %d failed  rows %d  bytes %s\n",
+		p.Sweeps, p.Batches, done, total, failed, rows, humanBytes(bytes))
+}
+
+func printSummary(out io.Writer, res *demoResult) {
+	type agg struct {
+		days, files   int
+		rows, bytes   int64
+		states        map[ledger.State]int
+		generationMax int64
+	}
+	byKey := map[string]*agg{}
+	var keys []string
+	for _, r := range res.Rows {
+		k := r.AccountID + "\t" + r.Dataset
+		g := byKey[k]
+		if g == nil {
+			g = &agg{states: map[ledger.State]int{}}
+			byKey[k] = g
+			keys = append(keys, k)
+		}
+		g.days++
+		g.files += r.Files
+		g.rows += r.Rows
+		g.bytes += r.Bytes
+		g.states[r.State]++
+		g.generationMax = max(g.generationMax, r.Generation)
+	}
+	sort.Strings(keys)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "account\tdataset\tdays\trows\tfiles\tbytes\tstate\t")
+	for _, k := range keys {
+		g := byKey[k]
+		var st []string
+		for _, s := range []ledger.State{ledger.StateCompleted, ledger.StateFailed, ledger.StateRunning, ledger.StateQueued, ledger.StatePending} {
+			if g.states[s] > 0 {
+				st = append(st, fmt.Sprintf("%s %d", s, g.states[s]))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t\n", k, g.days, g.rows, g.files, humanBytes(g.bytes), strings.Join(st, ", "))
+	}
+	tw.Flush()
+}
+
+// verifyAccount verifies every partition of every dataset of an account and
+// the account-level rules: nothing for today or later, a delivery manifest
+// for every exported day.
+func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage string, now time.Time) ([]verify.Report, []string, error) {
+	prefix, err := a.Prefix(stage)
+	if err != nil {
+		return nil, nil, err
+	}
+	closed := a.WithDefaults(0).ClosedThrough(now)
+	var reports []verify.Report
+	var problems []string
+	exportedDays := map[string]bool{}
+	for _, ds := range a.Datasets {
+		parts, err := verify.Partitions(ctx, api, a.Destination.Bucket, prefix+"/"+layout.Version+"/"+ds+"/")
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, pp := range parts {
+			r, err := verify.Partition(ctx, api, a.Destination.Bucket, pp, verify.CountRows)
+			if err != nil {
+				return nil, nil, err
+			}
+			reports = append(reports, r)
+			for _, p := range r.Problems {
+				problems = append(problems, fmt.Sprintf("s3://%s/%s: %s", a.Destination.Bucket, pp, p))
+			}
+			d := strings.TrimSuffix(pp[strings.LastIndex(strings.TrimSuffix(pp, "/"), "/")+1:], "/")
+			day, err := layout.ParseDay(strings.TrimPrefix(d, "dt="))
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("s3://%s/%s: partition folder is not dt=YYYY-MM-DD", a.Destination.Bucket, pp))
+				continue
+			}
+			if day.After(closed) {
+				problems = append(problems, fmt.Sprintf("s3://%s/%s: partition for a day that is not closed (last closed %s)", a.Destination.Bucket, pp, closed))
+			}
+			if r.Committed {
+				exportedDays[day.String()] = true
+			}
+		}
+	}
+	for d := range exportedDays {
+		day, _ := layout.ParseDay(d)
+		key := layout.DeliveryManifestKey(prefix, day)
+		out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: &key})
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("s3://%s/%s: delivery manifest missing: %v", a.Destination.Bucket, key, err))
+			continue
+		}
+		out.Body.Close()
+	}
+	sort.Strings(problems)
+	return reports, problems, nil
+}
+
+// mirror copies every object of bucket into dir, object keys as paths.
+func mirror(ctx context.Context, api *s3.Client, bucket, dir string) error {
+	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", bucket, err)
+		}
+		for _, o := range page.Contents {
+			key := aws.ToString(o.Key)
+			if strings.Contains(key, "..") {
+				return fmt.Errorf("refusing to mirror key %q", key)
+			}
+			path := filepath.Join(dir, filepath.FromSlash(key))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			obj, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+			if err != nil {
+				return fmt.Errorf("get %s: %w", key, err)
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				obj.Body.Close()
+				return err
+			}
+			_, err = io.Copy(f, obj.Body)
+			obj.Body.Close()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

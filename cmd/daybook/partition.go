@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/loadsql"
+	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/verify"
+)
+
+func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("verify")
+	envFile := envFileFlag(fs)
+	acct, ds, day, _, _ := dayFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *acct == "" || *ds == "" || *day == "" {
+		return errors.New("usage: daybook verify --account ID --dataset NAME --day YYYY-MM-DD")
+	}
+	d, err := layout.ParseDay(*day)
+	if err != nil {
+		return err
+	}
+	e, err := openOps(ctx, *envFile)
+	if err != nil {
+		return err
+	}
+	a, err := e.ledger.GetAccount(ctx, *acct)
+	if err != nil {
+		return fmt.Errorf("account %q: %w", *acct, err)
+	}
+	prefix, err := a.Prefix(e.stage)
+	if err != nil {
+		return err
+	}
+	api := destination.Factory{Base: e.cfg}.Client(a.ID, a.Destination)
+	pp := layout.PartitionPrefix(prefix, *ds, d)
+	r, err := verify.Partition(ctx, api, a.Destination.Bucket, pp, verify.CountRows)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !r.Committed:
+		fmt.Fprintf(stdout, "s3://%s/%s: no _SUCCESS (not exported yet, in progress, or failed)\n", a.Destination.Bucket, pp)
+		return errors.New("partition not committed")
+	case r.OK():
+		fmt.Fprintf(stdout, "s3://%s/%s: OK, generation %d, %d files, %d rows match the manifest\n", a.Destination.Bucket, pp, r.Generation, r.Files, r.Rows)
+		return nil
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(stdout, "PROBLEM:", p)
+	}
+	return fmt.Errorf("%d problems in s3://%s/%s", len(r.Problems), a.Destination.Bucket, pp)
+}
+
+func runSQL(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("sql")
+	envFile := envFileFlag(fs)
+	acct, ds, day, _, _ := dayFlags(fs)
+	engine := fs.String("engine", "", "engine: "+strings.Join(loadsql.Engines, ", "))
+	current := fs.Bool("current-state", false, "print the current-state query of an activity dataset (latest row per id)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, err := dataset.Get(*ds)
+	if err != nil {
+		return err
+	}
+	p, note, err := sqlPartition(ctx, d, *acct, *day, *envFile)
+	if err != nil {
+		return err
+	}
+	var sql string
+	if *current {
+		sql, err = loadsql.CurrentState(*engine, p)
+	} else {
+		sql, err = loadsql.Generate(*engine, p)
+	}
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	_, err = io.WriteString(stdout, sql)
+	return err
+}
+
+// sqlPartition describes the partition the SQL is for: the committed
+// manifest when an account and day are given (exactly what `_load/` holds),
+// otherwise a placeholder partition so an operator can read a dataset's DDL.
+func sqlPartition(ctx context.Context, d dataset.Dataset, acct, day, envFile string) (loadsql.Partition, string, error) {
+	if acct == "" {
+		dd := dataset.DateOf(time.Now().UTC().AddDate(0, 0, -1))
+		if day != "" {
+			var err error
+			if dd, err = dataset.ParseDate(day); err != nil {
+				return loadsql.Partition{}, "", err
+			}
+		}
+		pp := "<prefix>/" + layout.Version + "/" + d.Name + "/dt=" + dd.String() + "/"
+		return loadsql.Partition{
+			Dataset: d, Day: dd, Generation: 1, Format: "parquet", Bucket: "<bucket>", PartitionPrefix: pp,
+			Files: []loadsql.File{{Key: pp + "part-00000.parquet"}},
+		}, "-- placeholder partition: pass --account and --day for the SQL of a delivered partition", nil
+	}
+	if day == "" {
+		return loadsql.Partition{}, "", errors.New("--day is required with --account")
+	}
+	dd, err := layout.ParseDay(day)
+	if err != nil {
+		return loadsql.Partition{}, "", err
+	}
+	e, err := openOps(ctx, envFile)
+	if err != nil {
+		return loadsql.Partition{}, "", err
+	}
+	a, err := e.ledger.GetAccount(ctx, acct)
+	if err != nil {
+		return loadsql.Partition{}, "", fmt.Errorf("account %q: %w", acct, err)
+	}
+	prefix, err := a.Prefix(e.stage)
+	if err != nil {
+		return loadsql.Partition{}, "", err
+	}
+	api := destination.Factory{Base: e.cfg}.Client(a.ID, a.Destination)
+	key := layout.ManifestKey(prefix, d.Name, dd)
+	obj, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: &key})
+	if err != nil {
+		return loadsql.Partition{}, "", fmt.Errorf("read manifest s3://%s/%s: %w", a.Destination.Bucket, key, err)
+	}
+	defer obj.Body.Close()
+	b, err := io.ReadAll(obj.Body)
+	if err != nil {
+		return loadsql.Partition{}, "", err
+	}
+	m, err := manifest.Decode(b)
+	if err != nil {
+		return loadsql.Partition{}, "", err
+	}
+	p, err := loadsql.ForManifest(d, m, a.Destination.Bucket, layout.PartitionPrefix(prefix, d.Name, dd))
+	return p, "", err
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// deliveryRewrites bounds how often writeDelivery rewrites the delivery
+// manifest when the ledger moved while it was writing.
+const deliveryRewrites = 3
+
+// writeDelivery rewrites the account's delivery manifest for day (SPEC F4)
+// from a fresh read of the ledger rows of every enabled dataset. Exporters of
+// other datasets of the same day may write it at the same time, each from
+// what it read; so after its PutObject each writer reads the ledger again and
+// rewrites while what it wrote is no longer what the ledger says. The last
+// writer always re-reads after its own write, which makes the object converge
+// on the ledger's final state.
+//
+// The partition is already committed and recorded when this runs, so a
+// failure here is logged, not returned: redelivering the message would not
+// run the export again (Start refuses a second delivery).
+func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day layout.Day, log *slog.Logger) {
+	if err := s.putDelivery(ctx, acct, day); err != nil {
+		log.ErrorContext(ctx, "delivery manifest not written", "error", err.Error())
+	}
+}
+
+func (s *Service) putDelivery(ctx context.Context, acct account.Account, day layout.Day) error {
+	prefix, err := acct.Prefix(s.Exporter.Config.Stage)
+	if err != nil {
+		return err
+	}
+	key := layout.DeliveryManifestKey(prefix, day)
+	dest := acct.Destination
+	api := s.Exporter.Buckets.Client(acct.ID, dest)
+	var owner *string
+	if dest.ExpectedBucketOwner != "" {
+		owner = aws.String(dest.ExpectedBucketOwner)
+	}
+	d, err := s.delivery(ctx, acct, day)
+	if err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		body, err := d.Encode()
+		if err != nil {
+			return err
+		}
+		if err := put(ctx, api, dest.Bucket, key, body, "application/json", owner); err != nil {
+			return fmt.Errorf("write delivery manifest %s: %w", key, err)
+		}
+		now, err := s.delivery(ctx, acct, day)
+		if err != nil {
+			return err
+		}
+		if now.Equivalent(d) {
+			return nil
+		}
+		if i == deliveryRewrites {
+			return fmt.Errorf("delivery manifest %s: the ledger kept changing after %d rewrites; the next export of the day rewrites it", key, i+1)
+		}
+		d = now
+	}
+}
+
+// delivery reads the ledger rows of day for every enabled dataset of acct.
+func (s *Service) delivery(ctx context.Context, acct account.Account, day layout.Day) (*manifest.Delivery, error) {
+	statuses := make([]manifest.PartitionStatus, 0, len(acct.Datasets))
+	for _, name := range acct.Datasets {
+		st := manifest.PartitionStatus{Name: name}
+		if ds, err := dataset.Get(name); err == nil {
+			st.Dataset = &ds
+		}
+		row, err := s.Ledger.Get(ctx, ledger.Key{AccountID: acct.ID, Dataset: name, Day: day})
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("delivery manifest: read %s/%s/%s: %w", acct.ID, name, day, err)
+		default:
+			st.Exists = true
+			st.State = string(row.State)
+			st.Attempts = row.Attempts
+			st.Exhausted = row.Exhausted
+			st.LastError = row.LastError
+			st.Generation = row.Generation
+			st.Rows = row.Rows
+			st.Files = row.Files
+			st.ManifestKey = row.ManifestKey
+			st.CompletedAt = row.CompletedAt
+			st.Reason = string(row.Reason)
+		}
+		statuses = append(statuses, st)
+	}
+	return manifest.NewDelivery(acct.ID, day.String(), statuses, s.Now()), nil
+}

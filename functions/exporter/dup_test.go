@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// TestDuplicateDeliveryExportsOnce: SQS delivers the same claimed job twice,
+// at the same time; the partition is exported once, as generation 1 (L2).
+func TestDuplicateDeliveryExportsOnce(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 10)...)
+	var exports atomic.Int64
+	e.exp.After = func(s Step) error {
+		if s == StepSuccessRemoved {
+			exports.Add(1)
+		}
+		return nil
+	}
+	body := jobBody(t, e.claim("events", testDay, ""))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() {
+			<-start
+			errs[i] = e.process(body)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("delivery %d: %v", i+1, err)
+		}
+	}
+	// A third, late delivery after the commit is dropped as well.
+	if err := e.process(body); err != nil {
+		t.Errorf("late delivery: %v", err)
+	}
+	if n := exports.Load(); n != 1 {
+		t.Errorf("%d exports ran, want 1", n)
+	}
+	m := e.committed("events", testDay)
+	if r := e.row("events", testDay); m.Generation != 1 || r.Generation != 1 || r.Attempts != 1 {
+		t.Errorf("generation %d, row %+v", m.Generation, r)
+	}
+}
+
+// TestManualWhileRunningIsNotLost: a second manual request for a partition
+// that is being exported does not start a second export; it is recorded and
+// the partition is queued again when the first completes, and the next claim
+// exports generation 2 (E1, L2).
+func TestManualWhileRunningIsNotLost(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 10)...)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hold sync.Once
+	var exports atomic.Int64
+	e.exp.After = func(s Step) error {
+		switch s {
+		case StepSuccessRemoved:
+			exports.Add(1)
+		case StepDataWritten:
+			hold.Do(func() { close(entered); <-release })
+		}
+		return nil
+	}
+	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String(), RequestedBy: "test"})
+	first := make(chan error, 1)
+	go func() { first <- e.process(body) }()
+	<-entered
+
+	if err := e.process(body); err != nil {
+		t.Fatalf("second manual request: %v", err)
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateRunning || !r.RerunRequested {
+		t.Fatalf("while the first runs, the second is recorded: row %+v", r)
+	}
+	if n := exports.Load(); n != 1 {
+		t.Fatalf("%d exports running, want 1", n)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("first manual request: %v", err)
+	}
+	r := e.row("events", testDay)
+	if r.State != ledger.StateQueued || r.Generation != 1 || r.Reason != ledger.ReasonManual || r.RerunRequested {
+		t.Fatalf("after the first completed, the row is queued for the re-run: %+v", r)
+	}
+	if m := e.successGeneration(e.partPrefix("events", testDay)); m != 1 {
+		t.Errorf("_SUCCESS of generation %d after the first run", m)
+	}
+	// The sweeper's next claim runs the recorded request.
+	c, err := e.led.Claim(e.ctx, e.key("events", testDay), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Generation != 2 || c.Reason != ledger.ReasonManual {
+		t.Errorf("claim %+v", c)
+	}
+	if err := e.process(jobBody(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	m := e.committed("events", testDay)
+	if m.Generation != 2 || m.Reason != "manual" || exports.Load() != 2 {
+		t.Errorf("generation %d reason %s after %d exports", m.Generation, m.Reason, exports.Load())
+	}
+}
+
+// successGeneration returns the generation the partition's _SUCCESS commits (0: none).
+func (e *env) successGeneration(partPrefix string) int64 {
+	e.t.Helper()
+	b := e.get(partPrefix + layout.SuccessName)
+	if b == nil {
+		return 0
+	}
+	var s struct {
+		Generation int64 `json:"generation"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		e.t.Fatal(err)
+	}
+	return s.Generation
+}
+
+// TestManualRangeFansOut: a manual range becomes one single-day manual
+// request per day on the jobs queue; nothing is claimed or exported yet.
+func TestManualRangeFansOut(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"events", "daily_stats"}})
+	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "daily_stats", From: "2026-02-25", To: "2026-03-09", RequestedBy: "cli:ops"})
+	if err := e.process(body); err != nil {
+		t.Fatal(err)
+	}
+	want := layout.Range(layout.MustDay("2026-02-25"), layout.MustDay("2026-03-09")) // 13 days: two batches
+	var days []string
+	for empty := 0; empty < 2; {
+		out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: &e.queueURL, MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, msg := range out.Messages {
+			if _, err := e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &e.queueURL, ReceiptHandle: msg.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := jobs.Parse(aws.ToString(msg.Body))
+			if err != nil {
+				t.Fatalf("fanned-out message %s: %v", aws.ToString(msg.Body), err)
+			}
+			m := parsed.Manual
+			if m == nil || m.AccountID != e.acct.ID {
+				continue // another test's message
+			}
+			if m.Dataset != "daily_stats" || m.Day == "" || m.From != "" || m.To != "" || m.RequestedBy != "cli:ops" {
+				t.Errorf("fanned-out message %+v", m)
+			}
+			days = append(days, m.Day)
+		}
+	}
+	slices.Sort(days)
+	var wantS []string
+	for _, d := range want {
+		wantS = append(wantS, d.String())
+	}
+	if !slices.Equal(days, wantS) {
+		t.Errorf("fanned out %v, want %v", days, wantS)
+	}
+	for _, d := range want {
+		if _, err := e.led.Get(e.ctx, e.key("daily_stats", d)); err == nil {
+			t.Errorf("fan-out claimed %s", d)
+		}
+	}
+	if objs := e.list(""); len(objs) != 0 {
+		t.Errorf("fan-out wrote %v", sortedKeys(objs))
+	}
+	// Each fanned-out day then runs as a single-day request.
+	one := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "daily_stats", Day: "2026-03-01"})
+	if err := e.process(one); err != nil {
+		t.Fatal(err)
+	}
+	e.committed("daily_stats", layout.MustDay("2026-03-01"))
+}

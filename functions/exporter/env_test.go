@@ -1,0 +1,669 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	_ "modernc.org/sqlite"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/source"
+)
+
+// The tests run at a fixed instant; the exported day is closed then.
+const (
+	testNow   = "2026-03-10T12:00:00Z"
+	testStart = "2026-03-01"
+	testLease = 20 * time.Minute
+	testStage = "test"
+)
+
+var testDay = layout.MustDay("2026-03-05")
+
+// envOpts shape one test environment.
+type envOpts struct {
+	datasets     []string // enabled datasets (default: events)
+	format       string   // destination format (default parquet)
+	maxFileBytes int64    // default 64 MiB
+	rowGroupRows int64
+	// relaxed creates the source tables without NOT NULL constraints, as a
+	// source that does not enforce them (a view, another database) would be.
+	relaxed bool
+}
+
+// env is one test's world: its own account, bucket and SQLite source, on
+// the shared deployed stack (ledger table and jobs queue).
+type env struct {
+	t        *testing.T
+	ctx      context.Context
+	clk      *clock
+	led      *ledger.Ledger
+	s3       *s3.Client
+	sqs      *sqs.Client
+	queueURL string
+	db       *sql.DB
+	acct     account.Account
+	prefix   string
+	faults   *faults
+	exp      *Exporter
+	svc      *Service
+	msgs     atomic.Int64
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	ctx := t.Context()
+	cfg, out := deployed(t)
+	clk := at(testNow)
+	serialOnce.Do(func() { serial = &serialDB{Client: dynamoClient(cfg)} })
+	led, err := ledger.New(serial, ledger.Config{
+		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3,
+		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: &lockedReader{r: seeded(t, "ledger")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := runs.Add(1)
+	id, err := account.NewID(seeded(t, fmt.Sprint("id/", n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := fmt.Sprintf("exp-%d-%s", n, strings.TrimPrefix(id, "acct_"))
+	s3c := awsclient.NewS3(cfg)
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.datasets) == 0 {
+		o.datasets = []string{"events"}
+	}
+	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: layout.MustDay(testStart),
+		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: o.format}}
+	if err := led.PutAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	prefix, err := a.Prefix(testStage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sourceDB(t, o.relaxed)
+	src, err := source.NewSQL(db, dataset.DialectSQLite, "sqlite:test.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.maxFileBytes == 0 {
+		o.maxFileBytes = 64 << 20
+	}
+	f := &faults{}
+	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if testing.Verbose() {
+		log = slog.New(slog.NewJSONHandler(t.Output(), nil))
+	}
+	e := &env{t: t, ctx: ctx, clk: clk, led: led, s3: s3c, sqs: sqs.NewFromConfig(cfg), queueURL: out["JobsQueueUrl"],
+		db: db, acct: a, prefix: prefix, faults: f}
+	e.exp = &Exporter{
+		Source:  src,
+		Buckets: faultyBuckets{buckets{destination.Factory{Base: cfg}}, f},
+		Scripts: loadScripts,
+		Config:  ExportConfig{Stage: testStage, MaxFileBytes: o.maxFileBytes, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: o.rowGroupRows},
+		Now:     clk.Now,
+	}
+	e.svc = &Service{
+		Ledger:   withSettle{led, 0},
+		Queue:    e.sqs,
+		QueueURL: e.queueURL,
+		Exporter: e.exp,
+		Log:      log,
+		Now:      clk.Now,
+		Rand:     &lockedReader{r: seeded(t, "run")},
+	}
+	return e
+}
+
+func sourceDB(t *testing.T, relaxed bool) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "source.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ddl, err := dataset.SourceDDL(dataset.DialectSQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if relaxed {
+		ddl = strings.ReplaceAll(ddl, "NOT NULL", "")
+	}
+	if _, err := db.Exec(ddl); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// ---- source rows ----
+
+// sqliteValue renders a model value the way the SQLite schema stores it.
+func sqliteValue(v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC().Format("2006-01-02T15:04:05.000000Z")
+	case bool:
+		if x {
+			return 1
+		}
+		return 0
+	}
+	return v
+}
+
+// insert adds rows (in dataset column order) for the env's account.
+func (e *env) insert(ds string, rows ...[]any) {
+	e.t.Helper()
+	d := mustDataset(e.t, ds)
+	cols := append([]string{"account_id"}, d.ColumnNames()...)
+	if ds == "events" {
+		cols = append(cols, "inserted_at")
+	}
+	q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", ds, strings.Join(cols, ", "), strings.TrimSuffix(strings.Repeat("?,", len(cols)), ","))
+	tx, err := e.db.BeginTx(e.ctx, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.Prepare(q)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, r := range rows {
+		args := []any{e.acct.ID}
+		for _, v := range r {
+			args = append(args, sqliteValue(v))
+		}
+		if ds == "events" {
+			args = append(args, sqliteValue(r[3]))
+		}
+		if _, err := stmt.Exec(args...); err != nil {
+			e.t.Fatalf("insert %s %v: %v", ds, r, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+var metrics = []string{"checkout", "page_views", "revenue", "signups"}
+
+// genRows returns n deterministic rows of ds for day, in the order the
+// read-back sorts them (orderBy).
+func genRows(ds string, day layout.Day, n int) [][]any {
+	start := day.Start(time.UTC)
+	step := 86_000 * time.Second / time.Duration(max(n, 1))
+	var out [][]any
+	for i := range n {
+		ts := start.Add(time.Duration(i)*step + time.Duration(i%1000)*time.Microsecond)
+		var attrs any = fmt.Sprintf(`{"i":%d,"plan":"p%d","tags":["a","b"]}`, i, i%3)
+		if i%5 == 4 {
+			attrs = nil
+		}
+		switch ds {
+		case "events":
+			var session, user, value, amount any = fmt.Sprintf("s%d", i/3), fmt.Sprintf("u%d", i%7), float64(i) + 0.25, fmt.Sprintf("%d.%02d", i, i%100)
+			if i%4 == 3 {
+				session, user, value, amount = nil, nil, nil, nil
+			}
+			out = append(out, []any{fmt.Sprintf("evt_%s_%06d", day, i), []string{"click", "page_view", "purchase"}[i%3],
+				ts, ts.Add(1500 * time.Millisecond), session, user, value, amount, i%6 == 0, attrs})
+		case "profiles":
+			var email, country, plan any = fmt.Sprintf("p%d@example.com", i), []string{"DE", "FR", "US"}[i%3], "pro"
+			if i%4 == 3 {
+				email, country, plan = nil, nil, nil
+			}
+			out = append(out, []any{fmt.Sprintf("prof_%s_%06d", day, i), ts.AddDate(0, -1, 0), ts, email, country, plan, int64(i * 10), attrs})
+		case "daily_stats":
+			out = append(out, []any{day.String(), metrics[i%len(metrics)], fmt.Sprintf("dim_%06d", i), int64(i + 1), float64(i) * 1.5, attrs})
+		}
+	}
+	if ds == "daily_stats" {
+		slices.SortFunc(out, func(a, b []any) int {
+			return strings.Compare(a[1].(string)+"|"+a[2].(string), b[1].(string)+"|"+b[2].(string))
+		})
+	}
+	return out
+}
+
+// orderBy is the read-back order matching genRows.
+var orderBy = map[string]string{"events": "event_id", "profiles": "profile_id", "daily_stats": "metric, dimension"}
+
+func mustDataset(t *testing.T, name string) dataset.Dataset {
+	t.Helper()
+	ds, err := dataset.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// ---- ledger and messages ----
+
+func (e *env) key(ds string, day layout.Day) ledger.Key {
+	return ledger.Key{AccountID: e.acct.ID, Dataset: ds, Day: day}
+}
+
+// claim materializes the row if needed and claims it as the sweeper does.
+func (e *env) claim(ds string, day layout.Day, reason ledger.Reason) ledger.Claim {
+	e.t.Helper()
+	if _, err := e.led.Materialize(e.ctx, e.acct.ID, ds, day, day); err != nil {
+		e.t.Fatal(err)
+	}
+	c, err := e.led.Claim(e.ctx, e.key(ds, day), reason)
+	if err != nil {
+		e.t.Fatalf("claim %s %s: %v", ds, day, err)
+	}
+	return c
+}
+
+// jobBody is the sweeper's message for a claim.
+func jobBody(t *testing.T, c ledger.Claim) string {
+	t.Helper()
+	b, err := jobs.Encode(jobs.Job{Kind: jobs.KindJob, AccountID: c.AccountID, Dataset: c.Dataset, Day: c.Day.String(),
+		ClaimToken: c.Token, Attempt: c.Attempt, Generation: c.Generation, Reason: string(c.Reason)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func manualBody(t *testing.T, m jobs.Manual) string {
+	t.Helper()
+	m.Kind = jobs.KindManual
+	b, err := jobs.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (e *env) process(body string) error {
+	return e.svc.Process(e.ctx, fmt.Sprintf("msg-%d", e.msgs.Add(1)), body)
+}
+
+// export claims and runs one scheduled job and wants it done.
+func (e *env) export(ds string, day layout.Day) ledger.Row {
+	e.t.Helper()
+	c := e.claim(ds, day, "")
+	if err := e.process(jobBody(e.t, c)); err != nil {
+		e.t.Fatalf("process job %s %s: %v", ds, day, err)
+	}
+	return e.row(ds, day)
+}
+
+// retry moves the clock past the row's next attempt and runs the retry job.
+func (e *env) retry(ds string, day layout.Day) ledger.Row {
+	e.t.Helper()
+	r := e.row(ds, day)
+	if r.State != ledger.StateFailed {
+		e.t.Fatalf("retry of a %s row", r.State)
+	}
+	e.clk.Set(r.NextAttemptAt.Add(time.Second))
+	c, err := e.led.Claim(e.ctx, e.key(ds, day), ledger.ReasonRetry)
+	if err != nil {
+		e.t.Fatalf("claim retry: %v", err)
+	}
+	if err := e.process(jobBody(e.t, c)); err != nil {
+		e.t.Fatalf("process retry: %v", err)
+	}
+	return e.row(ds, day)
+}
+
+func (e *env) row(ds string, day layout.Day) ledger.Row {
+	e.t.Helper()
+	r, err := e.led.Get(e.ctx, e.key(ds, day))
+	if err != nil {
+		e.t.Fatalf("ledger row %s %s: %v", ds, day, err)
+	}
+	return r
+}
+
+// ---- bucket ----
+
+func (e *env) partPrefix(ds string, day layout.Day) string {
+	return layout.PartitionPrefix(e.prefix, ds, day)
+}
+
+// list returns key -> size under prefix.
+func (e *env) list(prefix string) map[string]int64 {
+	e.t.Helper()
+	out := map[string]int64{}
+	p := s3.NewListObjectsV2Paginator(e.s3, &s3.ListObjectsV2Input{Bucket: &e.acct.Destination.Bucket, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			out[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// get returns an object's bytes, or nil when there is none.
+func (e *env) get(key string) []byte {
+	e.t.Helper()
+	out, err := e.s3.GetObject(e.ctx, &s3.GetObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key})
+	if err != nil {
+		if strings.Contains(err.Error(), "NoSuchKey") {
+			return nil
+		}
+		e.t.Fatal(err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// download copies every object of the account into a fresh directory, keys
+// as paths, and returns the directory of the account's prefix.
+func (e *env) download() string {
+	e.t.Helper()
+	root := e.t.TempDir()
+	for key := range e.list(e.prefix + "/") {
+		path := filepath.Join(root, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			e.t.Fatal(err)
+		}
+		if err := os.WriteFile(path, e.get(key), 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return filepath.Join(root, filepath.FromSlash(e.prefix))
+}
+
+// openUploads lists the bucket's incomplete multipart uploads.
+func (e *env) openUploads() []string {
+	e.t.Helper()
+	out, err := e.s3.ListMultipartUploads(e.ctx, &s3.ListMultipartUploadsInput{Bucket: &e.acct.Destination.Bucket})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var keys []string
+	for _, u := range out.Uploads {
+		keys = append(keys, aws.ToString(u.Key))
+	}
+	return keys
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc32cOf(b []byte) string {
+	var s [4]byte
+	binary.BigEndian.PutUint32(s[:], crc32.Checksum(b, castagnoli))
+	return base64.StdEncoding.EncodeToString(s[:])
+}
+
+// committed checks the E3 invariant of a committed partition against the
+// bytes stored in the bucket and the ledger row, and returns its manifest:
+// _SUCCESS names the exact stored manifest (SHA-256) and its generation,
+// which is the ledger row's; the data files under the partition are exactly
+// the manifest's, with its sizes, CRC32C and SHA-256; nothing else but the
+// manifest, the load scripts and _SUCCESS is there.
+func (e *env) committed(ds string, day layout.Day) *manifest.Manifest {
+	e.t.Helper()
+	t := e.t
+	pp := e.partPrefix(ds, day)
+	marker := e.get(pp + layout.SuccessName)
+	if marker == nil {
+		t.Fatalf("%s: no _SUCCESS", pp)
+	}
+	succ, err := manifest.DecodeSuccess(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if succ.ManifestKey != pp+layout.ManifestName {
+		t.Errorf("_SUCCESS names manifest %s", succ.ManifestKey)
+	}
+	body := e.get(pp + layout.ManifestName)
+	sum := sha256.Sum256(body)
+	if succ.ManifestSHA256 != hex.EncodeToString(sum[:]) || !succ.Matches(body) {
+		t.Errorf("_SUCCESS manifest_sha256 %s, stored _manifest.json has %x", succ.ManifestSHA256, sum)
+	}
+	m, err := manifest.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := e.row(ds, day)
+	if succ.Generation != m.Generation || m.Generation != row.Generation || succ.RunID != m.RunID {
+		t.Errorf("generations: _SUCCESS %d (run %s), manifest %d (run %s), ledger %d", succ.Generation, succ.RunID, m.Generation, m.RunID, row.Generation)
+	}
+	if row.State != ledger.StateCompleted || row.ManifestKey != succ.ManifestKey || row.Rows != m.Totals.Rows ||
+		row.Files != m.Totals.Files || row.Bytes != m.Totals.Bytes {
+		t.Errorf("ledger row %+v does not match manifest totals %+v", row, m.Totals)
+	}
+	listed := e.list(pp)
+	var data []string
+	for _, k := range sortedKeys(listed) {
+		rel := strings.TrimPrefix(k, pp)
+		switch {
+		case layout.IsDataKey(k):
+			data = append(data, k)
+		case rel == layout.ManifestName, rel == layout.SuccessName, strings.HasPrefix(rel, layout.LoadDir+"/"):
+		default:
+			t.Errorf("unexpected object %s under the partition", k)
+		}
+	}
+	var want []string
+	var rows int64
+	for _, f := range m.Files {
+		want = append(want, f.Key)
+		rows += f.Rows
+		stored := e.get(f.Key)
+		if stored == nil {
+			t.Errorf("manifest lists %s, not in the bucket", f.Key)
+			continue
+		}
+		if int64(len(stored)) != f.Bytes || listed[f.Key] != f.Bytes {
+			t.Errorf("%s: manifest says %d bytes, stored %d (listed %d)", f.Key, f.Bytes, len(stored), listed[f.Key])
+		}
+		if got := crc32cOf(stored); got != f.CRC32C {
+			t.Errorf("%s: manifest CRC32C %s, stored bytes have %s", f.Key, f.CRC32C, got)
+		}
+		if s := sha256.Sum256(stored); hex.EncodeToString(s[:]) != f.SHA256 {
+			t.Errorf("%s: manifest SHA-256 %s, stored bytes have %x", f.Key, f.SHA256, s)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(data, want) {
+		t.Errorf("data files under %s:\n stored  %v\nmanifest %v", pp, data, want)
+	}
+	if rows != m.Totals.Rows || len(m.Files) != m.Totals.Files || m.Provenance.RowCount != m.Totals.Rows {
+		t.Errorf("manifest totals %+v, files sum to %d rows, source read %d", m.Totals, rows, m.Provenance.RowCount)
+	}
+	if !slices.Contains(sortedKeys(listed), pp+layout.LoadDir+"/duckdb.sql") {
+		t.Errorf("no _load/duckdb.sql under %s: %v", pp, sortedKeys(listed))
+	}
+	return m
+}
+
+// notCommitted checks what a failed run leaves: no _SUCCESS, no incomplete
+// multipart upload, and a failed ledger row; it returns the row.
+func (e *env) notCommitted(ds string, day layout.Day) ledger.Row {
+	e.t.Helper()
+	pp := e.partPrefix(ds, day)
+	if b := e.get(pp + layout.SuccessName); b != nil {
+		e.t.Errorf("%s_SUCCESS exists after a failed run: %s", pp, b)
+	}
+	if open := e.openUploads(); len(open) > 0 {
+		e.t.Errorf("incomplete multipart uploads left: %v", open)
+	}
+	r := e.row(ds, day)
+	if r.State != ledger.StateFailed || r.LastError == "" || r.NextAttemptAt.IsZero() {
+		e.t.Errorf("ledger row after a failed run: %+v", r)
+	}
+	return r
+}
+
+// delivery reads the account's delivery manifest of day.
+func (e *env) delivery(day layout.Day) *manifest.Delivery {
+	e.t.Helper()
+	b := e.get(layout.DeliveryManifestKey(e.prefix, day))
+	if b == nil {
+		e.t.Fatalf("no delivery manifest for %s", day)
+	}
+	d, err := manifest.DecodeDelivery(b)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// ---- fault injection ----
+
+var errInjected = errors.New("injected fault")
+
+// faults lets a test fail chosen S3 calls of the exporter and counts them.
+type faults struct {
+	mu        sync.Mutex
+	put       func(key string) error             // before PutObject
+	part      func(key string, part int32) error // before UploadPart
+	puts      map[string]int
+	creates   atomic.Int64
+	parts     atomic.Int64
+	completes atomic.Int64
+}
+
+func (f *faults) onPut(key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.puts == nil {
+		f.puts = map[string]int{}
+	}
+	f.puts[key]++
+	if f.put != nil {
+		return f.put(key)
+	}
+	return nil
+}
+
+func (f *faults) putCount(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.puts[key]
+}
+
+// putCountLocked is putCount for a put hook, which runs under f.mu.
+func (f *faults) putCountLocked(key string) int { return f.puts[key] }
+
+func (f *faults) onPart(key string, n int32) error {
+	f.parts.Add(1)
+	f.mu.Lock()
+	fn := f.part
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(key, n)
+	}
+	return nil
+}
+
+func (f *faults) set(put func(string) error, part func(string, int32) error) {
+	f.mu.Lock()
+	f.put, f.part = put, part
+	f.mu.Unlock()
+}
+
+// once wraps a fault so it fires on the first matching call only.
+func once[T any](match func(T) bool) func(T) error {
+	var fired atomic.Bool
+	return func(v T) error {
+		if match(v) && fired.CompareAndSwap(false, true) {
+			return errInjected
+		}
+		return nil
+	}
+}
+
+type faultyBuckets struct {
+	b Buckets
+	f *faults
+}
+
+func (b faultyBuckets) Client(id string, d account.Destination) BucketAPI {
+	return faultyAPI{b.b.Client(id, d), b.f}
+}
+
+type faultyAPI struct {
+	BucketAPI
+	f *faults
+}
+
+func (a faultyAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if err := a.f.onPut(aws.ToString(in.Key)); err != nil {
+		return nil, err
+	}
+	return a.BucketAPI.PutObject(ctx, in, opts...)
+}
+
+func (a faultyAPI) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	if err := a.f.onPart(aws.ToString(in.Key), aws.ToInt32(in.PartNumber)); err != nil {
+		return nil, err
+	}
+	return a.BucketAPI.UploadPart(ctx, in, opts...)
+}
+
+func (a faultyAPI) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	a.f.creates.Add(1)
+	return a.BucketAPI.CreateMultipartUpload(ctx, in, opts...)
+}
+
+func (a faultyAPI) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	a.f.completes.Add(1)
+	return a.BucketAPI.CompleteMultipartUpload(ctx, in, opts...)
+}
+
+// ---- helpers ----
+
+func contains(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s %q does not mention %q", what, s, sub)
+		}
+	}
+}

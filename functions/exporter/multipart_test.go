@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+// TestMultipartFile exports a day whose one file is larger than a 5 MiB
+// multipart part. The first run loses its second part: the multipart upload
+// is aborted and nothing is committed. The retry streams the file in parts
+// and commits it, and the manifest's CRC32C is the stored object's (moto does
+// not verify checksums, so the test recomputes it from the bytes).
+func TestMultipartFile(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	const rows = 8000
+	// ~1.4 KB of hex per row: incompressible enough for snappy that the
+	// Parquet file is ~11 MiB, three 5 MiB parts.
+	r := seeded(t, "blobs")
+	blob := make([]byte, 700)
+	gen := genRows("events", testDay, rows)
+	for _, row := range gen {
+		_, _ = r.Read(blob)
+		row[9] = fmt.Sprintf(`{"blob":"%s"}`, hex.EncodeToString(blob))
+	}
+	e.insert("events", gen...)
+	file := e.partPrefix("events", testDay) + "part-00000.parquet"
+
+	e.faults.set(nil, func(key string, part int32) error {
+		if part == 2 && key == file {
+			return errInjected
+		}
+		return nil
+	})
+	c := e.claim("events", testDay, "")
+	if err := e.process(jobBody(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	failed := e.notCommitted("events", testDay)
+	contains(t, "last_error", failed.LastError, "part 2", errInjected.Error())
+	if left := e.list(e.partPrefix("events", testDay)); len(left) != 0 {
+		t.Errorf("objects left by the aborted upload: %v", sortedKeys(left))
+	}
+	if c, n := e.faults.creates.Load(), e.faults.completes.Load(); c != 1 || n != 0 {
+		t.Errorf("the failed run created %d multipart uploads and completed %d; want 1 created (then aborted), 0 completed", c, n)
+	}
+
+	e.faults.set(nil, nil)
+	e.faults.parts.Store(0)
+	e.retry("events", testDay)
+	m := e.committed("events", testDay) // CRC32C and SHA-256 from the stored bytes
+	if len(m.Files) != 1 || m.Files[0].Rows != rows || m.Files[0].Bytes <= 2*5<<20 {
+		t.Fatalf("want one file over two parts, got %+v", m.Files)
+	}
+	if parts, completes := e.faults.parts.Load(), e.faults.completes.Load(); parts < 3 || completes != 1 {
+		t.Errorf("retry sent %d parts and %d completes; want >= 3 parts, 1 complete", parts, completes)
+	}
+	if open := e.openUploads(); len(open) != 0 {
+		t.Errorf("open uploads %v", open)
+	}
+	t.Logf("multipart file: %d bytes in %d parts, CRC32C %s", m.Files[0].Bytes, e.faults.parts.Load(), m.Files[0].CRC32C)
+
+	db := duck(t)
+	dir := e.download()
+	var n int64
+	var blobs int64
+	if err := db.QueryRow("SELECT count(*), count(DISTINCT attributes->>'blob') FROM "+fromClause(dir, mustDataset(t, "events"), "")).Scan(&n, &blobs); err != nil {
+		t.Fatal(err)
+	}
+	if n != rows || blobs != rows {
+		t.Errorf("DuckDB read %d rows (%d distinct blobs), want %d", n, blobs, rows)
+	}
+	if !strings.HasPrefix(m.Files[0].Key, e.prefix+"/"+layout.Version+"/events/") {
+		t.Errorf("key %s", m.Files[0].Key)
+	}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+)
+
+// fakeRunner counts sweeps.
+type fakeRunner struct {
+	runs int
+	sum  Summary
+	err  error
+}
+
+func (f *fakeRunner) Run(context.Context) (Summary, error) {
+	f.runs++
+	return f.sum, f.err
+}
+
+// TestHandlerSweepsWhateverThePayload: the schedule is the contract, not the
+// body: the sample schedule event, an empty payload, {} and an unexpected
+// body each run exactly one sweep (S4: safe to invoke by hand).
+func TestHandlerSweepsWhateverThePayload(t *testing.T) {
+	sample, err := os.ReadFile("../../events/sweeper-schedule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev ScheduleEvent
+	if err := json.Unmarshal(sample, &ev); err != nil || ev.ScheduledTime == "" || ev.ExecutionID == "" {
+		t.Fatalf("sample event %s decodes to %+v (%v)", sample, ev, err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name string
+		raw  json.RawMessage
+	}{
+		{"sample schedule event", sample},
+		{"empty payload", nil},
+		{"empty object", json.RawMessage(`{}`)},
+		{"null", json.RawMessage(`null`)},
+		{"unexpected body", json.RawMessage(`[1,2,3]`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fakeRunner{sum: Summary{Accounts: 2, Claimed: 3, Enqueued: 3}}
+			sum, err := Handler{Sweeper: r, Log: log}.Handle(t.Context(), tc.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.runs != 1 || sum != r.sum {
+				t.Errorf("%d sweeps, summary %+v", r.runs, sum)
+			}
+		})
+	}
+	t.Run("sweep error", func(t *testing.T) {
+		boom := errors.New("throttled")
+		r := &fakeRunner{sum: Summary{Accounts: 1, Errors: 1}, err: boom}
+		sum, err := Handler{Sweeper: r, Log: log}.Handle(t.Context(), sample)
+		if !errors.Is(err, boom) || sum.Errors != 1 || r.runs != 1 {
+			t.Errorf("Handle = %+v, %v; want the summary and the error", sum, err)
+		}
+	})
+}

@@ -1,0 +1,504 @@
+package demosource
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/source"
+)
+
+// now is the demo clock of the tests: 15:04 UTC, noon in São Paulo (UTC-3),
+// 20:34 in Kolkata (UTC+5:30), so yesterday is closed everywhere and today
+// holds a partial day.
+var now = time.Date(2026, 3, 18, 15, 4, 5, 123456000, time.UTC)
+
+func generate(t *testing.T, opts Options) *Demo {
+	t.Helper()
+	if opts.Path == "" {
+		opts.Path = filepath.Join(t.TempDir(), "demo.db")
+	}
+	if opts.Now.IsZero() {
+		opts.Now = now
+	}
+	if opts.EventsPerDay == 0 {
+		opts.EventsPerDay = 100
+	}
+	d, err := Generate(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func open(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// dump hashes every row of every table in primary key order.
+func dump(t *testing.T, path string) string {
+	t.Helper()
+	db := open(t, path)
+	h := sha256.New()
+	for _, q := range []string{
+		"SELECT * FROM events ORDER BY account_id, event_id",
+		"SELECT * FROM profiles ORDER BY account_id, profile_id",
+		"SELECT * FROM daily_stats ORDER BY account_id, stat_date, metric, dimension",
+	} {
+		rows, err := db.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				if b, ok := v.([]byte); ok {
+					v = string(b)
+				}
+				fmt.Fprintf(h, "%T:%v\x1f", v, v)
+			}
+			h.Write([]byte{'\n'})
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func TestDeterministic(t *testing.T) {
+	a := generate(t, Options{Seed: 42})
+	b := generate(t, Options{Seed: 42})
+	for i := range a.Accounts {
+		if a.Accounts[i].ID != b.Accounts[i].ID {
+			t.Errorf("account %d id %s then %s", i+1, a.Accounts[i].ID, b.Accounts[i].ID)
+		}
+	}
+	if da, db := dump(t, a.Path), dump(t, b.Path); da != db {
+		t.Errorf("same seed, different dumps %s and %s", da, db)
+	}
+	fa, _ := os.ReadFile(a.Path)
+	fb, _ := os.ReadFile(b.Path)
+	if !bytes.Equal(fa, fb) {
+		t.Errorf("same seed, different file bytes (%d and %d bytes)", len(fa), len(fb))
+	}
+	ja, _ := json.Marshal(a.Rows)
+	jb, _ := json.Marshal(b.Rows)
+	if !bytes.Equal(ja, jb) {
+		t.Error("same seed, different Rows")
+	}
+
+	// Ids depend on the seed alone; another seed gives other ids and rows.
+	c := generate(t, Options{Seed: 42, EventsPerDay: 50, Days: 3})
+	if c.Accounts[0].ID != a.Accounts[0].ID {
+		t.Errorf("ids changed with the sizes: %s vs %s", c.Accounts[0].ID, a.Accounts[0].ID)
+	}
+	d := generate(t, Options{Seed: 43})
+	if d.Accounts[0].ID == a.Accounts[0].ID {
+		t.Error("seed 43 gave the ids of seed 42")
+	}
+	if dump(t, d.Path) == dump(t, a.Path) {
+		t.Error("seed 43 gave the rows of seed 42")
+	}
+}
+
+func TestReplacesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.db")
+	if err := os.WriteFile(path, []byte("not a database"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+"-journal", []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := generate(t, Options{Path: path, Seed: 1})
+	first := dump(t, path)
+	generate(t, Options{Path: path, Seed: 1}) // over an existing demo
+	if dump(t, path) != first {
+		t.Error("regenerating over the file changed its rows")
+	}
+	if _, err := os.Stat(path + "-journal"); !os.IsNotExist(err) {
+		t.Errorf("stale journal left: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*tmp*"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	if d.Path != path {
+		t.Errorf("Path %s", d.Path)
+	}
+}
+
+func TestAccounts(t *testing.T) {
+	d := generate(t, Options{Seed: 7, Stage: "demo"})
+	if len(d.Accounts) != 3 {
+		t.Fatalf("%d accounts", len(d.Accounts))
+	}
+	names, _ := dataset.Names()
+	ids := map[string]bool{}
+	for i, a := range d.Accounts {
+		if err := a.Validate(); err != nil {
+			t.Errorf("account %d: %v", i+1, err)
+		}
+		ids[a.ID] = true
+		if want := fmt.Sprintf("daybook-exports-demo-%d", i+1); a.Destination.Bucket != want {
+			t.Errorf("account %d bucket %s", i+1, a.Destination.Bucket)
+		}
+		if a.Destination.Region != "us-east-1" || a.SettleDelay == nil || a.SettleDelay.D() != 2*time.Hour {
+			t.Errorf("account %d: region %s settle %v", i+1, a.Destination.Region, a.SettleDelay)
+		}
+		if strings.Join(a.Datasets, ",") != strings.Join(names, ",") {
+			t.Errorf("account %d datasets %v", i+1, a.Datasets)
+		}
+		loc, _ := a.Location()
+		if a.ClosedThrough(now).Before(a.StartDate) {
+			t.Errorf("account %d: nothing closed at the demo clock", i+1)
+		}
+		if got := a.StartDate.DaysUntil(layout.DayIn(now, loc)); i == 0 && got != 30 || i > 0 && got != 14 {
+			t.Errorf("account %d start date %s (%d days back)", i+1, a.StartDate, got)
+		}
+	}
+	if len(ids) != 3 {
+		t.Errorf("ids not distinct: %v", ids)
+	}
+	a2, a3 := d.Accounts[1], d.Accounts[2]
+	if a2.TimeZone != "America/Sao_Paulo" || a2.Destination.Format != account.FormatNDJSON || a2.Destination.Compression != account.CompressionGzip {
+		t.Errorf("account 2: %+v", a2)
+	}
+	if a3.TimeZone != "Asia/Kolkata" || a3.Destination.Compression != account.CompressionZstd ||
+		a3.Destination.RoleARN != RoleARN3 || a3.Destination.ExternalID != ExternalID3 {
+		t.Errorf("account 3: %+v", a3)
+	}
+
+	dir := t.TempDir()
+	paths, err := d.WriteAccountFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 3 || filepath.Base(paths[1]) != "account-2.json" {
+		t.Fatalf("paths %v", paths)
+	}
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As `daybook account put --file` reads it.
+		var got account.Account
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if err := got.Validate(); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		want, _ := json.Marshal(d.Accounts[i])
+		have, _ := json.Marshal(got)
+		if !bytes.Equal(want, have) {
+			t.Errorf("%s round trip:\n%s\n%s", p, have, want)
+		}
+	}
+
+	dests, err := d.Destinations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "s3://daybook-exports-demo-1/daybook/" + d.Accounts[0].ID + "/v1/"; dests[0] != want {
+		t.Errorf("destination %s, want %s", dests[0], want)
+	}
+}
+
+func TestShapes(t *testing.T) {
+	d := generate(t, Options{Seed: 3})
+	db := open(t, d.Path)
+	q := func(dest any, query string, args ...any) {
+		t.Helper()
+		if err := db.QueryRow(query, args...).Scan(dest); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	keys := map[int]string{}
+	for i, a := range d.Accounts {
+		var late, total, tests, purchasesWithoutAmount, amountsElsewhere, types int64
+		q(&total, "SELECT count(*) FROM events WHERE account_id = ?", a.ID)
+		// Late: inserted on a later day (account zone) than it occurred.
+		loc, _ := a.Location()
+		rows, err := db.Query("SELECT occurred_at, inserted_at FROM events WHERE account_id = ?", a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var o, in string
+			if err := rows.Scan(&o, &in); err != nil {
+				t.Fatal(err)
+			}
+			ot, _ := dataset.ParseTimestamp(o)
+			it, _ := dataset.ParseTimestamp(in)
+			if !it.After(ot) || it.Sub(ot) > 49*time.Hour {
+				t.Fatalf("account %d: occurred %s inserted %s", i+1, o, in)
+			}
+			if it.After(now) || ot.After(now) {
+				t.Fatalf("account %d: row after the demo clock: %s %s", i+1, o, in)
+			}
+			if layout.DayIn(ot, loc).Before(layout.DayIn(it, loc)) {
+				late++
+			}
+		}
+		rows.Close()
+		if late == 0 || late > total/10 {
+			t.Errorf("account %d: %d late events of %d", i+1, late, total)
+		}
+		q(&tests, "SELECT count(*) FROM events WHERE account_id = ? AND is_test = 1", a.ID)
+		if tests > total/20 {
+			t.Errorf("account %d: %d test events of %d", i+1, tests, total)
+		}
+		q(&purchasesWithoutAmount, "SELECT count(*) FROM events WHERE account_id = ? AND event_type = 'purchase' AND amount IS NULL", a.ID)
+		q(&amountsElsewhere, "SELECT count(*) FROM events WHERE account_id = ? AND event_type <> 'purchase' AND amount IS NOT NULL", a.ID)
+		if purchasesWithoutAmount+amountsElsewhere != 0 {
+			t.Errorf("account %d: amount misplaced (%d, %d)", i+1, purchasesWithoutAmount, amountsElsewhere)
+		}
+		q(&types, "SELECT count(DISTINCT event_type) FROM events WHERE account_id = ?", a.ID)
+		if types < 5 || types > 10 {
+			t.Errorf("account %d: %d event types", i+1, types)
+		}
+		var multi int64
+		q(&multi, "SELECT count(*) FROM (SELECT session_id FROM events WHERE account_id = ? GROUP BY session_id HAVING count(*) > 2)", a.ID)
+		if multi == 0 {
+			t.Errorf("account %d: no session with several events", i+1)
+		}
+		// Afternoon is busier than the night, in the account's zone.
+		var afternoon, night int64
+		rows, err = db.Query("SELECT occurred_at FROM events WHERE account_id = ?", a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var o string
+			rows.Scan(&o)
+			ot, _ := dataset.ParseTimestamp(o)
+			switch h := ot.In(loc).Hour(); {
+			case h >= 13 && h < 18:
+				afternoon++
+			case h >= 1 && h < 6:
+				night++
+			}
+		}
+		rows.Close()
+		if afternoon < 3*night {
+			t.Errorf("account %d: afternoon %d vs night %d", i+1, afternoon, night)
+		}
+		// Attribute keys differ by account.
+		var attrs string
+		q(&attrs, "SELECT attributes FROM events WHERE account_id = ? AND attributes IS NOT NULL ORDER BY event_id LIMIT 1", a.ID)
+		var m map[string]any
+		if err := json.Unmarshal([]byte(attrs), &m); err != nil {
+			t.Fatal(err)
+		}
+		var k []string
+		for key := range m {
+			k = append(k, key)
+		}
+		keys[i] = strings.Join(sortStrings(k), ",")
+	}
+	if keys[0] == keys[1] || keys[1] == keys[2] || keys[0] == keys[2] {
+		t.Errorf("attributes alike across accounts: %v", keys)
+	}
+	if !strings.Contains(keys[0], "utm_source") || !strings.Contains(keys[1], "store_id") || !strings.Contains(keys[2], "plan_tier") {
+		t.Errorf("attribute keys %v", keys)
+	}
+}
+
+func sortStrings(s []string) []string {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s
+}
+
+// TestConsistency checks profiles and daily_stats against the events.
+func TestConsistency(t *testing.T) {
+	d := generate(t, Options{Seed: 5})
+	db := open(t, d.Path)
+	for i, a := range d.Accounts {
+		// Every profile matches its user's events.
+		var bad int64
+		err := db.QueryRow(`SELECT count(*) FROM profiles p LEFT JOIN (
+			SELECT user_id, min(occurred_at) f, max(occurred_at) l, count(*) n FROM events
+			WHERE account_id = ?1 AND user_id IS NOT NULL GROUP BY user_id) e ON e.user_id = p.profile_id
+			WHERE p.account_id = ?1 AND (e.user_id IS NULL OR e.f <> p.first_seen_at OR e.l <> p.last_seen_at OR e.n <> p.event_count)`,
+			a.ID).Scan(&bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad != 0 {
+			t.Errorf("account %d: %d profiles disagree with the events", i+1, bad)
+		}
+		var users, profiles int64
+		db.QueryRow("SELECT count(DISTINCT user_id) FROM events WHERE account_id = ?", a.ID).Scan(&users)
+		db.QueryRow("SELECT count(*) FROM profiles WHERE account_id = ?", a.ID).Scan(&profiles)
+		if users != profiles || profiles == 0 {
+			t.Errorf("account %d: %d users, %d profiles", i+1, users, profiles)
+		}
+		// Profiles spread over several last-seen days.
+		days := 0
+		for _, n := range d.Rows[a.ID]["profiles"] {
+			if n > 0 {
+				days++
+			}
+		}
+		if days < 5 {
+			t.Errorf("account %d: profiles on %d days only", i+1, days)
+		}
+
+		// daily_stats totals equal the non-test events of each day window.
+		loc, _ := a.Location()
+		for _, day := range layout.Range(layout.DayIn(now, loc).AddDays(-14), layout.DayIn(now, loc)) {
+			start, end := a.Window(day)
+			var events, purchases int64
+			var revenue float64
+			db.QueryRow(`SELECT count(*), coalesce(sum(event_type = 'purchase'), 0), coalesce(sum(CASE WHEN event_type = 'purchase' THEN CAST(amount AS REAL) END), 0)
+				FROM events WHERE account_id = ? AND occurred_at >= ? AND occurred_at < ? AND is_test = 0`,
+				a.ID, dataset.FormatTimestamp(start), dataset.FormatTimestamp(end)).Scan(&events, &purchases, &revenue)
+			var statEvents, statPurchases int64
+			var statRevenue float64
+			db.QueryRow(`SELECT count FROM daily_stats WHERE account_id = ? AND stat_date = ? AND metric = 'events' AND dimension = ''`,
+				a.ID, day.String()).Scan(&statEvents)
+			db.QueryRow(`SELECT count, sum FROM daily_stats WHERE account_id = ? AND stat_date = ? AND metric = 'revenue' AND dimension = ''`,
+				a.ID, day.String()).Scan(&statPurchases, &statRevenue)
+			if events != statEvents || purchases != statPurchases || fmt.Sprintf("%.2f", revenue) != fmt.Sprintf("%.2f", statRevenue) {
+				t.Errorf("account %d %s: events %d/%d purchases %d/%d revenue %.2f/%.2f (source/stats)",
+					i+1, day, events, statEvents, purchases, statPurchases, revenue, statRevenue)
+			}
+			var byType int64
+			db.QueryRow(`SELECT coalesce(sum(count), 0) FROM daily_stats WHERE account_id = ? AND stat_date = ? AND metric = 'events' AND dimension <> ''`,
+				a.ID, day.String()).Scan(&byType)
+			if byType != statEvents {
+				t.Errorf("account %d %s: per-type events %d, total %d", i+1, day, byType, statEvents)
+			}
+		}
+	}
+}
+
+// TestRowsMatchSource reads partitions through the SQL source with the
+// account's window and compares with Demo.Rows.
+func TestRowsMatchSource(t *testing.T) {
+	d := generate(t, Options{Seed: 11})
+	db := open(t, d.Path)
+	src, err := source.NewSQL(db, "sqlite", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := dataset.Catalog()
+	checked := 0
+	for _, a := range d.Accounts {
+		loc, _ := a.Location()
+		today := layout.DayIn(now, loc)
+		days := []layout.Day{a.StartDate, today.AddDays(-14), today.AddDays(-7), a.ClosedThrough(now), today}
+		for _, ds := range cat {
+			for _, day := range days {
+				want, ok := d.Rows[a.ID][ds.Name][day.String()]
+				if !ok {
+					t.Fatalf("Rows has no %s %s %s", a.ID, ds.Name, day)
+				}
+				start, end := a.Window(day)
+				date, _ := dataset.ParseDate(day.String())
+				prov, err := src.Rows(context.Background(), source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
+					func([]any) error { return nil })
+				if err != nil {
+					t.Fatalf("%s %s %s: %v", a.ID, ds.Name, day, err)
+				}
+				if prov.RowCount != want {
+					t.Errorf("%s %s %s: source %d rows, Demo.Rows %d", a.Name, ds.Name, day, prov.RowCount, want)
+				}
+				checked++
+			}
+		}
+		// Today's rows are in the source (daybook must never export them).
+		if n := d.Rows[a.ID]["events"][today.String()]; n == 0 {
+			t.Errorf("%s: no events today", a.Name)
+		}
+		if n := d.Rows[a.ID]["daily_stats"][today.String()]; n == 0 {
+			t.Errorf("%s: no daily_stats today", a.Name)
+		}
+		if want := a.StartDate.DaysUntil(today) + 1; len(d.Rows[a.ID]["events"]) != want {
+			t.Errorf("%s: Rows has %d days, want %d", a.Name, len(d.Rows[a.ID]["events"]), want)
+		}
+	}
+	// Account 1's backfill reaches before the data: empty partitions.
+	a1 := d.Accounts[0]
+	for _, ds := range cat {
+		if n := d.Rows[a1.ID][ds.Name][a1.StartDate.String()]; n != 0 {
+			t.Errorf("account 1 %s %s: %d rows before the data", ds.Name, a1.StartDate, n)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("nothing checked")
+	}
+}
+
+func TestDefaultSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	path := filepath.Join(t.TempDir(), "demo.db")
+	start := time.Now()
+	d, err := Generate(context.Background(), Options{Path: path, Now: now, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	fi, _ := os.Stat(path)
+	var events int64
+	for _, a := range d.Accounts {
+		for _, n := range d.Rows[a.ID]["events"] {
+			events += n
+		}
+	}
+	t.Logf("default size: %d events, %.1f MiB, %s", events, float64(fi.Size())/(1<<20), took.Round(time.Millisecond))
+	if events < 3*14*2000 {
+		t.Errorf("only %d events", events)
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	path := filepath.Join(t.TempDir(), "demo.db")
+	if _, err := Generate(ctx, Options{Path: path, Now: now}); err == nil {
+		t.Fatal("no error on a canceled context")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("file left after failure: %v", err)
+	}
+}

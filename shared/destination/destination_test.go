@@ -1,0 +1,78 @@
+package destination_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/motoserver"
+)
+
+var srv *motoserver.Server
+
+func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+
+func TestConnection(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := srv.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := awsclient.NewS3(cfg).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("dest-conn-test")}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	f := destination.Factory{Base: cfg}
+
+	t.Run("own role", func(t *testing.T) {
+		api := f.Client("acct_a", account.Destination{Bucket: "dest-conn-test"})
+		checks, err := destination.Test(ctx, api, "dest-conn-test", "daybook/acct_a", "", now)
+		if err != nil {
+			t.Fatalf("%v: %+v", err, checks)
+		}
+		if len(checks) != 4 {
+			t.Fatalf("checks %+v", checks)
+		}
+		out, err := api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("dest-conn-test")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Contents) != 0 {
+			t.Errorf("the test object was left behind: %s", aws.ToString(out.Contents[0].Key))
+		}
+	})
+
+	t.Run("assumed role with an external id", func(t *testing.T) {
+		d := account.Destination{Bucket: "dest-conn-test", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-x", ExternalID: "ext-1"}
+		api := f.Client("acct_b", d)
+		if _, err := destination.Test(ctx, api, d.Bucket, "daybook/acct_b", "", now); err != nil {
+			t.Fatal(err)
+		}
+		creds, err := api.Options().Credentials.Retrieve(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if creds.AccessKeyID == "testing" || creds.SessionToken == "" {
+			t.Errorf("credentials were not assumed: %+v", creds.AccessKeyID)
+		}
+	})
+
+	t.Run("missing bucket is named in words", func(t *testing.T) {
+		api := f.Client("acct_c", account.Destination{Bucket: "no-such-bucket-here"})
+		checks, err := destination.Test(ctx, api, "no-such-bucket-here", "p", "", now)
+		if err == nil {
+			t.Fatal("want an error")
+		}
+		if !strings.Contains(err.Error(), "s3:PutObject") || !strings.Contains(checks[0].Problem, "does not exist") {
+			t.Errorf("error %q, first check %+v", err, checks[0])
+		}
+	})
+}

@@ -1,0 +1,195 @@
+// Package localdriver does locally what EventBridge Scheduler and the SQS
+// event source mapping do in AWS: it invokes the sweeper on a schedule, and
+// receives batches from the jobs queue, invokes the exporter with an
+// SQSEvent, deletes the messages it reports done and leaves the reported
+// failures for redelivery. The functions are the real bootstrap binaries
+// under the Lambda Runtime Interface Emulator.
+package localdriver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Invoker runs one function invocation and returns its response.
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+}
+
+// QueueAPI is the part of SQS the driver uses.
+type QueueAPI interface {
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+var _ QueueAPI = (*sqs.Client)(nil)
+
+// SweepSummary is the part of the sweeper's response the driver reads.
+type SweepSummary struct {
+	Claimed  int `json:"claimed"`
+	Enqueued int `json:"enqueued"`
+	Errors   int `json:"errors"`
+}
+
+// Driver runs the pipeline.
+type Driver struct {
+	Sweeper  Invoker
+	Exporter Invoker
+	Queue    QueueAPI
+	QueueURL string
+	QueueARN string
+	Region   string
+	// BatchSize is the event source mapping's batch size (template: 5).
+	BatchSize int
+	// RedeliverFailures makes reported failures visible again at once, as
+	// if their visibility timeout had passed; off, they stay hidden for the
+	// queue's timeout like in AWS.
+	RedeliverFailures bool
+	// Progress is called after every exporter batch.
+	Progress func(Progress)
+}
+
+// Progress counts what the driver did so far.
+type Progress struct {
+	Sweeps    int
+	Claimed   int
+	Batches   int
+	Messages  int
+	Done      int
+	Failed    int
+	LastSweep SweepSummary
+}
+
+// Sweep invokes the sweeper once with a scheduler-shaped event.
+func (d *Driver) Sweep(ctx context.Context, now time.Time, n int) (SweepSummary, error) {
+	ev, _ := json.Marshal(map[string]string{
+		"source": "daybook.local-driver", "scheduled_time": now.UTC().Format(time.RFC3339),
+		"execution_id": fmt.Sprintf("local-%d", n), "attempt": "1",
+	})
+	out, err := d.Sweeper.Invoke(ctx, ev)
+	if err != nil {
+		return SweepSummary{}, fmt.Errorf("sweeper: %w", err)
+	}
+	var s SweepSummary
+	if err := json.Unmarshal(out, &s); err != nil {
+		return SweepSummary{}, fmt.Errorf("sweeper response %q: %w", out, err)
+	}
+	return s, nil
+}
+
+// Drain delivers the queue to the exporter until a receive comes back empty.
+func (d *Driver) Drain(ctx context.Context, p *Progress) error {
+	size := d.BatchSize
+	if size <= 0 || size > 10 {
+		size = 5
+	}
+	for {
+		out, err := d.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(d.QueueURL), MaxNumberOfMessages: int32(size),
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			return nil
+		}
+		if err := d.deliver(ctx, out.Messages, p); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *Driver) deliver(ctx context.Context, msgs []sqstypes.Message, p *Progress) error {
+	ev := events.SQSEvent{}
+	for _, m := range msgs {
+		attrs := map[string]string{}
+		for k, v := range m.Attributes {
+			attrs[k] = v
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+			Md5OfBody: aws.ToString(m.MD5OfBody), Attributes: attrs, EventSource: "aws:sqs", EventSourceARN: d.QueueARN, AWSRegion: d.Region,
+		})
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	out, err := d.Exporter.Invoke(ctx, payload)
+	failed := map[string]bool{}
+	if err != nil {
+		// A function error fails the whole batch, as the event source mapping treats it.
+		for _, m := range msgs {
+			failed[aws.ToString(m.MessageId)] = true
+		}
+	} else {
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			return fmt.Errorf("exporter response %q: %w", out, err)
+		}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+	}
+	var del []sqstypes.DeleteMessageBatchRequestEntry
+	var again []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for i, m := range msgs {
+		id := strconv.Itoa(i)
+		if failed[aws.ToString(m.MessageId)] {
+			again = append(again, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(id), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+			continue
+		}
+		del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(id), ReceiptHandle: m.ReceiptHandle})
+	}
+	if len(del) > 0 {
+		if _, err := d.Queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(d.QueueURL), Entries: del}); err != nil {
+			return fmt.Errorf("delete done messages: %w", err)
+		}
+	}
+	if len(again) > 0 && d.RedeliverFailures {
+		if _, err := d.Queue.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(d.QueueURL), Entries: again}); err != nil {
+			return fmt.Errorf("release failed messages: %w", err)
+		}
+	}
+	p.Batches++
+	p.Messages += len(msgs)
+	p.Done += len(del)
+	p.Failed += len(again)
+	if d.Progress != nil {
+		d.Progress(*p)
+	}
+	return nil
+}
+
+// Run sweeps and drains until a sweep claims nothing and the queue is
+// empty: the ledger has no work due now. maxSweeps bounds the loop.
+func (d *Driver) Run(ctx context.Context, now func() time.Time, maxSweeps int) (Progress, error) {
+	var p Progress
+	for p.Sweeps < maxSweeps {
+		s, err := d.Sweep(ctx, now(), p.Sweeps)
+		if err != nil {
+			return p, err
+		}
+		p.Sweeps++
+		p.Claimed += s.Claimed
+		p.LastSweep = s
+		before := p.Messages
+		if err := d.Drain(ctx, &p); err != nil {
+			return p, err
+		}
+		if s.Claimed == 0 && p.Messages == before {
+			return p, nil
+		}
+	}
+	return p, fmt.Errorf("still due work after %d sweeps", maxSweeps)
+}

@@ -1,0 +1,178 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+// DeliveryFormatVersion is the delivery manifest format's version.
+const DeliveryFormatVersion = 1
+
+// ReasonReseed is the partition reason that marks a dataset rebuilt from
+// scratch (SPEC F4 `reseed`). The ledger does not produce it yet: until a
+// reseed operation exists, `reseed` is always false in delivery manifests.
+const ReasonReseed = "reseed"
+
+// Delivery is the per-account, per-day delivery manifest (SPEC F4), at
+// `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json`: which of the
+// account's enabled datasets are committed for the day, and why the others
+// are not. It is rewritten whenever a partition of that day completes or
+// fails, from the ledger rows of the day.
+type Delivery struct {
+	FormatVersion int    `json:"format_version"`
+	Contract      string `json:"contract"` // layout version, "v1"
+	AccountID     string `json:"account_id"`
+	Day           string `json:"day"`
+	// Complete is true when every enabled dataset of the account is
+	// committed for the day (DatasetsMissing is empty).
+	Complete          bool               `json:"complete"`
+	DatasetsDelivered []DeliveredDataset `json:"datasets_delivered"`
+	DatasetsMissing   []MissingDataset   `json:"datasets_missing"`
+	UpdatedAt         time.Time          `json:"updated_at"`
+}
+
+// DeliveredDataset is one committed partition of the day.
+type DeliveredDataset struct {
+	Name          string `json:"name"`
+	SchemaVersion int    `json:"schema_version"`
+	Generation    int64  `json:"generation"`
+	Mode          string `json:"mode"` // full_refresh | incremental_append
+	Read          string `json:"read"` // latest_snapshot | union_all_partitions
+	// Reseed is true when this generation rebuilt the dataset from scratch
+	// (the partition's reason is ReasonReseed); see ReasonReseed.
+	Reseed      bool      `json:"reseed"`
+	Rows        int64     `json:"rows"`
+	Files       int       `json:"files"`
+	Manifest    string    `json:"manifest"` // key of the partition's _manifest.json
+	CommittedAt time.Time `json:"committed_at"`
+}
+
+// MissingDataset is an enabled dataset with no committed partition for the
+// day, and why, in words.
+type MissingDataset struct {
+	Name string `json:"name"`
+	// State is the ledger state of the partition ("" when it has no row).
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+}
+
+// PartitionStatus is what the ledger says about one enabled dataset's
+// partition of the day; the exporter fills it from a ledger row.
+type PartitionStatus struct {
+	Name string
+	// Dataset is the catalog declaration; nil when the name is not in this
+	// build's catalog.
+	Dataset *dataset.Dataset
+	// Exists is false when the ledger has no row for the partition.
+	Exists      bool
+	State       string // pending | queued | running | completed | failed
+	Attempts    int
+	Exhausted   bool
+	LastError   string
+	Generation  int64 // committed generations so far
+	Rows        int64
+	Files       int
+	ManifestKey string
+	CompletedAt time.Time
+	Reason      string
+}
+
+// NewDelivery builds the delivery manifest of accountID's day from the
+// statuses of its enabled datasets, in the order given. A dataset counts as
+// delivered only when its row is completed: a queued re-export, a running or
+// a failed one has (or is about to have) its _SUCCESS removed.
+func NewDelivery(accountID, day string, statuses []PartitionStatus, now time.Time) *Delivery {
+	d := &Delivery{
+		FormatVersion:     DeliveryFormatVersion,
+		Contract:          layout.Version,
+		AccountID:         accountID,
+		Day:               day,
+		DatasetsDelivered: []DeliveredDataset{},
+		DatasetsMissing:   []MissingDataset{},
+		UpdatedAt:         now.UTC(),
+	}
+	for _, st := range statuses {
+		if st.Dataset != nil && st.Exists && st.State == "completed" {
+			d.DatasetsDelivered = append(d.DatasetsDelivered, DeliveredDataset{
+				Name:          st.Name,
+				SchemaVersion: st.Dataset.Version,
+				Generation:    st.Generation,
+				Mode:          st.Dataset.Mode,
+				Read:          st.Dataset.Read,
+				Reseed:        st.Reason == ReasonReseed,
+				Rows:          st.Rows,
+				Files:         st.Files,
+				Manifest:      st.ManifestKey,
+				CommittedAt:   st.CompletedAt.UTC(),
+			})
+			continue
+		}
+		d.DatasetsMissing = append(d.DatasetsMissing, MissingDataset{Name: st.Name, State: st.State, Reason: missingReason(st)})
+	}
+	d.Complete = len(statuses) > 0 && len(d.DatasetsMissing) == 0
+	return d
+}
+
+func missingReason(st PartitionStatus) string {
+	switch {
+	case st.Dataset == nil:
+		return "unknown dataset: not in this daybook's catalog"
+	case !st.Exists:
+		return "not materialized"
+	}
+	switch st.State {
+	case "pending":
+		return "not exported yet"
+	case "queued":
+		if st.Generation > 0 {
+			return fmt.Sprintf("queued for re-export (generation %d was delivered before)", st.Generation)
+		}
+		return "not exported yet"
+	case "running":
+		return "running"
+	case "failed":
+		if st.Exhausted {
+			return fmt.Sprintf("stopped retrying after %d attempts: %s", st.Attempts, st.LastError)
+		}
+		return fmt.Sprintf("failed (attempt %d): %s", st.Attempts, st.LastError)
+	}
+	return fmt.Sprintf("ledger state %q", st.State)
+}
+
+// Equivalent reports whether d and o say the same thing, ignoring UpdatedAt.
+func (d *Delivery) Equivalent(o *Delivery) bool {
+	if d == nil || o == nil {
+		return d == o
+	}
+	a, b := *d, *o
+	a.UpdatedAt, b.UpdatedAt = time.Time{}, time.Time{}
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// Encode renders the delivery manifest as indented JSON.
+func (d *Delivery) Encode() ([]byte, error) {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode delivery manifest: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// DecodeDelivery parses a delivery manifest.
+func DecodeDelivery(b []byte) (*Delivery, error) {
+	var d Delivery
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("decode delivery manifest: %w", err)
+	}
+	if d.FormatVersion != DeliveryFormatVersion {
+		return nil, fmt.Errorf("delivery manifest format_version %d: this daybook reads %d", d.FormatVersion, DeliveryFormatVersion)
+	}
+	return &d, nil
+}
