@@ -217,7 +217,7 @@ func (e *env) insert(ds string, rows ...[]any) {
 	}
 }
 
-var metrics = []string{"checkout", "page_views", "revenue", "signups"}
+var statMetrics = []string{"checkout", "page_views", "revenue", "signups"}
 
 // genRows returns n deterministic rows of ds for day, in the order the
 // read-back sorts them (orderBy).
@@ -246,7 +246,7 @@ func genRows(ds string, day layout.Day, n int) [][]any {
 			}
 			out = append(out, []any{fmt.Sprintf("prof_%s_%06d", day, i), ts.AddDate(0, -1, 0), ts, email, country, plan, int64(i * 10), attrs})
 		case "daily_stats":
-			out = append(out, []any{day.String(), metrics[i%len(metrics)], fmt.Sprintf("dim_%06d", i), int64(i + 1), float64(i) * 1.5, attrs})
+			out = append(out, []any{day.String(), statMetrics[i%len(statMetrics)], fmt.Sprintf("dim_%06d", i), int64(i + 1), float64(i) * 1.5, attrs})
 		}
 	}
 	if ds == "daily_stats" {

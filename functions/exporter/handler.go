@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -31,11 +32,22 @@ func (h Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			continue
 		}
-		if err := h.Processor.Process(ctx, rec.MessageId, rec.Body); err != nil {
+		if err := h.process(ctx, rec); err != nil {
 			h.Log.ErrorContext(ctx, "message not done; SQS will deliver it again", "message_id", rec.MessageId,
 				"receive_count", rec.Attributes["ApproximateReceiveCount"], "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
 	return resp, nil
+}
+
+// process runs one record; a panic fails that record only, never its
+// neighbours (SPEC E5), and is logged with the message id.
+func (h Handler) process(ctx context.Context, rec events.SQSMessage) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic processing message %s: %v", rec.MessageId, p)
+		}
+	}()
+	return h.Processor.Process(ctx, rec.MessageId, rec.Body)
 }

@@ -301,3 +301,30 @@ func TestHandlerOutOfTime(t *testing.T) {
 		t.Errorf("failures %v, ledger calls %v", got, led.calls)
 	}
 }
+
+type panicky struct{ done []string }
+
+func (p *panicky) Process(_ context.Context, id, body string) error {
+	if body == "boom" {
+		panic("nil map")
+	}
+	p.done = append(p.done, id)
+	return nil
+}
+
+func TestHandlerPanicFailsOnlyItsRecord(t *testing.T) {
+	p := &panicky{}
+	h := Handler{Processor: p, Log: slog.New(slog.DiscardHandler)}
+	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "a", Body: "ok"}, {MessageId: "b", Body: "boom"}, {MessageId: "c", Body: "ok"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "b" {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	if strings.Join(p.done, ",") != "a,c" {
+		t.Fatalf("processed %v", p.done)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
+	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -83,8 +84,9 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 			Config:  ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency},
 			Now:     time.Now,
 		},
-		Log: log,
-		Now: time.Now,
+		Log:     log,
+		Now:     time.Now,
+		Metrics: &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage},
 	}
 	return Handler{Processor: svc, Log: log}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 // LedgerAPI is the part of the ledger the exporter uses. Every write is
@@ -61,6 +62,10 @@ type Service struct {
 	Log      *slog.Logger
 	Now      func() time.Time
 	Rand     io.Reader
+	Metrics  *metrics.Emitter
+	// Reserve is kept back from the invocation's deadline so that a run cut
+	// short still aborts its uploads and records the failure (default 20s).
+	Reserve time.Duration
 }
 
 // Process handles one message body. A nil error means the message is done
@@ -103,6 +108,9 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	}
 	if err != nil {
 		return fmt.Errorf("get account %s: %w", m.AccountID, err)
+	}
+	if !acct.Enabled {
+		return s.reject(ctx, log, "account_id %q is disabled", m.AccountID)
 	}
 	if _, err := dataset.Get(m.Dataset); err != nil {
 		return s.reject(ctx, log, "dataset %q: %v", m.Dataset, err)
@@ -174,13 +182,20 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	}
 	log = log.With("run_id", runID, "attempt", claim.Attempt, "reason", string(claim.Reason))
 	began := s.Now()
-	acct, err := s.Ledger.GetAccount(ctx, claim.AccountID)
+	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": claim.Generation, "run_id": runID}
+	// The export gets the invocation's time less a reserve; the ledger writes
+	// after it get a fresh context, so a timeout is recorded, not lost.
+	runCtx, cancel := s.runContext(ctx)
+	defer cancel()
+	acct, err := s.Ledger.GetAccount(runCtx, claim.AccountID)
 	var w *Written
 	if err != nil {
 		err = fmt.Errorf("account %s: %w", claim.AccountID, err)
 	} else {
-		w, err = s.exportClaim(ctx, acct, claim, runID, log)
+		w, err = s.exportClaim(runCtx, acct, claim, runID, log)
 	}
+	ctx, done := finishContext(ctx)
+	defer done()
 	if err != nil {
 		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, err)
 		switch {
@@ -192,14 +207,21 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		}
 		log.ErrorContext(ctx, "export failed", "error", err.Error(), "attempts", row.Attempts,
 			"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
+		exhausted := 0.0
+		if row.Exhausted {
+			exhausted = 1
+		}
+		_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1},
+			metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: exhausted})
 		if acct.ID != "" {
 			s.writeDelivery(ctx, acct, claim.Day, log)
 		}
 		return nil
 	}
+	took := s.Now().Sub(began)
 	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, ledger.Result{
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
-		ManifestKey: w.ManifestKey, Duration: s.Now().Sub(began),
+		ManifestKey: w.ManifestKey, Duration: took,
 	})
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
@@ -208,8 +230,32 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
+	_ = s.Metrics.Emit(props,
+		metrics.Metric{Name: "PartitionsExported", Unit: metrics.Count, Value: 1},
+		metrics.Metric{Name: "RowsExported", Unit: metrics.Count, Value: float64(w.Manifest.Totals.Rows)},
+		metrics.Metric{Name: "BytesExported", Unit: metrics.Bytes, Value: float64(w.Bytes)},
+		metrics.Metric{Name: "ExportDuration", Unit: metrics.Seconds, Value: took.Seconds()})
 	s.writeDelivery(ctx, acct, claim.Day, log)
 	return nil
+}
+
+// runContext ends the export Reserve before the invocation's deadline.
+func (s *Service) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	reserve := s.Reserve
+	if reserve == 0 {
+		reserve = 20 * time.Second
+	}
+	return context.WithDeadline(ctx, dl.Add(-reserve))
+}
+
+// finishContext outlives a cancelled export for the ledger writes that
+// record its outcome, bounded so it cannot hang an invocation.
+func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 }
 
 func (s *Service) exportClaim(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, log *slog.Logger) (*Written, error) {
