@@ -98,11 +98,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := localaws.Deploy(ctx, cfg, o.Template, "daybook-"+stage, map[string]string{"Stage": stage, "SourceDriver": "sqlite"})
+	st, err := localaws.Up(ctx, cfg, o.Template, stage, map[string]string{"SourceDriver": "sqlite"})
 	if err != nil {
-		return nil, err
-	}
-	if err := localaws.DisableEventSourceMappings(ctx, cfg, st.Outputs["ExporterFunctionName"]); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "    %s  table %s  queue %s\n", srv.URL, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"])

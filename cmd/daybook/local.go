@@ -87,11 +87,8 @@ func deploy(ctx context.Context, d localDir, url, tmpl, stage, sourceDSN string,
 	if err != nil {
 		return err
 	}
-	st, err := localaws.Deploy(ctx, cfg, tmpl, "daybook-"+stage, map[string]string{"Stage": stage, "SourceDriver": "sqlite"})
+	st, err := localaws.Up(ctx, cfg, tmpl, stage, map[string]string{"SourceDriver": "sqlite"})
 	if err != nil {
-		return err
-	}
-	if err := localaws.DisableEventSourceMappings(ctx, cfg, st.Outputs["ExporterFunctionName"]); err != nil {
 		return err
 	}
 	if sourceDSN == "" {

@@ -33,6 +33,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/source"
 )
@@ -82,7 +83,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	ctx := t.Context()
 	cfg, out := deployed(t)
 	clk := at(testNow)
-	serialOnce.Do(func() { serial = &serialDB{Client: dynamoClient(cfg)} })
+	serialOnce.Do(func() {
+		serial = &ledgertest.SerialDB{Client: dynamoClient(cfg), KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
+	})
 	led, err := ledger.New(serial, ledger.Config{
 		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: &lockedReader{r: seeded(t, "ledger")},

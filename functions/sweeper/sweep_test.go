@@ -17,14 +17,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
 	"github.com/daybook-dev/daybook/shared/localaws"
 	"github.com/daybook-dev/daybook/shared/motoserver"
 )
@@ -42,40 +41,8 @@ var (
 	awsCfg     aws.Config
 	outputs    map[string]string
 	serialOnce sync.Once
-	serial     *serialDB
+	serial     *ledgertest.SerialDB
 )
-
-// serialDB works around a moto gap: moto evaluates a ConditionExpression and
-// applies the write without a per-item lock, so two concurrent conditional
-// writes to one item can both succeed there; DynamoDB serializes writes to an
-// item and L2 rests on that. serialDB serializes writes per key (moto still
-// evaluates every condition). Both sweeps' ledgers share it.
-type serialDB struct {
-	*dynamodb.Client
-	locks sync.Map
-}
-
-func (s *serialDB) lock(key map[string]ddbtypes.AttributeValue) func() {
-	str := func(v ddbtypes.AttributeValue) string {
-		if sv, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
-			return sv.Value
-		}
-		return ""
-	}
-	m, _ := s.locks.LoadOrStore(str(key[ledger.AttrPK])+"|"+str(key[ledger.AttrSK]), &sync.Mutex{})
-	m.(*sync.Mutex).Lock()
-	return m.(*sync.Mutex).Unlock
-}
-
-func (s *serialDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	defer s.lock(in.Key)()
-	return s.Client.UpdateItem(ctx, in, opts...)
-}
-
-func (s *serialDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	defer s.lock(in.Item)()
-	return s.Client.PutItem(ctx, in, opts...)
-}
 
 func deployed(t *testing.T) (aws.Config, map[string]string) {
 	t.Helper()
@@ -84,29 +51,12 @@ func deployed(t *testing.T) (aws.Config, map[string]string) {
 		if awsCfg, deployErr = srv.Config(ctx); deployErr != nil {
 			return
 		}
-		st, err := localaws.Deploy(ctx, awsCfg, "../../template.yaml", "daybook-sweeptest", map[string]string{"Stage": "sweeptest"})
+		st, err := localaws.Up(ctx, awsCfg, "../../template.yaml", "sweeptest", nil)
 		if err != nil {
 			deployErr = err
 			return
 		}
 		outputs = st.Outputs
-		// moto runs the exporter's SQS event source mapping inside
-		// SendMessage: it takes the jobs off the queue (and fails to invoke
-		// the function without docker). The test reads the queue itself, so
-		// the mapping is disabled (moto's DeleteEventSourceMapping leaves it
-		// attached to the queue; only Enabled=false stops it).
-		lc := lambda.NewFromConfig(awsCfg)
-		maps, err := lc.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(st.Outputs["ExporterFunctionName"])})
-		if err != nil {
-			deployErr = err
-			return
-		}
-		for _, m := range maps.EventSourceMappings {
-			if _, err := lc.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: m.UUID, Enabled: aws.Bool(false)}); err != nil {
-				deployErr = err
-				return
-			}
-		}
 	})
 	if deployErr != nil {
 		t.Fatal(deployErr)
@@ -140,7 +90,9 @@ const lease = 20 * time.Minute
 func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
 	t.Helper()
 	cfg, out := deployed(t)
-	serialOnce.Do(func() { serial = &serialDB{Client: dynamodb.NewFromConfig(cfg)} })
+	serialOnce.Do(func() {
+		serial = &ledgertest.SerialDB{Client: dynamodb.NewFromConfig(cfg), KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
+	})
 	l, err := ledger.New(serial, ledger.Config{
 		Table: out["LedgerTableName"], Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),

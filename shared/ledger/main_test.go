@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
 
 	"github.com/daybook-dev/daybook/shared/localaws"
 	"github.com/daybook-dev/daybook/shared/motoserver"
@@ -32,7 +33,7 @@ var (
 	stackCfg   aws.Config
 	tableName  string
 	serialOnce sync.Once
-	serial     *serialDB
+	serial     *ledgertest.SerialDB
 )
 
 // deployed deploys template.yaml once for the package and returns the SDK
@@ -105,7 +106,7 @@ func newTestLedger(t *testing.T, c *clock, mut ...func(*Config)) (*Ledger, *dyna
 	t.Helper()
 	cfg, table := deployed(t)
 	db := dynamodb.NewFromConfig(cfg)
-	serialOnce.Do(func() { serial = &serialDB{Client: db} })
+	serialOnce.Do(func() { serial = &ledgertest.SerialDB{Client: db, KeyAttrs: []string{AttrPK, AttrSK}} })
 	lc := Config{
 		Table: table, Lease: testLease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour,

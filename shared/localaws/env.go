@@ -63,6 +63,24 @@ func ReadEnvFile(path string) (map[string]map[string]string, error) {
 	return env, nil
 }
 
+// Up deploys the template like Deploy and then disables the exporter's SQS
+// trigger (see DisableEventSourceMappings): the local stack as `make
+// local-up`, the demo and the integration tests use it.
+func Up(ctx context.Context, cfg aws.Config, templatePath, stage string, params map[string]string) (*Stack, error) {
+	all := map[string]string{"Stage": stage}
+	for k, v := range params {
+		all[k] = v
+	}
+	st, err := Deploy(ctx, cfg, templatePath, "daybook-"+stage, all)
+	if err != nil {
+		return nil, err
+	}
+	if err := DisableEventSourceMappings(ctx, cfg, st.Outputs["ExporterFunctionName"]); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // DisableEventSourceMappings turns off the function's SQS triggers in the
 // emulator. moto runs a mapping inside SendMessage and takes the messages
 // off the queue (it cannot run the function without Docker), so locally
