@@ -73,7 +73,7 @@ demo: tools build ## the whole pipeline on the embedded demo source; files land 
 
 # --- checks --------------------------------------------------------------------
 .PHONY: test fmt-check vet lint unit bench
-test: fmt-check vet lint tools ## everything CI runs: gofmt, vet, cfn-lint, unit and integration tests
+test: tools fmt-check vet lint ## everything CI runs: gofmt, vet, cfn-lint, unit and integration tests
 	$(GO) test -count=1 -timeout 20m ./...
 
 fmt-check:

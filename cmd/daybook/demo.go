@@ -209,6 +209,11 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	fmt.Fprintf(out, "    %s events %s: generation %d -> %d (%s), %d rows in %d files, manifest %s\n", a0.ID, day,
 		res.Before.Generation, res.Reexported.Generation, res.Reexported.State, res.Reexported.Rows, res.Reexported.Files, res.Reexported.ManifestKey)
 
+	step("ledger: `daybook status --account %s`", a0.ID)
+	if err := run(ctx, []string{"status", "--account", a0.ID, "--days", "35", "--env-file", envFile}, out); err != nil {
+		return nil, err
+	}
+
 	step("verify: every committed partition against its manifest; mirror the buckets to %s", filepath.Join(o.Dir, "buckets"))
 	res.Mirror = filepath.Join(o.Dir, "buckets")
 	if err := os.RemoveAll(res.Mirror); err != nil {

@@ -190,10 +190,20 @@ func (e *env) insert(ds string, rows ...[]any) {
 	e.t.Helper()
 	d := mustDataset(e.t, ds)
 	cols := append([]string{"account_id"}, d.ColumnNames()...)
-	if ds == "events" {
+	table := ds
+	switch ds {
+	case "events":
 		cols = append(cols, "inserted_at")
+	case "profiles":
+		// The activity feed's source: one row per profile and active day.
+		table = "profile_activity"
+		cols = append(cols, "activity_date")
 	}
-	q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", ds, strings.Join(cols, ", "), strings.TrimSuffix(strings.Repeat("?,", len(cols)), ","))
+	loc, err := e.acct.Location()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ", "), strings.TrimSuffix(strings.Repeat("?,", len(cols)), ","))
 	tx, err := e.db.BeginTx(e.ctx, nil)
 	if err != nil {
 		e.t.Fatal(err)
@@ -208,8 +218,12 @@ func (e *env) insert(ds string, rows ...[]any) {
 		for _, v := range r {
 			args = append(args, sqliteValue(v))
 		}
-		if ds == "events" {
+		switch ds {
+		case "events":
 			args = append(args, sqliteValue(r[3]))
+		case "profiles":
+			// The day of its last_seen_at in the account's zone.
+			args = append(args, layout.DayIn(r[2].(time.Time), loc).String())
 		}
 		if _, err := stmt.Exec(args...); err != nil {
 			e.t.Fatalf("insert %s %v: %v", ds, r, err)

@@ -18,13 +18,16 @@
 //     up to 2 days late; a late event whose arrival is after the demo clock
 //     has not arrived yet and is not in the source); per-tenant attributes
 //     that differ by account.
-//   - profiles: the source table is a current-state table (one row per
-//     profile, primary key account_id, profile_id), so a profile appears in
-//     exactly one partition, its last-seen day, holding its state as of the
-//     demo clock. Profiles are the identified users of the events:
-//     first_seen_at, last_seen_at and event_count are computed from that
-//     user's events in the source. Users churn, so last-seen days spread over
-//     the whole range instead of piling up on today.
+//   - profiles: the source table is profile_activity, an activity feed (SPEC
+//     D4): one row per identified user and local day (account zone) on which
+//     that user has events in the source, holding the profile's state as of
+//     its last event that day: last_seen_at is that event, first_seen_at the
+//     user's first event ever, event_count the user's events up to
+//     last_seen_at, and plan the plan then (in the web analytics account a
+//     "free" user's first purchase upgrades them to "plus" from that event
+//     on). So a profile appears in every partition it was active in, and an
+//     old day's rows do not change with later activity. Users churn, so
+//     their last active days spread over the whole range.
 //   - daily_stats: per account and local day (for every day that has data,
 //     today included as a running partial), computed from the non-test
 //     events of the source: events (total and per event_type; sum = count),
@@ -124,7 +127,8 @@ type tenant struct {
 	scale       float64 // volume relative to EventsPerDay
 	currency    string
 	countries   []weighted[string]
-	plans       []string // nil: the plan column stays NULL
+	plans       []string          // nil: the plan column stays NULL
+	upgrades    map[string]string // plan → plan a purchase moves the user to
 	minCents    int64
 	maxCents    int64
 }
@@ -141,6 +145,7 @@ var tenants = []tenant{
 		scale: 1.0, currency: "USD", minCents: 5_00, maxCents: 400_00,
 		countries: []weighted[string]{{"US", 45}, {"GB", 15}, {"CA", 10}, {"DE", 10}, {"FR", 8}, {"AU", 7}, {"NL", 5}},
 		plans:     []string{"free", "free", "free", "plus"},
+		upgrades:  map[string]string{"free": "plus"},
 	},
 	{
 		name: "Demo e-commerce BR", zone: "America/Sao_Paulo",
@@ -320,20 +325,24 @@ func (d *Demo) Destinations() ([]string, error) {
 // --- generation ----------------------------------------------------------------
 
 type user struct {
-	id       string
-	country  string
-	email    any // string or nil
-	plan     any // string or nil
-	attrs    string
-	tier     string
-	seats    int
-	utm      string
-	store    string
-	lastDay  int // last day index the user is active (churn)
-	events   int64
-	first    time.Time
-	last     time.Time
-	hasEvent bool
+	id      string
+	country string
+	email   any // string or nil
+	plan    any // string or nil
+	attrs   string
+	tier    string
+	seats   int
+	utm     string
+	store   string
+	lastDay int // last day index the user is active (churn)
+	// acts are the user's events in the source, in generation order.
+	acts []activity
+}
+
+// activity is one event of an identified user, as profile_activity sees it.
+type activity struct {
+	at       time.Time
+	purchase bool
 }
 
 type eventRow struct {
@@ -643,14 +652,7 @@ func (g *gen) session(day int, dayStr string, active []*user) int {
 		count++
 		last = at
 		if u != nil {
-			if !u.hasEvent || at.Before(u.first) {
-				u.first = at
-			}
-			if !u.hasEvent || at.After(u.last) {
-				u.last = at
-			}
-			u.hasEvent = true
-			u.events++
+			u.acts = append(u.acts, activity{at: at, purchase: typ == "purchase"})
 		}
 		if !test {
 			evDay := layout.DayIn(at, g.loc).String()
@@ -822,8 +824,8 @@ func prepare(ctx context.Context, tx *sql.Tx) (*inserter, error) {
 		ins.close()
 		return nil, err
 	}
-	if ins.profiles, err = tx.PrepareContext(ctx, `INSERT INTO profiles (account_id, profile_id, first_seen_at,
-		last_seen_at, email, country, plan, event_count, attributes) VALUES (?,?,?,?,?,?,?,?,?)`); err != nil {
+	if ins.profiles, err = tx.PrepareContext(ctx, `INSERT INTO profile_activity (account_id, profile_id, activity_date,
+		first_seen_at, last_seen_at, email, country, plan, event_count, attributes) VALUES (?,?,?,?,?,?,?,?,?,?)`); err != nil {
 		ins.close()
 		return nil, err
 	}
@@ -877,13 +879,10 @@ func (ins *inserter) write(ctx context.Context, acct string, g *gen) error {
 		}
 	}
 	ins.args = ins.args[:0]
-	for _, u := range g.users {
-		if !u.hasEvent {
-			continue // never seen in the source: no profile
-		}
-		if _, err := ins.profiles.ExecContext(ctx, acct, u.id, dataset.FormatTimestamp(u.first),
-			dataset.FormatTimestamp(u.last), u.email, u.country, u.plan, u.events, u.attrs); err != nil {
-			return fmt.Errorf("insert profile %s: %w", u.id, err)
+	for _, p := range g.profileActivity() {
+		if _, err := ins.profiles.ExecContext(ctx, acct, p.user.id, p.day, dataset.FormatTimestamp(p.first),
+			dataset.FormatTimestamp(p.last), p.user.email, p.user.country, p.plan, p.events, p.user.attrs); err != nil {
+			return fmt.Errorf("insert profile_activity %s %s: %w", p.user.id, p.day, err)
 		}
 	}
 	keys := make([]statKey, 0, len(g.stats))
@@ -928,6 +927,51 @@ func (ins *inserter) write(ctx context.Context, acct string, g *gen) error {
 		}
 	}
 	return nil
+}
+
+// profileDay is one profile_activity row: a user's state as of its last
+// event on one local day.
+type profileDay struct {
+	user        *user
+	day         string
+	first, last time.Time
+	events      int64
+	plan        any
+}
+
+// profileActivity folds every user's events, in time order, into one row
+// per (user, local day with events), as the source application's upsert
+// would: the row of a day is its state after that day's last event. Rows
+// come sorted by last_seen_at, then profile id (the order of the index).
+func (g *gen) profileActivity() []profileDay {
+	var out []profileDay
+	for _, u := range g.users {
+		if len(u.acts) == 0 {
+			continue // never seen in the source: no profile
+		}
+		acts := append([]activity(nil), u.acts...)
+		sort.SliceStable(acts, func(i, j int) bool { return acts[i].at.Before(acts[j].at) })
+		plan := u.plan
+		var cur *profileDay
+		for n, a := range acts {
+			day := layout.DayIn(a.at, g.loc).String()
+			if cur == nil || cur.day != day {
+				out = append(out, profileDay{user: u, day: day, first: acts[0].at})
+				cur = &out[len(out)-1]
+			}
+			if p, ok := plan.(string); ok && a.purchase && g.t.upgrades[p] != "" {
+				plan = g.t.upgrades[p]
+			}
+			cur.last, cur.events, cur.plan = a.at, int64(n+1), plan
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].last.Equal(out[j].last) {
+			return out[i].last.Before(out[j].last)
+		}
+		return out[i].user.id < out[j].user.id
+	})
+	return out
 }
 
 // countRows runs each dataset's own sqlite query, wrapped in a count, over

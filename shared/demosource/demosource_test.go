@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func dump(t *testing.T, path string) string {
 	h := sha256.New()
 	for _, q := range []string{
 		"SELECT * FROM events ORDER BY account_id, event_id",
-		"SELECT * FROM profiles ORDER BY account_id, profile_id",
+		"SELECT * FROM profile_activity ORDER BY account_id, profile_id, activity_date",
 		"SELECT * FROM daily_stats ORDER BY account_id, stat_date, metric, dimension",
 	} {
 		rows, err := db.Query(q)
@@ -351,35 +352,7 @@ func TestConsistency(t *testing.T) {
 	d := generate(t, Options{Seed: 5})
 	db := open(t, d.Path)
 	for i, a := range d.Accounts {
-		// Every profile matches its user's events.
-		var bad int64
-		err := db.QueryRow(`SELECT count(*) FROM profiles p LEFT JOIN (
-			SELECT user_id, min(occurred_at) f, max(occurred_at) l, count(*) n FROM events
-			WHERE account_id = ?1 AND user_id IS NOT NULL GROUP BY user_id) e ON e.user_id = p.profile_id
-			WHERE p.account_id = ?1 AND (e.user_id IS NULL OR e.f <> p.first_seen_at OR e.l <> p.last_seen_at OR e.n <> p.event_count)`,
-			a.ID).Scan(&bad)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bad != 0 {
-			t.Errorf("account %d: %d profiles disagree with the events", i+1, bad)
-		}
-		var users, profiles int64
-		db.QueryRow("SELECT count(DISTINCT user_id) FROM events WHERE account_id = ?", a.ID).Scan(&users)
-		db.QueryRow("SELECT count(*) FROM profiles WHERE account_id = ?", a.ID).Scan(&profiles)
-		if users != profiles || profiles == 0 {
-			t.Errorf("account %d: %d users, %d profiles", i+1, users, profiles)
-		}
-		// Profiles spread over several last-seen days.
-		days := 0
-		for _, n := range d.Rows[a.ID]["profiles"] {
-			if n > 0 {
-				days++
-			}
-		}
-		if days < 5 {
-			t.Errorf("account %d: profiles on %d days only", i+1, days)
-		}
+		checkProfiles(t, db, d, a)
 
 		// daily_stats totals equal the non-test events of each day window.
 		loc, _ := a.Location()
@@ -406,6 +379,184 @@ func TestConsistency(t *testing.T) {
 			if byType != statEvents {
 				t.Errorf("account %d %s: per-type events %d, total %d", i+1, day, byType, statEvents)
 			}
+		}
+	}
+}
+
+// checkProfiles checks profile_activity against the events of account a:
+// one row per identified user and local day with events, holding the state
+// after that day's last event.
+func checkProfiles(t *testing.T, db *sql.DB, d *Demo, a account.Account) {
+	t.Helper()
+	loc, _ := a.Location()
+	// Each user's events, in time order (ids sort by time).
+	type ev struct {
+		at       string
+		purchase bool
+	}
+	events := map[string][]ev{}
+	rows, err := db.Query(`SELECT user_id, occurred_at, event_type = 'purchase' FROM events
+		WHERE account_id = ? AND user_id IS NOT NULL ORDER BY occurred_at, event_id`, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var u, at string
+		var p bool
+		if err := rows.Scan(&u, &at, &p); err != nil {
+			t.Fatal(err)
+		}
+		events[u] = append(events[u], ev{at, p})
+	}
+	rows.Close()
+
+	type row struct {
+		day, first, last string
+		plan             sql.NullString
+		count            int64
+	}
+	got := map[string][]row{}
+	rows, err = db.Query(`SELECT profile_id, activity_date, first_seen_at, last_seen_at, plan, event_count
+		FROM profile_activity WHERE account_id = ? ORDER BY profile_id, activity_date`, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for rows.Next() {
+		var p string
+		var r row
+		if err := rows.Scan(&p, &r.day, &r.first, &r.last, &r.plan, &r.count); err != nil {
+			t.Fatal(err)
+		}
+		got[p] = append(got[p], r)
+		total++
+	}
+	rows.Close()
+	if len(got) != len(events) || len(got) == 0 {
+		t.Errorf("%s: %d users with events, %d profiles", a.Name, len(events), len(got))
+	}
+
+	upgraded := 0
+	for u, evs := range events {
+		// The expected rows: the state after the last event of each day.
+		var want []row
+		for n, e := range evs {
+			at, _ := dataset.ParseTimestamp(e.at)
+			day := layout.DayIn(at, loc).String()
+			if len(want) == 0 || want[len(want)-1].day != day {
+				want = append(want, row{day: day, first: evs[0].at})
+			}
+			w := &want[len(want)-1]
+			w.last, w.count = e.at, int64(n+1)
+		}
+		have := got[u]
+		if len(have) != len(want) {
+			t.Errorf("%s: user %s active on %d days, %d profile rows", a.Name, u, len(want), len(have))
+			continue
+		}
+		for i := range want {
+			h, w := have[i], want[i]
+			if h.day != w.day || h.first != w.first || h.last != w.last || h.count != w.count {
+				t.Errorf("%s: user %s row %d = %+v, want %+v", a.Name, u, i, h, w)
+			}
+			// A plan only ever moves up, and only across a purchase.
+			if i > 0 && h.plan != have[i-1].plan {
+				purchased := false
+				for _, e := range evs {
+					purchased = purchased || e.purchase && e.at > have[i-1].last && e.at <= h.last
+				}
+				if have[i-1].plan.String != "free" || h.plan.String != "plus" || !purchased {
+					t.Errorf("%s: user %s plan %v then %v", a.Name, u, have[i-1].plan, h.plan)
+				}
+				upgraded++
+			}
+		}
+	}
+	if a.ID == d.Accounts[0].ID && upgraded == 0 {
+		t.Errorf("%s: no plan upgrade in the feed", a.Name)
+	}
+
+	// The partitions hold every row exactly once, and most days several.
+	var sum int64
+	busy := 0
+	for _, n := range d.Rows[a.ID]["profiles"] {
+		sum += n
+		if n > 1 {
+			busy++
+		}
+	}
+	if sum != int64(total) {
+		t.Errorf("%s: partitions hold %d profile rows, the source %d", a.Name, sum, total)
+	}
+	if busy < 10 {
+		t.Errorf("%s: profiles on %d days only", a.Name, busy)
+	}
+}
+
+// TestProfilesFeed is SPEC D4 on the demo: a profile active on two days is
+// in both partitions, each with its state as of that day, and the earlier
+// partition does not change with the later activity.
+func TestProfilesFeed(t *testing.T) {
+	d := generate(t, Options{Seed: 9})
+	db := open(t, d.Path)
+	src, err := source.NewSQL(db, "sqlite", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := dataset.Get("profiles")
+	read := func(a account.Account, day layout.Day) map[string][]any {
+		t.Helper()
+		start, end := a.Window(day)
+		date, _ := dataset.ParseDate(day.String())
+		out := map[string][]any{}
+		_, err := src.Rows(context.Background(), source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
+			func(r []any) error {
+				if out[r[0].(string)] != nil {
+					t.Fatalf("%s: profile %s twice in %s", a.Name, r[0], day)
+				}
+				out[r[0].(string)] = append([]any(nil), r...)
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, a := range d.Accounts {
+		loc, _ := a.Location()
+		closed := a.ClosedThrough(now)
+		early, late := closed.AddDays(-6), closed.AddDays(-2)
+		d1, d2 := read(a, early), read(a, late)
+		both := 0
+		for id, r1 := range d1 {
+			r2, ok := d2[id]
+			if !ok {
+				continue
+			}
+			both++
+			last1, last2 := r1[2].(time.Time), r2[2].(time.Time)
+			if layout.DayIn(last1, loc) != early || layout.DayIn(last2, loc) != late {
+				t.Errorf("%s %s: last seen %s and %s, partitions %s and %s", a.Name, id, last1, last2, early, late)
+			}
+			if !r1[1].(time.Time).Equal(r2[1].(time.Time)) {
+				t.Errorf("%s %s: first seen %s then %s", a.Name, id, r1[1], r2[1])
+			}
+			// The day's state: the events up to its last activity.
+			var n int64
+			if err := db.QueryRow(`SELECT count(*) FROM events WHERE account_id = ? AND user_id = ? AND occurred_at <= ?`,
+				a.ID, id, dataset.FormatTimestamp(last1)).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if r1[6].(int64) != n || r2[6].(int64) <= n {
+				t.Errorf("%s %s: event_count %d then %d, %d events up to %s", a.Name, id, r1[6], r2[6], n, last1)
+			}
+		}
+		if both == 0 {
+			t.Errorf("%s: no profile active on both %s and %s", a.Name, early, late)
+		}
+		// Reading the earlier day again gives the same rows.
+		if again := read(a, early); !reflect.DeepEqual(again, d1) {
+			t.Errorf("%s: re-reading %s changed its rows", a.Name, early)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -139,8 +140,8 @@ func TestSQLProfilesAndStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustExec(`INSERT INTO profiles VALUES ('a','p1','2026-01-01T00:00:00.000000Z','2026-11-28T08:00:00.000000Z',NULL,'DE','pro',7,NULL)`)
-	mustExec(`INSERT INTO profiles VALUES ('a','p2','2026-01-01T00:00:00.000000Z','2026-11-29T08:00:00.000000Z',NULL,NULL,NULL,1,'{}')`)
+	mustExec(`INSERT INTO profile_activity VALUES ('a','p1','2026-11-28','2026-01-01T00:00:00.000000Z','2026-11-28T08:00:00.000000Z',NULL,'DE','pro',7,NULL)`)
+	mustExec(`INSERT INTO profile_activity VALUES ('a','p2','2026-11-29','2026-01-01T00:00:00.000000Z','2026-11-29T08:00:00.000000Z',NULL,NULL,NULL,1,'{}')`)
 	mustExec(`INSERT INTO daily_stats VALUES ('a','2026-11-28','views','',10,2.5,NULL)`)
 	mustExec(`INSERT INTO daily_stats VALUES ('a','2026-11-29','views','',99,1,NULL)`)
 	src, _ := NewSQL(db, "sqlite", "sqlite:demo.db")
@@ -156,6 +157,129 @@ func TestSQLProfilesAndStats(t *testing.T) {
 	}
 	if prov.Params[1] != "2026-11-28" || prov.Params[2] != "2026-11-29" {
 		t.Fatalf("params = %v", prov.Params)
+	}
+}
+
+// activityFeed plays the source application maintaining profile_activity:
+// it keeps each profile's current state and upserts the row of the day (in
+// zone) of every activity, with the statement the DDL documents.
+type activityFeed struct {
+	t     *testing.T
+	db    *sql.DB
+	zone  *time.Location
+	state map[string]*profileState
+}
+
+type profileState struct {
+	first  time.Time
+	events int64
+}
+
+func (f *activityFeed) activity(profile string, at time.Time, plan string) {
+	f.t.Helper()
+	st := f.state[profile]
+	if st == nil {
+		st = &profileState{first: at}
+		f.state[profile] = st
+	}
+	st.events++
+	_, err := f.db.Exec(`INSERT INTO profile_activity (account_id, profile_id, activity_date, first_seen_at, last_seen_at,
+			email, country, plan, event_count, attributes)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'DE', ?7, ?8, json_object('plan', ?7))
+		ON CONFLICT (account_id, profile_id, activity_date) DO UPDATE SET
+			last_seen_at = max(last_seen_at, excluded.last_seen_at), email = excluded.email, country = excluded.country,
+			plan = excluded.plan, event_count = excluded.event_count, attributes = excluded.attributes`,
+		"a", profile, at.In(f.zone).Format("2006-01-02"), dataset.FormatTimestamp(st.first), dataset.FormatTimestamp(at),
+		profile+"@example.com", plan, st.events)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestSQLProfilesActivity is SPEC D4 for profiles: a profile active on days
+// 2 and 5 is in both partitions, the day-2 row holds its day-2 state, and
+// day 2 reads the same after day 5's activity (a re-export reproduces it).
+func TestSQLProfilesActivity(t *testing.T) {
+	db := openDB(t)
+	zone := time.FixedZone("JST", 9*3600) // the account's zone
+	feed := &activityFeed{t: t, db: db, zone: zone, state: map[string]*profileState{}}
+	src, _ := NewSQL(db, "sqlite", "sqlite:demo.db")
+	ds := mustDataset(t, "profiles")
+	dayStart := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, zone) }
+	read := func(d int) [][]any {
+		t.Helper()
+		q := Query{AccountID: "a", Dataset: ds, Day: dataset.Date(20785 - 28 + d), Start: dayStart(d), End: dayStart(d + 1)}
+		rows, _, err := collect(t, src, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	at := func(d, h int) time.Time { return dayStart(d).Add(time.Duration(h) * time.Hour) }
+
+	// Day 2: p1 signs up and is active twice; p2 once. 23:30 JST is still
+	// day 2 in the account's zone although it is day 2 14:30 UTC.
+	feed.activity("p1", at(2, 9), "free")
+	feed.activity("p1", at(2, 23).Add(30*time.Minute), "free")
+	feed.activity("p2", at(2, 10), "pro")
+	day2 := read(2)
+	if len(day2) != 2 || day2[0][0] != "p2" || day2[1][0] != "p1" {
+		t.Fatalf("day 2 = %v", day2)
+	}
+	p1 := day2[1]
+	if !p1[1].(time.Time).Equal(at(2, 9)) || !p1[2].(time.Time).Equal(at(2, 23).Add(30*time.Minute)) ||
+		p1[5] != "free" || p1[6] != int64(2) || string(p1[7].(json.RawMessage)) != `{"plan":"free"}` {
+		t.Fatalf("p1 on day 2 = %v", p1)
+	}
+
+	// Day 5: p1 is back and upgrades; p3 is new. Day 3 and 4 stay empty.
+	feed.activity("p1", at(5, 8), "free")
+	feed.activity("p1", at(5, 12), "plus")
+	feed.activity("p3", at(5, 1), "free")
+	day5 := read(5)
+	if len(day5) != 2 || day5[0][0] != "p3" || day5[1][0] != "p1" {
+		t.Fatalf("day 5 = %v", day5)
+	}
+	p1 = day5[1]
+	if !p1[1].(time.Time).Equal(at(2, 9)) || !p1[2].(time.Time).Equal(at(5, 12)) || p1[5] != "plus" || p1[6] != int64(4) {
+		t.Fatalf("p1 on day 5 = %v", p1)
+	}
+	for _, d := range []int{3, 4} {
+		if rows := read(d); len(rows) != 0 {
+			t.Errorf("day %d = %v", d, rows)
+		}
+	}
+	if again := read(2); !reflect.DeepEqual(again, day2) {
+		t.Errorf("day 2 changed after day 5's activity:\n%v\n%v", again, day2)
+	}
+}
+
+// TestSQLProfilesIndex: the profiles query is a range scan of the declared
+// (account_id, last_seen_at, profile_id) index in its own order, not a
+// table scan and a sort.
+func TestSQLProfilesIndex(t *testing.T) {
+	db := openDB(t)
+	q, err := mustDataset(t, "profiles").Query("sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q, "a", "2026-11-28T00:00:00.000000Z", "2026-11-29T00:00:00.000000Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if got := strings.Join(plan, "; "); !strings.Contains(got, "profile_activity_account_last_seen (account_id=? AND last_seen_at>? AND last_seen_at<?)") ||
+		strings.Contains(got, "TEMP B-TREE") {
+		t.Errorf("query plan: %s", got)
 	}
 }
 
