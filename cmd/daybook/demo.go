@@ -347,13 +347,14 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	var reports []verify.Report
 	var problems []string
 	exportedDays := map[string]bool{}
+	b := verify.Bucket{Name: a.Destination.Bucket, Owner: a.Destination.ExpectedBucketOwner}
 	for _, ds := range a.Datasets {
-		parts, err := verify.Partitions(ctx, api, a.Destination.Bucket, prefix+"/"+layout.Version+"/"+ds+"/")
+		parts, err := verify.Partitions(ctx, api, b, prefix+"/"+layout.Version+"/"+ds+"/")
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, pp := range parts {
-			r, err := verify.Partition(ctx, api, a.Destination.Bucket, pp, verify.CountRows)
+			r, err := verify.Partition(ctx, api, b, pp, verify.CountRows)
 			if err != nil {
 				return nil, nil, err
 			}

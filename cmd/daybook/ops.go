@@ -214,7 +214,7 @@ func runAccountTest(ctx context.Context, args []string, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	api := destination.Factory{Base: e.cfg}.Client(a.ID, a.Destination)
+	api := (&destination.Factory{Base: e.cfg}).Client(a.ID, a.Destination)
 	checks, err := destination.Test(ctx, api, a.Destination.Bucket, prefix, a.Destination.ExpectedBucketOwner, time.Now())
 	for _, c := range checks {
 		mark := "ok"

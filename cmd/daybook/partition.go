@@ -45,9 +45,9 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	api := destination.Factory{Base: e.cfg}.Client(a.ID, a.Destination)
+	api := (&destination.Factory{Base: e.cfg}).Client(a.ID, a.Destination)
 	pp := layout.PartitionPrefix(prefix, *ds, d)
-	r, err := verify.Partition(ctx, api, a.Destination.Bucket, pp, verify.CountRows)
+	r, err := verify.Partition(ctx, api, verify.Bucket{Name: a.Destination.Bucket, Owner: a.Destination.ExpectedBucketOwner}, pp, verify.CountRows)
 	if err != nil {
 		return err
 	}
@@ -135,9 +135,13 @@ func sqlPartition(ctx context.Context, d dataset.Dataset, acct, day, envFile str
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	api := destination.Factory{Base: e.cfg}.Client(a.ID, a.Destination)
+	api := (&destination.Factory{Base: e.cfg}).Client(a.ID, a.Destination)
 	key := layout.ManifestKey(prefix, d.Name, dd)
-	obj, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: &key})
+	var owner *string
+	if o := a.Destination.ExpectedBucketOwner; o != "" {
+		owner = &o
+	}
+	obj, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: &key, ExpectedBucketOwner: owner})
 	if err != nil {
 		return loadsql.Partition{}, "", fmt.Errorf("read manifest s3://%s/%s: %w", a.Destination.Bucket, key, err)
 	}

@@ -15,6 +15,7 @@ type Config struct {
 	Stage        string
 	Table        string
 	QueueURL     string
+	DLQURL       string
 	Lease        time.Duration
 	MaxAttempts  int
 	SettleDelay  time.Duration
@@ -32,6 +33,7 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		Stage:        r.StringOr("DAYBOOK_STAGE", "dev"),
 		Table:        r.String("LEDGER_TABLE"),
 		QueueURL:     r.String("JOBS_QUEUE_URL"),
+		DLQURL:       r.StringOr("JOBS_DLQ_URL", ""),
 		MaxAttempts:  r.Int("MAX_ATTEMPTS", 6),
 		SettleDelay:  r.Duration("SETTLE_DELAY", 2*time.Hour),
 		SourceDriver: r.StringOr("SOURCE_DRIVER", "pgx"),

@@ -132,7 +132,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		db: db, acct: a, prefix: prefix, faults: f}
 	e.exp = &Exporter{
 		Source:  src,
-		Buckets: faultyBuckets{buckets{destination.Factory{Base: cfg}}, f},
+		Buckets: faultyBuckets{buckets{&destination.Factory{Base: cfg}}, f},
 		Scripts: loadScripts,
 		Config:  ExportConfig{Stage: testStage, MaxFileBytes: o.maxFileBytes, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: o.rowGroupRows},
 		Now:     clk.Now,

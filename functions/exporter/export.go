@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -26,6 +28,7 @@ import (
 // BucketAPI is what an export does in a destination bucket.
 type BucketAPI interface {
 	upload.S3API
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
@@ -125,6 +128,12 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
 	successKey := layout.SuccessKey(prefix, p.Dataset.Name, p.Day)
 
+	// A generation only ever increases, even when an earlier run committed
+	// and then died before the ledger heard of it.
+	generation, err := nextGeneration(ctx, api, bucket, successKey, owner, p.Claim.Generation)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &successKey, ExpectedBucketOwner: owner}); err != nil {
 		return nil, fmt.Errorf("remove old _SUCCESS: %w", err)
 	}
@@ -134,6 +143,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 
 	start, end := p.Account.Window(p.Day)
 	q := source.Query{AccountID: p.Account.ID, Dataset: p.Dataset, Day: dataset.DateOf(p.Day.Start(time.UTC)), Start: start, End: end}
+	p.Claim.Generation = generation
 	files, prov, err := e.writeData(ctx, api, p, prefix, format, q, owner)
 	if err != nil {
 		return nil, err
@@ -163,7 +173,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 		Partition:     p.Dataset.Partition,
 		Mode:          p.Dataset.Mode,
 		Read:          p.Dataset.Read,
-		Generation:    p.Claim.Generation,
+		Generation:    generation,
 		RunID:         p.RunID,
 		Reason:        string(p.Claim.Reason),
 		Attempt:       p.Claim.Attempt,
@@ -212,6 +222,29 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	log.InfoContext(ctx, "partition committed", "files", len(files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", prov.RowCount, "manifest", manifestKey)
 	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes}, nil
+}
+
+// nextGeneration is the claim's generation, or one more than the generation
+// the partition's current _SUCCESS commits if that is not lower.
+func nextGeneration(ctx context.Context, api BucketAPI, bucket, successKey string, owner *string, claimed int64) (int64, error) {
+	out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &successKey, ExpectedBucketOwner: owner})
+	var nsk *s3types.NoSuchKey
+	if errors.As(err, &nsk) {
+		return claimed, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read old _SUCCESS: %w", err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return 0, fmt.Errorf("read old _SUCCESS: %w", err)
+	}
+	old, err := manifest.DecodeSuccess(b)
+	if err != nil {
+		return claimed, nil // an unreadable marker is replaced; it names no generation to beat
+	}
+	return max(claimed, old.Generation+1), nil
 }
 
 func (e *Exporter) after(s Step) error {
@@ -293,6 +326,12 @@ func (e *Exporter) openFile(ctx context.Context, api BucketAPI, p Partition, key
 	}
 	if owner != nil {
 		opts.ExpectedBucketOwner = *owner
+	}
+	switch p.Account.Destination.Checksums {
+	case account.ChecksumsComposite:
+		opts.Checksums = upload.ChecksumComposite
+	case account.ChecksumsNone:
+		opts.Checksums = upload.ChecksumNone
 	}
 	w := upload.NewWriter(ctx, api, p.Account.Destination.Bucket, key, opts)
 	encOpts := encode.Options{MaxRowGroupRows: e.Config.RowGroupRows}

@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/jobs"
 )
 
 // Processor handles one message body; a nil error means the message is done.
@@ -21,7 +27,19 @@ var _ Processor = (*Service)(nil)
 type Handler struct {
 	Processor Processor
 	Log       *slog.Logger
+	// DeadLetters receives messages that can never succeed (malformed or
+	// rejected) at once, with the reason, instead of after maxReceiveCount
+	// visibility timeouts. Nil leaves them to the queue's redrive policy.
+	DeadLetters DeadLetterAPI
+	DLQURL      string
 }
+
+// DeadLetterAPI sends one message to the dead-letter queue.
+type DeadLetterAPI interface {
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ DeadLetterAPI = (*sqs.Client)(nil)
 
 // Handle is the Lambda entry point.
 func (h Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -32,7 +50,15 @@ func (h Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			continue
 		}
-		if err := h.process(ctx, rec); err != nil {
+		err := h.process(ctx, rec)
+		if err != nil && permanent(err) && h.DeadLetters != nil {
+			if derr := h.deadLetter(ctx, rec, err); derr == nil {
+				continue
+			} else {
+				err = fmt.Errorf("%w (and sending it to the dead-letter queue failed: %v)", err, derr)
+			}
+		}
+		if err != nil {
 			h.Log.ErrorContext(ctx, "message not done; SQS will deliver it again", "message_id", rec.MessageId,
 				"receive_count", rec.Attributes["ApproximateReceiveCount"], "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
@@ -50,4 +76,31 @@ func (h Handler) process(ctx context.Context, rec events.SQSMessage) (err error)
 		}
 	}()
 	return h.Processor.Process(ctx, rec.MessageId, rec.Body)
+}
+
+// permanent reports whether redelivering the message can never help.
+func permanent(err error) bool {
+	return errors.Is(err, jobs.ErrMalformed) || errors.Is(err, ErrRejected)
+}
+
+// deadLetter moves a message that can never succeed to the DLQ, keeping its
+// body and saying why in message attributes.
+func (h Handler) deadLetter(ctx context.Context, rec events.SQSMessage, cause error) error {
+	reason := cause.Error()
+	if len(reason) > 1024 {
+		reason = reason[:1024]
+	}
+	_, err := h.DeadLetters.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:    aws.String(h.DLQURL),
+		MessageBody: aws.String(rec.Body),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{
+			"daybook_error":      {DataType: aws.String("String"), StringValue: aws.String(reason)},
+			"daybook_message_id": {DataType: aws.String("String"), StringValue: aws.String(rec.MessageId)},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	h.Log.ErrorContext(ctx, "message can never succeed; moved to the dead-letter queue", "message_id", rec.MessageId, "error", reason)
+	return nil
 }

@@ -73,13 +73,14 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	if err != nil {
 		return Handler{}, err
 	}
+	queue := sqs.NewFromConfig(awsCfg)
 	svc := &Service{
 		Ledger:   withSettle{led, cfg.SettleDelay},
-		Queue:    sqs.NewFromConfig(awsCfg),
+		Queue:    queue,
 		QueueURL: cfg.QueueURL,
 		Exporter: &Exporter{
 			Source:  src,
-			Buckets: buckets{destination.Factory{Base: awsCfg}},
+			Buckets: buckets{&destination.Factory{Base: awsCfg}},
 			Scripts: loadScripts,
 			Config:  ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency},
 			Now:     time.Now,
@@ -88,11 +89,15 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		Now:     time.Now,
 		Metrics: &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage},
 	}
-	return Handler{Processor: svc, Log: log}, nil
+	h := Handler{Processor: svc, Log: log}
+	if cfg.DLQURL != "" {
+		h.DeadLetters, h.DLQURL = queue, cfg.DLQURL
+	}
+	return h, nil
 }
 
 // buckets adapts destination.Factory to Buckets.
-type buckets struct{ f destination.Factory }
+type buckets struct{ f *destination.Factory }
 
 func (b buckets) Client(id string, d account.Destination) BucketAPI { return b.f.Client(id, d) }
 

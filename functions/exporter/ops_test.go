@@ -5,13 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/source"
 )
 
 // emf decodes the EMF lines an emitter wrote into metric name → values.
@@ -54,22 +61,48 @@ func TestMetricsPerOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = emf(t, buf.Bytes())
-	if v := got["PartitionFailures"]; len(v) != 1 || v[0] != 1 || got["PartitionsExhausted"][0] != 0 {
+	if v := got["PartitionFailures"]; len(v) != 1 || v[0] != 1 || len(got["PartitionsExported"]) != 0 {
 		t.Fatalf("metrics after a failed export: %v", got)
 	}
 }
 
-// A run cut short by the invocation's deadline still records its failure:
-// the export stops Reserve before the deadline, the ledger write outlives it.
+// stallingSource streams large events rows until the exporter has opened a
+// multipart upload, then holds the export open until its context ends, as a
+// slow source query would when the invocation runs out of time.
+type stallingSource struct {
+	opened func() bool
+}
+
+func (s stallingSource) Rows(ctx context.Context, q source.Query, fn func([]any) error) (source.Provenance, error) {
+	attrs := json.RawMessage(`{"blob":"` + strings.Repeat("x", 4000) + `"}`)
+	for i := 0; ; i++ {
+		if s.opened() {
+			<-ctx.Done()
+			return source.Provenance{}, ctx.Err()
+		}
+		ts := q.Start.Add(time.Duration(i) * time.Millisecond)
+		row := []any{fmt.Sprintf("ev-%08d", i), "page_view", ts, ts, nil, nil, nil, nil, false, attrs}
+		if err := fn(row); err != nil {
+			return source.Provenance{}, err
+		}
+	}
+}
+
+// A run cut short by the invocation's deadline still aborts its multipart
+// upload and records its failure: the export stops Reserve before the
+// deadline, and the ledger write outlives it.
 func TestDeadlineRecordsFailure(t *testing.T) {
-	e := newEnv(t, envOpts{})
-	e.insert("events", genRows("events", testDay, 5)...)
-	e.svc.Reserve = time.Hour // the export's own deadline is already past
+	e := newEnv(t, envOpts{maxFileBytes: 24 << 20}) // row groups of 6 MiB: the first flush opens a multipart upload
+	e.exp.Source = stallingSource{opened: func() bool { return e.faults.creates.Load() > 0 }}
 	c := e.claim("events", testDay, "")
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
+	e.svc.Reserve = time.Minute - 2*time.Second // the export itself gets about 2s
 	if err := e.svc.Process(ctx, "msg-deadline", jobBody(t, c)); err != nil {
 		t.Fatalf("Process = %v; the failure should be recorded, not redelivered", err)
+	}
+	if e.faults.creates.Load() == 0 {
+		t.Fatal("no multipart upload was in flight; the test did not exercise the abort")
 	}
 	r := e.row("events", testDay)
 	if r.State != ledger.StateFailed || !strings.Contains(r.LastError, "deadline") {
@@ -85,6 +118,8 @@ func TestDeadlineRecordsFailure(t *testing.T) {
 
 func TestDisabledAccountRefused(t *testing.T) {
 	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 3)...)
+	c := e.claim("events", testDay, "") // claimed by a sweep before the account was disabled
 	a := e.acct
 	a.Enabled = false
 	if err := e.led.PutAccount(e.ctx, a); err != nil {
@@ -94,7 +129,104 @@ func TestDisabledAccountRefused(t *testing.T) {
 	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "disabled") {
 		t.Fatalf("Process = %v, want ErrRejected naming the disabled account", err)
 	}
-	if _, err := e.led.Get(e.ctx, e.key("events", testDay)); !errors.Is(err, ledger.ErrNotFound) {
-		t.Fatalf("a refused request wrote a ledger row: %v", err)
+	if r := e.row("events", testDay); r.State != ledger.StateRunning {
+		t.Fatalf("a refused manual request changed the row: %s", r.State)
+	}
+	if err := e.process(jobBody(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateFailed || !strings.Contains(r.LastError, "disabled") {
+		t.Fatalf("job for a disabled account: state %s, error %q", r.State, r.LastError)
+	}
+	if objs := e.list(""); len(objs) != 0 {
+		t.Errorf("a disabled account's job wrote %v", sortedKeys(objs))
+	}
+}
+
+type spyBuckets struct {
+	b    Buckets
+	sums map[string]*string // data key -> ChecksumCRC32C sent
+}
+
+func (s spyBuckets) Client(id string, d account.Destination) BucketAPI {
+	return spyAPI{s.b.Client(id, d), s.sums}
+}
+
+type spyAPI struct {
+	BucketAPI
+	sums map[string]*string
+}
+
+func (a spyAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if layout.IsDataKey(aws.ToString(in.Key)) {
+		a.sums[aws.ToString(in.Key)] = in.ChecksumCRC32C
+	}
+	return a.BucketAPI.PutObject(ctx, in, opts...)
+}
+
+// destination.checksums reaches the uploads: S3-compatible stores that
+// reject checksum headers get none, while the manifest keeps daybook's CRC32C.
+func TestChecksumModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode     string
+		wantSent bool
+	}{{"", true}, {account.ChecksumsFullObject, true}, {account.ChecksumsComposite, true}, {account.ChecksumsNone, false}} {
+		t.Run("mode "+tc.mode, func(t *testing.T) {
+			e := newEnv(t, envOpts{})
+			a := e.acct
+			a.Destination.Checksums = tc.mode
+			if err := e.led.PutAccount(e.ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			spy := spyBuckets{e.exp.Buckets, map[string]*string{}}
+			e.exp.Buckets = spy
+			e.insert("events", genRows("events", testDay, 4)...)
+			e.export("events", testDay)
+			m := e.committed("events", testDay)
+			sent := spy.sums[m.Files[0].Key]
+			if (sent != nil) != tc.wantSent {
+				t.Fatalf("checksum header sent = %v, want %v", sent != nil, tc.wantSent)
+			}
+			if sent != nil && *sent != m.Files[0].CRC32C {
+				t.Errorf("header %s, manifest %s", *sent, m.Files[0].CRC32C)
+			}
+		})
+	}
+}
+
+// A run that committed _SUCCESS and died before the ledger heard of it must
+// not let the next run commit different data under the same generation.
+func TestGenerationNeverRepeats(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 3)...)
+	if r := e.export("events", testDay); r.Generation != 1 {
+		t.Fatalf("first export: generation %d", r.Generation)
+	}
+	// A manual re-export claims generation 2, commits, and "crashes" before Complete.
+	c, err := e.led.ClaimManual(e.ctx, e.key("events", testDay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Generation != 2 {
+		t.Fatalf("claimed generation %d", c.Generation)
+	}
+	if _, err := e.exp.Export(e.ctx, Partition{Account: e.acct, Dataset: mustDataset(t, "events"), Day: testDay, Claim: c, RunID: "run_crashed"}, e.svc.Log); err != nil {
+		t.Fatal(err)
+	}
+	succ, err := manifest.DecodeSuccess(e.get(layout.SuccessKey(e.prefix, "events", testDay)))
+	if err != nil || succ.Generation != 2 {
+		t.Fatalf("crashed run committed %+v (%v)", succ, err)
+	}
+	// Its lease runs out; the next run claims generation 2 again from the ledger.
+	e.clk.Advance(testLease + time.Minute)
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	m := e.committed("events", testDay)
+	if m.Generation != 3 {
+		t.Fatalf("generation %d after a crash that committed 2, want 3", m.Generation)
+	}
+	if r := e.row("events", testDay); r.Generation != m.Generation {
+		t.Errorf("ledger generation %d, manifest %d", r.Generation, m.Generation)
 	}
 }

@@ -189,9 +189,13 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	defer cancel()
 	acct, err := s.Ledger.GetAccount(runCtx, claim.AccountID)
 	var w *Written
-	if err != nil {
+	switch {
+	case err != nil:
 		err = fmt.Errorf("account %s: %w", claim.AccountID, err)
-	} else {
+	case !acct.Enabled:
+		// Claimed before the account was disabled: record it, write nothing.
+		err = fmt.Errorf("account %s is disabled", claim.AccountID)
+	default:
 		w, err = s.exportClaim(runCtx, acct, claim, runID, log)
 	}
 	ctx, done := finishContext(ctx)
@@ -207,13 +211,9 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		}
 		log.ErrorContext(ctx, "export failed", "error", err.Error(), "attempts", row.Attempts,
 			"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
-		exhausted := 0.0
-		if row.Exhausted {
-			exhausted = 1
-		}
-		_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1},
-			metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: exhausted})
-		if acct.ID != "" {
+		// PartitionsExhausted is the sweeper's gauge; a failure is an event.
+		_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
+		if acct.ID != "" && acct.Enabled {
 			s.writeDelivery(ctx, acct, claim.Day, log)
 		}
 		return nil
@@ -221,7 +221,7 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	took := s.Now().Sub(began)
 	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, ledger.Result{
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
-		ManifestKey: w.ManifestKey, Duration: took,
+		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation,
 	})
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")

@@ -46,7 +46,9 @@ func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Summary, erro
 	}
 	log := h.Log.With("scheduled_time", ev.ScheduledTime, "execution_id", ev.ExecutionID, "attempt", ev.Attempt)
 	sum, err := h.Sweeper.Run(ctx)
-	// PartitionsExhausted feeds the template's alarm on partitions that stopped retrying.
+	// PartitionsExhausted feeds the template's alarm on partitions that
+	// stopped retrying (Maximum over 15 minutes > 0): a level, the number of
+	// partitions currently exhausted, published by every sweep.
 	_ = h.Metrics.Emit(map[string]any{"execution_id": ev.ExecutionID},
 		metrics.Metric{Name: "PartitionsClaimed", Unit: metrics.Count, Value: float64(sum.Claimed)},
 		metrics.Metric{Name: "PartitionsDue", Unit: metrics.Count, Value: float64(sum.Due)},

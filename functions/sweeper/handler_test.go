@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 // fakeRunner counts sweeps.
@@ -64,4 +67,23 @@ func TestHandlerSweepsWhateverThePayload(t *testing.T) {
 			t.Errorf("Handle = %+v, %v; want the summary and the error", sum, err)
 		}
 	})
+}
+
+// TestHandlerPublishesExhaustedLevel: PartitionsExhausted is the level the
+// sweep counted (partitions currently stopped retrying), every sweep, so the
+// alarm (Maximum over 15 minutes > 0) stays raised until they are requeued.
+func TestHandlerPublishesExhaustedLevel(t *testing.T) {
+	var buf bytes.Buffer
+	r := &fakeRunner{sum: Summary{Accounts: 1, Exhausted: 4, Retired: 1}}
+	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
+	if _, err := h.Handle(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("EMF line %q: %v", buf.String(), err)
+	}
+	if line["PartitionsExhausted"] != 4.0 {
+		t.Errorf("PartitionsExhausted = %v, want 4 (the level): %s", line["PartitionsExhausted"], buf.String())
+	}
 }

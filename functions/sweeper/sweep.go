@@ -19,17 +19,18 @@ package main
 //  5. claims each selected row (a conditional write; a race lost to another
 //     sweep or a manual claim is skipped, not an error; S3) and sends the
 //     claims as jobs in batches of 10. A claim whose message could not be sent
-//     is released back to its due state.
+//     is released back to its due state; if the ledger refuses the release
+//     because an exporter already started the job (SQS reported an error for
+//     a message it had in fact accepted), the job counts as sent;
+//  6. counts, per enabled account, the partitions that stopped retrying
+//     (ledger.CountExhausted, the 9# class of the due index), so the
+//     PartitionsExhausted metric is a level published every sweep (L1, O3).
 //
 // Running twice at once is safe (S4): materialization and the watermark are
 // conditional, and two claims of one row cannot both succeed. A crash after
 // a claim and before its send leaves a claim that dies with its lease and is
-// reclaimed by a later sweep.
-//
-// Exhausted counts only the dead claims this sweep retired because they had
-// used their last attempt. The total number of exhausted rows is not in the
-// sparse index by design; counting it cheaply needs a per-account counter
-// maintained by Fail/Requeue, which is left for later.
+// reclaimed by a later sweep without having used an attempt (the ledger
+// counts an attempt when a run starts).
 
 import (
 	"context"
@@ -59,6 +60,7 @@ type LedgerAPI interface {
 	Due(ctx context.Context, accountID string, limit int) ([]ledger.Row, ledger.ReadStats, error)
 	Claim(ctx context.Context, key ledger.Key, reason ledger.Reason) (ledger.Claim, error)
 	Release(ctx context.Context, c ledger.Claim) error
+	CountExhausted(ctx context.Context, accountID string) (int, ledger.ReadStats, error)
 }
 
 var _ LedgerAPI = (*ledger.Ledger)(nil)
@@ -107,14 +109,18 @@ type Summary struct {
 	Materialized   int `json:"materialized"`    // rows created
 	Due            int `json:"due"`             // due rows read (each account capped)
 	Claimed        int `json:"claimed"`         // rows claimed
-	Enqueued       int `json:"enqueued"`        // jobs sent
+	Enqueued       int `json:"enqueued"`        // jobs sent (including jobs an exporter started although the send reported an error)
 	Released       int `json:"released"`        // claims given back after a failed send
 	Skipped        int `json:"skipped"`         // claims lost to a concurrent sweep or manual run
 	Capped         int `json:"capped"`          // due rows left for a later sweep by the per-sweep cap
 	CappedAccounts int `json:"capped_accounts"` // accounts that reached the per-account cap
 	ItemsRead      int `json:"items_read"`      // items read from the table and index
-	Exhausted      int `json:"exhausted"`       // dead claims retired as exhausted by this sweep
-	Errors         int `json:"errors"`
+	// Exhausted is the number of partitions of the enabled accounts that
+	// currently stopped retrying and wait for a requeue (a level, not the
+	// ones that stopped during this sweep); it feeds PartitionsExhausted.
+	Exhausted int `json:"exhausted"`
+	Retired   int `json:"retired"` // dead claims retired as exhausted by this sweep (included in Exhausted)
+	Errors    int `json:"errors"`
 	// OldestDueAgeSeconds is how long the oldest due partition seen has been
 	// closed (its day's end in the account's zone); 0 when nothing is due.
 	// Due rows are read capped and queued-first, so it is a lower bound.
@@ -162,10 +168,12 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 	sum.ItemsRead += len(accounts)
 
 	var queues [][]ledger.Row
+	var enabled []account.Account
 	for _, a := range accounts {
 		if !a.Enabled {
 			continue
 		}
+		enabled = append(enabled, a)
 		sum.Accounts++
 		a = a.WithDefaults(s.Config.DefaultSettleDelay)
 		closed := a.ClosedThrough(now)
@@ -199,8 +207,8 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 	selected := roundRobin(queues, s.Config.PerSweepCap, rotation(now, len(queues)))
 	sum.Capped = sum.Due - len(selected)
 
-	claims, skipped, exhausted, claimErrs := s.claim(ctx, selected)
-	sum.Claimed, sum.Skipped, sum.Exhausted = len(claims), skipped, exhausted
+	claims, skipped, retired, claimErrs := s.claim(ctx, selected)
+	sum.Claimed, sum.Skipped, sum.Retired = len(claims), skipped, retired
 	for _, err := range claimErrs {
 		fail(err)
 	}
@@ -209,6 +217,20 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 	sum.Enqueued, sum.Released = sent, released
 	for _, err := range sendErrs {
 		fail(err)
+	}
+
+	// Counted last, so the rows this sweep's claims retired are included.
+	for _, a := range enabled {
+		n, stats, err := s.Ledger.CountExhausted(ctx, a.ID)
+		sum.ItemsRead += stats.Items
+		if err != nil {
+			fail(fmt.Errorf("account %s: count exhausted: %w", a.ID, err))
+			continue
+		}
+		sum.Exhausted += n
+		if n > 0 {
+			s.log().Warn("partitions stopped retrying; fix the cause and requeue them", "account", a.ID, "exhausted", n)
+		}
 	}
 	return sum, errors.Join(errs...)
 }
@@ -279,7 +301,7 @@ func claimReason(r ledger.Row) ledger.Reason {
 }
 
 // claim claims rows concurrently and returns the claims in the rows' order.
-func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger.Claim, skipped, exhausted int, errs []error) {
+func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger.Claim, skipped, retired int, errs []error) {
 	n := s.Config.ClaimConcurrency
 	if n <= 0 {
 		n = 8
@@ -299,7 +321,7 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			case err == nil:
 				results[i] = &c
 			case errors.Is(err, ledger.ErrExhausted):
-				exhausted++
+				retired++
 				s.log().Warn("partition exhausted its attempts", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
 			case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
 				skipped++ // another sweep or a manual run got there first
@@ -314,7 +336,7 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			claims = append(claims, *c)
 		}
 	}
-	return claims, skipped, exhausted, errs
+	return claims, skipped, retired, errs
 }
 
 // JobFor returns the job message of a claim.
@@ -324,7 +346,10 @@ func JobFor(c ledger.Claim) Job {
 }
 
 // send enqueues claims in batches of 10 and releases every claim whose
-// message was not accepted.
+// message was not accepted. SQS may report an error for a message it did
+// accept (a timeout, a lost response): if an exporter already started that
+// job, the ledger refuses the release (ErrClaimLost) and the job counts as
+// sent, not released.
 func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, released int, errs []error) {
 	for start := 0; start < len(claims); start += 10 {
 		batch := claims[start:min(start+10, len(claims))]
@@ -364,15 +389,24 @@ func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, releas
 		sent += len(batch) - len(failed)
 		for i, why := range failed {
 			c := batch[i]
-			errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why))
 			// A fresh context: the claim must go back even if ctx is ending.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := s.Ledger.Release(rctx, c); err != nil {
-				errs = append(errs, fmt.Errorf("release %s (it will be reclaimed when its lease ends): %w", c.Key, err))
-			} else {
-				released++
-			}
+			err := s.Ledger.Release(rctx, c)
 			cancel()
+			switch {
+			case err == nil:
+				released++
+				errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why))
+			case errors.Is(err, ledger.ErrClaimLost):
+				// The job got through after all and an exporter started it (or the
+				// claim moved on): the row is not ours to give back.
+				sent++
+				s.log().Warn("send reported an error but the job was delivered; counted as sent",
+					"account", c.AccountID, "dataset", c.Dataset, "day", c.Day.String(), "send_error", why, "release", err.Error())
+			default:
+				errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why),
+					fmt.Errorf("release %s (it will be reclaimed when its lease ends): %w", c.Key, err))
+			}
 		}
 	}
 	return sent, released, errs

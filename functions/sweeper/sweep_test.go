@@ -462,17 +462,29 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-03-30", "UTC", nil) // 03-30, 03-31
+	a := newAccount(t, l, "a", "2026-03-29", "UTC", nil) // 03-29, 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	if _, err := s.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	jobs := rec.take()
-	// 03-30 fails; 03-31's worker dies (its claim is never completed).
-	j := jobs[0]
-	failed, err := l.Fail(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay(j.Day)}, j.ClaimToken, errors.New("throttled"))
+	if len(jobs) != 3 {
+		t.Fatalf("first sweep sent %+v", jobs)
+	}
+	key := func(j Job) ledger.Key {
+		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)}
+	}
+	// 03-29 runs and fails; 03-30's worker starts and dies (its claim is never
+	// completed); 03-31's job waits in the queue past its lease, never started.
+	if _, err := l.Start(ctx, key(jobs[0]), jobs[0].ClaimToken); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := l.Fail(ctx, key(jobs[0]), jobs[0].ClaimToken, errors.New("throttled"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start(ctx, key(jobs[1]), jobs[1].ClaimToken); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set(failed.NextAttemptAt.Add(-time.Second))
@@ -485,16 +497,167 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	retried := rec.take()
-	if sum.Claimed != 2 || len(retried) != 2 {
+	if sum.Claimed != 3 || len(retried) != 3 {
 		t.Fatalf("retry sweep %+v %+v", sum, retried)
 	}
+	// The runs that started used an attempt; the job that never ran did not.
+	want := "2026-03-29 retry attempt 2, 2026-03-30 retry attempt 2, 2026-03-31 retry attempt 1"
+	var got []string
 	for _, r := range retried {
-		if r.Reason != "retry" || r.Attempt != 2 {
-			t.Errorf("retry job %+v", r)
+		got = append(got, fmt.Sprintf("%s %s attempt %d", r.Day, r.Reason, r.Attempt))
+	}
+	if strings.Join(got, ", ") != want {
+		t.Errorf("retry jobs (failed-and-due first, then dead claims):\n got %s\nwant %s", strings.Join(got, ", "), want)
+	}
+	// The job that waited is dropped when its old message finally arrives.
+	if _, err := l.Start(ctx, key(jobs[2]), jobs[2].ClaimToken); !errors.Is(err, ledger.ErrClaimLost) {
+		t.Errorf("old message of a reclaimed job started: %v", err)
+	}
+	if c, err := l.Start(ctx, key(retried[2]), retried[2].ClaimToken); err != nil || c.Attempt != 1 {
+		t.Errorf("start of the reclaimed job: %+v %v", c, err)
+	}
+}
+
+// TestBacklogLongerThanLeaseNeverExhausts: when jobs wait in SQS longer than
+// the lease, each sweep reclaims them, but a claim that never started uses no
+// attempt: the row is never marked exhausted without having run, and each
+// superseded message is dropped at Start.
+func TestBacklogLongerThanLeaseNeverExhausts(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	a := newAccount(t, l, "a", "2026-03-31", "UTC", nil)
+	rec := &recordingSQS{}
+	s := sweeper(only(l, a), rec, clk, 10, 10)
+	var msgs []Job
+	for round := range l.Config().MaxAttempts + 2 {
+		sum, err := s.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := rec.take()
+		if sum.Claimed != 1 || sum.Retired != 0 || sum.Exhausted != 0 || len(sent) != 1 || sent[0].Attempt != 1 {
+			t.Fatalf("round %d: summary %+v, jobs %+v; want one claim on attempt 1 and nothing exhausted", round, sum, sent)
+		}
+		msgs = append(msgs, sent[0])
+		clk.Advance(lease + time.Minute) // nobody has received the job yet
+	}
+	key := ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay("2026-03-31")}
+	if r, err := l.Get(ctx, key); err != nil || r.State != ledger.StateRunning || r.Attempts != 0 || r.Exhausted {
+		t.Fatalf("row after the backlog %+v %v", r, err)
+	}
+	// The backlog drains: only the newest message runs.
+	started := 0
+	for _, m := range msgs {
+		if _, err := l.Start(ctx, key, m.ClaimToken); err == nil {
+			started++
+		} else if !errors.Is(err, ledger.ErrClaimLost) {
+			t.Fatal(err)
 		}
 	}
-	if retried[0].Day != "2026-03-30" {
-		t.Errorf("failed-and-due (older day) should precede the dead claim: %+v", retried)
+	if started != 1 {
+		t.Errorf("%d of %d queued messages started, want 1", started, len(msgs))
+	}
+}
+
+// deliveringSQS plays a send that reaches the queue, where an exporter
+// starts the job at once, while the response is lost: SendMessageBatch
+// returns an error.
+type deliveringSQS struct {
+	l   *ledger.Ledger
+	err error
+}
+
+func (d *deliveringSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	for _, e := range in.Entries {
+		var j Job
+		if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &j); err != nil {
+			return nil, err
+		}
+		key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)}
+		if _, err := d.l.Start(ctx, key, j.ClaimToken); err != nil {
+			return nil, err
+		}
+	}
+	return nil, d.err
+}
+
+// TestSendErrorForADeliveredJobKeepsItRunning: a send that reports an error
+// for a job an exporter already started must not release the claim (a second
+// exporter could then run the partition, L2); the job counts as sent.
+func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	a := newAccount(t, l, "a", "2026-03-31", "UTC", nil)
+	s := sweeper(only(l, a), &deliveringSQS{l: l, err: errors.New("read tcp: connection reset by peer")}, clk, 10, 10)
+	sum, err := s.Run(ctx)
+	if err != nil {
+		t.Errorf("sweep error %v: the job was delivered", err)
+	}
+	if sum.Claimed != 1 || sum.Enqueued != 1 || sum.Released != 0 {
+		t.Errorf("summary %+v, want the job counted as sent, not released", sum)
+	}
+	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay("2026-03-31")})
+	if err != nil || r.State != ledger.StateRunning || r.StartedAt.IsZero() || r.Attempts != 1 {
+		t.Fatalf("row %+v %v, want running under the started claim", r, err)
+	}
+	clk.Advance(15 * time.Minute)
+	rec := &recordingSQS{}
+	s.SQS = rec
+	if sum, err := s.Run(ctx); err != nil || sum.Claimed != 0 || len(rec.take()) != 0 {
+		t.Errorf("the running job was claimed again: %+v %v", sum, err)
+	}
+}
+
+// TestExhaustedIsALevel: every sweep reports how many partitions stopped
+// retrying, not only the sweep in which one stopped (L1, O3).
+func TestExhaustedIsALevel(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	a := newAccount(t, l, "a", "2026-03-30", "UTC", nil) // 03-30, 03-31
+	rec := &recordingSQS{}
+	s := sweeper(only(l, a), rec, clk, 10, 10)
+	key := func(j Job) ledger.Key {
+		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)}
+	}
+	// 03-30 fails every attempt; 03-31 starts every attempt and dies.
+	for round := range l.Config().MaxAttempts {
+		sum, err := s.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Exhausted != 0 {
+			t.Errorf("round %d: %d exhausted", round, sum.Exhausted)
+		}
+		for _, j := range rec.take() {
+			if _, err := l.Start(ctx, key(j), j.ClaimToken); err != nil {
+				t.Fatal(err)
+			}
+			if j.Day == "2026-03-30" {
+				if _, err := l.Fail(ctx, key(j), j.ClaimToken, errors.New("access denied")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		clk.Advance(2 * time.Hour) // past the backoff cap and the lease
+	}
+	for round, want := range []Summary{{Exhausted: 2, Retired: 1}, {Exhausted: 2}} {
+		sum, err := s.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Exhausted != want.Exhausted || sum.Retired != want.Retired || sum.Claimed != 0 {
+			t.Errorf("sweep %d after exhaustion: %+v, want exhausted %d, retired %d", round, sum, want.Exhausted, want.Retired)
+		}
+		clk.Advance(15 * time.Minute)
+	}
+	if _, err := l.Requeue(ctx, a.ID, "events", layout.MustDay("2026-03-30"), layout.MustDay("2026-03-30"), ledger.ReasonManual); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := s.Run(ctx); err != nil || sum.Exhausted != 1 || sum.Claimed != 1 {
+		t.Errorf("sweep after a requeue: %+v %v, want 1 exhausted and the requeued day claimed", sum, err)
 	}
 }
 
@@ -510,7 +673,7 @@ func TestSummaryJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "exhausted", "duration_ms"} {
+	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "exhausted", "retired", "duration_ms"} {
 		if !strings.Contains(string(b), `"`+k+`"`) {
 			t.Errorf("summary JSON %s lacks %s", b, k)
 		}

@@ -69,7 +69,20 @@ type Destination struct {
 	Endpoint    string `json:"endpoint,omitempty"`
 	Format      string `json:"format,omitempty"`      // parquet (default) | ndjson
 	Compression string `json:"compression,omitempty"` // parquet: snappy (default) | zstd; ndjson: gzip (default)
+	// Checksums says which S3 checksum headers uploads send: full_object
+	// (default: per-part CRC32C and a whole-object CRC32C that AWS S3
+	// verifies), composite (per-part only), or none, for S3-compatible
+	// stores that reject checksum headers (C3). The manifest always carries
+	// daybook's own CRC32C.
+	Checksums string `json:"checksums,omitempty"`
 }
+
+// Checksum modes of Destination.Checksums.
+const (
+	ChecksumsFullObject = "full_object"
+	ChecksumsComposite  = "composite"
+	ChecksumsNone       = "none"
+)
 
 // Duration is a time.Duration written as "2h", "90m" in JSON.
 type Duration time.Duration
@@ -211,6 +224,11 @@ func (a Account) Validate() error {
 		}
 	default:
 		bad("destination.format", d.Format, "want parquet or ndjson")
+	}
+	switch d.Checksums {
+	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
+	default:
+		bad("destination.checksums", d.Checksums, "want full_object, composite or none")
 	}
 	return errors.Join(errs...)
 }

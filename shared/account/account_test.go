@@ -54,6 +54,7 @@ func TestValidate(t *testing.T) {
 		{"format", func(a *Account) { a.Destination.Format = "csv" }, `destination.format "csv"`},
 		{"parquet gzip", func(a *Account) { a.Destination.Compression = "gzip" }, `destination.compression "gzip"`},
 		{"ndjson zstd", func(a *Account) { a.Destination.Format = "ndjson"; a.Destination.Compression = "zstd" }, `destination.compression "zstd"`},
+		{"unknown checksum mode", func(a *Account) { a.Destination.Checksums = "md5" }, `destination.checksums "md5"`},
 		{"role arn", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::12:role/x"; a.Destination.ExternalID = "e" }, `destination.role_arn "arn:aws:iam::12:role/x"`},
 		{"role without external id", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::123456789012:role/daybook-export-acme" }, "destination.external_id"},
 		{"external id without role", func(a *Account) { a.Destination.ExternalID = "e" }, "without a role_arn"},

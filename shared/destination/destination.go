@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,18 +23,44 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 )
 
-// Factory builds S3 clients for destinations from daybook's own configuration.
+// Factory builds S3 clients for destinations from daybook's own
+// configuration and keeps one per destination identity, so a warm Lambda
+// reuses its assumed-role credentials instead of calling AssumeRole for
+// every partition. Use it by pointer; it is safe for concurrent use.
 type Factory struct {
 	Base aws.Config
 	// STS is used to assume customer roles; nil means sts.NewFromConfig(Base).
 	STS stscreds.AssumeRoleAPIClient
+
+	mu      sync.Mutex
+	clients map[clientKey]*s3.Client
+}
+
+// clientKey is everything that makes two destinations' clients differ.
+type clientKey struct {
+	account, region, role, externalID, endpoint string
 }
 
 // Client returns an S3 client acting in the destination's account. With a
 // role, credentials come from AssumeRole with the external id (cached and
 // refreshed by the SDK); without one, daybook's own credentials are used —
 // the explicit fallback of C1.
-func (f Factory) Client(accountID string, d account.Destination) *s3.Client {
+func (f *Factory) Client(accountID string, d account.Destination) *s3.Client {
+	key := clientKey{accountID, d.Region, d.RoleARN, d.ExternalID, d.Endpoint}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.clients[key]; ok {
+		return c
+	}
+	if f.clients == nil {
+		f.clients = map[clientKey]*s3.Client{}
+	}
+	c := f.newClient(accountID, d)
+	f.clients[key] = c
+	return c
+}
+
+func (f *Factory) newClient(accountID string, d account.Destination) *s3.Client {
 	cfg := f.Base.Copy()
 	if d.Region != "" {
 		cfg.Region = d.Region

@@ -30,7 +30,7 @@ func TestConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	f := destination.Factory{Base: cfg}
+	f := &destination.Factory{Base: cfg}
 
 	t.Run("own role", func(t *testing.T) {
 		api := f.Client("acct_a", account.Destination{Bucket: "dest-conn-test"})
@@ -62,6 +62,18 @@ func TestConnection(t *testing.T) {
 		}
 		if creds.AccessKeyID == "testing" || creds.SessionToken == "" {
 			t.Errorf("credentials were not assumed: %+v", creds.AccessKeyID)
+		}
+	})
+
+	t.Run("one client per destination identity", func(t *testing.T) {
+		d := account.Destination{Bucket: "dest-conn-test", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-x", ExternalID: "ext-1"}
+		if f.Client("acct_b", d) != f.Client("acct_b", d) {
+			t.Error("the same destination built two clients (and would assume the role twice)")
+		}
+		d2 := d
+		d2.ExternalID = "ext-2"
+		if f.Client("acct_b", d) == f.Client("acct_b", d2) {
+			t.Error("a different external id reused a client")
 		}
 	})
 

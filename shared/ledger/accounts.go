@@ -65,33 +65,17 @@ func accountFromItem(item map[string]types.AttributeValue) (account.Account, err
 // ListAccounts returns every account (enabled or not), ordered by id, reading
 // pk=ACCOUNTS page by page.
 func (l *Ledger) ListAccounts(ctx context.Context) ([]account.Account, error) {
-	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(val(pkAccounts))).Build()
-	if err != nil {
-		return nil, err
-	}
 	var out []account.Account
-	var start map[string]types.AttributeValue
-	for {
-		page, err := l.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(l.cfg.Table),
-			KeyConditionExpression:    expr.KeyCondition(),
-			ExpressionAttributeNames:  expr.Names(),
-			ExpressionAttributeValues: expr.Values(),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return out, fmt.Errorf("ledger: list accounts: %w", err)
-		}
-		for _, it := range page.Items {
-			a, err := accountFromItem(it)
-			if err != nil {
-				return out, err
+	_, err := l.queryPages(ctx, "list accounts", "", expression.Key(AttrPK).Equal(val(pkAccounts)), "", 0,
+		func(page *dynamodb.QueryOutput) error {
+			for _, it := range page.Items {
+				a, err := accountFromItem(it)
+				if err != nil {
+					return err
+				}
+				out = append(out, a)
 			}
-			out = append(out, a)
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		start = page.LastEvaluatedKey
-	}
+			return nil
+		})
+	return out, err
 }

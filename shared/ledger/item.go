@@ -24,6 +24,7 @@ type record struct {
 	Attempts       int    `dynamodbav:"attempts"`
 	ClaimToken     string `dynamodbav:"claim_token"`
 	ClaimedAt      string `dynamodbav:"claimed_at"`
+	StartedAt      string `dynamodbav:"started_at"`
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`
@@ -53,6 +54,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		Attempts:       r.Attempts,
 		ClaimToken:     r.ClaimToken,
 		ClaimedAt:      parseTime(r.ClaimedAt),
+		StartedAt:      parseTime(r.StartedAt),
 		LeaseUntil:     parseTime(r.LeaseUntil),
 		NextAttemptAt:  parseTime(r.NextAttemptAt),
 		LastError:      r.LastError,
@@ -119,7 +121,9 @@ func isConditionFailed(err error) bool {
 }
 
 // update runs one conditional UpdateItem and returns the attributes asked
-// for by rv; a failed condition is errCondition.
+// for by rv. A failed condition is errCondition, returned with the item as it
+// was (ReturnValuesOnConditionCheckFailure ALL_OLD; empty if there is no
+// item), so a caller can say why without a second read.
 func (l *Ledger) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
 	b := expression.NewBuilder().WithUpdate(upd)
 	if cond.IsSet() {
@@ -137,10 +141,13 @@ func (l *Ledger) update(ctx context.Context, key map[string]types.AttributeValue
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		ReturnValues:              rv,
+
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
-		if isConditionFailed(err) {
-			return nil, errCondition
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return ccf.Item, errCondition
 		}
 		return nil, fmt.Errorf("ledger: update %s/%s: %w", avString(key[AttrPK]), avString(key[AttrSK]), err)
 	}

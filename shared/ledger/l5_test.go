@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -57,19 +56,20 @@ func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset strin
 func n64(v int64) types.AttributeValue { return n(v) }
 
 // TestSweepReadCostIndependentOfLedgerSize is SPEC L5 with numbers: the same
-// due work behind 100 and behind 10,000 completed rows costs the same reads.
+// due work behind 100 and behind 10,000 completed rows costs the same reads,
+// and so does counting the partitions that stopped retrying.
 func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, db := newTestLedger(t, clk)
 	cutoff := layout.MustDay("2026-01-01") // completed history ends before this
-	measure := func(acct string, completed int) (ReadStats, int) {
+	setup := func(acct string, completed int) {
 		start := time.Now()
-		defer func() { t.Logf("setup of %s took %s", acct, time.Since(start).Round(time.Millisecond)) }()
 		seedCompleted(t, db, l.cfg.Table, acct, "events", cutoff, completed)
 		t.Logf("seeded %d completed rows for %s in %s", completed, acct, time.Since(start).Round(time.Millisecond))
-		// The same due work: 3 queued, 5 pending, 2 failed-and-due, 1 dead claim.
-		if _, err := l.Materialize(ctx, acct, "events", layout.MustDay("2026-01-01"), layout.MustDay("2026-01-11")); err != nil {
+		// The same due work: 3 queued, 5 pending, 2 failed-and-due, 1 dead
+		// claim; and 1 exhausted row, which is not due.
+		if _, err := l.Materialize(ctx, acct, "events", layout.MustDay("2026-01-01"), layout.MustDay("2026-01-12")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := l.Requeue(ctx, acct, "events", layout.MustDay("2026-01-09"), layout.MustDay("2026-01-11"), ReasonManual); err != nil {
@@ -85,17 +85,33 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := l.Claim(ctx, Key{acct, "events", layout.MustDay("2026-01-03")}, ""); err != nil {
+		dead := Key{acct, "events", layout.MustDay("2026-01-03")}
+		c, err := l.Claim(ctx, dead, "")
+		if err != nil {
 			t.Fatal(err)
 		}
-		return ReadStats{}, 0
+		if _, err := l.Start(ctx, dead, c.Token); err != nil {
+			t.Fatal(err)
+		}
+		// 2026-01-12 fails every attempt at once (MaxAttempts 1 for it).
+		k := Key{acct, "events", layout.MustDay("2026-01-12")}
+		once, err := New(l.db, func() Config { c := l.cfg; c.MaxAttempts = 1; return c }())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err = once.Claim(ctx, k, ""); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := once.Fail(ctx, k, c.Token, errors.New("boom")); err != nil || !r.Exhausted {
+			t.Fatalf("exhaust %s: %+v %v", k, r, err)
+		}
 	}
 	small, large := testAccount(t, "small"), testAccount(t, "large")
-	measure(small, 100)
-	measure(large, 10_000)
+	setup(small, 100)
+	setup(large, 10_000)
 	clk.Advance(testLease + time.Hour) // failed rows due, the claim dead
 
-	results := map[string]ReadStats{}
+	due, exhausted := map[string]ReadStats{}, map[string]ReadStats{}
 	for _, acct := range []string{small, large} {
 		start := time.Now()
 		rows, stats, err := l.Due(ctx, acct, 50)
@@ -106,16 +122,26 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		if len(rows) != 11 {
 			t.Fatalf("%s: %d due rows, want 11: %v", acct, len(rows), dueDays(rows))
 		}
-		results[acct] = stats
+		due[acct] = stats
+		n, stats, err := l.CountExhausted(ctx, acct)
+		if err != nil || n != 1 {
+			t.Fatalf("%s: CountExhausted = %d %v, want 1", acct, n, err)
+		}
+		exhausted[acct] = stats
 	}
-	s, g := results[small], results[large]
-	t.Logf("L5: ledger of   111 rows (100 completed): Due read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
-	t.Logf("L5: ledger of 10011 rows (10000 completed): Due read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
+	s, g := due[small], due[large]
+	t.Logf("L5: ledger of   112 rows (100 completed): Due read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
+	t.Logf("L5: ledger of 10012 rows (10000 completed): Due read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
 	if s.Items != g.Items || s.Queries != g.Queries {
 		t.Errorf("read cost depends on ledger size: %+v vs %+v", s, g)
 	}
 	if g.Items != 11 {
 		t.Errorf("Due read %d items for 11 due rows", g.Items)
 	}
-	_ = aws.String
+	s, g = exhausted[small], exhausted[large]
+	t.Logf("L5: ledger of   112 rows (100 completed): CountExhausted read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
+	t.Logf("L5: ledger of 10012 rows (10000 completed): CountExhausted read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
+	if s.Items != g.Items || s.Queries != g.Queries || g.Items != 1 || g.Queries != 1 {
+		t.Errorf("CountExhausted read %+v and %+v, want 1 item in 1 query for 1 exhausted row", s, g)
+	}
 }

@@ -17,21 +17,26 @@
 // # The sparse "due" index (L5)
 //
 // A partition row carries due_account=<account> and due_key only while it has
-// work to do; the GSI `due` (hash due_account, range due_key) holds nothing
-// else, so finding due work never reads completed rows, whatever the size of
-// the ledger:
+// work to do or waits for an operator; the GSI `due` (hash due_account, range
+// due_key) holds nothing else, so finding due work never reads completed
+// rows, whatever the size of the ledger:
 //
 //	queued                       0#<day>#<dataset>
 //	pending                      1#<day>#<dataset>
 //	failed, attempts left        2#<next_attempt_at>#<day>#<dataset>
 //	running                      3#<lease_until>#<day>#<dataset>
-//	completed, failed-exhausted  (no due_account/due_key: not in the index)
+//	failed, exhausted            9#<day>#<dataset>
+//	completed                    (no due_account/due_key: not in the index)
 //
 // Times in keys and attributes are RFC 3339 UTC at second precision
 // (2006-01-02T15:04:05Z): fixed width, so string order is time order. Due
 // reads four key ranges per account with key conditions only (no filter):
 // begins_with 0#, begins_with 1#, BETWEEN 2# AND 2#<now>, BETWEEN 3# AND
-// 3#<now> (dead claims), and merges them in SPEC S1 order.
+// 3#<now> (dead claims), and merges them in SPEC S1 order. It never reads the
+// 9# class: an exhausted row stopped retrying (L1). CountExhausted counts that
+// class (a COUNT Query on begins_with 9#), so "stopped retrying" is a level
+// the sweeper publishes every sweep (O3), and its cost grows with the
+// exhausted rows only.
 //
 // # States and transitions (L1, L2)
 //
@@ -39,27 +44,33 @@
 //
 //	Materialize     (absent)                          -> pending     attribute_not_exists(pk)
 //	Claim           queued | pending | failed-and-due
-//	                | running with lease_until < now  -> running     state condition, new random token
-//	ClaimManual     anything but a live running claim -> running     (absent rows are created)
+//	                | running with lease_until < now,
+//	                  not started or attempts left    -> running     state condition, new random token
+//	ClaimManual     anything but a live running claim -> running, started, attempts=1 (absent rows are created)
 //	                live running claim                -> rerun_requested=true, ErrBusy
-//	Start           running (token), not started      -> started_at set, lease renewed
-//	                (a second delivery of the job gets ErrClaimLost)
-//	Release         running (token)                   -> previous due state
-//	Complete        running (token)                   -> completed, generation+1
-//	                running (token), rerun_requested  -> queued (manual), generation+1, stats kept
-//	Fail            running (token)                   -> failed with backoff, or failed+exhausted
-//	                                                     after MaxAttempts (leaves the index)
+//	Start           running (token), not started      -> started_at set, attempts+1, lease renewed
+//	                (a second delivery of the job, or a reclaimed job's old message, gets ErrClaimLost)
+//	Release         running (token), not started      -> previous due state
+//	                started                           -> ErrClaimLost (the job got through; row untouched)
+//	Complete        running (token)                   -> completed, generation = res.Generation or +1
+//	                running (token), rerun_requested  -> queued (manual), generation as above, stats kept
+//	Fail            running (token)                   -> failed with backoff, or failed+exhausted (9#)
+//	                                                     after MaxAttempts
 //	                running (token), rerun_requested  -> queued (manual)
 //	Requeue         anything but a live running claim -> queued (absent rows are created)
 //	                live running claim                -> rerun_requested=true
 //
 // A write guarded by a claim token that no longer matches returns ErrClaimLost.
-// A dead claim (lease expired) whose attempts reached MaxAttempts is not
-// reclaimed: Claim marks it failed+exhausted and returns ErrExhausted.
+// A dead claim (lease expired) that started on attempt MaxAttempts is not
+// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrExhausted.
 //
-// attempts counts claims since the row was last queued or materialized
-// (a claim is an attempt; Release gives it back). generation counts
-// successful exports; Claim returns the generation the run will commit.
+// attempts counts runs started since the row was last queued or
+// materialized: a run uses an attempt when it starts (Start, or ClaimManual,
+// which starts at once), not when it is claimed, so a job that waits in SQS
+// longer than the lease is reclaimed without losing an attempt, and a row
+// never exhausts its attempts without having run. Claim returns the attempt
+// number the run will be. generation counts successful exports and only ever
+// increases; Claim returns the generation the run will commit at least.
 package ledger
 
 import (
@@ -95,7 +106,8 @@ const (
 	duePending    = "1#"
 	dueFailed     = "2#"
 	dueRunning    = "3#"
-	dueUpperBound = "$" // sorts after '#': "2#<now>$" includes every key stamped <= now
+	dueExhausted  = "9#" // counted by CountExhausted, never read by Due
+	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 )
 
 // Day is a civil date (YYYY-MM-DD).
@@ -303,10 +315,13 @@ func partitionPK(account, dataset string) string {
 // key (NextAttemptAt for failed rows, LeaseUntil for running ones).
 type Row struct {
 	Key
-	State          State
-	Attempts       int
-	ClaimToken     string
-	ClaimedAt      time.Time
+	State      State
+	Attempts   int
+	ClaimToken string
+	ClaimedAt  time.Time
+	// StartedAt is when the current (or last) claim's run started; zero for
+	// a claim not started yet.
+	StartedAt      time.Time
 	LeaseUntil     time.Time
 	NextAttemptAt  time.Time
 	LastError      string
@@ -347,6 +362,12 @@ type Result struct {
 	Files       int
 	ManifestKey string
 	Duration    time.Duration
+	// Generation, if > 0, is the generation the run committed (the exporter
+	// takes max(claim generation, generation in the old _SUCCESS + 1), so a
+	// crash between _SUCCESS and Complete never repeats a number). Complete
+	// stores it and refuses one not above the stored generation. 0 means
+	// stored generation + 1.
+	Generation int64
 }
 
 // ReadStats counts what a read cost (L5).
@@ -386,6 +407,12 @@ func dueKey(state State, day Day, dataset string, at time.Time) string {
 		return dueRunning + fmtTime(at) + "#" + day.String() + "#" + dataset
 	}
 	return ""
+}
+
+// exhaustedDueKey is the due key of a failed row that stopped retrying: in
+// the index so CountExhausted can count it, outside every range Due reads.
+func exhaustedDueKey(day Day, dataset string) string {
+	return dueExhausted + day.String() + "#" + dataset
 }
 
 // ctxErr gives the context's error precedence in loops.

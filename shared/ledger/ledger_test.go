@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,6 +121,14 @@ func (f *fixture) running() {
 	f.token = c.Token
 }
 
+// started is a claimed job whose exporter called Start.
+func (f *fixture) started() {
+	f.t.Helper()
+	f.running()
+	_, err := f.l.Start(f.ctx, f.key, f.token)
+	f.must(err)
+}
+
 func (f *fixture) completed() {
 	f.t.Helper()
 	f.running()
@@ -140,16 +149,24 @@ func (f *fixture) failedDue() {
 	f.clk.Advance(2 * time.Hour)
 }
 
-func (f *fixture) exhausted() {
+// runs claims, starts and fails the row n times.
+func (f *fixture) runs(n int) {
 	f.t.Helper()
-	f.pending()
-	for range f.l.cfg.MaxAttempts {
+	for range n {
 		c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+		f.must(err)
+		_, err = f.l.Start(f.ctx, f.key, c.Token)
 		f.must(err)
 		_, err = f.l.Fail(f.ctx, f.key, c.Token, errors.New("boom"))
 		f.must(err)
 		f.clk.Advance(2 * time.Hour)
 	}
+}
+
+func (f *fixture) exhausted() {
+	f.t.Helper()
+	f.pending()
+	f.runs(f.l.cfg.MaxAttempts)
 }
 
 func (f *fixture) queued() {
@@ -179,6 +196,18 @@ func TestTransitions(t *testing.T) {
 			f.t.Errorf("due_key %q, want none", r.DueKey)
 		}
 	}
+	attempts := func(n int) check {
+		return func(f *fixture, r Row) {
+			if r.Attempts != n {
+				f.t.Errorf("attempts %d, want %d (%+v)", r.Attempts, n, r)
+			}
+		}
+	}
+	exhaustedKey := func(f *fixture, r Row) {
+		if want := "9#" + f.key.Day.String() + "#" + f.key.Dataset; r.DueKey != want || !r.Exhausted {
+			f.t.Errorf("due_key %q exhausted %v, want %q and exhausted", r.DueKey, r.Exhausted, want)
+		}
+	}
 	cases := []struct {
 		name    string
 		setup   func(f *fixture)
@@ -193,7 +222,7 @@ func TestTransitions(t *testing.T) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
-		}, nil, StateRunning, []check{inIndex("3#")}},
+		}, nil, StateRunning, []check{inIndex("3#"), attempts(0)}}, // a claim uses no attempt: Start does
 		{"claim queued", (*fixture).queued, func(f *fixture) error {
 			c, err := f.l.Claim(f.ctx, f.key, "")
 			if err == nil && c.Reason != ReasonManual {
@@ -223,7 +252,7 @@ func TestTransitions(t *testing.T) {
 		{"claim exhausted is refused", (*fixture).exhausted, func(f *fixture) error {
 			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
 			return err
-		}, ErrConflict, StateFailed, []check{notInIndex}},
+		}, ErrConflict, StateFailed, []check{exhaustedKey, attempts(3)}},
 		{"claim absent", func(f *fixture) {}, func(f *fixture) error {
 			_, err := f.l.Claim(f.ctx, f.key, "")
 			return err
@@ -235,11 +264,24 @@ func TestTransitions(t *testing.T) {
 				f.t.Errorf("start %+v", c)
 			}
 			return err
-		}, nil, StateRunning, []check{inIndex("3#"), func(f *fixture, r Row) {
-			if !r.LeaseUntil.Equal(f.clk.Now().Add(testLease)) {
-				f.t.Errorf("lease not renewed from the start: %s", r.LeaseUntil)
+		}, nil, StateRunning, []check{inIndex("3#"), attempts(1), func(f *fixture, r Row) {
+			if !r.LeaseUntil.Equal(f.clk.Now().Add(testLease)) || !r.StartedAt.Equal(f.clk.Now()) {
+				f.t.Errorf("lease not renewed from the start: %s (started %s)", r.LeaseUntil, r.StartedAt)
 			}
 		}}},
+		{"start the old message of a reclaimed dead claim", (*fixture).running, func(f *fixture) error {
+			f.clk.Advance(testLease + time.Minute) // the job waited in the queue past its lease
+			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			f.must(err)
+			if c.Attempt != 1 {
+				f.t.Errorf("reclaim of a claim that never started: attempt %d, want 1", c.Attempt)
+			}
+			if _, err := f.l.Start(f.ctx, f.key, f.token); !errors.Is(err, ErrClaimLost) {
+				f.t.Errorf("old message started: %v", err)
+			}
+			_, err = f.l.Start(f.ctx, f.key, c.Token)
+			return err
+		}, nil, StateRunning, []check{attempts(1)}},
 		{"second delivery of a started job", (*fixture).running, func(f *fixture) error {
 			_, err := f.l.Start(f.ctx, f.key, f.token)
 			f.must(err)
@@ -282,6 +324,10 @@ func TestTransitions(t *testing.T) {
 			}
 			return err
 		}, nil, StateFailed, []check{inIndex("2#")}},
+		{"fail a started claim", (*fixture).started, func(f *fixture) error {
+			_, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("x"))
+			return err
+		}, nil, StateFailed, []check{inIndex("2#"), attempts(1)}}, // counted once, at Start
 		{"fail twice", (*fixture).failed, func(f *fixture) error {
 			_, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("again"))
 			return err
@@ -292,14 +338,10 @@ func TestTransitions(t *testing.T) {
 		}, ErrClaimLost, StateRunning, nil},
 		{"last attempt fails: exhausted", func(f *fixture) {
 			f.pending()
-			for range f.l.cfg.MaxAttempts - 1 {
-				c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
-				f.must(err)
-				_, err = f.l.Fail(f.ctx, f.key, c.Token, errors.New("boom"))
-				f.must(err)
-				f.clk.Advance(2 * time.Hour)
-			}
+			f.runs(f.l.cfg.MaxAttempts - 1)
 			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			f.must(err)
+			_, err = f.l.Start(f.ctx, f.key, c.Token)
 			f.must(err)
 			f.token = c.Token
 		}, func(f *fixture) error {
@@ -308,7 +350,7 @@ func TestTransitions(t *testing.T) {
 				f.t.Errorf("row %+v", r)
 			}
 			return err
-		}, nil, StateFailed, []check{notInIndex}},
+		}, nil, StateFailed, []check{exhaustedKey}},
 		{"requeue a live running row records a rerun", (*fixture).running, func(f *fixture) error {
 			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
 			if err == nil && res.RerunRequested != 1 {
@@ -352,6 +394,31 @@ func TestTransitions(t *testing.T) {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
+		{"release a started claim is refused", (*fixture).started, func(f *fixture) error {
+			// The send reported an error, but the message got through and an
+			// exporter started it: releasing it would let a second one run it.
+			c := Claim{Key: f.key, Token: f.token, Attempt: 1, Prev: Row{Key: f.key, State: StatePending}}
+			return f.l.Release(f.ctx, c)
+		}, ErrClaimLost, StateRunning, []check{inIndex("3#"), attempts(1), func(f *fixture, r Row) {
+			if r.ClaimToken != f.token || r.StartedAt.IsZero() {
+				f.t.Errorf("row %+v", r)
+			}
+		}}},
+		{"release a reclaimed dead claim keeps the attempts", func(f *fixture) {
+			f.pending()
+			f.runs(1)
+			f.running()
+			_, err := f.l.Start(f.ctx, f.key, f.token)
+			f.must(err)
+			f.clk.Advance(testLease + time.Minute)
+		}, func(f *fixture) error {
+			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			f.must(err)
+			if c.Attempt != 3 {
+				f.t.Errorf("claim %+v, want attempt 3", c)
+			}
+			return f.l.Release(f.ctx, c)
+		}, nil, StateFailed, []check{inIndex("2#"), attempts(2)}},
 		{"release after a lost claim", (*fixture).pending, func(f *fixture) error {
 			c, err := f.l.Claim(f.ctx, f.key, "")
 			f.must(err)
@@ -375,7 +442,7 @@ func TestTransitions(t *testing.T) {
 		{"manual claim of an exhausted row", (*fixture).exhausted, func(f *fixture) error {
 			_, err := f.l.ClaimManual(f.ctx, f.key)
 			return err
-		}, nil, StateRunning, []check{func(f *fixture, r Row) {
+		}, nil, StateRunning, []check{inIndex("3#"), func(f *fixture, r Row) {
 			if r.Exhausted || r.Attempts != 1 {
 				f.t.Errorf("row %+v", r)
 			}
@@ -388,24 +455,40 @@ func TestTransitions(t *testing.T) {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
-		{"dead claim on the last attempt is retired as exhausted", func(f *fixture) {
+		{"dead claim that started on the last attempt is retired as exhausted", func(f *fixture) {
 			f.pending()
-			for range f.l.cfg.MaxAttempts - 1 {
-				c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
-				f.must(err)
-				_, err = f.l.Fail(f.ctx, f.key, c.Token, errors.New("boom"))
-				f.must(err)
-				f.clk.Advance(2 * time.Hour)
-			}
-			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			f.runs(f.l.cfg.MaxAttempts - 1)
+			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			f.must(err)
+			_, err = f.l.Start(f.ctx, f.key, c.Token)
 			f.must(err)
 			f.clk.Advance(testLease + time.Minute)
 		}, func(f *fixture) error {
 			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
 			return err
-		}, ErrExhausted, StateFailed, []check{notInIndex, func(f *fixture, r Row) {
+		}, ErrExhausted, StateFailed, []check{exhaustedKey, attempts(3), func(f *fixture, r Row) {
 			if !r.Exhausted || !strings.Contains(r.LastError, "lease expired") {
 				f.t.Errorf("row %+v", r)
+			}
+		}}},
+		{"dead claims that never started use no attempt", func(f *fixture) {
+			// A backlog longer than the lease: each claim's job waits in the
+			// queue until the claim is dead, MaxAttempts+1 times over.
+			f.pending()
+			for range f.l.cfg.MaxAttempts + 1 {
+				_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+				f.must(err)
+				f.clk.Advance(testLease + time.Minute)
+			}
+		}, func(f *fixture) error {
+			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			if err == nil && c.Attempt != 1 {
+				f.t.Errorf("claim %+v, want attempt 1", c)
+			}
+			return err
+		}, nil, StateRunning, []check{attempts(0), func(f *fixture, r Row) {
+			if r.Exhausted {
+				f.t.Errorf("row %+v exhausted without having run", r)
 			}
 		}}},
 	}
@@ -482,6 +565,9 @@ func TestLeaseExpiry(t *testing.T) {
 	}
 	old, err := l.Claim(ctx, key, "")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start(ctx, key, old.Token); err != nil { // it runs, then its exporter dies
 		t.Fatal(err)
 	}
 	if want := clk.Now().Add(testLease); !old.LeaseUntil.Equal(want) {
@@ -742,4 +828,208 @@ func TestConcurrentClaimsWinOnce(t *testing.T) {
 			t.Errorf("%s holds %q, winner %q (%v)", d, r.ClaimToken, winners[d][0], err)
 		}
 	}
+}
+
+// TestCompleteGeneration: a generation only ever increases and never repeats.
+// The exporter may commit a generation above the claim's (it found a newer
+// one in an old _SUCCESS); Complete stores it, and refuses one that is not
+// above the stored generation.
+func TestCompleteGeneration(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+		t.Fatal(err)
+	}
+	run := func() Claim {
+		t.Helper()
+		c, err := l.Claim(ctx, key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Start(ctx, key, c.Token); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	requeue := func() {
+		t.Helper()
+		if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, ReasonManual); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A crash after _SUCCESS (generation 1) but before Complete: the next run
+	// is claimed as generation 1 again and commits 2.
+	c := run()
+	if c.Generation != 1 {
+		t.Fatalf("claim generation %d, want 1", c.Generation)
+	}
+	r, err := l.Complete(ctx, key, c.Token, Result{Rows: 1, Generation: 2})
+	if err != nil || r.Generation != 2 || r.State != StateCompleted {
+		t.Fatalf("complete at generation 2: %+v %v", r, err)
+	}
+
+	// Generation 0 keeps the stored + 1 behaviour.
+	requeue()
+	c = run()
+	if c.Generation != 3 {
+		t.Fatalf("claim generation %d, want 3", c.Generation)
+	}
+	if r, err = l.Complete(ctx, key, c.Token, Result{Rows: 2}); err != nil || r.Generation != 3 {
+		t.Fatalf("complete without a generation: %+v %v", r, err)
+	}
+
+	// Lower than or equal to the stored one: refused, the claim still holds.
+	requeue()
+	c = run()
+	for _, g := range []int64{2, 3} {
+		if _, err := l.Complete(ctx, key, c.Token, Result{Generation: g}); !errors.Is(err, ErrConflict) {
+			t.Errorf("complete at generation %d over stored 3: %v, want ErrConflict", g, err)
+		}
+	}
+	if _, err := l.Complete(ctx, key, "stale", Result{Generation: 9}); !errors.Is(err, ErrClaimLost) {
+		t.Errorf("complete with a stale token: %v, want ErrClaimLost", err)
+	}
+	if r, err := l.Get(ctx, key); err != nil || r.State != StateRunning || r.ClaimToken != c.Token || r.Generation != 3 {
+		t.Fatalf("after refused completes: %+v %v", r, err)
+	}
+
+	// A re-run requested meanwhile: the row is queued with the generation stored.
+	if _, err := l.ClaimManual(ctx, key); !errors.Is(err, ErrBusy) {
+		t.Fatalf("manual claim while running: %v", err)
+	}
+	if r, err = l.Complete(ctx, key, c.Token, Result{Generation: 7}); err != nil || r.State != StateQueued || r.Generation != 7 {
+		t.Fatalf("complete with a re-run requested: %+v %v", r, err)
+	}
+	if c = run(); c.Generation != 8 {
+		t.Errorf("next claim generation %d, want 8", c.Generation)
+	}
+}
+
+// getCounter counts GetItem calls.
+type getCounter struct {
+	DynamoAPI
+	gets atomic.Int64
+}
+
+func (g *getCounter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	g.gets.Add(1)
+	return g.DynamoAPI.GetItem(ctx, in, opts...)
+}
+
+// TestRefusedClaimReadsNothingMore: a refused claim explains itself from the
+// item the failed conditional write returns (ReturnValuesOnConditionCheckFailure
+// ALL_OLD; moto 5.2.1 returns it too), without a second read.
+func TestRefusedClaimReadsNothingMore(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	base, _ := newTestLedger(t, clk)
+	db := &getCounter{DynamoAPI: base.db}
+	l, err := New(db, base.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := testAccount(t, "a")
+	live, done, dead := Key{acct, "events", day1}, Key{acct, "events", day1.AddDays(1)}, Key{acct, "events", day1.AddDays(2)}
+	if _, err := l.Materialize(ctx, acct, "events", live.Day, dead.Day); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Claim(ctx, done, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Complete(ctx, done, c.Token, Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(ctx, live, ""); err != nil {
+		t.Fatal(err)
+	}
+	l.cfg.MaxAttempts = 1
+	if c, err = l.Claim(ctx, dead, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start(ctx, dead, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	db.gets.Store(0)
+
+	if _, err := l.Claim(ctx, live, ""); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "live claim") {
+		t.Errorf("claim of a live claim: %v", err)
+	}
+	if _, err := l.Claim(ctx, done, ""); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "completed") {
+		t.Errorf("claim of a completed row: %v", err)
+	}
+	if _, err := l.Claim(ctx, Key{acct, "events", day1.AddDays(9)}, ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("claim of an absent row: %v", err)
+	}
+	clk.Advance(testLease + time.Minute)
+	if _, err := l.Claim(ctx, dead, ReasonRetry); !errors.Is(err, ErrExhausted) {
+		t.Errorf("claim of a dead claim on its last attempt: %v", err)
+	}
+	if n := db.gets.Load(); n != 0 {
+		t.Errorf("refused claims read %d items with GetItem, want 0", n)
+	}
+}
+
+// TestCountExhausted: rows that stopped retrying are a level that can be
+// read from the index at any time (L1, O3), and leave it on requeue or a
+// manual claim.
+func TestCountExhausted(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	acct, other := testAccount(t, "a"), testAccount(t, "b")
+	key := func(a string, i int) Key { return Key{a, "events", day1.AddDays(i)} }
+	for _, a := range []string{acct, other} {
+		if _, err := l.Materialize(ctx, a, "events", day1, day1.AddDays(3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(a string, want int) {
+		t.Helper()
+		n, st, err := l.CountExhausted(ctx, a)
+		if err != nil || n != want || st.Items != want || st.Queries != 1 {
+			t.Errorf("CountExhausted(%s) = %d %+v %v, want %d reading %d items in 1 query", a, n, st, err, want, want)
+		}
+	}
+	count(acct, 0)
+
+	// Day 0 fails MaxAttempts times; day 1 dies after starting its last attempt.
+	f0 := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: key(acct, 0)}
+	f0.runs(l.cfg.MaxAttempts)
+	f1 := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: key(acct, 1)}
+	f1.runs(l.cfg.MaxAttempts - 1)
+	f1.running()
+	if _, err := l.Start(ctx, f1.key, f1.token); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(testLease + time.Minute)
+	if _, err := l.Claim(ctx, f1.key, ReasonRetry); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("dead last attempt: %v", err)
+	}
+	// Day 2 completes, day 3 stays pending.
+	c, err := l.Claim(ctx, key(acct, 2), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Complete(ctx, key(acct, 2), c.Token, Result{}); err != nil {
+		t.Fatal(err)
+	}
+	count(acct, 2)
+	count(other, 0)
+	due, _, err := l.Due(ctx, acct, 10)
+	if got := strings.Join(dueDays(due), " "); err != nil || got != "pending:2026-03-04" {
+		t.Errorf("due with two exhausted rows: %s %v", got, err)
+	}
+
+	if _, err := l.Requeue(ctx, acct, "events", f0.key.Day, f0.key.Day, ReasonManual); err != nil {
+		t.Fatal(err)
+	}
+	count(acct, 1)
+	if _, err := l.ClaimManual(ctx, f1.key); err != nil {
+		t.Fatal(err)
+	}
+	count(acct, 0)
 }

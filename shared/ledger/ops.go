@@ -148,59 +148,98 @@ func (l *Ledger) Due(ctx context.Context, accountID string, limit int) ([]Row, R
 }
 
 func (l *Ledger) queryIndex(ctx context.Context, kc expression.KeyConditionBuilder, max int) ([]Row, ReadStats, error) {
+	var rows []Row
+	stats, err := l.queryPages(ctx, "query due index", IndexDue, kc, "", max, appendRows(&rows))
+	return rows, stats, err
+}
+
+// CountExhausted counts the account's partitions that stopped retrying
+// (failed after MaxAttempts, waiting for a requeue): a COUNT Query on the due
+// index over begins_with(due_key, "9#"). It reads only exhausted rows (L5),
+// which are few: each one is an alarm (O3).
+func (l *Ledger) CountExhausted(ctx context.Context, accountID string) (int, ReadStats, error) {
+	kc := expression.Key(AttrDueAccount).Equal(val(accountID)).
+		And(expression.Key(AttrDueKey).BeginsWith(dueExhausted))
+	total := 0
+	stats, err := l.queryPages(ctx, "count exhausted of "+accountID, IndexDue, kc, types.SelectCount, 0,
+		func(out *dynamodb.QueryOutput) error { total += int(out.Count); return nil })
+	return total, stats, err
+}
+
+// queryPages runs one key-condition Query (on index, or on the table if index
+// is empty) page by page until the result ends or limit items were returned
+// (limit <= 0: no limit), handing each page to fn. It counts what the query
+// read (L5); the error names what.
+func (l *Ledger) queryPages(ctx context.Context, what, index string, kc expression.KeyConditionBuilder, sel types.Select, limit int, fn func(*dynamodb.QueryOutput) error) (ReadStats, error) {
 	var stats ReadStats
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, stats, fmt.Errorf("ledger: build query: %w", err)
+		return stats, fmt.Errorf("ledger: %s: build query: %w", what, err)
 	}
-	var rows []Row
-	var start map[string]types.AttributeValue
-	for len(rows) < max {
-		out, err := l.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(l.cfg.Table),
-			IndexName:                 aws.String(IndexDue),
-			KeyConditionExpression:    expr.KeyCondition(),
-			ExpressionAttributeNames:  expr.Names(),
-			ExpressionAttributeValues: expr.Values(),
-			Limit:                     aws.Int32(int32(min(max-len(rows), 1000))),
-			ExclusiveStartKey:         start,
-			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		})
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(l.cfg.Table),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		Select:                    sel,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}
+	if index != "" {
+		in.IndexName = aws.String(index)
+	}
+	for got := 0; limit <= 0 || got < limit; {
+		if limit > 0 {
+			in.Limit = aws.Int32(int32(min(limit-got, 1000)))
+		}
+		out, err := l.db.Query(ctx, in)
 		if err != nil {
-			return rows, stats, fmt.Errorf("ledger: query due index: %w", err)
+			return stats, fmt.Errorf("ledger: %s: %w", what, err)
 		}
 		stats.Queries++
 		stats.Items += int(out.ScannedCount)
 		if out.ConsumedCapacity != nil {
 			stats.CapacityUnits += aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
 		}
-		for _, it := range out.Items {
-			r, err := rowFromItem(it)
-			if err != nil {
-				return rows, stats, err
-			}
-			rows = append(rows, r)
+		got += int(out.Count)
+		if err := fn(out); err != nil {
+			return stats, err
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			break
 		}
-		start = out.LastEvaluatedKey
+		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	return rows, stats, nil
+	return stats, nil
+}
+
+// appendRows is a queryPages page handler that decodes partition rows.
+func appendRows(rows *[]Row) func(*dynamodb.QueryOutput) error {
+	return func(out *dynamodb.QueryOutput) error {
+		for _, it := range out.Items {
+			r, err := rowFromItem(it)
+			if err != nil {
+				return err
+			}
+			*rows = append(*rows, r)
+		}
+		return nil
+	}
 }
 
 func stateName() expression.NameBuilder { return name("state") }
 
-// claimableNow: queued, pending, failed with attempts left and
-// next_attempt_at <= now, or running with an expired lease and attempts left.
+// claimableNow: queued, pending, failed with attempts left (due key 2#) and
+// next_attempt_at <= now, or running with an expired lease that either never
+// started (its attempt was not used) or started with attempts left.
 func (l *Ledger) claimableNow(nowS string) expression.ConditionBuilder {
 	st := stateName()
 	return expression.And(
 		name(AttrPK).AttributeExists(),
 		expression.Or(
 			st.In(val(string(StateQueued)), val(string(StatePending))),
-			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).AttributeExists(), name("next_attempt_at").LessThanEqual(val(nowS))),
-			expression.And(st.Equal(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)), name("attempts").LessThan(val(l.cfg.MaxAttempts))),
+			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).BeginsWith(dueFailed), name("next_attempt_at").LessThanEqual(val(nowS))),
+			expression.And(st.Equal(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)),
+				expression.Or(name("started_at").AttributeNotExists(), name("attempts").LessThan(val(l.cfg.MaxAttempts)))),
 		),
 	)
 }
@@ -235,8 +274,14 @@ func runningUpdate(k Key, token, nowS string, lease time.Time) expression.Update
 // empty, replaces the row's reason (the sweeper passes retry for failed rows
 // and dead claims; queued and pending rows keep the reason they were created
 // with). A row in any other state is refused with ErrConflict; an absent row
-// is ErrNotFound; a dead claim that used the last attempt becomes
+// is ErrNotFound; a dead claim that started on the last attempt becomes
 // failed+exhausted and returns ErrExhausted.
+//
+// Claim does not use an attempt: Start does, when the run begins. Claim
+// returns the attempt number the run will be (attempts+1) for the job
+// message. A dead claim that never started (its job waited in the queue
+// longer than the lease) is reclaimed without having used an attempt; its old
+// message is dropped at Start by the token check.
 func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, error) {
 	if err := key.validate(); err != nil {
 		return Claim{}, err
@@ -251,13 +296,13 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 		return Claim{}, err
 	}
 	lease := now.Add(l.cfg.Lease)
-	upd := runningUpdate(key, token, nowS, lease).Add(name("attempts"), val(1)).Remove(name("started_at"))
+	upd := runningUpdate(key, token, nowS, lease).Remove(name("started_at"))
 	if reason != "" {
 		upd = upd.Set(name("reason"), val(string(reason)))
 	}
 	old, err := l.update(ctx, rowKey(key), upd, l.claimableNow(nowS), types.ReturnValueAllOld)
 	if errors.Is(err, errCondition) {
-		return Claim{}, l.refusedClaim(ctx, key, now)
+		return Claim{}, l.refusedClaim(ctx, key, now, old)
 	}
 	if err != nil {
 		return Claim{}, err
@@ -276,27 +321,29 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 		Reason: reason, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 }
 
-// refusedClaim explains a failed claim condition, and retires a dead claim
-// that used its last attempt.
-func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time) error {
-	item, err := l.getItem(ctx, rowKey(key))
-	if err != nil {
-		return err
+// refusedClaim explains a failed claim condition from the row as the refused
+// write found it (item; empty if there is no row), and retires a dead claim
+// that started on its last attempt.
+func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item map[string]types.AttributeValue) error {
+	if len(item) == 0 {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
 	row, err := rowFromItem(item)
 	if err != nil {
 		return err
 	}
 	switch {
-	case row.State == StateRunning && row.LeaseUntil.Before(now) && row.Attempts >= l.cfg.MaxAttempts:
+	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts:
 		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
 		upd := expression.Set(stateName(), val(string(StateFailed))).
 			Set(name("exhausted"), val(true)).
 			Set(name("last_error"), val(msg)).
 			Set(name("updated_at"), val(fmtTime(now))).
-			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
-			Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
-		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))))
+			Set(name(AttrDueAccount), val(key.AccountID)).
+			Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
+			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at"))
+		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))),
+			name("started_at").AttributeExists())
 		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
 			if errors.Is(err, errCondition) {
 				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
@@ -378,9 +425,11 @@ func (l *Ledger) requestRerun(ctx context.Context, key Key, nowS string) (bool, 
 }
 
 // Start marks a claim taken by the sweeper as started by the exporter that
-// received its job, once per claim: a second delivery of the same SQS message
-// gets ErrClaimLost, so a duplicated delivery never runs the partition twice
-// (L2). The lease is renewed from now (the job may have waited in the queue),
+// received its job, once per claim, and counts the attempt (attempts+1): a
+// run uses an attempt when it starts, not when it is claimed. A second
+// delivery of the same SQS message, or the message of a claim that was
+// reclaimed meanwhile, gets ErrClaimLost, so a duplicated delivery never runs
+// the partition twice (L2). The lease is renewed from now (the job may have waited in the queue),
 // so a live exporter always holds a live lease. It returns the claim as the
 // ledger holds it (attempt, the generation the run will commit, reason).
 func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error) {
@@ -391,6 +440,7 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 	nowS := fmtTime(now)
 	lease := now.Add(l.cfg.Lease)
 	upd := expression.Set(name("started_at"), val(nowS)).
+		Add(name("attempts"), val(1)).
 		Set(name("lease_until"), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(key.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).
@@ -415,10 +465,14 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 		ClaimedAt: row.ClaimedAt, LeaseUntil: lease, Prev: row}, nil
 }
 
-// Release gives a claim back without an attempt having run (the sweeper
-// could not enqueue it): the row returns to the due state it was claimed
-// from, with its attempt count restored. A manual claim returns as queued; a
-// reclaimed dead claim as failed and due now.
+// Release gives back a claim whose run has not started (the sweeper could
+// not enqueue its job): the row returns to the due state it was claimed from
+// (a claim uses no attempt, so the count is unchanged). A reclaimed dead
+// claim returns as failed and due now. A claim that has started (its job got
+// through after all, and an exporter runs it) or is no longer held is
+// ErrClaimLost and the row is left alone: releasing a running row would let
+// a second exporter run it (L2). Manual claims start at once, so they are
+// never released.
 func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	now := l.now()
 	st, at := StateFailed, now
@@ -431,11 +485,10 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 		at = c.Prev.NextAttemptAt
 	}
 	upd := expression.Set(stateName(), val(string(st))).
-		Set(name("attempts"), val(max(c.Attempt-1, 0))).
 		Set(name(AttrDueAccount), val(c.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(st, c.Day, c.Dataset, at))).
 		Set(name("updated_at"), val(fmtTime(now))).
-		Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("started_at"))
+		Remove(name("claim_token")).Remove(name("lease_until"))
 	if st == StateFailed {
 		upd = upd.Set(name("next_attempt_at"), val(fmtTime(at)))
 	}
@@ -445,8 +498,11 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	case c.Prev.Reason != "":
 		upd = upd.Set(name("reason"), val(string(c.Prev.Reason)))
 	}
-	_, err := l.update(ctx, rowKey(c.Key), upd, holds(c.Token), types.ReturnValueNone)
+	old, err := l.update(ctx, rowKey(c.Key), upd, expression.And(holds(c.Token), name("started_at").AttributeNotExists()), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
+		if row, rerr := rowFromItem(old); rerr == nil && row.State == StateRunning && row.ClaimToken == c.Token {
+			return fmt.Errorf("%w: release %s: its run started at %s", ErrClaimLost, c.Key, fmtTime(row.StartedAt))
+		}
 		return fmt.Errorf("%w: release %s", ErrClaimLost, c.Key)
 	}
 	return err
@@ -459,51 +515,84 @@ func rerunIs(v bool) expression.ConditionBuilder {
 	return expression.Or(name("rerun_requested").AttributeNotExists(), name("rerun_requested").Equal(val(false)))
 }
 
-// Complete records a successful export under the claim token: generation+1,
-// the result's stats, and the row leaves the due index as completed. If a
-// re-run was requested while it ran, the row is queued (reason manual)
-// instead, with the stats and generation still recorded. A token that no
-// longer holds the row is ErrClaimLost.
+// Complete records a successful export under the claim token: the
+// generation (res.Generation if > 0, else the stored one + 1), the result's
+// stats, and the row leaves the due index as completed. If a re-run was
+// requested while it ran, the row is queued (reason manual) instead, with the
+// stats and generation still recorded. A token that no longer holds the row
+// is ErrClaimLost; a res.Generation not above the stored generation is
+// ErrConflict (a generation only ever increases and never repeats).
 func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result) (Row, error) {
 	if err := key.validate(); err != nil {
 		return Row{}, err
 	}
+	if res.Generation < 0 {
+		return Row{}, fmt.Errorf("ledger: complete %s: generation %d", key, res.Generation)
+	}
 	nowS := fmtTime(l.now())
-	base := func(st State) expression.UpdateBuilder {
-		return expression.Set(stateName(), val(string(st))).
-			Set(name("rows"), val(res.Rows)).
+	upd := func(rerun bool) expression.UpdateBuilder {
+		u := expression.Set(name("rows"), val(res.Rows)).
 			Set(name("bytes"), val(res.Bytes)).
 			Set(name("files"), val(res.Files)).
 			Set(name("manifest_key"), val(res.ManifestKey)).
 			Set(name("duration_ms"), val(res.Duration.Milliseconds())).
 			Set(name("completed_at"), val(nowS)).
 			Set(name("updated_at"), val(nowS)).
-			Add(name("generation"), val(1)).
 			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
 			Remove(name("last_error")).Remove(name("exhausted")).Remove(name("rerun_requested"))
+		if res.Generation > 0 {
+			u = u.Set(name("generation"), val(res.Generation))
+		} else {
+			u = u.Add(name("generation"), val(1))
+		}
+		if rerun {
+			return u.Set(stateName(), val(string(StateQueued))).
+				Set(name("reason"), val(string(ReasonManual))).
+				Set(name("attempts"), val(0)).
+				Set(name(AttrDueAccount), val(key.AccountID)).
+				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{})))
+		}
+		return u.Set(stateName(), val(string(StateCompleted))).Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
 	}
-	done := base(StateCompleted).Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
-	out, err := l.update(ctx, rowKey(key), done, expression.And(holds(token), rerunIs(false)), types.ReturnValueAllNew)
-	if errors.Is(err, errCondition) {
-		again := base(StateQueued).
-			Set(name("reason"), val(string(ReasonManual))).
-			Set(name("attempts"), val(0)).
-			Set(name(AttrDueAccount), val(key.AccountID)).
-			Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{})))
-		out, err = l.update(ctx, rowKey(key), again, expression.And(holds(token), rerunIs(true)), types.ReturnValueAllNew)
+	cond := func(rerun bool) expression.ConditionBuilder {
+		c := expression.And(holds(token), rerunIs(rerun))
+		if res.Generation > 0 {
+			c = c.And(expression.Or(name("generation").AttributeNotExists(), name("generation").LessThan(val(res.Generation))))
+		}
+		return c
 	}
-	if errors.Is(err, errCondition) {
-		return Row{}, fmt.Errorf("%w: complete %s", ErrClaimLost, key)
+	rerun := false // the common case; a refusal says which it is
+	for range 3 {
+		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
+		if err == nil {
+			return rowFromItem(out)
+		}
+		if !errors.Is(err, errCondition) {
+			return Row{}, err
+		}
+		if len(out) == 0 {
+			return Row{}, fmt.Errorf("%w: complete %s: no such row", ErrClaimLost, key)
+		}
+		row, err := rowFromItem(out)
+		if err != nil {
+			return Row{}, err
+		}
+		switch {
+		case row.State != StateRunning || row.ClaimToken != token:
+			return Row{}, fmt.Errorf("%w: complete %s", ErrClaimLost, key)
+		case res.Generation > 0 && row.Generation >= res.Generation:
+			return Row{}, fmt.Errorf("%w: complete %s: generation %d is not above the stored generation %d", ErrConflict, key, res.Generation, row.Generation)
+		}
+		rerun = row.RerunRequested
 	}
-	if err != nil {
-		return Row{}, err
-	}
-	return rowFromItem(out)
+	return Row{}, fmt.Errorf("%w: complete %s: row kept changing", ErrClaimLost, key)
 }
 
 // Fail records a failed attempt under the claim token. With attempts left the
 // row is failed with next_attempt_at from the backoff; after MaxAttempts it is
-// failed and exhausted and leaves the due index until requeued. If a re-run was
+// failed and exhausted: it leaves the ranges Due reads for the 9# class that
+// CountExhausted counts, until requeued. A claim that failed without Start
+// having counted its attempt (a caller that skipped Start) counts it here. If a re-run was
 // requested while it ran, the row is queued (manual) with a fresh attempt
 // count. A token that no longer holds the row is ErrClaimLost.
 func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (Row, error) {
@@ -532,6 +621,10 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		if row.State != StateRunning || row.ClaimToken != token {
 			return Row{}, fmt.Errorf("%w: fail %s", ErrClaimLost, key)
 		}
+		attempts := row.Attempts
+		if row.StartedAt.IsZero() {
+			attempts++ // it ran, so it used an attempt, though Start was not called
+		}
 		now := l.now()
 		nowS := fmtTime(now)
 		upd := expression.Set(name("last_error"), val(msg)).
@@ -545,17 +638,21 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{}))).
 				Remove(name("rerun_requested")).Remove(name("next_attempt_at"))
-		case row.Attempts >= l.cfg.MaxAttempts:
+		case attempts >= l.cfg.MaxAttempts:
 			upd = upd.Set(stateName(), val(string(StateFailed))).
 				Set(name("exhausted"), val(true)).
-				Remove(name("next_attempt_at")).Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
+				Set(name("attempts"), val(attempts)).
+				Set(name(AttrDueAccount), val(key.AccountID)).
+				Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
+				Remove(name("next_attempt_at"))
 		default:
-			delay, err := l.Backoff(row.Attempts)
+			delay, err := l.Backoff(attempts)
 			if err != nil {
 				return Row{}, err
 			}
 			next := now.Add(delay)
 			upd = upd.Set(stateName(), val(string(StateFailed))).
+				Set(name("attempts"), val(attempts)).
 				Set(name("next_attempt_at"), val(fmtTime(next))).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(dueKey(StateFailed, key.Day, key.Dataset, next)))
@@ -657,33 +754,7 @@ func (l *Ledger) Get(ctx context.Context, key Key) (Row, error) {
 func (l *Ledger) List(ctx context.Context, accountID, dataset string, from, to Day) ([]Row, error) {
 	kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
 		And(expression.Key(AttrSK).Between(val(from.String()), val(to.String())))
-	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return nil, err
-	}
 	var rows []Row
-	var start map[string]types.AttributeValue
-	for {
-		out, err := l.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(l.cfg.Table),
-			KeyConditionExpression:    expr.KeyCondition(),
-			ExpressionAttributeNames:  expr.Names(),
-			ExpressionAttributeValues: expr.Values(),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return rows, fmt.Errorf("ledger: list %s/%s: %w", accountID, dataset, err)
-		}
-		for _, it := range out.Items {
-			r, err := rowFromItem(it)
-			if err != nil {
-				return rows, err
-			}
-			rows = append(rows, r)
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return rows, nil
-		}
-		start = out.LastEvaluatedKey
-	}
+	_, err := l.queryPages(ctx, "list "+accountID+"/"+dataset, "", kc, "", 0, appendRows(&rows))
+	return rows, err
 }

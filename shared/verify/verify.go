@@ -46,13 +46,28 @@ type Report struct {
 // OK reports whether nothing is wrong.
 func (r Report) OK() bool { return len(r.Problems) == 0 }
 
+// Bucket is a destination bucket and, when known, the account that must own
+// it (every call names it, SPEC C1).
+type Bucket struct {
+	Name  string
+	Owner string
+}
+
+func (b Bucket) owner() *string {
+	if b.Owner == "" {
+		return nil
+	}
+	return &b.Owner
+}
+
 // Partition verifies the partition under partitionPrefix (ending in
 // `dt=YYYY-MM-DD/`). A partition without `_SUCCESS` is reported as not
 // committed, which is not a problem by itself.
-func Partition(ctx context.Context, api API, bucket, partitionPrefix string, count RowCounter) (Report, error) {
+func Partition(ctx context.Context, api API, b Bucket, partitionPrefix string, count RowCounter) (Report, error) {
 	r := Report{Prefix: partitionPrefix}
+	bucket := b.Name
 	keys := map[string]int64{}
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &partitionPrefix})
+	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &partitionPrefix, ExpectedBucketOwner: b.owner()})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -67,7 +82,7 @@ func Partition(ctx context.Context, api API, bucket, partitionPrefix string, cou
 		return r, nil
 	}
 	r.Committed = true
-	succBytes, err := get(ctx, api, bucket, successKey)
+	succBytes, err := get(ctx, api, b, successKey)
 	if err != nil {
 		return r, err
 	}
@@ -76,7 +91,7 @@ func Partition(ctx context.Context, api API, bucket, partitionPrefix string, cou
 		r.Problems = append(r.Problems, err.Error())
 		return r, nil
 	}
-	mb, err := get(ctx, api, bucket, succ.ManifestKey)
+	mb, err := get(ctx, api, b, succ.ManifestKey)
 	if err != nil {
 		r.Problems = append(r.Problems, fmt.Sprintf("_SUCCESS names manifest %s: %v", succ.ManifestKey, err))
 		return r, nil
@@ -104,7 +119,7 @@ func Partition(ctx context.Context, api API, bucket, partitionPrefix string, cou
 		if size != f.Bytes {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: %d bytes stored, manifest says %d", f.Key, size, f.Bytes))
 		}
-		data, err := get(ctx, api, bucket, f.Key)
+		data, err := get(ctx, api, b, f.Key)
 		if err != nil {
 			return r, err
 		}
@@ -141,8 +156,8 @@ func CRC32C(data []byte) string {
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
-func get(ctx context.Context, api API, bucket, key string) ([]byte, error) {
-	out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+func get(ctx context.Context, api API, b Bucket, key string) ([]byte, error) {
+	out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.Name, Key: &key, ExpectedBucketOwner: b.owner()})
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
@@ -152,9 +167,9 @@ func get(ctx context.Context, api API, bucket, key string) ([]byte, error) {
 
 // Partitions lists the partition prefixes (`.../dt=YYYY-MM-DD/`) under a
 // dataset prefix (`<prefix>/v1/<dataset>/`).
-func Partitions(ctx context.Context, api API, bucket, datasetPrefix string) ([]string, error) {
+func Partitions(ctx context.Context, api API, b Bucket, datasetPrefix string) ([]string, error) {
 	seen := map[string]bool{}
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &datasetPrefix})
+	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &b.Name, Prefix: &datasetPrefix, ExpectedBucketOwner: b.owner()})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

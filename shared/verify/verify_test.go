@@ -89,7 +89,7 @@ func TestPartition(t *testing.T) {
 			bucket = strings.ReplaceAll(bucket, ",", "")
 			pp := commit(t, bucket)
 			tt.tamper(bucket, pp)
-			r, err := verify.Partition(ctx, api, bucket, pp, verify.CountRows)
+			r, err := verify.Partition(ctx, api, verify.Bucket{Name: bucket}, pp, verify.CountRows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestPartition(t *testing.T) {
 		bucket := "verify-uncommitted"
 		pp := commit(t, bucket)
 		api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: aws.String(pp + "_SUCCESS")})
-		r, err := verify.Partition(ctx, api, bucket, pp, nil)
+		r, err := verify.Partition(ctx, api, verify.Bucket{Name: bucket}, pp, nil)
 		if err != nil || r.Committed || !r.OK() {
 			t.Fatalf("report %+v, err %v", r, err)
 		}
