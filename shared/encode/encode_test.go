@@ -302,8 +302,10 @@ func TestNDJSONDuckDB(t *testing.T) {
 			for _, c := range ds.Columns {
 				cols = append(cols, fmt.Sprintf("'%s': '%s'", c.Name, duckType(c.Type)))
 			}
+			// The column types are given to DuckDB here (NDJSON carries none), so
+			// only the values are under test: DuckDB must parse every one of them
+			// into the declared type exactly, as a warehouse load would.
 			from := fmt.Sprintf("read_ndjson('%s', columns={%s})", path, strings.Join(cols, ", "))
-			checkDescribe(t, db, from, ds)
 			checkValues(t, ds, readBack(t, db, from, ds), rows, true)
 		})
 	}
