@@ -71,10 +71,8 @@ func openOps(ctx context.Context, envFile string) (*opsEnv, error) {
 	}
 	r := envvar.From(vars)
 	e := &opsEnv{stage: r.StringOr("DAYBOOK_STAGE", "dev"), settle: r.Duration("SETTLE_DELAY", 2*time.Hour)}
-	table := r.String("LEDGER_TABLE")
+	lcfg := ledger.ConfigFromEnv(r)
 	e.queueURL = r.StringOr("JOBS_QUEUE_URL", "")
-	lease := ledger.LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second))
-	maxAttempts := r.Int("MAX_ATTEMPTS", 6)
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%w (set it, or pass --env-file)", err)
 	}
@@ -83,7 +81,7 @@ func openOps(ctx context.Context, envFile string) (*opsEnv, error) {
 		return nil, err
 	}
 	e.cfg = cfg
-	e.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: table, Lease: lease, MaxAttempts: maxAttempts})
+	e.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), lcfg)
 	if err != nil {
 		return nil, err
 	}

@@ -13,11 +13,9 @@ import (
 // Config is the exporter's configuration, read once at start-up.
 type Config struct {
 	Stage        string
-	Table        string
 	QueueURL     string
 	DLQURL       string
-	Lease        time.Duration
-	MaxAttempts  int
+	Ledger       ledger.Config
 	SettleDelay  time.Duration
 	SourceDriver string
 	SourceDSN    string // SOURCE_DSN, or read from SSM SOURCE_DSN_PARAMETER
@@ -31,10 +29,9 @@ type Config struct {
 func loadConfig(r *envvar.Reader) (Config, error) {
 	c := Config{
 		Stage:        r.StringOr("DAYBOOK_STAGE", "dev"),
-		Table:        r.String("LEDGER_TABLE"),
 		QueueURL:     r.String("JOBS_QUEUE_URL"),
 		DLQURL:       r.StringOr("JOBS_DLQ_URL", ""),
-		MaxAttempts:  r.Int("MAX_ATTEMPTS", 6),
+		Ledger:       ledger.ConfigFromEnv(r),
 		SettleDelay:  r.Duration("SETTLE_DELAY", 2*time.Hour),
 		SourceDriver: r.StringOr("SOURCE_DRIVER", "pgx"),
 		SourceDSN:    r.StringOr("SOURCE_DSN", ""),
@@ -44,7 +41,6 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		Concurrency:  r.Int("UPLOAD_CONCURRENCY", 4),
 		LogLevel:     r.StringOr("AWS_LAMBDA_LOG_LEVEL", r.StringOr("LOG_LEVEL", "INFO")),
 	}
-	c.Lease = ledger.LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second))
 	if c.SourceDSN == "" && c.DSNParameter == "" {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"
 	}

@@ -69,7 +69,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	if err != nil {
 		return Handler{}, err
 	}
-	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), ledger.Config{Table: cfg.Table, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts})
+	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		return Handler{}, err
 	}

@@ -30,7 +30,7 @@ func main() {
 		log.Error("aws configuration", "error", err.Error())
 		os.Exit(2)
 	}
-	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), ledger.Config{Table: cfg.Table, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts})
+	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)

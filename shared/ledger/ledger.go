@@ -85,6 +85,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/envvar"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -451,4 +453,16 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T) error) err
 		return ctx.Err()
 	}
 	return errors.Join(errs...)
+}
+
+// ConfigFromEnv reads the ledger's deployment configuration, the same in
+// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, and the lease from
+// EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3). Problems are
+// collected in r, naming the variable.
+func ConfigFromEnv(r *envvar.Reader) Config {
+	return Config{
+		Table:       r.String("LEDGER_TABLE"),
+		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
+		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
+	}
 }
