@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"math/rand/v2"
 	"os"
@@ -14,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
-	"github.com/daybook-dev/daybook/shared/localaws"
+	"github.com/daybook-dev/daybook/shared/localaws/localawstest"
 	"github.com/daybook-dev/daybook/shared/motoserver"
 )
 
@@ -26,34 +25,13 @@ var (
 func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
 
 var (
-	deployOnce sync.Once
-	deployErr  error
-	awsCfg     aws.Config
-	outputs    map[string]string
 	serialOnce sync.Once
 	serial     *ledgertest.SerialDB
 )
 
-// deployed deploys template.yaml into moto once for the package and returns
-// the SDK configuration and the stack outputs.
+// deployed is the real template.yaml deployed into this package's moto.
 func deployed(t *testing.T) (aws.Config, map[string]string) {
-	t.Helper()
-	deployOnce.Do(func() {
-		ctx := context.Background()
-		if awsCfg, deployErr = srv.Config(ctx); deployErr != nil {
-			return
-		}
-		st, err := localaws.Up(ctx, awsCfg, "../../template.yaml", "exporttest", nil)
-		if err != nil {
-			deployErr = err
-			return
-		}
-		outputs = st.Outputs
-	})
-	if deployErr != nil {
-		t.Fatal(deployErr)
-	}
-	return awsCfg, outputs
+	return localawstest.Stack(t, srv, "exporttest")
 }
 
 func dynamoClient(cfg aws.Config) *dynamodb.Client { return dynamodb.NewFromConfig(cfg) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 
@@ -63,7 +64,7 @@ func TestMultipartFile(t *testing.T) {
 	}
 	t.Logf("multipart file: %d bytes in %d parts, CRC32C %s", m.Files[0].Bytes, e.faults.parts.Load(), m.Files[0].CRC32C)
 
-	db := duck(t)
+	db := duckcheck.Open(t)
 	dir := e.download()
 	var n int64
 	var blobs int64

@@ -14,45 +14,9 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // test-only: the independent reader
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
-
-func duck(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`SET threads = 1; LOAD json; LOAD parquet`); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
-// duckType is the type DuckDB must report for each declared type.
-func duckType(ty dataset.Type) string {
-	switch ty.Kind {
-	case dataset.KindDate:
-		return "DATE"
-	case dataset.KindTimestamp:
-		return "TIMESTAMP WITH TIME ZONE"
-	case dataset.KindInt64:
-		return "BIGINT"
-	case dataset.KindDouble:
-		return "DOUBLE"
-	case dataset.KindDecimal:
-		return fmt.Sprintf("DECIMAL(%d,%d)", ty.Precision, ty.Scale)
-	case dataset.KindBoolean:
-		return "BOOLEAN"
-	case dataset.KindString:
-		return "VARCHAR"
-	case dataset.KindJSON:
-		return "JSON"
-	}
-	return "?"
-}
 
 // fromClause reads every delivered file of ds under dir (the account's
 // prefix) with Hive partitioning, as a customer's engine would.
@@ -60,7 +24,7 @@ func fromClause(dir string, ds dataset.Dataset, format string) string {
 	if format == "ndjson" {
 		var cols []string
 		for _, c := range ds.Columns {
-			cols = append(cols, fmt.Sprintf("'%s': '%s'", c.Name, duckType(c.Type)))
+			cols = append(cols, fmt.Sprintf("'%s': '%s'", c.Name, duckcheck.Type(c.Type)))
 		}
 		glob := filepath.Join(dir, layout.Version, ds.Name, "*", "*"+layout.ExtNDJSONGzip)
 		return fmt.Sprintf("read_ndjson('%s', columns={%s}, hive_partitioning=true)", glob, strings.Join(cols, ", "))
@@ -156,7 +120,7 @@ func sameJSON(a, b any) bool {
 // moto and reads the bucket back with DuckDB: row count, values, declared
 // types and the Hive dt column. Rows of the neighbouring days stay out.
 func TestRoundTrip(t *testing.T) {
-	db := duck(t)
+	db := duckcheck.Open(t)
 	for _, tc := range []struct {
 		name, ds, format string
 		rows             int
@@ -194,7 +158,7 @@ func TestRoundTrip(t *testing.T) {
 			from := fromClause(dir, ds, tc.format)
 			var wantTypes [][2]string
 			for _, c := range ds.Columns {
-				wantTypes = append(wantTypes, [2]string{c.Name, duckType(c.Type)})
+				wantTypes = append(wantTypes, [2]string{c.Name, duckcheck.Type(c.Type)})
 			}
 			wantTypes = append(wantTypes, [2]string{"dt", "DATE"})
 			if got := describe(t, db, from); !reflect.DeepEqual(got, wantTypes) {

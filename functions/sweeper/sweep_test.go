@@ -24,7 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
-	"github.com/daybook-dev/daybook/shared/localaws"
+	"github.com/daybook-dev/daybook/shared/localaws/localawstest"
 	"github.com/daybook-dev/daybook/shared/motoserver"
 )
 
@@ -36,32 +36,13 @@ var (
 func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
 
 var (
-	deployOnce sync.Once
-	deployErr  error
-	awsCfg     aws.Config
-	outputs    map[string]string
 	serialOnce sync.Once
 	serial     *ledgertest.SerialDB
 )
 
+// deployed is the real template.yaml deployed into this package's moto.
 func deployed(t *testing.T) (aws.Config, map[string]string) {
-	t.Helper()
-	deployOnce.Do(func() {
-		ctx := context.Background()
-		if awsCfg, deployErr = srv.Config(ctx); deployErr != nil {
-			return
-		}
-		st, err := localaws.Up(ctx, awsCfg, "../../template.yaml", "sweeptest", nil)
-		if err != nil {
-			deployErr = err
-			return
-		}
-		outputs = st.Outputs
-	})
-	if deployErr != nil {
-		t.Fatal(deployErr)
-	}
-	return awsCfg, outputs
+	return localawstest.Stack(t, srv, "sweeptest")
 }
 
 type clock struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
 )
 
 // edge returns the value of column c for variant v (0: minimum-ish, 1:
@@ -121,43 +122,6 @@ func writeFile(t *testing.T, path string, f Format, ds dataset.Dataset, opts Opt
 	}
 }
 
-func duck(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`SET threads = 1; LOAD json; LOAD parquet`); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
-// duckType is the type DuckDB must report for each declared type.
-func duckType(ty dataset.Type) string {
-	switch ty.Kind {
-	case dataset.KindDate:
-		return "DATE"
-	case dataset.KindTimestamp:
-		return "TIMESTAMP WITH TIME ZONE"
-	case dataset.KindInt64:
-		return "BIGINT"
-	case dataset.KindDouble:
-		return "DOUBLE"
-	case dataset.KindDecimal:
-		return fmt.Sprintf("DECIMAL(%d,%d)", ty.Precision, ty.Scale)
-	case dataset.KindBoolean:
-		return "BOOLEAN"
-	case dataset.KindString:
-		return "VARCHAR"
-	case dataset.KindJSON:
-		return "JSON"
-	}
-	return "?"
-}
-
 func describe(t *testing.T, db *sql.DB, from string) [][2]string {
 	t.Helper()
 	rows, err := db.Query("DESCRIBE SELECT * FROM " + from)
@@ -182,7 +146,7 @@ func checkDescribe(t *testing.T, db *sql.DB, from string, ds dataset.Dataset) {
 	got := describe(t, db, from)
 	var want [][2]string
 	for _, c := range ds.Columns {
-		want = append(want, [2]string{c.Name, duckType(c.Type)})
+		want = append(want, [2]string{c.Name, duckcheck.Type(c.Type)})
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("DESCRIBE %s\n got %v\nwant %v", from, got, want)
@@ -276,7 +240,7 @@ func checkValues(t *testing.T, ds dataset.Dataset, got [][]any, want [][]any, se
 }
 
 func TestParquetDuckDB(t *testing.T) {
-	db := duck(t)
+	db := duckcheck.Open(t)
 	for _, ds := range testDatasets(t) {
 		for _, codec := range []Compression{CompressionSnappy, CompressionZstd} {
 			t.Run(ds.Name+"/"+string(codec), func(t *testing.T) {
@@ -292,7 +256,7 @@ func TestParquetDuckDB(t *testing.T) {
 }
 
 func TestNDJSONDuckDB(t *testing.T) {
-	db := duck(t)
+	db := duckcheck.Open(t)
 	for _, ds := range testDatasets(t) {
 		t.Run(ds.Name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "part-00000.ndjson.gz")
@@ -300,7 +264,7 @@ func TestNDJSONDuckDB(t *testing.T) {
 			writeFile(t, path, FormatNDJSON, ds, Options{}, rows)
 			var cols []string
 			for _, c := range ds.Columns {
-				cols = append(cols, fmt.Sprintf("'%s': '%s'", c.Name, duckType(c.Type)))
+				cols = append(cols, fmt.Sprintf("'%s': '%s'", c.Name, duckcheck.Type(c.Type)))
 			}
 			// The column types are given to DuckDB here (NDJSON carries none), so
 			// only the values are under test: DuckDB must parse every one of them
@@ -337,7 +301,7 @@ func TestNDJSONText(t *testing.T) {
 }
 
 func TestHivePartitioning(t *testing.T) {
-	db := duck(t)
+	db := duckcheck.Open(t)
 	ds, _ := dataset.Get("events")
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "dt=2026-11-28", "part-00000.parquet"), FormatParquet, ds, Options{}, edgeRows(ds))
@@ -357,7 +321,7 @@ func TestHivePartitioning(t *testing.T) {
 }
 
 func TestEmptyFiles(t *testing.T) {
-	db := duck(t)
+	db := duckcheck.Open(t)
 	for _, ds := range testDatasets(t) {
 		t.Run(ds.Name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -14,22 +14,9 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // test-only: runs the generated duckdb.sql
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
 	"github.com/daybook-dev/daybook/shared/encode"
 )
-
-func duck(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1) // the script's transaction lives on one connection
-	if _, err := db.Exec(`SET threads = 1; LOAD json; LOAD parquet`); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
 
 // mirror lays out files like the bucket under root/<bucket>/.
 type mirror struct {
@@ -210,7 +197,7 @@ func TestDuckDBLoad(t *testing.T) {
 	for _, ds := range append(cat, syntheticDataset()) {
 		for _, format := range []string{FormatParquet, FormatNDJSON} {
 			t.Run(ds.Name+"/"+format, func(t *testing.T) {
-				db := duck(t)
+				db := duckcheck.Open(t)
 				m := mirror{root: t.TempDir(), bucket: "acme-exports"}
 				table := quoteDouble(ds.Name)
 
@@ -281,7 +268,7 @@ func TestDuckDBCurrentState(t *testing.T) {
 		{day1, [][]any{profile("p1", day1, "free", 1), profile("p2", day1, "free", 2), profile("p3", day1, "pro", 3)}},
 		{day2, [][]any{profile("p2", day2, "pro", 20), profile("p3", day2, "team", 30), profile("p4", day2, "free", 4)}},
 	}
-	db := duck(t)
+	db := duckcheck.Open(t)
 	root := t.TempDir()
 	for _, d := range days {
 		prefix := "t/v1/profiles/dt=" + d.day.String() + "/"
