@@ -172,7 +172,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	}
 	drv := &localdriver.Driver{
 		Sweeper: sweeper, Exporter: exporter, Queue: q, QueueURL: queueURL,
-		QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region, BatchSize: 5,
+		QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region, BatchSize: 1,
 	}
 	lastPrint := time.Time{}
 	drv.Progress = func(p localdriver.Progress) {

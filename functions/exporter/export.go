@@ -89,6 +89,9 @@ type Partition struct {
 	Day     layout.Day
 	Claim   ledger.Claim
 	RunID   string
+	// NoteCommitted records a generation found committed in the bucket that
+	// the claim did not know of (ledger.NoteCommitted); nil skips it.
+	NoteCommitted func(ctx context.Context, generation int64) error
 }
 
 // Written is what an export committed.
@@ -133,6 +136,13 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	generation, err := nextGeneration(ctx, api, bucket, successKey, owner, p.Claim.Generation)
 	if err != nil {
 		return nil, err
+	}
+	if found := generation - 1; found >= p.Claim.Generation && p.NoteCommitted != nil {
+		// The bucket is ahead of the ledger: say so before removing the
+		// evidence, in case this run fails too.
+		if err := p.NoteCommitted(ctx, found); err != nil {
+			return nil, fmt.Errorf("note committed generation %d: %w", found, err)
+		}
 	}
 	if _, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &successKey, ExpectedBucketOwner: owner}); err != nil {
 		return nil, fmt.Errorf("remove old _SUCCESS: %w", err)

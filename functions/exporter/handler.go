@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,6 +33,10 @@ type Handler struct {
 	// visibility timeouts. Nil leaves them to the queue's redrive policy.
 	DeadLetters DeadLetterAPI
 	DLQURL      string
+	// MinRemaining is the least invocation time a record needs to be
+	// started at all; a record seen later is handed back untouched, so it
+	// uses no attempt (default 2 x DefaultReserve).
+	MinRemaining time.Duration
 }
 
 // DeadLetterAPI sends one message to the dead-letter queue.
@@ -45,7 +50,7 @@ var _ DeadLetterAPI = (*sqs.Client)(nil)
 func (h Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || h.tooLate(ctx) {
 			// Out of time: leave the rest for redelivery rather than half-run them.
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			continue
@@ -103,4 +108,16 @@ func (h Handler) deadLetter(ctx context.Context, rec events.SQSMessage, cause er
 	}
 	h.Log.ErrorContext(ctx, "message can never succeed; moved to the dead-letter queue", "message_id", rec.MessageId, "error", reason)
 	return nil
+}
+
+func (h Handler) tooLate(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	need := h.MinRemaining
+	if need == 0 {
+		need = 2 * DefaultReserve
+	}
+	return time.Until(dl) < need
 }

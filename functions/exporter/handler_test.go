@@ -57,6 +57,11 @@ func (f *fakeLedger) ClaimManual(_ context.Context, k ledger.Key) (ledger.Claim,
 	return ledger.Claim{}, fmt.Errorf("%w: %s", ledger.ErrBusy, k)
 }
 
+func (f *fakeLedger) NoteCommitted(_ context.Context, k ledger.Key, _ string, g int64) error {
+	f.record(fmt.Sprintf("NoteCommitted %s %d", k, g))
+	return nil
+}
+
 func (f *fakeLedger) Start(_ context.Context, k ledger.Key, token string) (ledger.Claim, error) {
 	f.record("Start " + k.String())
 	f.mu.Lock()
@@ -326,5 +331,21 @@ func TestHandlerPanicFailsOnlyItsRecord(t *testing.T) {
 	}
 	if strings.Join(p.done, ",") != "a,c" {
 		t.Fatalf("processed %v", p.done)
+	}
+}
+
+// A record reached with too little invocation time left is handed back
+// untouched: starting it would use an attempt it cannot finish.
+func TestHandlerHandsBackRecordsItCannotFinish(t *testing.T) {
+	p := &panicky{}
+	h := Handler{Processor: p, Log: slog.New(slog.DiscardHandler), MinRemaining: time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "a", Body: "ok"}, {MessageId: "b", Body: "ok"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 2 || len(p.done) != 0 {
+		t.Fatalf("failures %+v, processed %v", resp.BatchItemFailures, p.done)
 	}
 }

@@ -217,11 +217,18 @@ func TestGenerationNeverRepeats(t *testing.T) {
 	if err != nil || succ.Generation != 2 {
 		t.Fatalf("crashed run committed %+v (%v)", succ, err)
 	}
-	// Its lease runs out; the next run claims generation 2 again from the ledger.
+	// Its lease runs out; the next run claims generation 2 again from the
+	// ledger, finds 2 committed, notes it, removes that _SUCCESS and fails.
 	e.clk.Advance(testLease + time.Minute)
+	e.exp.After = once(func(s Step) bool { return s == StepSuccessRemoved })
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}
+	if r := e.row("events", testDay); r.State != ledger.StateFailed {
+		t.Fatalf("second run: %s", r.State)
+	}
+	// The retry finds no _SUCCESS at all, and still must not reuse 2.
+	e.retry("events", testDay)
 	m := e.committed("events", testDay)
 	if m.Generation != 3 {
 		t.Fatalf("generation %d after a crash that committed 2, want 3", m.Generation)

@@ -20,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // LedgerAPI is the part of the ledger the exporter uses. Every write is
@@ -32,6 +33,9 @@ type LedgerAPI interface {
 	// Start marks a claimed job as started, once: a second delivery of the
 	// same job gets ledger.ErrClaimLost.
 	Start(ctx context.Context, key ledger.Key, token string) (ledger.Claim, error)
+	// NoteCommitted records a generation found committed in the bucket
+	// without a Complete, so no later run reuses it (conditional on the token).
+	NoteCommitted(ctx context.Context, key ledger.Key, token string, generation int64) error
 	Complete(ctx context.Context, key ledger.Key, token string, res ledger.Result) (ledger.Row, error)
 	Fail(ctx context.Context, key ledger.Key, token string, cause error) (ledger.Row, error)
 	// Get reads one row (strongly consistent), or ledger.ErrNotFound; the
@@ -64,7 +68,8 @@ type Service struct {
 	Rand     io.Reader
 	Metrics  *metrics.Emitter
 	// Reserve is kept back from the invocation's deadline so that a run cut
-	// short still aborts its uploads and records the failure (default 20s).
+	// short still aborts its uploads (upload.AbortTimeout) and records the
+	// failure (finishContext) before Lambda ends it. Default DefaultReserve.
 	Reserve time.Duration
 }
 
@@ -230,6 +235,8 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
+	props["generation"] = w.Manifest.Generation
+	log.InfoContext(ctx, "partition exported", "generation", w.Manifest.Generation, "rows", w.Manifest.Totals.Rows, "bytes", w.Bytes, "duration_ms", took.Milliseconds())
 	_ = s.Metrics.Emit(props,
 		metrics.Metric{Name: "PartitionsExported", Unit: metrics.Count, Value: 1},
 		metrics.Metric{Name: "RowsExported", Unit: metrics.Count, Value: float64(w.Manifest.Totals.Rows)},
@@ -247,15 +254,21 @@ func (s *Service) runContext(ctx context.Context) (context.Context, context.Canc
 	}
 	reserve := s.Reserve
 	if reserve == 0 {
-		reserve = 20 * time.Second
+		reserve = DefaultReserve
 	}
 	return context.WithDeadline(ctx, dl.Add(-reserve))
 }
 
+// DefaultReserve covers an abort (upload.AbortTimeout), the ledger writes
+// (finishTimeout) and a margin.
+const DefaultReserve = upload.AbortTimeout + finishTimeout + 5*time.Second
+
+const finishTimeout = 15 * time.Second
+
 // finishContext outlives a cancelled export for the ledger writes that
 // record its outcome, bounded so it cannot hang an invocation.
 func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
 func (s *Service) exportClaim(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, log *slog.Logger) (*Written, error) {
@@ -263,7 +276,10 @@ func (s *Service) exportClaim(ctx context.Context, acct account.Account, claim l
 	if err != nil {
 		return nil, err
 	}
-	return s.Exporter.Export(ctx, Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: runID}, log)
+	note := func(ctx context.Context, g int64) error {
+		return s.Ledger.NoteCommitted(ctx, claim.Key, claim.Token, g)
+	}
+	return s.Exporter.Export(ctx, Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: runID, NoteCommitted: note}, log)
 }
 
 func (s *Service) runID() (string, error) {

@@ -34,8 +34,9 @@ type Handler struct {
 }
 
 // Handle is the Lambda entry point. The summary is logged and returned; a
-// sweep that hit errors still returns its summary with the error, so the
-// scheduler retries and, past its retry policy, the event reaches the DLQ.
+// sweep that hit errors still returns its summary with the error, so Lambda
+// retries the asynchronous invocation and then sends the event to the
+// sweeper DLQ (the function's on-failure destination).
 func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Summary, error) {
 	var ev ScheduleEvent
 	if len(raw) > 0 && string(raw) != "null" {
@@ -46,16 +47,20 @@ func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Summary, erro
 	}
 	log := h.Log.With("scheduled_time", ev.ScheduledTime, "execution_id", ev.ExecutionID, "attempt", ev.Attempt)
 	sum, err := h.Sweeper.Run(ctx)
+	ms := []metrics.Metric{
+		{Name: "PartitionsClaimed", Unit: metrics.Count, Value: float64(sum.Claimed)},
+		{Name: "PartitionsDue", Unit: metrics.Count, Value: float64(sum.Due)},
+		{Name: "OldestDueAge", Unit: metrics.Seconds, Value: float64(sum.OldestDueAgeSeconds)},
+		{Name: "SweepErrors", Unit: metrics.Count, Value: float64(sum.Errors)},
+	}
 	// PartitionsExhausted feeds the template's alarm on partitions that
 	// stopped retrying (Maximum over 15 minutes > 0): a level, the number of
-	// partitions currently exhausted, published by every sweep.
-	_ = h.Metrics.Emit(map[string]any{"execution_id": ev.ExecutionID},
-		metrics.Metric{Name: "PartitionsClaimed", Unit: metrics.Count, Value: float64(sum.Claimed)},
-		metrics.Metric{Name: "PartitionsDue", Unit: metrics.Count, Value: float64(sum.Due)},
-		metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Exhausted)},
-		metrics.Metric{Name: "OldestDueAge", Unit: metrics.Seconds, Value: float64(sum.OldestDueAgeSeconds)},
-		metrics.Metric{Name: "SweepErrors", Unit: metrics.Count, Value: float64(sum.Errors)},
-	)
+	// partitions currently exhausted, published only when every account was
+	// counted, so a failing sweep cannot clear the alarm.
+	if sum.ExhaustedCounted {
+		ms = append(ms, metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Exhausted)})
+	}
+	_ = h.Metrics.Emit(map[string]any{"execution_id": ev.ExecutionID}, ms...)
 	if err != nil {
 		log.ErrorContext(ctx, "sweep finished with errors", "summary", sum, "error", err.Error())
 		return sum, fmt.Errorf("sweep: %w", err)

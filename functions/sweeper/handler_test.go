@@ -74,7 +74,7 @@ func TestHandlerSweepsWhateverThePayload(t *testing.T) {
 // alarm (Maximum over 15 minutes > 0) stays raised until they are requeued.
 func TestHandlerPublishesExhaustedLevel(t *testing.T) {
 	var buf bytes.Buffer
-	r := &fakeRunner{sum: Summary{Accounts: 1, Exhausted: 4, Retired: 1}}
+	r := &fakeRunner{sum: Summary{Accounts: 1, Exhausted: 4, Retired: 1, ExhaustedCounted: true}}
 	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
 	if _, err := h.Handle(t.Context(), nil); err != nil {
 		t.Fatal(err)
@@ -85,5 +85,26 @@ func TestHandlerPublishesExhaustedLevel(t *testing.T) {
 	}
 	if line["PartitionsExhausted"] != 4.0 {
 		t.Errorf("PartitionsExhausted = %v, want 4 (the level): %s", line["PartitionsExhausted"], buf.String())
+	}
+}
+
+// A sweep that could not count every account publishes no level: the alarm
+// keeps its state (TreatMissingData: missing) instead of clearing.
+func TestHandlerWithholdsAnIncompleteLevel(t *testing.T) {
+	var buf bytes.Buffer
+	r := &fakeRunner{sum: Summary{Accounts: 2, Exhausted: 1, Errors: 1}, err: errors.New("count failed")}
+	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
+	if _, err := h.Handle(t.Context(), nil); err == nil {
+		t.Fatal("want the sweep's error")
+	}
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("EMF line %q: %v", buf.String(), err)
+	}
+	if _, ok := line["PartitionsExhausted"]; ok {
+		t.Errorf("published an incomplete level: %s", buf.String())
+	}
+	if line["SweepErrors"] != 1.0 {
+		t.Errorf("SweepErrors = %v", line["SweepErrors"])
 	}
 }

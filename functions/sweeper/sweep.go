@@ -120,7 +120,11 @@ type Summary struct {
 	// ones that stopped during this sweep); it feeds PartitionsExhausted.
 	Exhausted int `json:"exhausted"`
 	Retired   int `json:"retired"` // dead claims retired as exhausted by this sweep (included in Exhausted)
-	Errors    int `json:"errors"`
+	// ExhaustedCounted is false when any account's count failed (or the
+	// sweep stopped before counting): Exhausted is then a lower bound and is
+	// not published, so the alarm keeps its state instead of clearing.
+	ExhaustedCounted bool `json:"exhausted_counted"`
+	Errors           int  `json:"errors"`
 	// OldestDueAgeSeconds is how long the oldest due partition seen has been
 	// closed (its day's end in the account's zone); 0 when nothing is due.
 	// Due rows are read capped and queued-first, so it is a lower bound.
@@ -220,11 +224,13 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 	}
 
 	// Counted last, so the rows this sweep's claims retired are included.
+	sum.ExhaustedCounted = true
 	for _, a := range enabled {
 		n, stats, err := s.Ledger.CountExhausted(ctx, a.ID)
 		sum.ItemsRead += stats.Items
 		if err != nil {
 			fail(fmt.Errorf("account %s: count exhausted: %w", a.ID, err))
+			sum.ExhaustedCounted = false
 			continue
 		}
 		sum.Exhausted += n

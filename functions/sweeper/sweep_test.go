@@ -629,7 +629,7 @@ func TestExhaustedIsALevel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Exhausted != want.Exhausted || sum.Retired != want.Retired || sum.Claimed != 0 {
+		if sum.Exhausted != want.Exhausted || sum.Retired != want.Retired || sum.Claimed != 0 || !sum.ExhaustedCounted {
 			t.Errorf("sweep %d after exhaustion: %+v, want exhausted %d, retired %d", round, sum, want.Exhausted, want.Retired)
 		}
 		clk.Advance(15 * time.Minute)

@@ -87,6 +87,7 @@ func (f *Factory) newClient(accountID string, d account.Destination) *s3.Client 
 // TestAPI is what the connection test calls, with the SDK's signatures.
 type TestAPI interface {
 	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
 	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
@@ -103,8 +104,9 @@ type Check struct {
 	Problem    string `json:"problem,omitempty"`
 }
 
-// Test writes a small object under prefix, starts and aborts a multipart
-// upload, lists the prefix and deletes the object (C2). Every step runs even
+// Test writes a small object under prefix, reads it back, starts and aborts
+// a multipart upload, lists the prefix and deletes the object (C2): the
+// calls an export makes. Every step runs even
 // after a failure so the report names each missing permission.
 func Test(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
@@ -123,6 +125,14 @@ func Test(ctx context.Context, api TestAPI, bucket, prefix, owner string, now ti
 	run("write a small object", "s3:PutObject", func() error {
 		_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob})
 		return err
+	})
+	// Every export reads the partition's old _SUCCESS to keep generations increasing.
+	run("read it back", "s3:GetObject", func() error {
+		out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key, ExpectedBucketOwner: ob})
+		if err != nil {
+			return err
+		}
+		return out.Body.Close()
 	})
 	run("start and abort a multipart upload", "s3:AbortMultipartUpload", func() error {
 		out, err := api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob})

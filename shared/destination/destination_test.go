@@ -38,7 +38,7 @@ func TestConnection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %+v", err, checks)
 		}
-		if len(checks) != 4 {
+		if len(checks) != 5 {
 			t.Fatalf("checks %+v", checks)
 		}
 		out, err := api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("dest-conn-test")})

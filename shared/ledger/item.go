@@ -30,6 +30,7 @@ type record struct {
 	LastError      string `dynamodbav:"last_error"`
 	Exhausted      bool   `dynamodbav:"exhausted"`
 	Generation     int64  `dynamodbav:"generation"`
+	GenReserved    int64  `dynamodbav:"generation_reserved"`
 	Rows           int64  `dynamodbav:"rows"`
 	Bytes          int64  `dynamodbav:"bytes"`
 	Files          int    `dynamodbav:"files"`
@@ -60,6 +61,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		LastError:      r.LastError,
 		Exhausted:      r.Exhausted,
 		Generation:     r.Generation,
+		GenReserved:    r.GenReserved,
 		Rows:           r.Rows,
 		Bytes:          r.Bytes,
 		Files:          r.Files,

@@ -323,12 +323,15 @@ type Row struct {
 	ClaimedAt  time.Time
 	// StartedAt is when the current (or last) claim's run started; zero for
 	// a claim not started yet.
-	StartedAt      time.Time
-	LeaseUntil     time.Time
-	NextAttemptAt  time.Time
-	LastError      string
-	Exhausted      bool
-	Generation     int64
+	StartedAt     time.Time
+	LeaseUntil    time.Time
+	NextAttemptAt time.Time
+	LastError     string
+	Exhausted     bool
+	Generation    int64
+	// GenReserved is the highest generation found committed in the bucket
+	// without a Complete (NoteCommitted); the next claim is numbered above it.
+	GenReserved    int64
 	Rows           int64
 	Bytes          int64
 	Files          int
@@ -466,3 +469,6 @@ func ConfigFromEnv(r *envvar.Reader) Config {
 		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
 	}
 }
+
+// nextGeneration is the generation the next run of r commits at least.
+func (r Row) nextGeneration() int64 { return max(r.Generation, r.GenReserved) + 1 }

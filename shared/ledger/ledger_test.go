@@ -1033,3 +1033,101 @@ func TestCountExhausted(t *testing.T) {
 	}
 	count(acct, 0)
 }
+
+// Run A commits generation 1 and dies before Complete; run B finds A's
+// _SUCCESS, notes generation 1, and fails after removing it: the next claim
+// is still numbered 2, never 1 again. A failed run that found nothing new
+// leaves no gap.
+func TestNoteCommittedGeneration(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 5 })
+	key := Key{AccountID: testAccount(t, "r"), Dataset: "events", Day: day1}
+	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+		t.Fatal(err)
+	}
+	claimStart := func() Claim {
+		t.Helper()
+		c, err := l.Claim(ctx, key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Start(ctx, key, c.Token); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := claimStart() // commits 1 in the bucket, dies
+	if a.Generation != 1 {
+		t.Fatalf("first claim generation %d", a.Generation)
+	}
+	clk.Advance(testLease + time.Second)
+	b := claimStart()
+	if b.Generation != 1 {
+		t.Fatalf("second claim generation %d, want 1 (the ledger never heard of A's commit)", b.Generation)
+	}
+	if err := l.NoteCommitted(ctx, key, "not-the-token", 1); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("note with a stale token: %v", err)
+	}
+	if err := l.NoteCommitted(ctx, key, b.Token, 1); err != nil { // B found A's _SUCCESS
+		t.Fatal(err)
+	}
+	if _, err := l.Fail(ctx, key, b.Token, errors.New("source down")); err != nil { // ...and failed after removing it
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Hour)
+	c := claimStart()
+	if c.Generation != 2 {
+		t.Fatalf("claim after a noted 1: generation %d, want 2", c.Generation)
+	}
+	if err := l.NoteCommitted(ctx, key, c.Token, 1); !errors.Is(err, ErrConflict) {
+		t.Fatalf("noting a generation not above the noted one: %v", err)
+	}
+	if _, err := l.Fail(ctx, key, c.Token, errors.New("bucket down")); err != nil { // found nothing new, failed
+		t.Fatal(err)
+	}
+	clk.Advance(4 * time.Hour)
+	d := claimStart()
+	if d.Generation != 2 {
+		t.Fatalf("a failed run that noted nothing must leave no gap: generation %d, want 2", d.Generation)
+	}
+	if r, err := l.Complete(ctx, key, d.Token, Result{Generation: 2}); err != nil || r.Generation != 2 {
+		t.Fatalf("complete: %+v %v", r, err)
+	}
+}
+
+// A manual re-run recorded while a claim ran is honoured even when that
+// claim dies on its last attempt: the row is queued, not retired.
+func TestRerunSurvivesExhaustedDeadClaim(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 1 })
+	key := Key{AccountID: testAccount(t, "x"), Dataset: "events", Day: day1}
+	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Claim(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start(ctx, key, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ClaimManual(ctx, key); !errors.Is(err, ErrBusy) {
+		t.Fatalf("manual while running: %v", err)
+	}
+	clk.Advance(testLease + time.Second)
+	if _, err := l.Claim(ctx, key, ReasonRetry); !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim of the dead last attempt: %v", err)
+	}
+	r, err := l.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != StateQueued || r.Exhausted || r.Attempts != 0 || !strings.HasPrefix(r.DueKey, "0#") {
+		t.Fatalf("row %+v, want queued with attempts reset", r)
+	}
+	if _, err := l.Claim(ctx, key, ""); err != nil {
+		t.Fatalf("the queued re-run is claimable: %v", err)
+	}
+}

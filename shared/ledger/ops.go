@@ -317,7 +317,7 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 			reason = ReasonScheduled
 		}
 	}
-	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.Generation + 1,
+	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.nextGeneration(),
 		Reason: reason, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 }
 
@@ -333,6 +333,25 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		return err
 	}
 	switch {
+	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts && row.RerunRequested:
+		// The dead claim used its last attempt, but someone asked for a
+		// re-run while it ran: honour the request (as Requeue would) rather
+		// than retire the row and lose it.
+		upd := expression.Set(stateName(), val(string(StateQueued))).
+			Set(name("attempts"), val(0)).
+			Set(name("reason"), val(string(ReasonManual))).
+			Set(name("exhausted"), val(false)).
+			Set(name("last_error"), val(fmt.Sprintf("claim lease expired at %s on attempt %d; re-run requested", fmtTime(row.LeaseUntil), row.Attempts))).
+			Set(name("updated_at"), val(fmtTime(now))).
+			Set(name(AttrDueAccount), val(key.AccountID)).
+			Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, now))).
+			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
+			Remove(name("started_at")).Remove(name("rerun_requested"))
+		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))))
+		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil && !errors.Is(err, errCondition) {
+			return err
+		}
+		return fmt.Errorf("%w: %s: dead claim on its last attempt had a re-run requested; queued it", ErrConflict, key)
 	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts:
 		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
 		upd := expression.Set(stateName(), val(string(StateFailed))).
@@ -396,7 +415,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 					return Claim{}, err
 				}
 			}
-			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.Generation + 1,
+			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
 				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}
 		if !errors.Is(err, errCondition) {
@@ -461,8 +480,33 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 	if reason == "" {
 		reason = ReasonScheduled
 	}
-	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.Generation + 1, Reason: reason,
+	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.nextGeneration(), Reason: reason,
 		ClaimedAt: row.ClaimedAt, LeaseUntil: lease, Prev: row}, nil
+}
+
+// NoteCommitted records a generation found committed in the bucket that the
+// ledger never heard of (a run wrote `_SUCCESS` and died before Complete).
+// A run calls it, under its claim, before it removes that `_SUCCESS`, so
+// that if it fails too, the next claim is still numbered above it and no
+// generation is ever committed twice; a failed run that found nothing new
+// leaves no gap in the numbers.
+func (l *Ledger) NoteCommitted(ctx context.Context, key Key, token string, generation int64) error {
+	if err := key.validate(); err != nil {
+		return err
+	}
+	upd := expression.Set(name("generation_reserved"), val(generation)).Set(name("updated_at"), val(fmtTime(l.now())))
+	cond := expression.And(holds(token), expression.Or(name("generation_reserved").AttributeNotExists(),
+		name("generation_reserved").LessThan(val(generation))),
+		expression.Or(name("generation").AttributeNotExists(), name("generation").LessThan(val(generation))))
+	old, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		row, rerr := rowFromItem(old)
+		if rerr == nil && row.ClaimToken == token && row.State == StateRunning {
+			return fmt.Errorf("%w: %s: generation %d is not above %d (completed) and %d (noted)", ErrConflict, key, generation, row.Generation, row.GenReserved)
+		}
+		return fmt.Errorf("%w: note committed generation of %s", ErrClaimLost, key)
+	}
+	return err
 }
 
 // Release gives back a claim whose run has not started (the sweeper could

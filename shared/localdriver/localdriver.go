@@ -48,7 +48,7 @@ type Driver struct {
 	QueueURL string
 	QueueARN string
 	Region   string
-	// BatchSize is the event source mapping's batch size (template: 5).
+	// BatchSize is the event source mapping's batch size (template: 1).
 	BatchSize int
 	// RedeliverFailures makes reported failures visible again at once, as
 	// if their visibility timeout had passed; off, they stay hidden for the
@@ -90,7 +90,7 @@ func (d *Driver) Sweep(ctx context.Context, now time.Time, n int) (SweepSummary,
 func (d *Driver) Drain(ctx context.Context, p *Progress) error {
 	size := d.BatchSize
 	if size <= 0 || size > 10 {
-		size = 5
+		size = 1
 	}
 	for {
 		out, err := d.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
