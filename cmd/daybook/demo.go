@@ -200,6 +200,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		return nil, err
 	}
 	var p localdriver.Progress
+	drv.Progress = nil // one message; its outcome is printed below
 	if err := drv.Drain(ctx, &p); err != nil {
 		return nil, err
 	}
