@@ -21,14 +21,7 @@ import (
 // source mapping; then it checks what was delivered.
 func TestEndToEnd(t *testing.T) {
 	bin := t.TempDir()
-	for _, fn := range []string{"SweeperFunction", "ExporterFunction"} {
-		pkg := map[string]string{"SweeperFunction": "sweeper", "ExporterFunction": "exporter"}[fn]
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(bin, fn, "bootstrap"), "../../functions/"+pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", fn, err, out)
-		}
-	}
+	buildBootstraps(t, bin)
 	now := time.Now().UTC()
 	var out bytes.Buffer
 	dir := t.TempDir()
@@ -115,4 +108,18 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 	})
+}
+
+// buildBootstraps builds both functions' host bootstraps into
+// dir/<LogicalId>/bootstrap, the layout `make build` uses.
+func buildBootstraps(t *testing.T, dir string) {
+	t.Helper()
+	for _, fn := range Functions {
+		pkg := map[string]string{"SweeperFunction": "sweeper", "ExporterFunction": "exporter"}[fn]
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(dir, fn, "bootstrap"), "../../functions/"+pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", fn, err, out)
+		}
+	}
 }

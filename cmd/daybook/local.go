@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -129,9 +130,20 @@ func readPid(d localDir) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
+// alive reports whether pid is a running process. An exited child not yet
+// reaped by its parent (a zombie, state Z in /proc) counts as gone.
 func alive(pid int) bool {
 	p, err := os.FindProcess(pid)
-	return err == nil && p.Signal(syscallZero) == nil
+	if err != nil || p.Signal(syscallZero) != nil {
+		return false
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Format: pid (comm) state ...; comm may contain spaces and parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 func runLocalDown(_ context.Context, args []string, stdout io.Writer) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -36,6 +37,7 @@ type opsEnv struct {
 	queueURL string
 	stage    string
 	settle   time.Duration
+	buckets  *destination.Factory
 }
 
 // envFileFlag registers --env-file: the deployment's function environment in
@@ -81,12 +83,36 @@ func openOps(ctx context.Context, envFile string) (*opsEnv, error) {
 		return nil, err
 	}
 	e.cfg = cfg
+	e.buckets = &destination.Factory{Base: cfg}
 	e.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), lcfg)
 	if err != nil {
 		return nil, err
 	}
 	e.sqs = sqs.NewFromConfig(cfg)
 	return e, nil
+}
+
+// openAccount opens the deployment and reads one account as stored.
+func openAccount(ctx context.Context, envFile, id string) (*opsEnv, account.Account, error) {
+	e, err := openOps(ctx, envFile)
+	if err != nil {
+		return nil, account.Account{}, err
+	}
+	a, err := e.ledger.GetAccount(ctx, id)
+	if err != nil {
+		return nil, account.Account{}, fmt.Errorf("account %q: %w", id, err)
+	}
+	return e, a, nil
+}
+
+// bucket returns an account's rendered prefix and a client acting in its
+// destination (its role, endpoint and region).
+func (e *opsEnv) bucket(a account.Account) (string, *s3.Client, error) {
+	prefix, err := a.Prefix(e.stage)
+	if err != nil {
+		return "", nil, err
+	}
+	return prefix, e.buckets.Client(a.ID, a.Destination), nil
 }
 
 func readEnvFile(path string) (map[string]map[string]string, error) {
@@ -157,13 +183,9 @@ func runAccountGet(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	e, err := openOps(ctx, *envFile)
+	_, a, err := openAccount(ctx, *envFile, args[0])
 	if err != nil {
 		return err
-	}
-	a, err := e.ledger.GetAccount(ctx, args[0])
-	if err != nil {
-		return fmt.Errorf("account %q: %w", args[0], err)
 	}
 	return printJSON(stdout, a)
 }
@@ -200,19 +222,14 @@ func runAccountTest(ctx context.Context, args []string, stdout io.Writer) error 
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	e, err := openOps(ctx, *envFile)
+	e, a, err := openAccount(ctx, *envFile, args[0])
 	if err != nil {
 		return err
 	}
-	a, err := e.ledger.GetAccount(ctx, args[0])
-	if err != nil {
-		return fmt.Errorf("account %q: %w", args[0], err)
-	}
-	prefix, err := a.Prefix(e.stage)
+	prefix, api, err := e.bucket(a)
 	if err != nil {
 		return err
 	}
-	api := (&destination.Factory{Base: e.cfg}).Client(a.ID, a.Destination)
 	checks, err := destination.Test(ctx, api, a.Destination.Bucket, prefix, a.Destination.ExpectedBucketOwner, time.Now())
 	for _, c := range checks {
 		mark := "ok"
@@ -245,13 +262,9 @@ func runRequeue(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := dataset.Get(*ds); err != nil {
 		return err
 	}
-	e, err := openOps(ctx, *envFile)
+	e, a, err := openAccount(ctx, *envFile, *acct)
 	if err != nil {
 		return err
-	}
-	a, err := e.ledger.GetAccount(ctx, *acct)
-	if err != nil {
-		return fmt.Errorf("account %q: %w", *acct, err)
 	}
 	if closed := a.WithDefaults(e.settle).ClosedThrough(time.Now()); t.After(closed) {
 		return fmt.Errorf("--to %s is not closed yet for account %s; the last closed day is %s", t, a.ID, closed)
@@ -308,13 +321,9 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if *acct == "" {
 		return errors.New("--account is required")
 	}
-	e, err := openOps(ctx, *envFile)
+	e, a, err := openAccount(ctx, *envFile, *acct)
 	if err != nil {
 		return err
-	}
-	a, err := e.ledger.GetAccount(ctx, *acct)
-	if err != nil {
-		return fmt.Errorf("account %q: %w", *acct, err)
 	}
 	a = a.WithDefaults(e.settle)
 	to := a.ClosedThrough(time.Now())

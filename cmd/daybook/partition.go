@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -33,19 +32,14 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, err := openOps(ctx, *envFile)
+	e, a, err := openAccount(ctx, *envFile, *acct)
 	if err != nil {
 		return err
 	}
-	a, err := e.ledger.GetAccount(ctx, *acct)
-	if err != nil {
-		return fmt.Errorf("account %q: %w", *acct, err)
-	}
-	prefix, err := a.Prefix(e.stage)
+	prefix, api, err := e.bucket(a)
 	if err != nil {
 		return err
 	}
-	api := (&destination.Factory{Base: e.cfg}).Client(a.ID, a.Destination)
 	pp := layout.PartitionPrefix(prefix, *ds, d)
 	r, err := verify.Partition(ctx, api, verify.Bucket{Name: a.Destination.Bucket, Owner: a.Destination.ExpectedBucketOwner}, pp, verify.CountRows)
 	if err != nil {
@@ -123,19 +117,14 @@ func sqlPartition(ctx context.Context, d dataset.Dataset, acct, day, envFile str
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	e, err := openOps(ctx, envFile)
+	e, a, err := openAccount(ctx, envFile, acct)
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	a, err := e.ledger.GetAccount(ctx, acct)
-	if err != nil {
-		return loadsql.Partition{}, "", fmt.Errorf("account %q: %w", acct, err)
-	}
-	prefix, err := a.Prefix(e.stage)
+	prefix, api, err := e.bucket(a)
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	api := (&destination.Factory{Base: e.cfg}).Client(a.ID, a.Destination)
 	key := layout.ManifestKey(prefix, d.Name, dd)
 	var owner *string
 	if o := a.Destination.ExpectedBucketOwner; o != "" {
