@@ -15,8 +15,9 @@ import (
 	xparquet "github.com/xitongsys/parquet-go/parquet"
 	xwriter "github.com/xitongsys/parquet-go/writer"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/dataset/datasettest"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/encode"
 )
 
@@ -68,7 +69,7 @@ type counter struct{ n int64 }
 
 func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
-const day = dataset.Date(20785)
+var day = civil.FromEpochDays(20785)
 
 func encodeX(tb testing.TB, w *counter, codec xparquet.CompressionCodec, rows int) {
 	pw, err := xwriter.NewParquetWriterFromWriter(w, new(xEvent), 2)

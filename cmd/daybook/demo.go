@@ -19,13 +19,14 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
-	"github.com/daybook-dev/daybook/shared/demosource"
-	"github.com/daybook-dev/daybook/shared/lambdarie"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/demosource"
+	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
-	"github.com/daybook-dev/daybook/shared/localaws"
-	"github.com/daybook-dev/daybook/shared/localdriver"
-	"github.com/daybook-dev/daybook/shared/motoserver"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
 
@@ -51,7 +52,7 @@ type demoResult struct {
 	Rows       []ledger.Row
 	Reexported ledger.Row
 	Before     ledger.Row
-	Progress   localdriver.Progress
+	Progress   eventsource.Progress
 	Mirror     string
 	Expected   map[string]map[string]map[string]int64 // source rows per account, dataset, day
 	Pids       []int                                  // every process the demo started
@@ -98,7 +99,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := localaws.Up(ctx, cfg, o.Template, stage, map[string]string{"SourceDriver": "sqlite"})
+	st, err := samstack.Up(ctx, cfg, o.Template, stage, map[string]string{"SourceDriver": "sqlite"})
 	if err != nil {
 		return nil, err
 	}
@@ -117,12 +118,12 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := localaws.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro"}))
+	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro"}))
 	if err != nil {
 		return nil, err
 	}
 	envFile := filepath.Join(o.Dir, "env.json")
-	if err := localaws.WriteEnvFile(envFile, env); err != nil {
+	if err := samstack.WriteEnvFile(envFile, env); err != nil {
 		return nil, err
 	}
 
@@ -170,12 +171,12 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	drv := &localdriver.Driver{
+	drv := &eventsource.Driver{
 		Sweeper: sweeper, Exporter: exporter, Queue: q, QueueURL: queueURL,
 		QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region, BatchSize: 1,
 	}
 	lastPrint := time.Time{}
-	drv.Progress = func(p localdriver.Progress) {
+	drv.Progress = func(p eventsource.Progress) {
 		if time.Since(lastPrint) < 2*time.Second {
 			return
 		}
@@ -199,7 +200,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err := run(ctx, []string{"reexport", "--account", a0.ID, "--dataset", "events", "--day", day.String(), "--env-file", envFile}, out); err != nil {
 		return nil, err
 	}
-	var p localdriver.Progress
+	var p eventsource.Progress
 	drv.Progress = nil // one message; its outcome is printed below
 	if err := drv.Drain(ctx, &p); err != nil {
 		return nil, err
@@ -260,16 +261,16 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	return res, nil
 }
 
-func startFunction(ctx context.Context, o demoOptions, fn string, env map[string]map[string]string) (*lambdarie.Function, error) {
+func startFunction(ctx context.Context, o demoOptions, fn string, env map[string]map[string]string) (*runtimeemulator.Function, error) {
 	logf, err := os.Create(filepath.Join(o.Dir, "logs", fn+".log"))
 	if err != nil {
 		return nil, err
 	}
 	// The file stays open for the child process; it is closed when the demo exits.
-	return lambdarie.Start(ctx, filepath.Join(o.BinDir, fn, "bootstrap"), lambdarie.Options{Name: fn, Env: env[fn], Log: logf, Timeout: 900 * time.Second})
+	return runtimeemulator.Start(ctx, filepath.Join(o.BinDir, fn, "bootstrap"), runtimeemulator.Options{Name: fn, Env: env[fn], Log: logf, Timeout: 900 * time.Second})
 }
 
-func printProgress(ctx context.Context, out io.Writer, led *ledger.Ledger, accts []account.Account, now time.Time, p localdriver.Progress) {
+func printProgress(ctx context.Context, out io.Writer, led *ledger.Ledger, accts []account.Account, now time.Time, p eventsource.Progress) {
 	var total, done, failed int
 	var rows, bytes int64
 	for _, a := range accts {
@@ -364,7 +365,7 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 				problems = append(problems, fmt.Sprintf("s3://%s/%s: %s", a.Destination.Bucket, pp, p))
 			}
 			d := strings.TrimSuffix(pp[strings.LastIndex(strings.TrimSuffix(pp, "/"), "/")+1:], "/")
-			day, err := layout.ParseDay(strings.TrimPrefix(d, "dt="))
+			day, err := civil.Parse(strings.TrimPrefix(d, "dt="))
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("s3://%s/%s: partition folder is not dt=YYYY-MM-DD", a.Destination.Bucket, pp))
 				continue
@@ -378,7 +379,7 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 		}
 	}
 	for d := range exportedDays {
-		day, _ := layout.ParseDay(d)
+		day, _ := civil.Parse(d)
 		key := layout.DeliveryManifestKey(prefix, day)
 		out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: &key})
 		if err != nil {

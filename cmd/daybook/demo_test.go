@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -58,7 +59,7 @@ func TestEndToEnd(t *testing.T) {
 			closed := a.WithDefaults(0).ClosedThrough(now)
 			prefix, _ := a.Prefix(res.Stage)
 			for _, ds := range a.Datasets {
-				for _, d := range layout.Range(a.StartDate, closed) {
+				for _, d := range civil.Range(a.StartDate, closed) {
 					if !committed[layout.PartitionPrefix(prefix, ds, d)] {
 						t.Errorf("%s %s %s: not committed", a.ID, ds, d)
 					}

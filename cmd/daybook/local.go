@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/lambdarie"
-	"github.com/daybook-dev/daybook/shared/localaws"
-	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
 // Functions are the template's Lambda logical ids.
@@ -88,7 +88,7 @@ func deploy(ctx context.Context, d localDir, url, tmpl, stage, sourceDSN string,
 	if err != nil {
 		return err
 	}
-	st, err := localaws.Up(ctx, cfg, tmpl, stage, map[string]string{"SourceDriver": "sqlite"})
+	st, err := samstack.Up(ctx, cfg, tmpl, stage, map[string]string{"SourceDriver": "sqlite"})
 	if err != nil {
 		return err
 	}
@@ -96,11 +96,11 @@ func deploy(ctx context.Context, d localDir, url, tmpl, stage, sourceDSN string,
 		abs, _ := filepath.Abs(filepath.Join(string(d), "demo.db"))
 		sourceDSN = "file:" + abs + "?mode=ro"
 	}
-	env, err := localaws.FunctionEnv(ctx, cfg, st, Functions, localEnv(url, map[string]string{"SOURCE_DSN": sourceDSN}))
+	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(url, map[string]string{"SOURCE_DSN": sourceDSN}))
 	if err != nil {
 		return err
 	}
-	if err := localaws.WriteEnvFile(d.envFile(), env); err != nil {
+	if err := samstack.WriteEnvFile(d.envFile(), env); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "stack %s deployed: table %s, queue %s\nenv file %s (sam local invoke --env-vars format)\n",
@@ -185,7 +185,7 @@ func runLocalInvoke(ctx context.Context, args []string, stdout io.Writer) error 
 		return err
 	}
 	d := localDir(*dir)
-	env, err := localaws.ReadEnvFile(d.envFile())
+	env, err := samstack.ReadEnvFile(d.envFile())
 	if err != nil {
 		return fmt.Errorf("%w (run `make local-up` first)", err)
 	}
@@ -204,7 +204,7 @@ func runLocalInvoke(ctx context.Context, args []string, stdout io.Writer) error 
 		return err
 	}
 	defer logf.Close()
-	f, err := lambdarie.Start(ctx, d.bootstrap(fn), lambdarie.Options{Name: fn, Env: vars, Log: io.MultiWriter(logf, os.Stderr)})
+	f, err := runtimeemulator.Start(ctx, d.bootstrap(fn), runtimeemulator.Options{Name: fn, Env: vars, Log: io.MultiWriter(logf, os.Stderr)})
 	if err != nil {
 		return err
 	}

@@ -21,11 +21,11 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/jobs"
-	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -37,7 +37,7 @@ type opsEnv struct {
 	queueURL string
 	stage    string
 	settle   time.Duration
-	buckets  *destination.Factory
+	buckets  *destination.Clients
 }
 
 // envFileFlag registers --env-file: the deployment's function environment in
@@ -83,7 +83,7 @@ func openOps(ctx context.Context, envFile string) (*opsEnv, error) {
 		return nil, err
 	}
 	e.cfg = cfg
-	e.buckets = &destination.Factory{Base: cfg}
+	e.buckets = &destination.Clients{Base: cfg}
 	e.ledger, err = ledger.New(dynamodb.NewFromConfig(cfg), lcfg)
 	if err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func runAccountTest(ctx context.Context, args []string, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	checks, err := destination.Test(ctx, api, a.Destination.Bucket, prefix, a.Destination.ExpectedBucketOwner, time.Now())
+	checks, err := destination.CheckConnection(ctx, api, a.Destination.Bucket, prefix, a.Destination.ExpectedBucketOwner, time.Now())
 	for _, c := range checks {
 		mark := "ok"
 		if !c.OK {
@@ -344,15 +344,15 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 
 // writeStatus prints one dataset: counts by state, a one-character-per-day
 // strip (oldest left), and the rows that need attention.
-func writeStatus(w io.Writer, ds string, from, to layout.Day, rows []ledger.Row) {
-	byDay := map[layout.Day]ledger.Row{}
+func writeStatus(w io.Writer, ds string, from, to civil.Date, rows []ledger.Row) {
+	byDay := map[civil.Date]ledger.Row{}
 	counts := map[ledger.State]int{}
 	for _, r := range rows {
 		byDay[r.Day] = r
 		counts[r.State]++
 	}
 	var strip strings.Builder
-	for _, d := range layout.Range(from, to) {
+	for _, d := range civil.Range(from, to) {
 		r, ok := byDay[d]
 		switch {
 		case !ok:

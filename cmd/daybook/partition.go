@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
@@ -28,7 +29,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *acct == "" || *ds == "" || *day == "" {
 		return errors.New("usage: daybook verify --account ID --dataset NAME --day YYYY-MM-DD")
 	}
-	d, err := layout.ParseDay(*day)
+	d, err := civil.Parse(*day)
 	if err != nil {
 		return err
 	}
@@ -97,10 +98,10 @@ func runSQL(ctx context.Context, args []string, stdout io.Writer) error {
 // otherwise a placeholder partition so an operator can read a dataset's DDL.
 func sqlPartition(ctx context.Context, d dataset.Dataset, acct, day, envFile string) (loadsql.Partition, string, error) {
 	if acct == "" {
-		dd := dataset.DateOf(time.Now().UTC().AddDate(0, 0, -1))
+		dd := civil.Of(time.Now().UTC().AddDate(0, 0, -1))
 		if day != "" {
 			var err error
-			if dd, err = dataset.ParseDate(day); err != nil {
+			if dd, err = civil.Parse(day); err != nil {
 				return loadsql.Partition{}, "", err
 			}
 		}
@@ -113,7 +114,7 @@ func sqlPartition(ctx context.Context, d dataset.Dataset, acct, day, envFile str
 	if day == "" {
 		return loadsql.Partition{}, "", errors.New("--day is required with --account")
 	}
-	dd, err := layout.ParseDay(day)
+	dd, err := civil.Parse(day)
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
-	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -108,7 +108,7 @@ func TestRefusedRequests(t *testing.T) {
 				if acct == "" {
 					acct = e.acct.ID
 				}
-				if r, err := e.led.Get(e.ctx, ledger.Key{AccountID: acct, Dataset: tc.ds, Day: layout.MustDay(tc.day)}); !errors.Is(err, ledger.ErrNotFound) {
+				if r, err := e.led.Get(e.ctx, ledger.Key{AccountID: acct, Dataset: tc.ds, Day: civil.MustParse(tc.day)}); !errors.Is(err, ledger.ErrNotFound) {
 					t.Errorf("a refused request wrote a ledger row: %+v (%v)", r, err)
 				}
 			}

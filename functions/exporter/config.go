@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
 
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"

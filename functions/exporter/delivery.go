@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -30,13 +31,13 @@ const deliveryRewrites = 3
 // The partition is already committed and recorded when this runs, so a
 // failure here is logged, not returned: redelivering the message would not
 // run the export again (Start refuses a second delivery).
-func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day layout.Day, log *slog.Logger) {
+func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day civil.Date, log *slog.Logger) {
 	if err := s.putDelivery(ctx, acct, day); err != nil {
 		log.ErrorContext(ctx, "delivery manifest not written", "error", err.Error())
 	}
 }
 
-func (s *Service) putDelivery(ctx context.Context, acct account.Account, day layout.Day) error {
+func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civil.Date) error {
 	prefix, err := acct.Prefix(s.Exporter.Config.Stage)
 	if err != nil {
 		return err
@@ -75,7 +76,7 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day lay
 }
 
 // delivery reads the ledger rows of day for every enabled dataset of acct.
-func (s *Service) delivery(ctx context.Context, acct account.Account, day layout.Day) (*manifest.Delivery, error) {
+func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.Date) (*manifest.Delivery, error) {
 	statuses := make([]manifest.PartitionStatus, 0, len(acct.Datasets))
 	for _, name := range acct.Datasets {
 		st := manifest.PartitionStatus{Name: name}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -142,7 +143,7 @@ func TestManualRangeFansOut(t *testing.T) {
 	if err := e.process(body); err != nil {
 		t.Fatal(err)
 	}
-	want := layout.Range(layout.MustDay("2026-02-25"), layout.MustDay("2026-03-09")) // 13 days: two batches
+	want := civil.Range(civil.MustParse("2026-02-25"), civil.MustParse("2026-03-09")) // 13 days: two batches
 	var days []string
 	for empty := 0; empty < 2; {
 		out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: &e.queueURL, MaxNumberOfMessages: 10})
@@ -192,5 +193,5 @@ func TestManualRangeFansOut(t *testing.T) {
 	if err := e.process(one); err != nil {
 		t.Fatal(err)
 	}
-	e.committed("daily_stats", layout.MustDay("2026-03-01"))
+	e.committed("daily_stats", civil.MustParse("2026-03-01"))
 }

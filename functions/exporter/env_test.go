@@ -28,12 +28,13 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
-	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/source"
 )
@@ -46,7 +47,7 @@ const (
 	testStage = "test"
 )
 
-var testDay = layout.MustDay("2026-03-05")
+var testDay = civil.MustParse("2026-03-05")
 
 // envOpts shape one test environment.
 type envOpts struct {
@@ -106,7 +107,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if len(o.datasets) == 0 {
 		o.datasets = []string{"events"}
 	}
-	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: layout.MustDay(testStart),
+	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
 		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: o.format}}
 	if err := led.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		db: db, acct: a, prefix: prefix, faults: f}
 	e.exp = &Exporter{
 		Source:  src,
-		Buckets: faultyBuckets{buckets{&destination.Factory{Base: cfg}}, f},
+		Buckets: faultyBuckets{buckets{&destination.Clients{Base: cfg}}, f},
 		Scripts: loadScripts,
 		Config:  ExportConfig{Stage: testStage, MaxFileBytes: o.maxFileBytes, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: o.rowGroupRows},
 		Now:     clk.Now,
@@ -223,7 +224,7 @@ func (e *env) insert(ds string, rows ...[]any) {
 			args = append(args, sqliteValue(r[3]))
 		case "profiles":
 			// The day of its last_seen_at in the account's zone.
-			args = append(args, layout.DayIn(r[2].(time.Time), loc).String())
+			args = append(args, civil.In(r[2].(time.Time), loc).String())
 		}
 		if _, err := stmt.Exec(args...); err != nil {
 			e.t.Fatalf("insert %s %v: %v", ds, r, err)
@@ -238,7 +239,7 @@ var statMetrics = []string{"checkout", "page_views", "revenue", "signups"}
 
 // genRows returns n deterministic rows of ds for day, in the order the
 // read-back sorts them (orderBy).
-func genRows(ds string, day layout.Day, n int) [][]any {
+func genRows(ds string, day civil.Date, n int) [][]any {
 	start := day.Start(time.UTC)
 	step := 86_000 * time.Second / time.Duration(max(n, 1))
 	var out [][]any
@@ -288,12 +289,12 @@ func mustDataset(t *testing.T, name string) dataset.Dataset {
 
 // ---- ledger and messages ----
 
-func (e *env) key(ds string, day layout.Day) ledger.Key {
+func (e *env) key(ds string, day civil.Date) ledger.Key {
 	return ledger.Key{AccountID: e.acct.ID, Dataset: ds, Day: day}
 }
 
 // claim materializes the row if needed and claims it as the sweeper does.
-func (e *env) claim(ds string, day layout.Day, reason ledger.Reason) ledger.Claim {
+func (e *env) claim(ds string, day civil.Date, reason ledger.Reason) ledger.Claim {
 	e.t.Helper()
 	if _, err := e.led.Materialize(e.ctx, e.acct.ID, ds, day, day); err != nil {
 		e.t.Fatal(err)
@@ -331,7 +332,7 @@ func (e *env) process(body string) error {
 }
 
 // export claims and runs one scheduled job and wants it done.
-func (e *env) export(ds string, day layout.Day) ledger.Row {
+func (e *env) export(ds string, day civil.Date) ledger.Row {
 	e.t.Helper()
 	c := e.claim(ds, day, "")
 	if err := e.process(jobBody(e.t, c)); err != nil {
@@ -341,7 +342,7 @@ func (e *env) export(ds string, day layout.Day) ledger.Row {
 }
 
 // retry moves the clock past the row's next attempt and runs the retry job.
-func (e *env) retry(ds string, day layout.Day) ledger.Row {
+func (e *env) retry(ds string, day civil.Date) ledger.Row {
 	e.t.Helper()
 	r := e.row(ds, day)
 	if r.State != ledger.StateFailed {
@@ -358,7 +359,7 @@ func (e *env) retry(ds string, day layout.Day) ledger.Row {
 	return e.row(ds, day)
 }
 
-func (e *env) row(ds string, day layout.Day) ledger.Row {
+func (e *env) row(ds string, day civil.Date) ledger.Row {
 	e.t.Helper()
 	r, err := e.led.Get(e.ctx, e.key(ds, day))
 	if err != nil {
@@ -369,7 +370,7 @@ func (e *env) row(ds string, day layout.Day) ledger.Row {
 
 // ---- bucket ----
 
-func (e *env) partPrefix(ds string, day layout.Day) string {
+func (e *env) partPrefix(ds string, day civil.Date) string {
 	return layout.PartitionPrefix(e.prefix, ds, day)
 }
 
@@ -462,7 +463,7 @@ func crc32cOf(b []byte) string {
 // which is the ledger row's; the data files under the partition are exactly
 // the manifest's, with its sizes, CRC32C and SHA-256; nothing else but the
 // manifest, the load scripts and _SUCCESS is there.
-func (e *env) committed(ds string, day layout.Day) *manifest.Manifest {
+func (e *env) committed(ds string, day civil.Date) *manifest.Manifest {
 	e.t.Helper()
 	t := e.t
 	pp := e.partPrefix(ds, day)
@@ -541,7 +542,7 @@ func (e *env) committed(ds string, day layout.Day) *manifest.Manifest {
 
 // notCommitted checks what a failed run leaves: no _SUCCESS, no incomplete
 // multipart upload, and a failed ledger row; it returns the row.
-func (e *env) notCommitted(ds string, day layout.Day) ledger.Row {
+func (e *env) notCommitted(ds string, day civil.Date) ledger.Row {
 	e.t.Helper()
 	pp := e.partPrefix(ds, day)
 	if b := e.get(pp + layout.SuccessName); b != nil {
@@ -558,7 +559,7 @@ func (e *env) notCommitted(ds string, day layout.Day) ledger.Row {
 }
 
 // delivery reads the account's delivery manifest of day.
-func (e *env) delivery(day layout.Day) *manifest.Delivery {
+func (e *env) delivery(day civil.Date) *manifest.Delivery {
 	e.t.Helper()
 	b := e.get(layout.DeliveryManifestKey(e.prefix, day))
 	if b == nil {

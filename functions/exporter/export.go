@@ -16,6 +16,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -86,7 +87,7 @@ type Exporter struct {
 type Partition struct {
 	Account account.Account
 	Dataset dataset.Dataset
-	Day     layout.Day
+	Day     civil.Date
 	Claim   ledger.Claim
 	RunID   string
 	// NoteCommitted records a generation found committed in the bucket that
@@ -152,7 +153,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	}
 
 	start, end := p.Account.Window(p.Day)
-	q := source.Query{AccountID: p.Account.ID, Dataset: p.Dataset, Day: dataset.DateOf(p.Day.Start(time.UTC)), Start: start, End: end}
+	q := source.Query{AccountID: p.Account.ID, Dataset: p.Dataset, Day: civil.Of(p.Day.Start(time.UTC)), Start: start, End: end}
 	p.Claim.Generation = generation
 	files, prov, err := e.writeData(ctx, api, p, prefix, format, q, owner)
 	if err != nil {

@@ -21,8 +21,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
-	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -116,7 +116,7 @@ const sampleAccount = "acct_k7q2mzp4xw9ta3hd" // the account of the sample event
 func fakeService(t *testing.T) (*Service, *fakeLedger, *fakeQueue) {
 	t.Helper()
 	led := &fakeLedger{accounts: map[string]account.Account{sampleAccount: {
-		ID: sampleAccount, Enabled: true, StartDate: layout.MustDay("2026-01-01"),
+		ID: sampleAccount, Enabled: true, StartDate: civil.MustParse("2026-01-01"),
 		Datasets: []string{"events", "daily_stats"}, Destination: account.Destination{Bucket: "customer-bucket"},
 	}}}
 	q := &fakeQueue{}
@@ -174,7 +174,7 @@ func TestHandlerSampleEvents(t *testing.T) {
 		"exporter-manual-range.json": {calls: []string{"GetAccount " + sampleAccount},
 			fanned: func() []string {
 				var d []string
-				for _, x := range layout.Range(layout.MustDay("2026-11-01"), layout.MustDay("2026-11-14")) {
+				for _, x := range civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-14")) {
 					d = append(d, x.String())
 				}
 				return d

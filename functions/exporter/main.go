@@ -80,7 +80,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		QueueURL: cfg.QueueURL,
 		Exporter: &Exporter{
 			Source:  src,
-			Buckets: buckets{&destination.Factory{Base: awsCfg}},
+			Buckets: buckets{&destination.Clients{Base: awsCfg}},
 			Scripts: loadScripts,
 			Config:  ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency},
 			Now:     time.Now,
@@ -96,8 +96,8 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	return h, nil
 }
 
-// buckets adapts destination.Factory to Buckets.
-type buckets struct{ f *destination.Factory }
+// buckets adapts destination.Clients to Buckets.
+type buckets struct{ f *destination.Clients }
 
 func (b buckets) Client(id string, d account.Destination) BucketAPI { return b.f.Client(id, d) }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
-	"github.com/daybook-dev/daybook/shared/localaws/localawstest"
-	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 )
 
 var (
@@ -31,7 +31,7 @@ var (
 
 // deployed is the real template.yaml deployed into this package's moto.
 func deployed(t *testing.T) (aws.Config, map[string]string) {
-	return localawstest.Stack(t, srv, "exporttest")
+	return samstacktest.Stack(t, srv, "exporttest")
 }
 
 func dynamoClient(cfg aws.Config) *dynamodb.Client { return dynamodb.NewFromConfig(cfg) }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 

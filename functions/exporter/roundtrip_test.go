@@ -14,7 +14,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // test-only: the independent reader
 
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 

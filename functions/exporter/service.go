@@ -15,9 +15,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
-	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/upload"
@@ -153,8 +153,8 @@ func (s *Service) reject(ctx context.Context, log *slog.Logger, format string, a
 
 // fanOut turns a manual range into one single-day request per day, so each
 // day is claimed and exported in its own invocation.
-func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to layout.Day, log *slog.Logger) error {
-	days := layout.Range(from, to)
+func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to civil.Date, log *slog.Logger) error {
+	days := civil.Range(from, to)
 	for i := 0; i < len(days); i += 10 {
 		var entries []sqstypes.SendMessageBatchRequestEntry
 		for n, d := range days[i:min(i+10, len(days))] {

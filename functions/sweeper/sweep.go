@@ -47,6 +47,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -54,9 +55,9 @@ import (
 // LedgerAPI is what the sweeper needs from the ledger.
 type LedgerAPI interface {
 	ListAccounts(ctx context.Context) ([]account.Account, error)
-	Watermark(ctx context.Context, accountID, dataset string) (ledger.Day, error)
-	AdvanceWatermark(ctx context.Context, accountID, dataset string, through ledger.Day) (bool, error)
-	Materialize(ctx context.Context, accountID, dataset string, from, to ledger.Day) (int, error)
+	Watermark(ctx context.Context, accountID, dataset string) (civil.Date, error)
+	AdvanceWatermark(ctx context.Context, accountID, dataset string, through civil.Date) (bool, error)
+	Materialize(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error)
 	Due(ctx context.Context, accountID string, limit int) ([]ledger.Row, ledger.ReadStats, error)
 	Claim(ctx context.Context, key ledger.Key, reason ledger.Reason) (ledger.Claim, error)
 	Release(ctx context.Context, c ledger.Claim) error
@@ -243,7 +244,7 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 
 // materialize creates the rows of one dataset up to the last closed day and
 // advances the watermark; it returns rows created and items read.
-func (s *Sweeper) materialize(ctx context.Context, a account.Account, ds string, closed ledger.Day) (int, int, error) {
+func (s *Sweeper) materialize(ctx context.Context, a account.Account, ds string, closed civil.Date) (int, int, error) {
 	wm, err := s.Ledger.Watermark(ctx, a.ID, ds)
 	if err != nil {
 		return 0, 1, fmt.Errorf("account %s dataset %s: watermark: %w", a.ID, ds, err)

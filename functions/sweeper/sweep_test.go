@@ -21,11 +21,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
-	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
-	"github.com/daybook-dev/daybook/shared/localaws/localawstest"
-	"github.com/daybook-dev/daybook/shared/motoserver"
 )
 
 var (
@@ -42,7 +42,7 @@ var (
 
 // deployed is the real template.yaml deployed into this package's moto.
 func deployed(t *testing.T) (aws.Config, map[string]string) {
-	return localawstest.Stack(t, srv, "sweeptest")
+	return samstacktest.Stack(t, srv, "sweeptest")
 }
 
 type clock struct {
@@ -95,7 +95,7 @@ func newAccount(t *testing.T, l *ledger.Ledger, salt string, start string, tz st
 	if len(datasets) == 0 {
 		datasets = []string{"events"}
 	}
-	a := account.Account{ID: id, Name: salt, Enabled: true, StartDate: layout.MustDay(start), TimeZone: tz,
+	a := account.Account{ID: id, Name: salt, Enabled: true, StartDate: civil.MustParse(start), TimeZone: tz,
 		Datasets: datasets, Destination: account.Destination{Bucket: "daybook-exports-test"}}
 	if settle != nil {
 		d := account.Duration(*settle)
@@ -283,7 +283,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 		if j.Kind != JobKind || j.Attempt != 1 || j.Generation != 1 || (j.Reason != "backfill" && j.Reason != "scheduled") {
 			t.Errorf("%s: job %+v", k, j)
 		}
-		r, err := l1.Get(ctx, ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)})
+		r, err := l1.Get(ctx, ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)})
 		if err != nil || r.State != ledger.StateRunning || r.ClaimToken != j.ClaimToken {
 			t.Errorf("%s: row %+v (%v) does not hold the message's token %s", k, r, err, j.ClaimToken)
 		}
@@ -329,12 +329,12 @@ func TestNeverToday(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, err := l.List(ctx, a.ID, "events", layout.MustDay("2026-01-01"), layout.MustDay("2026-12-31"))
+			rows, err := l.List(ctx, a.ID, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-12-31"))
 			if err != nil || len(rows) == 0 {
 				t.Fatalf("rows %v %v", rows, err)
 			}
 			if last := rows[len(rows)-1].Day.String(); last != tc.want {
-				t.Errorf("last materialized day %s, want %s (today there is %s)", last, tc.want, layout.DayOf(local))
+				t.Errorf("last materialized day %s, want %s (today there is %s)", last, tc.want, civil.Of(local))
 			}
 			sent := jobsOf(rec.take(), a.ID)
 			if len(sent) != len(rows) || sum.Enqueued != len(rows) || sent[len(sent)-1] > tc.want {
@@ -360,7 +360,7 @@ func TestFairnessAndNoHole(t *testing.T) {
 	if got := jobsOf(jobs, b.ID); strings.Join(got, ",") != "2026-03-31" {
 		t.Errorf("B got %v, want its one day", got)
 	}
-	want := strings.Join(dayStrings(layout.Range(layout.MustDay("2026-01-01"), layout.MustDay("2026-01-10"))), ",")
+	want := strings.Join(dayStrings(civil.Range(civil.MustParse("2026-01-01"), civil.MustParse("2026-01-10"))), ",")
 	if got := strings.Join(jobsOf(jobs, a.ID), ","); got != want {
 		t.Errorf("A's first sweep sent %s, want its 10 oldest days %s", got, want)
 	}
@@ -373,7 +373,7 @@ func TestFairnessAndNoHole(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs = rec.take()
-	want = strings.Join(dayStrings(layout.Range(layout.MustDay("2026-01-11"), layout.MustDay("2026-01-20"))), ",")
+	want = strings.Join(dayStrings(civil.Range(civil.MustParse("2026-01-11"), civil.MustParse("2026-01-20"))), ",")
 	if got := strings.Join(jobsOf(jobs, a.ID), ","); got != want {
 		t.Errorf("A's second sweep sent %s, want %s", got, want)
 	}
@@ -423,7 +423,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 	if sum.Claimed != 3 || sum.Enqueued != 2 || sum.Released != 1 {
 		t.Errorf("summary %+v", sum)
 	}
-	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay("2026-03-30")})
+	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-30")})
 	if err != nil || r.State != ledger.StatePending || r.Attempts != 0 || r.ClaimToken != "" {
 		t.Fatalf("released row %+v %v", r, err)
 	}
@@ -454,7 +454,7 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 		t.Fatalf("first sweep sent %+v", jobs)
 	}
 	key := func(j Job) ledger.Key {
-		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)}
+		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
 	}
 	// 03-29 runs and fails; 03-30's worker starts and dies (its claim is never
 	// completed); 03-31's job waits in the queue past its lease, never started.
@@ -523,7 +523,7 @@ func TestBacklogLongerThanLeaseNeverExhausts(t *testing.T) {
 		msgs = append(msgs, sent[0])
 		clk.Advance(lease + time.Minute) // nobody has received the job yet
 	}
-	key := ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay("2026-03-31")}
+	key := ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")}
 	if r, err := l.Get(ctx, key); err != nil || r.State != ledger.StateRunning || r.Attempts != 0 || r.Exhausted {
 		t.Fatalf("row after the backlog %+v %v", r, err)
 	}
@@ -555,7 +555,7 @@ func (d *deliveringSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessag
 		if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &j); err != nil {
 			return nil, err
 		}
-		key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)}
+		key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
 		if _, err := d.l.Start(ctx, key, j.ClaimToken); err != nil {
 			return nil, err
 		}
@@ -579,7 +579,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 	if sum.Claimed != 1 || sum.Enqueued != 1 || sum.Released != 0 {
 		t.Errorf("summary %+v, want the job counted as sent, not released", sum)
 	}
-	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: layout.MustDay("2026-03-31")})
+	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")})
 	if err != nil || r.State != ledger.StateRunning || r.StartedAt.IsZero() || r.Attempts != 1 {
 		t.Fatalf("row %+v %v, want running under the started claim", r, err)
 	}
@@ -601,7 +601,7 @@ func TestExhaustedIsALevel(t *testing.T) {
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	key := func(j Job) ledger.Key {
-		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: layout.MustDay(j.Day)}
+		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
 	}
 	// 03-30 fails every attempt; 03-31 starts every attempt and dies.
 	for round := range l.Config().MaxAttempts {
@@ -634,7 +634,7 @@ func TestExhaustedIsALevel(t *testing.T) {
 		}
 		clk.Advance(15 * time.Minute)
 	}
-	if _, err := l.Requeue(ctx, a.ID, "events", layout.MustDay("2026-03-30"), layout.MustDay("2026-03-30"), ledger.ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), ledger.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := s.Run(ctx); err != nil || sum.Exhausted != 1 || sum.Claimed != 1 {
@@ -665,7 +665,7 @@ func TestSummaryJSON(t *testing.T) {
 	}
 }
 
-func dayStrings(ds []layout.Day) []string {
+func dayStrings(ds []civil.Date) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.String()

@@ -17,11 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
-
-// Day is the civil date type shared with ledger and layout.
-type Day = layout.Day
 
 // Formats and compressions (SPEC F5).
 const (
@@ -42,7 +40,7 @@ type Account struct {
 	Name    string `json:"name"`
 	Enabled bool   `json:"enabled"`
 	// StartDate is the backfill horizon: the first day exported.
-	StartDate Day `json:"start_date"`
+	StartDate civil.Date `json:"start_date"`
 	// TimeZone is an IANA zone; days are closed at midnight there. Default UTC.
 	TimeZone string `json:"time_zone,omitempty"`
 	// SettleDelay is waited after midnight for late data (L4). Nil means the
@@ -256,12 +254,12 @@ func (a Account) settle() time.Duration {
 // (midnight after it, in the account's zone) plus the settle delay is at or
 // before now (L4). Today is never closed. An invalid zone falls back to UTC;
 // Validate rejects it earlier.
-func (a Account) ClosedThrough(now time.Time) Day {
+func (a Account) ClosedThrough(now time.Time) civil.Date {
 	loc, err := a.Location()
 	if err != nil {
 		loc = time.UTC
 	}
-	d := layout.DayIn(now, loc) // today: never closed
+	d := civil.In(now, loc) // today: never closed
 	for {
 		d = d.AddDays(-1)
 		_, end := window(d, loc)
@@ -273,7 +271,7 @@ func (a Account) ClosedThrough(now time.Time) Day {
 
 // Window returns the instants the day covers in the account's zone, [start,
 // end): 24 hours, or 23/25 on DST change days.
-func (a Account) Window(day Day) (start, end time.Time) {
+func (a Account) Window(day civil.Date) (start, end time.Time) {
 	loc, err := a.Location()
 	if err != nil {
 		loc = time.UTC
@@ -281,7 +279,7 @@ func (a Account) Window(day Day) (start, end time.Time) {
 	return window(day, loc)
 }
 
-func window(day Day, loc *time.Location) (time.Time, time.Time) {
+func window(day civil.Date, loc *time.Location) (time.Time, time.Time) {
 	return day.Start(loc), day.AddDays(1).Start(loc)
 }
 

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 func valid() Account {
-	return Account{ID: "acct_abcdefghijklmnop", Name: "Acme", Enabled: true, StartDate: layout.MustDay("2026-01-01"),
+	return Account{ID: "acct_abcdefghijklmnop", Name: "Acme", Enabled: true, StartDate: civil.MustParse("2026-01-01"),
 		Datasets: []string{"events", "profiles"}, Destination: Destination{Bucket: "acme-exports"}}
 }
 
@@ -49,7 +49,7 @@ func TestValidate(t *testing.T) {
 		{"no datasets", func(a *Account) { a.Datasets = nil }, "datasets"},
 		{"bad dataset", func(a *Account) { a.Datasets = []string{"Events!"} }, `datasets "Events!"`},
 		{"dup dataset", func(a *Account) { a.Datasets = []string{"events", "events"} }, "listed twice"},
-		{"no start", func(a *Account) { a.StartDate = layout.Day{} }, "start_date"},
+		{"no start", func(a *Account) { a.StartDate = civil.Date{} }, "start_date"},
 		{"bucket", func(a *Account) { a.Destination.Bucket = "Bad_Bucket" }, `destination.bucket "Bad_Bucket"`},
 		{"format", func(a *Account) { a.Destination.Format = "csv" }, `destination.format "csv"`},
 		{"parquet gzip", func(a *Account) { a.Destination.Compression = "gzip" }, `destination.compression "gzip"`},
@@ -156,7 +156,7 @@ func TestClosedThroughNeverToday(t *testing.T) {
 		if got.String() != c.want {
 			t.Errorf("%s %s settle %v: closed through %s, want %s", c.zone, c.local, c.settle, got, c.want)
 		}
-		if today := layout.DayIn(now, mustLoc(c.zone)); !got.Before(today) {
+		if today := civil.In(now, mustLoc(c.zone)); !got.Before(today) {
 			t.Errorf("%s %s: closed through %s is not before today %s", c.zone, c.local, got, today)
 		}
 		// The same instant in UTC is a different calendar day for these zones.
@@ -188,18 +188,18 @@ func TestWindowAcrossDST(t *testing.T) {
 	for _, c := range cases {
 		a := valid()
 		a.TimeZone = c.zone
-		start, end := a.Window(layout.MustDay(c.day))
+		start, end := a.Window(civil.MustParse(c.day))
 		if h := end.Sub(start).Hours(); h != c.hours {
 			t.Errorf("%s %s: window %s..%s is %vh, want %vh", c.zone, c.day, start, end, h, c.hours)
 		}
-		if layout.DayIn(start, mustLoc(c.zone)).String() != c.day || start.In(mustLoc(c.zone)).Hour() != 0 {
+		if civil.In(start, mustLoc(c.zone)).String() != c.day || start.In(mustLoc(c.zone)).Hour() != 0 {
 			t.Errorf("%s %s: window starts %s", c.zone, c.day, start)
 		}
 	}
 	// Kolkata's day starts at 18:30 UTC the day before.
 	a := valid()
 	a.TimeZone = "Asia/Kolkata"
-	start, _ := a.Window(layout.MustDay("2026-03-10"))
+	start, _ := a.Window(civil.MustParse("2026-03-10"))
 	if got := start.UTC().Format(time.RFC3339); got != "2026-03-09T18:30:00Z" {
 		t.Errorf("Kolkata window starts %s", got)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // ErrRowMismatch is wrapped by every error about a row that does not fit the
@@ -77,7 +79,7 @@ func truncate(s string) string {
 // value model, in place, and checks nullability. rowNum (1-based) only feeds
 // error messages. The value model, per column type:
 //
-//	date      Date (days since 1970-01-01)
+//	date      civil.Date
 //	timestamp time.Time in UTC, truncated to microseconds
 //	int64     int64
 //	double    float64
@@ -141,7 +143,7 @@ func checkModel(c Column, v any) string {
 	ok := false
 	switch c.Type.Kind {
 	case KindDate:
-		_, ok = v.(Date)
+		_, ok = v.(civil.Date)
 	case KindTimestamp:
 		_, ok = v.(time.Time)
 	case KindInt64:
@@ -295,10 +297,10 @@ func coerceValue(t Type, v any) (any, string) {
 		return nil, "wrong type, want timestamp"
 	case KindDate:
 		switch x := v.(type) {
-		case Date:
+		case civil.Date:
 			return x, ""
 		case time.Time:
-			return DateOf(x), ""
+			return civil.Of(x), ""
 		case string:
 			s := strings.TrimSpace(x)
 			if len(s) > len(time.DateOnly) {
@@ -308,9 +310,9 @@ func coerceValue(t Type, v any) (any, string) {
 				if err != nil || ts != ts.Truncate(24*time.Hour) {
 					return nil, "unparsable date"
 				}
-				return DateOf(ts), ""
+				return civil.Of(ts), ""
 			}
-			day, err := ParseDate(s)
+			day, err := civil.Parse(s)
 			if err != nil {
 				return nil, "unparsable date"
 			}

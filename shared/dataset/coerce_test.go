@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 func testDataset() Dataset {
@@ -23,12 +25,12 @@ func testDataset() Dataset {
 
 func TestCoerceGood(t *testing.T) {
 	at := time.Date(2026, 11, 28, 10, 0, 0, 123456000, time.UTC)
-	want := []any{Date(20785), at, int64(42), 1.5, NewDecimal(1234, 2), true, "héllo", json.RawMessage(`{"a":1}`)}
+	want := []any{civil.FromEpochDays(20785), at, int64(42), 1.5, NewDecimal(1234, 2), true, "héllo", json.RawMessage(`{"a":1}`)}
 	tests := []struct {
 		name string
 		row  []any
 	}{
-		{"model types", []any{Date(20785), at, int64(42), 1.5, NewDecimal(1234, 2), true, "héllo", json.RawMessage(`{"a":1}`)}},
+		{"model types", []any{civil.FromEpochDays(20785), at, int64(42), 1.5, NewDecimal(1234, 2), true, "héllo", json.RawMessage(`{"a":1}`)}},
 		{"sqlite text", []any{"2026-11-28", "2026-11-28T10:00:00.123456Z", "42", "1.5", "12.34", "true", []byte("héllo"), `{"a":1}`}},
 		{"sqlite numbers", []any{"2026-11-28", "2026-11-28 10:00:00.123456", int64(42), 1.5, 12.34, int64(1), "héllo", []byte(`{"a":1}`)}},
 		{"offset and unix micros", []any{time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), "2026-11-28T11:00:00.123456+01:00", 42.0, 1.5, "12.340", "1", "héllo", `{"a":1}`}},

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/schema_snapshot.json from datasets.json")
@@ -237,26 +236,6 @@ func TestTypeText(t *testing.T) {
 		if _, err := ParseType(s); err == nil {
 			t.Errorf("ParseType(%q) accepted", s)
 		}
-	}
-}
-
-func TestDate(t *testing.T) {
-	tests := []struct {
-		s    string
-		days int32
-	}{{"1970-01-01", 0}, {"2026-11-28", 20785}, {"1969-12-31", -1}, {"2000-02-29", 11016}}
-	for _, tt := range tests {
-		t.Run(tt.s, func(t *testing.T) {
-			d, err := ParseDate(tt.s)
-			if err != nil || int32(d) != tt.days || d.String() != tt.s {
-				t.Fatalf("ParseDate(%s) = %d (%s), %v; want %d", tt.s, d, d, err, tt.days)
-			}
-		})
-	}
-	// DateOf uses the instant's own calendar day, not UTC's.
-	tokyo := time.FixedZone("JST", 9*3600)
-	if got := DateOf(time.Date(2026, 11, 28, 1, 0, 0, 0, tokyo)).String(); got != "2026-11-28" {
-		t.Fatalf("DateOf = %s", got)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Kind is the logical type of a column, independent of any file format.
@@ -107,48 +106,6 @@ func (t *Type) UnmarshalText(b []byte) error {
 		return err
 	}
 	*t = p
-	return nil
-}
-
-// Date is a calendar day, stored as days since 1970-01-01 like Parquet's DATE,
-// so it never carries a time of day or a zone.
-type Date int32
-
-// DateOf returns the calendar day of t in t's own location.
-func DateOf(t time.Time) Date {
-	y, m, d := t.Date()
-	u := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
-	return Date(u / 86400)
-}
-
-// ParseDate parses YYYY-MM-DD.
-func ParseDate(s string) (Date, error) {
-	t, err := time.Parse(time.DateOnly, s)
-	if err != nil {
-		return 0, fmt.Errorf("parse date %q: want YYYY-MM-DD", s)
-	}
-	return DateOf(t), nil
-}
-
-// Time returns midnight UTC of the day.
-func (d Date) Time() time.Time { return time.Unix(int64(d)*86400, 0).UTC() }
-
-// String returns YYYY-MM-DD.
-func (d Date) String() string { return d.Time().Format(time.DateOnly) }
-
-// AddDays returns the day n days later.
-func (d Date) AddDays(n int) Date { return d + Date(n) }
-
-// MarshalText implements encoding.TextMarshaler (YYYY-MM-DD).
-func (d Date) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Date) UnmarshalText(b []byte) error {
-	p, err := ParseDate(string(b))
-	if err != nil {
-		return err
-	}
-	*d = p
 	return nil
 }
 

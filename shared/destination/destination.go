@@ -23,11 +23,11 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 )
 
-// Factory builds S3 clients for destinations from daybook's own
+// Clients builds S3 clients for destinations from daybook's own
 // configuration and keeps one per destination identity, so a warm Lambda
 // reuses its assumed-role credentials instead of calling AssumeRole for
 // every partition. Use it by pointer; it is safe for concurrent use.
-type Factory struct {
+type Clients struct {
 	Base aws.Config
 	// STS is used to assume customer roles; nil means sts.NewFromConfig(Base).
 	STS stscreds.AssumeRoleAPIClient
@@ -45,7 +45,7 @@ type clientKey struct {
 // role, credentials come from AssumeRole with the external id (cached and
 // refreshed by the SDK); without one, daybook's own credentials are used —
 // the explicit fallback of C1.
-func (f *Factory) Client(accountID string, d account.Destination) *s3.Client {
+func (f *Clients) Client(accountID string, d account.Destination) *s3.Client {
 	key := clientKey{accountID, d.Region, d.RoleARN, d.ExternalID, d.Endpoint}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -60,7 +60,7 @@ func (f *Factory) Client(accountID string, d account.Destination) *s3.Client {
 	return c
 }
 
-func (f *Factory) newClient(accountID string, d account.Destination) *s3.Client {
+func (f *Clients) newClient(accountID string, d account.Destination) *s3.Client {
 	cfg := f.Base.Copy()
 	if d.Region != "" {
 		cfg.Region = d.Region
@@ -104,11 +104,11 @@ type Check struct {
 	Problem    string `json:"problem,omitempty"`
 }
 
-// Test writes a small object under prefix, reads it back, starts and aborts
+// CheckConnection writes a small object under prefix, reads it back, starts and aborts
 // a multipart upload, lists the prefix and deletes the object (C2): the
 // calls an export makes. Every step runs even
 // after a failure so the report names each missing permission.
-func Test(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
+func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
 	var ob *string
 	if owner != "" {

@@ -13,7 +13,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/destination"
-	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
 var srv *motoserver.Server
@@ -30,11 +30,11 @@ func TestConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	f := &destination.Factory{Base: cfg}
+	f := &destination.Clients{Base: cfg}
 
 	t.Run("own role", func(t *testing.T) {
 		api := f.Client("acct_a", account.Destination{Bucket: "dest-conn-test"})
-		checks, err := destination.Test(ctx, api, "dest-conn-test", "daybook/acct_a", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_a", "", now)
 		if err != nil {
 			t.Fatalf("%v: %+v", err, checks)
 		}
@@ -53,7 +53,7 @@ func TestConnection(t *testing.T) {
 	t.Run("assumed role with an external id", func(t *testing.T) {
 		d := account.Destination{Bucket: "dest-conn-test", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-x", ExternalID: "ext-1"}
 		api := f.Client("acct_b", d)
-		if _, err := destination.Test(ctx, api, d.Bucket, "daybook/acct_b", "", now); err != nil {
+		if _, err := destination.CheckConnection(ctx, api, d.Bucket, "daybook/acct_b", "", now); err != nil {
 			t.Fatal(err)
 		}
 		creds, err := api.Options().Credentials.Retrieve(ctx)
@@ -79,7 +79,7 @@ func TestConnection(t *testing.T) {
 
 	t.Run("missing bucket is named in words", func(t *testing.T) {
 		api := f.Client("acct_c", account.Destination{Bucket: "no-such-bucket-here"})
-		checks, err := destination.Test(ctx, api, "no-such-bucket-here", "p", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "no-such-bucket-here", "p", "", now)
 		if err == nil {
 			t.Fatal("want an error")
 		}

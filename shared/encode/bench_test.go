@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/dataset/datasettest"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // countingDiscard counts bytes and drops them: the file size without the
@@ -26,7 +27,7 @@ func encodeDay(b *testing.B, f Format, opts Options, rows int) (size int64, peak
 	if err != nil {
 		b.Fatal(err)
 	}
-	gen := datasettest.NewEventGen(1, dataset.Date(20785), rows)
+	gen := datasettest.NewEventGen(1, civil.FromEpochDays(20785), rows)
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -92,7 +93,7 @@ func BenchmarkEncodeEventsDay(b *testing.B) {
 // BenchmarkGenerate measures the synthetic row generator alone, so its
 // share of BenchmarkEncodeEventsDay can be subtracted.
 func BenchmarkGenerate(b *testing.B) {
-	gen := datasettest.NewEventGen(1, dataset.Date(20785), 1_000_000)
+	gen := datasettest.NewEventGen(1, civil.FromEpochDays(20785), 1_000_000)
 	b.ReportAllocs()
 	for b.Loop() {
 		gen.Next()
@@ -103,7 +104,7 @@ func BenchmarkGenerate(b *testing.B) {
 // encoder in steady state (B/op is per row here).
 func BenchmarkParquetWrite(b *testing.B) {
 	ds, _ := dataset.Get("events")
-	gen := datasettest.NewEventGen(1, dataset.Date(20785), 1_000_000)
+	gen := datasettest.NewEventGen(1, civil.FromEpochDays(20785), 1_000_000)
 	w, err := New(FormatParquet, &countingDiscard{}, ds, Options{})
 	if err != nil {
 		b.Fatal(err)

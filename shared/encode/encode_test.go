@@ -22,8 +22,9 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 )
 
 // edge returns the value of column c for variant v (0: minimum-ish, 1:
@@ -35,7 +36,7 @@ func edge(c dataset.Column, v int) any {
 	}
 	switch c.Type.Kind {
 	case dataset.KindDate:
-		return []dataset.Date{-1, 2932896, 20785}[v] // 1969-12-31, 9999-12-31, 2026-11-28
+		return []civil.Date{civil.FromEpochDays(-1), civil.FromEpochDays(2932896), civil.FromEpochDays(20785)}[v] // 1969-12-31, 9999-12-31, 2026-11-28
 	case dataset.KindTimestamp:
 		return []time.Time{
 			time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC),

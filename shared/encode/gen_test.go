@@ -3,8 +3,8 @@ package encode
 import (
 	"math/big"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/dataset/datasettest"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 type bigIntT = big.Int
@@ -14,7 +14,7 @@ var bigOne = big.NewInt(1)
 type eventGen struct{ g *datasettest.EventGen }
 
 func newEventGen(seed uint64) eventGen {
-	return eventGen{datasettest.NewEventGen(seed, dataset.Date(20785), 1_000_000)}
+	return eventGen{datasettest.NewEventGen(seed, civil.FromEpochDays(20785), 1_000_000)}
 }
 
 // next returns a fresh copy so callers may keep or mutate it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
@@ -77,10 +78,10 @@ func (w *ndjsonWriter) Write(row []any) error {
 		ok := true
 		switch c.Type.Kind {
 		case dataset.KindDate:
-			var d dataset.Date
-			if d, ok = v.(dataset.Date); ok {
+			var d civil.Date
+			if d, ok = v.(civil.Date); ok {
 				b = append(b, '"')
-				b = d.Time().AppendFormat(b, time.DateOnly)
+				b = d.AppendText(b)
 				b = append(b, '"')
 			}
 		case dataset.KindTimestamp:

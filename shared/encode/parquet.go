@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
@@ -243,9 +244,9 @@ func (w *parquetWriter) Write(row []any) error {
 		ok := true
 		switch p.kind {
 		case dataset.KindDate:
-			var d dataset.Date
-			d, ok = v.(dataset.Date)
-			pv = parquet.Int32Value(int32(d))
+			var d civil.Date
+			d, ok = v.(civil.Date)
+			pv = parquet.Int32Value(d.EpochDays())
 		case dataset.KindTimestamp:
 			var t time.Time
 			t, ok = v.(time.Time)

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // Kinds of message.
@@ -100,10 +100,10 @@ func required(field, v string) error {
 	return nil
 }
 
-func day(field, v string) (layout.Day, error) {
-	d, err := layout.ParseDay(v)
+func day(field, v string) (civil.Date, error) {
+	d, err := civil.Parse(v)
 	if err != nil {
-		return layout.Day{}, fmt.Errorf("%w: %s %q is not a date (YYYY-MM-DD)", ErrMalformed, field, v)
+		return civil.Date{}, fmt.Errorf("%w: %s %q is not a date (YYYY-MM-DD)", ErrMalformed, field, v)
 	}
 	return d, nil
 }
@@ -125,7 +125,7 @@ func (j Job) Validate() error {
 }
 
 // DayValue is the job's day, parsed.
-func (j Job) DayValue() layout.Day { d, _ := layout.ParseDay(j.Day); return d }
+func (j Job) DayValue() civil.Date { d, _ := civil.Parse(j.Day); return d }
 
 // Validate checks a manual request's fields; the range rules are here, the
 // "not today or later" rule needs the account's clock and lives with it.
@@ -141,7 +141,7 @@ func (m Manual) Validate() error {
 }
 
 // Days returns the requested range (From == To for one day).
-func (m Manual) Days() (from, to layout.Day, err error) {
+func (m Manual) Days() (from, to civil.Date, err error) {
 	switch {
 	case m.Day != "" && (m.From != "" || m.To != ""):
 		return from, to, fmt.Errorf("%w: give day or from/to, not both (day %q, from %q, to %q)", ErrMalformed, m.Day, m.From, m.To)

@@ -16,8 +16,8 @@
 // `.` or `..` segment. Nothing else is escaped: a prefix is the customer's
 // choice of key names.
 //
-// This package also holds Day, the civil date every other package uses
-// (ledger.Day is an alias of it).
+// This package also holds civil.Date, the civil date every other package uses
+// (civil.Date is an alias of it).
 package layout
 
 import (
@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // Version is the layout contract version, the `v1` segment.
@@ -117,32 +119,32 @@ func clean(prefix string) string { return strings.TrimSuffix(prefix, "/") }
 
 // PartitionPrefix is `<prefix>/v1/<dataset>/dt=YYYY-MM-DD/` (trailing slash).
 // prefix is a rendered prefix (RenderPrefix).
-func PartitionPrefix(prefix, dataset string, day Day) string {
+func PartitionPrefix(prefix, dataset string, day civil.Date) string {
 	return clean(prefix) + "/" + Version + "/" + dataset + "/dt=" + day.String() + "/"
 }
 
 // DataKey is the key of data file n: `.../part-00000.parquet`. ext is ExtParquet or ExtNDJSONGzip.
-func DataKey(prefix, dataset string, day Day, n int, ext string) string {
+func DataKey(prefix, dataset string, day civil.Date, n int, ext string) string {
 	return fmt.Sprintf("%s%s%05d%s", PartitionPrefix(prefix, dataset, day), DataPrefix, n, ext)
 }
 
 // ManifestKey is `.../_manifest.json`.
-func ManifestKey(prefix, dataset string, day Day) string {
+func ManifestKey(prefix, dataset string, day civil.Date) string {
 	return PartitionPrefix(prefix, dataset, day) + ManifestName
 }
 
 // SuccessKey is `.../_SUCCESS`.
-func SuccessKey(prefix, dataset string, day Day) string {
+func SuccessKey(prefix, dataset string, day civil.Date) string {
 	return PartitionPrefix(prefix, dataset, day) + SuccessName
 }
 
 // LoadKey is `.../_load/<engine>.sql`.
-func LoadKey(prefix, dataset string, day Day, engine string) string {
+func LoadKey(prefix, dataset string, day civil.Date, engine string) string {
 	return PartitionPrefix(prefix, dataset, day) + LoadDir + "/" + engine + ".sql"
 }
 
 // DeliveryManifestKey is `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json` (F4).
-func DeliveryManifestKey(prefix string, day Day) string {
+func DeliveryManifestKey(prefix string, day civil.Date) string {
 	return clean(prefix) + "/" + Version + "/" + DeliveryManifestsDir + "/dt=" + day.String() + "/manifest.json"
 }
 

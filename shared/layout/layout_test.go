@@ -3,7 +3,8 @@ package layout
 import (
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 func TestPrefixTemplate(t *testing.T) {
@@ -50,7 +51,7 @@ func TestPrefixTemplate(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	d := MustDay("2026-09-05")
+	d := civil.MustParse("2026-09-05")
 	p := "daybook/acct_x/"
 	cases := []struct{ got, want string }{
 		{PartitionPrefix(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/"},
@@ -84,35 +85,5 @@ func TestKeys(t *testing.T) {
 		if got := IsDataKey(c.key); got != c.want {
 			t.Errorf("IsDataKey(%q) = %v, want %v", c.key, got, c.want)
 		}
-	}
-}
-
-func TestDay(t *testing.T) {
-	for _, bad := range []string{"2026-02-30", "2026-1-01", "20260101", "", "2026-01-01T00:00:00Z"} {
-		if _, err := ParseDay(bad); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
-			t.Errorf("ParseDay(%q) error %v does not name the value", bad, err)
-		}
-	}
-	d := MustDay("2024-02-28")
-	if d.AddDays(1).String() != "2024-02-29" || d.AddDays(2).String() != "2024-03-01" || d.AddDays(-59).String() != "2023-12-31" {
-		t.Error("AddDays across a leap day / year")
-	}
-	if n := MustDay("2026-01-01").DaysUntil(MustDay("2026-03-31")); n != 89 {
-		t.Errorf("DaysUntil = %d", n)
-	}
-	if r := Range(MustDay("2026-03-07"), MustDay("2026-03-09")); len(r) != 3 || r[2].String() != "2026-03-09" {
-		t.Errorf("Range = %v", r)
-	}
-	if Range(MustDay("2026-03-09"), MustDay("2026-03-07")) != nil {
-		t.Error("reversed range not empty")
-	}
-	b, _ := d.MarshalText()
-	var back Day
-	if err := back.UnmarshalText(b); err != nil || back != d {
-		t.Errorf("text round trip %v %v", back, err)
-	}
-	kol, _ := time.LoadLocation("Asia/Kolkata")
-	if got := DayIn(time.Date(2026, 3, 10, 19, 0, 0, 0, time.UTC), kol).String(); got != "2026-03-11" {
-		t.Errorf("DayIn = %s", got)
 	}
 }

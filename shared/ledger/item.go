@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // record is the stored form of a partition row.
@@ -78,7 +79,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		day = r.SK
 	}
 	if day != "" {
-		d, err := ParseDay(day)
+		d, err := civil.Parse(day)
 		if err != nil {
 			return Row{}, fmt.Errorf("ledger: row %s: %w", r.PK, err)
 		}

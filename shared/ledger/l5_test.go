@@ -8,13 +8,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // seedCompleted writes n completed rows for (acct, dataset) ending the day
 // before `before`, straight through BatchWriteItem (seeding only).
-func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset string, before Day, n int) {
+func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset string, before civil.Date, n int) {
 	t.Helper()
 	ctx := context.Background()
 	var batch []types.WriteRequest
@@ -62,21 +61,21 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, db := newTestLedger(t, clk)
-	cutoff := layout.MustDay("2026-01-01") // completed history ends before this
+	cutoff := civil.MustParse("2026-01-01") // completed history ends before this
 	setup := func(acct string, completed int) {
 		start := time.Now()
 		seedCompleted(t, db, l.cfg.Table, acct, "events", cutoff, completed)
 		t.Logf("seeded %d completed rows for %s in %s", completed, acct, time.Since(start).Round(time.Millisecond))
 		// The same due work: 3 queued, 5 pending, 2 failed-and-due, 1 dead
 		// claim; and 1 exhausted row, which is not due.
-		if _, err := l.Materialize(ctx, acct, "events", layout.MustDay("2026-01-01"), layout.MustDay("2026-01-12")); err != nil {
+		if _, err := l.Materialize(ctx, acct, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-01-12")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Requeue(ctx, acct, "events", layout.MustDay("2026-01-09"), layout.MustDay("2026-01-11"), ReasonManual); err != nil {
+		if _, err := l.Requeue(ctx, acct, "events", civil.MustParse("2026-01-09"), civil.MustParse("2026-01-11"), ReasonManual); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range []string{"2026-01-01", "2026-01-02"} {
-			k := Key{acct, "events", layout.MustDay(d)}
+			k := Key{acct, "events", civil.MustParse(d)}
 			c, err := l.Claim(ctx, k, "")
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +84,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		dead := Key{acct, "events", layout.MustDay("2026-01-03")}
+		dead := Key{acct, "events", civil.MustParse("2026-01-03")}
 		c, err := l.Claim(ctx, dead, "")
 		if err != nil {
 			t.Fatal(err)
@@ -94,7 +93,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 2026-01-12 fails every attempt at once (MaxAttempts 1 for it).
-		k := Key{acct, "events", layout.MustDay("2026-01-12")}
+		k := Key{acct, "events", civil.MustParse("2026-01-12")}
 		once, err := New(l.db, func() Config { c := l.cfg; c.MaxAttempts = 1; return c }())
 		if err != nil {
 			t.Fatal(err)

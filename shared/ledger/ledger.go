@@ -85,11 +85,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/envvar"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/daybook-dev/daybook/shared/layout"
 )
 
 // Table layout names, exported so tests can check the deployed table.
@@ -111,12 +110,6 @@ const (
 	dueExhausted  = "9#" // counted by CountExhausted, never read by Due
 	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 )
-
-// Day is a civil date (YYYY-MM-DD).
-type Day = layout.Day
-
-// ParseDay parses YYYY-MM-DD; the error names the value.
-func ParseDay(s string) (Day, error) { return layout.ParseDay(s) }
 
 // State is a partition row's state (L1).
 type State string
@@ -290,7 +283,7 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 type Key struct {
 	AccountID string
 	Dataset   string
-	Day       Day
+	Day       civil.Date
 }
 
 func (k Key) String() string { return k.AccountID + "/" + k.Dataset + "/" + k.Day.String() }
@@ -400,7 +393,7 @@ func parseTime(s string) time.Time {
 	return t
 }
 
-func dueKey(state State, day Day, dataset string, at time.Time) string {
+func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
 	switch state {
 	case StateQueued:
 		return dueQueued + day.String() + "#" + dataset
@@ -416,7 +409,7 @@ func dueKey(state State, day Day, dataset string, at time.Time) string {
 
 // exhaustedDueKey is the due key of a failed row that stopped retrying: in
 // the index so CountExhausted can count it, outside every range Due reads.
-func exhaustedDueKey(day Day, dataset string) string {
+func exhaustedDueKey(day civil.Date, dataset string) string {
 	return dueExhausted + day.String() + "#" + dataset
 }
 

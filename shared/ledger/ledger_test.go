@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 const t0 = "2026-03-10T12:00:00Z"
 
-var day1 = layout.MustDay("2026-03-01")
+var day1 = civil.MustParse("2026-03-01")
 
 func TestDeployedTableMatchesLayout(t *testing.T) {
 	cfg, table := deployed(t)
@@ -61,7 +61,7 @@ func TestDeployedTableMatchesLayout(t *testing.T) {
 }
 
 func TestDayAndLease(t *testing.T) {
-	if _, err := ParseDay("2026-13-01"); err == nil || !strings.Contains(err.Error(), "2026-13-01") {
+	if _, err := civil.Parse("2026-13-01"); err == nil || !strings.Contains(err.Error(), "2026-13-01") {
 		t.Errorf("ParseDay error %v does not name the value", err)
 	}
 	if got := LeaseFrom(900*time.Second, 300*time.Second); got != 20*time.Minute {
@@ -619,12 +619,12 @@ func TestDueOrder(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
 	acct := testAccount(t, "a")
-	from, to := layout.MustDay("2026-03-01"), layout.MustDay("2026-03-05")
+	from, to := civil.MustParse("2026-03-01"), civil.MustParse("2026-03-05")
 	if n, err := l.Materialize(ctx, acct, "events", from, to); err != nil || n != 5 {
 		t.Fatalf("materialize %d %v", n, err)
 	}
 	// 03-04 is queued by hand: it goes first although it is not the oldest.
-	if _, err := l.Requeue(ctx, acct, "events", layout.MustDay("2026-03-04"), layout.MustDay("2026-03-04"), ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, acct, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	// 03-01 fails once: it waits for its next attempt.
@@ -689,7 +689,7 @@ func TestMaterializeConcurrentlyCreatesOnce(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
 	acct := testAccount(t, "a")
-	from, to := layout.MustDay("2026-01-01"), layout.MustDay("2026-02-09") // 40 days
+	from, to := civil.MustParse("2026-01-01"), civil.MustParse("2026-02-09") // 40 days
 	var wg sync.WaitGroup
 	counts := make([]int, 3)
 	for i := range counts {
@@ -727,7 +727,7 @@ func TestWatermarkOnlyMovesForward(t *testing.T) {
 		want  string
 	}{{"2026-03-05", true, "2026-03-05"}, {"2026-03-04", false, "2026-03-05"}, {"2026-03-05", false, "2026-03-05"}, {"2026-03-06", true, "2026-03-06"}}
 	for _, s := range steps {
-		moved, err := l.AdvanceWatermark(ctx, acct, "events", layout.MustDay(s.to))
+		moved, err := l.AdvanceWatermark(ctx, acct, "events", civil.MustParse(s.to))
 		if err != nil || moved != s.moved {
 			t.Errorf("advance to %s: moved %v err %v, want %v", s.to, moved, err, s.moved)
 		}
@@ -786,17 +786,17 @@ func TestConcurrentClaimsWinOnce(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
 	acct := testAccount(t, "a")
-	from := layout.MustDay("2026-01-01")
-	days := layout.Range(from, from.AddDays(49))
+	from := civil.MustParse("2026-01-01")
+	days := civil.Range(from, from.AddDays(49))
 	if _, err := l.Materialize(ctx, acct, "events", days[0], days[len(days)-1]); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	winners := map[Day][]string{}
+	winners := map[civil.Date][]string{}
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
-			order := append([]Day(nil), days...)
+			order := append([]civil.Date(nil), days...)
 			if w%2 == 1 {
 				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
 					order[i], order[j] = order[j], order[i]

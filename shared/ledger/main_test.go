@@ -14,10 +14,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/daybook-dev/daybook/shared/ledger/ledgertest"
+	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
 
-	"github.com/daybook-dev/daybook/shared/localaws"
-	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
 var (
@@ -46,8 +46,8 @@ func deployed(t *testing.T) (aws.Config, string) {
 		if deployErr != nil {
 			return
 		}
-		var st *localaws.Stack
-		st, deployErr = localaws.Deploy(ctx, stackCfg, "../../template.yaml", "daybook-ledgertest", map[string]string{"Stage": "ledgertest"})
+		var st *samstack.Stack
+		st, deployErr = samstack.Deploy(ctx, stackCfg, "../../template.yaml", "daybook-ledgertest", map[string]string{"Stage": "ledgertest"})
 		if deployErr == nil {
 			tableName = st.Outputs["LedgerTableName"]
 		}

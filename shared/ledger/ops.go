@@ -12,8 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 const maxErrorLen = 1000
@@ -22,8 +21,8 @@ const maxErrorLen = 1000
 // that has none (conditional put: two sweeps create a day once) and returns
 // how many it created. The last day of the range is reason scheduled, earlier
 // days backfill. Existing rows are never touched.
-func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, from, to Day) (int, error) {
-	days := layout.Range(from, to)
+func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error) {
+	days := civil.Range(from, to)
 	for _, d := range days {
 		if err := (Key{accountID, dataset, d}).validate(); err != nil {
 			return 0, err
@@ -31,7 +30,7 @@ func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, fro
 	}
 	var created atomic.Int64
 	nowS := fmtTime(l.now())
-	err := forEach(ctx, l.cfg.Concurrency, days, func(d Day) error {
+	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {
 		reason := ReasonBackfill
 		if d == to {
 			reason = ReasonScheduled
@@ -65,26 +64,26 @@ func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, fro
 }
 
 // Watermark returns the last day materialized for (account, dataset), or the
-// zero Day if none was.
-func (l *Ledger) Watermark(ctx context.Context, accountID, dataset string) (Day, error) {
+// zero civil.Date if none was.
+func (l *Ledger) Watermark(ctx context.Context, accountID, dataset string) (civil.Date, error) {
 	item, err := l.getItem(ctx, tableKey(pkWMPrefix+accountID, dataset))
 	if errors.Is(err, ErrNotFound) {
-		return Day{}, nil
+		return civil.Date{}, nil
 	}
 	if err != nil {
-		return Day{}, err
+		return civil.Date{}, err
 	}
 	sv, _ := item["through"].(*types.AttributeValueMemberS)
 	if sv == nil {
-		return Day{}, nil
+		return civil.Date{}, nil
 	}
-	return ParseDay(sv.Value)
+	return civil.Parse(sv.Value)
 }
 
 // AdvanceWatermark moves the watermark forward to through; it never moves it
 // back (a conditional write, so concurrent sweeps are safe). It reports
 // whether it moved.
-func (l *Ledger) AdvanceWatermark(ctx context.Context, accountID, dataset string, through Day) (bool, error) {
+func (l *Ledger) AdvanceWatermark(ctx context.Context, accountID, dataset string, through civil.Date) (bool, error) {
 	if through.IsZero() {
 		return false, errors.New("ledger: advance watermark to an empty day")
 	}
@@ -725,16 +724,16 @@ type RequeueResult struct {
 // or backfill), creating missing rows and resetting attempts (this is how an
 // exhausted row retries again). A row running under a live claim gets
 // rerun_requested instead, so it is queued again when that claim completes.
-func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to Day, reason Reason) (RequeueResult, error) {
+func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason Reason) (RequeueResult, error) {
 	if !reason.Valid() {
 		return RequeueResult{}, fmt.Errorf("ledger: reason %q", reason)
 	}
-	days := layout.Range(from, to)
+	days := civil.Range(from, to)
 	if len(days) == 0 {
 		return RequeueResult{}, fmt.Errorf("ledger: requeue range %s..%s is empty", from, to)
 	}
 	var queued, created, rerun atomic.Int64
-	err := forEach(ctx, l.cfg.Concurrency, days, func(d Day) error {
+	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {
 		key := Key{accountID, dataset, d}
 		if err := key.validate(); err != nil {
 			return err
@@ -795,7 +794,7 @@ func (l *Ledger) Get(ctx context.Context, key Key) (Row, error) {
 
 // List returns the rows of (account, dataset) from `from` through `to`, oldest
 // first (a Query on the partition key, for status).
-func (l *Ledger) List(ctx context.Context, accountID, dataset string, from, to Day) ([]Row, error) {
+func (l *Ledger) List(ctx context.Context, accountID, dataset string, from, to civil.Date) ([]Row, error) {
 	kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
 		And(expression.Key(AttrSK).Between(val(from.String()), val(to.String())))
 	var rows []Row

@@ -13,8 +13,9 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2" // test-only: runs the generated duckdb.sql
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/dataset/duckcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/encode"
 )
 
@@ -26,7 +27,7 @@ type mirror struct {
 
 // value returns a deterministic value of column c for row i of generation
 // gen; nullable columns are NULL on every third row.
-func value(c dataset.Column, day dataset.Date, gen, i int) any {
+func value(c dataset.Column, day civil.Date, gen, i int) any {
 	if c.Nullable && i%3 == 2 {
 		return nil
 	}
@@ -34,7 +35,7 @@ func value(c dataset.Column, day dataset.Date, gen, i int) any {
 	case dataset.KindDate:
 		return day
 	case dataset.KindTimestamp:
-		return day.Time().Add(time.Duration(i)*time.Minute + time.Duration(gen)*time.Microsecond)
+		return day.Start(time.UTC).Add(time.Duration(i)*time.Minute + time.Duration(gen)*time.Microsecond)
 	case dataset.KindInt64:
 		return int64(gen*1000 + i)
 	case dataset.KindDouble:
@@ -52,7 +53,7 @@ func value(c dataset.Column, day dataset.Date, gen, i int) any {
 
 // write encodes rows into one file per element of split (rows per file) and
 // returns the partition describing them, BaseURI pointing at the mirror.
-func (m mirror) write(t *testing.T, ds dataset.Dataset, format string, day dataset.Date, gen int, split []int) Partition {
+func (m mirror) write(t *testing.T, ds dataset.Dataset, format string, day civil.Date, gen int, split []int) Partition {
 	t.Helper()
 	prefix := "tenants/acct_1/v1/" + ds.Name + "/dt=" + day.String() + "/"
 	dir := filepath.Join(m.root, m.bucket, filepath.FromSlash(prefix))
@@ -257,12 +258,12 @@ func TestDuckDBCurrentState(t *testing.T) {
 	}
 	day1, day2 := mustDay(t, "2026-11-27"), mustDay(t, "2026-11-28")
 	// Profiles p1..p3 on day 1; p2, p3 (newer state) and p4 on day 2.
-	profile := func(id string, day dataset.Date, plan string, events int64) []any {
-		at := day.Time().Add(10 * time.Hour)
-		return []any{id, mustDay(t, "2026-01-01").Time(), at, nil, "FR", plan, events, json.RawMessage(`{"v":"` + plan + `"}`)}
+	profile := func(id string, day civil.Date, plan string, events int64) []any {
+		at := day.Start(time.UTC).Add(10 * time.Hour)
+		return []any{id, mustDay(t, "2026-01-01").Start(time.UTC), at, nil, "FR", plan, events, json.RawMessage(`{"v":"` + plan + `"}`)}
 	}
 	days := []struct {
-		day  dataset.Date
+		day  civil.Date
 		rows [][]any
 	}{
 		{day1, [][]any{profile("p1", day1, "free", 1), profile("p2", day1, "free", 2), profile("p3", day1, "pro", 3)}},

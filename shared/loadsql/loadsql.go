@@ -34,6 +34,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
@@ -86,7 +87,7 @@ type File struct {
 // Partition describes one committed partition: what the files are and where.
 type Partition struct {
 	Dataset    dataset.Dataset
-	Day        dataset.Date
+	Day        civil.Date
 	Generation int64
 	// Format is "parquet" or "ndjson" (gzip); Compression is the Parquet
 	// codec, informational (every engine detects it from the file).

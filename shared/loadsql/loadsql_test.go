@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
@@ -38,9 +39,9 @@ func syntheticDataset() dataset.Dataset {
 	}
 }
 
-func mustDay(t testing.TB, s string) dataset.Date {
+func mustDay(t testing.TB, s string) civil.Date {
 	t.Helper()
-	d, err := dataset.ParseDate(s)
+	d, err := civil.Parse(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestErrors(t *testing.T) {
 		{"unknown format", EngineDuckDB, func(p *Partition) { p.Format = "csv" }, `Format "csv"`},
 		{"no bucket", EngineDuckDB, func(p *Partition) { p.Bucket = "" }, "Bucket"},
 		{"generation", EngineDuckDB, func(p *Partition) { p.Generation = 0 }, "Generation"},
-		{"prefix day", EngineDuckDB, func(p *Partition) { p.Day++ }, "PartitionPrefix"},
+		{"prefix day", EngineDuckDB, func(p *Partition) { p.Day = p.Day.AddDays(1) }, "PartitionPrefix"},
 		{"prefix dataset", EngineDuckDB, func(p *Partition) { p.PartitionPrefix = "x/v1/other/dt=2026-11-28/" }, "PartitionPrefix"},
 		{"no files", EngineDuckDB, func(p *Partition) { p.Files = nil }, "Files is empty"},
 		{"file elsewhere", EngineDuckDB, func(p *Partition) { p.Files[0].Key = "elsewhere/part-00000.parquet" }, "Files[0].Key"},

@@ -1,6 +1,7 @@
 package loadsql
 
 import (
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/manifest"
 )
@@ -8,7 +9,7 @@ import (
 // ForManifest describes a committed generation from its manifest: the
 // scripts name exactly the manifest's files, never a listing or a glob.
 func ForManifest(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPrefix string) (Partition, error) {
-	day, err := dataset.ParseDate(m.Day)
+	day, err := civil.Parse(m.Day)
 	if err != nil {
 		return Partition{}, err
 	}

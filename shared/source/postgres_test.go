@@ -19,14 +19,14 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/pgtest"
+	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 )
 
 // One PostgreSQL server for the package, started by the first test that
 // needs it (the SQLite tests do not pay for it) and stopped by TestMain.
 var (
 	pgOnce   sync.Once
-	pgServer *pgtest.Server
+	pgServer *pgserver.Server
 	pgErr    error
 	pgLogDir string
 	pgSeq    atomic.Int64
@@ -51,13 +51,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func postgres(t *testing.T) *pgtest.Server {
+func postgres(t *testing.T) *pgserver.Server {
 	t.Helper()
 	pgOnce.Do(func() {
 		if pgLogDir, pgErr = os.MkdirTemp("", "daybook-pg-log-"); pgErr != nil {
 			return
 		}
-		pgServer, pgErr = pgtest.Start(context.Background(), pgLogDir)
+		pgServer, pgErr = pgserver.Start(context.Background(), pgLogDir)
 		if pgErr == nil {
 			t.Logf("postgres: initdb %s, start %s", pgServer.InitDuration, pgServer.StartDuration)
 		}

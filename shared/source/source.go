@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
@@ -19,7 +20,7 @@ import (
 type Query struct {
 	AccountID string
 	Dataset   dataset.Dataset
-	Day       dataset.Date
+	Day       civil.Date
 	// Start and End are the half-open day window in the account's time zone,
 	// computed by the caller (the source knows nothing about zones).
 	Start, End time.Time

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	_ "modernc.org/sqlite"
 )
@@ -43,7 +44,7 @@ func mustDataset(t *testing.T, name string) dataset.Dataset {
 
 const acct = "acc_'; DROP TABLE events; --"
 
-var day = dataset.Date(20785) // 2026-11-28
+var day = civil.FromEpochDays(20785) // 2026-11-28
 
 func dayQuery(ds dataset.Dataset, account string, zone *time.Location) Query {
 	start := time.Date(2026, 11, 28, 0, 0, 0, 0, zone)
@@ -208,7 +209,7 @@ func TestSQLProfilesActivity(t *testing.T) {
 	dayStart := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, zone) }
 	read := func(d int) [][]any {
 		t.Helper()
-		q := Query{AccountID: "a", Dataset: ds, Day: dataset.Date(20785 - 28 + d), Start: dayStart(d), End: dayStart(d + 1)}
+		q := Query{AccountID: "a", Dataset: ds, Day: civil.FromEpochDays(int32(20785 - 28 + d)), Start: dayStart(d), End: dayStart(d + 1)}
 		rows, _, err := collect(t, src, q)
 		if err != nil {
 			t.Fatal(err)

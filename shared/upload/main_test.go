@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
 var srv *motoserver.Server

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/manifest"
-	"github.com/daybook-dev/daybook/shared/motoserver"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
 

@@ -56,6 +56,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
@@ -252,7 +253,7 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 		if err != nil {
 			return nil, fmt.Errorf("demosource: time zone %s: %w", t.zone, err)
 		}
-		today := layout.DayIn(opts.Now, loc)
+		today := civil.In(opts.Now, loc)
 		start := today.AddDays(-opts.Days)
 		if i == 0 {
 			// A backfill horizon before the first day of data: the early
@@ -655,7 +656,7 @@ func (g *gen) session(day int, dayStr string, active []*user) int {
 			u.acts = append(u.acts, activity{at: at, purchase: typ == "purchase"})
 		}
 		if !test {
-			evDay := layout.DayIn(at, g.loc).String()
+			evDay := civil.In(at, g.loc).String()
 			g.days[evDay] = true
 			g.addStat(evDay, "events", typ, 1, 1)
 			switch typ {
@@ -688,8 +689,8 @@ func (g *gen) sessionStart(day int) time.Time {
 		}
 		x -= hourWeights[h]
 	}
-	d := layout.DayIn(g.now, g.loc).AddDays(day)
-	base := time.Date(d.Year, d.Month, d.Dom, h, 0, 0, 0, g.loc)
+	d := civil.In(g.now, g.loc).AddDays(day)
+	base := time.Date(d.Year, d.Month, d.Day, h, 0, 0, 0, g.loc)
 	return base.Add(time.Duration(r.Int64N(int64(time.Hour)))).Truncate(time.Microsecond)
 }
 
@@ -700,7 +701,7 @@ func (g *gen) run(ctx context.Context, days int) error {
 		u := g.newUser(-days - 1)
 		u.lastDay = -days + int(g.r.ExpFloat64()*10)
 	}
-	today := layout.DayIn(g.now, g.loc)
+	today := civil.In(g.now, g.loc)
 	var active []*user
 	for day := -days; day <= 0; day++ {
 		if err := ctx.Err(); err != nil {
@@ -954,7 +955,7 @@ func (g *gen) profileActivity() []profileDay {
 		plan := u.plan
 		var cur *profileDay
 		for n, a := range acts {
-			day := layout.DayIn(a.at, g.loc).String()
+			day := civil.In(a.at, g.loc).String()
 			if cur == nil || cur.day != day {
 				out = append(out, profileDay{user: u, day: day, first: acts[0].at})
 				cur = &out[len(out)-1]
@@ -999,7 +1000,7 @@ func countRows(ctx context.Context, db *sql.DB, accts []account.Account, now tim
 				return nil, fmt.Errorf("demosource: count %s: %w", ds.Name, err)
 			}
 			m := map[string]int64{}
-			for _, day := range layout.Range(a.StartDate, layout.DayIn(now, loc)) {
+			for _, day := range civil.Range(a.StartDate, civil.In(now, loc)) {
 				args := WindowParams(a, ds, day)
 				var n int64
 				if err := stmt.QueryRowContext(ctx, args...).Scan(&n); err != nil {
@@ -1018,7 +1019,7 @@ func countRows(ctx context.Context, db *sql.DB, accts []account.Account, now tim
 // WindowParams returns the (account, start, end) values the sqlite query of
 // ds binds for day, as shared/source binds them: the account's day window
 // as canonical timestamp text, or the calendar days for stat_date datasets.
-func WindowParams(a account.Account, ds dataset.Dataset, day layout.Day) []any {
+func WindowParams(a account.Account, ds dataset.Dataset, day civil.Date) []any {
 	if ds.Partition == dataset.PartitionStatDate {
 		return []any{a.ID, day.String(), day.AddDays(1).String()}
 	}

@@ -1,10 +1,10 @@
-// Package localdriver does locally what EventBridge Scheduler and the SQS
+// Package eventsource does locally what EventBridge Scheduler and the SQS
 // event source mapping do in AWS: it invokes the sweeper on a schedule, and
 // receives batches from the jobs queue, invokes the exporter with an
 // SQSEvent, deletes the messages it reports done and leaves the reported
 // failures for redelivery. The functions are the real bootstrap binaries
 // under the Lambda Runtime Interface Emulator.
-package localdriver
+package eventsource
 
 import (
 	"context"

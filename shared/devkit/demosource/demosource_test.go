@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -181,7 +181,7 @@ func TestAccounts(t *testing.T) {
 		if a.ClosedThrough(now).Before(a.StartDate) {
 			t.Errorf("account %d: nothing closed at the demo clock", i+1)
 		}
-		if got := a.StartDate.DaysUntil(layout.DayIn(now, loc)); i == 0 && got != 30 || i > 0 && got != 14 {
+		if got := a.StartDate.DaysUntil(civil.In(now, loc)); i == 0 && got != 30 || i > 0 && got != 14 {
 			t.Errorf("account %d start date %s (%d days back)", i+1, a.StartDate, got)
 		}
 	}
@@ -268,7 +268,7 @@ func TestShapes(t *testing.T) {
 			if it.After(now) || ot.After(now) {
 				t.Fatalf("account %d: row after the demo clock: %s %s", i+1, o, in)
 			}
-			if layout.DayIn(ot, loc).Before(layout.DayIn(it, loc)) {
+			if civil.In(ot, loc).Before(civil.In(it, loc)) {
 				late++
 			}
 		}
@@ -356,7 +356,7 @@ func TestConsistency(t *testing.T) {
 
 		// daily_stats totals equal the non-test events of each day window.
 		loc, _ := a.Location()
-		for _, day := range layout.Range(layout.DayIn(now, loc).AddDays(-14), layout.DayIn(now, loc)) {
+		for _, day := range civil.Range(civil.In(now, loc).AddDays(-14), civil.In(now, loc)) {
 			start, end := a.Window(day)
 			var events, purchases int64
 			var revenue float64
@@ -442,7 +442,7 @@ func checkProfiles(t *testing.T, db *sql.DB, d *Demo, a account.Account) {
 		var want []row
 		for n, e := range evs {
 			at, _ := dataset.ParseTimestamp(e.at)
-			day := layout.DayIn(at, loc).String()
+			day := civil.In(at, loc).String()
 			if len(want) == 0 || want[len(want)-1].day != day {
 				want = append(want, row{day: day, first: evs[0].at})
 			}
@@ -504,10 +504,10 @@ func TestProfilesFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds, _ := dataset.Get("profiles")
-	read := func(a account.Account, day layout.Day) map[string][]any {
+	read := func(a account.Account, day civil.Date) map[string][]any {
 		t.Helper()
 		start, end := a.Window(day)
-		date, _ := dataset.ParseDate(day.String())
+		date, _ := civil.Parse(day.String())
 		out := map[string][]any{}
 		_, err := src.Rows(context.Background(), source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
 			func(r []any) error {
@@ -535,7 +535,7 @@ func TestProfilesFeed(t *testing.T) {
 			}
 			both++
 			last1, last2 := r1[2].(time.Time), r2[2].(time.Time)
-			if layout.DayIn(last1, loc) != early || layout.DayIn(last2, loc) != late {
+			if civil.In(last1, loc) != early || civil.In(last2, loc) != late {
 				t.Errorf("%s %s: last seen %s and %s, partitions %s and %s", a.Name, id, last1, last2, early, late)
 			}
 			if !r1[1].(time.Time).Equal(r2[1].(time.Time)) {
@@ -574,8 +574,8 @@ func TestRowsMatchSource(t *testing.T) {
 	checked := 0
 	for _, a := range d.Accounts {
 		loc, _ := a.Location()
-		today := layout.DayIn(now, loc)
-		days := []layout.Day{a.StartDate, today.AddDays(-14), today.AddDays(-7), a.ClosedThrough(now), today}
+		today := civil.In(now, loc)
+		days := []civil.Date{a.StartDate, today.AddDays(-14), today.AddDays(-7), a.ClosedThrough(now), today}
 		for _, ds := range cat {
 			for _, day := range days {
 				want, ok := d.Rows[a.ID][ds.Name][day.String()]
@@ -583,7 +583,7 @@ func TestRowsMatchSource(t *testing.T) {
 					t.Fatalf("Rows has no %s %s %s", a.ID, ds.Name, day)
 				}
 				start, end := a.Window(day)
-				date, _ := dataset.ParseDate(day.String())
+				date, _ := civil.Parse(day.String())
 				prov, err := src.Rows(context.Background(), source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
 					func([]any) error { return nil })
 				if err != nil {

@@ -1,4 +1,4 @@
-package localaws_test
+package samstack_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/daybook-dev/daybook/shared/localaws"
-	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
 var srv *motoserver.Server
@@ -28,7 +28,7 @@ func TestDeployTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := localaws.Deploy(ctx, cfg, "../../template.yaml", "daybook-deploytest", map[string]string{"Stage": "deploytest"})
+	st, err := samstack.Deploy(ctx, cfg, "../../template.yaml", "daybook-deploytest", map[string]string{"Stage": "deploytest"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +95,15 @@ func TestDeployTemplate(t *testing.T) {
 	})
 
 	t.Run("env file carries the stack's resource names", func(t *testing.T) {
-		env, err := localaws.FunctionEnv(ctx, cfg, st, []string{"SweeperFunction", "ExporterFunction"}, map[string]string{"AWS_ENDPOINT_URL": srv.URL})
+		env, err := samstack.FunctionEnv(ctx, cfg, st, []string{"SweeperFunction", "ExporterFunction"}, map[string]string{"AWS_ENDPOINT_URL": srv.URL})
 		if err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(t.TempDir(), "env.json")
-		if err := localaws.WriteEnvFile(path, env); err != nil {
+		if err := samstack.WriteEnvFile(path, env); err != nil {
 			t.Fatal(err)
 		}
-		back, err := localaws.ReadEnvFile(path)
+		back, err := samstack.ReadEnvFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
@@ -28,11 +29,11 @@ type EventGen struct {
 }
 
 // NewEventGen returns a generator seeded with seed for day.
-func NewEventGen(seed uint64, day dataset.Date, rowsPerDay int) *EventGen {
+func NewEventGen(seed uint64, day civil.Date, rowsPerDay int) *EventGen {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	g := &EventGen{
 		r:       r,
-		at:      day.Time(),
+		at:      day.Start(time.UTC),
 		stepMax: max(2, int(2*24*time.Hour/time.Microsecond)/max(1, rowsPerDay)),
 		row:     make([]any, 10),
 		types:   []string{"page_view", "page_view", "page_view", "click", "click", "search", "add_to_cart", "purchase", "signup", "login"},

@@ -1,4 +1,4 @@
-package localaws
+package samstack
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func Up(ctx context.Context, cfg aws.Config, templatePath, stage string, params 
 // DisableEventSourceMappings turns off the function's SQS triggers in the
 // emulator. moto runs a mapping inside SendMessage and takes the messages
 // off the queue (it cannot run the function without Docker), so locally
-// the driver in package localdriver does the mapping's job instead. moto's
+// the driver in package eventsource does the mapping's job instead. moto's
 // DeleteEventSourceMapping leaves the trigger attached; Enabled=false works.
 func DisableEventSourceMappings(ctx context.Context, cfg aws.Config, functionName string) error {
 	lc := lambda.NewFromConfig(cfg)

@@ -1,8 +1,8 @@
-// Package localaws deploys template.yaml into a local AWS emulator the way
+// Package samstack deploys template.yaml into a local AWS emulator the way
 // `sam deploy` does — SAM translator, then a CloudFormation stack — so local
 // resources are never defined a second time by hand. It also writes the
 // `sam local invoke --env-vars` file from the stack's real resource names.
-package localaws
+package samstack
 
 import (
 	"archive/zip"

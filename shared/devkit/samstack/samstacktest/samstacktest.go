@@ -1,6 +1,6 @@
 // Package localawstest is test support: the real template.yaml deployed into
 // a test's moto_server once per stage, shared by every test of the process.
-package localawstest
+package samstacktest
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/daybook-dev/daybook/shared/localaws"
-	"github.com/daybook-dev/daybook/shared/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
 type deployment struct {
@@ -29,7 +29,7 @@ var (
 )
 
 // Stack deploys the module's template.yaml into srv as stage (once per
-// process, with localaws.Up) and returns the SDK configuration and the
+// process, with samstack.Up) and returns the SDK configuration and the
 // stack's outputs.
 func Stack(t testing.TB, srv *motoserver.Server, stage string) (aws.Config, map[string]string) {
 	t.Helper()
@@ -50,7 +50,7 @@ func Stack(t testing.TB, srv *motoserver.Server, stage string) (aws.Config, map[
 			d.err = err
 			return
 		}
-		st, err := localaws.Up(ctx, d.cfg, tmpl, stage, nil)
+		st, err := samstack.Up(ctx, d.cfg, tmpl, stage, nil)
 		if err != nil {
 			d.err = err
 			return

@@ -1,8 +1,8 @@
-// Package lambdarie runs a Lambda bootstrap binary under the AWS Lambda
+// Package runtimeemulator runs a Lambda bootstrap binary under the AWS Lambda
 // Runtime Interface Emulator (the program `sam local invoke` runs inside its
 // container) and invokes it over HTTP. Used by `make invoke-*`, the demo
 // driver and the end-to-end tests.
-package lambdarie
+package runtimeemulator
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package pgtest starts and stops a throwaway PostgreSQL server for tests:
+// Package pgserver starts and stops a throwaway PostgreSQL server for tests:
 // a fresh cluster (initdb) served on a unix socket only, so no TCP port is
 // taken and parallel packages cannot collide. It never skips: missing server
 // binaries are an error carrying the install hint.
@@ -8,7 +8,7 @@
 // cluster lives in a short private directory under os.TempDir, because a
 // unix socket path is limited to ~100 bytes and because a root-owned
 // t.TempDir (mode 0700 parents) is not reachable by the postgres user.
-package pgtest
+package pgserver
 
 import (
 	"context"
@@ -119,14 +119,14 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp("", "pgtest-")
+	root, err := os.MkdirTemp("", "pgserver-")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: cluster dir: %w", err)
+		return nil, fmt.Errorf("pgserver: cluster dir: %w", err)
 	}
 	if cred != nil {
 		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
 			os.RemoveAll(root)
-			return nil, fmt.Errorf("pgtest: chown cluster dir to %s: %w", User, err)
+			return nil, fmt.Errorf("pgserver: chown cluster dir to %s: %w", User, err)
 		}
 	}
 	if dir == "" {
@@ -144,7 +144,7 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	if err := run(ctx, cred, env, root, initLog, filepath.Join(bin, "initdb"),
 		"-D", data, "-U", Role, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
 		os.RemoveAll(root)
-		return nil, fmt.Errorf("pgtest: initdb (log %s): %w%s", initLog, err, tail(initLog))
+		return nil, fmt.Errorf("pgserver: initdb (log %s): %w%s", initLog, err, tail(initLog))
 	}
 	s := &Server{
 		Root:         root,
@@ -159,7 +159,7 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	logf, err := os.Create(s.Log)
 	if err != nil {
 		os.RemoveAll(root)
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, fmt.Errorf("pgserver: %w", err)
 	}
 	defer logf.Close()
 	// A throwaway cluster: durability is worth nothing, speed is.
@@ -178,7 +178,7 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(root)
-		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+		return nil, fmt.Errorf("pgserver: start postgres: %w", err)
 	}
 	s.cmd, s.Pid = cmd, cmd.Process.Pid
 	go func() {
@@ -187,7 +187,7 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	}()
 	if err := s.waitReady(ctx, 30*time.Second); err != nil {
 		_ = s.Stop()
-		return nil, fmt.Errorf("pgtest: postgres pid %d (log %s): %w%s", s.Pid, s.Log, err, tail(s.Log))
+		return nil, fmt.Errorf("pgserver: postgres pid %d (log %s): %w%s", s.Pid, s.Log, err, tail(s.Log))
 	}
 	s.StartDuration = time.Since(t1)
 	return s, nil
@@ -218,12 +218,12 @@ func credential() (*syscall.Credential, error) {
 	}
 	u, err := user.Lookup(User)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: running as root, and PostgreSQL refuses root; OS user %q: %w (%s)", User, err, InstallHint)
+		return nil, fmt.Errorf("pgserver: running as root, and PostgreSQL refuses root; OS user %q: %w (%s)", User, err, InstallHint)
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("pgtest: OS user %q has non-numeric uid/gid %s/%s", User, u.Uid, u.Gid)
+		return nil, fmt.Errorf("pgserver: OS user %q has non-numeric uid/gid %s/%s", User, u.Uid, u.Gid)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
@@ -279,14 +279,14 @@ func (s *Server) Stop() error {
 			return
 		}
 		if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			s.stopErr = fmt.Errorf("pgtest: stop postgres pid %d: %w", s.Pid, err)
+			s.stopErr = fmt.Errorf("pgserver: stop postgres pid %d: %w", s.Pid, err)
 		}
 		select {
 		case <-s.exited:
 		case <-time.After(30 * time.Second):
 			_ = s.cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown
 			<-s.exited
-			s.stopErr = fmt.Errorf("pgtest: postgres pid %d ignored fast shutdown for 30s", s.Pid)
+			s.stopErr = fmt.Errorf("pgserver: postgres pid %d ignored fast shutdown for 30s", s.Pid)
 		}
 	})
 	return s.stopErr
