@@ -1,17 +1,33 @@
 package ledger
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
+)
+
+// Table layout names, exported so tests can check the deployed table.
+const (
+	AttrPK         = "pk"
+	AttrSK         = "sk"
+	IndexDue       = "due"
+	AttrDueAccount = "due_account"
+	AttrDueKey     = "due_key"
+
+	pkAccounts    = "ACCOUNTS"
+	pkWMPrefix    = "WM#"
+	pkPartPrefix  = "P#"
+	timeFormat    = "2006-01-02T15:04:05Z"
+	dueQueued     = "0#"
+	duePending    = "1#"
+	dueFailed     = "2#"
+	dueRunning    = "3#"
+	dueExhausted  = "9#" // counted by CountExhausted, never read by Due
+	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 )
 
 // record is the stored form of a partition row.
@@ -115,71 +131,39 @@ func rowKey(k Key) map[string]types.AttributeValue {
 	return tableKey(partitionPK(k.AccountID, k.Dataset), k.Day.String())
 }
 
-// errCondition marks a failed condition check inside the package.
-var errCondition = errors.New("condition failed")
-
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
+func partitionPK(account, dataset string) string {
+	return pkPartPrefix + account + "#" + dataset
 }
 
-// update runs one conditional UpdateItem and returns the attributes asked
-// for by rv. A failed condition is errCondition, returned with the item as it
-// was (ReturnValuesOnConditionCheckFailure ALL_OLD; empty if there is no
-// item), so a caller can say why without a second read.
-func (l *Ledger) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
-	b := expression.NewBuilder().WithUpdate(upd)
-	if cond.IsSet() {
-		b = b.WithCondition(cond)
-	}
-	expr, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("ledger: build expression: %w", err)
-	}
-	out, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(l.cfg.Table),
-		Key:                       key,
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ReturnValues:              rv,
+func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return ccf.Item, errCondition
-		}
-		return nil, fmt.Errorf("ledger: update %s/%s: %w", avString(key[AttrPK]), avString(key[AttrSK]), err)
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
 	}
-	return out.Attributes, nil
+	t, err := time.Parse(timeFormat, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
-func avString(v types.AttributeValue) string {
-	if sv, ok := v.(*types.AttributeValueMemberS); ok {
-		return sv.Value
+func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
+	switch state {
+	case StateQueued:
+		return dueQueued + day.String() + "#" + dataset
+	case StatePending:
+		return duePending + day.String() + "#" + dataset
+	case StateFailed:
+		return dueFailed + fmtTime(at) + "#" + day.String() + "#" + dataset
+	case StateRunning:
+		return dueRunning + fmtTime(at) + "#" + day.String() + "#" + dataset
 	}
 	return ""
 }
 
-func (l *Ledger) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(l.cfg.Table),
-		Key:            key,
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger: get %s/%s: %w", avString(key[AttrPK]), avString(key[AttrSK]), err)
-	}
-	if len(out.Item) == 0 {
-		return nil, ErrNotFound
-	}
-	return out.Item, nil
+// exhaustedDueKey is the due key of a failed row that stopped retrying: in
+// the index so CountExhausted can count it, outside every range Due reads.
+func exhaustedDueKey(day civil.Date, dataset string) string {
+	return dueExhausted + day.String() + "#" + dataset
 }
-
-// name and val shorten expression building.
-func name(a string) expression.NameBuilder { return expression.Name(a) }
-
-func val(v any) expression.ValueBuilder { return expression.Value(v) }

@@ -81,67 +81,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/envvar"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
-
-// Table layout names, exported so tests can check the deployed table.
-const (
-	AttrPK         = "pk"
-	AttrSK         = "sk"
-	IndexDue       = "due"
-	AttrDueAccount = "due_account"
-	AttrDueKey     = "due_key"
-
-	pkAccounts    = "ACCOUNTS"
-	pkWMPrefix    = "WM#"
-	pkPartPrefix  = "P#"
-	timeFormat    = "2006-01-02T15:04:05Z"
-	dueQueued     = "0#"
-	duePending    = "1#"
-	dueFailed     = "2#"
-	dueRunning    = "3#"
-	dueExhausted  = "9#" // counted by CountExhausted, never read by Due
-	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
-)
-
-// State is a partition row's state (L1).
-type State string
-
-// States.
-const (
-	StatePending   State = "pending"
-	StateQueued    State = "queued"
-	StateRunning   State = "running"
-	StateCompleted State = "completed"
-	StateFailed    State = "failed"
-)
-
-// Reason says why a partition is exported (F3).
-type Reason string
-
-// Reasons.
-const (
-	ReasonScheduled Reason = "scheduled"
-	ReasonBackfill  Reason = "backfill"
-	ReasonRetry     Reason = "retry"
-	ReasonManual    Reason = "manual"
-)
-
-// Valid reports whether r is a known reason.
-func (r Reason) Valid() bool {
-	switch r {
-	case ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual:
-		return true
-	}
-	return false
-}
 
 // Named errors.
 var (
@@ -279,138 +225,16 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 	return time.Duration(1+binary.BigEndian.Uint64(b[:])%uint64(secs)) * time.Second, nil
 }
 
-// Key names one partition.
-type Key struct {
-	AccountID string
-	Dataset   string
-	Day       civil.Date
-}
-
-func (k Key) String() string { return k.AccountID + "/" + k.Dataset + "/" + k.Day.String() }
-
-func (k Key) validate() error {
-	if k.AccountID == "" || strings.Contains(k.AccountID, "#") {
-		return fmt.Errorf("ledger: account id %q", k.AccountID)
+// ConfigFromEnv reads the ledger's deployment configuration, the same in
+// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, and the lease from
+// EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3). Problems are
+// collected in r, naming the variable.
+func ConfigFromEnv(r *envvar.Reader) Config {
+	return Config{
+		Table:       r.String("LEDGER_TABLE"),
+		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
+		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
 	}
-	if k.Dataset == "" || strings.Contains(k.Dataset, "#") {
-		return fmt.Errorf("ledger: dataset %q", k.Dataset)
-	}
-	if k.Day.IsZero() {
-		return fmt.Errorf("ledger: %s: day is empty", k)
-	}
-	return nil
-}
-
-func partitionPK(account, dataset string) string {
-	return pkPartPrefix + account + "#" + dataset
-}
-
-// Row is one partition row. Rows returned by Due come from the index and
-// carry only the key, state, attempts, claim fields, and the time in the due
-// key (NextAttemptAt for failed rows, LeaseUntil for running ones).
-type Row struct {
-	Key
-	State      State
-	Attempts   int
-	ClaimToken string
-	ClaimedAt  time.Time
-	// StartedAt is when the current (or last) claim's run started; zero for
-	// a claim not started yet.
-	StartedAt     time.Time
-	LeaseUntil    time.Time
-	NextAttemptAt time.Time
-	LastError     string
-	Exhausted     bool
-	Generation    int64
-	// GenReserved is the highest generation found committed in the bucket
-	// without a Complete (NoteCommitted); the next claim is numbered above it.
-	GenReserved    int64
-	Rows           int64
-	Bytes          int64
-	Files          int
-	ManifestKey    string
-	DurationMS     int64
-	CompletedAt    time.Time
-	Reason         Reason
-	RerunRequested bool
-	UpdatedAt      time.Time
-	// DueKey is the row's key in the due index ("" when not due).
-	DueKey string
-}
-
-// Claim is a held claim on a row: the exporter carries Token in every write
-// and writes Generation into the manifest.
-type Claim struct {
-	Key
-	Token      string
-	Attempt    int
-	Generation int64
-	Reason     Reason
-	ClaimedAt  time.Time
-	LeaseUntil time.Time
-	// Prev is the row as it was before the claim (State "" if it did not
-	// exist); Release restores its due state.
-	Prev Row
-}
-
-// Result is what a completed export records.
-type Result struct {
-	Rows        int64
-	Bytes       int64
-	Files       int
-	ManifestKey string
-	Duration    time.Duration
-	// Generation, if > 0, is the generation the run committed (the exporter
-	// takes max(claim generation, generation in the old _SUCCESS + 1), so a
-	// crash between _SUCCESS and Complete never repeats a number). Complete
-	// stores it and refuses one not above the stored generation. 0 means
-	// stored generation + 1.
-	Generation int64
-}
-
-// ReadStats counts what a read cost (L5).
-type ReadStats struct {
-	Queries       int
-	Items         int
-	CapacityUnits float64
-}
-
-// Add returns s+o.
-func (s ReadStats) Add(o ReadStats) ReadStats {
-	return ReadStats{Queries: s.Queries + o.Queries, Items: s.Items + o.Items, CapacityUnits: s.CapacityUnits + o.CapacityUnits}
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func parseTime(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(timeFormat, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
-	switch state {
-	case StateQueued:
-		return dueQueued + day.String() + "#" + dataset
-	case StatePending:
-		return duePending + day.String() + "#" + dataset
-	case StateFailed:
-		return dueFailed + fmtTime(at) + "#" + day.String() + "#" + dataset
-	case StateRunning:
-		return dueRunning + fmtTime(at) + "#" + day.String() + "#" + dataset
-	}
-	return ""
-}
-
-// exhaustedDueKey is the due key of a failed row that stopped retrying: in
-// the index so CountExhausted can count it, outside every range Due reads.
-func exhaustedDueKey(day civil.Date, dataset string) string {
-	return dueExhausted + day.String() + "#" + dataset
 }
 
 // ctxErr gives the context's error precedence in loops.
@@ -450,18 +274,3 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T) error) err
 	}
 	return errors.Join(errs...)
 }
-
-// ConfigFromEnv reads the ledger's deployment configuration, the same in
-// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, and the lease from
-// EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3). Problems are
-// collected in r, naming the variable.
-func ConfigFromEnv(r *envvar.Reader) Config {
-	return Config{
-		Table:       r.String("LEDGER_TABLE"),
-		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
-		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
-	}
-}
-
-// nextGeneration is the generation the next run of r commits at least.
-func (r Row) nextGeneration() int64 { return max(r.Generation, r.GenReserved) + 1 }

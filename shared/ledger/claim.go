@@ -1,0 +1,209 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+func stateName() expression.NameBuilder { return name("state") }
+
+// claimableNow: queued, pending, failed with attempts left (due key 2#) and
+// next_attempt_at <= now, or running with an expired lease that either never
+// started (its attempt was not used) or started with attempts left.
+func (l *Ledger) claimableNow(nowS string) expression.ConditionBuilder {
+	st := stateName()
+	return expression.And(
+		name(AttrPK).AttributeExists(),
+		expression.Or(
+			st.In(val(string(StateQueued)), val(string(StatePending))),
+			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).BeginsWith(dueFailed), name("next_attempt_at").LessThanEqual(val(nowS))),
+			expression.And(st.Equal(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)),
+				expression.Or(name("started_at").AttributeNotExists(), name("attempts").LessThan(val(l.cfg.MaxAttempts)))),
+		),
+	)
+}
+
+// notLive: absent, or not running, or running under an expired lease.
+func notLive(nowS string) expression.ConditionBuilder {
+	return expression.Or(name(AttrPK).AttributeNotExists(), stateName().NotEqual(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)))
+}
+
+func live(nowS string) expression.ConditionBuilder {
+	return expression.And(stateName().Equal(val(string(StateRunning))), name("lease_until").GreaterThanEqual(val(nowS)))
+}
+
+func holds(token string) expression.ConditionBuilder {
+	return expression.And(name("claim_token").Equal(val(token)), stateName().Equal(val(string(StateRunning))))
+}
+
+func runningUpdate(k Key, token, nowS string, lease time.Time) expression.UpdateBuilder {
+	return expression.Set(stateName(), val(string(StateRunning))).
+		Set(name("claim_token"), val(token)).
+		Set(name("claimed_at"), val(nowS)).
+		Set(name("lease_until"), val(fmtTime(lease))).
+		Set(name(AttrDueAccount), val(k.AccountID)).
+		Set(name(AttrDueKey), val(dueKey(StateRunning, k.Day, k.Dataset, lease))).
+		Set(name("updated_at"), val(nowS)).
+		Remove(name("next_attempt_at")).
+		Remove(name("rerun_requested"))
+}
+
+// Claim claims a row that is claimable now (queued, pending, failed and due,
+// or running under a dead claim) with a new random token. reason, if not
+// empty, replaces the row's reason (the sweeper passes retry for failed rows
+// and dead claims; queued and pending rows keep the reason they were created
+// with). A row in any other state is refused with ErrConflict; an absent row
+// is ErrNotFound; a dead claim that started on the last attempt becomes
+// failed+exhausted and returns ErrExhausted.
+//
+// Claim does not use an attempt: Start does, when the run begins. Claim
+// returns the attempt number the run will be (attempts+1) for the job
+// message. A dead claim that never started (its job waited in the queue
+// longer than the lease) is reclaimed without having used an attempt; its old
+// message is dropped at Start by the token check.
+func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, error) {
+	if err := key.validate(); err != nil {
+		return Claim{}, err
+	}
+	if reason != "" && !reason.Valid() {
+		return Claim{}, fmt.Errorf("ledger: reason %q", reason)
+	}
+	now := l.now()
+	nowS := fmtTime(now)
+	token, err := l.token()
+	if err != nil {
+		return Claim{}, err
+	}
+	lease := now.Add(l.cfg.Lease)
+	upd := runningUpdate(key, token, nowS, lease).Remove(name("started_at"))
+	if reason != "" {
+		upd = upd.Set(name("reason"), val(string(reason)))
+	}
+	old, err := l.update(ctx, rowKey(key), upd, l.claimableNow(nowS), types.ReturnValueAllOld)
+	if errors.Is(err, errCondition) {
+		return Claim{}, l.refusedClaim(ctx, key, now, old)
+	}
+	if err != nil {
+		return Claim{}, err
+	}
+	prev, err := rowFromItem(old)
+	if err != nil {
+		return Claim{}, err
+	}
+	if reason == "" {
+		reason = prev.Reason
+		if reason == "" {
+			reason = ReasonScheduled
+		}
+	}
+	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.nextGeneration(),
+		Reason: reason, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+}
+
+// refusedClaim explains a failed claim condition from the row as the refused
+// write found it (item; empty if there is no row), and retires a dead claim
+// that started on its last attempt.
+func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item map[string]types.AttributeValue) error {
+	if len(item) == 0 {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	row, err := rowFromItem(item)
+	if err != nil {
+		return err
+	}
+	switch {
+	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts && row.RerunRequested:
+		// The dead claim used its last attempt, but someone asked for a
+		// re-run while it ran: honour the request (as Requeue would) rather
+		// than retire the row and lose it.
+		upd := expression.Set(stateName(), val(string(StateQueued))).
+			Set(name("attempts"), val(0)).
+			Set(name("reason"), val(string(ReasonManual))).
+			Set(name("exhausted"), val(false)).
+			Set(name("last_error"), val(fmt.Sprintf("claim lease expired at %s on attempt %d; re-run requested", fmtTime(row.LeaseUntil), row.Attempts))).
+			Set(name("updated_at"), val(fmtTime(now))).
+			Set(name(AttrDueAccount), val(key.AccountID)).
+			Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, now))).
+			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
+			Remove(name("started_at")).Remove(name("rerun_requested"))
+		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))))
+		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil && !errors.Is(err, errCondition) {
+			return err
+		}
+		return fmt.Errorf("%w: %s: dead claim on its last attempt had a re-run requested; queued it", ErrConflict, key)
+	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts:
+		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
+		upd := expression.Set(stateName(), val(string(StateFailed))).
+			Set(name("exhausted"), val(true)).
+			Set(name("last_error"), val(msg)).
+			Set(name("updated_at"), val(fmtTime(now))).
+			Set(name(AttrDueAccount), val(key.AccountID)).
+			Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
+			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at"))
+		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))),
+			name("started_at").AttributeExists())
+		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
+			if errors.Is(err, errCondition) {
+				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
+			}
+			return err
+		}
+		return fmt.Errorf("%w: %s: %s", ErrExhausted, key, msg)
+	case row.State == StateRunning && !row.LeaseUntil.Before(now):
+		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))
+	case row.State == StateFailed && row.Exhausted:
+		return fmt.Errorf("%w: %s failed %d times and waits for a requeue", ErrConflict, key, row.Attempts)
+	case row.State == StateFailed:
+		return fmt.Errorf("%w: %s failed; next attempt at %s", ErrConflict, key, fmtTime(row.NextAttemptAt))
+	default:
+		return fmt.Errorf("%w: %s is %s", ErrConflict, key, row.State)
+	}
+}
+
+// Release gives back a claim whose run has not started (the sweeper could
+// not enqueue its job): the row returns to the due state it was claimed from
+// (a claim uses no attempt, so the count is unchanged). A reclaimed dead
+// claim returns as failed and due now. A claim that has started (its job got
+// through after all, and an exporter runs it) or is no longer held is
+// ErrClaimLost and the row is left alone: releasing a running row would let
+// a second exporter run it (L2). Manual claims start at once, so they are
+// never released.
+func (l *Ledger) Release(ctx context.Context, c Claim) error {
+	now := l.now()
+	st, at := StateFailed, now
+	switch {
+	case c.Reason == ReasonManual || c.Prev.State == StateQueued:
+		st = StateQueued
+	case c.Prev.State == StatePending:
+		st = StatePending
+	case c.Prev.State == StateFailed && !c.Prev.NextAttemptAt.IsZero():
+		at = c.Prev.NextAttemptAt
+	}
+	upd := expression.Set(stateName(), val(string(st))).
+		Set(name(AttrDueAccount), val(c.AccountID)).
+		Set(name(AttrDueKey), val(dueKey(st, c.Day, c.Dataset, at))).
+		Set(name("updated_at"), val(fmtTime(now))).
+		Remove(name("claim_token")).Remove(name("lease_until"))
+	if st == StateFailed {
+		upd = upd.Set(name("next_attempt_at"), val(fmtTime(at)))
+	}
+	switch {
+	case c.Reason == ReasonManual:
+		upd = upd.Set(name("reason"), val(string(ReasonManual)))
+	case c.Prev.Reason != "":
+		upd = upd.Set(name("reason"), val(string(c.Prev.Reason)))
+	}
+	old, err := l.update(ctx, rowKey(c.Key), upd, expression.And(holds(c.Token), name("started_at").AttributeNotExists()), types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		if row, rerr := rowFromItem(old); rerr == nil && row.State == StateRunning && row.ClaimToken == c.Token {
+			return fmt.Errorf("%w: release %s: its run started at %s", ErrClaimLost, c.Key, fmtTime(row.StartedAt))
+		}
+		return fmt.Errorf("%w: release %s", ErrClaimLost, c.Key)
+	}
+	return err
+}
