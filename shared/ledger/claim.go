@@ -10,47 +10,45 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-func stateName() expression.NameBuilder { return name("state") }
-
 // claimableNow: queued, pending, failed with attempts left (due key 2#) and
 // next_attempt_at <= now, or running with an expired lease that either never
 // started (its attempt was not used) or started with attempts left.
 func (l *Ledger) claimableNow(nowS string) expression.ConditionBuilder {
-	st := stateName()
+	st := name(attrState)
 	return expression.And(
 		name(AttrPK).AttributeExists(),
 		expression.Or(
 			st.In(val(string(StateQueued)), val(string(StatePending))),
-			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).BeginsWith(dueFailed), name("next_attempt_at").LessThanEqual(val(nowS))),
-			expression.And(st.Equal(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)),
-				expression.Or(name("started_at").AttributeNotExists(), name("attempts").LessThan(val(l.cfg.MaxAttempts)))),
+			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).BeginsWith(dueFailed), name(attrNextAttemptAt).LessThanEqual(val(nowS))),
+			expression.And(st.Equal(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)),
+				expression.Or(name(attrStartedAt).AttributeNotExists(), name(attrAttempts).LessThan(val(l.cfg.MaxAttempts)))),
 		),
 	)
 }
 
 // notLive: absent, or not running, or running under an expired lease.
 func notLive(nowS string) expression.ConditionBuilder {
-	return expression.Or(name(AttrPK).AttributeNotExists(), stateName().NotEqual(val(string(StateRunning))), name("lease_until").LessThan(val(nowS)))
+	return expression.Or(name(AttrPK).AttributeNotExists(), name(attrState).NotEqual(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)))
 }
 
 func live(nowS string) expression.ConditionBuilder {
-	return expression.And(stateName().Equal(val(string(StateRunning))), name("lease_until").GreaterThanEqual(val(nowS)))
+	return expression.And(name(attrState).Equal(val(string(StateRunning))), name(attrLeaseUntil).GreaterThanEqual(val(nowS)))
 }
 
 func holds(token string) expression.ConditionBuilder {
-	return expression.And(name("claim_token").Equal(val(token)), stateName().Equal(val(string(StateRunning))))
+	return expression.And(name(attrClaimToken).Equal(val(token)), name(attrState).Equal(val(string(StateRunning))))
 }
 
 func runningUpdate(k Key, token, nowS string, lease time.Time) expression.UpdateBuilder {
-	return expression.Set(stateName(), val(string(StateRunning))).
-		Set(name("claim_token"), val(token)).
-		Set(name("claimed_at"), val(nowS)).
-		Set(name("lease_until"), val(fmtTime(lease))).
+	return expression.Set(name(attrState), val(string(StateRunning))).
+		Set(name(attrClaimToken), val(token)).
+		Set(name(attrClaimedAt), val(nowS)).
+		Set(name(attrLeaseUntil), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(k.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(StateRunning, k.Day, k.Dataset, lease))).
-		Set(name("updated_at"), val(nowS)).
-		Remove(name("next_attempt_at")).
-		Remove(name("rerun_requested"))
+		Set(name(attrUpdatedAt), val(nowS)).
+		Remove(name(attrNextAttemptAt)).
+		Remove(name(attrRerunRequested))
 }
 
 // Claim claims a row that is claimable now (queued, pending, failed and due,
@@ -80,9 +78,9 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 		return Claim{}, err
 	}
 	lease := now.Add(l.cfg.Lease)
-	upd := runningUpdate(key, token, nowS, lease).Remove(name("started_at"))
+	upd := runningUpdate(key, token, nowS, lease).Remove(name(attrStartedAt))
 	if reason != "" {
-		upd = upd.Set(name("reason"), val(string(reason)))
+		upd = upd.Set(name(attrReason), val(string(reason)))
 	}
 	old, err := l.update(ctx, rowKey(key), upd, l.claimableNow(nowS), types.ReturnValueAllOld)
 	if errors.Is(err, errCondition) {
@@ -121,32 +119,32 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		// The dead claim used its last attempt, but someone asked for a
 		// re-run while it ran: honour the request (as Requeue would) rather
 		// than retire the row and lose it.
-		upd := expression.Set(stateName(), val(string(StateQueued))).
-			Set(name("attempts"), val(0)).
-			Set(name("reason"), val(string(ReasonManual))).
-			Set(name("exhausted"), val(false)).
-			Set(name("last_error"), val(fmt.Sprintf("claim lease expired at %s on attempt %d; re-run requested", fmtTime(row.LeaseUntil), row.Attempts))).
-			Set(name("updated_at"), val(fmtTime(now))).
+		upd := expression.Set(name(attrState), val(string(StateQueued))).
+			Set(name(attrAttempts), val(0)).
+			Set(name(attrReason), val(string(ReasonManual))).
+			Set(name(attrExhausted), val(false)).
+			Set(name(attrLastError), val(fmt.Sprintf("claim lease expired at %s on attempt %d; re-run requested", fmtTime(row.LeaseUntil), row.Attempts))).
+			Set(name(attrUpdatedAt), val(fmtTime(now))).
 			Set(name(AttrDueAccount), val(key.AccountID)).
 			Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, now))).
-			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
-			Remove(name("started_at")).Remove(name("rerun_requested"))
-		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))))
+			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
+			Remove(name(attrStartedAt)).Remove(name(attrRerunRequested))
+		cond := expression.And(holds(row.ClaimToken), name(attrLeaseUntil).Equal(val(fmtTime(row.LeaseUntil))))
 		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil && !errors.Is(err, errCondition) {
 			return err
 		}
 		return fmt.Errorf("%w: %s: dead claim on its last attempt had a re-run requested; queued it", ErrConflict, key)
 	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts:
 		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
-		upd := expression.Set(stateName(), val(string(StateFailed))).
-			Set(name("exhausted"), val(true)).
-			Set(name("last_error"), val(msg)).
-			Set(name("updated_at"), val(fmtTime(now))).
+		upd := expression.Set(name(attrState), val(string(StateFailed))).
+			Set(name(attrExhausted), val(true)).
+			Set(name(attrLastError), val(msg)).
+			Set(name(attrUpdatedAt), val(fmtTime(now))).
 			Set(name(AttrDueAccount), val(key.AccountID)).
 			Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
-			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at"))
-		cond := expression.And(holds(row.ClaimToken), name("lease_until").Equal(val(fmtTime(row.LeaseUntil))),
-			name("started_at").AttributeExists())
+			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt))
+		cond := expression.And(holds(row.ClaimToken), name(attrLeaseUntil).Equal(val(fmtTime(row.LeaseUntil))),
+			name(attrStartedAt).AttributeExists())
 		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
 			if errors.Is(err, errCondition) {
 				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
@@ -184,21 +182,21 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	case c.Prev.State == StateFailed && !c.Prev.NextAttemptAt.IsZero():
 		at = c.Prev.NextAttemptAt
 	}
-	upd := expression.Set(stateName(), val(string(st))).
+	upd := expression.Set(name(attrState), val(string(st))).
 		Set(name(AttrDueAccount), val(c.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(st, c.Day, c.Dataset, at))).
-		Set(name("updated_at"), val(fmtTime(now))).
-		Remove(name("claim_token")).Remove(name("lease_until"))
+		Set(name(attrUpdatedAt), val(fmtTime(now))).
+		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
 	if st == StateFailed {
-		upd = upd.Set(name("next_attempt_at"), val(fmtTime(at)))
+		upd = upd.Set(name(attrNextAttemptAt), val(fmtTime(at)))
 	}
 	switch {
 	case c.Reason == ReasonManual:
-		upd = upd.Set(name("reason"), val(string(ReasonManual)))
+		upd = upd.Set(name(attrReason), val(string(ReasonManual)))
 	case c.Prev.Reason != "":
-		upd = upd.Set(name("reason"), val(string(c.Prev.Reason)))
+		upd = upd.Set(name(attrReason), val(string(c.Prev.Reason)))
 	}
-	old, err := l.update(ctx, rowKey(c.Key), upd, expression.And(holds(c.Token), name("started_at").AttributeNotExists()), types.ReturnValueNone)
+	old, err := l.update(ctx, rowKey(c.Key), upd, expression.And(holds(c.Token), name(attrStartedAt).AttributeNotExists()), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		if row, rerr := rowFromItem(old); rerr == nil && row.State == StateRunning && row.ClaimToken == c.Token {
 			return fmt.Errorf("%w: release %s: its run started at %s", ErrClaimLost, c.Key, fmtTime(row.StartedAt))

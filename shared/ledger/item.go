@@ -17,7 +17,42 @@ const (
 	IndexDue       = "due"
 	AttrDueAccount = "due_account"
 	AttrDueKey     = "due_key"
+)
 
+// Attribute names. Every expression, key map and hand-built item names an
+// attribute through these constants (or the exported Attr* above); the
+// struct tags of rowRecord, accountRecord and watermarkRecord must spell the
+// same names, which TestAttributeNamesMatchRecords checks.
+const (
+	attrAccountID      = "account_id"
+	attrDataset        = "dataset"
+	attrDay            = "day"
+	attrState          = "state"
+	attrAttempts       = "attempts"
+	attrClaimToken     = "claim_token"
+	attrClaimedAt      = "claimed_at"
+	attrStartedAt      = "started_at"
+	attrLeaseUntil     = "lease_until"
+	attrNextAttemptAt  = "next_attempt_at"
+	attrLastError      = "last_error"
+	attrExhausted      = "exhausted"
+	attrGeneration     = "generation"
+	attrGenReserved    = "generation_reserved"
+	attrRows           = "rows"
+	attrBytes          = "bytes"
+	attrFiles          = "files"
+	attrManifestKey    = "manifest_key"
+	attrDurationMS     = "duration_ms"
+	attrCompletedAt    = "completed_at"
+	attrReason         = "reason"
+	attrRerunRequested = "rerun_requested"
+	attrUpdatedAt      = "updated_at"
+	attrEnabled        = "enabled" // account records
+	attrDoc            = "doc"     // account records: JSON of account.Account
+	attrThrough        = "through" // watermarks: the last materialized day
+)
+
+const (
 	pkAccounts    = "ACCOUNTS"
 	pkWMPrefix    = "WM#"
 	pkPartPrefix  = "P#"
@@ -30,8 +65,8 @@ const (
 	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 )
 
-// record is the stored form of a partition row.
-type record struct {
+// rowRecord is the stored form of a partition row.
+type rowRecord struct {
 	PK             string `dynamodbav:"pk"`
 	SK             string `dynamodbav:"sk"`
 	AccountID      string `dynamodbav:"account_id"`
@@ -61,8 +96,29 @@ type record struct {
 	DueKey         string `dynamodbav:"due_key"`
 }
 
+// accountRecord is the stored form of an account (pk=ACCOUNTS, sk=<id>).
+type accountRecord struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	AccountID string `dynamodbav:"account_id"`
+	Enabled   bool   `dynamodbav:"enabled"`
+	Doc       string `dynamodbav:"doc"`
+	UpdatedAt string `dynamodbav:"updated_at"`
+}
+
+// watermarkRecord is the stored form of a watermark (pk=WM#<account>,
+// sk=<dataset>).
+type watermarkRecord struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	AccountID string `dynamodbav:"account_id"`
+	Dataset   string `dynamodbav:"dataset"`
+	Through   string `dynamodbav:"through"`
+	UpdatedAt string `dynamodbav:"updated_at"`
+}
+
 func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
-	var r record
+	var r rowRecord
 	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return Row{}, fmt.Errorf("ledger: decode row: %w", err)
 	}

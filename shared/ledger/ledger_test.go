@@ -49,7 +49,7 @@ func TestDeployedTableMatchesLayout(t *testing.T) {
 		}
 		// Due reads state, attempts and the claim fields from the index.
 		proj := strings.Join(g.Projection.NonKeyAttributes, ",")
-		for _, a := range []string{"account_id", "dataset", "day", "state", "attempts", "claim_token"} {
+		for _, a := range []string{attrAccountID, attrDataset, attrDay, attrState, attrAttempts, attrClaimToken} {
 			if g.Projection.ProjectionType != types.ProjectionTypeAll && !strings.Contains(proj, a) {
 				t.Errorf("index %s does not project %s (%s)", IndexDue, a, proj)
 			}

@@ -30,14 +30,14 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 		}
 		lease := now.Add(l.cfg.Lease)
 		upd := runningUpdate(key, token, nowS, lease).
-			Set(name("attempts"), val(1)).
-			Set(name("reason"), val(string(ReasonManual))).
-			Set(name("account_id"), val(key.AccountID)).
-			Set(name("dataset"), val(key.Dataset)).
-			Set(name("day"), val(key.Day.String())).
-			Set(name("generation"), name("generation").IfNotExists(val(0))).
-			Set(name("started_at"), val(nowS)). // the manual claimant runs it itself
-			Remove(name("exhausted"))
+			Set(name(attrAttempts), val(1)).
+			Set(name(attrReason), val(string(ReasonManual))).
+			Set(name(attrAccountID), val(key.AccountID)).
+			Set(name(attrDataset), val(key.Dataset)).
+			Set(name(attrDay), val(key.Day.String())).
+			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
+			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
+			Remove(name(attrExhausted))
 		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
 			prev := Row{Key: key}
@@ -66,7 +66,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 
 // requestRerun sets rerun_requested on a row running under a live claim.
 func (l *Ledger) requestRerun(ctx context.Context, key Key, nowS string) (bool, error) {
-	upd := expression.Set(name("rerun_requested"), val(true)).Set(name("updated_at"), val(nowS))
+	upd := expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS))
 	_, err := l.update(ctx, rowKey(key), upd, live(nowS), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return false, nil
@@ -101,18 +101,18 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 		}
 		for range 5 {
 			nowS := fmtTime(l.now())
-			upd := expression.Set(stateName(), val(string(StateQueued))).
-				Set(name("account_id"), val(accountID)).
-				Set(name("dataset"), val(dataset)).
-				Set(name("day"), val(d.String())).
-				Set(name("reason"), val(string(reason))).
-				Set(name("attempts"), val(0)).
-				Set(name("generation"), name("generation").IfNotExists(val(0))).
+			upd := expression.Set(name(attrState), val(string(StateQueued))).
+				Set(name(attrAccountID), val(accountID)).
+				Set(name(attrDataset), val(dataset)).
+				Set(name(attrDay), val(d.String())).
+				Set(name(attrReason), val(string(reason))).
+				Set(name(attrAttempts), val(0)).
+				Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 				Set(name(AttrDueAccount), val(accountID)).
 				Set(name(AttrDueKey), val(dueKey(StateQueued, d, dataset, time.Time{}))).
-				Set(name("updated_at"), val(nowS)).
-				Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
-				Remove(name("exhausted")).Remove(name("rerun_requested")).Remove(name("started_at"))
+				Set(name(attrUpdatedAt), val(nowS)).
+				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
+				Remove(name(attrExhausted)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 			if err == nil {
 				queued.Add(1)

@@ -27,13 +27,13 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 	now := l.now()
 	nowS := fmtTime(now)
 	lease := now.Add(l.cfg.Lease)
-	upd := expression.Set(name("started_at"), val(nowS)).
-		Add(name("attempts"), val(1)).
-		Set(name("lease_until"), val(fmtTime(lease))).
+	upd := expression.Set(name(attrStartedAt), val(nowS)).
+		Add(name(attrAttempts), val(1)).
+		Set(name(attrLeaseUntil), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(key.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).
-		Set(name("updated_at"), val(nowS))
-	cond := expression.And(holds(token), name("started_at").AttributeNotExists())
+		Set(name(attrUpdatedAt), val(nowS))
+	cond := expression.And(holds(token), name(attrStartedAt).AttributeNotExists())
 	out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
 		return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
@@ -63,10 +63,10 @@ func (l *Ledger) NoteCommitted(ctx context.Context, key Key, token string, gener
 	if err := key.validate(); err != nil {
 		return err
 	}
-	upd := expression.Set(name("generation_reserved"), val(generation)).Set(name("updated_at"), val(fmtTime(l.now())))
-	cond := expression.And(holds(token), expression.Or(name("generation_reserved").AttributeNotExists(),
-		name("generation_reserved").LessThan(val(generation))),
-		expression.Or(name("generation").AttributeNotExists(), name("generation").LessThan(val(generation))))
+	upd := expression.Set(name(attrGenReserved), val(generation)).Set(name(attrUpdatedAt), val(fmtTime(l.now())))
+	cond := expression.And(holds(token), expression.Or(name(attrGenReserved).AttributeNotExists(),
+		name(attrGenReserved).LessThan(val(generation))),
+		expression.Or(name(attrGeneration).AttributeNotExists(), name(attrGeneration).LessThan(val(generation))))
 	old, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		row, rerr := rowFromItem(old)
@@ -80,9 +80,9 @@ func (l *Ledger) NoteCommitted(ctx context.Context, key Key, token string, gener
 
 func rerunIs(v bool) expression.ConditionBuilder {
 	if v {
-		return name("rerun_requested").Equal(val(true))
+		return name(attrRerunRequested).Equal(val(true))
 	}
-	return expression.Or(name("rerun_requested").AttributeNotExists(), name("rerun_requested").Equal(val(false)))
+	return expression.Or(name(attrRerunRequested).AttributeNotExists(), name(attrRerunRequested).Equal(val(false)))
 }
 
 // Complete records a successful export under the claim token: the
@@ -101,33 +101,33 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 	}
 	nowS := fmtTime(l.now())
 	upd := func(rerun bool) expression.UpdateBuilder {
-		u := expression.Set(name("rows"), val(res.Rows)).
-			Set(name("bytes"), val(res.Bytes)).
-			Set(name("files"), val(res.Files)).
-			Set(name("manifest_key"), val(res.ManifestKey)).
-			Set(name("duration_ms"), val(res.Duration.Milliseconds())).
-			Set(name("completed_at"), val(nowS)).
-			Set(name("updated_at"), val(nowS)).
-			Remove(name("claim_token")).Remove(name("lease_until")).Remove(name("next_attempt_at")).
-			Remove(name("last_error")).Remove(name("exhausted")).Remove(name("rerun_requested"))
+		u := expression.Set(name(attrRows), val(res.Rows)).
+			Set(name(attrBytes), val(res.Bytes)).
+			Set(name(attrFiles), val(res.Files)).
+			Set(name(attrManifestKey), val(res.ManifestKey)).
+			Set(name(attrDurationMS), val(res.Duration.Milliseconds())).
+			Set(name(attrCompletedAt), val(nowS)).
+			Set(name(attrUpdatedAt), val(nowS)).
+			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
+			Remove(name(attrLastError)).Remove(name(attrExhausted)).Remove(name(attrRerunRequested))
 		if res.Generation > 0 {
-			u = u.Set(name("generation"), val(res.Generation))
+			u = u.Set(name(attrGeneration), val(res.Generation))
 		} else {
-			u = u.Add(name("generation"), val(1))
+			u = u.Add(name(attrGeneration), val(1))
 		}
 		if rerun {
-			return u.Set(stateName(), val(string(StateQueued))).
-				Set(name("reason"), val(string(ReasonManual))).
-				Set(name("attempts"), val(0)).
+			return u.Set(name(attrState), val(string(StateQueued))).
+				Set(name(attrReason), val(string(ReasonManual))).
+				Set(name(attrAttempts), val(0)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{})))
 		}
-		return u.Set(stateName(), val(string(StateCompleted))).Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
+		return u.Set(name(attrState), val(string(StateCompleted))).Remove(name(AttrDueAccount)).Remove(name(AttrDueKey))
 	}
 	cond := func(rerun bool) expression.ConditionBuilder {
 		c := expression.And(holds(token), rerunIs(rerun))
 		if res.Generation > 0 {
-			c = c.And(expression.Or(name("generation").AttributeNotExists(), name("generation").LessThan(val(res.Generation))))
+			c = c.And(expression.Or(name(attrGeneration).AttributeNotExists(), name(attrGeneration).LessThan(val(res.Generation))))
 		}
 		return c
 	}
@@ -197,37 +197,37 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		}
 		now := l.now()
 		nowS := fmtTime(now)
-		upd := expression.Set(name("last_error"), val(msg)).
-			Set(name("updated_at"), val(nowS)).
-			Remove(name("claim_token")).Remove(name("lease_until"))
+		upd := expression.Set(name(attrLastError), val(msg)).
+			Set(name(attrUpdatedAt), val(nowS)).
+			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
 		switch {
 		case row.RerunRequested:
-			upd = upd.Set(stateName(), val(string(StateQueued))).
-				Set(name("reason"), val(string(ReasonManual))).
-				Set(name("attempts"), val(0)).
+			upd = upd.Set(name(attrState), val(string(StateQueued))).
+				Set(name(attrReason), val(string(ReasonManual))).
+				Set(name(attrAttempts), val(0)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{}))).
-				Remove(name("rerun_requested")).Remove(name("next_attempt_at"))
+				Remove(name(attrRerunRequested)).Remove(name(attrNextAttemptAt))
 		case attempts >= l.cfg.MaxAttempts:
-			upd = upd.Set(stateName(), val(string(StateFailed))).
-				Set(name("exhausted"), val(true)).
-				Set(name("attempts"), val(attempts)).
+			upd = upd.Set(name(attrState), val(string(StateFailed))).
+				Set(name(attrExhausted), val(true)).
+				Set(name(attrAttempts), val(attempts)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
-				Remove(name("next_attempt_at"))
+				Remove(name(attrNextAttemptAt))
 		default:
 			delay, err := l.Backoff(attempts)
 			if err != nil {
 				return Row{}, err
 			}
 			next := now.Add(delay)
-			upd = upd.Set(stateName(), val(string(StateFailed))).
-				Set(name("attempts"), val(attempts)).
-				Set(name("next_attempt_at"), val(fmtTime(next))).
+			upd = upd.Set(name(attrState), val(string(StateFailed))).
+				Set(name(attrAttempts), val(attempts)).
+				Set(name(attrNextAttemptAt), val(fmtTime(next))).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(dueKey(StateFailed, key.Day, key.Dataset, next)))
 		}
-		cond := expression.And(holds(token), name("attempts").Equal(val(row.Attempts)), rerunIs(row.RerunRequested))
+		cond := expression.And(holds(token), name(attrAttempts).Equal(val(row.Attempts)), rerunIs(row.RerunRequested))
 		out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
 		if errors.Is(err, errCondition) {
 			continue // a re-run request landed in between, or the claim was lost: look again

@@ -33,14 +33,14 @@ func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, fro
 			reason = ReasonScheduled
 		}
 		item := rowKey(Key{accountID, dataset, d})
-		item["account_id"] = s(accountID)
-		item["dataset"] = s(dataset)
-		item["day"] = s(d.String())
-		item["state"] = s(string(StatePending))
-		item["attempts"] = n(0)
-		item["generation"] = n(0)
-		item["reason"] = s(string(reason))
-		item["updated_at"] = s(nowS)
+		item[attrAccountID] = s(accountID)
+		item[attrDataset] = s(dataset)
+		item[attrDay] = s(d.String())
+		item[attrState] = s(string(StatePending))
+		item[attrAttempts] = n(0)
+		item[attrGeneration] = n(0)
+		item[attrReason] = s(string(reason))
+		item[attrUpdatedAt] = s(nowS)
 		item[AttrDueAccount] = s(accountID)
 		item[AttrDueKey] = s(dueKey(StatePending, d, dataset, time.Time{}))
 		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
@@ -70,7 +70,7 @@ func (l *Ledger) Watermark(ctx context.Context, accountID, dataset string) (civi
 	if err != nil {
 		return civil.Date{}, err
 	}
-	sv, _ := item["through"].(*types.AttributeValueMemberS)
+	sv, _ := item[attrThrough].(*types.AttributeValueMemberS)
 	if sv == nil {
 		return civil.Date{}, nil
 	}
@@ -84,11 +84,11 @@ func (l *Ledger) AdvanceWatermark(ctx context.Context, accountID, dataset string
 	if through.IsZero() {
 		return false, errors.New("ledger: advance watermark to an empty day")
 	}
-	upd := expression.Set(name("through"), val(through.String())).
-		Set(name("account_id"), val(accountID)).
-		Set(name("dataset"), val(dataset)).
-		Set(name("updated_at"), val(fmtTime(l.now())))
-	cond := expression.Or(name(AttrPK).AttributeNotExists(), name("through").LessThan(val(through.String())))
+	upd := expression.Set(name(attrThrough), val(through.String())).
+		Set(name(attrAccountID), val(accountID)).
+		Set(name(attrDataset), val(dataset)).
+		Set(name(attrUpdatedAt), val(fmtTime(l.now())))
+	cond := expression.Or(name(AttrPK).AttributeNotExists(), name(attrThrough).LessThan(val(through.String())))
 	_, err := l.update(ctx, tableKey(pkWMPrefix+accountID, dataset), upd, cond, types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return false, nil
