@@ -35,8 +35,21 @@ func live(nowS string) expression.ConditionBuilder {
 	return expression.And(name(attrState).Equal(val(string(StateRunning))), name(attrLeaseUntil).GreaterThanEqual(val(nowS)))
 }
 
+// holds: running under the claim with token (Row.heldBy is the same test on
+// a row already read).
 func holds(token string) expression.ConditionBuilder {
 	return expression.And(name(attrClaimToken).Equal(val(token)), name(attrState).Equal(val(string(StateRunning))))
+}
+
+// holdsUnstarted: held by token, and its run has not started.
+func holdsUnstarted(token string) expression.ConditionBuilder {
+	return expression.And(holds(token), name(attrStartedAt).AttributeNotExists())
+}
+
+// sameClaim: still the claim a refused write found in row (same token and
+// lease), so a follow-up write cannot act on a claim taken since.
+func sameClaim(row Row) expression.ConditionBuilder {
+	return expression.And(holds(row.ClaimToken), name(attrLeaseUntil).Equal(val(fmtTime(row.LeaseUntil))))
 }
 
 func runningUpdate(k Key, token, nowS string, lease time.Time) expression.UpdateBuilder {
@@ -115,7 +128,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		return err
 	}
 	switch {
-	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts && row.RerunRequested:
+	case row.deadOnLastAttempt(now, l.cfg.MaxAttempts) && row.RerunRequested:
 		// The dead claim used its last attempt, but someone asked for a
 		// re-run while it ran: honour the request (as Requeue would) rather
 		// than retire the row and lose it.
@@ -129,12 +142,12 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 			Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, now))).
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 			Remove(name(attrStartedAt)).Remove(name(attrRerunRequested))
-		cond := expression.And(holds(row.ClaimToken), name(attrLeaseUntil).Equal(val(fmtTime(row.LeaseUntil))))
+		cond := sameClaim(row)
 		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil && !errors.Is(err, errCondition) {
 			return err
 		}
 		return fmt.Errorf("%w: %s: dead claim on its last attempt had a re-run requested; queued it", ErrConflict, key)
-	case row.State == StateRunning && row.LeaseUntil.Before(now) && !row.StartedAt.IsZero() && row.Attempts >= l.cfg.MaxAttempts:
+	case row.deadOnLastAttempt(now, l.cfg.MaxAttempts):
 		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
 		upd := expression.Set(name(attrState), val(string(StateFailed))).
 			Set(name(attrExhausted), val(true)).
@@ -143,8 +156,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 			Set(name(AttrDueAccount), val(key.AccountID)).
 			Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt))
-		cond := expression.And(holds(row.ClaimToken), name(attrLeaseUntil).Equal(val(fmtTime(row.LeaseUntil))),
-			name(attrStartedAt).AttributeExists())
+		cond := sameClaim(row).And(name(attrStartedAt).AttributeExists())
 		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
 			if errors.Is(err, errCondition) {
 				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
@@ -152,7 +164,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 			return err
 		}
 		return fmt.Errorf("%w: %s: %s", ErrExhausted, key, msg)
-	case row.State == StateRunning && !row.LeaseUntil.Before(now):
+	case row.liveAt(now):
 		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))
 	case row.State == StateFailed && row.Exhausted:
 		return fmt.Errorf("%w: %s failed %d times and waits for a requeue", ErrConflict, key, row.Attempts)
@@ -196,9 +208,9 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	case c.Prev.Reason != "":
 		upd = upd.Set(name(attrReason), val(string(c.Prev.Reason)))
 	}
-	old, err := l.update(ctx, rowKey(c.Key), upd, expression.And(holds(c.Token), name(attrStartedAt).AttributeNotExists()), types.ReturnValueNone)
+	old, err := l.update(ctx, rowKey(c.Key), upd, holdsUnstarted(c.Token), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
-		if row, rerr := rowFromItem(old); rerr == nil && row.State == StateRunning && row.ClaimToken == c.Token {
+		if row, rerr := rowFromItem(old); rerr == nil && row.heldBy(c.Token) {
 			return fmt.Errorf("%w: release %s: its run started at %s", ErrClaimLost, c.Key, fmtTime(row.StartedAt))
 		}
 		return fmt.Errorf("%w: release %s", ErrClaimLost, c.Key)

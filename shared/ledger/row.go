@@ -139,3 +139,20 @@ func (s ReadStats) Add(o ReadStats) ReadStats {
 
 // nextGeneration is the generation the next run of r commits at least.
 func (r Row) nextGeneration() int64 { return max(r.Generation, r.GenReserved) + 1 }
+
+// heldBy reports whether the claim with token holds r: r is running under
+// that token. It is the row-side reading of the holds condition, for
+// explaining a refused write from the item it returned.
+func (r Row) heldBy(token string) bool { return r.State == StateRunning && r.ClaimToken == token }
+
+// liveAt reports whether r runs under a claim whose lease has not expired
+// at now (the row-side reading of the live condition).
+func (r Row) liveAt(now time.Time) bool { return r.State == StateRunning && !r.LeaseUntil.Before(now) }
+
+// deadOnLastAttempt reports whether r is a dead claim (running, lease
+// expired at now) whose run started and used the last of maxAttempts: the
+// running branch of claimableNow refuses exactly these, and Claim retires
+// them as exhausted (or queues them, if a re-run was requested).
+func (r Row) deadOnLastAttempt(now time.Time, maxAttempts int) bool {
+	return r.State == StateRunning && r.LeaseUntil.Before(now) && !r.StartedAt.IsZero() && r.Attempts >= maxAttempts
+}

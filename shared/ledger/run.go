@@ -33,7 +33,7 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 		Set(name(AttrDueAccount), val(key.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).
 		Set(name(attrUpdatedAt), val(nowS))
-	cond := expression.And(holds(token), name(attrStartedAt).AttributeNotExists())
+	cond := holdsUnstarted(token)
 	out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
 		return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
@@ -70,7 +70,7 @@ func (l *Ledger) NoteCommitted(ctx context.Context, key Key, token string, gener
 	old, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		row, rerr := rowFromItem(old)
-		if rerr == nil && row.ClaimToken == token && row.State == StateRunning {
+		if rerr == nil && row.heldBy(token) {
 			return fmt.Errorf("%w: %s: generation %d is not above %d (completed) and %d (noted)", ErrConflict, key, generation, row.Generation, row.GenReserved)
 		}
 		return fmt.Errorf("%w: note committed generation of %s", ErrClaimLost, key)
@@ -148,7 +148,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 			return Row{}, err
 		}
 		switch {
-		case row.State != StateRunning || row.ClaimToken != token:
+		case !row.heldBy(token):
 			return Row{}, fmt.Errorf("%w: complete %s", ErrClaimLost, key)
 		case res.Generation > 0 && row.Generation >= res.Generation:
 			return Row{}, fmt.Errorf("%w: complete %s: generation %d is not above the stored generation %d", ErrConflict, key, res.Generation, row.Generation)
@@ -188,7 +188,7 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		if err != nil {
 			return Row{}, err
 		}
-		if row.State != StateRunning || row.ClaimToken != token {
+		if !row.heldBy(token) {
 			return Row{}, fmt.Errorf("%w: fail %s", ErrClaimLost, key)
 		}
 		attempts := row.Attempts
