@@ -52,12 +52,15 @@ func (l *Ledger) GetAccount(ctx context.Context, id string) (account.Account, er
 
 func accountFromItem(item map[string]types.AttributeValue) (account.Account, error) {
 	var a account.Account
-	doc, _ := item[attrDoc].(*types.AttributeValueMemberS)
-	if doc == nil {
-		return a, fmt.Errorf("ledger: account %s has no doc", avString(item[AttrSK]))
+	rec, err := decodeItem[accountRecord](item)
+	if err != nil {
+		return a, err
 	}
-	if err := json.Unmarshal([]byte(doc.Value), &a); err != nil {
-		return a, fmt.Errorf("ledger: account %s: %w", avString(item[AttrSK]), err)
+	if rec.Doc == "" {
+		return a, fmt.Errorf("ledger: account %s has no doc", rec.SK)
+	}
+	if err := json.Unmarshal([]byte(rec.Doc), &a); err != nil {
+		return a, fmt.Errorf("ledger: account %s: %s: %w", rec.SK, attrDoc, err)
 	}
 	return a, nil
 }

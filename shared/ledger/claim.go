@@ -102,7 +102,7 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 	if err != nil {
 		return Claim{}, err
 	}
-	prev, err := rowFromItem(old)
+	prev, err := readBack("claim", key, old)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -210,7 +210,13 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	}
 	old, err := l.update(ctx, rowKey(c.Key), upd, holdsUnstarted(c.Token), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
-		if row, rerr := rowFromItem(old); rerr == nil && row.heldBy(c.Token) {
+		// Refused: the claim is no longer held unstarted, whatever the row
+		// now says, so the error is ErrClaimLost even if it cannot be read.
+		row, rerr := rowFromItem(old)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("%w: release %s: %w", ErrClaimLost, c.Key, rerr)
+		case row.heldBy(c.Token):
 			return fmt.Errorf("%w: release %s: its run started at %s", ErrClaimLost, c.Key, fmtTime(row.StartedAt))
 		}
 		return fmt.Errorf("%w: release %s", ErrClaimLost, c.Key)

@@ -2,10 +2,8 @@ package ledger
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
 )
@@ -117,62 +115,6 @@ type watermarkRecord struct {
 	UpdatedAt string `dynamodbav:"updated_at"`
 }
 
-func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
-	var r rowRecord
-	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-		return Row{}, fmt.Errorf("ledger: decode row: %w", err)
-	}
-	row := Row{
-		Key:            Key{AccountID: r.AccountID, Dataset: r.Dataset},
-		State:          State(r.State),
-		Attempts:       r.Attempts,
-		ClaimToken:     r.ClaimToken,
-		ClaimedAt:      parseTime(r.ClaimedAt),
-		StartedAt:      parseTime(r.StartedAt),
-		LeaseUntil:     parseTime(r.LeaseUntil),
-		NextAttemptAt:  parseTime(r.NextAttemptAt),
-		LastError:      r.LastError,
-		Exhausted:      r.Exhausted,
-		Generation:     r.Generation,
-		GenReserved:    r.GenReserved,
-		Rows:           r.Rows,
-		Bytes:          r.Bytes,
-		Files:          r.Files,
-		ManifestKey:    r.ManifestKey,
-		DurationMS:     r.DurationMS,
-		CompletedAt:    parseTime(r.CompletedAt),
-		Reason:         Reason(r.Reason),
-		RerunRequested: r.RerunRequested,
-		UpdatedAt:      parseTime(r.UpdatedAt),
-		DueKey:         r.DueKey,
-	}
-	day := r.Day
-	if day == "" {
-		day = r.SK
-	}
-	if day != "" {
-		d, err := civil.Parse(day)
-		if err != nil {
-			return Row{}, fmt.Errorf("ledger: row %s: %w", r.PK, err)
-		}
-		row.Day = d
-	}
-	// Index items project only some attributes; the due key carries the time.
-	if parts := strings.SplitN(r.DueKey, "#", 3); len(parts) == 3 {
-		switch parts[0] + "#" {
-		case dueFailed:
-			if row.NextAttemptAt.IsZero() {
-				row.NextAttemptAt = parseTime(parts[1])
-			}
-		case dueRunning:
-			if row.LeaseUntil.IsZero() {
-				row.LeaseUntil = parseTime(parts[1])
-			}
-		}
-	}
-	return row, nil
-}
-
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
 func n(v int64) types.AttributeValue {
@@ -192,17 +134,6 @@ func partitionPK(account, dataset string) string {
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func parseTime(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(timeFormat, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
 
 func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
 	switch state {

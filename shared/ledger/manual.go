@@ -42,7 +42,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 		if err == nil {
 			prev := Row{Key: key}
 			if len(old) > 0 {
-				if prev, err = rowFromItem(old); err != nil {
+				if prev, err = readBack("manual claim", key, old); err != nil {
 					return Claim{}, err
 				}
 			}

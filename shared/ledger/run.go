@@ -41,7 +41,7 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 	if err != nil {
 		return Claim{}, err
 	}
-	row, err := rowFromItem(out)
+	row, err := readBack("start", key, out)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -69,8 +69,13 @@ func (l *Ledger) NoteCommitted(ctx context.Context, key Key, token string, gener
 		expression.Or(name(attrGeneration).AttributeNotExists(), name(attrGeneration).LessThan(val(generation))))
 	old, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
+		// Refused because the claim is lost or the generation is not new;
+		// only the row as found can say which.
 		row, rerr := rowFromItem(old)
-		if rerr == nil && row.heldBy(token) {
+		if rerr != nil {
+			return fmt.Errorf("ledger: note committed generation of %s: refused: %w", key, rerr)
+		}
+		if row.heldBy(token) {
 			return fmt.Errorf("%w: %s: generation %d is not above %d (completed) and %d (noted)", ErrConflict, key, generation, row.Generation, row.GenReserved)
 		}
 		return fmt.Errorf("%w: note committed generation of %s", ErrClaimLost, key)
@@ -135,7 +140,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 	for range 3 {
 		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
-			return rowFromItem(out)
+			return readBack("complete", key, out)
 		}
 		if !errors.Is(err, errCondition) {
 			return Row{}, err
@@ -235,7 +240,7 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		if err != nil {
 			return Row{}, err
 		}
-		return rowFromItem(out)
+		return readBack("fail", key, out)
 	}
 	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)
 }

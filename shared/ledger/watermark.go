@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -70,11 +71,17 @@ func (l *Ledger) Watermark(ctx context.Context, accountID, dataset string) (civi
 	if err != nil {
 		return civil.Date{}, err
 	}
-	sv, _ := item[attrThrough].(*types.AttributeValueMemberS)
-	if sv == nil {
-		return civil.Date{}, nil
+	w, err := decodeItem[watermarkRecord](item)
+	if err != nil {
+		return civil.Date{}, err
 	}
-	return civil.Parse(sv.Value)
+	d, err := civil.Parse(w.Through)
+	if err != nil {
+		// An empty through is as wrong as a bad one: AdvanceWatermark always
+		// sets it, and a watermark without one would never move again.
+		return civil.Date{}, malformed(item, attrThrough, strconv.Quote(w.Through), err)
+	}
+	return d, nil
 }
 
 // AdvanceWatermark moves the watermark forward to through; it never moves it
