@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,14 +107,8 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 	if err != nil {
 		return Claim{}, err
 	}
-	if reason == "" {
-		reason = prev.Reason
-		if reason == "" {
-			reason = ReasonScheduled
-		}
-	}
 	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.nextGeneration(),
-		Reason: reason, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+		Reason: cmp.Or(reason, prev.Reason, ReasonScheduled), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 }
 
 // refusedClaim explains a failed claim condition from the row as the refused

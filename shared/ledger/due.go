@@ -1,8 +1,9 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -41,11 +42,8 @@ func (l *Ledger) Due(ctx context.Context, accountID string, limit int) ([]Row, R
 		return out, stats, err
 	}
 	mid := append(pending, failed...)
-	sort.SliceStable(mid, func(i, j int) bool {
-		if c := mid[i].Day.Compare(mid[j].Day); c != 0 {
-			return c < 0
-		}
-		return mid[i].Dataset < mid[j].Dataset
+	slices.SortStableFunc(mid, func(a, b Row) int {
+		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.Dataset, b.Dataset))
 	})
 	out = append(out, mid[:min(rem, len(mid))]...)
 	if len(out) >= limit {

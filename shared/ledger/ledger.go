@@ -74,6 +74,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -157,27 +158,19 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	if cfg.Lease <= 0 {
 		return nil, fmt.Errorf("ledger: lease %s must be positive (ledger.LeaseFrom)", cfg.Lease)
 	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 6
-	}
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 6)
 	if cfg.MaxAttempts < 1 {
 		return nil, fmt.Errorf("ledger: max attempts %d < 1", cfg.MaxAttempts)
 	}
-	if cfg.BackoffBase == 0 {
-		cfg.BackoffBase = 5 * time.Minute
-	}
-	if cfg.BackoffCap == 0 {
-		cfg.BackoffCap = 6 * time.Hour
-	}
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, 5*time.Minute)
+	cfg.BackoffCap = cmp.Or(cfg.BackoffCap, 6*time.Hour)
 	if cfg.BackoffBase < 0 || cfg.BackoffCap < cfg.BackoffBase {
 		return nil, fmt.Errorf("ledger: backoff base %s / cap %s", cfg.BackoffBase, cfg.BackoffCap)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
+	cfg.Rand = cmp.Or(cfg.Rand, rand.Reader)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
 	}
@@ -235,14 +228,6 @@ func ConfigFromEnv(r *envvar.Reader) Config {
 		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
 		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
 	}
-}
-
-// ctxErr gives the context's error precedence in loops.
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
 }
 
 // forEach runs fn over items with at most n at once and joins the errors.

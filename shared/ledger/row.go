@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,11 +34,7 @@ const (
 
 // Valid reports whether r is a known reason.
 func (r Reason) Valid() bool {
-	switch r {
-	case ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual:
-		return true
-	}
-	return false
+	return slices.Contains([]Reason{ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual}, r)
 }
 
 // Key names one partition.

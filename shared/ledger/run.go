@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,11 +46,7 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 	if err != nil {
 		return Claim{}, err
 	}
-	reason := row.Reason
-	if reason == "" {
-		reason = ReasonScheduled
-	}
-	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.nextGeneration(), Reason: reason,
+	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.nextGeneration(), Reason: cmp.Or(row.Reason, ReasonScheduled),
 		ClaimedAt: row.ClaimedAt, LeaseUntil: lease, Prev: row}, nil
 }
 
