@@ -5,14 +5,24 @@
 //
 // One table (template.yaml, LedgerTable) holds three kinds of item:
 //
-//	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled
-//	watermark:       pk=WM#<account>       sk=<dataset>      through (last materialized day)
+//	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
+//	                                                         account_id, updated_at
+//	watermark:       pk=WM#<account>       sk=<dataset>      through (last materialized day),
+//	                                                         account_id, dataset, updated_at
 //	partition row:   pk=P#<account>#<ds>   sk=YYYY-MM-DD     account_id, dataset, day, state, attempts,
 //	                                                         claim_token, claimed_at, started_at, lease_until,
 //	                                                         next_attempt_at, last_error, exhausted,
-//	                                                         generation, rows, bytes, files,
-//	                                                         manifest_key, duration_ms, completed_at,
-//	                                                         reason, rerun_requested, updated_at
+//	                                                         generation, generation_reserved, rows, bytes,
+//	                                                         files, manifest_key, duration_ms, completed_at,
+//	                                                         reason, rerun_requested, updated_at,
+//	                                                         due_account, due_key (while due)
+//
+// Code names every attribute through one constant (AttrPK, AttrSK,
+// AttrDueAccount and AttrDueKey are exported), and a test checks the
+// constants against the struct tags of the three items' stored forms. A stored value that does not parse (a time, a day, a
+// number, a value of the wrong type) is an error naming the attribute, the
+// item's key and the value, never a zero value: a lease read as zero would
+// look expired.
 //
 // # The sparse "due" index (L5)
 //
@@ -50,10 +60,14 @@
 //	                live running claim                -> rerun_requested=true, ErrBusy
 //	Start           running (token), not started      -> started_at set, attempts+1, lease renewed
 //	                (a second delivery of the job, or a reclaimed job's old message, gets ErrClaimLost)
-//	Release         running (token), not started      -> previous due state
+//	NoteCommitted   running (token), generation above
+//	                the stored and the noted one      -> generation_reserved = generation (claims number above it)
+//	                running (token), not above        -> ErrConflict
+//	Release         running (token), not started      -> previous due state (a reclaimed dead claim: failed, due now)
 //	                started                           -> ErrClaimLost (the job got through; row untouched)
 //	Complete        running (token)                   -> completed, generation = res.Generation or +1
 //	                running (token), rerun_requested  -> queued (manual), generation as above, stats kept
+//	                res.Generation not above stored   -> ErrConflict (the claim still holds)
 //	Fail            running (token)                   -> failed with backoff, or failed+exhausted (9#)
 //	                                                     after MaxAttempts
 //	                running (token), rerun_requested  -> queued (manual)
@@ -62,7 +76,9 @@
 //
 // A write guarded by a claim token that no longer matches returns ErrClaimLost.
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
-// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrExhausted.
+// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrExhausted,
+// or, if a re-run was requested while it ran, queues it (manual, attempts=0)
+// and returns ErrConflict.
 //
 // attempts counts runs started since the row was last queued or
 // materialized: a run uses an attempt when it starts (Start, or ClaimManual,
