@@ -161,7 +161,7 @@ func runAccountPut(ctx context.Context, args []string, stdout io.Writer) error {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = time.Now().UTC()
 	}
-	if err := a.Validate(); err != nil {
+	if err := a.Validate(time.Now(), 0); err != nil { // PutAccount applies the deployment's backfill limit
 		return err
 	}
 	e, err := openOps(ctx, *envFile)

@@ -148,9 +148,18 @@ func (a Account) WithDefaults(settle time.Duration) Account {
 	return a
 }
 
-// Validate checks every field; each error names the field and its value.
-// Empty optional fields are valid (WithDefaults fills them).
-func (a Account) Validate() error {
+// DefaultMaxBackfillDays is the deployment-wide backfill limit when none is
+// configured (MAX_BACKFILL_DAYS): a start date at most this many days before
+// today (L6).
+const DefaultMaxBackfillDays = 400
+
+// Validate checks every field at now; each error names the field and its
+// value. Empty optional fields are valid (WithDefaults fills them). The start
+// date may be neither in the future nor more than maxBackfillDays before
+// today, both in the account's time zone (L6); maxBackfillDays <= 0 leaves
+// the second check to the caller (ledger.PutAccount applies the deployment's
+// limit).
+func (a Account) Validate(now time.Time, maxBackfillDays int) error {
 	var errs []error
 	bad := func(field string, v any, why string) {
 		errs = append(errs, fmt.Errorf("%s %q: %s", field, fmt.Sprint(v), why))
@@ -158,13 +167,24 @@ func (a Account) Validate() error {
 	if !ValidID(a.ID) {
 		bad("id", a.ID, "want acct_ followed by 16 lowercase base32 characters (account.NewID)")
 	}
-	if a.StartDate.IsZero() {
-		bad("start_date", "", "required (YYYY-MM-DD, the backfill horizon)")
-	}
+	loc := time.UTC
 	if a.TimeZone != "" {
-		if _, err := time.LoadLocation(a.TimeZone); err != nil || a.TimeZone == "Local" {
+		l, err := time.LoadLocation(a.TimeZone)
+		if err != nil || a.TimeZone == "Local" {
 			bad("time_zone", a.TimeZone, "not an IANA time zone (e.g. Europe/Paris)")
+		} else {
+			loc = l
 		}
+	}
+	today := civil.In(now, loc)
+	switch {
+	case a.StartDate.IsZero():
+		bad("start_date", "", "required (YYYY-MM-DD, the backfill horizon)")
+	case a.StartDate.After(today):
+		bad("start_date", a.StartDate, fmt.Sprintf("in the future (today is %s in %s)", today, loc))
+	case maxBackfillDays > 0 && a.StartDate.Before(EarliestStart(today, maxBackfillDays)):
+		bad("start_date", a.StartDate, fmt.Sprintf("more than %d days back, the deployment's backfill limit (earliest %s)",
+			maxBackfillDays, EarliestStart(today, maxBackfillDays)))
 	}
 	if a.SettleDelay != nil && (a.SettleDelay.D() < 0 || a.SettleDelay.D() > 7*24*time.Hour) {
 		bad("settle_delay", a.SettleDelay.D().String(), "must be between 0 and 168h")
@@ -229,6 +249,12 @@ func (a Account) Validate() error {
 		bad("destination.checksums", d.Checksums, "want full_object, composite or none")
 	}
 	return errors.Join(errs...)
+}
+
+// EarliestStart is the oldest start date the backfill limit allows on today:
+// maxBackfillDays days back.
+func EarliestStart(today civil.Date, maxBackfillDays int) civil.Date {
+	return today.AddDays(-maxBackfillDays)
 }
 
 // Location returns the account's time zone (UTC when unset).

@@ -11,6 +11,10 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 )
 
+// testNow is the clock the validation tests run at; valid()'s start date is
+// 68 days before it.
+var testNow = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+
 func valid() Account {
 	return Account{ID: "acct_abcdefghijklmnop", Name: "Acme", Enabled: true, StartDate: civil.MustParse("2026-01-01"),
 		Datasets: []string{"events", "profiles"}, Destination: Destination{Bucket: "acme-exports"}}
@@ -35,7 +39,7 @@ func TestNewID(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	if err := valid().Validate(); err != nil {
+	if err := valid().Validate(testNow, DefaultMaxBackfillDays); err != nil {
 		t.Fatalf("valid account: %v", err)
 	}
 	cases := []struct {
@@ -63,22 +67,49 @@ func TestValidate(t *testing.T) {
 		{"prefix dotdot", func(a *Account) { a.Destination.Prefix = "x/../y" }, "destination.prefix"},
 		{"endpoint", func(a *Account) { a.Destination.Endpoint = "minio:9000" }, `destination.endpoint "minio:9000"`},
 		{"settle", func(a *Account) { d := Duration(-time.Hour); a.SettleDelay = &d }, "settle_delay"},
+		{"start tomorrow", func(a *Account) { a.StartDate = civil.MustParse("2026-03-11") }, `start_date "2026-03-11": in the future (today is 2026-03-10 in UTC)`},
+		// 2026-03-10 12:00 UTC is already 03-11 in Kiritimati (UTC+14), not yet in Honolulu.
+		{"start tomorrow in the zone", func(a *Account) { a.TimeZone = "Pacific/Honolulu"; a.StartDate = civil.MustParse("2026-03-11") }, "in the future (today is 2026-03-10 in Pacific/Honolulu)"},
+		{"start older than the limit", func(a *Account) { a.StartDate = civil.MustParse("2025-02-02") }, `start_date "2025-02-02": more than 400 days back, the deployment's backfill limit (earliest 2025-02-03)`},
+		{"start in year 1", func(a *Account) { a.StartDate = civil.MustParse("0001-01-01") }, `start_date "0001-01-01": more than 400 days back, the deployment's backfill limit (earliest 2025-02-03)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := valid()
 			tc.mut(&a)
-			err := a.Validate()
+			err := a.Validate(testNow, DefaultMaxBackfillDays)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
+	// The boundaries: today, and exactly the limit back.
+	for _, tc := range []struct {
+		zone, start string
+		limit       int
+	}{
+		{"UTC", "2026-03-10", DefaultMaxBackfillDays},
+		{"UTC", "2025-02-03", DefaultMaxBackfillDays},
+		{"Pacific/Kiritimati", "2026-03-11", DefaultMaxBackfillDays},
+		{"UTC", "2026-03-01", 9},
+		{"UTC", "0001-01-01", 0}, // no limit given: the caller applies it
+	} {
+		a := valid()
+		a.TimeZone, a.StartDate = tc.zone, civil.MustParse(tc.start)
+		if err := a.Validate(testNow, tc.limit); err != nil {
+			t.Errorf("start %s in %s with limit %d: %v", tc.start, tc.zone, tc.limit, err)
+		}
+	}
+	short := valid()
+	short.StartDate = civil.MustParse("2026-02-28")
+	if err := short.Validate(testNow, 9); err == nil || !strings.Contains(err.Error(), "more than 9 days back") {
+		t.Errorf("start 10 days back with a limit of 9: %v", err)
+	}
 	ok := valid()
 	ok.TimeZone = "America/Sao_Paulo"
 	ok.Destination = Destination{Bucket: "acme-exports", Prefix: "{{.Stage}}/{{.AccountID}}", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme",
 		ExternalID: "ext-1", ExpectedBucketOwner: "123456789012", Endpoint: "http://127.0.0.1:9000", Format: "ndjson", Compression: "gzip"}
-	if err := ok.Validate(); err != nil {
+	if err := ok.Validate(testNow, DefaultMaxBackfillDays); err != nil {
 		t.Errorf("full account: %v", err)
 	}
 }
@@ -93,7 +124,7 @@ func TestJSON(t *testing.T) {
 	if err := dec.Decode(&a); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Validate(); err != nil {
+	if err := a.Validate(testNow, DefaultMaxBackfillDays); err != nil {
 		t.Fatal(err)
 	}
 	if a.SettleDelay.D() != 90*time.Minute || a.StartDate.String() != "2026-01-01" || a.Destination.Compression != "zstd" {
