@@ -101,6 +101,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/envvar"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -151,6 +152,9 @@ type Config struct {
 	Rand io.Reader
 	// Concurrency bounds parallel writes in Materialize and Requeue (default 16).
 	Concurrency int
+	// MaxBackfillDays is the oldest start date PutAccount accepts, in days
+	// before today (L6). Default account.DefaultMaxBackfillDays.
+	MaxBackfillDays int
 }
 
 // LeaseFrom derives the claim lease from the exporter's timeout (a live
@@ -189,6 +193,10 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	cfg.Rand = cmp.Or(cfg.Rand, rand.Reader)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
+	}
+	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, account.DefaultMaxBackfillDays)
+	if cfg.MaxBackfillDays < 1 {
+		return nil, fmt.Errorf("ledger: max backfill days %d < 1", cfg.MaxBackfillDays)
 	}
 	return &Ledger{db: db, cfg: cfg}, nil
 }
@@ -235,14 +243,15 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 }
 
 // ConfigFromEnv reads the ledger's deployment configuration, the same in
-// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, and the lease from
-// EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3). Problems are
-// collected in r, naming the variable.
+// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, MAX_BACKFILL_DAYS,
+// and the lease from EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3).
+// Problems are collected in r, naming the variable.
 func ConfigFromEnv(r *envvar.Reader) Config {
 	return Config{
-		Table:       r.String("LEDGER_TABLE"),
-		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
-		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
+		Table:           r.String("LEDGER_TABLE"),
+		Lease:           LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
+		MaxAttempts:     r.Int("MAX_ATTEMPTS", 6),
+		MaxBackfillDays: r.Int("MAX_BACKFILL_DAYS", account.DefaultMaxBackfillDays),
 	}
 }
 

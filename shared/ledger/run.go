@@ -137,7 +137,15 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 	for range 3 {
 		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
-			return readBack("complete", key, out)
+			row, err := readBack("complete", key, out)
+			if err != nil {
+				return row, err
+			}
+			l.recordExport(ctx, res.Duration)
+			if rerun {
+				return row, l.wakeAfter(ctx, key.AccountID, l.now())
+			}
+			return row, nil
 		}
 		if !errors.Is(err, errCondition) {
 			return Row{}, err
@@ -211,12 +219,12 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{}))).
 				Remove(name(attrRerunRequested)).Remove(name(attrNextAttemptAt))
 		case attempts >= l.cfg.MaxAttempts:
-			upd = upd.Set(name(attrState), val(string(StateFailed))).
+			upd = markStopped(upd.Set(name(attrState), val(string(StateFailed))).
 				Set(name(attrExhausted), val(true)).
 				Set(name(attrAttempts), val(attempts)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
-				Remove(name(attrNextAttemptAt))
+				Remove(name(attrNextAttemptAt)), key)
 		default:
 			delay, err := l.Backoff(attempts)
 			if err != nil {
@@ -237,7 +245,17 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		if err != nil {
 			return Row{}, err
 		}
-		return readBack("fail", key, out)
+		row, err = readBack("fail", key, out)
+		if err != nil {
+			return row, err
+		}
+		switch {
+		case row.State == StateQueued:
+			return row, l.wakeAfter(ctx, key.AccountID, now)
+		case !row.Exhausted:
+			return row, l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
+		}
+		return row, nil
 	}
 	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)
 }
