@@ -1,5 +1,7 @@
 // Command sweeper is the sweeper Lambda: on a schedule it materializes closed
-// days, claims due partitions and enqueues export jobs. This file only wires.
+// days, claims due partitions and enqueues export jobs, and on its sweep
+// queue it runs the shard messages a large sweep fans out. This file only
+// wires.
 package main
 
 import (
@@ -35,14 +37,25 @@ func main() {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
-	sw := &Sweeper{Ledger: led, SQS: sqs.NewFromConfig(awsCfg), Config: SweepConfig{
+	q := sqs.NewFromConfig(awsCfg)
+	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
 		PerAccountCap:      cfg.PerAccountCap,
 		PerSweepCap:        cfg.PerSweepCap,
 		DefaultSettleDelay: cfg.SettleDelay,
-		Now:                time.Now,
-		Log:                log,
+		MaxBackfillDays:    led.Config().MaxBackfillDays,
+		MaterializeRows:    cfg.MaterializeRows,
+		Capacity: &Capacity{
+			ExporterConcurrency: cfg.ExporterConcurrency,
+			ExporterTimeout:     cfg.ExporterTimeout,
+			Interval:            cfg.SweepInterval,
+			Lease:               led.Config().Lease,
+		},
+		SweepQueueURL:  cfg.SweepQueueURL,
+		FanOutAccounts: cfg.FanOutAccounts,
+		Now:            time.Now,
+		Log:            log,
 	}}
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
-	lambda.Start(Handler{Sweeper: sw, Log: log, Metrics: em}.Handle)
+	lambda.Start(Handler{Sweeper: sw, Shards: sw, Log: log, Metrics: em}.Invoke)
 }
