@@ -28,7 +28,7 @@ func TestDeployTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := samstack.Deploy(ctx, cfg, "../../template.yaml", "daybook-deploytest", map[string]string{"Stage": "deploytest"})
+	st, err := samstack.Deploy(ctx, cfg, "../../../template.yaml", "daybook-deploytest", map[string]string{"Stage": "deploytest"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +94,24 @@ func TestDeployTemplate(t *testing.T) {
 		}
 	})
 
+	t.Run("sweeper runs its fan-out queue with partial batch responses", func(t *testing.T) {
+		lc := lambda.NewFromConfig(cfg)
+		out, err := lc.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(st.Outputs["SweeperFunctionName"])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.EventSourceMappings) != 1 {
+			t.Fatalf("event source mappings: %d", len(out.EventSourceMappings))
+		}
+		m := out.EventSourceMappings[0]
+		if !strings.HasSuffix(aws.ToString(m.EventSourceArn), ":daybook-deploytest-sweep") || aws.ToInt32(m.BatchSize) != 1 {
+			t.Errorf("mapping source %s, batch size %d", aws.ToString(m.EventSourceArn), aws.ToInt32(m.BatchSize))
+		}
+		if len(m.FunctionResponseTypes) != 1 || m.FunctionResponseTypes[0] != "ReportBatchItemFailures" {
+			t.Errorf("response types %v", m.FunctionResponseTypes)
+		}
+	})
+
 	t.Run("env file carries the stack's resource names", func(t *testing.T) {
 		env, err := samstack.FunctionEnv(ctx, cfg, st, []string{"SweeperFunction", "ExporterFunction"}, map[string]string{"AWS_ENDPOINT_URL": srv.URL})
 		if err != nil {
@@ -118,8 +136,13 @@ func TestDeployTemplate(t *testing.T) {
 				t.Errorf("%s endpoint not set", fn)
 			}
 		}
-		if back["SweeperFunction"]["PER_ACCOUNT_CAP"] == "" {
-			t.Error("sweeper env lacks PER_ACCOUNT_CAP")
+		for _, k := range []string{"PER_ACCOUNT_CAP", "EXPORTER_CONCURRENCY", "SWEEP_SCHEDULE", "SWEEP_QUEUE_URL", "MAX_BACKFILL_DAYS"} {
+			if back["SweeperFunction"][k] == "" {
+				t.Errorf("sweeper env lacks %s", k)
+			}
+		}
+		if back["ExporterFunction"]["MAX_BACKFILL_DAYS"] == "" {
+			t.Error("exporter env lacks MAX_BACKFILL_DAYS")
 		}
 	})
 }
