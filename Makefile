@@ -85,9 +85,19 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
-bench: ## benchmarks: encoders, xitongsys comparison, multipart writer
+# The fleet benchmark's local DynamoDB (dynalite, pinned in bench/fleet/package-lock.json),
+# installed with npm into bench/fleet/node_modules (git-ignored).
+FLEET_DYNALITE := bench/fleet/node_modules/.installed
+$(FLEET_DYNALITE): bench/fleet/package.json bench/fleet/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: apt-get install nodejs npm"; exit 1; }
+	npm ci --prefix bench/fleet --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# FLEET_BENCH_SIZES=100,1000 runs the fleet benchmark on fewer accounts.
+bench: $(FLEET_DYNALITE) ## benchmarks: encoders, xitongsys comparison, multipart writer, fleet sweep cost (dynalite)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
+	$(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 90m ./functions/sweeper/
 
 .PHONY: clean
 clean: local-down

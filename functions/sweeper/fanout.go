@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -118,13 +119,22 @@ func planFanOut(counts []int, per, budget int) []ShardJob {
 	for _, n := range sizes {
 		total += n
 	}
+	// Largest remainders: each group gets its proportional share rounded
+	// down, and the rest go one each to the groups that lost the most.
+	rems := make([]int, len(jobs))
 	given := 0
 	for i := range jobs {
 		jobs[i].Budget = budget * sizes[i] / max(total, 1)
+		rems[i] = budget * sizes[i] % max(total, 1)
 		given += jobs[i].Budget
 	}
-	for i := 0; given < budget && len(jobs) > 0; i = (i + 1) % len(jobs) {
-		jobs[i].Budget++ // the remainder of the integer split
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return rems[order[a]] > rems[order[b]] })
+	for k := 0; given < budget && len(jobs) > 0; k++ {
+		jobs[order[k%len(jobs)]].Budget++
 		given++
 	}
 	return jobs

@@ -243,13 +243,15 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 	budget, err := s.budget(ctx, stats)
 	p.add(err)
 
-	limit := 0
+	// With a sweep queue, a shard is read up to one account past what one
+	// invocation handles: more than that in total, and the sweep fans out.
+	limit, per := 0, orDefault(s.Config.FanOutAccounts, defaultFanOutAccounts)
 	if s.Config.SweepQueueURL != "" {
-		limit = orDefault(s.Config.FanOutAccounts, defaultFanOutAccounts) + 1
+		limit = per + 1
 	}
 	woken, full, err := s.readShards(ctx, allShards(), now, limit, &sum)
 	p.add(err)
-	if len(full) > 0 {
+	if s.Config.SweepQueueURL != "" && (len(full) > 0 || sum.Woken > per) {
 		n, err := s.fanOut(ctx, woken, full, now, budget, &sum)
 		p.add(err)
 		sum.FanOut = n

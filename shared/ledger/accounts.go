@@ -36,7 +36,6 @@ func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
 		Set(name(attrEnabled), val(a.Enabled)).
 		Set(name(attrDoc), val(string(doc))).
 		Set(name(attrUpdatedAt), val(nowS)).
-		Set(name(attrWokenAt), val(nowS)).
 		Add(name(attrWakeSeq), val(1)).
 		Remove(name(attrClosedThrough))
 	if a.Enabled {

@@ -62,7 +62,7 @@ func (l *Ledger) ReconcileWake(ctx context.Context) (ReconcileResult, ReadStats,
 				switch {
 				case rec.Enabled && rec.FleetShard != want:
 					upd = expression.Set(name(AttrFleetShard), val(want)).Set(name(AttrFleetKey), val(nowS)).
-						Set(name(attrWokenAt), val(nowS)).Add(name(attrWakeSeq), val(1))
+						Add(name(attrWakeSeq), val(1))
 					cond = expression.And(name(attrEnabled).Equal(val(true)),
 						expression.Or(name(AttrFleetShard).AttributeNotExists(), name(AttrFleetShard).NotEqual(val(want))))
 				case !rec.Enabled && rec.FleetShard != "":
