@@ -102,6 +102,12 @@ func (s *Sweeper) prepare(ctx context.Context, woken []ledger.Woken, now time.Ti
 			p.add(fmt.Errorf("account %s: skipped: %w", w.ID, w.Err))
 			continue
 		}
+		if !w.Account.Enabled {
+			// In the index although disabled (a record changed by hand): never
+			// swept; the daily reconcile takes it out.
+			s.log().Warn("disabled account in the wake index; skipped", "account", w.ID)
+			continue
+		}
 		sem <- struct{}{}
 		if ctx.Err() != nil || hasDeadline && time.Until(dl) < reserve {
 			<-sem

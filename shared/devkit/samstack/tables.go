@@ -134,7 +134,10 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, templatePath, re
 		if _, err := client.CreateTable(ctx, in); err != nil {
 			return nil, fmt.Errorf("create table %s: %w", aws.ToString(in.TableName), err)
 		}
-		w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond; o.MaxDelay = time.Second })
+		w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+			o.MinDelay = 50 * time.Millisecond
+			o.MaxDelay = time.Second
+		})
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName}, time.Minute); err != nil {
 			return nil, fmt.Errorf("table %s: %w", aws.ToString(in.TableName), err)
 		}
