@@ -85,7 +85,7 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 	results := make([]*ledger.Claim, len(rows))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, orDefault(s.Config.ClaimConcurrency, 8))
+	sem := make(chan struct{}, orDefault(s.Config.ClaimConcurrency, 32))
 	for i, r := range rows {
 		sem <- struct{}{}
 		wg.Go(func() {

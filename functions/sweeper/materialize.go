@@ -28,7 +28,7 @@ func (s *Sweeper) materialize(ctx context.Context, h *handled) (int, int, error)
 	items := 0
 	if ct := h.w.ClosedThrough; !ct.IsZero() && !ct.Before(h.start.AddDays(-1)) {
 		for i := range froms {
-			froms[i] = ct.AddDays(1)
+			froms[i] = maxDate(ct.AddDays(1), h.start)
 		}
 	} else {
 		var errs []error

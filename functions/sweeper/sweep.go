@@ -96,7 +96,7 @@ type SweepConfig struct {
 	// MaterializeRows is the most rows materialized per account per sweep
 	// (default 400).
 	MaterializeRows int
-	// ClaimConcurrency bounds parallel claims (default 8);
+	// ClaimConcurrency bounds parallel claims (default 32);
 	// AccountConcurrency parallel account handling (default 32).
 	ClaimConcurrency, AccountConcurrency int
 	// Capacity models the exporters for the claim budget; without it the
