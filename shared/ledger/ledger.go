@@ -3,10 +3,12 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds three kinds of item:
+// One table (template.yaml, LedgerTable) holds four kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
-//	                                                         account_id, updated_at
+//	                                                         account_id, updated_at, wake_seq,
+//	                                                         woken_at, closed_through,
+//	                                                         fleet_shard, fleet_key (while enabled)
 //	watermark:       pk=WM#<account>       sk=<dataset>      through (last materialized day),
 //	                                                         account_id, dataset, updated_at
 //	partition row:   pk=P#<account>#<ds>   sk=YYYY-MM-DD     account_id, dataset, day, state, attempts,
@@ -15,7 +17,10 @@
 //	                                                         generation, generation_reserved, rows, bytes,
 //	                                                         files, manifest_key, duration_ms, completed_at,
 //	                                                         reason, rerun_requested, updated_at,
-//	                                                         due_account, due_key (while due)
+//	                                                         due_account, due_key (while due),
+//	                                                         fleet_shard, fleet_key (while stopped)
+//	export stats:    pk=STATS              sk=EXPORTS#<hour> exports, export_ms, expires_at (TTL), updated_at
+//	                                       sk=RECONCILE      reconciled_at, updated_at
 //
 // Code names every attribute through one constant (AttrPK, AttrSK,
 // AttrDueAccount and AttrDueKey are exported), and a test checks the
@@ -31,6 +36,7 @@
 // due_key) holds nothing else, so finding due work never reads completed
 // rows, whatever the size of the ledger:
 //
+//	pending, newest closed day   S#<day>#<dataset>   (MaterializeDays' priority day; read first, L6)
 //	queued                       0#<day>#<dataset>
 //	pending                      1#<day>#<dataset>
 //	failed, attempts left        2#<next_attempt_at>#<day>#<dataset>
@@ -47,6 +53,15 @@
 // class (a COUNT Query on begins_with 9#), so "stopped retrying" is a level
 // the sweeper publishes every sweep (O3), and its cost grows with the
 // exhausted rows only.
+//
+// # The sparse "fleet" index (L6)
+//
+// GSI `fleet` (hash fleet_shard, range fleet_key) holds enabled accounts by
+// wake time (W#<nn> / <wake time>) and stopped partitions (X#<nn> /
+// <account>#<dataset>#<day>), nn = Shard(account) of FleetShards, so a sweep
+// reads the accounts that may have work, and the stopped level, in a fixed
+// number of queries whatever the fleet. wake.go describes who moves the wake
+// time and how no wake-up is lost; stopped.go the stopped entries.
 //
 // # States and transitions (L1, L2)
 //
@@ -73,6 +88,13 @@
 //	                running (token), rerun_requested  -> queued (manual)
 //	Requeue         anything but a live running claim -> queued (absent rows are created)
 //	                live running claim                -> rerun_requested=true
+//
+// After its row write, every transition that leaves a row due at some time
+// lowers the account's wake time to it (Requeue, ClaimManual, Fail,
+// Complete and Release, and Claim's re-run path; see wake.go); Fail's
+// exhausted branch and Claim's retirement add the row to the stopped shard,
+// Requeue and ClaimManual remove it. Materialize and Claim do not wake: only
+// the sweeper calls them, and it sets the account's next wake time itself.
 //
 // A write guarded by a claim token that no longer matches returns ErrClaimLost.
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
