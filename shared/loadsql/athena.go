@@ -74,7 +74,7 @@ func (g *gen) athena() string {
 			"For Athena, prefer this dataset as Parquet. Athena documents that the OpenX",
 			"JSON SerDe used below can return non-deterministic results (more or fewer",
 			"rows, unexpected NULLs). The Hive JSON SerDe it recommends instead cannot read",
-			"a JSON object, such as attributes, into a STRING column. Parquet needs neither.",
+			"a JSON object, such as attributes, into a STRING column. Parquet has neither problem.",
 		)
 	}
 	lines = append(lines,
@@ -138,9 +138,13 @@ func (g *gen) athenaEvolution(b *strings.Builder, table string) bool {
 		return false
 	}
 	q := quoteAthenaDDL
-	fmt.Fprintf(b, "-- Schema version %d (%s).\n", g.ds.Version, g.evolutionSummary())
+	summary := fmt.Sprintf("Schema evolution up to version %d. %s", g.ds.Version, g.evolutionSummary())
+	if len(g.loosened()) > 0 {
+		summary += " Athena tables have no NOT NULL, so a column loosened to nullable needs no change."
+	}
+	writeComment(b, summary)
 	if len(add) == 0 {
-		b.WriteString("-- Athena tables have no NOT NULL: nothing to change for nullability.\n\n")
+		b.WriteString("\n")
 		return true
 	}
 	for i := 0; i < len(add); {
@@ -158,16 +162,11 @@ func (g *gen) athenaEvolution(b *strings.Builder, table string) bool {
 				dates = append(dates, q(c.Name))
 			}
 		}
-		fmt.Fprintf(b, "-- Columns added in schema version %d. Run this statement once if your table\n", since)
-		fmt.Fprintf(b, "-- was created from schema version %d or earlier (SHOW COLUMNS IN %s does not\n", since-1, table)
-		fmt.Fprintf(b, "-- list %s). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has\n", strings.Join(names, ", "))
-		b.WriteString("-- the columns it fails with a duplicate column error and changes nothing, so\n")
-		b.WriteString("-- skip it then and run the statements after it.\n")
+		writeComment(b, fmt.Sprintf("Columns added in schema version %d. Run this statement once if your table was created from schema version %d or earlier (SHOW COLUMNS IN %s does not list %s). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has the columns it fails with a duplicate column error and changes nothing, so skip it then and run the statements after it.",
+			since, since-1, table, strings.Join(names, ", ")))
 		if len(dates) > 0 {
-			fmt.Fprintf(b, "-- Athena documents that ADD COLUMNS does not work for DATE columns (%s).\n", strings.Join(dates, ", "))
-			fmt.Fprintf(b, "-- If it fails for that reason, recreate the table instead: DROP TABLE %s\n", table)
-			b.WriteString("-- (an external table: the files stay), run the CREATE EXTERNAL TABLE above, then\n")
-			fmt.Fprintf(b, "-- MSCK REPAIR TABLE %s to register every day again.\n", table)
+			writeComment(b, fmt.Sprintf("Athena documents that ADD COLUMNS does not work for DATE columns (%s). If it fails for that reason, recreate the table instead: DROP TABLE %s (an external table, so the files stay), run the CREATE EXTERNAL TABLE above, then MSCK REPAIR TABLE %s to register every day again.",
+				strings.Join(dates, ", "), table, table))
 			b.WriteString("-- https://docs.aws.amazon.com/athena/latest/ug/msck-repair-table.html\n")
 		}
 		fmt.Fprintf(b, "ALTER TABLE %s ADD COLUMNS (\n", table)

@@ -48,17 +48,17 @@ func (g *gen) loosened() []dataset.Column {
 	return out
 }
 
-// evolutionSummary describes what the evolution statements change, e.g.
-// "version 2 added region; version 3 added limit, extra; order is nullable
-// since version 3". It is written into comments, so it never holds a
-// semicolon: list items are separated by commas and groups by " / ".
+// evolutionSummary describes what the evolution statements change, in
+// sentences: "Version 2 added region. Version 3 added limit, first_seen.
+// Column order is nullable since version 3." It goes into comments, so it
+// never holds a semicolon.
 func (g *gen) evolutionSummary() string {
 	var parts []string
 	var names []string
 	since := 0
 	flush := func() {
 		if len(names) > 0 {
-			parts = append(parts, fmt.Sprintf("version %d added %s", since, strings.Join(names, ", ")))
+			parts = append(parts, fmt.Sprintf("Version %d added %s.", since, strings.Join(names, ", ")))
 		}
 		names = nil
 	}
@@ -71,9 +71,9 @@ func (g *gen) evolutionSummary() string {
 	}
 	flush()
 	for _, c := range g.loosened() {
-		parts = append(parts, fmt.Sprintf("%s is nullable since version %d", c.Name, c.NullableSince))
+		parts = append(parts, fmt.Sprintf("Column %s is nullable since version %d.", c.Name, c.NullableSince))
 	}
-	return strings.Join(parts, " / ")
+	return strings.Join(parts, " ")
 }
 
 // standardEvolution writes the evolution statements of the engines that have
@@ -89,9 +89,8 @@ func (g *gen) standardEvolution(b *strings.Builder, q func(string) string, typ f
 		return
 	}
 	table := quoteTable(q, g.table)
-	fmt.Fprintf(b, "-- Bring a table created by an earlier schema version up to version %d\n", g.ds.Version)
-	fmt.Fprintf(b, "-- (%s):\n", g.evolutionSummary())
-	b.WriteString("-- ADD COLUMN IF NOT EXISTS skips a column the table already has.\n")
+	writeComment(b, fmt.Sprintf("Bring a table created by an earlier schema version up to version %d. %s ADD COLUMN IF NOT EXISTS skips a column the table already has.",
+		g.ds.Version, g.evolutionSummary()))
 	fmt.Fprintf(b, "-- Docs: %s\n", docs)
 	for _, c := range add {
 		fmt.Fprintf(b, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s;\n", table, q(c.Name), typ(c.Type))
@@ -100,4 +99,25 @@ func (g *gen) standardEvolution(b *strings.Builder, q func(string) string, typ f
 		fmt.Fprintf(b, "ALTER TABLE %s ALTER COLUMN %s DROP NOT NULL;\n", table, q(c.Name))
 	}
 	b.WriteString("\n")
+}
+
+// writeComment writes text as "-- " comment lines of at most 80 characters,
+// broken at spaces (a longer word stays whole). The text must hold no
+// semicolon: statement splitters cut comments at one.
+func writeComment(b *strings.Builder, text string) {
+	const width = 80 - len("-- ")
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			fmt.Fprintf(b, "-- %s\n", line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		fmt.Fprintf(b, "-- %s\n", line)
+	}
 }

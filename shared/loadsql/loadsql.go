@@ -26,6 +26,11 @@
 //     unquoted name (see quote.go).
 //   - String literals are escaped per engine (quote doubling, and backslash
 //     escaping where the engine treats backslash as an escape character).
+//   - A script first brings a table created by an earlier schema version up
+//     to the partition's version (appended columns, loosened nullability),
+//     then loads; see evolve.go.
+//   - No comment holds a semicolon, so a naive statement splitter (one that
+//     cuts at every semicolon outside quotes) cuts a script correctly.
 package loadsql
 
 import (

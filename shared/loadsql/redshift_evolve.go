@@ -71,17 +71,12 @@ func (g *gen) redshiftEvolution(b *strings.Builder) {
 	where := fmt.Sprintf("FROM svv_columns WHERE table_schema = %s AND table_name = %s",
 		schema, literal(EngineRedshift, strings.ToLower(g.table[n-1])))
 
-	fmt.Fprintf(b, "-- Bring a table created by an earlier schema version up to version %d\n", g.ds.Version)
-	fmt.Fprintf(b, "-- (%s).\n", g.evolutionSummary())
-	b.WriteString("-- Redshift has no ADD COLUMN IF NOT EXISTS: the procedure below adds each\n")
-	b.WriteString("-- column the table lacks, as the catalog (SVV_COLUMNS) shows it.\n")
+	writeComment(b, fmt.Sprintf("Bring a table created by an earlier schema version up to version %d. %s Redshift has no ADD COLUMN IF NOT EXISTS: the procedure below adds each column the table lacks, as the catalog (SVV_COLUMNS) shows it, and is dropped after the call.",
+		g.ds.Version, g.evolutionSummary()))
 	for _, c := range loose {
 		tmp := q(c.Name + "_daybook_new")
-		fmt.Fprintf(b, "-- Redshift cannot drop a NOT NULL constraint. If the procedure stops because\n")
-		fmt.Fprintf(b, "-- %s is NOT NULL (the table was created while it was required), rebuild the\n", q(c.Name))
-		b.WriteString("-- column once with these statements, then run this script again. The column\n")
-		b.WriteString("-- moves to the end of the table, which the load below does not mind (it names\n")
-		b.WriteString("-- every column). DROP COLUMN fails on a sort or distribution key column.\n")
+		writeComment(b, fmt.Sprintf("Redshift cannot drop a NOT NULL constraint. If the procedure stops because %s is NOT NULL (the table was created while it was required), rebuild the column once with these statements, then run this script again. The column moves to the end of the table, which the load below does not mind (it names every column). DROP COLUMN fails on a sort or distribution key column.",
+			q(c.Name)))
 		fmt.Fprintf(b, "--     ALTER TABLE %s ADD COLUMN %s %s\n", table, tmp, redshiftType(c.Type))
 		fmt.Fprintf(b, "--     UPDATE %s SET %s = %s\n", table, tmp, q(c.Name))
 		fmt.Fprintf(b, "--     ALTER TABLE %s DROP COLUMN %s\n", table, q(c.Name))

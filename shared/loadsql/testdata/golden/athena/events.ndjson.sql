@@ -18,7 +18,7 @@
 -- For Athena, prefer this dataset as Parquet. Athena documents that the OpenX
 -- JSON SerDe used below can return non-deterministic results (more or fewer
 -- rows, unexpected NULLs). The Hive JSON SerDe it recommends instead cannot read
--- a JSON object, such as attributes, into a STRING column. Parquet needs neither.
+-- a JSON object, such as attributes, into a STRING column. Parquet has neither problem.
 -- Docs: https://docs.aws.amazon.com/athena/latest/ug/create-table.html
 --       https://docs.aws.amazon.com/athena/latest/ug/alter-table-add-partition.html
 --       https://docs.aws.amazon.com/athena/latest/ug/openx-json-serde.html

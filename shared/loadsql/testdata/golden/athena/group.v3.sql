@@ -37,9 +37,11 @@ PARTITIONED BY (`dt` DATE)
 STORED AS PARQUET
 LOCATION 's3://acme-exports/tenants/acct_7f3a9c/v1/group/';
 
--- Schema version 3 (version 2 added region / version 3 added limit, first_seen / order is nullable since version 3).
--- Columns added in schema version 2. Run this statement once if your table
--- was created from schema version 1 or earlier (SHOW COLUMNS IN `group` does not
+-- Schema evolution up to version 3. Version 2 added region. Version 3 added
+-- limit, first_seen. Column order is nullable since version 3. Athena tables
+-- have no NOT NULL, so a column loosened to nullable needs no change.
+-- Columns added in schema version 2. Run this statement once if your table was
+-- created from schema version 1 or earlier (SHOW COLUMNS IN `group` does not
 -- list `region`). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has
 -- the columns it fails with a duplicate column error and changes nothing, so
 -- skip it then and run the statements after it.
@@ -47,15 +49,15 @@ ALTER TABLE `group` ADD COLUMNS (
     `region` STRING
 );
 
--- Columns added in schema version 3. Run this statement once if your table
--- was created from schema version 2 or earlier (SHOW COLUMNS IN `group` does not
--- list `limit`, `first_seen`). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has
--- the columns it fails with a duplicate column error and changes nothing, so
--- skip it then and run the statements after it.
--- Athena documents that ADD COLUMNS does not work for DATE columns (`first_seen`).
--- If it fails for that reason, recreate the table instead: DROP TABLE `group`
--- (an external table: the files stay), run the CREATE EXTERNAL TABLE above, then
--- MSCK REPAIR TABLE `group` to register every day again.
+-- Columns added in schema version 3. Run this statement once if your table was
+-- created from schema version 2 or earlier (SHOW COLUMNS IN `group` does not
+-- list `limit`, `first_seen`). Athena has no ADD COLUMNS IF NOT EXISTS: on a
+-- table that has the columns it fails with a duplicate column error and changes
+-- nothing, so skip it then and run the statements after it.
+-- Athena documents that ADD COLUMNS does not work for DATE columns
+-- (`first_seen`). If it fails for that reason, recreate the table instead: DROP
+-- TABLE `group` (an external table, so the files stay), run the CREATE EXTERNAL
+-- TABLE above, then MSCK REPAIR TABLE `group` to register every day again.
 -- https://docs.aws.amazon.com/athena/latest/ug/msck-repair-table.html
 ALTER TABLE `group` ADD COLUMNS (
     `limit` BIGINT,

@@ -32,9 +32,10 @@ CREATE TABLE IF NOT EXISTS `group` (
 )
 PARTITION BY `dt`;
 
--- Bring a table created by an earlier schema version up to version 3
--- (version 2 added region / version 3 added limit, first_seen / order is nullable since version 3):
--- ADD COLUMN IF NOT EXISTS skips a column the table already has.
+-- Bring a table created by an earlier schema version up to version 3. Version 2
+-- added region. Version 3 added limit, first_seen. Column order is nullable
+-- since version 3. ADD COLUMN IF NOT EXISTS skips a column the table already
+-- has.
 -- Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#alter_table_add_column_statement
 ALTER TABLE `group` ADD COLUMN IF NOT EXISTS `region` STRING;
 ALTER TABLE `group` ADD COLUMN IF NOT EXISTS `limit` INT64;

@@ -29,9 +29,10 @@ CREATE TABLE IF NOT EXISTS "group" (
     "dt" DATE NOT NULL
 );
 
--- Bring a table created by an earlier schema version up to version 3
--- (version 2 added region / version 3 added limit, first_seen / order is nullable since version 3):
--- ADD COLUMN IF NOT EXISTS skips a column the table already has.
+-- Bring a table created by an earlier schema version up to version 3. Version 2
+-- added region. Version 3 added limit, first_seen. Column order is nullable
+-- since version 3. ADD COLUMN IF NOT EXISTS skips a column the table already
+-- has.
 -- Docs: https://duckdb.org/docs/stable/sql/statements/alter_table
 ALTER TABLE "group" ADD COLUMN IF NOT EXISTS "region" VARCHAR;
 ALTER TABLE "group" ADD COLUMN IF NOT EXISTS "limit" BIGINT;

@@ -34,13 +34,14 @@ CREATE TABLE IF NOT EXISTS "group" (
     "dt" DATE NOT NULL
 );
 
--- Bring a table created by an earlier schema version up to version 3
--- (version 2 added region / version 3 added limit, first_seen / order is nullable since version 3).
--- Redshift has no ADD COLUMN IF NOT EXISTS: the procedure below adds each
--- column the table lacks, as the catalog (SVV_COLUMNS) shows it.
+-- Bring a table created by an earlier schema version up to version 3. Version 2
+-- added region. Version 3 added limit, first_seen. Column order is nullable
+-- since version 3. Redshift has no ADD COLUMN IF NOT EXISTS: the procedure
+-- below adds each column the table lacks, as the catalog (SVV_COLUMNS) shows
+-- it, and is dropped after the call.
 -- Redshift cannot drop a NOT NULL constraint. If the procedure stops because
--- "order" is NOT NULL (the table was created while it was required), rebuild the
--- column once with these statements, then run this script again. The column
+-- "order" is NOT NULL (the table was created while it was required), rebuild
+-- the column once with these statements, then run this script again. The column
 -- moves to the end of the table, which the load below does not mind (it names
 -- every column). DROP COLUMN fails on a sort or distribution key column.
 --     ALTER TABLE "group" ADD COLUMN "order_daybook_new" VARCHAR(65535)

@@ -38,9 +38,10 @@ CREATE TABLE IF NOT EXISTS "GROUP" (
     dt DATE NOT NULL
 );
 
--- Bring a table created by an earlier schema version up to version 3
--- (version 2 added region / version 3 added limit, first_seen / order is nullable since version 3):
--- ADD COLUMN IF NOT EXISTS skips a column the table already has.
+-- Bring a table created by an earlier schema version up to version 3. Version 2
+-- added region. Version 3 added limit, first_seen. Column order is nullable
+-- since version 3. ADD COLUMN IF NOT EXISTS skips a column the table already
+-- has.
 -- Docs: https://docs.snowflake.com/en/sql-reference/sql/alter-table-column
 ALTER TABLE "GROUP" ADD COLUMN IF NOT EXISTS region VARCHAR;
 ALTER TABLE "GROUP" ADD COLUMN IF NOT EXISTS "LIMIT" BIGINT;
