@@ -103,49 +103,68 @@ func (g *gen) athena() string {
 		b.WriteString("OUTPUTFORMAT 'org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat'\n")
 	}
 	fmt.Fprintf(&b, "LOCATION %s;\n\n", literal(EngineAthena, loc))
-	evolved := g.athenaEvolution(&b, table)
-	part := fmt.Sprintf("PARTITION (%s = %s)", q(dtColumn), literal(EngineAthena, g.day))
-	if evolved {
-		// A partition keeps the columns the table had when it was added
-		// (Athena does not update partition schemas when the table's
-		// changes), so a day registered before the columns were added would
-		// not show them. Dropping the day's partition (metadata only) and
-		// adding it again gives it the table's current columns.
-		b.WriteString("-- The day's partition is registered again so that it has the table's current\n")
-		b.WriteString("-- columns: Athena does not update a partition's columns when the table's change.\n")
-		b.WriteString("-- Dropping a partition removes metadata only, never the files.\n")
-		fmt.Fprintf(&b, "ALTER TABLE %s DROP IF EXISTS %s;\n\n", table, part)
+	// A partition keeps the columns the table had when it was added (Athena
+	// does not update partition schemas when the table's change), so once
+	// the schema has evolved the day's partition is dropped (metadata only)
+	// and added again: a day registered before columns were added, then
+	// re-exported, shows them.
+	evolves := len(g.appended()) > 0 || len(g.loosened()) > 0
+	if evolves {
+		b.WriteString("-- The day's partition is dropped and added again so that it has the table's\n")
+		b.WriteString("-- current columns: Athena does not update a partition's columns when the\n")
+		b.WriteString("-- table's change. Dropping a partition removes metadata only, never files.\n")
 	}
-	fmt.Fprintf(&b, "ALTER TABLE %s ADD IF NOT EXISTS\n", table)
-	fmt.Fprintf(&b, "    %s\n", part)
-	fmt.Fprintf(&b, "    LOCATION %s;\n", literal(EngineAthena, g.uri(g.p.PartitionPrefix)))
+	g.athenaPartition(&b, table, evolves)
+	if g.athenaEvolution(&b, table) {
+		b.WriteString("-- After adding columns, register the day again so that it has them.\n")
+		g.athenaPartition(&b, table, true)
+	}
 	g.currentStateComment(&b)
 	return b.String()
 }
 
-// athenaEvolution writes one ALTER TABLE ADD COLUMNS per schema version that
-// appended columns, and reports whether the schema evolved at all.
+// athenaPartition registers the day's partition, dropping it first when
+// refresh is set.
+func (g *gen) athenaPartition(b *strings.Builder, table string, refresh bool) {
+	part := fmt.Sprintf("PARTITION (%s = %s)", quoteAthenaDDL(dtColumn), literal(EngineAthena, g.day))
+	if refresh {
+		fmt.Fprintf(b, "ALTER TABLE %s DROP IF EXISTS %s;\n\n", table, part)
+	}
+	fmt.Fprintf(b, "ALTER TABLE %s ADD IF NOT EXISTS\n", table)
+	fmt.Fprintf(b, "    %s\n", part)
+	fmt.Fprintf(b, "    LOCATION %s;\n", literal(EngineAthena, g.uri(g.p.PartitionPrefix)))
+}
+
+// athenaEvolution writes, after the day is registered, one ALTER TABLE ADD
+// COLUMNS per schema version that appended columns, and reports whether it
+// wrote any.
 //
 // Athena has no ADD COLUMNS IF NOT EXISTS, and ADD COLUMNS fails on a column
 // the table has. REPLACE COLUMNS, which would be idempotent, is documented
 // for LazySimpleSerDe tables only and not to work with DATE columns, so it is
 // not used. Instead each version's columns get their own statement, with a
-// comment saying when to run it and that its failure on an up-to-date table
-// is harmless. Hive DDL has no NOT NULL, so a loosened column needs nothing.
+// comment saying when to run it, and they come last: on a table that has
+// the columns (every run after the first, and every new table, which CREATE
+// made with all of them) they fail after the day is already registered, so
+// a run that stops at the first failure has loaded the day all the same.
+// Hive DDL has no NOT NULL, so a loosened column needs nothing.
 func (g *gen) athenaEvolution(b *strings.Builder, table string) bool {
 	add := g.appended()
 	if len(add) == 0 && len(g.loosened()) == 0 {
 		return false
 	}
+	b.WriteString("\n")
 	q := quoteAthenaDDL
 	summary := fmt.Sprintf("Schema evolution up to version %d. %s", g.ds.Version, g.evolutionSummary())
 	if len(g.loosened()) > 0 {
 		summary += " Athena tables have no NOT NULL, so a column loosened to nullable needs no change."
 	}
+	if len(add) > 0 {
+		summary += " The day is registered above. The statements below are needed once, for a table created from an earlier schema version, and fail harmlessly on a table that has the columns."
+	}
 	writeComment(b, summary)
 	if len(add) == 0 {
-		b.WriteString("\n")
-		return true
+		return false
 	}
 	for i := 0; i < len(add); {
 		since := add[i].SinceVersion()
@@ -162,8 +181,12 @@ func (g *gen) athenaEvolution(b *strings.Builder, table string) bool {
 				dates = append(dates, q(c.Name))
 			}
 		}
-		writeComment(b, fmt.Sprintf("Columns added in schema version %d. Run this statement once if your table was created from schema version %d or earlier (SHOW COLUMNS IN %s does not list %s). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has the columns it fails with a duplicate column error and changes nothing, so skip it then and run the statements after it.",
-			since, since-1, table, strings.Join(names, ", ")))
+		from := fmt.Sprintf("schema version %d or earlier", since-1)
+		if since == 2 {
+			from = "schema version 1"
+		}
+		writeComment(b, fmt.Sprintf("Columns added in schema version %d. Run this statement once if your table was created from %s (SHOW COLUMNS IN %s does not list %s). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has the columns it fails with a duplicate column error and changes nothing, so skip it then and run the statements after it.",
+			since, from, table, strings.Join(names, ", ")))
 		if len(dates) > 0 {
 			writeComment(b, fmt.Sprintf("Athena documents that ADD COLUMNS does not work for DATE columns (%s). If it fails for that reason, recreate the table instead: DROP TABLE %s (an external table, so the files stay), run the CREATE EXTERNAL TABLE above, then MSCK REPAIR TABLE %s to register every day again.",
 				strings.Join(dates, ", "), table, table))

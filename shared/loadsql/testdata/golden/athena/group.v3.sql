@@ -37,14 +37,26 @@ PARTITIONED BY (`dt` DATE)
 STORED AS PARQUET
 LOCATION 's3://acme-exports/tenants/acct_7f3a9c/v1/group/';
 
+-- The day's partition is dropped and added again so that it has the table's
+-- current columns: Athena does not update a partition's columns when the
+-- table's change. Dropping a partition removes metadata only, never files.
+ALTER TABLE `group` DROP IF EXISTS PARTITION (`dt` = '2026-11-28');
+
+ALTER TABLE `group` ADD IF NOT EXISTS
+    PARTITION (`dt` = '2026-11-28')
+    LOCATION 's3://acme-exports/tenants/acct_7f3a9c/v1/group/dt=2026-11-28/';
+
 -- Schema evolution up to version 3. Version 2 added region. Version 3 added
 -- limit, first_seen. Column order is nullable since version 3. Athena tables
--- have no NOT NULL, so a column loosened to nullable needs no change.
+-- have no NOT NULL, so a column loosened to nullable needs no change. The day
+-- is registered above. The statements below are needed once, for a table
+-- created from an earlier schema version, and fail harmlessly on a table that
+-- has the columns.
 -- Columns added in schema version 2. Run this statement once if your table was
--- created from schema version 1 or earlier (SHOW COLUMNS IN `group` does not
--- list `region`). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has
--- the columns it fails with a duplicate column error and changes nothing, so
--- skip it then and run the statements after it.
+-- created from schema version 1 (SHOW COLUMNS IN `group` does not list
+-- `region`). Athena has no ADD COLUMNS IF NOT EXISTS: on a table that has the
+-- columns it fails with a duplicate column error and changes nothing, so skip
+-- it then and run the statements after it.
 ALTER TABLE `group` ADD COLUMNS (
     `region` STRING
 );
@@ -64,9 +76,7 @@ ALTER TABLE `group` ADD COLUMNS (
     `first_seen` DATE
 );
 
--- The day's partition is registered again so that it has the table's current
--- columns: Athena does not update a partition's columns when the table's change.
--- Dropping a partition removes metadata only, never the files.
+-- After adding columns, register the day again so that it has them.
 ALTER TABLE `group` DROP IF EXISTS PARTITION (`dt` = '2026-11-28');
 
 ALTER TABLE `group` ADD IF NOT EXISTS
