@@ -9,8 +9,11 @@ import (
 )
 
 // redshiftType maps a column type to Redshift. Strings are VARCHAR(65535),
-// the widest Redshift has (65535 bytes of UTF-8); JSON is SUPER.
+// the widest Redshift has (65535 bytes of UTF-8); JSON is SUPER. A longer
+// string fails the COPY (no TRUNCATECOLUMNS, so nothing is cut silently),
+// and the header says so (redshiftLimits).
 // https://docs.aws.amazon.com/redshift/latest/dg/c_Supported_data_types.html
+// https://docs.aws.amazon.com/redshift/latest/dg/copy-parameters-data-conversion.html#copy-truncatecolumns
 func redshiftType(t dataset.Type) string {
 	switch t.Kind {
 	case dataset.KindDate:
@@ -63,13 +66,17 @@ func (g *gen) redshiftStageType(t dataset.Type) string {
 func (g *gen) redshift() string {
 	var b strings.Builder
 	manifest := g.uri(RedshiftManifestKey(g.p))
-	b.WriteString(g.header(
-		"REPLACE "+RedshiftIAMRole+" with a role Redshift can assume to read the bucket.",
-		"COPY reads the COPY manifest _load/"+RedshiftManifestName+" beside this script, which",
+	lines := []string{
+		"REPLACE " + RedshiftIAMRole + " with a role Redshift can assume to read the bucket.",
+		"COPY reads the COPY manifest _load/" + RedshiftManifestName + " beside this script, which",
 		"lists exactly the data files above (never a prefix, which would load stale files).",
+	}
+	lines = append(lines, g.redshiftLimits()...)
+	lines = append(lines,
 		"Docs: https://docs.aws.amazon.com/redshift/latest/dg/r_COPY.html",
 		"      https://docs.aws.amazon.com/redshift/latest/dg/loading-data-files-using-manifest.html",
-	))
+	)
+	b.WriteString(g.header(lines...))
 	q := quoteDouble
 	table := quoteTable(q, g.table)
 	stage := q(g.table[len(g.table)-1] + "_daybook_stage")
@@ -84,6 +91,7 @@ func (g *gen) redshift() string {
 		return q(cols[i].Name) + " " + redshiftType(cols[i].Type) + notNull(cols[i])
 	})
 	b.WriteString(");\n\n")
+	g.redshiftEvolution(&b)
 
 	b.WriteString("BEGIN;\n\n")
 	b.WriteString("-- Staging table: exactly the file's columns, in file order.\n")
