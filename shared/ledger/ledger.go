@@ -212,7 +212,7 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: lease %s must be positive (ledger.LeaseFrom)", cfg.Lease)
 	}
 	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 6
+		cfg.MaxAttempts = envvar.DefaultMaxAttempts
 	}
 	if cfg.MaxAttempts < 1 {
 		return nil, fmt.Errorf("ledger: max attempts %d < 1", cfg.MaxAttempts)
@@ -458,8 +458,8 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T) error) err
 func ConfigFromEnv(r *envvar.Reader) Config {
 	return Config{
 		Table:       r.String("LEDGER_TABLE"),
-		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
-		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
+		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin)),
+		MaxAttempts: r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
 	}
 }
 
