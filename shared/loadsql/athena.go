@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // athenaType maps a column type to Athena's Hive DDL types. JSON is a STRING
@@ -62,7 +63,7 @@ func (g *gen) athena() string {
 	})
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "PARTITIONED BY (%s DATE)\n", q(dtColumn))
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		b.WriteString("STORED AS PARQUET\n")
 	} else {
 		b.WriteString("-- .ndjson.gz files are gunzipped transparently (by the .gz extension).\n")
