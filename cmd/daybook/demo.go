@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/verify"
@@ -63,8 +65,8 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	dir := fs.String("dir", ".demo", "state and output directory")
 	tmpl := fs.String("template", "template.yaml", "SAM template to deploy")
 	bin := fs.String("bin", ".local/bin", "directory with <Function>/bootstrap host builds (make build)")
-	days := fs.Int("days", 14, "days of demo data")
-	perDay := fs.Int("events-per-day", 3000, "events per account and day")
+	days := fs.Int("days", demosource.DefaultDays, "days of demo data")
+	perDay := fs.Int("events-per-day", demosource.DefaultEventsPerDay, "events per account and day")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,8 +146,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		if a.Destination.RoleARN != "" {
 			how = "assumes " + a.Destination.RoleARN
 		}
-		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, orDefault(a.TimeZone, "UTC"),
-			orDefault(a.Destination.Format, "parquet"), a.StartDate, a.Destination.Bucket, how)
+		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
+			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.Bucket, how)
 	}
 
 	step("pipeline: schedule -> sweeper -> SQS -> exporter, real bootstraps under the Lambda Runtime Interface Emulator")
@@ -254,7 +256,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	printSummary(out, res)
 	a := src.Accounts[0]
 	prefix, _ := a.Prefix(stage)
-	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*.parquet")
+	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
 	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
 	fmt.Fprintf(out, "\ndone in %s; every process the demo started is stopped\n", time.Since(started).Round(time.Second))
@@ -441,11 +443,4 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -4,6 +4,8 @@
 //	daybook local up|down|invoke        local AWS (moto) deployed from template.yaml
 //	daybook account put|get|list|test   account records
 //	daybook requeue|reexport|status     ledger operations
+//	daybook verify|sql                  a delivered partition: check it, print its load SQL
+//	daybook demo                        the whole pipeline locally on the demo source
 package main
 
 import (
@@ -54,8 +56,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	cmds := commands()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -72,7 +73,7 @@ func openOps(ctx context.Context, envFile string) (*opsEnv, error) {
 		}
 	}
 	r := envvar.From(vars)
-	e := &opsEnv{stage: r.StringOr("DAYBOOK_STAGE", "dev"), settle: r.Duration("SETTLE_DELAY", 2*time.Hour)}
+	e := &opsEnv{stage: r.Stage(), settle: r.SettleDelay()}
 	lcfg := ledger.ConfigFromEnv(r)
 	e.queueURL = r.StringOr("JOBS_QUEUE_URL", "")
 	if err := r.Err(); err != nil {
@@ -207,8 +208,8 @@ func runAccountList(ctx context.Context, args []string, stdout io.Writer) error 
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tENABLED\tSTART\tZONE\tFORMAT\tBUCKET\tDATASETS")
 	for _, a := range accts {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Enabled, a.StartDate, orDash(a.TimeZone),
-			orDash(a.Destination.Format), a.Destination.Bucket, strings.Join(a.Datasets, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Enabled, a.StartDate, cmp.Or(a.TimeZone, "-"),
+			cmp.Or(a.Destination.Format, "-"), a.Destination.Bucket, strings.Join(a.Datasets, ","))
 	}
 	return tw.Flush()
 }
@@ -283,10 +284,7 @@ func runReexport(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "unknown"
-	}
+	user := cmp.Or(os.Getenv("USER"), "unknown")
 	m := jobs.Manual{Kind: jobs.KindManual, AccountID: *acct, Dataset: *ds, Day: *day, From: *from, To: *to, RequestedBy: "cli:" + user}
 	if err := m.Validate(); err != nil {
 		return err
@@ -331,7 +329,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if from.Before(a.StartDate) {
 		from = a.StartDate
 	}
-	fmt.Fprintf(stdout, "account %s (%s), zone %s, days %s..%s\n", a.ID, a.Name, orDash(a.TimeZone), from, to)
+	fmt.Fprintf(stdout, "account %s (%s), zone %s, days %s..%s\n", a.ID, a.Name, cmp.Or(a.TimeZone, "-"), from, to)
 	for _, ds := range a.Datasets {
 		rows, err := e.ledger.List(ctx, a.ID, ds, from, to)
 		if err != nil {
@@ -389,11 +387,4 @@ func writeStatus(w io.Writer, ds string, from, to civil.Date, rows []ledger.Row)
 			fmt.Fprintf(w, "  %s failed, attempt %d, %s: %s\n", r.Day, r.Attempts, next, r.LastError)
 		}
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

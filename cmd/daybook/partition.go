@@ -13,6 +13,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -105,10 +106,11 @@ func sqlPartition(ctx context.Context, d dataset.Dataset, acct, day, envFile str
 				return loadsql.Partition{}, "", err
 			}
 		}
-		pp := "<prefix>/" + layout.Version + "/" + d.Name + "/dt=" + dd.String() + "/"
+		const prefix = "<prefix>"
 		return loadsql.Partition{
-			Dataset: d, Day: dd, Generation: 1, Format: "parquet", Bucket: "<bucket>", PartitionPrefix: pp,
-			Files: []loadsql.File{{Key: pp + "part-00000.parquet"}},
+			Dataset: d, Day: dd, Generation: 1, Format: fileformat.Default, Bucket: "<bucket>",
+			PartitionPrefix: layout.PartitionPrefix(prefix, d.Name, dd),
+			Files:           []loadsql.File{{Key: layout.DataKey(prefix, d.Name, dd, 0, fileformat.Default.Extension())}},
 		}, "-- placeholder partition: pass --account and --day for the SQL of a delivered partition", nil
 	}
 	if day == "" {

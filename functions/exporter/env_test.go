@@ -32,6 +32,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -108,7 +109,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		o.datasets = []string{"events"}
 	}
 	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
-		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: o.format}}
+		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format)}}
 	if err := led.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}

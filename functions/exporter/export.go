@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,6 +18,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/encode"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -119,7 +119,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
-	format, err := encode.ParseFormat(orDefault(dest.Format, account.FormatParquet))
+	format, err := dest.FileFormat()
 	if err != nil {
 		return nil, fmt.Errorf("account %s destination format: %w", p.Account.ID, err)
 	}
@@ -189,7 +189,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 		Reason:        string(p.Claim.Reason),
 		Attempt:       p.Claim.Attempt,
 		Format:        string(format),
-		Compression:   compressionOf(format, dest.Compression),
+		Compression:   string(format.Codec(dest.Compression)),
 		StartedAt:     started,
 		Schema:        manifest.SchemaOf(p.Dataset),
 		Files:         files,
@@ -271,7 +271,7 @@ func (e *Exporter) after(s Step) error {
 // writeData streams the source through the encoder into multipart uploads,
 // rolling to the next part-NNNNN file past MaxFileBytes. An empty day still
 // gets one valid zero-row file (SPEC E6).
-func (e *Exporter) writeData(ctx context.Context, api BucketAPI, p Partition, prefix string, format encode.Format, q source.Query, owner *string) ([]manifest.File, source.Provenance, error) {
+func (e *Exporter) writeData(ctx context.Context, api BucketAPI, p Partition, prefix string, format fileformat.Format, q source.Query, owner *string) ([]manifest.File, source.Provenance, error) {
 	var (
 		files []manifest.File
 		cur   *dataFile
@@ -327,7 +327,7 @@ type dataFile struct {
 	enc encode.Writer
 }
 
-func (e *Exporter) openFile(ctx context.Context, api BucketAPI, p Partition, key string, format encode.Format, owner *string) (*dataFile, error) {
+func (e *Exporter) openFile(ctx context.Context, api BucketAPI, p Partition, key string, format fileformat.Format, owner *string) (*dataFile, error) {
 	opts := upload.Options{
 		PartSize:      e.Config.PartSize,
 		Concurrency:   e.Config.Concurrency,
@@ -346,8 +346,8 @@ func (e *Exporter) openFile(ctx context.Context, api BucketAPI, p Partition, key
 	}
 	w := upload.NewWriter(ctx, api, p.Account.Destination.Bucket, key, opts)
 	encOpts := encode.Options{MaxRowGroupRows: e.Config.RowGroupRows}
-	if c := p.Account.Destination.Compression; format == encode.FormatParquet && c != "" {
-		encOpts.Compression = encode.Compression(c)
+	if c := p.Account.Destination.Compression; format == fileformat.Parquet && c != "" {
+		encOpts.Compression = c
 	}
 	// A row group is buffered until flushed; keep it well under the file
 	// size so files roll close to MaxFileBytes.
@@ -431,11 +431,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func compressionOf(f encode.Format, c string) string {
-	if f == encode.FormatNDJSON {
-		return "gzip"
-	}
-	return strings.ToLower(orDefault(c, "snappy"))
 }

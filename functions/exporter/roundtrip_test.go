@@ -15,6 +15,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 
@@ -26,10 +27,10 @@ func fromClause(dir string, ds dataset.Dataset, format string) string {
 		for _, c := range ds.Columns {
 			cols = append(cols, fmt.Sprintf("'%s': '%s'", c.Name, duckcheck.Type(c.Type)))
 		}
-		glob := filepath.Join(dir, layout.Version, ds.Name, "*", "*"+layout.ExtNDJSONGzip)
+		glob := filepath.Join(dir, layout.Version, ds.Name, "*", "*"+fileformat.NDJSON.Extension())
 		return fmt.Sprintf("read_ndjson('%s', columns={%s}, hive_partitioning=true)", glob, strings.Join(cols, ", "))
 	}
-	glob := filepath.Join(dir, layout.Version, ds.Name, "*", "*"+layout.ExtParquet)
+	glob := filepath.Join(dir, layout.Version, ds.Name, "*", "*"+fileformat.Parquet.Extension())
 	return fmt.Sprintf("read_parquet('%s', hive_partitioning=true)", glob)
 }
 
@@ -142,9 +143,9 @@ func TestRoundTrip(t *testing.T) {
 
 			row := e.export(tc.ds, testDay)
 			m := e.committed(tc.ds, testDay)
-			ext := layout.ExtParquet
+			ext := fileformat.Parquet.Extension()
 			if tc.format == "ndjson" {
-				ext = layout.ExtNDJSONGzip
+				ext = fileformat.NDJSON.Extension()
 			}
 			if row.Generation != 1 || m.Totals.Rows != int64(tc.rows) || len(m.Files) != 1 || !strings.HasSuffix(m.Files[0].Key, "/part-00000"+ext) {
 				t.Fatalf("row %+v manifest totals %+v files %+v", row, m.Totals, m.Files)

@@ -127,7 +127,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	closed := acct.ClosedThrough(s.Now())
 	if to.After(closed) {
 		return s.reject(ctx, log, "day %s is not closed yet for account %s (time zone %s): the last closed day is %s; today is never exported",
-			to, acct.ID, orDefault(acct.TimeZone, "UTC"), closed)
+			to, acct.ID, orDefault(acct.TimeZone, account.DefaultTimeZone), closed)
 	}
 	if from != to {
 		return s.fanOut(ctx, m, from, to, log)

@@ -9,6 +9,7 @@
 package account
 
 import (
+	"cmp"
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -18,21 +19,15 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
-)
-
-// Formats and compressions (SPEC F5).
-const (
-	FormatParquet = "parquet"
-	FormatNDJSON  = "ndjson"
-
-	CompressionSnappy = "snappy"
-	CompressionZstd   = "zstd"
-	CompressionGzip   = "gzip"
 )
 
 // DefaultPrefix is the prefix template used when an account names none.
 const DefaultPrefix = "daybook/" + layout.PlaceholderAccountID
+
+// DefaultTimeZone is the time zone of an account that names none.
+const DefaultTimeZone = "UTC"
 
 // Account is one tenant.
 type Account struct {
@@ -41,7 +36,8 @@ type Account struct {
 	Enabled bool   `json:"enabled"`
 	// StartDate is the backfill horizon: the first day exported.
 	StartDate civil.Date `json:"start_date"`
-	// TimeZone is an IANA zone; days are closed at midnight there. Default UTC.
+	// TimeZone is an IANA zone; days are closed at midnight there. Default
+	// DefaultTimeZone.
 	TimeZone string `json:"time_zone,omitempty"`
 	// SettleDelay is waited after midnight for late data (L4). Nil means the
 	// deployment default (SETTLE_DELAY), applied by WithDefaults.
@@ -64,9 +60,12 @@ type Destination struct {
 	ExternalID          string `json:"external_id,omitempty"`
 	ExpectedBucketOwner string `json:"expected_bucket_owner,omitempty"`
 	// Endpoint is an optional custom S3 endpoint URL (MinIO, R2, ...; C3).
-	Endpoint    string `json:"endpoint,omitempty"`
-	Format      string `json:"format,omitempty"`      // parquet (default) | ndjson
-	Compression string `json:"compression,omitempty"` // parquet: snappy (default) | zstd; ndjson: gzip (default)
+	Endpoint string `json:"endpoint,omitempty"`
+	// Format is the file format (SPEC F5); empty means fileformat.Default
+	// (parquet). Compression is one of the format's codecs; empty means its
+	// default (parquet: snappy or zstd, default snappy; ndjson: gzip).
+	Format      fileformat.Format `json:"format,omitempty"`
+	Compression fileformat.Codec  `json:"compression,omitempty"`
 	// Checksums says which S3 checksum headers uploads send: full_object
 	// (default: per-part CRC32C and a whole-object CRC32C that AWS S3
 	// verifies), composite (per-part only), or none, for S3-compatible
@@ -121,31 +120,28 @@ var (
 // ValidID reports whether id has the NewID shape.
 func ValidID(id string) bool { return idRE.MatchString(id) }
 
-// WithDefaults returns a copy with TimeZone (UTC), SettleDelay (settle),
-// Prefix, Format and Compression filled in where empty.
+// WithDefaults returns a copy with TimeZone (DefaultTimeZone), SettleDelay
+// (settle), Prefix (DefaultPrefix), Format (fileformat.Default) and
+// Compression (the format's default codec) filled in where empty.
 func (a Account) WithDefaults(settle time.Duration) Account {
-	if a.TimeZone == "" {
-		a.TimeZone = "UTC"
-	}
+	a.TimeZone = cmp.Or(a.TimeZone, DefaultTimeZone)
 	if a.SettleDelay == nil {
 		d := Duration(settle)
 		a.SettleDelay = &d
 	}
-	if a.Destination.Prefix == "" {
-		a.Destination.Prefix = DefaultPrefix
-	}
-	if a.Destination.Format == "" {
-		a.Destination.Format = FormatParquet
-	}
-	if a.Destination.Compression == "" {
-		if a.Destination.Format == FormatNDJSON {
-			a.Destination.Compression = CompressionGzip
-		} else {
-			a.Destination.Compression = CompressionSnappy
-		}
-	}
+	d := &a.Destination
+	d.Prefix = cmp.Or(d.Prefix, DefaultPrefix)
+	d.Format = cmp.Or(d.Format, fileformat.Default)
+	d.Compression = cmp.Or(d.Compression, d.Format.DefaultCodec())
 	a.Datasets = append([]string(nil), a.Datasets...)
 	return a
+}
+
+// FileFormat returns the format the destination's files are written in:
+// Format, or fileformat.Default when it is empty. An unknown format is an
+// error naming it.
+func (d Destination) FileFormat() (fileformat.Format, error) {
+	return fileformat.Parse(string(cmp.Or(d.Format, fileformat.Default)))
 }
 
 // Validate checks every field; each error names the field and its value.
@@ -207,21 +203,10 @@ func (a Account) Validate() error {
 	if d.Endpoint != "" && !strings.HasPrefix(d.Endpoint, "https://") && !strings.HasPrefix(d.Endpoint, "http://") {
 		bad("destination.endpoint", d.Endpoint, "want an http(s):// URL")
 	}
-	format := d.Format
-	if format == "" {
-		format = FormatParquet
-	}
-	switch format {
-	case FormatParquet:
-		if c := d.Compression; c != "" && c != CompressionSnappy && c != CompressionZstd {
-			bad("destination.compression", c, "parquet takes snappy or zstd")
-		}
-	case FormatNDJSON:
-		if c := d.Compression; c != "" && c != CompressionGzip {
-			bad("destination.compression", c, "ndjson takes gzip")
-		}
-	default:
-		bad("destination.format", d.Format, "want parquet or ndjson")
+	if format, err := d.FileFormat(); err != nil {
+		bad("destination.format", d.Format, "want "+fileformat.Names())
+	} else if c := d.Compression; c != "" && !format.Takes(c) {
+		bad("destination.compression", c, fmt.Sprintf("%s takes %s", format, format.CodecNames()))
 	}
 	switch d.Checksums {
 	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
@@ -231,12 +216,9 @@ func (a Account) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Location returns the account's time zone (UTC when unset).
+// Location returns the account's time zone (DefaultTimeZone when unset).
 func (a Account) Location() (*time.Location, error) {
-	if a.TimeZone == "" {
-		return time.UTC, nil
-	}
-	loc, err := time.LoadLocation(a.TimeZone)
+	loc, err := time.LoadLocation(cmp.Or(a.TimeZone, DefaultTimeZone))
 	if err != nil {
 		return nil, fmt.Errorf("account %s time_zone %q: %w", a.ID, a.TimeZone, err)
 	}
@@ -290,9 +272,5 @@ func (a Account) Vars(stage string) layout.Vars {
 
 // Prefix renders the destination prefix for stage.
 func (a Account) Prefix(stage string) (string, error) {
-	p := a.Destination.Prefix
-	if p == "" {
-		p = DefaultPrefix
-	}
-	return layout.RenderPrefix(p, a.Vars(stage))
+	return layout.RenderPrefix(cmp.Or(a.Destination.Prefix, DefaultPrefix), a.Vars(stage))
 }

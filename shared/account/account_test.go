@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 func valid() Account {
@@ -116,6 +117,47 @@ func TestJSON(t *testing.T) {
 	}
 	if p, err := e.Prefix("prod"); err != nil || p != "daybook/acct_abcdefghijklmnop" {
 		t.Errorf("Prefix = %q %v", p, err)
+	}
+}
+
+// TestFormatDefaults checks the one place a destination's empty format and
+// compression are filled in, and the messages naming the allowed values.
+func TestFormatDefaults(t *testing.T) {
+	cases := []struct {
+		format, compression string
+		wantFormat          fileformat.Format
+		wantCodec           fileformat.Codec
+		wantErr             string // of Validate; empty: valid
+	}{
+		{"", "", fileformat.Parquet, fileformat.Snappy, ""},
+		{"", "zstd", fileformat.Parquet, fileformat.Zstd, ""},
+		{"parquet", "", fileformat.Parquet, fileformat.Snappy, ""},
+		{"ndjson", "", fileformat.NDJSON, fileformat.Gzip, ""},
+		{"ndjson", "gzip", fileformat.NDJSON, fileformat.Gzip, ""},
+		{"", "gzip", fileformat.Parquet, fileformat.Gzip, `destination.compression "gzip": parquet takes snappy or zstd`},
+		{"ndjson", "snappy", fileformat.NDJSON, fileformat.Snappy, `destination.compression "snappy": ndjson takes gzip`},
+		{"csv", "", "", "", `destination.format "csv": want parquet or ndjson`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.format+"/"+tc.compression, func(t *testing.T) {
+			a := Account{ID: "acct_abcdefghijklmnop", StartDate: civil.MustParse("2026-01-01"), Datasets: []string{"events"},
+				Destination: Destination{Bucket: "acme-exports", Format: fileformat.Format(tc.format), Compression: fileformat.Codec(tc.compression)}}
+			err := a.Validate()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.wantErr)
+			}
+			f, err := a.Destination.FileFormat()
+			if f != tc.wantFormat || (err != nil) != (tc.wantFormat == "") {
+				t.Errorf("FileFormat() = %q, %v; want %q", f, err, tc.wantFormat)
+			}
+			if tc.wantFormat == "" {
+				return
+			}
+			d := a.WithDefaults(0).Destination
+			if d.Format != tc.wantFormat || d.Compression != tc.wantCodec {
+				t.Errorf("WithDefaults: format %q compression %q, want %q %q", d.Format, d.Compression, tc.wantFormat, tc.wantCodec)
+			}
+		})
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,12 +18,11 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // test-only: cgo reader used as the independent oracle
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // edge returns the value of column c for variant v (0: minimum-ish, 1:
@@ -96,7 +94,7 @@ func testDatasets(t *testing.T) []dataset.Dataset {
 	return append(cat, wideDataset())
 }
 
-func writeFile(t *testing.T, path string, f Format, ds dataset.Dataset, opts Options, rows [][]any) {
+func writeFile(t *testing.T, path string, f fileformat.Format, ds dataset.Dataset, opts Options, rows [][]any) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -243,11 +241,11 @@ func checkValues(t *testing.T, ds dataset.Dataset, got [][]any, want [][]any, se
 func TestParquetDuckDB(t *testing.T) {
 	db := duckcheck.Open(t)
 	for _, ds := range testDatasets(t) {
-		for _, codec := range []Compression{CompressionSnappy, CompressionZstd} {
+		for _, codec := range []fileformat.Codec{fileformat.Snappy, fileformat.Zstd} {
 			t.Run(ds.Name+"/"+string(codec), func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "part-00000.parquet")
 				rows := edgeRows(ds)
-				writeFile(t, path, FormatParquet, ds, Options{Compression: codec}, rows)
+				writeFile(t, path, fileformat.Parquet, ds, Options{Compression: codec}, rows)
 				from := "read_parquet('" + path + "')"
 				checkDescribe(t, db, from, ds)
 				checkValues(t, ds, readBack(t, db, from, ds), rows, false)
@@ -262,7 +260,7 @@ func TestNDJSONDuckDB(t *testing.T) {
 		t.Run(ds.Name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "part-00000.ndjson.gz")
 			rows := edgeRows(ds)
-			writeFile(t, path, FormatNDJSON, ds, Options{}, rows)
+			writeFile(t, path, fileformat.NDJSON, ds, Options{}, rows)
 			var cols []string
 			for _, c := range ds.Columns {
 				cols = append(cols, fmt.Sprintf("'%s': '%s'", c.Name, duckcheck.Type(c.Type)))
@@ -279,7 +277,7 @@ func TestNDJSONDuckDB(t *testing.T) {
 func TestNDJSONText(t *testing.T) {
 	ds, _ := dataset.Get("events")
 	var buf bytes.Buffer
-	w, _ := New(FormatNDJSON, &buf, ds, Options{})
+	w, _ := New(fileformat.NDJSON, &buf, ds, Options{})
 	row := []any{"e1", "page_view", time.Date(2026, 11, 28, 10, 0, 0, 123456789, time.UTC),
 		time.Date(2026, 11, 28, 11, 0, 0, 0, time.FixedZone("X", 3600)), nil, "u", 1e21, dataset.NewDecimal(-5, 2), false,
 		json.RawMessage("{\n  \"a\": 1\n}")}
@@ -305,7 +303,7 @@ func TestHivePartitioning(t *testing.T) {
 	db := duckcheck.Open(t)
 	ds, _ := dataset.Get("events")
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "dt=2026-11-28", "part-00000.parquet"), FormatParquet, ds, Options{}, edgeRows(ds))
+	writeFile(t, filepath.Join(root, "dt=2026-11-28", "part-00000.parquet"), fileformat.Parquet, ds, Options{}, edgeRows(ds))
 	from := "read_parquet('" + root + "/*/*.parquet', hive_partitioning=true)"
 	got := describe(t, db, from)
 	if last := got[len(got)-1]; last[0] != "dt" {
@@ -327,7 +325,7 @@ func TestEmptyFiles(t *testing.T) {
 		t.Run(ds.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			pq := filepath.Join(dir, "part-00000.parquet")
-			writeFile(t, pq, FormatParquet, ds, Options{}, nil)
+			writeFile(t, pq, fileformat.Parquet, ds, Options{}, nil)
 			from := "read_parquet('" + pq + "')"
 			checkDescribe(t, db, from, ds)
 			var n int
@@ -335,7 +333,7 @@ func TestEmptyFiles(t *testing.T) {
 				t.Fatalf("count = %d, %v", n, err)
 			}
 			nd := filepath.Join(dir, "part-00000.ndjson.gz")
-			writeFile(t, nd, FormatNDJSON, ds, Options{}, nil)
+			writeFile(t, nd, fileformat.NDJSON, ds, Options{}, nil)
 			b, _ := os.ReadFile(nd)
 			zr, err := gzip.NewReader(bytes.NewReader(b))
 			if err != nil {
@@ -343,202 +341,6 @@ func TestEmptyFiles(t *testing.T) {
 			}
 			if rest, err := io.ReadAll(zr); err != nil || len(rest) != 0 {
 				t.Fatalf("empty ndjson: %q, %v", rest, err)
-			}
-		})
-	}
-}
-
-// TestParquetLogicalTypes checks the footer directly (F5), independently of
-// how any one engine maps types.
-func TestParquetLogicalTypes(t *testing.T) {
-	ds, _ := dataset.Get("events")
-	var buf bytes.Buffer
-	w, _ := New(FormatParquet, &buf, ds, Options{})
-	for _, r := range edgeRows(ds) {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Close()
-	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := f.Metadata()
-	if md.NumRows != 3 {
-		t.Fatalf("NumRows = %d", md.NumRows)
-	}
-	elems := md.Schema[1:]
-	if len(elems) != len(ds.Columns) {
-		t.Fatalf("%d schema elements", len(elems))
-	}
-	for i, c := range ds.Columns {
-		e := elems[i]
-		if e.Name != c.Name {
-			t.Errorf("column %d is %s, want %s", i, e.Name, c.Name)
-		}
-		wantRep := format.Required
-		if c.Nullable {
-			wantRep = format.Optional
-		}
-		if rep, _ := e.RepetitionType.Get(); rep != wantRep {
-			t.Errorf("%s repetition %v", c.Name, rep)
-		}
-		phys, _ := e.Type.Get()
-		ok := false
-		switch lt := e.LogicalType.Value.(type) {
-		case *format.TimestampType:
-			_, micros := lt.Unit.Value.(*format.MicroSeconds)
-			ok = c.Type.Kind == dataset.KindTimestamp && lt.IsAdjustedToUTC && micros && phys == format.Int64
-		case *format.DecimalType:
-			ok = c.Type.Kind == dataset.KindDecimal && lt.Precision == 18 && lt.Scale == 2 && phys == format.Int64
-		case *format.JsonType:
-			ok = c.Type.Kind == dataset.KindJSON && phys == format.ByteArray
-		case *format.StringType:
-			ok = c.Type.Kind == dataset.KindString && phys == format.ByteArray
-		case nil:
-			ok = c.Type.Kind == dataset.KindDouble && phys == format.Double ||
-				c.Type.Kind == dataset.KindBoolean && phys == format.Boolean
-		}
-		if !ok {
-			t.Errorf("column %s: element %+v", c.Name, e)
-		}
-	}
-	// Encodings chosen from the schema: dictionary for event_type,
-	// delta for timestamps.
-	cc := md.RowGroups[0].Columns
-	has := func(col int, enc format.Encoding) bool {
-		for _, e := range cc[col].MetaData.Encoding {
-			if e == enc {
-				return true
-			}
-		}
-		return false
-	}
-	if !has(1, format.RLEDictionary) || !has(2, format.DeltaBinaryPacked) || has(0, format.RLEDictionary) {
-		t.Errorf("encodings: event_id %v event_type %v occurred_at %v", cc[0].MetaData.Encoding, cc[1].MetaData.Encoding, cc[2].MetaData.Encoding)
-	}
-	kv := map[string]string{}
-	for _, p := range md.KeyValueMetadata {
-		kv[p.Key] = p.Value
-	}
-	if kv["daybook.dataset"] != "events" || kv["daybook.schema_version"] != "1" {
-		t.Errorf("key/value metadata %v", kv)
-	}
-	ds2, _ := dataset.Get("daily_stats")
-	s, _ := Schema(ds2, Options{})
-	if lt := s.Fields()[0].Type().LogicalType(); lt == nil {
-		t.Errorf("stat_date has no logical type")
-	} else if _, ok := lt.Value.(*format.DateType); !ok {
-		t.Errorf("stat_date logical type %v", lt)
-	}
-}
-
-func TestRowGroupsBounded(t *testing.T) {
-	ds, _ := dataset.Get("events")
-	tests := []struct {
-		name       string
-		opts       Options
-		rows       int
-		flushAfter int
-		wantGroups int
-	}{
-		{"row cap", Options{MaxRowGroupRows: 10}, 25, 0, 3},
-		{"explicit flush", Options{}, 20, 7, 2},
-		{"flush on exact boundary adds no empty group", Options{MaxRowGroupRows: 10}, 20, 20, 2},
-		{"byte cap", Options{MaxRowGroupBytes: 1}, 3000, 0, 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			w, _ := New(FormatParquet, &buf, ds, tt.opts)
-			gen := newEventGen(1)
-			for i := range tt.rows {
-				if err := w.Write(gen.next()); err != nil {
-					t.Fatal(err)
-				}
-				if i+1 == tt.flushAfter {
-					if err := w.Flush(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := len(f.RowGroups()); n != tt.wantGroups || f.NumRows() != int64(tt.rows) {
-				t.Fatalf("%d row groups, %d rows; want %d, %d", n, f.NumRows(), tt.wantGroups, tt.rows)
-			}
-		})
-	}
-}
-
-func TestWriteRefusesBadRows(t *testing.T) {
-	ds, _ := dataset.Get("events")
-	good := func() []any { return newEventGen(1).next() }
-	tests := []struct {
-		name   string
-		mutate func(r []any) []any
-		want   string
-	}{
-		{"null required", func(r []any) []any { r[0] = nil; return r }, "column event_id: null in required column"},
-		{"string for timestamp", func(r []any) []any { r[2] = "2026-11-28"; return r }, "column occurred_at: want timestamp value, got string"},
-		{"decimal scale", func(r []any) []any { r[7] = dataset.NewDecimal(1, 3); return r }, "column amount: decimal"},
-		{"decimal precision", func(r []any) []any { r[7] = dataset.NewDecimal(1e18, 2); return r }, "column amount: decimal"},
-		{"string for json", func(r []any) []any { r[9] = "{}"; return r }, "column attributes: want json value, got string"},
-		{"column count", func(r []any) []any { return r[:4] }, "got 4 columns, want 10"},
-	}
-	for _, f := range []Format{FormatParquet, FormatNDJSON} {
-		for _, tt := range tests {
-			t.Run(string(f)+"/"+tt.name, func(t *testing.T) {
-				var buf bytes.Buffer
-				w, _ := New(f, &buf, ds, Options{})
-				if err := w.Write(good()); err != nil {
-					t.Fatal(err)
-				}
-				err := w.Write(tt.mutate(good()))
-				if !errors.Is(err, dataset.ErrRowMismatch) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "row 2") {
-					t.Fatalf("got %v, want %q", err, tt.want)
-				}
-				if w.Rows() != 1 {
-					t.Fatalf("Rows() = %d after a refused row", w.Rows())
-				}
-				w.Close()
-				if err := w.Write(good()); !errors.Is(err, ErrClosed) {
-					t.Fatalf("write after close: %v", err)
-				}
-			})
-		}
-	}
-	if _, err := New(FormatParquet, io.Discard, ds, Options{Compression: "lzo"}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "lzo") {
-		t.Fatalf("lzo: %v", err)
-	}
-	if _, err := ParseFormat("csv"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "csv") {
-		t.Fatalf("csv: %v", err)
-	}
-}
-
-func TestTwosComplement(t *testing.T) {
-	for _, s := range []string{"0", "1", "-1", "127", "-128", "128", "-129", "99999999999999999999999999999999999999", "-99999999999999999999999999999999999999"} {
-		t.Run(s, func(t *testing.T) {
-			d, err := dataset.ParseDecimal(s, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, ok := twosComplement(nil, d.BigInt(), decimalBytes(38))
-			if !ok || len(b) != 16 {
-				t.Fatalf("encode %s: %x %v", s, b, ok)
-			}
-			back := new(bigIntT).SetBytes(b)
-			if b[0]&0x80 != 0 {
-				back.Sub(back, new(bigIntT).Lsh(bigOne, 128))
-			}
-			if back.String() != d.BigInt().String() {
-				t.Fatalf("%s -> %x -> %s", s, b, back)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // Schema builds the Parquet schema of ds: columns in declared order, exact
@@ -163,10 +164,10 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		return nil, err
 	}
 	var codec compress.Codec
-	switch opts.Compression {
-	case "", CompressionSnappy:
+	switch fileformat.Parquet.Codec(opts.Compression) {
+	case fileformat.Snappy:
 		codec = &parquet.Snappy
-	case CompressionZstd:
+	case fileformat.Zstd:
 		codec = &parquet.Zstd
 	default:
 		return nil, fmt.Errorf("encode dataset %s: compression %q: %w", ds.Name, opts.Compression, ErrUnsupported)

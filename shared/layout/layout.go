@@ -16,8 +16,8 @@
 // `.` or `..` segment. Nothing else is escaped: a prefix is the customer's
 // choice of key names.
 //
-// This package also holds civil.Date, the civil date every other package uses
-// (civil.Date is an alias of it).
+// Days are civil.Date values; a data file's extension is its format's
+// (fileformat.Format.Extension).
 package layout
 
 import (
@@ -36,12 +36,6 @@ const Version = "v1"
 const (
 	PlaceholderAccountID = "{{.AccountID}}"
 	PlaceholderStage     = "{{.Stage}}"
-)
-
-// Data file extensions.
-const (
-	ExtParquet    = ".parquet"
-	ExtNDJSONGzip = ".ndjson.gz"
 )
 
 // File names under a partition.
@@ -123,7 +117,8 @@ func PartitionPrefix(prefix, dataset string, day civil.Date) string {
 	return clean(prefix) + "/" + Version + "/" + dataset + "/dt=" + day.String() + "/"
 }
 
-// DataKey is the key of data file n: `.../part-00000.parquet`. ext is ExtParquet or ExtNDJSONGzip.
+// DataKey is the key of data file n: `.../part-00000.parquet`. ext is the
+// file format's extension (fileformat.Format.Extension).
 func DataKey(prefix, dataset string, day civil.Date, n int, ext string) string {
 	return fmt.Sprintf("%s%s%05d%s", PartitionPrefix(prefix, dataset, day), DataPrefix, n, ext)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 func TestPrefixTemplate(t *testing.T) {
@@ -55,8 +56,8 @@ func TestKeys(t *testing.T) {
 	p := "daybook/acct_x/"
 	cases := []struct{ got, want string }{
 		{PartitionPrefix(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/"},
-		{DataKey(p, "events", d, 0, ExtParquet), "daybook/acct_x/v1/events/dt=2026-09-05/part-00000.parquet"},
-		{DataKey("daybook/acct_x", "events", d, 12, ExtNDJSONGzip), "daybook/acct_x/v1/events/dt=2026-09-05/part-00012.ndjson.gz"},
+		{DataKey(p, "events", d, 0, fileformat.Parquet.Extension()), "daybook/acct_x/v1/events/dt=2026-09-05/part-00000.parquet"},
+		{DataKey("daybook/acct_x", "events", d, 12, fileformat.NDJSON.Extension()), "daybook/acct_x/v1/events/dt=2026-09-05/part-00012.ndjson.gz"},
 		{ManifestKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_manifest.json"},
 		{SuccessKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_SUCCESS"},
 		{LoadKey(p, "events", d, "athena"), "daybook/acct_x/v1/events/dt=2026-09-05/_load/athena.sql"},
@@ -71,8 +72,8 @@ func TestKeys(t *testing.T) {
 		key  string
 		want bool
 	}{
-		{DataKey(p, "events", d, 0, ExtParquet), true},
-		{DataKey(p, "events", d, 3, ExtNDJSONGzip), true},
+		{DataKey(p, "events", d, 0, fileformat.Parquet.Extension()), true},
+		{DataKey(p, "events", d, 3, fileformat.NDJSON.Extension()), true},
 		{ManifestKey(p, "events", d), false},
 		{SuccessKey(p, "events", d), false},
 		{LoadKey(p, "events", d, "duckdb"), false},

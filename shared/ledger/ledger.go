@@ -174,7 +174,7 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	if cfg.Lease <= 0 {
 		return nil, fmt.Errorf("ledger: lease %s must be positive (ledger.LeaseFrom)", cfg.Lease)
 	}
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 6)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, envvar.DefaultMaxAttempts)
 	if cfg.MaxAttempts < 1 {
 		return nil, fmt.Errorf("ledger: max attempts %d < 1", cfg.MaxAttempts)
 	}
@@ -241,8 +241,8 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 func ConfigFromEnv(r *envvar.Reader) Config {
 	return Config{
 		Table:       r.String("LEDGER_TABLE"),
-		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
-		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
+		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin)),
+		MaxAttempts: r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
 	}
 }
 

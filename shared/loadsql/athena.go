@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // athenaType maps a column type to Athena's Hive DDL types. JSON is a STRING
@@ -69,7 +70,7 @@ func (g *gen) athena() string {
 		"Athena's TIMESTAMP has millisecond precision: the microseconds of the",
 		"timestamps in the files are not shown.",
 	}
-	if g.p.Format == FormatNDJSON {
+	if g.p.Format == fileformat.NDJSON {
 		lines = append(lines,
 			"For Athena, prefer this dataset as Parquet. Athena documents that the OpenX",
 			"JSON SerDe used below can return non-deterministic results (more or fewer",
@@ -81,7 +82,7 @@ func (g *gen) athena() string {
 		"Docs: https://docs.aws.amazon.com/athena/latest/ug/create-table.html",
 		"      https://docs.aws.amazon.com/athena/latest/ug/alter-table-add-partition.html",
 	)
-	if g.p.Format == FormatNDJSON {
+	if g.p.Format == fileformat.NDJSON {
 		lines = append(lines, "      https://docs.aws.amazon.com/athena/latest/ug/openx-json-serde.html")
 	}
 	b.WriteString(g.header(lines...))
@@ -94,7 +95,7 @@ func (g *gen) athena() string {
 	})
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "PARTITIONED BY (%s DATE)\n", q(dtColumn))
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		b.WriteString("STORED AS PARQUET\n")
 	} else {
 		b.WriteString("-- .ndjson.gz files are gunzipped transparently (by the .gz extension).\n")

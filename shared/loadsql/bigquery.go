@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // bigqueryType maps a column type to GoogleSQL. A decimal is NUMERIC(P,S)
@@ -83,7 +84,7 @@ func (g *gen) bigquery() string {
 	fmt.Fprintf(&b, "OVERWRITE PARTITIONS (%s = DATE %s)\n", q(dtColumn), literal(EngineBigQuery, g.day))
 	fmt.Fprintf(&b, "PARTITION BY %s\n", q(dtColumn))
 	b.WriteString("FROM FILES (\n")
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		b.WriteString("    format = 'PARQUET',\n")
 		if g.hasDecimal() {
 			b.WriteString("    decimal_target_types = ['NUMERIC', 'BIGNUMERIC'],\n")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // duckdbType maps a column type to DuckDB. Instants are TIMESTAMPTZ (the
@@ -79,7 +80,7 @@ func (g *gen) duckdb() string {
 		return "CAST(" + q(cols[i].Name) + " AS " + duckdbType(cols[i].Type) + ")"
 	})
 	uris := literalList(EngineDuckDB, "    ", g.fileURIs())
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		fmt.Fprintf(&b, "FROM read_parquet([\n%s]);\n", uris)
 	} else {
 		fmt.Fprintf(&b, "FROM read_json(\n    [\n%s    ],\n", literalList(EngineDuckDB, "        ", g.fileURIs()))

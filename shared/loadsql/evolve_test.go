@@ -9,6 +9,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // evolvedDataset is the synthetic dataset at schema version 3: version 2
@@ -67,7 +68,7 @@ func TestEvolutionGolden(t *testing.T) {
 	ds := evolvedDataset()
 	for _, engine := range Engines {
 		t.Run(engine, func(t *testing.T) {
-			got, err := Generate(engine, goldenPartition(t, ds, FormatParquet))
+			got, err := Generate(engine, goldenPartition(t, ds, fileformat.Parquet))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func TestEvolutionStatements(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.engine, func(t *testing.T) {
-			s, err := Generate(tt.engine, goldenPartition(t, evolvedDataset(), FormatParquet))
+			s, err := Generate(tt.engine, goldenPartition(t, evolvedDataset(), fileformat.Parquet))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +143,7 @@ func TestEvolutionStatements(t *testing.T) {
 				t.Fatalf("the evolution does not come before %q:\n%s", tt.before, s)
 			}
 			// Version 1 of the same dataset has nothing to evolve.
-			s, err = Generate(tt.engine, goldenPartition(t, atVersion(evolvedDataset(), 1), FormatParquet))
+			s, err = Generate(tt.engine, goldenPartition(t, atVersion(evolvedDataset(), 1), fileformat.Parquet))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +159,7 @@ func TestEvolutionStatements(t *testing.T) {
 // A qualified table is evolved in its own schema, with the catalog looked up
 // there (in lower case, as Redshift stores names).
 func TestRedshiftEvolutionQualified(t *testing.T) {
-	p := goldenPartition(t, evolvedDataset(), FormatParquet)
+	p := goldenPartition(t, evolvedDataset(), fileformat.Parquet)
 	p.TableName = "Analytics.group_raw"
 	s, err := Generate(EngineRedshift, p)
 	if err != nil {
@@ -192,7 +193,7 @@ func isNullable(t *testing.T, db *sql.DB, table, column string) string {
 func TestDuckDBEvolution(t *testing.T) {
 	ds := evolvedDataset()
 	day1, day2 := mustDay(t, "2026-11-27"), mustDay(t, "2026-11-28")
-	for _, format := range []string{FormatParquet, FormatNDJSON} {
+	for _, format := range []fileformat.Format{fileformat.Parquet, fileformat.NDJSON} {
 		for from := 1; from <= ds.Version; from++ {
 			t.Run(fmt.Sprintf("%s/from_v%d", format, from), func(t *testing.T) {
 				db := duckcheck.Open(t)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -49,20 +50,17 @@ func mustDay(t testing.TB, s string) civil.Date {
 }
 
 // goldenPartition is a two-file partition of ds on 2026-11-28, generation 3.
-func goldenPartition(t testing.TB, ds dataset.Dataset, format string) Partition {
+func goldenPartition(t testing.TB, ds dataset.Dataset, format fileformat.Format) Partition {
 	day := mustDay(t, "2026-11-28")
 	prefix := "tenants/acct_7f3a9c/v1/" + ds.Name + "/dt=2026-11-28/"
-	ext := ".parquet"
-	if format == FormatNDJSON {
-		ext = ".ndjson.gz"
-	}
+	ext := format.Extension()
 	p := Partition{Dataset: ds, Day: day, Generation: 3, Format: format, Bucket: goldenBucket, PartitionPrefix: prefix,
 		Files: []File{
 			{Key: prefix + "part-00000" + ext, Rows: 1000, Bytes: 268435456},
 			{Key: prefix + "part-00001" + ext, Rows: 250, Bytes: 1048576},
 		}}
-	if format == FormatParquet {
-		p.Compression = "snappy"
+	if format == fileformat.Parquet {
+		p.Compression = fileformat.Snappy
 	}
 	return p
 }
@@ -117,14 +115,14 @@ func lineDiff(want, got string) string {
 
 func TestGolden(t *testing.T) {
 	for _, ds := range goldenDatasets(t) {
-		formats := []string{FormatParquet}
+		formats := []fileformat.Format{fileformat.Parquet}
 		if ds.Name == "events" || ds.Name == "group" {
-			formats = append(formats, FormatNDJSON)
+			formats = append(formats, fileformat.NDJSON)
 		}
 		for _, format := range formats {
 			p := goldenPartition(t, ds, format)
 			name := ds.Name
-			if format == FormatNDJSON {
+			if format == fileformat.NDJSON {
 				name += ".ndjson"
 			}
 			for _, engine := range Engines {
@@ -151,7 +149,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, engine := range Engines {
 		t.Run(engine+"/profiles.current_state", func(t *testing.T) {
-			got, err := CurrentState(engine, goldenPartition(t, ds, FormatParquet))
+			got, err := CurrentState(engine, goldenPartition(t, ds, fileformat.Parquet))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +161,7 @@ func TestGolden(t *testing.T) {
 // Every script carries the header the brief and the exporter rely on.
 func TestHeader(t *testing.T) {
 	for _, ds := range goldenDatasets(t) {
-		p := goldenPartition(t, ds, FormatParquet)
+		p := goldenPartition(t, ds, fileformat.Parquet)
 		for _, engine := range Engines {
 			s, err := Generate(engine, p)
 			if err != nil {
@@ -237,7 +235,7 @@ func TestQuoteIdentifiers(t *testing.T) {
 	// Athena DML (the current-state query) uses double quotes.
 	ds := syntheticDataset()
 	ds.Partition, ds.Read, ds.IDColumn, ds.OrderColumn = dataset.PartitionActivity, dataset.ReadLatestSnapshot, "user", "timestamp"
-	q, err := CurrentState(EngineAthena, goldenPartition(t, ds, FormatParquet))
+	q, err := CurrentState(EngineAthena, goldenPartition(t, ds, fileformat.Parquet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +259,7 @@ func TestQuoteLiterals(t *testing.T) {
 	}
 	// A key with a quote is escaped in the script, never breaking out.
 	ds, _ := dataset.Get("events")
-	p := goldenPartition(t, ds, FormatParquet)
+	p := goldenPartition(t, ds, fileformat.Parquet)
 	p.PartitionPrefix = "o'brien/v1/events/dt=2026-11-28/"
 	for i := range p.Files {
 		p.Files[i].Key = p.PartitionPrefix + fmt.Sprintf("part-%05d.parquet", i)
@@ -284,7 +282,7 @@ func TestQuoteLiterals(t *testing.T) {
 
 func TestTableName(t *testing.T) {
 	ds, _ := dataset.Get("events")
-	p := goldenPartition(t, ds, FormatParquet)
+	p := goldenPartition(t, ds, fileformat.Parquet)
 	p.TableName = "analytics.events_raw"
 	want := map[string]string{
 		EngineAthena:    "CREATE EXTERNAL TABLE IF NOT EXISTS `analytics`.`events_raw` (",
@@ -310,7 +308,7 @@ func TestTableName(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	ds, _ := dataset.Get("events")
-	good := goldenPartition(t, ds, FormatParquet)
+	good := goldenPartition(t, ds, fileformat.Parquet)
 	tests := []struct {
 		name   string
 		engine string
@@ -319,6 +317,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"unknown engine", "postgres", func(p *Partition) {}, `engine "postgres"`},
 		{"unknown format", EngineDuckDB, func(p *Partition) { p.Format = "csv" }, `Format "csv"`},
+		{"no format", EngineDuckDB, func(p *Partition) { p.Format = "" }, `Format "": unknown format (want parquet or ndjson)`},
 		{"no bucket", EngineDuckDB, func(p *Partition) { p.Bucket = "" }, "Bucket"},
 		{"generation", EngineDuckDB, func(p *Partition) { p.Generation = 0 }, "Generation"},
 		{"prefix day", EngineDuckDB, func(p *Partition) { p.Day = p.Day.AddDays(1) }, "PartitionPrefix"},
@@ -326,7 +325,7 @@ func TestErrors(t *testing.T) {
 		{"no files", EngineDuckDB, func(p *Partition) { p.Files = nil }, "Files is empty"},
 		{"file elsewhere", EngineDuckDB, func(p *Partition) { p.Files[0].Key = "elsewhere/part-00000.parquet" }, "Files[0].Key"},
 		{"metadata file", EngineDuckDB, func(p *Partition) { p.Files[1].Key = p.PartitionPrefix + "_manifest.json" }, "Files[1].Key"},
-		{"wrong extension", EngineDuckDB, func(p *Partition) { p.Format = FormatNDJSON }, "Files[0].Key"},
+		{"wrong extension", EngineDuckDB, func(p *Partition) { p.Format = fileformat.NDJSON }, "Files[0].Key"},
 		{"duplicate file", EngineDuckDB, func(p *Partition) { p.Files[1].Key = p.Files[0].Key }, "listed twice"},
 		{"bad table", EngineDuckDB, func(p *Partition) { p.TableName = "a b" }, "TableName"},
 		{"dollar quote in table", EngineRedshift, func(p *Partition) { p.TableName = "a$$b" }, "must not contain $$"},
@@ -372,7 +371,7 @@ func TestBigQueryDecimalTypes(t *testing.T) {
 
 func TestSnowflakeFileChunks(t *testing.T) {
 	ds, _ := dataset.Get("events")
-	p := goldenPartition(t, ds, FormatParquet)
+	p := goldenPartition(t, ds, fileformat.Parquet)
 	p.Files = nil
 	for i := range 1500 {
 		p.Files = append(p.Files, File{Key: fmt.Sprintf("%spart-%05d.parquet", p.PartitionPrefix, i), Rows: 1, Bytes: 1})

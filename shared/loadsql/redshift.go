@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // redshiftType maps a column type to Redshift. Strings are VARCHAR(65535),
@@ -41,7 +42,7 @@ func redshiftType(t dataset.Type) string {
 // with JSON_PARSE on insert. From NDJSON, JSON 'auto' loads the object
 // straight into SUPER.
 func (g *gen) redshiftStageType(t dataset.Type) string {
-	if t.Kind == dataset.KindJSON && g.p.Format == FormatParquet {
+	if t.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 		return "VARCHAR(65535)"
 	}
 	return redshiftType(t)
@@ -103,7 +104,7 @@ func (g *gen) redshift() string {
 	fmt.Fprintf(&b, "COPY %s\n", stage)
 	fmt.Fprintf(&b, "FROM %s\n", literal(EngineRedshift, manifest))
 	fmt.Fprintf(&b, "IAM_ROLE %s\n", literal(EngineRedshift, RedshiftIAMRole))
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		b.WriteString("FORMAT AS PARQUET\n")
 	} else {
 		b.WriteString("FORMAT AS JSON 'auto'\n")
@@ -126,7 +127,7 @@ func (g *gen) redshift() string {
 			return dayLit
 		}
 		c := cols[i]
-		if c.Type.Kind == dataset.KindJSON && g.p.Format == FormatParquet {
+		if c.Type.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 			return "JSON_PARSE(" + q(c.Name) + ")"
 		}
 		return q(c.Name)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // redshiftLimits are the header lines about Redshift's VARCHAR limit: where
@@ -26,7 +27,7 @@ func (g *gen) redshiftLimits() []string {
 			"bytes of UTF-8 fails the COPY (nothing is truncated).",
 		)
 	}
-	if len(jsons) > 0 && g.p.Format == FormatParquet {
+	if len(jsons) > 0 && g.p.Format == fileformat.Parquet {
 		out = append(out,
 			"JSON columns ("+strings.Join(jsons, ", ")+") pass through a VARCHAR(65535) staging column",
 			"before JSON_PARSE into SUPER, so their JSON text has the same 65,535-byte limit.",

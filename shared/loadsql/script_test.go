@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // sqlComment is one comment of a script: its first line (1-based) and text.
@@ -126,7 +127,7 @@ func allScripts(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, ds := range append(goldenDatasets(t), evolvedDataset()) {
-		for _, format := range []string{FormatParquet, FormatNDJSON} {
+		for _, format := range []fileformat.Format{fileformat.Parquet, fileformat.NDJSON} {
 			p := goldenPartition(t, ds, format)
 			for _, engine := range Engines {
 				s, err := Generate(engine, p)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // snowflakeType maps a column type to Snowflake.
@@ -139,7 +140,7 @@ func (g *gen) snowflakeCopy(b *strings.Builder, table string, names []string) {
 		// name (a reserved word included) is read exactly.
 		path := "$1:" + quoteDouble(c.Name)
 		if c.Type.Kind == dataset.KindJSON {
-			if g.p.Format == FormatParquet {
+			if g.p.Format == fileformat.Parquet {
 				// A Parquet JSON column arrives as a string: parse it.
 				return "PARSE_JSON(" + path + "::VARCHAR)"
 			}
@@ -151,7 +152,7 @@ func (g *gen) snowflakeCopy(b *strings.Builder, table string, names []string) {
 	b.WriteString("FILES = (\n")
 	b.WriteString(literalList(EngineSnowflake, "    ", names))
 	b.WriteString(")\n")
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		b.WriteString("FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE)\n")
 	} else {
 		b.WriteString("FILE_FORMAT = (TYPE = JSON COMPRESSION = GZIP)\n")
