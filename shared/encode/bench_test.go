@@ -62,11 +62,10 @@ func BenchmarkEncodeEventsDay(b *testing.B) {
 		format Format
 		opts   Options
 	}{
-		{"parquet/snappy", FormatParquet, Options{Compression: CompressionSnappy}},
-		{"parquet/zstd", FormatParquet, Options{Compression: CompressionZstd}},
-		{"parquet/snappy-nodict", FormatParquet, Options{Compression: CompressionSnappy, DisableDictionary: true}},
-		{"parquet/snappy-nodelta", FormatParquet, Options{Compression: CompressionSnappy, DisableDelta: true}},
-		{"parquet/zstd-nodict-nodelta", FormatParquet, Options{Compression: CompressionZstd, DisableDictionary: true, DisableDelta: true}},
+		{"parquet/compatible/snappy", FormatParquet, Options{Compression: CompressionSnappy}},
+		{"parquet/compatible/zstd", FormatParquet, Options{Compression: CompressionZstd}},
+		{"parquet/compact/snappy", FormatParquet, Options{Compression: CompressionSnappy, Profile: ProfileCompact}},
+		{"parquet/compact/zstd", FormatParquet, Options{Compression: CompressionZstd, Profile: ProfileCompact}},
 		{"ndjson/gzip", FormatNDJSON, Options{}},
 	}
 	for _, rows := range []int{100_000, 1_000_000} {
