@@ -94,7 +94,7 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
-bench: ## benchmarks: encoders, xitongsys comparison, multipart writer
+bench: ## benchmarks: encoders, xitongsys comparison, bytes vs DuckDB per profile (table), multipart writer
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
 
