@@ -15,6 +15,10 @@ DAYBOOK     := $(LOCAL)/bin/daybook
 export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
 # Python tools pinned for a machine that lacks them; installed into .local/venv.
 PY_TOOLS    := moto[server]==5.2.1 aws-sam-translator==1.110.0 cfn-lint==1.51.0
+# The JavaScript Parquet reader the tests run with Node (versions pinned by its
+# package-lock.json); npm ci installs it into $(JS_READER)/node_modules.
+JS_READER   := shared/devkit/parquetreaders/js
+JS_STAMP    := $(JS_READER)/node_modules/.installed-package-lock.json
 VENV        := $(LOCAL)/venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
@@ -37,11 +41,16 @@ build: ## host builds of both bootstraps and the CLI into .local/bin
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools
-tools: ## install what is missing: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv)
+tools: ## install what is missing: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv), the JS Parquet reader (npm ci)
 	@test -x "$(AWS_LAMBDA_RIE)" || { echo "installing aws-lambda-rie $(RIE_VERSION)"; GOBIN=$(GOBIN) $(GO) install $(RIE_MODULE)@$(RIE_VERSION); }
 	@if command -v moto_server >/dev/null && command -v cfn-lint >/dev/null && python3 -c 'import samtranslator' 2>/dev/null; then :; else \
 	  echo "moto_server, cfn-lint or the SAM translator is missing: installing $(PY_TOOLS) into $(VENV)"; \
 	  python3 -m venv $(VENV) && $(VENV)/bin/pip install --quiet $(PY_TOOLS) || { echo "could not install the Python tools; install them with: python3 -m pip install $(PY_TOOLS)"; exit 1; }; \
+	fi
+	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
+	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
+	  echo "installing the JavaScript Parquet reader: npm ci in $(JS_READER)"; \
+	  (cd $(JS_READER) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && cp $(JS_READER)/package-lock.json $(JS_STAMP) || { echo "could not install the JavaScript Parquet reader; run: (cd $(JS_READER) && npm ci)"; exit 1; }; \
 	fi
 
 # --- local AWS -----------------------------------------------------------------
@@ -85,7 +94,7 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
-bench: ## benchmarks: encoders, xitongsys comparison, multipart writer
+bench: ## benchmarks: encoders, xitongsys comparison, bytes vs DuckDB per profile (table), multipart writer
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
 

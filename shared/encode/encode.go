@@ -3,6 +3,13 @@
 // and gzipped NDJSON. Encoders stream to an io.Writer and keep at most one
 // row group in memory (E2), so the same code serves a 10-row and a
 // 100-million-row day.
+//
+// Parquet files are written in one of two profiles (Options.Profile). The
+// default, ProfileCompatible, uses only version 1 data pages and the PLAIN,
+// RLE and RLE_DICTIONARY encodings, which every reader a customer may load
+// the files with decodes. ProfileCompact adds version 2 data pages and delta
+// encodings for smaller files, for readers known to support them. Both
+// profiles write the same physical and logical types.
 package encode
 
 import (
@@ -33,13 +40,21 @@ type Options struct {
 	// MaxRowGroupBytes ends a row group once its buffered size estimate
 	// passes this (0: default).
 	MaxRowGroupBytes int64
-	// DisableDictionary turns off dictionary encoding of columns declared
-	// low-cardinality, and DisableDelta turns off DELTA_BINARY_PACKED for
-	// timestamps. Both exist to measure what the encodings buy.
-	DisableDictionary bool
-	DisableDelta      bool
+	// Profile chooses the Parquet page version and encodings (see Profile);
+	// the zero value is ProfileCompatible. Ignored for NDJSON.
+	Profile Profile
 	// GzipLevel is the NDJSON gzip level (0: default, 6).
 	GzipLevel int
+
+	// tuning is set only by this package's tests (export_test.go), so a
+	// small file exercises what only a large one would otherwise.
+	tuning tuning
+}
+
+// tuning overrides Parquet writer limits; zero fields mean the defaults.
+type tuning struct {
+	dictionaryLimit int64 // DictionaryLimit
+	pageBytes       int   // parquet-go's page buffer size
 }
 
 var (
