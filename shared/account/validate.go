@@ -57,22 +57,22 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Reason) }
 
-// Fields returns every *FieldError in err (a joined error, or one wrapped).
+// Fields returns every *FieldError in err: err itself, the errors it joins
+// and the errors they wrap.
 func Fields(err error) []*FieldError {
 	var out []*FieldError
 	var walk func(error)
 	walk = func(err error) {
-		var fe *FieldError
 		switch e := err.(type) {
 		case nil:
+		case *FieldError:
+			out = append(out, e)
 		case interface{ Unwrap() []error }:
 			for _, inner := range e.Unwrap() {
 				walk(inner)
 			}
-		default:
-			if errors.As(err, &fe) {
-				out = append(out, fe)
-			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
 		}
 	}
 	walk(err)

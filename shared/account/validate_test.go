@@ -2,6 +2,7 @@ package account
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,17 @@ func TestValidateJoinsEveryProblem(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "id" {
 		t.Errorf("errors.As: %v", fe)
+	}
+}
+
+func TestFieldsThroughWrapping(t *testing.T) {
+	a := valid()
+	a.ID, a.Destination.Bucket = "x", "B"
+	err := fmt.Errorf("account %s: %w", a.ID, a.Validate(testRules)) // as ledger.PutAccount wraps it
+	if got := Fields(err); len(got) != 2 || got[0].Field != "id" || got[1].Field != "destination.bucket" {
+		t.Errorf("Fields = %v", got)
+	}
+	if Fields(nil) != nil || Fields(errors.New("plain")) != nil {
+		t.Error("Fields of an error without fields")
 	}
 }
