@@ -162,7 +162,7 @@ func runAccountPut(ctx context.Context, args []string, stdout io.Writer) error {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = time.Now().UTC()
 	}
-	if err := a.Validate(); err != nil {
+	if err := a.ValidateShape(); err != nil {
 		return err
 	}
 	e, err := openOps(ctx, *envFile)

@@ -110,7 +110,7 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 			},
 			CreatedAt: opts.Now.Truncate(time.Second),
 		}
-		if err := a.Validate(); err != nil {
+		if err := a.ValidateShape(); err != nil {
 			return nil, fmt.Errorf("demosource: account %d: %w", i+1, err)
 		}
 		out[i] = a
