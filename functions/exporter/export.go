@@ -120,7 +120,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 		StartedAt:     started,
 		Schema:        manifest.SchemaOf(p.Dataset),
 		Files:         files,
-		Provenance:    prov,
+		Provenance:    manifest.ProvenanceOf(prov),
 	}
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
