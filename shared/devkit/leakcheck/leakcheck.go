@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	// A requirement id cited as one ("SPEC F3") anywhere.
+	// The word code comments put before a requirement id they cite.
 	specRE = regexp.MustCompile(`SPEC`)
 	// A bare requirement id in prose. S3 is left out: it is the storage
 	// service's name everywhere in a customer's documents.
