@@ -143,8 +143,9 @@ func (w *mdWriter) layoutSection() {
 		"    _SUCCESS                                  written last, once the partition is complete")
 	w.p("- `v1` is the contract version. A change that would break a reader (a column renamed, removed,",
 		"  reordered or retyped) is published under `v2/` beside it; `v1/` stays as it is.",
-		"- `dt=YYYY-MM-DD` is a Hive-style partition folder: Athena, Spark and DuckDB read it as a `dt`",
-		"  column of type DATE from the path, without configuration. `dt` is not stored in the files.",
+		"- `dt=YYYY-MM-DD` is a Hive-style partition folder: Spark and DuckDB read it as a `dt` column of",
+		"  type DATE from the path without configuration, and so does Athena once the day's partition is",
+		"  added (see Loading). `dt` is not stored in the files.",
 		"- A partition is one dataset on one day. Its data files are numbered from `part-00000` without",
 		"  gaps; a new file is started once the current one passes "+sizeLabel(w.in.maxFileBytes())+". Even a day with no rows",
 		"  has one file, with the full schema and zero rows, so \"no data\" and \"not delivered\" look different.",
