@@ -120,7 +120,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 		StartedAt:     started,
 		Schema:        manifest.SchemaOf(p.Dataset),
 		Files:         files,
-		Provenance:    prov,
+		Provenance:    manifest.ProvenanceOf(prov),
 	}
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
@@ -134,6 +134,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	}
 	log.InfoContext(ctx, "partition committed", "files", len(files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", prov.RowCount, "manifest", manifestKey)
+	e.writeDocs(ctx, b, p.Account, prefix, format, log)
 	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes}, nil
 }
 

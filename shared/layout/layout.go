@@ -6,7 +6,8 @@
 //	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/_SUCCESS             commit marker, written last
 //	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/_load/<engine>.sql   load scripts
 //	<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json       per-account delivery manifest (F4)
-//	<prefix>/v1/README.md, <prefix>/v1/_schemas/<dataset>.json  the bucket explains itself (F7)
+//	<prefix>/v1/README.md                                     how to read the bucket, for the customer
+//	<prefix>/v1/_schemas/<dataset>.json                       each dataset's columns and meaning
 //
 // `v1` is the contract version. Data files start with `part-` and metadata with
 // `_`, so a loader globbing `dt=*/part-*` never reads a manifest or a script.
@@ -45,8 +46,9 @@ const (
 	DataPrefix   = "part-"
 	// DeliveryManifestsDir is the dataset-level folder of per-day delivery manifests (F4).
 	DeliveryManifestsDir = "_manifests"
-	// ReadmeName and SchemasDir sit directly under `<prefix>/v1/` (F7).
+	// ReadmeName is the README at the contract root, `<prefix>/v1/README.md`.
 	ReadmeName = "README.md"
+	// SchemasDir is the contract-root folder of per-dataset schema documents.
 	SchemasDir = "_schemas"
 )
 
@@ -79,19 +81,25 @@ func LoadKey(prefix, dataset string, day civil.Date, engine string) string {
 	return PartitionPrefix(prefix, dataset, day) + LoadDir + "/" + engine + ".sql"
 }
 
+// ContractPrefix is `<prefix>/v1/` (trailing slash): every key daybook
+// writes for the account is under it.
+func ContractPrefix(prefix string) string {
+	return clean(prefix) + "/" + Version + "/"
+}
+
+// ReadmeKey is `<prefix>/v1/README.md`.
+func ReadmeKey(prefix string) string {
+	return ContractPrefix(prefix) + ReadmeName
+}
+
+// SchemaKey is `<prefix>/v1/_schemas/<dataset>.json`.
+func SchemaKey(prefix, dataset string) string {
+	return ContractPrefix(prefix) + SchemasDir + "/" + dataset + ".json"
+}
+
 // DeliveryManifestKey is `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json` (F4).
 func DeliveryManifestKey(prefix string, day civil.Date) string {
 	return clean(prefix) + "/" + Version + "/" + DeliveryManifestsDir + "/dt=" + day.String() + "/manifest.json"
-}
-
-// ReadmeKey is `<prefix>/v1/README.md` (F7).
-func ReadmeKey(prefix string) string {
-	return clean(prefix) + "/" + Version + "/" + ReadmeName
-}
-
-// SchemaKey is `<prefix>/v1/_schemas/<dataset>.json` (F7).
-func SchemaKey(prefix, dataset string) string {
-	return clean(prefix) + "/" + Version + "/" + SchemasDir + "/" + dataset + ".json"
 }
 
 // IsDataKey reports whether key is a data file of a partition: its last segment

@@ -157,8 +157,10 @@ func TestKeys(t *testing.T) {
 		{SuccessKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_SUCCESS"},
 		{LoadKey(p, "events", d, "athena"), "daybook/acct_x/v1/events/dt=2026-09-05/_load/athena.sql"},
 		{DeliveryManifestKey(p, d), "daybook/acct_x/v1/_manifests/dt=2026-09-05/manifest.json"},
+		{ContractPrefix(p), "daybook/acct_x/v1/"},
+		{ContractPrefix("daybook/acct_x"), "daybook/acct_x/v1/"},
 		{ReadmeKey(p), "daybook/acct_x/v1/README.md"},
-		{SchemaKey(p, "events"), "daybook/acct_x/v1/_schemas/events.json"},
+		{SchemaKey("daybook/acct_x", "events"), "daybook/acct_x/v1/_schemas/events.json"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -175,6 +177,8 @@ func TestKeys(t *testing.T) {
 		{SuccessKey(p, "events", d), false},
 		{LoadKey(p, "events", d, "duckdb"), false},
 		{DeliveryManifestKey(p, d), false},
+		{ReadmeKey(p), false},
+		{SchemaKey(p, "events"), false},
 		{"daybook/v1/events/part-00000.parquet", false},
 		{"part-00000.parquet", false},
 		{"a/dt=2026-09-05/part-", false},
