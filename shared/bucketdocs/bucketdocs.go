@@ -78,7 +78,7 @@ func (in Input) validate() error {
 	if in.Bucket == "" {
 		return fmt.Errorf("%w: Bucket is empty", ErrInvalid)
 	}
-	if err := layout.ValidatePrefix(in.Prefix); err != nil {
+	if err := layout.ValidateRendered(in.Prefix); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if _, err := fileformat.Parse(string(in.Format)); err != nil || in.Format == "" {

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -186,6 +187,30 @@ func TestKeys(t *testing.T) {
 	for _, c := range isData {
 		if got := IsDataKey(c.key); got != c.want {
 			t.Errorf("IsDataKey(%q) = %v, want %v", c.key, got, c.want)
+		}
+	}
+}
+
+func TestValidateRendered(t *testing.T) {
+	for _, tt := range []struct {
+		prefix string
+		ok     bool
+	}{
+		{"tenants/acct_7f3a9c", true},
+		{"daybook/acct_abc/prod", true},
+		{"", false},
+		{"/abs", false},
+		{"a//b", false},
+		{"a/../b", false},
+		{"a/{{.AccountID}}", false},
+		{"a b", false},
+	} {
+		err := ValidateRendered(tt.prefix)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateRendered(%q) = %v, want ok=%v", tt.prefix, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.prefix)) {
+			t.Errorf("error %v does not name the prefix", err)
 		}
 	}
 }

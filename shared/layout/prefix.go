@@ -108,6 +108,19 @@ func ValidatePrefix(tmpl string) error {
 	return nil
 }
 
+// ValidateRendered checks a rendered prefix, as a reader names it (no
+// placeholders left): only safe characters and no empty, `.` or `..`
+// segment; no leading slash. Errors are *PrefixError.
+func ValidateRendered(prefix string) error {
+	if prefix == "" {
+		return refuse(prefix, "is empty")
+	}
+	if !safeCharRE.MatchString(prefix) {
+		return refuse(prefix, "has a character outside %s", SafeChars)
+	}
+	return checkPath(prefix, prefix)
+}
+
 // RenderPrefix validates tmpl, substitutes the placeholders and checks the
 // result (the values must be non-empty and safe too).
 func RenderPrefix(tmpl string, v Vars) (string, error) {

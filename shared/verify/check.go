@@ -61,7 +61,7 @@ func (t Target) validate() error {
 	case t.Day.IsZero():
 		return errors.New("verify: day is not set")
 	}
-	if err := layout.ValidatePrefix(t.Prefix); err != nil {
+	if err := layout.ValidateRendered(t.Prefix); err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	return nil

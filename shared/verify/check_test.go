@@ -168,7 +168,7 @@ func TestCheckRefusesAnIncompleteTarget(t *testing.T) {
 		want   string
 	}{
 		{"no bucket", func(t *verify.Target) { t.Bucket = "" }, "bucket is empty"},
-		{"no prefix", func(t *verify.Target) { t.Prefix = "" }, "prefix template is empty"},
+		{"no prefix", func(t *verify.Target) { t.Prefix = "" }, `prefix "": is empty`},
 		{"prefix with ..", func(t *verify.Target) { t.Prefix = "a/../b" }, `".."`},
 		{"a dataset that cannot be one", func(t *verify.Target) { t.Dataset = "../events" }, "not a dataset name"},
 		{"no day", func(t *verify.Target) { t.Day = civil.Date{} }, "day is not set"},
