@@ -310,6 +310,7 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 	if err != nil {
 		return Claim{}, err
 	}
+	l.noteDeadClaim(ctx, prev, now)
 	if reason == "" {
 		reason = prev.Reason
 		if reason == "" {
@@ -368,6 +369,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 			}
 			return err
 		}
+		l.noteDeadClaim(ctx, row, now)
 		return fmt.Errorf("%w: %s: %s", ErrExhausted, key, msg)
 	case row.State == StateRunning && !row.LeaseUntil.Before(now):
 		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))
@@ -414,6 +416,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 					return Claim{}, err
 				}
 			}
+			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
 				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}
@@ -608,6 +611,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 	for range 3 {
 		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
+			l.noteCompleted(ctx, out)
 			return rowFromItem(out)
 		}
 		if !errors.Is(err, errCondition) {
@@ -708,6 +712,7 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		if err != nil {
 			return Row{}, err
 		}
+		l.noteFailed(ctx, out, attempts)
 		return rowFromItem(out)
 	}
 	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)
