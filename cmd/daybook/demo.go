@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
@@ -58,24 +59,37 @@ type demoResult struct {
 	Pids       []int                                  // every process the demo started
 }
 
-func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("demo")
-	dir := fs.String("dir", ".demo", "state and output directory")
-	tmpl := fs.String("template", "template.yaml", "SAM template to deploy")
-	bin := fs.String("bin", ".local/bin", "directory with <Function>/bootstrap host builds (make build)")
-	days := fs.Int("days", 14, "days of demo data")
-	perDay := fs.Int("events-per-day", 3000, "events per account and day")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (a *app) demoCommand() *cobra.Command {
+	o := demoOptions{Dir: ".demo", Template: "template.yaml", BinDir: ".local/bin", Days: 14, EventsPerDay: 3000, Seed: 20261129}
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole pipeline locally on the embedded demo source; files land in <dir>/buckets",
+		Long: `Run the whole pipeline locally: moto with template.yaml deployed, a demo SQLite source with three
+accounts, the real sweeper and exporter bootstraps under the Lambda runtime emulator until no work
+is due, one manual re-export, every committed partition verified, the buckets mirrored to
+<dir>/buckets. Everything it starts is stopped at the end; running it again starts from scratch.
+Needs the host bootstraps (make build) in --bin.`,
 	}
-	res, err := demo(ctx, demoOptions{Dir: *dir, Template: *tmpl, BinDir: *bin, Now: time.Now, Days: *days, EventsPerDay: *perDay, Seed: 20261129, Out: stdout})
-	if err != nil {
-		return err
+	c.Flags().StringVar(&o.Dir, "dir", o.Dir, "state and output directory")
+	c.Flags().StringVar(&o.Template, "template", o.Template, "SAM template to deploy")
+	c.Flags().StringVar(&o.BinDir, "bin", o.BinDir, "directory with <Function>/bootstrap host builds (make build)")
+	c.Flags().IntVar(&o.Days, "days", o.Days, "days of demo data")
+	c.Flags().IntVar(&o.EventsPerDay, "events-per-day", o.EventsPerDay, "events per account and day")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if o.Days < 1 || o.EventsPerDay < 1 {
+			return usagef(c, "--days and --events-per-day must be 1 or more")
+		}
+		o.Now, o.Out = a.now, a.stdout
+		res, err := demo(c.Context(), o)
+		if err != nil {
+			return err
+		}
+		if len(res.Problems) > 0 {
+			return fmt.Errorf("demo delivered with %d problems:\n  %s", len(res.Problems), strings.Join(res.Problems, "\n  "))
+		}
+		return nil
 	}
-	if len(res.Problems) > 0 {
-		return fmt.Errorf("demo delivered with %d problems:\n  %s", len(res.Problems), strings.Join(res.Problems, "\n  "))
-	}
-	return nil
+	return c
 }
 
 func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
@@ -441,11 +455,4 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

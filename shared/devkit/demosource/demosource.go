@@ -96,6 +96,9 @@ type Options struct {
 	// Stage is the deployment stage the accounts' prefixes are rendered
 	// for (Demo.Destinations); it is not written into the source.
 	Stage string
+	// AccountIDs, if set, replace the generated ids of the first accounts,
+	// in order (the local stack's fixed, documented account id).
+	AccountIDs []string
 }
 
 // Demo is what Generate produced.
@@ -248,6 +251,9 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 		id, err := account.NewID(ids)
 		if err != nil {
 			return nil, err
+		}
+		if i < len(opts.AccountIDs) {
+			id = opts.AccountIDs[i] // the generated id is still drawn, so the others do not change
 		}
 		loc, err := time.LoadLocation(t.zone)
 		if err != nil {

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+var (
+	errDuplicateName = errors.New("an account with this name already exists")
+	errRunning       = errors.New("partitions are running")
+)
+
+// The widest day range a ledger read can name.
+var (
+	firstDay = civil.MustParse("1970-01-01")
+	lastDay  = civil.MustParse("9999-12-31")
+)
+
+func (a *app) accountCommand() *cobra.Command {
+	return group("account", "Register, show, test, enable, disable and delete accounts",
+		a.accountPutCommand(), a.accountGetCommand(), a.accountListCommand(), a.accountTestCommand(),
+		a.accountEnableCommand(true), a.accountEnableCommand(false), a.accountDeleteCommand())
+}
+
+func (a *app) accountPutCommand() *cobra.Command {
+	var file, id string
+	var allowDup bool
+	c := &cobra.Command{
+		Use:   "put --file FILE",
+		Short: "Create or update an account from a JSON file (an upsert keyed by its id)",
+		Long: `Create or update an account from a JSON file (see README.md, "Accounts").
+
+The file's "id" says which account to update. A file without one creates a new account: its id
+(acct_ + 16 random characters) is written back into the file as its first field, so running the
+same command again updates that account instead of creating another. When the file cannot be
+written (stdin, read-only), the command prints the --id flag to use next time.
+
+A second account with the same name is refused unless --allow-duplicate-name is given. The stored
+account is printed on stdout as JSON.`,
+		Example: "  daybook account put --file account.json\n  daybook account put --file account.json --id acct_localdemoaccount",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := requireFlags(c, "file"); err != nil {
+				return err
+			}
+			if id != "" && !account.ValidID(id) {
+				return usagef(c, "--id %q: want acct_ followed by 16 characters a-z and 2-7", id)
+			}
+			return a.accountPut(c, file, id, allowDup)
+		},
+	}
+	a.deploymentFlags(c)
+	c.Flags().StringVar(&file, "file", "", `account JSON file ("-" for stdin)`)
+	c.Flags().StringVar(&id, "id", "", "the account to update (when the file has no id)")
+	c.Flags().BoolVar(&allowDup, "allow-duplicate-name", false, "create the account even if another one has the same name")
+	_ = c.MarkFlagFilename("file", "json")
+	return c
+}
+
+func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error {
+	ctx := c.Context()
+	acct, orig, err := readAccountFile(file, c.InOrStdin())
+	if err != nil {
+		return err
+	}
+	switch {
+	case id != "" && acct.ID != "" && acct.ID != id:
+		return usagef(c, "--id %s differs from the id in %s (%s)", id, file, acct.ID)
+	case id != "":
+		acct.ID = id
+	}
+	generated := acct.ID == ""
+	if generated {
+		if acct.ID, err = account.NewID(a.rand); err != nil {
+			return err
+		}
+	}
+	if acct.CreatedAt.IsZero() {
+		acct.CreatedAt = a.now().UTC().Truncate(1e9)
+	}
+	if err := acct.Validate(); err != nil {
+		if generated {
+			return fmt.Errorf("account file %s:\n  %s", file, strings.ReplaceAll(stripID(err), "\n", "\n  "))
+		}
+		return fmt.Errorf("account file %s:\n  %s", file, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	e, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkPatterns(acct, e.bucketPattern, e.rolePattern); err != nil {
+		return fmt.Errorf("account file %s: %w", file, err)
+	}
+	old, err := e.ledger.GetAccount(ctx, acct.ID)
+	exists := err == nil
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return err
+	}
+	if !allowDup {
+		all, err := e.ledger.ListAccounts(ctx)
+		if err != nil {
+			return err
+		}
+		for _, o := range all {
+			if o.ID != acct.ID && sameName(o.Name, acct.Name) {
+				hint := fmt.Sprintf(`to update it, add "id": %q to %s (or pass --id %s)`, o.ID, file, o.ID)
+				return fmt.Errorf("%w: %q is %s (bucket %s); %s; to create another account with the same name, pass --allow-duplicate-name",
+					errDuplicateName, acct.Name, o.ID, o.Destination.Bucket, hint)
+			}
+		}
+	}
+	if exists {
+		acct.CreatedAt = old.CreatedAt
+	}
+	if err := e.ledger.PutAccount(ctx, acct); err != nil {
+		return err
+	}
+	verb := "created"
+	if exists {
+		verb = "updated"
+	}
+	fmt.Fprintf(a.stderr, "daybook: %s account %s (%s)\n", verb, acct.ID, acct.Name)
+	if generated {
+		if err := writeBackID(file, orig, acct.ID); err != nil {
+			fmt.Fprintf(a.stderr, "daybook: the new id was not written to %s (%v); to update this account next time run:\n  daybook account put --file %s --id %s\n", file, err, file, acct.ID)
+		} else {
+			fmt.Fprintf(a.stderr, "daybook: wrote \"id\": %q into %s; running the same command again updates this account\n", acct.ID, file)
+		}
+	}
+	return printJSON(a.stdout, acct)
+}
+
+// stripID drops the "id" problem from a validation error of an account
+// whose id the CLI generated (it cannot be the problem).
+func stripID(err error) string {
+	var keep []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if !strings.HasPrefix(l, "id ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func sameName(a, b string) bool {
+	return strings.EqualFold(strings.Join(strings.Fields(a), " "), strings.Join(strings.Fields(b), " "))
+}
+
+// account opens the deployment and reads one account; a missing one is
+// named with the flag or argument it came from.
+func (a *app) account(ctx context.Context, id, from string) (*opsEnv, account.Account, error) {
+	e, err := a.open(ctx)
+	if err != nil {
+		return nil, account.Account{}, err
+	}
+	acct, err := e.ledger.GetAccount(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, account.Account{}, fmt.Errorf("%s %s: no such account (daybook account list shows them)", from, id)
+	}
+	if err != nil {
+		return nil, account.Account{}, err
+	}
+	return e, acct, nil
+}
+
+func (a *app) accountGetCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one account",
+		Args:  exactArgs("ID"),
+	}
+	a.deploymentFlags(c)
+	out := outputFlag(c)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		e, acct, err := a.account(c.Context(), args[0], "account")
+		if err != nil {
+			return err
+		}
+		if *out == outputJSON {
+			return printJSON(a.stdout, acct)
+		}
+		d := acct.WithDefaults(e.settle)
+		prefix, _ := acct.Prefix(e.stage)
+		how := "daybook's own role"
+		if acct.Destination.RoleARN != "" {
+			how = "assumes " + acct.Destination.RoleARN + " (external id set)"
+		}
+		tw := newTable(a.stdout)
+		for _, kv := range [][2]string{
+			{"id", acct.ID}, {"name", acct.Name}, {"enabled", fmt.Sprint(acct.Enabled)},
+			{"start date", acct.StartDate.String()}, {"time zone", d.TimeZone}, {"settle delay", d.SettleDelay.D().String()},
+			{"datasets", strings.Join(acct.Datasets, ", ")},
+			{"destination", "s3://" + acct.Destination.Bucket + "/" + prefix + "/"}, {"access", how},
+			{"format", d.Destination.Format + " (" + d.Destination.Compression + ")"},
+			{"created", acct.CreatedAt.UTC().Format("2006-01-02 15:04:05Z")},
+		} {
+			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+		}
+		return tw.Flush()
+	}
+	return c
+}
+
+func (a *app) accountListCommand() *cobra.Command {
+	c := &cobra.Command{Use: "list", Short: "List accounts"}
+	a.deploymentFlags(c)
+	out := outputFlag(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		e, err := a.open(c.Context())
+		if err != nil {
+			return err
+		}
+		accts, err := e.ledger.ListAccounts(c.Context())
+		if err != nil {
+			return err
+		}
+		if *out == outputJSON {
+			return printJSON(a.stdout, nonNil(accts))
+		}
+		tw := newTable(a.stdout)
+		fmt.Fprintln(tw, "ID\tNAME\tENABLED\tSTART\tZONE\tFORMAT\tBUCKET\tDATASETS")
+		for _, x := range accts {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Name, x.Enabled, x.StartDate, orDefault(x.TimeZone, "UTC"),
+				orDefault(x.Destination.Format, account.FormatParquet), x.Destination.Bucket, strings.Join(x.Datasets, ","))
+		}
+		return tw.Flush()
+	}
+	return c
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (a *app) accountEnableCommand(enable bool) *cobra.Command {
+	use, short := "disable ID", "Stop exporting an account: the sweeper skips it and the exporter refuses its jobs"
+	if enable {
+		use, short = "enable ID", "Export an account again"
+	}
+	c := &cobra.Command{Use: use, Short: short, Args: exactArgs("ID")}
+	a.deploymentFlags(c)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		e, acct, err := a.account(c.Context(), args[0], "account")
+		if err != nil {
+			return err
+		}
+		word := map[bool]string{true: "enabled", false: "disabled"}[enable]
+		if acct.Enabled == enable {
+			_, err := fmt.Fprintf(a.stdout, "account %s (%s) is already %s; nothing changed\n", acct.ID, acct.Name, word)
+			return err
+		}
+		acct.Enabled = enable
+		if err := e.ledger.PutAccount(c.Context(), acct); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(a.stdout, "account %s (%s) %s\n", acct.ID, acct.Name, word)
+		return err
+	}
+	return c
+}
+
+func (a *app) accountDeleteCommand() *cobra.Command {
+	var yes, purge bool
+	c := &cobra.Command{
+		Use:   "delete ID --yes",
+		Short: "Delete an account record (its ledger rows stay unless --purge)",
+		Long: `Delete an account record. The sweeper and the exporter stop seeing the account at once. Refused
+while any of its partitions runs (a claim whose lease is live, started or waiting in the queue).
+Its ledger rows, watermarks and attempt history stay, so re-registering the same id resumes
+where it stopped, unless --purge deletes them too. Files in the customer's bucket are never
+touched.`,
+		Args: exactArgs("ID"),
+	}
+	a.deploymentFlags(c)
+	c.Flags().BoolVar(&yes, "yes", false, "really delete")
+	c.Flags().BoolVar(&purge, "purge", false, "also delete the account's ledger rows, watermarks and attempt history")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if !yes {
+			return usagef(c, "deleting account %s cannot be undone: pass --yes", args[0])
+		}
+		ctx := c.Context()
+		e, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		acct, err := e.ledger.GetAccount(ctx, args[0])
+		switch {
+		case errors.Is(err, ledger.ErrNotFound) && purge:
+			// Deleted earlier; purge what is left of it.
+			acct = account.Account{ID: args[0], Name: "already deleted"}
+		case errors.Is(err, ledger.ErrNotFound):
+			return fmt.Errorf("account %s: no such account (daybook account list shows them)", args[0])
+		case err != nil:
+			return err
+		}
+		open, err := e.ledger.Open(ctx, acct.ID)
+		if err != nil {
+			return err
+		}
+		var running []string
+		now := a.now()
+		for _, r := range open {
+			if r.State == ledger.StateRunning && !r.LeaseUntil.Before(now) {
+				running = append(running, r.Dataset+" "+r.Day.String())
+			}
+		}
+		if len(running) > 0 {
+			return fmt.Errorf("%w: account %s has %d partitions running (%s); disable it (daybook account disable %s), wait for them to finish, then delete",
+				errRunning, acct.ID, len(running), strings.Join(running[:min(5, len(running))], ", "), acct.ID)
+		}
+		if err := e.ledger.DeleteAccount(ctx, acct.ID); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return err
+		}
+		if purge {
+			res, err := e.ledger.PurgeAccount(ctx, acct.ID, union(acct.Datasets, datasetNames()))
+			if err != nil {
+				return fmt.Errorf("account %s deleted, but purging its ledger rows failed (run the same command again to finish): %w", acct.ID, err)
+			}
+			_, err = fmt.Fprintf(a.stdout, "deleted account %s (%s) and purged %d ledger rows, %d history items, %d watermarks\n",
+				acct.ID, acct.Name, res.Rows, res.History, res.Watermarks)
+			return err
+		}
+		rows := 0
+		for _, ds := range acct.Datasets {
+			n, err := e.ledger.Count(ctx, acct.ID, ds, firstDay, lastDay)
+			if err != nil {
+				return err
+			}
+			rows += n
+		}
+		_, err = fmt.Fprintf(a.stdout, "deleted account %s (%s); its %d ledger rows are kept (delete them with --purge)\n", acct.ID, acct.Name, rows)
+		return err
+	}
+	return c
+}
+
+func union(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(append([]string{}, a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
+	"github.com/spf13/cobra"
+
+	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// Named errors of "where the CLI points".
+var (
+	errNoDeployment  = errors.New("no deployment to talk to: pass --stack NAME (a deployed daybook stack), or --env-file FILE, or run `make local-up` for a local one, or set LEDGER_TABLE")
+	errStackNotFound = errors.New("no such CloudFormation stack")
+	errNotDaybook    = errors.New("the stack has no LedgerTableName output: is it a daybook stack?")
+	errLocalDown     = errors.New("the local stack is not running: make local-up")
+)
+
+// targetFlags say which deployment a command talks to.
+type targetFlags struct {
+	stack, region, profile, envFile string
+}
+
+// deploymentFlags registers --stack, --region, --profile and --env-file on
+// a command that talks to a deployment.
+func (a *app) deploymentFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&a.target.stack, "stack", "", "deployed CloudFormation stack to talk to (its outputs name the table and queues)")
+	f.StringVar(&a.target.region, "region", "", "AWS region (default: the SDK's, e.g. AWS_REGION or the profile's)")
+	f.StringVar(&a.target.profile, "profile", "", "AWS shared config profile")
+	f.StringVar(&a.target.envFile, "env-file", "", "a deployment's env.json (the sam local invoke --env-vars format written by make local-up)")
+	for _, n := range []string{"stack", "region", "profile", "env-file"} {
+		_ = f.SetAnnotation(n, deploymentAnnotation, []string{"true"})
+	}
+	_ = c.MarkFlagFilename("env-file", "json")
+}
+
+// stackOutputVars maps the template's outputs to the variables the
+// functions read, so the three sources give the same configuration.
+var stackOutputVars = map[string]string{
+	"LedgerTableName":        "LEDGER_TABLE",
+	"JobsQueueUrl":           "JOBS_QUEUE_URL",
+	"JobsDLQUrl":             "JOBS_DLQ_URL",
+	"SweeperDLQUrl":          "SWEEPER_DLQ_URL",
+	"Stage":                  "DAYBOOK_STAGE",
+	"SettleDelay":            "SETTLE_DELAY",
+	"ExporterTimeoutSeconds": "EXPORTER_TIMEOUT_SECONDS",
+	"LeaseMarginSeconds":     "LEASE_MARGIN_SECONDS",
+	"MaxAttempts":            "MAX_ATTEMPTS",
+	"DirectBucketPattern":    "DIRECT_BUCKET_PATTERN",
+	"CustomerRolePattern":    "CUSTOMER_ROLE_PATTERN",
+}
+
+// deployment is where a command points, resolved.
+type deployment struct {
+	desc     string            // for the stderr line
+	vars     map[string]string // LEDGER_TABLE, JOBS_QUEUE_URL, ...
+	cfg      aws.Config
+	endpoint string // custom endpoint, if any
+}
+
+// stackAPI is the part of CloudFormation the CLI reads.
+type stackAPI interface {
+	DescribeStacks(ctx context.Context, params *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+var _ stackAPI = (*cloudformation.Client)(nil)
+
+// stackOutputs reads a stack's outputs; a missing stack is errStackNotFound.
+func stackOutputs(ctx context.Context, api stackAPI, name string) (map[string]string, error) {
+	out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist") {
+			return nil, fmt.Errorf("%w: %s", errStackNotFound, name)
+		}
+		return nil, fmt.Errorf("describe stack %s: %w", name, err)
+	}
+	if len(out.Stacks) == 0 {
+		return nil, fmt.Errorf("%w: %s", errStackNotFound, name)
+	}
+	m := map[string]string{}
+	for _, o := range out.Stacks[0].Outputs {
+		m[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	return m, nil
+}
+
+// resolve finds the deployment: --stack, else --env-file, else
+// .local/env.json when LEDGER_TABLE is unset, else the environment.
+func (a *app) resolve(ctx context.Context) (*deployment, error) {
+	t := a.target
+	if t.stack != "" && t.envFile != "" {
+		return nil, errors.New("give --stack or --env-file, not both")
+	}
+	if t.stack != "" {
+		return a.resolveStack(ctx)
+	}
+	file := t.envFile
+	if file == "" && a.getenv("LEDGER_TABLE") == "" {
+		if def := a.localDir + "/env.json"; fileExists(def) {
+			file = def
+		}
+	}
+	if file != "" {
+		return a.resolveEnvFile(ctx, file)
+	}
+	vars := map[string]string{}
+	for _, k := range append(sortedValues(stackOutputVars), "AWS_ENDPOINT_URL") {
+		if v := a.getenv(k); v != "" {
+			vars[k] = v
+		}
+	}
+	if vars["LEDGER_TABLE"] == "" {
+		return nil, errNoDeployment
+	}
+	cfg, err := a.awsConfig(ctx, t.region, t.profile)
+	if err != nil {
+		return nil, err
+	}
+	return &deployment{desc: "the deployment in the environment variables" + where(cfg.Region, t.profile), vars: vars, cfg: cfg, endpoint: vars["AWS_ENDPOINT_URL"]}, nil
+}
+
+func (a *app) resolveStack(ctx context.Context) (*deployment, error) {
+	t := a.target
+	cfg, err := a.awsConfig(ctx, t.region, t.profile)
+	if err != nil {
+		return nil, err
+	}
+	endpoint := a.getenv("AWS_ENDPOINT_URL")
+	if err := a.probe(ctx, endpoint); err != nil {
+		return nil, err
+	}
+	outs, err := stackOutputs(ctx, cloudformation.NewFromConfig(cfg), t.stack)
+	if err != nil {
+		if errors.Is(err, errStackNotFound) {
+			return nil, fmt.Errorf("%w: %s%s (check --stack, --region and --profile)", errStackNotFound, t.stack, where(cfg.Region, t.profile))
+		}
+		return nil, err
+	}
+	if outs["LedgerTableName"] == "" {
+		return nil, fmt.Errorf("%w (%s)", errNotDaybook, t.stack)
+	}
+	vars := map[string]string{}
+	for out, v := range stackOutputVars {
+		if outs[out] != "" {
+			vars[v] = outs[out]
+		}
+	}
+	return &deployment{desc: "stack " + t.stack + where(cfg.Region, t.profile), vars: vars, cfg: cfg, endpoint: endpoint}, nil
+}
+
+func (a *app) resolveEnvFile(ctx context.Context, file string) (*deployment, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("env file: %w", err)
+	}
+	env := map[string]map[string]string{}
+	if err := decodeJSON(file, b, &env, false); err != nil {
+		return nil, fmt.Errorf("env file %w", err)
+	}
+	vars := map[string]string{}
+	for _, fn := range []string{"SweeperFunction", "ExporterFunction"} {
+		for k, v := range env[fn] {
+			vars[k] = v
+		}
+	}
+	if vars["LEDGER_TABLE"] == "" {
+		return nil, fmt.Errorf("env file %s names no LEDGER_TABLE for ExporterFunction or SweeperFunction", file)
+	}
+	region := a.target.region
+	if region == "" {
+		region = vars["AWS_REGION"]
+	}
+	cfg, err := a.awsConfig(ctx, region, a.target.profile)
+	if err != nil {
+		return nil, err
+	}
+	if id := vars["AWS_ACCESS_KEY_ID"]; id != "" {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(id, vars["AWS_SECRET_ACCESS_KEY"], vars["AWS_SESSION_TOKEN"])
+	}
+	endpoint := vars["AWS_ENDPOINT_URL"]
+	desc := "the deployment in " + file + where(cfg.Region, a.target.profile)
+	if endpoint != "" {
+		cfg.BaseEndpoint = aws.String(endpoint)
+		desc = "the local stack in " + file + " (endpoint " + endpoint + ")"
+	}
+	return &deployment{desc: desc, vars: vars, cfg: cfg, endpoint: endpoint}, nil
+}
+
+// probe fails fast with errLocalDown when a loopback endpoint does not
+// answer, instead of an SDK retry loop ending in "connection refused".
+func (a *app) probe(ctx context.Context, endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("endpoint %q is not a URL", endpoint)
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443"}[u.Scheme]
+		if port == "" {
+			port = "80"
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := a.dial(ctx, "tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fmt.Errorf("%w (nothing answers at %s)", errLocalDown, endpoint)
+	}
+	return c.Close()
+}
+
+func where(region, profile string) string {
+	var parts []string
+	if region != "" {
+		parts = append(parts, "region "+region)
+	}
+	if profile != "" {
+		parts = append(parts, "profile "+profile)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func sortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// lastSegment is a queue's name from its URL.
+func lastSegment(u string) string { return u[strings.LastIndex(u, "/")+1:] }
+
+// opsEnv is an opened deployment: the clients and settings every command
+// that talks to one needs.
+type opsEnv struct {
+	dep           *deployment
+	cfg           aws.Config
+	ledger        *ledger.Ledger
+	sqs           *sqs.Client
+	sts           callerAPI
+	buckets       *destination.Clients
+	queueURL      string
+	dlqURL        string
+	sweeperDLQURL string
+	stage         string
+	settle        time.Duration
+	bucketPattern string
+	rolePattern   string
+}
+
+// open resolves and opens the deployment once per run and says on stderr
+// which one it is.
+func (a *app) open(ctx context.Context) (*opsEnv, error) {
+	if a.ops != nil {
+		return a.ops, nil
+	}
+	dep, err := a.resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dep.endpoint != "" && a.target.stack == "" {
+		if err := a.probe(ctx, dep.endpoint); err != nil {
+			return nil, err
+		}
+	}
+	r := envvar.From(dep.vars)
+	e := &opsEnv{
+		dep: dep, cfg: dep.cfg,
+		stage:         r.StringOr("DAYBOOK_STAGE", "dev"),
+		settle:        r.Duration("SETTLE_DELAY", 2*time.Hour),
+		queueURL:      r.StringOr("JOBS_QUEUE_URL", ""),
+		dlqURL:        r.StringOr("JOBS_DLQ_URL", ""),
+		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),
+		bucketPattern: r.StringOr("DIRECT_BUCKET_PATTERN", ""),
+		rolePattern:   r.StringOr("CUSTOMER_ROLE_PATTERN", ""),
+	}
+	lcfg := ledger.ConfigFromEnv(r)
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dep.desc, err)
+	}
+	lcfg.Now = a.now
+	if e.ledger, err = ledger.New(dynamodb.NewFromConfig(dep.cfg), lcfg); err != nil {
+		return nil, err
+	}
+	e.sqs = sqs.NewFromConfig(dep.cfg)
+	e.sts = sts.NewFromConfig(dep.cfg)
+	e.buckets = &destination.Clients{Base: dep.cfg}
+	line := fmt.Sprintf("daybook: using %s: table %s", dep.desc, lcfg.Table)
+	if e.queueURL != "" {
+		line += ", queue " + lastSegment(e.queueURL)
+	}
+	fmt.Fprintln(a.stderr, line)
+	a.ops = e
+	return e, nil
+}
