@@ -83,3 +83,17 @@ func deadEndpoint(t *testing.T) string {
 	l.Close()
 	return "http://" + addr
 }
+
+// TestStackOutputs: --stack needs nothing but the stack name; every
+// setting it reads is an output of template.yaml.
+func TestStackOutputs(t *testing.T) {
+	s := deployed(t)
+	for out := range stackOutputVars {
+		if s.outputs[out] == "" {
+			t.Errorf("template.yaml has no output %s (for %s)", out, stackOutputVars[out])
+		}
+	}
+	if s.outputs["Stage"] != "clitest" || s.outputs["MaxAttempts"] != "6" || s.outputs["DashboardName"] != "daybook-clitest" {
+		t.Errorf("outputs %v", s.outputs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,45 @@ func TestCIChecksEachTool(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "missing after make tools: cfn-lint") || strings.Contains(string(out), "missing after make tools: moto_server") {
 		t.Errorf(".ci/run with cfn-lint missing: %v\n%s", err, out)
+	}
+}
+
+// TestDashboardUsesPublishedMetrics: every daybook metric on the template's
+// dashboard is one the functions publish, and every published one is shown.
+func TestDashboardUsesPublishedMetrics(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDashboard := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\["daybook", "(\w+)"`).FindAllStringSubmatch(string(tmpl), -1) {
+		onDashboard[m[1]] = true
+	}
+	published := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(root, "functions/*/*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`Name: "(\w+)", Unit: metrics\.`).FindAllStringSubmatch(string(b), -1) {
+			published[m[1]] = true
+		}
+	}
+	if len(published) < 5 || len(onDashboard) == 0 {
+		t.Fatalf("found %d published metrics and %d on the dashboard", len(published), len(onDashboard))
+	}
+	for m := range onDashboard {
+		if !published[m] {
+			t.Errorf("the dashboard shows %s, which no function publishes", m)
+		}
+	}
+	for m := range published {
+		if !onDashboard[m] {
+			t.Errorf("%s is published but not on the dashboard", m)
+		}
 	}
 }

@@ -28,7 +28,7 @@ func TestDeployTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := samstack.Deploy(ctx, cfg, "../../template.yaml", "daybook-deploytest", map[string]string{"Stage": "deploytest"})
+	st, err := samstack.Deploy(ctx, cfg, "../../../template.yaml", "daybook-deploytest", map[string]string{"Stage": "deploytest"})
 	if err != nil {
 		t.Fatal(err)
 	}
