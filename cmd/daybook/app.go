@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -81,7 +82,9 @@ func osUserName() string {
 }
 
 func loadAWSConfig(ctx context.Context, region, profile string) (aws.Config, error) {
-	var opts []func(*config.LoadOptions) error
+	// The SDK's own log lines (an IMDS fallback on a laptop) are noise for
+	// an operator; its errors still reach them.
+	opts := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
 	}

@@ -83,10 +83,11 @@ Function output is appended to <dir>/<Function>.log.`,
 		if sweep {
 			fmt.Fprintf(a.stdout, "%d sweeps claimed %d partitions; ", p.Sweeps, p.Claimed)
 		}
-		fmt.Fprintf(a.stdout, "the exporter took %d messages: %d done, %d failed (hidden for the queue's visibility timeout, then redelivered); logs in %s\n",
+		fmt.Fprintf(a.stdout, "the exporter took %d messages: %d done, %d failed; logs in %s\n",
 			p.Messages, p.Done, p.Failed, filepath.Join(dir, "ExporterFunction.log"))
 		if p.Failed > 0 {
-			return fmt.Errorf("%d messages failed; see %s and daybook status", p.Failed, filepath.Join(dir, "ExporterFunction.log"))
+			return fmt.Errorf("%d messages failed: they stay hidden for the queue's visibility timeout, then come back; see %s and daybook status",
+				p.Failed, filepath.Join(dir, "ExporterFunction.log"))
 		}
 		return nil
 	}

@@ -31,7 +31,20 @@ var (
 	errStackNotFound = errors.New("no such CloudFormation stack")
 	errNotDaybook    = errors.New("the stack has no LedgerTableName output: is it a daybook stack?")
 	errLocalDown     = errors.New("the local stack is not running: make local-up")
+	errNoCredentials = errors.New("no AWS credentials: pass --profile (after aws sso login or aws configure), or set AWS_PROFILE or AWS_ACCESS_KEY_ID")
 )
+
+// haveCredentials fails with errNoCredentials when cfg has none to give, before
+// a first call fails with the SDK's chain of retries and lookups.
+func haveCredentials(ctx context.Context, cfg aws.Config, where string) error {
+	if cfg.Credentials == nil {
+		return fmt.Errorf("%w (%s)", errNoCredentials, where)
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return fmt.Errorf("%w (%s): %v", errNoCredentials, where, err)
+	}
+	return nil
+}
 
 // targetFlags say which deployment a command talks to.
 type targetFlags struct {
@@ -135,6 +148,12 @@ func (a *app) resolve(ctx context.Context) (*deployment, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.probe(ctx, vars["AWS_ENDPOINT_URL"]); err != nil {
+		return nil, err
+	}
+	if err := haveCredentials(ctx, cfg, "for the deployment in the environment variables"+where(cfg.Region, t.profile)); err != nil {
+		return nil, err
+	}
 	return &deployment{desc: "the deployment in the environment variables" + where(cfg.Region, t.profile), vars: vars, cfg: cfg, endpoint: vars["AWS_ENDPOINT_URL"]}, nil
 }
 
@@ -146,6 +165,9 @@ func (a *app) resolveStack(ctx context.Context) (*deployment, error) {
 	}
 	endpoint := a.getenv("AWS_ENDPOINT_URL")
 	if err := a.probe(ctx, endpoint); err != nil {
+		return nil, err
+	}
+	if err := haveCredentials(ctx, cfg, "for stack "+t.stack+where(cfg.Region, t.profile)); err != nil {
 		return nil, err
 	}
 	outs, err := stackOutputs(ctx, cloudformation.NewFromConfig(cfg), t.stack)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 func TestWhereItPoints(t *testing.T) {
@@ -95,5 +98,14 @@ func TestStackOutputs(t *testing.T) {
 	}
 	if s.outputs["Stage"] != "clitest" || s.outputs["MaxAttempts"] != "6" || s.outputs["DashboardName"] != "daybook-clitest" {
 		t.Errorf("outputs %v", s.outputs)
+	}
+}
+
+func TestNoCredentialsIsSaidAtOnce(t *testing.T) {
+	a, _, _ := testApp(t)
+	a.awsConfig = func(context.Context, string, string) (aws.Config, error) { return aws.Config{Region: "eu-west-1"}, nil }
+	r := execute(t, a, "status", "--stack", "daybook-prod")
+	if r.code != exitError || !strings.Contains(r.stderr, "no AWS credentials: pass --profile") || !strings.Contains(r.stderr, "for stack daybook-prod (region eu-west-1)") {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
 }
