@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/daybook-dev/daybook/shared/awsclient"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -214,6 +220,11 @@ func TestAccountDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.createBucket(t, "daybook-exports-clitest")
+	delivered := "daybook/" + acct.ID + "/v1/events/dt=2026-11-27/_SUCCESS"
+	if _, err := awsclient.NewS3(s.cfg).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("daybook-exports-clitest"), Key: aws.String(delivered), Body: strings.NewReader("1")}); err != nil {
+		t.Fatal(err)
+	}
 	a, _, _ := testApp(t)
 	unchanged := func(step string) {
 		t.Helper()
@@ -254,6 +265,9 @@ func TestAccountDelete(t *testing.T) {
 	if n, _ := l.Count(ctx, acct.ID, "events", from, to); n != 0 {
 		t.Errorf("%d rows left after --purge", n)
 	}
+	if keys := s.objects(t, "daybook-exports-clitest"); !slices.Contains(keys, delivered) {
+		t.Errorf("deleting the account touched its delivered files: %v", keys)
+	}
 	if r := s.run(t, a, "account", "delete", acct.ID, "--yes"); r.code != exitError || !strings.Contains(r.stderr, "no such account") {
 		t.Errorf("delete of a missing account: exit %d\n%s", r.code, r.stderr)
 	}
@@ -273,6 +287,9 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	if r.code != 0 || strings.Count(r.stdout, "\tok")+strings.Count(r.stdout, " ok") < 5 {
 		t.Errorf("existing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	if keys := s.objects(t, bucket); len(keys) != 0 {
+		t.Errorf("account test left objects behind: %v", keys)
+	}
 	r = s.run(t, a, "account", "test", acct.ID, "-o", "json")
 	var res struct {
 		OK     bool `json:"ok"`
@@ -281,4 +298,18 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	if json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || !res.OK || len(res.Checks) != 5 {
 		t.Errorf("-o json: exit %d %+v\n%s", r.code, res, r.stdout)
 	}
+}
+
+// objects lists a bucket's keys.
+func (s stack) objects(t *testing.T, bucket string) []string {
+	t.Helper()
+	out, err := awsclient.NewS3(s.cfg).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
 }
