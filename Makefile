@@ -15,6 +15,10 @@ DAYBOOK     := $(LOCAL)/bin/daybook
 export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
 # Python tools pinned for a machine that lacks them; installed into .local/venv.
 PY_TOOLS    := moto[server]==5.2.1 aws-sam-translator==1.110.0 cfn-lint==1.51.0
+# The JavaScript Parquet reader the tests run with Node (versions pinned by its
+# package-lock.json); npm ci installs it into $(JS_READER)/node_modules.
+JS_READER   := shared/devkit/parquetreaders/js
+JS_STAMP    := $(JS_READER)/node_modules/.installed-package-lock.json
 VENV        := $(LOCAL)/venv
 # The venv goes on PATH unless it is there unfinished (no .complete: an
 # install that failed or was killed); .ci/tools removes such a one.
@@ -42,9 +46,14 @@ build: ## host builds of both bootstraps and the CLI into .local/bin
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools
-tools: ## install what is missing or not at its pinned version: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv)
+tools: ## install what is missing or not at its pinned version: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv), the JS Parquet reader (npm ci)
 	@.ci/tools rie "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
+	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
+	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
+	  echo "installing the JavaScript Parquet reader: npm ci in $(JS_READER)"; \
+	  (cd $(JS_READER) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && cp $(JS_READER)/package-lock.json $(JS_STAMP) || { echo "could not install the JavaScript Parquet reader; run: (cd $(JS_READER) && npm ci)"; exit 1; }; \
+	fi
 
 # --- local AWS -----------------------------------------------------------------
 .PHONY: local-up local-down local-drain invoke-sweeper invoke-exporter
@@ -90,7 +99,7 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
-bench: ## benchmarks: encoders, xitongsys comparison, multipart writer
+bench: ## benchmarks: encoders, xitongsys comparison, bytes vs DuckDB per profile (table), multipart writer
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
 

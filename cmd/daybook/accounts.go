@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -85,7 +87,7 @@ func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error
 	if acct.CreatedAt.IsZero() {
 		acct.CreatedAt = a.now().UTC().Truncate(1e9)
 	}
-	if err := acct.Validate(); err != nil {
+	if err := acct.ValidateShape(); err != nil {
 		if generated {
 			return fmt.Errorf("account file %s:\n  %s", file, strings.ReplaceAll(stripID(err), "\n", "\n  "))
 		}
@@ -198,7 +200,7 @@ func (a *app) accountGetCommand() *cobra.Command {
 			{"start date", acct.StartDate.String()}, {"time zone", d.TimeZone}, {"settle delay", d.SettleDelay.D().String()},
 			{"datasets", strings.Join(acct.Datasets, ", ")},
 			{"destination", "s3://" + acct.Destination.Bucket + "/" + prefix + "/"}, {"access", how},
-			{"format", d.Destination.Format + " (" + d.Destination.Compression + ")"},
+			{"format", fmt.Sprintf("%s (%s)", d.Destination.Format, d.Destination.Compression)},
 			{"created", acct.CreatedAt.UTC().Format("2006-01-02 15:04:05Z")},
 		} {
 			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
@@ -227,8 +229,8 @@ func (a *app) accountListCommand() *cobra.Command {
 		tw := newTable(a.stdout)
 		fmt.Fprintln(tw, "ID\tNAME\tENABLED\tSTART\tZONE\tFORMAT\tBUCKET\tDATASETS")
 		for _, x := range accts {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Name, x.Enabled, x.StartDate, orDefault(x.TimeZone, "UTC"),
-				orDefault(x.Destination.Format, account.FormatParquet), x.Destination.Bucket, strings.Join(x.Datasets, ","))
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Name, x.Enabled, x.StartDate, cmp.Or(x.TimeZone, account.DefaultTimeZone),
+				cmp.Or(x.Destination.Format, fileformat.Default), x.Destination.Bucket, strings.Join(x.Datasets, ","))
 		}
 		return tw.Flush()
 	}

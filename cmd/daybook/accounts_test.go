@@ -137,7 +137,7 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 		}, exitError, "DirectBucketPattern"},
 		{"role outside the deployment's pattern", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports",
-				"role_arn": "arn:aws:iam::123456789012:role/admin", "external_id": "x"}})
+				"role_arn": "arn:aws:iam::123456789012:role/admin", "external_id": "acme-7f3c"}})
 		}, exitError, "CustomerRolePattern"},
 		{"missing file", func(dir string) string { return filepath.Join(dir, "nope.json") }, exitError, "no such file"},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ permission it needs; a bucket that does not exist is said so.`,
 			return err
 		}
 		api := e.buckets.Client(acct.ID, acct.Destination)
-		region := orDefault(acct.Destination.Region, e.cfg.Region)
+		region := cmp.Or(acct.Destination.Region, e.cfg.Region)
 		if err := headBucket(ctx, api, acct.Destination.Bucket, acct.Destination.ExpectedBucketOwner, region); err != nil {
 			return fmt.Errorf("account %s: %w", acct.ID, err)
 		}

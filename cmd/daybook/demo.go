@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/verify"
@@ -60,7 +62,7 @@ type demoResult struct {
 }
 
 func (a *app) demoCommand() *cobra.Command {
-	o := demoOptions{Dir: ".demo", Template: "template.yaml", BinDir: ".local/bin", Days: 14, EventsPerDay: 3000, Seed: 20261129}
+	o := demoOptions{Dir: ".demo", Template: "template.yaml", BinDir: ".local/bin", Days: demosource.DefaultDays, EventsPerDay: demosource.DefaultEventsPerDay, Seed: 20261129}
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole pipeline locally on the embedded demo source; files land in <dir>/buckets",
@@ -158,8 +160,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		if a.Destination.RoleARN != "" {
 			how = "assumes " + a.Destination.RoleARN
 		}
-		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, orDefault(a.TimeZone, "UTC"),
-			orDefault(a.Destination.Format, "parquet"), a.StartDate, a.Destination.Bucket, how)
+		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
+			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.Bucket, how)
 	}
 
 	step("pipeline: schedule -> sweeper -> SQS -> exporter, real bootstraps under the Lambda Runtime Interface Emulator")
@@ -268,7 +270,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	printSummary(out, res)
 	a := src.Accounts[0]
 	prefix, _ := a.Prefix(stage)
-	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*.parquet")
+	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
 	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
 	fmt.Fprintf(out, "\ndone in %s; every process the demo started is stopped\n", time.Since(started).Round(time.Second))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -111,7 +112,7 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 			if h.Outcome == string(ledger.OutcomeCompleted) {
 				gen, rows, size, files = fmt.Sprint(h.Generation), fmt.Sprint(h.Rows), humanBytes(h.Bytes), fmt.Sprint(h.Files)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDefault(h.StartedAt, h.ClaimedAt), h.Attempt, h.Reason,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cmp.Or(h.StartedAt, h.ClaimedAt), h.Attempt, h.Reason,
 				fmtDuration(h.DurationMS), h.Outcome, gen, rows, size, files, h.Error)
 		}
 		return tw.Flush()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -26,7 +27,7 @@ func (a *app) requestedBy(ctx context.Context, api callerAPI, override string) s
 	if err == nil && aws.ToString(out.Arn) != "" {
 		return aws.ToString(out.Arn)
 	}
-	who := "cli:" + orDefault(a.osUser(), "unknown-user")
+	who := "cli:" + cmp.Or(a.osUser(), "unknown-user")
 	if err != nil {
 		fmt.Fprintf(a.stderr, "daybook: could not read the caller's AWS identity (%v); requested_by is %q (set it with --requested-by)\n", err, who)
 	}

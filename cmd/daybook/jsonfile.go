@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,7 @@ func decodeJSON(name string, b []byte, v any, strict bool) error {
 		off, msg = syn.Offset-1, syn.Error()
 	case errors.As(err, &typ):
 		off = typ.Offset - 1
-		msg = fmt.Sprintf("%s: a JSON %s where %s is expected", orDefault(typ.Field, "value"), typ.Value, typeName(typ.Type))
+		msg = fmt.Sprintf("%s: a JSON %s where %s is expected", cmp.Or(typ.Field, "value"), typ.Value, typeName(typ.Type))
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		off, msg = int64(len(b)), "the file ends before the JSON document does"
 	case strings.HasPrefix(msg, "json: unknown field "):
@@ -137,11 +138,4 @@ func jsonFields(t reflect.Type, prefix string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

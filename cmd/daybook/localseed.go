@@ -15,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // The local stack's account: a fixed id, so the sample events in events/
@@ -49,7 +50,7 @@ func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source 
 		ID: LocalAccountID, Name: "Local demo account", Enabled: true,
 		StartDate:   civil.Of(now.UTC()).AddDays(-localBackfillDays),
 		Datasets:    names,
-		Destination: account.Destination{Bucket: localBucket, Region: demosource.Region, Format: account.FormatParquet},
+		Destination: account.Destination{Bucket: localBucket, Region: demosource.Region, Format: fileformat.Default},
 	}
 	b, err := json.MarshalIndent(acct, "", "  ")
 	if err != nil {

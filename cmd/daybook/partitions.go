@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ func checkPartitions(e *opsEnv, acct account.Account, ds string, to civil.Date, 
 	}
 	if closed := now(); to.After(closed) {
 		return fmt.Errorf("%s %s: %w for account %s (time zone %s, settle delay %s): the last closed day is %s; today is never exported",
-			flag, to, errNotClosed, acct.ID, orDefault(acct.TimeZone, "UTC"), acct.WithDefaults(e.settle).SettleDelay.D(), closed)
+			flag, to, errNotClosed, acct.ID, cmp.Or(acct.TimeZone, account.DefaultTimeZone), acct.WithDefaults(e.settle).SettleDelay.D(), closed)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -87,10 +88,11 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 		if day.IsZero() {
 			day = civil.Of(a.now().UTC().Add(-24 * time.Hour))
 		}
-		pp := "<prefix>/" + layout.Version + "/" + d.Name + "/dt=" + day.String() + "/"
+		const prefix = "<prefix>"
 		return loadsql.Partition{
-			Dataset: d, Day: day, Generation: 1, Format: "parquet", Bucket: "<bucket>", PartitionPrefix: pp,
-			Files: []loadsql.File{{Key: pp + "part-00000.parquet"}},
+			Dataset: d, Day: day, Generation: 1, Format: fileformat.Default, Bucket: "<bucket>",
+			PartitionPrefix: layout.PartitionPrefix(prefix, d.Name, day),
+			Files:           []loadsql.File{{Key: layout.DataKey(prefix, d.Name, day, 0, fileformat.Default.Extension())}},
 		}, "-- placeholder partition: pass --account and --day for the SQL of a delivered partition", nil
 	}
 	e, acct, err := a.account(ctx, acctID, "--account")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -172,7 +173,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", l.Account, name, strings.Join(l.Datasets, ","),
 			l.Counts[phaseCompleted], l.Counts[phaseQueued]+l.Counts[phasePending], l.Counts[phaseClaimed], l.Counts[phaseRunning],
-			l.Counts[phaseFailed], l.Counts[phaseStopped], orDefault(l.OldestDue, "-"), last)
+			l.Counts[phaseFailed], l.Counts[phaseStopped], cmp.Or(l.OldestDue, "-"), last)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -235,5 +236,5 @@ func describe(d dayStatus) string {
 	case phaseCompleted:
 		return fmt.Sprintf("completed, generation %d, %d rows in %d files (%s) at %s", d.Generation, d.Rows, d.Files, humanBytes(d.Bytes), d.CompletedAt)
 	}
-	return fmt.Sprintf("%s (reason %s)", d.State, orDefault(d.Reason, "-"))
+	return fmt.Sprintf("%s (reason %s)", d.State, cmp.Or(d.Reason, "-"))
 }

@@ -321,8 +321,8 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 	r := envvar.From(dep.vars)
 	e := &opsEnv{
 		dep: dep, cfg: dep.cfg,
-		stage:         r.StringOr("DAYBOOK_STAGE", "dev"),
-		settle:        r.Duration("SETTLE_DELAY", 2*time.Hour),
+		stage:         r.Stage(),
+		settle:        r.SettleDelay(),
 		queueURL:      r.StringOr("JOBS_QUEUE_URL", ""),
 		dlqURL:        r.StringOr("JOBS_DLQ_URL", ""),
 		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),

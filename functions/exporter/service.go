@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -127,7 +128,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	closed := acct.ClosedThrough(s.Now())
 	if to.After(closed) {
 		return s.reject(ctx, log, "day %s is not closed yet for account %s (time zone %s): the last closed day is %s; today is never exported",
-			to, acct.ID, orDefault(acct.TimeZone, "UTC"), closed)
+			to, acct.ID, cmp.Or(acct.TimeZone, account.DefaultTimeZone), closed)
 	}
 	if from != to {
 		return s.fanOut(ctx, m, from, to, log)

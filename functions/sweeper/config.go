@@ -20,13 +20,13 @@ type Config struct {
 
 func loadConfig(r *envvar.Reader) (Config, error) {
 	c := Config{
-		Stage:         r.StringOr("DAYBOOK_STAGE", "dev"),
+		Stage:         r.Stage(),
 		QueueURL:      r.String("JOBS_QUEUE_URL"),
 		Ledger:        ledger.ConfigFromEnv(r),
 		PerAccountCap: r.Int("PER_ACCOUNT_CAP", 10),
 		PerSweepCap:   r.Int("PER_SWEEP_CAP", 200),
-		SettleDelay:   r.Duration("SETTLE_DELAY", 2*time.Hour),
-		LogLevel:      r.StringOr("AWS_LAMBDA_LOG_LEVEL", r.StringOr("LOG_LEVEL", "INFO")),
+		SettleDelay:   r.SettleDelay(),
+		LogLevel:      r.LogLevel(),
 	}
 	return c, r.Err()
 }

@@ -1,7 +1,15 @@
 // Package encode turns rows of the dataset value model into delivery files
-// (SPEC F5): Parquet (snappy or zstd) and gzipped NDJSON. Encoders stream to
-// an io.Writer and keep at most one row group in memory (E2), so the same
-// code serves a 10-row and a 100-million-row day.
+// (SPEC F5) of the formats package fileformat names: Parquet (snappy or zstd)
+// and gzipped NDJSON. Encoders stream to an io.Writer and keep at most one
+// row group in memory (E2), so the same code serves a 10-row and a
+// 100-million-row day.
+//
+// Parquet files are written in one of two profiles (Options.Profile). The
+// default, ProfileCompatible, uses only version 1 data pages and the PLAIN,
+// RLE and RLE_DICTIONARY encodings, which every reader a customer may load
+// the files with decodes. ProfileCompact adds version 2 data pages and delta
+// encodings for smaller files, for readers known to support them. Both
+// profiles write the same physical and logical types.
 package encode
 
 import (
@@ -10,50 +18,7 @@ import (
 	"io"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
-)
-
-// Format is a delivery file format.
-type Format string
-
-// Supported formats.
-const (
-	FormatParquet Format = "parquet"
-	FormatNDJSON  Format = "ndjson" // always gzip-compressed
-)
-
-// ParseFormat validates a configured format name.
-func ParseFormat(s string) (Format, error) {
-	switch f := Format(s); f {
-	case FormatParquet, FormatNDJSON:
-		return f, nil
-	}
-	return "", fmt.Errorf("format %q: %w", s, ErrUnsupported)
-}
-
-// Extension returns the file name suffix, e.g. ".parquet" or ".ndjson.gz".
-func (f Format) Extension() string {
-	if f == FormatNDJSON {
-		return ".ndjson.gz"
-	}
-	return ".parquet"
-}
-
-// ContentType returns the MIME type to store the object with.
-func (f Format) ContentType() string {
-	if f == FormatNDJSON {
-		return "application/x-ndjson"
-	}
-	return "application/vnd.apache.parquet"
-}
-
-// Compression is a Parquet compression codec.
-type Compression string
-
-// Parquet codecs. Snappy is the default: every engine reads it and it costs
-// little CPU in Lambda; zstd makes smaller files for a bit more CPU.
-const (
-	CompressionSnappy Compression = "snappy"
-	CompressionZstd   Compression = "zstd"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // Defaults bounding a Parquet row group. A row group is buffered in memory
@@ -66,21 +31,30 @@ const (
 
 // Options tune an encoder. The zero value is the recommended setting.
 type Options struct {
-	// Compression is the Parquet codec; empty means snappy. Ignored for
-	// NDJSON, which is always gzip.
-	Compression Compression
+	// Compression is the Parquet codec; empty means the format's default
+	// (fileformat.Parquet.DefaultCodec). Ignored for NDJSON, which is always
+	// gzip.
+	Compression fileformat.Codec
 	// MaxRowGroupRows ends a row group after that many rows (0: default).
 	MaxRowGroupRows int64
 	// MaxRowGroupBytes ends a row group once its buffered size estimate
 	// passes this (0: default).
 	MaxRowGroupBytes int64
-	// DisableDictionary turns off dictionary encoding of columns declared
-	// low-cardinality, and DisableDelta turns off DELTA_BINARY_PACKED for
-	// timestamps. Both exist to measure what the encodings buy.
-	DisableDictionary bool
-	DisableDelta      bool
+	// Profile chooses the Parquet page version and encodings (see Profile);
+	// the zero value is ProfileCompatible. Ignored for NDJSON.
+	Profile Profile
 	// GzipLevel is the NDJSON gzip level (0: default, 6).
 	GzipLevel int
+
+	// tuning is set only by this package's tests (export_test.go), so a
+	// small file exercises what only a large one would otherwise.
+	tuning tuning
+}
+
+// tuning overrides Parquet writer limits; zero fields mean the defaults.
+type tuning struct {
+	dictionaryLimit int64 // DictionaryLimit
+	pageBytes       int   // parquet-go's page buffer size
 }
 
 var (
@@ -109,14 +83,14 @@ type Writer interface {
 }
 
 // New returns an encoder of format writing to w.
-func New(format Format, w io.Writer, ds dataset.Dataset, opts Options) (Writer, error) {
+func New(format fileformat.Format, w io.Writer, ds dataset.Dataset, opts Options) (Writer, error) {
 	if len(ds.Columns) == 0 {
 		return nil, fmt.Errorf("encode dataset %q: no columns", ds.Name)
 	}
 	switch format {
-	case FormatParquet:
+	case fileformat.Parquet:
 		return newParquet(w, ds, opts)
-	case FormatNDJSON:
+	case fileformat.NDJSON:
 		return newNDJSON(w, ds, opts)
 	}
 	return nil, fmt.Errorf("encode dataset %s: format %q: %w", ds.Name, format, ErrUnsupported)

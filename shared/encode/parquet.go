@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,15 +18,19 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // Schema builds the Parquet schema of ds: columns in declared order, exact
 // logical types (SPEC F5), required columns REQUIRED and nullable ones
-// OPTIONAL. opts only chooses encodings, never types.
+// OPTIONAL. opts.Profile only chooses encodings, never types.
 func Schema(ds dataset.Dataset, opts Options) (*parquet.Schema, error) {
+	if !opts.Profile.valid() {
+		return nil, fmt.Errorf("parquet schema of dataset %s: %w", ds.Name, errProfile(opts.Profile))
+	}
 	fields := make([]parquet.Field, len(ds.Columns))
 	for i, c := range ds.Columns {
-		node, err := columnNode(c, opts)
+		node, err := columnNode(c, opts.Profile)
 		if err != nil {
 			return nil, fmt.Errorf("parquet schema of dataset %s: column %s: %w", ds.Name, c.Name, err)
 		}
@@ -34,18 +39,19 @@ func Schema(ds dataset.Dataset, opts Options) (*parquet.Schema, error) {
 	return parquet.NewSchema(ds.Name, &orderedGroup{fields: fields}), nil
 }
 
-func columnNode(c dataset.Column, opts Options) (parquet.Node, error) {
+func errProfile(p Profile) error { return fmt.Errorf("parquet profile %s: %w", p, ErrUnsupported) }
+
+// columnNode returns the column's type with its encoding set explicitly, so
+// no library default (parquet-go would pick DELTA_LENGTH_BYTE_ARRAY for
+// strings) decides what a reader must decode.
+func columnNode(c dataset.Column, profile Profile) (parquet.Node, error) {
 	var node parquet.Node
+	var enc encoding.Encoding // nil: PLAIN, or DELTA_BINARY_PACKED in the compact profile
 	switch c.Type.Kind {
 	case dataset.KindDate:
 		node = parquet.Date()
 	case dataset.KindTimestamp:
 		node = parquet.TimestampAdjusted(parquet.Microsecond, true)
-		if !opts.DisableDelta {
-			// Timestamps of a day sorted by time differ by small deltas:
-			// DELTA_BINARY_PACKED shrinks them before compression even runs.
-			node = parquet.Encoded(node, &parquet.DeltaBinaryPacked)
-		}
 	case dataset.KindInt64:
 		node = parquet.Leaf(parquet.Int64Type)
 	case dataset.KindDouble:
@@ -58,20 +64,33 @@ func columnNode(c dataset.Column, opts Options) (parquet.Node, error) {
 		case p <= 18:
 			node = parquet.Decimal(s, p, parquet.Int64Type)
 		default:
-			node = parquet.Decimal(s, p, parquet.FixedLenByteArrayType(decimalBytes(p)))
+			node = signedNode{parquet.Decimal(s, p, parquet.FixedLenByteArrayType(decimalBytes(p)))}
 		}
 	case dataset.KindBoolean:
 		node = parquet.Leaf(parquet.BooleanType)
-	case dataset.KindString:
+	case dataset.KindString, dataset.KindJSON:
+		// Every string and JSON column, declared low-cardinality or not: a
+		// dictionary is what makes repeated ids and attribute objects small,
+		// and the dictionary limit bounds what a unique column costs.
 		node = parquet.String()
-		if c.Dictionary && !opts.DisableDictionary {
-			node = parquet.Encoded(node, &parquet.RLEDictionary)
+		if c.Type.Kind == dataset.KindJSON {
+			node = parquet.JSON()
 		}
-	case dataset.KindJSON:
-		node = parquet.JSON()
+		enc = &parquet.RLEDictionary
 	default:
 		return nil, fmt.Errorf("type %s: %w", c.Type, ErrUnsupported)
 	}
+	if enc == nil {
+		enc = &parquet.Plain
+		if k := node.Type().Kind(); profile == ProfileCompact && (k == parquet.Int32 || k == parquet.Int64) {
+			// Dates, timestamps, integers and decimals up to 18 digits.
+			// Timestamps of a day sorted by time differ by small deltas, and
+			// small numbers leave the high bytes empty: DELTA_BINARY_PACKED
+			// bit-packs what is left before compression even runs.
+			enc = &parquet.DeltaBinaryPacked
+		}
+	}
+	node = parquet.Encoded(node, enc)
 	if c.Nullable {
 		return parquet.Optional(node), nil
 	}
@@ -155,6 +174,17 @@ type parquetWriter struct {
 	closed     bool
 	scratch    []byte
 	groupStart int64 // pw.Size() after the last flush; Size minus it estimates the buffered group
+
+	// parquet-go compares a dictionary with its limit only when it ends a
+	// page, and a page of dictionary indexes holds up to 64k values
+	// however long they are; left alone, a column of long unique values
+	// would grow its dictionary far past the limit before falling back.
+	// pending counts the value bytes each dictionary-encoded column took
+	// since its last page (0 for other columns); past pageCut the column's
+	// page is ended, so a dictionary never passes the limit by more than
+	// pageCut.
+	pending []int64
+	pageCut int64
 }
 
 func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, error) {
@@ -163,17 +193,26 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		return nil, err
 	}
 	var codec compress.Codec
-	switch opts.Compression {
-	case "", CompressionSnappy:
+	switch fileformat.Parquet.Codec(opts.Compression) {
+	case fileformat.Snappy:
 		codec = &parquet.Snappy
-	case CompressionZstd:
+	case fileformat.Zstd:
 		codec = &parquet.Zstd
 	default:
 		return nil, fmt.Errorf("encode dataset %s: compression %q: %w", ds.Name, opts.Compression, ErrUnsupported)
 	}
+	pageVersion := 1
+	if opts.Profile == ProfileCompact {
+		pageVersion = 2
+	}
+	dictLimit := cmp.Or(opts.tuning.dictionaryLimit, DictionaryLimit)
 	pw := parquet.NewWriter(w,
 		schema,
 		parquet.Compression(codec),
+		parquet.DataPageVersion(pageVersion),
+		parquet.DataPageStatistics(true),
+		parquet.DictionaryMaxBytes(dictLimit), // see parquetWriter.pending
+		parquet.PageBufferSize(cmp.Or(opts.tuning.pageBytes, parquet.DefaultPageBufferSize)),
 		parquet.CreatedBy("daybook", "", ""),
 		parquet.KeyValueMetadata("daybook.dataset", ds.Name),
 		parquet.KeyValueMetadata("daybook.schema_version", strconv.Itoa(ds.Version)),
@@ -191,6 +230,8 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		plan[i] = p
 	}
 	pwr := &parquetWriter{
+		pending:  make([]int64, len(ds.Columns)),
+		pageCut:  max(1, dictLimit/4),
 		ds:       ds,
 		pw:       pw,
 		plan:     plan,
@@ -230,6 +271,7 @@ func (w *parquetWriter) Write(row []any) error {
 			Reason: fmt.Sprintf("got %d columns, want %d", len(row), len(w.plan))}
 	}
 	out := w.row[:len(w.plan)]
+	cut := false
 	for i := range w.plan {
 		p := &w.plan[i]
 		v := row[i]
@@ -267,10 +309,14 @@ func (w *parquetWriter) Write(row []any) error {
 			var s string
 			s, ok = v.(string)
 			pv = parquet.ByteArrayValue(bytesOf(s))
+			w.pending[i] += int64(len(s))
+			cut = cut || w.pending[i] >= w.pageCut
 		case dataset.KindJSON:
 			var j json.RawMessage
 			j, ok = v.(json.RawMessage)
 			pv = parquet.ByteArrayValue(j)
+			w.pending[i] += int64(len(j))
+			cut = cut || w.pending[i] >= w.pageCut
 		case dataset.KindDecimal:
 			var d dataset.Decimal
 			if d, ok = v.(dataset.Decimal); ok {
@@ -295,10 +341,32 @@ func (w *parquetWriter) Write(row []any) error {
 	}
 	w.rows++
 	w.inGroup++
+	if cut {
+		if err := w.endDictionaryPages(); err != nil {
+			return err
+		}
+	}
 	// Checking the size estimate walks every column; every 1024 rows is
 	// often enough to stay near the byte limit and cheap enough not to show.
 	if w.inGroup >= w.maxRows || (w.inGroup%1024 == 0 && w.pw.Size()-w.groupStart > w.maxBytes) {
 		return w.Flush()
+	}
+	return nil
+}
+
+// endDictionaryPages ends the current page of every column that took
+// pageCut value bytes since its last one: ending a page is when parquet-go
+// checks the dictionary against its limit and falls back to PLAIN.
+func (w *parquetWriter) endDictionaryPages() error {
+	cols := w.pw.ColumnWriters()
+	for i, n := range w.pending {
+		if n < w.pageCut {
+			continue
+		}
+		if err := cols[i].Flush(); err != nil {
+			return fmt.Errorf("encode parquet dataset %s column %s: end page: %w", w.ds.Name, w.ds.Columns[i].Name, err)
+		}
+		w.pending[i] = 0
 	}
 	return nil
 }
@@ -357,6 +425,7 @@ func (w *parquetWriter) Flush() error {
 	}
 	w.inGroup = 0
 	w.groupStart = w.pw.Size()
+	clear(w.pending)
 	return nil
 }
 

@@ -1,6 +1,10 @@
 // Package envvar parses a function's configuration from environment
 // variables once, at start-up, collecting every problem with the variable's
 // name and value so a misconfigured deploy fails with one clear message.
+//
+// It also defines the default of every deployment setting once, and reads the
+// variables more than one program reads (DAYBOOK_STAGE, SETTLE_DELAY, the log
+// level) in one place: see daybook.go.
 package envvar
 
 import (

@@ -17,7 +17,7 @@ import (
 // PutAccount validates a and stores it (pk=ACCOUNTS, sk=<id>), replacing any
 // earlier version. CreatedAt is set from the clock when zero.
 func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
-	if err := a.Validate(); err != nil {
+	if err := a.ValidateShape(); err != nil {
 		return fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	if a.CreatedAt.IsZero() {
@@ -28,10 +28,10 @@ func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
 		return fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	item := tableKey(pkAccounts, a.ID)
-	item["account_id"] = s(a.ID)
-	item["enabled"] = &types.AttributeValueMemberBOOL{Value: a.Enabled}
-	item["doc"] = s(string(doc))
-	item["updated_at"] = s(fmtTime(l.now()))
+	item[attrAccountID] = s(a.ID)
+	item[attrEnabled] = &types.AttributeValueMemberBOOL{Value: a.Enabled}
+	item[attrDoc] = s(string(doc))
+	item[attrUpdatedAt] = s(fmtTime(l.now()))
 	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.cfg.Table), Item: item}); err != nil {
 		return fmt.Errorf("ledger: put account %s: %w", a.ID, err)
 	}
@@ -52,12 +52,15 @@ func (l *Ledger) GetAccount(ctx context.Context, id string) (account.Account, er
 
 func accountFromItem(item map[string]types.AttributeValue) (account.Account, error) {
 	var a account.Account
-	doc, _ := item["doc"].(*types.AttributeValueMemberS)
-	if doc == nil {
-		return a, fmt.Errorf("ledger: account %s has no doc", avString(item[AttrSK]))
+	rec, err := decodeItem[accountRecord](item)
+	if err != nil {
+		return a, err
 	}
-	if err := json.Unmarshal([]byte(doc.Value), &a); err != nil {
-		return a, fmt.Errorf("ledger: account %s: %w", avString(item[AttrSK]), err)
+	if rec.Doc == "" {
+		return a, fmt.Errorf("ledger: account %s has no doc", rec.SK)
+	}
+	if err := json.Unmarshal([]byte(rec.Doc), &a); err != nil {
+		return a, fmt.Errorf("ledger: account %s: %s: %w", rec.SK, attrDoc, err)
 	}
 	return a, nil
 }

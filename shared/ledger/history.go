@@ -44,12 +44,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-const (
-	pkHistoryPrefix = "H#"
-	// AttrExpiresAt is the table's TTL attribute (epoch seconds).
-	AttrExpiresAt = "expires_at"
-)
-
 // HistoryRetention is how long an attempt's history item is kept.
 const HistoryRetention = 400 * 24 * time.Hour
 
@@ -80,29 +74,6 @@ type Attempt struct {
 	DurationMS  int64
 	ManifestKey string
 	Error       string
-}
-
-// attemptRecord is the stored form of an Attempt.
-type attemptRecord struct {
-	PK          string `dynamodbav:"pk"`
-	SK          string `dynamodbav:"sk"`
-	AccountID   string `dynamodbav:"account_id"`
-	Dataset     string `dynamodbav:"dataset"`
-	Day         string `dynamodbav:"day"`
-	Attempt     int    `dynamodbav:"attempt"`
-	Outcome     string `dynamodbav:"outcome"`
-	Reason      string `dynamodbav:"reason,omitempty"`
-	ClaimedAt   string `dynamodbav:"claimed_at,omitempty"`
-	StartedAt   string `dynamodbav:"started_at,omitempty"`
-	FinishedAt  string `dynamodbav:"finished_at"`
-	Generation  int64  `dynamodbav:"generation,omitempty"`
-	Rows        int64  `dynamodbav:"rows,omitempty"`
-	Bytes       int64  `dynamodbav:"bytes,omitempty"`
-	Files       int    `dynamodbav:"files,omitempty"`
-	DurationMS  int64  `dynamodbav:"duration_ms,omitempty"`
-	ManifestKey string `dynamodbav:"manifest_key,omitempty"`
-	Error       string `dynamodbav:"error,omitempty"`
-	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
 
 var historyErrors atomic.Int64
@@ -216,16 +187,11 @@ func (l *Ledger) History(ctx context.Context, key Key) ([]Attempt, error) {
 	kc := expression.Key(AttrPK).Equal(val(historyPK(key)))
 	_, err := l.queryPages(ctx, "history of "+key.String(), "", kc, "", 0, func(page *dynamodb.QueryOutput) error {
 		for _, it := range page.Items {
-			var r attemptRecord
-			if err := attributevalue.UnmarshalMap(it, &r); err != nil {
-				return fmt.Errorf("ledger: decode history item %s/%s: %w", r.PK, r.SK, err)
+			a, err := attemptFromItem(key, it)
+			if err != nil {
+				return err
 			}
-			out = append(out, Attempt{
-				Key: key, Attempt: r.Attempt, Outcome: Outcome(r.Outcome), Reason: Reason(r.Reason),
-				ClaimedAt: parseTime(r.ClaimedAt), StartedAt: parseTime(r.StartedAt), FinishedAt: parseTime(r.FinishedAt),
-				Generation: r.Generation, Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, DurationMS: r.DurationMS,
-				ManifestKey: r.ManifestKey, Error: r.Error,
-			})
+			out = append(out, a)
 		}
 		return nil
 	})

@@ -1,21 +1,78 @@
 package ledger
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"strings"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
 )
 
-// record is the stored form of a partition row.
-type record struct {
+// Table layout names, exported so tests can check the deployed table.
+const (
+	AttrPK         = "pk"
+	AttrSK         = "sk"
+	IndexDue       = "due"
+	AttrDueAccount = "due_account"
+	AttrDueKey     = "due_key"
+)
+
+// Attribute names. Every expression, key map and hand-built item names an
+// attribute through these constants (or the exported Attr* above); the
+// struct tags of rowRecord, accountRecord, watermarkRecord and attemptRecord
+// must spell the same names, which TestAttributeNamesMatchRecords checks.
+const (
+	attrAccountID      = "account_id"
+	attrDataset        = "dataset"
+	attrDay            = "day"
+	attrState          = "state"
+	attrAttempts       = "attempts"
+	attrClaimToken     = "claim_token"
+	attrClaimedAt      = "claimed_at"
+	attrStartedAt      = "started_at"
+	attrLeaseUntil     = "lease_until"
+	attrNextAttemptAt  = "next_attempt_at"
+	attrLastError      = "last_error"
+	attrExhausted      = "exhausted"
+	attrGeneration     = "generation"
+	attrGenReserved    = "generation_reserved"
+	attrRows           = "rows"
+	attrBytes          = "bytes"
+	attrFiles          = "files"
+	attrManifestKey    = "manifest_key"
+	attrDurationMS     = "duration_ms"
+	attrCompletedAt    = "completed_at"
+	attrReason         = "reason"
+	attrRerunRequested = "rerun_requested"
+	attrUpdatedAt      = "updated_at"
+	attrEnabled        = "enabled"     // account records
+	attrDoc            = "doc"         // account records: JSON of account.Account
+	attrThrough        = "through"     // watermarks: the last materialized day
+	attrAttempt        = "attempt"     // history items: the attempt's number
+	attrOutcome        = "outcome"     // history items: how the attempt ended
+	attrFinishedAt     = "finished_at" // history items
+	attrError          = "error"       // history items: the attempt's error
+	// AttrExpiresAt is the table's TTL attribute (epoch seconds); only
+	// history items carry it.
+	AttrExpiresAt = "expires_at"
+)
+
+const (
+	pkAccounts      = "ACCOUNTS"
+	pkWMPrefix      = "WM#"
+	pkHistoryPrefix = "H#"
+	pkPartPrefix    = "P#"
+	timeFormat      = "2006-01-02T15:04:05Z"
+	dueQueued       = "0#"
+	duePending      = "1#"
+	dueFailed       = "2#"
+	dueRunning      = "3#"
+	dueExhausted    = "9#" // counted by CountExhausted, never read by Due
+	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
+)
+
+// rowRecord is the stored form of a partition row.
+type rowRecord struct {
 	PK             string `dynamodbav:"pk"`
 	SK             string `dynamodbav:"sk"`
 	AccountID      string `dynamodbav:"account_id"`
@@ -45,60 +102,49 @@ type record struct {
 	DueKey         string `dynamodbav:"due_key"`
 }
 
-func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
-	var r record
-	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-		return Row{}, fmt.Errorf("ledger: decode row: %w", err)
-	}
-	row := Row{
-		Key:            Key{AccountID: r.AccountID, Dataset: r.Dataset},
-		State:          State(r.State),
-		Attempts:       r.Attempts,
-		ClaimToken:     r.ClaimToken,
-		ClaimedAt:      parseTime(r.ClaimedAt),
-		StartedAt:      parseTime(r.StartedAt),
-		LeaseUntil:     parseTime(r.LeaseUntil),
-		NextAttemptAt:  parseTime(r.NextAttemptAt),
-		LastError:      r.LastError,
-		Exhausted:      r.Exhausted,
-		Generation:     r.Generation,
-		GenReserved:    r.GenReserved,
-		Rows:           r.Rows,
-		Bytes:          r.Bytes,
-		Files:          r.Files,
-		ManifestKey:    r.ManifestKey,
-		DurationMS:     r.DurationMS,
-		CompletedAt:    parseTime(r.CompletedAt),
-		Reason:         Reason(r.Reason),
-		RerunRequested: r.RerunRequested,
-		UpdatedAt:      parseTime(r.UpdatedAt),
-		DueKey:         r.DueKey,
-	}
-	day := r.Day
-	if day == "" {
-		day = r.SK
-	}
-	if day != "" {
-		d, err := civil.Parse(day)
-		if err != nil {
-			return Row{}, fmt.Errorf("ledger: row %s: %w", r.PK, err)
-		}
-		row.Day = d
-	}
-	// Index items project only some attributes; the due key carries the time.
-	if parts := strings.SplitN(r.DueKey, "#", 3); len(parts) == 3 {
-		switch parts[0] + "#" {
-		case dueFailed:
-			if row.NextAttemptAt.IsZero() {
-				row.NextAttemptAt = parseTime(parts[1])
-			}
-		case dueRunning:
-			if row.LeaseUntil.IsZero() {
-				row.LeaseUntil = parseTime(parts[1])
-			}
-		}
-	}
-	return row, nil
+// accountRecord is the stored form of an account (pk=ACCOUNTS, sk=<id>).
+type accountRecord struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	AccountID string `dynamodbav:"account_id"`
+	Enabled   bool   `dynamodbav:"enabled"`
+	Doc       string `dynamodbav:"doc"`
+	UpdatedAt string `dynamodbav:"updated_at"`
+}
+
+// watermarkRecord is the stored form of a watermark (pk=WM#<account>,
+// sk=<dataset>).
+type watermarkRecord struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	AccountID string `dynamodbav:"account_id"`
+	Dataset   string `dynamodbav:"dataset"`
+	Through   string `dynamodbav:"through"`
+	UpdatedAt string `dynamodbav:"updated_at"`
+}
+
+// attemptRecord is the stored form of an attempt's history item
+// (pk=H#<account>#<dataset>#<day>, sk=<started_at>#<attempt>); see history.go.
+type attemptRecord struct {
+	PK          string `dynamodbav:"pk"`
+	SK          string `dynamodbav:"sk"`
+	AccountID   string `dynamodbav:"account_id"`
+	Dataset     string `dynamodbav:"dataset"`
+	Day         string `dynamodbav:"day"`
+	Attempt     int    `dynamodbav:"attempt"`
+	Outcome     string `dynamodbav:"outcome"`
+	Reason      string `dynamodbav:"reason,omitempty"`
+	ClaimedAt   string `dynamodbav:"claimed_at,omitempty"`
+	StartedAt   string `dynamodbav:"started_at,omitempty"`
+	FinishedAt  string `dynamodbav:"finished_at"`
+	Generation  int64  `dynamodbav:"generation,omitempty"`
+	Rows        int64  `dynamodbav:"rows,omitempty"`
+	Bytes       int64  `dynamodbav:"bytes,omitempty"`
+	Files       int    `dynamodbav:"files,omitempty"`
+	DurationMS  int64  `dynamodbav:"duration_ms,omitempty"`
+	ManifestKey string `dynamodbav:"manifest_key,omitempty"`
+	Error       string `dynamodbav:"error,omitempty"`
+	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -115,71 +161,28 @@ func rowKey(k Key) map[string]types.AttributeValue {
 	return tableKey(partitionPK(k.AccountID, k.Dataset), k.Day.String())
 }
 
-// errCondition marks a failed condition check inside the package.
-var errCondition = errors.New("condition failed")
-
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
+func partitionPK(account, dataset string) string {
+	return pkPartPrefix + account + "#" + dataset
 }
 
-// update runs one conditional UpdateItem and returns the attributes asked
-// for by rv. A failed condition is errCondition, returned with the item as it
-// was (ReturnValuesOnConditionCheckFailure ALL_OLD; empty if there is no
-// item), so a caller can say why without a second read.
-func (l *Ledger) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
-	b := expression.NewBuilder().WithUpdate(upd)
-	if cond.IsSet() {
-		b = b.WithCondition(cond)
-	}
-	expr, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("ledger: build expression: %w", err)
-	}
-	out, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(l.cfg.Table),
-		Key:                       key,
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ReturnValues:              rv,
+func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return ccf.Item, errCondition
-		}
-		return nil, fmt.Errorf("ledger: update %s/%s: %w", avString(key[AttrPK]), avString(key[AttrSK]), err)
-	}
-	return out.Attributes, nil
-}
-
-func avString(v types.AttributeValue) string {
-	if sv, ok := v.(*types.AttributeValueMemberS); ok {
-		return sv.Value
+func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
+	switch state {
+	case StateQueued:
+		return dueQueued + day.String() + "#" + dataset
+	case StatePending:
+		return duePending + day.String() + "#" + dataset
+	case StateFailed:
+		return dueFailed + fmtTime(at) + "#" + day.String() + "#" + dataset
+	case StateRunning:
+		return dueRunning + fmtTime(at) + "#" + day.String() + "#" + dataset
 	}
 	return ""
 }
 
-func (l *Ledger) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(l.cfg.Table),
-		Key:            key,
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger: get %s/%s: %w", avString(key[AttrPK]), avString(key[AttrSK]), err)
-	}
-	if len(out.Item) == 0 {
-		return nil, ErrNotFound
-	}
-	return out.Item, nil
+// exhaustedDueKey is the due key of a failed row that stopped retrying: in
+// the index so CountExhausted can count it, outside every range Due reads.
+func exhaustedDueKey(day civil.Date, dataset string) string {
+	return dueExhausted + day.String() + "#" + dataset
 }
-
-// name and val shorten expression building.
-func name(a string) expression.NameBuilder { return expression.Name(a) }
-
-func val(v any) expression.ValueBuilder { return expression.Value(v) }

@@ -11,9 +11,9 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 )
 
-// seedCompleted writes n completed rows for (acct, dataset) ending the day
+// seedCompleted writes count completed rows for (acct, dataset) ending the day
 // before `before`, straight through BatchWriteItem (seeding only).
-func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset string, before civil.Date, n int) {
+func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset string, before civil.Date, count int) {
 	t.Helper()
 	ctx := context.Background()
 	var batch []types.WriteRequest
@@ -28,20 +28,20 @@ func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset strin
 		}
 		batch = batch[:0]
 	}
-	for i := 1; i <= n; i++ {
+	for i := 1; i <= count; i++ {
 		d := before.AddDays(-i)
 		item := rowKey(Key{acct, dataset, d})
-		item["account_id"] = s(acct)
-		item["dataset"] = s(dataset)
-		item["day"] = s(d.String())
-		item["state"] = s(string(StateCompleted))
-		item["attempts"] = n64(1)
-		item["generation"] = n64(1)
-		item["rows"] = n64(1000)
-		item["bytes"] = n64(123456)
-		item["files"] = n64(1)
-		item["manifest_key"] = s("x/_manifest.json")
-		item["reason"] = s(string(ReasonBackfill))
+		item[attrAccountID] = s(acct)
+		item[attrDataset] = s(dataset)
+		item[attrDay] = s(d.String())
+		item[attrState] = s(string(StateCompleted))
+		item[attrAttempts] = n(1)
+		item[attrGeneration] = n(1)
+		item[attrRows] = n(1000)
+		item[attrBytes] = n(123456)
+		item[attrFiles] = n(1)
+		item[attrManifestKey] = s("x/_manifest.json")
+		item[attrReason] = s(string(ReasonBackfill))
 		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 		if len(batch) == 25 {
 			flush()
@@ -51,8 +51,6 @@ func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset strin
 		flush()
 	}
 }
-
-func n64(v int64) types.AttributeValue { return n(v) }
 
 // TestSweepReadCostIndependentOfLedgerSize is SPEC L5 with numbers: the same
 // due work behind 100 and behind 10,000 completed rows costs the same reads,

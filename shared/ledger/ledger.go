@@ -3,16 +3,35 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds three kinds of item:
+// One table (template.yaml, LedgerTable) holds four kinds of item:
 //
-//	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled
-//	watermark:       pk=WM#<account>       sk=<dataset>      through (last materialized day)
+//	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
+//	                                                         account_id, updated_at
+//	watermark:       pk=WM#<account>       sk=<dataset>      through (last materialized day),
+//	                                                         account_id, dataset, updated_at
 //	partition row:   pk=P#<account>#<ds>   sk=YYYY-MM-DD     account_id, dataset, day, state, attempts,
 //	                                                         claim_token, claimed_at, started_at, lease_until,
 //	                                                         next_attempt_at, last_error, exhausted,
-//	                                                         generation, rows, bytes, files,
-//	                                                         manifest_key, duration_ms, completed_at,
-//	                                                         reason, rerun_requested, updated_at
+//	                                                         generation, generation_reserved, rows, bytes,
+//	                                                         files, manifest_key, duration_ms, completed_at,
+//	                                                         reason, rerun_requested, updated_at,
+//	                                                         due_account, due_key (while due)
+//	history item:    pk=H#<account>#<ds>#<day>               account_id, dataset, day, attempt, outcome,
+//	                 sk=<started_at>#<attempt>               reason, claimed_at, started_at, finished_at,
+//	                                                         generation, rows, bytes, files, duration_ms,
+//	                                                         manifest_key, error, expires_at (TTL)
+//
+// A history item records how one attempt ended (history.go); it is written
+// after the transition that ended it (Complete, Fail, or a Claim or
+// ClaimManual that took over a dead started claim), best effort.
+//
+// Code names every attribute through one constant (AttrPK, AttrSK,
+// AttrDueAccount, AttrDueKey and AttrExpiresAt are exported), and a test
+// checks the constants against the struct tags of the four items' stored
+// forms. A stored value that does not parse (a time, a day, a
+// number, a value of the wrong type) is an error naming the attribute, the
+// item's key and the value, never a zero value: a lease read as zero would
+// look expired.
 //
 // # The sparse "due" index (L5)
 //
@@ -50,10 +69,14 @@
 //	                live running claim                -> rerun_requested=true, ErrBusy
 //	Start           running (token), not started      -> started_at set, attempts+1, lease renewed
 //	                (a second delivery of the job, or a reclaimed job's old message, gets ErrClaimLost)
-//	Release         running (token), not started      -> previous due state
+//	NoteCommitted   running (token), generation above
+//	                the stored and the noted one      -> generation_reserved = generation (claims number above it)
+//	                running (token), not above        -> ErrConflict
+//	Release         running (token), not started      -> previous due state (a reclaimed dead claim: failed, due now)
 //	                started                           -> ErrClaimLost (the job got through; row untouched)
 //	Complete        running (token)                   -> completed, generation = res.Generation or +1
 //	                running (token), rerun_requested  -> queued (manual), generation as above, stats kept
+//	                res.Generation not above stored   -> ErrConflict (the claim still holds)
 //	Fail            running (token)                   -> failed with backoff, or failed+exhausted (9#)
 //	                                                     after MaxAttempts
 //	                running (token), rerun_requested  -> queued (manual)
@@ -62,7 +85,9 @@
 //
 // A write guarded by a claim token that no longer matches returns ErrClaimLost.
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
-// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrExhausted.
+// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrExhausted,
+// or, if a re-run was requested while it ran, queues it (manual, attempts=0)
+// and returns ErrConflict.
 //
 // attempts counts runs started since the row was last queued or
 // materialized: a run uses an attempt when it starts (Start, or ClaimManual,
@@ -74,6 +99,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -81,67 +107,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/envvar"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
-
-// Table layout names, exported so tests can check the deployed table.
-const (
-	AttrPK         = "pk"
-	AttrSK         = "sk"
-	IndexDue       = "due"
-	AttrDueAccount = "due_account"
-	AttrDueKey     = "due_key"
-
-	pkAccounts    = "ACCOUNTS"
-	pkWMPrefix    = "WM#"
-	pkPartPrefix  = "P#"
-	timeFormat    = "2006-01-02T15:04:05Z"
-	dueQueued     = "0#"
-	duePending    = "1#"
-	dueFailed     = "2#"
-	dueRunning    = "3#"
-	dueExhausted  = "9#" // counted by CountExhausted, never read by Due
-	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
-)
-
-// State is a partition row's state (L1).
-type State string
-
-// States.
-const (
-	StatePending   State = "pending"
-	StateQueued    State = "queued"
-	StateRunning   State = "running"
-	StateCompleted State = "completed"
-	StateFailed    State = "failed"
-)
-
-// Reason says why a partition is exported (F3).
-type Reason string
-
-// Reasons.
-const (
-	ReasonScheduled Reason = "scheduled"
-	ReasonBackfill  Reason = "backfill"
-	ReasonRetry     Reason = "retry"
-	ReasonManual    Reason = "manual"
-)
-
-// Valid reports whether r is a known reason.
-func (r Reason) Valid() bool {
-	switch r {
-	case ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual:
-		return true
-	}
-	return false
-}
 
 // Named errors.
 var (
@@ -211,27 +183,19 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	if cfg.Lease <= 0 {
 		return nil, fmt.Errorf("ledger: lease %s must be positive (ledger.LeaseFrom)", cfg.Lease)
 	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 6
-	}
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, envvar.DefaultMaxAttempts)
 	if cfg.MaxAttempts < 1 {
 		return nil, fmt.Errorf("ledger: max attempts %d < 1", cfg.MaxAttempts)
 	}
-	if cfg.BackoffBase == 0 {
-		cfg.BackoffBase = 5 * time.Minute
-	}
-	if cfg.BackoffCap == 0 {
-		cfg.BackoffCap = 6 * time.Hour
-	}
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, 5*time.Minute)
+	cfg.BackoffCap = cmp.Or(cfg.BackoffCap, 6*time.Hour)
 	if cfg.BackoffBase < 0 || cfg.BackoffCap < cfg.BackoffBase {
 		return nil, fmt.Errorf("ledger: backoff base %s / cap %s", cfg.BackoffBase, cfg.BackoffCap)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
+	cfg.Rand = cmp.Or(cfg.Rand, rand.Reader)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
 	}
@@ -279,146 +243,16 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 	return time.Duration(1+binary.BigEndian.Uint64(b[:])%uint64(secs)) * time.Second, nil
 }
 
-// Key names one partition.
-type Key struct {
-	AccountID string
-	Dataset   string
-	Day       civil.Date
-}
-
-func (k Key) String() string { return k.AccountID + "/" + k.Dataset + "/" + k.Day.String() }
-
-func (k Key) validate() error {
-	if k.AccountID == "" || strings.Contains(k.AccountID, "#") {
-		return fmt.Errorf("ledger: account id %q", k.AccountID)
+// ConfigFromEnv reads the ledger's deployment configuration, the same in
+// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, and the lease from
+// EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3). Problems are
+// collected in r, naming the variable.
+func ConfigFromEnv(r *envvar.Reader) Config {
+	return Config{
+		Table:       r.String("LEDGER_TABLE"),
+		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin)),
+		MaxAttempts: r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
 	}
-	if k.Dataset == "" || strings.Contains(k.Dataset, "#") {
-		return fmt.Errorf("ledger: dataset %q", k.Dataset)
-	}
-	if k.Day.IsZero() {
-		return fmt.Errorf("ledger: %s: day is empty", k)
-	}
-	return nil
-}
-
-func partitionPK(account, dataset string) string {
-	return pkPartPrefix + account + "#" + dataset
-}
-
-// Row is one partition row. Rows returned by Due come from the index and
-// carry only the key, state, attempts, claim fields, and the time in the due
-// key (NextAttemptAt for failed rows, LeaseUntil for running ones).
-type Row struct {
-	Key
-	State      State
-	Attempts   int
-	ClaimToken string
-	ClaimedAt  time.Time
-	// StartedAt is when the current (or last) claim's run started; zero for
-	// a claim not started yet.
-	StartedAt     time.Time
-	LeaseUntil    time.Time
-	NextAttemptAt time.Time
-	LastError     string
-	Exhausted     bool
-	Generation    int64
-	// GenReserved is the highest generation found committed in the bucket
-	// without a Complete (NoteCommitted); the next claim is numbered above it.
-	GenReserved    int64
-	Rows           int64
-	Bytes          int64
-	Files          int
-	ManifestKey    string
-	DurationMS     int64
-	CompletedAt    time.Time
-	Reason         Reason
-	RerunRequested bool
-	UpdatedAt      time.Time
-	// DueKey is the row's key in the due index ("" when not due).
-	DueKey string
-}
-
-// Claim is a held claim on a row: the exporter carries Token in every write
-// and writes Generation into the manifest.
-type Claim struct {
-	Key
-	Token      string
-	Attempt    int
-	Generation int64
-	Reason     Reason
-	ClaimedAt  time.Time
-	LeaseUntil time.Time
-	// Prev is the row as it was before the claim (State "" if it did not
-	// exist); Release restores its due state.
-	Prev Row
-}
-
-// Result is what a completed export records.
-type Result struct {
-	Rows        int64
-	Bytes       int64
-	Files       int
-	ManifestKey string
-	Duration    time.Duration
-	// Generation, if > 0, is the generation the run committed (the exporter
-	// takes max(claim generation, generation in the old _SUCCESS + 1), so a
-	// crash between _SUCCESS and Complete never repeats a number). Complete
-	// stores it and refuses one not above the stored generation. 0 means
-	// stored generation + 1.
-	Generation int64
-}
-
-// ReadStats counts what a read cost (L5).
-type ReadStats struct {
-	Queries       int
-	Items         int
-	CapacityUnits float64
-}
-
-// Add returns s+o.
-func (s ReadStats) Add(o ReadStats) ReadStats {
-	return ReadStats{Queries: s.Queries + o.Queries, Items: s.Items + o.Items, CapacityUnits: s.CapacityUnits + o.CapacityUnits}
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func parseTime(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(timeFormat, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
-	switch state {
-	case StateQueued:
-		return dueQueued + day.String() + "#" + dataset
-	case StatePending:
-		return duePending + day.String() + "#" + dataset
-	case StateFailed:
-		return dueFailed + fmtTime(at) + "#" + day.String() + "#" + dataset
-	case StateRunning:
-		return dueRunning + fmtTime(at) + "#" + day.String() + "#" + dataset
-	}
-	return ""
-}
-
-// exhaustedDueKey is the due key of a failed row that stopped retrying: in
-// the index so CountExhausted can count it, outside every range Due reads.
-func exhaustedDueKey(day civil.Date, dataset string) string {
-	return dueExhausted + day.String() + "#" + dataset
-}
-
-// ctxErr gives the context's error precedence in loops.
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
 }
 
 // forEach runs fn over items with at most n at once and joins the errors.
@@ -450,18 +284,3 @@ func forEach[T any](ctx context.Context, n int, items []T, fn func(T) error) err
 	}
 	return errors.Join(errs...)
 }
-
-// ConfigFromEnv reads the ledger's deployment configuration, the same in
-// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, and the lease from
-// EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3). Problems are
-// collected in r, naming the variable.
-func ConfigFromEnv(r *envvar.Reader) Config {
-	return Config{
-		Table:       r.String("LEDGER_TABLE"),
-		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
-		MaxAttempts: r.Int("MAX_ATTEMPTS", 6),
-	}
-}
-
-// nextGeneration is the generation the next run of r commits at least.
-func (r Row) nextGeneration() int64 { return max(r.Generation, r.GenReserved) + 1 }

@@ -106,17 +106,19 @@ func redact(name string) string {
 	return name
 }
 
-// params returns the bound values for (account, start, end). Per partition
-// semantics the window is instants or days; per dialect it is typed values
-// (postgres) or the canonical text the SQLite schema stores, because SQLite
-// compares TEXT and the driver's own time format would not order correctly.
-func (s *SQL) params(q Query) []any {
+// Params returns the values the dataset's query in dialect binds for q, in
+// order: (account, start, end). Per partition semantics the window is
+// instants or days; per dialect it is typed values (postgres) or the
+// canonical text the SQLite schema stores, because SQLite compares TEXT and
+// the driver's own time format would not order correctly. Anything that runs
+// a dataset query outside SQL.Rows (the demo source's row counts) binds these.
+func (q Query) Params(dialect string) []any {
 	if q.Dataset.Partition == dataset.PartitionStatDate {
 		// A stat_date day is a calendar day, not an instant window: zone
 		// offsets must not shift it.
 		return []any{q.AccountID, q.Day.String(), q.Day.AddDays(1).String()}
 	}
-	if s.dialect == dataset.DialectPostgres {
+	if dialect == dataset.DialectPostgres {
 		return []any{q.AccountID, q.Start.UTC(), q.End.UTC()}
 	}
 	return []any{q.AccountID, dataset.FormatTimestamp(q.Start), dataset.FormatTimestamp(q.End)}
@@ -134,7 +136,7 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 		return prov, err
 	}
 	prov.Query = text
-	args := s.params(q)
+	args := q.Params(s.dialect)
 	for _, a := range args {
 		switch v := a.(type) {
 		case time.Time:

@@ -379,3 +379,34 @@ func TestNewSQL(t *testing.T) {
 		t.Fatal("empty window: want error")
 	}
 }
+
+// TestQueryParams pins the values a dataset query binds: instants for the
+// event-time and activity datasets (canonical text in SQLite, UTC times in
+// PostgreSQL), calendar days for stat_date datasets whatever the zone.
+func TestQueryParams(t *testing.T) {
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := civil.MustParse("2026-03-09")
+	start, end := day.Start(kolkata), day.AddDays(1).Start(kolkata)
+	tests := []struct {
+		dataset, dialect string
+		want             []any
+	}{
+		{"events", dataset.DialectSQLite, []any{"acct_a", "2026-03-08T18:30:00.000000Z", "2026-03-09T18:30:00.000000Z"}},
+		{"profiles", dataset.DialectSQLite, []any{"acct_a", "2026-03-08T18:30:00.000000Z", "2026-03-09T18:30:00.000000Z"}},
+		{"events", dataset.DialectPostgres, []any{"acct_a", start.UTC(), end.UTC()}},
+		{"daily_stats", dataset.DialectSQLite, []any{"acct_a", "2026-03-09", "2026-03-10"}},
+		{"daily_stats", dataset.DialectPostgres, []any{"acct_a", "2026-03-09", "2026-03-10"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dataset+"/"+tt.dialect, func(t *testing.T) {
+			q := Query{AccountID: "acct_a", Dataset: mustDataset(t, tt.dataset), Day: day, Start: start, End: end}
+			got := q.Params(tt.dialect)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Params(%s) = %#v, want %#v", tt.dialect, got, tt.want)
+			}
+		})
+	}
+}

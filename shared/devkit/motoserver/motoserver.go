@@ -1,6 +1,6 @@
 // Package motoserver starts and stops a moto_server process on 127.0.0.1 for
 // integration tests and local development. It owns nothing else: resources are
-// created by deploying template.yaml (package localstack) or by the test.
+// created by deploying template.yaml (package samstack) or by the test.
 package motoserver
 
 import (

@@ -1,0 +1,140 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/civil"
+)
+
+// ClaimManual serves a manual re-export request (E1): it creates the row if
+// absent and claims it from any state (completed, exhausted, ...) with
+// reason manual and a fresh attempt count. If the row is running under a live
+// claim, it sets rerun_requested on it instead and returns ErrBusy: the
+// request is recorded and the row is queued again when that claim completes.
+func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
+	if err := key.validate(); err != nil {
+		return Claim{}, err
+	}
+	for range 5 {
+		now := l.now()
+		nowS := fmtTime(now)
+		token, err := l.token()
+		if err != nil {
+			return Claim{}, err
+		}
+		lease := now.Add(l.cfg.Lease)
+		upd := runningUpdate(key, token, nowS, lease).
+			Set(name(attrAttempts), val(1)).
+			Set(name(attrReason), val(string(ReasonManual))).
+			Set(name(attrAccountID), val(key.AccountID)).
+			Set(name(attrDataset), val(key.Dataset)).
+			Set(name(attrDay), val(key.Day.String())).
+			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
+			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
+			Remove(name(attrExhausted))
+		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
+		if err == nil {
+			prev := Row{Key: key}
+			if len(old) > 0 {
+				if prev, err = readBack("manual claim", key, old); err != nil {
+					return Claim{}, err
+				}
+			}
+			l.noteDeadClaim(ctx, prev, now)
+			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
+				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+		}
+		if !errors.Is(err, errCondition) {
+			return Claim{}, err
+		}
+		ok, err := l.requestRerun(ctx, key, nowS)
+		if err != nil {
+			return Claim{}, err
+		}
+		if ok {
+			return Claim{}, fmt.Errorf("%w: %s", ErrBusy, key)
+		}
+		// The live claim ended between the two writes: try again.
+	}
+	return Claim{}, fmt.Errorf("%w: %s kept changing under a manual claim", ErrConflict, key)
+}
+
+// requestRerun sets rerun_requested on a row running under a live claim.
+func (l *Ledger) requestRerun(ctx context.Context, key Key, nowS string) (bool, error) {
+	upd := expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS))
+	_, err := l.update(ctx, rowKey(key), upd, live(nowS), types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RequeueResult counts what Requeue did.
+type RequeueResult struct {
+	Queued         int `json:"queued"`          // rows now queued
+	Created        int `json:"created"`         // of which created (no row existed)
+	RerunRequested int `json:"rerun_requested"` // rows running under a live claim, marked to run again
+}
+
+// Requeue marks every day from `from` through `to` queued with reason (manual
+// or backfill), creating missing rows and resetting attempts (this is how an
+// exhausted row retries again). A row running under a live claim gets
+// rerun_requested instead, so it is queued again when that claim completes.
+func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason Reason) (RequeueResult, error) {
+	if !reason.Valid() {
+		return RequeueResult{}, fmt.Errorf("ledger: reason %q", reason)
+	}
+	days := civil.Range(from, to)
+	if len(days) == 0 {
+		return RequeueResult{}, fmt.Errorf("ledger: requeue range %s..%s is empty", from, to)
+	}
+	var queued, created, rerun atomic.Int64
+	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {
+		key := Key{accountID, dataset, d}
+		if err := key.validate(); err != nil {
+			return err
+		}
+		for range 5 {
+			nowS := fmtTime(l.now())
+			upd := expression.Set(name(attrState), val(string(StateQueued))).
+				Set(name(attrAccountID), val(accountID)).
+				Set(name(attrDataset), val(dataset)).
+				Set(name(attrDay), val(d.String())).
+				Set(name(attrReason), val(string(reason))).
+				Set(name(attrAttempts), val(0)).
+				Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
+				Set(name(AttrDueAccount), val(accountID)).
+				Set(name(AttrDueKey), val(dueKey(StateQueued, d, dataset, time.Time{}))).
+				Set(name(attrUpdatedAt), val(nowS)).
+				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
+				Remove(name(attrExhausted)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
+			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
+			if err == nil {
+				queued.Add(1)
+				if len(old) == 0 {
+					created.Add(1)
+				}
+				return nil
+			}
+			if !errors.Is(err, errCondition) {
+				return err
+			}
+			ok, err := l.requestRerun(ctx, key, nowS)
+			if err != nil {
+				return err
+			}
+			if ok {
+				rerun.Add(1)
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: requeue %s: row kept changing", ErrConflict, key)
+	})
+	return RequeueResult{Queued: int(queued.Load()), Created: int(created.Load()), RerunRequested: int(rerun.Load())}, err
+}

@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+)
+
+// State is a partition row's state (L1).
+type State string
+
+// States.
+const (
+	StatePending   State = "pending"
+	StateQueued    State = "queued"
+	StateRunning   State = "running"
+	StateCompleted State = "completed"
+	StateFailed    State = "failed"
+)
+
+// Reason says why a partition is exported (F3).
+type Reason string
+
+// Reasons.
+const (
+	ReasonScheduled Reason = "scheduled"
+	ReasonBackfill  Reason = "backfill"
+	ReasonRetry     Reason = "retry"
+	ReasonManual    Reason = "manual"
+)
+
+// Valid reports whether r is a known reason.
+func (r Reason) Valid() bool {
+	return slices.Contains([]Reason{ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual}, r)
+}
+
+// Key names one partition.
+type Key struct {
+	AccountID string
+	Dataset   string
+	Day       civil.Date
+}
+
+func (k Key) String() string { return k.AccountID + "/" + k.Dataset + "/" + k.Day.String() }
+
+func (k Key) validate() error {
+	if k.AccountID == "" || strings.Contains(k.AccountID, "#") {
+		return fmt.Errorf("ledger: account id %q", k.AccountID)
+	}
+	if k.Dataset == "" || strings.Contains(k.Dataset, "#") {
+		return fmt.Errorf("ledger: dataset %q", k.Dataset)
+	}
+	if k.Day.IsZero() {
+		return fmt.Errorf("ledger: %s: day is empty", k)
+	}
+	return nil
+}
+
+// Row is one partition row. Rows returned by Due come from the index and
+// carry only the key, state, attempts, claim fields, and the time in the due
+// key (NextAttemptAt for failed rows, LeaseUntil for running ones).
+type Row struct {
+	Key
+	State      State
+	Attempts   int
+	ClaimToken string
+	ClaimedAt  time.Time
+	// StartedAt is when the current (or last) claim's run started; zero for
+	// a claim not started yet.
+	StartedAt     time.Time
+	LeaseUntil    time.Time
+	NextAttemptAt time.Time
+	LastError     string
+	Exhausted     bool
+	Generation    int64
+	// GenReserved is the highest generation found committed in the bucket
+	// without a Complete (NoteCommitted); the next claim is numbered above it.
+	GenReserved    int64
+	Rows           int64
+	Bytes          int64
+	Files          int
+	ManifestKey    string
+	DurationMS     int64
+	CompletedAt    time.Time
+	Reason         Reason
+	RerunRequested bool
+	UpdatedAt      time.Time
+	// DueKey is the row's key in the due index ("" when not due).
+	DueKey string
+}
+
+// Claim is a held claim on a row: the exporter carries Token in every write
+// and writes Generation into the manifest.
+type Claim struct {
+	Key
+	Token      string
+	Attempt    int
+	Generation int64
+	Reason     Reason
+	ClaimedAt  time.Time
+	LeaseUntil time.Time
+	// Prev is the row as it was before the claim (State "" if it did not
+	// exist); Release restores its due state.
+	Prev Row
+}
+
+// Result is what a completed export records.
+type Result struct {
+	Rows        int64
+	Bytes       int64
+	Files       int
+	ManifestKey string
+	Duration    time.Duration
+	// Generation, if > 0, is the generation the run committed (the exporter
+	// takes max(claim generation, generation in the old _SUCCESS + 1), so a
+	// crash between _SUCCESS and Complete never repeats a number). Complete
+	// stores it and refuses one not above the stored generation. 0 means
+	// stored generation + 1.
+	Generation int64
+}
+
+// ReadStats counts what a read cost (L5).
+type ReadStats struct {
+	Queries       int
+	Items         int
+	CapacityUnits float64
+}
+
+// Add returns s+o.
+func (s ReadStats) Add(o ReadStats) ReadStats {
+	return ReadStats{Queries: s.Queries + o.Queries, Items: s.Items + o.Items, CapacityUnits: s.CapacityUnits + o.CapacityUnits}
+}
+
+// nextGeneration is the generation the next run of r commits at least.
+func (r Row) nextGeneration() int64 { return max(r.Generation, r.GenReserved) + 1 }
+
+// heldBy reports whether the claim with token holds r: r is running under
+// that token. It is the row-side reading of the holds condition, for
+// explaining a refused write from the item it returned.
+func (r Row) heldBy(token string) bool { return r.State == StateRunning && r.ClaimToken == token }
+
+// liveAt reports whether r runs under a claim whose lease has not expired
+// at now (the row-side reading of the live condition).
+func (r Row) liveAt(now time.Time) bool { return r.State == StateRunning && !r.LeaseUntil.Before(now) }
+
+// deadOnLastAttempt reports whether r is a dead claim (running, lease
+// expired at now) whose run started and used the last of maxAttempts: the
+// running branch of claimableNow refuses exactly these, and Claim retires
+// them as exhausted (or queues them, if a re-run was requested).
+func (r Row) deadOnLastAttempt(now time.Time, maxAttempts int) bool {
+	return r.State == StateRunning && r.LeaseUntil.Before(now) && !r.StartedAt.IsZero() && r.Attempts >= maxAttempts
+}
