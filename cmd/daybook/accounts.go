@@ -45,8 +45,18 @@ The file's "id" says which account to update. A file without one creates a new a
 same command again updates that account instead of creating another. When the file cannot be
 written (stdin, read-only), the command prints the --id flag to use next time.
 
-A second account with the same name is refused unless --allow-duplicate-name is given. The stored
-account is printed on stdout as JSON.`,
+A destination.role_arn without an external_id gets one: the stored account's when it has the same
+role, else a new random one (daybook- + 32 characters), printed once on stderr for the role's
+trust policy (sts:ExternalId) and written into the file after role_arn.
+
+The account is checked against the deployment's rules before anything is saved: the role must
+match the roles the exporter may assume (CUSTOMER_ROLE_PATTERN), a bucket written with daybook's
+own role must belong to the deployment's account (DEPLOYMENT_ACCOUNT_ID; a local stack is in moto's
+account 123456789012) and match DirectBucketPattern, a custom endpoint may be on a private address
+only where ALLOW_PRIVATE_ENDPOINTS is true, and no other account may share its bucket and prefix
+(nested either way) or its role and external id. A second account with the same name is refused
+unless --allow-duplicate-name is given. A refusal names each field and value and changes nothing:
+neither the ledger nor the file. The stored account is printed on stdout as JSON.`,
 		Example: "  daybook account put --file account.json\n  daybook account put --file account.json --id acct_localdemoaccount",
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := requireFlags(c, "file"); err != nil {
@@ -87,29 +97,51 @@ func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error
 	if acct.CreatedAt.IsZero() {
 		acct.CreatedAt = a.now().UTC().Truncate(1e9)
 	}
-	if err := acct.ValidateShape(); err != nil {
-		if generated {
-			return fmt.Errorf("account file %s:\n  %s", file, strings.ReplaceAll(stripID(err), "\n", "\n  "))
-		}
-		return fmt.Errorf("account file %s:\n  %s", file, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	// A role without an external id gets one below, once the stored account
+	// is known; the file's own form is checked first, before any deployment.
+	needsExternalID := acct.Destination.RoleARN != "" && acct.Destination.ExternalID == ""
+	resolved := func(fe *account.FieldError) bool {
+		return (generated && fe.Field == "id") || (needsExternalID && fe.Field == "destination.external_id" && fe.Value == "")
+	}
+	if err := fileProblems(file, acct.ValidateShape(), resolved); err != nil {
+		return err
 	}
 	e, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
-	if err := checkPatterns(acct, e.bucketPattern, e.rolePattern); err != nil {
-		return fmt.Errorf("account file %s: %w", file, err)
+	rules, err := e.accountRules(a.now())
+	if err != nil {
+		return err
 	}
 	old, err := e.ledger.GetAccount(ctx, acct.ID)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
-	if !allowDup {
-		all, err := e.ledger.ListAccounts(ctx)
-		if err != nil {
-			return err
+	newExternalID := ""
+	if needsExternalID {
+		if exists && old.Destination.ExternalID != "" && strings.EqualFold(old.Destination.RoleARN, acct.Destination.RoleARN) {
+			// The customer's trust policy already names the stored one.
+			acct.Destination.ExternalID = old.Destination.ExternalID
+		} else {
+			if newExternalID, err = account.NewExternalID(a.rand); err != nil {
+				return err
+			}
+			acct.Destination.ExternalID = newExternalID
 		}
+	}
+	if err := fileProblems(file, acct.Validate(rules), func(fe *account.FieldError) bool { return generated && fe.Field == "id" }); err != nil {
+		return err
+	}
+	if err := checkBucketPattern(acct, e.bucketPattern); err != nil {
+		return fmt.Errorf("account file %s: %w", file, err)
+	}
+	all, err := e.ledger.ListAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	if !allowDup {
 		for _, o := range all {
 			if o.ID != acct.ID && sameName(o.Name, acct.Name) {
 				hint := fmt.Sprintf(`to update it, add "id": %q to %s (or pass --id %s)`, o.ID, file, o.ID)
@@ -117,6 +149,9 @@ func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error
 					errDuplicateName, acct.Name, o.ID, o.Destination.Bucket, hint)
 			}
 		}
+	}
+	if err := fileProblems(file, account.CheckIsolation(acct, all, e.stage), nil); err != nil {
+		return err
 	}
 	if exists {
 		acct.CreatedAt = old.CreatedAt
@@ -129,26 +164,89 @@ func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error
 		verb = "updated"
 	}
 	fmt.Fprintf(a.stderr, "daybook: %s account %s (%s)\n", verb, acct.ID, acct.Name)
-	if generated {
-		if err := writeBackID(file, orig, acct.ID); err != nil {
-			fmt.Fprintf(a.stderr, "daybook: the new id was not written to %s (%v); to update this account next time run:\n  daybook account put --file %s --id %s\n", file, err, file, acct.ID)
-		} else {
-			fmt.Fprintf(a.stderr, "daybook: wrote \"id\": %q into %s; running the same command again updates this account\n", acct.ID, file)
-		}
+	if newExternalID != "" {
+		fmt.Fprintf(a.stderr, "daybook: generated external id %s for role %s: put it in the role's trust policy (condition sts:ExternalId); it is shown here once\n",
+			newExternalID, acct.Destination.RoleARN)
 	}
+	a.writeBack(file, orig, acct, generated, acct.Destination.ExternalID != "" && needsExternalID)
 	return printJSON(a.stdout, acct)
 }
 
-// stripID drops the "id" problem from a validation error of an account
-// whose id the CLI generated (it cannot be the problem).
-func stripID(err error) string {
-	var keep []string
-	for _, l := range strings.Split(err.Error(), "\n") {
-		if !strings.HasPrefix(l, "id ") {
-			keep = append(keep, l)
+// writeBack writes what the CLI filled in (a generated id, an external id)
+// into the account file, so that the same command updates the same account
+// with the same external id next time, and says so on stderr; when the file
+// cannot be written (stdin, read-only) it says what to do instead.
+func (a *app) writeBack(file string, orig []byte, acct account.Account, id, externalID bool) {
+	add := fileFields{}
+	var names []string
+	if id {
+		add.id = acct.ID
+		names = append(names, fmt.Sprintf("\"id\": %q", acct.ID))
+	}
+	if externalID {
+		add.externalID = acct.Destination.ExternalID
+		names = append(names, "destination.external_id")
+	}
+	if len(names) == 0 {
+		return
+	}
+	what := strings.Join(names, " and ")
+	if err := writeBackFields(file, orig, add); err != nil {
+		fmt.Fprintf(a.stderr, "daybook: %s not written to %s (%v)\n", what, file, err)
+		if id {
+			fmt.Fprintf(a.stderr, "daybook: to update this account next time run:\n  daybook account put --file %s --id %s\n", file, acct.ID)
+		}
+		if externalID {
+			fmt.Fprintf(a.stderr, "daybook: the stored account keeps its external id while its role_arn stays the same\n")
+		}
+		return
+	}
+	msg := "running the same command again updates this account"
+	if !id {
+		msg = "the file matches the stored account"
+	}
+	fmt.Fprintf(a.stderr, "daybook: wrote %s into %s; %s\n", what, file, msg)
+}
+
+// fileError is a refused account file: each problem on its own line, naming
+// the field and the value.
+type fileError struct {
+	file string
+	errs []error
+}
+
+func (e *fileError) Error() string {
+	lines := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		lines[i] = strings.ReplaceAll(err.Error(), "\n", "\n  ")
+	}
+	return fmt.Sprintf("account file %s:\n  %s", e.file, strings.Join(lines, "\n  "))
+}
+
+func (e *fileError) Unwrap() []error { return e.errs }
+
+// fileProblems turns a validation error of an account file into a
+// fileError, without the problems skip says the CLI resolves itself (an id
+// it generated, an external id it is about to generate); nil when none is
+// left.
+func fileProblems(file string, err error, skip func(*account.FieldError) bool) error {
+	if err == nil {
+		return nil
+	}
+	fes := account.Fields(err)
+	if len(fes) == 0 {
+		return &fileError{file: file, errs: []error{err}}
+	}
+	var keep []error
+	for _, fe := range fes {
+		if skip == nil || !skip(fe) {
+			keep = append(keep, fe)
 		}
 	}
-	return strings.Join(keep, "\n")
+	if len(keep) == 0 {
+		return nil
+	}
+	return &fileError{file: file, errs: keep}
 }
 
 func sameName(a, b string) bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -115,6 +117,13 @@ func TestAccountPutFromStdinPrintsTheFlag(t *testing.T) {
 
 func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 	s := deployed(t)
+	// Accounts a new one may not collide with.
+	neighbour := s.newAccount(t, nil)
+	const sharedRole = "arn:aws:iam::123456789012:role/daybook-export-shared"
+	roleHolder := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "acme-shared-exports",
+		"role_arn": sharedRole, "external_id": "shared-ext-1"}})
+	// An existing account, updated from a file with a refused change.
+	existing := s.newAccount(t, nil)
 	tests := []struct {
 		name   string
 		file   func(dir string) string
@@ -134,33 +143,135 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 		}, exitError, `time_zone "Mars/Olympus": not an IANA time zone`},
 		{"bucket outside the deployment's pattern", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports"}})
-		}, exitError, "DirectBucketPattern"},
+		}, exitError, `destination.bucket "acme-exports"`},
 		{"role outside the deployment's pattern", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports",
 				"role_arn": "arn:aws:iam::123456789012:role/admin", "external_id": "acme-7f3c"}})
-		}, exitError, "CustomerRolePattern"},
+		}, exitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin": outside the roles this deployment may assume (arn:aws:iam::*:role/daybook-export-*)`},
+		{"own role on another account's bucket", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
+				"expected_bucket_owner": "111111111111"}})
+		}, exitError, `destination.expected_bucket_owner "111111111111": daybook's own role writes only to buckets of the deployment's account ` + motoserver.AccountID},
+		{"private endpoint", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
+				"endpoint": "https://10.1.2.3:9000"}})
+		}, exitError, `destination.endpoint "https://10.1.2.3:9000"`},
+		{"prefix inside another account's", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
+				"prefix": "daybook/" + neighbour.ID + "/{{.AccountID}}"}})
+		}, exitError, `is inside account ` + neighbour.ID + `'s prefix "daybook/` + neighbour.ID + `" in bucket daybook-exports-clitest`},
+		{"another account's role and external id", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-other-exports",
+				"role_arn": sharedRole, "external_id": "shared-ext-1"}})
+		}, exitError, `destination.external_id "shared-ext-1": account ` + roleHolder.ID + ` already uses role ` + sharedRole},
+		{"an update with a refused change", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"id": existing.ID, "name": existing.Name, "destination": map[string]any{
+				"bucket": "daybook-exports-clitest", "role_arn": "arn:aws:iam::123456789012:role/admin"}})
+		}, exitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin"`},
 		{"missing file", func(dir string) string { return filepath.Join(dir, "nope.json") }, exitError, "no such file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, _, _ := testApp(t)
-			before := len(s.accounts(t))
+			before := s.accounts(t)
 			file := tt.file(t.TempDir())
 			orig, _ := os.ReadFile(file)
 			r := s.run(t, a, "account", "put", "--file", file)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
 				t.Errorf("exit %d, want %d; stderr lacks %q:\n%s", r.code, tt.code, tt.stderr, r.stderr)
 			}
-			if after := len(s.accounts(t)); after != before {
-				t.Errorf("%d accounts before, %d after a refused put", before, after)
+			if after := s.accounts(t); !reflect.DeepEqual(after, before) {
+				t.Errorf("a refused put changed the stored accounts:\nbefore %+v\nafter  %+v", before, after)
 			}
 			if b, _ := os.ReadFile(file); string(b) != string(orig) {
 				t.Errorf("the file changed:\n%s", b)
 			}
-			if strings.Contains(r.stderr, "id \"\"") {
-				t.Errorf("a generated id is never the problem:\n%s", r.stderr)
+			if strings.Contains(r.stderr, "id \"\"") || strings.Contains(r.stderr, "external_id \"\"") {
+				t.Errorf("a generated id or external id is never the problem:\n%s", r.stderr)
+			}
+			if strings.Contains(r.stderr, "generated external id") {
+				t.Errorf("a refused put announced an external id:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestAccountPutGeneratesTheExternalID: a role without an external id gets
+// a new one, printed once and written into the file after role_arn; the
+// same file again changes nothing, and a file that lost it keeps the
+// stored one.
+func TestAccountPutGeneratesTheExternalID(t *testing.T) {
+	s := deployed(t)
+	a, _, _ := testApp(t)
+	dir := t.TempDir()
+	role := "arn:aws:iam::123456789012:role/daybook-export-" + strings.ToLower(strings.ReplaceAll(uniqueName(t), " #", "-"))
+	file := writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-role-exports", "role_arn": role}})
+	orig, _ := os.ReadFile(file)
+
+	r := s.run(t, a, "account", "put", "--file", file)
+	if r.code != 0 {
+		t.Fatalf("put: exit %d\n%s", r.code, r.stderr)
+	}
+	var acct account.Account
+	if err := json.Unmarshal([]byte(r.stdout), &acct); err != nil {
+		t.Fatal(err)
+	}
+	ext := acct.Destination.ExternalID
+	if !strings.HasPrefix(ext, account.ExternalIDPrefix) || !account.ValidExternalID(ext) {
+		t.Fatalf("external id %q", ext)
+	}
+	if strings.Count(r.stderr, ext) != 1 || !strings.Contains(r.stderr, "generated external id "+ext+" for role "+role) || !strings.Contains(r.stderr, "sts:ExternalId") {
+		t.Errorf("the external id should be announced once on stderr:\n%s", r.stderr)
+	}
+	stored, err := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID)
+	if err != nil || stored.Destination.ExternalID != ext {
+		t.Fatalf("stored external id %q (%v), want %q", stored.Destination.ExternalID, err, ext)
+	}
+	after, _ := os.ReadFile(file)
+	want := strings.Replace(string(orig), `"role_arn": "`+role+`"`, `"role_arn": "`+role+`",`+"\n    "+`"external_id": "`+ext+`"`, 1)
+	want = "{\n  \"id\": \"" + acct.ID + "\",\n" + want[2:]
+	if string(after) != want {
+		t.Errorf("file after put:\n%s\nwant:\n%s", after, want)
+	}
+
+	// The same file again: the same external id, nothing announced.
+	r = s.run(t, a, "account", "put", "--file", file)
+	if r.code != 0 || strings.Contains(r.stderr, "generated external id") || !strings.Contains(r.stdout, ext) {
+		t.Errorf("second put: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A file without it (--id, from a copy of the original) keeps the stored one.
+	copyFile := filepath.Join(dir, "copy.json")
+	os.WriteFile(copyFile, orig, 0o644)
+	r = s.run(t, a, "account", "put", "--file", copyFile, "--id", acct.ID)
+	if r.code != 0 || strings.Contains(r.stderr, "generated external id") {
+		t.Errorf("put without the external id: exit %d\n%s", r.code, r.stderr)
+	}
+	if got, _ := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID); got.Destination.ExternalID != ext {
+		t.Errorf("the stored external id changed to %q", got.Destination.ExternalID)
+	}
+}
+
+// TestAccountPutRefusesAMalformedDeploymentRule: a deployment variable the
+// rules come from that does not parse is named, and nothing is saved.
+func TestAccountPutRefusesAMalformedDeploymentRule(t *testing.T) {
+	s := deployed(t)
+	env := map[string]map[string]string{}
+	b, _ := os.ReadFile(s.envFile)
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	env["ExporterFunction"][account.EnvAllowPrivateEndpoints] = "sometimes"
+	envFile := filepath.Join(t.TempDir(), "env.json")
+	b, _ = json.Marshal(env)
+	os.WriteFile(envFile, b, 0o644)
+	a, _, _ := testApp(t)
+	before := len(s.accounts(t))
+	r := execute(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), nil), "--env-file", envFile)
+	if r.code != exitError || !strings.Contains(r.stderr, `environment variable ALLOW_PRIVATE_ENDPOINTS="sometimes": want true or false`) {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
+	}
+	if after := len(s.accounts(t)); after != before {
+		t.Errorf("%d accounts before, %d after", before, after)
 	}
 }
 
@@ -183,7 +294,7 @@ func TestAccountGetListDisableEnable(t *testing.T) {
 	if r := s.run(t, a, "account", "list", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"id": "`+acct.ID+`"`) {
 		t.Errorf("list -o json: exit %d\n%s", r.code, r.stdout)
 	}
-	if r := s.run(t, a, "account", "get", "acct_nosuchaccountxx"); r.code != exitError || !strings.Contains(r.stderr, "no such account") {
+	if r := s.run(t, a, "account", "get", "acct_nosuchaccount234"); r.code != exitError || !strings.Contains(r.stderr, "no such account") {
 		t.Errorf("get of a missing account: exit %d\n%s", r.code, r.stderr)
 	}
 	steps := []struct {

@@ -50,7 +50,9 @@ func (a *app) accountTestCommand() *cobra.Command {
 		Short: "Test an account's destination by writing to it, and name any missing permission",
 		Long: `Test an account's destination the way an export uses it: write a small object, read it back,
 start and abort a multipart upload, list the prefix and delete the object. Each step names the
-permission it needs; a bucket that does not exist is said so.`,
+permission it needs; a bucket that does not exist is said so. Every call names the bucket's
+expected owner, as the exporter's do: expected_bucket_owner, else the account in role_arn, else
+this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
 		Args: exactArgs("ID"),
 	}
 	a.deploymentFlags(c)
@@ -65,12 +67,16 @@ permission it needs; a bucket that does not exist is said so.`,
 		if err != nil {
 			return err
 		}
+		owner, err := e.bucketOwner(acct)
+		if err != nil {
+			return err
+		}
 		api := e.buckets.Client(acct.ID, acct.Destination)
 		region := cmp.Or(acct.Destination.Region, e.cfg.Region)
-		if err := headBucket(ctx, api, acct.Destination.Bucket, acct.Destination.ExpectedBucketOwner, region); err != nil {
+		if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
 			return fmt.Errorf("account %s: %w", acct.ID, err)
 		}
-		checks, cerr := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, acct.Destination.ExpectedBucketOwner, a.now())
+		checks, cerr := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
 		if *out == outputJSON {
 			if err := printJSON(a.stdout, map[string]any{
 				"account": acct.ID, "bucket": acct.Destination.Bucket, "prefix": prefix, "ok": cerr == nil, "checks": checks,

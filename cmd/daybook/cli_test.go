@@ -87,8 +87,12 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"sql", "--dataset", "events", "--engine", "oracle"}, `"oracle"`},
 		{[]string{"sql", "--dataset", "events", "--engine", "duckdb", "--day", "2026-02-30"}, `2026-02-30`},
 		// The errors name the flags the user typed, not the message fields.
-		{[]string{"requeue", "--account", "acct_a", "--dataset", "events", "--from", "2026-11-10", "--to", "2026-11-01"}, `--to 2026-11-01 is before --from 2026-11-10`},
+		{[]string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-10", "--to", "2026-11-01"}, `--to 2026-11-01 is before --from 2026-11-10`},
 		{[]string{"reexport", "--dataset", "events", "--day", "2026-11-01"}, "--account is required"},
+		// jobs.CheckRequest's malformed values are refused before any
+		// deployment is looked for, named by the flag.
+		{[]string{"reexport", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, `--account "acct_a" is not an account id`},
+		{[]string{"requeue", "--account", "acct_ABCDEFGHIJKLMNOP", "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-02"}, `--account "acct_ABCDEFGHIJKLMNOP" is not an account id`},
 		{[]string{"no-such-command"}, `unknown command "no-such-command"`},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -126,21 +130,22 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"unknown command", []string{"stauts"}, 2, "", `did you mean status?`, true},
 		{"unknown subcommand", []string{"account", "remove"}, 2, "", `unknown command "remove" for daybook account; valid: delete, disable, enable, get, list, put, test`, true},
 		{"unknown flag", []string{"status", "--acount", "x"}, 2, "", "unknown flag: --acount", true},
-		{"extra argument", []string{"status", "acct_x"}, 2, "", `unexpected argument "acct_x"`, true},
+		{"extra argument", []string{"status", "acct_abcdefghijklmnop"}, 2, "", `unexpected argument "acct_abcdefghijklmnop"`, true},
 		{"missing argument", []string{"account", "get"}, 2, "", "ID is required", true},
 		{"too many arguments", []string{"account", "get", "a", "b"}, 2, "", `unexpected argument "b"`, true},
 		{"missing flag", []string{"account", "put"}, 2, "", "--file is required", true},
 		{"missing flags", []string{"history", "--day", "2026-11-01"}, 2, "", "--account and --dataset are required", true},
 		{"bad output", []string{"account", "list", "-o", "yaml"}, 2, "", `invalid argument "yaml" for "-o, --output" flag: want table or json`, true},
 		{"bad state", []string{"status", "--state", "done"}, 2, "", `--state "done": unknown state; valid: completed, running, claimed, queued, pending, failed, stopped`, true},
-		{"bad dataset", []string{"history", "--account", "a", "--dataset", "bogus", "--day", "2026-11-01"}, 2, "", `--dataset "bogus": unknown dataset; valid: events, profiles, daily_stats`, true},
-		{"day and range", []string{"reexport", "--account", "a", "--dataset", "events", "--day", "2026-11-01", "--from", "2026-11-01"}, 2, "", "give --day, or --from and --to, not both", true},
-		{"half a range", []string{"requeue", "--account", "a", "--dataset", "events", "--from", "2026-11-01"}, 2, "", "--to is required with --from", true},
-		{"range too long", []string{"reexport", "--account", "a", "--dataset", "events", "--from", "2024-01-01", "--to", "2026-01-01"}, 2, "", "at most 366 per re-export", true},
-		{"bad reason", []string{"requeue", "--account", "a", "--dataset", "events", "--day", "2026-11-01", "--reason", "retry"}, 2, "", `--reason "retry": want backfill or manual`, true},
-		{"delete without --yes", []string{"account", "delete", "acct_x"}, 2, "", "pass --yes", true},
+		{"bad dataset", []string{"history", "--account", "acct_abcdefghijklmnop", "--dataset", "bogus", "--day", "2026-11-01"}, 2, "", `--dataset "bogus": unknown dataset; valid: events, profiles, daily_stats`, true},
+		{"day and range", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--from", "2026-11-01"}, 2, "", "give --day, or --from and --to, not both", true},
+		{"half a range", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-01"}, 2, "", "--to is required with --from", true},
+		{"range too long", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2024-01-01", "--to", "2026-01-01"}, 2, "", "at most 366 per re-export", true},
+		{"bad reason", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--reason", "retry"}, 2, "", `--reason "retry": want backfill or manual`, true},
+		{"delete without --yes", []string{"account", "delete", "acct_abcdefghijklmnop"}, 2, "", "pass --yes", true},
 		{"bad invoke function", []string{"local", "invoke", "Nope"}, 2, "", `function "Nope": want SweeperFunction or ExporterFunction`, true},
 		{"bad --id", []string{"account", "put", "--file", "x.json", "--id", "42"}, 2, "", `--id "42"`, true},
+		{"malformed --account", []string{"requeue", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, 2, "", `--account "acct_a" is not an account id`, true},
 		{"no deployment", []string{"account", "list"}, 1, "", "no deployment to talk to: pass --stack NAME", false},
 		{"stack and env file", []string{"account", "list", "--stack", "s", "--env-file", "e.json"}, 1, "", "give --stack or --env-file, not both", false},
 	}

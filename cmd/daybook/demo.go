@@ -365,7 +365,12 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	var reports []verify.Report
 	var problems []string
 	exportedDays := map[string]bool{}
-	b := verify.Bucket{Name: a.Destination.Bucket, Owner: a.Destination.ExpectedBucketOwner}
+	// The demo runs in moto: its account is the deployment's.
+	owner, err := a.Destination.BucketOwner(motoserver.AccountID)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := verify.Bucket{Name: a.Destination.Bucket, Owner: owner}
 	for _, ds := range a.Datasets {
 		parts, err := verify.Partitions(ctx, api, b, prefix+"/"+layout.Version+"/"+ds+"/")
 		if err != nil {

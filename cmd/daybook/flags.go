@@ -75,21 +75,20 @@ func dayFlag(c *cobra.Command, name, v string) (civil.Date, error) {
 	return d, nil
 }
 
-// dayRange reads --day, or --from and --to, as the user typed them; which
-// names the flag the range came from, for later errors ("--day" or "--to").
-func dayRange(c *cobra.Command, day, from, to string) (f, t civil.Date, which string, err error) {
+// dayRange reads --day, or --from and --to, as the user typed them.
+func dayRange(c *cobra.Command, day, from, to string) (f, t civil.Date, err error) {
 	switch {
 	case day != "" && (from != "" || to != ""):
-		return f, t, "", usagef(c, "give --day, or --from and --to, not both")
+		return f, t, usagef(c, "give --day, or --from and --to, not both")
 	case day != "":
 		d, err := dayFlag(c, "day", day)
-		return d, d, "--day", err
+		return d, d, err
 	case from == "" && to == "":
-		return f, t, "", usagef(c, "--day (or --from and --to) is required")
+		return f, t, usagef(c, "--day (or --from and --to) is required")
 	case from == "":
-		return f, t, "", usagef(c, "--from is required with --to")
+		return f, t, usagef(c, "--from is required with --to")
 	case to == "":
-		return f, t, "", usagef(c, "--to is required with --from")
+		return f, t, usagef(c, "--to is required with --from")
 	}
 	if f, err = dayFlag(c, "from", from); err != nil {
 		return
@@ -98,9 +97,9 @@ func dayRange(c *cobra.Command, day, from, to string) (f, t civil.Date, which st
 		return
 	}
 	if t.Before(f) {
-		return f, t, "", usagef(c, "--to %s is before --from %s", to, from)
+		return f, t, usagef(c, "--to %s is before --from %s", to, from)
 	}
-	return f, t, "--to", nil
+	return f, t, nil
 }
 
 // datasetNames lists the shipped datasets.

@@ -68,7 +68,7 @@ func TestWriteBackID(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tt.in), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeBackID(p, []byte(tt.in), id); err != nil {
+			if err := writeBackFields(p, []byte(tt.in), fileFields{id: id}); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(p)
@@ -84,13 +84,13 @@ func TestWriteBackID(t *testing.T) {
 			}
 		})
 	}
-	if err := writeBackID("-", []byte("{}"), id); err == nil {
+	if err := writeBackFields("-", []byte("{}"), fileFields{id: id}); err == nil {
 		t.Error("stdin: no error")
 	}
 	p := filepath.Join(t.TempDir(), "a.json")
 	in := `{"id": "", "name": "A"}`
 	os.WriteFile(p, []byte(in), 0o644)
-	if err := writeBackID(p, []byte(in), id); err == nil {
+	if err := writeBackFields(p, []byte(in), fileFields{id: id}); err == nil {
 		t.Error("a file with an empty id was rewritten into an ambiguous one")
 	}
 	if got, _ := os.ReadFile(p); string(got) != in {
@@ -98,23 +98,56 @@ func TestWriteBackID(t *testing.T) {
 	}
 }
 
-func TestWildcardAndPatterns(t *testing.T) {
-	for _, tt := range []struct {
-		pattern, s string
-		want       bool
+// TestWriteBackExternalID: a generated external id lands after role_arn,
+// indented like it, or replaces an empty external_id; with an id, both.
+func TestWriteBackExternalID(t *testing.T) {
+	const (
+		id  = "acct_abcdefghijklmnop"
+		ext = "daybook-aaaabbbbccccddddeeeeffffgggghhhh"
+	)
+	tests := []struct {
+		name, in, want string
+		add            fileFields
 	}{
-		{"daybook-exports-*", "daybook-exports-acme", true},
-		{"daybook-exports-*", "daybook-exports-", true},
-		{"daybook-exports-*", "acme-daybook", false},
-		{"daybook-export-*", "team/daybook-export-acme", false},
-		{"*daybook-export-*", "team/daybook-export-acme", true},
-		{"a?c", "abc", true},
-		{"a?c", "ac", false},
-	} {
-		if got := wildcard(tt.pattern, tt.s); got != tt.want {
-			t.Errorf("wildcard(%q, %q) = %v", tt.pattern, tt.s, got)
-		}
+		{"pretty, role last", "{\n  \"name\": \"A\",\n  \"destination\": {\n    \"bucket\": \"b\",\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\"\n  }\n}\n",
+			"{\n  \"name\": \"A\",\n  \"destination\": {\n    \"bucket\": \"b\",\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\",\n    \"external_id\": \"" + ext + "\"\n  }\n}\n",
+			fileFields{externalID: ext}},
+		{"pretty, with id", "{\n  \"destination\": {\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\",\n    \"bucket\": \"b\"\n  }\n}\n",
+			"{\n  \"id\": \"" + id + "\",\n  \"destination\": {\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\",\n    \"external_id\": \"" + ext + "\",\n    \"bucket\": \"b\"\n  }\n}\n",
+			fileFields{id: id, externalID: ext}},
+		{"one line", `{"destination":{"role_arn":"arn:aws:iam::123456789012:role/r","bucket":"b"},"name":"A"}`,
+			`{"destination":{"role_arn":"arn:aws:iam::123456789012:role/r", "external_id": "` + ext + `","bucket":"b"},"name":"A"}`,
+			fileFields{externalID: ext}},
+		{"empty external_id", `{"destination": {"external_id": "", "role_arn": "arn:aws:iam::123456789012:role/r"}}`,
+			`{"destination": {"external_id": "` + ext + `", "role_arn": "arn:aws:iam::123456789012:role/r"}}`,
+			fileFields{externalID: ext}},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "a.json")
+			if err := os.WriteFile(p, []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeBackFields(p, []byte(tt.in), tt.add); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(p); string(got) != tt.want {
+				t.Errorf("file:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+	p := filepath.Join(t.TempDir(), "a.json")
+	in := `{"destination": {"bucket": "b"}}`
+	os.WriteFile(p, []byte(in), 0o644)
+	if err := writeBackFields(p, []byte(in), fileFields{externalID: ext}); err == nil {
+		t.Error("an external id was written without a role_arn")
+	}
+	if got, _ := os.ReadFile(p); string(got) != in {
+		t.Errorf("refused write-back changed the file: %s", got)
+	}
+}
+
+func TestCheckBucketPattern(t *testing.T) {
 	acct := func(bucket, role string) account.Account {
 		return account.Account{Destination: account.Destination{Bucket: bucket, RoleARN: role}}
 	}
@@ -124,16 +157,15 @@ func TestWildcardAndPatterns(t *testing.T) {
 	}{
 		{acct("daybook-exports-x", ""), ""},
 		{acct("acme-bucket", ""), `destination.bucket "acme-bucket"`},
-		{acct("acme-bucket", "arn:aws:iam::123456789012:role/daybook-export-acme"), ""},
-		{acct("acme-bucket", "arn:aws:iam::123456789012:role/other"), `destination.role_arn "arn:aws:iam::123456789012:role/other"`},
+		{acct("acme-bucket", "arn:aws:iam::123456789012:role/daybook-export-acme"), ""}, // a role: account.Validate's rule
 	} {
-		err := checkPatterns(tt.a, "daybook-exports-*", "daybook-export-*")
+		err := checkBucketPattern(tt.a, "daybook-exports-*")
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("checkPatterns(%+v) = %v, want %q", tt.a.Destination, err, tt.want)
+			t.Errorf("checkBucketPattern(%+v) = %v, want %q", tt.a.Destination, err, tt.want)
 		}
 	}
-	if err := checkPatterns(acct("anything", ""), "", ""); err != nil {
-		t.Errorf("unknown patterns are not checked: %v", err)
+	if err := checkBucketPattern(acct("anything", ""), ""); err != nil {
+		t.Errorf("an unknown pattern is not checked: %v", err)
 	}
 }
 

@@ -130,10 +130,11 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 		}
 		dsn = "file:" + abs + "?mode=ro"
 	}
-	// The CLI reads the sweeper's dead-letter queue and the bucket patterns
-	// from the same file (the functions ignore them).
+	// The CLI reads the sweeper's dead-letter queue and the direct-bucket
+	// pattern from the same file (the functions ignore them); the account
+	// rules are in the functions' own environment.
 	extra := map[string]string{"SOURCE_DSN": dsn}
-	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN", "CustomerRolePattern": "CUSTOMER_ROLE_PATTERN"} {
+	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN"} {
 		if st.Outputs[out] != "" {
 			extra[v] = st.Outputs[out]
 		}

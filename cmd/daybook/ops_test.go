@@ -47,23 +47,27 @@ func TestRequeue(t *testing.T) {
 		}
 		return n
 	}
+	// jobs.CheckRequest's refusals, worded with the flags typed.
 	refusals := []struct {
 		name   string
 		args   []string
+		code   int
 		stderr string
 	}{
-		{"today with --day", []string{"--day", "2026-11-30"}, "--day 2026-11-30: not closed yet for account " + acct.ID + " (time zone UTC, settle delay 2h0m0s): the last closed day is 2026-11-29"},
-		{"a range ending today", []string{"--from", "2026-11-28", "--to", "2026-11-30"}, "--to 2026-11-30: not closed yet"},
-		{"a dataset the account does not export", []string{"--dataset", "profiles", "--day", "2026-11-20"}, "--dataset profiles: account " + acct.ID + " does not export it; its datasets: events"},
-		{"a missing account", []string{"--account", "acct_nosuchaccountxx", "--day", "2026-11-20"}, "--account acct_nosuchaccountxx: no such account"},
+		{"today with --day", []string{"--day", "2026-11-30"}, exitError, `--day "2026-11-30" is not closed yet for account ` + acct.ID + " (time zone UTC, settle delay 2h0m0s): the last closed day is 2026-11-29"},
+		{"a range ending today", []string{"--from", "2026-11-28", "--to", "2026-11-30"}, exitError, `--to "2026-11-30" is not closed yet`},
+		{"a dataset the account does not export", []string{"--dataset", "profiles", "--day", "2026-11-20"}, exitError, `--dataset "profiles" is not enabled for account ` + acct.ID + " (enabled: events)"},
+		{"a day before the start date", []string{"--from", "2026-10-30", "--to", "2026-11-02"}, exitError, `--from "2026-10-30" is before account ` + acct.ID + "'s start date 2026-11-01"},
+		{"a missing account", []string{"--account", "acct_nosuchaccount234", "--day", "2026-11-20"}, exitError, `--account "acct_nosuchaccount234" is not an account (no such account); daybook account list shows them`},
+		{"a malformed account id", []string{"--account", "acct_a", "--day", "2026-11-20"}, exitUsage, `--account "acct_a" is not an account id`},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
 			a, _, _ := testApp(t)
 			args := append([]string{"requeue", "--account", acct.ID, "--dataset", "events"}, tt.args...)
 			r := s.run(t, a, args...)
-			if r.code != exitError || !strings.Contains(r.stderr, tt.stderr) {
-				t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, tt.stderr, r.stderr)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("exit %d, want %d; stderr lacks %q:\n%s", r.code, tt.code, tt.stderr, r.stderr)
 			}
 			if n := rows(); n != 0 {
 				t.Errorf("a refused requeue wrote %d rows", n)
@@ -91,7 +95,8 @@ func TestRequeue(t *testing.T) {
 
 	// A disabled account is refused.
 	s.run(t, a, "account", "disable", acct.ID)
-	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20"); r.code != exitError || !strings.Contains(r.stderr, "is disabled") {
+	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20"); r.code != exitError ||
+		!strings.Contains(r.stderr, `--account "`+acct.ID+`" is disabled; enable it first: daybook account enable `+acct.ID) {
 		t.Errorf("disabled: exit %d\n%s", r.code, r.stderr)
 	}
 }
@@ -108,8 +113,27 @@ func TestReexport(t *testing.T) {
 		{"--from", "2026-11-29", "--to", "2026-11-30"},
 	} {
 		r := s.run(t, a, append([]string{"reexport", "--account", acct.ID, "--dataset", "events"}, args...)...)
-		if r.code != exitError || !strings.Contains(r.stderr, args[len(args)-2]+" 2026-11-30: not closed yet") {
+		if r.code != exitError || !strings.Contains(r.stderr, args[len(args)-2]+` "2026-11-30" is not closed yet`) {
 			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	// Refused before anything is sent: a missing account, a malformed one, a
+	// dataset the account does not export, a disabled account.
+	other := s.newAccount(t, nil)
+	s.run(t, a, "account", "disable", other.ID)
+	for _, tt := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"--account", "acct_nosuchaccount234", "--dataset", "events"}, exitError, `--account "acct_nosuchaccount234" is not an account`},
+		{[]string{"--account", "acct_a", "--dataset", "events"}, exitUsage, `--account "acct_a" is not an account id`},
+		{[]string{"--account", acct.ID, "--dataset", "daily_stats"}, exitError, `--dataset "daily_stats" is not enabled for account ` + acct.ID},
+		{[]string{"--account", other.ID, "--dataset", "events"}, exitError, `--account "` + other.ID + `" is disabled`},
+	} {
+		r := s.run(t, a, append(append([]string{"reexport"}, tt.args...), "--day", "2026-11-20")...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("%v: exit %d, want %d; stderr lacks %q:\n%s", tt.args, r.code, tt.code, tt.stderr, r.stderr)
 		}
 	}
 	if msgs := s.receiveAll(t, queue); len(msgs) != 0 {

@@ -20,25 +20,86 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-// errNotClosed: a day that has not ended (plus the settle delay) in the
-// account's time zone; today is never exported.
-var errNotClosed = errors.New("not closed yet")
+// requestFlags maps the fields of a manual request, as jobs.CheckRequest
+// names them, to the flags they come from.
+var requestFlags = map[string]string{
+	"account_id": "--account",
+	"dataset":    "--dataset",
+	"day":        "--day",
+	"from":       "--from",
+	"to":         "--to",
+}
 
-// checkPartitions refuses what the exporter would refuse, before anything is
-// written: a disabled account, a dataset the account does not export, a day
-// not closed yet (the error names the flag the day came from).
-func checkPartitions(e *opsEnv, acct account.Account, ds string, to civil.Date, flag string, now func() civil.Date) error {
-	if !acct.Enabled {
-		return fmt.Errorf("account %s (%s) is disabled: enable it first (daybook account enable %s)", acct.ID, acct.Name, acct.ID)
+// requestError is a refusal of jobs.CheckRequest worded with the flag the
+// user typed: `--day "2026-11-30" is not closed yet for account ...`.
+// errors.Is sees jobs.ErrMalformed or jobs.ErrRefused through it.
+type requestError struct {
+	flag string
+	fe   *jobs.FieldError
+	hint string
+}
+
+func (e *requestError) Error() string {
+	msg := fmt.Sprintf("%s %q %s", e.flag, e.fe.Value, e.fe.Reason)
+	if e.fe.Value == "" {
+		msg = e.flag + " " + e.fe.Reason
 	}
-	if !slices.Contains(acct.Datasets, ds) {
-		return fmt.Errorf("--dataset %s: account %s does not export it; its datasets: %s", ds, acct.ID, strings.Join(acct.Datasets, ", "))
+	return msg + e.hint
+}
+
+func (e *requestError) Unwrap() error { return e.fe }
+
+// flagError words err, from jobs.CheckRequest, with the flag its field came
+// from; a malformed value is a usage error (exit 2), a refused one a
+// runtime error (exit 1).
+func flagError(c *cobra.Command, err error) error {
+	var fe *jobs.FieldError
+	if !errors.As(err, &fe) {
+		return err
 	}
-	if closed := now(); to.After(closed) {
-		return fmt.Errorf("%s %s: %w for account %s (time zone %s, settle delay %s): the last closed day is %s; today is never exported",
-			flag, to, errNotClosed, acct.ID, cmp.Or(acct.TimeZone, account.DefaultTimeZone), acct.WithDefaults(e.settle).SettleDelay.D(), closed)
+	re := &requestError{flag: cmp.Or(requestFlags[fe.Field], fe.Field), fe: fe}
+	if fe.Field == "account_id" && errors.Is(fe, jobs.ErrRefused) {
+		if strings.Contains(fe.Reason, "disabled") {
+			re.hint = fmt.Sprintf("; enable it first: daybook account enable %s", fe.Value)
+		} else {
+			re.hint = "; daybook account list shows them"
+		}
 	}
-	return nil
+	if errors.Is(fe, jobs.ErrMalformed) {
+		return &usageError{cmd: c, err: re}
+	}
+	return re
+}
+
+// checkRequest is the exporter's own check of a manual request
+// (jobs.CheckRequest) on the flags, before anything is written or sent: a
+// malformed value is refused before the deployment is opened, then the
+// account is read and the request checked against it (unknown or disabled
+// account, a dataset it does not export, a day before its start date or not
+// closed yet). maxDays bounds the range. Every error names the flag.
+func (a *app) checkRequest(c *cobra.Command, p partitionFlags, maxDays int) (*opsEnv, account.Account, error) {
+	m := jobs.Manual{Kind: jobs.KindManual, AccountID: p.account, Dataset: p.dataset, Day: p.day, From: p.from, To: p.to}
+	lim := jobs.Limits{Now: a.now(), MaxDays: maxDays}
+	if _, _, err := jobs.CheckRequest(m, nil, lim); !errors.Is(err, jobs.ErrRefused) {
+		return nil, account.Account{}, flagError(c, err) // nil, malformed, or the catalog unreadable
+	}
+	ctx := c.Context()
+	e, err := a.open(ctx)
+	if err != nil {
+		return nil, account.Account{}, err
+	}
+	var acct *account.Account
+	switch got, err := e.ledger.GetAccount(ctx, p.account); {
+	case err == nil:
+		acct = &got
+	case !errors.Is(err, ledger.ErrNotFound):
+		return nil, account.Account{}, err
+	}
+	lim.SettleDelay = e.settle
+	if _, _, err := jobs.CheckRequest(m, acct, lim); err != nil {
+		return nil, account.Account{}, flagError(c, err)
+	}
+	return e, *acct, nil
 }
 
 func (a *app) requeueCommand() *cobra.Command {
@@ -68,16 +129,13 @@ when it finishes.`,
 		if r := ledger.Reason(reason); r != ledger.ReasonBackfill && r != ledger.ReasonManual {
 			return usagef(c, "--reason %q: want backfill or manual", reason)
 		}
-		from, to, which, err := dayRange(c, p.day, p.from, p.to)
+		from, to, err := dayRange(c, p.day, p.from, p.to)
 		if err != nil {
 			return err
 		}
 		ctx := c.Context()
-		e, acct, err := a.account(ctx, p.account, "--account")
+		e, acct, err := a.checkRequest(c, p, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
 		if err != nil {
-			return err
-		}
-		if err := checkPartitions(e, acct, p.dataset, to, which, a.closedThrough(acct, e)); err != nil {
 			return err
 		}
 		days := civil.Range(from, to)
@@ -103,11 +161,6 @@ when it finishes.`,
 		return err
 	}
 	return c
-}
-
-// closedThrough returns the account's last closed day at the app's clock.
-func (a *app) closedThrough(acct account.Account, e *opsEnv) func() civil.Date {
-	return func() civil.Date { return acct.WithDefaults(e.settle).ClosedThrough(a.now()) }
 }
 
 // sendAPI is the part of SQS `reexport` uses.
@@ -147,7 +200,7 @@ paces. requested_by in the ledger and the manifest is the caller's AWS identity 
 		if _, err := datasetFlag(c, p.dataset); err != nil {
 			return err
 		}
-		from, to, which, err := dayRange(c, p.day, p.from, p.to)
+		from, to, err := dayRange(c, p.day, p.from, p.to)
 		if err != nil {
 			return err
 		}
@@ -155,11 +208,8 @@ paces. requested_by in the ledger and the manifest is the caller's AWS identity 
 			return usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
 		}
 		ctx := c.Context()
-		e, acct, err := a.account(ctx, p.account, "--account")
+		e, acct, err := a.checkRequest(c, p, jobs.MaxManualRangeDays)
 		if err != nil {
-			return err
-		}
-		if err := checkPartitions(e, acct, p.dataset, to, which, a.closedThrough(acct, e)); err != nil {
 			return err
 		}
 		if e.queueURL == "" {

@@ -103,13 +103,17 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
+	owner, err := e.bucketOwner(acct)
+	if err != nil {
+		return loadsql.Partition{}, "", err
+	}
 	api := e.buckets.Client(acct.ID, acct.Destination)
 	key := layout.ManifestKey(prefix, d.Name, day)
-	var owner *string
-	if o := acct.Destination.ExpectedBucketOwner; o != "" {
-		owner = &o
+	in := &s3.GetObjectInput{Bucket: aws.String(acct.Destination.Bucket), Key: &key}
+	if owner != "" {
+		in.ExpectedBucketOwner = aws.String(owner)
 	}
-	obj, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(acct.Destination.Bucket), Key: &key, ExpectedBucketOwner: owner})
+	obj, err := api.GetObject(ctx, in)
 	if err != nil {
 		return loadsql.Partition{}, "", fmt.Errorf("read manifest s3://%s/%s (is %s %s exported? daybook status --account %s): %w", acct.Destination.Bucket, key, d.Name, day, acct.ID, err)
 	}

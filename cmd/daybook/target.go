@@ -20,9 +20,12 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/netguard"
 )
 
 // Named errors of "where the CLI points".
@@ -67,6 +70,8 @@ func (a *app) deploymentFlags(c *cobra.Command) {
 
 // stackOutputVars maps the template's outputs to the variables the
 // functions read, so the three sources give the same configuration.
+// CustomerRoleArnPattern, DeploymentAccountId and AllowPrivateEndpoints are
+// the deployment's account rules (account.RulesFromEnv).
 var stackOutputVars = map[string]string{
 	"LedgerTableName":        "LEDGER_TABLE",
 	"JobsQueueUrl":           "JOBS_QUEUE_URL",
@@ -78,7 +83,9 @@ var stackOutputVars = map[string]string{
 	"LeaseMarginSeconds":     "LEASE_MARGIN_SECONDS",
 	"MaxAttempts":            "MAX_ATTEMPTS",
 	"DirectBucketPattern":    "DIRECT_BUCKET_PATTERN",
-	"CustomerRolePattern":    "CUSTOMER_ROLE_PATTERN",
+	"CustomerRoleArnPattern": account.EnvCustomerRolePattern,
+	"DeploymentAccountId":    account.EnvDeploymentAccountID,
+	"AllowPrivateEndpoints":  account.EnvAllowPrivateEndpoints,
 }
 
 // deployment is where a command points, resolved.
@@ -87,6 +94,13 @@ type deployment struct {
 	vars     map[string]string // LEDGER_TABLE, JOBS_QUEUE_URL, ...
 	cfg      aws.Config
 	endpoint string // custom endpoint, if any
+}
+
+// local reports whether the deployment is on this machine (its endpoint is
+// a loopback address: the stack `make local-up` runs in moto).
+func (d *deployment) local() bool {
+	_, _, ok := loopbackEndpoint(d.endpoint)
+	return ok
 }
 
 // stackAPI is the part of CloudFormation the CLI reads.
@@ -112,6 +126,13 @@ func stackOutputs(ctx context.Context, api stackAPI, name string) (map[string]st
 	m := map[string]string{}
 	for _, o := range out.Stacks[0].Outputs {
 		m[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	// A stack deployed before the DeploymentAccountId output: its own ARN
+	// (arn:aws:cloudformation:<region>:<account>:stack/...) names the account.
+	if m["DeploymentAccountId"] == "" {
+		if parts := strings.Split(aws.ToString(out.Stacks[0].StackId), ":"); len(parts) > 4 {
+			m["DeploymentAccountId"] = parts[4]
+		}
 	}
 	return m, nil
 }
@@ -233,20 +254,12 @@ func (a *app) probe(ctx context.Context, endpoint string) error {
 	if endpoint == "" {
 		return nil
 	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" {
+	if u, err := url.Parse(endpoint); err != nil || u.Host == "" {
 		return fmt.Errorf("endpoint %q is not a URL", endpoint)
 	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	host, port, ok := loopbackEndpoint(endpoint)
+	if !ok {
 		return nil
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
-			port = "80"
-		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -255,6 +268,28 @@ func (a *app) probe(ctx context.Context, endpoint string) error {
 		return fmt.Errorf("%w (nothing answers at %s)", errLocalDown, endpoint)
 	}
 	return c.Close()
+}
+
+// loopbackEndpoint returns the host and port of an endpoint URL on a
+// loopback address (localhost, 127.0.0.0/8, ::1); ok is false for any other
+// endpoint, or none.
+func loopbackEndpoint(endpoint string) (host, port string, ok bool) {
+	u, err := url.Parse(endpoint)
+	if endpoint == "" || err != nil || u.Host == "" {
+		return "", "", false
+	}
+	host = u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", "", false
+	}
+	port = u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443"}[u.Scheme]
+		if port == "" {
+			port = "80"
+		}
+	}
+	return host, port, true
 }
 
 func where(region, profile string) string {
@@ -300,7 +335,46 @@ type opsEnv struct {
 	stage         string
 	settle        time.Duration
 	bucketPattern string
-	rolePattern   string
+	// rules are the deployment's account rules (account.RulesFromEnv), read
+	// when the deployment is opened; rulesErr names a malformed variable,
+	// and only the commands that need the rules refuse for it.
+	rules    account.Rules
+	rulesErr error
+}
+
+// accountRules returns the deployment's account rules at the app's clock.
+func (e *opsEnv) accountRules(now time.Time) (account.Rules, error) {
+	if e.rulesErr != nil {
+		return account.Rules{}, fmt.Errorf("%s: %w", e.dep.desc, e.rulesErr)
+	}
+	r := e.rules
+	r.Now = now
+	return r, nil
+}
+
+// bucketOwner is the account that must own acct's bucket, sent as
+// ExpectedBucketOwner on every S3 call (destination.Owner); an owner that
+// cannot be determined is an error naming the field, and nothing is called.
+func (e *opsEnv) bucketOwner(acct account.Account) (string, error) {
+	if e.rulesErr != nil {
+		return "", fmt.Errorf("%s: %w", e.dep.desc, e.rulesErr)
+	}
+	owner, err := destination.Owner(acct.Destination, e.rules.DeploymentAccountID)
+	if err != nil {
+		return "", fmt.Errorf("account %s: %w", acct.ID, err)
+	}
+	return aws.ToString(owner), nil
+}
+
+// readRules reads the account rules from a deployment's variables. A local
+// stack that names no deployment account (an env.json from before the
+// variable) is in moto's account, motoserver.AccountID.
+func readRules(dep *deployment) (account.Rules, error) {
+	rules, err := account.RulesFromEnv(func(k string) (string, bool) { v, ok := dep.vars[k]; return v, ok })
+	if err == nil && rules.DeploymentAccountID == "" && dep.local() {
+		rules.DeploymentAccountID = motoserver.AccountID
+	}
+	return rules, err
 }
 
 // open resolves and opens the deployment once per run and says on stderr
@@ -327,8 +401,8 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 		dlqURL:        r.StringOr("JOBS_DLQ_URL", ""),
 		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),
 		bucketPattern: r.StringOr("DIRECT_BUCKET_PATTERN", ""),
-		rolePattern:   r.StringOr("CUSTOMER_ROLE_PATTERN", ""),
 	}
+	e.rules, e.rulesErr = readRules(dep)
 	lcfg := ledger.ConfigFromEnv(r)
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", dep.desc, err)
@@ -339,7 +413,12 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 	}
 	e.sqs = sqs.NewFromConfig(dep.cfg)
 	e.sts = sts.NewFromConfig(dep.cfg)
-	e.buckets = &destination.Clients{Base: dep.cfg}
+	// Custom endpoints dial through the same guard as the exporter's: private
+	// addresses only where the deployment allows them, loopback only for a
+	// local stack.
+	e.buckets = &destination.Clients{Base: dep.cfg, Endpoints: netguard.Policy{
+		AllowPrivate: e.rules.AllowPrivateEndpoints, AllowLoopback: dep.local(),
+	}}
 	line := fmt.Sprintf("daybook: using %s: table %s", dep.desc, lcfg.Table)
 	if e.queueURL != "" {
 		line += ", queue " + lastSegment(e.queueURL)

@@ -10,6 +10,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
 func TestWhereItPoints(t *testing.T) {
@@ -108,4 +113,51 @@ func TestNoCredentialsIsSaidAtOnce(t *testing.T) {
 	if r.code != exitError || !strings.Contains(r.stderr, "no AWS credentials: pass --profile") || !strings.Contains(r.stderr, "for stack daybook-prod (region eu-west-1)") {
 		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
+}
+
+// TestAccountRulesOfADeployment: the rules come from the deployment's
+// variables; a local stack that names no account is in moto's; a stack
+// without the DeploymentAccountId output is in the account of its own ARN.
+func TestAccountRulesOfADeployment(t *testing.T) {
+	vars := map[string]string{account.EnvCustomerRolePattern: "arn:aws:iam::*:role/daybook-export-*", account.EnvAllowPrivateEndpoints: "true"}
+	for _, tt := range []struct {
+		name     string
+		endpoint string
+		vars     map[string]string
+		want     string
+	}{
+		{"local, unnamed", "http://127.0.0.1:5000", vars, motoserver.AccountID},
+		{"local, named", "http://localhost:5000", map[string]string{account.EnvDeploymentAccountID: "210987654321"}, "210987654321"},
+		{"remote, unnamed", "", vars, ""},
+		{"remote endpoint, unnamed", "https://s3.example.com", vars, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := readRules(&deployment{vars: tt.vars, endpoint: tt.endpoint})
+			if err != nil || r.DeploymentAccountID != tt.want {
+				t.Errorf("DeploymentAccountID %q (%v), want %q", r.DeploymentAccountID, err, tt.want)
+			}
+		})
+	}
+	r, err := readRules(&deployment{vars: vars})
+	if err != nil || r.RolePattern != vars[account.EnvCustomerRolePattern] || !r.AllowPrivateEndpoints {
+		t.Errorf("rules %+v (%v)", r, err)
+	}
+	if _, err := readRules(&deployment{vars: map[string]string{account.EnvCustomerRolePattern: "daybook-export-*"}}); err == nil ||
+		!strings.Contains(err.Error(), "CUSTOMER_ROLE_PATTERN") {
+		t.Errorf("a role name where an ARN pattern belongs: %v", err)
+	}
+
+	outs, err := stackOutputs(context.Background(), fakeStacks{}, "old")
+	if err != nil || outs["DeploymentAccountId"] != "210987654321" {
+		t.Errorf("account of a stack without the output: %v (%v)", outs, err)
+	}
+}
+
+type fakeStacks struct{}
+
+func (fakeStacks) DescribeStacks(context.Context, *cloudformation.DescribeStacksInput, ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error) {
+	return &cloudformation.DescribeStacksOutput{Stacks: []cftypes.Stack{{
+		StackId: aws.String("arn:aws:cloudformation:eu-west-1:210987654321:stack/old/5e4a1f80-0000-11ee-0000-000000000000"),
+		Outputs: []cftypes.Output{{OutputKey: aws.String("LedgerTableName"), OutputValue: aws.String("daybook-old-ledger")}},
+	}}}, nil
 }

@@ -46,7 +46,7 @@ dataset of the account. Exits 1 when a partition has a problem or is not committ
 				return err
 			}
 		}
-		from, to, _, err := dayRange(c, p.day, p.from, p.to)
+		from, to, err := dayRange(c, p.day, p.from, p.to)
 		if err != nil {
 			return err
 		}
@@ -63,8 +63,12 @@ dataset of the account. Exits 1 when a partition has a problem or is not committ
 		if err != nil {
 			return err
 		}
+		owner, err := e.bucketOwner(acct)
+		if err != nil {
+			return err
+		}
 		api := e.buckets.Client(acct.ID, acct.Destination)
-		b := verify.Bucket{Name: acct.Destination.Bucket, Owner: acct.Destination.ExpectedBucketOwner}
+		b := verify.Bucket{Name: acct.Destination.Bucket, Owner: owner}
 		days := civil.Range(from, to)
 		bar := a.progress(len(days)*len(datasets), "verify")
 		var results []verified
