@@ -79,6 +79,9 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 		if err != nil {
 			return nil, err
 		}
+		if i < len(opts.AccountIDs) {
+			id = opts.AccountIDs[i] // the generated id is still drawn, so the others do not change
+		}
 		loc, err := time.LoadLocation(t.zone)
 		if err != nil {
 			return nil, fmt.Errorf("demosource: time zone %s: %w", t.zone, err)
