@@ -176,13 +176,15 @@ func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition,
 		files = append(files, f)
 		return nil
 	}
-	prov, err := e.Source.Rows(ctx, q, func(row []any) error {
+	// Files roll between batches: a file passes MaxFileBytes by at most
+	// one batch's row groups.
+	prov, err := e.Source.Batches(ctx, q, func(b *dataset.Batch) error {
 		if cur == nil {
 			if err := open(); err != nil {
 				return err
 			}
 		}
-		if err := cur.enc.Write(row); err != nil {
+		if err := cur.enc.WriteBatch(b); err != nil {
 			return err
 		}
 		if cur.w.Written() >= maxFile {

@@ -140,17 +140,24 @@ func (b *Batch) AppendCoerced(row []any) error {
 			b.Cols[i].AppendNull()
 			continue
 		}
-		out, reason := coerceValue(c.Type, v)
-		if reason == "" {
-			reason = b.Cols[i].appendModel(out)
-		}
-		if reason != "" {
+		if reason := b.Cols[i].AppendCoerced(v); reason != "" {
 			b.truncate(i)
 			return &RowError{Dataset: d.Name, Row: rowNum, Column: c.Name, Value: v, Reason: reason}
 		}
 	}
 	b.n++
 	return nil
+}
+
+// AppendCoerced coerces one non-NULL loosely typed value as Coerce does and
+// appends it to v; it returns the reason the value is refused, or "" (then
+// nothing was appended).
+func (v *Vector) AppendCoerced(x any) string {
+	out, reason := coerceValue(v.Column.Type, x)
+	if reason != "" {
+		return reason
+	}
+	return v.appendModel(out)
 }
 
 // CheckString is the check of a string column's value, whatever the source:
