@@ -161,6 +161,35 @@ func (b *Batch) EndRow() { b.n++ }
 // RowNum returns the partition row number of row i.
 func (b *Batch) RowNum(i int) int64 { return b.FirstRow + int64(i) }
 
+// View makes dst the rows [lo, hi) of b and returns it: its vectors alias
+// b's memory (byte offsets stay those of b), so it is valid until b is
+// reset, and nothing may be appended to it. dst's column slice is reused.
+func (b *Batch) View(lo, hi int, dst *Batch) *Batch {
+	cols := dst.Cols[:0]
+	for i := range b.Cols {
+		v := b.Cols[i]
+		if v.Null != nil {
+			v.Null = v.Null[lo:hi:hi]
+		}
+		switch v.Storage {
+		case StorageInt32:
+			v.Int32 = v.Int32[lo:hi:hi]
+		case StorageInt64:
+			v.Int64 = v.Int64[lo:hi:hi]
+		case StorageDouble:
+			v.Double = v.Double[lo:hi:hi]
+		case StorageBool:
+			v.Bool = v.Bool[lo:hi:hi]
+		case StorageBytes:
+			v.Offsets = v.Offsets[lo : hi+1 : hi+1]
+			v.Bytes = v.Bytes[:len(v.Bytes):len(v.Bytes)]
+		}
+		cols = append(cols, v)
+	}
+	*dst = Batch{Dataset: b.Dataset, Cols: cols, FirstRow: b.RowNum(lo), n: hi - lo, cap: hi - lo}
+	return dst
+}
+
 // AppendNull appends a NULL; the caller checks the column is nullable.
 func (v *Vector) AppendNull() {
 	v.Null = append(v.Null, true)

@@ -121,3 +121,34 @@ func TestBatchFull(t *testing.T) {
 		t.Fatalf("full after %d rows, want 2", b.Len())
 	}
 }
+
+func TestBatchView(t *testing.T) {
+	ds := testDataset()
+	b := NewBatch(ds, 8)
+	b.Reset(1)
+	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	var rows [][]any
+	for i := range 5 {
+		r := []any{civil.FromEpochDays(int32(i)), at, int64(i), nil, NewDecimal(int64(i), 2), i%2 == 0, strings.Repeat("s", i), json.RawMessage(`[` + strings.Repeat("1,", i) + `1]`)}
+		if i%2 == 1 {
+			r[3] = float64(i)
+		}
+		rows = append(rows, r)
+		if err := b.AppendRow(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var view Batch
+	for _, r := range [][2]int{{0, 5}, {1, 3}, {4, 5}, {2, 2}} {
+		v := b.View(r[0], r[1], &view)
+		if v.Len() != r[1]-r[0] || (v.Len() > 0 && v.RowNum(0) != int64(r[0])+1) {
+			t.Fatalf("view %v: len %d first %d", r, v.Len(), v.FirstRow)
+		}
+		for i := range v.Len() {
+			got, want := v.Row(i, nil), b.Row(r[0]+i, nil)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("view %v row %d: %v, want %v", r, i, got, want)
+			}
+		}
+	}
+}
