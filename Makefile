@@ -99,8 +99,9 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
-bench: ## benchmarks: encoders, xitongsys comparison, bytes vs DuckDB per profile (table), multipart writer
+bench: ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day), multipart writer
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
+	$(GO) test -run '^$$' -bench ExportPostgres -benchtime 1x -timeout 60m ./functions/exporter/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
 
 .PHONY: clean

@@ -443,7 +443,8 @@ func TestTwosComplement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, ok := twosComplement(nil, d.BigInt(), decimalBytes(38))
+			b := make([]byte, decimalBytes(38))
+			ok := dataset.TwosComplement(b, d.BigInt())
 			if !ok || len(b) != 16 {
 				t.Fatalf("encode %s: %x %v", s, b, ok)
 			}
@@ -451,8 +452,52 @@ func TestTwosComplement(t *testing.T) {
 			if b[0]&0x80 != 0 {
 				back.Sub(back, new(bigIntT).Lsh(bigOne, 128))
 			}
-			if back.String() != d.BigInt().String() {
+			if back.String() != d.BigInt().String() || dataset.FromTwosComplement(b).String() != back.String() {
 				t.Fatalf("%s -> %x -> %s", s, b, back)
+			}
+		})
+	}
+}
+
+// TestWriteBatchSameAsWrite: a file written from batches is byte for byte
+// the file written row by row, for every format, and the batches can be
+// reused (reset and refilled) between calls.
+func TestWriteBatchSameAsWrite(t *testing.T) {
+	ds := datasettest.AllTypes()
+	rows := append(datasettest.Edge(ds), datasettest.Varied(ds, 3000)...)
+	for _, f := range []fileformat.Format{fileformat.Parquet, fileformat.NDJSON} {
+		t.Run(string(f), func(t *testing.T) {
+			var byRow, byBatch bytes.Buffer
+			w, err := New(f, &byRow, ds, Options{MaxRowGroupRows: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				if err := w.Write(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			w, _ = New(f, &byBatch, ds, Options{MaxRowGroupRows: 1000})
+			b := dataset.NewBatch(ds, 700)
+			for lo := 0; lo < len(rows); lo += 700 {
+				b.Reset(int64(lo) + 1)
+				for _, r := range rows[lo:min(lo+700, len(rows))] {
+					if err := b.AppendRow(r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.WriteBatch(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if w.Rows() != int64(len(rows)) || !bytes.Equal(byRow.Bytes(), byBatch.Bytes()) {
+				t.Fatalf("batches: %d rows, %d bytes; rows: %d bytes", w.Rows(), byBatch.Len(), byRow.Len())
 			}
 		})
 	}
