@@ -1,10 +1,12 @@
 package parquetcompare
 
 import (
+	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +21,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/encode"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // xEvent is the one-struct-per-dataset shape xitongsys needs; it is exactly
@@ -88,12 +91,33 @@ func encodeX(tb testing.TB, w *counter, codec xparquet.CompressionCodec, rows in
 	}
 }
 
-func encodeOurs(tb testing.TB, w *counter, codec encode.Compression, rows int) {
+func encodeOurs(tb testing.TB, w *counter, codec fileformat.Codec, rows int) {
+	encodeOursOpts(tb, w, encode.Options{Compression: codec}, rows)
+}
+
+// writeOurs writes rows synthetic events rows to a file at path.
+func writeOurs(tb testing.TB, path string, opts encode.Options, rows int) {
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	encodeOursOpts(tb, bw, opts, rows)
+	if err := bw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func encodeOursOpts(tb testing.TB, w io.Writer, opts encode.Options, rows int) {
 	ds, err := dataset.Get("events")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	enc, err := encode.New(encode.FormatParquet, w, ds, encode.Options{Compression: codec})
+	enc, err := encode.New(fileformat.Parquet, w, ds, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -149,10 +173,10 @@ func BenchmarkEvents1M(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		x    xparquet.CompressionCodec
-		ours encode.Compression
+		ours fileformat.Codec
 	}{
-		{"snappy", xparquet.CompressionCodec_SNAPPY, encode.CompressionSnappy},
-		{"zstd", xparquet.CompressionCodec_ZSTD, encode.CompressionZstd},
+		{"snappy", xparquet.CompressionCodec_SNAPPY, fileformat.Snappy},
+		{"zstd", xparquet.CompressionCodec_ZSTD, fileformat.Zstd},
 	} {
 		b.Run("xitongsys/"+c.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -200,7 +224,7 @@ func TestBothReadable(t *testing.T) {
 	}
 	ours := write("ours.parquet", func(w *bytes.Buffer) {
 		ds, _ := dataset.Get("events")
-		enc, _ := encode.New(encode.FormatParquet, w, ds, encode.Options{})
+		enc, _ := encode.New(fileformat.Parquet, w, ds, encode.Options{})
 		gen := datasettest.NewEventGen(1, day, rows)
 		for range rows {
 			if err := enc.Write(gen.Next()); err != nil {

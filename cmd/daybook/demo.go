@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
@@ -25,6 +27,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/verify"
@@ -58,24 +61,37 @@ type demoResult struct {
 	Pids       []int                                  // every process the demo started
 }
 
-func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("demo")
-	dir := fs.String("dir", ".demo", "state and output directory")
-	tmpl := fs.String("template", "template.yaml", "SAM template to deploy")
-	bin := fs.String("bin", ".local/bin", "directory with <Function>/bootstrap host builds (make build)")
-	days := fs.Int("days", 14, "days of demo data")
-	perDay := fs.Int("events-per-day", 3000, "events per account and day")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (a *app) demoCommand() *cobra.Command {
+	o := demoOptions{Dir: ".demo", Template: "template.yaml", BinDir: ".local/bin", Days: demosource.DefaultDays, EventsPerDay: demosource.DefaultEventsPerDay, Seed: 20261129}
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole pipeline locally on the embedded demo source; files land in <dir>/buckets",
+		Long: `Run the whole pipeline locally: moto with template.yaml deployed, a demo SQLite source with three
+accounts, the real sweeper and exporter bootstraps under the Lambda runtime emulator until no work
+is due, one manual re-export, every committed partition verified, the buckets mirrored to
+<dir>/buckets. Everything it starts is stopped at the end; running it again starts from scratch.
+Needs the host bootstraps (make build) in --bin.`,
 	}
-	res, err := demo(ctx, demoOptions{Dir: *dir, Template: *tmpl, BinDir: *bin, Now: time.Now, Days: *days, EventsPerDay: *perDay, Seed: 20261129, Out: stdout})
-	if err != nil {
-		return err
+	c.Flags().StringVar(&o.Dir, "dir", o.Dir, "state and output directory")
+	c.Flags().StringVar(&o.Template, "template", o.Template, "SAM template to deploy")
+	c.Flags().StringVar(&o.BinDir, "bin", o.BinDir, "directory with <Function>/bootstrap host builds (make build)")
+	c.Flags().IntVar(&o.Days, "days", o.Days, "days of demo data")
+	c.Flags().IntVar(&o.EventsPerDay, "events-per-day", o.EventsPerDay, "events per account and day")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if o.Days < 1 || o.EventsPerDay < 1 {
+			return usagef(c, "--days and --events-per-day must be 1 or more")
+		}
+		o.Now, o.Out = a.now, a.stdout
+		res, err := demo(c.Context(), o)
+		if err != nil {
+			return err
+		}
+		if len(res.Problems) > 0 {
+			return fmt.Errorf("demo delivered with %d problems:\n  %s", len(res.Problems), strings.Join(res.Problems, "\n  "))
+		}
+		return nil
 	}
-	if len(res.Problems) > 0 {
-		return fmt.Errorf("demo delivered with %d problems:\n  %s", len(res.Problems), strings.Join(res.Problems, "\n  "))
-	}
-	return nil
+	return c
 }
 
 func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
@@ -144,8 +160,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		if a.Destination.RoleARN != "" {
 			how = "assumes " + a.Destination.RoleARN
 		}
-		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, orDefault(a.TimeZone, "UTC"),
-			orDefault(a.Destination.Format, "parquet"), a.StartDate, a.Destination.Bucket, how)
+		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
+			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.Bucket, how)
 	}
 
 	step("pipeline: schedule -> sweeper -> SQS -> exporter, real bootstraps under the Lambda Runtime Interface Emulator")
@@ -174,6 +190,9 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	drv := &eventsource.Driver{
 		Sweeper: sweeper, Exporter: exporter, Queue: q, QueueURL: queueURL,
 		QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region, BatchSize: 1,
+	}
+	if err := sweepQueue(ctx, q, drv, st.Outputs["SweepQueueUrl"]); err != nil {
+		return nil, err
 	}
 	lastPrint := time.Time{}
 	drv.Progress = func(p eventsource.Progress) {
@@ -254,7 +273,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	printSummary(out, res)
 	a := src.Accounts[0]
 	prefix, _ := a.Prefix(stage)
-	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*.parquet")
+	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
 	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
 	fmt.Fprintf(out, "\ndone in %s; every process the demo started is stopped\n", time.Since(started).Round(time.Second))
@@ -349,7 +368,12 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	var reports []verify.Report
 	var problems []string
 	exportedDays := map[string]bool{}
-	b := verify.Bucket{Name: a.Destination.Bucket, Owner: a.Destination.ExpectedBucketOwner}
+	// The demo runs in moto: its account is the deployment's.
+	owner, err := a.Destination.BucketOwner(motoserver.AccountID)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := verify.Bucket{Name: a.Destination.Bucket, Owner: owner}
 	for _, ds := range a.Datasets {
 		parts, err := verify.Partitions(ctx, api, b, prefix+"/"+layout.Version+"/"+ds+"/")
 		if err != nil {
@@ -441,11 +465,4 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

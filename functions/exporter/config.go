@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
-
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // Config is the exporter's configuration, read once at start-up.
@@ -29,18 +28,18 @@ type Config struct {
 
 func loadConfig(r *envvar.Reader) (Config, error) {
 	c := Config{
-		Stage:        r.StringOr("DAYBOOK_STAGE", "dev"),
+		Stage:        r.Stage(),
 		QueueURL:     r.String("JOBS_QUEUE_URL"),
 		DLQURL:       r.StringOr("JOBS_DLQ_URL", ""),
 		Ledger:       ledger.ConfigFromEnv(r),
-		SettleDelay:  r.Duration("SETTLE_DELAY", 2*time.Hour),
+		SettleDelay:  r.SettleDelay(),
 		SourceDriver: r.StringOr("SOURCE_DRIVER", "pgx"),
 		SourceDSN:    r.StringOr("SOURCE_DSN", ""),
 		DSNParameter: r.StringOr("SOURCE_DSN_PARAMETER", ""),
-		MaxFileBytes: int64(r.Int("MAX_FILE_BYTES", 256<<20)),
-		PartSize:     int64(r.Int("PART_SIZE_BYTES", 16<<20)),
-		Concurrency:  r.Int("UPLOAD_CONCURRENCY", 4),
-		LogLevel:     r.StringOr("AWS_LAMBDA_LOG_LEVEL", r.StringOr("LOG_LEVEL", "INFO")),
+		MaxFileBytes: int64(r.Int("MAX_FILE_BYTES", int(DefaultMaxFileBytes))),
+		PartSize:     int64(r.Int("PART_SIZE_BYTES", int(upload.DefaultPartSize))),
+		Concurrency:  r.Int("UPLOAD_CONCURRENCY", upload.DefaultConcurrency),
+		LogLevel:     r.LogLevel(),
 	}
 	if c.SourceDSN == "" && c.DSNParameter == "" {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"

@@ -4,9 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 // Small files. The exporter rolls when the bytes handed to the upload pass
@@ -20,21 +22,39 @@ const (
 	manyRows       = 2500
 )
 
-// TestCrashPointsConverge re-exports a committed partition and fails the
-// run at each point of the commit protocol. Each time nothing is committed
-// (no _SUCCESS, no open multipart upload, the ledger row failed with the
-// error) and the ledger's retry converges on a partition that holds exactly
-// what its manifest lists (E3, E4).
+// TestCrashPointsConverge re-exports a committed partition and stops the
+// run at each point of the commit protocol, by failing the S3 call there
+// (or letting it take effect and failing it after, as a crash right after
+// it). Each time nothing is committed (no _SUCCESS, no open multipart
+// upload, the ledger row failed with the error) and the ledger's retry
+// converges on a partition that holds exactly what its manifest lists.
 func TestCrashPointsConverge(t *testing.T) {
+	type at func(pp string, c buckettest.Call) bool
 	for _, tc := range []struct {
-		name    string
-		after   Step   // crash after this step; "" = the second data file fails
-		wantErr string // in the ledger row's last_error
+		name  string
+		at    at
+		after bool // the call at takes effect, then the run crashes
+		// wantErr is in the ledger row's last_error, with the injected error.
+		wantErr string
+		// manifestGen is the generation of the _manifest.json the crash
+		// leaves (0: none), which places the crash in the protocol.
+		manifestGen int64
 	}{
-		{"second data file fails", "", "part-00001.parquet"},
-		{"after data written", StepDataWritten, "stopped after data_written"},
-		{"after stale deleted", StepStaleDeleted, "stopped after stale_deleted"},
-		{"after manifest", StepManifest, "stopped after manifest_written"},
+		{"after the old _SUCCESS is removed", func(pp string, c buckettest.Call) bool {
+			return c.Op == buckettest.OpDelete && c.Key == pp+layout.SuccessName
+		}, true, "remove old _SUCCESS", 1},
+		{"after the first part (the second fails)", func(pp string, c buckettest.Call) bool {
+			return c.Op == buckettest.OpPut && c.Key == pp+"part-00001.parquet"
+		}, false, "part-00001.parquet", 1},
+		{"after all parts (listing the stale objects fails)", func(pp string, c buckettest.Call) bool {
+			return c.Op == buckettest.OpList && c.Key == pp
+		}, false, "list s3://", 1},
+		{"after stale deletion", func(pp string, c buckettest.Call) bool {
+			return c.Op == buckettest.OpDeleteObjects
+		}, true, "delete stale objects under s3://", 0},
+		{"after the manifest and load scripts (_SUCCESS fails)", func(pp string, c buckettest.Call) bool {
+			return c.Op == buckettest.OpPut && c.Key == pp+layout.SuccessName
+		}, false, "write _SUCCESS", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOpts{maxFileBytes: smallFileBytes, rowGroupRows: smallGroupRows})
@@ -46,15 +66,12 @@ func TestCrashPointsConverge(t *testing.T) {
 			}
 			t.Logf("generation 1: %d files, %d bytes", len(m1.Files), m1.Totals.Bytes)
 
-			if tc.after == "" {
-				e.faults.set(once(func(k string) bool { return strings.HasSuffix(k, "/part-00001.parquet") }), nil)
+			pp := e.partPrefix("events", testDay)
+			match := func(c buckettest.Call) bool { return tc.at(pp, c) }
+			if tc.after {
+				e.crashOnceAfter(match)
 			} else {
-				e.exp.After = func(s Step) error {
-					if s == tc.after {
-						return errInjected
-					}
-					return nil
-				}
+				e.failOnce(match)
 			}
 			// A manual re-export, which crashes.
 			if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
@@ -65,17 +82,17 @@ func TestCrashPointsConverge(t *testing.T) {
 			if r.Generation != 1 || r.Attempts != 1 || r.Reason != ledger.ReasonManual {
 				t.Errorf("failed row %+v", r)
 			}
-			if tc.after == "" {
-				// The first file of the new run was written and stays until a
-				// run commits; the one that failed is not there.
-				keys := e.list(e.partPrefix("events", testDay))
-				if _, ok := keys[e.partPrefix("events", testDay)+"part-00000.parquet"]; !ok {
-					t.Errorf("part-00000 missing: %v", sortedKeys(keys))
-				}
+			if got := e.manifestGeneration(pp); got != tc.manifestGen {
+				t.Errorf("the crash left a manifest of generation %d, want %d", got, tc.manifestGen)
+			}
+			keys := e.list(pp)
+			if _, ok := keys[pp+"part-00000.parquet"]; !ok {
+				// Of generation 1, or the first file of the new run, which
+				// stays until a run commits.
+				t.Errorf("part-00000 missing: %v", sortedKeys(keys))
 			}
 
-			e.faults.set(nil, nil)
-			e.exp.After = nil
+			e.faults.Set(nil, nil)
 			r = e.retry("events", testDay)
 			m2 := e.committed("events", testDay)
 			if r.Generation != 2 || m2.Generation != 2 || m2.Reason != "retry" || m2.Attempt != 2 || m2.Totals.Rows != manyRows {
@@ -84,6 +101,21 @@ func TestCrashPointsConverge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manifestGeneration returns the generation of the partition's
+// _manifest.json (0: none).
+func (e *env) manifestGeneration(partPrefix string) int64 {
+	e.t.Helper()
+	b := e.get(partPrefix + layout.ManifestName)
+	if b == nil {
+		return 0
+	}
+	m, err := manifest.Decode(b)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m.Generation
 }
 
 // TestFewerFilesLeavesNoOrphan re-exports a day that shrank: the parts the

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -43,12 +41,7 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 		return err
 	}
 	key := layout.DeliveryManifestKey(prefix, day)
-	dest := acct.Destination
-	api := s.Exporter.Buckets.Client(acct.ID, dest)
-	var owner *string
-	if dest.ExpectedBucketOwner != "" {
-		owner = aws.String(dest.ExpectedBucketOwner)
-	}
+	b := s.Exporter.bucketOf(acct)
 	d, err := s.delivery(ctx, acct, day)
 	if err != nil {
 		return err
@@ -58,7 +51,7 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 		if err != nil {
 			return err
 		}
-		if err := put(ctx, api, dest.Bucket, key, body, "application/json", owner); err != nil {
+		if err := b.Put(ctx, key, body, "application/json"); err != nil {
 			return fmt.Errorf("write delivery manifest %s: %w", key, err)
 		}
 		now, err := s.delivery(ctx, acct, day)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -64,13 +65,11 @@ func TestDeliveryManifest(t *testing.T) {
 	})
 
 	t.Run("a failure is explained", func(t *testing.T) {
-		e.exp.After = func(s Step) error {
-			if s == StepDataWritten {
-				return errInjected
-			}
-			return nil
-		}
-		defer func() { e.exp.After = nil }()
+		// The run fails once its data is written, listing the partition
+		// for stale objects.
+		pp := e.partPrefix("daily_stats", testDay)
+		e.failOnce(func(c buckettest.Call) bool { return c.Op == buckettest.OpList && c.Key == pp })
+		defer e.faults.Set(nil, nil)
 		c := e.claim("daily_stats", testDay, "")
 		if err := e.process(jobBody(t, c)); err != nil {
 			t.Fatal(err)
@@ -78,7 +77,7 @@ func TestDeliveryManifest(t *testing.T) {
 		d := e.delivery(testDay)
 		miss := missingByName(d)
 		if d.Complete || miss["daily_stats"].State != "failed" ||
-			miss["daily_stats"].Reason != "failed (attempt 1): stopped after data_written: "+errInjected.Error() {
+			miss["daily_stats"].Reason != "failed (attempt 1): list s3://"+e.acct.Destination.Bucket+"/"+pp+": "+errInjected.Error() {
 			t.Errorf("delivery after a failure: %+v", d)
 		}
 	})
@@ -133,8 +132,8 @@ func TestDeliveryManifestRace(t *testing.T) {
 	e.insert("events", genRows("events", testDay, 3)...)
 	deliveryKey := layout.DeliveryManifestKey(e.prefix, testDay)
 	other := e.claim("profiles", testDay, "")
-	e.faults.set(func(key string) error {
-		if key == deliveryKey && e.faults.putCountLocked(key) == 1 {
+	e.faults.Set(func(c buckettest.Call) error {
+		if c.Op == buckettest.OpPut && c.Key == deliveryKey && c.N == 1 {
 			// The other exporter's commit lands now.
 			if _, err := e.led.Complete(e.ctx, other.Key, other.Token, ledger.Result{Rows: 7, Files: 1,
 				ManifestKey: layout.ManifestKey(e.prefix, "profiles", testDay)}); err != nil {
@@ -144,7 +143,7 @@ func TestDeliveryManifestRace(t *testing.T) {
 		return nil
 	}, nil)
 	e.export("events", testDay)
-	if n := e.faults.putCount(deliveryKey); n != 2 {
+	if n := e.faults.Calls(buckettest.OpPut, deliveryKey); n != 2 {
 		t.Errorf("delivery manifest written %d times, want 2 (written, re-read, rewritten)", n)
 	}
 	d := e.delivery(testDay)

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -21,13 +21,8 @@ import (
 func TestDuplicateDeliveryExportsOnce(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 10)...)
-	var exports atomic.Int64
-	e.exp.After = func(s Step) error {
-		if s == StepSuccessRemoved {
-			exports.Add(1)
-		}
-		return nil
-	}
+	// Every export begins by removing the old _SUCCESS.
+	successKey := e.partPrefix("events", testDay) + layout.SuccessName
 	body := jobBody(t, e.claim("events", testDay, ""))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -49,7 +44,7 @@ func TestDuplicateDeliveryExportsOnce(t *testing.T) {
 	if err := e.process(body); err != nil {
 		t.Errorf("late delivery: %v", err)
 	}
-	if n := exports.Load(); n != 1 {
+	if n := e.faults.Calls(buckettest.OpDelete, successKey); n != 1 {
 		t.Errorf("%d exports ran, want 1", n)
 	}
 	m := e.committed("events", testDay)
@@ -67,16 +62,17 @@ func TestManualWhileRunningIsNotLost(t *testing.T) {
 	e.insert("events", genRows("events", testDay, 10)...)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var hold sync.Once
-	var exports atomic.Int64
-	e.exp.After = func(s Step) error {
-		switch s {
-		case StepSuccessRemoved:
-			exports.Add(1)
-		case StepDataWritten:
+	pp := e.partPrefix("events", testDay)
+	// Every export begins by removing the old _SUCCESS.
+	exports := func() int { return e.faults.Calls(buckettest.OpDelete, pp+layout.SuccessName) }
+	// The first export holds once its data is written, as it lists the
+	// partition for stale objects.
+	e.faults.Set(func(c buckettest.Call) error {
+		if c.Op == buckettest.OpList && c.Key == pp {
 			hold.Do(func() { close(entered); <-release })
 		}
 		return nil
-	}
+	}, nil)
 	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String(), RequestedBy: "test"})
 	first := make(chan error, 1)
 	go func() { first <- e.process(body) }()
@@ -88,7 +84,7 @@ func TestManualWhileRunningIsNotLost(t *testing.T) {
 	if r := e.row("events", testDay); r.State != ledger.StateRunning || !r.RerunRequested {
 		t.Fatalf("while the first runs, the second is recorded: row %+v", r)
 	}
-	if n := exports.Load(); n != 1 {
+	if n := exports(); n != 1 {
 		t.Fatalf("%d exports running, want 1", n)
 	}
 	close(release)
@@ -114,8 +110,8 @@ func TestManualWhileRunningIsNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := e.committed("events", testDay)
-	if m.Generation != 2 || m.Reason != "manual" || exports.Load() != 2 {
-		t.Errorf("generation %d reason %s after %d exports", m.Generation, m.Reason, exports.Load())
+	if m.Generation != 2 || m.Reason != "manual" || exports() != 2 {
+		t.Errorf("generation %d reason %s after %d exports", m.Generation, m.Reason, exports())
 	}
 }
 

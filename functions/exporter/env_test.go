@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,10 +27,13 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -73,7 +75,7 @@ type env struct {
 	db       *sql.DB
 	acct     account.Account
 	prefix   string
-	faults   *faults
+	faults   *buckettest.Faults
 	exp      *Exporter
 	svc      *Service
 	msgs     atomic.Int64
@@ -108,7 +110,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		o.datasets = []string{"events"}
 	}
 	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
-		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: o.format}}
+		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format)}}
 	if err := led.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.maxFileBytes == 0 {
 		o.maxFileBytes = 64 << 20
 	}
-	f := &faults{}
+	f := &buckettest.Faults{}
 	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if testing.Verbose() {
 		log = slog.New(slog.NewJSONHandler(t.Output(), nil))
@@ -576,103 +578,31 @@ func (e *env) delivery(day civil.Date) *manifest.Delivery {
 
 var errInjected = errors.New("injected fault")
 
-// faults lets a test fail chosen S3 calls of the exporter and counts them.
-type faults struct {
-	mu        sync.Mutex
-	put       func(key string) error             // before PutObject
-	part      func(key string, part int32) error // before UploadPart
-	puts      map[string]int
-	creates   atomic.Int64
-	parts     atomic.Int64
-	completes atomic.Int64
-}
-
-func (f *faults) onPut(key string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.puts == nil {
-		f.puts = map[string]int{}
-	}
-	f.puts[key]++
-	if f.put != nil {
-		return f.put(key)
-	}
-	return nil
-}
-
-func (f *faults) putCount(key string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.puts[key]
-}
-
-// putCountLocked is putCount for a put hook, which runs under f.mu.
-func (f *faults) putCountLocked(key string) int { return f.puts[key] }
-
-func (f *faults) onPart(key string, n int32) error {
-	f.parts.Add(1)
-	f.mu.Lock()
-	fn := f.part
-	f.mu.Unlock()
-	if fn != nil {
-		return fn(key, n)
-	}
-	return nil
-}
-
-func (f *faults) set(put func(string) error, part func(string, int32) error) {
-	f.mu.Lock()
-	f.put, f.part = put, part
-	f.mu.Unlock()
-}
-
-// once wraps a fault so it fires on the first matching call only.
-func once[T any](match func(T) bool) func(T) error {
-	var fired atomic.Bool
-	return func(v T) error {
-		if match(v) && fired.CompareAndSwap(false, true) {
-			return errInjected
-		}
-		return nil
-	}
-}
-
+// faultyBuckets wraps every client the exporter asks for with the env's
+// Faults, so a test can fail (or crash right after) any S3 call of an export.
 type faultyBuckets struct {
 	b Buckets
-	f *faults
+	f *buckettest.Faults
 }
 
-func (b faultyBuckets) Client(id string, d account.Destination) BucketAPI {
-	return faultyAPI{b.b.Client(id, d), b.f}
+func (b faultyBuckets) Client(id string, d account.Destination) bucket.API {
+	return b.f.Wrap(b.b.Client(id, d))
 }
 
-type faultyAPI struct {
-	BucketAPI
-	f *faults
+// failOnce fails the first call match accepts, before it reaches S3.
+func (e *env) failOnce(match func(buckettest.Call) bool) {
+	e.faults.Set(buckettest.Once(errInjected, match), nil)
 }
 
-func (a faultyAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	if err := a.f.onPut(aws.ToString(in.Key)); err != nil {
-		return nil, err
-	}
-	return a.BucketAPI.PutObject(ctx, in, opts...)
+// crashOnceAfter lets the first call match accepts take effect, then fails
+// it, as a run that crashed right after the call.
+func (e *env) crashOnceAfter(match func(buckettest.Call) bool) {
+	e.faults.Set(nil, buckettest.Once(errInjected, match))
 }
 
-func (a faultyAPI) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	if err := a.f.onPart(aws.ToString(in.Key), aws.ToInt32(in.PartNumber)); err != nil {
-		return nil, err
-	}
-	return a.BucketAPI.UploadPart(ctx, in, opts...)
-}
-
-func (a faultyAPI) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
-	a.f.creates.Add(1)
-	return a.BucketAPI.CreateMultipartUpload(ctx, in, opts...)
-}
-
-func (a faultyAPI) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	a.f.completes.Add(1)
-	return a.BucketAPI.CompleteMultipartUpload(ctx, in, opts...)
+// putOf matches a PutObject of a key ending in suffix.
+func putOf(suffix string) func(buckettest.Call) bool {
+	return func(c buckettest.Call) bool { return c.Op == buckettest.OpPut && strings.HasSuffix(c.Key, suffix) }
 }
 
 // ---- helpers ----

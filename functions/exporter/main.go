@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -99,6 +99,4 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 // buckets adapts destination.Clients to Buckets.
 type buckets struct{ f *destination.Clients }
 
-func (b buckets) Client(id string, d account.Destination) BucketAPI { return b.f.Client(id, d) }
-
-var _ BucketAPI = (*s3.Client)(nil)
+func (b buckets) Client(id string, d account.Destination) bucket.API { return b.f.Client(id, d) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
@@ -30,12 +31,7 @@ func TestMultipartFile(t *testing.T) {
 	e.insert("events", gen...)
 	file := e.partPrefix("events", testDay) + "part-00000.parquet"
 
-	e.faults.set(nil, func(key string, part int32) error {
-		if part == 2 && key == file {
-			return errInjected
-		}
-		return nil
-	})
+	e.failOnce(func(c buckettest.Call) bool { return c.Op == buckettest.OpUploadPart && c.Part == 2 && c.Key == file })
 	c := e.claim("events", testDay, "")
 	if err := e.process(jobBody(t, c)); err != nil {
 		t.Fatal(err)
@@ -45,24 +41,26 @@ func TestMultipartFile(t *testing.T) {
 	if left := e.list(e.partPrefix("events", testDay)); len(left) != 0 {
 		t.Errorf("objects left by the aborted upload: %v", sortedKeys(left))
 	}
-	if c, n := e.faults.creates.Load(), e.faults.completes.Load(); c != 1 || n != 0 {
+	f := e.faults
+	if c, n := f.Count(buckettest.OpCreate), f.Count(buckettest.OpComplete); c != 1 || n != 0 {
 		t.Errorf("the failed run created %d multipart uploads and completed %d; want 1 created (then aborted), 0 completed", c, n)
 	}
 
-	e.faults.set(nil, nil)
-	e.faults.parts.Store(0)
+	f.Set(nil, nil)
+	partsBefore := f.Count(buckettest.OpUploadPart)
 	e.retry("events", testDay)
 	m := e.committed("events", testDay) // CRC32C and SHA-256 from the stored bytes
 	if len(m.Files) != 1 || m.Files[0].Rows != rows || m.Files[0].Bytes <= 2*5<<20 {
 		t.Fatalf("want one file over two parts, got %+v", m.Files)
 	}
-	if parts, completes := e.faults.parts.Load(), e.faults.completes.Load(); parts < 3 || completes != 1 {
+	parts := f.Count(buckettest.OpUploadPart) - partsBefore
+	if completes := f.Count(buckettest.OpComplete); parts < 3 || completes != 1 {
 		t.Errorf("retry sent %d parts and %d completes; want >= 3 parts, 1 complete", parts, completes)
 	}
 	if open := e.openUploads(); len(open) != 0 {
 		t.Errorf("open uploads %v", open)
 	}
-	t.Logf("multipart file: %d bytes in %d parts, CRC32C %s", m.Files[0].Bytes, e.faults.parts.Load(), m.Files[0].CRC32C)
+	t.Logf("multipart file: %d bytes in %d parts, CRC32C %s", m.Files[0].Bytes, parts, m.Files[0].CRC32C)
 
 	db := duckcheck.Open(t)
 	dir := e.download()

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -56,7 +58,7 @@ func TestMetricsPerOutcome(t *testing.T) {
 	}
 
 	buf.Reset()
-	e.faults.set(once(func(key string) bool { return strings.HasSuffix(key, "_manifest.json") }), nil)
+	e.failOnce(putOf(layout.ManifestName))
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func (s stallingSource) Rows(ctx context.Context, q source.Query, fn func([]any)
 // deadline, and the ledger write outlives it.
 func TestDeadlineRecordsFailure(t *testing.T) {
 	e := newEnv(t, envOpts{maxFileBytes: 24 << 20}) // row groups of 6 MiB: the first flush opens a multipart upload
-	e.exp.Source = stallingSource{opened: func() bool { return e.faults.creates.Load() > 0 }}
+	e.exp.Source = source.RowFunc(stallingSource{opened: func() bool { return e.faults.Count(buckettest.OpCreate) > 0 }}.Rows)
 	c := e.claim("events", testDay, "")
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
@@ -101,7 +103,7 @@ func TestDeadlineRecordsFailure(t *testing.T) {
 	if err := e.svc.Process(ctx, "msg-deadline", jobBody(t, c)); err != nil {
 		t.Fatalf("Process = %v; the failure should be recorded, not redelivered", err)
 	}
-	if e.faults.creates.Load() == 0 {
+	if e.faults.Count(buckettest.OpCreate) == 0 {
 		t.Fatal("no multipart upload was in flight; the test did not exercise the abort")
 	}
 	r := e.row("events", testDay)
@@ -148,12 +150,12 @@ type spyBuckets struct {
 	sums map[string]*string // data key -> ChecksumCRC32C sent
 }
 
-func (s spyBuckets) Client(id string, d account.Destination) BucketAPI {
+func (s spyBuckets) Client(id string, d account.Destination) bucket.API {
 	return spyAPI{s.b.Client(id, d), s.sums}
 }
 
 type spyAPI struct {
-	BucketAPI
+	bucket.API
 	sums map[string]*string
 }
 
@@ -161,7 +163,7 @@ func (a spyAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...fu
 	if layout.IsDataKey(aws.ToString(in.Key)) {
 		a.sums[aws.ToString(in.Key)] = in.ChecksumCRC32C
 	}
-	return a.BucketAPI.PutObject(ctx, in, opts...)
+	return a.API.PutObject(ctx, in, opts...)
 }
 
 // destination.checksums reaches the uploads: S3-compatible stores that
@@ -220,7 +222,9 @@ func TestGenerationNeverRepeats(t *testing.T) {
 	// Its lease runs out; the next run claims generation 2 again from the
 	// ledger, finds 2 committed, notes it, removes that _SUCCESS and fails.
 	e.clk.Advance(testLease + time.Minute)
-	e.exp.After = once(func(s Step) bool { return s == StepSuccessRemoved })
+	e.crashOnceAfter(func(c buckettest.Call) bool {
+		return c.Op == buckettest.OpDelete && c.Key == layout.SuccessKey(e.prefix, "events", testDay)
+	})
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}

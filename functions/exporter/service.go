@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -127,7 +128,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	closed := acct.ClosedThrough(s.Now())
 	if to.After(closed) {
 		return s.reject(ctx, log, "day %s is not closed yet for account %s (time zone %s): the last closed day is %s; today is never exported",
-			to, acct.ID, orDefault(acct.TimeZone, "UTC"), closed)
+			to, acct.ID, cmp.Or(acct.TimeZone, account.DefaultTimeZone), closed)
 	}
 	if from != to {
 		return s.fanOut(ctx, m, from, to, log)
@@ -211,6 +212,8 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		case errors.Is(ferr, ledger.ErrClaimLost):
 			log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error())
 			return nil
+		case errors.Is(ferr, ledger.ErrWake): // recorded; a sweep finds the row at the account's next wake
+			log.WarnContext(ctx, "export failure recorded, but the account's wake time was not lowered", "error", ferr.Error())
 		case ferr != nil:
 			return fmt.Errorf("record failure of %s (%v): %w", claim.Key, err, ferr)
 		}

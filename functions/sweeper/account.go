@@ -8,6 +8,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -155,7 +156,7 @@ func (s *Sweeper) prepareOne(ctx context.Context, w ledger.Woken, now time.Time)
 	h = &handled{w: w, a: a, closed: a.ClosedThrough(now)}
 	loc, _ := a.Location()
 	h.start = a.StartDate
-	if earliest := account.EarliestStart(civil.In(now, loc), orDefault(s.Config.MaxBackfillDays, account.DefaultMaxBackfillDays)); h.start.Before(earliest) {
+	if earliest := account.EarliestStart(civil.In(now, loc), orDefault(s.Config.MaxBackfillDays, envvar.DefaultMaxBackfillDays)); h.start.Before(earliest) {
 		h.start = earliest
 		s.log().Warn("start date beyond the backfill limit; clamped", "account", a.ID, "start_date", a.StartDate.String(), "clamped_to", earliest.String())
 	}

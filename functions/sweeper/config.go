@@ -35,20 +35,20 @@ type Config struct {
 
 func loadConfig(r *envvar.Reader) (Config, error) {
 	c := Config{
-		Stage:               r.StringOr("DAYBOOK_STAGE", "dev"),
+		Stage:               r.Stage(),
 		QueueURL:            r.String("JOBS_QUEUE_URL"),
 		Ledger:              ledger.ConfigFromEnv(r),
-		PerAccountCap:       r.Int("PER_ACCOUNT_CAP", 10),
-		PerSweepCap:         r.Int("PER_SWEEP_CAP", 200),
-		SettleDelay:         r.Duration("SETTLE_DELAY", 2*time.Hour),
-		LogLevel:            r.StringOr("AWS_LAMBDA_LOG_LEVEL", r.StringOr("LOG_LEVEL", "INFO")),
-		MaterializeRows:     r.Int("MATERIALIZE_ROWS_PER_ACCOUNT", defaultMaterializeRows),
-		ExporterConcurrency: r.Int("EXPORTER_CONCURRENCY", 20),
-		ExporterTimeout:     r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second),
+		PerAccountCap:       r.Int("PER_ACCOUNT_CAP", envvar.DefaultPerAccountCap),
+		PerSweepCap:         r.Int("PER_SWEEP_CAP", envvar.DefaultPerSweepCap),
+		SettleDelay:         r.SettleDelay(),
+		LogLevel:            r.LogLevel(),
+		MaterializeRows:     r.Int("MATERIALIZE_ROWS_PER_ACCOUNT", envvar.DefaultMaterializeRowsPerAccount),
+		ExporterConcurrency: r.Int("EXPORTER_CONCURRENCY", envvar.DefaultExporterConcurrency),
+		ExporterTimeout:     r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout),
 		SweepQueueURL:       r.StringOr("SWEEP_QUEUE_URL", ""),
-		FanOutAccounts:      r.Int("FAN_OUT_ACCOUNTS", defaultFanOutAccounts),
+		FanOutAccounts:      r.Int("FAN_OUT_ACCOUNTS", envvar.DefaultFanOutAccounts),
 	}
-	interval, err := parseRate("SWEEP_SCHEDULE", r.StringOr("SWEEP_SCHEDULE", "rate(15 minutes)"))
+	interval, err := parseRate("SWEEP_SCHEDULE", r.StringOr("SWEEP_SCHEDULE", envvar.DefaultSweepSchedule))
 	c.SweepInterval = interval
 	return c, errors.Join(r.Err(), err)
 }

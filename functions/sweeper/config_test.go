@@ -16,7 +16,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Ledger.Lease != 12*time.Minute || c.Ledger.Table != "t" || c.PerAccountCap != 3 || c.PerSweepCap != 200 || c.SettleDelay != 90*time.Minute {
+	if c.Ledger.Lease != 12*time.Minute || c.Ledger.Table != "t" || c.PerAccountCap != 3 || c.PerSweepCap != envvar.DefaultPerSweepCap || c.SettleDelay != 90*time.Minute {
 		t.Fatalf("config %+v", c)
 	}
 	_, err = loadConfig(envvar.From(map[string]string{"PER_SWEEP_CAP": "lots", "SETTLE_DELAY": "soon"}))
@@ -33,7 +33,7 @@ func TestLoadConfigFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SweepInterval != 15*time.Minute || c.ExporterConcurrency != 20 || c.MaterializeRows != 400 || c.SweepQueueURL != "" ||
+	if c.SweepInterval != 15*time.Minute || c.ExporterConcurrency != envvar.DefaultExporterConcurrency || c.MaterializeRows != 400 || c.SweepQueueURL != "" ||
 		c.FanOutAccounts != 2000 || c.Ledger.MaxBackfillDays != 400 || c.ExporterTimeout != 900*time.Second {
 		t.Errorf("defaults %+v", c)
 	}

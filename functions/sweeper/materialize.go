@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
 // materialize creates the account's rows for the closed days since its
@@ -92,7 +93,7 @@ func (s *Sweeper) materialize(ctx context.Context, h *handled) (int, int, error)
 	return created, items, errors.Join(errs...)
 }
 
-const defaultMaterializeRows = 400
+const defaultMaterializeRows = envvar.DefaultMaterializeRowsPerAccount
 
 // chunk is what one sweep materializes of one dataset: days, and through,
 // the day its watermark may advance to (zero: no advance).

@@ -44,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -363,5 +364,5 @@ func (s *Sweeper) reconcile(ctx context.Context, stats ledger.FleetStats, sum *S
 const (
 	statsWindow           = 2 * time.Hour
 	reconcileEvery        = 24 * time.Hour
-	defaultFanOutAccounts = 2000
+	defaultFanOutAccounts = envvar.DefaultFanOutAccounts
 )

@@ -1,16 +1,22 @@
 // Package account is one tenant's export configuration: which datasets, from
 // which start date, in which time zone, with which settle delay, into which
-// bucket (SPEC C1, C3, F1, F5, L4). It is stored by package ledger (pk=ACCOUNTS,
+// bucket (C1, C3, F1, F5, L4). It is stored by package ledger (pk=ACCOUNTS,
 // sk=<id>) as the JSON document of Account; `daybook account put --file
 // account.json` reads the same snake_case JSON.
 //
 // Account ids are `acct_` + 16 random lowercase base32 characters, never
 // sequential (F2): they appear in customers' object keys.
+//
+// Saving an account checks it against the deployment's rules (Validate,
+// validate.go) and against every other account (CheckIsolation,
+// isolation.go): tenant isolation is enforced, not assumed (C4). The
+// destination's role and external id are in role.go, its custom endpoint in
+// endpoint.go.
 package account
 
 import (
+	"cmp"
 	"encoding/base32"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -18,21 +24,15 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
-)
-
-// Formats and compressions (SPEC F5).
-const (
-	FormatParquet = "parquet"
-	FormatNDJSON  = "ndjson"
-
-	CompressionSnappy = "snappy"
-	CompressionZstd   = "zstd"
-	CompressionGzip   = "gzip"
 )
 
 // DefaultPrefix is the prefix template used when an account names none.
 const DefaultPrefix = "daybook/" + layout.PlaceholderAccountID
+
+// DefaultTimeZone is the time zone of an account that names none.
+const DefaultTimeZone = "UTC"
 
 // Account is one tenant.
 type Account struct {
@@ -41,7 +41,8 @@ type Account struct {
 	Enabled bool   `json:"enabled"`
 	// StartDate is the backfill horizon: the first day exported.
 	StartDate civil.Date `json:"start_date"`
-	// TimeZone is an IANA zone; days are closed at midnight there. Default UTC.
+	// TimeZone is an IANA zone; days are closed at midnight there. Default
+	// DefaultTimeZone.
 	TimeZone string `json:"time_zone,omitempty"`
 	// SettleDelay is waited after midnight for late data (L4). Nil means the
 	// deployment default (SETTLE_DELAY), applied by WithDefaults.
@@ -64,9 +65,12 @@ type Destination struct {
 	ExternalID          string `json:"external_id,omitempty"`
 	ExpectedBucketOwner string `json:"expected_bucket_owner,omitempty"`
 	// Endpoint is an optional custom S3 endpoint URL (MinIO, R2, ...; C3).
-	Endpoint    string `json:"endpoint,omitempty"`
-	Format      string `json:"format,omitempty"`      // parquet (default) | ndjson
-	Compression string `json:"compression,omitempty"` // parquet: snappy (default) | zstd; ndjson: gzip (default)
+	Endpoint string `json:"endpoint,omitempty"`
+	// Format is the file format (F5); empty means fileformat.Default
+	// (parquet). Compression is one of the format's codecs; empty means its
+	// default (parquet: snappy or zstd, default snappy; ndjson: gzip).
+	Format      fileformat.Format `json:"format,omitempty"`
+	Compression fileformat.Codec  `json:"compression,omitempty"`
 	// Checksums says which S3 checksum headers uploads send: full_object
 	// (default: per-part CRC32C and a whole-object CRC32C that AWS S3
 	// verifies), composite (per-part only), or none, for S3-compatible
@@ -110,159 +114,38 @@ func NewID(r io.Reader) (string, error) {
 	return "acct_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:])), nil
 }
 
-var (
-	idRE      = regexp.MustCompile(`^acct_[a-z2-7]{16}$`)
-	roleARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$`)
-	bucketRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	datasetRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
-	ownerRE   = regexp.MustCompile(`^[0-9]{12}$`)
-)
+var idRE = regexp.MustCompile(`^acct_[a-z2-7]{16}$`)
 
 // ValidID reports whether id has the NewID shape.
 func ValidID(id string) bool { return idRE.MatchString(id) }
 
-// WithDefaults returns a copy with TimeZone (UTC), SettleDelay (settle),
-// Prefix, Format and Compression filled in where empty.
+// WithDefaults returns a copy with TimeZone (DefaultTimeZone), SettleDelay
+// (settle), Prefix (DefaultPrefix), Format (fileformat.Default) and
+// Compression (the format's default codec) filled in where empty.
 func (a Account) WithDefaults(settle time.Duration) Account {
-	if a.TimeZone == "" {
-		a.TimeZone = "UTC"
-	}
+	a.TimeZone = cmp.Or(a.TimeZone, DefaultTimeZone)
 	if a.SettleDelay == nil {
 		d := Duration(settle)
 		a.SettleDelay = &d
 	}
-	if a.Destination.Prefix == "" {
-		a.Destination.Prefix = DefaultPrefix
-	}
-	if a.Destination.Format == "" {
-		a.Destination.Format = FormatParquet
-	}
-	if a.Destination.Compression == "" {
-		if a.Destination.Format == FormatNDJSON {
-			a.Destination.Compression = CompressionGzip
-		} else {
-			a.Destination.Compression = CompressionSnappy
-		}
-	}
+	d := &a.Destination
+	d.Prefix = cmp.Or(d.Prefix, DefaultPrefix)
+	d.Format = cmp.Or(d.Format, fileformat.Default)
+	d.Compression = cmp.Or(d.Compression, d.Format.DefaultCodec())
 	a.Datasets = append([]string(nil), a.Datasets...)
 	return a
 }
 
-// DefaultMaxBackfillDays is the deployment-wide backfill limit when none is
-// configured (MAX_BACKFILL_DAYS): a start date at most this many days before
-// today (L6).
-const DefaultMaxBackfillDays = 400
-
-// Validate checks every field at now; each error names the field and its
-// value. Empty optional fields are valid (WithDefaults fills them). The start
-// date may be neither in the future nor more than maxBackfillDays before
-// today, both in the account's time zone (L6); maxBackfillDays <= 0 leaves
-// the second check to the caller (ledger.PutAccount applies the deployment's
-// limit).
-func (a Account) Validate(now time.Time, maxBackfillDays int) error {
-	var errs []error
-	bad := func(field string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%s %q: %s", field, fmt.Sprint(v), why))
-	}
-	if !ValidID(a.ID) {
-		bad("id", a.ID, "want acct_ followed by 16 lowercase base32 characters (account.NewID)")
-	}
-	loc := time.UTC
-	if a.TimeZone != "" {
-		l, err := time.LoadLocation(a.TimeZone)
-		if err != nil || a.TimeZone == "Local" {
-			bad("time_zone", a.TimeZone, "not an IANA time zone (e.g. Europe/Paris)")
-		} else {
-			loc = l
-		}
-	}
-	today := civil.In(now, loc)
-	switch {
-	case a.StartDate.IsZero():
-		bad("start_date", "", "required (YYYY-MM-DD, the backfill horizon)")
-	case a.StartDate.After(today):
-		bad("start_date", a.StartDate, fmt.Sprintf("in the future (today is %s in %s)", today, loc))
-	case maxBackfillDays > 0 && a.StartDate.Before(EarliestStart(today, maxBackfillDays)):
-		bad("start_date", a.StartDate, fmt.Sprintf("more than %d days back, the deployment's backfill limit (earliest %s)",
-			maxBackfillDays, EarliestStart(today, maxBackfillDays)))
-	}
-	if a.SettleDelay != nil && (a.SettleDelay.D() < 0 || a.SettleDelay.D() > 7*24*time.Hour) {
-		bad("settle_delay", a.SettleDelay.D().String(), "must be between 0 and 168h")
-	}
-	if len(a.Datasets) == 0 {
-		bad("datasets", "", "at least one dataset is required")
-	}
-	seen := map[string]bool{}
-	for _, ds := range a.Datasets {
-		switch {
-		case !datasetRE.MatchString(ds):
-			bad("datasets", ds, "not a dataset name (lowercase letters, digits, _)")
-		case seen[ds]:
-			bad("datasets", ds, "listed twice")
-		}
-		seen[ds] = true
-	}
-	d := a.Destination
-	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
-		bad("destination.bucket", d.Bucket, "not an S3 bucket name")
-	}
-	if d.Prefix != "" {
-		if err := layout.ValidatePrefix(d.Prefix); err != nil {
-			errs = append(errs, fmt.Errorf("destination.prefix: %w", err))
-		}
-	}
-	if d.RoleARN != "" {
-		if !roleARNRE.MatchString(d.RoleARN) {
-			bad("destination.role_arn", d.RoleARN, "want arn:aws:iam::<12-digit account>:role/<name>")
-		}
-		if d.ExternalID == "" {
-			bad("destination.external_id", "", "required with a role_arn (confused-deputy protection)")
-		}
-	} else if d.ExternalID != "" {
-		bad("destination.external_id", d.ExternalID, "set without a role_arn")
-	}
-	if d.ExpectedBucketOwner != "" && !ownerRE.MatchString(d.ExpectedBucketOwner) {
-		bad("destination.expected_bucket_owner", d.ExpectedBucketOwner, "want a 12-digit AWS account id")
-	}
-	if d.Endpoint != "" && !strings.HasPrefix(d.Endpoint, "https://") && !strings.HasPrefix(d.Endpoint, "http://") {
-		bad("destination.endpoint", d.Endpoint, "want an http(s):// URL")
-	}
-	format := d.Format
-	if format == "" {
-		format = FormatParquet
-	}
-	switch format {
-	case FormatParquet:
-		if c := d.Compression; c != "" && c != CompressionSnappy && c != CompressionZstd {
-			bad("destination.compression", c, "parquet takes snappy or zstd")
-		}
-	case FormatNDJSON:
-		if c := d.Compression; c != "" && c != CompressionGzip {
-			bad("destination.compression", c, "ndjson takes gzip")
-		}
-	default:
-		bad("destination.format", d.Format, "want parquet or ndjson")
-	}
-	switch d.Checksums {
-	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
-	default:
-		bad("destination.checksums", d.Checksums, "want full_object, composite or none")
-	}
-	return errors.Join(errs...)
+// FileFormat returns the format the destination's files are written in:
+// Format, or fileformat.Default when it is empty. An unknown format is an
+// error naming it.
+func (d Destination) FileFormat() (fileformat.Format, error) {
+	return fileformat.Parse(string(cmp.Or(d.Format, fileformat.Default)))
 }
 
-// EarliestStart is the oldest start date the backfill limit allows on today:
-// maxBackfillDays days back.
-func EarliestStart(today civil.Date, maxBackfillDays int) civil.Date {
-	return today.AddDays(-maxBackfillDays)
-}
-
-// Location returns the account's time zone (UTC when unset).
+// Location returns the account's time zone (DefaultTimeZone when unset).
 func (a Account) Location() (*time.Location, error) {
-	if a.TimeZone == "" {
-		return time.UTC, nil
-	}
-	loc, err := time.LoadLocation(a.TimeZone)
+	loc, err := time.LoadLocation(cmp.Or(a.TimeZone, DefaultTimeZone))
 	if err != nil {
 		return nil, fmt.Errorf("account %s time_zone %q: %w", a.ID, a.TimeZone, err)
 	}
@@ -316,9 +199,5 @@ func (a Account) Vars(stage string) layout.Vars {
 
 // Prefix renders the destination prefix for stage.
 func (a Account) Prefix(stage string) (string, error) {
-	p := a.Destination.Prefix
-	if p == "" {
-		p = DefaultPrefix
-	}
-	return layout.RenderPrefix(p, a.Vars(stage))
+	return layout.RenderPrefix(cmp.Or(a.Destination.Prefix, DefaultPrefix), a.Vars(stage))
 }

@@ -9,11 +9,8 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
-
-// testNow is the clock the validation tests run at; valid()'s start date is
-// 68 days before it.
-var testNow = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
 func valid() Account {
 	return Account{ID: "acct_abcdefghijklmnop", Name: "Acme", Enabled: true, StartDate: civil.MustParse("2026-01-01"),
@@ -38,93 +35,17 @@ func TestNewID(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
-	if err := valid().Validate(testNow, DefaultMaxBackfillDays); err != nil {
-		t.Fatalf("valid account: %v", err)
-	}
-	cases := []struct {
-		name string
-		mut  func(*Account)
-		want string
-	}{
-		{"id", func(a *Account) { a.ID = "42" }, `id "42"`},
-		{"zone", func(a *Account) { a.TimeZone = "Mars/Olympus" }, `time_zone "Mars/Olympus"`},
-		{"local zone", func(a *Account) { a.TimeZone = "Local" }, `time_zone "Local"`},
-		{"no datasets", func(a *Account) { a.Datasets = nil }, "datasets"},
-		{"bad dataset", func(a *Account) { a.Datasets = []string{"Events!"} }, `datasets "Events!"`},
-		{"dup dataset", func(a *Account) { a.Datasets = []string{"events", "events"} }, "listed twice"},
-		{"no start", func(a *Account) { a.StartDate = civil.Date{} }, "start_date"},
-		{"bucket", func(a *Account) { a.Destination.Bucket = "Bad_Bucket" }, `destination.bucket "Bad_Bucket"`},
-		{"format", func(a *Account) { a.Destination.Format = "csv" }, `destination.format "csv"`},
-		{"parquet gzip", func(a *Account) { a.Destination.Compression = "gzip" }, `destination.compression "gzip"`},
-		{"ndjson zstd", func(a *Account) { a.Destination.Format = "ndjson"; a.Destination.Compression = "zstd" }, `destination.compression "zstd"`},
-		{"unknown checksum mode", func(a *Account) { a.Destination.Checksums = "md5" }, `destination.checksums "md5"`},
-		{"role arn", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::12:role/x"; a.Destination.ExternalID = "e" }, `destination.role_arn "arn:aws:iam::12:role/x"`},
-		{"role without external id", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::123456789012:role/daybook-export-acme" }, "destination.external_id"},
-		{"external id without role", func(a *Account) { a.Destination.ExternalID = "e" }, "without a role_arn"},
-		{"owner", func(a *Account) { a.Destination.ExpectedBucketOwner = "abc" }, `destination.expected_bucket_owner "abc"`},
-		{"prefix placeholder", func(a *Account) { a.Destination.Prefix = "x/{{.Tenant}}" }, "unknown placeholder {{.Tenant}}"},
-		{"prefix dotdot", func(a *Account) { a.Destination.Prefix = "x/../y" }, "destination.prefix"},
-		{"endpoint", func(a *Account) { a.Destination.Endpoint = "minio:9000" }, `destination.endpoint "minio:9000"`},
-		{"settle", func(a *Account) { d := Duration(-time.Hour); a.SettleDelay = &d }, "settle_delay"},
-		{"start tomorrow", func(a *Account) { a.StartDate = civil.MustParse("2026-03-11") }, `start_date "2026-03-11": in the future (today is 2026-03-10 in UTC)`},
-		// 2026-03-10 12:00 UTC is already 03-11 in Kiritimati (UTC+14), not yet in Honolulu.
-		{"start tomorrow in the zone", func(a *Account) { a.TimeZone = "Pacific/Honolulu"; a.StartDate = civil.MustParse("2026-03-11") }, "in the future (today is 2026-03-10 in Pacific/Honolulu)"},
-		{"start older than the limit", func(a *Account) { a.StartDate = civil.MustParse("2025-02-02") }, `start_date "2025-02-02": more than 400 days back, the deployment's backfill limit (earliest 2025-02-03)`},
-		{"start in year 1", func(a *Account) { a.StartDate = civil.MustParse("0001-01-01") }, `start_date "0001-01-01": more than 400 days back, the deployment's backfill limit (earliest 2025-02-03)`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			a := valid()
-			tc.mut(&a)
-			err := a.Validate(testNow, DefaultMaxBackfillDays)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-	// The boundaries: today, and exactly the limit back.
-	for _, tc := range []struct {
-		zone, start string
-		limit       int
-	}{
-		{"UTC", "2026-03-10", DefaultMaxBackfillDays},
-		{"UTC", "2025-02-03", DefaultMaxBackfillDays},
-		{"Pacific/Kiritimati", "2026-03-11", DefaultMaxBackfillDays},
-		{"UTC", "2026-03-01", 9},
-		{"UTC", "0001-01-01", 0}, // no limit given: the caller applies it
-	} {
-		a := valid()
-		a.TimeZone, a.StartDate = tc.zone, civil.MustParse(tc.start)
-		if err := a.Validate(testNow, tc.limit); err != nil {
-			t.Errorf("start %s in %s with limit %d: %v", tc.start, tc.zone, tc.limit, err)
-		}
-	}
-	short := valid()
-	short.StartDate = civil.MustParse("2026-02-28")
-	if err := short.Validate(testNow, 9); err == nil || !strings.Contains(err.Error(), "more than 9 days back") {
-		t.Errorf("start 10 days back with a limit of 9: %v", err)
-	}
-	ok := valid()
-	ok.TimeZone = "America/Sao_Paulo"
-	ok.Destination = Destination{Bucket: "acme-exports", Prefix: "{{.Stage}}/{{.AccountID}}", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme",
-		ExternalID: "ext-1", ExpectedBucketOwner: "123456789012", Endpoint: "http://127.0.0.1:9000", Format: "ndjson", Compression: "gzip"}
-	if err := ok.Validate(testNow, DefaultMaxBackfillDays); err != nil {
-		t.Errorf("full account: %v", err)
-	}
-}
-
 func TestJSON(t *testing.T) {
 	in := `{"id":"acct_abcdefghijklmnop","name":"Acme","enabled":true,"start_date":"2026-01-01","time_zone":"Asia/Kolkata",
 	"settle_delay":"90m","datasets":["events"],"destination":{"bucket":"acme-exports","prefix":"x/{{.AccountID}}","role_arn":"arn:aws:iam::123456789012:role/daybook-export-a",
-	"external_id":"e","expected_bucket_owner":"123456789012","format":"parquet","compression":"zstd"}}`
+	"external_id":"ext-1","expected_bucket_owner":"123456789012","format":"parquet","compression":"zstd"}}`
 	var a Account
 	dec := json.NewDecoder(strings.NewReader(in))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Validate(testNow, DefaultMaxBackfillDays); err != nil {
+	if err := a.Validate(testRules); err != nil {
 		t.Fatal(err)
 	}
 	if a.SettleDelay.D() != 90*time.Minute || a.StartDate.String() != "2026-01-01" || a.Destination.Compression != "zstd" {
@@ -147,6 +68,47 @@ func TestJSON(t *testing.T) {
 	}
 	if p, err := e.Prefix("prod"); err != nil || p != "daybook/acct_abcdefghijklmnop" {
 		t.Errorf("Prefix = %q %v", p, err)
+	}
+}
+
+// TestFormatDefaults checks the one place a destination's empty format and
+// compression are filled in, and the messages naming the allowed values.
+func TestFormatDefaults(t *testing.T) {
+	cases := []struct {
+		format, compression string
+		wantFormat          fileformat.Format
+		wantCodec           fileformat.Codec
+		wantErr             string // of Validate; empty: valid
+	}{
+		{"", "", fileformat.Parquet, fileformat.Snappy, ""},
+		{"", "zstd", fileformat.Parquet, fileformat.Zstd, ""},
+		{"parquet", "", fileformat.Parquet, fileformat.Snappy, ""},
+		{"ndjson", "", fileformat.NDJSON, fileformat.Gzip, ""},
+		{"ndjson", "gzip", fileformat.NDJSON, fileformat.Gzip, ""},
+		{"", "gzip", fileformat.Parquet, fileformat.Gzip, `destination.compression "gzip": parquet takes snappy or zstd`},
+		{"ndjson", "snappy", fileformat.NDJSON, fileformat.Snappy, `destination.compression "snappy": ndjson takes gzip`},
+		{"csv", "", "", "", `destination.format "csv": want parquet or ndjson`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.format+"/"+tc.compression, func(t *testing.T) {
+			a := Account{ID: "acct_abcdefghijklmnop", StartDate: civil.MustParse("2026-01-01"), Datasets: []string{"events"},
+				Destination: Destination{Bucket: "acme-exports", Format: fileformat.Format(tc.format), Compression: fileformat.Codec(tc.compression)}}
+			err := a.Validate(testRules)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.wantErr)
+			}
+			f, err := a.Destination.FileFormat()
+			if f != tc.wantFormat || (err != nil) != (tc.wantFormat == "") {
+				t.Errorf("FileFormat() = %q, %v; want %q", f, err, tc.wantFormat)
+			}
+			if tc.wantFormat == "" {
+				return
+			}
+			d := a.WithDefaults(0).Destination
+			if d.Format != tc.wantFormat || d.Compression != tc.wantCodec {
+				t.Errorf("WithDefaults: format %q compression %q, want %q %q", d.Format, d.Compression, tc.wantFormat, tc.wantCodec)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 )
@@ -118,6 +119,76 @@ func (d Dataset) Coerce(row []any, rowNum int64) error {
 	return nil
 }
 
+// AppendCoerced coerces a row of loosely typed driver values as Coerce does
+// and appends it to b, so row-at-a-time sources (database/sql) fill the
+// same batches as typed ones. row is left as received. Errors name the
+// partition row (b.RowNum) and the column; on error b is unchanged.
+func (b *Batch) AppendCoerced(row []any) error {
+	d := b.Dataset
+	rowNum := b.RowNum(b.n)
+	if len(row) != len(d.Columns) {
+		return &RowError{Dataset: d.Name, Row: rowNum,
+			Reason: fmt.Sprintf("got %d columns, want %d (%s)", len(row), len(d.Columns), strings.Join(d.ColumnNames(), ", "))}
+	}
+	for i, c := range d.Columns {
+		v := row[i]
+		if v == nil {
+			if !c.Nullable {
+				b.truncate(i)
+				return &RowError{Dataset: d.Name, Row: rowNum, Column: c.Name, Value: nil, Reason: "null in required column"}
+			}
+			b.Cols[i].AppendNull()
+			continue
+		}
+		if reason := b.Cols[i].AppendCoerced(v); reason != "" {
+			b.truncate(i)
+			return &RowError{Dataset: d.Name, Row: rowNum, Column: c.Name, Value: v, Reason: reason}
+		}
+	}
+	b.n++
+	return nil
+}
+
+// AppendCoerced coerces one non-NULL loosely typed value as Coerce does and
+// appends it to v; it returns the reason the value is refused, or "" (then
+// nothing was appended).
+func (v *Vector) AppendCoerced(x any) string {
+	out, reason := coerceValue(v.Column.Type, x)
+	if reason != "" {
+		return reason
+	}
+	return v.appendModel(out)
+}
+
+// CheckString is the check of a string column's value, whatever the source:
+// the reason it is refused, or "".
+func CheckString(p []byte) string {
+	if !utf8.Valid(p) {
+		return "string is not valid UTF-8"
+	}
+	return ""
+}
+
+// CheckJSONText is the check of a json column's value that arrives as text
+// (a source whose type does not guarantee JSON): the reason it is refused,
+// or "". A value of a JSON type the database validated (PostgreSQL json,
+// jsonb) is not checked again.
+func CheckJSONText(p []byte) string {
+	if !json.Valid(p) {
+		return "invalid json"
+	}
+	return ""
+}
+
+// CheckDecimal is the check of a decimal's unscaled value against the
+// column's precision: the reason it is refused, or "".
+func CheckDecimal(t Type, d Decimal) string {
+	if d.Digits() > t.Precision {
+		return fmt.Sprintf("decimal exceeds precision %d", t.Precision)
+	}
+	return ""
+}
+
 // CheckRow verifies that row already holds exactly the value model types
 // (what an encoder accepts), without converting anything.
 func (d Dataset) CheckRow(row []any, rowNum int64) error {
@@ -178,8 +249,8 @@ func coerceValue(t Type, v any) (any, string) {
 		if !ok {
 			return nil, "wrong type, want string"
 		}
-		if !utf8.ValidString(s) {
-			return nil, "string is not valid UTF-8"
+		if reason := CheckString(unsafeBytes(s)); reason != "" {
+			return nil, reason
 		}
 		return s, ""
 	case KindInt64:
@@ -271,8 +342,8 @@ func coerceValue(t Type, v any) (any, string) {
 		default:
 			return nil, "wrong type, want decimal"
 		}
-		if dec.Digits() > t.Precision {
-			return nil, fmt.Sprintf("decimal exceeds precision %d", t.Precision)
+		if reason := CheckDecimal(t, dec); reason != "" {
+			return nil, reason
 		}
 		return dec, ""
 	case KindTimestamp:
@@ -331,13 +402,16 @@ func coerceValue(t Type, v any) (any, string) {
 		default:
 			return nil, "wrong type, want json text"
 		}
-		if !json.Valid(raw) {
-			return nil, "invalid json"
+		if reason := CheckJSONText(raw); reason != "" {
+			return nil, reason
 		}
 		return json.RawMessage(append([]byte(nil), raw...)), ""
 	}
 	return nil, "unsupported column type " + t.String()
 }
+
+// unsafeBytes views s as bytes for a read-only check.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // timestampLayouts are the text forms sources commonly produce: RFC 3339
 // and the SQL/SQLite "YYYY-MM-DD HH:MM:SS" form, with or without a zone.

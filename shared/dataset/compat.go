@@ -9,6 +9,12 @@ import "fmt"
 // Renaming, removing, reordering or retyping a column, tightening nullable to
 // required, appending a required column, lowering the version and changing
 // partition semantics are refused; the error names the column.
+//
+// The load scripts bring a table created by an older schema up to date from
+// the version bookkeeping, so it is checked too: a column keeps its since
+// and nullable_since, an appended column has a since after prev's version
+// (the version that appended it), and a loosened column records the version
+// from which it is nullable in nullable_since.
 func Compatible(prev, next Dataset) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("dataset %s: %s: %w", prev.Name, fmt.Sprintf(format, args...), ErrIncompatible)
@@ -42,6 +48,12 @@ func Compatible(prev, next Dataset) error {
 		if old.Nullable && !cur.Nullable {
 			return fail("column %q changed from nullable to required", old.Name)
 		}
+		if cur.SinceVersion() != old.SinceVersion() {
+			return fail("column %q since changed from %d to %d", old.Name, old.SinceVersion(), cur.SinceVersion())
+		}
+		if err := loosening(prev, next, old, cur); err != "" {
+			return fail("%s", err)
+		}
 	}
 	appended := next.Columns[len(prev.Columns):]
 	for _, c := range appended {
@@ -53,7 +65,27 @@ func Compatible(prev, next Dataset) error {
 		// Manifests carry the schema version; two schemas must not share one.
 		return fail("columns appended (first %q) without raising version %d", appended[0].Name, prev.Version)
 	}
+	for _, c := range appended {
+		if s := c.SinceVersion(); s <= prev.Version || s > next.Version {
+			return fail("appended column %q has since %d, want the version that appended it (%d..%d)", c.Name, s, prev.Version+1, next.Version)
+		}
+	}
 	return nil
+}
+
+// loosening checks the nullable_since bookkeeping of one kept column; it
+// returns what is wrong, or "".
+func loosening(prev, next Dataset, old, cur Column) string {
+	switch {
+	case !old.Nullable && cur.Nullable:
+		if cur.NullableSince < prev.Version || cur.NullableSince > next.Version {
+			return fmt.Sprintf("column %q loosened to nullable needs nullable_since %d..%d (the version from which it is nullable), has %d",
+				old.Name, prev.Version, next.Version, cur.NullableSince)
+		}
+	case cur.NullableSince != old.NullableSince:
+		return fmt.Sprintf("column %q nullable_since changed from %d to %d", old.Name, old.NullableSince, cur.NullableSince)
+	}
+	return ""
 }
 
 func indexOf(cols []Column, name string) int {

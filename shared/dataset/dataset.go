@@ -61,6 +61,32 @@ type Column struct {
 	// Dictionary marks a low-cardinality string column; encoders
 	// dictionary-encode it (an encoding hint, not part of the contract).
 	Dictionary bool `json:"dictionary,omitempty"`
+	// Since is the schema version that added the column ("since" in
+	// datasets.json; omitted means 1). A column appended in version N has
+	// Since N, and a column keeps its Since forever (see Compatible). The
+	// load scripts add every column with Since > 1 to a table created by an
+	// earlier version.
+	Since int `json:"since,omitempty"`
+	// NullableSince is set only on a column that was required and was
+	// loosened to nullable: the schema version from which it is nullable.
+	// The load scripts drop the NOT NULL of such a column in a table created
+	// while it was required. A column nullable from the start leaves it 0.
+	NullableSince int `json:"nullable_since,omitempty"`
+}
+
+// SinceVersion returns the schema version that added the column (Since, or
+// 1 when it is not set).
+func (c Column) SinceVersion() int {
+	if c.Since < 1 {
+		return 1
+	}
+	return c.Since
+}
+
+// Loosened reports whether the column was required in an earlier schema
+// and is nullable now.
+func (c Column) Loosened() bool {
+	return c.Nullable && c.NullableSince > 0
 }
 
 // Dataset is one exported table.
@@ -142,7 +168,13 @@ func ParseCatalog(b []byte) ([]Dataset, error) {
 		return nil, fmt.Errorf("parse dataset catalog: %w", err)
 	}
 	seen := map[string]bool{}
-	for _, d := range doc.Datasets {
+	for i := range doc.Datasets {
+		d := &doc.Datasets[i]
+		for j := range d.Columns {
+			// "since" defaults to 1: the catalog always carries it, so the
+			// schema snapshot records every column's version explicitly.
+			d.Columns[j].Since = d.Columns[j].SinceVersion()
+		}
 		if seen[d.Name] {
 			return nil, fmt.Errorf("parse dataset catalog: dataset %q declared twice", d.Name)
 		}
@@ -186,6 +218,7 @@ func (d Dataset) Validate() error {
 	}
 	seen := map[string]bool{}
 	hasAttributes := false
+	since := 1
 	for i, c := range d.Columns {
 		if !identRE.MatchString(c.Name) {
 			return fmt.Errorf("dataset %s: column %d name %q must match %s", d.Name, i, c.Name, identRE)
@@ -204,6 +237,10 @@ func (d Dataset) Validate() error {
 		if c.Dictionary && c.Type.Kind != KindString {
 			return fmt.Errorf("dataset %s: column %s: dictionary only applies to string columns", d.Name, c.Name)
 		}
+		if err := d.validateVersions(c, since); err != nil {
+			return err
+		}
+		since = c.SinceVersion()
 		if c.Name == "attributes" && c.Type.Kind == KindJSON {
 			hasAttributes = true
 		}
@@ -240,6 +277,33 @@ func (d Dataset) Validate() error {
 		if err := checkPlaceholders(dialect, q); err != nil {
 			return fmt.Errorf("dataset %s: %s query: %w", d.Name, dialect, err)
 		}
+	}
+	return nil
+}
+
+// validateVersions checks a column's Since and NullableSince against the
+// dataset version; prevSince is the Since of the column before it.
+func (d Dataset) validateVersions(c Column, prevSince int) error {
+	if c.Since < 0 || c.SinceVersion() > d.Version {
+		return fmt.Errorf("dataset %s: column %s: since %d outside 1..%d (the dataset version)", d.Name, c.Name, c.Since, d.Version)
+	}
+	if c.SinceVersion() < prevSince {
+		// Columns are only ever appended: a later column cannot be older.
+		return fmt.Errorf("dataset %s: column %s: since %d is before the since %d of the column before it", d.Name, c.Name, c.SinceVersion(), prevSince)
+	}
+	if c.SinceVersion() > 1 && !c.Nullable {
+		return fmt.Errorf("dataset %s: column %s: a column appended in version %d must be nullable", d.Name, c.Name, c.SinceVersion())
+	}
+	if c.NullableSince == 0 {
+		return nil
+	}
+	switch {
+	case c.NullableSince < 0 || c.NullableSince > d.Version:
+		return fmt.Errorf("dataset %s: column %s: nullable_since %d outside 1..%d (the dataset version)", d.Name, c.Name, c.NullableSince, d.Version)
+	case !c.Nullable:
+		return fmt.Errorf("dataset %s: column %s: nullable_since is set on a required column", d.Name, c.Name)
+	case c.SinceVersion() > 1:
+		return fmt.Errorf("dataset %s: column %s: nullable_since is set on a column appended in version %d, which was never required", d.Name, c.Name, c.SinceVersion())
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ type snapshot struct {
 func toSnapshot(d Dataset) snapshot {
 	cols := make([]Column, len(d.Columns))
 	for i, c := range d.Columns {
-		cols[i] = Column{Name: c.Name, Type: c.Type, Nullable: c.Nullable}
+		cols[i] = Column{Name: c.Name, Type: c.Type, Nullable: c.Nullable, Since: c.Since, NullableSince: c.NullableSince}
 	}
 	return snapshot{d.Name, d.Version, d.Partition, d.Mode, d.Read, d.IDColumn, d.OrderColumn, cols}
 }
@@ -106,9 +106,30 @@ func TestCompatible(t *testing.T) {
 		{"unchanged", func(d *Dataset) {}, ""},
 		{"append nullable with version bump", func(d *Dataset) {
 			d.Version = 2
-			d.Columns = append(d.Columns, Column{Name: "note", Type: Type{Kind: KindString}, Nullable: true})
+			d.Columns = append(d.Columns, Column{Name: "note", Type: Type{Kind: KindString}, Nullable: true, Since: 2})
 		}, ""},
-		{"loosen required to nullable", func(d *Dataset) { d.Columns[1].Nullable = true }, ""},
+		{"loosen required to nullable", func(d *Dataset) { d.Columns[1].Nullable = true; d.Columns[1].NullableSince = 1 }, ""},
+		{"loosen with a version bump", func(d *Dataset) {
+			d.Version = 2
+			d.Columns[1].Nullable, d.Columns[1].NullableSince = true, 2
+		}, ""},
+		{"append over two versions", func(d *Dataset) {
+			d.Version = 3
+			d.Columns = append(d.Columns,
+				Column{Name: "note", Type: Type{Kind: KindString}, Nullable: true, Since: 2},
+				Column{Name: "tag", Type: Type{Kind: KindString}, Nullable: true, Since: 3})
+		}, ""},
+		{"append without since", func(d *Dataset) {
+			d.Version = 2
+			d.Columns = append(d.Columns, Column{Name: "note", Type: Type{Kind: KindString}, Nullable: true})
+		}, `appended column "note" has since 1, want the version that appended it (2..2)`},
+		{"append with a future since", func(d *Dataset) {
+			d.Version = 2
+			d.Columns = append(d.Columns, Column{Name: "note", Type: Type{Kind: KindString}, Nullable: true, Since: 3})
+		}, `appended column "note" has since 3`},
+		{"since of a kept column changed", func(d *Dataset) { d.Version = 2; d.Columns[0].Since = 2 }, `column "id" since changed from 1 to 2`},
+		{"loosen without nullable_since", func(d *Dataset) { d.Columns[1].Nullable = true }, `column "at" loosened to nullable needs nullable_since 1..1`},
+		{"nullable_since invented for an always nullable column", func(d *Dataset) { d.Columns[2].NullableSince = 1 }, `column "amount" nullable_since changed from 0 to 1`},
 		{"description and dictionary are free", func(d *Dataset) { d.Columns[0].Description = "x"; d.Columns[0].Dictionary = true }, ""},
 		{"rename", func(d *Dataset) { d.Columns[1].Name = "at2" }, `column "at" renamed or replaced by "at2"`},
 		{"remove last", func(d *Dataset) { d.Columns = d.Columns[:2] }, `column "amount" removed`},
@@ -194,6 +215,35 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
+// A column without "since" in datasets.json was there from version 1, and
+// the catalog says so explicitly (the schema snapshot records it).
+func TestSinceDefault(t *testing.T) {
+	cat, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range cat {
+		for _, c := range d.Columns {
+			if c.Since < 1 || c.Since > d.Version {
+				t.Errorf("%s.%s: since %d, want 1..%d", d.Name, c.Name, c.Since, d.Version)
+			}
+		}
+	}
+	doc := `{"datasets":[{"name":"x","version":2,"partition":"event_time","mode":"incremental_append","read":"union_all_partitions",
+	"columns":[{"name":"id","type":"int64"},{"name":"attributes","type":"json","nullable":true,"since":2}],
+	"queries":{"sqlite":"select ? ? ?","postgres":"select $1,$2,$3"}}]}`
+	ds, err := ParseCatalog([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []int{ds[0].Columns[0].Since, ds[0].Columns[1].Since}; got[0] != 1 || got[1] != 2 {
+		t.Fatalf("since = %v, want [1 2]", got)
+	}
+	if (Column{}).SinceVersion() != 1 || (Column{Since: 3}).SinceVersion() != 3 {
+		t.Fatal("SinceVersion does not default to 1")
+	}
+}
+
 func TestParseCatalogRefuses(t *testing.T) {
 	ok := `{"name":"x","version":1,"partition":"event_time","mode":"incremental_append","read":"union_all_partitions",
 	"columns":[{"name":"attributes","type":"json","nullable":true}],
@@ -208,6 +258,15 @@ func TestParseCatalogRefuses(t *testing.T) {
 		{"reserved dt", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"dt","type":"date"},`, 1), "reserved"},
 		{"activity needs id", strings.Replace(ok, `event_time`, `activity`, 1), `id_column "" is not a column`},
 		{"incremental feeds are read as a union", strings.Replace(ok, `union_all_partitions`, `latest_snapshot`, 1), `needs read "union_all_partitions"`},
+		{"since above the version", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"since":2}`, 1), "since 2 outside 1..1"},
+		{"since out of order", strings.Replace(strings.Replace(ok, `"version":1`, `"version":2`, 1),
+			`"columns":[`, `"columns":[{"name":"late","type":"string","nullable":true,"since":2},`, 1), "since 1 is before the since 2"},
+		{"appended column required", strings.Replace(strings.Replace(ok, `"version":1`, `"version":2`, 1),
+			`"nullable":true}`, `"nullable":true},{"name":"late","type":"string","since":2}`, 1), "appended in version 2 must be nullable"},
+		{"nullable_since on a required column", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"n","type":"int64","nullable_since":1},`, 1), "nullable_since is set on a required column"},
+		{"nullable_since above the version", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"nullable_since":2}`, 1), "nullable_since 2 outside 1..1"},
+		{"nullable_since on an appended column", strings.Replace(strings.Replace(ok, `"version":1`, `"version":2`, 1),
+			`"nullable":true}`, `"nullable":true},{"name":"late","type":"string","nullable":true,"since":2,"nullable_since":2}`, 1), "never required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

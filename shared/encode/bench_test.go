@@ -10,6 +10,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // countingDiscard counts bytes and drops them: the file size without the
@@ -22,7 +23,7 @@ var _ io.Writer = (*countingDiscard)(nil)
 
 // encodeDay encodes rows synthetic events rows and returns the file size and
 // the peak heap in use above the starting point, sampled every 16k rows.
-func encodeDay(b *testing.B, f Format, opts Options, rows int) (size int64, peakHeap uint64) {
+func encodeDay(b *testing.B, f fileformat.Format, opts Options, rows int) (size int64, peakHeap uint64) {
 	ds, err := dataset.Get("events")
 	if err != nil {
 		b.Fatal(err)
@@ -59,15 +60,14 @@ func encodeDay(b *testing.B, f Format, opts Options, rows int) (size int64, peak
 func BenchmarkEncodeEventsDay(b *testing.B) {
 	variants := []struct {
 		name   string
-		format Format
+		format fileformat.Format
 		opts   Options
 	}{
-		{"parquet/snappy", FormatParquet, Options{Compression: CompressionSnappy}},
-		{"parquet/zstd", FormatParquet, Options{Compression: CompressionZstd}},
-		{"parquet/snappy-nodict", FormatParquet, Options{Compression: CompressionSnappy, DisableDictionary: true}},
-		{"parquet/snappy-nodelta", FormatParquet, Options{Compression: CompressionSnappy, DisableDelta: true}},
-		{"parquet/zstd-nodict-nodelta", FormatParquet, Options{Compression: CompressionZstd, DisableDictionary: true, DisableDelta: true}},
-		{"ndjson/gzip", FormatNDJSON, Options{}},
+		{"parquet/compatible/snappy", fileformat.Parquet, Options{Compression: fileformat.Snappy}},
+		{"parquet/compatible/zstd", fileformat.Parquet, Options{Compression: fileformat.Zstd}},
+		{"parquet/compact/snappy", fileformat.Parquet, Options{Compression: fileformat.Snappy, Profile: ProfileCompact}},
+		{"parquet/compact/zstd", fileformat.Parquet, Options{Compression: fileformat.Zstd, Profile: ProfileCompact}},
+		{"ndjson/gzip", fileformat.NDJSON, Options{}},
 	}
 	for _, rows := range []int{100_000, 1_000_000} {
 		for _, v := range variants {
@@ -105,7 +105,7 @@ func BenchmarkGenerate(b *testing.B) {
 func BenchmarkParquetWrite(b *testing.B) {
 	ds, _ := dataset.Get("events")
 	gen := datasettest.NewEventGen(1, civil.FromEpochDays(20785), 1_000_000)
-	w, err := New(FormatParquet, &countingDiscard{}, ds, Options{})
+	w, err := New(fileformat.Parquet, &countingDiscard{}, ds, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

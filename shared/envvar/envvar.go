@@ -1,6 +1,10 @@
 // Package envvar parses a function's configuration from environment
 // variables once, at start-up, collecting every problem with the variable's
 // name and value so a misconfigured deploy fails with one clear message.
+//
+// It also defines the default of every deployment setting once, and reads the
+// variables more than one program reads (DAYBOOK_STAGE, SETTLE_DELAY, the log
+// level, MAX_BACKFILL_DAYS) in one place: see daybook.go.
 package envvar
 
 import (
@@ -19,6 +23,9 @@ type Reader struct {
 
 // New reads from the process environment.
 func New() *Reader { return &Reader{lookup: os.LookupEnv} }
+
+// Lookup reads through lookup (os.LookupEnv, or a map's).
+func Lookup(lookup func(string) (string, bool)) *Reader { return &Reader{lookup: lookup} }
 
 // From reads from a map (tests, the CLI).
 func From(m map[string]string) *Reader {

@@ -13,15 +13,14 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 )
 
-// PutAccount validates a at the ledger's clock and backfill limit
-// (Config.MaxBackfillDays) and stores it (pk=ACCOUNTS, sk=<id>), replacing
-// any earlier version. CreatedAt is set from the clock when zero. An enabled
+// PutAccount validates a (account.ValidateShape, and ValidateStart at the
+// ledger's clock and backfill limit, Config.MaxBackfillDays) and stores it (pk=ACCOUNTS, sk=<id>), replacing any earlier version. CreatedAt is set from the clock when zero. An enabled
 // account is woken now in the fleet index (its datasets or start date may
 // have changed, so the next sweep reads its watermarks again); a disabled one
 // leaves the index.
 func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
 	now := l.now()
-	if err := a.Validate(now, l.cfg.MaxBackfillDays); err != nil {
+	if err := errors.Join(a.ValidateShape(), a.ValidateStart(now, l.cfg.MaxBackfillDays)); err != nil {
 		return fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	if a.CreatedAt.IsZero() {

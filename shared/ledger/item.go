@@ -22,8 +22,9 @@ const (
 
 // Attribute names. Every expression, key map and hand-built item names an
 // attribute through these constants (or the exported Attr* above); the
-// struct tags of rowRecord, accountRecord and watermarkRecord must spell the
-// same names, which TestAttributeNamesMatchRecords checks.
+// struct tags of rowRecord, accountRecord, watermarkRecord, statsRecord and
+// attemptRecord must spell the same names, which
+// TestAttributeNamesMatchRecords checks.
 const (
 	attrAccountID      = "account_id"
 	attrDataset        = "dataset"
@@ -56,22 +57,29 @@ const (
 	attrClosedThrough  = "closed_through" // account records: every dataset materialized through this day
 	attrExportMS       = "export_ms"      // stats buckets: summed export durations
 	attrExports        = "exports"        // stats buckets: number of exports
-	attrExpiresAt      = "expires_at"     // stats buckets: TTL (epoch seconds)
 	attrReconciledAt   = "reconciled_at"  // the reconcile marker
+	attrAttempt        = "attempt"        // history items: the attempt's number
+	attrOutcome        = "outcome"        // history items: how the attempt ended
+	attrFinishedAt     = "finished_at"    // history items
+	attrError          = "error"          // history items: the attempt's error
+	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
+	// DynamoDB TTL reads: history items and export-stats buckets carry it.
+	AttrExpiresAt = "expires_at"
 )
 
 const (
-	pkAccounts    = "ACCOUNTS"
-	pkWMPrefix    = "WM#"
-	pkPartPrefix  = "P#"
-	timeFormat    = "2006-01-02T15:04:05Z"
-	dueQueued     = "0#"
-	duePending    = "1#"
-	dueFailed     = "2#"
-	dueRunning    = "3#"
-	dueExhausted  = "9#" // counted by CountExhausted, never read by Due
-	dueScheduled  = "S#" // pending, the newest closed day of a live account: read first (L6)
-	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
+	pkAccounts      = "ACCOUNTS"
+	pkWMPrefix      = "WM#"
+	pkHistoryPrefix = "H#"
+	pkPartPrefix    = "P#"
+	timeFormat      = "2006-01-02T15:04:05Z"
+	dueQueued       = "0#"
+	duePending      = "1#"
+	dueFailed       = "2#"
+	dueRunning      = "3#"
+	dueExhausted    = "9#" // counted by CountExhausted, never read by Due
+	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first (L6)
+	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 
 	// FleetShards is the number of shards of the fleet index: an account's
 	// wake entry and its stopped partitions live under fleet_shard W#<nn> and
@@ -157,6 +165,30 @@ type watermarkRecord struct {
 	Dataset   string `dynamodbav:"dataset"`
 	Through   string `dynamodbav:"through"`
 	UpdatedAt string `dynamodbav:"updated_at"`
+}
+
+// attemptRecord is the stored form of an attempt's history item
+// (pk=H#<account>#<dataset>#<day>, sk=<started_at>#<attempt>); see history.go.
+type attemptRecord struct {
+	PK          string `dynamodbav:"pk"`
+	SK          string `dynamodbav:"sk"`
+	AccountID   string `dynamodbav:"account_id"`
+	Dataset     string `dynamodbav:"dataset"`
+	Day         string `dynamodbav:"day"`
+	Attempt     int    `dynamodbav:"attempt"`
+	Outcome     string `dynamodbav:"outcome"`
+	Reason      string `dynamodbav:"reason,omitempty"`
+	ClaimedAt   string `dynamodbav:"claimed_at,omitempty"`
+	StartedAt   string `dynamodbav:"started_at,omitempty"`
+	FinishedAt  string `dynamodbav:"finished_at"`
+	Generation  int64  `dynamodbav:"generation,omitempty"`
+	Rows        int64  `dynamodbav:"rows,omitempty"`
+	Bytes       int64  `dynamodbav:"bytes,omitempty"`
+	Files       int    `dynamodbav:"files,omitempty"`
+	DurationMS  int64  `dynamodbav:"duration_ms,omitempty"`
+	ManifestKey string `dynamodbav:"manifest_key,omitempty"`
+	Error       string `dynamodbav:"error,omitempty"`
+	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

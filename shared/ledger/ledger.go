@@ -3,7 +3,7 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds four kinds of item:
+// One table (template.yaml, LedgerTable) holds six kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
 //	                                                         account_id, updated_at, wake_seq,
@@ -19,15 +19,26 @@
 //	                                                         reason, rerun_requested, updated_at,
 //	                                                         due_account, due_key (while due),
 //	                                                         fleet_shard, fleet_key (while stopped)
+//	history item:    pk=H#<account>#<ds>#<day>               account_id, dataset, day, attempt, outcome,
+//	                 sk=<started_at>#<attempt>               reason, claimed_at, started_at, finished_at,
+//	                                                         generation, rows, bytes, files, duration_ms,
+//	                                                         manifest_key, error, expires_at (TTL)
 //	export stats:    pk=STATS              sk=EXPORTS#<hour> exports, export_ms, expires_at (TTL), updated_at
 //	                                       sk=RECONCILE      reconciled_at, updated_at
 //
+// A history item records how one attempt ended (history.go); it is written
+// after the transition that ended it (Complete, Fail, or a Claim or
+// ClaimManual that took over a dead started claim), best effort. Export
+// stats feed the sweeper's claim budget (stats.go). Both expire through the
+// table's one TTL attribute, expires_at.
+//
 // Code names every attribute through one constant (AttrPK, AttrSK,
-// AttrDueAccount and AttrDueKey are exported), and a test checks the
-// constants against the struct tags of the three items' stored forms. A stored value that does not parse (a time, a day, a
-// number, a value of the wrong type) is an error naming the attribute, the
-// item's key and the value, never a zero value: a lease read as zero would
-// look expired.
+// AttrDueAccount, AttrDueKey and AttrExpiresAt are exported), and a test
+// checks the constants against the struct tags of the items' stored forms
+// (stats bucket and reconcile marker share one). A stored value that does
+// not parse (a time, a day, a number, a value of the wrong type) is an error
+// naming the attribute, the item's key and the value, never a zero value: a
+// lease read as zero would look expired.
 //
 // # The sparse "due" index (L5)
 //
@@ -45,14 +56,17 @@
 //	completed                    (no due_account/due_key: not in the index)
 //
 // Times in keys and attributes are RFC 3339 UTC at second precision
-// (2006-01-02T15:04:05Z): fixed width, so string order is time order. Due
-// reads four key ranges per account with key conditions only (no filter):
-// begins_with 0#, begins_with 1#, BETWEEN 2# AND 2#<now>, BETWEEN 3# AND
-// 3#<now> (dead claims), and merges them in SPEC S1 order. It never reads the
-// 9# class: an exhausted row stopped retrying (L1). CountExhausted counts that
-// class (a COUNT Query on begins_with 9#), so "stopped retrying" is a level
-// the sweeper publishes every sweep (O3), and its cost grows with the
-// exhausted rows only.
+// (2006-01-02T15:04:05Z): fixed width, so string order is time order.
+// DueWork (and Due) reads one key range per class with key conditions only
+// (no filter): begins_with S#, 0#, 1#, 2# and 3#, the failed and running
+// classes from their start so that the first row not yet due gives the
+// account's next wake time, and merges them in SPEC S1 order after the
+// scheduled class. It never reads the 9# class: an exhausted row stopped
+// retrying (L1). CountExhausted counts that class for one account (a COUNT
+// Query on begins_with 9#); the sweeper reads the fleet's level of stopped
+// partitions from the fleet index instead (StoppedByAccount), so "stopped
+// retrying" is a level it publishes every sweep (O3) at a cost that grows
+// with the stopped rows only.
 //
 // # The sparse "fleet" index (L6)
 //
@@ -123,7 +137,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/envvar"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -174,8 +187,9 @@ type Config struct {
 	Rand io.Reader
 	// Concurrency bounds parallel writes in Materialize and Requeue (default 16).
 	Concurrency int
-	// MaxBackfillDays is the oldest start date PutAccount accepts, in days
-	// before today (L6). Default account.DefaultMaxBackfillDays.
+	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
+	// backfill, in days before today (L6). Default
+	// envvar.DefaultMaxBackfillDays.
 	MaxBackfillDays int
 }
 
@@ -200,7 +214,7 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	if cfg.Lease <= 0 {
 		return nil, fmt.Errorf("ledger: lease %s must be positive (ledger.LeaseFrom)", cfg.Lease)
 	}
-	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 6)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, envvar.DefaultMaxAttempts)
 	if cfg.MaxAttempts < 1 {
 		return nil, fmt.Errorf("ledger: max attempts %d < 1", cfg.MaxAttempts)
 	}
@@ -216,7 +230,7 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
 	}
-	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, account.DefaultMaxBackfillDays)
+	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
 	if cfg.MaxBackfillDays < 1 {
 		return nil, fmt.Errorf("ledger: max backfill days %d < 1", cfg.MaxBackfillDays)
 	}
@@ -271,9 +285,9 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 func ConfigFromEnv(r *envvar.Reader) Config {
 	return Config{
 		Table:           r.String("LEDGER_TABLE"),
-		Lease:           LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", 900*time.Second), r.Seconds("LEASE_MARGIN_SECONDS", 300*time.Second)),
-		MaxAttempts:     r.Int("MAX_ATTEMPTS", 6),
-		MaxBackfillDays: r.Int("MAX_BACKFILL_DAYS", account.DefaultMaxBackfillDays),
+		Lease:           LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin)),
+		MaxAttempts:     r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
+		MaxBackfillDays: r.MaxBackfillDays(),
 	}
 }
 

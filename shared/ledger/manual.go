@@ -52,6 +52,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 			// wake only delays that takeover to the account's next wake (its
 			// next day close at the latest); it does not fail the claim.
 			_ = l.Wake(ctx, key.AccountID, lease)
+			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
 				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}

@@ -138,14 +138,14 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
 			row, err := readBack("complete", key, out)
-			if err != nil {
-				return row, err
+			if err == nil && rerun {
+				// The wake first: a re-run waits for it; the history item
+				// and the export stats after it are best effort.
+				err = l.wakeAfter(ctx, key.AccountID, l.now())
 			}
+			l.noteCompleted(ctx, out)
 			l.recordExport(ctx, res.Duration)
-			if rerun {
-				return row, l.wakeAfter(ctx, key.AccountID, l.now())
-			}
-			return row, nil
+			return row, err
 		}
 		if !errors.Is(err, errCondition) {
 			return Row{}, err
@@ -246,16 +246,15 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 			return Row{}, err
 		}
 		row, err = readBack("fail", key, out)
-		if err != nil {
-			return row, err
-		}
-		switch {
+		switch { // the wake first, the history item after it (best effort)
+		case err != nil:
 		case row.State == StateQueued:
-			return row, l.wakeAfter(ctx, key.AccountID, now)
+			err = l.wakeAfter(ctx, key.AccountID, now)
 		case !row.Exhausted:
-			return row, l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
+			err = l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
 		}
-		return row, nil
+		l.noteFailed(ctx, out, attempts)
+		return row, err
 	}
 	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)
 }

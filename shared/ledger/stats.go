@@ -28,7 +28,7 @@ func (l *Ledger) recordExport(ctx context.Context, d time.Duration) {
 	now := l.now()
 	upd := expression.Add(name(attrExportMS), val(d.Milliseconds())).
 		Add(name(attrExports), val(1)).
-		Set(name(attrExpiresAt), val(now.Add(statsLifetime).Unix())).
+		Set(name(AttrExpiresAt), val(now.Add(statsLifetime).Unix())).
 		Set(name(attrUpdatedAt), val(fmtTime(now)))
 	_, _ = l.update(ctx, tableKey(pkStats, exportBucket(now)), upd, expression.ConditionBuilder{}, types.ReturnValueNone)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // bigqueryType maps a column type to GoogleSQL. A decimal is NUMERIC(P,S)
@@ -44,6 +45,12 @@ func bigqueryType(t dataset.Type) string {
 //	Hive partitions:   https://cloud.google.com/bigquery/docs/hive-partitioned-loads-gcs
 //	S3 through Omni:   https://cloud.google.com/bigquery/docs/load-data-using-cross-cloud-transfer
 //	CREATE TABLE:      https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#create_table_statement
+//	ADD COLUMN:        https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#alter_table_add_column_statement
+//	DROP NOT NULL:     https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#alter_column_drop_not_null_statement
+//
+// An appended column is NULLABLE, the only mode BigQuery lets ALTER TABLE
+// add (https://cloud.google.com/bigquery/docs/managing-table-schemas#add_an_empty_column),
+// and LOAD DATA then names every column of the evolved table.
 func (g *gen) bigquery() string {
 	var b strings.Builder
 	b.WriteString(g.header(
@@ -65,6 +72,7 @@ func (g *gen) bigquery() string {
 		return q(cols[i].Name) + " " + bigqueryType(cols[i].Type) + notNull(cols[i])
 	})
 	fmt.Fprintf(&b, ")\nPARTITION BY %s;\n\n", q(dtColumn))
+	g.standardEvolution(&b, q, bigqueryType, "https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#alter_table_add_column_statement")
 
 	// INTO with OVERWRITE PARTITIONS replaces the one partition (the docs
 	// require INTO, not OVERWRITE, with a PARTITIONS clause).
@@ -76,7 +84,7 @@ func (g *gen) bigquery() string {
 	fmt.Fprintf(&b, "OVERWRITE PARTITIONS (%s = DATE %s)\n", q(dtColumn), literal(EngineBigQuery, g.day))
 	fmt.Fprintf(&b, "PARTITION BY %s\n", q(dtColumn))
 	b.WriteString("FROM FILES (\n")
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		b.WriteString("    format = 'PARQUET',\n")
 		if g.hasDecimal() {
 			b.WriteString("    decimal_target_types = ['NUMERIC', 'BIGNUMERIC'],\n")

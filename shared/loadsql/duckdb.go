@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // duckdbType maps a column type to DuckDB. Instants are TIMESTAMPTZ (the
@@ -39,11 +40,12 @@ func duckdbType(t dataset.Type) string {
 //	read_json:     https://duckdb.org/docs/stable/data/json/loading_json
 //	Transactions:  https://duckdb.org/docs/stable/sql/statements/transactions
 //	S3 (httpfs):   https://duckdb.org/docs/stable/core_extensions/httpfs/s3api
+//	ALTER TABLE:   https://duckdb.org/docs/stable/sql/statements/alter_table
 func (g *gen) duckdb() string {
 	var b strings.Builder
 	b.WriteString(g.header(
 		"s3:// URIs need the httpfs extension and credentials, e.g.",
-		"    CREATE SECRET (TYPE s3, PROVIDER credential_chain);",
+		"    CREATE SECRET (TYPE s3, PROVIDER credential_chain)",
 		"Docs: https://duckdb.org/docs/stable/data/parquet/overview",
 		"      https://duckdb.org/docs/stable/data/json/loading_json",
 	))
@@ -60,6 +62,7 @@ func (g *gen) duckdb() string {
 		return q(cols[i].Name) + " " + duckdbType(cols[i].Type) + notNull(cols[i])
 	})
 	b.WriteString(");\n\n")
+	g.standardEvolution(&b, q, duckdbType, "https://duckdb.org/docs/stable/sql/statements/alter_table")
 	b.WriteString("BEGIN TRANSACTION;\n")
 	fmt.Fprintf(&b, "DELETE FROM %s WHERE %s = %s;\n", table, q(dtColumn), dayLit)
 	fmt.Fprintf(&b, "INSERT INTO %s (\n", table)
@@ -77,7 +80,7 @@ func (g *gen) duckdb() string {
 		return "CAST(" + q(cols[i].Name) + " AS " + duckdbType(cols[i].Type) + ")"
 	})
 	uris := literalList(EngineDuckDB, "    ", g.fileURIs())
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		fmt.Fprintf(&b, "FROM read_parquet([\n%s]);\n", uris)
 	} else {
 		fmt.Fprintf(&b, "FROM read_json(\n    [\n%s    ],\n", literalList(EngineDuckDB, "        ", g.fileURIs()))

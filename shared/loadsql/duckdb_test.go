@@ -17,6 +17,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/encode"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // mirror lays out files like the bucket under root/<bucket>/.
@@ -53,7 +54,7 @@ func value(c dataset.Column, day civil.Date, gen, i int) any {
 
 // write encodes rows into one file per element of split (rows per file) and
 // returns the partition describing them, BaseURI pointing at the mirror.
-func (m mirror) write(t *testing.T, ds dataset.Dataset, format string, day civil.Date, gen int, split []int) Partition {
+func (m mirror) write(t *testing.T, ds dataset.Dataset, format fileformat.Format, day civil.Date, gen int, split []int) Partition {
 	t.Helper()
 	prefix := "tenants/acct_1/v1/" + ds.Name + "/dt=" + day.String() + "/"
 	dir := filepath.Join(m.root, m.bucket, filepath.FromSlash(prefix))
@@ -67,13 +68,13 @@ func (m mirror) write(t *testing.T, ds dataset.Dataset, format string, day civil
 		PartitionPrefix: prefix, BaseURI: filepath.ToSlash(filepath.Join(m.root, m.bucket)) + "/"}
 	row := 0
 	for n, count := range split {
-		key := fmt.Sprintf("%spart-%05d%s", prefix, n, encode.Format(format).Extension())
+		key := fmt.Sprintf("%spart-%05d%s", prefix, n, format.Extension())
 		path := filepath.Join(m.root, m.bucket, filepath.FromSlash(key))
 		fh, err := os.Create(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := encode.New(encode.Format(format), fh, ds, encode.Options{})
+		w, err := encode.New(format, fh, ds, encode.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func source(p Partition) string {
 		uris = append(uris, literal(EngineDuckDB, u))
 	}
 	list := "[" + strings.Join(uris, ", ") + "]"
-	if p.Format == FormatParquet {
+	if p.Format == fileformat.Parquet {
 		return "read_parquet(" + list + ")"
 	}
 	var cols []string
@@ -196,8 +197,8 @@ func TestDuckDBLoad(t *testing.T) {
 	}
 	day1, day2 := mustDay(t, "2026-11-27"), mustDay(t, "2026-11-28")
 	for _, ds := range append(cat, syntheticDataset()) {
-		for _, format := range []string{FormatParquet, FormatNDJSON} {
-			t.Run(ds.Name+"/"+format, func(t *testing.T) {
+		for _, format := range fileformat.Formats() {
+			t.Run(ds.Name+"/"+string(format), func(t *testing.T) {
 				db := duckcheck.Open(t)
 				m := mirror{root: t.TempDir(), bucket: "acme-exports"}
 				table := quoteDouble(ds.Name)
@@ -282,7 +283,7 @@ func TestDuckDBCurrentState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := encode.New(encode.FormatParquet, fh, ds, encode.Options{})
+		w, err := encode.New(fileformat.Parquet, fh, ds, encode.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +296,7 @@ func TestDuckDBCurrentState(t *testing.T) {
 			t.Fatal(err)
 		}
 		fh.Close()
-		run(t, db, Partition{Dataset: ds, Day: d.day, Generation: 1, Format: FormatParquet, Bucket: "b",
+		run(t, db, Partition{Dataset: ds, Day: d.day, Generation: 1, Format: fileformat.Parquet, Bucket: "b",
 			PartitionPrefix: prefix, BaseURI: filepath.ToSlash(filepath.Join(root, "b")), Files: []File{{Key: key, Rows: 3, Bytes: 1}}})
 	}
 	q, err := CurrentState(EngineDuckDB, Partition{Dataset: ds})

@@ -3,6 +3,7 @@ package loadsql
 import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
@@ -14,7 +15,7 @@ func ForManifest(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPref
 		return Partition{}, err
 	}
 	p := Partition{
-		Dataset: ds, Day: day, Generation: m.Generation, Format: m.Format, Compression: m.Compression,
+		Dataset: ds, Day: day, Generation: m.Generation, Format: fileformat.Format(m.Format), Compression: fileformat.Codec(m.Compression),
 		Bucket: bucket, PartitionPrefix: partitionPrefix,
 	}
 	for _, f := range m.Files {

@@ -6,11 +6,15 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // redshiftType maps a column type to Redshift. Strings are VARCHAR(65535),
-// the widest Redshift has (65535 bytes of UTF-8); JSON is SUPER.
+// the widest Redshift has (65535 bytes of UTF-8); JSON is SUPER. A longer
+// string fails the COPY (no TRUNCATECOLUMNS, so nothing is cut silently),
+// and the header says so (redshiftLimits).
 // https://docs.aws.amazon.com/redshift/latest/dg/c_Supported_data_types.html
+// https://docs.aws.amazon.com/redshift/latest/dg/copy-parameters-data-conversion.html#copy-truncatecolumns
 func redshiftType(t dataset.Type) string {
 	switch t.Kind {
 	case dataset.KindDate:
@@ -38,7 +42,7 @@ func redshiftType(t dataset.Type) string {
 // with JSON_PARSE on insert. From NDJSON, JSON 'auto' loads the object
 // straight into SUPER.
 func (g *gen) redshiftStageType(t dataset.Type) string {
-	if t.Kind == dataset.KindJSON && g.p.Format == FormatParquet {
+	if t.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 		return "VARCHAR(65535)"
 	}
 	return redshiftType(t)
@@ -63,13 +67,17 @@ func (g *gen) redshiftStageType(t dataset.Type) string {
 func (g *gen) redshift() string {
 	var b strings.Builder
 	manifest := g.uri(RedshiftManifestKey(g.p))
-	b.WriteString(g.header(
-		"REPLACE "+RedshiftIAMRole+" with a role Redshift can assume to read the bucket.",
-		"COPY reads the COPY manifest _load/"+RedshiftManifestName+" beside this script, which",
+	lines := []string{
+		"REPLACE " + RedshiftIAMRole + " with a role Redshift can assume to read the bucket.",
+		"COPY reads the COPY manifest _load/" + RedshiftManifestName + " beside this script, which",
 		"lists exactly the data files above (never a prefix, which would load stale files).",
+	}
+	lines = append(lines, g.redshiftLimits()...)
+	lines = append(lines,
 		"Docs: https://docs.aws.amazon.com/redshift/latest/dg/r_COPY.html",
 		"      https://docs.aws.amazon.com/redshift/latest/dg/loading-data-files-using-manifest.html",
-	))
+	)
+	b.WriteString(g.header(lines...))
 	q := quoteDouble
 	table := quoteTable(q, g.table)
 	stage := q(g.table[len(g.table)-1] + "_daybook_stage")
@@ -84,6 +92,7 @@ func (g *gen) redshift() string {
 		return q(cols[i].Name) + " " + redshiftType(cols[i].Type) + notNull(cols[i])
 	})
 	b.WriteString(");\n\n")
+	g.redshiftEvolution(&b)
 
 	b.WriteString("BEGIN;\n\n")
 	b.WriteString("-- Staging table: exactly the file's columns, in file order.\n")
@@ -95,7 +104,7 @@ func (g *gen) redshift() string {
 	fmt.Fprintf(&b, "COPY %s\n", stage)
 	fmt.Fprintf(&b, "FROM %s\n", literal(EngineRedshift, manifest))
 	fmt.Fprintf(&b, "IAM_ROLE %s\n", literal(EngineRedshift, RedshiftIAMRole))
-	if g.p.Format == FormatParquet {
+	if g.p.Format == fileformat.Parquet {
 		b.WriteString("FORMAT AS PARQUET\n")
 	} else {
 		b.WriteString("FORMAT AS JSON 'auto'\n")
@@ -118,7 +127,7 @@ func (g *gen) redshift() string {
 			return dayLit
 		}
 		c := cols[i]
-		if c.Type.Kind == dataset.KindJSON && g.p.Format == FormatParquet {
+		if c.Type.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 			return "JSON_PARSE(" + q(c.Name) + ")"
 		}
 		return q(c.Name)

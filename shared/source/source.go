@@ -1,6 +1,6 @@
 // Package source reads one partition's rows from where the customer data
-// lives (SPEC D5). Sources stream: rows are handed to a callback one at a
-// time, so a day of any size never sits in memory (E2).
+// lives (SPEC D5). Sources stream: rows are handed to a callback a bounded
+// batch at a time, so a day of any size never sits in memory (E2).
 package source
 
 import (
@@ -55,13 +55,89 @@ type Provenance struct {
 	FinishedAt  time.Time `json:"finished_at"`
 }
 
+// BatchRows is the most rows a source puts in one batch (a batch also ends
+// at dataset.MaxBatchBytes).
+const BatchRows = 4096
+
 // Source yields one partition's rows.
 type Source interface {
-	// Rows calls fn once per row, in column order of q.Dataset, with values
-	// already coerced to the dataset value model. The row slice is reused
-	// between calls: fn must not keep it (the values themselves are safe to
-	// keep). An error from fn stops the read and is returned as is.
-	Rows(ctx context.Context, q Query, fn func(row []any) error) (Provenance, error)
+	// Batches calls fn with consecutive batches of the partition's rows, in
+	// order, columns as q.Dataset declares them, values already checked
+	// against the dataset value model (see dataset.Batch). The source owns
+	// the batch and reuses it for the next one: fn must not keep it or its
+	// slices after it returns. An error from fn stops the read and is
+	// returned as is. An empty partition calls fn never.
+	Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error)
+}
+
+// Rows reads src's partition row by row, in the value model: fn gets a
+// fresh row per call that it may keep. It is for tests and tools; the
+// exporter consumes batches.
+func Rows(ctx context.Context, src Source, q Query, fn func(row []any) error) (Provenance, error) {
+	return src.Batches(ctx, q, func(b *dataset.Batch) error {
+		for i := range b.Len() {
+			if err := fn(b.Row(i, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RowFunc is a Source from a function that yields rows of the value model
+// one at a time; they are checked (dataset.Batch.AppendRow) and batched.
+// For tests and sources that have no typed reader.
+type RowFunc func(ctx context.Context, q Query, yield func(row []any) error) (Provenance, error)
+
+// Batches implements Source.
+func (f RowFunc) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error) {
+	bt := newBatcher(q.Dataset, fn)
+	prov, err := f(ctx, q, func(row []any) error {
+		if err := bt.room(); err != nil {
+			return err
+		}
+		return bt.b.AppendRow(row)
+	})
+	if err == nil {
+		err = bt.flush()
+	}
+	return prov, err
+}
+
+// batcher hands a reused batch to fn whenever it fills.
+type batcher struct {
+	b    *dataset.Batch
+	fn   func(*dataset.Batch) error
+	rows int64 // rows handed on
+}
+
+func newBatcher(ds dataset.Dataset, fn func(*dataset.Batch) error) *batcher {
+	b := dataset.NewBatch(ds, BatchRows)
+	b.Reset(1)
+	return &batcher{b: b, fn: fn}
+}
+
+// room hands the batch on if it is full, so a row can be added.
+func (bt *batcher) room() error {
+	if !bt.b.Full() {
+		return nil
+	}
+	return bt.flush()
+}
+
+// flush hands on the rows gathered so far. Checks of whole batches (e.g. the
+// partition column against the day window) belong here, before fn.
+func (bt *batcher) flush() error {
+	n := bt.b.Len()
+	if n == 0 {
+		return nil
+	}
+	if err := bt.fn(bt.b); err != nil {
+		return err
+	}
+	bt.rows += int64(n)
+	bt.b.Reset(bt.rows + 1)
+	return nil
 }
 
 // SQL is a Source over database/sql. It runs only the dataset's declared
@@ -106,24 +182,29 @@ func redact(name string) string {
 	return name
 }
 
-// params returns the bound values for (account, start, end). Per partition
-// semantics the window is instants or days; per dialect it is typed values
-// (postgres) or the canonical text the SQLite schema stores, because SQLite
-// compares TEXT and the driver's own time format would not order correctly.
-func (s *SQL) params(q Query) []any {
+// Params returns the values the dataset's query in dialect binds for q, in
+// order: (account, start, end). Per partition semantics the window is
+// instants or days; per dialect it is typed values (postgres) or the
+// canonical text the SQLite schema stores, because SQLite compares TEXT and
+// the driver's own time format would not order correctly. Anything that runs
+// a dataset query outside SQL.Rows (the demo source's row counts) binds these.
+func (q Query) Params(dialect string) []any {
 	if q.Dataset.Partition == dataset.PartitionStatDate {
 		// A stat_date day is a calendar day, not an instant window: zone
 		// offsets must not shift it.
 		return []any{q.AccountID, q.Day.String(), q.Day.AddDays(1).String()}
 	}
-	if s.dialect == dataset.DialectPostgres {
+	if dialect == dataset.DialectPostgres {
 		return []any{q.AccountID, q.Start.UTC(), q.End.UTC()}
 	}
 	return []any{q.AccountID, dataset.FormatTimestamp(q.Start), dataset.FormatTimestamp(q.End)}
 }
 
-// Rows implements Source.
-func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Provenance, error) {
+// Batches implements Source. A PostgreSQL source opened with pgx's
+// database/sql driver is read with pgx's binary protocol straight into the
+// batch (see pgBatches); any other is scanned through database/sql and
+// coerced (dataset.Batch.AppendCoerced).
+func (s *SQL) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error) {
 	prov := Provenance{Source: s.name, Dialect: s.dialect, WindowStart: q.Start, WindowEnd: q.End}
 	if err := q.Validate(); err != nil {
 		return prov, err
@@ -134,7 +215,7 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 		return prov, err
 	}
 	prov.Query = text
-	args := s.params(q)
+	args := q.Params(s.dialect)
 	for _, a := range args {
 		switch v := a.(type) {
 		case time.Time:
@@ -145,18 +226,38 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 	}
 	prov.StartedAt = s.now().UTC()
 
+	bt := newBatcher(ds, fn)
+	read := s.scanRows
+	if s.dialect == dataset.DialectPostgres {
+		read = s.pgRows
+	}
+	err = read(ctx, q, text, args, bt)
+	if err == nil {
+		err = bt.flush()
+	}
+	prov.RowCount = bt.rows + int64(bt.b.Len())
+	if err != nil {
+		return prov, err
+	}
+	prov.FinishedAt = s.now().UTC()
+	return prov, nil
+}
+
+// scanRows reads the query through database/sql, a row at a time.
+func (s *SQL) scanRows(ctx context.Context, q Query, text string, args []any, bt *batcher) error {
+	ds := q.Dataset
 	rows, err := s.db.QueryContext(ctx, text, args...)
 	if err != nil {
-		return prov, fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, err)
+		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, err)
 	}
 	defer rows.Close()
 
 	cols, err := rows.Columns()
 	if err != nil {
-		return prov, fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, err)
+		return fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, err)
 	}
 	if err := checkColumns(ds, cols); err != nil {
-		return prov, err
+		return err
 	}
 
 	row := make([]any, len(cols))
@@ -165,24 +266,21 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 		dest[i] = &row[i]
 	}
 	for rows.Next() {
-		n := prov.RowCount + 1
+		if err := bt.room(); err != nil {
+			return err
+		}
 		clear(row)
 		if err := rows.Scan(dest...); err != nil {
-			return prov, fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, n, err)
+			return fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len()), err)
 		}
-		if err := ds.Coerce(row, n); err != nil {
-			return prov, err
-		}
-		prov.RowCount = n
-		if err := fn(row); err != nil {
-			return prov, err
+		if err := bt.b.AppendCoerced(row); err != nil {
+			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return prov, fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, prov.RowCount, err)
+		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, err)
 	}
-	prov.FinishedAt = s.now().UTC()
-	return prov, nil
+	return nil
 }
 
 // checkColumns refuses a query whose result columns differ from the declared

@@ -110,146 +110,146 @@ func TestPartSizeFor(t *testing.T) {
 	}
 }
 
-func TestSmallObjectUsesPutObject(t *testing.T) {
-	for _, size := range []int{0, 1, 100 << 10, int(MinPartSize)} { // exactly one part: still PutObject
-		f := newFake()
-		data := randomBytes(size, uint64(size))
-		w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, ContentType: "application/vnd.apache.parquet", Metadata: map[string]string{"a": "1"}})
-		if err := writeChunks(t, w, data); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if got := f.count("CreateMultipartUpload") + f.count("UploadPart"); got != 0 {
-			t.Fatalf("size %d: %d multipart calls", size, got)
-		}
-		if !bytes.Equal(f.objects["k"], data) {
-			t.Fatalf("size %d: stored object differs", size)
-		}
-		checkResult(t, w.Result(), data, 0)
-		if aws.ToString(f.putIn.ContentType) != "application/vnd.apache.parquet" || f.putIn.Metadata["a"] != "1" {
-			t.Fatalf("content type / metadata not sent: %+v", f.putIn)
-		}
-		if aws.ToString(f.putIn.ChecksumCRC32C) != w.Result().CRC32C {
-			t.Fatalf("PutObject checksum %v, want %s", f.putIn.ChecksumCRC32C, w.Result().CRC32C)
-		}
-		if w.Result().Key != "k" || w.Result().ETag != `"put"` {
-			t.Fatalf("Result = %+v", w.Result())
-		}
-	}
-}
+// What ends up in the store (bytes, parts, content type, metadata, stored
+// checksums, nothing left after a failure or an abort) is checked by the
+// conformance suite of shared/bucket (shared/devkit/buckettest), against an
+// in-memory S3 and moto. The tests here check, against fakeS3, what the
+// Writer sends and when: request fields, call counts, contexts, concurrency
+// and memory.
 
-func TestMultipartFake(t *testing.T) {
-	f := newFake()
+// TestChecksumRequests: what each checksum mode asks the store to verify.
+func TestChecksumRequests(t *testing.T) {
 	data := randomBytes(int(3*MinPartSize+MinPartSize/2), 1)
-	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2, ContentEncoding: "gzip"})
-	if err := writeChunks(t, w, data); err != nil {
-		t.Fatal(err)
-	}
-	if w.Written() != int64(len(data)) {
-		t.Fatalf("Written = %d", w.Written())
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(f.objects["k"], data) {
-		t.Fatal("assembled object differs")
-	}
-	checkResult(t, w.Result(), data, 4)
-	if f.createIn.ChecksumAlgorithm != types.ChecksumAlgorithmCrc32c || f.createIn.ChecksumType != types.ChecksumTypeFullObject {
-		t.Fatalf("create: algorithm %q type %q", f.createIn.ChecksumAlgorithm, f.createIn.ChecksumType)
-	}
-	if aws.ToString(f.createIn.ContentEncoding) != "gzip" {
-		t.Fatal("content encoding not sent")
-	}
-	c := f.completeIn
-	if c.ChecksumType != types.ChecksumTypeFullObject || aws.ToString(c.ChecksumCRC32C) != w.Result().CRC32C || aws.ToInt64(c.MpuObjectSize) != int64(len(data)) {
-		t.Fatalf("complete: type %q crc %v size %v", c.ChecksumType, aws.ToString(c.ChecksumCRC32C), aws.ToInt64(c.MpuObjectSize))
-	}
-	if f.count("AbortMultipartUpload") != 0 {
-		t.Fatal("aborted a successful upload")
-	}
-	// Abort after a successful Close is a no-op (defer w.Abort pattern).
-	if err := w.Abort(t.Context()); err != nil || f.count("AbortMultipartUpload") != 0 {
-		t.Fatalf("Abort after Close: %v", err)
-	}
-	if _, err := w.Write([]byte("x")); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Write after Close = %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatalf("second Close = %v", err)
+	for _, tc := range []struct {
+		name       string
+		mode       ChecksumMode
+		algorithm  bool // CreateMultipartUpload names CRC32C; parts carry theirs
+		fullObject bool // created FULL_OBJECT; Complete carries the object's CRC32C and size
+		putSum     bool // a small object's PutObject carries its CRC32C
+	}{
+		{"full object (default)", ChecksumFullObject, true, true, true},
+		{"composite", ChecksumComposite, true, false, true},
+		{"none", ChecksumNone, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2, Checksums: tc.mode, ContentEncoding: "gzip"})
+			if err := writeChunks(t, w, data); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, w.Result(), data, 4) // computed locally whatever the mode
+			if !bytes.Equal(f.objects["k"], data) {
+				t.Fatal("assembled object differs")
+			}
+			cr, c := f.createIn, f.completeIn
+			if (cr.ChecksumAlgorithm == types.ChecksumAlgorithmCrc32c) != tc.algorithm || (cr.ChecksumType == types.ChecksumTypeFullObject) != tc.fullObject {
+				t.Errorf("create: algorithm %q type %q", cr.ChecksumAlgorithm, cr.ChecksumType)
+			}
+			if aws.ToString(cr.ContentEncoding) != "gzip" {
+				t.Error("content encoding not sent")
+			}
+			for i, p := range c.MultipartUpload.Parts {
+				if (p.ChecksumCRC32C != nil) != tc.algorithm {
+					t.Errorf("part %d listed with checksum %v", i+1, aws.ToString(p.ChecksumCRC32C))
+				}
+			}
+			if tc.fullObject {
+				if c.ChecksumType != types.ChecksumTypeFullObject || aws.ToString(c.ChecksumCRC32C) != w.Result().CRC32C || aws.ToInt64(c.MpuObjectSize) != int64(len(data)) {
+					t.Errorf("complete: type %q crc %v size %v", c.ChecksumType, aws.ToString(c.ChecksumCRC32C), aws.ToInt64(c.MpuObjectSize))
+				}
+			} else if c.ChecksumType != "" || c.ChecksumCRC32C != nil || c.MpuObjectSize != nil {
+				t.Errorf("complete: full-object fields sent: type %q crc %v size %v", c.ChecksumType, aws.ToString(c.ChecksumCRC32C), c.MpuObjectSize)
+			}
+
+			small := NewWriter(t.Context(), f, "b", "small", Options{Checksums: tc.mode})
+			if _, err := small.Write([]byte("tiny")); err != nil {
+				t.Fatal(err)
+			}
+			if err := small.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if sum := f.putIn.ChecksumCRC32C; (sum != nil) != tc.putSum || (sum != nil && *sum != small.Result().CRC32C) {
+				t.Errorf("PutObject checksum %v, Result %s", aws.ToString(sum), small.Result().CRC32C)
+			}
+		})
 	}
 }
 
-func TestChecksumModes(t *testing.T) {
-	data := randomBytes(int(2*MinPartSize+1), 2)
-	for _, mode := range []ChecksumMode{ChecksumComposite, ChecksumNone} {
-		f := newFake()
-		w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Checksums: mode})
-		if err := writeChunks(t, w, data); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		checkResult(t, w.Result(), data, 3) // computed locally whatever the mode
-		if f.createIn.ChecksumType != "" || f.completeIn.ChecksumType != "" || f.completeIn.ChecksumCRC32C != nil {
-			t.Fatalf("mode %d: full-object fields sent", mode)
-		}
-		partSums := f.completeIn.MultipartUpload.Parts[0].ChecksumCRC32C != nil
-		if want := mode == ChecksumComposite; partSums != want || (f.createIn.ChecksumAlgorithm != "") != want {
-			t.Fatalf("mode %d: part checksums %v, algorithm %q", mode, partSums, f.createIn.ChecksumAlgorithm)
-		}
-	}
-}
-
-func TestFailedPartAborts(t *testing.T) {
-	f := newFake()
-	f.failPart = 2
-	data := randomBytes(int(4*MinPartSize), 3)
-	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2})
-	werr := writeChunks(t, w, data) // may or may not see the failure yet
-	err := w.Close()
-	if !errors.Is(err, errInjected) {
-		t.Fatalf("Close = %v, want injected failure", err)
-	}
-	if werr != nil && !errors.Is(werr, errInjected) {
-		t.Fatalf("Write = %v", werr)
-	}
-	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil {
-		t.Fatalf("aborts %d, ctx errors %v", f.count("AbortMultipartUpload"), f.aborts)
-	}
-	if f.count("CompleteMultipartUpload") != 0 || len(f.openUploads()) != 0 || f.objects["k"] != nil {
-		t.Fatal("upload completed or left open")
-	}
-	// The first error sticks.
-	if _, err := w.Write([]byte("x")); !errors.Is(err, errInjected) {
-		t.Fatalf("Write after failure = %v", err)
-	}
-	if err := w.Close(); !errors.Is(err, errInjected) {
-		t.Fatalf("Close again = %v", err)
-	}
-	if (w.Result() != Result{}) {
-		t.Fatal("Result after failure is not zero")
-	}
-	if err := w.Abort(t.Context()); err != nil || f.count("AbortMultipartUpload") != 1 {
-		t.Fatalf("Abort after failure: %v, %d aborts", err, f.count("AbortMultipartUpload"))
-	}
-}
-
-func TestFailedCompleteAborts(t *testing.T) {
-	f := newFake()
-	f.failComplete = true
-	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize})
-	if err := writeChunks(t, w, randomBytes(int(MinPartSize+1), 4)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); !errors.Is(err, errInjected) {
-		t.Fatalf("Close = %v", err)
-	}
-	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil || len(f.openUploads()) != 0 {
-		t.Fatalf("aborts %v, open %v", f.aborts, f.openUploads())
+// TestAbortUsesFreshContext: however an upload ends without Close
+// succeeding, it is aborted exactly once, on a context that is not the
+// caller's (which may be done) and has a deadline (AbortTimeout).
+func TestAbortUsesFreshContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, f *fakeS3)
+	}{
+		{"part fails", func(t *testing.T, f *fakeS3) {
+			f.failPart = 2
+			w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2})
+			_ = writeChunks(t, w, randomBytes(int(4*MinPartSize), 3))
+			if err := w.Close(); !errors.Is(err, errInjected) {
+				t.Fatalf("Close = %v", err)
+			}
+			if f.count("CompleteMultipartUpload") != 0 {
+				t.Error("completed after a failed part")
+			}
+		}},
+		{"complete fails", func(t *testing.T, f *fakeS3) {
+			f.failComplete = true
+			w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize})
+			if err := writeChunks(t, w, randomBytes(int(MinPartSize+1), 4)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); !errors.Is(err, errInjected) {
+				t.Fatalf("Close = %v", err)
+			}
+		}},
+		{"context cancelled while parts are in flight", func(t *testing.T, f *fakeS3) {
+			f.arrived = make(chan int32, 10)
+			f.release = make(chan struct{})
+			ctx, cancel := context.WithCancel(t.Context())
+			w := NewWriter(ctx, f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2})
+			if err := writeChunks(t, w, randomBytes(int(2*MinPartSize+1), 6)); err != nil { // parts 1 and 2 are in flight, held
+				t.Fatal(err)
+			}
+			<-f.arrived
+			<-f.arrived
+			cancel() // the Lambda's deadline passes mid-stream
+			if _, err := w.Write([]byte("more")); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Write after cancel = %v", err)
+			}
+			if err := w.Close(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Close = %v", err)
+			}
+		}},
+		{"explicit abort on a done context", func(t *testing.T, f *fakeS3) {
+			w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize})
+			if err := writeChunks(t, w, randomBytes(int(2*MinPartSize+1), 7)); err != nil {
+				t.Fatal(err)
+			}
+			done, cancel := context.WithCancel(t.Context())
+			cancel()
+			if err := w.Abort(done); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Abort(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			tc.run(t, f)
+			// fakeS3 refuses an abort without a deadline, so an open upload
+			// here means the abort ran on the wrong context.
+			if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil || len(f.openUploads()) != 0 {
+				t.Fatalf("%d abort calls, context errors %v, open uploads %v; want 1 on a live context, none open",
+					f.count("AbortMultipartUpload"), f.aborts, f.openUploads())
+			}
+		})
 	}
 }
 
@@ -272,34 +272,6 @@ func TestFailedCreate(t *testing.T) {
 	}
 }
 
-func TestCancelledContextAbortsWithFreshContext(t *testing.T) {
-	f := newFake()
-	f.arrived = make(chan int32, 10)
-	f.release = make(chan struct{})
-	ctx, cancel := context.WithCancel(t.Context())
-	w := NewWriter(ctx, f, "b", "k", Options{PartSize: MinPartSize, Concurrency: 2})
-	data := randomBytes(int(2*MinPartSize+1), 6)
-	if err := writeChunks(t, w, data); err != nil { // parts 1 and 2 are in flight, held
-		t.Fatal(err)
-	}
-	<-f.arrived
-	<-f.arrived
-	cancel() // the Lambda's deadline passes mid-stream
-	_, err := w.Write([]byte("more"))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Write after cancel = %v", err)
-	}
-	if err := w.Close(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Close = %v", err)
-	}
-	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil {
-		t.Fatalf("abort calls %d, ctx errors %v", f.count("AbortMultipartUpload"), f.aborts)
-	}
-	if len(f.openUploads()) != 0 || f.count("CompleteMultipartUpload") != 0 {
-		t.Fatal("upload left open or completed")
-	}
-}
-
 func TestCancelledBeforeMultipart(t *testing.T) {
 	f := newFake()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -313,89 +285,6 @@ func TestCancelledBeforeMultipart(t *testing.T) {
 	}
 	if len(f.ops) != 0 {
 		t.Fatalf("calls after cancel: %v", f.ops)
-	}
-}
-
-func TestExplicitAbort(t *testing.T) {
-	f := newFake()
-	w := NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize, ExpectedBucketOwner: "111122223333"})
-	if err := writeChunks(t, w, randomBytes(int(2*MinPartSize+1), 7)); err != nil {
-		t.Fatal(err)
-	}
-	// The caller's context may be gone by the time it aborts.
-	done, cancel := context.WithCancel(t.Context())
-	cancel()
-	if err := w.Abort(done); err != nil {
-		t.Fatal(err)
-	}
-	if f.count("AbortMultipartUpload") != 1 || f.aborts[0] != nil || len(f.openUploads()) != 0 {
-		t.Fatalf("aborts %v open %v", f.aborts, f.openUploads())
-	}
-	if err := w.Close(); !errors.Is(err, ErrAborted) {
-		t.Fatalf("Close after Abort = %v", err)
-	}
-	if _, err := w.Write([]byte("x")); !errors.Is(err, ErrAborted) {
-		t.Fatalf("Write after Abort = %v", err)
-	}
-	if err := w.Abort(t.Context()); err != nil || f.count("AbortMultipartUpload") != 1 {
-		t.Fatal("second Abort called S3 again")
-	}
-}
-
-func TestExpectedBucketOwnerOnEveryCall(t *testing.T) {
-	const owner = "111122223333"
-	f := newFake()
-	opts := Options{PartSize: MinPartSize, ExpectedBucketOwner: owner}
-	// Small object, multipart object, and a failed multipart (abort).
-	w := NewWriter(t.Context(), f, "b", "small", opts)
-	if err := writeChunks(t, w, []byte("tiny")); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	w = NewWriter(t.Context(), f, "b", "big", opts)
-	if err := writeChunks(t, w, randomBytes(int(2*MinPartSize+5), 8)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.failComplete = true
-	w = NewWriter(t.Context(), f, "b", "failed", opts)
-	if err := writeChunks(t, w, randomBytes(int(MinPartSize+5), 9)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err == nil {
-		t.Fatal("Close succeeded")
-	}
-	for _, op := range []string{"PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload"} {
-		calls := f.owners[op]
-		if len(calls) == 0 {
-			t.Errorf("%s never called", op)
-		}
-		for i, o := range calls {
-			if aws.ToString(o) != owner {
-				t.Errorf("%s call %d: ExpectedBucketOwner = %v", op, i, o)
-			}
-		}
-	}
-
-	// Unset: never sent (an empty header would be rejected).
-	f = newFake()
-	w = NewWriter(t.Context(), f, "b", "k", Options{PartSize: MinPartSize})
-	if err := writeChunks(t, w, randomBytes(int(MinPartSize+5), 10)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for op, calls := range f.owners {
-		for _, o := range calls {
-			if o != nil {
-				t.Errorf("%s: ExpectedBucketOwner %q sent though unset", op, *o)
-			}
-		}
 	}
 }
 

@@ -5,23 +5,25 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // CountRows counts the rows of a data file from its bytes: the Parquet
 // footer's row count (after checking the footer parses), or the lines of a
-// gzipped NDJSON file.
+// gzipped NDJSON file; the format is the one the key's extension names.
 func CountRows(key string, data []byte) (int64, error) {
-	switch {
-	case strings.HasSuffix(key, ".parquet"):
+	format, _ := fileformat.ByExtension(key)
+	switch format {
+	case fileformat.Parquet:
 		f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return 0, err
 		}
 		return f.NumRows(), nil
-	case strings.HasSuffix(key, ".ndjson.gz"):
+	case fileformat.NDJSON:
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return 0, err

@@ -1,6 +1,6 @@
 // Package motoserver starts and stops a moto_server process on 127.0.0.1 for
 // integration tests and local development. It owns nothing else: resources are
-// created by deploying template.yaml (package localstack) or by the test.
+// created by deploying template.yaml (package samstack) or by the test.
 package motoserver
 
 import (
@@ -26,6 +26,11 @@ const InstallHint = "moto_server not found on PATH: install it with `python3 -m 
 
 // Region is the region every local resource lives in.
 const Region = "us-east-1"
+
+// AccountID is the AWS account every local resource lives in: moto's
+// default account (its MOTO_ACCOUNT_ID, which nothing here sets). A local
+// stack's DEPLOYMENT_ACCOUNT_ID is this value.
+const AccountID = "123456789012"
 
 // Server is one running moto_server.
 type Server struct {

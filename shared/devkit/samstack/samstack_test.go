@@ -14,8 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
 var srv *motoserver.Server
@@ -143,6 +145,21 @@ func TestDeployTemplate(t *testing.T) {
 		}
 		if back["ExporterFunction"]["MAX_BACKFILL_DAYS"] == "" {
 			t.Error("exporter env lacks MAX_BACKFILL_DAYS")
+		}
+		// The deployment's account rules, in the functions' environment and
+		// in the outputs the CLI's --stack reads.
+		rules, err := account.RulesFromEnv(func(k string) (string, bool) { v, ok := back["ExporterFunction"][k]; return v, ok })
+		want := account.Rules{DeploymentAccountID: motoserver.AccountID, RolePattern: "arn:aws:iam::*:role/daybook-export-*",
+			MaxBackfillDays: envvar.DefaultMaxBackfillDays}
+		if err != nil || rules != want {
+			t.Errorf("rules from the exporter's env: %+v (%v), want %+v", rules, err, want)
+		}
+		for out, v := range map[string]string{"DeploymentAccountId": motoserver.AccountID,
+			"CustomerRoleArnPattern": "arn:aws:iam::*:role/daybook-export-*", "AllowPrivateEndpoints": "false",
+			"MaxBackfillDays": strconv.Itoa(envvar.DefaultMaxBackfillDays), "SweepQueueUrl": back["SweeperFunction"]["SWEEP_QUEUE_URL"]} {
+			if st.Outputs[out] != v {
+				t.Errorf("output %s=%q, want %q", out, st.Outputs[out], v)
+			}
 		}
 	})
 }

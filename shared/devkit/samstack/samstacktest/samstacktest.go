@@ -1,4 +1,4 @@
-// Package localawstest is test support: the real template.yaml deployed into
+// Package samstacktest is test support: the real template.yaml deployed into
 // a test's moto_server once per stage, shared by every test of the process.
 package samstacktest
 

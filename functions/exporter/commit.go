@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/upload"
+)
+
+// Committer replaces one partition of a bucket with the commit protocol, in
+// this order whatever fails:
+//  1. Begin decides the generation, then removes the old _SUCCESS, so
+//     readers stop trusting the partition;
+//  2. the data files are streamed through Pending.NewDataFile, by one
+//     writer or several;
+//  3. Pending.Commit deletes every object under the partition that is not
+//     one of the manifest's data files (parts a longer earlier run left,
+//     the old manifest and load scripts): S3 has no rename, so this is what
+//     makes "replace the partition" literally true;
+//  4. it writes _manifest.json and the load scripts;
+//  5. it writes _SUCCESS last.
+//
+// Invariant: whenever _SUCCESS exists, the data files under the partition
+// are exactly those its manifest lists. A step that fails stops the run
+// there, leaving no _SUCCESS; the next run's Commit removes what this one
+// left. Pending.Abort aborts the data files still being uploaded.
+type Committer struct {
+	Bucket *bucket.Bucket
+	// Partition is the partition's key prefix (layout.PartitionPrefix),
+	// ending in "/"; every object of the partition is under it.
+	Partition string
+	RunID     string
+	Now       func() time.Time
+}
+
+func (c *Committer) successKey() string  { return c.Partition + layout.SuccessName }
+func (c *Committer) manifestKey() string { return c.Partition + layout.ManifestName }
+
+// Begin starts a generation of the partition: the claimed one, or one more
+// than the generation the partition's current _SUCCESS commits if that is
+// not lower, so a generation only ever increases, even when an earlier run
+// committed and then died before the ledger heard of it. In that case (the
+// bucket ahead of the ledger) noteCommitted records the generation found
+// before the old _SUCCESS, the evidence, is removed, in case this run fails
+// too; nil skips it.
+func (c *Committer) Begin(ctx context.Context, claimed int64, noteCommitted func(ctx context.Context, generation int64) error) (*Pending, error) {
+	generation, err := c.nextGeneration(ctx, claimed)
+	if err != nil {
+		return nil, err
+	}
+	if found := generation - 1; found >= claimed && noteCommitted != nil {
+		if err := noteCommitted(ctx, found); err != nil {
+			return nil, fmt.Errorf("note committed generation %d: %w", found, err)
+		}
+	}
+	if err := c.Bucket.Delete(ctx, c.successKey()); err != nil {
+		return nil, fmt.Errorf("remove old _SUCCESS: %w", err)
+	}
+	return &Pending{c: c, generation: generation}, nil
+}
+
+// nextGeneration is the claimed generation, or one more than the generation
+// the partition's current _SUCCESS commits if that is not lower.
+func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, error) {
+	b, err := c.Bucket.Get(ctx, c.successKey())
+	if bucket.IsNotFound(err) {
+		return claimed, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read old _SUCCESS: %w", err)
+	}
+	old, err := manifest.DecodeSuccess(b)
+	if err != nil {
+		return claimed, nil // an unreadable marker is replaced; it names no generation to beat
+	}
+	return max(claimed, old.Generation+1), nil
+}
+
+// Pending is a generation of a partition between Begin and Commit: its old
+// _SUCCESS is gone and its data files are being written. NewDataFile may be
+// called from several goroutines; Commit and Abort end it.
+type Pending struct {
+	c          *Committer
+	generation int64
+
+	mu    sync.Mutex
+	files []*upload.Writer
+}
+
+// Generation is the generation this run commits.
+func (p *Pending) Generation() int64 { return p.generation }
+
+// NewDataFile returns a Writer streaming the data file at key, which must be
+// under the partition. The object carries the generation and run id as
+// metadata; opts sets the rest (part size, concurrency, content type). The
+// caller closes it (Close commits the object, nothing is visible before) and
+// lists it in the manifest given to Commit.
+func (p *Pending) NewDataFile(ctx context.Context, key string, opts upload.Options) *upload.Writer {
+	md := maps.Clone(opts.Metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	md["daybook-generation"] = fmt.Sprint(p.generation)
+	md["daybook-run-id"] = p.c.RunID
+	opts.Metadata = md
+	w := p.c.Bucket.NewWriter(ctx, key, opts)
+	p.mu.Lock()
+	p.files = append(p.files, w)
+	p.mu.Unlock()
+	return w
+}
+
+// errFileOpen is Commit's refusal while a data file is not committed.
+var errFileOpen = errors.New("data file not closed")
+
+// Commit finishes the generation once every data file is closed: it
+// deletes every object under the partition that m.Files does not list,
+// completes m (Generation, Totals, FinishedAt), writes it and the load
+// scripts rendered from it (scripts may be nil; keys are file names under
+// _load/), and writes _SUCCESS last. It returns the manifest's key. On
+// error nothing after the failed step runs and no _SUCCESS exists.
+func (p *Pending) Commit(ctx context.Context, m *manifest.Manifest, scripts func(*manifest.Manifest) (map[string][]byte, error)) (string, error) {
+	c := p.c
+	p.mu.Lock()
+	for _, w := range p.files {
+		if w.Result().Key == "" {
+			p.mu.Unlock()
+			return "", fmt.Errorf("commit generation %d: %w", p.generation, errFileOpen)
+		}
+	}
+	p.mu.Unlock()
+	keep := make(map[string]bool, len(m.Files))
+	for _, f := range m.Files {
+		keep[f.Key] = true
+	}
+	if err := c.Bucket.DeleteStale(ctx, c.Partition, keep); err != nil {
+		return "", err
+	}
+
+	m.Generation = p.generation
+	m.Sum()
+	m.FinishedAt = c.Now().UTC()
+	body, err := m.Encode()
+	if err != nil {
+		return "", err
+	}
+	manifestKey := c.manifestKey()
+	if err := c.Bucket.Put(ctx, manifestKey, body, "application/json"); err != nil {
+		return "", fmt.Errorf("write manifest: %w", err)
+	}
+	if scripts != nil {
+		files, err := scripts(m)
+		if err != nil {
+			return "", fmt.Errorf("load scripts: %w", err)
+		}
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if err := c.Bucket.Put(ctx, c.Partition+layout.LoadDir+"/"+name, files[name], "text/plain; charset=utf-8"); err != nil {
+				return "", fmt.Errorf("write load script %s: %w", name, err)
+			}
+		}
+	}
+
+	marker := manifest.NewSuccess(m.Generation, m.RunID, manifestKey, body, c.Now())
+	if err := c.Bucket.Put(ctx, c.successKey(), marker.Encode(), "application/json"); err != nil {
+		return "", fmt.Errorf("write _SUCCESS: %w", err)
+	}
+	return manifestKey, nil
+}
+
+// Abort gives the generation up: every data file not closed is aborted,
+// with a context detached from ctx (inside upload.Writer), so a cancelled
+// invocation still cleans up. Files already closed stay until a later
+// Commit deletes them; without _SUCCESS no reader trusts them. Abort after
+// Commit does nothing.
+func (p *Pending) Abort(ctx context.Context) {
+	p.mu.Lock()
+	files := slices.Clone(p.files)
+	p.mu.Unlock()
+	for _, w := range files {
+		_ = w.Abort(ctx)
+	}
+}

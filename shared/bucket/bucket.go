@@ -1,0 +1,296 @@
+// Package bucket is daybook's one adapter to an S3 bucket it writes into. A
+// Bucket owns the client, the bucket name and the expected bucket owner, and
+// may be scoped to a key prefix; the rest of daybook says what to store and
+// never builds an S3 request itself.
+//
+// The model is go-cloud's *blob.Bucket and thanos' objstore.Bucket:
+//   - the expected bucket owner, when known, is sent on every request, so
+//     daybook never writes into a bucket another account took over;
+//   - AWS errors become the few named errors callers branch on (ErrNotFound,
+//     ErrNoSuchBucket, ErrAccessDenied), wrapped with %w and the operation and
+//     key, and still wrapping the SDK's error;
+//   - large objects are streamed with NewWriter (an upload.Writer): Close
+//     commits the object, Abort (or any failure) aborts it, and nothing
+//     partial is ever visible.
+package bucket
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/daybook-dev/daybook/shared/upload"
+)
+
+// API is the part of *s3.Client a Bucket uses, with the SDK's signatures.
+type API interface {
+	upload.S3API
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+var _ API = (*s3.Client)(nil)
+
+// The errors a Bucket's methods wrap, whatever the SDK's error type for the
+// operation. Test them with errors.Is (or IsNotFound).
+var (
+	// ErrNotFound: the object does not exist.
+	ErrNotFound = errors.New("bucket: object not found")
+	// ErrNoSuchBucket: the bucket does not exist.
+	ErrNoSuchBucket = errors.New("bucket: no such bucket")
+	// ErrAccessDenied: the credentials may not do this, or the bucket is not
+	// owned by the expected owner.
+	ErrAccessDenied = errors.New("bucket: access denied")
+)
+
+// IsNotFound reports whether err says an object does not exist.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// MaxDeleteBatch is the most keys one DeleteObjects request may name.
+const MaxDeleteBatch = 1000
+
+// Options configures a Bucket. The zero value is usable.
+type Options struct {
+	// ExpectedOwner is the AWS account id that must own the bucket. When set
+	// it is sent on every request, writers included; S3 refuses a request
+	// to a bucket another account owns (ErrAccessDenied).
+	ExpectedOwner string
+	// Checksums is what NewWriter asks the store to verify; see
+	// upload.ChecksumMode. The default sends per-part and full-object CRC32C.
+	Checksums upload.ChecksumMode
+}
+
+// Bucket is one S3 bucket, optionally scoped to a key prefix: every key its
+// methods take or return is relative to that prefix, while error messages
+// name the full key. A Bucket holds no per-call state; one value may be used
+// from several goroutines.
+type Bucket struct {
+	api    API
+	name   string
+	owner  *string // nil when the owner is not known: an empty header is refused
+	opts   Options
+	prefix string
+}
+
+// New returns the bucket name reached through api.
+func New(api API, name string, opts Options) *Bucket {
+	b := &Bucket{api: api, name: name, opts: opts}
+	if opts.ExpectedOwner != "" {
+		b.owner = aws.String(opts.ExpectedOwner)
+	}
+	return b
+}
+
+// Name is the bucket's name.
+func (b *Bucket) Name() string { return b.name }
+
+// Prefix is the key prefix the Bucket is scoped to ("" for the whole bucket).
+func (b *Bucket) Prefix() string { return b.prefix }
+
+// WithPrefix returns the same bucket scoped to prefix, below b's own prefix:
+// b.WithPrefix("a/").Put(ctx, "k", ...) writes the key b.Prefix()+"a/k".
+// prefix is used as given; end it with "/" for a folder.
+func (b *Bucket) WithPrefix(prefix string) *Bucket {
+	c := *b
+	c.prefix = b.prefix + prefix
+	return &c
+}
+
+// Put stores body at key in one PutObject with contentType (none when
+// empty), replacing what was there.
+func (b *Bucket) Put(ctx context.Context, key string, body []byte, contentType string) error {
+	return b.PutWith(ctx, key, body, PutOptions{ContentType: contentType})
+}
+
+// PutOptions are the attributes PutWith stores with an object.
+type PutOptions struct {
+	ContentType string // none when empty
+	// Metadata is the object's user metadata (x-amz-meta-*). Use lower-case
+	// keys: S3 returns them lower-cased.
+	Metadata map[string]string
+}
+
+// PutWith is Put with the object's attributes.
+func (b *Bucket) PutWith(ctx context.Context, key string, body []byte, o PutOptions) error {
+	full := b.prefix + key
+	in := &s3.PutObjectInput{Bucket: &b.name, Key: &full, Body: bytes.NewReader(body), ExpectedBucketOwner: b.owner, Metadata: o.Metadata}
+	if o.ContentType != "" {
+		in.ContentType = &o.ContentType
+	}
+	if _, err := b.api.PutObject(ctx, in); err != nil {
+		return b.fail("put", full, err)
+	}
+	return nil
+}
+
+// Info is what Head returns about an object.
+type Info struct {
+	Size        int64
+	ContentType string
+	// Metadata is the object's user metadata, keys lower-cased.
+	Metadata map[string]string
+}
+
+// Head returns the size and attributes of the object at key without its
+// bytes; an absent object is an error for which IsNotFound is true.
+func (b *Bucket) Head(ctx context.Context, key string) (Info, error) {
+	full := b.prefix + key
+	out, err := b.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: &full, ExpectedBucketOwner: b.owner})
+	if err != nil {
+		return Info{}, b.fail("head", full, err)
+	}
+	md := make(map[string]string, len(out.Metadata))
+	for k, v := range out.Metadata {
+		md[strings.ToLower(k)] = v
+	}
+	return Info{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType), Metadata: md}, nil
+}
+
+// Get returns the bytes of the object at key; an absent object is an error
+// for which IsNotFound is true.
+func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
+	full := b.prefix + key
+	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: &full, ExpectedBucketOwner: b.owner})
+	if err != nil {
+		return nil, b.fail("get", full, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, b.fail("get", full, err)
+	}
+	return body, nil
+}
+
+// Delete removes the object at key. Deleting an absent object succeeds, as
+// in S3.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	full := b.prefix + key
+	if _, err := b.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.name, Key: &full, ExpectedBucketOwner: b.owner}); err != nil {
+		return b.fail("delete", full, err)
+	}
+	return nil
+}
+
+// Object is one listed object.
+type Object struct {
+	Key  string // relative to the Bucket's prefix
+	Size int64
+}
+
+// List returns every object whose key starts with prefix, in key order
+// (S3's order), following every page.
+func (b *Bucket) List(ctx context.Context, prefix string) ([]Object, error) {
+	full := b.prefix + prefix
+	var out []Object
+	p := s3.NewListObjectsV2Paginator(b.api, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &full, ExpectedBucketOwner: b.owner})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, b.fail("list", full, err)
+		}
+		for _, o := range page.Contents {
+			out = append(out, Object{Key: strings.TrimPrefix(aws.ToString(o.Key), b.prefix), Size: aws.ToInt64(o.Size)})
+		}
+	}
+	return out, nil
+}
+
+// DeleteStale deletes every object under prefix whose key is not in keep
+// (keys relative to the Bucket's prefix, as List returns them). It lists
+// the whole prefix first, then deletes in DeleteObjects requests of at most
+// MaxDeleteBatch keys, in key order; the first key S3 could not delete
+// stops it with an error naming that key.
+func (b *Bucket) DeleteStale(ctx context.Context, prefix string, keep map[string]bool) error {
+	objs, err := b.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	var stale []types.ObjectIdentifier
+	for _, o := range objs {
+		if !keep[o.Key] {
+			stale = append(stale, types.ObjectIdentifier{Key: aws.String(b.prefix + o.Key)})
+		}
+	}
+	for len(stale) > 0 {
+		n := min(len(stale), MaxDeleteBatch)
+		out, err := b.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+			Bucket: &b.name, Delete: &types.Delete{Objects: stale[:n], Quiet: aws.Bool(true)}, ExpectedBucketOwner: b.owner,
+		})
+		if err != nil {
+			return b.fail("delete stale objects under", b.prefix+prefix, err)
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return fmt.Errorf("delete stale object s3://%s/%s: %w", b.name, aws.ToString(e.Key),
+				classify(&smithy.GenericAPIError{Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)}))
+		}
+		stale = stale[n:]
+	}
+	return nil
+}
+
+// NewWriter returns a Writer streaming the object at key: Close commits it,
+// Abort (or any failure) aborts it with a fresh context, and until Close
+// returns nil nothing is visible at key. opts.ExpectedBucketOwner and
+// opts.Checksums are the Bucket's, whatever opts says; the rest (part size,
+// concurrency, content type, metadata) is the caller's.
+func (b *Bucket) NewWriter(ctx context.Context, key string, opts upload.Options) *upload.Writer {
+	opts.ExpectedBucketOwner = b.opts.ExpectedOwner
+	opts.Checksums = b.opts.Checksums
+	return upload.NewWriter(ctx, b.api, b.name, b.prefix+key, opts)
+}
+
+// fail wraps err with the operation, the full key and the named error it
+// stands for.
+func (b *Bucket) fail(op, key string, err error) error {
+	return fmt.Errorf("%s s3://%s/%s: %w", op, b.name, key, classify(err))
+}
+
+// classify returns err wrapped so that errors.Is matches the named error it
+// stands for, if any; errors.As still finds the SDK's error.
+func classify(err error) error {
+	var kind error
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	var nsb *types.NoSuchBucket
+	var api smithy.APIError
+	switch {
+	case errors.As(err, &nsk), errors.As(err, &nf):
+		kind = ErrNotFound
+	case errors.As(err, &nsb):
+		kind = ErrNoSuchBucket
+	case errors.As(err, &api):
+		switch api.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			kind = ErrNotFound
+		case "NoSuchBucket":
+			kind = ErrNoSuchBucket
+		case "AccessDenied", "AllAccessDisabled", "Forbidden":
+			kind = ErrAccessDenied
+		}
+	}
+	if kind == nil {
+		return err
+	}
+	return &kindError{kind: kind, err: err}
+}
+
+// kindError reads as the SDK's error and matches both it and its kind.
+type kindError struct {
+	kind, err error
+}
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
