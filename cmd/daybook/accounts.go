@@ -131,6 +131,12 @@ func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error
 			acct.Destination.ExternalID = newExternalID
 		}
 	}
+	if exists && !acct.StartDate.Before(old.StartDate) {
+		// The backfill limit bounds the backfill a put starts; an account
+		// keeping its start date (or moving it later) starts none, however
+		// long ago it was created. ledger.PutAccount judges it the same way.
+		rules.MaxBackfillDays = 0
+	}
 	if err := fileProblems(file, acct.Validate(rules), func(fe *account.FieldError) bool { return generated && fe.Field == "id" }); err != nil {
 		return err
 	}

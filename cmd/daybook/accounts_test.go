@@ -426,7 +426,9 @@ func (s stack) objects(t *testing.T, bucket string) []string {
 }
 
 // TestAccountPutAppliesTheBackfillLimit: `account put` refuses a start date
-// in the future, or further back than the deployment's MAX_BACKFILL_DAYS.
+// in the future, or further back than the deployment's MAX_BACKFILL_DAYS
+// for a new account; an account that keeps its start date is updated (and
+// disabled) however old it has become.
 func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 	s := deployed(t)
 	a, _, _ := testApp(t) // 2026-11-30
@@ -443,9 +445,31 @@ func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 			t.Errorf("start %s: %d accounts before, %d after", tc.start, before, after)
 		}
 	}
+	file := writeAccount(t, t.TempDir(), nil) // start 2026-11-01
+	if r := s.run(t, a, "account", "put", "--file", file); r.code != 0 {
+		t.Fatalf("put: exit %d\n%s", r.code, r.stderr)
+	}
+	later, _, _ := testApp(t)
+	later.now = func() time.Time { return testNow.AddDate(0, 0, 500) }
+	if r := s.run(t, later, "account", "put", "--file", file); r.code != 0 || !strings.Contains(r.stderr, "updated account") {
+		t.Errorf("500 days later, the same start date: exit %d\n%s", r.code, r.stderr)
+	}
+	var acct account.Account
+	b, _ := os.ReadFile(file)
+	if err := json.Unmarshal(b, &acct); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.run(t, later, "account", "disable", acct.ID); r.code != 0 {
+		t.Errorf("500 days later, disable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := s.run(t, later, "account", "put", "--file", writeAccount(t, t.TempDir(), nil))
+	if r.code != exitError || !strings.Contains(r.stderr, "more than 400 days back") {
+		t.Errorf("500 days later, a new account from 2026-11-01: exit %d\n%s", r.code, r.stderr)
+	}
+
 	// The limit is the deployment's (MAX_BACKFILL_DAYS in its environment).
 	env := map[string]map[string]string{}
-	b, _ := os.ReadFile(s.envFile)
+	b, _ = os.ReadFile(s.envFile)
 	if err := json.Unmarshal(b, &env); err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +479,7 @@ func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 	envFile := filepath.Join(t.TempDir(), "env.json")
 	b, _ = json.Marshal(env)
 	os.WriteFile(envFile, b, 0o644)
-	r := execute(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), nil), "--env-file", envFile)
+	r = execute(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), nil), "--env-file", envFile)
 	if r.code != exitError || !strings.Contains(r.stderr, `start_date "2026-11-01": more than 20 days back`) {
 		t.Errorf("MAX_BACKFILL_DAYS=20: exit %d\n%s", r.code, r.stderr)
 	}

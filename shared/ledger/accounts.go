@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,14 +14,18 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 )
 
-// PutAccount validates a (account.ValidateShape, and ValidateStart at the
-// ledger's clock and backfill limit, Config.MaxBackfillDays) and stores it (pk=ACCOUNTS, sk=<id>), replacing any earlier version. CreatedAt is set from the clock when zero. An enabled
+// PutAccount validates a (account.ValidateShape, and its start date at the
+// ledger's clock and backfill limit, Config.MaxBackfillDays: checkStart) and
+// stores it (pk=ACCOUNTS, sk=<id>), replacing any earlier version. CreatedAt is set from the clock when zero. An enabled
 // account is woken now in the fleet index (its datasets or start date may
 // have changed, so the next sweep reads its watermarks again); a disabled one
 // leaves the index.
 func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
 	now := l.now()
-	if err := errors.Join(a.ValidateShape(), a.ValidateStart(now, l.cfg.MaxBackfillDays)); err != nil {
+	if err := a.ValidateShape(); err != nil {
+		return fmt.Errorf("account %s: %w", a.ID, errors.Join(err, a.ValidateStart(now, l.cfg.MaxBackfillDays)))
+	}
+	if err := l.checkStart(ctx, a, now); err != nil {
 		return fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	if a.CreatedAt.IsZero() {
@@ -98,4 +103,25 @@ func (l *Ledger) ListAccounts(ctx context.Context) ([]account.Account, error) {
 			return nil
 		})
 	return out, errors.Join(append(bad, err)...)
+}
+
+// checkStart applies the start-date rule (account.ValidateStart) at now
+// with the configured backfill limit. The limit bounds a backfill an account
+// put would start: an account already stored from the same start date or an
+// earlier one keeps it when it is updated (disabled, enabled, given another
+// dataset), however old the start date has become since. So the stored
+// account is read, only when the limit alone refuses a.
+func (l *Ledger) checkStart(ctx context.Context, a account.Account, now time.Time) error {
+	err := a.ValidateStart(now, l.cfg.MaxBackfillDays)
+	if err == nil || a.ValidateStart(now, 0) != nil {
+		return err
+	}
+	old, gerr := l.GetAccount(ctx, a.ID)
+	switch {
+	case gerr == nil && !a.StartDate.Before(old.StartDate):
+		return nil
+	case gerr != nil && !errors.Is(gerr, ErrNotFound):
+		return fmt.Errorf("%w (and the stored account, which may keep its start date, cannot be read: %w)", err, gerr)
+	}
+	return err
 }
