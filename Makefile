@@ -46,9 +46,10 @@ build: ## host builds of both bootstraps and the CLI into .local/bin
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools
-tools: ## install what is missing or not at its pinned version: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv), the JS Parquet reader (npm ci)
+tools: ## install what is missing or not at its pinned version: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv), the JS Parquet reader (npm ci), headless Chromium (apt-get)
 	@.ci/tools rie "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
+	@.ci/tools chromium
 	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
 	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
 	  echo "installing the JavaScript Parquet reader: npm ci in $(JS_READER)"; \

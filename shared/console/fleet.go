@@ -52,11 +52,11 @@ var sortKeys = []sortKey{
 	{name: "pending", title: "Pending", desc: true, num: true, less: byCount(ops.Pending)},
 	{name: "failed", title: "Failed", desc: true, num: true, less: byCount(ops.Failed)},
 	{name: "stopped", title: "Stopped", desc: true, num: true, less: byCount(ops.Stopped)},
-	{name: "oldest_due", title: "Oldest due day", less: func(a, b ops.FleetLine) int { return emptyLast(a.OldestDue, b.OldestDue) }},
+	{name: "oldest_due", title: "Oldest due", less: func(a, b ops.FleetLine) int { return emptyLast(a.OldestDue, b.OldestDue) }},
 	{name: "last_export", title: "Last export", desc: true, less: func(a, b ops.FleetLine) int {
 		return cmp.Compare(a.LastExport+a.LastExportAt, b.LastExport+b.LastExportAt)
 	}},
-	{name: "failures", title: "Failed attempts, 24 h", desc: true, num: true, less: func(a, b ops.FleetLine) int { return cmp.Compare(a.RecentFailures, b.RecentFailures) }},
+	{name: "failures", title: "Failed, 24 h", desc: true, num: true, less: func(a, b ops.FleetLine) int { return cmp.Compare(a.RecentFailures, b.RecentFailures) }},
 }
 
 func findSortKey(name string) (sortKey, bool) {

@@ -231,7 +231,7 @@ func TestPartitionPage(t *testing.T) {
 		t.Fatalf("status %d\n%s", res.code, res.body)
 	}
 	wantContains(t, res.body,
-		"completed, generation 2, 1234 rows in 1 files (55.5 KiB)",
+		"completed, generation 2, 1234 rows in 1 file (55.5 KiB)",
 		// the attempts: the failure, then the generation
 		"<td>2026-11-30T06:59:00Z</td><td class=\"num\">1</td><td>scheduled</td>", `<span class="outcome o-failed">failed</span>`, "source timeout",
 		`<span class="outcome o-completed">completed</span></td><td class="num">42s</td>`,

@@ -61,7 +61,11 @@ func Describe(d Day) string {
 	case Running:
 		return fmt.Sprintf("running attempt %d since %s (lease until %s%s)", d.Attempts, d.StartedAt, d.LeaseUntil, expired(d))
 	case Completed:
-		return fmt.Sprintf("completed, generation %d, %d rows in %d files (%s) at %s", d.Generation, d.Rows, d.Files, HumanBytes(d.Bytes), d.CompletedAt)
+		files := "files"
+		if d.Files == 1 {
+			files = "file"
+		}
+		return fmt.Sprintf("completed, generation %d, %d rows in %d %s (%s) at %s", d.Generation, d.Rows, d.Files, files, HumanBytes(d.Bytes), d.CompletedAt)
 	}
 	return fmt.Sprintf("%s (reason %s)", d.State, cmp.Or(d.Reason, "-"))
 }
