@@ -30,18 +30,22 @@ help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-22s %s\n",$$1,$$2}'
 
 # --- builds (sam build calls build-<LogicalId> with ARTIFACTS_DIR) --------------
-.PHONY: build-SweeperFunction build-ExporterFunction
+.PHONY: build-SweeperFunction build-ExporterFunction build-ConsoleFunction
 build-SweeperFunction: ## arm64 Lambda bootstrap of the sweeper into $(ARTIFACTS_DIR)
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweeper
 build-ExporterFunction: ## arm64 Lambda bootstrap of the exporter into $(ARTIFACTS_DIR)
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/exporter
+build-ConsoleFunction: ## arm64 Lambda bootstrap of the web console into $(ARTIFACTS_DIR) (template parameter DeployConsole)
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/console
 
 .PHONY: build
-build: ## host builds of both bootstraps and the CLI into .local/bin
+build: ## host builds of the bootstraps and the CLI into .local/bin
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/SweeperFunction/bootstrap ./functions/sweeper
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ExporterFunction/bootstrap ./functions/exporter
+	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ConsoleFunction/bootstrap ./functions/console
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
 
 # --- tools ---------------------------------------------------------------------
