@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/daybook-dev/daybook/shared/console/ops"
 )
@@ -164,6 +165,27 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("the cell's title %q", title)
 	}
 	shot(t, bctx, "account")
+
+	// The keyboard: the heatmap is one tab stop, and the arrow keys move
+	// between days (the script), each with a visible focus.
+	focused := func() string {
+		return eval[string](t, bctx, `document.activeElement.getAttribute('href') || document.activeElement.tagName`)
+	}
+	if err := chromedp.Do(bctx, chromedp.Focus(chromedp.CSS(fmt.Sprintf(`a.hm-cell[href$="/events/%s"]`, day))), chromedp.KeyEvent(kb.ArrowLeft)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := focused(), exported[len(exported)-3]; !strings.HasSuffix(got, "/events/"+want) {
+		t.Errorf("ArrowLeft from %s focused %s, want %s", day, got, want)
+	}
+	if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.ArrowDown)); err != nil {
+		t.Fatal(err)
+	}
+	if got := focused(); !strings.HasSuffix(got, "/profiles/"+exported[len(exported)-3]) {
+		t.Errorf("ArrowDown focused %s, want the profiles cell of the same day", got)
+	}
+	if o := eval[string](t, bctx, `getComputedStyle(document.activeElement).outlineStyle`); o == "none" {
+		t.Error("the focused cell has no visible outline")
+	}
 
 	// The partition: one click on its cell.
 	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a.hm-cell[href$="/events/%s"]`, day)))); err != nil {
