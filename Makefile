@@ -49,10 +49,12 @@ build: ## host builds of the bootstraps and the CLI into .local/bin
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
 
 # --- tools ---------------------------------------------------------------------
-.PHONY: tools
-tools: ## install what is missing or not at its pinned version: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv), the JS Parquet reader (npm ci), headless Chromium (apt-get)
+.PHONY: tools demo-tools
+demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/SAM translator/cfn-lint (.local/venv)
 	@.ci/tools rie "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
+
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, the JS Parquet reader (npm ci), headless Chromium (apt-get)
 	@.ci/tools chromium
 	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
 	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
@@ -87,7 +89,7 @@ _invoke:
 
 # --- the demo ------------------------------------------------------------------
 .PHONY: demo
-demo: tools build ## the whole pipeline on the embedded demo source; files land in .demo/buckets
+demo: demo-tools build ## the whole pipeline on the embedded demo source; files land in .demo/buckets
 	$(DAYBOOK) demo --dir .demo --bin $(LOCAL)/bin
 
 # --- checks --------------------------------------------------------------------
