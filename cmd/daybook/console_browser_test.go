@@ -210,7 +210,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`form[method="post"] button[type="submit"]`))); err != nil {
 		t.Fatal(err)
 	}
-	if h := eval[string](t, bctx, `document.querySelector('h1').innerText`); h != "Sent 1 re-export requests for events of "+LocalAccountID {
+	if h := eval[string](t, bctx, `document.querySelector('h1').innerText`); h != "Sent 1 re-export request for events of "+LocalAccountID {
 		t.Errorf("result heading %q", h)
 	}
 	shot(t, bctx, "done")

@@ -199,7 +199,7 @@ func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
 	}
 	items, more := listed(items)
 	s.render(w, r, http.StatusOK, "done", "Re-export sent", s.actionCrumbs(acct, "Re-export"), donePage{
-		Heading: fmt.Sprintf("Sent %d re-export requests for %s of %s", len(sent), ds, acct.ID),
+		Heading: fmt.Sprintf("Sent %s for %s of %s", plural(len(sent), "re-export request"), ds, acct.ID),
 		Lines:   []string{"Requested by " + by + ". The exporter takes them from the queue; the generation goes up when each day is written again."},
 		Items:   items, More: more,
 		Links: []link{{"The partition", partitionOrAccount(acct.ID, ds, from, to)}, {"The account", "/accounts/" + url.PathEscape(acct.ID)}},
@@ -246,7 +246,7 @@ func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
 	p := confirmPage{
 		Heading: fmt.Sprintf("Requeue the failed and stopped %s partitions of %s, %s?", ds, acct.Name, span(from, to)),
 		Action:  "/actions/requeue", Fields: requestFields(v), Cancel: partitionOrAccount(acct.ID, ds, from, to), By: s.cfg.Identity(r),
-		Button: fmt.Sprintf("Requeue %d partitions", len(days)),
+		Button: "Requeue " + plural(len(days), "partition"),
 	}
 	if len(days) == 0 {
 		p.Heading = fmt.Sprintf("Nothing to requeue: no %s partition of %s is failed or stopped, %s.", ds, acct.ID, span(from, to))
@@ -281,7 +281,7 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 	}
 	items, more := listed(dayStrings(days))
 	s.render(w, r, http.StatusOK, "done", "Requeued", s.actionCrumbs(acct, "Requeue"), donePage{
-		Heading: fmt.Sprintf("Requeued %d %s partitions of %s", res.Queued, ds, acct.ID),
+		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, ds+" partition"), acct.ID),
 		Lines: []string{fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
 			by, res.RerunRequested)},
 		Items: items, More: more,
