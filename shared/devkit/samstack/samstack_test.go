@@ -1,6 +1,7 @@
 package samstack_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -38,6 +39,9 @@ func TestDeployTemplate(t *testing.T) {
 		if st.Outputs[k] == "" {
 			t.Errorf("output %s missing: %v", k, st.Outputs)
 		}
+	}
+	if _, ok := st.Resources["ConsoleFunction"]; ok || st.Outputs["ConsoleUrl"] != "" {
+		t.Errorf("the console is deployed by default: %v", st.Outputs)
 	}
 
 	t.Run("queue redrives to the DLQ with a visibility timeout of 6x the exporter timeout", func(t *testing.T) {
@@ -162,4 +166,86 @@ func TestDeployTemplate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDeployConsole: with DeployConsole the console function is deployed
+// behind an IAM function URL (created by samstack, since moto's
+// CloudFormation does not), with actions only when ConsoleActions says so.
+func TestDeployConsole(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := srv.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := lambda.NewFromConfig(cfg)
+	for _, actions := range []string{"false", "true"} {
+		t.Run("ConsoleActions="+actions, func(t *testing.T) {
+			stage := "console" + map[string]string{"true": "rw", "false": "ro"}[actions]
+			st, err := samstack.Deploy(ctx, cfg, "../../../template.yaml", "daybook-"+stage,
+				map[string]string{"Stage": stage, "DeployConsole": "true", "ConsoleActions": actions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn, err := lc.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(st.Outputs["ConsoleFunctionName"])})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := fn.Environment.Variables
+			if env["CONSOLE_ACTIONS"] != actions || env["LEDGER_TABLE"] != st.Outputs["LedgerTableName"] || env["JOBS_QUEUE_URL"] != st.Outputs["JobsQueueUrl"] {
+				t.Errorf("console environment %v", env)
+			}
+			u, err := lc.GetFunctionUrlConfig(ctx, &lambda.GetFunctionUrlConfigInput{FunctionName: fn.FunctionName})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.AuthType != "AWS_IAM" || aws.ToString(u.FunctionUrl) == "" || st.Outputs["ConsoleUrl"] != aws.ToString(u.FunctionUrl) {
+				t.Errorf("function URL %s (auth %s), output %q", aws.ToString(u.FunctionUrl), u.AuthType, st.Outputs["ConsoleUrl"])
+			}
+		})
+	}
+}
+
+// TestConsoleRoleWritesOnlyWithActions: the console's role reads the ledger
+// and the manifests; writing the ledger and sending re-exports is a policy
+// of its own, only under ConsoleActions.
+func TestConsoleRoleWritesOnlyWithActions(t *testing.T) {
+	body, err := samstack.Translate(context.Background(), "../../../template.yaml", motoserver.Region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmpl struct {
+		Resources map[string]struct {
+			Condition  string
+			Properties json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(body, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	role, actions := tmpl.Resources["ConsoleFunctionRole"], tmpl.Resources["ConsoleActionsPolicy"]
+	if role.Condition != "HasConsole" || actions.Condition != "HasConsoleActions" {
+		t.Fatalf("conditions: role %q, actions policy %q", role.Condition, actions.Condition)
+	}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for _, write := range []string{"dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "sqs:SendMessage", "s3:PutObject", "s3:DeleteObject"} {
+		if strings.Contains(compact(role.Properties), write) {
+			t.Errorf("the console's role may always %s", write)
+		}
+	}
+	for _, read := range []string{"dynamodb:GetItem", "dynamodb:Query", "sts:AssumeRole", "s3:GetObject"} {
+		if !strings.Contains(compact(role.Properties), read) {
+			t.Errorf("the console's role may not %s", read)
+		}
+	}
+	p := compact(actions.Properties)
+	if !strings.Contains(p, `"Roles":[{"Ref":"ConsoleFunctionRole"}]`) || !strings.Contains(p, "dynamodb:UpdateItem") ||
+		!strings.Contains(p, "sqs:SendMessage") || strings.Contains(p, "DeleteItem") {
+		t.Errorf("the actions' policy: %s", p)
+	}
 }
