@@ -82,11 +82,11 @@ func truncate(s string) string {
 //	date      civil.Date
 //	timestamp time.Time in UTC, truncated to microseconds
 //	int64     int64
-//	double    float64
+//	double    float64, finite (NaN and ±Inf are refused: see finite)
 //	decimal   Decimal at the column's scale, within its precision
 //	boolean   bool
 //	string    string (valid UTF-8)
-//	json      json.RawMessage holding one valid JSON value
+//	json      json.RawMessage holding one valid JSON value, valid UTF-8
 //	NULL      nil
 //
 // Accepted inputs: the model types themselves; string and []byte for every
@@ -149,7 +149,12 @@ func checkModel(c Column, v any) string {
 	case KindInt64:
 		_, ok = v.(int64)
 	case KindDouble:
-		_, ok = v.(float64)
+		var f float64
+		if f, ok = v.(float64); ok {
+			if reason := finite(f); reason != "" {
+				return reason
+			}
+		}
 	case KindDecimal:
 		var x Decimal
 		if x, ok = v.(Decimal); ok && (x.Scale() != c.Type.Scale || x.Digits() > c.Type.Precision) {
@@ -164,6 +169,23 @@ func checkModel(c Column, v any) string {
 	}
 	if !ok {
 		return fmt.Sprintf("want %s value", c.Type)
+	}
+	return ""
+}
+
+// finite is the one policy for NaN and ±Infinity in a DOUBLE column, the
+// same whatever the file format: the row is refused as bad, naming column,
+// row and value. NDJSON has no number for them (a string in a DOUBLE column
+// breaks loaders), writing null would hide a bug in the source behind a
+// plausible-looking gap (and is impossible in a required column), and
+// Parquet alone carrying them would make the formats disagree. An overflowing
+// text value ("1e999") is the same infinity and is refused the same way.
+func finite(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN is not a number a file can carry (double columns refuse NaN and infinities)"
+	case math.IsInf(f, 0):
+		return "infinity is not a number a file can carry (double columns refuse NaN and infinities)"
 	}
 	return ""
 }
@@ -204,23 +226,28 @@ func coerceValue(t Type, v any) (any, string) {
 		}
 		return nil, "wrong type, want int64"
 	case KindDouble:
+		var f float64
 		switch x := v.(type) {
 		case float64:
-			return x, ""
+			f = x
 		case float32:
-			return float64(x), ""
+			f = float64(x)
 		case int64:
-			return float64(x), ""
+			f = float64(x)
 		case int:
-			return float64(x), ""
+			f = float64(x)
 		case string:
-			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-			if err != nil {
+			var err error
+			if f, err = strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
 				return nil, "unparsable double"
 			}
-			return f, ""
+		default:
+			return nil, "wrong type, want double"
 		}
-		return nil, "wrong type, want double"
+		if reason := finite(f); reason != "" {
+			return nil, reason
+		}
+		return f, ""
 	case KindBoolean:
 		switch x := v.(type) {
 		case bool:
@@ -331,8 +358,8 @@ func coerceValue(t Type, v any) (any, string) {
 		default:
 			return nil, "wrong type, want json text"
 		}
-		if !json.Valid(raw) {
-			return nil, "invalid json"
+		if !ValidJSON(raw) {
+			return nil, "invalid json (or not valid UTF-8)"
 		}
 		return json.RawMessage(append([]byte(nil), raw...)), ""
 	}

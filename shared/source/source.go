@@ -42,18 +42,33 @@ func (q Query) Validate() error {
 }
 
 // Provenance records where a partition's rows came from (SPEC F3): the
-// answer to "why does this day have fewer rows than I expected?".
+// answer to "why does this day have fewer rows than I expected?". It is
+// written into the customer's bucket, so it names the kind of source and the
+// relation read, never SQL text, a DSN, a host or a user.
 type Provenance struct {
-	Source      string    `json:"source"`  // e.g. "sqlite:demo.db"; never credentials
-	Dialect     string    `json:"dialect"` // query dialect
-	Query       string    `json:"query"`   // the statement, with placeholders
-	Params      []string  `json:"params"`  // bound values as text, in order
+	Source   string `json:"source"`   // kind of source: "postgres" or "sqlite"
+	Relation string `json:"relation"` // the table or view the rows were read from
+	// WindowStart and WindowEnd are the day's half-open window, in UTC.
 	WindowStart time.Time `json:"window_start"`
 	WindowEnd   time.Time `json:"window_end"`
-	RowCount    int64     `json:"row_count"` // rows read from the source
-	StartedAt   time.Time `json:"started_at"`
-	FinishedAt  time.Time `json:"finished_at"`
+	// SnapshotAt is when the read began: rows that reached the source after
+	// it (late data) are not in this generation.
+	SnapshotAt time.Time `json:"snapshot_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	RowCount   int64     `json:"row_count"` // rows read from the source
 }
+
+// ErrUnavailable is wrapped by every error of a source that could not be
+// read (connection, query, iteration), as opposed to a row that does not fit
+// its schema (dataset.ErrRowMismatch). The error's text stays the driver's,
+// which may name hosts and users: it is for logs and the ledger only.
+var ErrUnavailable = errors.New("source unavailable")
+
+// unavailable marks err as ErrUnavailable without changing its text.
+type unavailable struct{ err error }
+
+func (u unavailable) Error() string   { return u.err.Error() }
+func (u unavailable) Unwrap() []error { return []error{ErrUnavailable, u.err} }
 
 // Source yields one partition's rows.
 type Source interface {
@@ -74,8 +89,8 @@ type SQL struct {
 }
 
 // NewSQL returns a source reading db with the dataset queries of dialect
-// ("sqlite" or "postgres"). name identifies the source in provenance; any
-// password in a URL-shaped name is redacted.
+// ("sqlite" or "postgres"). name identifies the source in errors and logs
+// (never in the bucket); any password in a URL-shaped name is redacted.
 func NewSQL(db *sql.DB, dialect, name string) (*SQL, error) {
 	if db == nil {
 		return nil, errors.New("sql source: nil db")
@@ -88,7 +103,7 @@ func NewSQL(db *sql.DB, dialect, name string) (*SQL, error) {
 	return &SQL{db: db, dialect: dialect, name: redact(name), now: time.Now}, nil
 }
 
-// Name returns the source's provenance name.
+// Name returns the source's name for errors and logs.
 func (s *SQL) Name() string { return s.name }
 
 // redact strips credentials from a DSN-like name so they never reach a
@@ -124,38 +139,34 @@ func (q Query) Params(dialect string) []any {
 	return []any{q.AccountID, dataset.FormatTimestamp(q.Start), dataset.FormatTimestamp(q.End)}
 }
 
-// Rows implements Source.
+// Rows implements Source. Every row is coerced to the value model (D1) and
+// its partition column checked against the day's window, so a row the query
+// should not have returned fails the partition instead of landing in it.
 func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Provenance, error) {
-	prov := Provenance{Source: s.name, Dialect: s.dialect, WindowStart: q.Start, WindowEnd: q.End}
+	ds := q.Dataset
+	prov := Provenance{Source: s.dialect, Relation: ds.Relation, WindowStart: q.Start.UTC(), WindowEnd: q.End.UTC()}
 	if err := q.Validate(); err != nil {
 		return prov, err
 	}
-	ds := q.Dataset
 	text, err := ds.Query(s.dialect)
 	if err != nil {
 		return prov, err
 	}
-	prov.Query = text
-	args := q.Params(s.dialect)
-	for _, a := range args {
-		switch v := a.(type) {
-		case time.Time:
-			prov.Params = append(prov.Params, dataset.FormatTimestamp(v))
-		default:
-			prov.Params = append(prov.Params, fmt.Sprint(v))
-		}
-	}
-	prov.StartedAt = s.now().UTC()
-
-	rows, err := s.db.QueryContext(ctx, text, args...)
+	window, err := ds.Window(q.Day, q.Start, q.End)
 	if err != nil {
-		return prov, fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, err)
+		return prov, err
+	}
+	prov.SnapshotAt = s.now().UTC()
+
+	rows, err := s.db.QueryContext(ctx, text, q.Params(s.dialect)...)
+	if err != nil {
+		return prov, fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
 	}
 	defer rows.Close()
 
 	cols, err := rows.Columns()
 	if err != nil {
-		return prov, fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, err)
+		return prov, fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, unavailable{err})
 	}
 	if err := checkColumns(ds, cols); err != nil {
 		return prov, err
@@ -170,9 +181,12 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 		n := prov.RowCount + 1
 		clear(row)
 		if err := rows.Scan(dest...); err != nil {
-			return prov, fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, n, err)
+			return prov, fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, n, unavailable{err})
 		}
 		if err := ds.Coerce(row, n); err != nil {
+			return prov, err
+		}
+		if err := window.Check(row, n); err != nil {
 			return prov, err
 		}
 		prov.RowCount = n
@@ -181,7 +195,7 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return prov, fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, prov.RowCount, err)
+		return prov, fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, prov.RowCount, unavailable{err})
 	}
 	prov.FinishedAt = s.now().UTC()
 	return prov, nil
