@@ -207,15 +207,16 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	ctx, done := finishContext(ctx)
 	defer done()
 	if err != nil {
-		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, err)
+		fail := newFailure(err)
+		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, fail)
 		switch {
 		case errors.Is(ferr, ledger.ErrClaimLost):
-			log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error())
+			log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
 			return nil
 		case ferr != nil:
-			return fmt.Errorf("record failure of %s (%v): %w", claim.Key, err, ferr)
+			return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
 		}
-		log.ErrorContext(ctx, "export failed", "error", err.Error(), "attempts", row.Attempts,
+		log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
 			"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
 		// PartitionsExhausted is the sweeper's gauge; a failure is an event.
 		_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
