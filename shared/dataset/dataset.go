@@ -103,7 +103,7 @@ type Dataset struct {
 	// manifest's provenance; every query reads FROM it.
 	Relation string `json:"relation"`
 	Mode     string `json:"mode"`
-	Read        string `json:"read"`
+	Read     string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
 	// datasets (SPEC Q3): the newest OrderColumn value wins per IDColumn.
 	IDColumn    string            `json:"id_column,omitempty"`
