@@ -92,18 +92,51 @@ func (s *Service) Process(ctx context.Context, messageID, body string) error {
 }
 
 func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
-	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
 	log = log.With("account", j.AccountID, "dataset", j.Dataset, "day", j.Day, "generation", j.Generation)
+	if err := validateJob(j); err != nil {
+		log.ErrorContext(ctx, "malformed job; it will reach the dead-letter queue", "error", err.Error())
+		return err
+	}
+	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
 	claim, err := s.Ledger.Start(ctx, key, j.ClaimToken)
 	if errors.Is(err, ledger.ErrClaimLost) || errors.Is(err, ledger.ErrNotFound) {
-		// SQS is at-least-once: a second delivery of a started or finished job.
-		log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", err.Error())
-		return nil
+		return s.notStarted(ctx, key, err, log)
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", key, err)
 	}
 	return s.export(ctx, claim, log)
+}
+
+// notStarted handles a job whose claim Start refused. A job for an account
+// or a partition the ledger does not have can never run: it is rejected
+// and reaches the dead-letter queue with the reason. Otherwise it is a
+// second delivery of a job (SQS is at-least-once) or a job whose claim was
+// taken over, and is dropped; but when the row has settled (not running),
+// the run it started may have died after recording its outcome and before
+// writing the day's delivery manifest, and no later message would rewrite
+// it: so the manifest is rewritten from the ledger first. Whatever dies
+// when, the redelivery of the job makes the manifest converge.
+func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, log *slog.Logger) error {
+	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return s.reject(ctx, log, "job for account_id %q: no such account", key.AccountID)
+	}
+	if err != nil {
+		return fmt.Errorf("get account %s: %w", key.AccountID, err)
+	}
+	row, err := s.Ledger.Get(ctx, key)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return s.reject(ctx, log, "job for %s: the ledger has no row for this partition, so no claim on it ever existed", key)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
+	if row.State != ledger.StateRunning && acct.Enabled {
+		s.writeDelivery(ctx, acct, key.Day, log)
+	}
+	return nil
 }
 
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
