@@ -85,6 +85,16 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
+# The full fault run: SIGKILLed exporters, duplicate deliveries, concurrent sweeps, S3 errors and
+# lost responses, then every invariant checked (shared/devkit/chaos). Not part of `make test`, which
+# runs only its short version. CHAOS_SEED and CHAOS_KILLS override the defaults.
+CHAOS_SEED  ?=
+CHAOS_KILLS ?=
+.PHONY: chaos
+chaos: tools build ## fault-injection run of the whole local pipeline (minutes); prints the faults and the checks
+	DAYBOOK_CHAOS=1 DAYBOOK_CHAOS_BIN=$(CURDIR)/$(LOCAL)/bin DAYBOOK_CHAOS_SEED=$(CHAOS_SEED) DAYBOOK_CHAOS_KILLS=$(CHAOS_KILLS) \
+	  $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' -v ./shared/devkit/chaos/
+
 bench: ## benchmarks: encoders, xitongsys comparison, multipart writer
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
