@@ -119,7 +119,7 @@ func (p *pipeline) drain(ctx context.Context) (int, error) {
 	delivered := 0
 	for range maxBatches {
 		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &p.queueURL,
-			MaxNumberOfMessages: int32(len(p.exporters)),
+			MaxNumberOfMessages:         int32(len(p.exporters)),
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
 		if err != nil {
 			return delivered, fmt.Errorf("receive: %w", err)
