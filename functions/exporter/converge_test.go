@@ -34,22 +34,25 @@ func (e *env) deliver(id, body string) (redeliver bool) {
 	return len(resp.BatchItemFailures) == 1
 }
 
-// TestDeliveryConvergesAfterACrash: the exporter dies after the ledger
-// recorded the run (Complete or Fail) and before it wrote the day's
-// delivery manifest, which is then missing, or states an older failure.
-// SQS delivers the job again; Start refuses it (its claim was used), and
-// the redelivery rewrites the manifest from the ledger before it is
-// dropped, without exporting again.
-func TestDeliveryConvergesAfterACrash(t *testing.T) {
+// TestDeliveryConverges: after the ledger recorded a run (Complete or
+// Fail), the exporter dies, or its write of the day's delivery manifest
+// fails, which is then missing or states an older failure. SQS delivers
+// the job again; Start refuses it (its claim was used), and the redelivery
+// rewrites the manifest from the ledger before it is dropped, without
+// exporting again.
+func TestDeliveryConverges(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		failFirst   bool          // an earlier run failed and its manifest says so
-		crashOnFail bool          // the crashing run fails (Fail, then the crash)
+		crashOnFail bool          // the run fails (Fail), then the manifest write dies
+		writeFails  bool          // the manifest write fails instead of the process dying
 		wantCode    manifest.Code // "" : delivered
 	}{
-		{"missing after Complete", false, false, ""},
-		{"stale failure after Complete", true, false, ""},
-		{"missing after Fail", false, true, manifest.CodeInternal},
+		{"crash after Complete: missing", false, false, false, ""},
+		{"crash after Complete: a stale failure", true, false, false, ""},
+		{"crash after Fail: missing", false, true, false, manifest.CodeInternal},
+		{"the manifest write fails after Complete", true, false, true, ""},
+		{"the manifest write fails after Fail", false, true, true, manifest.CodeInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOpts{})
@@ -77,12 +80,15 @@ func TestDeliveryConvergesAfterACrash(t *testing.T) {
 					return errInjected
 				}
 				if call.Op == buckettest.OpPut && call.Key == deliveryKey {
+					if tc.writeFails {
+						return errInjected
+					}
 					panic(errCrash) // the ledger holds the outcome; the manifest write never happens
 				}
 				return nil
 			}, nil)
 			if !e.deliver("m-1", body) {
-				t.Fatal("the crashed run's message must be delivered again")
+				t.Fatal("the message must be delivered again")
 			}
 			r := e.row("events", testDay)
 			if want := map[bool]ledger.State{false: ledger.StateCompleted, true: ledger.StateFailed}[tc.crashOnFail]; r.State != want {

@@ -26,13 +26,18 @@ const deliveryRewrites = 3
 // writer always re-reads after its own write, which makes the object converge
 // on the ledger's final state.
 //
-// The partition is already committed and recorded when this runs, so a
-// failure here is logged, not returned: redelivering the message would not
-// run the export again (Start refuses a second delivery).
-func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day civil.Date, log *slog.Logger) {
+// The partition's outcome is already recorded when this runs. A failure is
+// returned, so that SQS delivers the message again: a job's redelivery is
+// refused by Start and, the row having settled, rewrites the manifest
+// without exporting again (Service.notStarted); a manual request's runs
+// again. Without it the manifest would stay missing or stale until another
+// export of the day.
+func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day civil.Date, log *slog.Logger) error {
 	if err := s.putDelivery(ctx, acct, day); err != nil {
-		log.ErrorContext(ctx, "delivery manifest not written", "error", err.Error())
+		log.ErrorContext(ctx, "delivery manifest not written; the message will be delivered again to rewrite it", "error", err.Error())
+		return fmt.Errorf("the outcome is recorded, but %w", err)
 	}
+	return nil
 }
 
 func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civil.Date) error {

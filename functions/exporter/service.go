@@ -115,8 +115,9 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 // taken over, and is dropped; but when the row has settled (not running),
 // the run it started may have died after recording its outcome and before
 // writing the day's delivery manifest, and no later message would rewrite
-// it: so the manifest is rewritten from the ledger first. Whatever dies
-// when, the redelivery of the job makes the manifest converge.
+// it: so the manifest is rewritten from the ledger first (and the message
+// delivered again if that fails). Whatever dies or fails when, the job's
+// redelivery makes the manifest converge.
 func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, log *slog.Logger) error {
 	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -134,7 +135,7 @@ func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, l
 	}
 	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
 	if row.State != ledger.StateRunning && acct.Enabled {
-		s.writeDelivery(ctx, acct, key.Day, log)
+		return s.writeDelivery(ctx, acct, key.Day, log)
 	}
 	return nil
 }
@@ -254,7 +255,7 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		// PartitionsExhausted is the sweeper's gauge; a failure is an event.
 		_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
 		if acct.ID != "" && acct.Enabled {
-			s.writeDelivery(ctx, acct, claim.Day, log)
+			return s.writeDelivery(ctx, acct, claim.Day, log)
 		}
 		return nil
 	}
@@ -277,8 +278,7 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		metrics.Metric{Name: "RowsExported", Unit: metrics.Count, Value: float64(w.Manifest.Totals.Rows)},
 		metrics.Metric{Name: "BytesExported", Unit: metrics.Bytes, Value: float64(w.Bytes)},
 		metrics.Metric{Name: "ExportDuration", Unit: metrics.Seconds, Value: took.Seconds()})
-	s.writeDelivery(ctx, acct, claim.Day, log)
-	return nil
+	return s.writeDelivery(ctx, acct, claim.Day, log)
 }
 
 // runContext ends the export Reserve before the invocation's deadline.
