@@ -46,7 +46,7 @@ func TestClassify(t *testing.T) {
 // TestDecide: decisions are the seed's, request by request, whatever the
 // order; kills stop at the budget; the rates are about right.
 func TestDecide(t *testing.T) {
-	rates := Rates{Kill: 0.1, Error: 0.1, Reset: 0.1, Drop: 0.1}
+	rates := Rates{Kill: 0.1, Error: 0.1, Reset: 0.1, Drop: 0.1, Outage: 0.01}
 	reqs := make([]request, 4000)
 	for i := range reqs {
 		reqs[i] = request{step: StepData, id: "PUT /b/k" + strconv.Itoa(i%500)}
@@ -81,8 +81,13 @@ func TestDecide(t *testing.T) {
 	// those, 400 for a reset and a drop.
 	for _, k := range Kinds {
 		want := 200
-		if k == KindReset || k == KindDrop {
+		switch k {
+		case KindReset, KindDrop:
 			want = 400
+		case KindOutage:
+			// 40 outages, each answered on every later request of its
+			// identity (8 per identity here) up to outageRepeats more times.
+			want = 40 * (1 + outageRepeats)
 		}
 		if n := counts[k]; n < want*6/10 || n > want*14/10 {
 			t.Errorf("%s drawn %d times in 4000, want about %d", k, n, want)
@@ -150,7 +155,7 @@ func run(t *testing.T, o Options) {
 func TestChaosShort(t *testing.T) {
 	start := time.Now()
 	run(t, Options{Seed: 11, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, Reexports: 8, Duplicate: 0.15,
-		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03}, SelfTest: true})
+		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01}, SelfTest: true})
 	t.Logf("short chaos run: %s", time.Since(start).Round(time.Second))
 }
 

@@ -48,10 +48,17 @@ const (
 	KindDrop       Kind = "lost-response"
 	KindKillBefore Kind = "kill-before"
 	KindKillAfter  Kind = "kill-after"
+	// KindOutage answers 503 to a request and to the next outageRepeats
+	// times it is sent: more than the SDK's attempts, so the export fails
+	// and the failure goes through the ledger.
+	KindOutage Kind = "outage-503"
 )
 
+// outageRepeats is how many more times an outage answers the same request.
+const outageRepeats = 3
+
 // Kinds lists the kinds that are faults.
-var Kinds = []Kind{Kind500, Kind503, KindReset, KindDrop, KindKillBefore, KindKillAfter}
+var Kinds = []Kind{Kind500, Kind503, KindReset, KindDrop, KindOutage, KindKillBefore, KindKillAfter}
 
 // Rates are the probabilities, per S3 request, of each fault.
 type Rates struct {
@@ -59,6 +66,8 @@ type Rates struct {
 	Error float64 // split evenly between 500 and 503
 	Reset float64
 	Drop  float64
+	// Outage starts an outage of one request (see KindOutage).
+	Outage float64
 }
 
 // request is what the proxy knows of one S3 request.
@@ -118,6 +127,7 @@ type Faults struct {
 
 	mu       sync.Mutex
 	seen     map[string]int
+	outage   map[string]int // request identity -> answers still to fail
 	kills    int
 	maxKills int
 	byKind   map[Kind]map[Step]int
@@ -134,7 +144,7 @@ type Commit struct {
 
 // NewFaults returns the faults of a run of seed with at most maxKills kills.
 func NewFaults(seed uint64, rates Rates, maxKills int) *Faults {
-	return &Faults{seed: seed, rates: rates, maxKills: maxKills, seen: map[string]int{},
+	return &Faults{seed: seed, rates: rates, maxKills: maxKills, seen: map[string]int{}, outage: map[string]int{},
 		byKind: map[Kind]map[Step]int{}, requests: map[Step]int{}}
 }
 
@@ -144,6 +154,10 @@ func (f *Faults) decide(req request) Kind {
 	defer f.mu.Unlock()
 	f.seen[req.id]++
 	f.requests[req.step]++
+	if f.outage[req.id] > 0 {
+		f.outage[req.id]--
+		return KindOutage
+	}
 	h := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s\x00%d", f.seed, req.id, f.seen[req.id]))
 	u := float64(binary.BigEndian.Uint64(h[:8])>>11) / (1 << 53)
 	half := h[8]&1 == 0
@@ -167,6 +181,9 @@ func (f *Faults) decide(req request) Kind {
 		return KindReset
 	case u < r.Kill+r.Error+r.Reset+r.Drop:
 		return KindDrop
+	case u < r.Kill+r.Error+r.Reset+r.Drop+r.Outage:
+		f.outage[req.id] = outageRepeats
+		return KindOutage
 	}
 	return KindNone
 }

@@ -83,7 +83,7 @@ type Options struct {
 
 // Defaults are the full run's settings.
 var Defaults = Options{
-	Seed: 20261201, Kills: 200, Rates: Rates{Kill: 0.03, Error: 0.02, Reset: 0.01, Drop: 0.02},
+	Seed: 20261201, Kills: 200, Rates: Rates{Kill: 0.03, Error: 0.02, Reset: 0.01, Drop: 0.02, Outage: 0.004},
 	Duplicate: 0.1, Reexports: 24, MaxRounds: 150, Exporters: 2, Days: 6, EventsPerDay: 40, BigRows: 5000,
 }
 

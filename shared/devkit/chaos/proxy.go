@@ -56,10 +56,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch kind {
-	case Kind500, Kind503:
+	case Kind500, Kind503, KindOutage:
 		p.Faults.done(kind, req.step, false)
 		code, status := "InternalError", http.StatusInternalServerError
-		if kind == Kind503 {
+		if kind != Kind500 {
 			code, status = "SlowDown", http.StatusServiceUnavailable
 		}
 		w.Header().Set("Content-Type", "application/xml")
