@@ -155,7 +155,7 @@ func run(t *testing.T, o Options) {
 func TestChaosShort(t *testing.T) {
 	start := time.Now()
 	run(t, Options{Seed: 11, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, Reexports: 8, Duplicate: 0.15,
-		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01}, SelfTest: true})
+		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01, CreateDrop: 0.5, DeliveryKill: 0.15}, SelfTest: true})
 	t.Logf("short chaos run: %s", time.Since(start).Round(time.Second))
 }
 

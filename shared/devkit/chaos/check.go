@@ -313,6 +313,58 @@ func (p *pipeline) checkGenerations(r ledger.Row, pp string, seq []Commit) {
 	p.rep.Checked.Generations += len(runOf)
 }
 
+// checkSettledDeliveries runs after every drained round, when no exporter
+// runs: a day whose partitions have all settled (completed or failed) has
+// had its last run record its outcome, so its delivery manifest must say
+// what the ledger says now. (A running, queued or pending partition may
+// legitimately be ahead of the manifest until its run ends.)
+func (p *pipeline) checkSettledDeliveries(ctx context.Context, round int) error {
+	rows, err := p.rows(ctx)
+	if err != nil {
+		return err
+	}
+	byKey := map[ledger.Key]ledger.Row{}
+	settled := map[string]map[civil.Date]bool{}
+	for _, r := range rows {
+		byKey[r.Key] = r
+		if settled[r.AccountID] == nil {
+			settled[r.AccountID] = map[civil.Date]bool{}
+		}
+		ok, seen := settled[r.AccountID][r.Day]
+		settled[r.AccountID][r.Day] = (ok || !seen) && (r.State == ledger.StateCompleted || r.State == ledger.StateFailed)
+	}
+	counted := p.rep.Checked.Deliveries
+	defer func() {
+		p.rep.Checked.Settled += p.rep.Checked.Deliveries - counted
+		p.rep.Checked.Deliveries = counted
+	}()
+	for _, a := range p.accounts {
+		for day, ok := range settled[a.ID] {
+			if !ok || len(rowsOf(byKey, a, day)) != len(a.Datasets) {
+				continue
+			}
+			before := len(p.rep.Problems)
+			if err := p.checkDelivery(ctx, a, day, byKey); err != nil {
+				return err
+			}
+			for i := before; i < len(p.rep.Problems); i++ {
+				p.rep.Problems[i] = fmt.Sprintf("after round %d: %s", round, p.rep.Problems[i])
+			}
+		}
+	}
+	return nil
+}
+
+func rowsOf(rows map[ledger.Key]ledger.Row, a account.Account, day civil.Date) []ledger.Row {
+	var out []ledger.Row
+	for _, ds := range a.Datasets {
+		if r, ok := rows[ledger.Key{AccountID: a.ID, Dataset: ds, Day: day}]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // checkDelivery compares the account's delivery manifest of day with the
 // ledger rows of its datasets.
 func (p *pipeline) checkDelivery(ctx context.Context, a account.Account, day civil.Date, rows map[ledger.Key]ledger.Row) error {

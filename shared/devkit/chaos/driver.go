@@ -44,6 +44,9 @@ func (p *pipeline) drive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := p.checkSettledDeliveries(ctx, round); err != nil {
+			return err
+		}
 		moved, open, err := p.passTime(ctx)
 		if err != nil {
 			return err
@@ -92,8 +95,11 @@ func (p *pipeline) reexport(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	parts := p.expected()
-	for range p.o.Reexports {
+	for i := range p.o.Reexports {
 		k := parts[p.rng.IntN(len(parts))]
+		if i == 0 && p.big != nil {
+			k = *p.big
+		}
 		body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: k.AccountID, Dataset: k.Dataset, Day: k.Day.String(), RequestedBy: "chaos"})
 		if err != nil {
 			return 0, err

@@ -68,13 +68,21 @@ type Rates struct {
 	Drop  float64
 	// Outage starts an outage of one request (see KindOutage).
 	Outage float64
+	// CreateDrop is the probability that the answer to a
+	// CreateMultipartUpload is lost (the SDK then starts a second upload).
+	CreateDrop float64
+	// DeliveryKill is the probability that the exporter is killed just
+	// before it writes a day's delivery manifest: after the ledger recorded
+	// the run, the window a redelivery must close.
+	DeliveryKill float64
 }
 
 // request is what the proxy knows of one S3 request.
 type request struct {
-	step Step
-	key  string // object key (bucket-relative); the prefix of a listing
-	id   string // method, key and query without per-upload ids: the identity a decision is drawn for
+	step   Step
+	create bool   // CreateMultipartUpload
+	key    string // object key (bucket-relative); the prefix of a listing
+	id     string // method, key and query without per-upload ids: the identity a decision is drawn for
 }
 
 // classify reads a path-style S3 request.
@@ -109,6 +117,7 @@ func classify(r *http.Request) request {
 		req.step = StepManifest
 	case layout.IsDataKey(key):
 		req.step = StepData
+		req.create = uploads && r.Method == http.MethodPost
 	default:
 		req.step = StepOther
 	}
@@ -162,6 +171,14 @@ func (f *Faults) decide(req request) Kind {
 	u := float64(binary.BigEndian.Uint64(h[:8])>>11) / (1 << 53)
 	half := h[8]&1 == 0
 	r := f.rates
+	v := float64(binary.BigEndian.Uint64(h[16:24])>>11) / (1 << 53)
+	switch {
+	case req.create && v < r.CreateDrop:
+		return KindDrop
+	case req.step == StepDelivery && v < r.DeliveryKill && f.kills < f.maxKills:
+		f.kills++
+		return KindKillBefore
+	}
 	switch {
 	case u < r.Kill:
 		if f.kills >= f.maxKills {

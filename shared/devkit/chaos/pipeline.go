@@ -69,7 +69,7 @@ type Options struct {
 	Days      int // demo days
 	// EventsPerDay is the demo's volume; BigRows events of ~1.4 KB are added
 	// to the first account's last closed day, so its file is uploaded in
-	// multipart parts.
+	// multipart parts (and re-exported every round while kills are short).
 	EventsPerDay int
 	BigRows      int
 	Dir          string // logs and the source; required
@@ -83,7 +83,7 @@ type Options struct {
 
 // Defaults are the full run's settings.
 var Defaults = Options{
-	Seed: 20261201, Kills: 200, Rates: Rates{Kill: 0.03, Error: 0.02, Reset: 0.01, Drop: 0.02, Outage: 0.004},
+	Seed: 20261201, Kills: 200, Rates: Rates{Kill: 0.03, Error: 0.02, Reset: 0.01, Drop: 0.02, Outage: 0.004, CreateDrop: 0.3, DeliveryKill: 0.1},
 	Duplicate: 0.1, Reexports: 24, MaxRounds: 150, Exporters: 2, Days: 6, EventsPerDay: 40, BigRows: 5000,
 }
 
@@ -166,6 +166,7 @@ type pipeline struct {
 	sweepers  []*runtimeemulator.Function
 	exporters []*exporter
 	faults    *Faults
+	big       *ledger.Key // the partition with a multipart file, if any
 	rng       *rand.Rand
 	rep       *Report
 	mu        sync.Mutex // guards rep's counters while exporters run
@@ -268,6 +269,10 @@ func (p *pipeline) up(ctx context.Context) error {
 		a.StartDate = a.WithDefaults(0).ClosedThrough(p.started).AddDays(1 - p.o.Days)
 	}
 	p.accounts = demo.Accounts
+	if p.o.BigRows > 0 {
+		a := p.accounts[0]
+		p.big = &ledger.Key{AccountID: a.ID, Dataset: "events", Day: a.WithDefaults(0).ClosedThrough(p.started)}
+	}
 	if err := p.addBigDay(ctx, demo.Path); err != nil {
 		return err
 	}
