@@ -9,14 +9,21 @@ RIE_MODULE  := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lamb
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 LOCAL       := .local
-EVENT       ?= events/exporter-job.json
+EVENT       ?= events/exporter-manual.json
 DAYBOOK     := $(LOCAL)/bin/daybook
 
 export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
 # Python tools pinned for a machine that lacks them; installed into .local/venv.
 PY_TOOLS    := moto[server]==5.2.1 aws-sam-translator==1.110.0 cfn-lint==1.51.0
+# The JavaScript Parquet reader the tests run with Node (versions pinned by its
+# package-lock.json); npm ci installs it into $(JS_READER)/node_modules.
+JS_READER   := shared/devkit/parquetreaders/js
+JS_STAMP    := $(JS_READER)/node_modules/.installed-package-lock.json
 VENV        := $(LOCAL)/venv
-export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# The venv goes on PATH unless it is there unfinished (no .complete: an
+# install that failed or was killed); .ci/tools removes such a one.
+VENV_BROKEN := $(and $(wildcard $(VENV)/bin),$(if $(wildcard $(VENV)/.complete),,broken))
+export PATH := $(if $(VENV_BROKEN),,$(CURDIR)/$(VENV)/bin:)$(PATH)
 
 .PHONY: help
 help: ## list targets
@@ -25,8 +32,10 @@ help: ## list targets
 # --- builds (sam build calls build-<LogicalId> with ARTIFACTS_DIR) --------------
 .PHONY: build-SweeperFunction build-ExporterFunction
 build-SweeperFunction: ## arm64 Lambda bootstrap of the sweeper into $(ARTIFACTS_DIR)
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweeper
 build-ExporterFunction: ## arm64 Lambda bootstrap of the exporter into $(ARTIFACTS_DIR)
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/exporter
 
 .PHONY: build
@@ -37,17 +46,22 @@ build: ## host builds of both bootstraps and the CLI into .local/bin
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools
-tools: ## install what is missing: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv)
-	@test -x "$(AWS_LAMBDA_RIE)" || { echo "installing aws-lambda-rie $(RIE_VERSION)"; GOBIN=$(GOBIN) $(GO) install $(RIE_MODULE)@$(RIE_VERSION); }
-	@if command -v moto_server >/dev/null && command -v cfn-lint >/dev/null && python3 -c 'import samtranslator' 2>/dev/null; then :; else \
-	  echo "moto_server, cfn-lint or the SAM translator is missing: installing $(PY_TOOLS) into $(VENV)"; \
-	  python3 -m venv $(VENV) && $(VENV)/bin/pip install --quiet $(PY_TOOLS) || { echo "could not install the Python tools; install them with: python3 -m pip install $(PY_TOOLS)"; exit 1; }; \
+tools: ## install what is missing or not at its pinned version: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv), the JS Parquet reader (npm ci)
+	@.ci/tools rie "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
+	@.ci/tools python $(VENV) $(PY_TOOLS)
+	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
+	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
+	  echo "installing the JavaScript Parquet reader: npm ci in $(JS_READER)"; \
+	  (cd $(JS_READER) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && cp $(JS_READER)/package-lock.json $(JS_STAMP) || { echo "could not install the JavaScript Parquet reader; run: (cd $(JS_READER) && npm ci)"; exit 1; }; \
 	fi
 
 # --- local AWS -----------------------------------------------------------------
-.PHONY: local-up local-down invoke-sweeper invoke-exporter
-local-up: build ## start moto on 127.0.0.1 and deploy template.yaml into it; writes .local/env.json
+.PHONY: local-up local-down local-drain invoke-sweeper invoke-exporter
+local-up: build ## moto on 127.0.0.1, template.yaml deployed, a demo source and the local account; writes .local/env.json
 	$(DAYBOOK) local up --dir $(LOCAL) --template template.yaml
+
+local-drain: build ## feed the jobs the sweeper enqueued to the exporter (runtime emulator) until the queue is empty
+	$(DAYBOOK) local drain --dir $(LOCAL)
 
 local-down: ## stop what local-up started (by pid)
 	@if [ -x $(DAYBOOK) ]; then $(DAYBOOK) local down --dir $(LOCAL); else $(GO) run ./cmd/daybook local down --dir $(LOCAL); fi
@@ -55,7 +69,7 @@ local-down: ## stop what local-up started (by pid)
 invoke-sweeper: build ## run the sweeper bootstrap once under the runtime emulator (or sam local invoke)
 	@$(MAKE) --no-print-directory _invoke FN=SweeperFunction EVENT=events/sweeper-schedule.json
 
-invoke-exporter: build ## run the exporter bootstrap on EVENT=events/<file>.json
+invoke-exporter: build ## run the exporter bootstrap on EVENT=events/<file>.json (default: a manual re-export)
 	@$(MAKE) --no-print-directory _invoke FN=ExporterFunction EVENT=$(EVENT)
 
 .PHONY: _invoke
@@ -95,8 +109,9 @@ chaos: tools build ## fault-injection run of the whole local pipeline (minutes);
 	DAYBOOK_CHAOS=1 DAYBOOK_CHAOS_BIN=$(CURDIR)/$(LOCAL)/bin DAYBOOK_CHAOS_SEED=$(CHAOS_SEED) DAYBOOK_CHAOS_KILLS=$(CHAOS_KILLS) \
 	  $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' -v ./shared/devkit/chaos/
 
-bench: ## benchmarks: encoders, xitongsys comparison, multipart writer
+bench: ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day), multipart writer
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
+	$(GO) test -run '^$$' -bench ExportPostgres -benchtime 1x -timeout 60m ./functions/exporter/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
 
 .PHONY: clean

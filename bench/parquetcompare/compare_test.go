@@ -1,10 +1,12 @@
 package parquetcompare
 
 import (
+	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -90,11 +92,32 @@ func encodeX(tb testing.TB, w *counter, codec xparquet.CompressionCodec, rows in
 }
 
 func encodeOurs(tb testing.TB, w *counter, codec fileformat.Codec, rows int) {
+	encodeOursOpts(tb, w, encode.Options{Compression: codec}, rows)
+}
+
+// writeOurs writes rows synthetic events rows to a file at path.
+func writeOurs(tb testing.TB, path string, opts encode.Options, rows int) {
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	encodeOursOpts(tb, bw, opts, rows)
+	if err := bw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func encodeOursOpts(tb testing.TB, w io.Writer, opts encode.Options, rows int) {
 	ds, err := dataset.Get("events")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	enc, err := encode.New(fileformat.Parquet, w, ds, encode.Options{Compression: codec})
+	enc, err := encode.New(fileformat.Parquet, w, ds, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,5 +5,12 @@
 //
 //	go test ./bench/parquetcompare -run '^$' -bench . -benchtime 1x -benchmem
 //
+// BenchmarkBytesVsDuckDB also compares the file sizes of both Parquet
+// profiles with DuckDB's Parquet writer on the same rows and codec, and
+// prints them as a table; BenchmarkEncodeCPUVsDuckDB compares the CPU time
+// of the compatible profile's encode with DuckDB's single-thread one on one
+// core, in rows per CPU-second. The end-to-end export from PostgreSQL is
+// measured in functions/exporter (BenchmarkExportPostgres).
+//
 // The package has no non-test code beyond this comment.
 package parquetcompare

@@ -3,9 +3,53 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
+
+var appSeq atomic.Int64
+
+// testNow is the clock of command tests that do not need the real one.
+var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// testApp is the CLI with a fixed clock, randomness seeded from the test's
+// name, no terminal, an empty environment and a state directory of its own.
+func testApp(t *testing.T) (*app, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	a := newApp(&stdout, &stderr)
+	a.now = func() time.Time { return testNow }
+	// Seeded from the test's name and a counter: two apps of one test make
+	// different account ids.
+	a.rand = rand.NewChaCha8(sha256.Sum256([]byte(fmt.Sprint(t.Name(), "/", appSeq.Add(1)))))
+	a.getenv = func(string) string { return "" }
+	a.terminal = func(io.Writer) bool { return false }
+	a.osUser = func() string { return "tester" }
+	a.localDir = t.TempDir()
+	return a, &stdout, &stderr
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func execute(t *testing.T, a *app, args ...string) result {
+	t.Helper()
+	out, errw := a.stdout.(*bytes.Buffer), a.stderr.(*bytes.Buffer)
+	out.Reset()
+	errw.Reset()
+	a.ops, a.target = nil, targetFlags{}
+	code := a.execute(context.Background(), args)
+	return result{code, out.String(), errw.String()}
+}
 
 func TestSQLCommand(t *testing.T) {
 	tests := []struct {
@@ -42,8 +86,13 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"sql", "--dataset", "visits", "--engine", "duckdb"}, `"visits"`},
 		{[]string{"sql", "--dataset", "events", "--engine", "oracle"}, `"oracle"`},
 		{[]string{"sql", "--dataset", "events", "--engine", "duckdb", "--day", "2026-02-30"}, `2026-02-30`},
-		{[]string{"requeue", "--account", "acct_a", "--dataset", "events", "--from", "2026-11-10", "--to", "2026-11-01"}, `to "2026-11-01" is before from "2026-11-10"`},
-		{[]string{"reexport", "--dataset", "events", "--day", "2026-11-01"}, "account_id is required"},
+		// The errors name the flags the user typed, not the message fields.
+		{[]string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-10", "--to", "2026-11-01"}, `--to 2026-11-01 is before --from 2026-11-10`},
+		{[]string{"reexport", "--dataset", "events", "--day", "2026-11-01"}, "--account is required"},
+		// jobs.CheckRequest's malformed values are refused before any
+		// deployment is looked for, named by the flag.
+		{[]string{"reexport", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, `--account "acct_a" is not an account id`},
+		{[]string{"requeue", "--account", "acct_ABCDEFGHIJKLMNOP", "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-02"}, `--account "acct_ABCDEFGHIJKLMNOP" is not an account id`},
 		{[]string{"no-such-command"}, `unknown command "no-such-command"`},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -52,5 +101,160 @@ func TestCLIRefusesBadInput(t *testing.T) {
 				t.Fatalf("error %v, want one naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestExitCodesAndStreams checks the conventions every command follows:
+// help on stdout with exit 0, usage errors on stderr with exit 2 and the
+// usage line, runtime errors exit 1.
+func TestExitCodesAndStreams(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // substring; "" means stdout must be empty
+		stderr     string // substring; "" means stderr must be empty
+		usageShown bool
+	}{
+		{"root help", []string{"--help"}, 0, "The export ledger:", "", false},
+		{"root -h", []string{"-h"}, 0, "Usage:", "", false},
+		{"help command", []string{"help", "status"}, 0, "daybook status [--account ID]", "", false},
+		{"group help", []string{"account", "-h"}, 0, "daybook account COMMAND", "", false},
+		{"leaf -h", []string{"account", "put", "-h"}, 0, "--allow-duplicate-name", "", false},
+		{"nested -h", []string{"dlq", "list", "-h"}, 0, "--queue", "", false},
+		{"local -h", []string{"local", "drain", "--help"}, 0, "--sweep", "", false},
+		{"version flag", []string{"--version"}, 0, "daybook ", "", false},
+		{"version command", []string{"version"}, 0, "daybook ", "", false},
+		{"completion", []string{"completion", "bash"}, 0, "bash completion", "", false},
+		{"no command", nil, 2, "", "daybook needs a command", true},
+		{"unknown command", []string{"stauts"}, 2, "", `did you mean status?`, true},
+		{"unknown subcommand", []string{"account", "remove"}, 2, "", `unknown command "remove" for daybook account; valid: delete, disable, enable, get, list, put, test`, true},
+		{"unknown flag", []string{"status", "--acount", "x"}, 2, "", "unknown flag: --acount", true},
+		{"extra argument", []string{"status", "acct_abcdefghijklmnop"}, 2, "", `unexpected argument "acct_abcdefghijklmnop"`, true},
+		{"missing argument", []string{"account", "get"}, 2, "", "ID is required", true},
+		{"too many arguments", []string{"account", "get", "a", "b"}, 2, "", `unexpected argument "b"`, true},
+		{"missing flag", []string{"account", "put"}, 2, "", "--file is required", true},
+		{"missing flags", []string{"history", "--day", "2026-11-01"}, 2, "", "--account and --dataset are required", true},
+		{"bad output", []string{"account", "list", "-o", "yaml"}, 2, "", `invalid argument "yaml" for "-o, --output" flag: want table or json`, true},
+		{"bad state", []string{"status", "--state", "done"}, 2, "", `--state "done": unknown state; valid: completed, running, claimed, queued, pending, failed, stopped`, true},
+		{"bad dataset", []string{"history", "--account", "acct_abcdefghijklmnop", "--dataset", "bogus", "--day", "2026-11-01"}, 2, "", `--dataset "bogus": unknown dataset; valid: events, profiles, daily_stats`, true},
+		{"day and range", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--from", "2026-11-01"}, 2, "", "give --day, or --from and --to, not both", true},
+		{"half a range", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-01"}, 2, "", "--to is required with --from", true},
+		{"range too long", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2024-01-01", "--to", "2026-01-01"}, 2, "", "at most 366 per re-export", true},
+		{"bad reason", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--reason", "retry"}, 2, "", `--reason "retry": want backfill or manual`, true},
+		{"delete without --yes", []string{"account", "delete", "acct_abcdefghijklmnop"}, 2, "", "pass --yes", true},
+		{"bad invoke function", []string{"local", "invoke", "Nope"}, 2, "", `function "Nope": want SweeperFunction or ExporterFunction`, true},
+		{"bad --id", []string{"account", "put", "--file", "x.json", "--id", "42"}, 2, "", `--id "42"`, true},
+		{"malformed --account", []string{"requeue", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, 2, "", `--account "acct_a" is not an account id`, true},
+		{"no deployment", []string{"account", "list"}, 1, "", "no deployment to talk to: pass --stack NAME", false},
+		{"stack and env file", []string{"account", "list", "--stack", "s", "--env-file", "e.json"}, 1, "", "give --stack or --env-file, not both", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _, _ := testApp(t)
+			r := execute(t, a, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			check := func(stream, got, want string) {
+				if want == "" && got != "" {
+					t.Errorf("%s should be empty, got:\n%s", stream, got)
+				}
+				if !strings.Contains(got, want) {
+					t.Errorf("%s lacks %q:\n%s", stream, want, got)
+				}
+			}
+			check("stdout", r.stdout, tt.stdout)
+			check("stderr", r.stderr, tt.stderr)
+			if tt.usageShown && (!strings.Contains(r.stderr, "usage: daybook") || !strings.Contains(r.stderr, "--help' for more")) {
+				t.Errorf("usage error without the usage line:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestEveryCommandHasHelpAndRefusesExtraArguments(t *testing.T) {
+	a, _, _ := testApp(t)
+	root := a.rootCommand()
+	for _, c := range root.Commands() {
+		for _, leaf := range append(c.Commands(), c) {
+			if leaf.Name() == "help" || leaf.Name() == "completion" || strings.HasPrefix(leaf.Name(), "__") {
+				continue
+			}
+			path := strings.Fields(strings.TrimPrefix(leaf.CommandPath(), "daybook "))
+			t.Run(strings.Join(path, " "), func(t *testing.T) {
+				if leaf.Short == "" || strings.Contains(leaf.Short+leaf.Long, "SPEC") {
+					t.Errorf("%s: short help %q (no requirement ids in help)", leaf.CommandPath(), leaf.Short)
+				}
+				h := execute(t, a, append(path, "-h")...)
+				if h.code != 0 || !strings.Contains(h.stdout, "Usage:") || h.stderr != "" {
+					t.Errorf("-h: exit %d, stdout %q, stderr %q", h.code, h.stdout, h.stderr)
+				}
+				if leaf.HasSubCommands() || leaf.Args == nil {
+					return
+				}
+				// Five arguments is more than any command takes.
+				r := execute(t, a, append(path, "x1", "x2", "x3", "x4", "x5")...)
+				if r.code != exitUsage {
+					t.Errorf("extra arguments: exit %d, want 2\n%s", r.code, r.stderr)
+				}
+			})
+		}
+	}
+}
+
+func TestVersionString(t *testing.T) {
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"no build info", nil, false, "(unknown: built without module information)"},
+		{"release", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "7c8a4b5e0f1d2c3b4a5968778695a4b3c2d1e0f9"}, {Key: "vcs.time", Value: "2026-11-30T20:00:00Z"}, {Key: "vcs.modified", Value: "false"},
+		}}, true, "v1.4.0 (revision 7c8a4b5e0f1d, 2026-11-30T20:00:00Z)"},
+		{"dirty tree", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "7c8a4b5e0f1d2c3b"}, {Key: "vcs.modified", Value: "true"},
+		}}, true, "(devel) (revision 7c8a4b5e0f1d+dirty)"},
+		{"no vcs", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "(devel) (no VCS revision recorded)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := versionString(tt.bi, tt.ok); got != tt.want {
+				t.Errorf("versionString = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRequestedBy(t *testing.T) {
+	a, _, stderr := testApp(t)
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		api      callerAPI
+		override string
+		want     string
+		warned   bool
+	}{
+		{"override", failingSTS{}, "ops@example.com", "ops@example.com", false},
+		{"caller identity", fixedSTS("arn:aws:sts::123456789012:assumed-role/ops/alice"), "", "arn:aws:sts::123456789012:assumed-role/ops/alice", false},
+		{"no identity", failingSTS{}, "", "cli:tester", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stderr.Reset()
+			if got := a.requestedBy(ctx, tt.api, tt.override); got != tt.want {
+				t.Errorf("requested_by %q, want %q", got, tt.want)
+			}
+			if warned := strings.Contains(stderr.String(), "--requested-by"); warned != tt.warned {
+				t.Errorf("warning %v, want %v: %q", warned, tt.warned, stderr.String())
+			}
+		})
+	}
+	a.osUser = func() string { return "" }
+	if got := a.requestedBy(ctx, failingSTS{}, ""); got != "cli:unknown-user" {
+		t.Errorf("no user at all: %q", got)
 	}
 }

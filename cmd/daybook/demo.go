@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
@@ -60,24 +61,37 @@ type demoResult struct {
 	Pids       []int                                  // every process the demo started
 }
 
-func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("demo")
-	dir := fs.String("dir", ".demo", "state and output directory")
-	tmpl := fs.String("template", "template.yaml", "SAM template to deploy")
-	bin := fs.String("bin", ".local/bin", "directory with <Function>/bootstrap host builds (make build)")
-	days := fs.Int("days", demosource.DefaultDays, "days of demo data")
-	perDay := fs.Int("events-per-day", demosource.DefaultEventsPerDay, "events per account and day")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (a *app) demoCommand() *cobra.Command {
+	o := demoOptions{Dir: ".demo", Template: "template.yaml", BinDir: ".local/bin", Days: demosource.DefaultDays, EventsPerDay: demosource.DefaultEventsPerDay, Seed: 20261129}
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole pipeline locally on the embedded demo source; files land in <dir>/buckets",
+		Long: `Run the whole pipeline locally: moto with template.yaml deployed, a demo SQLite source with three
+accounts, the real sweeper and exporter bootstraps under the Lambda runtime emulator until no work
+is due, one manual re-export, every committed partition verified, the buckets mirrored to
+<dir>/buckets. Everything it starts is stopped at the end; running it again starts from scratch.
+Needs the host bootstraps (make build) in --bin.`,
 	}
-	res, err := demo(ctx, demoOptions{Dir: *dir, Template: *tmpl, BinDir: *bin, Now: time.Now, Days: *days, EventsPerDay: *perDay, Seed: 20261129, Out: stdout})
-	if err != nil {
-		return err
+	c.Flags().StringVar(&o.Dir, "dir", o.Dir, "state and output directory")
+	c.Flags().StringVar(&o.Template, "template", o.Template, "SAM template to deploy")
+	c.Flags().StringVar(&o.BinDir, "bin", o.BinDir, "directory with <Function>/bootstrap host builds (make build)")
+	c.Flags().IntVar(&o.Days, "days", o.Days, "days of demo data")
+	c.Flags().IntVar(&o.EventsPerDay, "events-per-day", o.EventsPerDay, "events per account and day")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if o.Days < 1 || o.EventsPerDay < 1 {
+			return usagef(c, "--days and --events-per-day must be 1 or more")
+		}
+		o.Now, o.Out = a.now, a.stdout
+		res, err := demo(c.Context(), o)
+		if err != nil {
+			return err
+		}
+		if len(res.Problems) > 0 {
+			return fmt.Errorf("demo delivered with %d problems:\n  %s", len(res.Problems), strings.Join(res.Problems, "\n  "))
+		}
+		return nil
 	}
-	if len(res.Problems) > 0 {
-		return fmt.Errorf("demo delivered with %d problems:\n  %s", len(res.Problems), strings.Join(res.Problems, "\n  "))
-	}
-	return nil
+	return c
 }
 
 func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
@@ -351,7 +365,12 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	var reports []verify.Report
 	var problems []string
 	exportedDays := map[string]bool{}
-	b := verify.Bucket{Name: a.Destination.Bucket, Owner: a.Destination.ExpectedBucketOwner}
+	// The demo runs in moto: its account is the deployment's.
+	owner, err := a.Destination.BucketOwner(motoserver.AccountID)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := verify.Bucket{Name: a.Destination.Bucket, Owner: owner}
 	for _, ds := range a.Datasets {
 		parts, err := verify.Partitions(ctx, api, b, prefix+"/"+layout.Version+"/"+ds+"/")
 		if err != nil {

@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
@@ -22,10 +25,12 @@ var Functions = []string{"SweeperFunction", "ExporterFunction"}
 
 type localDir string
 
-func (d localDir) pidFile() string { return filepath.Join(string(d), "moto.pid") }
-func (d localDir) urlFile() string { return filepath.Join(string(d), "moto.url") }
-func (d localDir) envFile() string { return filepath.Join(string(d), "env.json") }
-func (d localDir) logFile() string { return filepath.Join(string(d), "moto.log") }
+func (d localDir) pidFile() string     { return filepath.Join(string(d), "moto.pid") }
+func (d localDir) urlFile() string     { return filepath.Join(string(d), "moto.url") }
+func (d localDir) envFile() string     { return filepath.Join(string(d), "env.json") }
+func (d localDir) logFile() string     { return filepath.Join(string(d), "moto.log") }
+func (d localDir) sourceDB() string    { return filepath.Join(string(d), "demo.db") }
+func (d localDir) accountFile() string { return filepath.Join(string(d), "account.json") }
 func (d localDir) bootstrap(fn string) string {
 	return filepath.Join(string(d), "bin", fn, "bootstrap")
 }
@@ -45,22 +50,47 @@ func localEnv(url string, extra map[string]string) map[string]string {
 	return env
 }
 
-func runLocalUp(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("local up")
-	dir := fs.String("dir", ".local", "state directory (pid, log, env.json)")
-	tmpl := fs.String("template", "template.yaml", "SAM template to deploy")
-	stage := fs.String("stage", "local", "Stage parameter")
-	sourceDSN := fs.String("source-dsn", "", "SOURCE_DSN for the exporter (default: the demo SQLite file in the state directory)")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (a *app) localCommand() *cobra.Command {
+	return group("local", "Run daybook on this machine: moto with template.yaml deployed, the functions under the Lambda runtime emulator",
+		a.localUpCommand(), a.localDownCommand(), a.localInvokeCommand(), a.localDrainCommand())
+}
+
+// localOptions configure `local up`.
+type localOptions struct {
+	dir, template, stage, sourceDSN string
+	noDemo                          bool
+}
+
+func (a *app) localUpCommand() *cobra.Command {
+	o := localOptions{dir: a.localDir}
+	c := &cobra.Command{
+		Use:   "up",
+		Short: "Start moto on 127.0.0.1, deploy template.yaml, create a demo source and the local account",
+		Long: fmt.Sprintf(`Start moto_server on 127.0.0.1 (or redeploy into the one already running), deploy template.yaml
+into it through the SAM translator, and write the functions' environment to <dir>/env.json (the
+sam local invoke --env-vars format), which the other commands read by default.
+
+Unless --no-demo: generate a small demo SQLite source (<dir>/demo.db, %d days of data), create
+the bucket %s and register the local account %s (its file is <dir>/account.json; the sample
+events in events/ use this id) with %d closed days to export.`, localDemoDays, localBucket, LocalAccountID, localBackfillDays),
 	}
-	d := localDir(*dir)
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
+	c.Flags().StringVar(&o.dir, "dir", o.dir, "state directory (pid, log, env.json, demo source)")
+	c.Flags().StringVar(&o.template, "template", "template.yaml", "SAM template to deploy")
+	c.Flags().StringVar(&o.stage, "stage", "local", "Stage parameter")
+	c.Flags().StringVar(&o.sourceDSN, "source-dsn", "", "SOURCE_DSN for the exporter (default: the demo SQLite file in the state directory)")
+	c.Flags().BoolVar(&o.noDemo, "no-demo", false, "deploy only: no demo source, bucket or account")
+	c.RunE = func(c *cobra.Command, _ []string) error { return a.localUp(c.Context(), o) }
+	return c
+}
+
+func (a *app) localUp(ctx context.Context, o localOptions) error {
+	d := localDir(o.dir)
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
 	if url, ok := running(d); ok {
-		fmt.Fprintf(stdout, "moto_server already running at %s (pid file %s); redeploying\n", url, d.pidFile())
-		return deploy(ctx, d, url, *tmpl, *stage, *sourceDSN, stdout)
+		fmt.Fprintf(a.stdout, "moto_server already running at %s (pid file %s); redeploying\n", url, d.pidFile())
+		return a.deployLocal(ctx, d, url, o)
 	}
 	srv, err := motoserver.Start(ctx, d.logFile())
 	if err != nil {
@@ -74,8 +104,8 @@ func runLocalUp(ctx context.Context, args []string, stdout io.Writer) error {
 		_ = srv.Stop()
 		return err
 	}
-	fmt.Fprintf(stdout, "moto_server %s (pid %d, log %s)\n", srv.URL, srv.Pid, d.logFile())
-	if err := deploy(ctx, d, srv.URL, *tmpl, *stage, *sourceDSN, stdout); err != nil {
+	fmt.Fprintf(a.stdout, "moto_server %s (pid %d, log %s)\n", srv.URL, srv.Pid, d.logFile())
+	if err := a.deployLocal(ctx, d, srv.URL, o); err != nil {
 		_ = motoserver.StopPid(srv.Pid)
 		_ = os.Remove(d.pidFile())
 		return err
@@ -83,29 +113,45 @@ func runLocalUp(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func deploy(ctx context.Context, d localDir, url, tmpl, stage, sourceDSN string, stdout io.Writer) error {
+func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOptions) error {
 	cfg, err := motoserver.ConfigFor(ctx, url)
 	if err != nil {
 		return err
 	}
-	st, err := samstack.Up(ctx, cfg, tmpl, stage, map[string]string{"SourceDriver": "sqlite"})
+	st, err := samstack.Up(ctx, cfg, o.template, o.stage, map[string]string{"SourceDriver": "sqlite"})
 	if err != nil {
 		return err
 	}
-	if sourceDSN == "" {
-		abs, _ := filepath.Abs(filepath.Join(string(d), "demo.db"))
-		sourceDSN = "file:" + abs + "?mode=ro"
+	dsn := o.sourceDSN
+	if dsn == "" {
+		abs, err := filepath.Abs(d.sourceDB())
+		if err != nil {
+			return err
+		}
+		dsn = "file:" + abs + "?mode=ro"
 	}
-	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(url, map[string]string{"SOURCE_DSN": sourceDSN}))
+	// The CLI reads the sweeper's dead-letter queue and the direct-bucket
+	// pattern from the same file (the functions ignore them); the account
+	// rules are in the functions' own environment.
+	extra := map[string]string{"SOURCE_DSN": dsn}
+	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN"} {
+		if st.Outputs[out] != "" {
+			extra[v] = st.Outputs[out]
+		}
+	}
+	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(url, extra))
 	if err != nil {
 		return err
 	}
 	if err := samstack.WriteEnvFile(d.envFile(), env); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "stack %s deployed: table %s, queue %s\nenv file %s (sam local invoke --env-vars format)\n",
+	fmt.Fprintf(a.stdout, "stack %s deployed: table %s, queue %s\nenv file %s (sam local invoke --env-vars format)\n",
 		st.Name, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"], d.envFile())
-	return nil
+	if o.noDemo {
+		return nil
+	}
+	return a.seedLocal(ctx, d, cfg, o.sourceDSN == "")
 }
 
 // running reports the URL of a moto_server a previous `local up` started
@@ -134,7 +180,7 @@ func readPid(d localDir) (int, error) {
 // reaped by its parent (a zombie, state Z in /proc) counts as gone.
 func alive(pid int) bool {
 	p, err := os.FindProcess(pid)
-	if err != nil || p.Signal(syscallZero) != nil {
+	if err != nil || p.Signal(syscall.Signal(0)) != nil {
 		return false
 	}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
@@ -146,72 +192,92 @@ func alive(pid int) bool {
 	return true
 }
 
-func runLocalDown(_ context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("local down")
-	dir := fs.String("dir", ".local", "state directory")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	d := localDir(*dir)
-	pid, err := readPid(d)
-	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintln(stdout, "nothing to stop")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pid file %s: %w", d.pidFile(), err)
-	}
-	if err := motoserver.StopPid(pid); err != nil {
-		return err
-	}
-	for i := 0; i < 100 && alive(pid); i++ {
-		time.Sleep(50 * time.Millisecond) // waiting for another process to exit; nothing to select on
-	}
-	_ = os.Remove(d.pidFile())
-	_ = os.Remove(d.urlFile())
-	fmt.Fprintf(stdout, "stopped moto_server (pid %d)\n", pid)
-	return nil
-}
-
-func runLocalInvoke(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("local invoke")
-	dir := fs.String("dir", ".local", "state directory")
-	event := fs.String("event", "", "event JSON file")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: daybook local invoke SweeperFunction|ExporterFunction --event FILE")
-	}
-	fn := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	d := localDir(*dir)
-	env, err := samstack.ReadEnvFile(d.envFile())
-	if err != nil {
-		return fmt.Errorf("%w (run `make local-up` first)", err)
-	}
-	vars, ok := env[fn]
-	if !ok {
-		return fmt.Errorf("function %q: not in %s (have %v)", fn, d.envFile(), Functions)
-	}
-	payload := []byte("{}")
-	if *event != "" {
-		if payload, err = os.ReadFile(*event); err != nil {
+func (a *app) localDownCommand() *cobra.Command {
+	dir := a.localDir
+	c := &cobra.Command{Use: "down", Short: "Stop what `local up` started (by its pid)"}
+	c.Flags().StringVar(&dir, "dir", dir, "state directory")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		d := localDir(dir)
+		pid, err := readPid(d)
+		if errors.Is(err, os.ErrNotExist) {
+			_, err := fmt.Fprintln(a.stdout, "nothing to stop")
 			return err
 		}
-	}
-	logf, err := os.OpenFile(filepath.Join(*dir, fn+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+		if err != nil {
+			return fmt.Errorf("pid file %s: %w", d.pidFile(), err)
+		}
+		if err := motoserver.StopPid(pid); err != nil {
+			return err
+		}
+		for i := 0; i < 100 && alive(pid); i++ {
+			time.Sleep(50 * time.Millisecond) // waiting for another process to exit; nothing to select on
+		}
+		_ = os.Remove(d.pidFile())
+		_ = os.Remove(d.urlFile())
+		_, err = fmt.Fprintf(a.stdout, "stopped moto_server (pid %d)\n", pid)
 		return err
 	}
-	defer logf.Close()
-	f, err := runtimeemulator.Start(ctx, d.bootstrap(fn), runtimeemulator.Options{Name: fn, Env: vars, Log: io.MultiWriter(logf, os.Stderr)})
+	return c
+}
+
+// readLocalEnv reads <dir>/env.json and checks that its endpoint answers.
+func (a *app) readLocalEnv(ctx context.Context, d localDir) (map[string]map[string]string, error) {
+	env, err := samstack.ReadEnvFile(d.envFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s does not exist: %w", d.envFile(), errLocalDown)
+	}
 	if err != nil {
+		return nil, err
+	}
+	if err := a.probe(ctx, env["ExporterFunction"]["AWS_ENDPOINT_URL"]); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+func (a *app) localInvokeCommand() *cobra.Command {
+	dir, event := a.localDir, ""
+	c := &cobra.Command{
+		Use:       "invoke SweeperFunction|ExporterFunction [--event FILE]",
+		Short:     "Run a function's bootstrap once under the runtime emulator with <dir>/env.json",
+		Args:      exactArgs("FUNCTION"),
+		ValidArgs: Functions,
+	}
+	c.Flags().StringVar(&dir, "dir", dir, "state directory")
+	c.Flags().StringVar(&event, "event", "", "event JSON file (default {})")
+	_ = c.MarkFlagFilename("event", "json")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		fn := args[0]
+		if fn != Functions[0] && fn != Functions[1] {
+			return usagef(c, "function %q: want %s", fn, strings.Join(Functions, " or "))
+		}
+		ctx := c.Context()
+		d := localDir(dir)
+		env, err := a.readLocalEnv(ctx, d)
+		if err != nil {
+			return err
+		}
+		payload := []byte("{}")
+		if event != "" {
+			if payload, err = os.ReadFile(event); err != nil {
+				return err
+			}
+		}
+		logf, err := os.OpenFile(filepath.Join(dir, fn+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer logf.Close()
+		f, err := runtimeemulator.Start(ctx, d.bootstrap(fn), runtimeemulator.Options{Name: fn, Env: env[fn], Log: io.MultiWriter(logf, a.stderr)})
+		if err != nil {
+			return err
+		}
+		defer f.Stop()
+		out, err := f.Invoke(ctx, payload)
+		if len(out) > 0 {
+			fmt.Fprintln(a.stdout, string(out))
+		}
 		return err
 	}
-	defer f.Stop()
-	out, err := f.Invoke(ctx, payload)
-	if len(out) > 0 {
-		fmt.Fprintln(stdout, string(out))
-	}
-	return err
+	return c
 }

@@ -11,19 +11,24 @@ import (
 	"time"
 )
 
-// TestLocalDevCommands drives the documented local workflow through the CLI:
-// local up (moto + template.yaml), account put, requeue, the sweeper's
-// bootstrap under the runtime emulator via local invoke, status, local down.
+// TestLocalDevCommands runs the README's local loop through the CLI, the
+// commands the Makefile targets run: make local-up (local up: moto,
+// template.yaml, the demo source and the local account), account put,
+// requeue, make invoke-sweeper (the sweeper's bootstrap under the runtime
+// emulator), status, make local-drain (local drain), make invoke-exporter
+// EVENT=events/exporter-manual.json (a manual re-export of the local
+// account's 2026-11-20), history, verify, make local-down.
 func TestLocalDevCommands(t *testing.T) {
 	dir := t.TempDir()
 	buildBootstraps(t, filepath.Join(dir, "bin"))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cli := func(args ...string) string {
 		t.Helper()
-		var out bytes.Buffer
-		if err := run(ctx, args, &out); err != nil {
-			t.Fatalf("daybook %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		var out, errw bytes.Buffer
+		a := newApp(&out, &errw)
+		if code := a.execute(ctx, args); code != 0 {
+			t.Fatalf("daybook %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errw.String())
 		}
 		return out.String()
 	}
@@ -35,14 +40,19 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Fatalf("no pid file after local up: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { _ = run(context.Background(), []string{"local", "down", "--dir", dir}, &bytes.Buffer{}) })
-	if !strings.Contains(out, "deployed") {
-		t.Errorf("local up said %q", out)
+	for _, want := range []string{"deployed", "demo source", "account " + LocalAccountID + " registered"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("local up lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "account.json")); err != nil || !strings.Contains(string(b), LocalAccountID) {
+		t.Errorf("account file: %v\n%s", err, b)
 	}
 
 	closed := time.Now().UTC().AddDate(0, 0, -3).Format("2006-01-02") // closed whatever the hour
-	acctFile := filepath.Join(dir, "account.json")
+	acctFile := filepath.Join(dir, "account.json.test")
 	if err := os.WriteFile(acctFile, []byte(`{"name":"cli test","enabled":true,"start_date":"`+closed+`",
-		"datasets":["events"],"destination":{"bucket":"daybook-exports-clitest"}}`), 0o644); err != nil {
+		"datasets":["events"],"destination":{"bucket":"daybook-exports-local"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var acct struct {
@@ -51,16 +61,17 @@ func TestLocalDevCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(cli("account", "put", "--file", acctFile, "--env-file", env)), &acct); err != nil || !strings.HasPrefix(acct.ID, "acct_") {
 		t.Fatalf("account put: id %q, %v", acct.ID, err)
 	}
-	if out := cli("account", "list", "--env-file", env); !strings.Contains(out, acct.ID) {
-		t.Errorf("account list lacks %s:\n%s", acct.ID, out)
+	if out := cli("account", "list", "--env-file", env); !strings.Contains(out, acct.ID) || !strings.Contains(out, LocalAccountID) {
+		t.Errorf("account list lacks %s or %s:\n%s", acct.ID, LocalAccountID, out)
 	}
 	var rq struct {
 		Queued int `json:"queued"`
 	}
-	if err := json.Unmarshal([]byte(cli("requeue", "--account", acct.ID, "--dataset", "events", "--from", closed, "--to", closed, "--env-file", env)), &rq); err != nil || rq.Queued != 1 {
+	if err := json.Unmarshal([]byte(cli("requeue", "--account", acct.ID, "--dataset", "events", "--from", closed, "--to", closed, "--env-file", env, "-o", "json")), &rq); err != nil || rq.Queued != 1 {
 		t.Fatalf("requeue: %+v %v", rq, err)
 	}
 
+	// make invoke-sweeper
 	var sum struct {
 		Accounts int `json:"accounts"`
 		Claimed  int `json:"claimed"`
@@ -70,15 +81,48 @@ func TestLocalDevCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("sweeper response %q: %v", out, err)
 	}
-	if sum.Accounts != 1 || sum.Claimed < 1 || sum.Enqueued != sum.Claimed {
-		t.Errorf("sweep summary %+v", sum)
+	if sum.Accounts != 2 || sum.Claimed < 2 || sum.Enqueued != sum.Claimed {
+		t.Errorf("sweep summary %+v: want both accounts, claims enqueued", sum)
 	}
-	if out := cli("status", "--account", acct.ID, "--env-file", env); !strings.Contains(out, "events: ") || !strings.Contains(out, "running") {
+	// The claimed day waits in the queue: status says so, not "running".
+	if out := cli("status", "--account", acct.ID, "--env-file", env); !strings.Contains(out, "events  ") || !strings.Contains(out, "its job waits in the queue") || strings.Contains(out, "running attempt") {
 		t.Errorf("status after the sweep:\n%s", out)
+	}
+
+	// make local-drain: the enqueued jobs go to the exporter.
+	out = cli("local", "drain", "--dir", dir)
+	if !strings.Contains(out, "done, 0 failed") {
+		t.Errorf("local drain: %s", out)
+	}
+	if out := cli("status", "--account", acct.ID, "--env-file", env, "-o", "json"); !strings.Contains(out, `"state": "completed"`) ||
+		strings.Contains(out, `"state": "claimed"`) || strings.Contains(out, `"state": "pending"`) {
+		t.Errorf("status after the drain:\n%s", out)
+	}
+
+	// make invoke-exporter EVENT=events/exporter-manual.json
+	out = cli("local", "invoke", "ExporterFunction", "--dir", dir, "--event", "../../events/exporter-manual.json")
+	var resp struct {
+		Failures []any `json:"batchItemFailures"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Failures) != 0 {
+		t.Errorf("manual re-export response %q (%v)", out, err)
+	}
+	out = cli("history", "--account", LocalAccountID, "--dataset", "events", "--day", "2026-11-20", "--env-file", env, "-o", "json")
+	var h historyOut
+	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Attempts) != 1 || h.Attempts[0].Outcome != "completed" || h.Attempts[0].Reason != "manual" {
+		t.Errorf("history of the re-exported day: %v\n%s", err, out)
+	}
+	if out := cli("verify", "--account", LocalAccountID, "--dataset", "events", "--day", "2026-11-20", "--env-file", env); !strings.Contains(out, "OK, generation 1") {
+		t.Errorf("verify: %s", out)
 	}
 
 	cli("local", "down", "--dir", dir)
 	if alive(pid) {
 		t.Errorf("moto_server pid %d still running after local down", pid)
+	}
+	var errw bytes.Buffer
+	a := newApp(&bytes.Buffer{}, &errw)
+	if code := a.execute(ctx, []string{"status", "--env-file", env}); code != exitError || !strings.Contains(errw.String(), "the local stack is not running: make local-up") {
+		t.Errorf("status after local down: exit %d, %s", code, errw.String())
 	}
 }

@@ -32,6 +32,10 @@ type Scripts func(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPre
 // next part-NNNNN file when ExportConfig.MaxFileBytes is zero (SPEC E2).
 const DefaultMaxFileBytes int64 = 256 << 20
 
+// rollCheckRows is the most rows written between two checks of a data
+// file's size against MaxFileBytes (see writeData).
+const rollCheckRows = 1024
+
 // ExportConfig sets file sizes and upload concurrency.
 type ExportConfig struct {
 	Stage        string
@@ -134,6 +138,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	}
 	log.InfoContext(ctx, "partition committed", "files", len(files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", prov.RowCount, "manifest", manifestKey)
+	e.writeDocs(ctx, b, p.Account, prefix, format, log)
 	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes}, nil
 }
 
@@ -176,17 +181,29 @@ func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition,
 		files = append(files, f)
 		return nil
 	}
-	prov, err := e.Source.Rows(ctx, q, func(row []any) error {
-		if cur == nil {
-			if err := open(); err != nil {
+	// A batch is written in slices of at most step rows, and the file
+	// rolls between slices: past MaxFileBytes by at most one slice's row
+	// groups.
+	step := rollCheckRows
+	if n := e.Config.RowGroupRows; n > 0 && n < int64(step) {
+		step = int(n)
+	}
+	var view dataset.Batch
+	prov, err := e.Source.Batches(ctx, q, func(b *dataset.Batch) error {
+		for lo := 0; lo < b.Len(); lo += step {
+			if cur == nil {
+				if err := open(); err != nil {
+					return err
+				}
+			}
+			if err := cur.enc.WriteBatch(b.View(lo, min(lo+step, b.Len()), &view)); err != nil {
 				return err
 			}
-		}
-		if err := cur.enc.Write(row); err != nil {
-			return err
-		}
-		if cur.w.Written() >= maxFile {
-			return closeCur()
+			if cur.w.Written() >= maxFile {
+				if err := closeCur(); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -31,7 +31,7 @@ func unreadable(t *testing.T) error {
 	}
 	db.Close()
 	day := civil.MustParse("2026-03-05")
-	_, err = src.Rows(t.Context(), source.Query{AccountID: "a", Dataset: mustDataset(t, "events"), Day: day,
+	_, err = source.Rows(t.Context(), src, source.Query{AccountID: "a", Dataset: mustDataset(t, "events"), Day: day,
 		Start: day.Start(time.UTC), End: day.AddDays(1).Start(time.UTC)}, func([]any) error { return nil })
 	if err == nil {
 		t.Fatal("a closed database was read")

@@ -111,7 +111,7 @@ func (q *fakeQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatch
 	return out, nil
 }
 
-const sampleAccount = "acct_k7q2mzp4xw7ta3hd" // the account of the sample events
+const sampleAccount = "acct_localdemoaccount" // the account of the sample events: the local stack's (daybook local up)
 
 func fakeService(t *testing.T) (*Service, *fakeLedger, *fakeQueue) {
 	t.Helper()

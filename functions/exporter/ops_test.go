@@ -95,7 +95,7 @@ func (s stallingSource) Rows(ctx context.Context, q source.Query, fn func([]any)
 // deadline, and the ledger write outlives it.
 func TestDeadlineRecordsFailure(t *testing.T) {
 	e := newEnv(t, envOpts{maxFileBytes: 24 << 20}) // row groups of 6 MiB: the first flush opens a multipart upload
-	e.exp.Source = stallingSource{opened: func() bool { return e.faults.Count(buckettest.OpCreate) > 0 }}
+	e.exp.Source = source.RowFunc(stallingSource{opened: func() bool { return e.faults.Count(buckettest.OpCreate) > 0 }}.Rows)
 	c := e.claim("events", testDay, "")
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()

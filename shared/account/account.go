@@ -1,17 +1,22 @@
 // Package account is one tenant's export configuration: which datasets, from
 // which start date, in which time zone, with which settle delay, into which
-// bucket (SPEC C1, C3, F1, F5, L4). It is stored by package ledger (pk=ACCOUNTS,
+// bucket (C1, C3, F1, F5, L4). It is stored by package ledger (pk=ACCOUNTS,
 // sk=<id>) as the JSON document of Account; `daybook account put --file
 // account.json` reads the same snake_case JSON.
 //
 // Account ids are `acct_` + 16 random lowercase base32 characters, never
 // sequential (F2): they appear in customers' object keys.
+//
+// Saving an account checks it against the deployment's rules (Validate,
+// validate.go) and against every other account (CheckIsolation,
+// isolation.go): tenant isolation is enforced, not assumed (C4). The
+// destination's role and external id are in role.go, its custom endpoint in
+// endpoint.go.
 package account
 
 import (
 	"cmp"
 	"encoding/base32"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -61,7 +66,7 @@ type Destination struct {
 	ExpectedBucketOwner string `json:"expected_bucket_owner,omitempty"`
 	// Endpoint is an optional custom S3 endpoint URL (MinIO, R2, ...; C3).
 	Endpoint string `json:"endpoint,omitempty"`
-	// Format is the file format (SPEC F5); empty means fileformat.Default
+	// Format is the file format (F5); empty means fileformat.Default
 	// (parquet). Compression is one of the format's codecs; empty means its
 	// default (parquet: snappy or zstd, default snappy; ndjson: gzip).
 	Format      fileformat.Format `json:"format,omitempty"`
@@ -109,13 +114,7 @@ func NewID(r io.Reader) (string, error) {
 	return "acct_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:])), nil
 }
 
-var (
-	idRE      = regexp.MustCompile(`^acct_[a-z2-7]{16}$`)
-	roleARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$`)
-	bucketRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	datasetRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
-	ownerRE   = regexp.MustCompile(`^[0-9]{12}$`)
-)
+var idRE = regexp.MustCompile(`^acct_[a-z2-7]{16}$`)
 
 // ValidID reports whether id has the NewID shape.
 func ValidID(id string) bool { return idRE.MatchString(id) }
@@ -142,78 +141,6 @@ func (a Account) WithDefaults(settle time.Duration) Account {
 // error naming it.
 func (d Destination) FileFormat() (fileformat.Format, error) {
 	return fileformat.Parse(string(cmp.Or(d.Format, fileformat.Default)))
-}
-
-// Validate checks every field; each error names the field and its value.
-// Empty optional fields are valid (WithDefaults fills them).
-func (a Account) Validate() error {
-	var errs []error
-	bad := func(field string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%s %q: %s", field, fmt.Sprint(v), why))
-	}
-	if !ValidID(a.ID) {
-		bad("id", a.ID, "want acct_ followed by 16 lowercase base32 characters (account.NewID)")
-	}
-	if a.StartDate.IsZero() {
-		bad("start_date", "", "required (YYYY-MM-DD, the backfill horizon)")
-	}
-	if a.TimeZone != "" {
-		if _, err := time.LoadLocation(a.TimeZone); err != nil || a.TimeZone == "Local" {
-			bad("time_zone", a.TimeZone, "not an IANA time zone (e.g. Europe/Paris)")
-		}
-	}
-	if a.SettleDelay != nil && (a.SettleDelay.D() < 0 || a.SettleDelay.D() > 7*24*time.Hour) {
-		bad("settle_delay", a.SettleDelay.D().String(), "must be between 0 and 168h")
-	}
-	if len(a.Datasets) == 0 {
-		bad("datasets", "", "at least one dataset is required")
-	}
-	seen := map[string]bool{}
-	for _, ds := range a.Datasets {
-		switch {
-		case !datasetRE.MatchString(ds):
-			bad("datasets", ds, "not a dataset name (lowercase letters, digits, _)")
-		case seen[ds]:
-			bad("datasets", ds, "listed twice")
-		}
-		seen[ds] = true
-	}
-	d := a.Destination
-	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
-		bad("destination.bucket", d.Bucket, "not an S3 bucket name")
-	}
-	if d.Prefix != "" {
-		if err := layout.ValidatePrefix(d.Prefix); err != nil {
-			errs = append(errs, fmt.Errorf("destination.prefix: %w", err))
-		}
-	}
-	if d.RoleARN != "" {
-		if !roleARNRE.MatchString(d.RoleARN) {
-			bad("destination.role_arn", d.RoleARN, "want arn:aws:iam::<12-digit account>:role/<name>")
-		}
-		if d.ExternalID == "" {
-			bad("destination.external_id", "", "required with a role_arn (confused-deputy protection)")
-		}
-	} else if d.ExternalID != "" {
-		bad("destination.external_id", d.ExternalID, "set without a role_arn")
-	}
-	if d.ExpectedBucketOwner != "" && !ownerRE.MatchString(d.ExpectedBucketOwner) {
-		bad("destination.expected_bucket_owner", d.ExpectedBucketOwner, "want a 12-digit AWS account id")
-	}
-	if d.Endpoint != "" && !strings.HasPrefix(d.Endpoint, "https://") && !strings.HasPrefix(d.Endpoint, "http://") {
-		bad("destination.endpoint", d.Endpoint, "want an http(s):// URL")
-	}
-	if format, err := d.FileFormat(); err != nil {
-		bad("destination.format", d.Format, "want "+fileformat.Names())
-	} else if c := d.Compression; c != "" && !format.Takes(c) {
-		bad("destination.compression", c, fmt.Sprintf("%s takes %s", format, format.CodecNames()))
-	}
-	switch d.Checksums {
-	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
-	default:
-		bad("destination.checksums", d.Checksums, "want full_object, composite or none")
-	}
-	return errors.Join(errs...)
 }
 
 // Location returns the account's time zone (DefaultTimeZone when unset).

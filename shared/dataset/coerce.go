@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 )
@@ -82,7 +83,7 @@ func truncate(s string) string {
 //	date      civil.Date
 //	timestamp time.Time in UTC, truncated to microseconds
 //	int64     int64
-//	double    float64, finite (NaN and ±Inf are refused: see finite)
+//	double    float64, finite (NaN and ±Inf are refused: see CheckDouble)
 //	decimal   Decimal at the column's scale, within its precision
 //	boolean   bool
 //	string    string (valid UTF-8)
@@ -118,6 +119,80 @@ func (d Dataset) Coerce(row []any, rowNum int64) error {
 	return nil
 }
 
+// AppendCoerced coerces a row of loosely typed driver values as Coerce does
+// and appends it to b, so row-at-a-time sources (database/sql) fill the
+// same batches as typed ones. row is left as received. Errors name the
+// partition row (b.RowNum) and the column; on error b is unchanged.
+func (b *Batch) AppendCoerced(row []any) error {
+	d := b.Dataset
+	rowNum := b.RowNum(b.n)
+	if len(row) != len(d.Columns) {
+		return &RowError{Dataset: d.Name, Row: rowNum,
+			Reason: fmt.Sprintf("got %d columns, want %d (%s)", len(row), len(d.Columns), strings.Join(d.ColumnNames(), ", "))}
+	}
+	for i, c := range d.Columns {
+		v := row[i]
+		if v == nil {
+			if !c.Nullable {
+				b.truncate(i)
+				return &RowError{Dataset: d.Name, Row: rowNum, Column: c.Name, Value: nil, Reason: "null in required column"}
+			}
+			b.Cols[i].AppendNull()
+			continue
+		}
+		if reason := b.Cols[i].AppendCoerced(v); reason != "" {
+			b.truncate(i)
+			return &RowError{Dataset: d.Name, Row: rowNum, Column: c.Name, Value: v, Reason: reason}
+		}
+	}
+	b.n++
+	return nil
+}
+
+// AppendCoerced coerces one non-NULL loosely typed value as Coerce does and
+// appends it to v; it returns the reason the value is refused, or "" (then
+// nothing was appended).
+func (v *Vector) AppendCoerced(x any) string {
+	out, reason := coerceValue(v.Column.Type, x)
+	if reason != "" {
+		return reason
+	}
+	return v.appendModel(out)
+}
+
+// CheckString is the check of a string column's value, whatever the source:
+// the reason it is refused, or "".
+func CheckString(p []byte) string {
+	if !utf8.Valid(p) {
+		return "string is not valid UTF-8"
+	}
+	return ""
+}
+
+// CheckJSONText is the check of a json column's value that arrives as text
+// (a source whose type does not guarantee JSON): the reason it is refused,
+// or "". It is one pass over p (ValidJSON): exactly one JSON value, and
+// valid UTF-8 throughout, strings included (json.Valid accepts invalid
+// UTF-8 inside strings). A value of a JSON type the database validated is
+// not checked again: PostgreSQL json and jsonb are valid JSON by
+// construction, and valid UTF-8 because the source requires a UTF8
+// database encoding (see source.SQL).
+func CheckJSONText(p []byte) string {
+	if !ValidJSON(p) {
+		return "invalid json (or not valid UTF-8)"
+	}
+	return ""
+}
+
+// CheckDecimal is the check of a decimal's unscaled value against the
+// column's precision: the reason it is refused, or "".
+func CheckDecimal(t Type, d Decimal) string {
+	if d.Digits() > t.Precision {
+		return fmt.Sprintf("decimal exceeds precision %d", t.Precision)
+	}
+	return ""
+}
+
 // CheckRow verifies that row already holds exactly the value model types
 // (what an encoder accepts), without converting anything.
 func (d Dataset) CheckRow(row []any, rowNum int64) error {
@@ -151,7 +226,7 @@ func checkModel(c Column, v any) string {
 	case KindDouble:
 		var f float64
 		if f, ok = v.(float64); ok {
-			if reason := finite(f); reason != "" {
+			if reason := CheckDouble(f); reason != "" {
 				return reason
 			}
 		}
@@ -173,14 +248,16 @@ func checkModel(c Column, v any) string {
 	return ""
 }
 
-// finite is the one policy for NaN and ±Infinity in a DOUBLE column, the
-// same whatever the file format: the row is refused as bad, naming column,
-// row and value. NDJSON has no number for them (a string in a DOUBLE column
+// CheckDouble is the check of a double column's value, whatever the source
+// (database/sql coercion, PostgreSQL's binary float4/float8, a row built in
+// memory): the reason it is refused, or "". It is the one policy for NaN and
+// ±Infinity, the same whatever the file format: the row is refused as bad,
+// naming column, row and value. NDJSON has no number for them (a string in a DOUBLE column
 // breaks loaders), writing null would hide a bug in the source behind a
 // plausible-looking gap (and is impossible in a required column), and
 // Parquet alone carrying them would make the formats disagree. An overflowing
 // text value ("1e999") is the same infinity and is refused the same way.
-func finite(f float64) string {
+func CheckDouble(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN is not a number a file can carry (double columns refuse NaN and infinities)"
@@ -200,8 +277,8 @@ func coerceValue(t Type, v any) (any, string) {
 		if !ok {
 			return nil, "wrong type, want string"
 		}
-		if !utf8.ValidString(s) {
-			return nil, "string is not valid UTF-8"
+		if reason := CheckString(unsafeBytes(s)); reason != "" {
+			return nil, reason
 		}
 		return s, ""
 	case KindInt64:
@@ -244,7 +321,7 @@ func coerceValue(t Type, v any) (any, string) {
 		default:
 			return nil, "wrong type, want double"
 		}
-		if reason := finite(f); reason != "" {
+		if reason := CheckDouble(f); reason != "" {
 			return nil, reason
 		}
 		return f, ""
@@ -298,8 +375,8 @@ func coerceValue(t Type, v any) (any, string) {
 		default:
 			return nil, "wrong type, want decimal"
 		}
-		if dec.Digits() > t.Precision {
-			return nil, fmt.Sprintf("decimal exceeds precision %d", t.Precision)
+		if reason := CheckDecimal(t, dec); reason != "" {
+			return nil, reason
 		}
 		return dec, ""
 	case KindTimestamp:
@@ -358,13 +435,16 @@ func coerceValue(t Type, v any) (any, string) {
 		default:
 			return nil, "wrong type, want json text"
 		}
-		if !ValidJSON(raw) {
-			return nil, "invalid json (or not valid UTF-8)"
+		if reason := CheckJSONText(raw); reason != "" {
+			return nil, reason
 		}
 		return json.RawMessage(append([]byte(nil), raw...)), ""
 	}
 	return nil, "unsupported column type " + t.String()
 }
+
+// unsafeBytes views s as bytes for a read-only check.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // timestampLayouts are the text forms sources commonly produce: RFC 3339
 // and the SQL/SQLite "YYYY-MM-DD HH:MM:SS" form, with or without a zone.

@@ -173,6 +173,12 @@ func TestWindow(t *testing.T) {
 	start, end := day.Start(zone), day.AddDays(1).Start(zone) // 2026-11-27T22:00Z .. 2026-11-28T22:00Z
 	ev := Dataset{Name: "ev", PartitionColumn: "at", Columns: []Column{{Name: "id", Type: Type{Kind: KindString}}, {Name: "at", Type: Type{Kind: KindTimestamp}}}}
 	st := Dataset{Name: "st", Partition: PartitionStatDate, PartitionColumn: "d", Columns: []Column{{Name: "d", Type: Type{Kind: KindDate}}}}
+	inside := func(ds Dataset) any {
+		if ds.Partition == PartitionStatDate {
+			return day
+		}
+		return start
+	}
 	for _, tc := range []struct {
 		name string
 		ds   Dataset
@@ -191,9 +197,20 @@ func TestWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			row := make([]any, len(tc.ds.Columns))
-			row[len(row)-1] = tc.v
-			err = w.Check(row, 12)
+			// Row 12 of the partition is the second row of a batch whose
+			// first row is in the window.
+			b := NewBatch(tc.ds, 4)
+			b.Reset(11)
+			for _, v := range []any{inside(tc.ds), tc.v} {
+				row := make([]any, len(tc.ds.Columns))
+				for i, c := range tc.ds.Columns {
+					row[i] = map[Kind]any{KindString: "x", KindTimestamp: v, KindDate: v}[c.Type.Kind]
+				}
+				if err := b.AppendRow(row); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = w.CheckBatch(b)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)

@@ -7,15 +7,19 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 )
 
-// Window checks that coerced rows belong to one partition: the partition
-// column's value lies in the day's window. A source's query already filters
-// on it, but a view, a zone bug or text compared as text (SQLite) can return
-// a row of another day, which would then be delivered twice or never.
+// Window checks that rows belong to one partition: the partition column's
+// value lies in the day's window. A source's query already filters on it,
+// but a view, a zone bug or text compared as text (SQLite) can return a row
+// of another day, which would then be delivered twice or never.
 type Window struct {
 	ds         Dataset
 	col        int
 	day        civil.Date
 	start, end time.Time
+	// The window in a vector's storage: Unix microseconds [startUS, endUS)
+	// for a timestamp column, days since 1970-01-01 for a date column.
+	startUS, endUS int64
+	epochDay       int32
 }
 
 // Window returns the check for day, whose instants are [start, end) in the
@@ -23,32 +27,59 @@ type Window struct {
 func (d Dataset) Window(day civil.Date, start, end time.Time) (*Window, error) {
 	for i, c := range d.Columns {
 		if c.Name == d.PartitionColumn {
-			return &Window{ds: d, col: i, day: day, start: start.UTC(), end: end.UTC()}, nil
+			if k := c.Type.Kind; k != KindTimestamp && k != KindDate {
+				return nil, fmt.Errorf("dataset %s: partition_column %s is a %s, not a timestamp or date", d.Name, c.Name, c.Type)
+			}
+			return &Window{ds: d, col: i, day: day, start: start.UTC(), end: end.UTC(),
+				startUS: start.UnixMicro(), endUS: end.UnixMicro(), epochDay: day.EpochDays()}, nil
 		}
 	}
 	return nil, fmt.Errorf("dataset %s: partition_column %q is not a column", d.Name, d.PartitionColumn)
 }
 
-// Check returns a RowError naming the column, the row number and the value
-// when row (coerced, see Coerce) is not in the window.
-func (w *Window) Check(row []any, rowNum int64) error {
-	if w.col >= len(row) {
-		return &RowError{Dataset: w.ds.Name, Row: rowNum, Reason: fmt.Sprintf("got %d columns, want %d", len(row), len(w.ds.Columns))}
+// CheckBatch returns a RowError naming the column, the partition row number
+// and the value of the first row of b (a batch of the window's dataset)
+// whose partition column is not in the window. It reads the column's typed
+// vector and allocates nothing unless a row is refused. A NULL partition
+// value is refused too (the catalog declares the column required).
+func (w *Window) CheckBatch(b *Batch) error {
+	if w.col >= len(b.Cols) {
+		return &RowError{Dataset: w.ds.Name, Row: b.FirstRow, Reason: fmt.Sprintf("got %d columns, want %d", len(b.Cols), len(w.ds.Columns))}
 	}
-	bad := func(v any, what string) error {
-		return &RowError{Dataset: w.ds.Name, Row: rowNum, Column: w.ds.PartitionColumn, Value: v, Reason: what}
-	}
-	switch v := row[w.col].(type) {
-	case civil.Date:
-		if v != w.day {
-			return bad(v.String(), fmt.Sprintf("dated outside the partition's day %s", w.day))
+	v := &b.Cols[w.col]
+	n := b.Len()
+	switch v.Storage {
+	case StorageInt64: // timestamp
+		for i, us := range v.Int64[:n] {
+			if (us < w.startUS || us >= w.endUS) || v.IsNull(i) {
+				return w.refuse(b, i)
+			}
 		}
-	case time.Time:
-		if v.Before(w.start) || !v.Before(w.end) {
-			return bad(FormatTimestamp(v), fmt.Sprintf("outside the partition's day %s [%s, %s)", w.day, FormatTimestamp(w.start), FormatTimestamp(w.end)))
+	case StorageInt32: // date
+		for i, d := range v.Int32[:n] {
+			if d != w.epochDay || v.IsNull(i) {
+				return w.refuse(b, i)
+			}
 		}
 	default:
-		return bad(v, "partition column holds no date or timestamp")
+		return &RowError{Dataset: w.ds.Name, Row: b.FirstRow, Column: w.ds.PartitionColumn, Reason: "partition column holds no date or timestamp"}
 	}
 	return nil
+}
+
+// refuse builds the error for row i of b.
+func (w *Window) refuse(b *Batch, i int) error {
+	v := &b.Cols[w.col]
+	e := &RowError{Dataset: w.ds.Name, Row: b.RowNum(i), Column: w.ds.PartitionColumn}
+	switch {
+	case v.IsNull(i):
+		e.Reason = "null in the partition column"
+	case v.Storage == StorageInt32:
+		day := civil.FromEpochDays(v.Int32[i])
+		e.Value, e.Reason = day.String(), fmt.Sprintf("dated outside the partition's day %s", w.day)
+	default:
+		e.Value = FormatTimestamp(time.UnixMicro(v.Int64[i]))
+		e.Reason = fmt.Sprintf("outside the partition's day %s [%s, %s)", w.day, FormatTimestamp(w.start), FormatTimestamp(w.end))
+	}
+	return e
 }

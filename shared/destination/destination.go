@@ -1,7 +1,17 @@
-// Package destination reaches an account's own bucket (SPEC C1, C3): it
+// Package destination reaches an account's own bucket (C1, C3): it
 // assumes the account's role with its external id when one is set, uses a
 // custom endpoint when configured, and checks the connection by writing
 // (C2), because a read-only key passes every other check.
+//
+// A custom endpoint is tenant configuration, so the client built for one
+// dials through a guard (netguard): every address its host resolves to is
+// checked when the connection is made, before a packet is sent, and the
+// instance metadata and credential services, link-local, private and
+// loopback addresses are refused unless Clients.Endpoints allows them. That
+// closes what a check when the account is saved cannot: a hostname that
+// resolves somewhere else later (DNS rebinding), or a redirect. Clients for
+// AWS itself (no custom endpoint) are not guarded: their hosts are AWS's, or
+// the operator's own AWS_ENDPOINT_URL.
 package destination
 
 import (
@@ -9,11 +19,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -21,6 +35,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/netguard"
 )
 
 // Clients builds S3 clients for destinations from daybook's own
@@ -31,9 +46,16 @@ type Clients struct {
 	Base aws.Config
 	// STS is used to assume customer roles; nil means sts.NewFromConfig(Base).
 	STS stscreds.AssumeRoleAPIClient
+	// Endpoints is what a custom endpoint may connect to. The zero value
+	// allows public addresses only; local development sets AllowLoopback,
+	// and a deployment that allows private endpoints (the account rule
+	// AllowPrivateEndpoints) sets AllowPrivate.
+	Endpoints netguard.Policy
 
 	mu      sync.Mutex
 	clients map[clientKey]*s3.Client
+	// afterGuard, in tests, runs when the guard has allowed an address.
+	afterGuard func(network, address string) error
 }
 
 // clientKey is everything that makes two destinations' clients differ.
@@ -80,8 +102,41 @@ func (f *Clients) newClient(accountID string, d account.Destination) *s3.Client 
 	}
 	if d.Endpoint != "" {
 		cfg.BaseEndpoint = aws.String(d.Endpoint)
+		cfg.HTTPClient = f.guardedHTTPClient()
 	}
 	return awsclient.NewS3(cfg)
+}
+
+// guardedHTTPClient is the SDK's default HTTP client with the endpoint
+// policy on its dialer and no proxy: through a proxy the guard would see the
+// proxy's address, not the endpoint's. Redirects dial through the same guard.
+func (f *Clients) guardedHTTPClient() aws.HTTPClient {
+	policy, after := f.Endpoints, f.afterGuard
+	control := func(network, address string, c syscall.RawConn) error {
+		if err := policy.Control(network, address, c); err != nil {
+			return fmt.Errorf("destination endpoint: %w", err)
+		}
+		if after != nil {
+			return after(network, address)
+		}
+		return nil
+	}
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Control = control }).
+		WithTransportOptions(func(t *http.Transport) { t.Proxy = nil })
+}
+
+// Owner returns the ExpectedBucketOwner parameter for every S3 call to d:
+// d.BucketOwner(deploymentAccountID) as a pointer, nil only where no AWS
+// account owns the bucket (daybook's own role on a custom endpoint). An
+// owner that cannot be determined is an error naming the field, and the
+// caller must not call S3 (C1, C4).
+func Owner(d account.Destination, deploymentAccountID string) (*string, error) {
+	owner, err := d.BucketOwner(deploymentAccountID)
+	if err != nil || owner == "" {
+		return nil, err
+	}
+	return aws.String(owner), nil
 }
 
 // TestAPI is what the connection test calls, with the SDK's signatures.
@@ -107,7 +162,8 @@ type Check struct {
 // CheckConnection writes a small object under prefix, reads it back, starts and aborts
 // a multipart upload, lists the prefix and deletes the object (C2): the
 // calls an export makes. Every step runs even
-// after a failure so the report names each missing permission.
+// after a failure so the report names each missing permission. owner is the
+// destination's BucketOwner (see Owner); every call sends it when not empty.
 func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
 	var ob *string

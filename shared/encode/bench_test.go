@@ -63,11 +63,10 @@ func BenchmarkEncodeEventsDay(b *testing.B) {
 		format fileformat.Format
 		opts   Options
 	}{
-		{"parquet/snappy", fileformat.Parquet, Options{Compression: fileformat.Snappy}},
-		{"parquet/zstd", fileformat.Parquet, Options{Compression: fileformat.Zstd}},
-		{"parquet/snappy-nodict", fileformat.Parquet, Options{Compression: fileformat.Snappy, DisableDictionary: true}},
-		{"parquet/snappy-nodelta", fileformat.Parquet, Options{Compression: fileformat.Snappy, DisableDelta: true}},
-		{"parquet/zstd-nodict-nodelta", fileformat.Parquet, Options{Compression: fileformat.Zstd, DisableDictionary: true, DisableDelta: true}},
+		{"parquet/compatible/snappy", fileformat.Parquet, Options{Compression: fileformat.Snappy}},
+		{"parquet/compatible/zstd", fileformat.Parquet, Options{Compression: fileformat.Zstd}},
+		{"parquet/compact/snappy", fileformat.Parquet, Options{Compression: fileformat.Snappy, Profile: ProfileCompact}},
+		{"parquet/compact/zstd", fileformat.Parquet, Options{Compression: fileformat.Zstd, Profile: ProfileCompact}},
 		{"ndjson/gzip", fileformat.NDJSON, Options{}},
 	}
 	for _, rows := range []int{100_000, 1_000_000} {

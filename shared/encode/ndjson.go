@@ -21,15 +21,18 @@ import (
 // column present (null included) so loaders see the full schema on every
 // line. Values: date "YYYY-MM-DD", timestamp RFC 3339 UTC with six
 // fractional digits, decimal as a string (exact; JSON numbers are doubles to
-// most readers), json embedded as JSON, double as a JSON number except
-// NaN/±Inf, which JSON cannot express and are written as the strings "NaN",
-// "Infinity" and "-Infinity" (what Spark and BigQuery read back).
+// most readers), json embedded as JSON, double as a JSON number. NaN and
+// ±Inf are not in the value model: sources refuse them as bad rows and so
+// does Write (dataset.CheckDouble); a batch built by hand that holds one
+// gets the strings "NaN", "Infinity" and "-Infinity" (what Spark and
+// BigQuery read back), as JSON cannot express them.
 type ndjsonWriter struct {
 	ds     dataset.Dataset
 	gz     *gzip.Writer
 	bw     *bufio.Writer
 	keys   [][]byte // `{"name":` / `,"name":` prefixes, precomputed
 	line   []byte
+	rowBuf rowBuffer
 	rows   int64
 	closed bool
 }
@@ -49,106 +52,99 @@ func newNDJSON(w io.Writer, ds dataset.Dataset, opts Options) (*ndjsonWriter, er
 		if i == 0 {
 			sep = '{'
 		}
-		k := appendJSONString([]byte{sep}, c.Name)
+		k := appendJSONString([]byte{sep}, []byte(c.Name))
 		keys[i] = append(k, ':')
 	}
-	return &ndjsonWriter{ds: ds, gz: gz, bw: bufio.NewWriterSize(gz, 64<<10), keys: keys}, nil
+	return &ndjsonWriter{ds: ds, gz: gz, bw: bufio.NewWriterSize(gz, 64<<10), keys: keys, rowBuf: rowBuffer{ds: ds}}, nil
 }
 
+// Write buffers one row into the writer's own batch (see WriteBatch).
 func (w *ndjsonWriter) Write(row []any) error {
 	if w.closed {
 		return ErrClosed
 	}
-	rowNum := w.rows + 1
-	if len(row) != len(w.ds.Columns) {
-		return &dataset.RowError{Dataset: w.ds.Name, Row: rowNum,
-			Reason: fmt.Sprintf("got %d columns, want %d", len(row), len(w.ds.Columns))}
+	full, err := w.rowBuf.add(row, w.rows)
+	if err != nil || !full {
+		return err
 	}
-	b := w.line[:0]
-	for i, c := range w.ds.Columns {
-		b = append(b, w.keys[i]...)
-		v := row[i]
-		if v == nil {
-			if !c.Nullable {
-				return mismatch(w.ds, rowNum, i, v, "null in required column")
-			}
-			b = append(b, "null"...)
+	return w.rowBuf.flush(w.writeBatch)
+}
+
+// WriteBatch writes every row of b as one line.
+func (w *ndjsonWriter) WriteBatch(b *dataset.Batch) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.rowBuf.flush(w.writeBatch); err != nil {
+		return err
+	}
+	return w.writeBatch(b)
+}
+
+func (w *ndjsonWriter) writeBatch(b *dataset.Batch) error {
+	if err := checkBatch(w.ds, b); err != nil {
+		return err
+	}
+	for r := range b.Len() {
+		line, err := w.appendRow(w.line[:0], b, r)
+		if err != nil {
+			return err
+		}
+		w.line = line
+		if _, err := w.bw.Write(line); err != nil {
+			return fmt.Errorf("encode ndjson dataset %s row %d: %w", w.ds.Name, b.RowNum(r), err)
+		}
+		w.rows++
+	}
+	return nil
+}
+
+// appendRow appends row r of b as a JSON object and a newline.
+func (w *ndjsonWriter) appendRow(line []byte, b *dataset.Batch, r int) ([]byte, error) {
+	for i := range b.Cols {
+		line = append(line, w.keys[i]...)
+		v := &b.Cols[i]
+		if v.IsNull(r) {
+			line = append(line, "null"...)
 			continue
 		}
-		ok := true
-		switch c.Type.Kind {
+		switch v.Column.Type.Kind {
 		case dataset.KindDate:
-			var d civil.Date
-			if d, ok = v.(civil.Date); ok {
-				b = append(b, '"')
-				b = d.AppendText(b)
-				b = append(b, '"')
-			}
+			line = append(line, '"')
+			line = civil.FromEpochDays(v.Int32[r]).AppendText(line)
+			line = append(line, '"')
 		case dataset.KindTimestamp:
-			var t time.Time
-			if t, ok = v.(time.Time); ok {
-				b = append(b, '"')
-				b = dataset.AppendTimestamp(b, t.Truncate(time.Microsecond))
-				b = append(b, '"')
-			}
+			line = append(line, '"')
+			line = dataset.AppendTimestamp(line, time.UnixMicro(v.Int64[r]))
+			line = append(line, '"')
 		case dataset.KindInt64:
-			var n int64
-			if n, ok = v.(int64); ok {
-				b = strconv.AppendInt(b, n, 10)
-			}
+			line = strconv.AppendInt(line, v.Int64[r], 10)
 		case dataset.KindDouble:
-			var f float64
-			if f, ok = v.(float64); ok {
-				b = appendFloat(b, f)
-			}
+			line = appendFloat(line, v.Double[r])
 		case dataset.KindDecimal:
-			var d dataset.Decimal
-			if d, ok = v.(dataset.Decimal); ok {
-				if d.Scale() != c.Type.Scale || d.Digits() > c.Type.Precision {
-					return mismatch(w.ds, rowNum, i, v, fmt.Sprintf("decimal does not fit %s", c.Type))
-				}
-				b = append(b, '"')
-				b = d.AppendText(b)
-				b = append(b, '"')
-			}
+			line = append(line, '"')
+			line = v.Decimal(r).AppendText(line)
+			line = append(line, '"')
 		case dataset.KindBoolean:
-			var x bool
-			if x, ok = v.(bool); ok {
-				b = strconv.AppendBool(b, x)
-			}
+			line = strconv.AppendBool(line, v.Bool[r])
 		case dataset.KindString:
-			var s string
-			if s, ok = v.(string); ok {
-				b = appendJSONString(b, s)
-			}
+			line = appendJSONString(line, v.BytesAt(r))
 		case dataset.KindJSON:
-			var j json.RawMessage
-			if j, ok = v.(json.RawMessage); ok {
-				if bytes.ContainsAny(j, "\r\n") {
-					// A newline inside a pretty-printed value would split
-					// the record; compacting keeps one object per line.
-					var cb bytes.Buffer
-					if err := json.Compact(&cb, j); err != nil {
-						return mismatch(w.ds, rowNum, i, v, "invalid json")
-					}
-					j = cb.Bytes()
+			j := v.BytesAt(r)
+			if bytes.ContainsAny(j, "\r\n") {
+				// A newline inside a pretty-printed value would split
+				// the record; compacting keeps one object per line.
+				var cb bytes.Buffer
+				if err := json.Compact(&cb, j); err != nil {
+					return line, &dataset.RowError{Dataset: w.ds.Name, Row: b.RowNum(r), Column: v.Column.Name,
+						Value: json.RawMessage(j), Reason: "invalid json"}
 				}
-				b = append(b, j...)
+				j = cb.Bytes()
 			}
-		default:
-			ok = false
-		}
-		if !ok {
-			return mismatch(w.ds, rowNum, i, v, fmt.Sprintf("want %s value, got %T", c.Type, v))
+			line = append(line, j...)
 		}
 	}
-	b = append(b, '}', '\n')
-	w.line = b
-	if _, err := w.bw.Write(b); err != nil {
-		return fmt.Errorf("encode ndjson dataset %s row %d: %w", w.ds.Name, rowNum, err)
-	}
-	w.rows++
-	return nil
+	return append(line, '}', '\n'), nil
 }
 
 func appendFloat(b []byte, f float64) []byte {
@@ -173,7 +169,7 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD
 // and U+2028/U+2029 are escaped so the line stays valid JavaScript too.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString(b []byte, s []byte) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -200,7 +196,7 @@ func appendJSONString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
@@ -225,6 +221,9 @@ func (w *ndjsonWriter) Flush() error {
 	if w.closed {
 		return ErrClosed
 	}
+	if err := w.rowBuf.flush(w.writeBatch); err != nil {
+		return err
+	}
 	if err := w.bw.Flush(); err != nil {
 		return fmt.Errorf("encode ndjson dataset %s: flush: %w", w.ds.Name, err)
 	}
@@ -238,6 +237,9 @@ func (w *ndjsonWriter) Close() error {
 	if w.closed {
 		return nil
 	}
+	if err := w.rowBuf.flush(w.writeBatch); err != nil {
+		return err
+	}
 	w.closed = true
 	if err := w.bw.Flush(); err != nil {
 		return fmt.Errorf("encode ndjson dataset %s: close: %w", w.ds.Name, err)
@@ -248,4 +250,4 @@ func (w *ndjsonWriter) Close() error {
 	return nil
 }
 
-func (w *ndjsonWriter) Rows() int64 { return w.rows }
+func (w *ndjsonWriter) Rows() int64 { return w.rows + int64(w.rowBuf.pending()) }

@@ -1,6 +1,10 @@
-// Package jobs owns the messages on the export queue (SPEC E1): a claimed
+// Package jobs owns the messages on the export queue (E1): a claimed
 // job from the sweeper, and a manual re-export request sent by hand or by
 // `daybook reexport`. Both kinds reach the same ledger row and claim.
+//
+// It also owns the one check of a manual request against its account
+// (CheckRequest, check.go), shared by the exporter, for messages, and by
+// the CLI, for `daybook reexport` and `daybook requeue`.
 package jobs
 
 import (
@@ -8,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 )
@@ -55,8 +58,9 @@ type Message struct {
 	Manual *Manual
 }
 
-// Parse decodes and validates a message body. Every error wraps
-// ErrMalformed and names the field and the value.
+// Parse decodes and validates a message body (Job.Validate, Manual.Validate).
+// Every error wraps ErrMalformed; a field's error is a *FieldError naming
+// the field and the value.
 func Parse(body string) (Message, error) {
 	var probe struct {
 		Kind       string `json:"kind"`
@@ -93,33 +97,30 @@ func Parse(body string) (Message, error) {
 	return Message{}, fmt.Errorf("%w: kind %q: want %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual)
 }
 
-func required(field, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return fmt.Errorf("%w: %s is required", ErrMalformed, field)
-	}
-	return nil
-}
-
-func day(field, v string) (civil.Date, error) {
-	d, err := civil.Parse(v)
-	if err != nil {
-		return civil.Date{}, fmt.Errorf("%w: %s %q is not a date (YYYY-MM-DD)", ErrMalformed, field, v)
-	}
-	return d, nil
-}
-
-// Validate checks a job's fields.
+// Validate checks a claimed job's fields as strictly as the sweeper writes
+// them: an account id of account.NewID's form, a dataset of the catalog, a
+// day, a claim token of the ledger's form (32 lowercase hex digits), an
+// attempt and a generation of at least 1. Errors are *FieldError wrapping
+// ErrMalformed.
 func (j Job) Validate() error {
-	for _, f := range [][2]string{{"account_id", j.AccountID}, {"dataset", j.Dataset}, {"day", j.Day}, {"claim_token", j.ClaimToken}} {
-		if err := required(f[0], f[1]); err != nil {
-			return err
-		}
-	}
-	if _, err := day("day", j.Day); err != nil {
+	if err := checkAccountID(j.AccountID); err != nil {
 		return err
 	}
-	if j.Attempt < 1 {
-		return fmt.Errorf("%w: attempt %d: want >= 1", ErrMalformed, j.Attempt)
+	if err := checkDatasetKnown(j.Dataset); err != nil {
+		return err
+	}
+	if _, err := parseDay("day", j.Day); err != nil {
+		return err
+	}
+	switch {
+	case j.ClaimToken == "":
+		return malformed("claim_token", "", "is required")
+	case !claimTokenRE.MatchString(j.ClaimToken):
+		return malformed("claim_token", j.ClaimToken, "is not a claim token (32 lowercase hex digits)")
+	case j.Attempt < 1:
+		return malformed("attempt", fmt.Sprint(j.Attempt), "is not a run's attempt number (want >= 1)")
+	case j.Generation < 1:
+		return malformed("generation", fmt.Sprint(j.Generation), "is not a claimed generation (want >= 1)")
 	}
 	return nil
 }
@@ -127,44 +128,25 @@ func (j Job) Validate() error {
 // DayValue is the job's day, parsed.
 func (j Job) DayValue() civil.Date { d, _ := civil.Parse(j.Day); return d }
 
-// Validate checks a manual request's fields; the range rules are here, the
-// "not today or later" rule needs the account's clock and lives with it.
+// Validate checks a manual request's form: an account id of
+// account.NewID's form, a dataset name, and one day or a range (from <= to,
+// at most MaxManualRangeDays). Whether the account exists, exports the
+// dataset and has closed those days is CheckRequest's, which needs the
+// account. Errors are *FieldError wrapping ErrMalformed.
 func (m Manual) Validate() error {
-	if err := required("account_id", m.AccountID); err != nil {
+	if err := checkAccountID(m.AccountID); err != nil {
 		return err
 	}
-	if err := required("dataset", m.Dataset); err != nil {
+	if err := checkDatasetName(m.Dataset); err != nil {
 		return err
 	}
 	_, _, err := m.Days()
 	return err
 }
 
-// Days returns the requested range (From == To for one day).
-func (m Manual) Days() (from, to civil.Date, err error) {
-	switch {
-	case m.Day != "" && (m.From != "" || m.To != ""):
-		return from, to, fmt.Errorf("%w: give day or from/to, not both (day %q, from %q, to %q)", ErrMalformed, m.Day, m.From, m.To)
-	case m.Day != "":
-		d, err := day("day", m.Day)
-		return d, d, err
-	case m.From == "" && m.To == "":
-		return from, to, fmt.Errorf("%w: day (or from and to) is required", ErrMalformed)
-	}
-	if from, err = day("from", m.From); err != nil {
-		return
-	}
-	if to, err = day("to", m.To); err != nil {
-		return
-	}
-	if to.Before(from) {
-		return from, to, fmt.Errorf("%w: to %q is before from %q", ErrMalformed, m.To, m.From)
-	}
-	if n := from.DaysUntil(to) + 1; n > MaxManualRangeDays {
-		return from, to, fmt.Errorf("%w: range %s..%s is %d days; at most %d per request (use daybook requeue for more)", ErrMalformed, m.From, m.To, n, MaxManualRangeDays)
-	}
-	return from, to, nil
-}
+// Days returns the requested range (From == To for one day), checked for
+// form and for MaxManualRangeDays.
+func (m Manual) Days() (from, to civil.Date, err error) { return m.days(MaxManualRangeDays) }
 
 // Encode renders a message body.
 func Encode(v any) (string, error) {

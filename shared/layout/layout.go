@@ -1,4 +1,4 @@
-// Package layout is the object layout contract of a delivery (SPEC F1): the
+// Package layout is the object layout contract of a delivery (F1): the
 // customer's prefix template and every key daybook writes under it.
 //
 //	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/part-00000.parquet   data (part-*)
@@ -6,24 +6,24 @@
 //	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/_SUCCESS             commit marker, written last
 //	<prefix>/v1/<dataset>/dt=YYYY-MM-DD/_load/<engine>.sql   load scripts
 //	<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json       per-account delivery manifest (F4)
+//	<prefix>/v1/README.md                                     how to read the bucket, for the customer
+//	<prefix>/v1/_schemas/<dataset>.json                       each dataset's columns and meaning
 //
 // `v1` is the contract version. Data files start with `part-` and metadata with
 // `_`, so a loader globbing `dt=*/part-*` never reads a manifest or a script.
 //
 // The prefix is a template with two placeholders only, {{.AccountID}} and
-// {{.Stage}} (opaque ids, F2). Unknown placeholders are rejected when the
-// account is validated; a rendered prefix is a relative path with no empty,
-// `.` or `..` segment. Nothing else is escaped: a prefix is the customer's
-// choice of key names.
+// {{.Stage}} (opaque ids, F2); {{.AccountID}} must be one whole segment of it
+// (C4). Its characters are limited to a safe set and every key it can produce
+// fits S3's key limit: see prefix.go. Nothing is escaped: a prefix is the
+// customer's choice of key names within those rules.
 //
 // Days are civil.Date values; a data file's extension is its format's
 // (fileformat.Format.Extension).
 package layout
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -46,68 +46,11 @@ const (
 	DataPrefix   = "part-"
 	// DeliveryManifestsDir is the dataset-level folder of per-day delivery manifests (F4).
 	DeliveryManifestsDir = "_manifests"
+	// ReadmeName is the README at the contract root, `<prefix>/v1/README.md`.
+	ReadmeName = "README.md"
+	// SchemasDir is the contract-root folder of per-dataset schema documents.
+	SchemasDir = "_schemas"
 )
-
-// Vars are the values of the prefix placeholders.
-type Vars struct {
-	AccountID string
-	Stage     string
-}
-
-var placeholderRE = regexp.MustCompile(`\{\{[^}]*\}\}`)
-
-// ValidatePrefix checks a prefix template without rendering it: only the known
-// placeholders, and every segment (with placeholders standing for a
-// non-empty value) is neither empty, `.` nor `..`; no leading slash.
-func ValidatePrefix(tmpl string) error {
-	if tmpl == "" {
-		return errors.New("prefix template is empty")
-	}
-	for _, ph := range placeholderRE.FindAllString(tmpl, -1) {
-		if ph != PlaceholderAccountID && ph != PlaceholderStage {
-			return fmt.Errorf("prefix %q: unknown placeholder %s (allowed: %s, %s)", tmpl, ph, PlaceholderAccountID, PlaceholderStage)
-		}
-	}
-	rest := placeholderRE.ReplaceAllString(tmpl, "x")
-	if strings.Contains(rest, "{{") || strings.Contains(rest, "}}") {
-		return fmt.Errorf("prefix %q: unbalanced {{ }}", tmpl)
-	}
-	return checkPath(tmpl, rest)
-}
-
-// RenderPrefix validates tmpl, substitutes the placeholders and checks the result.
-func RenderPrefix(tmpl string, v Vars) (string, error) {
-	if err := ValidatePrefix(tmpl); err != nil {
-		return "", err
-	}
-	if strings.Contains(tmpl, PlaceholderAccountID) && v.AccountID == "" {
-		return "", fmt.Errorf("prefix %q: account id is empty", tmpl)
-	}
-	if strings.Contains(tmpl, PlaceholderStage) && v.Stage == "" {
-		return "", fmt.Errorf("prefix %q: stage is empty", tmpl)
-	}
-	out := strings.NewReplacer(PlaceholderAccountID, v.AccountID, PlaceholderStage, v.Stage).Replace(tmpl)
-	if err := checkPath(tmpl, out); err != nil {
-		return "", err
-	}
-	return out, nil
-}
-
-func checkPath(tmpl, p string) error {
-	if strings.HasPrefix(p, "/") {
-		return fmt.Errorf("prefix %q: must be relative (no leading /)", tmpl)
-	}
-	p = strings.TrimSuffix(p, "/")
-	for i, seg := range strings.Split(p, "/") {
-		switch seg {
-		case "":
-			return fmt.Errorf("prefix %q: segment %d is empty", tmpl, i+1)
-		case ".", "..":
-			return fmt.Errorf("prefix %q: segment %d is %q", tmpl, i+1, seg)
-		}
-	}
-	return nil
-}
 
 func clean(prefix string) string { return strings.TrimSuffix(prefix, "/") }
 
@@ -136,6 +79,22 @@ func SuccessKey(prefix, dataset string, day civil.Date) string {
 // LoadKey is `.../_load/<engine>.sql`.
 func LoadKey(prefix, dataset string, day civil.Date, engine string) string {
 	return PartitionPrefix(prefix, dataset, day) + LoadDir + "/" + engine + ".sql"
+}
+
+// ContractPrefix is `<prefix>/v1/` (trailing slash): every key daybook
+// writes for the account is under it.
+func ContractPrefix(prefix string) string {
+	return clean(prefix) + "/" + Version + "/"
+}
+
+// ReadmeKey is `<prefix>/v1/README.md`.
+func ReadmeKey(prefix string) string {
+	return ContractPrefix(prefix) + ReadmeName
+}
+
+// SchemaKey is `<prefix>/v1/_schemas/<dataset>.json`.
+func SchemaKey(prefix, dataset string) string {
+	return ContractPrefix(prefix) + SchemasDir + "/" + dataset + ".json"
 }
 
 // DeliveryManifestKey is `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json` (F4).

@@ -1,6 +1,8 @@
 package layout
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,18 +18,35 @@ func TestPrefixTemplate(t *testing.T) {
 	}{
 		{"daybook/{{.AccountID}}", "daybook/acct_x", ""},
 		{"{{.Stage}}/exports/{{.AccountID}}/", "prod/exports/acct_x/", ""},
-		{"exports", "exports", ""},
-		{"a/{{.AccountID}}-{{.Stage}}", "a/acct_x-prod", ""},
-		{"", "", "empty"},
+		{"{{.AccountID}}", "acct_x", ""},
+		{"a/{{.AccountID}}/{{.Stage}}-x", "a/acct_x/prod-x", ""},
+		{"Exports!_(2026).v-1/{{.AccountID}}", "Exports!_(2026).v-1/acct_x", ""},
+		{"", "", "is empty"},
 		{"/abs/{{.AccountID}}", "", "relative"},
-		{"a//b", "", "segment 2 is empty"},
-		{"a/./b", "", `"."`},
-		{"a/../b", "", `".."`},
-		{"..", "", `".."`},
-		{"a/{{.Tenant}}", "", "unknown placeholder {{.Tenant}}"},
+		{"a//b/{{.AccountID}}", "", "segment 2 is empty"},
+		{"a/./b/{{.AccountID}}", "", `"."`},
+		{"a/../b/{{.AccountID}}", "", `".."`},
+		{"../{{.AccountID}}", "", `".."`},
+		{"a/{{.Tenant}}/{{.AccountID}}", "", "unknown placeholder {{.Tenant}}"},
 		{"a/{{ .AccountID }}", "", "unknown placeholder"},
 		{"a/{{.AccountID", "", "unbalanced"},
-		{"a/}}", "", "unbalanced"},
+		{"a/}}/{{.AccountID}}", "", "unbalanced"},
+		// C4: the account id is a whole segment of every prefix.
+		{"exports", "", "must contain {{.AccountID}} as a whole segment"},
+		{"{{.Stage}}/exports", "", "must contain {{.AccountID}} as a whole segment"},
+		{"a/x{{.AccountID}}", "", `not part of "x{{.AccountID}}"`},
+		{"a/{{.AccountID}}-{{.Stage}}", "", "must be a whole segment"},
+		{"a/{{.AccountID}}/b/{{.AccountID}}x", "", "must be a whole segment"},
+		// Characters outside the safe set.
+		{"a b/{{.AccountID}}", "", `character ' '`},
+		{"a*/{{.AccountID}}", "", `character '*'`},
+		{"it's/{{.AccountID}}", "", `character '\''`},
+		{"a?b/{{.AccountID}}", "", `character '?'`},
+		{"a%2F/{{.AccountID}}", "", `character '%'`},
+		{`a\b/{{.AccountID}}`, "", `character '\\'`},
+		{"é/{{.AccountID}}", "", `character 'é'`},
+		{"a\nb/{{.AccountID}}", "", `character '\n'`},
+		{"a#b/{{.AccountID}}", "", `character '#'`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tmpl, func(t *testing.T) {
@@ -36,8 +55,10 @@ func TestPrefixTemplate(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 				}
-				if verr := ValidatePrefix(tc.tmpl); verr == nil {
-					t.Errorf("ValidatePrefix accepted %q", tc.tmpl)
+				verr := ValidatePrefix(tc.tmpl)
+				var pe *PrefixError
+				if !errors.As(verr, &pe) || pe.Prefix != tc.tmpl {
+					t.Errorf("ValidatePrefix(%q) = %v, want a *PrefixError naming it", tc.tmpl, verr)
 				}
 				return
 			}
@@ -46,8 +67,83 @@ func TestPrefixTemplate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := RenderPrefix("a/{{.Stage}}", Vars{AccountID: "x"}); err == nil {
-		t.Error("empty stage rendered")
+	for _, v := range []Vars{{AccountID: "x"}, {AccountID: "", Stage: "prod"}, {AccountID: "a/b", Stage: "prod"}, {AccountID: "x", Stage: "p*"}} {
+		if p, err := RenderPrefix("a/{{.Stage}}/{{.AccountID}}", v); err == nil {
+			t.Errorf("RenderPrefix with %+v = %q, want an error", v, p)
+		}
+	}
+}
+
+func TestWithin(t *testing.T) {
+	cases := []struct {
+		key, prefix string
+		want        bool
+	}{
+		{"a/b/c", "a/b", true},
+		{"a/b", "a/b", true},
+		{"a/b/", "a/b", true},
+		{"a/b", "a/b/", true},
+		{"a/bc", "a/b", false},
+		{"a/bc/d", "a/b", false},
+		{"a", "a/b", false},
+		{"b/a", "a", false},
+		{"a/b/v1/events/dt=2026-01-01/part-00000.parquet", "a/b", true},
+	}
+	for _, c := range cases {
+		if got := Within(c.key, c.prefix); got != c.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", c.key, c.prefix, got, c.want)
+		}
+	}
+	if !Overlap("a/b", "a/b/c") || !Overlap("a/b/c", "a/b") || Overlap("a/b", "a/bc") || Overlap("x/a", "y/a") {
+		t.Error("Overlap")
+	}
+}
+
+// TestKeyLength checks S3's 1,024-byte limit at the boundary: the longest key
+// is the NDJSON data file or the load script of the longest engine name,
+// whichever is longer, under the longest dataset.
+func TestKeyLength(t *testing.T) {
+	datasets := []string{"events", "daily_stats"}
+	base := "p/acct_x"
+	tail := len(LongestKey(base, datasets)) - len(base)
+	// A prefix that makes the longest key exactly MaxKeyBytes long passes;
+	// one byte more is refused, naming the prefix and the excess.
+	fits := strings.Repeat("a", MaxKeyBytes-tail-len("/acct_x")) + "/acct_x"
+	if n := len(LongestKey(fits, datasets)); n != MaxKeyBytes {
+		t.Fatalf("longest key under the fitting prefix is %d bytes", n)
+	}
+	if err := CheckKeyLength(fits, datasets); err != nil {
+		t.Errorf("a prefix whose longest key is %d bytes: %v", MaxKeyBytes, err)
+	}
+	over := "a" + fits
+	err := CheckKeyLength(over, datasets)
+	var pe *PrefixError
+	if !errors.As(err, &pe) || pe.Prefix != over || !strings.Contains(err.Error(), "1025 bytes") || !strings.Contains(err.Error(), "shorten the prefix by 1") {
+		t.Fatalf("CheckKeyLength one byte over = %v", err)
+	}
+	if !strings.Contains(err.Error(), "daily_stats") {
+		t.Errorf("the longest key is under the longest dataset: %v", err)
+	}
+	// Every key a writer makes is at most the longest one.
+	d := civil.MustParse("2026-09-05")
+	longest := len(LongestKey(base, datasets))
+	for _, ds := range datasets {
+		for _, k := range []string{
+			DataKey(base, ds, d, 99999, fileformat.NDJSON.Extension()), DataKey(base, ds, d, 0, fileformat.Parquet.Extension()),
+			ManifestKey(base, ds, d), SuccessKey(base, ds, d), LoadKey(base, ds, d, "snowflake"), SchemaKey(base, ds),
+			DeliveryManifestKey(base, d), ReadmeKey(base),
+		} {
+			if len(k) > longest {
+				t.Errorf("key %q (%d bytes) is longer than LongestKey (%d)", k, len(k), longest)
+			}
+			if !Within(k, base) {
+				t.Errorf("key %q is not under %q", k, base)
+			}
+		}
+	}
+	// Without datasets the account-level keys still count.
+	if got := LongestKey(base, nil); len(got) != len(DeliveryManifestKey(base, d)) || !strings.Contains(got, "/_manifests/") {
+		t.Errorf("LongestKey without datasets = %q", got)
 	}
 }
 
@@ -62,6 +158,10 @@ func TestKeys(t *testing.T) {
 		{SuccessKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_SUCCESS"},
 		{LoadKey(p, "events", d, "athena"), "daybook/acct_x/v1/events/dt=2026-09-05/_load/athena.sql"},
 		{DeliveryManifestKey(p, d), "daybook/acct_x/v1/_manifests/dt=2026-09-05/manifest.json"},
+		{ContractPrefix(p), "daybook/acct_x/v1/"},
+		{ContractPrefix("daybook/acct_x"), "daybook/acct_x/v1/"},
+		{ReadmeKey(p), "daybook/acct_x/v1/README.md"},
+		{SchemaKey("daybook/acct_x", "events"), "daybook/acct_x/v1/_schemas/events.json"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -78,6 +178,8 @@ func TestKeys(t *testing.T) {
 		{SuccessKey(p, "events", d), false},
 		{LoadKey(p, "events", d, "duckdb"), false},
 		{DeliveryManifestKey(p, d), false},
+		{ReadmeKey(p), false},
+		{SchemaKey(p, "events"), false},
 		{"daybook/v1/events/part-00000.parquet", false},
 		{"part-00000.parquet", false},
 		{"a/dt=2026-09-05/part-", false},
@@ -85,6 +187,30 @@ func TestKeys(t *testing.T) {
 	for _, c := range isData {
 		if got := IsDataKey(c.key); got != c.want {
 			t.Errorf("IsDataKey(%q) = %v, want %v", c.key, got, c.want)
+		}
+	}
+}
+
+func TestValidateRendered(t *testing.T) {
+	for _, tt := range []struct {
+		prefix string
+		ok     bool
+	}{
+		{"tenants/acct_7f3a9c", true},
+		{"daybook/acct_abc/prod", true},
+		{"", false},
+		{"/abs", false},
+		{"a//b", false},
+		{"a/../b", false},
+		{"a/{{.AccountID}}", false},
+		{"a b", false},
+	} {
+		err := ValidateRendered(tt.prefix)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateRendered(%q) = %v, want ok=%v", tt.prefix, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.prefix)) {
+			t.Errorf("error %v does not name the prefix", err)
 		}
 	}
 }

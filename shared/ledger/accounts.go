@@ -17,7 +17,7 @@ import (
 // PutAccount validates a and stores it (pk=ACCOUNTS, sk=<id>), replacing any
 // earlier version. CreatedAt is set from the clock when zero.
 func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
-	if err := a.Validate(); err != nil {
+	if err := a.ValidateShape(); err != nil {
 		return fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	if a.CreatedAt.IsZero() {

@@ -107,6 +107,7 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 	if err != nil {
 		return Claim{}, err
 	}
+	l.noteDeadClaim(ctx, prev, now)
 	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.nextGeneration(),
 		Reason: cmp.Or(reason, prev.Reason, ReasonScheduled), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 }
@@ -158,6 +159,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 			}
 			return err
 		}
+		l.noteDeadClaim(ctx, row, now)
 		return fmt.Errorf("%w: %s: %s", ErrExhausted, key, msg)
 	case row.liveAt(now):
 		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))

@@ -81,6 +81,34 @@ func readBack(op string, key Key, item map[string]types.AttributeValue) (Row, er
 	return row, nil
 }
 
+// attemptFromItem reads a history item of the partition key. A time that
+// does not parse is an error naming the attribute, the item's key and the
+// value, as for rows.
+func attemptFromItem(key Key, item map[string]types.AttributeValue) (Attempt, error) {
+	r, err := decodeItem[attemptRecord](item)
+	if err != nil {
+		return Attempt{}, err
+	}
+	a := Attempt{
+		Key: key, Attempt: r.Attempt, Outcome: Outcome(r.Outcome), Reason: Reason(r.Reason),
+		Generation: r.Generation, Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, DurationMS: r.DurationMS,
+		ManifestKey: r.ManifestKey, Error: r.Error,
+	}
+	for _, f := range []struct {
+		attr, value string
+		dst         *time.Time
+	}{
+		{attrClaimedAt, r.ClaimedAt, &a.ClaimedAt},
+		{attrStartedAt, r.StartedAt, &a.StartedAt},
+		{attrFinishedAt, r.FinishedAt, &a.FinishedAt},
+	} {
+		if *f.dst, err = parseTime(f.value); err != nil {
+			return Attempt{}, malformed(item, f.attr, strconv.Quote(f.value), err)
+		}
+	}
+	return a, nil
+}
+
 // rowFromItem reads a partition row from a table or index item.
 func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 	r, err := decodeItem[rowRecord](item)

@@ -19,8 +19,8 @@ const (
 
 // Attribute names. Every expression, key map and hand-built item names an
 // attribute through these constants (or the exported Attr* above); the
-// struct tags of rowRecord, accountRecord and watermarkRecord must spell the
-// same names, which TestAttributeNamesMatchRecords checks.
+// struct tags of rowRecord, accountRecord, watermarkRecord and attemptRecord
+// must spell the same names, which TestAttributeNamesMatchRecords checks.
 const (
 	attrAccountID      = "account_id"
 	attrDataset        = "dataset"
@@ -45,22 +45,30 @@ const (
 	attrReason         = "reason"
 	attrRerunRequested = "rerun_requested"
 	attrUpdatedAt      = "updated_at"
-	attrEnabled        = "enabled" // account records
-	attrDoc            = "doc"     // account records: JSON of account.Account
-	attrThrough        = "through" // watermarks: the last materialized day
+	attrEnabled        = "enabled"     // account records
+	attrDoc            = "doc"         // account records: JSON of account.Account
+	attrThrough        = "through"     // watermarks: the last materialized day
+	attrAttempt        = "attempt"     // history items: the attempt's number
+	attrOutcome        = "outcome"     // history items: how the attempt ended
+	attrFinishedAt     = "finished_at" // history items
+	attrError          = "error"       // history items: the attempt's error
+	// AttrExpiresAt is the table's TTL attribute (epoch seconds); only
+	// history items carry it.
+	AttrExpiresAt = "expires_at"
 )
 
 const (
-	pkAccounts    = "ACCOUNTS"
-	pkWMPrefix    = "WM#"
-	pkPartPrefix  = "P#"
-	timeFormat    = "2006-01-02T15:04:05Z"
-	dueQueued     = "0#"
-	duePending    = "1#"
-	dueFailed     = "2#"
-	dueRunning    = "3#"
-	dueExhausted  = "9#" // counted by CountExhausted, never read by Due
-	dueUpperBound = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
+	pkAccounts      = "ACCOUNTS"
+	pkWMPrefix      = "WM#"
+	pkHistoryPrefix = "H#"
+	pkPartPrefix    = "P#"
+	timeFormat      = "2006-01-02T15:04:05Z"
+	dueQueued       = "0#"
+	duePending      = "1#"
+	dueFailed       = "2#"
+	dueRunning      = "3#"
+	dueExhausted    = "9#" // counted by CountExhausted, never read by Due
+	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 )
 
 // rowRecord is the stored form of a partition row.
@@ -113,6 +121,30 @@ type watermarkRecord struct {
 	Dataset   string `dynamodbav:"dataset"`
 	Through   string `dynamodbav:"through"`
 	UpdatedAt string `dynamodbav:"updated_at"`
+}
+
+// attemptRecord is the stored form of an attempt's history item
+// (pk=H#<account>#<dataset>#<day>, sk=<started_at>#<attempt>); see history.go.
+type attemptRecord struct {
+	PK          string `dynamodbav:"pk"`
+	SK          string `dynamodbav:"sk"`
+	AccountID   string `dynamodbav:"account_id"`
+	Dataset     string `dynamodbav:"dataset"`
+	Day         string `dynamodbav:"day"`
+	Attempt     int    `dynamodbav:"attempt"`
+	Outcome     string `dynamodbav:"outcome"`
+	Reason      string `dynamodbav:"reason,omitempty"`
+	ClaimedAt   string `dynamodbav:"claimed_at,omitempty"`
+	StartedAt   string `dynamodbav:"started_at,omitempty"`
+	FinishedAt  string `dynamodbav:"finished_at"`
+	Generation  int64  `dynamodbav:"generation,omitempty"`
+	Rows        int64  `dynamodbav:"rows,omitempty"`
+	Bytes       int64  `dynamodbav:"bytes,omitempty"`
+	Files       int    `dynamodbav:"files,omitempty"`
+	DurationMS  int64  `dynamodbav:"duration_ms,omitempty"`
+	ManifestKey string `dynamodbav:"manifest_key,omitempty"`
+	Error       string `dynamodbav:"error,omitempty"`
+	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -18,6 +18,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[rowRecord](),
 	reflect.TypeFor[accountRecord](),
 	reflect.TypeFor[watermarkRecord](),
+	reflect.TypeFor[attemptRecord](),
 }
 
 // recordTags maps every dynamodbav tag of the record types to the types that

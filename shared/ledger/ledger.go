@@ -3,7 +3,7 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds three kinds of item:
+// One table (template.yaml, LedgerTable) holds four kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
 //	                                                         account_id, updated_at
@@ -16,10 +16,19 @@
 //	                                                         files, manifest_key, duration_ms, completed_at,
 //	                                                         reason, rerun_requested, updated_at,
 //	                                                         due_account, due_key (while due)
+//	history item:    pk=H#<account>#<ds>#<day>               account_id, dataset, day, attempt, outcome,
+//	                 sk=<started_at>#<attempt>               reason, claimed_at, started_at, finished_at,
+//	                                                         generation, rows, bytes, files, duration_ms,
+//	                                                         manifest_key, error, expires_at (TTL)
+//
+// A history item records how one attempt ended (history.go); it is written
+// after the transition that ended it (Complete, Fail, or a Claim or
+// ClaimManual that took over a dead started claim), best effort.
 //
 // Code names every attribute through one constant (AttrPK, AttrSK,
-// AttrDueAccount and AttrDueKey are exported), and a test checks the
-// constants against the struct tags of the three items' stored forms. A stored value that does not parse (a time, a day, a
+// AttrDueAccount, AttrDueKey and AttrExpiresAt are exported), and a test
+// checks the constants against the struct tags of the four items' stored
+// forms. A stored value that does not parse (a time, a day, a
 // number, a value of the wrong type) is an error naming the attribute, the
 // item's key and the value, never a zero value: a lease read as zero would
 // look expired.

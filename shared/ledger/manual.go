@@ -46,6 +46,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 					return Claim{}, err
 				}
 			}
+			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
 				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}

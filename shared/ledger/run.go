@@ -137,6 +137,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 	for range 3 {
 		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
+			l.noteCompleted(ctx, out)
 			return readBack("complete", key, out)
 		}
 		if !errors.Is(err, errCondition) {
@@ -237,6 +238,7 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		if err != nil {
 			return Row{}, err
 		}
+		l.noteFailed(ctx, out, attempts)
 		return readBack("fail", key, out)
 	}
 	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)

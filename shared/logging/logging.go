@@ -1,6 +1,10 @@
-// Package logging builds the JSON slog logger both functions use. Every line
-// logged with a Lambda context carries the request id, and callers add
-// account, dataset, day, generation and run id with Logger.With (SPEC O2).
+// Package logging builds the JSON slog logger both functions use. Lines use
+// the field names of Lambda's JSON log format — timestamp, level, message,
+// requestId — so Lambda's application log-level filtering
+// (LoggingConfig.ApplicationLogLevel) and CloudWatch Logs Insights read them
+// as AWS documents. Every line logged with a Lambda context carries the
+// request id, and callers add account, dataset, day, generation and run id
+// with Logger.With.
 package logging
 
 import (
@@ -11,9 +15,61 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
+// Field names of Lambda's JSON log format.
+const (
+	KeyTimestamp = "timestamp"
+	KeyLevel     = "level"
+	KeyMessage   = "message"
+	KeyRequestID = "requestId"
+)
+
+// timestampFormat is Lambda's: RFC 3339 in UTC with milliseconds.
+const timestampFormat = "2006-01-02T15:04:05.000Z"
+
 // New returns a JSON logger writing to w at level.
 func New(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(requestIDHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})})
+	base := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: lambdaKeys})
+	return slog.New(requestIDHandler{base: base, h: base})
+}
+
+// lambdaKeys renames slog's built-in keys to Lambda's and writes the level
+// as Lambda spells it (TRACE, DEBUG, INFO, WARN, ERROR, FATAL).
+func lambdaKeys(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.TimeKey:
+		if a.Value.Kind() == slog.KindTime {
+			return slog.String(KeyTimestamp, a.Value.Time().UTC().Format(timestampFormat))
+		}
+		return slog.Attr{Key: KeyTimestamp, Value: a.Value}
+	case slog.MessageKey:
+		return slog.Attr{Key: KeyMessage, Value: a.Value}
+	case slog.LevelKey:
+		return slog.String(KeyLevel, levelName(a.Value))
+	}
+	return a
+}
+
+func levelName(v slog.Value) string {
+	l, ok := v.Any().(slog.Level)
+	if !ok {
+		return v.String()
+	}
+	switch {
+	case l < slog.LevelDebug:
+		return "TRACE"
+	case l < slog.LevelInfo:
+		return "DEBUG"
+	case l < slog.LevelWarn:
+		return "INFO"
+	case l < slog.LevelError:
+		return "WARN"
+	case l < slog.LevelError+4:
+		return "ERROR"
+	}
+	return "FATAL"
 }
 
 // ParseLevel maps AWS_LAMBDA_LOG_LEVEL / LOG_LEVEL values (DEBUG, INFO, WARN,
@@ -30,19 +86,38 @@ func ParseLevel(s string) slog.Level {
 	return slog.LevelInfo
 }
 
-type requestIDHandler struct{ slog.Handler }
+// requestIDHandler adds requestId at the top level of every line logged
+// with a Lambda context, even under WithGroup: it keeps the handler without
+// groups or attributes (base) and the steps that built h from it, and
+// replays them after adding the request id.
+type requestIDHandler struct {
+	base  slog.Handler
+	h     slog.Handler
+	steps []func(slog.Handler) slog.Handler
+}
+
+func (h requestIDHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
-		r.AddAttrs(slog.String("request_id", lc.AwsRequestID))
+	lc, ok := lambdacontext.FromContext(ctx)
+	if !ok || lc.AwsRequestID == "" {
+		return h.h.Handle(ctx, r)
 	}
-	return h.Handler.Handle(ctx, r)
+	withID := h.base.WithAttrs([]slog.Attr{slog.String(KeyRequestID, lc.AwsRequestID)})
+	for _, step := range h.steps {
+		withID = step(withID)
+	}
+	return withID.Handle(ctx, r)
+}
+
+func (h requestIDHandler) with(step func(slog.Handler) slog.Handler) requestIDHandler {
+	return requestIDHandler{base: h.base, h: step(h.h), steps: append(append([]func(slog.Handler) slog.Handler(nil), h.steps...), step)}
 }
 
 func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return requestIDHandler{h.Handler.WithAttrs(as)}
+	return h.with(func(x slog.Handler) slog.Handler { return x.WithAttrs(as) })
 }
 
 func (h requestIDHandler) WithGroup(name string) slog.Handler {
-	return requestIDHandler{h.Handler.WithGroup(name)}
+	return h.with(func(x slog.Handler) slog.Handler { return x.WithGroup(name) })
 }

@@ -6,9 +6,23 @@ import (
 	"encoding/json"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 )
+
+func decodeLines(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
 
 func TestRequestIDOnEveryLine(t *testing.T) {
 	var buf bytes.Buffer
@@ -17,19 +31,58 @@ func TestRequestIDOnEveryLine(t *testing.T) {
 	log.InfoContext(ctx, "one", "account", "acct_a")
 	log.With("dataset", "events").WarnContext(ctx, "two")
 	log.Info("outside an invocation")
-	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	lines := decodeLines(t, buf.Bytes())
 	if len(lines) != 3 {
 		t.Fatalf("lines: %q", buf.String())
 	}
 	for i, want := range []string{"req-123", "req-123", ""} {
-		var m map[string]any
-		if err := json.Unmarshal(lines[i], &m); err != nil {
-			t.Fatal(err)
+		got, _ := lines[i][KeyRequestID].(string)
+		if got != want || lines[i]["function"] != "exporter" {
+			t.Errorf("line %d: requestId %q function %v, want %q", i, got, lines[i]["function"], want)
 		}
-		got, _ := m["request_id"].(string)
-		if got != want || m["function"] != "exporter" {
-			t.Errorf("line %d: request_id %q function %v, want %q", i, got, m["function"], want)
+	}
+}
+
+// TestLambdaJSONLogFormat: the keys and values Lambda's log-level filtering
+// and CloudWatch Logs Insights read.
+func TestLambdaJSONLogFormat(t *testing.T) {
+	var buf bytes.Buffer
+	log := New(&buf, slog.LevelDebug)
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-9"})
+	log.DebugContext(ctx, "d")
+	log.InfoContext(ctx, "i", "attempt", 2)
+	log.WarnContext(ctx, "w")
+	log.ErrorContext(ctx, "e", "error", "boom")
+	log.Log(ctx, slog.LevelError+4, "f")
+	log.WithGroup("export").InfoContext(ctx, "grouped", "message", "kept inside the group")
+	lines := decodeLines(t, buf.Bytes())
+	tests := []struct {
+		level, message string
+	}{{"DEBUG", "d"}, {"INFO", "i"}, {"WARN", "w"}, {"ERROR", "e"}, {"FATAL", "f"}, {"INFO", "grouped"}}
+	if len(lines) != len(tests) {
+		t.Fatalf("%d lines: %s", len(lines), buf.String())
+	}
+	for i, tt := range tests {
+		m := lines[i]
+		if m[KeyLevel] != tt.level || m[KeyMessage] != tt.message || m[KeyRequestID] != "req-9" {
+			t.Errorf("line %d: %v, want level %s message %s", i, m, tt.level, tt.message)
 		}
+		for _, old := range []string{"time", "msg", "request_id"} {
+			if _, ok := m[old]; ok {
+				t.Errorf("line %d has slog's %q key: %v", i, old, m)
+			}
+		}
+		ts, _ := m[KeyTimestamp].(string)
+		parsed, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || len(ts) != len("2006-01-02T15:04:05.000Z") || parsed.Location() != time.UTC {
+			t.Errorf("line %d: timestamp %q (%v), want RFC 3339 UTC with milliseconds", i, ts, err)
+		}
+	}
+	if g, _ := lines[5]["export"].(map[string]any); g["message"] != "kept inside the group" {
+		t.Errorf("a grouped attribute was renamed: %v", lines[5])
+	}
+	if lines[1]["attempt"] != float64(2) || lines[3]["error"] != "boom" {
+		t.Errorf("attributes: %v %v", lines[1], lines[3])
 	}
 }
 

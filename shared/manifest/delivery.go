@@ -135,8 +135,7 @@ func missing(st PartitionStatus) MissingDataset {
 	}
 	switch {
 	case st.Dataset == nil:
-		m.Code, m.Reason = CodeInternal, "This dataset is not in this deployment's catalog."
-		return m
+		return say(CodeInternal, "This dataset is not in this deployment's catalog.")
 	case !st.Exists:
 		return say(CodeNotExportedYet)
 	}

@@ -36,21 +36,25 @@ type Manifest struct {
 	SchemaVersion int    `json:"schema_version"`
 	Day           string `json:"day"`
 	// Partition is what the day means for this dataset (SPEC D4).
-	Partition   string            `json:"partition"`
-	Mode        string            `json:"mode"`
-	Read        string            `json:"read"`
-	Generation  int64             `json:"generation"`
-	RunID       string            `json:"run_id"`
-	Reason      string            `json:"reason"`
-	Attempt     int               `json:"attempt"`
-	Format      string            `json:"format"`
-	Compression string            `json:"compression"`
-	StartedAt   time.Time         `json:"started_at"`
-	FinishedAt  time.Time         `json:"finished_at"`
-	Schema      []Column          `json:"schema"`
-	Files       []File            `json:"files"`
-	Totals      Totals            `json:"totals"`
-	Provenance  source.Provenance `json:"provenance"`
+	Partition   string    `json:"partition"`
+	Mode        string    `json:"mode"`
+	Read        string    `json:"read"`
+	Generation  int64     `json:"generation"`
+	RunID       string    `json:"run_id"`
+	Reason      string    `json:"reason"`
+	Attempt     int       `json:"attempt"`
+	Format      string    `json:"format"`
+	Compression string    `json:"compression"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+	Schema      []Column  `json:"schema"`
+	Files       []File    `json:"files"`
+	Totals      Totals    `json:"totals"`
+	// Provenance is where the rows came from, as the customer who reads
+	// the manifest may see it: the kind of source, the relation read, the
+	// window (UTC), the snapshot time and the row count; never the source's
+	// name, address, user, query or bound values (see source.Provenance).
+	Provenance source.Provenance `json:"provenance"`
 }
 
 // Column is one schema column as written.

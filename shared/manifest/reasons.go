@@ -3,11 +3,14 @@ package manifest
 import "strings"
 
 // Code says why a dataset is missing from a day's delivery manifest, in one
-// word a program can switch on. Each missing dataset carries its code and a
-// sentence for people (Sentence); neither ever carries the raw error, which
-// may name database users, hosts, request ids or SQL and stays in daybook's
-// logs and ledger. The list is part of the delivery manifest's contract:
-// codes are added, never renamed or removed.
+// word a program can switch on. Each missing dataset carries its code, and
+// a sentence for people (Sentence) that starts its "reason"; neither ever
+// carries the raw error, which may name database users, hosts, request ids
+// or SQL and stays in daybook's logs and ledger. This file is the one home
+// of the codes and their sentences: the delivery manifest writes them and
+// the bucket's README (shared/bucketdocs) documents them from here. The
+// list is part of the delivery manifest's contract: codes are added, never
+// renamed or removed.
 //
 //	not_exported_yet     the day has not been exported yet; it will be, automatically
 //	queued_for_reexport  the day is queued to be exported again; the earlier delivery is withdrawn until then
@@ -39,17 +42,20 @@ const (
 	CodeStoppedRetrying    Code = "stopped_retrying"
 )
 
+// sentences are written for the customer who reads the bucket: no internal
+// names, hosts or error text, and nothing about retries, which the delivery
+// manifest says after the sentence (see missing).
 var sentences = map[Code]string{
-	CodeNotExportedYet:     "This day has not been exported yet; it will be exported automatically.",
-	CodeQueuedForReexport:  "This day is queued to be exported again; the earlier delivery will be replaced.",
-	CodeRunning:            "This day is being exported now.",
-	CodeSourceUnavailable:  "The source data could not be read.",
-	CodeDestinationDenied:  "daybook was denied access to your bucket: check the role and bucket policy it uses.",
-	CodeDestinationMissing: "Your bucket was not found: check the destination's bucket name.",
-	CodeSchemaMismatch:     "The source data for this day did not fit the dataset's declared schema or day, so nothing was delivered rather than bad data.",
-	CodeTimedOut:           "The export took longer than allowed and was stopped.",
-	CodeInternal:           "The export failed because of an internal error.",
-	CodeStoppedRetrying:    "The export failed on every attempt and stopped retrying; it waits for an operator.",
+	CodeNotExportedYet:     "This day has not been exported yet; it will be exported automatically, normally with the next export cycle.",
+	CodeQueuedForReexport:  "This day is queued to be exported again, for example because late data arrived; keep using your copy of the earlier delivery until it is delivered again.",
+	CodeRunning:            "This day is being exported now; its files are not complete until its _SUCCESS appears.",
+	CodeSourceUnavailable:  "The source data could not be read on the sender's side.",
+	CodeDestinationDenied:  "Writing to your bucket was refused (bucket policy, role, encryption key or bucket owner); a change on your side may be needed.",
+	CodeDestinationMissing: "Your bucket (or its endpoint) could not be found: check the destination's bucket name.",
+	CodeSchemaMismatch:     "The source data for this day did not fit the dataset's published schema or day, so nothing was delivered rather than wrong data; the sender has to fix it.",
+	CodeTimedOut:           "The export of this day ran out of time and was stopped.",
+	CodeInternal:           "The export failed because of an unexpected error on the sender's side.",
+	CodeStoppedRetrying:    "The export failed on every attempt and stopped retrying; it waits for the sender to export the day again.",
 }
 
 // Codes lists every code, in the documented order.

@@ -382,7 +382,7 @@ func TestPostgresBadRows(t *testing.T) {
 			}
 			pgExec(t, db, "UPDATE events SET "+tt.set+" WHERE event_id = 'bad'")
 			calls := 0
-			prov, err := newPGSource(t, db).Rows(context.Background(), dayQuery(mustDataset(t, "events"), "a", time.UTC),
+			prov, err := Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC),
 				func([]any) error { calls++; return nil })
 			var rowErr *dataset.RowError
 			if !errors.Is(err, dataset.ErrRowMismatch) || !errors.As(err, &rowErr) {
@@ -396,9 +396,69 @@ func TestPostgresBadRows(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, s)
 				}
 			}
-			if calls != 1 || prov.RowCount != 1 {
-				t.Errorf("fn called %d times, row count %d; want 1 (the good row only)", calls, prov.RowCount)
+			// The good row was read, but the batch holding it fails with
+			// the bad row: nothing of a refused partition is handed on.
+			if calls != 0 || prov.RowCount != 1 {
+				t.Errorf("fn called %d times, row count %d; want 0 and 1 (the good row read)", calls, prov.RowCount)
 			}
 		})
+	}
+}
+
+// TestPostgresWindow: a row the query should not have returned (here a
+// query that reads an hour too far, as a view or a zone bug could) fails the
+// partition on the binary path too, naming the column, row and value.
+func TestPostgresWindow(t *testing.T) {
+	db := pgDB(t, false)
+	for i, id := range []string{"in", "next day"} {
+		at := utc("2026-11-28T23:30:00Z").Add(time.Duration(i) * time.Hour) // the second is on the next day
+		insertPGEvent(t, db, pgEvent{account: "a", id: id, typ: "page_view", occurred: at, received: at, in: at})
+	}
+	ds := mustDataset(t, "events")
+	ds.Queries = map[string]string{"postgres": strings.Replace(ds.Queries["postgres"], "occurred_at < $3", "occurred_at < $3::timestamptz + interval '1 hour'", 1)}
+	calls := 0
+	prov, err := Rows(context.Background(), newPGSource(t, db), dayQuery(ds, "a", time.UTC), func([]any) error { calls++; return nil })
+	var rowErr *dataset.RowError
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "occurred_at" ||
+		!strings.Contains(err.Error(), `outside the partition's day 2026-11-28 [2026-11-28T00:00:00.000000Z, 2026-11-29T00:00:00.000000Z) (value "2026-11-29T00:30:00.000000Z"`) {
+		t.Fatalf("want row 2's occurred_at refused, got %v", err)
+	}
+	if calls != 0 || prov.RowCount != 1 {
+		t.Errorf("fn called %d times, row count %d; want 0 and 1", calls, prov.RowCount)
+	}
+}
+
+// TestPostgresJSONNotUTF8: json and jsonb are trusted unchecked only from a
+// server that guarantees UTF-8. A SQL_ASCII database stores any byte inside
+// a JSON string; such a value is refused like bad JSON text.
+func TestPostgresJSONNotUTF8(t *testing.T) {
+	srv := postgres(t)
+	name := fmt.Sprintf("ascii%d", pgSeq.Add(1))
+	admin, err := sql.Open("pgx", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	pgExec(t, admin, "CREATE DATABASE "+name+" ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+	t.Cleanup(func() { admin.Exec("DROP DATABASE " + name + " WITH (FORCE)") })
+	db, err := sql.Open("pgx", srv.DSN+" dbname="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ddl, err := dataset.SourceDDL("postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgExec(t, db, ddl)
+	for i, id := range []string{"good", "bad"} {
+		at := utc("2026-11-28T01:00:00Z").Add(time.Duration(i) * time.Hour)
+		insertPGEvent(t, db, pgEvent{account: "a", id: id, typ: "page_view", occurred: at, received: at, in: at, attributes: `{"k":"v"}`})
+	}
+	pgExec(t, db, `UPDATE events SET attributes = E'{"k":"\xff"}'::jsonb WHERE event_id = 'bad'`)
+	_, err = Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return nil })
+	var rowErr *dataset.RowError
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "attributes" || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("want row 2's attributes refused as not UTF-8, got %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 // Package source reads one partition's rows from where the customer data
-// lives (SPEC D5). Sources stream: rows are handed to a callback one at a
-// time, so a day of any size never sits in memory (E2).
+// lives (SPEC D5). Sources stream: rows are handed to a callback a bounded
+// batch at a time, so a day of any size never sits in memory (E2).
 package source
 
 import (
@@ -70,13 +70,127 @@ type unavailable struct{ err error }
 func (u unavailable) Error() string   { return u.err.Error() }
 func (u unavailable) Unwrap() []error { return []error{ErrUnavailable, u.err} }
 
+// BatchRows is the most rows a source puts in one batch (a batch also ends
+// at dataset.MaxBatchBytes).
+const BatchRows = 4096
+
 // Source yields one partition's rows.
 type Source interface {
-	// Rows calls fn once per row, in column order of q.Dataset, with values
-	// already coerced to the dataset value model. The row slice is reused
-	// between calls: fn must not keep it (the values themselves are safe to
-	// keep). An error from fn stops the read and is returned as is.
-	Rows(ctx context.Context, q Query, fn func(row []any) error) (Provenance, error)
+	// Batches calls fn with consecutive batches of the partition's rows, in
+	// order, columns as q.Dataset declares them, values already checked
+	// against the dataset value model (see dataset.Batch). The source owns
+	// the batch and reuses it for the next one: fn must not keep it or its
+	// slices after it returns. An error from fn stops the read and is
+	// returned as is. An empty partition calls fn never.
+	Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error)
+}
+
+// Rows reads src's partition row by row, in the value model: fn gets a
+// fresh row per call that it may keep. It is for tests and tools; the
+// exporter consumes batches.
+func Rows(ctx context.Context, src Source, q Query, fn func(row []any) error) (Provenance, error) {
+	return src.Batches(ctx, q, func(b *dataset.Batch) error {
+		for i := range b.Len() {
+			if err := fn(b.Row(i, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RowFunc is a Source from a function that yields rows of the value model
+// one at a time; they are checked (dataset.Batch.AppendRow) and batched.
+// For tests and sources that have no typed reader.
+type RowFunc func(ctx context.Context, q Query, yield func(row []any) error) (Provenance, error)
+
+// Batches implements Source.
+func (f RowFunc) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error) {
+	bt, err := newBatcher(q, fn)
+	if err != nil {
+		return Provenance{}, err
+	}
+	prov, err := f(ctx, q, func(row []any) error {
+		if err := bt.room(); err != nil {
+			return err
+		}
+		return bt.b.AppendRow(row)
+	})
+	if err == nil {
+		err = bt.flush()
+	}
+	return prov.inUTC(), err
+}
+
+// inUTC returns p with its instants in UTC, as the bucket carries them.
+func (p Provenance) inUTC() Provenance {
+	p.WindowStart, p.WindowEnd = p.WindowStart.UTC(), p.WindowEnd.UTC()
+	p.SnapshotAt, p.FinishedAt = p.SnapshotAt.UTC(), p.FinishedAt.UTC()
+	return p
+}
+
+// batcher hands a reused batch to fn whenever it fills, after checking the
+// partition column of each of its rows against the day's window.
+type batcher struct {
+	b      *dataset.Batch
+	window *dataset.Window
+	fn     func(*dataset.Batch) error
+	rows   int64 // rows handed on
+	// refused is the partition row number of a row refused by the window
+	// check (0 while none was): the rows before it are the rows read.
+	refused int64
+}
+
+func newBatcher(q Query, fn func(*dataset.Batch) error) (*batcher, error) {
+	w, err := q.Dataset.Window(q.Day, q.Start, q.End)
+	if err != nil {
+		return nil, err
+	}
+	b := dataset.NewBatch(q.Dataset, BatchRows)
+	b.Reset(1)
+	return &batcher{b: b, window: w, fn: fn}, nil
+}
+
+// room hands the batch on if it is full, so a row can be added.
+func (bt *batcher) room() error {
+	if !bt.b.Full() {
+		return nil
+	}
+	return bt.flush()
+}
+
+// flush hands on the rows gathered so far. It is the one place that sees
+// every row of every batch, whatever the source read them with, so the
+// checks of whole batches live here, before fn: every row's partition
+// column must lie in the day's window (dataset.Window.CheckBatch).
+func (bt *batcher) flush() error {
+	n := bt.b.Len()
+	if n == 0 {
+		return nil
+	}
+	if err := bt.window.CheckBatch(bt.b); err != nil {
+		var rowErr *dataset.RowError
+		if errors.As(err, &rowErr) {
+			bt.refused = rowErr.Row
+		}
+		return err
+	}
+	if err := bt.fn(bt.b); err != nil {
+		return err
+	}
+	bt.rows += int64(n)
+	bt.b.Reset(bt.rows + 1)
+	return nil
+}
+
+// read returns how many rows were read from the source: those handed on
+// and those gathered since, less a row the window check refused and any
+// after it.
+func (bt *batcher) read() int64 {
+	if bt.refused > 0 {
+		return bt.refused - 1
+	}
+	return bt.rows + int64(bt.b.Len())
 }
 
 // SQL is a Source over database/sql. It runs only the dataset's declared
@@ -139,10 +253,14 @@ func (q Query) Params(dialect string) []any {
 	return []any{q.AccountID, dataset.FormatTimestamp(q.Start), dataset.FormatTimestamp(q.End)}
 }
 
-// Rows implements Source. Every row is coerced to the value model (D1) and
-// its partition column checked against the day's window, so a row the query
-// should not have returned fails the partition instead of landing in it.
-func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Provenance, error) {
+// Batches implements Source. A PostgreSQL source opened with pgx's
+// database/sql driver is read with pgx's binary protocol straight into the
+// batch (see pgBatches); any other is scanned through database/sql and
+// coerced (dataset.Batch.AppendCoerced). Either way every value is checked
+// against the value model (D1) and every row's partition column against the
+// day's window (batcher.flush), so a row the query should not have returned
+// fails the partition instead of landing in it.
+func (s *SQL) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error) {
 	ds := q.Dataset
 	prov := Provenance{Source: s.dialect, Relation: ds.Relation, WindowStart: q.Start.UTC(), WindowEnd: q.End.UTC()}
 	if err := q.Validate(); err != nil {
@@ -152,24 +270,44 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 	if err != nil {
 		return prov, err
 	}
-	window, err := ds.Window(q.Day, q.Start, q.End)
+	bt, err := newBatcher(q, fn)
 	if err != nil {
 		return prov, err
 	}
 	prov.SnapshotAt = s.now().UTC()
 
-	rows, err := s.db.QueryContext(ctx, text, q.Params(s.dialect)...)
+	args := q.Params(s.dialect)
+	read := s.scanRows
+	if s.dialect == dataset.DialectPostgres {
+		read = s.pgRows
+	}
+	err = read(ctx, q, text, args, bt)
+	if err == nil {
+		err = bt.flush()
+	}
+	prov.RowCount = bt.read()
 	if err != nil {
-		return prov, fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
+		return prov, err
+	}
+	prov.FinishedAt = s.now().UTC()
+	return prov, nil
+}
+
+// scanRows reads the query through database/sql, a row at a time.
+func (s *SQL) scanRows(ctx context.Context, q Query, text string, args []any, bt *batcher) error {
+	ds := q.Dataset
+	rows, err := s.db.QueryContext(ctx, text, args...)
+	if err != nil {
+		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
 	}
 	defer rows.Close()
 
 	cols, err := rows.Columns()
 	if err != nil {
-		return prov, fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, unavailable{err})
+		return fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, unavailable{err})
 	}
 	if err := checkColumns(ds, cols); err != nil {
-		return prov, err
+		return err
 	}
 
 	row := make([]any, len(cols))
@@ -178,27 +316,21 @@ func (s *SQL) Rows(ctx context.Context, q Query, fn func(row []any) error) (Prov
 		dest[i] = &row[i]
 	}
 	for rows.Next() {
-		n := prov.RowCount + 1
+		if err := bt.room(); err != nil {
+			return err
+		}
 		clear(row)
 		if err := rows.Scan(dest...); err != nil {
-			return prov, fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, n, unavailable{err})
+			return fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len()), unavailable{err})
 		}
-		if err := ds.Coerce(row, n); err != nil {
-			return prov, err
-		}
-		if err := window.Check(row, n); err != nil {
-			return prov, err
-		}
-		prov.RowCount = n
-		if err := fn(row); err != nil {
-			return prov, err
+		if err := bt.b.AppendCoerced(row); err != nil {
+			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return prov, fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, prov.RowCount, unavailable{err})
+		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, unavailable{err})
 	}
-	prov.FinishedAt = s.now().UTC()
-	return prov, nil
+	return nil
 }
 
 // checkColumns refuses a query whose result columns differ from the declared

@@ -70,7 +70,7 @@ func insertEvent(t *testing.T, db *sql.DB, account, id, occurred string, extra .
 func collect(t *testing.T, src Source, q Query) ([][]any, Provenance, error) {
 	t.Helper()
 	var out [][]any
-	prov, err := src.Rows(context.Background(), q, func(row []any) error {
+	prov, err := Rows(context.Background(), src, q, func(row []any) error {
 		out = append(out, append([]any(nil), row...))
 		return nil
 	})
@@ -340,7 +340,7 @@ func TestSQLBadRows(t *testing.T) {
 			insertEvent(t, db, "a", "bad", "2026-11-28T02:00:00.000000Z", tt.extra...)
 			src, _ := NewSQL(db, "sqlite", "sqlite:demo.db")
 			calls := 0
-			_, err := src.Rows(context.Background(), dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { calls++; return nil })
+			prov, err := Rows(context.Background(), src, dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { calls++; return nil })
 			if !errors.Is(err, dataset.ErrRowMismatch) {
 				t.Fatalf("want ErrRowMismatch, got %v", err)
 			}
@@ -349,8 +349,10 @@ func TestSQLBadRows(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, s)
 				}
 			}
-			if calls != 1 {
-				t.Errorf("fn called %d times, want 1 (the good row only)", calls)
+			// The good row was read, but the batch holding it fails with
+			// the bad row: nothing of a refused partition is handed on.
+			if calls != 0 || prov.RowCount != 1 {
+				t.Errorf("fn called %d times, row count %d; want 0 and 1 (the good row read)", calls, prov.RowCount)
 			}
 		})
 	}
@@ -363,12 +365,12 @@ func TestSQLUnavailable(t *testing.T) {
 	insertEvent(t, db, "a", "e1", "2026-11-28T01:00:00.000000Z", 8, "NaN")
 	src, _ := NewSQL(db, "sqlite", "sqlite:demo.db")
 	q := dayQuery(mustDataset(t, "events"), "a", time.UTC)
-	_, err := src.Rows(context.Background(), q, func([]any) error { return nil })
+	_, err := Rows(context.Background(), src, q, func([]any) error { return nil })
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a bad row: %v", err)
 	}
 	db.Close()
-	_, err = src.Rows(context.Background(), q, func([]any) error { return nil })
+	_, err = Rows(context.Background(), src, q, func([]any) error { return nil })
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "database is closed") || strings.Contains(err.Error(), ErrUnavailable.Error()) {
 		t.Fatalf("a closed database: %v", err)
 	}
@@ -379,12 +381,12 @@ func TestSQLQueryShape(t *testing.T) {
 	src, _ := NewSQL(db, "sqlite", "sqlite:demo.db")
 	ds := mustDataset(t, "events")
 	ds.Queries = map[string]string{"sqlite": "SELECT event_id, event_type FROM events WHERE account_id = ? AND occurred_at >= ? AND occurred_at < ?"}
-	_, err := src.Rows(context.Background(), dayQuery(ds, "a", time.UTC), func([]any) error { return nil })
+	_, err := Rows(context.Background(), src, dayQuery(ds, "a", time.UTC), func([]any) error { return nil })
 	if !errors.Is(err, dataset.ErrRowMismatch) || !strings.Contains(err.Error(), "query returns 2 columns") {
 		t.Fatalf("got %v", err)
 	}
 	ds.Queries["sqlite"] = strings.Replace(mustDataset(t, "events").Queries["sqlite"], "received_at,", "inserted_at,", 1)
-	_, err = src.Rows(context.Background(), dayQuery(ds, "a", time.UTC), func([]any) error { return nil })
+	_, err = Rows(context.Background(), src, dayQuery(ds, "a", time.UTC), func([]any) error { return nil })
 	if !errors.Is(err, dataset.ErrRowMismatch) || !strings.Contains(err.Error(), `column received_at`) {
 		t.Fatalf("got %v", err)
 	}
@@ -396,13 +398,14 @@ func TestSQLCallbackErrorAndCancel(t *testing.T) {
 	insertEvent(t, db, "a", "e2", "2026-11-28T02:00:00.000000Z")
 	src, _ := NewSQL(db, "sqlite", "sqlite:demo.db")
 	stop := errors.New("stop")
-	prov, err := src.Rows(context.Background(), dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return stop })
-	if !errors.Is(err, stop) || prov.RowCount != 1 {
+	// Both rows fit one batch: both were read when the consumer stopped.
+	prov, err := Rows(context.Background(), src, dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return stop })
+	if !errors.Is(err, stop) || prov.RowCount != 2 {
 		t.Fatalf("got %v, rows %d", err, prov.RowCount)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := src.Rows(ctx, dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return nil }); err == nil {
+	if _, err := Rows(ctx, src, dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return nil }); err == nil {
 		t.Fatal("cancelled context: want error")
 	}
 }
@@ -421,7 +424,7 @@ func TestNewSQL(t *testing.T) {
 			t.Errorf("NewSQL(%q).Name() = %q, %v; want %q", in, src.Name(), err, want)
 		}
 	}
-	if _, err := (&SQL{db: db, dialect: "sqlite", now: time.Now}).Rows(context.Background(), Query{AccountID: "a", Dataset: mustDataset(t, "events")}, nil); err == nil {
+	if _, err := (&SQL{db: db, dialect: "sqlite", now: time.Now}).Batches(context.Background(), Query{AccountID: "a", Dataset: mustDataset(t, "events")}, nil); err == nil {
 		t.Fatal("empty window: want error")
 	}
 }
@@ -454,5 +457,29 @@ func TestQueryParams(t *testing.T) {
 				t.Errorf("Params(%s) = %#v, want %#v", tt.dialect, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSQLiteEventsPlan: the demo schema's index covers the events query
+// (SQLite reads no table row) and its order (no sort step).
+func TestSQLiteEventsPlan(t *testing.T) {
+	db := openDB(t)
+	q, _ := mustDataset(t, "events").Query("sqlite")
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q, "a", "2026-11-28T00:00:00.000000Z", "2026-11-29T00:00:00.000000Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) != 1 || !strings.Contains(plan[0], "USING COVERING INDEX events_export") {
+		t.Fatalf("plan %q, want one covering index search and no sort", plan)
 	}
 }

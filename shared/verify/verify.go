@@ -1,8 +1,13 @@
 // Package verify checks a delivered partition against its manifest, the way
 // a careful customer would: `_SUCCESS` names the manifest by SHA-256, and the
 // data files under the partition are exactly the manifest's, with its sizes,
-// CRC32C and row counts (SPEC E3, F3). Used by `daybook verify`, the demo and
-// the end-to-end test.
+// CRC32C and row counts.
+//
+// Check is the entry point that needs nothing but read access to the bucket
+// (a bucket, a prefix, a dataset and a day: no ledger, no account record)
+// and returns a report a person can read (Result.WriteText). Partition is
+// the older entry point the operator CLI and the demo call with a partition
+// prefix they computed from the account.
 package verify
 
 import (

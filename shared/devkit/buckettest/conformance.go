@@ -85,6 +85,7 @@ func RunConformance(t *testing.T, newBackend func(t *testing.T) Backend) {
 	}{
 		{"PutGetDelete", testPutGetDelete},
 		{"GetMissing", testGetMissing},
+		{"HeadMetadata", testHeadMetadata},
 		{"NoSuchBucket", testNoSuchBucket},
 		{"List", testList},
 		{"DeleteStale", testDeleteStale},

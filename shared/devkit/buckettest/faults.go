@@ -17,6 +17,7 @@ type Op string
 const (
 	OpPut            Op = "PutObject"
 	OpGet            Op = "GetObject"
+	OpHead           Op = "HeadObject"
 	OpDelete         Op = "DeleteObject"
 	OpDeleteObjects  Op = "DeleteObjects"
 	OpList           Op = "ListObjectsV2"
@@ -179,6 +180,12 @@ func (a *faulty) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func
 		return nil, err
 	}
 	return out, nil
+}
+
+func (a *faulty) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	return do(a.f, Call{Op: OpHead, Key: aws.ToString(in.Key), Owner: in.ExpectedBucketOwner}, func() (*s3.HeadObjectOutput, error) {
+		return a.api.HeadObject(ctx, in, o...)
+	})
 }
 
 func (a *faulty) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {

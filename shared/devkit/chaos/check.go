@@ -196,7 +196,7 @@ func (p *pipeline) sourceKeys(ctx context.Context, a account.Account, ds dataset
 	idx := keyIndexes(ds)
 	start, end := a.Window(day)
 	var out []string
-	_, err = src.Rows(ctx, source.Query{AccountID: a.ID, Dataset: ds, Day: day, Start: start, End: end}, func(row []any) error {
+	_, err = source.Rows(ctx, src, source.Query{AccountID: a.ID, Dataset: ds, Day: day, Start: start, End: end}, func(row []any) error {
 		parts := make([]string, len(idx))
 		for i, j := range idx {
 			parts[i] = fmt.Sprint(row[j])

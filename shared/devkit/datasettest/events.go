@@ -81,3 +81,20 @@ func (g *EventGen) Next() []any {
 	}
 	return row
 }
+
+// Batches returns the next rows rows as batches of up to size rows each,
+// every batch a fresh one the caller may keep.
+func (g *EventGen) Batches(ds dataset.Dataset, rows, size int) []*dataset.Batch {
+	var out []*dataset.Batch
+	for done := 0; done < rows; {
+		b := dataset.NewBatch(ds, size)
+		b.Reset(int64(done) + 1)
+		for ; b.Len() < size && done < rows; done++ {
+			if err := b.AppendRow(g.Next()); err != nil {
+				panic(err) // the generator makes only valid rows
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}

@@ -79,6 +79,9 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 		if err != nil {
 			return nil, err
 		}
+		if i < len(opts.AccountIDs) {
+			id = opts.AccountIDs[i] // the generated id is still drawn, so the others do not change
+		}
 		loc, err := time.LoadLocation(t.zone)
 		if err != nil {
 			return nil, fmt.Errorf("demosource: time zone %s: %w", t.zone, err)
@@ -110,7 +113,7 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 			},
 			CreatedAt: opts.Now.Truncate(time.Second),
 		}
-		if err := a.Validate(); err != nil {
+		if err := a.ValidateShape(); err != nil {
 			return nil, fmt.Errorf("demosource: account %d: %w", i+1, err)
 		}
 		out[i] = a

@@ -276,7 +276,7 @@ func TestProfilesFeed(t *testing.T) {
 		start, end := a.Window(day)
 		date, _ := civil.Parse(day.String())
 		out := map[string][]any{}
-		_, err := src.Rows(context.Background(), source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
+		_, err := source.Rows(context.Background(), src, source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
 			func(r []any) error {
 				if out[r[0].(string)] != nil {
 					t.Fatalf("%s: profile %s twice in %s", a.Name, r[0], day)
@@ -351,7 +351,7 @@ func TestRowsMatchSource(t *testing.T) {
 				}
 				start, end := a.Window(day)
 				date, _ := civil.Parse(day.String())
-				prov, err := src.Rows(context.Background(), source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
+				prov, err := source.Rows(context.Background(), src, source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
 					func([]any) error { return nil })
 				if err != nil {
 					t.Fatalf("%s %s %s: %v", a.ID, ds.Name, day, err)

@@ -85,6 +85,9 @@ type Options struct {
 	// Stage is the deployment stage the accounts' prefixes are rendered
 	// for (Demo.Destinations); it is not written into the source.
 	Stage string
+	// AccountIDs, if set, replace the generated ids of the first accounts,
+	// in order (the local stack's fixed, documented account id).
+	AccountIDs []string
 }
 
 // Demo is what Generate produced.

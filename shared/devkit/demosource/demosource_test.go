@@ -180,7 +180,7 @@ func TestAccounts(t *testing.T) {
 	names, _ := dataset.Names()
 	ids := map[string]bool{}
 	for i, a := range d.Accounts {
-		if err := a.Validate(); err != nil {
+		if err := a.ValidateShape(); err != nil {
 			t.Errorf("account %d: %v", i+1, err)
 		}
 		ids[a.ID] = true
@@ -233,7 +233,7 @@ func TestAccounts(t *testing.T) {
 		if err := dec.Decode(&got); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		if err := got.Validate(); err != nil {
+		if err := got.ValidateShape(); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 		want, _ := json.Marshal(d.Accounts[i])

@@ -27,6 +27,11 @@ const InstallHint = "moto_server not found on PATH: install it with `python3 -m 
 // Region is the region every local resource lives in.
 const Region = "us-east-1"
 
+// AccountID is the AWS account every local resource lives in: moto's
+// default account (its MOTO_ACCOUNT_ID, which nothing here sets). A local
+// stack's DEPLOYMENT_ACCOUNT_ID is this value.
+const AccountID = "123456789012"
+
 // Server is one running moto_server.
 type Server struct {
 	URL string

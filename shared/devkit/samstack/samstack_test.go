@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
@@ -120,6 +121,19 @@ func TestDeployTemplate(t *testing.T) {
 		}
 		if back["SweeperFunction"]["PER_ACCOUNT_CAP"] == "" {
 			t.Error("sweeper env lacks PER_ACCOUNT_CAP")
+		}
+		// The deployment's account rules, in the functions' environment and
+		// in the outputs the CLI's --stack reads.
+		rules, err := account.RulesFromEnv(func(k string) (string, bool) { v, ok := back["ExporterFunction"][k]; return v, ok })
+		want := account.Rules{DeploymentAccountID: motoserver.AccountID, RolePattern: "arn:aws:iam::*:role/daybook-export-*"}
+		if err != nil || rules != want {
+			t.Errorf("rules from the exporter's env: %+v (%v), want %+v", rules, err, want)
+		}
+		for out, v := range map[string]string{"DeploymentAccountId": motoserver.AccountID,
+			"CustomerRoleArnPattern": "arn:aws:iam::*:role/daybook-export-*", "AllowPrivateEndpoints": "false"} {
+			if st.Outputs[out] != v {
+				t.Errorf("output %s=%q, want %q", out, st.Outputs[out], v)
+			}
 		}
 	})
 }

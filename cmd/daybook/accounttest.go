@@ -1,0 +1,103 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/spf13/cobra"
+
+	"github.com/daybook-dev/daybook/shared/destination"
+)
+
+// errBucketMissing: the destination bucket does not exist.
+var errBucketMissing = errors.New("bucket does not exist")
+
+// bucketAPI is what `account test` calls on a destination.
+type bucketAPI interface {
+	destination.TestAPI
+	HeadBucket(ctx context.Context, params *s3.HeadBucketInput, optFns ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
+}
+
+var _ bucketAPI = (*s3.Client)(nil)
+
+// headBucket says whether the bucket exists. Only a missing bucket is an
+// error: a refused HeadBucket (no s3:ListBucket, another owner) is left to
+// the connection test, which names the permission.
+func headBucket(ctx context.Context, api bucketAPI, bucket, owner, region string) error {
+	in := &s3.HeadBucketInput{Bucket: aws.String(bucket)}
+	if owner != "" {
+		in.ExpectedBucketOwner = aws.String(owner)
+	}
+	_, err := api.HeadBucket(ctx, in)
+	var nf *s3types.NotFound
+	var nsb *s3types.NoSuchBucket
+	var ae smithy.APIError
+	if errors.As(err, &nf) || errors.As(err, &nsb) || (errors.As(err, &ae) && (ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchBucket")) {
+		return fmt.Errorf("%w: s3://%s%s", errBucketMissing, bucket, where(region, ""))
+	}
+	return nil
+}
+
+func (a *app) accountTestCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "test ID",
+		Short: "Test an account's destination by writing to it, and name any missing permission",
+		Long: `Test an account's destination the way an export uses it: write a small object, read it back,
+start and abort a multipart upload, list the prefix and delete the object. Each step names the
+permission it needs; a bucket that does not exist is said so. Every call names the bucket's
+expected owner, as the exporter's do: expected_bucket_owner, else the account in role_arn, else
+this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
+		Args: exactArgs("ID"),
+	}
+	a.deploymentFlags(c)
+	out := outputFlag(c)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		ctx := c.Context()
+		e, acct, err := a.account(ctx, args[0], "account")
+		if err != nil {
+			return err
+		}
+		prefix, err := acct.Prefix(e.stage)
+		if err != nil {
+			return err
+		}
+		owner, err := e.bucketOwner(acct)
+		if err != nil {
+			return err
+		}
+		api := e.buckets.Client(acct.ID, acct.Destination)
+		region := cmp.Or(acct.Destination.Region, e.cfg.Region)
+		if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
+			return fmt.Errorf("account %s: %w", acct.ID, err)
+		}
+		checks, cerr := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
+		if *out == outputJSON {
+			if err := printJSON(a.stdout, map[string]any{
+				"account": acct.ID, "bucket": acct.Destination.Bucket, "prefix": prefix, "ok": cerr == nil, "checks": checks,
+			}); err != nil {
+				return err
+			}
+			return cerr
+		}
+		tw := newTable(a.stdout)
+		fmt.Fprintln(tw, "STEP\tPERMISSION\tRESULT")
+		for _, ch := range checks {
+			res := "ok"
+			if !ch.OK {
+				res = "FAIL: " + ch.Problem
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Step, ch.Permission, res)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		return cerr
+	}
+	return c
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+func TestDecodeJSONNamesLineAndColumn(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"syntax", "{\n  \"name\": \"a\",\n  \"enabled\": tru\n}", "acct.json:3:17: invalid character '\\n' in literal true"},
+		{"trailing comma", "{\n  \"name\": \"a\",\n}", "acct.json:3:1: invalid character '}'"},
+		{"wrong type", "{\n  \"name\": \"a\",\n  \"destination\": {\"bucket\": 7}\n}", "acct.json:3:29: destination.bucket: a JSON number where a string is expected"},
+		{"unknown field", "{\n  \"name\": \"a\",\n  \"bukcet\": \"b\"\n}", `acct.json:3:3: unknown field "bukcet"`},
+		{"unknown field lists valid ones", "{\"bukcet\": \"b\"}", `unknown field "bukcet"; valid fields: created_at, datasets, destination, destination.bucket`},
+		{"bad date", "{\n  \"start_date\": \"2026-13-01\"\n}", `acct.json:2:17: start_date: day "2026-13-01": want YYYY-MM-DD`},
+		{"truncated", "{\n  \"name\": \"a\"", "acct.json:2:14: the file ends before the JSON document does"},
+		{"two documents", "{}\n{}", "acct.json:2:2: unexpected { after the JSON document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a account.Account
+			err := decodeJSON("acct.json", []byte(tt.in), &a, true)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineCol(t *testing.T) {
+	b := []byte("ab\ncde\n\nf")
+	for _, tt := range []struct {
+		off       int64
+		line, col int
+	}{{0, 1, 1}, {2, 1, 3}, {3, 2, 1}, {5, 2, 3}, {8, 4, 1}, {99, 4, 2}, {-1, 1, 1}} {
+		if l, c := lineCol(b, tt.off); l != tt.line || c != tt.col {
+			t.Errorf("lineCol(%d) = %d:%d, want %d:%d", tt.off, l, c, tt.line, tt.col)
+		}
+	}
+}
+
+func TestWriteBackID(t *testing.T) {
+	const id = "acct_abcdefghijklmnop"
+	tests := []struct {
+		name, in, want string
+	}{
+		{"pretty", "{\n  \"name\": \"A\",\n  \"start_date\": \"2026-01-01\"\n}\n",
+			"{\n  \"id\": \"acct_abcdefghijklmnop\",\n  \"name\": \"A\",\n  \"start_date\": \"2026-01-01\"\n}\n"},
+		{"tabs and blank line", "{\n\n\t\"name\": \"A\"\n}", "{\n\t\"id\": \"acct_abcdefghijklmnop\",\n\n\t\"name\": \"A\"\n}"},
+		{"one line", `{"name":"A"}`, `{ "id": "acct_abcdefghijklmnop","name":"A"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "a.json")
+			if err := os.WriteFile(p, []byte(tt.in), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeBackFields(p, []byte(tt.in), fileFields{id: id}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(p)
+			if string(got) != tt.want {
+				t.Errorf("file:\n%s\nwant:\n%s", got, tt.want)
+			}
+			if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v, want 0600 kept", st.Mode().Perm())
+			}
+			entries, _ := os.ReadDir(filepath.Dir(p))
+			if len(entries) != 1 {
+				t.Errorf("temporary files left: %v", entries)
+			}
+		})
+	}
+	if err := writeBackFields("-", []byte("{}"), fileFields{id: id}); err == nil {
+		t.Error("stdin: no error")
+	}
+	p := filepath.Join(t.TempDir(), "a.json")
+	in := `{"id": "", "name": "A"}`
+	os.WriteFile(p, []byte(in), 0o644)
+	if err := writeBackFields(p, []byte(in), fileFields{id: id}); err == nil {
+		t.Error("a file with an empty id was rewritten into an ambiguous one")
+	}
+	if got, _ := os.ReadFile(p); string(got) != in {
+		t.Errorf("refused write-back changed the file: %s", got)
+	}
+}
+
+// TestWriteBackExternalID: a generated external id lands after role_arn,
+// indented like it, or replaces an empty external_id; with an id, both.
+func TestWriteBackExternalID(t *testing.T) {
+	const (
+		id  = "acct_abcdefghijklmnop"
+		ext = "daybook-aaaabbbbccccddddeeeeffffgggghhhh"
+	)
+	tests := []struct {
+		name, in, want string
+		add            fileFields
+	}{
+		{"pretty, role last", "{\n  \"name\": \"A\",\n  \"destination\": {\n    \"bucket\": \"b\",\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\"\n  }\n}\n",
+			"{\n  \"name\": \"A\",\n  \"destination\": {\n    \"bucket\": \"b\",\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\",\n    \"external_id\": \"" + ext + "\"\n  }\n}\n",
+			fileFields{externalID: ext}},
+		{"pretty, with id", "{\n  \"destination\": {\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\",\n    \"bucket\": \"b\"\n  }\n}\n",
+			"{\n  \"id\": \"" + id + "\",\n  \"destination\": {\n    \"role_arn\": \"arn:aws:iam::123456789012:role/r\",\n    \"external_id\": \"" + ext + "\",\n    \"bucket\": \"b\"\n  }\n}\n",
+			fileFields{id: id, externalID: ext}},
+		{"one line", `{"destination":{"role_arn":"arn:aws:iam::123456789012:role/r","bucket":"b"},"name":"A"}`,
+			`{"destination":{"role_arn":"arn:aws:iam::123456789012:role/r", "external_id": "` + ext + `","bucket":"b"},"name":"A"}`,
+			fileFields{externalID: ext}},
+		{"empty external_id", `{"destination": {"external_id": "", "role_arn": "arn:aws:iam::123456789012:role/r"}}`,
+			`{"destination": {"external_id": "` + ext + `", "role_arn": "arn:aws:iam::123456789012:role/r"}}`,
+			fileFields{externalID: ext}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "a.json")
+			if err := os.WriteFile(p, []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeBackFields(p, []byte(tt.in), tt.add); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(p); string(got) != tt.want {
+				t.Errorf("file:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+	p := filepath.Join(t.TempDir(), "a.json")
+	in := `{"destination": {"bucket": "b"}}`
+	os.WriteFile(p, []byte(in), 0o644)
+	if err := writeBackFields(p, []byte(in), fileFields{externalID: ext}); err == nil {
+		t.Error("an external id was written without a role_arn")
+	}
+	if got, _ := os.ReadFile(p); string(got) != in {
+		t.Errorf("refused write-back changed the file: %s", got)
+	}
+}
+
+func TestCheckBucketPattern(t *testing.T) {
+	acct := func(bucket, role string) account.Account {
+		return account.Account{Destination: account.Destination{Bucket: bucket, RoleARN: role}}
+	}
+	for _, tt := range []struct {
+		a    account.Account
+		want string
+	}{
+		{acct("daybook-exports-x", ""), ""},
+		{acct("acme-bucket", ""), `destination.bucket "acme-bucket"`},
+		{acct("acme-bucket", "arn:aws:iam::123456789012:role/daybook-export-acme"), ""}, // a role: account.Validate's rule
+	} {
+		err := checkBucketPattern(tt.a, "daybook-exports-*")
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("checkBucketPattern(%+v) = %v, want %q", tt.a.Destination, err, tt.want)
+		}
+	}
+	if err := checkBucketPattern(acct("anything", ""), ""); err != nil {
+		t.Errorf("an unknown pattern is not checked: %v", err)
+	}
+}
+
+func TestPhaseOf(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		row  ledger.Row
+		want phase
+	}{
+		{ledger.Row{State: ledger.StateCompleted}, phaseCompleted},
+		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now}, phaseClaimed},
+		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now, StartedAt: now}, phaseRunning},
+		{ledger.Row{State: ledger.StateQueued}, phaseQueued},
+		{ledger.Row{State: ledger.StatePending}, phasePending},
+		{ledger.Row{State: ledger.StateFailed, NextAttemptAt: now}, phaseFailed},
+		{ledger.Row{State: ledger.StateFailed, Exhausted: true}, phaseStopped},
+		{ledger.Row{State: ledger.StateFailed, DueKey: "9#2026-11-01#events"}, phaseStopped}, // from the index
+	} {
+		if got := phaseOf(tt.row); got != tt.want {
+			t.Errorf("phaseOf(%+v) = %s, want %s", tt.row, got, tt.want)
+		}
+	}
+}
+
+func TestAxis(t *testing.T) {
+	days := func(from, to string) []civil.Date { return civil.Range(civil.MustParse(from), civil.MustParse(to)) }
+	tests := []struct {
+		name          string
+		days          []civil.Date
+		months, dates string
+	}{
+		{"within a month", days("2026-11-03", "2026-11-16"),
+			"Nov 2026", "3 5    10   15"},
+		{"month boundary", days("2026-10-25", "2026-11-08"),
+			"Oct    Nov 2026", "25     1   5"},
+		{"first month too short for a label", days("2026-10-30", "2026-11-06"),
+			"  Nov 2026", "  1   5"},
+		{"new year", days("2026-12-28", "2027-01-12"),
+			"Dec Jan 2027", "28  1   5    10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, d := axis(tt.days)
+			if m != tt.months || d != tt.dates {
+				t.Errorf("axis:\n%q\n%q\nwant:\n%q\n%q", m, d, tt.months, tt.dates)
+			}
+		})
+	}
+}
+
+func TestHeatmapColoursOnlyOnTerminals(t *testing.T) {
+	days := civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-05"))
+	rows := []heatRow{{label: "events", cells: []phase{phaseCompleted, phaseCompleted, phaseFailed, phaseClaimed, ""}, note: "completed 2"}}
+	var plain, coloured bytes.Buffer
+	drawHeatmap(&plain, days, rows, false)
+	drawHeatmap(&coloured, days, rows, true)
+	if strings.Contains(plain.String(), "\x1b[") {
+		t.Errorf("escape codes without a terminal:\n%q", plain.String())
+	}
+	if !strings.Contains(plain.String(), "events  ##x~  completed 2") {
+		t.Errorf("plain heatmap:\n%s", plain.String())
+	}
+	if !strings.Contains(coloured.String(), "\x1b[32m##\x1b[0m\x1b[31mx\x1b[0m\x1b[36m~\x1b[0m") {
+		t.Errorf("coloured heatmap:\n%q", coloured.String())
+	}
+	// Long ranges wrap, each block with its axis.
+	long := civil.Range(civil.MustParse("2026-01-01"), civil.MustParse("2026-12-31"))
+	var wrapped bytes.Buffer
+	drawHeatmap(&wrapped, long, []heatRow{{label: "e", cells: make([]phase, len(long))}}, false)
+	if n := strings.Count(wrapped.String(), "Jan 2026"); n != 1 {
+		t.Errorf("the year label appears %d times", n)
+	}
+	if lines := strings.Split(wrapped.String(), "\n"); len(lines) < 4*3 {
+		t.Errorf("365 days did not wrap into blocks of %d:\n%s", heatmapWidth, wrapped.String())
+	}
+}
+
+func TestProgressOnlyOnTerminals(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		terminal bool
+		total    int
+		drawn    bool
+	}{
+		{"terminal", true, 30, true},
+		{"pipe", false, 30, false},
+		{"one step", true, 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _, stderr := testApp(t)
+			a.terminal = func(io.Writer) bool { return tt.terminal }
+			p := a.progress(tt.total, "requeue")
+			for range tt.total {
+				p.Add(1)
+			}
+			p.Finish()
+			if drawn := strings.Contains(stderr.String(), "requeue"); drawn != tt.drawn {
+				t.Errorf("bar drawn %v, want %v: %q", drawn, tt.drawn, stderr.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+
+	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
+)
+
+func (a *app) localDrainCommand() *cobra.Command {
+	dir := a.localDir
+	var sweep bool
+	var maxSweeps int
+	c := &cobra.Command{
+		Use:   "drain [--sweep]",
+		Short: "Feed the jobs queue to the exporter under the runtime emulator until the queue is empty",
+		Long: `Play the SQS event source mapping locally: receive the jobs queue one message at a time, invoke
+the exporter's bootstrap under the runtime emulator with it, delete what it reports done, until
+no message is left. Failed messages stay hidden for the queue's visibility timeout, as in AWS.
+With --sweep, also play the scheduler: sweep, drain, and repeat until a sweep claims nothing.
+Function output is appended to <dir>/<Function>.log.`,
+	}
+	c.Flags().StringVar(&dir, "dir", dir, "state directory")
+	c.Flags().BoolVar(&sweep, "sweep", false, "sweep and drain until no work is due")
+	c.Flags().IntVar(&maxSweeps, "max-sweeps", 50, "with --sweep: give up after this many sweeps")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		ctx := c.Context()
+		d := localDir(dir)
+		env, err := a.readLocalEnv(ctx, d)
+		if err != nil {
+			return err
+		}
+		vars := env["ExporterFunction"]
+		cfg, err := motoserver.ConfigFor(ctx, vars["AWS_ENDPOINT_URL"])
+		if err != nil {
+			return err
+		}
+		q := sqs.NewFromConfig(cfg)
+		queueURL := vars["JOBS_QUEUE_URL"]
+		qa, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return fmt.Errorf("jobs queue %s: %w", queueURL, err)
+		}
+		start := func(fn string) (*runtimeemulator.Function, error) {
+			logf, err := os.OpenFile(filepath.Join(dir, fn+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			// The file stays open for the child; it is closed when the command exits.
+			return runtimeemulator.Start(ctx, d.bootstrap(fn), runtimeemulator.Options{Name: fn, Env: env[fn], Log: logf, Timeout: 900 * time.Second})
+		}
+		exporter, err := start("ExporterFunction")
+		if err != nil {
+			return err
+		}
+		defer exporter.Stop()
+		drv := &eventsource.Driver{Exporter: exporter, Queue: q, QueueURL: queueURL, BatchSize: 1,
+			QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region}
+		var p eventsource.Progress
+		if sweep {
+			sweeper, err := start("SweeperFunction")
+			if err != nil {
+				return err
+			}
+			defer sweeper.Stop()
+			drv.Sweeper = sweeper
+			p, err = drv.Run(ctx, a.now, maxSweeps)
+			if err != nil {
+				return err
+			}
+		} else if err := drv.Drain(ctx, &p); err != nil {
+			return err
+		}
+		if sweep {
+			fmt.Fprintf(a.stdout, "%d sweeps claimed %d partitions; ", p.Sweeps, p.Claimed)
+		}
+		fmt.Fprintf(a.stdout, "the exporter took %d messages: %d done, %d failed; logs in %s\n",
+			p.Messages, p.Done, p.Failed, filepath.Join(dir, "ExporterFunction.log"))
+		if p.Failed > 0 {
+			return fmt.Errorf("%d messages failed: they stay hidden for the queue's visibility timeout, then come back; see %s and daybook status",
+				p.Failed, filepath.Join(dir, "ExporterFunction.log"))
+		}
+		return nil
+	}
+	return c
+}

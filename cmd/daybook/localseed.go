@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/demosource"
+	"github.com/daybook-dev/daybook/shared/fileformat"
+)
+
+// The local stack's account: a fixed id, so the sample events in events/
+// name an account that exists after `make local-up`.
+const (
+	LocalAccountID    = "acct_localdemoaccount"
+	localBucket       = "daybook-exports-local"
+	localBackfillDays = 7  // closed days the local account exports
+	localDemoDays     = 14 // days of data in the local demo source
+	localEventsPerDay = 300
+)
+
+// seedLocal creates the demo source (when the stack reads it), the local
+// account's bucket, and registers the account with `account put`.
+func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source bool) error {
+	now := a.now()
+	if source {
+		if _, err := demosource.Generate(ctx, demosource.Options{
+			Path: d.sourceDB(), Now: now, Days: localDemoDays, EventsPerDay: localEventsPerDay, Seed: 20261129,
+			Stage: "local", AccountIDs: []string{LocalAccountID},
+		}); err != nil {
+			return fmt.Errorf("demo source: %w", err)
+		}
+		fmt.Fprintf(a.stdout, "demo source %s: %d days of events, profiles and daily_stats\n", d.sourceDB(), localDemoDays)
+	}
+	api := awsclient.NewS3(cfg)
+	if _, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(localBucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlready") {
+		return fmt.Errorf("create bucket %s: %w", localBucket, err)
+	}
+	names := datasetNames()
+	acct := account.Account{
+		ID: LocalAccountID, Name: "Local demo account", Enabled: true,
+		StartDate:   civil.Of(now.UTC()).AddDays(-localBackfillDays),
+		Datasets:    names,
+		Destination: account.Destination{Bucket: localBucket, Region: demosource.Region, Format: fileformat.Default},
+	}
+	b, err := json.MarshalIndent(acct, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(d.accountFile(), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	sub := newApp(io.Discard, io.Discard)
+	sub.now, sub.rand, sub.localDir = a.now, a.rand, string(d)
+	if err := runWith(sub, ctx, []string{"account", "put", "--file", d.accountFile(), "--env-file", d.envFile()}); err != nil {
+		return fmt.Errorf("register the local account: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "account %s registered from %s: %s from %s, into s3://%s\n",
+		LocalAccountID, d.accountFile(), strings.Join(names, ", "), acct.StartDate, localBucket)
+	return nil
+}

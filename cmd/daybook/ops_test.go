@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// receiveAll takes every visible message off a queue.
+func (s stack) receiveAll(t *testing.T, url string) []sqstypes.Message {
+	t.Helper()
+	q := sqs.NewFromConfig(s.cfg)
+	var out []sqstypes.Message
+	for {
+		r, err := q.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+			VisibilityTimeout: 60, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		out = append(out, r.Messages...)
+	}
+}
+
+func TestRequeue(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	acct := s.newAccount(t, nil)
+	l := s.ledgerAt(t, testNow, 6)
+	rows := func() int {
+		n, err := l.Count(ctx, acct.ID, "events", firstDay, lastDay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// jobs.CheckRequest's refusals, worded with the flags typed.
+	refusals := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"today with --day", []string{"--day", "2026-11-30"}, exitError, `--day "2026-11-30" is not closed yet for account ` + acct.ID + " (time zone UTC, settle delay 2h0m0s): the last closed day is 2026-11-29"},
+		{"a range ending today", []string{"--from", "2026-11-28", "--to", "2026-11-30"}, exitError, `--to "2026-11-30" is not closed yet`},
+		{"a dataset the account does not export", []string{"--dataset", "profiles", "--day", "2026-11-20"}, exitError, `--dataset "profiles" is not enabled for account ` + acct.ID + " (enabled: events)"},
+		{"a day before the start date", []string{"--from", "2026-10-30", "--to", "2026-11-02"}, exitError, `--from "2026-10-30" is before account ` + acct.ID + "'s start date 2026-11-01"},
+		{"a missing account", []string{"--account", "acct_nosuchaccount234", "--day", "2026-11-20"}, exitError, `--account "acct_nosuchaccount234" is not an account (no such account); daybook account list shows them`},
+		{"a malformed account id", []string{"--account", "acct_a", "--day", "2026-11-20"}, exitUsage, `--account "acct_a" is not an account id`},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _, _ := testApp(t)
+			args := append([]string{"requeue", "--account", acct.ID, "--dataset", "events"}, tt.args...)
+			r := s.run(t, a, args...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("exit %d, want %d; stderr lacks %q:\n%s", r.code, tt.code, tt.stderr, r.stderr)
+			}
+			if n := rows(); n != 0 {
+				t.Errorf("a refused requeue wrote %d rows", n)
+			}
+		})
+	}
+
+	a, _, stderr := testApp(t)
+	a.terminal = func(io.Writer) bool { return true } // a progress bar for the 29 days
+	r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-29", "-o", "json")
+	var res ledger.RequeueResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 29 || res.Created != 29 {
+		t.Fatalf("requeue: exit %d %+v %v\n%s", r.code, res, err, r.stderr)
+	}
+	if !strings.Contains(stderr.String(), "requeue") || !strings.Contains(stderr.String(), "(7/29)") {
+		t.Errorf("no progress bar on a terminal:\n%q", stderr.String())
+	}
+	if n := rows(); n != 29 {
+		t.Errorf("%d rows, want 29", n)
+	}
+	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29")
+	if r.code != 0 || !strings.Contains(r.stdout, "queued 1 days of events 2026-11-29..2026-11-29") {
+		t.Errorf("requeue table output:\n%s%s", r.stdout, r.stderr)
+	}
+
+	// A disabled account is refused.
+	s.run(t, a, "account", "disable", acct.ID)
+	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20"); r.code != exitError ||
+		!strings.Contains(r.stderr, `--account "`+acct.ID+`" is disabled; enable it first: daybook account enable `+acct.ID) {
+		t.Errorf("disabled: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestReexport(t *testing.T) {
+	s := deployed(t)
+	queue := s.outputs["JobsQueueUrl"]
+	s.purge(t, queue)
+	acct := s.newAccount(t, nil)
+	a, _, stderr := testApp(t)
+
+	for _, args := range [][]string{
+		{"--day", "2026-11-30"},
+		{"--from", "2026-11-29", "--to", "2026-11-30"},
+	} {
+		r := s.run(t, a, append([]string{"reexport", "--account", acct.ID, "--dataset", "events"}, args...)...)
+		if r.code != exitError || !strings.Contains(r.stderr, args[len(args)-2]+` "2026-11-30" is not closed yet`) {
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	// Refused before anything is sent: a missing account, a malformed one, a
+	// dataset the account does not export, a disabled account.
+	other := s.newAccount(t, nil)
+	s.run(t, a, "account", "disable", other.ID)
+	for _, tt := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"--account", "acct_nosuchaccount234", "--dataset", "events"}, exitError, `--account "acct_nosuchaccount234" is not an account`},
+		{[]string{"--account", "acct_a", "--dataset", "events"}, exitUsage, `--account "acct_a" is not an account id`},
+		{[]string{"--account", acct.ID, "--dataset", "daily_stats"}, exitError, `--dataset "daily_stats" is not enabled for account ` + acct.ID},
+		{[]string{"--account", other.ID, "--dataset", "events"}, exitError, `--account "` + other.ID + `" is disabled`},
+	} {
+		r := s.run(t, a, append(append([]string{"reexport"}, tt.args...), "--day", "2026-11-20")...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("%v: exit %d, want %d; stderr lacks %q:\n%s", tt.args, r.code, tt.code, tt.stderr, r.stderr)
+		}
+	}
+	if msgs := s.receiveAll(t, queue); len(msgs) != 0 {
+		t.Fatalf("refused re-exports sent %d messages", len(msgs))
+	}
+
+	a.terminal = func(io.Writer) bool { return true }
+	r := s.run(t, a, "reexport", "--account", acct.ID, "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-25", "-o", "json")
+	var sent []sentRequest
+	if err := json.Unmarshal([]byte(r.stdout), &sent); err != nil || r.code != 0 || len(sent) != 25 {
+		t.Fatalf("reexport: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !strings.Contains(stderr.String(), "reexport") || !strings.Contains(stderr.String(), "(10/25)") {
+		t.Errorf("no progress bar on a terminal: %q", stderr.String())
+	}
+	msgs := s.receiveAll(t, queue)
+	var days []string
+	for _, m := range msgs {
+		msg, err := jobs.Parse(aws.ToString(m.Body))
+		if err != nil || msg.Manual == nil {
+			t.Fatalf("message %q: %v", aws.ToString(m.Body), err)
+		}
+		days = append(days, msg.Manual.Day)
+		// moto's caller identity.
+		if !strings.HasPrefix(msg.Manual.RequestedBy, "arn:aws:") {
+			t.Errorf("requested_by %q, want the caller's ARN", msg.Manual.RequestedBy)
+		}
+	}
+	var want []string
+	for _, d := range civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-25")) {
+		want = append(want, d.String())
+	}
+	if strings.Join(sorted(days), " ") != strings.Join(want, " ") {
+		t.Errorf("one message per day: %v", days)
+	}
+
+	r = s.run(t, a, "reexport", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20", "--requested-by", "ticket OPS-12")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "sent {") {
+		t.Errorf("single day: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if msgs := s.receiveAll(t, queue); len(msgs) != 1 || !strings.Contains(aws.ToString(msgs[0].Body), `"requested_by":"ticket OPS-12"`) {
+		t.Errorf("--requested-by: %v", msgs)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestDLQListAndRedrive(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	dlq, queue := s.outputs["JobsDLQUrl"], s.outputs["JobsQueueUrl"]
+	s.purge(t, dlq)
+	s.purge(t, queue)
+	q := sqs.NewFromConfig(s.cfg)
+	bodies := []string{`{"kind":"job","day":"2026-13-45"}`, `export yesterday please`}
+	for i, b := range bodies {
+		attrs := map[string]sqstypes.MessageAttributeValue{
+			"daybook_error":      {DataType: aws.String("String"), StringValue: aws.String([]string{"malformed message: day \"2026-13-45\" is not a date", "malformed message: body is not a JSON object"}[i])},
+			"daybook_message_id": {DataType: aws.String("String"), StringValue: aws.String("m" + string(rune('0'+i)))},
+		}
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String(b), MessageAttributes: attrs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _, _ := testApp(t)
+	sentAt := time.Now()
+	a.now = func() time.Time { return sentAt.Add(90 * time.Minute) }
+
+	for range 2 { // listing leaves the messages where they are
+		r := s.run(t, a, "dlq", "list", "-o", "json")
+		var msgs []dlqMessage
+		if err := json.Unmarshal([]byte(r.stdout), &msgs); err != nil || r.code != 0 || len(msgs) != 2 {
+			t.Fatalf("dlq list: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		for _, m := range msgs {
+			if !strings.HasPrefix(m.Reason, "malformed message") || m.AgeSecs < 89*60 || m.AgeSecs > 91*60 || m.SentAt == "" {
+				t.Errorf("message %+v", m)
+			}
+		}
+	}
+	r := s.run(t, a, "dlq", "list")
+	if !strings.Contains(r.stdout, "1h30m0s") || !strings.Contains(r.stdout, "malformed message: body is not a JSON object") || !strings.Contains(r.stdout, "2 messages in daybook-clitest-jobs-dlq") {
+		t.Errorf("dlq list table:\n%s", r.stdout)
+	}
+	if r := s.run(t, a, "dlq", "list", "--queue", "sweeper"); r.code != 0 || !strings.Contains(r.stdout, "daybook-clitest-sweeper-dlq is empty") {
+		t.Errorf("sweeper dlq: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := s.run(t, a, "dlq", "list", "--queue", "exporter"); r.code != exitUsage || !strings.Contains(r.stderr, `--queue "exporter": want jobs or sweeper`) {
+		t.Errorf("bad --queue: exit %d\n%s", r.code, r.stderr)
+	}
+
+	r = s.run(t, a, "dlq", "redrive")
+	if r.code != 0 || !strings.Contains(r.stdout, "moved 2 messages from daybook-clitest-jobs-dlq to daybook-clitest-jobs") {
+		t.Fatalf("redrive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left := s.receiveAll(t, dlq); len(left) != 0 {
+		t.Errorf("%d messages left in the DLQ", len(left))
+	}
+	moved := s.receiveAll(t, queue)
+	var got []string
+	for _, m := range moved {
+		got = append(got, aws.ToString(m.Body))
+		if _, ok := m.MessageAttributes["daybook_error"]; ok {
+			t.Errorf("the old reason travelled with the message: %v", m.MessageAttributes)
+		}
+		if _, ok := m.MessageAttributes["daybook_redriven_from"]; !ok {
+			t.Errorf("no daybook_redriven_from: %v", m.MessageAttributes)
+		}
+	}
+	if strings.Join(sorted(got), "|") != strings.Join(sorted(bodies), "|") {
+		t.Errorf("moved bodies %q, want %q", got, bodies)
+	}
+}
+
+func TestVerifyRange(t *testing.T) {
+	s := deployed(t)
+	s.createBucket(t, "daybook-exports-clitest")
+	acct := s.newAccount(t, nil)
+	a, _, _ := testApp(t)
+	r := s.run(t, a, "verify", "--account", acct.ID, "--from", "2026-11-27", "--to", "2026-11-29")
+	if r.code != exitError || !strings.Contains(r.stdout, "3 partitions: 0 OK, 3 not committed, 0 with problems") || !strings.Contains(r.stderr, "3 of 3 partitions not verified") {
+		t.Errorf("verify of a range nothing was exported to: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = s.run(t, a, "verify", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-27", "-o", "json")
+	var res []verified
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 || res[0].Committed || r.code != exitError {
+		t.Errorf("verify one day -o json: exit %d %+v\n%s", r.code, res, r.stdout)
+	}
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// requestFlags maps the fields of a manual request, as jobs.CheckRequest
+// names them, to the flags they come from.
+var requestFlags = map[string]string{
+	"account_id": "--account",
+	"dataset":    "--dataset",
+	"day":        "--day",
+	"from":       "--from",
+	"to":         "--to",
+}
+
+// requestError is a refusal of jobs.CheckRequest worded with the flag the
+// user typed: `--day "2026-11-30" is not closed yet for account ...`.
+// errors.Is sees jobs.ErrMalformed or jobs.ErrRefused through it.
+type requestError struct {
+	flag string
+	fe   *jobs.FieldError
+	hint string
+}
+
+func (e *requestError) Error() string {
+	msg := fmt.Sprintf("%s %q %s", e.flag, e.fe.Value, e.fe.Reason)
+	if e.fe.Value == "" {
+		msg = e.flag + " " + e.fe.Reason
+	}
+	return msg + e.hint
+}
+
+func (e *requestError) Unwrap() error { return e.fe }
+
+// flagError words err, from jobs.CheckRequest, with the flag its field came
+// from; a malformed value is a usage error (exit 2), a refused one a
+// runtime error (exit 1).
+func flagError(c *cobra.Command, err error) error {
+	var fe *jobs.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	re := &requestError{flag: cmp.Or(requestFlags[fe.Field], fe.Field), fe: fe}
+	if fe.Field == "account_id" && errors.Is(fe, jobs.ErrRefused) {
+		if strings.Contains(fe.Reason, "disabled") {
+			re.hint = fmt.Sprintf("; enable it first: daybook account enable %s", fe.Value)
+		} else {
+			re.hint = "; daybook account list shows them"
+		}
+	}
+	if errors.Is(fe, jobs.ErrMalformed) {
+		return &usageError{cmd: c, err: re}
+	}
+	return re
+}
+
+// checkRequest is the exporter's own check of a manual request
+// (jobs.CheckRequest) on the flags, before anything is written or sent: a
+// malformed value is refused before the deployment is opened, then the
+// account is read and the request checked against it (unknown or disabled
+// account, a dataset it does not export, a day before its start date or not
+// closed yet). maxDays bounds the range. Every error names the flag.
+func (a *app) checkRequest(c *cobra.Command, p partitionFlags, maxDays int) (*opsEnv, account.Account, error) {
+	m := jobs.Manual{Kind: jobs.KindManual, AccountID: p.account, Dataset: p.dataset, Day: p.day, From: p.from, To: p.to}
+	lim := jobs.Limits{Now: a.now(), MaxDays: maxDays}
+	if _, _, err := jobs.CheckRequest(m, nil, lim); !errors.Is(err, jobs.ErrRefused) {
+		return nil, account.Account{}, flagError(c, err) // nil, malformed, or the catalog unreadable
+	}
+	ctx := c.Context()
+	e, err := a.open(ctx)
+	if err != nil {
+		return nil, account.Account{}, err
+	}
+	var acct *account.Account
+	switch got, err := e.ledger.GetAccount(ctx, p.account); {
+	case err == nil:
+		acct = &got
+	case !errors.Is(err, ledger.ErrNotFound):
+		return nil, account.Account{}, err
+	}
+	lim.SettleDelay = e.settle
+	if _, _, err := jobs.CheckRequest(m, acct, lim); err != nil {
+		return nil, account.Account{}, flagError(c, err)
+	}
+	return e, *acct, nil
+}
+
+func (a *app) requeueCommand() *cobra.Command {
+	var p partitionFlags
+	var reason string
+	c := &cobra.Command{
+		Use:   "requeue --account ID --dataset NAME (--day DAY | --from DAY --to DAY)",
+		Short: "Queue days for export: a backfill, or a retry of partitions that stopped retrying",
+		Long: `Mark days queued in the ledger: the sweeper claims queued days first, oldest first, within its
+per-account and per-sweep caps, so a long backfill is paced. Missing rows are created; stopped
+(exhausted) rows get a fresh attempt count; a row that is running now is marked to run again
+when it finishes.`,
+		Example: "  daybook requeue --account acct_localdemoaccount --dataset events --from 2026-09-01 --to 2026-09-30",
+	}
+	a.deploymentFlags(c)
+	p.register(c, true)
+	c.Flags().StringVar(&reason, "reason", string(ledger.ReasonBackfill), "backfill or manual (recorded in the manifest)")
+	_ = c.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions([]string{"backfill", "manual"}, cobra.ShellCompDirectiveNoFileComp))
+	out := outputFlag(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := requireFlags(c, "account", "dataset"); err != nil {
+			return err
+		}
+		if _, err := datasetFlag(c, p.dataset); err != nil {
+			return err
+		}
+		if r := ledger.Reason(reason); r != ledger.ReasonBackfill && r != ledger.ReasonManual {
+			return usagef(c, "--reason %q: want backfill or manual", reason)
+		}
+		from, to, err := dayRange(c, p.day, p.from, p.to)
+		if err != nil {
+			return err
+		}
+		ctx := c.Context()
+		e, acct, err := a.checkRequest(c, p, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
+		if err != nil {
+			return err
+		}
+		days := civil.Range(from, to)
+		bar := a.progress(len(days), "requeue")
+		var res ledger.RequeueResult
+		for chunk := range slices.Chunk(days, 7) {
+			r, err := e.ledger.Requeue(ctx, acct.ID, p.dataset, chunk[0], chunk[len(chunk)-1], ledger.Reason(reason))
+			res.Queued += r.Queued
+			res.Created += r.Created
+			res.RerunRequested += r.RerunRequested
+			bar.Add(len(chunk))
+			if err != nil {
+				bar.Finish()
+				return fmt.Errorf("requeue stopped after %d of %d days: %w", res.Queued+res.RerunRequested, len(days), err)
+			}
+		}
+		bar.Finish()
+		if *out == outputJSON {
+			return printJSON(a.stdout, res)
+		}
+		_, err = fmt.Fprintf(a.stdout, "queued %d days of %s %s..%s for account %s (%d new rows, %d running now and marked to run again); the sweeper claims them next\n",
+			res.Queued, p.dataset, from, to, acct.ID, res.Created, res.RerunRequested)
+		return err
+	}
+	return c
+}
+
+// sendAPI is the part of SQS `reexport` uses.
+type sendAPI interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ sendAPI = (*sqs.Client)(nil)
+
+type sentRequest struct {
+	Day       string `json:"day"`
+	MessageID string `json:"message_id"`
+	Body      string `json:"body"`
+}
+
+func (a *app) reexportCommand() *cobra.Command {
+	var p partitionFlags
+	var by string
+	c := &cobra.Command{
+		Use:   "reexport --account ID --dataset NAME (--day DAY | --from DAY --to DAY)",
+		Short: "Re-export a day or a range now, through the jobs queue",
+		Long: fmt.Sprintf(`Send one manual re-export request per day to the jobs queue. The exporter claims each day in
+the ledger (a day running now runs again after it finishes) and writes the next generation.
+At most %d days per command; larger backfills go through daybook requeue, which the sweeper
+paces. requested_by in the ledger and the manifest is the caller's AWS identity unless
+--requested-by is given.`, jobs.MaxManualRangeDays),
+		Example: "  daybook reexport --account acct_localdemoaccount --dataset events --day 2026-11-20",
+	}
+	a.deploymentFlags(c)
+	p.register(c, true)
+	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the request (default: your AWS identity's ARN)")
+	out := outputFlag(c)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := requireFlags(c, "account", "dataset"); err != nil {
+			return err
+		}
+		if _, err := datasetFlag(c, p.dataset); err != nil {
+			return err
+		}
+		from, to, err := dayRange(c, p.day, p.from, p.to)
+		if err != nil {
+			return err
+		}
+		if n := from.DaysUntil(to) + 1; n > jobs.MaxManualRangeDays {
+			return usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
+		}
+		ctx := c.Context()
+		e, acct, err := a.checkRequest(c, p, jobs.MaxManualRangeDays)
+		if err != nil {
+			return err
+		}
+		if e.queueURL == "" {
+			return fmt.Errorf("%s names no jobs queue (JOBS_QUEUE_URL, or the stack output JobsQueueUrl)", e.dep.desc)
+		}
+		sent, err := a.sendReexports(ctx, e.sqs, e.queueURL, acct.ID, p.dataset, civil.Range(from, to), a.requestedBy(ctx, e.sts, by))
+		if *out == outputJSON {
+			if perr := printJSON(a.stdout, nonNil(sent)); perr != nil {
+				return perr
+			}
+		} else if len(sent) == 1 {
+			fmt.Fprintf(a.stdout, "sent %s (message %s)\n", sent[0].Body, sent[0].MessageID)
+		} else if len(sent) > 1 {
+			fmt.Fprintf(a.stdout, "sent %d re-export requests for %s %s %s..%s\n", len(sent), acct.ID, p.dataset, sent[0].Day, sent[len(sent)-1].Day)
+		}
+		return err
+	}
+	return c
+}
+
+// sendReexports sends one manual request per day, ten per batch.
+func (a *app) sendReexports(ctx context.Context, api sendAPI, queueURL, acct, ds string, days []civil.Date, by string) ([]sentRequest, error) {
+	bar := a.progress(len(days), "reexport")
+	defer bar.Finish()
+	var sent []sentRequest
+	for chunk := range slices.Chunk(days, 10) {
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
+		bodies := map[string]sentRequest{}
+		for i, d := range chunk {
+			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: acct, Dataset: ds, Day: d.String(), RequestedBy: by})
+			if err != nil {
+				return sent, err
+			}
+			id := strconv.Itoa(i)
+			bodies[id] = sentRequest{Day: d.String(), Body: body}
+			in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(body)})
+		}
+		out, err := api.SendMessageBatch(ctx, in)
+		if err != nil {
+			return sent, fmt.Errorf("send re-export requests (%d of %d sent): %w", len(sent), len(days), err)
+		}
+		for _, ok := range out.Successful {
+			r := bodies[aws.ToString(ok.Id)]
+			r.MessageID = aws.ToString(ok.MessageId)
+			sent = append(sent, r)
+		}
+		bar.Add(len(chunk))
+		if len(out.Failed) > 0 {
+			f := out.Failed[0]
+			return sent, fmt.Errorf("%d requests were not sent (first: day %s: %s); %d of %d sent", len(out.Failed), bodies[aws.ToString(f.Id)].Day, aws.ToString(f.Message), len(sent), len(days))
+		}
+	}
+	slices.SortFunc(sent, func(x, y sentRequest) int { return strings.Compare(x.Day, y.Day) })
+	return sent, nil
+}

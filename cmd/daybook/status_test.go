@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// statusFixture: a healthy account with three completed days, and a
+// troubled one with, for 2026-11-25..29: stopped, failed, claimed (its job
+// in the queue), running, pending.
+type statusFixture struct {
+	healthy, troubled string
+}
+
+func newStatusFixture(t *testing.T, s stack) statusFixture {
+	t.Helper()
+	ctx := context.Background()
+	l := s.ledgerAt(t, testNow.Add(-time.Hour), 6)
+	once := s.ledgerAt(t, testNow.Add(-time.Hour), 1) // stops after one failure
+	f := statusFixture{healthy: s.newAccount(t, nil).ID, troubled: s.newAccount(t, nil).ID}
+	day := civil.MustParse
+	if _, err := l.Materialize(ctx, f.healthy, "events", day("2026-11-27"), day("2026-11-29")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range civil.Range(day("2026-11-27"), day("2026-11-29")) {
+		k := ledger.Key{AccountID: f.healthy, Dataset: "events", Day: d}
+		c, err := l.Claim(ctx, k, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Complete(ctx, k, c.Token, ledger.Result{Rows: 10, Files: 1, Bytes: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Materialize(ctx, f.troubled, "events", day("2026-11-25"), day("2026-11-29")); err != nil {
+		t.Fatal(err)
+	}
+	key := func(d string) ledger.Key { return ledger.Key{AccountID: f.troubled, Dataset: "events", Day: day(d)} }
+	run := func(l *ledger.Ledger, d string, fail bool) {
+		c, err := l.Claim(ctx, key(d), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Start(ctx, key(d), c.Token); err != nil {
+			t.Fatal(err)
+		}
+		if fail {
+			if _, err := l.Fail(ctx, key(d), c.Token, errors.New("source unreachable")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(once, "2026-11-25", true)
+	run(l, "2026-11-26", true)
+	if _, err := l.Claim(ctx, key("2026-11-27"), ""); err != nil {
+		t.Fatal(err)
+	}
+	run(l, "2026-11-28", false)
+	return f
+}
+
+func TestStatusFleetIsWorstFirst(t *testing.T) {
+	s := deployed(t)
+	f := newStatusFixture(t, s)
+	a, _, _ := testApp(t)
+
+	r := s.run(t, a, "status", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var lines []fleetLine
+	if err := json.Unmarshal([]byte(r.stdout), &lines); err != nil {
+		t.Fatal(err)
+	}
+	at := func(id string) int { return slices.IndexFunc(lines, func(l fleetLine) bool { return l.Account == id }) }
+	h, tr := at(f.healthy), at(f.troubled)
+	if h < 0 || tr < 0 || tr > h {
+		t.Fatalf("troubled account at %d, healthy at %d: want both, troubled first", tr, h)
+	}
+	want := map[phase]int{phaseStopped: 1, phaseFailed: 1, phaseClaimed: 1, phaseRunning: 1, phasePending: 1}
+	for p, n := range want {
+		if lines[tr].Counts[p] != n {
+			t.Errorf("troubled %s = %d, want %d (%v)", p, lines[tr].Counts[p], n, lines[tr].Counts)
+		}
+	}
+	if lines[tr].OldestDue != "2026-11-25" || lines[tr].LastExport != "" {
+		t.Errorf("troubled oldest due %q, last export %q", lines[tr].OldestDue, lines[tr].LastExport)
+	}
+	if c := lines[h].Counts; c[phaseCompleted] != 3 || lines[h].LastExport != "2026-11-29" || lines[h].OldestDue != "" {
+		t.Errorf("healthy %+v", lines[h])
+	}
+
+	r = s.run(t, a, "status")
+	if !strings.Contains(r.stdout, "ACCOUNT") || !strings.Contains(r.stdout, "OLDEST DUE") || !strings.Contains(r.stdout, "claimed: job waiting in the queue") {
+		t.Errorf("fleet table:\n%s", r.stdout)
+	}
+	row := lineWith(r.stdout, f.troubled)
+	if fields := strings.Fields(row); len(fields) < 11 || !slices.Equal(fields[len(fields)-8:len(fields)-1], []string{"0", "1", "1", "1", "1", "1", "2026-11-25"}) {
+		t.Errorf("troubled row %q: want completed 0, queued 1, claimed 1, running 1, failed 1, stopped 1, oldest due 2026-11-25", row)
+	}
+
+	// --state keeps the accounts with partitions in those states.
+	r = s.run(t, a, "status", "--state", "stopped", "-o", "json")
+	json.Unmarshal([]byte(r.stdout), &lines)
+	if at(f.troubled) < 0 || at(f.healthy) >= 0 {
+		t.Errorf("--state stopped: troubled at %d, healthy at %d", at(f.troubled), at(f.healthy))
+	}
+	// --from/--to count the window only.
+	r = s.run(t, a, "status", "--from", "2026-11-28", "--to", "2026-11-29", "-o", "json")
+	json.Unmarshal([]byte(r.stdout), &lines)
+	if i := at(f.healthy); i < 0 || lines[i].Counts[phaseCompleted] != 2 {
+		t.Errorf("window of two days: %+v", lines)
+	}
+}
+
+func lineWith(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestStatusOfAnAccount(t *testing.T) {
+	s := deployed(t)
+	f := newStatusFixture(t, s)
+	a, _, _ := testApp(t)
+
+	r := s.run(t, a, "status", "--account", f.troubled, "--from", "2026-11-23")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"days 2026-11-23..2026-11-29 (7)",
+		"\n        Nov 2026\n        23\n",
+		"events    Xx~>.  running 1, claimed 1, pending 1, failed 1, stopped 1", // two days with no row, then the five
+		"~ claimed, waiting in the queue",
+		"events 2026-11-25  stopped retrying after 1 attempts",
+		"events 2026-11-26  failed on attempt 1, next attempt",
+		"events 2026-11-27  claimed at 2026-11-30T11:00:00Z, its job waits in the queue (lease until 2026-11-30T11:20:00Z, expired: the next sweep claims it again)",
+		"events 2026-11-28  running attempt 1 since 2026-11-30T11:00:00Z (lease until 2026-11-30T11:20:00Z, expired: the next sweep claims it again)",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "\x1b[") {
+		t.Errorf("colours without a terminal:\n%q", r.stdout)
+	}
+
+	// Colours on a terminal, unless NO_COLOR.
+	a.terminal = func(io.Writer) bool { return true }
+	if r := s.run(t, a, "status", "--account", f.troubled); !strings.Contains(r.stdout, "\x1b[36m~\x1b[0m") {
+		t.Errorf("no colours on a terminal:\n%q", r.stdout)
+	}
+	a.getenv = func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }
+	if r := s.run(t, a, "status", "--account", f.troubled); strings.Contains(r.stdout, "\x1b[") {
+		t.Errorf("colours with NO_COLOR:\n%q", r.stdout)
+	}
+	a.terminal = func(io.Writer) bool { return false }
+
+	// Days before the window are summed up, not hidden.
+	r = s.run(t, a, "status", "--account", f.troubled, "--days", "2")
+	if !strings.Contains(r.stdout, "events before 2026-11-28: claimed 1, failed 1, stopped 1 (show them with --from)") {
+		t.Errorf("--days 2:\n%s", r.stdout)
+	}
+	// --state narrows the map and lists every matching day.
+	r = s.run(t, a, "status", "--account", f.troubled, "--state", "failed,stopped", "--from", "2026-11-25")
+	if !strings.Contains(r.stdout, "events  Xx\n") && !strings.Contains(r.stdout, "events  Xx  ") {
+		t.Errorf("--state failed,stopped:\n%s", r.stdout)
+	}
+	// JSON has every day with its details.
+	r = s.run(t, a, "status", "--account", f.troubled, "-o", "json")
+	var res accountStatusOut
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Datasets) != 1 {
+		t.Fatalf("json: %v\n%s", err, r.stdout)
+	}
+	var got []string
+	for _, d := range res.Datasets[0].Days {
+		got = append(got, d.Day[8:]+":"+string(d.State))
+	}
+	if want := "25:stopped 26:failed 27:claimed 28:running 29:pending"; strings.Join(got, " ") != want {
+		t.Errorf("days %v, want %s", got, want)
+	}
+	if d := res.Datasets[0].Days[0]; d.Error != "source unreachable" || d.Attempts != 1 {
+		t.Errorf("stopped day %+v", d)
+	}
+	// A dataset the account does not export is named.
+	r = s.run(t, a, "status", "--account", f.troubled, "--dataset", "profiles")
+	if r.code != exitError || !strings.Contains(r.stderr, "its datasets: events") {
+		t.Errorf("--dataset profiles: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestHistoryCommand(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	acct := s.newAccount(t, nil)
+	day := civil.MustParse("2026-11-20")
+	key := ledger.Key{AccountID: acct.ID, Dataset: "events", Day: day}
+	t0 := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
+	now := t0
+	l, err := ledger.New(ledgerClient(s), ledger.Config{Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Materialize(ctx, acct.ID, "events", day, day); err != nil {
+		t.Fatal(err)
+	}
+	attempt := func(fail bool) {
+		c, err := l.Claim(ctx, key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Start(ctx, key, c.Token); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(42 * time.Second)
+		if fail {
+			_, err = l.Fail(ctx, key, c.Token, errors.New("permission denied on s3:PutObject"))
+		} else {
+			_, err = l.Complete(ctx, key, c.Token, ledger.Result{Rows: 2860, Bytes: 120000, Files: 1, ManifestKey: "m", Duration: 42 * time.Second})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(7 * time.Hour)
+	}
+	attempt(true)
+	attempt(false)
+
+	a, _, _ := testApp(t)
+	r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20")
+	for _, want := range []string{
+		acct.ID + " events 2026-11-20: completed, generation 1, 2860 rows in 1 files (117.2 KiB)",
+		"STARTED", "2026-11-21T02:00:00Z  1", "failed", "permission denied on s3:PutObject",
+		"2026-11-21T09:00:42Z  2", "42s", "completed  1           2860",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("history lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20", "-o", "json")
+	var h historyOut
+	if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || len(h.Attempts) != 2 || h.Attempts[0].Outcome != "failed" ||
+		h.Attempts[1].Outcome != "completed" || h.Attempts[1].Rows != 2860 || h.Attempts[1].DurationMS != 42000 || h.Current == nil {
+		t.Errorf("json history %+v (%v)\n%s", h, err, r.stdout)
+	}
+	r = s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-01")
+	if r.code != 0 || !strings.Contains(r.stdout, "no ledger row") || !strings.Contains(r.stdout, "no attempts recorded") {
+		t.Errorf("a day without a row: exit %d\n%s", r.code, r.stdout)
+	}
+}

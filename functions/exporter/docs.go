@@ -1,0 +1,119 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/bucketdocs"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
+)
+
+// Object metadata of the bucket documents (README.md, _schemas/*.json).
+const (
+	// metaSHA256 is on every document: the hex SHA-256 of its body.
+	metaSHA256 = "daybook-sha256"
+	// metaDocsSHA256 is on the README, written last: bucketdocs.Hash of
+	// the whole set, so one HEAD of the README tells whether every
+	// document is current.
+	metaDocsSHA256 = "daybook-docs-sha256"
+)
+
+// docsTimeout bounds the documents' writes after a commit, so they never
+// eat into the time the ledger writes need.
+const docsTimeout = 15 * time.Second
+
+// writeDocs brings the account's bucket documents (bucketdocs) up to date
+// after a committed export. When nothing they describe changed, it costs
+// one HEAD of the README; otherwise it rewrites each schema document whose
+// SHA-256 differs from the stored one, then the README, last, marked with
+// the hash of the set. The partition is committed when this runs: a
+// failure is logged, never returned, and the next export tries again.
+//
+// The check needs no ledger: the documents are a pure function of the
+// catalog and the account, so their hash is all there is to compare, and
+// two exporters writing them at once write the same bytes.
+func (e *Exporter) writeDocs(ctx context.Context, b *bucket.Bucket, a account.Account, prefix string, format fileformat.Format, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, docsTimeout)
+	defer cancel()
+	wrote, err := e.putDocs(ctx, b, a, prefix, format, log)
+	if err != nil {
+		log.WarnContext(ctx, "bucket documents not written; the next export retries", "error", err.Error(), "written", wrote)
+		return
+	}
+	if wrote > 0 {
+		log.InfoContext(ctx, "bucket documents written", "written", wrote)
+	}
+}
+
+// putDocs writes what changed and returns how many documents it wrote.
+func (e *Exporter) putDocs(ctx context.Context, b *bucket.Bucket, a account.Account, prefix string, format fileformat.Format, log *slog.Logger) (int, error) {
+	files, err := bucketdocs.Files(e.docsInput(a, prefix, format, log))
+	if err != nil {
+		return 0, err
+	}
+	set := bucketdocs.Hash(files)
+	readme := files[len(files)-1] // Files puts the README last
+	info, err := b.Head(ctx, readme.Key)
+	switch {
+	case err == nil && info.Metadata[metaDocsSHA256] == set:
+		return 0, nil
+	case err != nil && !bucket.IsNotFound(err):
+		return 0, err
+	}
+	wrote := 0
+	for _, f := range files[:len(files)-1] {
+		info, err := b.Head(ctx, f.Key)
+		switch {
+		case err == nil && info.Metadata[metaSHA256] == f.SHA256:
+			continue
+		case err != nil && !bucket.IsNotFound(err):
+			return wrote, err
+		}
+		if err := putDoc(ctx, b, f, nil); err != nil {
+			return wrote, err
+		}
+		wrote++
+	}
+	if err := putDoc(ctx, b, readme, map[string]string{metaDocsSHA256: set}); err != nil {
+		return wrote, err
+	}
+	return wrote + 1, nil
+}
+
+func putDoc(ctx context.Context, b *bucket.Bucket, f bucketdocs.File, extra map[string]string) error {
+	md := map[string]string{metaSHA256: f.SHA256}
+	for k, v := range extra {
+		md[k] = v
+	}
+	if err := b.PutWith(ctx, f.Key, f.Body, bucket.PutOptions{ContentType: f.ContentType, Metadata: md}); err != nil {
+		return fmt.Errorf("write %s: %w", f.Key, err)
+	}
+	return nil
+}
+
+// docsInput describes what the account receives: its enabled datasets that
+// this build's catalog declares, in the account's order, and how.
+func (e *Exporter) docsInput(a account.Account, prefix string, format fileformat.Format, log *slog.Logger) bucketdocs.Input {
+	in := bucketdocs.Input{
+		Bucket: a.Destination.Bucket, Prefix: prefix, Format: format, Compression: format.Codec(a.Destination.Compression),
+		TimeZone: cmp.Or(a.TimeZone, account.DefaultTimeZone), MaxFileBytes: e.maxFileBytes(),
+	}
+	if a.SettleDelay != nil {
+		in.SettleDelay = a.SettleDelay.D()
+	}
+	for _, name := range a.Datasets {
+		ds, err := dataset.Get(name)
+		if err != nil {
+			log.Warn("bucket documents leave out a dataset this build does not declare", "dataset", name)
+			continue
+		}
+		in.Datasets = append(in.Datasets, ds)
+	}
+	return in
+}

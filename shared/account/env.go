@@ -1,0 +1,59 @@
+package account
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The environment variables Rules come from. template.yaml sets them on the
+// functions (see RulesFromEnv); the CLI reads them from a deployment's
+// env.json.
+const (
+	// EnvDeploymentAccountID is the deployment's own AWS account id
+	// (${AWS::AccountId}).
+	EnvDeploymentAccountID = "DEPLOYMENT_ACCOUNT_ID"
+	// EnvCustomerRolePattern is the IAM resource pattern of the customer
+	// roles the exporter may assume, the same string as in its IAM policy.
+	EnvCustomerRolePattern = "CUSTOMER_ROLE_PATTERN"
+	// EnvAllowPrivateEndpoints is "true" where custom endpoints may be on
+	// private addresses.
+	EnvAllowPrivateEndpoints = "ALLOW_PRIVATE_ENDPOINTS"
+)
+
+// rolePatternRE is the form of a customer role pattern: a role ARN in which
+// the partition, the account and the name may use IAM's * and ? wildcards.
+var rolePatternRE = regexp.MustCompile(`^arn:[a-z*?-]+:iam::[0-9*?]*:role/[\w+=,.@/*?-]+$`)
+
+// RulesFromEnv reads the deployment's Rules through lookup (os.LookupEnv, or
+// a map from an env.json): DeploymentAccountID, RolePattern and
+// AllowPrivateEndpoints from the variables above; an unset variable leaves
+// the zero value. Every malformed variable is named in the error. Now and
+// MaxBackfillDays are the caller's.
+func RulesFromEnv(lookup func(string) (string, bool)) (Rules, error) {
+	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
+	var errs []error
+	bad := func(name, v, why string) {
+		errs = append(errs, fmt.Errorf("environment variable %s=%q: %s", name, v, why))
+	}
+	r := Rules{
+		DeploymentAccountID: get(EnvDeploymentAccountID),
+		RolePattern:         get(EnvCustomerRolePattern),
+	}
+	if v := r.DeploymentAccountID; v != "" && !ownerRE.MatchString(v) {
+		bad(EnvDeploymentAccountID, v, "want a 12-digit AWS account id")
+	}
+	if v := r.RolePattern; v != "" && !rolePatternRE.MatchString(v) {
+		bad(EnvCustomerRolePattern, v, "want an IAM role ARN pattern such as arn:aws:iam::*:role/daybook-export-*")
+	}
+	if v := get(EnvAllowPrivateEndpoints); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad(EnvAllowPrivateEndpoints, v, "want true or false")
+		}
+		r.AllowPrivateEndpoints = b
+	}
+	return r, errors.Join(errs...)
+}

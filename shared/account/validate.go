@@ -1,0 +1,232 @@
+package account
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
+	"github.com/daybook-dev/daybook/shared/layout"
+)
+
+// Rules are the deployment's facts an account is checked against when it is
+// saved. The zero Rules checks every field's own form and refuses what can
+// never be safe; each rule below says what its zero value means.
+type Rules struct {
+	// Now is when the account is saved, and MaxBackfillDays how far before
+	// it the start date may be (0: no bound). Both are for the start-date
+	// rule of the fleet-scale work; Validate does not read them yet.
+	Now             time.Time
+	MaxBackfillDays int
+	// RolePattern is the IAM resource pattern of the customer roles the
+	// deployment may assume, exactly as in its IAM policy, e.g.
+	// arn:aws:iam::*:role/daybook-export-* (`*` and `?` wildcards, anchored;
+	// see MatchWildcard). A role ARN outside it is refused when the account
+	// is saved, not after its exports fail. Empty: any well-formed role ARN.
+	RolePattern string
+	// DeploymentAccountID is the deployment's own 12-digit AWS account id:
+	// the expected bucket owner of a destination written with daybook's own
+	// role (Destination.BucketOwner). Empty: such a destination must name
+	// expected_bucket_owner, or Validate refuses it.
+	DeploymentAccountID string
+	// AllowPrivateEndpoints allows custom endpoints on private addresses
+	// (RFC 1918, fc00::/7, 100.64.0.0/10). False: refused (C3).
+	AllowPrivateEndpoints bool
+}
+
+// MaxStageLen is the longest deployment stage (template.yaml's Stage
+// parameter allows ^[a-z][a-z0-9-]{0,15}$). The key length check renders
+// {{.Stage}} this long, so whether a prefix fits does not depend on the
+// stage: the ledger's guard (ValidateShape) and Validate agree, and an
+// account valid in one stage is valid in every one.
+const MaxStageLen = 16
+
+// FieldError is one refused field: Field is its JSON path
+// (destination.role_arn), Value the value refused, Reason why, in words.
+// Validate and CheckIsolation return these, joined; Fields lists them.
+type FieldError struct {
+	Field  string
+	Value  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Reason) }
+
+// Fields returns every *FieldError in err: err itself, the errors it joins
+// and the errors they wrap.
+func Fields(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *FieldError:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+type problems []error
+
+func (p *problems) add(field string, v any, format string, args ...any) {
+	*p = append(*p, &FieldError{Field: field, Value: fmt.Sprint(v), Reason: fmt.Sprintf(format, args...)})
+}
+
+var (
+	bucketRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	regionRE  = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$`)
+	datasetRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+	ownerRE   = regexp.MustCompile(`^[0-9]{12}$`)
+)
+
+// Validate checks the account as it is about to be saved: every field's own
+// form (ValidateShape) and the deployment's rules (role pattern, bucket
+// owner, private endpoints). Each problem is a *FieldError naming the field
+// and the value; they are joined. It changes nothing. Checking the account
+// against the others is CheckIsolation's job.
+func (a Account) Validate(rules Rules) error {
+	p := a.shape()
+	p = append(p, a.deploymentRules(rules)...)
+	return errors.Join(p...)
+}
+
+// ValidateShape checks what any stored account must satisfy whatever the
+// deployment: ids, dates, zone, datasets (against the catalog), bucket,
+// prefix template and key length, role ARN and external id form, endpoint
+// form, format. The ledger uses it as its last guard; saving an account goes
+// through Validate with the deployment's Rules.
+func (a Account) ValidateShape() error { return errors.Join(a.shape()...) }
+
+func (a Account) shape() problems {
+	var p problems
+	if !ValidID(a.ID) {
+		p.add("id", a.ID, "want acct_ followed by 16 lowercase base32 characters (account.NewID)")
+	}
+	if a.StartDate.IsZero() {
+		p.add("start_date", "", "required (YYYY-MM-DD, the backfill horizon)")
+	}
+	if a.TimeZone != "" {
+		if _, err := time.LoadLocation(a.TimeZone); err != nil || a.TimeZone == "Local" {
+			p.add("time_zone", a.TimeZone, "not an IANA time zone (e.g. Europe/Paris)")
+		}
+	}
+	if a.SettleDelay != nil && (a.SettleDelay.D() < 0 || a.SettleDelay.D() > 7*24*time.Hour) {
+		p.add("settle_delay", a.SettleDelay.D().String(), "must be between 0 and 168h")
+	}
+	a.checkDatasets(&p)
+	d := a.Destination
+	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
+		p.add("destination.bucket", d.Bucket, "not an S3 bucket name")
+	}
+	if d.Region != "" && !regionRE.MatchString(d.Region) {
+		p.add("destination.region", d.Region, "not a region name (e.g. eu-west-1; lowercase letters, digits and -)")
+	}
+	a.checkPrefix(&p)
+	d.checkRole(&p)
+	if d.ExpectedBucketOwner != "" && !ownerRE.MatchString(d.ExpectedBucketOwner) {
+		p.add("destination.expected_bucket_owner", d.ExpectedBucketOwner, "want a 12-digit AWS account id")
+	}
+	if d.Endpoint != "" {
+		if _, err := parseEndpoint(d.Endpoint); err != nil {
+			p.add("destination.endpoint", d.Endpoint, "%v", err)
+		}
+	}
+	if format, err := d.FileFormat(); err != nil {
+		p.add("destination.format", d.Format, "want %s", fileformat.Names())
+	} else if c := d.Compression; c != "" && !format.Takes(c) {
+		p.add("destination.compression", c, "%s takes %s", format, format.CodecNames())
+	}
+	switch d.Checksums {
+	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
+	default:
+		p.add("destination.checksums", d.Checksums, "want full_object, composite or none")
+	}
+	return p
+}
+
+// checkDatasets: at least one, each in the catalog, none twice.
+func (a Account) checkDatasets(p *problems) {
+	if len(a.Datasets) == 0 {
+		p.add("datasets", "", "at least one dataset is required")
+		return
+	}
+	known, err := dataset.Names()
+	if err != nil {
+		p.add("datasets", strings.Join(a.Datasets, ","), "cannot read the dataset catalog: %v", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, ds := range a.Datasets {
+		switch {
+		case !datasetRE.MatchString(ds):
+			p.add("datasets", ds, "not a dataset name (lowercase letters, digits, _)")
+		case !slices.Contains(known, ds):
+			p.add("datasets", ds, "unknown dataset (known: %s)", strings.Join(known, ", "))
+		case seen[ds]:
+			p.add("datasets", ds, "listed twice")
+		}
+		seen[ds] = true
+	}
+}
+
+// checkPrefix: a valid template whose longest key, rendered with the
+// longest stage, fits S3's limit.
+func (a Account) checkPrefix(p *problems) {
+	tmpl := cmp.Or(a.Destination.Prefix, DefaultPrefix)
+	field := "destination.prefix"
+	if err := layout.ValidatePrefix(tmpl); err != nil {
+		p.add(field, tmpl, "%s", reason(err))
+		return
+	}
+	if !ValidID(a.ID) {
+		return // reported; the key length needs a real id's length
+	}
+	rendered, err := layout.RenderPrefix(tmpl, a.Vars(strings.Repeat("s", MaxStageLen)))
+	if err != nil {
+		p.add(field, tmpl, "%s", reason(err))
+		return
+	}
+	if err := layout.CheckKeyLength(rendered, a.Datasets); err != nil {
+		p.add(field, tmpl, "rendered as %q, %s", rendered, reason(err))
+	}
+}
+
+// reason is a layout error's reason without the repeated prefix value.
+func reason(err error) string {
+	var pe *layout.PrefixError
+	if errors.As(err, &pe) {
+		return pe.Reason
+	}
+	return err.Error()
+}
+
+// deploymentRules are the checks that need the deployment's facts.
+func (a Account) deploymentRules(rules Rules) problems {
+	var p problems
+	if rules.DeploymentAccountID != "" && !ownerRE.MatchString(rules.DeploymentAccountID) {
+		p.add("rules.deployment_account_id", rules.DeploymentAccountID, "want a 12-digit AWS account id (the deployment's configuration, not the account's)")
+		return p
+	}
+	d := a.Destination
+	if d.RoleARN != "" && rules.RolePattern != "" && roleARNRE.MatchString(d.RoleARN) && !MatchWildcard(rules.RolePattern, d.RoleARN) {
+		p.add("destination.role_arn", d.RoleARN, "outside the roles this deployment may assume (%s); the customer's role must be named to match it", rules.RolePattern)
+	}
+	d.checkOwner(&p, rules.DeploymentAccountID)
+	if d.Endpoint != "" {
+		d.checkEndpointAddress(&p, rules.AllowPrivateEndpoints)
+	}
+	return p
+}

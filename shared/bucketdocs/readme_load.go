@@ -1,0 +1,113 @@
+package bucketdocs
+
+import (
+	"strings"
+
+	"github.com/daybook-dev/daybook/shared/fileformat"
+	"github.com/daybook-dev/daybook/shared/loadsql"
+)
+
+// engineText is the README's paragraph for each engine a load script is
+// generated for, keyed by loadsql engine name; every loadsql.Engines entry
+// has one (the tests check it).
+var engineText = map[string]string{
+	loadsql.EngineAthena: "**Athena / Trino**: `_load/athena.sql` creates an external table over the dataset's folder, " +
+		"partitioned by `dt`, and adds the day's partition. Nothing is copied: Athena reads the files in place, so add a " +
+		"day only once its `_SUCCESS` exists. (`MSCK REPAIR TABLE` registers every `dt=` folder at once, including a day " +
+		"being written.) Athena shows timestamps with millisecond precision.",
+	loadsql.EngineBigQuery: "**BigQuery**: `_load/bigquery.sql` creates a table partitioned by `dt` and loads the day " +
+		"with `LOAD DATA ... OVERWRITE PARTITIONS`, reading the bucket through a BigQuery Omni connection to AWS. " +
+		"Replace the connection placeholder in the script.",
+	loadsql.EngineSnowflake: "**Snowflake**: `_load/snowflake.sql` deletes the day and copies it in (`COPY INTO` " +
+		"with the exact list of files) in one transaction, from an external stage named `" + loadsql.SnowflakeStage +
+		"` that points at the bucket root; the script's header shows how to create it once.",
+	loadsql.EngineRedshift: "**Redshift**: `_load/redshift.sql` deletes the day and loads it with `COPY` from `_load/" +
+		loadsql.RedshiftManifestName + "`, which lists exactly the partition's files, in one transaction. Replace the " +
+		"IAM role placeholder with a role Redshift can assume to read the bucket.",
+	loadsql.EngineDuckDB: "**DuckDB**: `_load/duckdb.sql` deletes the day and inserts it from the exact list of files " +
+		"in one transaction. Reading `s3://` needs the httpfs extension and credentials (`CREATE SECRET`); the script " +
+		"reads a local copy as well once its URIs are edited.",
+}
+
+func (w *mdWriter) loadSection() {
+	w.h2("Loading")
+	w.p("Beside every partition, `_load/` holds a ready-to-run script per engine. Each is generated from the",
+		"schema the partition's files were written with (explicit column types, nothing autodetected) and",
+		"names exactly the files of `_manifest.json`, never a folder or a glob. A script first creates the",
+		"table if it does not exist and brings a table created by an earlier schema version up to date",
+		"(appended columns, loosened `NOT NULL`), then loads the day. Scripts that load into a table replace",
+		"the day (delete and insert in one transaction, or an overwrite of the day's partition): running one",
+		"twice, or a later generation's script after an earlier one, leaves each row of the day once.",
+		"Each script's header says which placeholder, if any, to replace.")
+	items := make([]string, 0, len(loadsql.Engines)+1)
+	for _, e := range loadsql.Engines {
+		items = append(items, "- "+engineText[e])
+	}
+	spark := "- **Spark** (no script): read the dataset's folder, e.g. `spark.read.parquet(\"s3a://" +
+		w.in.Bucket + "/" + w.root + "events/\")`; Spark finds `dt` in the folder names, as a DATE, and skips the " +
+		"`_` files. Filter to days whose `_SUCCESS` exists."
+	if w.in.Format == fileformat.NDJSON {
+		spark = strings.Replace(spark, "spark.read.parquet", "spark.read.json", 1)
+	}
+	if len(w.in.Datasets) > 0 {
+		spark = strings.Replace(spark, "/events/", "/"+w.in.Datasets[0].Name+"/", 1)
+	}
+	w.p(append(items, spark)...)
+	if w.in.Format == fileformat.NDJSON {
+		w.p("With gzipped NDJSON, Athena's JSON SerDes have known limits (each `_load/athena.sql` explains them);",
+			"if you query with Athena, ask the sender for Parquet.")
+	}
+}
+
+func (w *mdWriter) reseedSection() {
+	w.h2("Reseeds")
+	w.p("A dataset read as the union of its days is sometimes rebuilt from scratch by the sender, for",
+		"example after a correction on its side. While that happens, every day of the rebuild is delivered",
+		"with `reseed: true` in its `datasets_delivered` entry of the delivery manifest.",
+		"",
+		"When you see `reseed: true`, drop your copy of that dataset and load it again from the bucket,",
+		"day by day, instead of appending the new rows: appending would count every row twice. Loading",
+		"with the scripts is safe for this, since each replaces its day. `reseed` is `false` otherwise.")
+}
+
+func (w *mdWriter) changesSection() {
+	w.h2("Schema changes")
+	w.p("A schema only grows: a new column is appended at the end, nullable, and every column keeps the",
+		"schema version that added it (`since` in the tables above and in `_schemas/`). A required column",
+		"may become nullable (`nullable_since`). Each partition's `_manifest.json` records the schema",
+		"version its files were written with, and the load scripts bring an existing table up to it.",
+		"Anything else (renaming, removing, reordering or retyping a column) is a new contract version",
+		"under `v2/`, and `v1/` stays as it is.")
+}
+
+func (w *mdWriter) verifySection() {
+	root := w.root
+	bucketARN := "arn:aws:s3:::" + w.in.Bucket
+	w.h2("Verify a partition yourself")
+	w.p("You can check any partition with read access to the bucket alone, for example with the `daybook`",
+		"command-line tool:")
+	w.block("sh",
+		"daybook verify --bucket "+w.in.Bucket+" --prefix "+strings.TrimSuffix(w.in.Prefix, "/")+" \\",
+		"  --dataset <dataset> --day YYYY-MM-DD [--region <region>] [--endpoint <url>] [--download]")
+	w.p("It reads `_SUCCESS` and checks that it names `_manifest.json` by its SHA-256 and generation;",
+		"lists the partition and checks that the data files are exactly those of the manifest, with its",
+		"sizes; compares each file's CRC32C with the manifest (the checksum S3 stored for the object when",
+		"it has a whole-object CRC32C, otherwise by reading the file); counts the rows of each file where",
+		"that is cheap (Parquet footers; every file with `--download`, which also recomputes every",
+		"checksum from the bytes); and reports what the delivery manifest says about the dataset that day.",
+		"Credentials come from the usual AWS chain (environment, profile, instance role).",
+		"",
+		"It makes only read requests. This policy is enough:")
+	w.block("json",
+		"{",
+		`  "Version": "2012-10-17",`,
+		`  "Statement": [`,
+		`    {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "`+bucketARN+`",`,
+		`     "Condition": {"StringLike": {"s3:prefix": "`+root+`*"}}},`,
+		`    {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "`+bucketARN+"/"+root+`*"}`,
+		"  ]",
+		"}")
+	w.p("Without the tool, the same checks by hand: the SHA-256 of `_manifest.json` equals `_SUCCESS`'s",
+		"`manifest_sha256`; listing the partition shows exactly the manifest's `files`, with its `bytes`;",
+		"and each file's SHA-256 equals the manifest's `sha256`.")
+}

@@ -1,0 +1,209 @@
+package cichecks
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const root = "../../.."
+
+var pins = []string{"moto[server]==5.2.1", "aws-sam-translator==1.110.0", "cfn-lint==1.51.0"}
+
+// fakeBin writes executable shell scripts into a new directory.
+func fakeBin(t *testing.T, scripts map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/bash\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// python is a fake python3 whose moto and samtranslator have these
+// versions; `-m venv DIR` runs venv (a shell snippet with $3 = DIR).
+func python(moto, sam, venv string) string {
+	return `case "$1" in
+-c) case "$2" in *samtranslator*) echo ` + sam + `;; *moto*) echo ` + moto + `;; esac;;
+-m) ` + venv + `;;
+esac`
+}
+
+const cfnlint151 = `echo "cfn-lint 1.51.0"`
+
+// goodVenv creates a venv whose tools are at the pins.
+const goodVenv = `mkdir -p "$3/bin"
+printf '#!/bin/bash\nexit 0\n' > "$3/bin/pip"
+printf '#!/bin/bash\ncase "$2" in *samtranslator*) echo 1.110.0;; *) echo 5.2.1;; esac\n' > "$3/bin/python3"
+printf '#!/bin/bash\necho cfn-lint 1.51.0\n' > "$3/bin/cfn-lint"
+printf '#!/bin/bash\n' > "$3/bin/moto_server"
+chmod +x "$3"/bin/*`
+
+func runTools(t *testing.T, bin, venv string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, ".ci/tools"), append([]string{"python", venv}, pins...)...)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestPythonTools(t *testing.T) {
+	tests := []struct {
+		name      string
+		scripts   map[string]string
+		leftover  bool // an unfinished venv from an earlier run
+		ok        bool
+		venv      bool // a finished venv afterwards
+		output    string
+		noInstall bool
+	}{
+		{"everything at its pin", map[string]string{"python3": python("5.2.1", "1.110.0", "exit 1"), "cfn-lint": cfnlint151, "moto_server": ""},
+			false, true, false, "", true},
+		{"an unfinished venv is removed", map[string]string{"python3": python("5.2.1", "1.110.0", "exit 1"), "cfn-lint": cfnlint151, "moto_server": ""},
+			true, true, false, "an earlier install did not finish", true},
+		{"a wrong version is replaced by the pinned one", map[string]string{"python3": python("5.2.1", "1.110.0", goodVenv), "cfn-lint": `echo "cfn-lint 1.40.0"`, "moto_server": ""},
+			false, true, true, "cfn-lint: 1.40.0, want 1.51.0", false},
+		{"missing tools are installed", map[string]string{"python3": python("", "", goodVenv)},
+			false, true, true, "moto_server: not found", false},
+		{"a failed install leaves nothing", map[string]string{"python3": python("", "", `mkdir -p "$3/bin"; printf '#!/bin/bash\nexit 1\n' > "$3/bin/pip"; chmod +x "$3/bin/pip"`)},
+			false, false, false, "could not install the Python tools; nothing was left", false},
+		{"an install with the wrong versions leaves nothing", map[string]string{"python3": python("", "", strings.Replace(goodVenv, "echo 5.2.1", "echo 5.0.0", 1))},
+			false, false, false, "moto: 5.0.0, want 5.2.1", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			venv := filepath.Join(t.TempDir(), "venv")
+			if tt.leftover {
+				os.MkdirAll(filepath.Join(venv, "bin"), 0o755)
+			}
+			out, err := runTools(t, fakeBin(t, tt.scripts), venv)
+			if (err == nil) != tt.ok || !strings.Contains(out, tt.output) {
+				t.Errorf("error %v (want ok %v), output lacks %q:\n%s", err, tt.ok, tt.output, out)
+			}
+			_, statErr := os.Stat(venv)
+			_, doneErr := os.Stat(filepath.Join(venv, ".complete"))
+			switch {
+			case tt.venv && doneErr != nil:
+				t.Errorf("no finished venv: %v", doneErr)
+			case !tt.venv && statErr == nil:
+				t.Errorf("a venv was left at %s", venv)
+			}
+			if tt.noInstall && strings.Contains(out, "installing") {
+				t.Errorf("installed although every tool is at its pin:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestMakePathSkipsAnUnfinishedVenv: a venv without .complete never goes
+// on PATH, so it cannot hide tools installed afterwards.
+func TestMakePathSkipsAnUnfinishedVenv(t *testing.T) {
+	makefile, err := filepath.Abs(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		setup  func(dir string)
+		onPath bool
+	}{
+		{"no venv yet (make tools may create it)", func(string) {}, true},
+		{"unfinished venv", func(dir string) { os.MkdirAll(filepath.Join(dir, ".local/venv/bin"), 0o755) }, false},
+		{"finished venv", func(dir string) {
+			os.MkdirAll(filepath.Join(dir, ".local/venv/bin"), 0o755)
+			os.WriteFile(filepath.Join(dir, ".local/venv/.complete"), nil, 0o644)
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.setup(dir)
+			out, err := exec.Command("make", "-s", "-C", dir, "-f", makefile, "--eval", "print-path: ; @echo \"$$PATH\"", "print-path").CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if got := strings.Contains(string(out), filepath.Join(dir, ".local/venv/bin")); got != tt.onPath {
+				t.Errorf("venv on PATH %v, want %v: %s", got, tt.onPath, out)
+			}
+		})
+	}
+}
+
+func TestBuildTargetsNeedArtifactsDir(t *testing.T) {
+	for _, target := range []string{"build-SweeperFunction", "build-ExporterFunction"} {
+		t.Run(target, func(t *testing.T) {
+			cmd := exec.Command("make", "-s", "-C", root, target)
+			cmd.Env = append(os.Environ(), "ARTIFACTS_DIR=")
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "ARTIFACTS_DIR is not set") {
+				t.Errorf("%s without ARTIFACTS_DIR: %v\n%s", target, err, out)
+			}
+			dry, err := exec.Command("make", "-n", "-C", root, target, "ARTIFACTS_DIR=/tmp/artifacts").CombinedOutput()
+			if err != nil || !strings.Contains(string(dry), "-o /tmp/artifacts/bootstrap") {
+				t.Errorf("%s with ARTIFACTS_DIR: %v\n%s", target, err, dry)
+			}
+		})
+	}
+}
+
+// TestCIChecksEachTool: .ci/run names the tool that is missing after make
+// tools (a single `command -v a b c` passes when one is missing).
+func TestCIChecksEachTool(t *testing.T) {
+	bin := fakeBin(t, map[string]string{
+		"go":             `case "$1" in env) echo /nonexistent;; *) echo go version fake;; esac`,
+		"make":           `exit 0`,
+		"aws-lambda-rie": "",
+		"moto_server":    "",
+		"python3":        "",
+	})
+	cmd := exec.Command(filepath.Join(root, ".ci/run"))
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "missing after make tools: cfn-lint") || strings.Contains(string(out), "missing after make tools: moto_server") {
+		t.Errorf(".ci/run with cfn-lint missing: %v\n%s", err, out)
+	}
+}
+
+// TestDashboardUsesPublishedMetrics: every daybook metric on the template's
+// dashboard is one the functions publish, and every published one is shown.
+func TestDashboardUsesPublishedMetrics(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDashboard := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\["daybook", "(\w+)"`).FindAllStringSubmatch(string(tmpl), -1) {
+		onDashboard[m[1]] = true
+	}
+	published := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(root, "functions/*/*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`Name: "(\w+)", Unit: metrics\.`).FindAllStringSubmatch(string(b), -1) {
+			published[m[1]] = true
+		}
+	}
+	if len(published) < 5 || len(onDashboard) == 0 {
+		t.Fatalf("found %d published metrics and %d on the dashboard", len(published), len(onDashboard))
+	}
+	for m := range onDashboard {
+		if !published[m] {
+			t.Errorf("the dashboard shows %s, which no function publishes", m)
+		}
+	}
+	for m := range published {
+		if !onDashboard[m] {
+			t.Errorf("%s is published but not on the dashboard", m)
+		}
+	}
+}

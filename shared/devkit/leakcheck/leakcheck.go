@@ -1,0 +1,118 @@
+// Package leakcheck is test support: it scans what daybook writes into a
+// customer's bucket for details internal to the sender that a customer must
+// never read there: the source queries and the source-only tables and
+// columns they read (from the dataset catalog; a dataset's declared
+// relation is public, as provenance names it), requirement ids, AWS account
+// ids, and any strings a test adds (a source's name, host, user, database).
+package leakcheck
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
+
+var (
+	// The word code comments put before a requirement id they cite.
+	specRE = regexp.MustCompile(`SPEC`)
+	// A bare requirement id in prose. S3 is left out: it is the storage
+	// service's name everywhere in a customer's documents.
+	idRE = regexp.MustCompile(`\b([LEFDQCOXR][0-9]|S[124-9])\b`)
+	// A 12-digit number stands for an AWS account id.
+	accountRE = regexp.MustCompile(`\b[0-9]{12}\b`)
+	// A source-table column definition in the catalog's DDL.
+	ddlColumnRE = regexp.MustCompile(`(?m)^\s{4}([a-z_]+)\s+[A-Z]`)
+	ddlTableRE  = regexp.MustCompile(`CREATE TABLE IF NOT EXISTS ([a-z_]+)`)
+	relationRE  = regexp.MustCompile(`FROM ([a-z_]+) WHERE`)
+)
+
+// internals are the catalog-derived strings no bucket object may contain.
+var internals = sync.OnceValues(func() ([]string, error) {
+	cat, err := dataset.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	public := map[string]bool{"account_id": true} // the manifests name the customer's own account
+	for _, ds := range cat {
+		// A dataset's declared relation is published: a partition's
+		// provenance names the table or view it was read from.
+		public[ds.Name], public[ds.Relation] = true, true
+		for _, c := range ds.Columns {
+			public[c.Name] = true
+		}
+	}
+	var out []string
+	add := func(s string) {
+		if !public[s] && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, ds := range cat {
+		for _, dialect := range dataset.Dialects {
+			q, err := ds.Query(dialect)
+			if err != nil {
+				return nil, err
+			}
+			add(q)
+			for _, m := range relationRE.FindAllStringSubmatch(q, -1) {
+				add(m[1])
+			}
+		}
+	}
+	add("WHERE account_id")
+	for _, dialect := range dataset.Dialects {
+		ddl, err := dataset.SourceDDL(dialect)
+		if err != nil {
+			return nil, err
+		}
+		for _, re := range []*regexp.Regexp{ddlTableRE, ddlColumnRE} {
+			for _, m := range re.FindAllStringSubmatch(ddl, -1) {
+				add(m[1])
+			}
+		}
+	}
+	return out, nil
+})
+
+// Internals returns the catalog-derived strings Scan refuses everywhere.
+func Internals() ([]string, error) { return internals() }
+
+// Scan returns one line per problem found in the object at key: a
+// catalog-derived internal string, a requirement id, an AWS account id, or
+// one of extra. Source SQL is refused everywhere; "SELECT " is allowed only
+// in load scripts (under `_load/`), which are SQL by design; bare
+// requirement ids are looked for in prose documents (README, `_schemas/`),
+// where no checksum or id can look like one by chance.
+func Scan(key string, body []byte, extra ...string) []string {
+	text := string(body)
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, key+": "+fmt.Sprintf(format, args...)) }
+	ins, err := internals()
+	if err != nil {
+		return []string{key + ": " + err.Error()}
+	}
+	for _, s := range append(slices.Clone(ins), extra...) {
+		if s != "" && strings.Contains(text, s) {
+			bad("contains %q", s)
+		}
+	}
+	if specRE.MatchString(text) {
+		bad("cites a requirement (%q)", "SPEC")
+	}
+	if m := accountRE.FindString(text); m != "" {
+		bad("contains %s, which looks like an AWS account id", m)
+	}
+	if !strings.Contains(key, "/_load/") && strings.Contains(text, "SELECT ") {
+		bad("contains SQL (%q) outside a load script", "SELECT ")
+	}
+	if strings.HasSuffix(key, "/README.md") || strings.Contains(key, "/_schemas/") {
+		if m := idRE.FindString(text); m != "" {
+			bad("contains %q, which looks like a requirement id", m)
+		}
+	}
+	return out
+}

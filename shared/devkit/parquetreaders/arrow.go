@@ -1,0 +1,137 @@
+package parquetreaders
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
+
+// ReadArrow decodes the file at path with Apache Arrow's Go Parquet reader
+// (parquet/file for the schema, pqarrow for the values).
+func ReadArrow(path string) (*Table, error) {
+	rdr, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("arrow: open %s: %w", path, err)
+	}
+	defer rdr.Close()
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("arrow: %s: %w", path, err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("arrow: read %s: %w", path, err)
+	}
+	defer tbl.Release()
+
+	sc := rdr.MetaData().Schema
+	if sc.NumColumns() != int(tbl.NumCols()) {
+		return nil, fmt.Errorf("arrow: %s: %d leaf columns, %d arrow columns", path, sc.NumColumns(), tbl.NumCols())
+	}
+	out := &Table{Reader: "arrow", Rows: make([][]Value, tbl.NumRows())}
+	for r := range out.Rows {
+		out.Rows[r] = make([]Value, tbl.NumCols())
+	}
+	for c := range int(tbl.NumCols()) {
+		col := arrowColumn(sc.Column(c))
+		field := tbl.Schema().Field(c)
+		col.Engine = field.Type.String()
+		out.Columns = append(out.Columns, col)
+		row := 0
+		for _, chunk := range tbl.Column(c).Data().Chunks() {
+			for i := range chunk.Len() {
+				v, err := arrowValue(chunk, i)
+				if err != nil {
+					return nil, fmt.Errorf("arrow: %s: column %s row %d: %w", path, col.Name, row+1, err)
+				}
+				out.Rows[row][c] = v
+				row++
+			}
+		}
+	}
+	return out, nil
+}
+
+func arrowColumn(c *schema.Column) Column {
+	col := Column{Name: c.Name(), Physical: c.PhysicalType().String(), Repetition: "REQUIRED"}
+	if c.PhysicalType() == parquet.Types.FixedLenByteArray {
+		col.Physical += "(" + strconv.Itoa(c.TypeLength()) + ")"
+	}
+	if c.SchemaNode().RepetitionType() == parquet.Repetitions.Optional {
+		col.Repetition = "OPTIONAL"
+	}
+	switch lt := c.LogicalType().(type) {
+	case schema.NoLogicalType, nil:
+	case schema.DateLogicalType:
+		col.Logical = "DATE"
+	case schema.TimestampLogicalType:
+		zone := "LOCAL"
+		if lt.IsAdjustedToUTC() {
+			zone = "UTC"
+		}
+		col.Logical = "TIMESTAMP(" + strings.ToUpper(timeUnit(lt.TimeUnit())) + "," + zone + ")"
+	case schema.DecimalLogicalType:
+		col.Logical = fmt.Sprintf("DECIMAL(%d,%d)", lt.Precision(), lt.Scale())
+	case schema.IntLogicalType:
+		col.Logical = integerName(int(lt.BitWidth()), lt.IsSigned())
+	case schema.StringLogicalType:
+		col.Logical = "STRING"
+	case schema.JSONLogicalType:
+		col.Logical = "JSON"
+	default:
+		col.Logical = "other:" + lt.String()
+	}
+	return col
+}
+
+func timeUnit(u schema.TimeUnitType) string {
+	switch u {
+	case schema.TimeUnitMillis:
+		return "millis"
+	case schema.TimeUnitMicros:
+		return "micros"
+	case schema.TimeUnitNanos:
+		return "nanos"
+	}
+	return "unknown"
+}
+
+func arrowValue(a arrow.Array, i int) (Value, error) {
+	if a.IsNull(i) {
+		return Null, nil
+	}
+	switch x := a.(type) {
+	case *array.Date32:
+		return Text(strconv.FormatInt(int64(x.Value(i)), 10)), nil
+	case *array.Timestamp:
+		if u := x.DataType().(*arrow.TimestampType).Unit; u != arrow.Microsecond {
+			return Null, fmt.Errorf("timestamp unit %s", u)
+		}
+		return Text(strconv.FormatInt(int64(x.Value(i)), 10)), nil
+	case *array.Int64:
+		return Text(strconv.FormatInt(x.Value(i), 10)), nil
+	case *array.Float64:
+		return Text(FormatDouble(x.Value(i))), nil
+	case *array.Boolean:
+		return Text(strconv.FormatBool(x.Value(i))), nil
+	case *array.Decimal128:
+		scale := x.DataType().(*arrow.Decimal128Type).Scale
+		return Text(dataset.NewDecimalBig(x.Value(i).BigInt(), int(scale)).String()), nil
+	case *array.String:
+		return Text(x.Value(i)), nil
+	case *array.Binary:
+		return Text(string(x.Value(i))), nil
+	}
+	return Null, fmt.Errorf("unexpected arrow array %s", a.DataType())
+}

@@ -1,0 +1,121 @@
+// read.mjs decodes Parquet files with hyparquet, a JavaScript reader that
+// shares no code with the Go and C++ ones, and prints them for
+// shared/devkit/parquetreaders (ReadHyparquet) to compare.
+//
+//   node read.mjs FILE...
+//
+// Output: one JSON array with, per file, {path, columns, rows}. columns hold
+// name, physical, logical and repetition from the file's schema; rows hold
+// every value as canonical text (see the Go package) or null. Doubles are
+// JavaScript's text ("NaN", "Infinity", "-0" ...), which the Go side parses.
+// Decimals are read as their stored unscaled integers and scaled here with
+// BigInt: hyparquet itself converts decimals to lossy JavaScript numbers.
+import { asyncBufferFromFile, parquetMetadataAsync, parquetRead } from 'hyparquet'
+import { compressors } from 'hyparquet-compressors'
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+// Parsers for the logical types, so values stay exact.
+const parsers = {
+  dateFromDays: days => String(days),
+  timestampFromMicroseconds: micros => String(micros),
+  timestampFromMilliseconds: millis => `unexpected millis ${millis}`,
+  timestampFromNanoseconds: nanos => `unexpected nanos ${nanos}`,
+  stringFromBytes: bytes => bytes && utf8.decode(bytes),
+  jsonFromBytes: bytes => bytes && utf8.decode(bytes),
+}
+
+function logicalName(e) {
+  const lt = e.logical_type
+  if (!lt) return ''
+  switch (lt.type) {
+    case 'STRING': case 'JSON': case 'DATE':
+      return lt.type
+    case 'DECIMAL':
+      return `DECIMAL(${lt.precision},${lt.scale})`
+    case 'TIMESTAMP':
+      return `TIMESTAMP(${lt.unit},${lt.isAdjustedToUTC ? 'UTC' : 'LOCAL'})`
+    case 'INTEGER':
+      return `INTEGER(${lt.bitWidth},${lt.isSigned ? 'signed' : 'unsigned'})`
+  }
+  return 'other:' + JSON.stringify(lt, (k, v) => typeof v === 'bigint' ? String(v) : v)
+}
+
+// unscaled returns the stored integer of a decimal: INT32, INT64, or
+// big-endian two's complement bytes.
+function unscaled(v) {
+  if (typeof v === 'number' || typeof v === 'bigint') return BigInt(v)
+  if (v instanceof Uint8Array) {
+    let n = 0n
+    for (const b of v) n = (n << 8n) | BigInt(b)
+    if (v.length && v[0] & 0x80) n -= 1n << BigInt(8 * v.length)
+    return n
+  }
+  throw new Error(`decimal stored as ${typeof v}`)
+}
+
+function decimalText(n, scale) {
+  const neg = n < 0n
+  let digits = (neg ? -n : n).toString()
+  if (scale > 0) {
+    digits = digits.padStart(scale + 1, '0')
+    digits = digits.slice(0, digits.length - scale) + '.' + digits.slice(digits.length - scale)
+  }
+  return (neg ? '-' : '') + digits
+}
+
+function text(v, col, e) {
+  if (v === null || v === undefined) return null
+  if (col.logical.startsWith('DECIMAL')) return decimalText(unscaled(v), e.scale ?? e.logical_type.scale)
+  switch (typeof v) {
+    case 'string': return v
+    case 'bigint': return v.toString()
+    case 'boolean': return String(v)
+    case 'number':
+      if (col.physical === 'DOUBLE' && Object.is(v, -0)) return '-0'
+      return String(v)
+  }
+  throw new Error(`column ${col.name}: unexpected ${Object.prototype.toString.call(v)}`)
+}
+
+async function read(path) {
+  const file = await asyncBufferFromFile(path)
+  const metadata = await parquetMetadataAsync(file)
+  const leaves = metadata.schema.filter(e => !e.num_children)
+  const columns = leaves.map(e => ({
+    name: e.name,
+    physical: e.type === 'FIXED_LEN_BYTE_ARRAY' ? `${e.type}(${e.type_length})` : e.type,
+    logical: logicalName(e),
+    repetition: e.repetition_type,
+  }))
+  // Read decimals as their stored integers: drop the annotation from a copy
+  // of the metadata (the reader still decodes every page of the column).
+  const raw = structuredClone(metadata)
+  for (const e of raw.schema) {
+    if (e.logical_type?.type === 'DECIMAL' || e.converted_type === 'DECIMAL') {
+      delete e.logical_type
+      delete e.converted_type
+    }
+  }
+  let rows = []
+  await parquetRead({
+    file, metadata: raw, compressors: { ZSTD: compressors.ZSTD }, parsers,
+    rowFormat: 'array', onComplete: r => { rows = r },
+  })
+  return {
+    path,
+    columns,
+    rows: rows.map(row => row.map((v, i) => text(v, columns[i], leaves[i]))),
+  }
+}
+
+const out = []
+for (const path of process.argv.slice(2)) {
+  try {
+    out.push(await read(path))
+  } catch (err) {
+    console.error(`hyparquet: ${path}: ${err.stack ?? err}`)
+    process.exit(1)
+  }
+}
+process.stdout.write(JSON.stringify(out))

@@ -1,0 +1,9 @@
+package encode
+
+// Tuned returns opts with the Parquet dictionary limit and page size set
+// for tests, so a file of a few thousand rows has the several pages and the
+// dictionary fallback a day of millions has. Zero keeps a default.
+func Tuned(opts Options, dictionaryLimit int64, pageBytes int) Options {
+	opts.tuning = tuning{dictionaryLimit: dictionaryLimit, pageBytes: pageBytes}
+	return opts
+}

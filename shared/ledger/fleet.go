@@ -1,0 +1,188 @@
+package ledger
+
+// Reads and deletions for operators (`daybook status`, `daybook account
+// delete`). None of them is on the sweep's path: the sweep's costs are in
+// Due and CountExhausted.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+)
+
+// DeleteAPI is what deleting items needs besides DynamoAPI; the DynamoDB
+// client has it.
+type DeleteAPI interface {
+	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+var _ DeleteAPI = (*dynamodb.Client)(nil)
+
+// ErrNoDelete: the ledger's client cannot delete items.
+var ErrNoDelete = errors.New("ledger: the DynamoDB client given to New cannot delete items")
+
+// Open returns every row of the account that is in the due index: the rows
+// with work to do or waiting for an operator (pending, queued, failed,
+// running, stopped), every dataset and day, oldest day first within each
+// class. Index items carry the projected attributes only: key, state,
+// attempts, claim token and claimed_at, and the time in the due key. Its
+// cost grows with the account's open rows, never with its completed ones.
+func (l *Ledger) Open(ctx context.Context, accountID string) ([]Row, error) {
+	var rows []Row
+	kc := expression.Key(AttrDueAccount).Equal(val(accountID))
+	_, err := l.queryPages(ctx, "open rows of "+accountID, IndexDue, kc, "", 0, appendRows(&rows))
+	return rows, err
+}
+
+// Count counts the rows of (account, dataset) from `from` through `to` (a
+// COUNT Query: it returns no items, but reads them).
+func (l *Ledger) Count(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error) {
+	kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
+		And(expression.Key(AttrSK).Between(val(from.String()), val(to.String())))
+	total := 0
+	_, err := l.queryPages(ctx, "count "+accountID+"/"+dataset, "", kc, types.SelectCount, 0,
+		func(out *dynamodb.QueryOutput) error { total += int(out.Count); return nil })
+	return total, err
+}
+
+// LastCompleted returns the newest day of (account, dataset) at or before
+// `to` whose row is completed, reading newest first and stopping at the
+// first one; ok is false when there is none.
+func (l *Ledger) LastCompleted(ctx context.Context, accountID, dataset string, to civil.Date) (Row, bool, error) {
+	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
+		And(expression.Key(AttrSK).LessThanEqual(val(to.String())))).Build()
+	if err != nil {
+		return Row{}, false, fmt.Errorf("ledger: last completed: %w", err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(l.cfg.Table),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(32),
+	}
+	for {
+		out, err := l.db.Query(ctx, in)
+		if err != nil {
+			return Row{}, false, fmt.Errorf("ledger: last completed of %s/%s: %w", accountID, dataset, err)
+		}
+		for _, it := range out.Items {
+			r, err := rowFromItem(it)
+			if err != nil {
+				return Row{}, false, err
+			}
+			if r.State == StateCompleted {
+				return r, true, nil
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return Row{}, false, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// DeleteAccount removes the account record only (its ledger rows stay; see
+// PurgeAccount). A missing account is ErrNotFound.
+func (l *Ledger) DeleteAccount(ctx context.Context, id string) error {
+	api, ok := l.db.(DeleteAPI)
+	if !ok {
+		return ErrNoDelete
+	}
+	_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:           aws.String(l.cfg.Table),
+		Key:                 tableKey(pkAccounts, id),
+		ConditionExpression: aws.String("attribute_exists(" + AttrPK + ")"),
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("%w: account %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: delete account %s: %w", id, err)
+	}
+	return nil
+}
+
+// PurgeResult counts what PurgeAccount deleted.
+type PurgeResult struct {
+	Rows       int `json:"rows"`
+	History    int `json:"history"`
+	Watermarks int `json:"watermarks"`
+}
+
+// PurgeAccount deletes the account's partition rows of the given datasets,
+// their attempt history, and the account's watermarks. It does not look at
+// claims: the caller makes sure nothing runs (Open).
+func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []string) (PurgeResult, error) {
+	var res PurgeResult
+	api, ok := l.db.(DeleteAPI)
+	if !ok {
+		return res, ErrNoDelete
+	}
+	del := func(pk, sk string) error {
+		_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(l.cfg.Table), Key: tableKey(pk, sk)})
+		if err != nil {
+			return fmt.Errorf("ledger: delete %s/%s: %w", pk, sk, err)
+		}
+		return nil
+	}
+	keysOf := func(pk string) ([]string, error) {
+		var sks []string
+		_, err := l.queryPages(ctx, "keys of "+pk, "", expression.Key(AttrPK).Equal(val(pk)), "", 0, func(out *dynamodb.QueryOutput) error {
+			for _, it := range out.Items {
+				sks = append(sks, avString(it[AttrSK]))
+			}
+			return nil
+		})
+		return sks, err
+	}
+	for _, ds := range datasets {
+		if err := (Key{AccountID: accountID, Dataset: ds, Day: civil.MustParse("2000-01-01")}).validate(); err != nil {
+			return res, err
+		}
+		days, err := keysOf(partitionPK(accountID, ds))
+		if err != nil {
+			return res, err
+		}
+		for _, day := range days {
+			d, err := civil.Parse(day)
+			if err != nil {
+				return res, fmt.Errorf("ledger: row %s/%s: %w", partitionPK(accountID, ds), day, err)
+			}
+			hpk := historyPK(Key{AccountID: accountID, Dataset: ds, Day: d})
+			hs, err := keysOf(hpk)
+			if err != nil {
+				return res, err
+			}
+			for _, sk := range hs {
+				if err := del(hpk, sk); err != nil {
+					return res, err
+				}
+				res.History++
+			}
+			if err := del(partitionPK(accountID, ds), day); err != nil {
+				return res, err
+			}
+			res.Rows++
+		}
+	}
+	wms, err := keysOf(pkWMPrefix + accountID)
+	if err != nil {
+		return res, err
+	}
+	for _, sk := range wms {
+		if err := del(pkWMPrefix+accountID, sk); err != nil {
+			return res, err
+		}
+		res.Watermarks++
+	}
+	return res, nil
+}

@@ -1,0 +1,362 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/loadsql"
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// ReadAPI is every S3 call Check makes: reads only, so read access to the
+// bucket (s3:ListBucket on the prefix, s3:GetObject under it) is enough.
+type ReadAPI interface {
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+var _ ReadAPI = (*s3.Client)(nil)
+
+// Target is one partition, named the way a customer knows it: from the
+// bucket alone, with no ledger and no account record.
+type Target struct {
+	Bucket string
+	// Owner is the AWS account that must own the bucket; optional. When set,
+	// every request names it and S3 refuses a bucket someone else owns.
+	Owner string
+	// Prefix is the part of every key before `/v1/` (the account's
+	// rendered prefix).
+	Prefix  string
+	Dataset string
+	Day     civil.Date
+}
+
+// PartitionPrefix is the key prefix of the target's partition.
+func (t Target) PartitionPrefix() string { return layout.PartitionPrefix(t.Prefix, t.Dataset, t.Day) }
+
+// URI is the target's partition as an s3:// URI.
+func (t Target) URI() string { return "s3://" + t.Bucket + "/" + t.PartitionPrefix() }
+
+var datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+func (t Target) validate() error {
+	switch {
+	case t.Bucket == "":
+		return errors.New("verify: bucket is empty")
+	case !datasetNameRE.MatchString(t.Dataset):
+		return fmt.Errorf("verify: dataset %q is not a dataset name", t.Dataset)
+	case t.Day.IsZero():
+		return errors.New("verify: day is not set")
+	}
+	if err := layout.ValidateRendered(t.Prefix); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	return nil
+}
+
+// Options tunes how much Check reads.
+type Options struct {
+	// Download reads every data file in full: its CRC32C is recomputed from
+	// the bytes and its rows are counted, whatever its format. Without it,
+	// a file's CRC32C is the one S3 stored for the object when that is a
+	// whole-object CRC32C (one HEAD), and the file is read in full only when
+	// S3 has none; rows are counted from Parquet footers (two ranged reads)
+	// and, for gzipped NDJSON, only in files read in full anyway.
+	Download bool
+}
+
+// Status is a partition's verdict.
+type Status string
+
+// The verdicts.
+const (
+	// StatusOK: committed, and everything checked matches the manifest.
+	StatusOK Status = "ok"
+	// StatusNotCommitted: no _SUCCESS; the day is not delivered, or is
+	// being written again. Not a fault by itself.
+	StatusNotCommitted Status = "not_committed"
+	// StatusFailed: committed, but something does not match.
+	StatusFailed Status = "failed"
+)
+
+// Level grades one Finding.
+type Level string
+
+// The levels: only LevelProblem fails a partition.
+const (
+	LevelOK      Level = "ok"
+	LevelProblem Level = "problem"
+	LevelNote    Level = "note"
+)
+
+// Finding is one line of the report: what was checked and what was found.
+type Finding struct {
+	Level   Level
+	Subject string // "_SUCCESS", "_manifest.json", a file name, ...
+	Detail  string
+}
+
+// Result is the report on one partition.
+type Result struct {
+	Target     Target
+	Status     Status
+	Generation int64
+	Files      int
+	Rows       int64
+	Bytes      int64
+	Findings   []Finding
+}
+
+// Problems returns the details of the findings that fail the partition.
+func (r *Result) Problems() []string {
+	var out []string
+	for _, f := range r.Findings {
+		if f.Level == LevelProblem {
+			out = append(out, f.Subject+": "+f.Detail)
+		}
+	}
+	return out
+}
+
+func (r *Result) add(l Level, subject, format string, args ...any) {
+	r.Findings = append(r.Findings, Finding{Level: l, Subject: subject, Detail: fmt.Sprintf(format, args...)})
+}
+
+// checker holds one Check's state.
+type checker struct {
+	ctx  context.Context
+	api  ReadAPI
+	t    Target
+	o    Options
+	r    *Result
+	pp   string           // partition prefix
+	keys map[string]int64 // listed key -> size
+	// committed is whether _SUCCESS was there when read.
+	committed bool
+}
+
+// Check verifies one partition with read access only: `_SUCCESS` names the
+// partition's `_manifest.json` by SHA-256 and generation; the data files
+// under the partition are exactly the manifest's, with its sizes, CRC32C and
+// (where cheap, see Options) row counts; the load scripts are there; and
+// what the day's delivery manifest says about the dataset. An error means
+// the bucket could not be read (access, network), not that the partition is
+// bad: that is Result.Status.
+func Check(ctx context.Context, api ReadAPI, t Target, o Options) (*Result, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	c := &checker{ctx: ctx, api: api, t: t, o: o, r: &Result{Target: t}, pp: t.PartitionPrefix(), keys: map[string]int64{}}
+	var err error
+	if err = c.list(); err != nil {
+		return nil, err
+	}
+	if c.committed, err = c.partition(); err != nil {
+		return nil, err
+	}
+	if err := c.delivery(); err != nil {
+		return nil, err
+	}
+	switch {
+	case !c.committed:
+		c.r.Status = StatusNotCommitted
+	case len(c.r.Problems()) > 0:
+		c.r.Status = StatusFailed
+	default:
+		c.r.Status = StatusOK
+	}
+	return c.r, nil
+}
+
+func (c *checker) owner() *string {
+	if c.t.Owner == "" {
+		return nil
+	}
+	return &c.t.Owner
+}
+
+func (c *checker) list() error {
+	p := s3.NewListObjectsV2Paginator(c.api, &s3.ListObjectsV2Input{Bucket: &c.t.Bucket, Prefix: &c.pp, ExpectedBucketOwner: c.owner()})
+	for p.HasMorePages() {
+		page, err := p.NextPage(c.ctx)
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", c.t.Bucket, c.pp, err)
+		}
+		for _, o := range page.Contents {
+			c.keys[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+		}
+	}
+	return nil
+}
+
+// get reads a whole object; found is false when it does not exist.
+func (c *checker) get(key string) (body []byte, found bool, err error) {
+	out, err := c.api.GetObject(c.ctx, &s3.GetObjectInput{Bucket: &c.t.Bucket, Key: &key, ExpectedBucketOwner: c.owner()})
+	if isNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("get s3://%s/%s: %w", c.t.Bucket, key, err)
+	}
+	defer out.Body.Close()
+	body, err = io.ReadAll(out.Body)
+	if err != nil {
+		return nil, false, fmt.Errorf("get s3://%s/%s: %w", c.t.Bucket, key, err)
+	}
+	return body, true, nil
+}
+
+func isNotFound(err error) bool {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	var api smithy.APIError
+	return errors.As(err, &nsk) || errors.As(err, &nf) ||
+		errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound")
+}
+
+// partition checks _SUCCESS, the manifest and the files; it reports
+// whether the partition is committed.
+func (c *checker) partition() (bool, error) {
+	r := c.r
+	successKey := c.pp + layout.SuccessName
+	if _, ok := c.keys[successKey]; !ok {
+		if len(c.keys) == 0 {
+			r.add(LevelNote, layout.SuccessName, "absent, and nothing is under the partition: not delivered")
+		} else {
+			r.add(LevelNote, layout.SuccessName, "absent: the partition is not complete (being written, or not delivered); do not read it")
+		}
+		return false, nil
+	}
+	sb, found, err := c.get(successKey)
+	if err != nil || !found {
+		if err == nil {
+			r.add(LevelNote, layout.SuccessName, "listed but gone when read: the partition is being written again")
+		}
+		return false, err
+	}
+	succ, err := manifest.DecodeSuccess(sb)
+	if err != nil {
+		r.add(LevelProblem, layout.SuccessName, "%v", err)
+		return true, nil
+	}
+	r.Generation = succ.Generation
+	manifestKey := c.pp + layout.ManifestName
+	if succ.ManifestKey != manifestKey {
+		r.add(LevelProblem, layout.SuccessName, "names manifest %s, not this partition's %s", succ.ManifestKey, manifestKey)
+		return true, nil
+	}
+	r.add(LevelOK, layout.SuccessName, "generation %d, committed %s", succ.Generation, succ.CommittedAt.Format("2006-01-02T15:04:05Z"))
+	mb, found, err := c.get(manifestKey)
+	if err != nil {
+		return true, err
+	}
+	if !found {
+		r.add(LevelProblem, layout.ManifestName, "missing, though _SUCCESS names it")
+		return true, nil
+	}
+	if !succ.Matches(mb) {
+		r.add(LevelProblem, layout.ManifestName, "its SHA-256 is not the one _SUCCESS commits: edited or replaced after the commit")
+	}
+	m, err := manifest.Decode(mb)
+	if err != nil {
+		r.add(LevelProblem, layout.ManifestName, "%v", err)
+		return true, nil
+	}
+	c.manifestHeader(m, succ)
+	if err := c.files(m); err != nil {
+		return true, err
+	}
+	c.loadScripts()
+	return true, nil
+}
+
+func (c *checker) manifestHeader(m *manifest.Manifest, succ manifest.Success) {
+	r := c.r
+	var bad []string
+	if m.Generation != succ.Generation {
+		bad = append(bad, fmt.Sprintf("generation %d, _SUCCESS says %d", m.Generation, succ.Generation))
+	}
+	if m.Dataset != c.t.Dataset {
+		bad = append(bad, fmt.Sprintf("dataset %q", m.Dataset))
+	}
+	if m.Day != c.t.Day.String() {
+		bad = append(bad, fmt.Sprintf("day %q", m.Day))
+	}
+	var rows, size int64
+	for _, f := range m.Files {
+		rows += f.Rows
+		size += f.Bytes
+	}
+	if m.Totals.Files != len(m.Files) || m.Totals.Rows != rows || m.Totals.Bytes != size {
+		bad = append(bad, fmt.Sprintf("totals %+v do not sum its files", m.Totals))
+	}
+	r.Files, r.Rows, r.Bytes = len(m.Files), rows, size
+	if len(bad) > 0 {
+		r.add(LevelProblem, layout.ManifestName, "%s", strings.Join(bad, "; "))
+		return
+	}
+	r.add(LevelOK, layout.ManifestName, "SHA-256 matches _SUCCESS; dataset %s, day %s, schema version %d, %s, %d file(s), %d rows",
+		m.Dataset, m.Day, m.SchemaVersion, m.Format, len(m.Files), rows)
+}
+
+// loadScripts notes the load scripts the partition lacks; their absence
+// does not make the data wrong.
+func (c *checker) loadScripts() {
+	var missing []string
+	for _, e := range loadsql.Engines {
+		if _, ok := c.keys[c.pp+layout.LoadDir+"/"+e+".sql"]; !ok {
+			missing = append(missing, e+".sql")
+		}
+	}
+	if len(missing) > 0 {
+		c.r.add(LevelNote, layout.LoadDir+"/", "no %s", strings.Join(missing, ", "))
+		return
+	}
+	c.r.add(LevelOK, layout.LoadDir+"/", "%s", strings.Join(loadsql.Engines, ", "))
+}
+
+// files checks the data files against the manifest, then lists what else
+// is under the partition.
+func (c *checker) files(m *manifest.Manifest) error {
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f.Key] = true
+		if err := c.file(f); err != nil {
+			return err
+		}
+	}
+	var orphans, others []string
+	for k := range c.keys {
+		rel := strings.TrimPrefix(k, c.pp)
+		switch {
+		case listed[k]:
+		case layout.IsDataKey(k):
+			orphans = append(orphans, rel)
+		case rel == layout.SuccessName, rel == layout.ManifestName, strings.HasPrefix(rel, layout.LoadDir+"/"):
+		default:
+			others = append(others, rel)
+		}
+	}
+	sort.Strings(orphans)
+	sort.Strings(others)
+	for _, k := range orphans {
+		c.r.add(LevelProblem, k, "data file not in the manifest: a reader of the folder would read it")
+	}
+	if len(others) > 0 {
+		c.r.add(LevelNote, "other objects", "%s (not data, not read by the load scripts)", strings.Join(others, ", "))
+	}
+	return nil
+}
