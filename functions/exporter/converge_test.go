@@ -149,6 +149,7 @@ func TestMalformedJobsReachTheDLQ(t *testing.T) {
 		{"unknown dataset", func(j *jobs.Job) { j.Dataset = "visitors" }, jobs.ErrMalformed, `dataset "visitors"`},
 		{"hostile claim token", func(j *jobs.Job) { j.ClaimToken = "x' OR '1'='1" }, jobs.ErrMalformed, "claim_token"},
 		{"no generation", func(j *jobs.Job) { j.Generation = 0 }, jobs.ErrMalformed, `generation "0"`},
+		{"attempt beyond any run", func(j *jobs.Job) { j.Attempt = 5000 }, jobs.ErrMalformed, `attempt "5000"`},
 		{"unknown reason", func(j *jobs.Job) { j.Reason = "because" }, jobs.ErrMalformed, `reason "because"`},
 		{"unknown account", func(j *jobs.Job) { j.AccountID = "acct_aaaaaaaaaaaaaaaa" }, ErrRejected, `account_id "acct_aaaaaaaaaaaaaaaa": no such account`},
 		{"partition with no ledger row", func(j *jobs.Job) { j.Day = testDay.AddDays(-1).String() }, ErrRejected, "the ledger has no row for this partition"},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -68,6 +67,9 @@ type Service struct {
 	Now      func() time.Time
 	Rand     io.Reader
 	Metrics  *metrics.Emitter
+	// SettleDelay is the deployment's settle delay (SETTLE_DELAY), for an
+	// account that sets none of its own; manual requests are checked with it.
+	SettleDelay time.Duration
 	// Reserve is kept back from the invocation's deadline so that a run cut
 	// short still aborts its uploads (upload.AbortTimeout) and records the
 	// failure (finishContext) before Lambda ends it. Default DefaultReserve.
@@ -92,11 +94,9 @@ func (s *Service) Process(ctx context.Context, messageID, body string) error {
 }
 
 func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
+	// jobs.Parse validated the job (jobs.Job.Validate), as strictly as a
+	// manual request: a malformed one never gets here.
 	log = log.With("account", j.AccountID, "dataset", j.Dataset, "day", j.Day, "generation", j.Generation)
-	if err := validateJob(j); err != nil {
-		log.ErrorContext(ctx, "malformed job; it will reach the dead-letter queue", "error", err.Error())
-		return err
-	}
 	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
 	claim, err := s.Ledger.Start(ctx, key, j.ClaimToken)
 	if errors.Is(err, ledger.ErrClaimLost) || errors.Is(err, ledger.ErrNotFound) {
@@ -140,29 +140,23 @@ func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, l
 	return nil
 }
 
+// manual checks a manual request against its account with the one check
+// the CLI applies too (jobs.CheckRequest: account, dataset, start date, a
+// closed day, the range bound) and rejects it, to the dead-letter queue
+// with the reason, when it fails.
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
 	log = log.With("account", m.AccountID, "dataset", m.Dataset)
-	acct, err := s.Ledger.GetAccount(ctx, m.AccountID)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return s.reject(ctx, log, "account_id %q: no such account", m.AccountID)
-	}
-	if err != nil {
+	var acct *account.Account
+	a, err := s.Ledger.GetAccount(ctx, m.AccountID)
+	switch {
+	case err == nil:
+		acct = &a
+	case !errors.Is(err, ledger.ErrNotFound):
 		return fmt.Errorf("get account %s: %w", m.AccountID, err)
 	}
-	if !acct.Enabled {
-		return s.reject(ctx, log, "account_id %q is disabled", m.AccountID)
-	}
-	if _, err := dataset.Get(m.Dataset); err != nil {
-		return s.reject(ctx, log, "dataset %q: %v", m.Dataset, err)
-	}
-	if !enabled(acct, m.Dataset) {
-		return s.reject(ctx, log, "dataset %q is not enabled for account %s (enabled: %v)", m.Dataset, acct.ID, acct.Datasets)
-	}
-	from, to, _ := m.Days() // validated by jobs.Parse
-	closed := acct.ClosedThrough(s.Now())
-	if to.After(closed) {
-		return s.reject(ctx, log, "day %s is not closed yet for account %s (time zone %s): the last closed day is %s; today is never exported",
-			to, acct.ID, cmp.Or(acct.TimeZone, account.DefaultTimeZone), closed)
+	from, to, err := jobs.CheckRequest(m, acct, jobs.Limits{Now: s.Now(), SettleDelay: s.SettleDelay})
+	if err != nil {
+		return s.reject(ctx, log, "%w", err)
 	}
 	if from != to {
 		return s.fanOut(ctx, m, from, to, log)
@@ -327,15 +321,6 @@ func (s *Service) runID() (string, error) {
 		return "", fmt.Errorf("run id: %w", err)
 	}
 	return "run_" + s.Now().UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b[:]), nil
-}
-
-func enabled(a account.Account, ds string) bool {
-	for _, d := range a.Datasets {
-		if d == ds {
-			return true
-		}
-	}
-	return false
 }
 
 func truncate(s string, n int) string {
