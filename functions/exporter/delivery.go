@@ -33,7 +33,16 @@ const deliveryRewrites = 3
 // again. Without it the manifest would stay missing or stale until another
 // export of the day.
 func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day civil.Date, log *slog.Logger) error {
-	if err := s.putDelivery(ctx, acct, day); err != nil {
+	err := s.putDelivery(ctx, acct, day)
+	if errors.Is(err, account.ErrNoBucketOwner) {
+		// Nothing is written to a bucket whose owner cannot be checked, and
+		// delivering the message again would not change that: the ledger
+		// keeps the outcome, and the day's next export after the account is
+		// corrected writes the manifest.
+		log.ErrorContext(ctx, "delivery manifest not written: the destination's bucket owner cannot be determined", "error", err.Error())
+		return nil
+	}
+	if err != nil {
 		log.ErrorContext(ctx, "delivery manifest not written; the message will be delivered again to rewrite it", "error", err.Error())
 		return fmt.Errorf("the outcome is recorded, but %w", err)
 	}
@@ -46,7 +55,10 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 		return err
 	}
 	key := layout.DeliveryManifestKey(prefix, day)
-	b := s.Exporter.bucketOf(acct)
+	b, err := s.Exporter.bucketOf(acct)
+	if err != nil {
+		return err
+	}
 	d, err := s.delivery(ctx, acct, day)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -15,7 +16,8 @@ import (
 // where they arise: the source marks what it could not read
 // (source.ErrUnavailable), rows that do not fit are dataset.RowError, and
 // the bucket names its AWS errors (bucket.Classify, which also covers the
-// errors of its multipart writers). A run out of time is timed_out whatever
+// errors of its multipart writers), and a destination whose bucket owner
+// cannot be determined is account.ErrNoBucketOwner (bucketOf). A run out of time is timed_out whatever
 // it was doing. Anything else is internal.
 func classify(err error) manifest.Code {
 	var row *dataset.RowError
@@ -26,6 +28,8 @@ func classify(err error) manifest.Code {
 		return manifest.CodeSchemaMismatch
 	case errors.Is(err, source.ErrUnavailable):
 		return manifest.CodeSourceUnavailable
+	case errors.Is(err, account.ErrNoBucketOwner):
+		return manifest.CodeDestinationMisconfigured
 	}
 	switch b := bucket.Classify(err); {
 	case errors.Is(b, bucket.ErrAccessDenied):

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -55,6 +56,10 @@ func TestClassify(t *testing.T) {
 		{"bucket denied", fmt.Errorf("remove old _SUCCESS: %w", bucket.Classify(denied)), manifest.CodeDestinationDenied},
 		{"no such bucket", fmt.Errorf("read old _SUCCESS: %w", missingBucket), manifest.CodeDestinationMissing},
 		{"no such bucket from a writer", fmt.Errorf("upload: %w", &types.NoSuchBucket{}), manifest.CodeDestinationMissing},
+		{"bucket owner unknown", fmt.Errorf("account acct_x: %w", func() error {
+			_, err := (account.Destination{Bucket: "b"}).BucketOwner("")
+			return err
+		}()), manifest.CodeDestinationMisconfigured},
 		{"not found is no bucket problem", fmt.Errorf("x: %w", &types.NoSuchKey{}), manifest.CodeInternal},
 		{"anything else", errors.New("account acct_x is disabled"), manifest.CodeInternal},
 	} {
