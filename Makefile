@@ -114,6 +114,16 @@ $(FLEET_DYNALITE): bench/fleet/package.json bench/fleet/package-lock.json
 	npm ci --prefix bench/fleet --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The full fault run: SIGKILLed exporters, duplicate deliveries, concurrent sweeps, S3 errors and
+# lost responses, then every invariant checked (shared/devkit/chaos). Not part of `make test`, which
+# runs only its short version. CHAOS_SEED and CHAOS_KILLS override the defaults.
+CHAOS_SEED  ?=
+CHAOS_KILLS ?=
+.PHONY: chaos
+chaos: tools build ## fault-injection run of the whole local pipeline (minutes); prints the faults and the checks
+	DAYBOOK_CHAOS=1 DAYBOOK_CHAOS_BIN=$(CURDIR)/$(LOCAL)/bin DAYBOOK_CHAOS_SEED=$(CHAOS_SEED) DAYBOOK_CHAOS_KILLS=$(CHAOS_KILLS) \
+	  $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' -v ./shared/devkit/chaos/
+
 # FLEET_BENCH_SIZES=100,1000 runs the fleet benchmark on fewer accounts.
 bench: $(FLEET_DYNALITE) ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day), multipart writer, fleet sweep cost (dynalite)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/

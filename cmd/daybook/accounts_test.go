@@ -395,7 +395,7 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	}
 	s.createBucket(t, bucket)
 	r = s.run(t, a, "account", "test", acct.ID)
-	if r.code != 0 || strings.Count(r.stdout, "\tok")+strings.Count(r.stdout, " ok") < 5 {
+	if r.code != 0 || strings.Count(r.stdout, "\tok")+strings.Count(r.stdout, " ok") < 6 {
 		t.Errorf("existing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if keys := s.objects(t, bucket); len(keys) != 0 {
@@ -406,7 +406,7 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 		OK     bool `json:"ok"`
 		Checks []any
 	}
-	if json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || !res.OK || len(res.Checks) != 5 {
+	if json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || !res.OK || len(res.Checks) != 6 {
 		t.Errorf("-o json: exit %d %+v\n%s", r.code, res, r.stdout)
 	}
 }

@@ -86,6 +86,27 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("status after the drain:\n%s", out)
 	}
 
+	// The sample event re-exports 2026-11-20, and a day before the
+	// account's start date is refused (jobs.CheckRequest): the local account
+	// starts 7 closed days back, so its start date moves back to that day.
+	b, err := os.ReadFile(filepath.Join(dir, "account.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var local map[string]any
+	if err := json.Unmarshal(b, &local); err != nil {
+		t.Fatal(err)
+	}
+	local["start_date"] = "2026-11-20"
+	if b, err = json.Marshal(local); err != nil {
+		t.Fatal(err)
+	}
+	localFile := filepath.Join(dir, "account.json.sample")
+	if err := os.WriteFile(localFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli("account", "put", "--file", localFile, "--env-file", env)
+
 	// make invoke-exporter EVENT=events/exporter-manual.json
 	out = cli("local", "invoke", "ExporterFunction", "--dir", dir, "--event", "../../events/exporter-manual.json")
 	var resp struct {

@@ -139,6 +139,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 		Scripts: loadScripts,
 		Config:  ExportConfig{Stage: testStage, MaxFileBytes: o.maxFileBytes, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: o.rowGroupRows},
 		Now:     clk.Now,
+		// moto's account: the expected owner of a bucket written with
+		// daybook's own role, as DEPLOYMENT_ACCOUNT_ID is in a deployment.
+		DeploymentAccountID: buckettest.Owner,
 	}
 	e.svc = &Service{
 		Ledger:   withSettle{led, 0},

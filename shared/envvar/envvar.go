@@ -32,6 +32,10 @@ func From(m map[string]string) *Reader {
 	return &Reader{lookup: func(k string) (string, bool) { v, ok := m[k]; return v, ok }}
 }
 
+// Lookup reads a variable as os.LookupEnv does, for parsers of their own
+// (account.RulesFromEnv, awsclient.Local); their errors are theirs.
+func (r *Reader) Lookup(name string) (string, bool) { return r.lookup(name) }
+
 // Err joins every problem seen so far, or is nil.
 func (r *Reader) Err() error { return errors.Join(r.errs...) }
 
