@@ -55,6 +55,7 @@ var testDay = civil.MustParse("2026-03-05")
 type envOpts struct {
 	datasets     []string // enabled datasets (default: events)
 	format       string   // destination format (default parquet)
+	profile      string   // destination parquet_profile (default compatible)
 	maxFileBytes int64    // default 64 MiB
 	rowGroupRows int64
 	// relaxed creates the source tables without NOT NULL constraints, as a
@@ -110,7 +111,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		o.datasets = []string{"events"}
 	}
 	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
-		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format)}}
+		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format), ParquetProfile: fileformat.ParquetProfile(o.profile)}}
 	if err := led.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}

@@ -243,13 +243,17 @@ type dataFile struct {
 }
 
 func (e *Exporter) openFile(ctx context.Context, pending *Pending, p Partition, key string, format fileformat.Format) (*dataFile, error) {
+	profile, err := encode.ParseProfile(string(p.Account.Destination.ParquetProfile))
+	if err != nil {
+		return nil, fmt.Errorf("account %s destination parquet_profile: %w", p.Account.ID, err)
+	}
 	w := pending.NewDataFile(ctx, key, upload.Options{
 		PartSize:      e.Config.PartSize,
 		Concurrency:   e.Config.Concurrency,
 		MaxObjectSize: 4 * e.maxFileBytes(),
 		ContentType:   format.ContentType(),
 	})
-	encOpts := encode.Options{MaxRowGroupRows: e.Config.RowGroupRows}
+	encOpts := encode.Options{MaxRowGroupRows: e.Config.RowGroupRows, Profile: profile}
 	if c := p.Account.Destination.Compression; format == fileformat.Parquet && c != "" {
 		encOpts.Compression = c
 	}

@@ -194,6 +194,11 @@ func (a Account) shape() problems {
 	} else if c := d.Compression; c != "" && !format.Takes(c) {
 		p.add("destination.compression", c, "%s takes %s", format, format.CodecNames())
 	}
+	if !d.ParquetProfile.Valid() {
+		p.add("destination.parquet_profile", d.ParquetProfile, "want compatible (the default) or compact")
+	} else if format, err := d.FileFormat(); err == nil && d.ParquetProfile != "" && format != fileformat.Parquet {
+		p.add("destination.parquet_profile", d.ParquetProfile, "applies to parquet only, and the format is %s", format)
+	}
 	switch d.Checksums {
 	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
 	default:

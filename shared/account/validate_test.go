@@ -113,6 +113,10 @@ func TestValidateRefuses(t *testing.T) {
 		{"format", func(a *Account, _ *Rules) { a.Destination.Format = "csv" }, "destination.format", "csv", "parquet or ndjson", true},
 		{"parquet gzip", func(a *Account, _ *Rules) { a.Destination.Compression = "gzip" }, "destination.compression", "gzip", "parquet takes", true},
 		{"checksums", func(a *Account, _ *Rules) { a.Destination.Checksums = "md5" }, "destination.checksums", "md5", "full_object", true},
+		{"parquet profile", func(a *Account, _ *Rules) { a.Destination.ParquetProfile = "v2" }, "destination.parquet_profile", "v2", "compatible (the default) or compact", true},
+		{"profile of ndjson", func(a *Account, _ *Rules) {
+			a.Destination.Format, a.Destination.Compression, a.Destination.ParquetProfile = "ndjson", "", "compact"
+		}, "destination.parquet_profile", "compact", "parquet only", true},
 
 		// Datasets against the catalog (6).
 		{"no datasets", func(a *Account, _ *Rules) { a.Datasets = nil }, "datasets", "", "at least one", true},
