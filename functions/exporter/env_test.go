@@ -56,6 +56,7 @@ type envOpts struct {
 	datasets     []string // enabled datasets (default: events)
 	format       string   // destination format (default parquet)
 	profile      string   // destination parquet_profile (default compatible)
+	bucket       string   // an existing bucket to share (default: a new bucket of its own)
 	maxFileBytes int64    // default 64 MiB
 	rowGroupRows int64
 	// relaxed creates the source tables without NOT NULL constraints, as a
@@ -102,10 +103,13 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket := fmt.Sprintf("exp-%d-%s", n, strings.TrimPrefix(id, "acct_"))
+	bucket := o.bucket
 	s3c := awsclient.NewS3(cfg)
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
-		t.Fatal(err)
+	if bucket == "" {
+		bucket = fmt.Sprintf("exp-%d-%s", n, strings.TrimPrefix(id, "acct_"))
+		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(o.datasets) == 0 {
 		o.datasets = []string{"events"}
