@@ -30,5 +30,10 @@ func (l *Ledger) ExpireClaim(ctx context.Context, key Key, token string) error {
 	if errors.Is(err, errCondition) {
 		return fmt.Errorf("%w: expire claim on %s", ErrClaimLost, key)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The dead claim is due now: wake the account, as every transition that
+	// leaves work due does, or no sweep would read it before the old lease end.
+	return l.Wake(ctx, key.AccountID, now)
 }

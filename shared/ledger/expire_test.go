@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // TestExpireClaim: a claim whose exporter is known dead is reclaimable at
@@ -51,5 +53,41 @@ func TestExpireClaim(t *testing.T) {
 	}
 	if err := l.ExpireClaim(ctx, key, a.Token); !errors.Is(err, ErrClaimLost) {
 		t.Fatalf("expiring the old claim after the reclaim: %v", err)
+	}
+}
+
+// TestExpireClaimWakesTheAccount: the dead claim ExpireClaim makes is due at
+// once, so the account is woken now; without it no sweep would read the row
+// before the old lease's end.
+func TestExpireClaimWakesTheAccount(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	a := putTestAccount(t, l, "expire")
+	key := Key{AccountID: a.ID, Dataset: "events", Day: day1}
+	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Claim(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := woken(t, l, a.ID, clk.Now())
+	if !ok {
+		t.Fatal("the new account is not woken")
+	}
+	// The sweep that claimed it sets the next wake at the lease's end.
+	if _, err := l.SetNextWake(ctx, w, c.LeaseUntil, civil.Date{}, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Minute)
+	if _, ok := woken(t, l, a.ID, clk.Now()); ok {
+		t.Fatal("woken under a live lease")
+	}
+	if err := l.ExpireClaim(ctx, key, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := woken(t, l, a.ID, clk.Now()); !ok {
+		t.Fatal("the account is not woken after its claim was expired")
 	}
 }
