@@ -18,7 +18,7 @@ import (
 // manifest when the ledger moved while it was writing.
 const deliveryRewrites = 3
 
-// writeDelivery rewrites the account's delivery manifest for day (SPEC F4)
+// writeDelivery rewrites the account's delivery manifest for day (F4)
 // from a fresh read of the ledger rows of every enabled dataset. Exporters of
 // other datasets of the same day may write it at the same time, each from
 // what it read; so after its PutObject each writer reads the ledger again and

@@ -31,7 +31,7 @@ type Buckets interface {
 type Scripts func(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPrefix string) (map[string][]byte, error)
 
 // DefaultMaxFileBytes is the file size past which an export rolls to the
-// next part-NNNNN file when ExportConfig.MaxFileBytes is zero (SPEC E2).
+// next part-NNNNN file when ExportConfig.MaxFileBytes is zero (E2).
 const DefaultMaxFileBytes int64 = 256 << 20
 
 // rollCheckRows is the most rows written between two checks of a data

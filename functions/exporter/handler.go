@@ -23,7 +23,7 @@ type Processor interface {
 var _ Processor = (*Service)(nil)
 
 // Handler translates an SQS batch into Process calls and reports the
-// messages to redeliver (ReportBatchItemFailures, SPEC E5): one bad message
+// messages to redeliver (ReportBatchItemFailures, E5): one bad message
 // never fails or repeats its neighbours.
 type Handler struct {
 	Processor Processor
@@ -73,7 +73,7 @@ func (h Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 }
 
 // process runs one record; a panic fails that record only, never its
-// neighbours (SPEC E5), and is logged with the message id.
+// neighbours (E5), and is logged with the message id.
 func (h Handler) process(ctx context.Context, rec events.SQSMessage) (err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // loadScripts renders the `_load/` files written beside each partition
-// (SPEC Q1), from the same schema and manifest as the data.
+// (Q1), from the same schema and manifest as the data.
 func loadScripts(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPrefix string) (map[string][]byte, error) {
 	p, err := loadsql.ForManifest(ds, m, bucket, partitionPrefix)
 	if err != nil {

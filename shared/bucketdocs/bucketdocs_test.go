@@ -349,7 +349,7 @@ func TestNoInternals(t *testing.T) {
 	}
 	// The scan itself finds what it looks for.
 	for _, tc := range []struct{ key, body string }{
-		{"p/v1/README.md", "see SPEC F7"},
+		{"p/v1/README.md", "see F7"},
 		{"p/v1/README.md", "as F3 requires"},
 		{"p/v1/_schemas/events.json", `"from": "inserted_at"`},
 		{"p/v1/events/dt=2026-01-01/_manifest.json", `"query": "SELECT 1"`},

@@ -16,7 +16,7 @@ import (
 )
 
 // ErrRowMismatch is wrapped by every error about a row that does not fit the
-// declared schema (SPEC D1).
+// declared schema (D1).
 var ErrRowMismatch = errors.New("row does not match schema")
 
 // RowError describes a row that does not fit the schema. It unwraps to

@@ -3,7 +3,7 @@ package dataset
 import "fmt"
 
 // Compatible reports whether next may replace prev without a new contract
-// version (SPEC D2). Delivered files are read together with future ones, so
+// version (D2). Delivered files are read together with future ones, so
 // the only allowed change is appending nullable columns (older partitions
 // simply lack them and read as NULL) and loosening required to nullable.
 // Renaming, removing, reordering or retyping a column, tightening nullable to

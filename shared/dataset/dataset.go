@@ -1,5 +1,5 @@
 // Package dataset declares the exported datasets: ordered, typed schemas
-// loaded from the embedded datasets.json (SPEC D1), their partition semantics
+// loaded from the embedded datasets.json (D1), their partition semantics
 // (D4), the per-dialect source queries (D5), the schema compatibility rule
 // (D2) and the in-memory value model every other package uses.
 package dataset
@@ -15,20 +15,20 @@ import (
 	"sync"
 )
 
-// Partition semantics (SPEC D4): what the day of a partition means.
+// Partition semantics (D4): what the day of a partition means.
 const (
 	PartitionEventTime = "event_time" // by when the event happened
 	PartitionActivity  = "activity"   // incremental feed: a record lands in each day it was active
 	PartitionStatDate  = "stat_date"  // pre-aggregated daily statistics
 )
 
-// Delivery modes (SPEC F4).
+// Delivery modes (F4).
 const (
 	ModeIncrementalAppend = "incremental_append" // each day adds its own rows
 	ModeFullRefresh       = "full_refresh"       // each day is a complete copy
 )
 
-// Read strategies (SPEC F4): how a consumer turns partitions into a table.
+// Read strategies (F4): how a consumer turns partitions into a table.
 const (
 	ReadUnionAllPartitions = "union_all_partitions"
 	ReadLatestSnapshot     = "latest_snapshot"
@@ -105,7 +105,7 @@ type Dataset struct {
 	Mode     string `json:"mode"`
 	Read     string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
-	// datasets (SPEC Q3): the newest OrderColumn value wins per IDColumn.
+	// datasets (Q3): the newest OrderColumn value wins per IDColumn.
 	IDColumn    string            `json:"id_column,omitempty"`
 	OrderColumn string            `json:"order_column,omitempty"`
 	Columns     []Column          `json:"columns"`
@@ -253,7 +253,7 @@ func (d Dataset) Validate() error {
 		}
 	}
 	if !hasAttributes {
-		// SPEC D3: tenant custom fields go in one JSON column.
+		// D3: tenant custom fields go in one JSON column.
 		return fmt.Errorf("dataset %s: missing json column %q", d.Name, "attributes")
 	}
 	// An incremental feed is read by a union of its partitions; only a

@@ -40,7 +40,7 @@ func (s snapshot) dataset() Dataset {
 		IDColumn: s.IDColumn, OrderColumn: s.OrderColumn, Columns: s.Columns}
 }
 
-// TestSchemaSnapshot enforces SPEC D2: every shipped dataset must stay
+// TestSchemaSnapshot enforces D2: every shipped dataset must stay
 // Compatible with the committed snapshot. Run with -update after an allowed
 // change (appending a nullable column and raising the version).
 func TestSchemaSnapshot(t *testing.T) {

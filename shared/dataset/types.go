@@ -11,7 +11,7 @@ import (
 // Kind is the logical type of a column, independent of any file format.
 type Kind string
 
-// The logical kinds a column may declare (SPEC F5). Their Go value model is
+// The logical kinds a column may declare (F5). Their Go value model is
 // documented on Dataset.Coerce.
 const (
 	KindDate      Kind = "date"

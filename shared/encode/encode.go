@@ -1,5 +1,5 @@
 // Package encode turns rows of the dataset value model into delivery files
-// (SPEC F5) of the formats package fileformat names: Parquet (snappy or zstd)
+// (F5) of the formats package fileformat names: Parquet (snappy or zstd)
 // and gzipped NDJSON. Encoders stream to an io.Writer and keep at most one
 // row group in memory (E2), so the same code serves a 10-row and a
 // 100-million-row day.
@@ -82,7 +82,7 @@ type Writer interface {
 	Flush() error
 	// Close writes the footer (Parquet) or gzip trailer. It does not close
 	// the underlying writer. A writer closed with no rows still produces a
-	// valid file with the full schema (SPEC E6).
+	// valid file with the full schema (E6).
 	Close() error
 	// Rows returns the number of rows written.
 	Rows() int64

@@ -15,7 +15,7 @@ import (
 )
 
 // Schema builds the Parquet schema of ds: columns in declared order, exact
-// logical types (SPEC F5), required columns REQUIRED and nullable ones
+// logical types (F5), required columns REQUIRED and nullable ones
 // OPTIONAL. opts.Profile only chooses encodings, never types.
 func Schema(ds dataset.Dataset, opts Options) (*parquet.Schema, error) {
 	if !opts.Profile.valid() {
@@ -99,7 +99,7 @@ func decimalBytes(p int) int {
 
 // orderedGroup is a Parquet group that keeps its fields in declared order.
 // parquet.Group is a map and sorts fields by name, which would break the
-// declared column order (SPEC D1/D2).
+// declared column order (D1/D2).
 type orderedGroup struct{ fields []parquet.Field }
 
 func (g *orderedGroup) ID() int                           { return 0 }

@@ -52,7 +52,7 @@ func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset strin
 	}
 }
 
-// TestSweepReadCostIndependentOfLedgerSize is SPEC L5 with numbers: the same
+// TestSweepReadCostIndependentOfLedgerSize is L5 with numbers: the same
 // due work behind 100 and behind 10,000 completed rows costs the same reads,
 // and so does counting the partitions that stopped retrying.
 func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {

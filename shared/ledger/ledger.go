@@ -1,4 +1,4 @@
-// Package ledger is the partition ledger (SPEC L1–L5) and the only package
+// Package ledger is the partition ledger (L1–L5) and the only package
 // that knows the layout of the daybook DynamoDB table.
 //
 // # Table layout
@@ -60,7 +60,7 @@
 // DueWork (and Due) reads one key range per class with key conditions only
 // (no filter): begins_with S#, 0#, 1#, 2# and 3#, the failed and running
 // classes from their start so that the first row not yet due gives the
-// account's next wake time, and merges them in SPEC S1 order after the
+// account's next wake time, and merges them in S1 order after the
 // scheduled class. It never reads the 9# class: an exhausted row stopped
 // retrying (L1). CountExhausted counts that class for one account (a COUNT
 // Query on begins_with 9#); the sweeper reads the fleet's level of stopped

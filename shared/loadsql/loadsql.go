@@ -1,17 +1,17 @@
 // Package loadsql generates the ready-to-run load scripts daybook writes
-// beside each partition as `_load/<engine>.sql` (SPEC Q1–Q3, F1).
+// beside each partition as `_load/<engine>.sql` (Q1–Q3, F1).
 //
 // A script is generated from two inputs only: the dataset schema the files
 // were written with, and the manifest's list of data files. It never lists or
 // globs the bucket, so a script names exactly the files of its generation and
 // the two can never disagree.
 //
-// Every script that loads into a native table replaces the day (SPEC Q2):
+// Every script that loads into a native table replaces the day (Q2):
 // delete-then-insert inside one transaction (Snowflake, Redshift, DuckDB) or an
 // overwrite of the day's partition (BigQuery). Running a script twice, or the
 // scripts of two generations in turn, leaves each row of the day exactly once.
 // Athena/Trino reads the files in place through an external table, so there is
-// nothing to replace: the exporter deleting stale parts (SPEC E3) is what keeps
+// nothing to replace: the exporter deleting stale parts (E3) is what keeps
 // the day exact there.
 //
 // Decisions shared by every engine:
@@ -133,7 +133,7 @@ func Generate(engine string, p Partition) (string, error) {
 }
 
 // CurrentState returns the query giving the current state of an activity
-// dataset (SPEC Q3, D4): the newest row per IDColumn by OrderColumn, over
+// dataset (Q3, D4): the newest row per IDColumn by OrderColumn, over
 // every loaded day. Ties on OrderColumn go to the later day. For Athena it
 // reads the external table. It refuses datasets of any other partition kind.
 func CurrentState(engine string, p Partition) (string, error) {
@@ -291,7 +291,7 @@ func newGen(engine string, p Partition) (*gen, error) {
 	}
 	g.root = root
 	if len(p.Files) == 0 {
-		// Even an empty day has one file with the full schema (SPEC E6).
+		// Even an empty day has one file with the full schema (E6).
 		return nil, fmt.Errorf("%w: dataset %s day %s: Files is empty; the manifest lists at least one data file", ErrInvalid, ds.Name, g.day)
 	}
 	seen := map[string]bool{}
@@ -372,7 +372,7 @@ func (g *gen) header(extra ...string) string {
 }
 
 // currentStateComment appends, for activity datasets, the current-state
-// query as a comment (SPEC Q3): the script stays a pure load, and the query
+// query as a comment (Q3): the script stays a pure load, and the query
 // is there to copy.
 func (g *gen) currentStateComment(b *strings.Builder) {
 	if g.ds.Partition != dataset.PartitionActivity {

@@ -15,11 +15,11 @@ import (
 const DeliveryFormatVersion = 1
 
 // ReasonReseed is the partition reason that marks a dataset rebuilt from
-// scratch (SPEC F4 `reseed`). The ledger does not produce it yet: until a
+// scratch (F4 `reseed`). The ledger does not produce it yet: until a
 // reseed operation exists, `reseed` is always false in delivery manifests.
 const ReasonReseed = "reseed"
 
-// Delivery is the per-account, per-day delivery manifest (SPEC F4), at
+// Delivery is the per-account, per-day delivery manifest (F4), at
 // `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json`: which of the
 // account's enabled datasets are committed for the day, and why the others
 // are not. It is rewritten whenever a partition of that day completes or

@@ -1,4 +1,4 @@
-// Package manifest owns the partition manifest (`_manifest.json`, SPEC F3)
+// Package manifest owns the partition manifest (`_manifest.json`, F3)
 // and the `_SUCCESS` commit marker that names it. The manifest is what a
 // reader trusts: whenever `_SUCCESS` exists, the data files under the
 // partition are exactly the ones listed here, with these sizes and checksums.
@@ -35,7 +35,7 @@ type Manifest struct {
 	Dataset       string `json:"dataset"`
 	SchemaVersion int    `json:"schema_version"`
 	Day           string `json:"day"`
-	// Partition is what the day means for this dataset (SPEC D4).
+	// Partition is what the day means for this dataset (D4).
 	Partition   string    `json:"partition"`
 	Mode        string    `json:"mode"`
 	Read        string    `json:"read"`

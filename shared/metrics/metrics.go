@@ -1,6 +1,6 @@
 // Package metrics publishes CloudWatch metrics the Lambda way: one embedded
 // metric format (EMF) JSON line on stdout per event, which CloudWatch Logs
-// turns into metrics with no API call and no extra permission (SPEC O2).
+// turns into metrics with no API call and no extra permission (O2).
 package metrics
 
 import (

@@ -1,5 +1,5 @@
 // Package source reads one partition's rows from where the customer data
-// lives (SPEC D5). Sources stream: rows are handed to a callback a bounded
+// lives (D5). Sources stream: rows are handed to a callback a bounded
 // batch at a time, so a day of any size never sits in memory (E2).
 package source
 
@@ -41,7 +41,7 @@ func (q Query) Validate() error {
 	return nil
 }
 
-// Provenance records where a partition's rows came from (SPEC F3): the
+// Provenance records where a partition's rows came from (F3): the
 // answer to "why does this day have fewer rows than I expected?". It is
 // written into the customer's bucket, so it names the kind of source and the
 // relation read, never SQL text, a DSN, a host or a user.

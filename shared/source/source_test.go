@@ -218,7 +218,7 @@ func (f *activityFeed) activity(profile string, at time.Time, plan string) {
 	}
 }
 
-// TestSQLProfilesActivity is SPEC D4 for profiles: a profile active on days
+// TestSQLProfilesActivity is D4 for profiles: a profile active on days
 // 2 and 5 is in both partitions, the day-2 row holds its day-2 state, and
 // day 2 reads the same after day 5's activity (a re-export reproduces it).
 func TestSQLProfilesActivity(t *testing.T) {

@@ -13,7 +13,7 @@
 // cancelled Lambda context still cleans up, and no partial object is ever
 // visible. Each part carries its CRC32C so S3 verifies it on arrival, and by
 // default the whole object is verified at completion with a full-object
-// CRC32C (SPEC E2, E4, C1).
+// CRC32C (E2, E4, C1).
 package upload
 
 import (
@@ -103,7 +103,7 @@ type Options struct {
 	// sizes parts (see PartSizeFor). Zero means unknown: a stream that needs
 	// more than MaxParts parts then fails with ErrTooManyParts.
 	MaxObjectSize int64
-	// ExpectedBucketOwner, when set, is sent on every request (SPEC C1).
+	// ExpectedBucketOwner, when set, is sent on every request (C1).
 	ExpectedBucketOwner string
 	// ContentType, ContentEncoding and Metadata are stored on the object.
 	ContentType     string

@@ -52,7 +52,7 @@ type Report struct {
 func (r Report) OK() bool { return len(r.Problems) == 0 }
 
 // Bucket is a destination bucket and, when known, the account that must own
-// it (every call names it, SPEC C1).
+// it (every call names it, C1).
 type Bucket struct {
 	Name  string
 	Owner string

@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_account_occurred ON events (account_id, occurred_at);
 
--- Profile activity (SPEC D4, partition "activity"): one row per profile per
+-- Profile activity (D4, partition "activity"): one row per profile per
 -- day it was active, not one row per profile. The source application upserts
 -- the row of (account, profile, day) on every activity of that profile, so
 -- the row holds the profile's state as of its last activity that day:

@@ -27,7 +27,7 @@ DROP INDEX IF EXISTS events_account_occurred;
 CREATE INDEX IF NOT EXISTS events_export ON events (account_id, occurred_at, event_id,
     event_type, received_at, session_id, user_id, value, amount, is_test, attributes);
 
--- Profile activity (SPEC D4, partition "activity"): one row per profile per
+-- Profile activity (D4, partition "activity"): one row per profile per
 -- day it was active, not one row per profile. The source application upserts
 -- the row of (account, profile, day) on every activity of that profile, so
 -- the row holds the profile's state as of its last activity that day:

@@ -260,7 +260,7 @@ func checkProfiles(t *testing.T, db *sql.DB, d *Demo, a account.Account) {
 	}
 }
 
-// TestProfilesFeed is SPEC D4 on the demo: a profile active on two days is
+// TestProfilesFeed is D4 on the demo: a profile active on two days is
 // in both partitions, each with its state as of that day, and the earlier
 // partition does not change with the later activity.
 func TestProfilesFeed(t *testing.T) {

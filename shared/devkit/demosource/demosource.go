@@ -1,5 +1,5 @@
 // Package demosource generates the demo SQLite source that `make demo` and
-// the end-to-end test export (SPEC X2): three accounts with opaque ids, a
+// the end-to-end test export (X2): three accounts with opaque ids, a
 // couple of weeks of events, an activity feed of profiles and pre-aggregated
 // daily statistics, in the tables of dataset.SourceDDL("sqlite").
 //
@@ -18,8 +18,8 @@
 //     up to 2 days late; a late event whose arrival is after the demo clock
 //     has not arrived yet and is not in the source); per-tenant attributes
 //     that differ by account.
-//   - profiles: the source table is profile_activity, an activity feed (SPEC
-//     D4): one row per identified user and local day (account zone) on which
+//   - profiles: the source table is profile_activity, an activity feed (D4):
+//     one row per identified user and local day (account zone) on which
 //     that user has events in the source, holding the profile's state as of
 //     its last event that day: last_seen_at is that event, first_seen_at the
 //     user's first event ever, event_count the user's events up to

@@ -14,7 +14,7 @@ import (
 // SerialDB works around a moto gap: moto evaluates a ConditionExpression and
 // applies the write without holding a per-item lock, so two concurrent
 // conditional writes to one item can both succeed there. DynamoDB serializes
-// writes to an item, and the ledger's claims (SPEC L2) rest on that. SerialDB
+// writes to an item, and the ledger's claims (L2) rest on that. SerialDB
 // restores the guarantee in tests by serializing writes per item key; moto
 // still evaluates every condition. Share one SerialDB between all ledgers of
 // a test process.
