@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -103,6 +104,9 @@ type Dataset struct {
 	OrderColumn string            `json:"order_column,omitempty"`
 	Columns     []Column          `json:"columns"`
 	Queries     map[string]string `json:"queries,omitempty"`
+	// Fingerprint is the cheap per-dialect query that summarises a day in
+	// one row (see fingerprint.go); bound like Queries.
+	Fingerprint map[string]string `json:"fingerprint,omitempty"`
 }
 
 //go:embed datasets.json
@@ -278,7 +282,7 @@ func (d Dataset) Validate() error {
 			return fmt.Errorf("dataset %s: %s query: %w", d.Name, dialect, err)
 		}
 	}
-	return nil
+	return d.validateFingerprint()
 }
 
 // validateVersions checks a column's Since and NullableSince against the
@@ -377,5 +381,6 @@ func (d Dataset) clone() Dataset {
 		}
 		d.Queries = q
 	}
+	d.Fingerprint = maps.Clone(d.Fingerprint)
 	return d
 }
