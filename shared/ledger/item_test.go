@@ -19,6 +19,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[accountRecord](),
 	reflect.TypeFor[watermarkRecord](),
 	reflect.TypeFor[attemptRecord](),
+	reflect.TypeFor[seedRecord](),
 }
 
 // recordTags maps every dynamodbav tag of the record types to the types that
