@@ -52,10 +52,14 @@ type Manual struct {
 	RequestedBy string `json:"requested_by,omitempty"`
 }
 
-// Message is a decoded queue message: exactly one of Job and Manual is set.
+// Message is a decoded queue message: exactly one of its fields is set.
 type Message struct {
 	Job    *Job
 	Manual *Manual
+	// Lifecycle messages (lifecycle.go).
+	RestateCheck *RestateCheck
+	Reseed       *Reseed
+	ReseedDone   *ReseedDone
 }
 
 // Parse decodes and validates a message body (Job.Validate, Manual.Validate).
@@ -76,6 +80,9 @@ func Parse(body string) (Message, error) {
 			kind = KindJob
 		}
 	}
+	if m, ok, err := parseLifecycle(kind, body); ok {
+		return m, err
+	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
 	dec.DisallowUnknownFields()
 	switch kind {
@@ -94,7 +101,7 @@ func Parse(body string) (Message, error) {
 		m.Kind = KindManual
 		return Message{Manual: &m}, m.Validate()
 	}
-	return Message{}, fmt.Errorf("%w: kind %q: want %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual)
+	return Message{}, fmt.Errorf("%w: kind %q: want %q, %q, %q, %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual, KindRestateCheck, KindReseed, KindReseedDone)
 }
 
 // Validate checks a claimed job's fields as strictly as the sweeper writes

@@ -51,6 +51,9 @@ type Manifest struct {
 	Files       []File     `json:"files"`
 	Totals      Totals     `json:"totals"`
 	Provenance  Provenance `json:"provenance"`
+	// Restatement is set when this generation replaces one whose day
+	// changed in the source after it was exported (see restate.go).
+	Restatement *Restatement `json:"restatement,omitempty"`
 }
 
 // Provenance is where the partition's rows came from, as the customer who
