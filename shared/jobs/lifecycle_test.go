@@ -22,7 +22,9 @@ func TestParseLifecycle(t *testing.T) {
 				return m.RestateCheck != nil && m.RestateCheck.Generation == 2 && m.RestateCheck.DayValue() == civil.MustParse("2026-03-09")
 			}, ""},
 		{"reseed", `{"kind":"reseed","account_id":"` + acctA + `","dataset":"profiles","request_id":"r-1","requested_by":"ops"}`,
-			func(m Message) bool { return m.Reseed != nil && m.Reseed.RequestID == "r-1" && m.Job == nil && m.Manual == nil }, ""},
+			func(m Message) bool {
+				return m.Reseed != nil && m.Reseed.RequestID == "r-1" && m.Job == nil && m.Manual == nil
+			}, ""},
 		{"reseed done", `{"kind":"reseed_done","account_id":"` + acctA + `","dataset":"profiles","epoch":3}`,
 			func(m Message) bool { return m.ReseedDone != nil && m.ReseedDone.Epoch == 3 }, ""},
 		{"check without generation", `{"kind":"restate_check","account_id":"` + acctA + `","dataset":"events","day":"2026-03-09"}`, nil, "generation"},
