@@ -24,6 +24,8 @@ type Config struct {
 	PartSize     int64
 	Concurrency  int
 	LogLevel     string
+	Restate      ledger.RestateConfig // RESTATE_LOOKBACK_DAYS, RESTATE_INTERVAL
+	EventBus     string               // EVENT_BUS_NAME
 }
 
 func loadConfig(r *envvar.Reader) (Config, error) {
@@ -40,6 +42,8 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		PartSize:     int64(r.Int("PART_SIZE_BYTES", int(upload.DefaultPartSize))),
 		Concurrency:  r.Int("UPLOAD_CONCURRENCY", upload.DefaultConcurrency),
 		LogLevel:     r.LogLevel(),
+		Restate:      ledger.RestateConfigFromEnv(r),
+		EventBus:     r.EventBusName(),
 	}
 	if c.SourceDSN == "" && c.DSNParameter == "" {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"
