@@ -16,6 +16,8 @@ type Config struct {
 	PerSweepCap   int
 	SettleDelay   time.Duration
 	LogLevel      string
+	Restate       ledger.RestateConfig // RESTATE_LOOKBACK_DAYS, RESTATE_INTERVAL, RESTATE_PER_SWEEP_CAP
+	EventBus      string               // EVENT_BUS_NAME
 }
 
 func loadConfig(r *envvar.Reader) (Config, error) {
@@ -27,6 +29,8 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		PerSweepCap:   r.Int("PER_SWEEP_CAP", 200),
 		SettleDelay:   r.SettleDelay(),
 		LogLevel:      r.LogLevel(),
+		Restate:       ledger.RestateConfigFromEnv(r),
+		EventBus:      r.EventBusName(),
 	}
 	return c, r.Err()
 }

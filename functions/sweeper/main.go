@@ -9,10 +9,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -30,12 +32,15 @@ func main() {
 		log.Error("aws configuration", "error", err.Error())
 		os.Exit(2)
 	}
+	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
+	cfg.Ledger.Stopped = stoppedHook(&events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}, em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
-	sw := &Sweeper{Ledger: led, SQS: sqs.NewFromConfig(awsCfg), Config: SweepConfig{
+	queue := sqs.NewFromConfig(awsCfg)
+	sw := &Sweeper{Ledger: led, SQS: queue, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
 		PerAccountCap:      cfg.PerAccountCap,
 		PerSweepCap:        cfg.PerSweepCap,
@@ -43,6 +48,7 @@ func main() {
 		Now:                time.Now,
 		Log:                log,
 	}}
-	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
-	lambda.Start(Handler{Sweeper: sw, Log: log, Metrics: em}.Handle)
+	rs := &Restater{Ledger: led, SQS: queue, Config: RestateConfig{QueueURL: cfg.QueueURL, Restate: cfg.Restate,
+		DefaultSettleDelay: cfg.SettleDelay, Now: time.Now, Log: log}}
+	lambda.Start(Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Log: log, Metrics: em}.Handle)
 }

@@ -1,6 +1,9 @@
 package envvar
 
 import (
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +47,30 @@ func TestRestateVariables(t *testing.T) {
 				t.Errorf("Err() = %v, want %q", err, tt.err)
 			}
 		})
+	}
+}
+
+// TestRestateTemplateDefaults holds template.yaml's restatement parameter
+// defaults to the defaults defined here.
+func TestRestateTemplateDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := func(param string) string {
+		m := regexp.MustCompile(`(?m)^  ` + param + `:\n(?:    .*\n)*?    Default: (.+)$`).FindStringSubmatch(string(b))
+		if m == nil {
+			t.Fatalf("template.yaml has no parameter %s with a default", param)
+		}
+		return m[1]
+	}
+	if got := def("RestateLookbackDays"); got != strconv.Itoa(DefaultRestateLookbackDays) {
+		t.Errorf("RestateLookbackDays default %s, want %d", got, DefaultRestateLookbackDays)
+	}
+	if got, err := time.ParseDuration(def("RestateInterval")); err != nil || got != DefaultRestateInterval {
+		t.Errorf("RestateInterval default %s (%v), want %s", def("RestateInterval"), err, DefaultRestateInterval)
+	}
+	if got := def("RestatePerSweepCap"); got != strconv.Itoa(DefaultRestatePerSweepCap) {
+		t.Errorf("RestatePerSweepCap default %s, want %d", got, DefaultRestatePerSweepCap)
 	}
 }
