@@ -108,7 +108,7 @@ func TestRestatePass(t *testing.T) {
 		completeWith(t, l, a, "events", d, due)
 		want = append(want, a.ID+"/events/"+d.String())
 	}
-	completeWith(t, l, a, "events", civil.MustParse("2026-03-01"), due)  // outside the window by then
+	completeWith(t, l, a, "events", civil.MustParse("2026-03-01"), due)   // outside the window by then
 	completeWith(t, l, a, "profiles", civil.MustParse("2026-03-08"), due) // profiles is disabled below
 	completeWith(t, l, a, "events", civil.MustParse("2026-03-04"), due)   // requeued below: not completed
 	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), ledger.ReasonManual); err != nil {
