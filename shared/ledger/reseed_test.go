@@ -141,3 +141,19 @@ func TestCompleteRecordsSeedEpoch(t *testing.T) {
 		t.Fatal("reseed and restatement are reasons")
 	}
 }
+
+// TestPurgeRemovesSeed: purging an account removes its reseed state too.
+func TestPurgeRemovesSeed(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t, newClock(t0))
+	acct := testAccount(t, "a")
+	if _, _, err := l.StartReseed(ctx, ReseedRequest{AccountID: acct, Dataset: "profiles", From: day1, Through: day1, RequestID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.PurgeAccount(ctx, acct, []string{"events", "profiles"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Seed(ctx, acct, "profiles"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("seed after the purge: %v", err)
+	}
+}
