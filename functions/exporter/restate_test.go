@@ -160,3 +160,22 @@ func TestRestatementWindow(t *testing.T) {
 		t.Fatalf("a check without lifecycle configuration: %v", err)
 	}
 }
+
+// TestLifecycleSampleEvents: the sample restate check and reseed in events/
+// are messages the exporter accepts, for the local account.
+func TestLifecycleSampleEvents(t *testing.T) {
+	for name, check := range map[string]func(jobs.Message) bool{
+		"exporter-restate-check.json": func(m jobs.Message) bool {
+			return m.RestateCheck != nil && m.RestateCheck.AccountID == "acct_localdemoaccount" && m.RestateCheck.Generation == 1
+		},
+		"exporter-reseed.json": func(m jobs.Message) bool {
+			return m.Reseed != nil && m.Reseed.AccountID == "acct_localdemoaccount" && m.Reseed.Dataset == "profiles"
+		},
+	} {
+		ev := loadEvent(t, "../../events/"+name)
+		m, err := jobs.Parse(ev.Records[0].Body)
+		if err != nil || !check(m) {
+			t.Errorf("%s: %+v %v", name, m, err)
+		}
+	}
+}
