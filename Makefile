@@ -30,25 +30,32 @@ help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-22s %s\n",$$1,$$2}'
 
 # --- builds (sam build calls build-<LogicalId> with ARTIFACTS_DIR) --------------
-.PHONY: build-SweeperFunction build-ExporterFunction
+.PHONY: build-SweeperFunction build-ExporterFunction build-ConsoleFunction
 build-SweeperFunction: ## arm64 Lambda bootstrap of the sweeper into $(ARTIFACTS_DIR)
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweeper
 build-ExporterFunction: ## arm64 Lambda bootstrap of the exporter into $(ARTIFACTS_DIR)
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/exporter
+build-ConsoleFunction: ## arm64 Lambda bootstrap of the web console into $(ARTIFACTS_DIR) (template parameter DeployConsole)
+	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/console
 
 .PHONY: build
-build: ## host builds of both bootstraps and the CLI into .local/bin
+build: ## host builds of the bootstraps and the CLI into .local/bin
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/SweeperFunction/bootstrap ./functions/sweeper
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ExporterFunction/bootstrap ./functions/exporter
+	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ConsoleFunction/bootstrap ./functions/console
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
 
 # --- tools ---------------------------------------------------------------------
-.PHONY: tools
-tools: ## install what is missing or not at its pinned version: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv), the JS Parquet reader (npm ci)
+.PHONY: tools demo-tools
+demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/SAM translator/cfn-lint (.local/venv)
 	@.ci/tools rie "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
+
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, the JS Parquet reader (npm ci), headless Chromium (apt-get)
+	@.ci/tools chromium
 	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
 	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
 	  echo "installing the JavaScript Parquet reader: npm ci in $(JS_READER)"; \
@@ -82,7 +89,7 @@ _invoke:
 
 # --- the demo ------------------------------------------------------------------
 .PHONY: demo
-demo: tools build ## the whole pipeline on the embedded demo source; files land in .demo/buckets
+demo: demo-tools build ## the whole pipeline on the embedded demo source; files land in .demo/buckets
 	$(DAYBOOK) demo --dir .demo --bin $(LOCAL)/bin
 
 # --- checks --------------------------------------------------------------------
@@ -99,10 +106,30 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
-bench: ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day), multipart writer
+# The fleet benchmark's local DynamoDB (dynalite, pinned in bench/fleet/package-lock.json),
+# installed with npm into bench/fleet/node_modules (git-ignored).
+FLEET_DYNALITE := bench/fleet/node_modules/.installed
+$(FLEET_DYNALITE): bench/fleet/package.json bench/fleet/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20+ with npm (the fleet benchmark runs dynalite with it)"; exit 1; }
+	npm ci --prefix bench/fleet --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The full fault run: SIGKILLed exporters, duplicate deliveries, concurrent sweeps, S3 errors and
+# lost responses, then every invariant checked (shared/devkit/chaos). Not part of `make test`, which
+# runs only its short version. CHAOS_SEED and CHAOS_KILLS override the defaults.
+CHAOS_SEED  ?=
+CHAOS_KILLS ?=
+.PHONY: chaos
+chaos: tools build ## fault-injection run of the whole local pipeline (minutes); prints the faults and the checks
+	DAYBOOK_CHAOS=1 DAYBOOK_CHAOS_BIN=$(CURDIR)/$(LOCAL)/bin DAYBOOK_CHAOS_SEED=$(CHAOS_SEED) DAYBOOK_CHAOS_KILLS=$(CHAOS_KILLS) \
+	  $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' -v ./shared/devkit/chaos/
+
+# FLEET_BENCH_SIZES=100,1000 runs the fleet benchmark on fewer accounts.
+bench: $(FLEET_DYNALITE) ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day), multipart writer, fleet sweep cost (dynalite)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench ExportPostgres -benchtime 1x -timeout 60m ./functions/exporter/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
+	$(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 90m ./functions/sweeper/
 
 .PHONY: clean
 clean: local-down

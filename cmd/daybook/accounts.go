@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -22,8 +22,8 @@ var (
 
 // The widest day range a ledger read can name.
 var (
-	firstDay = civil.MustParse("1970-01-01")
-	lastDay  = civil.MustParse("9999-12-31")
+	firstDay = ops.FirstDay
+	lastDay  = ops.LastDay
 )
 
 func (a *app) accountCommand() *cobra.Command {
@@ -130,6 +130,12 @@ func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error
 			}
 			acct.Destination.ExternalID = newExternalID
 		}
+	}
+	if exists && !acct.StartDate.Before(old.StartDate) {
+		// The backfill limit bounds the backfill a put starts; an account
+		// keeping its start date (or moving it later) starts none, however
+		// long ago it was created. ledger.PutAccount judges it the same way.
+		rules.MaxBackfillDays = 0
 	}
 	if err := fileProblems(file, acct.Validate(rules), func(fe *account.FieldError) bool { return generated && fe.Field == "id" }); err != nil {
 		return err
@@ -350,17 +356,20 @@ func (a *app) accountEnableCommand(enable bool) *cobra.Command {
 	c := &cobra.Command{Use: use, Short: short, Args: exactArgs("ID")}
 	a.deploymentFlags(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
-		e, acct, err := a.account(c.Context(), args[0], "account")
+		e, err := a.open(c.Context())
+		if err != nil {
+			return err
+		}
+		acct, changed, err := ops.SetEnabled(c.Context(), e.ledger, args[0], enable)
+		if errors.Is(err, ops.ErrNoAccount) {
+			return fmt.Errorf("account %s: no such account (daybook account list shows them)", args[0])
+		}
 		if err != nil {
 			return err
 		}
 		word := map[bool]string{true: "enabled", false: "disabled"}[enable]
-		if acct.Enabled == enable {
+		if !changed {
 			_, err := fmt.Fprintf(a.stdout, "account %s (%s) is already %s; nothing changed\n", acct.ID, acct.Name, word)
-			return err
-		}
-		acct.Enabled = enable
-		if err := e.ledger.PutAccount(c.Context(), acct); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(a.stdout, "account %s (%s) %s\n", acct.ID, acct.Name, word)

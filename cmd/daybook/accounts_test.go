@@ -395,7 +395,7 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	}
 	s.createBucket(t, bucket)
 	r = s.run(t, a, "account", "test", acct.ID)
-	if r.code != 0 || strings.Count(r.stdout, "\tok")+strings.Count(r.stdout, " ok") < 5 {
+	if r.code != 0 || strings.Count(r.stdout, "\tok")+strings.Count(r.stdout, " ok") < 6 {
 		t.Errorf("existing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if keys := s.objects(t, bucket); len(keys) != 0 {
@@ -406,7 +406,7 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 		OK     bool `json:"ok"`
 		Checks []any
 	}
-	if json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || !res.OK || len(res.Checks) != 5 {
+	if json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || !res.OK || len(res.Checks) != 6 {
 		t.Errorf("-o json: exit %d %+v\n%s", r.code, res, r.stdout)
 	}
 }
@@ -423,4 +423,64 @@ func (s stack) objects(t *testing.T, bucket string) []string {
 		keys = append(keys, aws.ToString(o.Key))
 	}
 	return keys
+}
+
+// TestAccountPutAppliesTheBackfillLimit: `account put` refuses a start date
+// in the future, or further back than the deployment's MAX_BACKFILL_DAYS
+// for a new account; an account that keeps its start date is updated (and
+// disabled) however old it has become.
+func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
+	s := deployed(t)
+	a, _, _ := testApp(t) // 2026-11-30
+	for _, tc := range []struct{ start, reason string }{
+		{"2026-12-01", `start_date "2026-12-01": in the future (today is 2026-11-30 in UTC)`},
+		{"2025-10-25", `start_date "2025-10-25": more than 400 days back, the deployment's backfill limit (earliest 2025-10-26)`},
+	} {
+		before := len(s.accounts(t))
+		r := s.run(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), map[string]any{"start_date": tc.start}))
+		if r.code != exitError || !strings.Contains(r.stderr, tc.reason) {
+			t.Errorf("start %s: exit %d\n%s", tc.start, r.code, r.stderr)
+		}
+		if after := len(s.accounts(t)); after != before {
+			t.Errorf("start %s: %d accounts before, %d after", tc.start, before, after)
+		}
+	}
+	file := writeAccount(t, t.TempDir(), nil) // start 2026-11-01
+	if r := s.run(t, a, "account", "put", "--file", file); r.code != 0 {
+		t.Fatalf("put: exit %d\n%s", r.code, r.stderr)
+	}
+	later, _, _ := testApp(t)
+	later.now = func() time.Time { return testNow.AddDate(0, 0, 500) }
+	if r := s.run(t, later, "account", "put", "--file", file); r.code != 0 || !strings.Contains(r.stderr, "updated account") {
+		t.Errorf("500 days later, the same start date: exit %d\n%s", r.code, r.stderr)
+	}
+	var acct account.Account
+	b, _ := os.ReadFile(file)
+	if err := json.Unmarshal(b, &acct); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.run(t, later, "account", "disable", acct.ID); r.code != 0 {
+		t.Errorf("500 days later, disable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := s.run(t, later, "account", "put", "--file", writeAccount(t, t.TempDir(), nil))
+	if r.code != exitError || !strings.Contains(r.stderr, "more than 400 days back") {
+		t.Errorf("500 days later, a new account from 2026-11-01: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// The limit is the deployment's (MAX_BACKFILL_DAYS in its environment).
+	env := map[string]map[string]string{}
+	b, _ = os.ReadFile(s.envFile)
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, vars := range env {
+		vars["MAX_BACKFILL_DAYS"] = "20"
+	}
+	envFile := filepath.Join(t.TempDir(), "env.json")
+	b, _ = json.Marshal(env)
+	os.WriteFile(envFile, b, 0o644)
+	r = execute(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), nil), "--env-file", envFile)
+	if r.code != exitError || !strings.Contains(r.stderr, `start_date "2026-11-01": more than 20 days back`) {
+		t.Errorf("MAX_BACKFILL_DAYS=20: exit %d\n%s", r.code, r.stderr)
+	}
 }

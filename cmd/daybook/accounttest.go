@@ -49,7 +49,8 @@ func (a *app) accountTestCommand() *cobra.Command {
 		Use:   "test ID",
 		Short: "Test an account's destination by writing to it, and name any missing permission",
 		Long: `Test an account's destination the way an export uses it: write a small object, read it back,
-start and abort a multipart upload, list the prefix and delete the object. Each step names the
+start and abort a multipart upload, list the prefix and its incomplete multipart uploads (the
+commit aborts those a killed run left) and delete the object. Each step names the
 permission it needs; a bucket that does not exist is said so. Every call names the bucket's
 expected owner, as the exporter's do: expected_bucket_owner, else the account in role_arn, else
 this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,

@@ -146,6 +146,9 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"bad invoke function", []string{"local", "invoke", "Nope"}, 2, "", `function "Nope": want SweeperFunction or ExporterFunction`, true},
 		{"bad --id", []string{"account", "put", "--file", "x.json", "--id", "42"}, 2, "", `--id "42"`, true},
 		{"malformed --account", []string{"requeue", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, 2, "", `--account "acct_a" is not an account id`, true},
+		{"console on a public address", []string{"console", "--listen", "0.0.0.0:8080"}, 2, "", "--listen 0.0.0.0:8080: the console listens on a loopback address only", true},
+		{"console on no address", []string{"console", "--listen", "8080"}, 2, "", `--listen "8080": want HOST:PORT`, true},
+		{"console without a deployment", []string{"console"}, 1, "", "no deployment to talk to", false},
 		{"no deployment", []string{"account", "list"}, 1, "", "no deployment to talk to: pass --stack NAME", false},
 		{"stack and env file", []string{"account", "list", "--stack", "s", "--env-file", "e.json"}, 1, "", "give --stack or --env-file, not both", false},
 	}

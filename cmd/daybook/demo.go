@@ -44,6 +44,12 @@ type demoOptions struct {
 	EventsPerDay int
 	Seed         uint64
 	Out          io.Writer
+	// Keep leaves moto_server running at the end, with its pid in Dir
+	// (`local down --dir Dir` stops it), for `console --env-file
+	// Dir/env.json`.
+	Keep bool
+	// Self is how the summary names this program in the commands it prints.
+	Self string
 }
 
 // demoResult is what the demo delivered, for the summary and the test.
@@ -69,19 +75,21 @@ func (a *app) demoCommand() *cobra.Command {
 		Long: `Run the whole pipeline locally: moto with template.yaml deployed, a demo SQLite source with three
 accounts, the real sweeper and exporter bootstraps under the Lambda runtime emulator until no work
 is due, one manual re-export, every committed partition verified, the buckets mirrored to
-<dir>/buckets. Everything it starts is stopped at the end; running it again starts from scratch.
-Needs the host bootstraps (make build) in --bin.`,
+<dir>/buckets. Everything it starts is stopped at the end (with --keep, moto_server stays up for
+daybook console --env-file <dir>/env.json until daybook local down --dir <dir>); running it again
+starts from scratch. Needs the host bootstraps (make build) in --bin.`,
 	}
 	c.Flags().StringVar(&o.Dir, "dir", o.Dir, "state and output directory")
 	c.Flags().StringVar(&o.Template, "template", o.Template, "SAM template to deploy")
 	c.Flags().StringVar(&o.BinDir, "bin", o.BinDir, "directory with <Function>/bootstrap host builds (make build)")
 	c.Flags().IntVar(&o.Days, "days", o.Days, "days of demo data")
 	c.Flags().IntVar(&o.EventsPerDay, "events-per-day", o.EventsPerDay, "events per account and day")
+	c.Flags().BoolVar(&o.Keep, "keep", false, "leave moto_server running at the end, for daybook console (stop it with daybook local down --dir <dir>)")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if o.Days < 1 || o.EventsPerDay < 1 {
 			return usagef(c, "--days and --events-per-day must be 1 or more")
 		}
-		o.Now, o.Out = a.now, a.stdout
+		o.Now, o.Out, o.Self = a.now, a.stdout, selfCommand()
 		res, err := demo(c.Context(), o)
 		if err != nil {
 			return err
@@ -105,11 +113,19 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	res := &demoResult{Stage: stage}
 
 	step("local AWS: moto_server on 127.0.0.1, template.yaml deployed through the SAM translator")
+	if err := stopKept(out, o.Dir); err != nil {
+		return nil, err
+	}
 	srv, err := motoserver.Start(ctx, filepath.Join(o.Dir, "logs", "moto.log"))
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
+	kept := false
+	defer func() {
+		if !kept {
+			srv.Stop()
+		}
+	}()
 	res.Pids = append(res.Pids, srv.Pid)
 	cfg, err := srv.Config(ctx)
 	if err != nil {
@@ -190,6 +206,9 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	drv := &eventsource.Driver{
 		Sweeper: sweeper, Exporter: exporter, Queue: q, QueueURL: queueURL,
 		QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region, BatchSize: 1,
+	}
+	if err := sweepQueue(ctx, q, drv, st.Outputs["SweepQueueUrl"]); err != nil {
+		return nil, err
 	}
 	lastPrint := time.Time{}
 	drv.Progress = func(p eventsource.Progress) {
@@ -273,7 +292,14 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
 	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
-	fmt.Fprintf(out, "\ndone in %s; every process the demo started is stopped\n", time.Since(started).Round(time.Second))
+	if kept, err = keepOrSay(out, o, srv); err != nil {
+		return nil, err
+	}
+	if kept {
+		fmt.Fprintf(out, "\ndone in %s; moto_server is still running\n", time.Since(started).Round(time.Second))
+	} else {
+		fmt.Fprintf(out, "\ndone in %s; every process the demo started is stopped\n", time.Since(started).Round(time.Second))
+	}
 	return res, nil
 }
 
@@ -450,16 +476,4 @@ func mirror(ctx context.Context, api *s3.Client, bucket, dir string) error {
 		}
 	}
 	return nil
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

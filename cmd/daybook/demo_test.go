@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -99,6 +100,12 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("it ends with the command that keeps a run for the console", func(t *testing.T) {
+		if !strings.Contains(out.String(), "demo --dir "+dir+" --bin "+bin+" --keep && ") || !strings.Contains(out.String(), " console --env-file "+filepath.Join(dir, "env.json")) {
+			t.Errorf("no console command at the end:\n%s", out.String())
+		}
+	})
+
 	t.Run("no process left running", func(t *testing.T) {
 		if len(res.Pids) != 3 {
 			t.Fatalf("pids %v", res.Pids)
@@ -122,5 +129,32 @@ func buildBootstraps(t *testing.T, dir string) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", fn, err, out)
 		}
+	}
+}
+
+func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	o := demoOptions{Dir: dir, BinDir: ".local/bin", Keep: true, Self: ".local/bin/daybook"}
+	kept, err := keepOrSay(&out, o, &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242})
+	if err != nil || !kept {
+		t.Fatalf("kept %v, %v", kept, err)
+	}
+	for _, want := range []string{"moto_server keeps running at http://127.0.0.1:4566 (pid 4242)",
+		".local/bin/daybook console --env-file " + filepath.Join(dir, "env.json"), ".local/bin/daybook local down --dir " + dir} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// local down finds it where local up leaves its own.
+	if pid, err := readPid(localDir(dir)); err != nil || pid != 4242 {
+		t.Errorf("pid file: %d, %v", pid, err)
+	}
+	if b, err := os.ReadFile(localDir(dir).urlFile()); err != nil || strings.TrimSpace(string(b)) != "http://127.0.0.1:4566" {
+		t.Errorf("url file: %q, %v", b, err)
+	}
+	// Nothing is running under that pid: a new run has nothing to stop.
+	if err := stopKept(&out, t.TempDir()); err != nil {
+		t.Errorf("stopKept with nothing kept: %v", err)
 	}
 }

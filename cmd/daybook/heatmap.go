@@ -57,7 +57,7 @@ func cells(ps []phase, color bool) string {
 		if ps[i] == "" {
 			b.WriteString(strings.Repeat(" ", j-i))
 		} else {
-			b.WriteString(paint(color, ps[i], strings.Repeat(string(phaseInfo[ps[i]].symbol), j-i)))
+			b.WriteString(paint(color, ps[i], strings.Repeat(string(ps[i].Symbol()), j-i)))
 		}
 		i = j
 	}

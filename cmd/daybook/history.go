@@ -2,38 +2,18 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 // attemptOut is one attempt in `daybook history`.
-type attemptOut struct {
-	Attempt     int    `json:"attempt"`
-	Outcome     string `json:"outcome"`
-	Reason      string `json:"reason,omitempty"`
-	ClaimedAt   string `json:"claimed_at,omitempty"`
-	StartedAt   string `json:"started_at,omitempty"`
-	FinishedAt  string `json:"finished_at,omitempty"`
-	DurationMS  int64  `json:"duration_ms,omitempty"`
-	Generation  int64  `json:"generation,omitempty"`
-	Rows        int64  `json:"rows,omitempty"`
-	Bytes       int64  `json:"bytes,omitempty"`
-	Files       int    `json:"files,omitempty"`
-	ManifestKey string `json:"manifest_key,omitempty"`
-	Error       string `json:"error,omitempty"`
-}
+type attemptOut = ops.Attempt
 
-type historyOut struct {
-	Account  string       `json:"account"`
-	Dataset  string       `json:"dataset"`
-	Day      string       `json:"day"`
-	Current  *dayStatus   `json:"current,omitempty"`
-	Attempts []attemptOut `json:"attempts"`
-}
+type historyOut = ops.PartitionHistory
 
 func (a *app) historyCommand() *cobra.Command {
 	var p partitionFlags
@@ -65,30 +45,9 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		if err != nil {
 			return err
 		}
-		key := ledger.Key{AccountID: acct.ID, Dataset: p.dataset, Day: day}
-		res := historyOut{Account: acct.ID, Dataset: p.dataset, Day: day.String(), Attempts: []attemptOut{}}
-		row, err := e.ledger.Get(ctx, key)
-		switch {
-		case err == nil:
-			cur := toDayStatus(row, a.now())
-			res.Current = &cur
-		case !errors.Is(err, ledger.ErrNotFound):
-			return err
-		}
-		hist, err := e.ledger.History(ctx, key)
+		res, err := ops.History(ctx, e.ledger, ledger.Key{AccountID: acct.ID, Dataset: p.dataset, Day: day}, a.now())
 		if err != nil {
 			return err
-		}
-		for _, h := range hist {
-			dur := h.DurationMS
-			if dur == 0 && !h.StartedAt.IsZero() && h.FinishedAt.After(h.StartedAt) {
-				dur = h.FinishedAt.Sub(h.StartedAt).Milliseconds()
-			}
-			res.Attempts = append(res.Attempts, attemptOut{
-				Attempt: h.Attempt, Outcome: string(h.Outcome), Reason: string(h.Reason), ClaimedAt: fmtTime(h.ClaimedAt),
-				StartedAt: fmtTime(h.StartedAt), FinishedAt: fmtTime(h.FinishedAt), DurationMS: dur, Generation: h.Generation,
-				Rows: h.Rows, Bytes: h.Bytes, Files: h.Files, ManifestKey: h.ManifestKey, Error: h.Error,
-			})
 		}
 		if *out == outputJSON {
 			return printJSON(a.stdout, res)

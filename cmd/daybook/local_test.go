@@ -19,27 +19,14 @@ import (
 // EVENT=events/exporter-manual.json (a manual re-export of the local
 // account's 2026-11-20), history, verify, make local-down.
 func TestLocalDevCommands(t *testing.T) {
-	dir := t.TempDir()
-	buildBootstraps(t, filepath.Join(dir, "bin"))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cli := func(args ...string) string {
-		t.Helper()
-		var out, errw bytes.Buffer
-		a := newApp(&out, &errw)
-		if code := a.execute(ctx, args); code != 0 {
-			t.Fatalf("daybook %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errw.String())
-		}
-		return out.String()
-	}
-	env := filepath.Join(dir, "env.json")
-
-	out := cli("local", "up", "--dir", dir, "--template", "../../template.yaml", "--stage", "clitest")
+	l, out := startLocal(t, ctx, "clitest")
+	dir, env, cli := l.dir, l.env, l.cli
 	pid, err := readPid(localDir(dir))
 	if err != nil {
 		t.Fatalf("no pid file after local up: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { _ = run(context.Background(), []string{"local", "down", "--dir", dir}, &bytes.Buffer{}) })
 	for _, want := range []string{"deployed", "demo source", "account " + LocalAccountID + " registered"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("local up lacks %q:\n%s", want, out)
@@ -99,6 +86,27 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("status after the drain:\n%s", out)
 	}
 
+	// The sample event re-exports 2026-11-20, and a day before the
+	// account's start date is refused (jobs.CheckRequest): the local account
+	// starts 7 closed days back, so its start date moves back to that day.
+	b, err := os.ReadFile(filepath.Join(dir, "account.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var local map[string]any
+	if err := json.Unmarshal(b, &local); err != nil {
+		t.Fatal(err)
+	}
+	local["start_date"] = "2026-11-20"
+	if b, err = json.Marshal(local); err != nil {
+		t.Fatal(err)
+	}
+	localFile := filepath.Join(dir, "account.json.sample")
+	if err := os.WriteFile(localFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli("account", "put", "--file", localFile, "--env-file", env)
+
 	// make invoke-exporter EVENT=events/exporter-manual.json
 	out = cli("local", "invoke", "ExporterFunction", "--dir", dir, "--event", "../../events/exporter-manual.json")
 	var resp struct {
@@ -125,4 +133,37 @@ func TestLocalDevCommands(t *testing.T) {
 	if code := a.execute(ctx, []string{"status", "--env-file", env}); code != exitError || !strings.Contains(errw.String(), "the local stack is not running: make local-up") {
 		t.Errorf("status after local down: exit %d, %s", code, errw.String())
 	}
+}
+
+// localRun is a local stack a test started as a user would (`local up` in
+// a directory of its own, with the host bootstraps), stopped when the test
+// ends.
+type localRun struct {
+	t        *testing.T
+	ctx      context.Context
+	dir, env string
+}
+
+// startLocal builds the bootstraps and runs `local up` with stage; it
+// returns the stack and what local up printed.
+func startLocal(t *testing.T, ctx context.Context, stage string) (*localRun, string) {
+	t.Helper()
+	dir := t.TempDir()
+	buildBootstraps(t, filepath.Join(dir, "bin"))
+	l := &localRun{t: t, ctx: ctx, dir: dir, env: filepath.Join(dir, "env.json")}
+	t.Cleanup(func() { _ = run(context.Background(), []string{"local", "down", "--dir", dir}, &bytes.Buffer{}) })
+	out := l.cli("local", "up", "--dir", dir, "--template", "../../template.yaml", "--stage", stage)
+	return l, out
+}
+
+// cli runs a command line as the daybook binary would and returns its
+// stdout; a non-zero exit fails the test.
+func (l *localRun) cli(args ...string) string {
+	l.t.Helper()
+	var out, errw bytes.Buffer
+	a := newApp(&out, &errw)
+	if code := a.execute(l.ctx, args); code != 0 {
+		l.t.Fatalf("daybook %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errw.String())
+	}
+	return out.String()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,9 @@ Function output is appended to <dir>/<Function>.log.`,
 		defer exporter.Stop()
 		drv := &eventsource.Driver{Exporter: exporter, Queue: q, QueueURL: queueURL, BatchSize: 1,
 			QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region}
+		if err := sweepQueue(ctx, q, drv, env["SweeperFunction"]["SWEEP_QUEUE_URL"]); err != nil {
+			return err
+		}
 		var p eventsource.Progress
 		if sweep {
 			sweeper, err := start("SweeperFunction")
@@ -92,4 +96,22 @@ Function output is appended to <dir>/<Function>.log.`,
 		return nil
 	}
 	return c
+}
+
+// sweepQueue points drv at the sweeper's fan-out queue (the stack's
+// SweepQueueUrl output, SWEEP_QUEUE_URL in the sweeper's environment), so
+// that the local loop runs the sweeper on the shard messages a large sweep
+// sends, as the sweeper's SQS event source does in AWS. A stack without the
+// queue (url empty) leaves the driver without fan-out.
+func sweepQueue(ctx context.Context, q *sqs.Client, drv *eventsource.Driver, url string) error {
+	if url == "" {
+		return nil
+	}
+	qa, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return fmt.Errorf("sweep queue %s: %w", url, err)
+	}
+	drv.SweepQueueURL, drv.SweepQueueARN = url, qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	return nil
 }

@@ -5,17 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -80,26 +76,19 @@ func flagError(c *cobra.Command, err error) error {
 func (a *app) checkRequest(c *cobra.Command, p partitionFlags, maxDays int) (*opsEnv, account.Account, error) {
 	m := jobs.Manual{Kind: jobs.KindManual, AccountID: p.account, Dataset: p.dataset, Day: p.day, From: p.from, To: p.to}
 	lim := jobs.Limits{Now: a.now(), MaxDays: maxDays}
-	if _, _, err := jobs.CheckRequest(m, nil, lim); !errors.Is(err, jobs.ErrRefused) {
-		return nil, account.Account{}, flagError(c, err) // nil, malformed, or the catalog unreadable
+	if err := ops.CheckForm(m, lim); err != nil {
+		return nil, account.Account{}, flagError(c, err)
 	}
-	ctx := c.Context()
-	e, err := a.open(ctx)
+	e, err := a.open(c.Context())
 	if err != nil {
 		return nil, account.Account{}, err
 	}
-	var acct *account.Account
-	switch got, err := e.ledger.GetAccount(ctx, p.account); {
-	case err == nil:
-		acct = &got
-	case !errors.Is(err, ledger.ErrNotFound):
-		return nil, account.Account{}, err
-	}
 	lim.SettleDelay = e.settle
-	if _, _, err := jobs.CheckRequest(m, acct, lim); err != nil {
+	acct, _, _, err := ops.CheckRequest(c.Context(), e.ledger, m, lim)
+	if err != nil {
 		return nil, account.Account{}, flagError(c, err)
 	}
-	return e, *acct, nil
+	return e, acct, nil
 }
 
 func (a *app) requeueCommand() *cobra.Command {
@@ -140,19 +129,11 @@ when it finishes.`,
 		}
 		days := civil.Range(from, to)
 		bar := a.progress(len(days), "requeue")
-		var res ledger.RequeueResult
-		for chunk := range slices.Chunk(days, 7) {
-			r, err := e.ledger.Requeue(ctx, acct.ID, p.dataset, chunk[0], chunk[len(chunk)-1], ledger.Reason(reason))
-			res.Queued += r.Queued
-			res.Created += r.Created
-			res.RerunRequested += r.RerunRequested
-			bar.Add(len(chunk))
-			if err != nil {
-				bar.Finish()
-				return fmt.Errorf("requeue stopped after %d of %d days: %w", res.Queued+res.RerunRequested, len(days), err)
-			}
-		}
+		res, err := ops.Requeue(ctx, e.ledger, acct.ID, p.dataset, days, ledger.Reason(reason), bar)
 		bar.Finish()
+		if err != nil {
+			return err
+		}
 		if *out == outputJSON {
 			return printJSON(a.stdout, res)
 		}
@@ -164,17 +145,9 @@ when it finishes.`,
 }
 
 // sendAPI is the part of SQS `reexport` uses.
-type sendAPI interface {
-	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-}
+type sendAPI = ops.SendAPI
 
-var _ sendAPI = (*sqs.Client)(nil)
-
-type sentRequest struct {
-	Day       string `json:"day"`
-	MessageID string `json:"message_id"`
-	Body      string `json:"body"`
-}
+type sentRequest = ops.SentRequest
 
 func (a *app) reexportCommand() *cobra.Command {
 	var p partitionFlags
@@ -234,34 +207,5 @@ paces. requested_by in the ledger and the manifest is the caller's AWS identity 
 func (a *app) sendReexports(ctx context.Context, api sendAPI, queueURL, acct, ds string, days []civil.Date, by string) ([]sentRequest, error) {
 	bar := a.progress(len(days), "reexport")
 	defer bar.Finish()
-	var sent []sentRequest
-	for chunk := range slices.Chunk(days, 10) {
-		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
-		bodies := map[string]sentRequest{}
-		for i, d := range chunk {
-			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: acct, Dataset: ds, Day: d.String(), RequestedBy: by})
-			if err != nil {
-				return sent, err
-			}
-			id := strconv.Itoa(i)
-			bodies[id] = sentRequest{Day: d.String(), Body: body}
-			in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(body)})
-		}
-		out, err := api.SendMessageBatch(ctx, in)
-		if err != nil {
-			return sent, fmt.Errorf("send re-export requests (%d of %d sent): %w", len(sent), len(days), err)
-		}
-		for _, ok := range out.Successful {
-			r := bodies[aws.ToString(ok.Id)]
-			r.MessageID = aws.ToString(ok.MessageId)
-			sent = append(sent, r)
-		}
-		bar.Add(len(chunk))
-		if len(out.Failed) > 0 {
-			f := out.Failed[0]
-			return sent, fmt.Errorf("%d requests were not sent (first: day %s: %s); %d of %d sent", len(out.Failed), bodies[aws.ToString(f.Id)].Day, aws.ToString(f.Message), len(sent), len(days))
-		}
-	}
-	slices.SortFunc(sent, func(x, y sentRequest) int { return strings.Compare(x.Day, y.Day) })
-	return sent, nil
+	return ops.SendReexports(ctx, api, queueURL, acct, ds, days, by, bar)
 }

@@ -4,15 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/console/ops"
 )
 
 // statusFlags are status's filters.
@@ -89,74 +86,18 @@ last 90 closed days) set the window.`,
 	return c
 }
 
-func phaseNames() string {
-	names := make([]string, len(phases))
-	for i, p := range phases {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
-}
-
 // fleetLine is one account in the fleet view.
-type fleetLine struct {
-	Account      string        `json:"account"`
-	Name         string        `json:"name"`
-	Enabled      bool          `json:"enabled"`
-	Datasets     []string      `json:"datasets"`
-	Counts       map[phase]int `json:"counts"`
-	OldestDue    string        `json:"oldest_due_day,omitempty"`
-	LastExport   string        `json:"last_export_day,omitempty"`
-	LastExportAt string        `json:"last_export_at,omitempty"`
-}
-
-func (l fleetLine) severity() int {
-	switch {
-	case l.Counts[phaseStopped] > 0:
-		return 3
-	case l.Counts[phaseFailed] > 0:
-		return 2
-	case l.OldestDue != "":
-		return 1
-	}
-	return 0
-}
+type fleetLine = ops.FleetLine
 
 func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]bool, from, to civil.Date, out outputFormat) error {
 	e, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
-	if from.IsZero() {
-		from = firstDay
-	}
-	if to.IsZero() {
-		to = lastDay
-	}
-	accts, err := e.ledger.ListAccounts(ctx)
+	lines, err := ops.Fleet(ctx, e.ledger, ops.FleetOptions{Datasets: f.datasets, From: from, To: to, States: states})
 	if err != nil {
 		return err
 	}
-	var lines []fleetLine
-	for _, acct := range accts {
-		l, err := a.fleetLine(ctx, e, acct, f.datasets, from, to)
-		if err != nil {
-			return err
-		}
-		if len(states) > 0 && !slices.ContainsFunc(phases, func(p phase) bool { return states[p] && l.Counts[p] > 0 }) {
-			continue
-		}
-		lines = append(lines, l)
-	}
-	sort.SliceStable(lines, func(i, j int) bool {
-		li, lj := lines[i], lines[j]
-		if si, sj := li.severity(), lj.severity(); si != sj {
-			return si > sj
-		}
-		if li.OldestDue != lj.OldestDue {
-			return li.OldestDue != "" && (lj.OldestDue == "" || li.OldestDue < lj.OldestDue)
-		}
-		return li.Account < lj.Account
-	})
 	if out == outputJSON {
 		return printJSON(a.stdout, nonNil(lines))
 	}
@@ -180,55 +121,4 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 	}
 	_, err = fmt.Fprintln(a.stdout, "\nqueued: waiting for a sweep · claimed: job waiting in the queue · running: an exporter started it · failed: will retry · stopped: waits for daybook requeue")
 	return err
-}
-
-// fleetLine counts one account from its open rows (the due index), a COUNT
-// of its rows per dataset, and its newest completed day per dataset.
-func (a *app) fleetLine(ctx context.Context, e *opsEnv, acct account.Account, only []string, from, to civil.Date) (fleetLine, error) {
-	l := fleetLine{Account: acct.ID, Name: acct.Name, Enabled: acct.Enabled, Counts: map[phase]int{}}
-	for _, ds := range acct.Datasets {
-		if len(only) == 0 || slices.Contains(only, ds) {
-			l.Datasets = append(l.Datasets, ds)
-		}
-	}
-	open, err := e.ledger.Open(ctx, acct.ID)
-	if err != nil {
-		return l, err
-	}
-	openPerDataset := map[string]int{}
-	for _, r := range open {
-		if !slices.Contains(l.Datasets, r.Dataset) || r.Day.Before(from) || r.Day.After(to) {
-			continue
-		}
-		if r.State == ledger.StateRunning { // the index does not project started_at
-			full, err := e.ledger.Get(ctx, r.Key)
-			if err != nil {
-				return l, err
-			}
-			r = full
-		}
-		if r.State == ledger.StateCompleted {
-			continue // finished between the two reads
-		}
-		l.Counts[phaseOf(r)]++
-		openPerDataset[r.Dataset]++
-		if d := r.Day.String(); l.OldestDue == "" || d < l.OldestDue {
-			l.OldestDue = d
-		}
-	}
-	for _, ds := range l.Datasets {
-		n, err := e.ledger.Count(ctx, acct.ID, ds, from, to)
-		if err != nil {
-			return l, err
-		}
-		l.Counts[phaseCompleted] += max(0, n-openPerDataset[ds])
-		last, ok, err := e.ledger.LastCompleted(ctx, acct.ID, ds, to)
-		if err != nil {
-			return l, err
-		}
-		if ok && (last.Day.String() > l.LastExport || (last.Day.String() == l.LastExport && fmtTime(last.CompletedAt) > l.LastExportAt)) {
-			l.LastExport, l.LastExportAt = last.Day.String(), fmtTime(last.CompletedAt)
-		}
-	}
-	return l, nil
 }

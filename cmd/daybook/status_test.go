@@ -242,7 +242,7 @@ func TestHistoryCommand(t *testing.T) {
 	a, _, _ := testApp(t)
 	r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20")
 	for _, want := range []string{
-		acct.ID + " events 2026-11-20: completed, generation 1, 2860 rows in 1 files (117.2 KiB)",
+		acct.ID + " events 2026-11-20: completed, generation 1, 2860 rows in 1 file (117.2 KiB)",
 		"STARTED", "2026-11-21T02:00:00Z  1", "failed", "permission denied on s3:PutObject",
 		"2026-11-21T09:00:42Z  2", "42s", "completed  1           2860",
 	} {

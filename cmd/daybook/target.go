@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
@@ -70,8 +71,8 @@ func (a *app) deploymentFlags(c *cobra.Command) {
 
 // stackOutputVars maps the template's outputs to the variables the
 // functions read, so the three sources give the same configuration.
-// CustomerRoleArnPattern, DeploymentAccountId and AllowPrivateEndpoints are
-// the deployment's account rules (account.RulesFromEnv).
+// CustomerRoleArnPattern, DeploymentAccountId, AllowPrivateEndpoints and
+// MaxBackfillDays are the deployment's account rules (account.RulesFromEnv).
 var stackOutputVars = map[string]string{
 	"LedgerTableName":        "LEDGER_TABLE",
 	"JobsQueueUrl":           "JOBS_QUEUE_URL",
@@ -86,6 +87,8 @@ var stackOutputVars = map[string]string{
 	"CustomerRoleArnPattern": account.EnvCustomerRolePattern,
 	"DeploymentAccountId":    account.EnvDeploymentAccountID,
 	"AllowPrivateEndpoints":  account.EnvAllowPrivateEndpoints,
+	"MaxBackfillDays":        "MAX_BACKFILL_DAYS",
+	"SweepQueueUrl":          "SWEEP_QUEUE_URL",
 }
 
 // deployment is where a command points, resolved.
@@ -364,6 +367,17 @@ func (e *opsEnv) bucketOwner(acct account.Account) (string, error) {
 		return "", fmt.Errorf("account %s: %w", acct.ID, err)
 	}
 	return aws.ToString(owner), nil
+}
+
+// bucketClient is the S3 client and expected bucket owner for reading
+// acct's bucket: the account's role (or daybook's own credentials) through
+// the deployment's endpoint guard, as verify and the console read it.
+func (e *opsEnv) bucketClient(acct account.Account) (*s3.Client, string, error) {
+	owner, err := e.bucketOwner(acct)
+	if err != nil {
+		return nil, "", err
+	}
+	return e.buckets.Client(acct.ID, acct.Destination), owner, nil
 }
 
 // readRules reads the account rules from a deployment's variables. A local

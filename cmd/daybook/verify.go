@@ -63,11 +63,10 @@ dataset of the account. Exits 1 when a partition has a problem or is not committ
 		if err != nil {
 			return err
 		}
-		owner, err := e.bucketOwner(acct)
+		api, owner, err := e.bucketClient(acct)
 		if err != nil {
 			return err
 		}
-		api := e.buckets.Client(acct.ID, acct.Destination)
 		b := verify.Bucket{Name: acct.Destination.Bucket, Owner: owner}
 		days := civil.Range(from, to)
 		bar := a.progress(len(days)*len(datasets), "verify")

@@ -2,34 +2,53 @@ package main
 
 import (
 	"errors"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 // TestBadRowsFailThePartition: a source row that does not fit the declared
-// schema fails the partition with the column and the row named in the
-// ledger, and nothing is committed (D1, E4).
+// schema (or its day) fails the partition with the column, the row and the
+// value named in the ledger, and nothing is committed (D1, E4). NaN and
+// infinite doubles are such rows, in either file format. The customer's
+// delivery manifest says schema_mismatch, not the row's contents.
 func TestBadRowsFailThePartition(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		format  string
 		relaxed bool
 		mutate  func(row []any)
 		want    []string
 	}{
-		{"null in a required column", true, func(r []any) { r[1] = nil }, // event_type
+		{"null in a required column", "", true, func(r []any) { r[1] = nil }, // event_type
 			[]string{"row 2", "column event_type", "null in required column"}},
-		{"wrong type", false, func(r []any) { r[6] = "lots" }, // value DOUBLE
+		{"wrong type", "", false, func(r []any) { r[6] = "lots" }, // value DOUBLE
 			[]string{"row 2", "column value", `"lots"`}},
 		// SQLite compares the text: this value sorts inside the day's window,
 		// after every real instant of the day (so it is row 3).
-		{"unparsable timestamp", false, func(r []any) { r[2] = testDay.String() + "Tlate" }, // occurred_at
+		{"unparsable timestamp", "", false, func(r []any) { r[2] = testDay.String() + "Tlate" }, // occurred_at
 			[]string{"row 3", "column occurred_at", `"2026-03-05Tlate"`}},
+		// So does this one, which is 04:00 UTC on the next day.
+		{"partition column outside the day", "", false, func(r []any) { r[2] = testDay.String() + "T23:00:00.000000-05:00" },
+			[]string{"row 3", "column occurred_at", "outside the partition's day 2026-03-05", `"2026-03-06T04:00:00.000000Z"`}},
+		{"json not UTF-8", "", false, func(r []any) { r[9] = []byte("{\"name\":\"caf\xe9\"}") },
+			[]string{"row 2", "column attributes", "not valid UTF-8", `"{\"name\":\"caf\xe9\"}"`}},
+		{"NaN into parquet", "parquet", false, func(r []any) { r[6] = "NaN" },
+			[]string{"row 2", "column value", "NaN is not a number", `"NaN"`}},
+		{"NaN into ndjson", "ndjson", false, func(r []any) { r[6] = "NaN" },
+			[]string{"row 2", "column value", "NaN is not a number"}},
+		{"infinity into parquet", "parquet", false, func(r []any) { r[6] = math.Inf(1) },
+			[]string{"row 2", "column value", "infinity is not a number", "+Inf"}},
+		{"infinity into ndjson", "ndjson", false, func(r []any) { r[6] = math.Inf(-1) },
+			[]string{"row 2", "column value", "infinity is not a number", "-Inf"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, envOpts{relaxed: tc.relaxed})
+			e := newEnv(t, envOpts{relaxed: tc.relaxed, format: tc.format})
 			rows := genRows("events", testDay, 3)
 			tc.mutate(rows[1])
 			e.insert("events", rows...)
@@ -38,16 +57,19 @@ func TestBadRowsFailThePartition(t *testing.T) {
 				t.Fatalf("a recorded failure is a done message: %v", err)
 			}
 			r := e.notCommitted("events", testDay)
-			contains(t, "last_error", r.LastError, tc.want...)
+			contains(t, "last_error", r.LastError, append([]string{"schema_mismatch: "}, tc.want...)...)
 			if left := e.list(e.partPrefix("events", testDay)); len(left) != 0 {
 				t.Errorf("a refused partition left objects: %v", sortedKeys(left))
 			}
-			// The delivery manifest says why the day is missing.
+			// The delivery manifest says why the day is missing, in words
+			// that carry nothing of the row.
 			d := e.delivery(testDay)
 			if d.Complete || len(d.DatasetsMissing) != 1 {
 				t.Fatalf("delivery %+v", d)
 			}
-			contains(t, "missing reason", d.DatasetsMissing[0].Reason, "failed (attempt 1): ", tc.want[1])
+			if m := d.DatasetsMissing[0]; m.Code != manifest.CodeSchemaMismatch || strings.Contains(m.Reason, tc.want[1]) {
+				t.Errorf("missing %+v", m)
+			}
 		})
 	}
 }
@@ -77,12 +99,14 @@ func TestRefusedRequests(t *testing.T) {
 			[]string{`day "2026-02-30"`, "YYYY-MM-DD"}, "", "", ""},
 		{"missing dataset", jobs.Manual{Day: "2026-03-05"}, jobs.ErrMalformed,
 			[]string{"dataset is required"}, "", "", ""},
+		{"before the account's start date", jobs.Manual{Dataset: "events", Day: "2026-02-27"}, ErrRejected,
+			[]string{`day "2026-02-27" is before account`, "start date 2026-03-01"}, "", "events", "2026-02-27"},
 		{"today", jobs.Manual{Dataset: "events", Day: "2026-03-10"}, ErrRejected,
-			[]string{"day 2026-03-10 is not closed", "last closed day is 2026-03-09"}, "", "events", "2026-03-10"},
+			[]string{`day "2026-03-10" is not closed`, "last closed day is 2026-03-09"}, "", "events", "2026-03-10"},
 		{"future day", jobs.Manual{Dataset: "events", Day: "2027-01-01"}, ErrRejected,
-			[]string{"day 2027-01-01 is not closed"}, "", "events", "2027-01-01"},
+			[]string{`day "2027-01-01" is not closed`}, "", "events", "2027-01-01"},
 		{"range ending today", jobs.Manual{Dataset: "events", From: "2026-03-08", To: "2026-03-10"}, ErrRejected,
-			[]string{"day 2026-03-10 is not closed"}, "", "events", "2026-03-08"},
+			[]string{`to "2026-03-10" is not closed`}, "", "events", "2026-03-08"},
 		{"range backwards", jobs.Manual{Dataset: "events", From: "2026-03-08", To: "2026-03-01"}, jobs.ErrMalformed,
 			[]string{`to "2026-03-01" is before from "2026-03-08"`}, "", "", ""},
 		{"unknown field", jobs.Manual{}, jobs.ErrMalformed, []string{"unknown field"}, "", "", ""},

@@ -24,7 +24,11 @@ import (
 //  3. Pending.Commit deletes every object under the partition that is not
 //     one of the manifest's data files (parts a longer earlier run left,
 //     the old manifest and load scripts): S3 has no rename, so this is what
-//     makes "replace the partition" literally true;
+//     makes "replace the partition" literally true; and it aborts every
+//     incomplete multipart upload under the partition: every data file of
+//     this generation is complete by then, so each one is an orphan (of a
+//     killed run, or a CreateMultipartUpload whose response was lost and
+//     retried) that nobody else would ever abort;
 //  4. it writes _manifest.json and the load scripts;
 //  5. it writes _SUCCESS last.
 //
@@ -122,7 +126,8 @@ func (p *Pending) NewDataFile(ctx context.Context, key string, opts upload.Optio
 var errFileOpen = errors.New("data file not closed")
 
 // Commit finishes the generation once every data file is closed: it
-// deletes every object under the partition that m.Files does not list,
+// deletes every object under the partition that m.Files does not list and
+// aborts every incomplete multipart upload under it,
 // completes m (Generation, Totals, FinishedAt), writes it and the load
 // scripts rendered from it (scripts may be nil; keys are file names under
 // _load/), and writes _SUCCESS last. It returns the manifest's key. On
@@ -143,6 +148,9 @@ func (p *Pending) Commit(ctx context.Context, m *manifest.Manifest, scripts func
 	}
 	if err := c.Bucket.DeleteStale(ctx, c.Partition, keep); err != nil {
 		return "", err
+	}
+	if _, err := c.Bucket.AbortIncomplete(ctx, c.Partition); err != nil {
+		return "", fmt.Errorf("abort orphaned uploads: %w", err)
 	}
 
 	m.Generation = p.generation

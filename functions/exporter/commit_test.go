@@ -83,7 +83,8 @@ func twoScripts(m *manifest.Manifest) (map[string][]byte, error) {
 
 // TestCommitOrder pins the protocol's calls in order: the old _SUCCESS is
 // read and removed, the data files are written, everything else under the
-// partition is deleted (nothing outside it), the manifest and the scripts
+// partition is deleted and every incomplete upload under it aborted
+// (nothing outside it), the manifest and the scripts
 // (by name) are written, and _SUCCESS last, naming the manifest's bytes.
 func TestCommitOrder(t *testing.T) {
 	f := newCommitFixture(t)
@@ -96,6 +97,13 @@ func TestCommitOrder(t *testing.T) {
 	const nextDay = "acct/v1/events/dt=2026-03-06/part-00000.parquet"
 	if err := f.b.Put(ctx, nextDay, []byte("next day"), ""); err != nil {
 		t.Fatal(err)
+	}
+	// Uploads nobody will finish: a killed run's under the partition, and
+	// one under the next day's, which is not this commit's to abort.
+	for _, k := range []string{commitPP + "part-00003.parquet", nextDay} {
+		if _, err := f.store.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("dest"), Key: aws.String(k)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	old := manifest.NewSuccess(1, "run_0", commitPP+layout.ManifestName, []byte("generation 1"), time.Time{})
 	if err := f.b.Put(ctx, commitPP+layout.SuccessName, old.Encode(), "application/json"); err != nil {
@@ -126,6 +134,8 @@ func TestCommitOrder(t *testing.T) {
 		"PutObject " + commitPP + "part-00001.parquet",
 		"ListObjectsV2 " + commitPP,
 		"DeleteObjects " + commitPP + "_load/old.sql," + commitPP + "_manifest.json," + commitPP + "part-00002.parquet",
+		"ListMultipartUploads " + commitPP,
+		"AbortMultipartUpload " + commitPP + "part-00003.parquet",
 		"PutObject " + commitPP + "_manifest.json",
 		"PutObject " + commitPP + "_load/a.sql",
 		"PutObject " + commitPP + "_load/z.sql",
@@ -155,6 +165,10 @@ func TestCommitOrder(t *testing.T) {
 	}
 	if s, _ := f.b.Get(ctx, commitPP+"_load/a.sql"); string(s) != "gen 2" {
 		t.Errorf("script rendered %q, want it from the committed manifest", s)
+	}
+	if open, err := f.store.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dest")}); err != nil ||
+		len(open.Uploads) != 1 || aws.ToString(open.Uploads[0].Key) != nextDay {
+		t.Errorf("open uploads after the commit: %+v (%v), want only the next day's", open, err)
 	}
 	if _, err := f.b.Get(ctx, nextDay); err != nil {
 		t.Errorf("an object outside the partition: %v", err)

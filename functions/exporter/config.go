@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/upload"
@@ -26,6 +28,13 @@ type Config struct {
 	LogLevel     string
 	Restate      ledger.RestateConfig // RESTATE_LOOKBACK_DAYS, RESTATE_INTERVAL
 	EventBus     string               // EVENT_BUS_NAME
+	// Rules are the deployment's account rules (account.RulesFromEnv):
+	// its own AWS account id, the customer role pattern and whether custom
+	// endpoints may be private.
+	Rules account.Rules
+	// Local is true when the SDK's endpoint is on this machine (a local
+	// stack; awsclient.Local): only then may custom endpoints be loopback.
+	Local bool
 }
 
 func loadConfig(r *envvar.Reader) (Config, error) {
@@ -48,7 +57,9 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 	if c.SourceDSN == "" && c.DSNParameter == "" {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"
 	}
-	return c, r.Err()
+	rules, rerr := account.RulesFromEnv(r.Lookup) // its errors name the variable
+	c.Rules, c.Local = rules, awsclient.Local(r.Lookup)
+	return c, errors.Join(r.Err(), rerr)
 }
 
 // withSettle applies the deployment's default settle delay to accounts

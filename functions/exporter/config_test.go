@@ -19,8 +19,29 @@ func TestLoadConfig(t *testing.T) {
 	if c.Ledger.Lease != 20*time.Minute || c.MaxFileBytes != 1<<20 || c.DLQURL != "d" || c.PartSize != 16<<20 {
 		t.Fatalf("config %+v", c)
 	}
-	_, err = loadConfig(envvar.From(map[string]string{"UPLOAD_CONCURRENCY": "-1"}))
-	for _, want := range []string{"LEDGER_TABLE is required", "JOBS_QUEUE_URL is required", "SOURCE_DSN is required", `UPLOAD_CONCURRENCY="-1"`} {
+	if c.Rules.DeploymentAccountID != "" || c.Rules.AllowPrivateEndpoints || c.Local {
+		t.Fatalf("rules %+v, local %v without their variables", c.Rules, c.Local)
+	}
+	// The deployment's account rules, and loopback endpoints only on a
+	// local stack.
+	c, err = loadConfig(envvar.From(map[string]string{
+		"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", "SOURCE_DSN": "file:x.db",
+		"DEPLOYMENT_ACCOUNT_ID": "210987654321", "CUSTOMER_ROLE_PATTERN": "arn:aws:iam::*:role/daybook-export-*",
+		"ALLOW_PRIVATE_ENDPOINTS": "true", "AWS_ENDPOINT_URL": "http://127.0.0.1:5000",
+	}))
+	if err != nil || c.Rules.DeploymentAccountID != "210987654321" || !c.Rules.AllowPrivateEndpoints || !c.Local ||
+		c.Rules.RolePattern != "arn:aws:iam::*:role/daybook-export-*" {
+		t.Fatalf("config %+v, %v", c, err)
+	}
+	for endpoint, local := range map[string]bool{"http://localhost:4566": true, "http://[::1]:9000": true, "https://s3.example.com": false, "http://10.0.0.5:9000": false} {
+		c, _ := loadConfig(envvar.From(map[string]string{"AWS_ENDPOINT_URL": endpoint}))
+		if c.Local != local {
+			t.Errorf("AWS_ENDPOINT_URL=%s: local %v, want %v", endpoint, c.Local, local)
+		}
+	}
+	_, err = loadConfig(envvar.From(map[string]string{"UPLOAD_CONCURRENCY": "-1", "DEPLOYMENT_ACCOUNT_ID": "42", "ALLOW_PRIVATE_ENDPOINTS": "maybe"}))
+	for _, want := range []string{"LEDGER_TABLE is required", "JOBS_QUEUE_URL is required", "SOURCE_DSN is required", `UPLOAD_CONCURRENCY="-1"`,
+		`DEPLOYMENT_ACCOUNT_ID="42"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}

@@ -26,13 +26,27 @@ const deliveryRewrites = 3
 // writer always re-reads after its own write, which makes the object converge
 // on the ledger's final state.
 //
-// The partition is already committed and recorded when this runs, so a
-// failure here is logged, not returned: redelivering the message would not
-// run the export again (Start refuses a second delivery).
-func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day civil.Date, log *slog.Logger) {
-	if err := s.putDelivery(ctx, acct, day); err != nil {
-		log.ErrorContext(ctx, "delivery manifest not written", "error", err.Error())
+// The partition's outcome is already recorded when this runs. A failure is
+// returned, so that SQS delivers the message again: a job's redelivery is
+// refused by Start and, the row having settled, rewrites the manifest
+// without exporting again (Service.notStarted); a manual request's runs
+// again. Without it the manifest would stay missing or stale until another
+// export of the day.
+func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day civil.Date, log *slog.Logger) error {
+	err := s.putDelivery(ctx, acct, day)
+	if errors.Is(err, account.ErrNoBucketOwner) {
+		// Nothing is written to a bucket whose owner cannot be checked, and
+		// delivering the message again would not change that: the ledger
+		// keeps the outcome, and the day's next export after the account is
+		// corrected writes the manifest.
+		log.ErrorContext(ctx, "delivery manifest not written: the destination's bucket owner cannot be determined", "error", err.Error())
+		return nil
 	}
+	if err != nil {
+		log.ErrorContext(ctx, "delivery manifest not written; the message will be delivered again to rewrite it", "error", err.Error())
+		return fmt.Errorf("the outcome is recorded, but %w", err)
+	}
+	return nil
 }
 
 func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civil.Date) error {
@@ -41,7 +55,10 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 		return err
 	}
 	key := layout.DeliveryManifestKey(prefix, day)
-	b := s.Exporter.bucketOf(acct)
+	b, err := s.Exporter.bucketOf(acct)
+	if err != nil {
+		return err
+	}
 	d, err := s.delivery(ctx, acct, day)
 	if err != nil {
 		return err

@@ -58,8 +58,8 @@ func TestDeliveryManifest(t *testing.T) {
 			t.Errorf("delivered\n got %+v\nwant %+v", got, want)
 		}
 		miss := missingByName(d)
-		if len(miss) != 2 || miss["profiles"].Reason != "not exported yet" || miss["profiles"].State != "pending" ||
-			miss["daily_stats"].Reason != "not materialized" || miss["daily_stats"].State != "" {
+		if len(miss) != 2 || miss["profiles"].Code != manifest.CodeNotExportedYet || miss["profiles"].State != "pending" ||
+			miss["daily_stats"].Code != manifest.CodeNotExportedYet || miss["daily_stats"].State != "" {
 			t.Errorf("missing %+v", d.DatasetsMissing)
 		}
 	})
@@ -76,8 +76,8 @@ func TestDeliveryManifest(t *testing.T) {
 		}
 		d := e.delivery(testDay)
 		miss := missingByName(d)
-		if d.Complete || miss["daily_stats"].State != "failed" ||
-			miss["daily_stats"].Reason != "failed (attempt 1): list s3://"+e.acct.Destination.Bucket+"/"+pp+": "+errInjected.Error() {
+		if d.Complete || miss["daily_stats"].State != "failed" || miss["daily_stats"].Code != manifest.CodeInternal ||
+			miss["daily_stats"].Reason != manifest.CodeInternal.Sentence()+" Attempt 1 failed; it will be retried automatically." {
 			t.Errorf("delivery after a failure: %+v", d)
 		}
 	})
@@ -112,7 +112,7 @@ func TestDeliveryManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 		miss := missingByName(e.delivery(testDay))
-		if miss["events"].Reason != "running" {
+		if miss["events"].Code != manifest.CodeRunning {
 			t.Errorf("missing %+v", miss)
 		}
 		if _, err := e.led.Complete(e.ctx, e.key("events", testDay), c.Token, ledger.Result{Rows: 5, Files: 1,

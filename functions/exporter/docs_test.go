@@ -15,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -142,8 +143,9 @@ func TestBucketDocs(t *testing.T) {
 // TestNothingInternalInTheBucket exports every dataset from a source whose
 // name is a database URL, then scans every object the exports wrote besides
 // the data (README, schema documents, manifests, _SUCCESS, load scripts,
-// delivery manifests) for the source's name, host, user and database, its
-// queries and tables, requirement ids and AWS account ids.
+// delivery manifests, a failed day's included) for the source's name, host,
+// user and database, its queries and tables, the text of the failures,
+// requirement ids and AWS account ids.
 func TestNothingInternalInTheBucket(t *testing.T) {
 	all := []string{"events", "profiles", "daily_stats"}
 	e := newEnv(t, envOpts{datasets: all})
@@ -165,6 +167,31 @@ func TestNothingInternalInTheBucket(t *testing.T) {
 	}
 	if m := e.committed("events", testDay); m.Generation != 2 {
 		t.Fatalf("re-export committed generation %d", m.Generation)
+	}
+	// Two failed exports of the next day, whose errors (in the ledger)
+	// carry the source's name and the row: its delivery manifest says
+	// their codes and sentences, nothing of the errors.
+	next := testDay.AddDays(1)
+	bad := genRows("events", next, 2)
+	bad[1][6] = "NaN"
+	e.insert("events", bad...)
+	failed := func(ds string) ledger.Row {
+		t.Helper()
+		if err := e.process(jobBody(t, e.claim(ds, next, ""))); err != nil {
+			t.Fatalf("a recorded failure is a done message: %v", err)
+		}
+		return e.notCommitted(ds, next)
+	}
+	contains(t, "ledger error", failed("events").LastError, "schema_mismatch: ", "row 2", "column value")
+	closed := sourceDB(t, false)
+	closed.Close()
+	if e.exp.Source, err = source.NewSQL(closed, dataset.DialectSQLite, dsn); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, "ledger error", failed("profiles").LastError, "source_unavailable: ", "daybook_reader@db-7.internal.example:5432/analytics_prod")
+	if d := e.delivery(next); len(d.DatasetsMissing) != 3 || d.DatasetsMissing[0].Cause != manifest.CodeSchemaMismatch ||
+		d.DatasetsMissing[1].Cause != manifest.CodeSourceUnavailable || d.DatasetsMissing[2].Code != manifest.CodeNotExportedYet {
+		t.Errorf("delivery manifest of %s: missing %+v", next, d.DatasetsMissing)
 	}
 
 	kinds := map[string]int{}
@@ -189,11 +216,11 @@ func TestNothingInternalInTheBucket(t *testing.T) {
 			t.Errorf("unexpected object %s", key)
 		}
 		for _, p := range leakcheck.Scan(key, e.get(key), dsn, "daybook_reader", "hunter2", "db-7.internal.example", "internal.example",
-			"analytics_prod", "5432", "sslmode") {
+			"analytics_prod", "5432", "sslmode", "database is closed", "row 2", "column value", "NaN") {
 			t.Error(p)
 		}
 	}
-	want := map[string]int{"readme": 1, "schema": 3, "delivery manifest": 2, "manifest": 4, "_SUCCESS": 4, "load script": 4 * 6}
+	want := map[string]int{"readme": 1, "schema": 3, "delivery manifest": 3, "manifest": 4, "_SUCCESS": 4, "load script": 4 * 6}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %s objects scanned, want %d (all: %v)", kinds[k], k, n, kinds)

@@ -135,6 +135,13 @@ func (e *env) successGeneration(partPrefix string) int64 {
 // request per day on the jobs queue; nothing is claimed or exported yet.
 func TestManualRangeFansOut(t *testing.T) {
 	e := newEnv(t, envOpts{datasets: []string{"events", "daily_stats"}})
+	// Two batches need more than 10 days: the account starts earlier than
+	// testStart, as days before its start date are refused.
+	a := e.acct
+	a.StartDate = civil.MustParse("2026-02-01")
+	if err := e.led.PutAccount(e.ctx, a); err != nil {
+		t.Fatal(err)
+	}
 	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "daily_stats", From: "2026-02-25", To: "2026-03-09", RequestedBy: "cli:ops"})
 	if err := e.process(body); err != nil {
 		t.Fatal(err)

@@ -55,6 +55,8 @@ var testDay = civil.MustParse("2026-03-05")
 type envOpts struct {
 	datasets     []string // enabled datasets (default: events)
 	format       string   // destination format (default parquet)
+	profile      string   // destination parquet_profile (default compatible)
+	bucket       string   // an existing bucket to share (default: a new bucket of its own)
 	maxFileBytes int64    // default 64 MiB
 	rowGroupRows int64
 	// relaxed creates the source tables without NOT NULL constraints, as a
@@ -101,16 +103,19 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket := fmt.Sprintf("exp-%d-%s", n, strings.TrimPrefix(id, "acct_"))
+	bucket := o.bucket
 	s3c := awsclient.NewS3(cfg)
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
-		t.Fatal(err)
+	if bucket == "" {
+		bucket = fmt.Sprintf("exp-%d-%s", n, strings.TrimPrefix(id, "acct_"))
+		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(o.datasets) == 0 {
 		o.datasets = []string{"events"}
 	}
 	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
-		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format)}}
+		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format), ParquetProfile: fileformat.ParquetProfile(o.profile)}}
 	if err := led.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +144,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 		Scripts: loadScripts,
 		Config:  ExportConfig{Stage: testStage, MaxFileBytes: o.maxFileBytes, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: o.rowGroupRows},
 		Now:     clk.Now,
+		// moto's account: the expected owner of a bucket written with
+		// daybook's own role, as DEPLOYMENT_ACCOUNT_ID is in a deployment.
+		DeploymentAccountID: buckettest.Owner,
 	}
 	e.svc = &Service{
 		Ledger:   withSettle{led, 0},

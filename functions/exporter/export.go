@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -53,6 +55,10 @@ type Exporter struct {
 	Scripts Scripts
 	Config  ExportConfig
 	Now     func() time.Time
+	// DeploymentAccountID is the deployment's own AWS account id
+	// (DEPLOYMENT_ACCOUNT_ID): the expected owner of a bucket written with
+	// daybook's own role (destination.Owner).
+	DeploymentAccountID string
 }
 
 // Partition is one export to do: an account, its dataset and a claimed day.
@@ -93,7 +99,10 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("account %s destination format: %w", p.Account.ID, err)
 	}
-	b := e.bucketOf(p.Account)
+	b, err := e.bucketOf(p.Account)
+	if err != nil {
+		return nil, err
+	}
 	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
 	c := &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now}
 	pending, err := c.Begin(ctx, p.Claim.Generation, p.NoteCommitted)
@@ -128,7 +137,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 		StartedAt:     started,
 		Schema:        manifest.SchemaOf(p.Dataset),
 		Files:         files,
-		Provenance:    manifest.ProvenanceOf(prov),
+		Provenance:    prov,
 		Restatement:   restatementOf(p.Claim, files),
 	}
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
@@ -148,17 +157,24 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 }
 
 // bucketOf is the account's destination bucket: its client, name, expected
-// owner and checksum setting. Every write into a destination goes through it.
-func (e *Exporter) bucketOf(a account.Account) *bucket.Bucket {
+// owner and checksum setting. Every write into a destination goes through
+// it. The expected owner is destination.Owner's, the one derivation the CLI
+// uses too; when it cannot be determined nothing may be written, and the
+// error wraps account.ErrNoBucketOwner (destination_misconfigured).
+func (e *Exporter) bucketOf(a account.Account) (*bucket.Bucket, error) {
 	d := a.Destination
-	opts := bucket.Options{ExpectedOwner: d.ExpectedBucketOwner}
+	owner, err := destination.Owner(d, e.DeploymentAccountID)
+	if err != nil {
+		return nil, fmt.Errorf("account %s: %w", a.ID, err)
+	}
+	opts := bucket.Options{ExpectedOwner: aws.ToString(owner)}
 	switch d.Checksums {
 	case account.ChecksumsComposite:
 		opts.Checksums = upload.ChecksumComposite
 	case account.ChecksumsNone:
 		opts.Checksums = upload.ChecksumNone
 	}
-	return bucket.New(e.Buckets.Client(a.ID, d), d.Bucket, opts)
+	return bucket.New(e.Buckets.Client(a.ID, d), d.Bucket, opts), nil
 }
 
 // writeData streams the source through the encoder into the generation's
@@ -232,13 +248,17 @@ type dataFile struct {
 }
 
 func (e *Exporter) openFile(ctx context.Context, pending *Pending, p Partition, key string, format fileformat.Format) (*dataFile, error) {
+	profile, err := encode.ParseProfile(string(p.Account.Destination.ParquetProfile))
+	if err != nil {
+		return nil, fmt.Errorf("account %s destination parquet_profile: %w", p.Account.ID, err)
+	}
 	w := pending.NewDataFile(ctx, key, upload.Options{
 		PartSize:      e.Config.PartSize,
 		Concurrency:   e.Config.Concurrency,
 		MaxObjectSize: 4 * e.maxFileBytes(),
 		ContentType:   format.ContentType(),
 	})
-	encOpts := encode.Options{MaxRowGroupRows: e.Config.RowGroupRows}
+	encOpts := encode.Options{MaxRowGroupRows: e.Config.RowGroupRows, Profile: profile}
 	if c := p.Account.Destination.Compression; format == fileformat.Parquet && c != "" {
 		encOpts.Compression = c
 	}

@@ -26,9 +26,9 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-// fakeLedger records calls. Start answers ErrClaimLost (a duplicate) and
-// ClaimManual ErrBusy (a re-run recorded), so no export runs: these tests
-// are about message handling.
+// fakeLedger records calls. Start answers ErrClaimLost (a duplicate, whose
+// row Get finds running) and ClaimManual ErrBusy (a re-run recorded), so no
+// export runs: these tests are about message handling.
 type fakeLedger struct {
 	mu       sync.Mutex
 	accounts map[string]account.Account
@@ -86,7 +86,7 @@ func (f *fakeLedger) Fail(context.Context, ledger.Key, string, error) (ledger.Ro
 
 func (f *fakeLedger) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
 	f.record("Get " + k.String())
-	return ledger.Row{}, ledger.ErrNotFound
+	return ledger.Row{Key: k, State: ledger.StateRunning}, nil
 }
 
 // fakeQueue records fanned-out messages.
@@ -167,7 +167,8 @@ func TestHandlerSampleEvents(t *testing.T) {
 		fanned  []string // days of the fanned-out messages
 	}
 	expect := map[string]want{
-		"exporter-job.json": {calls: []string{"Start " + sampleAccount + "/events/2026-11-27"},
+		// A duplicate: Start refuses, the account and row exist, the row runs.
+		"exporter-job.json": {calls: []string{"Start " + sampleAccount + "/events/2026-11-27", "GetAccount " + sampleAccount, "Get " + sampleAccount + "/events/2026-11-27"},
 			tokens: []string{"9d6f0c2b7e4a1358c0ffee42deadbeef"}},
 		"exporter-malformed.json": {allFail: true},
 		"exporter-manual.json":    {calls: []string{"GetAccount " + sampleAccount, "ClaimManual " + sampleAccount + "/events/2026-11-20"}},
@@ -267,7 +268,9 @@ func TestHandlerPartialBatch(t *testing.T) {
 			if got := failedIDs(resp); !slices.Equal(got, tc.want) {
 				t.Errorf("batch item failures %v, want %v", got, tc.want)
 			}
-			// Every record was processed exactly once.
+			// Every record was processed exactly once. A manual request
+			// reads its account; so does a duplicate job, which then reads
+			// its row (Get).
 			starts, manuals := 0, 0
 			for _, c := range led.calls {
 				switch {
@@ -275,6 +278,8 @@ func TestHandlerPartialBatch(t *testing.T) {
 					starts++
 				case strings.HasPrefix(c, "GetAccount "):
 					manuals++
+				case strings.HasPrefix(c, "Get "):
+					manuals--
 				}
 			}
 			wantStarts, wantManuals := 0, 0

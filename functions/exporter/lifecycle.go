@@ -98,7 +98,7 @@ func (s *Service) lateData(ctx context.Context, res *ledger.Result, acct account
 // recorded it, the reseed's progress.
 func (s *Service) afterComplete(ctx context.Context, acct account.Account, claim ledger.Claim, w *Written, res ledger.Result, completeErr error, log *slog.Logger) {
 	s.publishCommitted(ctx, acct, w, res, log)
-	if completeErr != nil || res.SeedEpoch == 0 || s.Lifecycle == nil {
+	if (completeErr != nil && !errors.Is(completeErr, ledger.ErrWake)) || res.SeedEpoch == 0 || s.Lifecycle == nil {
 		return
 	}
 	seed, err := s.Lifecycle.Ledger.SeedDayDone(ctx, claim.Key, res.SeedEpoch)

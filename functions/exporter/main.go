@@ -28,6 +28,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -84,16 +85,23 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		Queue:    queue,
 		QueueURL: cfg.QueueURL,
 		Exporter: &Exporter{
-			Source:  src,
-			Buckets: buckets{&destination.Clients{Base: awsCfg}},
-			Scripts: loadScripts,
-			Config:  ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency},
-			Now:     time.Now,
+			Source: src,
+			// Custom endpoints dial through the guard: private addresses
+			// only where the deployment allows them, loopback only on a
+			// local stack.
+			Buckets: buckets{&destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{
+				AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
+			}}},
+			Scripts:             loadScripts,
+			Config:              ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency},
+			Now:                 time.Now,
+			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
 		},
-		Log:       log,
-		Now:       time.Now,
-		Metrics:   em,
-		Lifecycle: &Lifecycle{Ledger: led, Events: pub, Restate: cfg.Restate},
+		Log:         log,
+		Now:         time.Now,
+		Metrics:     em,
+		SettleDelay: cfg.SettleDelay,
+		Lifecycle:   &Lifecycle{Ledger: led, Events: pub, Restate: cfg.Restate},
 	}
 	h := Handler{Processor: svc, Log: log}
 	if cfg.DLQURL != "" {

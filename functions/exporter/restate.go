@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -109,7 +110,7 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 		return drop("no such account")
 	case err != nil:
 		return fmt.Errorf("get account %s: %w", c.AccountID, err)
-	case !acct.Enabled || !enabled(acct, c.Dataset):
+	case !acct.Enabled || !slices.Contains(acct.Datasets, c.Dataset):
 		return drop("the account or the dataset is disabled")
 	case !s.Lifecycle.Restate.InWindow(key.Day, acct.ClosedThrough(s.Now())):
 		return drop("the day is outside the lookback window")
@@ -144,6 +145,8 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	switch {
 	case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
 		return drop(err.Error())
+	case errors.Is(err, ledger.ErrWake): // queued; a sweep finds the row at the account's next wake
+		log.WarnContext(ctx, "queued for restatement, but the account was not woken", "error", err.Error())
 	case err != nil:
 		return fmt.Errorf("queue restatement of %s: %w", key, err)
 	}

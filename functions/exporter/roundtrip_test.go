@@ -58,8 +58,18 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("row %+v manifest totals %+v files %+v", row, m.Totals, m.Files)
 			}
 			if m.Dataset != tc.ds || m.Day != testDay.String() || m.Partition != ds.Partition || m.Reason != "scheduled" ||
-				m.Provenance.SourceKind != "sqlite" || m.Provenance.WindowEnd.Sub(m.Provenance.WindowStart) != 24*time.Hour || len(m.Schema) != len(ds.Columns) {
+				m.Provenance.Source != "sqlite" || m.Provenance.Relation != ds.Relation || len(m.Schema) != len(ds.Columns) ||
+				!m.Provenance.WindowStart.Equal(testDay.Start(time.UTC)) || !m.Provenance.WindowEnd.Equal(testDay.AddDays(1).Start(time.UTC)) ||
+				m.Provenance.RowCount != int64(tc.rows) || m.Provenance.SnapshotAt.IsZero() {
 				t.Errorf("manifest header %+v", m)
+			}
+			// Provenance says where the rows came from, never how: no SQL
+			// text, bound values or source name reach the bucket (F3, F7).
+			raw := string(e.get(layout.ManifestKey(e.prefix, tc.ds, testDay)))
+			for _, internal := range []string{"SELECT", "?", "sqlite:test.db", `"query"`, `"params"`} {
+				if strings.Contains(raw, internal) {
+					t.Errorf("_manifest.json holds %q", internal)
+				}
 			}
 
 			dir := e.download()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -68,6 +67,9 @@ type Service struct {
 	Now      func() time.Time
 	Rand     io.Reader
 	Metrics  *metrics.Emitter
+	// SettleDelay is the deployment's settle delay (SETTLE_DELAY), for an
+	// account that sets none of its own; manual requests are checked with it.
+	SettleDelay time.Duration
 	// Reserve is kept back from the invocation's deadline so that a run cut
 	// short still aborts its uploads (upload.AbortTimeout) and records the
 	// failure (finishContext) before Lambda ends it. Default DefaultReserve.
@@ -97,13 +99,13 @@ func (s *Service) Process(ctx context.Context, messageID, body string) error {
 }
 
 func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
-	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
+	// jobs.Parse validated the job (jobs.Job.Validate), as strictly as a
+	// manual request: a malformed one never gets here.
 	log = log.With("account", j.AccountID, "dataset", j.Dataset, "day", j.Day, "generation", j.Generation)
+	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
 	claim, err := s.Ledger.Start(ctx, key, j.ClaimToken)
 	if errors.Is(err, ledger.ErrClaimLost) || errors.Is(err, ledger.ErrNotFound) {
-		// SQS is at-least-once: a second delivery of a started or finished job.
-		log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", err.Error())
-		return nil
+		return s.notStarted(ctx, key, err, log)
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", key, err)
@@ -111,29 +113,55 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 	return s.export(ctx, claim, log)
 }
 
-func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
-	log = log.With("account", m.AccountID, "dataset", m.Dataset)
-	acct, err := s.Ledger.GetAccount(ctx, m.AccountID)
+// notStarted handles a job whose claim Start refused. A job for an account
+// or a partition the ledger does not have can never run: it is rejected
+// and reaches the dead-letter queue with the reason. Otherwise it is a
+// second delivery of a job (SQS is at-least-once) or a job whose claim was
+// taken over, and is dropped; but when the row has settled (not running),
+// the run it started may have died after recording its outcome and before
+// writing the day's delivery manifest, and no later message would rewrite
+// it: so the manifest is rewritten from the ledger first (and the message
+// delivered again if that fails). Whatever dies or fails when, the job's
+// redelivery makes the manifest converge.
+func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, log *slog.Logger) error {
+	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return s.reject(ctx, log, "account_id %q: no such account", m.AccountID)
+		return s.reject(ctx, log, "job for account_id %q: no such account", key.AccountID)
 	}
 	if err != nil {
+		return fmt.Errorf("get account %s: %w", key.AccountID, err)
+	}
+	row, err := s.Ledger.Get(ctx, key)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return s.reject(ctx, log, "job for %s: the ledger has no row for this partition, so no claim on it ever existed", key)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
+	if row.State != ledger.StateRunning && acct.Enabled {
+		return s.writeDelivery(ctx, acct, key.Day, log)
+	}
+	return nil
+}
+
+// manual checks a manual request against its account with the one check
+// the CLI applies too (jobs.CheckRequest: account, dataset, start date, a
+// closed day, the range bound) and rejects it, to the dead-letter queue
+// with the reason, when it fails.
+func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
+	log = log.With("account", m.AccountID, "dataset", m.Dataset)
+	var acct *account.Account
+	a, err := s.Ledger.GetAccount(ctx, m.AccountID)
+	switch {
+	case err == nil:
+		acct = &a
+	case !errors.Is(err, ledger.ErrNotFound):
 		return fmt.Errorf("get account %s: %w", m.AccountID, err)
 	}
-	if !acct.Enabled {
-		return s.reject(ctx, log, "account_id %q is disabled", m.AccountID)
-	}
-	if _, err := dataset.Get(m.Dataset); err != nil {
-		return s.reject(ctx, log, "dataset %q: %v", m.Dataset, err)
-	}
-	if !enabled(acct, m.Dataset) {
-		return s.reject(ctx, log, "dataset %q is not enabled for account %s (enabled: %v)", m.Dataset, acct.ID, acct.Datasets)
-	}
-	from, to, _ := m.Days() // validated by jobs.Parse
-	closed := acct.ClosedThrough(s.Now())
-	if to.After(closed) {
-		return s.reject(ctx, log, "day %s is not closed yet for account %s (time zone %s): the last closed day is %s; today is never exported",
-			to, acct.ID, cmp.Or(acct.TimeZone, account.DefaultTimeZone), closed)
+	from, to, err := jobs.CheckRequest(m, acct, jobs.Limits{Now: s.Now(), SettleDelay: s.SettleDelay})
+	if err != nil {
+		return s.reject(ctx, log, "%w", err)
 	}
 	if from != to {
 		return s.fanOut(ctx, m, from, to, log)
@@ -212,20 +240,23 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	ctx, done := finishContext(ctx)
 	defer done()
 	if err != nil {
-		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, err)
+		fail := newFailure(err)
+		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, fail)
 		switch {
 		case errors.Is(ferr, ledger.ErrClaimLost):
-			log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error())
+			log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
 			return nil
+		case errors.Is(ferr, ledger.ErrWake): // recorded; a sweep finds the row at the account's next wake
+			log.WarnContext(ctx, "export failure recorded, but the account's wake time was not lowered", "error", ferr.Error())
 		case ferr != nil:
-			return fmt.Errorf("record failure of %s (%v): %w", claim.Key, err, ferr)
+			return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
 		}
-		log.ErrorContext(ctx, "export failed", "error", err.Error(), "attempts", row.Attempts,
+		log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
 			"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
 		// PartitionsExhausted is the sweeper's gauge; a failure is an event.
 		_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
 		if acct.ID != "" && acct.Enabled {
-			s.writeDelivery(ctx, acct, claim.Day, log)
+			return s.writeDelivery(ctx, acct, claim.Day, log)
 		}
 		return nil
 	}
@@ -241,7 +272,10 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
 		return nil
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrWake): // recorded; a sweep finds the requested re-run at the account's next wake
+		log.WarnContext(ctx, "export recorded, but the account's wake time was not lowered", "error", err.Error())
+	case err != nil:
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
 	props["generation"] = w.Manifest.Generation
@@ -251,8 +285,7 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		metrics.Metric{Name: "RowsExported", Unit: metrics.Count, Value: float64(w.Manifest.Totals.Rows)},
 		metrics.Metric{Name: "BytesExported", Unit: metrics.Bytes, Value: float64(w.Bytes)},
 		metrics.Metric{Name: "ExportDuration", Unit: metrics.Seconds, Value: took.Seconds()})
-	s.writeDelivery(ctx, acct, claim.Day, log)
-	return nil
+	return s.writeDelivery(ctx, acct, claim.Day, log)
 }
 
 // runContext ends the export Reserve before the invocation's deadline.
@@ -301,15 +334,6 @@ func (s *Service) runID() (string, error) {
 		return "", fmt.Errorf("run id: %w", err)
 	}
 	return "run_" + s.Now().UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b[:]), nil
-}
-
-func enabled(a account.Account, ds string) bool {
-	for _, d := range a.Datasets {
-		if d == ds {
-			return true
-		}
-	}
-	return false
 }
 
 func truncate(s string, n int) string {

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/envvar"
@@ -18,19 +22,51 @@ type Config struct {
 	LogLevel      string
 	Restate       ledger.RestateConfig // RESTATE_LOOKBACK_DAYS, RESTATE_INTERVAL, RESTATE_PER_SWEEP_CAP
 	EventBus      string               // EVENT_BUS_NAME
+	// MaterializeRows is the most rows materialized per account per sweep.
+	MaterializeRows int
+	// ExporterConcurrency, ExporterTimeout and SweepInterval feed the claim
+	// budget (Capacity).
+	ExporterConcurrency int
+	ExporterTimeout     time.Duration
+	SweepInterval       time.Duration
+	// SweepQueueURL is the fan-out queue ("" : never fan out);
+	// FanOutAccounts the woken accounts one invocation handles.
+	SweepQueueURL  string
+	FanOutAccounts int
 }
 
 func loadConfig(r *envvar.Reader) (Config, error) {
 	c := Config{
-		Stage:         r.Stage(),
-		QueueURL:      r.String("JOBS_QUEUE_URL"),
-		Ledger:        ledger.ConfigFromEnv(r),
-		PerAccountCap: r.Int("PER_ACCOUNT_CAP", 10),
-		PerSweepCap:   r.Int("PER_SWEEP_CAP", 200),
-		SettleDelay:   r.SettleDelay(),
-		LogLevel:      r.LogLevel(),
-		Restate:       ledger.RestateConfigFromEnv(r),
-		EventBus:      r.EventBusName(),
+		Stage:               r.Stage(),
+		QueueURL:            r.String("JOBS_QUEUE_URL"),
+		Ledger:              ledger.ConfigFromEnv(r),
+		PerAccountCap:       r.Int("PER_ACCOUNT_CAP", envvar.DefaultPerAccountCap),
+		PerSweepCap:         r.Int("PER_SWEEP_CAP", envvar.DefaultPerSweepCap),
+		SettleDelay:         r.SettleDelay(),
+		LogLevel:            r.LogLevel(),
+		MaterializeRows:     r.Int("MATERIALIZE_ROWS_PER_ACCOUNT", envvar.DefaultMaterializeRowsPerAccount),
+		ExporterConcurrency: r.Int("EXPORTER_CONCURRENCY", envvar.DefaultExporterConcurrency),
+		ExporterTimeout:     r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout),
+		SweepQueueURL:       r.StringOr("SWEEP_QUEUE_URL", ""),
+		FanOutAccounts:      r.Int("FAN_OUT_ACCOUNTS", envvar.DefaultFanOutAccounts),
+		Restate:             ledger.RestateConfigFromEnv(r),
+		EventBus:            r.EventBusName(),
 	}
-	return c, r.Err()
+	interval, err := parseRate("SWEEP_SCHEDULE", r.StringOr("SWEEP_SCHEDULE", envvar.DefaultSweepSchedule))
+	c.SweepInterval = interval
+	return c, errors.Join(r.Err(), err)
+}
+
+var rateRE = regexp.MustCompile(`^rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)$`)
+
+// parseRate reads an EventBridge Scheduler rate expression: the claim budget
+// needs the time between sweeps, which a cron expression does not give.
+func parseRate(name, v string) (time.Duration, error) {
+	m := rateRE.FindStringSubmatch(v)
+	if m == nil {
+		return 0, fmt.Errorf("environment variable %s=%q: want a rate expression such as rate(15 minutes)", name, v)
+	}
+	n, _ := strconv.Atoi(m[1])
+	unit := map[string]time.Duration{"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}[m[2]]
+	return time.Duration(n) * unit, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
@@ -26,11 +28,62 @@ type Runner interface {
 
 var _ Runner = (*Sweeper)(nil)
 
-// Handler translates a schedule event into one sweep.
+// ShardRunner runs a fan-out worker on one shard message.
+type ShardRunner interface {
+	RunShards(ctx context.Context, job ShardJob) (Summary, error)
+}
+
+var _ ShardRunner = (*Sweeper)(nil)
+
+// Handler translates a schedule event into one sweep, and a message of the
+// sweep queue into one fan-out worker.
 type Handler struct {
 	Sweeper Runner
+	Shards  ShardRunner
 	Log     *slog.Logger
 	Metrics *metrics.Emitter
+}
+
+// Invoke is the Lambda entry point: an SQS event comes from the sweep
+// queue's event source (fan-out shard messages, HandleShards); anything else
+// is a scheduled or hand-made sweep (Handle).
+func (h Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+	var ev events.SQSEvent
+	if json.Unmarshal(raw, &ev) == nil && len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs" {
+		return h.HandleShards(ctx, ev), nil
+	}
+	return h.Handle(ctx, raw)
+}
+
+// HandleShards runs one worker per message (the event source's batch size
+// is 1) and reports the messages whose worker failed, which then go to the
+// sweeper's dead-letter queue: a failed worker's accounts stay woken, and
+// the next sweep takes them.
+func (h Handler) HandleShards(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+	var resp events.SQSEventResponse
+	for _, m := range ev.Records {
+		log := h.Log.With("message_id", m.MessageId)
+		var job ShardJob
+		err := json.Unmarshal([]byte(m.Body), &job)
+		if err == nil {
+			err = job.validate()
+		}
+		if err != nil {
+			log.ErrorContext(ctx, "malformed shard message", "error", err.Error(), "body", m.Body)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			continue
+		}
+		log = log.With("sweep", job.Sweep, "shards", job.Shards)
+		sum, err := h.Shards.RunShards(ctx, job)
+		h.emit(ctx, job.Sweep, sum)
+		if err != nil {
+			log.ErrorContext(ctx, "shard sweep finished with errors", "summary", sum, "error", err.Error())
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			continue
+		}
+		log.InfoContext(ctx, "shard sweep finished", "summary", sum)
+	}
+	return resp
 }
 
 // Handle is the Lambda entry point. The summary is logged and returned; a
@@ -47,24 +100,33 @@ func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Summary, erro
 	}
 	log := h.Log.With("scheduled_time", ev.ScheduledTime, "execution_id", ev.ExecutionID, "attempt", ev.Attempt)
 	sum, err := h.Sweeper.Run(ctx)
-	ms := []metrics.Metric{
-		{Name: "PartitionsClaimed", Unit: metrics.Count, Value: float64(sum.Claimed)},
-		{Name: "PartitionsDue", Unit: metrics.Count, Value: float64(sum.Due)},
-		{Name: "OldestDueAge", Unit: metrics.Seconds, Value: float64(sum.OldestDueAgeSeconds)},
-		{Name: "SweepErrors", Unit: metrics.Count, Value: float64(sum.Errors)},
-	}
-	// PartitionsExhausted feeds the template's alarm on partitions that
-	// stopped retrying (Maximum over 15 minutes > 0): a level, the number of
-	// partitions currently exhausted, published only when every account was
-	// counted, so a failing sweep cannot clear the alarm.
-	if sum.ExhaustedCounted {
-		ms = append(ms, metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Exhausted)})
-	}
-	_ = h.Metrics.Emit(map[string]any{"execution_id": ev.ExecutionID}, ms...)
+	h.emit(ctx, ev.ExecutionID, sum)
 	if err != nil {
 		log.ErrorContext(ctx, "sweep finished with errors", "summary", sum, "error", err.Error())
 		return sum, fmt.Errorf("sweep: %w", err)
 	}
 	log.InfoContext(ctx, "sweep finished", "summary", sum)
 	return sum, nil
+}
+
+func (h Handler) emit(_ context.Context, executionID string, sum Summary) {
+	ms := []metrics.Metric{
+		{Name: "PartitionsClaimed", Unit: metrics.Count, Value: float64(sum.Claimed)},
+		{Name: "PartitionsDue", Unit: metrics.Count, Value: float64(sum.Due)},
+		{Name: "OldestDueAge", Unit: metrics.Seconds, Value: float64(sum.OldestDueAgeSeconds)},
+		{Name: "SweepErrors", Unit: metrics.Count, Value: float64(sum.Errors)},
+		{Name: "ClaimBudget", Unit: metrics.Count, Value: float64(sum.Budget)},
+		{Name: "AccountsWoken", Unit: metrics.Count, Value: float64(sum.Woken)},
+	}
+	// PartitionsExhausted feeds the template's alarm on partitions that
+	// stopped retrying (Maximum over 15 minutes > 0): a level, the number of
+	// partitions currently exhausted, published only when every shard was
+	// counted (never by a fan-out worker), so a failing sweep cannot clear
+	// the alarm.
+	if sum.ExhaustedCounted {
+		ms = append(ms, metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Exhausted)})
+	}
+	if h.Metrics != nil {
+		_ = h.Metrics.Emit(map[string]any{"execution_id": executionID}, ms...)
+	}
 }

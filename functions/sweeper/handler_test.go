@@ -8,7 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/daybook-dev/daybook/shared/metrics"
 )
@@ -106,5 +109,46 @@ func TestHandlerWithholdsAnIncompleteLevel(t *testing.T) {
 	}
 	if line["SweepErrors"] != 1.0 {
 		t.Errorf("SweepErrors = %v", line["SweepErrors"])
+	}
+}
+
+// fakeShards records the shard jobs it ran; a job with budget 13 fails.
+type fakeShards struct{ jobs []ShardJob }
+
+func (f *fakeShards) RunShards(_ context.Context, j ShardJob) (Summary, error) {
+	f.jobs = append(f.jobs, j)
+	if j.Budget == 13 {
+		return Summary{Errors: 1}, errors.New("boom")
+	}
+	return Summary{Claimed: j.Budget}, nil
+}
+
+// TestInvokeDispatches: an SQS event from the sweep queue runs one worker
+// per message and reports the failed and malformed ones; any other payload
+// is a sweep.
+func TestInvokeDispatches(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, sh := &fakeRunner{sum: Summary{Claimed: 1}}, &fakeShards{}
+	h := Handler{Sweeper: r, Shards: sh, Log: log}
+	ev := `{"Records":[
+		{"messageId":"ok","eventSource":"aws:sqs","body":"{\"kind\":\"sweep_shards\",\"shards\":[0,1],\"budget\":7}"},
+		{"messageId":"fails","eventSource":"aws:sqs","body":"{\"kind\":\"sweep_shards\",\"shards\":[2],\"budget\":13}"},
+		{"messageId":"junk","eventSource":"aws:sqs","body":"{\"kind\":\"job\"}"},
+		{"messageId":"bad shard","eventSource":"aws:sqs","body":"{\"kind\":\"sweep_shards\",\"shards\":[16],\"budget\":1}"}]}`
+	out, err := h.Invoke(t.Context(), json.RawMessage(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, ok := out.(events.SQSEventResponse)
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	if !ok || strings.Join(failed, ",") != "fails,junk,bad shard" || len(sh.jobs) != 2 || r.runs != 0 {
+		t.Errorf("response %+v (%T), failures %v, ran %+v, sweeps %d", out, out, failed, sh.jobs, r.runs)
+	}
+	out, err = h.Invoke(t.Context(), json.RawMessage(`{"source":"daybook.schedule"}`))
+	if sum, ok := out.(Summary); err != nil || !ok || sum.Claimed != 1 || r.runs != 1 {
+		t.Errorf("schedule event: %+v %v, sweeps %d", out, err, r.runs)
 	}
 }

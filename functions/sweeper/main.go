@@ -1,5 +1,7 @@
 // Command sweeper is the sweeper Lambda: on a schedule it materializes closed
-// days, claims due partitions and enqueues export jobs. This file only wires.
+// days, claims due partitions and enqueues export jobs, and on its sweep
+// queue it runs the shard messages a large sweep fans out. This file only
+// wires.
 package main
 
 import (
@@ -39,16 +41,28 @@ func main() {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
-	queue := sqs.NewFromConfig(awsCfg)
-	sw := &Sweeper{Ledger: led, SQS: queue, Config: SweepConfig{
+	q := sqs.NewFromConfig(awsCfg)
+	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
 		PerAccountCap:      cfg.PerAccountCap,
 		PerSweepCap:        cfg.PerSweepCap,
 		DefaultSettleDelay: cfg.SettleDelay,
-		Now:                time.Now,
-		Log:                log,
+		MaxBackfillDays:    led.Config().MaxBackfillDays,
+		MaterializeRows:    cfg.MaterializeRows,
+		Capacity: &Capacity{
+			ExporterConcurrency: cfg.ExporterConcurrency,
+			ExporterTimeout:     cfg.ExporterTimeout,
+			Interval:            cfg.SweepInterval,
+			Lease:               led.Config().Lease,
+		},
+		SweepQueueURL:  cfg.SweepQueueURL,
+		FanOutAccounts: cfg.FanOutAccounts,
+		Now:            time.Now,
+		Log:            log,
 	}}
-	rs := &Restater{Ledger: led, SQS: queue, Config: RestateConfig{QueueURL: cfg.QueueURL, Restate: cfg.Restate,
+	rs := &Restater{Ledger: led, SQS: q, Config: RestateConfig{QueueURL: cfg.QueueURL, Restate: cfg.Restate,
 		DefaultSettleDelay: cfg.SettleDelay, Now: time.Now, Log: log}}
-	lambda.Start(Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Log: log, Metrics: em}.Handle)
+	// The restatement pass follows each scheduled sweep; shard messages of a
+	// fanned-out sweep run without it (the scheduled sweep already ran it).
+	lambda.Start(Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Shards: sw, Log: log, Metrics: em}.Invoke)
 }

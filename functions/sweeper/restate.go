@@ -91,7 +91,15 @@ func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
 		errs = append(errs, err)
 	}
 	accounts, err := r.Ledger.ListAccounts(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrMalformed):
+		// An account record that cannot be read does not hide the others
+		// (ListAccounts returns them); the sweep reports it, naming it, so
+		// the pass only notes that it skipped it.
+		if c.Log != nil {
+			c.Log.WarnContext(ctx, "restatement pass skipped unreadable account records", "error", err.Error())
+		}
+	case err != nil:
 		return sum, fmt.Errorf("restate: %w", err)
 	}
 	sum.ItemsRead += len(accounts)

@@ -154,23 +154,42 @@ func jobsOf(jobs []Job, acct string) []string {
 	return out
 }
 
-// isolate keeps only the test's accounts visible to a sweep, since the
-// package's tests share one deployed table.
+// isolate keeps only the test's accounts visible to a sweep (woken
+// accounts, stopped partitions), since the package's tests share one
+// deployed table; it never reconciles the shared table.
 type isolate struct {
 	*ledger.Ledger
 	ids map[string]bool
 }
 
-func (i isolate) ListAccounts(ctx context.Context) ([]account.Account, error) {
-	all, err := i.Ledger.ListAccounts(ctx)
-	var out []account.Account
-	for _, a := range all {
-		if i.ids[a.ID] {
-			out = append(out, a)
+func (i isolate) WokenAccounts(ctx context.Context, shard int, now time.Time, limit int) ([]ledger.Woken, ledger.ReadStats, error) {
+	all, st, err := i.Ledger.WokenAccounts(ctx, shard, now, 0)
+	var out []ledger.Woken
+	for _, w := range all {
+		if i.ids[w.ID] && (limit <= 0 || len(out) < limit) {
+			out = append(out, w)
 		}
 	}
-	return out, err
+	return out, st, err
 }
+
+func (i isolate) CountWoken(ctx context.Context, shard int, now time.Time) (int, ledger.ReadStats, error) {
+	ws, st, err := i.WokenAccounts(ctx, shard, now, 0)
+	return len(ws), st, err
+}
+
+func (i isolate) StoppedByAccount(ctx context.Context, shard int) (map[string]int, ledger.ReadStats, error) {
+	all, st, err := i.Ledger.StoppedByAccount(ctx, shard)
+	out := map[string]int{}
+	for acct, n := range all {
+		if i.ids[acct] {
+			out[acct] = n
+		}
+	}
+	return out, st, err
+}
+
+func (i isolate) ClaimReconcile(context.Context, time.Duration) (bool, error) { return false, nil }
 
 // raceStart holds a sweep's first claim until every sweep got there.
 type raceStart struct {

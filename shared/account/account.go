@@ -77,6 +77,11 @@ type Destination struct {
 	// stores that reject checksum headers (C3). The manifest always carries
 	// daybook's own CRC32C.
 	Checksums string `json:"checksums,omitempty"`
+	// ParquetProfile is how Parquet files are encoded: "compatible" (the
+	// default: version 1 data pages, PLAIN/RLE/dictionary encodings, which
+	// every common reader opens) or "compact" (version 2 pages and delta
+	// encodings: smaller files, for readers known to support them).
+	ParquetProfile fileformat.ParquetProfile `json:"parquet_profile,omitempty"`
 }
 
 // Checksum modes of Destination.Checksums.

@@ -6,11 +6,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
-// The environment variables Rules come from. template.yaml sets them on the
-// functions (see RulesFromEnv); the CLI reads them from a deployment's
-// env.json.
+// The environment variables Rules come from (with MAX_BACKFILL_DAYS, which
+// package envvar reads). template.yaml sets them on the functions (see
+// RulesFromEnv); the CLI reads them from a deployment's env.json or its
+// stack outputs.
 const (
 	// EnvDeploymentAccountID is the deployment's own AWS account id
 	// (${AWS::AccountId}).
@@ -29,19 +32,23 @@ var rolePatternRE = regexp.MustCompile(`^arn:[a-z*?-]+:iam::[0-9*?]*:role/[\w+=,
 
 // RulesFromEnv reads the deployment's Rules through lookup (os.LookupEnv, or
 // a map from an env.json): DeploymentAccountID, RolePattern and
-// AllowPrivateEndpoints from the variables above; an unset variable leaves
-// the zero value. Every malformed variable is named in the error. Now and
-// MaxBackfillDays are the caller's.
+// AllowPrivateEndpoints from the variables above, where an unset variable
+// leaves the zero value, and MaxBackfillDays from MAX_BACKFILL_DAYS, read as
+// the ledger reads it (envvar: unset is envvar.DefaultMaxBackfillDays).
+// Every malformed variable is named in the error. Now is the caller's.
 func RulesFromEnv(lookup func(string) (string, bool)) (Rules, error) {
 	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
 	var errs []error
 	bad := func(name, v, why string) {
 		errs = append(errs, fmt.Errorf("environment variable %s=%q: %s", name, v, why))
 	}
+	env := envvar.Lookup(lookup)
 	r := Rules{
 		DeploymentAccountID: get(EnvDeploymentAccountID),
 		RolePattern:         get(EnvCustomerRolePattern),
+		MaxBackfillDays:     env.MaxBackfillDays(),
 	}
+	errs = append(errs, env.Err())
 	if v := r.DeploymentAccountID; v != "" && !ownerRE.MatchString(v) {
 		bad(EnvDeploymentAccountID, v, "want a 12-digit AWS account id")
 	}

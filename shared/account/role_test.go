@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
 func TestMatchWildcard(t *testing.T) {
@@ -112,19 +114,25 @@ func TestRulesFromEnv(t *testing.T) {
 		EnvDeploymentAccountID:   deployment,
 		EnvCustomerRolePattern:   "arn:aws:iam::*:role/daybook-export-*",
 		EnvAllowPrivateEndpoints: "true",
+		"MAX_BACKFILL_DAYS":      "90",
 	}))
-	if err != nil || r.DeploymentAccountID != deployment || r.RolePattern != "arn:aws:iam::*:role/daybook-export-*" || !r.AllowPrivateEndpoints {
+	if err != nil || r.DeploymentAccountID != deployment || r.RolePattern != "arn:aws:iam::*:role/daybook-export-*" || !r.AllowPrivateEndpoints ||
+		r.MaxBackfillDays != 90 {
 		t.Fatalf("RulesFromEnv = %+v, %v", r, err)
 	}
-	if r, err := RulesFromEnv(env(nil)); err != nil || r != (Rules{}) {
+	// Unset: the zero rules, but the deployment default backfill limit, as
+	// the ledger reads it.
+	if r, err := RulesFromEnv(env(nil)); err != nil || r != (Rules{MaxBackfillDays: envvar.DefaultMaxBackfillDays}) {
 		t.Errorf("unset: %+v, %v", r, err)
 	}
 	_, err = RulesFromEnv(env(map[string]string{
 		EnvDeploymentAccountID:   "12345",
 		EnvCustomerRolePattern:   "daybook-export-*",
 		EnvAllowPrivateEndpoints: "maybe",
+		"MAX_BACKFILL_DAYS":      "a year",
 	}))
-	for _, want := range []string{`DEPLOYMENT_ACCOUNT_ID="12345"`, `CUSTOMER_ROLE_PATTERN="daybook-export-*"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`} {
+	for _, want := range []string{`DEPLOYMENT_ACCOUNT_ID="12345"`, `CUSTOMER_ROLE_PATTERN="daybook-export-*"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`,
+		`MAX_BACKFILL_DAYS="a year"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want one naming %s", err, want)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -18,10 +19,14 @@ import (
 // saved. The zero Rules checks every field's own form and refuses what can
 // never be safe; each rule below says what its zero value means.
 type Rules struct {
-	// Now is when the account is saved, and MaxBackfillDays how far before
-	// it the start date may be (0: no bound). Both are for the start-date
-	// rule of the fleet-scale work; Validate does not read them yet.
-	Now             time.Time
+	// Now is when the account is saved: its start date may not be after
+	// today, in the account's time zone (ValidateStart). Zero: the start
+	// date is not checked against a clock (ledger.PutAccount checks it at
+	// its own).
+	Now time.Time
+	// MaxBackfillDays is the deployment's backfill limit (MAX_BACKFILL_DAYS,
+	// L6): with Now, the start date may be at most this many days before
+	// today. 0: no limit.
 	MaxBackfillDays int
 	// RolePattern is the IAM resource pattern of the customer roles the
 	// deployment may assume, exactly as in its IAM policy, e.g.
@@ -93,14 +98,54 @@ var (
 )
 
 // Validate checks the account as it is about to be saved: every field's own
-// form (ValidateShape) and the deployment's rules (role pattern, bucket
-// owner, private endpoints). Each problem is a *FieldError naming the field
-// and the value; they are joined. It changes nothing. Checking the account
-// against the others is CheckIsolation's job.
+// form (ValidateShape), the deployment's rules (role pattern, bucket owner,
+// private endpoints) and, when rules.Now is set, the start date against
+// today and the backfill limit (ValidateStart). Each problem is a
+// *FieldError naming the field and the value; they are joined. It changes
+// nothing. Checking the account against the others is CheckIsolation's job.
 func (a Account) Validate(rules Rules) error {
 	p := a.shape()
 	p = append(p, a.deploymentRules(rules)...)
+	if !rules.Now.IsZero() {
+		p = append(p, a.startRule(rules.Now, rules.MaxBackfillDays)...)
+	}
 	return errors.Join(p...)
+}
+
+// ValidateStart checks the start date against now (L6): it may be neither
+// after today nor, when maxBackfillDays > 0, more than maxBackfillDays days
+// before today (EarliestStart), both in the account's time zone. A problem
+// is a *FieldError naming start_date. A missing start date or an unknown
+// zone is ValidateShape's to report; ValidateStart then checks nothing.
+// Validate applies it with Rules.Now and Rules.MaxBackfillDays;
+// ledger.PutAccount with its own clock and configured limit.
+func (a Account) ValidateStart(now time.Time, maxBackfillDays int) error {
+	return errors.Join(a.startRule(now, maxBackfillDays)...)
+}
+
+func (a Account) startRule(now time.Time, maxBackfillDays int) problems {
+	var p problems
+	if a.StartDate.IsZero() || a.TimeZone == "Local" {
+		return p
+	}
+	loc, err := time.LoadLocation(cmp.Or(a.TimeZone, DefaultTimeZone))
+	if err != nil {
+		return p
+	}
+	today := civil.In(now, loc)
+	switch earliest := EarliestStart(today, maxBackfillDays); {
+	case a.StartDate.After(today):
+		p.add("start_date", a.StartDate, "in the future (today is %s in %s)", today, loc)
+	case maxBackfillDays > 0 && a.StartDate.Before(earliest):
+		p.add("start_date", a.StartDate, "more than %d days back, the deployment's backfill limit (earliest %s)", maxBackfillDays, earliest)
+	}
+	return p
+}
+
+// EarliestStart is the oldest start date the backfill limit allows on today:
+// maxBackfillDays days back.
+func EarliestStart(today civil.Date, maxBackfillDays int) civil.Date {
+	return today.AddDays(-maxBackfillDays)
 }
 
 // ValidateShape checks what any stored account must satisfy whatever the
@@ -148,6 +193,11 @@ func (a Account) shape() problems {
 		p.add("destination.format", d.Format, "want %s", fileformat.Names())
 	} else if c := d.Compression; c != "" && !format.Takes(c) {
 		p.add("destination.compression", c, "%s takes %s", format, format.CodecNames())
+	}
+	if !d.ParquetProfile.Valid() {
+		p.add("destination.parquet_profile", d.ParquetProfile, "want compatible (the default) or compact")
+	} else if format, err := d.FileFormat(); err == nil && d.ParquetProfile != "" && format != fileformat.Parquet {
+		p.add("destination.parquet_profile", d.ParquetProfile, "applies to parquet only, and the format is %s", format)
 	}
 	switch d.Checksums {
 	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
 const deployment = "111122223333"
@@ -112,6 +113,10 @@ func TestValidateRefuses(t *testing.T) {
 		{"format", func(a *Account, _ *Rules) { a.Destination.Format = "csv" }, "destination.format", "csv", "parquet or ndjson", true},
 		{"parquet gzip", func(a *Account, _ *Rules) { a.Destination.Compression = "gzip" }, "destination.compression", "gzip", "parquet takes", true},
 		{"checksums", func(a *Account, _ *Rules) { a.Destination.Checksums = "md5" }, "destination.checksums", "md5", "full_object", true},
+		{"parquet profile", func(a *Account, _ *Rules) { a.Destination.ParquetProfile = "v2" }, "destination.parquet_profile", "v2", "compatible (the default) or compact", true},
+		{"profile of ndjson", func(a *Account, _ *Rules) {
+			a.Destination.Format, a.Destination.Compression, a.Destination.ParquetProfile = "ndjson", "", "compact"
+		}, "destination.parquet_profile", "compact", "parquet only", true},
 
 		// Datasets against the catalog (6).
 		{"no datasets", func(a *Account, _ *Rules) { a.Datasets = nil }, "datasets", "", "at least one", true},
@@ -243,5 +248,98 @@ func TestFieldsThroughWrapping(t *testing.T) {
 	}
 	if Fields(nil) != nil || Fields(errors.New("plain")) != nil {
 		t.Error("Fields of an error without fields")
+	}
+}
+
+// testNow is the clock the start-date tests run at; valid()'s start date is
+// 68 days before it.
+var testNow = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+
+// TestValidateStartDate: the start date against today and the backfill
+// limit (L6), through Validate (Rules.Now, Rules.MaxBackfillDays) and
+// ValidateStart alike; each refusal a *FieldError naming start_date.
+func TestValidateStartDate(t *testing.T) {
+	rules := func(now time.Time, limit int) Rules {
+		r := testRules
+		r.Now, r.MaxBackfillDays = now, limit
+		return r
+	}
+	if err := valid().Validate(rules(testNow, envvar.DefaultMaxBackfillDays)); err != nil {
+		t.Fatalf("valid account: %v", err)
+	}
+	cases := []struct {
+		name         string
+		mut          func(*Account)
+		value, error string
+	}{
+		{"start tomorrow", func(a *Account) { a.StartDate = civil.MustParse("2026-03-11") }, "2026-03-11",
+			`start_date "2026-03-11": in the future (today is 2026-03-10 in UTC)`},
+		// 2026-03-10 12:00 UTC is already 03-11 in Kiritimati (UTC+14), not yet in Honolulu.
+		{"start tomorrow in the zone", func(a *Account) { a.TimeZone = "Pacific/Honolulu"; a.StartDate = civil.MustParse("2026-03-11") }, "2026-03-11",
+			"in the future (today is 2026-03-10 in Pacific/Honolulu)"},
+		{"start older than the limit", func(a *Account) { a.StartDate = civil.MustParse("2025-02-02") }, "2025-02-02",
+			`start_date "2025-02-02": more than 400 days back, the deployment's backfill limit (earliest 2025-02-03)`},
+		{"start in year 1", func(a *Account) { a.StartDate = civil.MustParse("0001-01-01") }, "0001-01-01",
+			`start_date "0001-01-01": more than 400 days back, the deployment's backfill limit (earliest 2025-02-03)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := valid()
+			tc.mut(&a)
+			err := a.Validate(rules(testNow, envvar.DefaultMaxBackfillDays))
+			if err == nil || !strings.Contains(err.Error(), tc.error) {
+				t.Errorf("Validate: error %v, want one containing %q", err, tc.error)
+			}
+			wantField(t, err, "start_date", tc.value, "")
+			if err := a.ValidateStart(testNow, envvar.DefaultMaxBackfillDays); err == nil || !strings.Contains(err.Error(), tc.error) {
+				t.Errorf("ValidateStart: error %v, want one containing %q", err, tc.error)
+			}
+			if err := a.ValidateShape(); err != nil {
+				t.Errorf("ValidateShape does not read a clock: %v", err)
+			}
+			// The zero Now checks no start date against a clock.
+			if err := a.Validate(rules(time.Time{}, envvar.DefaultMaxBackfillDays)); err != nil {
+				t.Errorf("Validate without Now: %v", err)
+			}
+		})
+	}
+	// The boundaries: today, and exactly the limit back.
+	for _, tc := range []struct {
+		zone, start string
+		limit       int
+	}{
+		{"UTC", "2026-03-10", envvar.DefaultMaxBackfillDays},
+		{"UTC", "2025-02-03", envvar.DefaultMaxBackfillDays},
+		{"Pacific/Kiritimati", "2026-03-11", envvar.DefaultMaxBackfillDays},
+		{"UTC", "2026-03-01", 9},
+		{"UTC", "0001-01-01", 0}, // no limit
+	} {
+		a := valid()
+		a.TimeZone, a.StartDate = tc.zone, civil.MustParse(tc.start)
+		if err := a.Validate(rules(testNow, tc.limit)); err != nil {
+			t.Errorf("start %s in %s with limit %d: %v", tc.start, tc.zone, tc.limit, err)
+		}
+		if err := a.ValidateStart(testNow, tc.limit); err != nil {
+			t.Errorf("ValidateStart: start %s in %s with limit %d: %v", tc.start, tc.zone, tc.limit, err)
+		}
+	}
+	short := valid()
+	short.StartDate = civil.MustParse("2026-02-28")
+	if err := short.Validate(rules(testNow, 9)); err == nil || !strings.Contains(err.Error(), "more than 9 days back") {
+		t.Errorf("start 10 days back with a limit of 9: %v", err)
+	}
+	// A missing start date or a bad zone is the shape's to report, once.
+	for _, mut := range []func(*Account){
+		func(a *Account) { a.StartDate = civil.Date{} },
+		func(a *Account) { a.TimeZone = "Mars/Olympus"; a.StartDate = civil.MustParse("2030-01-01") },
+	} {
+		a := valid()
+		mut(&a)
+		if err := a.ValidateStart(testNow, 1); err != nil {
+			t.Errorf("ValidateStart of %+v: %v", a, err)
+		}
+		if n := len(Fields(a.Validate(rules(testNow, 1)))); n != 1 {
+			t.Errorf("Validate of %+v: %d problems, want 1", a, n)
+		}
 	}
 }

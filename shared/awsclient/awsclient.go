@@ -7,6 +7,8 @@ package awsclient
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,4 +47,23 @@ func S3Options(cfg aws.Config) func(*s3.Options) {
 // NewS3 builds an S3 client from cfg with S3Options applied.
 func NewS3(cfg aws.Config, opts ...func(*s3.Options)) *s3.Client {
 	return s3.NewFromConfig(cfg, append([]func(*s3.Options){S3Options(cfg)}, opts...)...)
+}
+
+// Local reports whether the SDK's endpoint, AWS_ENDPOINT_URL read through
+// lookup (os.LookupEnv), is on this machine (localhost or a loopback
+// address): a local stack (moto, the Lambda runtime emulator). It never is
+// in AWS, where the variable is unset. Only then may a destination's custom
+// endpoint be on a loopback address (netguard.Policy.AllowLoopback).
+func Local(lookup func(string) (string, bool)) bool {
+	v, _ := lookup("AWS_ENDPOINT_URL")
+	u, err := url.Parse(v)
+	if v == "" || err != nil || u.Host == "" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

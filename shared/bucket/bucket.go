@@ -11,7 +11,10 @@
 //     key, and still wrapping the SDK's error;
 //   - large objects are streamed with NewWriter (an upload.Writer): Close
 //     commits the object, Abort (or any failure) aborts it, and nothing
-//     partial is ever visible.
+//     partial is ever visible;
+//   - AbortIncomplete aborts the multipart uploads nobody will finish (a
+//     killed run's, or one whose CreateMultipartUpload response was lost and
+//     retried), so none is left under a committed partition.
 package bucket
 
 import (
@@ -38,6 +41,7 @@ type API interface {
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput, optFns ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
 }
 
 var _ API = (*s3.Client)(nil)
@@ -241,6 +245,51 @@ func (b *Bucket) DeleteStale(ctx context.Context, prefix string, keep map[string
 	return nil
 }
 
+// AbortIncomplete aborts every incomplete multipart upload whose key starts
+// with prefix, following every page of ListMultipartUploads, and returns the
+// keys whose uploads it aborted, in listing order. An upload that is gone by
+// the time it is aborted (completed or aborted meanwhile) is skipped. It is
+// for uploads nobody will finish: those of a run that was killed, or the
+// first of two CreateMultipartUpload calls when the response to the first was
+// lost and the SDK retried. The caller must know that no upload under prefix
+// is still being written.
+func (b *Bucket) AbortIncomplete(ctx context.Context, prefix string) ([]string, error) {
+	full := b.prefix + prefix
+	in := &s3.ListMultipartUploadsInput{Bucket: &b.name, Prefix: &full, ExpectedBucketOwner: b.owner}
+	var aborted []string
+	for {
+		page, err := b.api.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return aborted, b.fail("list multipart uploads under", full, err)
+		}
+		for _, u := range page.Uploads {
+			key := aws.ToString(u.Key)
+			if !strings.HasPrefix(key, full) {
+				continue // a store that ignores the prefix must not make us abort outside it
+			}
+			_, err := b.api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+				Bucket: &b.name, Key: u.Key, UploadId: u.UploadId, ExpectedBucketOwner: b.owner,
+			})
+			var gone *types.NoSuchUpload
+			var api smithy.APIError
+			switch {
+			case errors.As(err, &gone), errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload":
+				continue
+			case err != nil:
+				return aborted, b.fail("abort multipart upload "+aws.ToString(u.UploadId)+" of", key, err)
+			}
+			aborted = append(aborted, strings.TrimPrefix(key, b.prefix))
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return aborted, nil
+		}
+		if aws.ToString(page.NextKeyMarker) == "" && aws.ToString(page.NextUploadIdMarker) == "" {
+			return aborted, fmt.Errorf("list multipart uploads under s3://%s/%s: truncated page without a next marker", b.name, full)
+		}
+		in.KeyMarker, in.UploadIdMarker = page.NextKeyMarker, page.NextUploadIdMarker
+	}
+}
+
 // NewWriter returns a Writer streaming the object at key: Close commits it,
 // Abort (or any failure) aborts it with a fresh context, and until Close
 // returns nil nothing is visible at key. opts.ExpectedBucketOwner and
@@ -250,6 +299,18 @@ func (b *Bucket) NewWriter(ctx context.Context, key string, opts upload.Options)
 	opts.ExpectedBucketOwner = b.opts.ExpectedOwner
 	opts.Checksums = b.opts.Checksums
 	return upload.NewWriter(ctx, b.api, b.name, b.prefix+key, opts)
+}
+
+// Classify returns err wrapped so that errors.Is matches ErrNotFound,
+// ErrNoSuchBucket or ErrAccessDenied when an AWS error in its chain stands
+// for one; err itself otherwise. The Bucket's own methods already return
+// classified errors; this is for errors of a Writer it made, which come
+// from package upload unclassified.
+func Classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	return classify(err)
 }
 
 // fail wraps err with the operation, the full key and the named error it

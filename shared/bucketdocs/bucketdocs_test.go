@@ -17,6 +17,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/leakcheck"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/loadsql"
+	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -270,21 +271,26 @@ func TestEveryValueDescribed(t *testing.T) {
 
 var codeRE = regexp.MustCompile(`^[a-z][a-z_]*[a-z]$`)
 
+// TestMissingReasons: the README documents the delivery manifest's codes
+// and sentences from their one home (shared/manifest), every one of them,
+// and the fields a missing entry carries.
 func TestMissingReasons(t *testing.T) {
-	seen := map[string]bool{}
-	for _, r := range MissingReasons {
-		if !codeRE.MatchString(r.Code) || seen[r.Code] {
-			t.Errorf("code %q: want unique lower snake case", r.Code)
+	b, err := README(goldenInput(t, fileformat.Parquet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, c := range manifest.Codes() {
+		if !codeRE.MatchString(string(c)) {
+			t.Errorf("code %q: want lower snake case", c)
 		}
-		seen[r.Code] = true
-		if !strings.HasSuffix(r.Meaning, ".") || len(r.Meaning) < 30 {
-			t.Errorf("code %s: meaning %q is not a sentence", r.Code, r.Meaning)
+		if row := "| `" + string(c) + "` | " + c.Sentence() + " |"; !strings.Contains(readme, row) {
+			t.Errorf("README lacks the row %q", row)
 		}
 	}
-	for _, code := range []string{"not_exported_yet", "queued_for_reexport", "running", "source_unavailable", "destination_denied",
-		"destination_missing", "schema_mismatch", "timed_out", "stopped_retrying", "internal"} {
-		if !seen[code] {
-			t.Errorf("code %s is not documented", code)
+	for _, field := range []string{"`name`", "`state`", "`code`", "`cause`", "`reason`"} {
+		if !strings.Contains(readme, field) {
+			t.Errorf("README does not document the missing entry's %s", field)
 		}
 	}
 }
@@ -321,10 +327,14 @@ func TestNoInternals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"profile_activity", "inserted_at", "activity_date", "WHERE account_id"} {
+	for _, want := range []string{"inserted_at", "activity_date", "WHERE account_id"} {
 		if !slices.Contains(ins, want) {
 			t.Fatalf("leakcheck does not refuse %q (it refuses %q)", want, ins)
 		}
+	}
+	// A dataset's declared relation is published in its provenance.
+	if slices.Contains(ins, "profile_activity") {
+		t.Errorf("leakcheck refuses the relation profile_activity, which provenance names")
 	}
 	for _, format := range fileformat.Formats() {
 		files, err := Files(goldenInput(t, format))
@@ -341,7 +351,7 @@ func TestNoInternals(t *testing.T) {
 	for _, tc := range []struct{ key, body string }{
 		{"p/v1/README.md", "see SPEC F7"},
 		{"p/v1/README.md", "as F3 requires"},
-		{"p/v1/_schemas/events.json", `"from": "profile_activity"`},
+		{"p/v1/_schemas/events.json", `"from": "inserted_at"`},
 		{"p/v1/events/dt=2026-01-01/_manifest.json", `"query": "SELECT 1"`},
 		{"p/v1/_manifests/dt=2026-01-01/manifest.json", `"owner": "123456789012"`},
 	} {

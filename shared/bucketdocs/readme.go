@@ -8,6 +8,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 // README renders `<prefix>/v1/README.md` for in. Its sections follow what a
@@ -171,11 +172,13 @@ func (w *mdWriter) readySection() {
 		"  the big-endian value, as S3 shows it, and `sha256`) and their `totals`; the `schema` and",
 		"  `schema_version` the files were written with; `day`, `partition`, `mode`, `read`, `format` and",
 		"  `compression`; `generation` and why it was exported (`reason`: `scheduled`, `backfill`,",
-		"  `retry`, `manual`, `restatement` or `reseed`); and `provenance`: the time window read",
-		"  (`window_start` inclusive, `window_end` exclusive, UTC) and how many rows it held",
-		"  (`row_count`). That window is the answer to \"why does this day have fewer rows than I",
-		"  expected?\". A generation that restated the day (see Late data) also has `restatement`:",
-		"  `previous_generation`, `previous_rows` and `rows`.",
+		"  `retry`, `manual`, `restatement` or `reseed`); and `provenance`: the kind of source (`source`,",
+		"  e.g. `postgres`) and the table or view read (`relation`), the time window read (`window_start`",
+		"  inclusive, `window_end` exclusive, UTC), when the read began (`snapshot_at`: rows that reached",
+		"  the source after it are not in this generation) and ended (`finished_at`), and how many rows it",
+		"  held (`row_count`). That window and snapshot are the answer to \"why does this day have fewer",
+		"  rows than I expected?\". A generation that restated the day (see Late data) also has",
+		"  `restatement`: `previous_generation`, `previous_rows` and `rows`.",
 		"- A `generation` higher than the one you loaded means the day was written again: load it again.",
 		"  The load scripts replace the day, so this never duplicates rows.")
 }
@@ -189,16 +192,28 @@ func (w *mdWriter) deliverySection() {
 		{"`day`", "the day, YYYY-MM-DD"},
 		{"`complete`", "`true` when every dataset you receive is delivered for the day. `false` means the day is partial: for each missing dataset, fall back to the latest day whose `_SUCCESS` exists."},
 		{"`datasets_delivered[]`", "one entry per delivered dataset: `name`, `schema_version`, `generation`, `mode`, `read`, `reseed`, `rows`, `files`, `manifest` (the key of its `_manifest.json`) and `committed_at`; `restatement` when the generation restated the day (see Late data), and `seed_epoch` when it belongs to a rebuild (see Reseeds)"},
-		{"`datasets_missing[]`", "one entry per dataset not delivered: `name`, `state` (where its export stands) and `reason`, one of the codes below; `reseed: true` while the dataset is being rebuilt (see Reseeds)"},
+		{"`datasets_missing[]`", "one entry per dataset not delivered: `name`, `state` (where its export stands: `pending`, `queued`, `running`, `failed`, or empty before its first export is scheduled), `code` (why it is missing, one of the codes below), `cause` (only when `state` is `failed`: the code of the last attempt's failure) and `reason` (the same for people, in words); `reseed: true` while the dataset is being rebuilt (see Reseeds)"},
 		{"`updated_at`", "when the document was last written"},
 	})
 	w.p("A dataset counts as delivered only while its `_SUCCESS` exists; a day being exported again is",
-		"listed as missing until it is delivered again. Every missing entry carries a reason:")
-	rows := make([][]string, len(MissingReasons))
-	for i, r := range MissingReasons {
-		rows[i] = []string{"`" + r.Code + "`", r.Meaning}
+		"listed as missing until it is delivered again.")
+	w.p("`code` is for programs: codes are added over time, never renamed or removed. `reason` starts",
+		"with the code's sentence below; for a failed dataset it goes on with the number of attempts and",
+		"whether the export is retried. Neither ever carries an error message of the sender's systems.")
+	var causes []string
+	for _, c := range manifest.Codes() {
+		if c.IsCause() {
+			causes = append(causes, "`"+string(c)+"`")
+		}
 	}
-	w.table([]string{"reason", "what it means"}, rows)
+	w.p("A failed export's `code` is its `cause` while the export is retried automatically with backoff;",
+		"once its attempts run out, `code` is `"+string(manifest.CodeStoppedRetrying)+"` and `cause` keeps the last attempt's code.",
+		"The causes are "+strings.Join(causes, ", ")+".")
+	rows := make([][]string, 0, len(manifest.Codes()))
+	for _, c := range manifest.Codes() {
+		rows = append(rows, []string{"`" + string(c) + "`", c.Sentence()})
+	}
+	w.table([]string{"code", "reason"}, rows)
 }
 
 func (w *mdWriter) datasetsSection() {

@@ -83,11 +83,11 @@ func truncate(s string) string {
 //	date      civil.Date
 //	timestamp time.Time in UTC, truncated to microseconds
 //	int64     int64
-//	double    float64
+//	double    float64, finite (NaN and ±Inf are refused: see CheckDouble)
 //	decimal   Decimal at the column's scale, within its precision
 //	boolean   bool
 //	string    string (valid UTF-8)
-//	json      json.RawMessage holding one valid JSON value
+//	json      json.RawMessage holding one valid JSON value, valid UTF-8
 //	NULL      nil
 //
 // Accepted inputs: the model types themselves; string and []byte for every
@@ -171,11 +171,15 @@ func CheckString(p []byte) string {
 
 // CheckJSONText is the check of a json column's value that arrives as text
 // (a source whose type does not guarantee JSON): the reason it is refused,
-// or "". A value of a JSON type the database validated (PostgreSQL json,
-// jsonb) is not checked again.
+// or "". It is one pass over p (ValidJSON): exactly one JSON value, and
+// valid UTF-8 throughout, strings included (json.Valid accepts invalid
+// UTF-8 inside strings). A value of a JSON type the database validated is
+// not checked again: PostgreSQL json and jsonb are valid JSON by
+// construction, and valid UTF-8 because the source requires a UTF8
+// database encoding (see source.SQL).
 func CheckJSONText(p []byte) string {
-	if !json.Valid(p) {
-		return "invalid json"
+	if !ValidJSON(p) {
+		return "invalid json (or not valid UTF-8)"
 	}
 	return ""
 }
@@ -220,7 +224,12 @@ func checkModel(c Column, v any) string {
 	case KindInt64:
 		_, ok = v.(int64)
 	case KindDouble:
-		_, ok = v.(float64)
+		var f float64
+		if f, ok = v.(float64); ok {
+			if reason := CheckDouble(f); reason != "" {
+				return reason
+			}
+		}
 	case KindDecimal:
 		var x Decimal
 		if x, ok = v.(Decimal); ok && (x.Scale() != c.Type.Scale || x.Digits() > c.Type.Precision) {
@@ -235,6 +244,25 @@ func checkModel(c Column, v any) string {
 	}
 	if !ok {
 		return fmt.Sprintf("want %s value", c.Type)
+	}
+	return ""
+}
+
+// CheckDouble is the check of a double column's value, whatever the source
+// (database/sql coercion, PostgreSQL's binary float4/float8, a row built in
+// memory): the reason it is refused, or "". It is the one policy for NaN and
+// ±Infinity, the same whatever the file format: the row is refused as bad,
+// naming column, row and value. NDJSON has no number for them (a string in a DOUBLE column
+// breaks loaders), writing null would hide a bug in the source behind a
+// plausible-looking gap (and is impossible in a required column), and
+// Parquet alone carrying them would make the formats disagree. An overflowing
+// text value ("1e999") is the same infinity and is refused the same way.
+func CheckDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN is not a number a file can carry (double columns refuse NaN and infinities)"
+	case math.IsInf(f, 0):
+		return "infinity is not a number a file can carry (double columns refuse NaN and infinities)"
 	}
 	return ""
 }
@@ -275,23 +303,28 @@ func coerceValue(t Type, v any) (any, string) {
 		}
 		return nil, "wrong type, want int64"
 	case KindDouble:
+		var f float64
 		switch x := v.(type) {
 		case float64:
-			return x, ""
+			f = x
 		case float32:
-			return float64(x), ""
+			f = float64(x)
 		case int64:
-			return float64(x), ""
+			f = float64(x)
 		case int:
-			return float64(x), ""
+			f = float64(x)
 		case string:
-			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-			if err != nil {
+			var err error
+			if f, err = strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
 				return nil, "unparsable double"
 			}
-			return f, ""
+		default:
+			return nil, "wrong type, want double"
 		}
-		return nil, "wrong type, want double"
+		if reason := CheckDouble(f); reason != "" {
+			return nil, reason
+		}
+		return f, ""
 	case KindBoolean:
 		switch x := v.(type) {
 		case bool:

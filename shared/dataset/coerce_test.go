@@ -3,6 +3,7 @@ package dataset
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,14 @@ func TestCoerceBad(t *testing.T) {
 		{"boolean out of range", 5, int64(2), "ok", "boolean must be 0 or 1"},
 		{"invalid utf8", 6, []byte{0xff}, "s", "not valid UTF-8"},
 		{"invalid json", 7, `{"a":`, "attributes", "invalid json"},
+		{"json string not utf-8", 7, []byte("{\"a\":\"\xff\"}"), "attributes", "invalid json (or not valid UTF-8)"},
+		{"json key not utf-8", 7, "{\"\xc3\":1}", "attributes", "not valid UTF-8"},
+		{"NaN", 3, math.NaN(), "f", "NaN is not a number"},
+		{"NaN text", 3, "NaN", "f", "NaN is not a number"},
+		{"infinity", 3, math.Inf(1), "f", "infinity is not a number"},
+		{"negative infinity text", 3, "-Infinity", "f", "infinity is not a number"},
+		{"overflowing text", 3, "1e999", "f", "infinity is not a number"},
+		{"float32 infinity", 3, float32(math.Inf(-1)), "f", "infinity is not a number"},
 		{"json wrong type", 7, int64(3), "attributes", "want json"},
 	}
 	for _, tt := range tests {
@@ -142,4 +151,78 @@ func TestCoerceBad(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+}
+
+// TestCheckRowRefusesNonFinite: a row built in memory (not coerced) meets
+// the same NaN policy when checked against the value model.
+func TestCheckRowRefusesNonFinite(t *testing.T) {
+	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		row := []any{civil.FromEpochDays(20785), at, int64(1), f, nil, true, "x", nil}
+		if err := testDataset().CheckRow(row, 3); !errors.Is(err, ErrRowMismatch) || !strings.Contains(err.Error(), "column f") {
+			t.Errorf("CheckRow with %v = %v", f, err)
+		}
+	}
+}
+
+// TestWindow: the partition column's value must lie in the day's window:
+// [start, end) for instants, the day itself for a stat_date.
+func TestWindow(t *testing.T) {
+	day := civil.MustParse("2026-11-28")
+	zone := time.FixedZone("UTC+2", 2*3600)
+	start, end := day.Start(zone), day.AddDays(1).Start(zone) // 2026-11-27T22:00Z .. 2026-11-28T22:00Z
+	ev := Dataset{Name: "ev", PartitionColumn: "at", Columns: []Column{{Name: "id", Type: Type{Kind: KindString}}, {Name: "at", Type: Type{Kind: KindTimestamp}}}}
+	st := Dataset{Name: "st", Partition: PartitionStatDate, PartitionColumn: "d", Columns: []Column{{Name: "d", Type: Type{Kind: KindDate}}}}
+	inside := func(ds Dataset) any {
+		if ds.Partition == PartitionStatDate {
+			return day
+		}
+		return start
+	}
+	for _, tc := range []struct {
+		name string
+		ds   Dataset
+		v    any
+		want string // "" : in the window
+	}{
+		{"first instant", ev, start, ""},
+		{"last microsecond", ev, end.Add(-time.Microsecond), ""},
+		{"the end is outside", ev, end, `column at: outside the partition's day 2026-11-28 [2026-11-27T22:00:00.000000Z, 2026-11-28T22:00:00.000000Z) (value "2026-11-28T22:00:00.000000Z"`},
+		{"before the start", ev, start.Add(-time.Second), `value "2026-11-27T21:59:59.000000Z"`},
+		{"the day", st, day, ""},
+		{"another day", st, day.AddDays(-1), `column d: dated outside the partition's day 2026-11-28 (value "2026-11-27"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := tc.ds.Window(day, start, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Row 12 of the partition is the second row of a batch whose
+			// first row is in the window.
+			b := NewBatch(tc.ds, 4)
+			b.Reset(11)
+			for _, v := range []any{inside(tc.ds), tc.v} {
+				row := make([]any, len(tc.ds.Columns))
+				for i, c := range tc.ds.Columns {
+					row[i] = map[Kind]any{KindString: "x", KindTimestamp: v, KindDate: v}[c.Type.Kind]
+				}
+				if err := b.AppendRow(row); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = w.CheckBatch(b)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrRowMismatch) || !strings.Contains(err.Error(), "row 12") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check = %v, want it to name row 12 and %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := (Dataset{Name: "x", PartitionColumn: "nope"}).Window(day, start, end); err == nil {
+		t.Error("Window of a dataset without its partition column")
+	}
 }

@@ -96,8 +96,15 @@ type Dataset struct {
 	Version     int    `json:"version"`
 	Description string `json:"description,omitempty"`
 	Partition   string `json:"partition"`
-	Mode        string `json:"mode"`
-	Read        string `json:"read"`
+	// PartitionColumn is the column whose value decides a row's day: a
+	// required timestamp for event_time and activity, a required date for
+	// stat_date. Every row's value is checked against the day's window.
+	PartitionColumn string `json:"partition_column"`
+	// Relation is the source table or view the queries read, named in the
+	// manifest's provenance; every query reads FROM it.
+	Relation string `json:"relation"`
+	Mode     string `json:"mode"`
+	Read     string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
 	// datasets (SPEC Q3): the newest OrderColumn value wins per IDColumn.
 	IDColumn    string            `json:"id_column,omitempty"`
@@ -273,6 +280,13 @@ func (d Dataset) Validate() error {
 			}
 		}
 	}
+	if err := d.validatePartitionColumn(); err != nil {
+		return err
+	}
+	if !relationRE.MatchString(d.Relation) {
+		return fmt.Errorf("dataset %s: relation %q must match %s", d.Name, d.Relation, relationRE)
+	}
+	from := regexp.MustCompile(`(?i)\bFROM\s+` + regexp.QuoteMeta(d.Relation) + `\b`)
 	for _, dialect := range Dialects {
 		q := strings.TrimSpace(d.Queries[dialect])
 		if q == "" {
@@ -281,8 +295,30 @@ func (d Dataset) Validate() error {
 		if err := checkPlaceholders(dialect, q); err != nil {
 			return fmt.Errorf("dataset %s: %s query: %w", d.Name, dialect, err)
 		}
+		if !from.MatchString(q) {
+			return fmt.Errorf("dataset %s: %s query does not read FROM its relation %q", d.Name, dialect, d.Relation)
+		}
 	}
 	return d.validateFingerprint()
+}
+
+var relationRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$`)
+
+// validatePartitionColumn checks the partition column exists, is required,
+// and has the type the partition semantics need.
+func (d Dataset) validatePartitionColumn() error {
+	c, ok := d.Column(d.PartitionColumn)
+	if !ok {
+		return fmt.Errorf("dataset %s: partition_column %q is not a column", d.Name, d.PartitionColumn)
+	}
+	want := KindTimestamp
+	if d.Partition == PartitionStatDate {
+		want = KindDate
+	}
+	if c.Type.Kind != want || c.Nullable {
+		return fmt.Errorf("dataset %s: partition_column %s must be a required %s for partition %s", d.Name, c.Name, want, d.Partition)
+	}
+	return nil
 }
 
 // validateVersions checks a column's Since and NullableSince against the

@@ -229,9 +229,9 @@ func TestSinceDefault(t *testing.T) {
 			}
 		}
 	}
-	doc := `{"datasets":[{"name":"x","version":2,"partition":"event_time","mode":"incremental_append","read":"union_all_partitions",
-	"columns":[{"name":"id","type":"int64"},{"name":"attributes","type":"json","nullable":true,"since":2}],
-	"queries":{"sqlite":"select ? ? ?","postgres":"select $1,$2,$3"}}]}`
+	doc := `{"datasets":[{"name":"x","version":2,"partition":"event_time","partition_column":"at","relation":"x","mode":"incremental_append","read":"union_all_partitions",
+	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true,"since":2}],
+	"queries":{"sqlite":"select ? ? ? from x","postgres":"select $1,$2,$3 from x"}}]}`
 	ds, err := ParseCatalog([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -245,9 +245,9 @@ func TestSinceDefault(t *testing.T) {
 }
 
 func TestParseCatalogRefuses(t *testing.T) {
-	ok := `{"name":"x","version":1,"partition":"event_time","mode":"incremental_append","read":"union_all_partitions",
-	"columns":[{"name":"attributes","type":"json","nullable":true}],
-	"queries":{"sqlite":"select ? ? ?","postgres":"select $1,$2,$3"}}`
+	ok := `{"name":"x","version":1,"partition":"event_time","partition_column":"at","relation":"src.x","mode":"incremental_append","read":"union_all_partitions",
+	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true}],
+	"queries":{"sqlite":"select ? ? ? FROM src.x","postgres":"select $1,$2,$3 from src.x where 1=1"}}`
 	tests := []struct{ name, doc, want string }{
 		{"valid", ok, ""},
 		{"unknown field", strings.Replace(ok, `"version":1`, `"version":1,"colour":"red"`, 1), "unknown field"},
@@ -257,6 +257,11 @@ func TestParseCatalogRefuses(t *testing.T) {
 		{"too few params", strings.Replace(ok, `select ? ? ?`, `select ? ?`, 1), "want 3 ? placeholders"},
 		{"reserved dt", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"dt","type":"date"},`, 1), "reserved"},
 		{"activity needs id", strings.Replace(ok, `event_time`, `activity`, 1), `id_column "" is not a column`},
+		{"no partition column", strings.Replace(ok, `"partition_column":"at",`, ``, 1), `partition_column "" is not a column`},
+		{"nullable partition column", strings.Replace(ok, `"type":"timestamp"}`, `"type":"timestamp","nullable":true}`, 1), "partition_column at must be a required timestamp"},
+		{"stat_date partitions by a date", strings.Replace(ok, `event_time`, `stat_date`, 1), "partition_column at must be a required date"},
+		{"bad relation", strings.Replace(ok, `"relation":"src.x"`, `"relation":"x; drop"`, 1), `relation "x; drop" must match`},
+		{"query reads another relation", strings.Replace(ok, `from src.x where`, `from src.y where`, 1), `postgres query does not read FROM its relation "src.x"`},
 		{"incremental feeds are read as a union", strings.Replace(ok, `union_all_partitions`, `latest_snapshot`, 1), `needs read "union_all_partitions"`},
 		{"since above the version", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"since":2}`, 1), "since 2 outside 1..1"},
 		{"since out of order", strings.Replace(strings.Replace(ok, `"version":1`, `"version":2`, 1),

@@ -36,9 +36,9 @@ func TestFingerprintQueryMissing(t *testing.T) {
 }
 
 func TestParseCatalogFingerprint(t *testing.T) {
-	base := `{"name":"x","version":1,"partition":"event_time","mode":"incremental_append","read":"union_all_partitions",
-	"columns":[{"name":"attributes","type":"json","nullable":true}],
-	"queries":{"sqlite":"select ? ? ?","postgres":"select $1,$2,$3"}FP}`
+	base := `{"name":"x","version":1,"partition":"event_time","partition_column":"at","relation":"t","mode":"incremental_append","read":"union_all_partitions",
+	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true}],
+	"queries":{"sqlite":"select ? ? ? from t","postgres":"select $1,$2,$3 from t"}FP}`
 	tests := []struct{ name, fp, want string }{
 		{"none", ``, ""},
 		{"both dialects", `,"fingerprint":{"sqlite":"SELECT count(*) FROM t WHERE a = ? AND b >= ? AND b < ?","postgres":"SELECT count(*) FROM t WHERE a = $1 AND b >= $2 AND b < $3"}`, ""},

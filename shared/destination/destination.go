@@ -146,6 +146,7 @@ type TestAPI interface {
 	CreateMultipartUpload(context.Context, *s3.CreateMultipartUploadInput, ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
 	AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
 	DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
@@ -160,10 +161,11 @@ type Check struct {
 }
 
 // CheckConnection writes a small object under prefix, reads it back, starts and aborts
-// a multipart upload, lists the prefix and deletes the object (C2): the
-// calls an export makes. Every step runs even
-// after a failure so the report names each missing permission. owner is the
-// destination's BucketOwner (see Owner); every call sends it when not empty.
+// a multipart upload, lists the prefix and its incomplete multipart uploads
+// and deletes the object (C2): the calls an export makes. Every step runs
+// even after a failure so the report names each missing permission, in
+// words. owner is the destination's BucketOwner (see Owner); every call
+// sends it when not empty.
 func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
 	var ob *string
@@ -171,26 +173,30 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		ob = aws.String(owner)
 	}
 	var checks []Check
-	run := func(step, perm string, fn func() error) {
+	// why, when set, follows the problem: what an export needs the step for.
+	run := func(step, perm, why string, fn func() error) {
 		c := Check{Step: step, Permission: perm, OK: true}
 		if err := fn(); err != nil {
 			c.OK, c.Problem = false, explain(bucket, perm, err)
+			if why != "" {
+				c.Problem += ": " + why
+			}
 		}
 		checks = append(checks, c)
 	}
-	run("write a small object", "s3:PutObject", func() error {
+	run("write a small object", "s3:PutObject", "", func() error {
 		_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob})
 		return err
 	})
 	// Every export reads the partition's old _SUCCESS to keep generations increasing.
-	run("read it back", "s3:GetObject", func() error {
+	run("read it back", "s3:GetObject", "", func() error {
 		out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key, ExpectedBucketOwner: ob})
 		if err != nil {
 			return err
 		}
 		return out.Body.Close()
 	})
-	run("start and abort a multipart upload", "s3:AbortMultipartUpload", func() error {
+	run("start and abort a multipart upload", "s3:AbortMultipartUpload", "", func() error {
 		out, err := api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob})
 		if err != nil {
 			return err
@@ -198,11 +204,16 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		_, err = api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), UploadId: out.UploadId, ExpectedBucketOwner: ob})
 		return err
 	})
-	run("list the prefix", "s3:ListBucket", func() error {
+	run("list the prefix", "s3:ListBucket", "", func() error {
 		_, err := api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String(prefix), MaxKeys: aws.Int32(1), ExpectedBucketOwner: ob})
 		return err
 	})
-	run("delete the test object", "s3:DeleteObject", func() error {
+	run("list incomplete multipart uploads under the prefix", "s3:ListBucketMultipartUploads",
+		"every export's commit lists the partition's incomplete multipart uploads to abort those a killed run left behind, so without it every export fails", func() error {
+			_, err := api.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &bucket, Prefix: aws.String(prefix), MaxUploads: aws.Int32(1), ExpectedBucketOwner: ob})
+			return err
+		})
+	run("delete the test object", "s3:DeleteObject", "", func() error {
 		_, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key, ExpectedBucketOwner: ob})
 		return err
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
@@ -38,7 +39,7 @@ func TestConnection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %+v", err, checks)
 		}
-		if len(checks) != 5 {
+		if len(checks) != 6 || checks[4].Permission != "s3:ListBucketMultipartUploads" || !checks[4].OK {
 			t.Fatalf("checks %+v", checks)
 		}
 		out, err := api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("dest-conn-test")})
@@ -77,6 +78,25 @@ func TestConnection(t *testing.T) {
 		}
 	})
 
+	t.Run("no ListBucketMultipartUploads is named in words", func(t *testing.T) {
+		api := noUploadListing{f.Client("acct_d", account.Destination{Bucket: "dest-conn-test"})}
+		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_d", "", now)
+		if err == nil || !strings.Contains(err.Error(), "is missing s3:ListBucketMultipartUploads") {
+			t.Fatalf("error %v", err)
+		}
+		var failed []destination.Check
+		for _, c := range checks {
+			if !c.OK {
+				failed = append(failed, c)
+			}
+		}
+		if len(failed) != 1 || failed[0].Step != "list incomplete multipart uploads under the prefix" ||
+			!strings.Contains(failed[0].Problem, "access denied: the role needs s3:ListBucketMultipartUploads on bucket dest-conn-test") ||
+			!strings.Contains(failed[0].Problem, "abort those a killed run left behind") {
+			t.Errorf("failed checks %+v", failed)
+		}
+	})
+
 	t.Run("missing bucket is named in words", func(t *testing.T) {
 		api := f.Client("acct_c", account.Destination{Bucket: "no-such-bucket-here"})
 		checks, err := destination.CheckConnection(ctx, api, "no-such-bucket-here", "p", "", now)
@@ -87,4 +107,12 @@ func TestConnection(t *testing.T) {
 			t.Errorf("error %q, first check %+v", err, checks[0])
 		}
 	})
+}
+
+// noUploadListing is a destination whose role lacks
+// s3:ListBucketMultipartUploads.
+type noUploadListing struct{ *s3.Client }
+
+func (noUploadListing) ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
+	return nil, &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}
 }

@@ -405,6 +405,8 @@ func TestWriteRefusesBadRows(t *testing.T) {
 		{"decimal precision", func(r []any) []any { r[7] = dataset.NewDecimal(1e18, 2); return r }, "column amount: decimal"},
 		{"string for json", func(r []any) []any { r[9] = "{}"; return r }, "column attributes: want json value, got string"},
 		{"column count", func(r []any) []any { return r[:4] }, "got 4 columns, want 10"},
+		{"NaN double", func(r []any) []any { r[6] = math.NaN(); return r }, "column value: NaN is not a number"},
+		{"infinite double", func(r []any) []any { r[6] = math.Inf(1); return r }, "column value: infinity is not a number"},
 	}
 	for _, f := range []fileformat.Format{fileformat.Parquet, fileformat.NDJSON} {
 		for _, tt := range tests {

@@ -21,9 +21,11 @@ import (
 // column present (null included) so loaders see the full schema on every
 // line. Values: date "YYYY-MM-DD", timestamp RFC 3339 UTC with six
 // fractional digits, decimal as a string (exact; JSON numbers are doubles to
-// most readers), json embedded as JSON, double as a JSON number except
-// NaN/±Inf, which JSON cannot express and are written as the strings "NaN",
-// "Infinity" and "-Infinity" (what Spark and BigQuery read back).
+// most readers), json embedded as JSON, double as a JSON number. NaN and
+// ±Inf are not in the value model: sources refuse them as bad rows and so
+// does Write (dataset.CheckDouble); a batch built by hand that holds one
+// gets the strings "NaN", "Infinity" and "-Infinity" (what Spark and
+// BigQuery read back), as JSON cannot express them.
 type ndjsonWriter struct {
 	ds     dataset.Dataset
 	gz     *gzip.Writer

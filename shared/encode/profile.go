@@ -3,6 +3,8 @@ package encode
 import (
 	"fmt"
 	"strings"
+
+	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // Profile chooses how Parquet pages are laid out and encoded. It never
@@ -50,7 +52,7 @@ const (
 // it to act.
 const DictionaryLimit = 1 << 20
 
-var profileNames = [...]string{ProfileCompatible: "compatible", ProfileCompact: "compact"}
+var profileNames = [...]string{ProfileCompatible: string(fileformat.ProfileCompatible), ProfileCompact: string(fileformat.ProfileCompact)}
 
 // Profiles lists the valid profiles, the default first.
 func Profiles() []Profile { return []Profile{ProfileCompatible, ProfileCompact} }

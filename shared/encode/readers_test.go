@@ -36,7 +36,7 @@ type matrixFile struct {
 
 // writeMatrix writes every dataset of datasets.json and the all-types one,
 // in both profiles and both codecs, once with rows covering every type
-// (NULLs, extreme dates and timestamps, widest decimals, NaN, unicode, JSON)
+// (NULLs, extreme dates and timestamps, widest decimals, extreme doubles, unicode, JSON)
 // and once empty.
 func writeMatrix(t *testing.T) []matrixFile {
 	t.Helper()

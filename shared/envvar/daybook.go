@@ -24,6 +24,30 @@ const (
 	// DefaultMaxAttempts is MAX_ATTEMPTS's default, and the ledger's when its
 	// configuration leaves the number of attempts at zero.
 	DefaultMaxAttempts = 6
+	// DefaultMaxBackfillDays is MAX_BACKFILL_DAYS's default: an account's
+	// start date may be at most this many days before the day it is saved.
+	DefaultMaxBackfillDays = 400
+
+	// The sweeper's claim budget and fleet-scale settings.
+
+	// DefaultSweepSchedule is SWEEP_SCHEDULE's default, the sweeper's rate.
+	DefaultSweepSchedule = "rate(15 minutes)"
+	// DefaultPerAccountCap is PER_ACCOUNT_CAP's default: the most partitions
+	// one account may have claimed per sweep.
+	DefaultPerAccountCap = 10
+	// DefaultPerSweepCap is PER_SWEEP_CAP's default: the upper bound of one
+	// sweep's claim budget (below it, the budget is what the exporters can
+	// run before the next sweep).
+	DefaultPerSweepCap = 3000
+	// DefaultExporterConcurrency is EXPORTER_CONCURRENCY's default: the most
+	// exporters running at once.
+	DefaultExporterConcurrency = 100
+	// DefaultMaterializeRowsPerAccount is MATERIALIZE_ROWS_PER_ACCOUNT's
+	// default: the most ledger rows one sweep creates for one account.
+	DefaultMaterializeRowsPerAccount = 400
+	// DefaultFanOutAccounts is FAN_OUT_ACCOUNTS's default: the woken
+	// accounts one sweeper invocation handles before a sweep fans out.
+	DefaultFanOutAccounts = 2000
 )
 
 // The variables more than one program reads, each read here once with its
@@ -42,4 +66,19 @@ func (r *Reader) SettleDelay() time.Duration {
 // advanced logging controls), else LOG_LEVEL, else DefaultLogLevel.
 func (r *Reader) LogLevel() string {
 	return r.StringOr("AWS_LAMBDA_LOG_LEVEL", r.StringOr("LOG_LEVEL", DefaultLogLevel))
+}
+
+// MaxBackfillDays reads MAX_BACKFILL_DAYS, the deployment's backfill limit
+// in days (default DefaultMaxBackfillDays; 0 is refused: a deployment always
+// has a limit). The ledger's PutAccount and the account rules
+// (account.RulesFromEnv) read it here, so they agree.
+func (r *Reader) MaxBackfillDays() int {
+	const name = "MAX_BACKFILL_DAYS"
+	n := r.Int(name, DefaultMaxBackfillDays)
+	if n == 0 {
+		v, _ := r.lookup(name)
+		r.fail(name, v, "want a whole number of days >= 1")
+		return DefaultMaxBackfillDays
+	}
+	return n
 }

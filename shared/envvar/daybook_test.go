@@ -79,6 +79,13 @@ func TestTemplateDefaults(t *testing.T) {
 		{"ExporterTimeoutSeconds", seconds(DefaultExporterTimeout)},
 		{"LeaseMarginSeconds", seconds(DefaultLeaseMargin)},
 		{"MaxAttempts", strconv.Itoa(DefaultMaxAttempts)},
+		{"MaxBackfillDays", strconv.Itoa(DefaultMaxBackfillDays)},
+		{"SweepSchedule", DefaultSweepSchedule},
+		{"PerAccountCap", strconv.Itoa(DefaultPerAccountCap)},
+		{"PerSweepCap", strconv.Itoa(DefaultPerSweepCap)},
+		{"ExporterConcurrency", strconv.Itoa(DefaultExporterConcurrency)},
+		{"MaterializeRowsPerAccount", strconv.Itoa(DefaultMaterializeRowsPerAccount)},
+		{"FanOutAccounts", strconv.Itoa(DefaultFanOutAccounts)},
 	}
 	for _, w := range want {
 		if got, ok := defaults[w.param]; !ok || got != w.value {
@@ -87,5 +94,25 @@ func TestTemplateDefaults(t *testing.T) {
 	}
 	if got, err := time.ParseDuration(defaults["SettleDelay"]); err != nil || got != DefaultSettleDelay {
 		t.Errorf("template.yaml SettleDelay default %q (%v), want %s", defaults["SettleDelay"], err, DefaultSettleDelay)
+	}
+}
+
+func TestMaxBackfillDays(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+		err  string
+	}{
+		{nil, DefaultMaxBackfillDays, ""},
+		{map[string]string{"MAX_BACKFILL_DAYS": ""}, DefaultMaxBackfillDays, ""},
+		{map[string]string{"MAX_BACKFILL_DAYS": "30"}, 30, ""},
+		{map[string]string{"MAX_BACKFILL_DAYS": "0"}, DefaultMaxBackfillDays, `MAX_BACKFILL_DAYS="0"`},
+		{map[string]string{"MAX_BACKFILL_DAYS": "a year"}, DefaultMaxBackfillDays, `MAX_BACKFILL_DAYS="a year"`},
+	} {
+		r := From(tc.env)
+		got := r.MaxBackfillDays()
+		if err := r.Err(); got != tc.want || tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%v: MaxBackfillDays() = %d, %v; want %d, %q", tc.env, got, err, tc.want, tc.err)
+		}
 	}
 }

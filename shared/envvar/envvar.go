@@ -4,7 +4,7 @@
 //
 // It also defines the default of every deployment setting once, and reads the
 // variables more than one program reads (DAYBOOK_STAGE, SETTLE_DELAY, the log
-// level) in one place: see daybook.go.
+// level, MAX_BACKFILL_DAYS) in one place: see daybook.go.
 package envvar
 
 import (
@@ -24,10 +24,17 @@ type Reader struct {
 // New reads from the process environment.
 func New() *Reader { return &Reader{lookup: os.LookupEnv} }
 
+// Lookup reads through lookup (os.LookupEnv, or a map's).
+func Lookup(lookup func(string) (string, bool)) *Reader { return &Reader{lookup: lookup} }
+
 // From reads from a map (tests, the CLI).
 func From(m map[string]string) *Reader {
 	return &Reader{lookup: func(k string) (string, bool) { v, ok := m[k]; return v, ok }}
 }
+
+// Lookup reads a variable as os.LookupEnv does, for parsers of their own
+// (account.RulesFromEnv, awsclient.Local); their errors are theirs.
+func (r *Reader) Lookup(name string) (string, bool) { return r.lookup(name) }
 
 // Err joins every problem seen so far, or is nil.
 func (r *Reader) Err() error { return errors.Join(r.errs...) }

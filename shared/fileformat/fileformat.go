@@ -136,3 +136,25 @@ func orList[T ~string](items []T) string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
+
+// ParquetProfile names how Parquet pages are laid out and encoded (package
+// encode implements them): ProfileCompatible, the default, writes what every
+// common reader decodes; ProfileCompact writes smaller files with version 2
+// data pages and delta encodings, for readers known to support them.
+type ParquetProfile string
+
+// Parquet profiles.
+const (
+	ProfileCompatible ParquetProfile = "compatible"
+	ProfileCompact    ParquetProfile = "compact"
+)
+
+// ParquetProfiles lists the profiles, the default first.
+func ParquetProfiles() []ParquetProfile {
+	return []ParquetProfile{ProfileCompatible, ProfileCompact}
+}
+
+// Valid reports whether p is a profile; "" (the default) is valid.
+func (p ParquetProfile) Valid() bool {
+	return p == "" || p == ProfileCompatible || p == ProfileCompact
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 // Kinds of message.
@@ -104,11 +105,17 @@ func Parse(body string) (Message, error) {
 	return Message{}, fmt.Errorf("%w: kind %q: want %q, %q, %q, %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual, KindRestateCheck, KindReseed, KindReseedDone)
 }
 
+// MaxJobAttempt bounds a claimed job's attempt number, far above any
+// deployment's MAX_ATTEMPTS.
+const MaxJobAttempt = 1000
+
 // Validate checks a claimed job's fields as strictly as the sweeper writes
 // them: an account id of account.NewID's form, a dataset of the catalog, a
 // day, a claim token of the ledger's form (32 lowercase hex digits), an
-// attempt and a generation of at least 1. Errors are *FieldError wrapping
-// ErrMalformed.
+// attempt from 1 to MaxJobAttempt, a generation of at least 1 and a known
+// reason (or none). It is the one validator of a claimed job: Parse calls
+// it, so the exporter never sees a job that fails it. Errors are
+// *FieldError wrapping ErrMalformed.
 func (j Job) Validate() error {
 	if err := checkAccountID(j.AccountID); err != nil {
 		return err
@@ -126,8 +133,12 @@ func (j Job) Validate() error {
 		return malformed("claim_token", j.ClaimToken, "is not a claim token (32 lowercase hex digits)")
 	case j.Attempt < 1:
 		return malformed("attempt", fmt.Sprint(j.Attempt), "is not a run's attempt number (want >= 1)")
+	case j.Attempt > MaxJobAttempt:
+		return malformed("attempt", fmt.Sprint(j.Attempt), fmt.Sprintf("is above %d, beyond any run's attempt number", MaxJobAttempt))
 	case j.Generation < 1:
 		return malformed("generation", fmt.Sprint(j.Generation), "is not a claimed generation (want >= 1)")
+	case j.Reason != "" && !ledger.Reason(j.Reason).Valid():
+		return malformed("reason", j.Reason, "is not a reason (scheduled, backfill, retry, manual, restatement, reseed)")
 	}
 	return nil
 }

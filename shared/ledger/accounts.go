@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -14,25 +14,40 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 )
 
-// PutAccount validates a and stores it (pk=ACCOUNTS, sk=<id>), replacing any
-// earlier version. CreatedAt is set from the clock when zero.
+// PutAccount validates a (account.ValidateShape, and its start date at the
+// ledger's clock and backfill limit, Config.MaxBackfillDays: checkStart) and
+// stores it (pk=ACCOUNTS, sk=<id>), replacing any earlier version. CreatedAt is set from the clock when zero. An enabled
+// account is woken now in the fleet index (its datasets or start date may
+// have changed, so the next sweep reads its watermarks again); a disabled one
+// leaves the index.
 func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
+	now := l.now()
 	if err := a.ValidateShape(); err != nil {
+		return fmt.Errorf("account %s: %w", a.ID, errors.Join(err, a.ValidateStart(now, l.cfg.MaxBackfillDays)))
+	}
+	if err := l.checkStart(ctx, a, now); err != nil {
 		return fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	if a.CreatedAt.IsZero() {
-		a.CreatedAt = l.now()
+		a.CreatedAt = now
 	}
 	doc, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("account %s: %w", a.ID, err)
 	}
-	item := tableKey(pkAccounts, a.ID)
-	item[attrAccountID] = s(a.ID)
-	item[attrEnabled] = &types.AttributeValueMemberBOOL{Value: a.Enabled}
-	item[attrDoc] = s(string(doc))
-	item[attrUpdatedAt] = s(fmtTime(l.now()))
-	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.cfg.Table), Item: item}); err != nil {
+	nowS := fmtTime(now)
+	upd := expression.Set(name(attrAccountID), val(a.ID)).
+		Set(name(attrEnabled), val(a.Enabled)).
+		Set(name(attrDoc), val(string(doc))).
+		Set(name(attrUpdatedAt), val(nowS)).
+		Add(name(attrWakeSeq), val(1)).
+		Remove(name(attrClosedThrough))
+	if a.Enabled {
+		upd = upd.Set(name(AttrFleetShard), val(wakeShard(Shard(a.ID)))).Set(name(AttrFleetKey), val(nowS))
+	} else {
+		upd = upd.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
+	}
+	if _, err := l.update(ctx, tableKey(pkAccounts, a.ID), upd, expression.ConditionBuilder{}, types.ReturnValueNone); err != nil {
 		return fmt.Errorf("ledger: put account %s: %w", a.ID, err)
 	}
 	return nil
@@ -57,28 +72,56 @@ func accountFromItem(item map[string]types.AttributeValue) (account.Account, err
 		return a, err
 	}
 	if rec.Doc == "" {
-		return a, fmt.Errorf("ledger: account %s has no doc", rec.SK)
+		return a, fmt.Errorf("%w %s/%s: no %s", ErrMalformed, rec.PK, rec.SK, attrDoc)
 	}
 	if err := json.Unmarshal([]byte(rec.Doc), &a); err != nil {
-		return a, fmt.Errorf("ledger: account %s: %s: %w", rec.SK, attrDoc, err)
+		return a, malformed(item, attrDoc, "(JSON of account.Account)", err)
+	}
+	if a.ID != rec.SK {
+		return a, malformed(item, attrDoc, "(JSON of account.Account)", fmt.Errorf("id %q is not the record's", a.ID))
 	}
 	return a, nil
 }
 
 // ListAccounts returns every account (enabled or not), ordered by id, reading
-// pk=ACCOUNTS page by page.
+// pk=ACCOUNTS page by page. A record that cannot be read does not hide the
+// others: they are returned, with an error (errors.Is ErrMalformed) naming
+// each unreadable one.
 func (l *Ledger) ListAccounts(ctx context.Context) ([]account.Account, error) {
 	var out []account.Account
+	var bad []error
 	_, err := l.queryPages(ctx, "list accounts", "", expression.Key(AttrPK).Equal(val(pkAccounts)), "", 0,
 		func(page *dynamodb.QueryOutput) error {
 			for _, it := range page.Items {
 				a, err := accountFromItem(it)
 				if err != nil {
-					return err
+					bad = append(bad, err)
+					continue
 				}
 				out = append(out, a)
 			}
 			return nil
 		})
-	return out, err
+	return out, errors.Join(append(bad, err)...)
+}
+
+// checkStart applies the start-date rule (account.ValidateStart) at now
+// with the configured backfill limit. The limit bounds a backfill an account
+// put would start: an account already stored from the same start date or an
+// earlier one keeps it when it is updated (disabled, enabled, given another
+// dataset), however old the start date has become since. So the stored
+// account is read, only when the limit alone refuses a.
+func (l *Ledger) checkStart(ctx context.Context, a account.Account, now time.Time) error {
+	err := a.ValidateStart(now, l.cfg.MaxBackfillDays)
+	if err == nil || a.ValidateStart(now, 0) != nil {
+		return err
+	}
+	old, gerr := l.GetAccount(ctx, a.ID)
+	switch {
+	case gerr == nil && !a.StartDate.Before(old.StartDate):
+		return nil
+	case gerr != nil && !errors.Is(gerr, ErrNotFound):
+		return fmt.Errorf("%w (and the stored account, which may keep its start date, cannot be read: %w)", err, gerr)
+	}
+	return err
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 func TestAccounts(t *testing.T) {
@@ -48,5 +51,53 @@ func TestAccounts(t *testing.T) {
 		if !seen[id] {
 			t.Errorf("ListAccounts lacks %s", id)
 		}
+	}
+}
+
+// TestPutAccountStartDate: PutAccount applies the start-date rule at its
+// clock with its backfill limit to a new backfill (a new account, or an
+// earlier start date), and lets an account keep its start date however old
+// it has become.
+func TestPutAccountStartDate(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0) // 2026-03-10
+	l, _ := newTestLedger(t, c, func(cfg *Config) { cfg.MaxBackfillDays = 30 })
+	id, err := account.NewID(seededRand(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := account.Account{ID: id, Name: "start", Enabled: true, StartDate: civil.MustParse("2026-01-01"),
+		Datasets: []string{"events"}, Destination: account.Destination{Bucket: "daybook-exports-test"}}
+	refused := func(what string, a account.Account, reason string) {
+		t.Helper()
+		err := l.PutAccount(ctx, a)
+		fields := account.Fields(err)
+		if len(fields) != 1 || fields[0].Field != "start_date" || fields[0].Value != a.StartDate.String() || !strings.Contains(err.Error(), reason) {
+			t.Errorf("%s: PutAccount = %v, want a start_date refusal containing %q", what, err, reason)
+		}
+	}
+	refused("new, beyond the limit", a, "more than 30 days back")
+	a.StartDate = civil.MustParse("2026-03-01")
+	if err := l.PutAccount(ctx, a); err != nil {
+		t.Fatalf("new, within the limit: %v", err)
+	}
+	c.Advance(60 * 24 * time.Hour) // 2026-05-09: the start date is now 69 days back
+	a.Enabled = false
+	if err := l.PutAccount(ctx, a); err != nil {
+		t.Errorf("disabling an account that keeps its start date: %v", err)
+	}
+	later := a
+	later.StartDate = civil.MustParse("2026-03-05")
+	if err := l.PutAccount(ctx, later); err != nil {
+		t.Errorf("moving the start date later: %v", err)
+	}
+	earlier := later
+	earlier.StartDate = civil.MustParse("2026-03-04")
+	refused("an earlier start date beyond the limit", earlier, "earliest 2026-04-09")
+	future := later
+	future.StartDate = civil.MustParse("2026-05-10")
+	refused("a start date in the future", future, "in the future")
+	if got, err := l.GetAccount(ctx, id); err != nil || got.StartDate != later.StartDate {
+		t.Errorf("stored %+v, %v; want start date %s", got, err, later.StartDate)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -139,19 +140,25 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 			Remove(name(attrStartedAt)).Remove(name(attrRerunRequested))
 		cond := sameClaim(row)
-		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil && !errors.Is(err, errCondition) {
+		_, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
+		switch {
+		case err == nil:
+			if err := l.wakeAfter(ctx, key.AccountID, now); err != nil {
+				return err
+			}
+		case !errors.Is(err, errCondition):
 			return err
 		}
 		return fmt.Errorf("%w: %s: dead claim on its last attempt had a re-run requested; queued it", ErrConflict, key)
 	case row.deadOnLastAttempt(now, l.cfg.MaxAttempts):
 		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
-		upd := expression.Set(name(attrState), val(string(StateFailed))).
+		upd := markStopped(expression.Set(name(attrState), val(string(StateFailed))).
 			Set(name(attrExhausted), val(true)).
 			Set(name(attrLastError), val(msg)).
 			Set(name(attrUpdatedAt), val(fmtTime(now))).
 			Set(name(AttrDueAccount), val(key.AccountID)).
 			Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
-			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt))
+			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)), key)
 		cond := sameClaim(row).And(name(attrStartedAt).AttributeExists())
 		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
 			if errors.Is(err, errCondition) {
@@ -193,9 +200,13 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	case c.Prev.State == StateFailed && !c.Prev.NextAttemptAt.IsZero():
 		at = c.Prev.NextAttemptAt
 	}
+	dk := dueKey(st, c.Day, c.Dataset, at)
+	if st == StatePending && strings.HasPrefix(c.Prev.DueKey, dueScheduled) {
+		dk = scheduledDueKey(c.Day, c.Dataset) // it keeps its place before the backfill
+	}
 	upd := expression.Set(name(attrState), val(string(st))).
 		Set(name(AttrDueAccount), val(c.AccountID)).
-		Set(name(AttrDueKey), val(dueKey(st, c.Day, c.Dataset, at))).
+		Set(name(AttrDueKey), val(dk)).
 		Set(name(attrUpdatedAt), val(fmtTime(now))).
 		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
 	if st == StateFailed {
@@ -220,5 +231,8 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 		}
 		return fmt.Errorf("%w: release %s", ErrClaimLost, c.Key)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return l.wakeAfter(ctx, c.AccountID, at)
 }

@@ -15,16 +15,16 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 )
 
-// errMalformed marks a stored item the ledger cannot read. A value that does
+// ErrMalformed marks a stored item the ledger cannot read. A value that does
 // not parse is an error naming the attribute, the item's key and the value,
 // never a zero value: a lease that read as the zero time would look expired,
 // and the row would be claimed again.
-var errMalformed = errors.New("ledger: malformed item")
+var ErrMalformed = errors.New("ledger: malformed item")
 
 // malformed is the error for attribute attr of item holding value (as
 // stored, already quoted if a string).
 func malformed(item map[string]types.AttributeValue, attr, value string, err error) error {
-	return fmt.Errorf("%w %s/%s: %s %s: %w", errMalformed, avString(item[AttrPK]), avString(item[AttrSK]), attr, value, err)
+	return fmt.Errorf("%w %s/%s: %s %s: %w", ErrMalformed, avString(item[AttrPK]), avString(item[AttrSK]), attr, value, err)
 }
 
 // decodeItem unmarshals item into its stored form T. A value of the wrong
@@ -44,7 +44,7 @@ func decodeItem[T any](item map[string]types.AttributeValue) (T, error) {
 			return rec, malformed(item, a, avText(item[a]), aerr)
 		}
 	}
-	return rec, fmt.Errorf("%w %s/%s: %w", errMalformed, avString(item[AttrPK]), avString(item[AttrSK]), err)
+	return rec, fmt.Errorf("%w %s/%s: %w", ErrMalformed, avString(item[AttrPK]), avString(item[AttrSK]), err)
 }
 
 // avText shows a stored value in an error.

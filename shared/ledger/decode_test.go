@@ -95,7 +95,7 @@ func TestRowFromItemMalformed(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, errMalformed) {
+			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v, want a malformed item (row %+v)", err, row)
 			}
 			key := avString(item[AttrPK]) + "/" + avString(item[AttrSK])
@@ -195,7 +195,7 @@ func TestWatermarkAndAccountMalformed(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatal(err)
-			case tc.want != "" && (!errors.Is(err, errMalformed) || !strings.Contains(err.Error(), tc.want)):
+			case tc.want != "" && (!errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("error %v, want a malformed item naming %s", err, tc.want)
 			}
 		})
@@ -239,7 +239,7 @@ func TestCorruptedRowIsNeverReadAsZero(t *testing.T) {
 			f.must(err)
 
 			err = tc.act(f)
-			if !errors.Is(err, errMalformed) || errors.Is(err, ErrConflict) || errors.Is(err, ErrClaimLost) {
+			if !errors.Is(err, ErrMalformed) || errors.Is(err, ErrConflict) || errors.Is(err, ErrClaimLost) {
 				t.Fatalf("error %v, want a malformed item and no refusal", err)
 			}
 			for _, want := range []string{partitionPK(f.key.AccountID, f.key.Dataset) + "/" + f.key.Day.String(), tc.attr, tc.value} {

@@ -278,5 +278,11 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key Key, generation int
 	if err != nil {
 		return Row{}, err
 	}
-	return readBack("requeue restatement", key, out)
+	row, err := readBack("requeue restatement", key, out)
+	if err != nil {
+		return Row{}, err
+	}
+	// The row is due now: wake the account (after the row, like Requeue); a
+	// failure is ErrWake with the transition recorded.
+	return row, l.wakeAfter(ctx, key.AccountID, l.now())
 }

@@ -311,3 +311,31 @@ func TestStoppedHook(t *testing.T) {
 		t.Fatalf("stop of a dead claim: %+v", s)
 	}
 }
+
+// TestRequeueRestatementWakes: a restatement makes the day due, so it wakes
+// the account like every transition that leaves work due (after the row).
+func TestRequeueRestatementWakes(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	a := putTestAccount(t, l, "a")
+	key := Key{a.ID, "events", day1}
+	now := clk.Now()
+	complete(t, l, key, Result{Rows: 3, Fingerprint: Fingerprint{Value: "f1", At: now, CheckAt: now.Add(time.Hour)}})
+	w, ok := woken(t, l, a.ID, now)
+	if !ok {
+		t.Fatal("new account not woken")
+	}
+	if _, err := l.SetNextWake(ctx, w, now.Add(6*time.Hour), civil.Date{}, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := wakeOf(t, l, a.ID); !at.After(now) {
+		t.Fatalf("wake time %s, want after %s before the restatement", at, now)
+	}
+	if _, err := l.RequeueRestatement(ctx, key, 1, "f1"); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := wakeOf(t, l, a.ID); !ok || at.After(now) {
+		t.Fatalf("after the restatement: wake time %s (in index %v), want %s", at, ok, now)
+	}
+}

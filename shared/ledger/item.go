@@ -20,12 +20,16 @@ const (
 	IndexRestate       = "restate"
 	AttrRestateAccount = "restate_account"
 	AttrRestateKey     = "restate_key"
+	IndexFleet         = "fleet"
+	AttrFleetShard     = "fleet_shard"
+	AttrFleetKey       = "fleet_key"
 )
 
 // Attribute names. Every expression, key map and hand-built item names an
 // attribute through these constants (or the exported Attr* above); the
-// struct tags of rowRecord, accountRecord, watermarkRecord, attemptRecord and
-// seedRecord must spell the same names, which TestAttributeNamesMatchRecords checks.
+// struct tags of rowRecord, accountRecord, watermarkRecord, statsRecord,
+// attemptRecord and seedRecord must spell the same names, which
+// TestAttributeNamesMatchRecords checks.
 const (
 	attrAccountID      = "account_id"
 	attrDataset        = "dataset"
@@ -50,13 +54,19 @@ const (
 	attrReason         = "reason"
 	attrRerunRequested = "rerun_requested"
 	attrUpdatedAt      = "updated_at"
-	attrEnabled        = "enabled"     // account records
-	attrDoc            = "doc"         // account records: JSON of account.Account
-	attrThrough        = "through"     // watermarks: the last materialized day
-	attrAttempt        = "attempt"     // history items: the attempt's number
-	attrOutcome        = "outcome"     // history items: how the attempt ended
-	attrFinishedAt     = "finished_at" // history items
-	attrError          = "error"       // history items: the attempt's error
+	attrEnabled        = "enabled"        // account records
+	attrDoc            = "doc"            // account records: JSON of account.Account
+	attrThrough        = "through"        // watermarks: the last materialized day
+	attrWakeSeq        = "wake_seq"       // account records: bumped by every write of the wake time
+	attrWokenAt        = "woken_at"       // account records: when a writer last woke the account
+	attrClosedThrough  = "closed_through" // account records: every dataset materialized through this day
+	attrExportMS       = "export_ms"      // stats buckets: summed export durations
+	attrExports        = "exports"        // stats buckets: number of exports
+	attrReconciledAt   = "reconciled_at"  // the reconcile marker
+	attrAttempt        = "attempt"        // history items: the attempt's number
+	attrOutcome        = "outcome"        // history items: how the attempt ended
+	attrFinishedAt     = "finished_at"    // history items
+	attrError          = "error"          // history items: the attempt's error
 
 	attrFingerprint   = "fingerprint"     // rows: the source fingerprint the generation was exported with
 	attrFingerprintAt = "fingerprint_at"  // rows: when it was taken
@@ -70,8 +80,8 @@ const (
 	attrSeedRequestID = "seed_request_id" // seed items
 	attrSeedRequestBy = "seed_requested_by"
 
-	// AttrExpiresAt is the table's TTL attribute (epoch seconds); only
-	// history items carry it.
+	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
+	// DynamoDB TTL reads: history items and export-stats buckets carry it.
 	AttrExpiresAt = "expires_at"
 )
 
@@ -87,7 +97,19 @@ const (
 	dueFailed       = "2#"
 	dueRunning      = "3#"
 	dueExhausted    = "9#" // counted by CountExhausted, never read by Due
+	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first (L6)
 	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
+
+	// FleetShards is the number of shards of the fleet index: an account's
+	// wake entry and its stopped partitions live under fleet_shard W#<nn> and
+	// X#<nn>, nn = Shard(account), so no index partition key is hot.
+	FleetShards   = 16
+	fleetWake     = "W#"
+	fleetStopped  = "X#"
+	pkStats       = "STATS"
+	skExports     = "EXPORTS#" // + YYYY-MM-DDTHH: one bucket per hour
+	skReconcile   = "RECONCILE"
+	statsLifetime = 7 * 24 * time.Hour
 )
 
 // rowRecord is the stored form of a partition row.
@@ -119,6 +141,8 @@ type rowRecord struct {
 	UpdatedAt      string `dynamodbav:"updated_at"`
 	DueAccount     string `dynamodbav:"due_account"`
 	DueKey         string `dynamodbav:"due_key"`
+	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and exhausted
+	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and exhausted
 
 	// Late data and reseeds (fingerprint.go, reseed.go).
 	Fingerprint    string `dynamodbav:"fingerprint"`
@@ -131,13 +155,33 @@ type rowRecord struct {
 }
 
 // accountRecord is the stored form of an account (pk=ACCOUNTS, sk=<id>).
+// An enabled account is in the fleet index under fleet_shard=W#<nn> with
+// fleet_key=<wake time>.
 type accountRecord struct {
-	PK        string `dynamodbav:"pk"`
-	SK        string `dynamodbav:"sk"`
-	AccountID string `dynamodbav:"account_id"`
-	Enabled   bool   `dynamodbav:"enabled"`
-	Doc       string `dynamodbav:"doc"`
-	UpdatedAt string `dynamodbav:"updated_at"`
+	PK            string `dynamodbav:"pk"`
+	SK            string `dynamodbav:"sk"`
+	AccountID     string `dynamodbav:"account_id"`
+	Enabled       bool   `dynamodbav:"enabled"`
+	Doc           string `dynamodbav:"doc"`
+	UpdatedAt     string `dynamodbav:"updated_at"`
+	FleetShard    string `dynamodbav:"fleet_shard"`
+	FleetKey      string `dynamodbav:"fleet_key"`
+	WakeSeq       int64  `dynamodbav:"wake_seq"`
+	WokenAt       string `dynamodbav:"woken_at"`
+	ClosedThrough string `dynamodbav:"closed_through"`
+}
+
+// statsRecord is the stored form of an hourly export-stats bucket
+// (pk=STATS, sk=EXPORTS#YYYY-MM-DDTHH) and of the reconcile marker
+// (pk=STATS, sk=RECONCILE).
+type statsRecord struct {
+	PK           string `dynamodbav:"pk"`
+	SK           string `dynamodbav:"sk"`
+	ExportMS     int64  `dynamodbav:"export_ms"`
+	Exports      int64  `dynamodbav:"exports"`
+	ExpiresAt    int64  `dynamodbav:"expires_at"`
+	ReconciledAt string `dynamodbav:"reconciled_at"`
+	UpdatedAt    string `dynamodbav:"updated_at"`
 }
 
 // watermarkRecord is the stored form of a watermark (pk=WM#<account>,
@@ -194,6 +238,17 @@ func partitionPK(account, dataset string) string {
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// scheduledDueKey is the due key of the pending newest closed day of a live
+// account (Materialize with a priority day): Due reads it before every other
+// class, and the sweeper takes every account's before any backfill (L6).
+func scheduledDueKey(day civil.Date, dataset string) string {
+	return dueScheduled + day.String() + "#" + dataset
+}
+
+// stoppedKey is the fleet key of a failed, exhausted row in the stopped
+// shard of its account.
+func stoppedKey(k Key) string { return k.AccountID + "#" + k.Dataset + "#" + k.Day.String() }
 
 func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
 	switch state {

@@ -18,6 +18,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[rowRecord](),
 	reflect.TypeFor[accountRecord](),
 	reflect.TypeFor[watermarkRecord](),
+	reflect.TypeFor[statsRecord](),
 	reflect.TypeFor[attemptRecord](),
 	reflect.TypeFor[seedRecord](),
 }

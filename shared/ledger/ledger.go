@@ -3,10 +3,12 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds four kinds of item:
+// One table (template.yaml, LedgerTable) holds six kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
-//	                                                         account_id, updated_at
+//	                                                         account_id, updated_at, wake_seq,
+//	                                                         woken_at, closed_through,
+//	                                                         fleet_shard, fleet_key (while enabled)
 //	watermark:       pk=WM#<account>       sk=<dataset>      through (last materialized day),
 //	                                                         account_id, dataset, updated_at
 //	partition row:   pk=P#<account>#<ds>   sk=YYYY-MM-DD     account_id, dataset, day, state, attempts,
@@ -15,23 +17,28 @@
 //	                                                         generation, generation_reserved, rows, bytes,
 //	                                                         files, manifest_key, duration_ms, completed_at,
 //	                                                         reason, rerun_requested, updated_at,
-//	                                                         due_account, due_key (while due)
+//	                                                         due_account, due_key (while due),
+//	                                                         fleet_shard, fleet_key (while stopped)
 //	history item:    pk=H#<account>#<ds>#<day>               account_id, dataset, day, attempt, outcome,
 //	                 sk=<started_at>#<attempt>               reason, claimed_at, started_at, finished_at,
 //	                                                         generation, rows, bytes, files, duration_ms,
 //	                                                         manifest_key, error, expires_at (TTL)
+//	export stats:    pk=STATS              sk=EXPORTS#<hour> exports, export_ms, expires_at (TTL), updated_at
+//	                                       sk=RECONCILE      reconciled_at, updated_at
 //
 // A history item records how one attempt ended (history.go); it is written
 // after the transition that ended it (Complete, Fail, or a Claim or
-// ClaimManual that took over a dead started claim), best effort.
+// ClaimManual that took over a dead started claim), best effort. Export
+// stats feed the sweeper's claim budget (stats.go). Both expire through the
+// table's one TTL attribute, expires_at.
 //
 // Code names every attribute through one constant (AttrPK, AttrSK,
 // AttrDueAccount, AttrDueKey and AttrExpiresAt are exported), and a test
-// checks the constants against the struct tags of the four items' stored
-// forms. A stored value that does not parse (a time, a day, a
-// number, a value of the wrong type) is an error naming the attribute, the
-// item's key and the value, never a zero value: a lease read as zero would
-// look expired.
+// checks the constants against the struct tags of the items' stored forms
+// (stats bucket and reconcile marker share one). A stored value that does
+// not parse (a time, a day, a number, a value of the wrong type) is an error
+// naming the attribute, the item's key and the value, never a zero value: a
+// lease read as zero would look expired.
 //
 // # The sparse "due" index (L5)
 //
@@ -40,6 +47,7 @@
 // due_key) holds nothing else, so finding due work never reads completed
 // rows, whatever the size of the ledger:
 //
+//	pending, newest closed day   S#<day>#<dataset>   (MaterializeDays' priority day; read first, L6)
 //	queued                       0#<day>#<dataset>
 //	pending                      1#<day>#<dataset>
 //	failed, attempts left        2#<next_attempt_at>#<day>#<dataset>
@@ -48,14 +56,26 @@
 //	completed                    (no due_account/due_key: not in the index)
 //
 // Times in keys and attributes are RFC 3339 UTC at second precision
-// (2006-01-02T15:04:05Z): fixed width, so string order is time order. Due
-// reads four key ranges per account with key conditions only (no filter):
-// begins_with 0#, begins_with 1#, BETWEEN 2# AND 2#<now>, BETWEEN 3# AND
-// 3#<now> (dead claims), and merges them in SPEC S1 order. It never reads the
-// 9# class: an exhausted row stopped retrying (L1). CountExhausted counts that
-// class (a COUNT Query on begins_with 9#), so "stopped retrying" is a level
-// the sweeper publishes every sweep (O3), and its cost grows with the
-// exhausted rows only.
+// (2006-01-02T15:04:05Z): fixed width, so string order is time order.
+// DueWork (and Due) reads one key range per class with key conditions only
+// (no filter): begins_with S#, 0#, 1#, 2# and 3#, the failed and running
+// classes from their start so that the first row not yet due gives the
+// account's next wake time, and merges them in SPEC S1 order after the
+// scheduled class. It never reads the 9# class: an exhausted row stopped
+// retrying (L1). CountExhausted counts that class for one account (a COUNT
+// Query on begins_with 9#); the sweeper reads the fleet's level of stopped
+// partitions from the fleet index instead (StoppedByAccount), so "stopped
+// retrying" is a level it publishes every sweep (O3) at a cost that grows
+// with the stopped rows only.
+//
+// # The sparse "fleet" index (L6)
+//
+// GSI `fleet` (hash fleet_shard, range fleet_key) holds enabled accounts by
+// wake time (W#<nn> / <wake time>) and stopped partitions (X#<nn> /
+// <account>#<dataset>#<day>), nn = Shard(account) of FleetShards, so a sweep
+// reads the accounts that may have work, and the stopped level, in a fixed
+// number of queries whatever the fleet. wake.go describes who moves the wake
+// time and how no wake-up is lost; stopped.go the stopped entries.
 //
 // # States and transitions (L1, L2)
 //
@@ -72,6 +92,7 @@
 //	NoteCommitted   running (token), generation above
 //	                the stored and the noted one      -> generation_reserved = generation (claims number above it)
 //	                running (token), not above        -> ErrConflict
+//	ExpireClaim     running (token)                   -> lease_until in the past (a claim known dead is reclaimable now)
 //	Release         running (token), not started      -> previous due state (a reclaimed dead claim: failed, due now)
 //	                started                           -> ErrClaimLost (the job got through; row untouched)
 //	Complete        running (token)                   -> completed, generation = res.Generation or +1
@@ -82,6 +103,13 @@
 //	                running (token), rerun_requested  -> queued (manual)
 //	Requeue         anything but a live running claim -> queued (absent rows are created)
 //	                live running claim                -> rerun_requested=true
+//
+// After its row write, every transition that leaves a row due at some time
+// lowers the account's wake time to it (Requeue, ClaimManual, Fail,
+// Complete and Release, and Claim's re-run path; see wake.go); Fail's
+// exhausted branch and Claim's retirement add the row to the stopped shard,
+// Requeue and ClaimManual remove it. Materialize and Claim do not wake: only
+// the sweeper calls them, and it sets the account's next wake time itself.
 //
 // A write guarded by a claim token that no longer matches returns ErrClaimLost.
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
@@ -164,6 +192,10 @@ type Config struct {
 	// after the transition (Fail on the last attempt, or Claim retiring a
 	// dead claim on its last attempt); see stopped.go.
 	Stopped func(ctx context.Context, s Stop)
+	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
+	// backfill, in days before today (L6). Default
+	// envvar.DefaultMaxBackfillDays.
+	MaxBackfillDays int
 }
 
 // LeaseFrom derives the claim lease from the exporter's timeout (a live
@@ -202,6 +234,10 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	cfg.Rand = cmp.Or(cfg.Rand, rand.Reader)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
+	}
+	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
+	if cfg.MaxBackfillDays < 1 {
+		return nil, fmt.Errorf("ledger: max backfill days %d < 1", cfg.MaxBackfillDays)
 	}
 	return &Ledger{db: db, cfg: cfg}, nil
 }
@@ -248,14 +284,15 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 }
 
 // ConfigFromEnv reads the ledger's deployment configuration, the same in
-// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, and the lease from
-// EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3). Problems are
-// collected in r, naming the variable.
+// both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, MAX_BACKFILL_DAYS,
+// and the lease from EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3).
+// Problems are collected in r, naming the variable.
 func ConfigFromEnv(r *envvar.Reader) Config {
 	return Config{
-		Table:       r.String("LEDGER_TABLE"),
-		Lease:       LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin)),
-		MaxAttempts: r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
+		Table:           r.String("LEDGER_TABLE"),
+		Lease:           LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin)),
+		MaxAttempts:     r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
+		MaxBackfillDays: r.MaxBackfillDays(),
 	}
 }
 

@@ -38,6 +38,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
 			Remove(name(attrExhausted))
+		upd = unmarkStopped(upd)
 		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
 			prev := Row{Key: key}
@@ -46,6 +47,11 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 					return Claim{}, err
 				}
 			}
+			// If the manual run dies, a sweep takes the dead claim over at its
+			// lease end. The claim holds and runs now either way, so a failed
+			// wake only delays that takeover to the account's next wake (its
+			// next day close at the latest); it does not fail the claim.
+			_ = l.Wake(ctx, key.AccountID, lease)
 			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
 				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
@@ -114,6 +120,7 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 				Set(name(attrUpdatedAt), val(nowS)).
 				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 				Remove(name(attrExhausted)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
+			upd = unmarkStopped(upd)
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 			if err == nil {
 				queued.Add(1)
@@ -136,5 +143,10 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 		}
 		return fmt.Errorf("%w: requeue %s: row kept changing", ErrConflict, key)
 	})
-	return RequeueResult{Queued: int(queued.Load()), Created: int(created.Load()), RerunRequested: int(rerun.Load())}, err
+	res := RequeueResult{Queued: int(queued.Load()), Created: int(created.Load()), RerunRequested: int(rerun.Load())}
+	if res.Queued > 0 {
+		// Once for the range, after its rows: they are due now.
+		err = errors.Join(err, l.wakeAfter(ctx, accountID, l.now()))
+	}
+	return res, err
 }

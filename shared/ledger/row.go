@@ -147,6 +147,11 @@ func (s ReadStats) Add(o ReadStats) ReadStats {
 	return ReadStats{Queries: s.Queries + o.Queries, Items: s.Items + o.Items, CapacityUnits: s.CapacityUnits + o.CapacityUnits}
 }
 
+// Scheduled reports whether r is in the scheduled class of the due index:
+// the pending newest closed day of a live account, which the sweeper takes
+// before any backfill (L6).
+func (r Row) Scheduled() bool { return strings.HasPrefix(r.DueKey, dueScheduled) }
+
 // nextGeneration is the generation the next run of r commits at least.
 func (r Row) nextGeneration() int64 { return max(r.Generation, r.GenReserved) + 1 }
 

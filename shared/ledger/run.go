@@ -138,8 +138,15 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 	for range 3 {
 		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
+			row, err := readBack("complete", key, out)
+			if err == nil && rerun {
+				// The wake first: a re-run waits for it; the history item
+				// and the export stats after it are best effort.
+				err = l.wakeAfter(ctx, key.AccountID, l.now())
+			}
 			l.noteCompleted(ctx, out)
-			return readBack("complete", key, out)
+			l.recordExport(ctx, res.Duration)
+			return row, err
 		}
 		if !errors.Is(err, errCondition) {
 			return Row{}, err
@@ -213,12 +220,12 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{}))).
 				Remove(name(attrRerunRequested)).Remove(name(attrNextAttemptAt))
 		case attempts >= l.cfg.MaxAttempts:
-			upd = upd.Set(name(attrState), val(string(StateFailed))).
+			upd = markStopped(upd.Set(name(attrState), val(string(StateFailed))).
 				Set(name(attrExhausted), val(true)).
 				Set(name(attrAttempts), val(attempts)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
-				Remove(name(attrNextAttemptAt))
+				Remove(name(attrNextAttemptAt)), key)
 		default:
 			delay, err := l.Backoff(attempts)
 			if err != nil {
@@ -239,8 +246,16 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 		if err != nil {
 			return Row{}, err
 		}
+		row, err = readBack("fail", key, out)
+		switch { // the wake first, the history item after it (best effort)
+		case err != nil:
+		case row.State == StateQueued:
+			err = l.wakeAfter(ctx, key.AccountID, now)
+		case !row.Exhausted:
+			err = l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
+		}
 		l.noteFailed(ctx, out, attempts)
-		return readBack("fail", key, out)
+		return row, err
 	}
 	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)
 }

@@ -1,57 +1,43 @@
 package ledger
 
+// The stopped half of the fleet index. A failed row that stopped retrying
+// (exhausted, due key 9#) also carries fleet_shard=X#<nn> and
+// fleet_key=<account>#<dataset>#<day>, nn = Shard(account); Requeue and
+// ClaimManual, the only ways out of that state, remove them. The sweeper
+// reads the level of stopped partitions of the whole fleet from the
+// FleetShards shards, whatever the number of accounts (O3, L6).
+
 import (
 	"context"
-	"time"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// Stop describes a partition that stopped retrying: it waits, failed and
-// exhausted (the 9# class of the due index), until an operator requeues it.
-type Stop struct {
-	Key
-	// Attempts is the number of attempts it used.
-	Attempts int
-	// Generation is the last committed generation (0: never committed).
-	Generation int64
-	// Reason is why the partition was being exported.
-	Reason Reason
-	// Cause is how the last attempt ended: StopFailed (the exporter recorded
-	// an error) or StopLeaseExpired (the run never finished: its claim lease
-	// expired, and a sweep retired it).
-	Cause string
-	// Error is the last error as recorded in the ledger.
-	Error string
-	At    time.Time
+// markStopped adds the fleet-index attributes of a stopped row to upd.
+func markStopped(upd expression.UpdateBuilder, k Key) expression.UpdateBuilder {
+	return upd.Set(name(AttrFleetShard), val(stoppedShard(Shard(k.AccountID)))).Set(name(AttrFleetKey), val(stoppedKey(k)))
 }
 
-// Causes of a Stop.
-const (
-	StopFailed       = "failed"
-	StopLeaseExpired = "lease_expired"
-)
+// unmarkStopped removes them (harmless on a row that has none).
+func unmarkStopped(upd expression.UpdateBuilder) expression.UpdateBuilder {
+	return upd.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
+}
 
-// notifyStopped tells Config.Stopped of a partition that stopped retrying.
-// Its callers pass the attempt the transition ended: Fail's (only the
-// outcome stopped notifies), or a dead claim's that Claim retired on its
-// last attempt (outcome lease_expired). The hook runs after the transition,
-// with a context that outlives the caller's, and cannot undo it.
-func (l *Ledger) notifyStopped(ctx context.Context, a Attempt, generation int64) {
-	if l.cfg.Stopped == nil {
-		return
-	}
-	cause := ""
-	switch a.Outcome {
-	case OutcomeStopped:
-		cause = StopFailed
-	case OutcomeLeaseExpired:
-		cause = StopLeaseExpired
-	default:
-		return
-	}
-	at := a.FinishedAt
-	if at.IsZero() {
-		at = l.now()
-	}
-	l.cfg.Stopped(context.WithoutCancel(ctx), Stop{Key: a.Key, Attempts: a.Attempt, Generation: generation,
-		Reason: a.Reason, Cause: cause, Error: a.Error, At: at})
+// StoppedByAccount counts the stopped partitions of shard's accounts (failed
+// after MaxAttempts, waiting for a requeue), by account. It reads the
+// stopped rows' index entries only (keys), which are few: each is an alarm.
+func (l *Ledger) StoppedByAccount(ctx context.Context, shard int) (map[string]int, ReadStats, error) {
+	out := map[string]int{}
+	kc := expression.Key(AttrFleetShard).Equal(val(stoppedShard(shard)))
+	stats, err := l.queryPages(ctx, "stopped partitions of "+stoppedShard(shard), IndexFleet, kc, "", 0,
+		func(page *dynamodb.QueryOutput) error {
+			for _, it := range page.Items {
+				acct, _, _ := strings.Cut(avString(it[AttrFleetKey]), "#")
+				out[acct]++
+			}
+			return nil
+		})
+	return out, stats, err
 }

@@ -20,7 +20,19 @@ import (
 // how many it created. The last day of the range is reason scheduled, earlier
 // days backfill. Existing rows are never touched.
 func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error) {
-	days := civil.Range(from, to)
+	return l.materialize(ctx, accountID, dataset, civil.Range(from, to), to, false)
+}
+
+// MaterializeDays creates a pending row for each of days that has none,
+// like Materialize. priority, if among days, is the newest closed day of a
+// live account: it is reason scheduled and goes in the scheduled class of
+// the due index, which Due reads first and the sweeper takes before any
+// backfill (L6); every other day is reason backfill.
+func (l *Ledger) MaterializeDays(ctx context.Context, accountID, dataset string, days []civil.Date, priority civil.Date) (int, error) {
+	return l.materialize(ctx, accountID, dataset, days, priority, !priority.IsZero())
+}
+
+func (l *Ledger) materialize(ctx context.Context, accountID, dataset string, days []civil.Date, scheduled civil.Date, prio bool) (int, error) {
 	for _, d := range days {
 		if err := (Key{accountID, dataset, d}).validate(); err != nil {
 			return 0, err
@@ -29,9 +41,12 @@ func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, fro
 	var created atomic.Int64
 	nowS := fmtTime(l.now())
 	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {
-		reason := ReasonBackfill
-		if d == to {
+		reason, dk := ReasonBackfill, dueKey(StatePending, d, dataset, time.Time{})
+		if d == scheduled {
 			reason = ReasonScheduled
+			if prio {
+				dk = scheduledDueKey(d, dataset)
+			}
 		}
 		item := rowKey(Key{accountID, dataset, d})
 		item[attrAccountID] = s(accountID)
@@ -43,7 +58,7 @@ func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, fro
 		item[attrReason] = s(string(reason))
 		item[attrUpdatedAt] = s(nowS)
 		item[AttrDueAccount] = s(accountID)
-		item[AttrDueKey] = s(dueKey(StatePending, d, dataset, time.Time{}))
+		item[AttrDueKey] = s(dk)
 		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:           aws.String(l.cfg.Table),
 			Item:                item,

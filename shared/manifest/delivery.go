@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -58,11 +59,16 @@ type DeliveredDataset struct {
 }
 
 // MissingDataset is an enabled dataset with no committed partition for the
-// day, and why, in words.
+// day, and why: a Code and a sentence (Reason). Nothing in it comes from an
+// error's text.
 type MissingDataset struct {
 	Name string `json:"name"`
 	// State is the ledger state of the partition ("" when it has no row).
-	State  string `json:"state"`
+	State string `json:"state"`
+	Code  Code   `json:"code"`
+	// Cause is the code of the last failed attempt, for a failed partition
+	// (the same as Code until it stops retrying).
+	Cause  Code   `json:"cause,omitempty"`
 	Reason string `json:"reason"`
 	// Reseed is true while a rebuild of the dataset covers the day.
 	Reseed bool `json:"reseed,omitempty"`
@@ -76,10 +82,12 @@ type PartitionStatus struct {
 	// build's catalog.
 	Dataset *dataset.Dataset
 	// Exists is false when the ledger has no row for the partition.
-	Exists      bool
-	State       string // pending | queued | running | completed | failed
-	Attempts    int
-	Exhausted   bool
+	Exists    bool
+	State     string // pending | queued | running | completed | failed
+	Attempts  int
+	Exhausted bool
+	// LastError is the ledger's error text; only its cause code (CauseOf)
+	// reaches the manifest.
 	LastError   string
 	Generation  int64 // committed generations so far
 	Rows        int64
@@ -128,36 +136,45 @@ func NewDelivery(accountID, day string, statuses []PartitionStatus, now time.Tim
 			})
 			continue
 		}
-		d.DatasetsMissing = append(d.DatasetsMissing, MissingDataset{Name: st.Name, State: st.State, Reason: missingReason(st), Reseed: st.Reseed})
+		m := missing(st)
+		m.Reseed = st.Reseed
+		d.DatasetsMissing = append(d.DatasetsMissing, m)
 	}
 	d.Complete = len(statuses) > 0 && len(d.DatasetsMissing) == 0
 	return d
 }
 
-func missingReason(st PartitionStatus) string {
+func missing(st PartitionStatus) MissingDataset {
+	m := MissingDataset{Name: st.Name, State: st.State}
+	say := func(c Code, extra ...string) MissingDataset {
+		m.Code = c
+		m.Reason = strings.Join(append([]string{c.Sentence()}, extra...), " ")
+		return m
+	}
 	switch {
 	case st.Dataset == nil:
-		return "unknown dataset: not in this daybook's catalog"
+		return say(CodeInternal, "This dataset is not in this deployment's catalog.")
 	case !st.Exists:
-		return "not materialized"
+		return say(CodeNotExportedYet)
 	}
 	switch st.State {
 	case "pending":
-		return "not exported yet"
+		return say(CodeNotExportedYet)
 	case "queued":
 		if st.Generation > 0 {
-			return fmt.Sprintf("queued for re-export (generation %d was delivered before)", st.Generation)
+			return say(CodeQueuedForReexport)
 		}
-		return "not exported yet"
+		return say(CodeNotExportedYet)
 	case "running":
-		return "running"
+		return say(CodeRunning)
 	case "failed":
+		m.Cause = CauseOf(st.LastError)
 		if st.Exhausted {
-			return fmt.Sprintf("stopped retrying after %d attempts: %s", st.Attempts, st.LastError)
+			return say(CodeStoppedRetrying, fmt.Sprintf("Attempts: %d. Last failure:", st.Attempts), m.Cause.Sentence())
 		}
-		return fmt.Sprintf("failed (attempt %d): %s", st.Attempts, st.LastError)
+		return say(m.Cause, fmt.Sprintf("Attempt %d failed; it will be retried automatically.", st.Attempts))
 	}
-	return fmt.Sprintf("ledger state %q", st.State)
+	return say(CodeInternal)
 }
 
 // Equivalent reports whether d and o say the same thing, ignoring UpdatedAt.

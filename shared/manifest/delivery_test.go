@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -25,30 +26,38 @@ func TestNewDelivery(t *testing.T) {
 	completed := PartitionStatus{Name: "events", Dataset: events, Exists: true, State: "completed", Generation: 2,
 		Rows: 10, Files: 1, ManifestKey: "p/v1/events/dt=2026-03-09/_manifest.json", CompletedAt: done, Reason: "manual"}
 
+	const pgErr = "source_unavailable: sql source pgx: query dataset daily_stats day 2026-03-09: failed to connect to `user=daybook_ro database=prod`: 10.1.2.3:5432 (db.internal): dial error"
 	for _, tc := range []struct {
-		name       string
-		st         PartitionStatus
-		wantReason string // "" means delivered
+		name   string
+		st     PartitionStatus
+		code   Code // "" means delivered
+		cause  Code
+		reason string
 	}{
-		{"completed", completed, ""},
-		{"absent", PartitionStatus{Name: "profiles", Dataset: profiles}, "not materialized"},
-		{"pending", PartitionStatus{Name: "profiles", Dataset: profiles, Exists: true, State: "pending"}, "not exported yet"},
-		{"queued first time", PartitionStatus{Name: "profiles", Dataset: profiles, Exists: true, State: "queued"}, "not exported yet"},
+		{"completed", completed, "", "", ""},
+		{"absent", PartitionStatus{Name: "profiles", Dataset: profiles}, CodeNotExportedYet, "", CodeNotExportedYet.Sentence()},
+		{"pending", PartitionStatus{Name: "profiles", Dataset: profiles, Exists: true, State: "pending"}, CodeNotExportedYet, "", CodeNotExportedYet.Sentence()},
+		{"queued first time", PartitionStatus{Name: "profiles", Dataset: profiles, Exists: true, State: "queued"}, CodeNotExportedYet, "", CodeNotExportedYet.Sentence()},
 		{"queued re-export", PartitionStatus{Name: "profiles", Dataset: profiles, Exists: true, State: "queued", Generation: 3},
-			"queued for re-export (generation 3 was delivered before)"},
-		{"running", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "running", Generation: 1}, "running"},
-		{"failed", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 3, LastError: "boom"},
-			"failed (attempt 3): boom"},
-		{"exhausted", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Exhausted: true, LastError: "boom"},
-			"stopped retrying after 6 attempts: boom"},
-		{"unknown dataset", PartitionStatus{Name: "visitors", Exists: true, State: "completed"}, "unknown dataset: not in this daybook's catalog"},
+			CodeQueuedForReexport, "", CodeQueuedForReexport.Sentence()},
+		{"running", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "running", Generation: 1}, CodeRunning, "", CodeRunning.Sentence()},
+		{"failed reading the source", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 3, LastError: pgErr},
+			CodeSourceUnavailable, CodeSourceUnavailable, CodeSourceUnavailable.Sentence() + " Attempt 3 failed; it will be retried automatically."},
+		{"failed with an uncoded error", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 1, LastError: "boom: at 10.0.0.1"},
+			CodeInternal, CodeInternal, CodeInternal.Sentence() + " Attempt 1 failed; it will be retried automatically."},
+		{"dead claim on its last attempt", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Exhausted: true,
+			LastError: "claim lease expired at 2026-03-10T10:00:00Z on attempt 6 of 6"},
+			CodeStoppedRetrying, CodeTimedOut, CodeStoppedRetrying.Sentence() + " Attempts: 6. Last failure: " + CodeTimedOut.Sentence()},
+		{"exhausted", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Exhausted: true, LastError: pgErr},
+			CodeStoppedRetrying, CodeSourceUnavailable, CodeStoppedRetrying.Sentence() + " Attempts: 6. Last failure: " + CodeSourceUnavailable.Sentence()},
+		{"unknown dataset", PartitionStatus{Name: "visitors", Exists: true, State: "completed"}, CodeInternal, "", CodeInternal.Sentence() + " This dataset is not in this deployment's catalog."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := NewDelivery("acct_x", "2026-03-09", []PartitionStatus{tc.st}, now)
 			if d.UpdatedAt != now.UTC() || d.AccountID != "acct_x" || d.Day != "2026-03-09" || d.Contract != "v1" || d.FormatVersion != 1 {
 				t.Errorf("header %+v", d)
 			}
-			if tc.wantReason == "" {
+			if tc.code == "" {
 				if !d.Complete || len(d.DatasetsDelivered) != 1 || len(d.DatasetsMissing) != 0 {
 					t.Fatalf("want delivered: %+v", d)
 				}
@@ -62,8 +71,16 @@ func TestNewDelivery(t *testing.T) {
 			if d.Complete || len(d.DatasetsDelivered) != 0 || len(d.DatasetsMissing) != 1 {
 				t.Fatalf("want missing: %+v", d)
 			}
-			if m := d.DatasetsMissing[0]; m.Reason != tc.wantReason || m.Name != tc.st.Name || m.State != tc.st.State {
-				t.Errorf("missing %+v, want reason %q", m, tc.wantReason)
+			want := MissingDataset{Name: tc.st.Name, State: tc.st.State, Code: tc.code, Cause: tc.cause, Reason: tc.reason}
+			if m := d.DatasetsMissing[0]; m != want {
+				t.Errorf("missing\n got %+v\nwant %+v", m, want)
+			}
+			// Nothing of the raw error reaches the customer's bucket.
+			b, _ := d.Encode()
+			for _, internal := range []string{"daybook_ro", "prod", "10.1.2.3", "db.internal", "boom", "sql source", "10.0.0.1", "lease expired"} {
+				if strings.Contains(string(b), internal) {
+					t.Errorf("delivery manifest holds %q:\n%s", internal, b)
+				}
 			}
 		})
 	}
@@ -118,4 +135,33 @@ func TestNewDelivery(t *testing.T) {
 			t.Error("format_version 9 accepted")
 		}
 	})
+}
+
+func TestCodes(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Codes() {
+		if c.Sentence() == "" || !strings.HasSuffix(c.Sentence(), ".") || seen[string(c)] {
+			t.Errorf("code %q: sentence %q", c, c.Sentence())
+		}
+		seen[string(c)] = true
+	}
+	if len(seen) != len(sentences) {
+		t.Errorf("Codes lists %d codes, %d have sentences", len(seen), len(sentences))
+	}
+	for _, tc := range []struct {
+		lastError string
+		want      Code
+	}{
+		{CauseText(CodeSchemaMismatch, errors.New("dataset events: row 2: ...")), CodeSchemaMismatch},
+		{"destination_denied: put s3://b/k: AccessDenied", CodeDestinationDenied},
+		{"timed_out: context deadline exceeded", CodeTimedOut},
+		{"running: not a cause", CodeInternal},
+		{"claim lease expired at 2026-03-10T10:00:00Z on attempt 6 of 6", CodeTimedOut},
+		{"write data: boom", CodeInternal},
+		{"", CodeInternal},
+	} {
+		if got := CauseOf(tc.lastError); got != tc.want {
+			t.Errorf("CauseOf(%q) = %s, want %s", tc.lastError, got, tc.want)
+		}
+	}
 }

@@ -36,46 +36,28 @@ type Manifest struct {
 	SchemaVersion int    `json:"schema_version"`
 	Day           string `json:"day"`
 	// Partition is what the day means for this dataset (SPEC D4).
-	Partition   string     `json:"partition"`
-	Mode        string     `json:"mode"`
-	Read        string     `json:"read"`
-	Generation  int64      `json:"generation"`
-	RunID       string     `json:"run_id"`
-	Reason      string     `json:"reason"`
-	Attempt     int        `json:"attempt"`
-	Format      string     `json:"format"`
-	Compression string     `json:"compression"`
-	StartedAt   time.Time  `json:"started_at"`
-	FinishedAt  time.Time  `json:"finished_at"`
-	Schema      []Column   `json:"schema"`
-	Files       []File     `json:"files"`
-	Totals      Totals     `json:"totals"`
-	Provenance  Provenance `json:"provenance"`
+	Partition   string    `json:"partition"`
+	Mode        string    `json:"mode"`
+	Read        string    `json:"read"`
+	Generation  int64     `json:"generation"`
+	RunID       string    `json:"run_id"`
+	Reason      string    `json:"reason"`
+	Attempt     int       `json:"attempt"`
+	Format      string    `json:"format"`
+	Compression string    `json:"compression"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+	Schema      []Column  `json:"schema"`
+	Files       []File    `json:"files"`
+	Totals      Totals    `json:"totals"`
+	// Provenance is where the rows came from, as the customer who reads
+	// the manifest may see it: the kind of source, the relation read, the
+	// window (UTC), the snapshot time and the row count; never the source's
+	// name, address, user, query or bound values (see source.Provenance).
+	Provenance source.Provenance `json:"provenance"`
 	// Restatement is set when this generation replaces one whose day
 	// changed in the source after it was exported (see restate.go).
 	Restatement *Restatement `json:"restatement,omitempty"`
-}
-
-// Provenance is where the partition's rows came from, as the customer who
-// reads the manifest may see it: the kind of source, the half-open window
-// of instants read, and how many rows the source returned. The source's
-// name, address, user and query stay out: they are the sender's internals.
-type Provenance struct {
-	// SourceKind is the kind of source read, e.g. "postgres".
-	SourceKind  string    `json:"source_kind"`
-	WindowStart time.Time `json:"window_start"` // inclusive, UTC
-	WindowEnd   time.Time `json:"window_end"`   // exclusive, UTC
-	RowCount    int64     `json:"row_count"`
-	StartedAt   time.Time `json:"started_at"`
-	FinishedAt  time.Time `json:"finished_at"`
-}
-
-// ProvenanceOf keeps what a customer may read of a source's provenance.
-func ProvenanceOf(p source.Provenance) Provenance {
-	return Provenance{
-		SourceKind: p.Dialect, WindowStart: p.WindowStart.UTC(), WindowEnd: p.WindowEnd.UTC(),
-		RowCount: p.RowCount, StartedAt: p.StartedAt.UTC(), FinishedAt: p.FinishedAt.UTC(),
-	}
 }
 
 // Column is one schema column as written.

@@ -24,7 +24,7 @@ import (
 func (s *SQL) pgRows(ctx context.Context, q Query, text string, args []any, bt *batcher) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("sql source %s: dataset %s: connection: %w", s.name, q.Dataset.Name, err)
+		return fmt.Errorf("sql source %s: dataset %s: connection: %w", s.name, q.Dataset.Name, unavailable{err})
 	}
 	ran := false
 	err = conn.Raw(func(dc any) error {
@@ -46,7 +46,7 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 	ds := q.Dataset
 	sd, err := pc.Prepare(ctx, "", text, nil)
 	if err != nil {
-		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, err)
+		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
 	}
 	names := make([]string, len(sd.Fields))
 	for i, f := range sd.Fields {
@@ -57,8 +57,9 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 	}
 	decs := make([]pgDecoder, len(sd.Fields))
 	formats := make([]int16, len(sd.Fields))
+	trustJSON := serverUTF8(pc)
 	for i, f := range sd.Fields {
-		decs[i] = decoderFor(ds.Columns[i].Type, f.DataTypeOID)
+		decs[i] = decoderFor(ds.Columns[i].Type, f.DataTypeOID, trustJSON)
 		formats[i] = pgtype.BinaryFormatCode
 		if decs[i] == pgAsText {
 			formats[i] = pgtype.TextFormatCode
@@ -107,7 +108,7 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 		b.EndRow()
 	}
 	if _, err := rr.Close(); err != nil {
-		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, err)
+		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, unavailable{err})
 	}
 	return nil
 }
@@ -127,15 +128,29 @@ const (
 	pgDate                       // date → date
 	pgTimestamp                  // timestamptz, timestamp (as UTC) → timestamp
 	pgString                     // text, varchar, bpchar, name → string
-	pgJSON                       // json → json (the server checked it)
-	pgJSONB                      // jsonb → json (the server checked it)
-	pgJSONText                   // text → json (checked here)
+	pgJSON                       // json → json (the server checked it; see serverUTF8)
+	pgJSONB                      // jsonb → json (the server checked it; see serverUTF8)
+	pgJSONText                   // text, or json from a server that does not guarantee UTF-8 → json (checked here)
+	pgJSONBText                  // jsonb from a server that does not guarantee UTF-8 → json (checked here)
 	pgNumeric                    // numeric → decimal up to 18 digits
 )
 
+// serverUTF8 reports whether every text the connection receives is valid
+// UTF-8 by the server's guarantee: the database's encoding is UTF8 (the
+// server refuses invalid UTF-8 on input) and so is the connection's (pgx
+// asks for it; nothing is converted on the way). Only then are json and
+// jsonb values trusted unchecked: PostgreSQL validates both as JSON on
+// input, but a SQL_ASCII database stores and returns any bytes above 0x7F
+// unchecked, inside JSON strings too.
+func serverUTF8(pc *pgconn.PgConn) bool {
+	return pc.ParameterStatus("server_encoding") == "UTF8" && pc.ParameterStatus("client_encoding") == "UTF8"
+}
+
 // decoderFor returns the binary decoder of a column of type t whose
-// result has the PostgreSQL type oid, or pgAsText.
-func decoderFor(t dataset.Type, oid uint32) pgDecoder {
+// result has the PostgreSQL type oid, or pgAsText. json and jsonb values
+// are trusted as the server validated them only when trustJSON (see
+// serverUTF8); otherwise they are checked like JSON text.
+func decoderFor(t dataset.Type, oid uint32, trustJSON bool) pgDecoder {
 	switch t.Kind {
 	case dataset.KindBoolean:
 		if oid == pgtype.BoolOID {
@@ -173,8 +188,14 @@ func decoderFor(t dataset.Type, oid uint32) pgDecoder {
 	case dataset.KindJSON:
 		switch oid {
 		case pgtype.JSONOID:
+			if !trustJSON {
+				return pgJSONText
+			}
 			return pgJSON
 		case pgtype.JSONBOID:
+			if !trustJSON {
+				return pgJSONBText
+			}
 			return pgJSONB
 		case pgtype.TextOID, pgtype.VarcharOID:
 			return pgJSONText
@@ -218,12 +239,20 @@ func (d pgDecoder) decode(vec *dataset.Vector, v []byte) string {
 		if len(v) != 4 {
 			return errLength
 		}
-		vec.AppendDouble(float64(math.Float32frombits(binary.BigEndian.Uint32(v))))
+		f := float64(math.Float32frombits(binary.BigEndian.Uint32(v)))
+		if reason := dataset.CheckDouble(f); reason != "" { // 'NaN', 'Infinity', '-Infinity'
+			return reason
+		}
+		vec.AppendDouble(f)
 	case pgFloat8:
 		if len(v) != 8 {
 			return errLength
 		}
-		vec.AppendDouble(math.Float64frombits(binary.BigEndian.Uint64(v)))
+		f := math.Float64frombits(binary.BigEndian.Uint64(v))
+		if reason := dataset.CheckDouble(f); reason != "" { // 'NaN', 'Infinity', '-Infinity'
+			return reason
+		}
+		vec.AppendDouble(f)
 	case pgDate:
 		if len(v) != 4 {
 			return errLength
@@ -259,6 +288,14 @@ func (d pgDecoder) decode(vec *dataset.Vector, v []byte) string {
 			return reason
 		}
 		vec.AppendBytes(v)
+	case pgJSONBText:
+		if len(v) == 0 || v[0] != 1 {
+			return "unknown jsonb binary version"
+		}
+		if reason := dataset.CheckJSONText(v[1:]); reason != "" {
+			return reason
+		}
+		vec.AppendBytes(v[1:])
 	case pgNumeric:
 		n, reason := numericUnscaled(v, vec.Column.Type)
 		if reason != "" {

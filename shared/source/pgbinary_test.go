@@ -1,6 +1,7 @@
 package source
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -52,5 +53,36 @@ func TestNumericUnscaled(t *testing.T) {
 				t.Fatalf("got %d %q, want %d %q", got, reason, tt.want, tt.reason)
 			}
 		})
+	}
+}
+
+// TestDecoderForJSON: json and jsonb skip the JSON check only when the
+// connection guarantees UTF-8; text is always checked.
+func TestDecoderForJSON(t *testing.T) {
+	j := dataset.Type{Kind: dataset.KindJSON}
+	for _, tc := range []struct {
+		oid   uint32
+		trust bool
+		want  pgDecoder
+	}{
+		{pgtype.JSONOID, true, pgJSON},
+		{pgtype.JSONBOID, true, pgJSONB},
+		{pgtype.JSONOID, false, pgJSONText},
+		{pgtype.JSONBOID, false, pgJSONBText},
+		{pgtype.TextOID, true, pgJSONText},
+	} {
+		if got := decoderFor(j, tc.oid, tc.trust); got != tc.want {
+			t.Errorf("decoderFor(json, %d, %v) = %d, want %d", tc.oid, tc.trust, got, tc.want)
+		}
+	}
+	for _, f := range []pgDecoder{pgFloat4, pgFloat8} {
+		vec := &dataset.NewBatch(dataset.Dataset{Columns: []dataset.Column{{Name: "f", Type: dataset.Type{Kind: dataset.KindDouble}}}}, 1).Cols[0]
+		nan := []byte{0x7f, 0xc0, 0, 0}
+		if f == pgFloat8 {
+			nan = []byte{0x7f, 0xf8, 0, 0, 0, 0, 0, 0}
+		}
+		if reason := f.decode(vec, nan); !strings.Contains(reason, "NaN is not a number") || len(vec.Double) != 0 {
+			t.Errorf("decoder %d on NaN: %q, %d values", f, reason, len(vec.Double))
+		}
 	}
 }

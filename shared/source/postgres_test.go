@@ -221,12 +221,12 @@ func newPGSource(t *testing.T, db *sql.DB) *SQL {
 	return src
 }
 
-func checkProvenance(t *testing.T, prov Provenance, ds dataset.Dataset, rows int64, params ...string) {
+func checkProvenance(t *testing.T, prov Provenance, ds dataset.Dataset, rows int64, start, end string) {
 	t.Helper()
-	q, _ := ds.Query("postgres")
-	if prov.Source != "pg" || prov.Dialect != "postgres" || prov.Query != q || prov.RowCount != rows ||
-		!reflect.DeepEqual(prov.Params, params) || prov.StartedAt.IsZero() || prov.FinishedAt.Before(prov.StartedAt) {
-		t.Errorf("provenance = %+v\nwant %d rows, params %q", prov, rows, params)
+	if prov.Source != "postgres" || prov.Relation != ds.Relation || prov.RowCount != rows ||
+		dataset.FormatTimestamp(prov.WindowStart) != start || dataset.FormatTimestamp(prov.WindowEnd) != end ||
+		prov.SnapshotAt.IsZero() || prov.FinishedAt.Before(prov.SnapshotAt) {
+		t.Errorf("provenance = %+v\nwant %d rows, window %s..%s", prov, rows, start, end)
 	}
 }
 
@@ -268,7 +268,7 @@ func TestPostgresEvents(t *testing.T) {
 		{"e_late", "page_view", utc("2026-11-28T18:29:59.999999Z"), utc("2026-11-30T09:59:59.5Z"), nil, "u2", nil, dec(t, "-0.05"), false, json.RawMessage(`[1,"two"]`)},
 	}
 	sameRows(t, ds, rows, want)
-	checkProvenance(t, prov, ds, 4, acct, "2026-11-27T18:30:00.000000Z", "2026-11-28T18:30:00.000000Z")
+	checkProvenance(t, prov, ds, 4, "2026-11-27T18:30:00.000000Z", "2026-11-28T18:30:00.000000Z")
 
 	// The other account sees only its own row, in the UTC day.
 	rows, _, err = collect(t, src, dayQuery(ds, other, time.UTC))
@@ -314,7 +314,7 @@ func TestPostgresProfiles(t *testing.T) {
 		{"p2", utc("2026-11-27T18:30:00Z"), utc("2026-11-27T18:30:00Z"), "p2@example.com", "DE", "free", int64(1), json.RawMessage(`{}`)},
 		{"p1", first, utc("2026-11-28T17:00:00.654321Z"), nil, "IN", nil, int64(42), json.RawMessage(`{"tier":"gold"}`)},
 	})
-	checkProvenance(t, prov, ds, 2, acct, "2026-11-27T18:30:00.000000Z", "2026-11-28T18:30:00.000000Z")
+	checkProvenance(t, prov, ds, 2, "2026-11-27T18:30:00.000000Z", "2026-11-28T18:30:00.000000Z")
 }
 
 func TestPostgresDailyStats(t *testing.T) {
@@ -342,7 +342,7 @@ func TestPostgresDailyStats(t *testing.T) {
 		{day, "views", "", int64(10), 2.5, nil},
 		{day, "views", "DE", int64(3), 0.1, json.RawMessage(`{"w":1.25,"src":"x"}`)},
 	})
-	checkProvenance(t, prov, ds, 3, acct, "2026-11-28", "2026-11-29")
+	checkProvenance(t, prov, ds, 3, "2026-11-27T18:30:00.000000Z", "2026-11-28T18:30:00.000000Z")
 }
 
 // TestPostgresBadRows: a value that does not fit the dataset fails the read
@@ -360,6 +360,8 @@ func TestPostgresBadRows(t *testing.T) {
 	}{
 		{"infinite received_at", false, "received_at", "received_at = 'infinity'", "unparsable timestamp"},
 		{"NaN amount", false, "amount", "amount = 'NaN'", "unparsable decimal at scale 2"},
+		{"NaN value", false, "value", "value = 'NaN'", "NaN is not a number"},
+		{"infinite value", false, "value", "value = '-Infinity'", "infinity is not a number"},
 		{"null event_type", true, "event_type", "event_type = NULL", "null in required column"},
 		{"null received_at", true, "received_at", "received_at = NULL", "null in required column"},
 		{"amount with 3 places", true, "amount", "amount = 12.345", "unparsable decimal at scale 2"},
@@ -400,5 +402,63 @@ func TestPostgresBadRows(t *testing.T) {
 				t.Errorf("fn called %d times, row count %d; want 0 and 1 (the good row read)", calls, prov.RowCount)
 			}
 		})
+	}
+}
+
+// TestPostgresWindow: a row the query should not have returned (here a
+// query that reads an hour too far, as a view or a zone bug could) fails the
+// partition on the binary path too, naming the column, row and value.
+func TestPostgresWindow(t *testing.T) {
+	db := pgDB(t, false)
+	for i, id := range []string{"in", "next day"} {
+		at := utc("2026-11-28T23:30:00Z").Add(time.Duration(i) * time.Hour) // the second is on the next day
+		insertPGEvent(t, db, pgEvent{account: "a", id: id, typ: "page_view", occurred: at, received: at, in: at})
+	}
+	ds := mustDataset(t, "events")
+	ds.Queries = map[string]string{"postgres": strings.Replace(ds.Queries["postgres"], "occurred_at < $3", "occurred_at < $3::timestamptz + interval '1 hour'", 1)}
+	calls := 0
+	prov, err := Rows(context.Background(), newPGSource(t, db), dayQuery(ds, "a", time.UTC), func([]any) error { calls++; return nil })
+	var rowErr *dataset.RowError
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "occurred_at" ||
+		!strings.Contains(err.Error(), `outside the partition's day 2026-11-28 [2026-11-28T00:00:00.000000Z, 2026-11-29T00:00:00.000000Z) (value "2026-11-29T00:30:00.000000Z"`) {
+		t.Fatalf("want row 2's occurred_at refused, got %v", err)
+	}
+	if calls != 0 || prov.RowCount != 1 {
+		t.Errorf("fn called %d times, row count %d; want 0 and 1", calls, prov.RowCount)
+	}
+}
+
+// TestPostgresJSONNotUTF8: json and jsonb are trusted unchecked only from a
+// server that guarantees UTF-8. A SQL_ASCII database stores any byte inside
+// a JSON string; such a value is refused like bad JSON text.
+func TestPostgresJSONNotUTF8(t *testing.T) {
+	srv := postgres(t)
+	name := fmt.Sprintf("ascii%d", pgSeq.Add(1))
+	admin, err := sql.Open("pgx", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	pgExec(t, admin, "CREATE DATABASE "+name+" ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+	t.Cleanup(func() { admin.Exec("DROP DATABASE " + name + " WITH (FORCE)") })
+	db, err := sql.Open("pgx", srv.DSN+" dbname="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ddl, err := dataset.SourceDDL("postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgExec(t, db, ddl)
+	for i, id := range []string{"good", "bad"} {
+		at := utc("2026-11-28T01:00:00Z").Add(time.Duration(i) * time.Hour)
+		insertPGEvent(t, db, pgEvent{account: "a", id: id, typ: "page_view", occurred: at, received: at, in: at, attributes: `{"k":"v"}`})
+	}
+	pgExec(t, db, `UPDATE events SET attributes = E'{"k":"\xff"}'::jsonb WHERE event_id = 'bad'`)
+	_, err = Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return nil })
+	var rowErr *dataset.RowError
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "attributes" || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("want row 2's attributes refused as not UTF-8, got %v", err)
 	}
 }

@@ -42,18 +42,33 @@ func (q Query) Validate() error {
 }
 
 // Provenance records where a partition's rows came from (SPEC F3): the
-// answer to "why does this day have fewer rows than I expected?".
+// answer to "why does this day have fewer rows than I expected?". It is
+// written into the customer's bucket, so it names the kind of source and the
+// relation read, never SQL text, a DSN, a host or a user.
 type Provenance struct {
-	Source      string    `json:"source"`  // e.g. "sqlite:demo.db"; never credentials
-	Dialect     string    `json:"dialect"` // query dialect
-	Query       string    `json:"query"`   // the statement, with placeholders
-	Params      []string  `json:"params"`  // bound values as text, in order
+	Source   string `json:"source"`   // kind of source: "postgres" or "sqlite"
+	Relation string `json:"relation"` // the table or view the rows were read from
+	// WindowStart and WindowEnd are the day's half-open window, in UTC.
 	WindowStart time.Time `json:"window_start"`
 	WindowEnd   time.Time `json:"window_end"`
-	RowCount    int64     `json:"row_count"` // rows read from the source
-	StartedAt   time.Time `json:"started_at"`
-	FinishedAt  time.Time `json:"finished_at"`
+	// SnapshotAt is when the read began: rows that reached the source after
+	// it (late data) are not in this generation.
+	SnapshotAt time.Time `json:"snapshot_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	RowCount   int64     `json:"row_count"` // rows read from the source
 }
+
+// ErrUnavailable is wrapped by every error of a source that could not be
+// read (connection, query, iteration), as opposed to a row that does not fit
+// its schema (dataset.ErrRowMismatch). The error's text stays the driver's,
+// which may name hosts and users: it is for logs and the ledger only.
+var ErrUnavailable = errors.New("source unavailable")
+
+// unavailable marks err as ErrUnavailable without changing its text.
+type unavailable struct{ err error }
+
+func (u unavailable) Error() string   { return u.err.Error() }
+func (u unavailable) Unwrap() []error { return []error{ErrUnavailable, u.err} }
 
 // BatchRows is the most rows a source puts in one batch (a batch also ends
 // at dataset.MaxBatchBytes).
@@ -91,7 +106,10 @@ type RowFunc func(ctx context.Context, q Query, yield func(row []any) error) (Pr
 
 // Batches implements Source.
 func (f RowFunc) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error) {
-	bt := newBatcher(q.Dataset, fn)
+	bt, err := newBatcher(q, fn)
+	if err != nil {
+		return Provenance{}, err
+	}
 	prov, err := f(ctx, q, func(row []any) error {
 		if err := bt.room(); err != nil {
 			return err
@@ -101,20 +119,36 @@ func (f RowFunc) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch)
 	if err == nil {
 		err = bt.flush()
 	}
-	return prov, err
+	return prov.inUTC(), err
 }
 
-// batcher hands a reused batch to fn whenever it fills.
+// inUTC returns p with its instants in UTC, as the bucket carries them.
+func (p Provenance) inUTC() Provenance {
+	p.WindowStart, p.WindowEnd = p.WindowStart.UTC(), p.WindowEnd.UTC()
+	p.SnapshotAt, p.FinishedAt = p.SnapshotAt.UTC(), p.FinishedAt.UTC()
+	return p
+}
+
+// batcher hands a reused batch to fn whenever it fills, after checking the
+// partition column of each of its rows against the day's window.
 type batcher struct {
-	b    *dataset.Batch
-	fn   func(*dataset.Batch) error
-	rows int64 // rows handed on
+	b      *dataset.Batch
+	window *dataset.Window
+	fn     func(*dataset.Batch) error
+	rows   int64 // rows handed on
+	// refused is the partition row number of a row refused by the window
+	// check (0 while none was): the rows before it are the rows read.
+	refused int64
 }
 
-func newBatcher(ds dataset.Dataset, fn func(*dataset.Batch) error) *batcher {
-	b := dataset.NewBatch(ds, BatchRows)
+func newBatcher(q Query, fn func(*dataset.Batch) error) (*batcher, error) {
+	w, err := q.Dataset.Window(q.Day, q.Start, q.End)
+	if err != nil {
+		return nil, err
+	}
+	b := dataset.NewBatch(q.Dataset, BatchRows)
 	b.Reset(1)
-	return &batcher{b: b, fn: fn}
+	return &batcher{b: b, window: w, fn: fn}, nil
 }
 
 // room hands the batch on if it is full, so a row can be added.
@@ -125,12 +159,21 @@ func (bt *batcher) room() error {
 	return bt.flush()
 }
 
-// flush hands on the rows gathered so far. Checks of whole batches (e.g. the
-// partition column against the day window) belong here, before fn.
+// flush hands on the rows gathered so far. It is the one place that sees
+// every row of every batch, whatever the source read them with, so the
+// checks of whole batches live here, before fn: every row's partition
+// column must lie in the day's window (dataset.Window.CheckBatch).
 func (bt *batcher) flush() error {
 	n := bt.b.Len()
 	if n == 0 {
 		return nil
+	}
+	if err := bt.window.CheckBatch(bt.b); err != nil {
+		var rowErr *dataset.RowError
+		if errors.As(err, &rowErr) {
+			bt.refused = rowErr.Row
+		}
+		return err
 	}
 	if err := bt.fn(bt.b); err != nil {
 		return err
@@ -138,6 +181,16 @@ func (bt *batcher) flush() error {
 	bt.rows += int64(n)
 	bt.b.Reset(bt.rows + 1)
 	return nil
+}
+
+// read returns how many rows were read from the source: those handed on
+// and those gathered since, less a row the window check refused and any
+// after it.
+func (bt *batcher) read() int64 {
+	if bt.refused > 0 {
+		return bt.refused - 1
+	}
+	return bt.rows + int64(bt.b.Len())
 }
 
 // SQL is a Source over database/sql. It runs only the dataset's declared
@@ -150,8 +203,8 @@ type SQL struct {
 }
 
 // NewSQL returns a source reading db with the dataset queries of dialect
-// ("sqlite" or "postgres"). name identifies the source in provenance; any
-// password in a URL-shaped name is redacted.
+// ("sqlite" or "postgres"). name identifies the source in errors and logs
+// (never in the bucket); any password in a URL-shaped name is redacted.
 func NewSQL(db *sql.DB, dialect, name string) (*SQL, error) {
 	if db == nil {
 		return nil, errors.New("sql source: nil db")
@@ -164,7 +217,7 @@ func NewSQL(db *sql.DB, dialect, name string) (*SQL, error) {
 	return &SQL{db: db, dialect: dialect, name: redact(name), now: time.Now}, nil
 }
 
-// Name returns the source's provenance name.
+// Name returns the source's name for errors and logs.
 func (s *SQL) Name() string { return s.name }
 
 // redact strips credentials from a DSN-like name so they never reach a
@@ -203,30 +256,27 @@ func (q Query) Params(dialect string) []any {
 // Batches implements Source. A PostgreSQL source opened with pgx's
 // database/sql driver is read with pgx's binary protocol straight into the
 // batch (see pgBatches); any other is scanned through database/sql and
-// coerced (dataset.Batch.AppendCoerced).
+// coerced (dataset.Batch.AppendCoerced). Either way every value is checked
+// against the value model (D1) and every row's partition column against the
+// day's window (batcher.flush), so a row the query should not have returned
+// fails the partition instead of landing in it.
 func (s *SQL) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error) {
-	prov := Provenance{Source: s.name, Dialect: s.dialect, WindowStart: q.Start, WindowEnd: q.End}
+	ds := q.Dataset
+	prov := Provenance{Source: s.dialect, Relation: ds.Relation, WindowStart: q.Start.UTC(), WindowEnd: q.End.UTC()}
 	if err := q.Validate(); err != nil {
 		return prov, err
 	}
-	ds := q.Dataset
 	text, err := ds.Query(s.dialect)
 	if err != nil {
 		return prov, err
 	}
-	prov.Query = text
-	args := q.Params(s.dialect)
-	for _, a := range args {
-		switch v := a.(type) {
-		case time.Time:
-			prov.Params = append(prov.Params, dataset.FormatTimestamp(v))
-		default:
-			prov.Params = append(prov.Params, fmt.Sprint(v))
-		}
+	bt, err := newBatcher(q, fn)
+	if err != nil {
+		return prov, err
 	}
-	prov.StartedAt = s.now().UTC()
+	prov.SnapshotAt = s.now().UTC()
 
-	bt := newBatcher(ds, fn)
+	args := q.Params(s.dialect)
 	read := s.scanRows
 	if s.dialect == dataset.DialectPostgres {
 		read = s.pgRows
@@ -235,7 +285,7 @@ func (s *SQL) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) er
 	if err == nil {
 		err = bt.flush()
 	}
-	prov.RowCount = bt.rows + int64(bt.b.Len())
+	prov.RowCount = bt.read()
 	if err != nil {
 		return prov, err
 	}
@@ -248,13 +298,13 @@ func (s *SQL) scanRows(ctx context.Context, q Query, text string, args []any, bt
 	ds := q.Dataset
 	rows, err := s.db.QueryContext(ctx, text, args...)
 	if err != nil {
-		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, err)
+		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
 	}
 	defer rows.Close()
 
 	cols, err := rows.Columns()
 	if err != nil {
-		return fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, err)
+		return fmt.Errorf("sql source %s: dataset %s: columns: %w", s.name, ds.Name, unavailable{err})
 	}
 	if err := checkColumns(ds, cols); err != nil {
 		return err
@@ -271,14 +321,14 @@ func (s *SQL) scanRows(ctx context.Context, q Query, text string, args []any, bt
 		}
 		clear(row)
 		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len()), err)
+			return fmt.Errorf("sql source %s: dataset %s: scan row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len()), unavailable{err})
 		}
 		if err := bt.b.AppendCoerced(row); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, err)
+		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, unavailable{err})
 	}
 	return nil
 }

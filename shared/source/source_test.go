@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"maps"
+	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,9 +110,27 @@ func TestSQLEvents(t *testing.T) {
 	if j := second[9].(json.RawMessage); string(j) != `{"k":"v"}` {
 		t.Fatalf("attributes = %s", j)
 	}
-	if prov.Source != "sqlite:demo.db" || !strings.Contains(prov.Query, "FROM events") ||
-		prov.Params[0] != acct || prov.Params[1] != "2026-11-28T00:00:00.000000Z" || prov.FinishedAt.IsZero() {
+	if prov.Source != "sqlite" || prov.Relation != "events" || dataset.FormatTimestamp(prov.WindowStart) != "2026-11-28T00:00:00.000000Z" ||
+		dataset.FormatTimestamp(prov.WindowEnd) != "2026-11-29T00:00:00.000000Z" || prov.SnapshotAt.IsZero() || prov.FinishedAt.IsZero() {
 		t.Fatalf("provenance = %+v", prov)
+	}
+	// What reaches the customer's bucket: these fields, and no SQL text,
+	// bound values or source name.
+	b, err := json.Marshal(prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(slices.Sorted(maps.Keys(fields)), ","); got != "finished_at,relation,row_count,snapshot_at,source,window_end,window_start" {
+		t.Errorf("provenance fields %s", got)
+	}
+	for _, internal := range []string{"SELECT", "account_id = ?", "demo.db", acct} {
+		if strings.Contains(string(b), internal) {
+			t.Errorf("provenance %s holds %q", b, internal)
+		}
 	}
 	// The quote in the account id was bound, not spliced: the table is intact.
 	var n int
@@ -156,8 +177,8 @@ func TestSQLProfilesAndStats(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0][0] != day || rows[0][3] != int64(10) || rows[0][4] != 2.5 {
 		t.Fatalf("daily_stats = %v, %v", rows, err)
 	}
-	if prov.Params[1] != "2026-11-28" || prov.Params[2] != "2026-11-29" {
-		t.Fatalf("params = %v", prov.Params)
+	if prov.Relation != "daily_stats" || prov.RowCount != 1 {
+		t.Fatalf("provenance = %+v", prov)
 	}
 }
 
@@ -297,6 +318,13 @@ func TestSQLBadRows(t *testing.T) {
 		{"bad boolean", []any{10, 7}, "is_test", "boolean must be 0 or 1"},
 		{"bad json", []any{11, "{oops"}, "attributes", "invalid json"},
 		{"text in double", []any{8, "abc"}, "value", "unparsable double"},
+		{"NaN in double", []any{8, "NaN"}, "value", "NaN is not a number"},
+		{"infinity in double", []any{8, math.Inf(-1)}, "value", "infinity is not a number"},
+		{"json not UTF-8", []any{11, []byte("{\"k\":\"\xff\"}")}, "attributes", "not valid UTF-8"},
+		// SQLite compares the text: this instant sorts inside the day's
+		// window but is 04:00 on the next day in UTC.
+		{"partition column outside the window", []any{3, "2026-11-28T23:00:00.000000-05:00"}, "occurred_at",
+			`outside the partition's day 2026-11-28 [2026-11-28T00:00:00.000000Z, 2026-11-29T00:00:00.000000Z) (value "2026-11-29T04:00:00.000000Z"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -327,6 +355,24 @@ func TestSQLBadRows(t *testing.T) {
 				t.Errorf("fn called %d times, row count %d; want 0 and 1 (the good row read)", calls, prov.RowCount)
 			}
 		})
+	}
+}
+
+// TestSQLUnavailable: a source that cannot be read is ErrUnavailable, with
+// the driver's text unchanged (for the logs); a bad row is not.
+func TestSQLUnavailable(t *testing.T) {
+	db := openDB(t)
+	insertEvent(t, db, "a", "e1", "2026-11-28T01:00:00.000000Z", 8, "NaN")
+	src, _ := NewSQL(db, "sqlite", "sqlite:demo.db")
+	q := dayQuery(mustDataset(t, "events"), "a", time.UTC)
+	_, err := Rows(context.Background(), src, q, func([]any) error { return nil })
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a bad row: %v", err)
+	}
+	db.Close()
+	_, err = Rows(context.Background(), src, q, func([]any) error { return nil })
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "database is closed") || strings.Contains(err.Error(), ErrUnavailable.Error()) {
+		t.Fatalf("a closed database: %v", err)
 	}
 }
 

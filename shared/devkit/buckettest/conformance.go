@@ -96,6 +96,7 @@ func RunConformance(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"WriterCancel", testWriterCancel},
 		{"WriterAbort", testWriterAbort},
 		{"WriterFailure", testWriterFailure},
+		{"AbortIncomplete", testAbortIncomplete},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, newBackend) })
 	}

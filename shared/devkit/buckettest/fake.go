@@ -50,6 +50,7 @@ type fakeObject struct {
 
 type fakeUpload struct {
 	key   string
+	seq   int        // creation order: uploads of one key list oldest first
 	proto fakeObject // content type, encoding, metadata
 	alg   types.ChecksumAlgorithm
 	typ   types.ChecksumType
@@ -297,6 +298,7 @@ func (f *Fake) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipart
 	id := fmt.Sprintf("fake-upload-%d", f.nextID)
 	b.uploads[id] = &fakeUpload{
 		key:   aws.ToString(in.Key),
+		seq:   f.nextID,
 		proto: fakeObject{contentType: in.ContentType, contentEncoding: in.ContentEncoding, metadata: maps.Clone(in.Metadata)},
 		alg:   in.ChecksumAlgorithm, typ: in.ChecksumType, parts: map[int32]*fakePart{},
 	}
@@ -428,11 +430,46 @@ func (f *Fake) ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUpl
 	if err != nil {
 		return nil, err
 	}
-	out := &s3.ListMultipartUploadsOutput{Bucket: in.Bucket}
-	for _, id := range slices.Sorted(maps.Keys(b.uploads)) {
-		if u := b.uploads[id]; strings.HasPrefix(u.key, aws.ToString(in.Prefix)) {
-			out.Uploads = append(out.Uploads, types.MultipartUpload{Key: aws.String(u.key), UploadId: aws.String(id)})
+	limit := int(aws.ToInt32(in.MaxUploads))
+	if in.MaxUploads == nil || limit > 1000 || limit < 1 {
+		limit = 1000
+	}
+	// S3's order: by key, then oldest first; a page starts after the
+	// (key, upload id) marker, or after every upload of the key marker.
+	type entry struct {
+		id string
+		u  *fakeUpload
+	}
+	var all []entry
+	for id, u := range b.uploads {
+		if strings.HasPrefix(u.key, aws.ToString(in.Prefix)) {
+			all = append(all, entry{id, u})
 		}
+	}
+	slices.SortFunc(all, func(x, y entry) int {
+		if c := strings.Compare(x.u.key, y.u.key); c != 0 {
+			return c
+		}
+		return x.u.seq - y.u.seq
+	})
+	keyMarker, idMarker := aws.ToString(in.KeyMarker), aws.ToString(in.UploadIdMarker)
+	markerSeq := 0
+	if m := b.uploads[idMarker]; m != nil {
+		markerSeq = m.seq
+	}
+	out := &s3.ListMultipartUploadsOutput{Bucket: in.Bucket, Prefix: in.Prefix, KeyMarker: in.KeyMarker, UploadIdMarker: in.UploadIdMarker,
+		MaxUploads: aws.Int32(int32(limit)), IsTruncated: aws.Bool(false)}
+	for _, e := range all {
+		if keyMarker != "" && (e.u.key < keyMarker || e.u.key == keyMarker && (idMarker == "" || e.u.seq <= markerSeq)) {
+			continue
+		}
+		if len(out.Uploads) == limit {
+			out.IsTruncated = aws.Bool(true)
+			last := out.Uploads[limit-1]
+			out.NextKeyMarker, out.NextUploadIdMarker = last.Key, last.UploadId
+			break
+		}
+		out.Uploads = append(out.Uploads, types.MultipartUpload{Key: aws.String(e.u.key), UploadId: aws.String(e.id)})
 	}
 	return out, nil
 }

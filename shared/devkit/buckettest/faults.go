@@ -25,12 +25,14 @@ const (
 	OpUploadPart     Op = "UploadPart"
 	OpComplete       Op = "CompleteMultipartUpload"
 	OpAbortMultipart Op = "AbortMultipartUpload"
+	OpListUploads    Op = "ListMultipartUploads"
 )
 
 // Call is one call as a Hook sees it.
 type Call struct {
 	Op Op
-	// Key is the object key; the prefix for ListObjectsV2; "" for
+	// Key is the object key; the prefix for ListObjectsV2 and
+	// ListMultipartUploads; "" for
 	// DeleteObjects, whose keys are in Keys.
 	Key  string
 	Keys []string
@@ -228,5 +230,11 @@ func (a *faulty) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMul
 func (a *faulty) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, o ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
 	return do(a.f, Call{Op: OpAbortMultipart, Key: aws.ToString(in.Key), UploadID: aws.ToString(in.UploadId), Owner: in.ExpectedBucketOwner}, func() (*s3.AbortMultipartUploadOutput, error) {
 		return a.api.AbortMultipartUpload(ctx, in, o...)
+	})
+}
+
+func (a *faulty) ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput, o ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
+	return do(a.f, Call{Op: OpListUploads, Key: aws.ToString(in.Prefix), Owner: in.ExpectedBucketOwner}, func() (*s3.ListMultipartUploadsOutput, error) {
+		return a.api.ListMultipartUploads(ctx, in, o...)
 	})
 }

@@ -134,7 +134,7 @@ func TestMakePathSkipsAnUnfinishedVenv(t *testing.T) {
 }
 
 func TestBuildTargetsNeedArtifactsDir(t *testing.T) {
-	for _, target := range []string{"build-SweeperFunction", "build-ExporterFunction"} {
+	for _, target := range []string{"build-SweeperFunction", "build-ExporterFunction", "build-ConsoleFunction"} {
 		t.Run(target, func(t *testing.T) {
 			cmd := exec.Command("make", "-s", "-C", root, target)
 			cmd.Env = append(os.Environ(), "ARTIFACTS_DIR=")
@@ -145,6 +145,61 @@ func TestBuildTargetsNeedArtifactsDir(t *testing.T) {
 			dry, err := exec.Command("make", "-n", "-C", root, target, "ARTIFACTS_DIR=/tmp/artifacts").CombinedOutput()
 			if err != nil || !strings.Contains(string(dry), "-o /tmp/artifacts/bootstrap") {
 				t.Errorf("%s with ARTIFACTS_DIR: %v\n%s", target, err, dry)
+			}
+		})
+	}
+}
+
+// TestChromiumTool: `.ci/tools chromium` leaves a working chromium alone,
+// installs a missing one with apt-get, and fails with the command to run
+// when it cannot.
+func TestChromiumTool(t *testing.T) {
+	const works = `echo "Chromium 156.0.0.0"`
+	// apt-get "installs" by writing a chromium next to itself.
+	aptInstalls := func(chromium string) string {
+		return `case "$1" in install) printf '#!/bin/bash\n%s\n' '` + chromium + `' > "$(dirname "$0")/chromium"; chmod +x "$(dirname "$0")/chromium";; esac`
+	}
+	tests := []struct {
+		name    string
+		scripts map[string]string
+		root    bool
+		ok      bool
+		output  string
+	}{
+		{"a working chromium is left alone", map[string]string{"chromium": works, "apt-get": "echo apt-get ran; exit 1"}, true, true, ""},
+		{"a missing chromium is installed", map[string]string{"apt-get": aptInstalls(works)}, true, true, "installed Chromium 156"},
+		{"a broken chromium is reinstalled", map[string]string{"chromium": "exit 1", "apt-get": aptInstalls(works)}, true, true, "installed Chromium 156"},
+		{"apt-get fails", map[string]string{"apt-get": "echo E: no network >&2; exit 100"}, true, false, "could not install chromium; run: apt-get update && apt-get install -y chromium"},
+		{"installed but still not working", map[string]string{"apt-get": aptInstalls("exit 1")}, true, false, "no working chromium is on PATH"},
+		{"not root", map[string]string{"apt-get": aptInstalls(works)}, false, false, "chromium is missing: run as root: apt-get update && apt-get install -y chromium"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scripts := map[string]string{"id": map[bool]string{true: "echo 0", false: "echo 1000"}[tt.root]}
+			for k, v := range tt.scripts {
+				scripts[k] = v
+			}
+			bin := fakeBin(t, scripts)
+			// PATH is this directory alone, so the machine's own chromium
+			// stays out of sight: the few programs the script runs are
+			// linked in.
+			for _, prog := range []string{"bash", "env", "dirname", "chmod", "mktemp", "tail", "rm"} {
+				p, err := exec.LookPath(prog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(p, filepath.Join(bin, prog)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(filepath.Join(root, ".ci/tools"), "chromium")
+			cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir()}
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != tt.ok || !strings.Contains(string(out), tt.output) {
+				t.Errorf("error %v (want ok %v), output lacks %q:\n%s", err, tt.ok, tt.output, out)
+			}
+			if tt.name == "a working chromium is left alone" && strings.Contains(string(out), "apt-get ran") {
+				t.Errorf("apt-get ran although chromium works:\n%s", out)
 			}
 		})
 	}

@@ -41,7 +41,8 @@ const EdgeVariants = 4
 
 // Edge returns EdgeVariants rows of ds with the awkward values of each type:
 // row 0 the minimum-ish values and NULL in every nullable column, row 1 the
-// maximum-ish ones (year 9999, the widest decimals, NaN, escapes and emoji),
+// maximum-ish ones (year 9999, the widest decimals, the smallest double, escapes
+// and emoji),
 // row 2 typical values, row 3 the year 1, negative zero and small negative
 // decimals.
 func Edge(ds dataset.Dataset) [][]any {
@@ -72,7 +73,9 @@ func edge(c dataset.Column, v int) any {
 	case dataset.KindInt64:
 		return []int64{math.MinInt64, math.MaxInt64, 42, 0}[v]
 	case dataset.KindDouble:
-		return []float64{math.Inf(-1), math.NaN(), 0.1, math.Copysign(0, -1)}[v]
+		// The extremes of the finite doubles: NaN and infinities are not in
+		// the value model (dataset.CheckDouble), so no source hands them on.
+		return []float64{-math.MaxFloat64, math.SmallestNonzeroFloat64, 0.1, math.Copysign(0, -1)}[v]
 	case dataset.KindDecimal:
 		// The widest values the declared precision allows, a typical one and
 		// the smallest negative one.

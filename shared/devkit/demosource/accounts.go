@@ -3,6 +3,7 @@ package demosource
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
@@ -113,7 +115,7 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 			},
 			CreatedAt: opts.Now.Truncate(time.Second),
 		}
-		if err := a.ValidateShape(); err != nil {
+		if err := errors.Join(a.ValidateShape(), a.ValidateStart(opts.Now, envvar.DefaultMaxBackfillDays)); err != nil {
 			return nil, fmt.Errorf("demosource: account %d: %w", i+1, err)
 		}
 		out[i] = a

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
@@ -180,7 +182,7 @@ func TestAccounts(t *testing.T) {
 	names, _ := dataset.Names()
 	ids := map[string]bool{}
 	for i, a := range d.Accounts {
-		if err := a.ValidateShape(); err != nil {
+		if err := errors.Join(a.ValidateShape(), a.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
 			t.Errorf("account %d: %v", i+1, err)
 		}
 		ids[a.ID] = true
@@ -233,7 +235,7 @@ func TestAccounts(t *testing.T) {
 		if err := dec.Decode(&got); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		if err := got.ValidateShape(); err != nil {
+		if err := errors.Join(got.ValidateShape(), got.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 		want, _ := json.Marshal(d.Accounts[i])

@@ -1,7 +1,8 @@
 // Package eventsource does locally what EventBridge Scheduler and the SQS
-// event source mapping do in AWS: it invokes the sweeper on a schedule, and
-// receives batches from the jobs queue, invokes the exporter with an
-// SQSEvent, deletes the messages it reports done and leaves the reported
+// event source mappings do in AWS: it invokes the sweeper on a schedule,
+// runs the sweeper on the shard messages a large sweep fans out to the sweep
+// queue, and receives batches from the jobs queue, invokes the exporter with
+// an SQSEvent, deletes the messages it reports done and leaves the reported
 // failures for redelivery. The functions are the real bootstrap binaries
 // under the Lambda Runtime Interface Emulator.
 package eventsource
@@ -48,6 +49,11 @@ type Driver struct {
 	QueueURL string
 	QueueARN string
 	Region   string
+	// SweepQueueURL and SweepQueueARN, if set, are the sweeper's fan-out
+	// queue: after each sweep the driver runs the sweeper on its messages,
+	// one per invocation, as the sweeper's event source does.
+	SweepQueueURL string
+	SweepQueueARN string
 	// BatchSize is the event source mapping's batch size (template: 1).
 	BatchSize int
 	// RedeliverFailures makes reported failures visible again at once, as
@@ -183,6 +189,9 @@ func (d *Driver) Run(ctx context.Context, now func() time.Time, maxSweeps int) (
 		p.Sweeps++
 		p.Claimed += s.Claimed
 		p.LastSweep = s
+		if err := d.RunShards(ctx); err != nil {
+			return p, err
+		}
 		before := p.Messages
 		if err := d.Drain(ctx, &p); err != nil {
 			return p, err
@@ -192,4 +201,46 @@ func (d *Driver) Run(ctx context.Context, now func() time.Time, maxSweeps int) (
 		}
 	}
 	return p, fmt.Errorf("still due work after %d sweeps", maxSweeps)
+}
+
+// RunShards runs the sweeper on every message of the sweep queue, one per
+// invocation, and deletes the messages it does not report failed (a failed
+// one goes to the dead-letter queue in AWS; here it stays hidden for the
+// queue's visibility timeout). Without SweepQueueURL it does nothing.
+func (d *Driver) RunShards(ctx context.Context) error {
+	if d.SweepQueueURL == "" {
+		return nil
+	}
+	for {
+		out, err := d.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(d.SweepQueueURL), MaxNumberOfMessages: 1})
+		if err != nil {
+			return fmt.Errorf("receive shard message: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			return nil
+		}
+		m := out.Messages[0]
+		payload, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{
+			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+			EventSource: "aws:sqs", EventSourceARN: d.SweepQueueARN, AWSRegion: d.Region,
+		}}})
+		if err != nil {
+			return err
+		}
+		resp, err := d.Sweeper.Invoke(ctx, payload)
+		if err != nil {
+			return fmt.Errorf("sweeper on a shard message: %w", err)
+		}
+		var r events.SQSEventResponse
+		if err := json.Unmarshal(resp, &r); err != nil {
+			return fmt.Errorf("sweeper response %q: %w", resp, err)
+		}
+		if len(r.BatchItemFailures) > 0 {
+			continue
+		}
+		if _, err := d.Queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(d.SweepQueueURL),
+			Entries: []sqstypes.DeleteMessageBatchRequestEntry{{Id: aws.String("0"), ReceiptHandle: m.ReceiptHandle}}}); err != nil {
+			return fmt.Errorf("delete shard message: %w", err)
+		}
+	}
 }

@@ -1,7 +1,8 @@
 // Package leakcheck is test support: it scans what daybook writes into a
 // customer's bucket for details internal to the sender that a customer must
 // never read there: the source queries and the source-only tables and
-// columns they read (from the dataset catalog), requirement ids, AWS account
+// columns they read (from the dataset catalog; a dataset's declared
+// relation is public, as provenance names it), requirement ids, AWS account
 // ids, and any strings a test adds (a source's name, host, user, database).
 package leakcheck
 
@@ -37,7 +38,9 @@ var internals = sync.OnceValues(func() ([]string, error) {
 	}
 	public := map[string]bool{"account_id": true} // the manifests name the customer's own account
 	for _, ds := range cat {
-		public[ds.Name] = true
+		// A dataset's declared relation is published: a partition's
+		// provenance names the table or view it was read from.
+		public[ds.Name], public[ds.Relation] = true, true
 		for _, c := range ds.Columns {
 			public[c.Name] = true
 		}

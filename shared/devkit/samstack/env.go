@@ -63,9 +63,10 @@ func ReadEnvFile(path string) (map[string]map[string]string, error) {
 	return env, nil
 }
 
-// Up deploys the template like Deploy and then disables the exporter's SQS
-// trigger (see DisableEventSourceMappings): the local stack as `make
-// local-up`, the demo and the integration tests use it.
+// Up deploys the template like Deploy and then disables the SQS triggers of
+// the exporter (jobs queue) and the sweeper (sweep queue) (see
+// DisableEventSourceMappings): the local stack as `make local-up`, the demo
+// and the integration tests use it.
 func Up(ctx context.Context, cfg aws.Config, templatePath, stage string, params map[string]string) (*Stack, error) {
 	all := map[string]string{"Stage": stage}
 	for k, v := range params {
@@ -75,8 +76,10 @@ func Up(ctx context.Context, cfg aws.Config, templatePath, stage string, params 
 	if err != nil {
 		return nil, err
 	}
-	if err := DisableEventSourceMappings(ctx, cfg, st.Outputs["ExporterFunctionName"]); err != nil {
-		return nil, err
+	for _, fn := range []string{"ExporterFunctionName", "SweeperFunctionName"} {
+		if err := DisableEventSourceMappings(ctx, cfg, st.Outputs[fn]); err != nil {
+			return nil, err
+		}
 	}
 	return st, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
@@ -65,8 +66,14 @@ type Stack struct {
 
 // Deploy translates the template and creates (or replaces) stackName in the
 // emulator cfg points at. params are CloudFormation parameter overrides.
+// Function URLs, which moto's CloudFormation does not create, are created
+// with the Lambda API after the stack (motogaps.go).
 func Deploy(ctx context.Context, cfg aws.Config, templatePath, stackName string, params map[string]string) (*Stack, error) {
 	body, err := Translate(ctx, templatePath, cfg.Region)
+	if err != nil {
+		return nil, err
+	}
+	body, urls, err := withoutFunctionURLs(body)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +110,14 @@ func Deploy(ctx context.Context, cfg aws.Config, templatePath, stackName string,
 	if _, err := cf.CreateStack(ctx, in); err != nil {
 		return nil, fmt.Errorf("create stack %s: %w", stackName, err)
 	}
-	return waitStack(ctx, cf, stackName)
+	st, err := waitStack(ctx, cf, stackName)
+	if err != nil {
+		return nil, err
+	}
+	if err := createFunctionURLs(ctx, lambda.NewFromConfig(cfg), st, urls); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 func putPlaceholders(ctx context.Context, cfg aws.Config, resources map[string]struct {

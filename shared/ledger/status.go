@@ -2,7 +2,8 @@ package ledger
 
 // Reads and deletions for operators (`daybook status`, `daybook account
 // delete`). None of them is on the sweep's path: the sweep's costs are in
-// Due and CountExhausted.
+// the fleet index (WokenAccounts, StoppedByAccount, wake.go and stopped.go)
+// and DueWork.
 
 import (
 	"context"

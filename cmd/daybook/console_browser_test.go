@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/daybook-dev/daybook/shared/console/ops"
+)
+
+// screenshotDir is where the browser test leaves a screenshot of each page
+// (.local/ is git-ignored).
+const screenshotDir = "../../.local/console-screenshots"
+
+// chromium finds the browser the console's browser test drives. Without it
+// the test fails: `make tools` installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium is missing: the console's browser test drives headless Chromium; install it with `make tools` " +
+		"(as root it runs: apt-get update && apt-get install -y chromium)")
+	return ""
+}
+
+// browser starts headless Chromium with a fresh profile and no network
+// but the console's.
+func browser(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	alloc, cancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 1000),
+	)
+	t.Cleanup(cancel)
+	bctx, bcancel := chromedp.NewContext(alloc)
+	t.Cleanup(bcancel)
+	return bctx
+}
+
+// startConsole runs `daybook console` on a free port and returns its URL;
+// it stops when the test ends.
+func startConsole(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	var stderr strings.Builder
+	a := newApp(pw, &stderr)
+	done := make(chan int, 1)
+	go func() {
+		done <- a.execute(ctx, append([]string{"console", "--listen", "127.0.0.1:0"}, args...))
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("daybook console: exit %d\n%s", code, stderr.String())
+		}
+	})
+	lines := bufio.NewScanner(pr)
+	if !lines.Scan() {
+		t.Fatalf("daybook console printed nothing:\n%s", stderr.String())
+	}
+	go io.Copy(io.Discard, pr) // the shutdown line
+	m := regexp.MustCompile(`daybook console on (http://\S+/) `).FindStringSubmatch(lines.Text())
+	if m == nil {
+		t.Fatalf("daybook console said %q", lines.Text())
+	}
+	return strings.TrimSuffix(m[1], "/")
+}
+
+// shot writes a screenshot of the whole page to screenshotDir/name.png.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 is a PNG
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// TestConsoleInABrowser drives the console in headless Chromium against a
+// local stack after a small export: the heatmap shows the exported days
+// completed, and a re-export clicked through its confirmation raises the
+// day's generation once the exporter has run.
+func TestConsoleInABrowser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bctx := browser(t, ctx)
+	l, _ := startLocal(t, ctx, "consoletest")
+	l.cli("local", "drain", "--sweep", "--dir", l.dir)
+
+	var st ops.AccountDays
+	if err := json.Unmarshal([]byte(l.cli("status", "--account", LocalAccountID, "--dataset", "events", "--env-file", l.env, "-o", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	var exported []string
+	for _, d := range st.Datasets[0].Days {
+		if d.State == ops.Completed && d.Generation == 1 {
+			exported = append(exported, d.Day)
+		}
+	}
+	if len(exported) < 3 {
+		t.Fatalf("the local drain exported %d days of events: %+v", len(exported), st.Datasets[0].Days)
+	}
+	day := exported[len(exported)-2]
+	base := startConsole(t, ctx, "--env-file", l.env)
+
+	// The fleet: the local account, nothing failed.
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval[int](t, bctx, `document.querySelectorAll('table.fleet tbody tr').length`); rows != 1 {
+		t.Errorf("fleet rows %d, want the local account", rows)
+	}
+	if h := eval[string](t, bctx, `document.querySelector('.health').textContent`); !strings.Contains(h, "ok") {
+		t.Errorf("the local account's health %q after a clean export", h)
+	}
+	shot(t, bctx, "fleet")
+
+	// The account: every exported day a completed cell.
+	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`a[href="/accounts/`+LocalAccountID+`"]`))); err != nil {
+		t.Fatal(err)
+	}
+	completed := eval[[]string](t, bctx, `Array.from(document.querySelectorAll('[aria-label="events, one cell a day"] a.hm-cell.p-completed')).map(a => a.getAttribute('href').split('/').pop())`)
+	if strings.Join(completed, " ") != strings.Join(exported, " ") {
+		t.Errorf("completed cells %v, want the exported days %v", completed, exported)
+	}
+	title := eval[string](t, bctx, fmt.Sprintf(`document.querySelector('a.hm-cell[href$="/events/%s"]').title`, day))
+	if !strings.Contains(title, "events "+day+": completed · generation 1 · ") || !strings.Contains(title, "rows") {
+		t.Errorf("the cell's title %q", title)
+	}
+	shot(t, bctx, "account")
+
+	// The keyboard: the heatmap is one tab stop, and the arrow keys move
+	// between days (the script), each with a visible focus.
+	focused := func() string {
+		return eval[string](t, bctx, `document.activeElement.getAttribute('href') || document.activeElement.tagName`)
+	}
+	if err := chromedp.Do(bctx, chromedp.Focus(chromedp.CSS(fmt.Sprintf(`a.hm-cell[href$="/events/%s"]`, day))), chromedp.KeyEvent(kb.ArrowLeft)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := focused(), exported[len(exported)-3]; !strings.HasSuffix(got, "/events/"+want) {
+		t.Errorf("ArrowLeft from %s focused %s, want %s", day, got, want)
+	}
+	if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.ArrowDown)); err != nil {
+		t.Fatal(err)
+	}
+	if got := focused(); !strings.HasSuffix(got, "/profiles/"+exported[len(exported)-3]) {
+		t.Errorf("ArrowDown focused %s, want the profiles cell of the same day", got)
+	}
+	if o := eval[string](t, bctx, `getComputedStyle(document.activeElement).outlineStyle`); o == "none" {
+		t.Error("the focused cell has no visible outline")
+	}
+
+	// The partition: one click on its cell.
+	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a.hm-cell[href$="/events/%s"]`, day)))); err != nil {
+		t.Fatal(err)
+	}
+	body := eval[string](t, bctx, `document.querySelector('main').innerText`)
+	for _, want := range []string{"completed, generation 1", "_SUCCESS names generation 1", "/v1/events/dt=" + day + "/_manifest.json", "part-00000.parquet", "The day is"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("partition page lacks %q:\n%s", want, body)
+		}
+	}
+	shot(t, bctx, "partition")
+
+	// Re-export it: the confirmation page, then its button.
+	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`a[href^="/actions/reexport?"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if h := eval[string](t, bctx, `document.querySelector('h1').innerText`); !strings.HasPrefix(h, "Re-export events of Local demo account, "+day+" (1 day)?") {
+		t.Errorf("confirmation heading %q", h)
+	}
+	shot(t, bctx, "confirm")
+	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`form[method="post"] button[type="submit"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if h := eval[string](t, bctx, `document.querySelector('h1').innerText`); h != "Sent 1 re-export request for events of "+LocalAccountID {
+		t.Errorf("result heading %q", h)
+	}
+	shot(t, bctx, "done")
+
+	// The exporter takes the request; the generation goes up.
+	l.cli("local", "drain", "--dir", l.dir)
+	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/accounts/%s/partitions/events/%s", base, LocalAccountID, day))); err != nil {
+		t.Fatal(err)
+	}
+	body = eval[string](t, bctx, `document.querySelector('main').innerText`)
+	for _, want := range []string{"completed, generation 2", "_SUCCESS names generation 2", "manual"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("after the re-export the partition page lacks %q:\n%s", want, body)
+		}
+	}
+	if n := eval[int](t, bctx, `document.querySelectorAll('table.attempts tbody tr').length`); n != 2 {
+		t.Errorf("%d attempts listed, want the first export and the re-export", n)
+	}
+	shot(t, bctx, "partition-reexported")
+	var h ops.PartitionHistory
+	if err := json.Unmarshal([]byte(l.cli("history", "--account", LocalAccountID, "--dataset", "events", "--day", day, "--env-file", l.env, "-o", "json")), &h); err != nil ||
+		h.Current == nil || h.Current.Generation != 2 || !strings.HasPrefix(h.Attempts[len(h.Attempts)-1].Reason, "manual") {
+		t.Errorf("the ledger after the re-export: %+v (%v)", h, err)
+	}
+}

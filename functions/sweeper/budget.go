@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// Capacity describes the exporters the claim budget follows (L6).
+type Capacity struct {
+	// ExporterConcurrency is the most exporters running at once (the jobs
+	// event source's maximum concurrency).
+	ExporterConcurrency int
+	// ExporterTimeout is the exporter's timeout: the export duration assumed
+	// until enough exports were recorded.
+	ExporterTimeout time.Duration
+	// Interval is the time between scheduled sweeps; Lease the claim lease.
+	Interval, Lease time.Duration
+	// MinSamples is how many recorded exports make a mean (default 5).
+	MinSamples int64
+}
+
+// Budget returns how many rows a sweep may claim, given the mean export
+// duration (zero: unknown) and the jobs already waiting or running:
+//
+//	horizon  = min(Interval, Lease)
+//	capacity = ExporterConcurrency × horizon / mean      (mean: ExporterTimeout if unknown)
+//	budget   = min(perSweepCap, max(0, capacity − waiting))
+//
+// Every job claimed can then start before the next sweep claims more and
+// before its lease ends: the queue never holds more than the exporters can
+// run in time, and a job never waits so long that its claim is taken over.
+func (c Capacity) Budget(mean time.Duration, waiting, perSweepCap int) int {
+	if mean <= 0 {
+		mean = c.ExporterTimeout
+	}
+	mean = max(mean, time.Second)
+	horizon := min(c.Interval, c.Lease)
+	capacity := int64(c.ExporterConcurrency) * int64(horizon) / int64(mean)
+	return int(max(0, min(int64(perSweepCap), capacity-int64(waiting))))
+}
+
+// budget is the sweep's claim budget: PerSweepCap without a capacity model,
+// else Capacity.Budget with the exports recorded in the ledger and the jobs
+// queue's depth. When the depth cannot be read it is 0: better a sweep that
+// claims nothing than one that floods the queue.
+func (s *Sweeper) budget(ctx context.Context, stats ledger.FleetStats) (int, error) {
+	c := s.Config.Capacity
+	if c == nil {
+		return s.Config.PerSweepCap, nil
+	}
+	mean, ok := stats.MeanExport(cmpOr(c.MinSamples, 5))
+	if !ok {
+		mean = 0
+	}
+	waiting, err := s.queueDepth(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("claim budget: %w", err)
+	}
+	b := c.Budget(mean, waiting, s.Config.PerSweepCap)
+	s.log().Info("claim budget", "budget", b, "exporter_concurrency", c.ExporterConcurrency,
+		"mean_export_ms", mean.Milliseconds(), "exports_sampled", stats.Exports, "waiting_jobs", waiting,
+		"horizon_s", min(c.Interval, c.Lease).Seconds(), "per_sweep_cap", s.Config.PerSweepCap)
+	return b, nil
+}
+
+// queueDepth returns the jobs queue's messages waiting, in flight and delayed.
+func (s *Sweeper) queueDepth(ctx context.Context) (int, error) {
+	names := []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	}
+	out, err := s.Queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.Config.QueueURL), AttributeNames: names})
+	if err != nil {
+		return 0, fmt.Errorf("jobs queue depth: %w", err)
+	}
+	total := 0
+	for _, n := range names {
+		v, err := strconv.Atoi(out.Attributes[string(n)])
+		if err != nil {
+			return 0, fmt.Errorf("jobs queue %s=%q: %w", n, out.Attributes[string(n)], err)
+		}
+		total += v
+	}
+	return total, nil
+}
+
+func cmpOr(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
+}

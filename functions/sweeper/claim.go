@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// rotation picks the account the round-robin starts from: it moves every
+// minute, so an account late in the list is not always last when the
+// budget is smaller than the work.
+func rotation(now time.Time, n int) int {
+	if n == 0 {
+		return 0
+	}
+	return int(now.Unix()/60) % n
+}
+
+// selectRows picks up to limit rows across accounts: every account's
+// scheduled rows (its newest closed day) first, round-robin, then the rest
+// round-robin (L6). Each account's queue keeps its order (S1), so its oldest
+// due work goes first among the rest.
+func selectRows(queues [][]ledger.Row, limit, start int) []ledger.Row {
+	sched := make([][]ledger.Row, len(queues))
+	rest := make([][]ledger.Row, len(queues))
+	for i, q := range queues {
+		n := 0
+		for n < len(q) && q[n].Scheduled() {
+			n++
+		}
+		sched[i], rest[i] = q[:n], q[n:]
+	}
+	out := roundRobin(sched, limit, start)
+	return append(out, roundRobin(rest, limit-len(out), start)...)
+}
+
+// roundRobin takes one row from each account in turn, starting at start,
+// until limit rows are taken or every queue is empty.
+func roundRobin(queues [][]ledger.Row, limit, start int) []ledger.Row {
+	var out []ledger.Row
+	for depth := 0; len(out) < limit; depth++ {
+		took := false
+		for i := range queues {
+			q := queues[(start+i)%len(queues)]
+			if depth < len(q) && len(out) < limit {
+				out = append(out, q[depth])
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return out
+}
+
+// claimReason is the reason a due row is claimed with: failed rows and dead
+// claims are retries; queued and pending rows keep their stored reason.
+func claimReason(r ledger.Row) ledger.Reason {
+	switch r.State {
+	case ledger.StateFailed, ledger.StateRunning:
+		return ledger.ReasonRetry
+	}
+	return ""
+}
+
+// claimError is a claim that failed for a reason other than a lost race.
+type claimError struct {
+	key ledger.Key
+	err error
+}
+
+// claim claims rows concurrently and returns the claims in the rows' order.
+func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger.Claim, skipped, retired int, errs []claimError) {
+	results := make([]*ledger.Claim, len(rows))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, orDefault(s.Config.ClaimConcurrency, 32))
+	for i, r := range rows {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c, err := s.Ledger.Claim(ctx, r.Key, claimReason(r))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				results[i] = &c
+			case errors.Is(err, ledger.ErrExhausted):
+				retired++
+				s.log().Warn("partition exhausted its attempts", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
+			case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
+				skipped++ // another sweep or a manual run got there first
+			default:
+				errs = append(errs, claimError{r.Key, fmt.Errorf("claim %s: %w", r.Key, err)})
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range results {
+		if c != nil {
+			claims = append(claims, *c)
+		}
+	}
+	return claims, skipped, retired, errs
+}
+
+// JobFor returns the job message of a claim.
+func JobFor(c ledger.Claim) Job {
+	return Job{Kind: JobKind, AccountID: c.AccountID, Dataset: c.Dataset, Day: c.Day.String(),
+		ClaimToken: c.Token, Attempt: c.Attempt, Generation: c.Generation, Reason: string(c.Reason)}
+}
+
+// send enqueues claims in batches of 10, in order, and releases every claim
+// whose message was not accepted. SQS may report an error for a message it
+// did accept (a timeout, a lost response): if an exporter already started
+// that job, the ledger refuses the release (ErrClaimLost) and the job counts
+// as sent, not released. unsent holds the claims whose job is not in the
+// queue.
+func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, released int, unsent map[ledger.Key]bool, errs []error) {
+	unsent = map[ledger.Key]bool{}
+	for start := 0; start < len(claims); start += 10 {
+		n, r, u, e := s.sendBatch(ctx, claims[start:min(start+10, len(claims))])
+		sent, released, errs = sent+n, released+r, append(errs, e...)
+		for _, k := range u {
+			unsent[k] = true
+		}
+	}
+	return sent, released, unsent, errs
+}
+
+func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, released int, unsent []ledger.Key, errs []error) {
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.Config.QueueURL)}
+	for i, c := range batch {
+		body, err := json.Marshal(JobFor(c))
+		if err != nil {
+			return 0, 0, nil, []error{err}
+		}
+		in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body))})
+	}
+	failed := map[int]string{}
+	out, err := s.SQS.SendMessageBatch(ctx, in)
+	if err != nil {
+		for i := range batch {
+			failed[i] = err.Error()
+		}
+	} else {
+		for _, f := range out.Failed {
+			i, convErr := strconv.Atoi(aws.ToString(f.Id))
+			if convErr != nil || i < 0 || i >= len(batch) {
+				continue
+			}
+			failed[i] = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
+		}
+		// An entry neither successful nor failed was not sent either.
+		ok := map[string]bool{}
+		for _, e := range out.Successful {
+			ok[aws.ToString(e.Id)] = true
+		}
+		for i := range batch {
+			if _, isFailed := failed[i]; !isFailed && !ok[strconv.Itoa(i)] {
+				failed[i] = "no result for entry"
+			}
+		}
+	}
+	sent = len(batch) - len(failed)
+	for i, why := range failed {
+		c := batch[i]
+		// A fresh context: the claim must go back even if ctx is ending.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := s.Ledger.Release(rctx, c)
+		cancel()
+		switch {
+		case err == nil || errors.Is(err, ledger.ErrWake):
+			released++
+			unsent = append(unsent, c.Key)
+			errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why))
+			if err != nil {
+				errs = append(errs, err)
+			}
+		case errors.Is(err, ledger.ErrClaimLost):
+			// The job got through after all and an exporter started it (or the
+			// claim moved on): the row is not ours to give back.
+			sent++
+			s.log().Warn("send reported an error but the job was delivered; counted as sent",
+				"account", c.AccountID, "dataset", c.Dataset, "day", c.Day.String(), "send_error", why, "release", err.Error())
+		default:
+			unsent = append(unsent, c.Key)
+			errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why),
+				fmt.Errorf("release %s (it will be reclaimed when its lease ends): %w", c.Key, err))
+		}
+	}
+	return sent, released, unsent, errs
+}

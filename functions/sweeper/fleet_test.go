@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// meteredLedger is newLedger on a request-counting client.
+func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dynamometer.Client) {
+	t.Helper()
+	newLedger(t, clk, salt) // deploys and sets up serial
+	cfg, out := deployed(t)
+	_ = cfg
+	m := &dynamometer.Client{API: serial}
+	l, err := ledger.New(m, ledger.Config{
+		Table: out["LedgerTableName"], Lease: lease, MaxAttempts: 3,
+		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, m
+}
+
+// rawDB is the deployed table's client, for writing what validation would
+// refuse.
+func rawDB(t *testing.T) (*dynamodb.Client, string) {
+	cfg, out := deployed(t)
+	return dynamodb.NewFromConfig(cfg), out["LedgerTableName"]
+}
+
+func setAttr(t *testing.T, key map[string]types.AttributeValue, attr string, v types.AttributeValue) {
+	t.Helper()
+	db, table := rawDB(t)
+	if _, err := db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: key, UpdateExpression: aws.String("SET #a = :v"),
+		ExpressionAttributeNames: map[string]string{"#a": attr}, ExpressionAttributeValues: map[string]types.AttributeValue{":v": v},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func accountKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{ledger.AttrPK: &types.AttributeValueMemberS{Value: "ACCOUNTS"}, ledger.AttrSK: &types.AttributeValueMemberS{Value: id}}
+}
+
+// TestIdleAccountsCostNothing: a sweep's DynamoDB requests do not grow with
+// idle accounts (L6): 10 or 100 idle accounts, the same requests, a few
+// dozen (the 16 wake shards, the 16 stopped shards, the stats).
+func TestIdleAccountsCostNothing(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l, meter := meteredLedger(t, clk, "l")
+	tomorrow := clk.Now().Add(24 * time.Hour)
+	idle := func(n int, salt string) isolate {
+		var accts []account.Account
+		for i := range n {
+			a := newAccount(t, l, fmt.Sprint(salt, i), "2026-03-01", "UTC", nil)
+			// As a sweep leaves an account with nothing due before tomorrow.
+			w := ledger.Woken{ID: a.ID, Seq: 1}
+			if ok, err := l.SetNextWake(ctx, w, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
+				t.Fatalf("idle %s: %v %v", a.ID, ok, err)
+			}
+			accts = append(accts, a)
+		}
+		return only(l, accts...)
+	}
+	small, large := idle(10, "small"), idle(100, "large")
+	clk.Advance(15 * time.Minute)
+	cost := map[int]dynamometer.Counts{}
+	for _, set := range []isolate{small, large} {
+		meter.Reset()
+		sum, err := sweeper(set, &recordingSQS{}, clk, 10, 100).Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Woken != 0 || sum.Accounts != 0 || sum.Claimed != 0 {
+			t.Errorf("%d idle accounts: summary %+v", len(set.ids), sum)
+		}
+		cost[len(set.ids)] = meter.Counts()
+		t.Logf("%3d idle accounts: %d DynamoDB requests %v", len(set.ids), cost[len(set.ids)].Requests, cost[len(set.ids)].ByOp)
+	}
+	if cost[10].Requests != cost[100].Requests {
+		t.Errorf("requests grow with idle accounts: %d for 10, %d for 100", cost[10].Requests, cost[100].Requests)
+	}
+	if want := 2*ledger.FleetShards + 1; cost[100].Requests != want {
+		t.Errorf("%d requests, want %d (wake shards, stopped shards, stats)", cost[100].Requests, want)
+	}
+}
+
+// TestMalformedAccountDoesNotStallTheSweep: an account record that cannot
+// be read is reported, naming it, and the other accounts are swept.
+func TestMalformedAccountDoesNotStallTheSweep(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	good := newAccount(t, l, "good", "2026-03-31", "UTC", nil)
+	bad := newAccount(t, l, "bad", "2026-03-31", "UTC", nil)
+	setAttr(t, accountKey(bad.ID), "doc", &types.AttributeValueMemberS{Value: `{"id":`})
+	rec := &recordingSQS{}
+	sum, err := sweeper(only(l, good, bad), rec, clk, 10, 10).Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), bad.ID) || !errors.Is(err, ledger.ErrMalformed) || sum.Errors != 1 {
+		t.Errorf("error %v (summary %+v), want one naming %s", err, sum, bad.ID)
+	}
+	if got := jobsOf(rec.take(), good.ID); strings.Join(got, ",") != "2026-03-31" {
+		t.Errorf("good account sent %v", got)
+	}
+}
+
+// TestMalformedRowDoesNotHideItsGroup: a due row that cannot be read is
+// reported, naming its key, and the account's other rows are claimed.
+func TestMalformedRowDoesNotHideItsGroup(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	a := newAccount(t, l, "a", "2026-03-29", "UTC", nil)
+	for _, d := range civil.Range(civil.MustParse("2026-03-29"), civil.MustParse("2026-03-31")) {
+		if _, err := l.Materialize(ctx, a.ID, "events", d, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setAttr(t, map[string]types.AttributeValue{
+		ledger.AttrPK: &types.AttributeValueMemberS{Value: "P#" + a.ID + "#events"},
+		ledger.AttrSK: &types.AttributeValueMemberS{Value: "2026-03-29"},
+	}, "attempts", &types.AttributeValueMemberS{Value: "many"})
+	rec := &recordingSQS{}
+	sum, err := sweeper(only(l, a), rec, clk, 10, 10).Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "P#"+a.ID+"#events/2026-03-29") || sum.Errors != 1 {
+		t.Errorf("error %v (summary %+v), want one naming the row", err, sum)
+	}
+	if got := strings.Join(jobsOf(rec.take(), a.ID), ","); got != "2026-03-30,2026-03-31" {
+		t.Errorf("sent %s, want the two readable days", got)
+	}
+}
+
+// TestHostileStartDateIsClampedAndChunked: a record that asks for a
+// backfill from year 1 (written around validation) gets at most the
+// backfill limit, at most MaterializeRows rows per sweep, and does not hold
+// up another account in the same sweeps.
+func TestHostileStartDateIsClampedAndChunked(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	hostile := newAccount(t, l, "hostile", "2026-03-01", "UTC", nil)
+	other := newAccount(t, l, "other", "2026-03-31", "UTC", nil)
+	hostile.StartDate = civil.MustParse("0001-01-01")
+	doc, _ := json.Marshal(hostile)
+	setAttr(t, accountKey(hostile.ID), "doc", &types.AttributeValueMemberS{Value: string(doc)})
+	rec := &recordingSQS{}
+	s := sweeper(only(l, hostile, other), rec, clk, 10, 100)
+	s.Config.MaxBackfillDays, s.Config.MaterializeRows = 120, 50
+	total := 0
+	for sweep := range 3 { // 50 + 50 + 20 rows
+		sum, err := s.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Materialized > 50+1 || sum.Clamped != 1 {
+			t.Errorf("sweep %d: %+v, want at most 50 rows for the hostile account and it clamped", sweep, sum)
+		}
+		total += sum.Materialized
+		if sweep == 0 && strings.Join(jobsOf(rec.take(), other.ID), ",") != "2026-03-31" {
+			t.Error("the other account was not served in the first sweep")
+		}
+		clk.Advance(15 * time.Minute)
+	}
+	rows, err := l.List(ctx, hostile.ID, "events", civil.MustParse("0001-01-01"), civil.MustParse("2026-12-31"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// today 2026-04-01 less 120 days: 2025-12-02 .. 2026-03-31.
+	if len(rows) != 120 || rows[0].Day.String() != "2025-12-02" || total != 121 {
+		t.Errorf("hostile account has %d rows from %v (total materialized %d), want 120 from 2025-12-02", len(rows), rows[0].Day, total)
+	}
+	wm, err := l.Watermark(ctx, hostile.ID, "events")
+	if err != nil || wm.String() != "2026-03-31" {
+		t.Errorf("watermark %s %v", wm, err)
+	}
+}
+
+// TestYesterdayBeforeAnyBackfill: under a budget smaller than the work,
+// every live account's newest closed day goes before any backfill, its own
+// included (L6).
+func TestYesterdayBeforeAnyBackfill(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	created := func(a *account.Account) { a.CreatedAt = time.Date(2026, 3, 30, 9, 0, 0, 0, time.UTC) }
+	backfill := newAccountWith(t, l, "backfill", "2026-01-01", created)
+	live1 := newAccountWith(t, l, "live1", "2026-03-31", created)
+	live2 := newAccountWith(t, l, "live2", "2026-03-31", created)
+	rec := &recordingSQS{}
+	sum, err := sweeper(only(l, backfill, live1, live2), rec, clk, 10, 3).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := rec.take()
+	var got []string
+	for _, j := range jobs {
+		got = append(got, j.Day+"/"+j.Reason)
+	}
+	sort.Strings(got)
+	if strings.Join(got, " ") != "2026-03-31/scheduled 2026-03-31/scheduled 2026-03-31/scheduled" || sum.Claimed != 3 {
+		t.Errorf("a budget of 3 went to %v (summary %+v), want the three accounts' 03-31", got, sum)
+	}
+	clk.Advance(15 * time.Minute)
+	if _, err := sweeper(only(l, backfill, live1, live2), rec, clk, 10, 3).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(jobsOf(rec.take(), backfill.ID), ","); got != "2026-01-01,2026-01-02,2026-01-03" {
+		t.Errorf("then the backfill, oldest first: %s", got)
+	}
+}
+
+func newAccountWith(t *testing.T, l *ledger.Ledger, salt, start string, mut func(*account.Account)) account.Account {
+	t.Helper()
+	a := newAccount(t, l, salt, start, "UTC", nil)
+	mut(&a)
+	if err := l.PutAccount(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// shardSQS records shard messages sent to the sweep queue and passes job
+// messages on.
+type shardSQS struct {
+	*recordingSQS
+	url  string
+	mu   sync.Mutex
+	jobs []ShardJob
+}
+
+func (q *shardSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, o ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	if aws.ToString(in.QueueUrl) != q.url {
+		return q.recordingSQS.SendMessageBatch(ctx, in, o...)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		var j ShardJob
+		if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &j); err != nil {
+			return nil, err
+		}
+		q.jobs = append(q.jobs, j)
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// TestFanOut: more woken accounts than one invocation takes go out as shard
+// messages that split the budget; the workers sweep every account once.
+func TestFanOut(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	var accts []account.Account
+	for i := range 6 {
+		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-31", "UTC", nil))
+	}
+	q := &shardSQS{recordingSQS: &recordingSQS{}, url: "https://sqs.example/sweep"}
+	s := sweeper(only(l, accts...), q, clk, 10, 5)
+	s.Config.SweepQueueURL, s.Config.FanOutAccounts = q.url, 2
+	sum, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget, shards := 0, map[int]bool{}
+	for _, j := range q.jobs {
+		budget += j.Budget
+		for _, sh := range j.Shards {
+			if shards[sh] {
+				t.Errorf("shard %d in two messages", sh)
+			}
+			shards[sh] = true
+		}
+	}
+	if sum.FanOut != len(q.jobs) || len(q.jobs) < 2 || budget != 5 || sum.Claimed != 0 || sum.Woken != 6 || !sum.ExhaustedCounted {
+		t.Fatalf("fan-out summary %+v, messages %+v", sum, q.jobs)
+	}
+	claimed := 0
+	for _, j := range q.jobs {
+		ws, err := s.RunShards(ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed += ws.Claimed
+		if ws.Claimed > j.Budget || ws.ExhaustedCounted {
+			t.Errorf("worker %+v: %+v", j, ws)
+		}
+	}
+	if claimed != 5 || len(q.take()) != 5 {
+		t.Errorf("workers claimed %d, want the budget of 5", claimed)
+	}
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/dynalite"
+	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// benchLatency is the DynamoDB latency the fleet benchmark injects and
+// models: a sweep's time is its requests at this latency.
+const benchLatency = 5 * time.Millisecond
+
+// countingSQS accepts every message: it counts job batches and keeps the
+// shard messages sent to the sweep queue.
+type countingSQS struct {
+	mu      sync.Mutex
+	batches int
+	jobs    int
+	shards  []ShardJob
+}
+
+const benchSweepQueue = "https://sqs.bench/sweep"
+
+func (q *countingSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		if aws.ToString(in.QueueUrl) == benchSweepQueue {
+			var j ShardJob
+			if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &j); err != nil {
+				return nil, err
+			}
+			q.shards = append(q.shards, j)
+		} else {
+			q.jobs++
+		}
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id})
+	}
+	q.batches++
+	return out, nil
+}
+
+// fleetRow is one line of the benchmark's table.
+type fleetRow struct {
+	accounts    int
+	scenario    string
+	invocations int
+	counts      dynamometer.Counts
+	longest     time.Duration
+	measured    time.Duration
+	sum         Summary
+}
+
+// BenchmarkFleet is the fleet benchmark (L6): DynamoDB requests and items
+// of one sweep over 100, 1,000 and 10,000 accounts of three datasets each
+// (FLEET_BENCH_SIZES overrides), on dynalite with the table created from
+// template.yaml, in three states: idle (nothing due, no day closed); one
+// 365-day backfill added among the idle accounts; and the next day closed
+// for every account (three rows each to materialize and claim; the budget is
+// set high enough to claim them all). Each sweep runs with benchLatency
+// injected before every request; "modeled" is its requests at benchLatency
+// one after another, divided by the sweeper's account concurrency for the
+// concurrent bound. A sweep that fans out runs its shard messages one after
+// another here; "longest" is the longest invocation, what a parallel
+// fan-out takes.
+func BenchmarkFleet(b *testing.B) {
+	sizes := []int{100, 1000, 10000}
+	if v := os.Getenv("FLEET_BENCH_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatalf("FLEET_BENCH_SIZES=%q: %v", v, err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	tmpl, err := samstacktest.Template()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	srv, err := dynalite.Start(ctx, filepath.Dir(tmpl), filepath.Join(b.TempDir(), "dynalite.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Stop() })
+	cfg, err := srv.Config(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rows []fleetRow
+	for _, n := range sizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := range b.N {
+				rows = append(rows, fleetRun(b, cfg, tmpl, n, fmt.Sprintf("bench%d-%d", n, i))...)
+			}
+		})
+	}
+	printFleet(os.Stdout, rows)
+}
+
+func fleetRun(b *testing.B, cfg aws.Config, tmpl string, n int, stage string) []fleetRow {
+	ctx := context.Background()
+	client := dynamodb.NewFromConfig(cfg)
+	names, err := samstack.CreateTables(ctx, client, tmpl, cfg.Region, map[string]string{"Stage": stage})
+	if err != nil {
+		b.Fatal(err)
+	}
+	meter := &dynamometer.Client{API: client, ReadBack: true}
+	clk := at("2026-04-01T12:00:00Z")
+	led, err := ledger.New(meter, ledger.Config{Table: names["LedgerTable"], Lease: 20 * time.Minute, Now: clk.Now,
+		Rand: rand.NewChaCha8([32]byte{byte(n)})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := &countingSQS{}
+	sw := &Sweeper{Ledger: led, SQS: q, Config: SweepConfig{
+		QueueURL: "https://sqs.bench/jobs", PerAccountCap: 10, PerSweepCap: 40000, DefaultSettleDelay: 2 * time.Hour,
+		SweepQueueURL: benchSweepQueue, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}}
+	datasets := []string{"daily_stats", "events", "profiles"}
+	// The idle fleet: every account materialized through 03-31, its next
+	// wake 04-01's close (04-02 02:00 with the 2 h settle delay).
+	created := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	idleWake := time.Date(2026, 4, 2, 2, 0, 0, 0, time.UTC)
+	setupStart := time.Now()
+	parallel(b, n, 32, func(i int) error {
+		id, err := account.NewID(rand.NewChaCha8([32]byte{1, byte(i), byte(i >> 8), byte(i >> 16)}))
+		if err != nil {
+			return err
+		}
+		a := account.Account{ID: id, Name: fmt.Sprint("bench ", i), Enabled: true, StartDate: civil.MustParse("2026-03-01"),
+			Datasets: datasets, Destination: account.Destination{Bucket: "daybook-exports-bench"}, CreatedAt: created}
+		if err := led.PutAccount(ctx, a); err != nil {
+			return err
+		}
+		_, err = led.SetNextWake(ctx, ledger.Woken{ID: id, Seq: 1}, idleWake, civil.MustParse("2026-03-31"), clk.Now())
+		return err
+	})
+	// The once-a-day reconcile of the fleet index (one query page per
+	// megabyte of account records) is not part of the sweeps measured.
+	if ok, err := led.ClaimReconcile(ctx, 24*time.Hour); err != nil || !ok {
+		b.Fatalf("claim reconcile: %v %v", ok, err)
+	}
+	meter.Reset()
+	if _, _, err := led.ReconcileWake(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d accounts set up in %s; the daily reconcile reads them in %d requests", n, time.Since(setupStart).Round(time.Millisecond), meter.Counts().Requests)
+
+	var out []fleetRow
+	sweep := func(scenario string) {
+		meter.Reset()
+		meter.Latency = benchLatency
+		defer func() { meter.Latency = 0 }()
+		q.shards = nil
+		r := fleetRow{accounts: n, scenario: scenario}
+		start := time.Now()
+		sum, err := sw.Run(ctx)
+		if err != nil {
+			b.Fatalf("%s: %v", scenario, err)
+		}
+		r.longest = time.Since(start)
+		r.invocations = 1
+		r.sum = sum
+		for _, j := range q.shards {
+			ws := time.Now()
+			wsum, err := sw.RunShards(ctx, j)
+			if err != nil {
+				b.Fatalf("%s: shards %v: %v", scenario, j.Shards, err)
+			}
+			r.longest = max(r.longest, time.Since(ws))
+			r.invocations++
+			r.sum.Accounts += wsum.Accounts
+			r.sum.Materialized += wsum.Materialized
+			r.sum.Claimed += wsum.Claimed
+		}
+		r.measured = time.Since(start)
+		r.counts = meter.Counts()
+		out = append(out, r)
+	}
+
+	clk.Set(time.Date(2026, 4, 1, 12, 15, 0, 0, time.UTC))
+	sweep("idle")
+
+	back := account.Account{Name: "backfill", Enabled: true, StartDate: civil.MustParse("2025-04-01"), Datasets: datasets,
+		Destination: account.Destination{Bucket: "daybook-exports-bench"}}
+	if back.ID, err = account.NewID(rand.NewChaCha8([32]byte{2, byte(n)})); err != nil {
+		b.Fatal(err)
+	}
+	if err := led.PutAccount(ctx, back); err != nil {
+		b.Fatal(err)
+	}
+	clk.Set(time.Date(2026, 4, 1, 12, 30, 0, 0, time.UTC))
+	sweep("365-day backfill added")
+
+	clk.Set(time.Date(2026, 4, 2, 2, 5, 0, 0, time.UTC))
+	sweep("a new day for all")
+	return out
+}
+
+// parallel runs fn(0..n-1), conc at a time, failing b on the first error.
+func parallel(b *testing.B, n, conc int, fn func(int) error) {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	sem := make(chan struct{}, conc)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(i); err != nil {
+				once.Do(func() { first = err })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		b.Fatal(first)
+	}
+}
+
+func printFleet(w io.Writer, rows []fleetRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "accounts\tscenario\tinvocations\tDynamoDB requests\titems\tmaterialized\tclaimed\tmodeled serial\tmodeled /32\tmeasured @%s\tlongest invocation\t\n", benchLatency)
+	for _, r := range rows {
+		modeled := time.Duration(r.counts.Requests) * benchLatency
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", r.accounts, r.scenario, r.invocations, r.counts.Requests, r.counts.Items,
+			r.sum.Materialized, r.sum.Claimed, modeled.Round(time.Millisecond), (modeled / 32).Round(time.Millisecond),
+			r.measured.Round(time.Millisecond), r.longest.Round(time.Millisecond))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "requests by operation:")
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %6d %-24s %v\n", r.accounts, r.scenario, r.counts.ByOp)
+	}
+}

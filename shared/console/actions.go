@@ -1,0 +1,374 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// An action is a GET that checks the request and draws a confirmation page
+// (changing nothing), then a POST from that page's form that checks it
+// again and acts. Both check the request the way the CLI and the exporter
+// do (ops.CheckRequest, jobs.CheckRequest).
+
+// hidden is a form field the confirmation page carries to the POST.
+type hidden struct{ Name, Value string }
+
+type link struct{ Text, Href string }
+
+type confirmPage struct {
+	Heading string
+	Lines   []string
+	Items   []string
+	More    int
+	Action  string
+	Fields  []hidden
+	Button  string
+	Cancel  string
+	// By is who the action is recorded as requested by.
+	By string
+	// Nothing: there is nothing to do; the page has no form.
+	Nothing bool
+	Danger  bool
+}
+
+type donePage struct {
+	Heading string
+	Lines   []string
+	Items   []string
+	More    int
+	Links   []link
+}
+
+// mostItems is how many days a confirmation or result page lists.
+const mostItems = 40
+
+func listed(items []string) ([]string, int) {
+	if len(items) > mostItems {
+		return items[:mostItems], len(items) - mostItems
+	}
+	return items, 0
+}
+
+// action refuses every action of a read-only console, and every POST that
+// fails the cross-site check (csrf.go) or names no one who asks.
+func (s *Server) action(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.ReadOnly {
+			s.problem(w, r, http.StatusForbidden, "This console is read-only: it shows the ledger and changes nothing. Use the daybook CLI, or a console started without read-only mode.")
+			return
+		}
+		if r.Method == http.MethodPost {
+			if why := s.checkPost(r); why != "" {
+				s.cfg.Log.Warn("console: cross-site check refused a request", "path", r.URL.Path, "reason", why)
+				s.problem(w, r, http.StatusForbidden, "Refused, nothing was changed: "+why+". Open the page again and confirm from there.")
+				return
+			}
+			if s.cfg.Identity(r) == "" {
+				s.problem(w, r, http.StatusForbidden, "Refused, nothing was changed: the request names no caller, and every action records who asked.")
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// values are an action's parameters: the query of a GET, the form of a
+// POST (the URL's query is ignored then).
+func values(r *http.Request) url.Values {
+	if r.Method == http.MethodPost {
+		return r.PostForm
+	}
+	return r.URL.Query()
+}
+
+// formFields names the request fields as the forms do.
+var formFields = map[string]string{"account_id": "account"}
+
+// requestProblem answers a refused request: 400 for a malformed value, 404
+// for an unknown account, 422 for a request the account cannot take, each
+// naming the field and the value; any other error is the deployment's.
+func (s *Server) requestProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var fe *jobs.FieldError
+	if !errors.As(err, &fe) {
+		s.failed(w, r, err)
+		return
+	}
+	field := fe.Field
+	if f, ok := formFields[field]; ok {
+		field = f
+	}
+	msg := field + " " + fe.Reason
+	if fe.Value != "" {
+		msg = fmt.Sprintf("%s “%s” %s", field, fe.Value, fe.Reason)
+	}
+	code := http.StatusUnprocessableEntity
+	switch {
+	case errors.Is(fe, jobs.ErrMalformed):
+		code = http.StatusBadRequest
+	case fe.Field == "account_id" && strings.Contains(fe.Reason, "no such account"):
+		code = http.StatusNotFound
+	}
+	s.problem(w, r, code, "Refused, nothing was changed: "+msg+".")
+}
+
+// request checks an action's account, dataset and day (or from and to).
+func (s *Server) request(r *http.Request, v url.Values, maxDays int) (account.Account, civil.Date, civil.Date, error) {
+	m := jobs.Manual{Kind: jobs.KindManual, AccountID: v.Get("account"), Dataset: v.Get("dataset"), Day: v.Get("day"), From: v.Get("from"), To: v.Get("to")}
+	return ops.CheckRequest(r.Context(), s.cfg.Ledger, m, jobs.Limits{Now: s.now(), SettleDelay: s.cfg.SettleDelay, MaxDays: maxDays})
+}
+
+func requestFields(v url.Values) []hidden {
+	var out []hidden
+	for _, k := range []string{"account", "dataset", "day", "from", "to"} {
+		if v.Get(k) != "" {
+			out = append(out, hidden{k, v.Get(k)})
+		}
+	}
+	return out
+}
+
+func span(from, to civil.Date) string {
+	n := from.DaysUntil(to) + 1
+	if n == 1 {
+		return from.String() + " (1 day)"
+	}
+	return fmt.Sprintf("%s to %s (%d days)", from, to, n)
+}
+
+func (s *Server) noQueue(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.Queue == nil || s.cfg.QueueURL == "" {
+		s.problem(w, r, http.StatusServiceUnavailable, "This deployment names no jobs queue, so the console cannot send re-export requests.")
+		return true
+	}
+	return false
+}
+
+func (s *Server) confirmReexport(w http.ResponseWriter, r *http.Request) {
+	if s.noQueue(w, r) {
+		return
+	}
+	v := values(r)
+	acct, from, to, err := s.request(r, v, jobs.MaxManualRangeDays)
+	if err != nil {
+		s.requestProblem(w, r, err)
+		return
+	}
+	ds := v.Get("dataset")
+	s.render(w, r, http.StatusOK, "confirm", "Re-export "+ds, s.actionCrumbs(acct, "Re-export"), confirmPage{
+		Heading: fmt.Sprintf("Re-export %s of %s, %s?", ds, acct.Name, span(from, to)),
+		Lines: []string{
+			"One manual re-export request per day goes to the jobs queue. The exporter claims each day in the ledger " +
+				"(a day running now runs again after it finishes) and writes the next generation into " + acct.Destination.Bucket + ".",
+			"Readers of the partition see it disappear (no _SUCCESS) while it is written again.",
+		},
+		Action: "/actions/reexport", Fields: requestFields(v), Button: "Re-export " + span(from, to),
+		Cancel: partitionOrAccount(acct.ID, ds, from, to), By: s.cfg.Identity(r),
+	})
+}
+
+func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
+	if s.noQueue(w, r) {
+		return
+	}
+	v := values(r)
+	acct, from, to, err := s.request(r, v, jobs.MaxManualRangeDays)
+	if err != nil {
+		s.requestProblem(w, r, err)
+		return
+	}
+	ds, by := v.Get("dataset"), s.cfg.Identity(r)
+	sent, err := ops.SendReexports(r.Context(), s.cfg.Queue, s.cfg.QueueURL, acct.ID, ds, civil.Range(from, to), by, nil)
+	s.cfg.Log.Info("console action", "action", "reexport", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
+		"requested_by", by, "sent", len(sent), "error", errText(err))
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	var items []string
+	for _, m := range sent {
+		items = append(items, m.Day+": message "+m.MessageID)
+	}
+	items, more := listed(items)
+	s.render(w, r, http.StatusOK, "done", "Re-export sent", s.actionCrumbs(acct, "Re-export"), donePage{
+		Heading: fmt.Sprintf("Sent %s for %s of %s", plural(len(sent), "re-export request"), ds, acct.ID),
+		Lines:   []string{"Requested by " + by + ". The exporter takes them from the queue; the generation goes up when each day is written again."},
+		Items:   items, More: more,
+		Links: []link{{"The partition", partitionOrAccount(acct.ID, ds, from, to)}, {"The account", "/accounts/" + url.PathEscape(acct.ID)}},
+	})
+}
+
+// stuckDays are the failed and stopped days of (account, dataset) from
+// `from` through `to`.
+func (s *Server) stuckDays(r *http.Request, acct account.Account, ds string, from, to civil.Date) ([]civil.Date, error) {
+	rows, err := s.cfg.Ledger.List(r.Context(), acct.ID, ds, from, to)
+	if err != nil {
+		return nil, err
+	}
+	var days []civil.Date
+	for _, row := range rows {
+		if p := ops.Of(row); p == ops.Failed || p == ops.Stopped {
+			days = append(days, row.Day)
+		}
+	}
+	return days, nil
+}
+
+func dayStrings(days []civil.Date) []string {
+	out := make([]string, len(days))
+	for i, d := range days {
+		out[i] = d.String()
+	}
+	return out
+}
+
+func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
+	v := values(r)
+	acct, from, to, err := s.request(r, v, maxWindowDays)
+	if err != nil {
+		s.requestProblem(w, r, err)
+		return
+	}
+	ds := v.Get("dataset")
+	days, err := s.stuckDays(r, acct, ds, from, to)
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	p := confirmPage{
+		Heading: fmt.Sprintf("Requeue the failed and stopped %s partitions of %s, %s?", ds, acct.Name, span(from, to)),
+		Action:  "/actions/requeue", Fields: requestFields(v), Cancel: partitionOrAccount(acct.ID, ds, from, to), By: s.cfg.Identity(r),
+		Button: "Requeue " + plural(len(days), "partition"),
+	}
+	if len(days) == 0 {
+		p.Heading = fmt.Sprintf("Nothing to requeue: no %s partition of %s is failed or stopped, %s.", ds, acct.ID, span(from, to))
+		p.Nothing = true
+	} else {
+		p.Lines = []string{"Each partition below is marked queued with a fresh count of attempts; the sweeper claims queued partitions first, " +
+			"oldest first, within its caps. A partition that is running by then is marked to run again when it finishes."}
+		p.Items, p.More = listed(dayStrings(days))
+	}
+	s.render(w, r, http.StatusOK, "confirm", "Requeue "+ds, s.actionCrumbs(acct, "Requeue"), p)
+}
+
+func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
+	v := values(r)
+	acct, from, to, err := s.request(r, v, maxWindowDays)
+	if err != nil {
+		s.requestProblem(w, r, err)
+		return
+	}
+	ds, by := v.Get("dataset"), s.cfg.Identity(r)
+	days, err := s.stuckDays(r, acct, ds, from, to)
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	res, err := ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, days, ledger.ReasonManual, nil)
+	s.cfg.Log.Info("console action", "action", "requeue", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
+		"requested_by", by, "queued", res.Queued, "rerun_requested", res.RerunRequested, "error", errText(err))
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	items, more := listed(dayStrings(days))
+	s.render(w, r, http.StatusOK, "done", "Requeued", s.actionCrumbs(acct, "Requeue"), donePage{
+		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, ds+" partition"), acct.ID),
+		Lines: []string{fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
+			by, res.RerunRequested)},
+		Items: items, More: more,
+		Links: []link{{"The account", "/accounts/" + url.PathEscape(acct.ID)}},
+	})
+}
+
+// enableRequest reads ?account= and ?enabled=true|false.
+func (s *Server) enableRequest(w http.ResponseWriter, r *http.Request) (account.Account, bool, bool) {
+	v := values(r)
+	enable, ok := map[string]bool{"true": true, "false": false}[v.Get("enabled")]
+	if !ok {
+		s.problem(w, r, http.StatusBadRequest, "Refused, nothing was changed: enabled “"+v.Get("enabled")+"”: want true or false.")
+		return account.Account{}, false, false
+	}
+	acct, found := s.getAccount(w, r, v.Get("account"))
+	return acct, enable, found
+}
+
+func enableWords(enable bool) (verb, done string) {
+	if enable {
+		return "Enable", "enabled"
+	}
+	return "Disable", "disabled"
+}
+
+func (s *Server) confirmEnable(w http.ResponseWriter, r *http.Request) {
+	acct, enable, ok := s.enableRequest(w, r)
+	if !ok {
+		return
+	}
+	verb, done := enableWords(enable)
+	p := confirmPage{
+		Heading: fmt.Sprintf("%s account %s (%s)?", verb, acct.Name, acct.ID),
+		Action:  "/actions/account", Fields: []hidden{{"account", acct.ID}, {"enabled", fmt.Sprint(enable)}},
+		Button: verb + " the account", Cancel: "/accounts/" + url.PathEscape(acct.ID), By: s.cfg.Identity(r), Danger: !enable,
+	}
+	switch {
+	case acct.Enabled == enable:
+		p.Heading, p.Nothing = fmt.Sprintf("Account %s (%s) is already %s; nothing to do.", acct.Name, acct.ID, done), true
+	case enable:
+		p.Lines = []string{"The sweeper schedules its closed days again, and the exporter takes its jobs."}
+	default:
+		p.Lines = []string{"The sweeper skips the account and the exporter refuses its jobs until it is enabled again. Its ledger and its files stay as they are."}
+	}
+	s.render(w, r, http.StatusOK, "confirm", verb+" account", s.actionCrumbs(acct, verb), p)
+}
+
+func (s *Server) postEnable(w http.ResponseWriter, r *http.Request) {
+	acct, enable, ok := s.enableRequest(w, r)
+	if !ok {
+		return
+	}
+	by := s.cfg.Identity(r)
+	acct, changed, err := ops.SetEnabled(r.Context(), s.cfg.Ledger, acct.ID, enable)
+	s.cfg.Log.Info("console action", "action", "set_enabled", "account", acct.ID, "enabled", enable, "changed", changed, "requested_by", by, "error", errText(err))
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	verb, done := enableWords(enable)
+	heading := fmt.Sprintf("Account %s (%s) %s", acct.Name, acct.ID, done)
+	if !changed {
+		heading = fmt.Sprintf("Account %s (%s) was already %s; nothing changed", acct.Name, acct.ID, done)
+	}
+	s.render(w, r, http.StatusOK, "done", verb+" account", s.actionCrumbs(acct, verb), donePage{
+		Heading: heading, Lines: []string{"Requested by " + by + "."},
+		Links: []link{{"The account", "/accounts/" + url.PathEscape(acct.ID)}},
+	})
+}
+
+func (s *Server) actionCrumbs(acct account.Account, what string) []crumb {
+	return []crumb{{Text: "Fleet", Href: "/"}, {Text: acct.Name + " (" + acct.ID + ")", Href: "/accounts/" + url.PathEscape(acct.ID)}, {Text: what}}
+}
+
+// partitionOrAccount links one day's partition page, or the account page
+// showing a range.
+func partitionOrAccount(accountID, ds string, from, to civil.Date) string {
+	if from == to {
+		return partitionHref(accountID, ds, from.String())
+	}
+	return "/accounts/" + url.PathEscape(accountID) + "?" + url.Values{"dataset": {ds}, "from": {from.String()}, "to": {to.String()}}.Encode()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,336 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+func form(kv ...string) url.Values {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v
+}
+
+// hiddenToken is the csrf field of a confirmation page.
+func hiddenToken(body string) string {
+	m := regexp.MustCompile(`<input type="hidden" name="csrf" value="([^"]+)">`).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+func TestConfirmationPagesChangeNothing(t *testing.T) {
+	tests := []struct {
+		name, path string
+		want       []string
+		form       bool
+	}{
+		{"re-export a day", "/actions/reexport?" + form("account", troubled, "dataset", "events", "day", "2026-11-24").Encode(),
+			[]string{"Re-export events of Troubled Ltd, 2026-11-24 (1 day)?", `<input type="hidden" name="day" value="2026-11-24">`,
+				"Recorded as requested by <strong>arn:aws:iam::123456789012:user/alice</strong>"}, true},
+		{"re-export a range", "/actions/reexport?" + form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-22").Encode(),
+			[]string{"2026-11-20 to 2026-11-22 (3 days)", `<input type="hidden" name="from" value="2026-11-20">`}, true},
+		{"requeue lists the failed and stopped days", "/actions/requeue?" + form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29").Encode(),
+			[]string{"Requeue the failed and stopped events partitions", "<li>2026-11-25</li>", "<li>2026-11-26</li>", "Requeue 2 partitions"}, true},
+		{"requeue with nothing to do", "/actions/requeue?" + form("account", healthy, "dataset", "events", "from", "2026-11-01", "to", "2026-11-29").Encode(),
+			[]string{"Nothing to requeue: no events partition of " + healthy + " is failed or stopped"}, false},
+		{"disable", "/actions/account?" + form("account", healthy, "enabled", "false").Encode(),
+			[]string{"Disable account Healthy Co (" + healthy + ")?", "The sweeper skips the account"}, true},
+		{"enable an enabled account", "/actions/account?" + form("account", healthy, "enabled", "true").Encode(),
+			[]string{"is already enabled; nothing to do"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			seed(f)
+			before := f.ledger.snapshot(t)
+			res := f.get(tt.path)
+			if res.code != http.StatusOK {
+				t.Fatalf("status %d\n%s", res.code, res.body)
+			}
+			wantContains(t, res.body, tt.want...)
+			token := hiddenToken(res.body)
+			if hasForm := strings.Contains(res.body, `<form method="post"`); hasForm != tt.form || (tt.form && !validToken(token)) {
+				t.Errorf("form %v (token %q), want %v", hasForm, token, tt.form)
+			}
+			if tt.form && !strings.Contains(res.header.Get("Set-Cookie"), csrfCookie+"="+token) {
+				t.Errorf("the form's token is not the session cookie: %q vs %q", res.header.Get("Set-Cookie"), token)
+			}
+			if after := f.ledger.snapshot(t); after != before || len(f.queue.sent()) != 0 {
+				t.Error("a confirmation page changed the ledger or sent a message")
+			}
+		})
+	}
+}
+
+func TestActions(t *testing.T) {
+	t.Run("re-export sends one request per day with who asked", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		res := f.post("/actions/reexport", form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-22"), f.session())
+		if res.code != http.StatusOK || !strings.Contains(res.body, "Sent 3 re-export requests for events of "+troubled) {
+			t.Fatalf("status %d\n%s", res.code, res.body)
+		}
+		sent := f.queue.sent()
+		if len(sent) != 3 {
+			t.Fatalf("%d messages, want 3", len(sent))
+		}
+		for i, body := range sent {
+			m, err := jobs.Parse(body)
+			if err != nil || m.Manual == nil || m.Manual.AccountID != troubled || m.Manual.Day != []string{"2026-11-20", "2026-11-21", "2026-11-22"}[i] ||
+				m.Manual.RequestedBy != "arn:aws:iam::123456789012:user/alice" {
+				t.Errorf("message %s (%v)", body, err)
+			}
+		}
+		if !strings.Contains(f.log.String(), "requested_by=arn:aws:iam::123456789012:user/alice") {
+			t.Errorf("the action is not logged with who asked:\n%s", f.log.String())
+		}
+	})
+	t.Run("requeue queues the failed and stopped days only", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		res := f.post("/actions/requeue", form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29"), f.session())
+		if res.code != http.StatusOK || !strings.Contains(res.body, "Requeued 2 events partitions of "+troubled) {
+			t.Fatalf("status %d\n%s", res.code, res.body)
+		}
+		for d, want := range map[string]ledger.State{"2026-11-24": ledger.StateCompleted, "2026-11-25": ledger.StateQueued,
+			"2026-11-26": ledger.StateQueued, "2026-11-27": ledger.StateRunning, "2026-11-29": ledger.StatePending} {
+			r := f.ledger.rows[ledger.Key{AccountID: troubled, Dataset: "events", Day: day(d)}]
+			if r.State != want || (want == ledger.StateQueued && (r.Attempts != 0 || r.Exhausted || r.Reason != ledger.ReasonManual)) {
+				t.Errorf("%s: %+v, want %s", d, r, want)
+			}
+		}
+	})
+	t.Run("disable and enable", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		token := f.session()
+		for _, enabled := range []bool{false, true} {
+			res := f.post("/actions/account", form("account", healthy, "enabled", map[bool]string{true: "true", false: "false"}[enabled]), token)
+			if res.code != http.StatusOK || f.ledger.accounts[healthy].Enabled != enabled {
+				t.Errorf("enabled=%v: status %d, stored %v\n%s", enabled, res.code, f.ledger.accounts[healthy].Enabled, res.body)
+			}
+		}
+	})
+	t.Run("a queue that fails is said", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		f.queue.fail = errors.New("AWS.SimpleQueueService.NonExistentQueue")
+		res := f.post("/actions/reexport", form("account", troubled, "dataset", "events", "day", "2026-11-24"), f.session())
+		if res.code != http.StatusBadGateway || !strings.Contains(res.body, "NonExistentQueue") {
+			t.Errorf("status %d\n%s", res.code, res.body)
+		}
+	})
+}
+
+// TestBadRequestsChangeNothing: every refusal is a 4xx naming the field and
+// the value, from the confirmation page and from a POST alike, and neither
+// the ledger nor the queue sees anything.
+func TestBadRequestsChangeNothing(t *testing.T) {
+	re := func(kv ...string) (string, url.Values) {
+		return "/actions/reexport", form(append([]string{"dataset", "events"}, kv...)...)
+	}
+	rq := func(kv ...string) (string, url.Values) {
+		return "/actions/requeue", form(append([]string{"dataset", "events"}, kv...)...)
+	}
+	tests := []struct {
+		name string
+		path string
+		form url.Values
+		code int
+		want string
+	}{
+		{"unknown account", "", nil, http.StatusNotFound, "account “acct_nosuchaccount222” is not an account (no such account)"},
+		{"malformed account id", "", nil, http.StatusBadRequest, "account “acct_x” is not an account id"},
+		{"malformed day", "", nil, http.StatusBadRequest, "day “2026-13-01” is not a date (YYYY-MM-DD)"},
+		{"today", "", nil, http.StatusUnprocessableEntity, "day “2026-11-30” is not closed yet for account " + troubled},
+		{"a day in the future", "", nil, http.StatusUnprocessableEntity, "day “2027-01-01” is not closed yet"},
+		{"before the start date", "", nil, http.StatusUnprocessableEntity, "day “2026-11-01” is before account " + troubled + "&#39;s start date 2026-11-20"},
+		{"a dataset the account does not export", "", nil, http.StatusUnprocessableEntity, "dataset “profiles” is not enabled for account " + troubled},
+		{"unknown dataset", "", nil, http.StatusBadRequest, "dataset “visits” is not a dataset"},
+		{"a disabled account", "", nil, http.StatusUnprocessableEntity, "account “" + disabled + "” is disabled"},
+		{"day and range", "", nil, http.StatusBadRequest, "give day or from and to, not both"},
+		{"a range too long to re-export", "", nil, http.StatusBadRequest, "at most 366 per request"},
+		{"a requeue range in the future", "", nil, http.StatusUnprocessableEntity, "to “2026-12-05” is not closed yet"},
+		{"to before from", "", nil, http.StatusBadRequest, "to “2026-11-21” is before from"},
+		{"enabled is not a boolean", "/actions/account", form("account", healthy, "enabled", "maybe"), http.StatusBadRequest, "enabled “maybe”: want true or false"},
+		{"enable an unknown account", "/actions/account", form("account", "acct_nosuchaccount222", "enabled", "true"), http.StatusNotFound, "No account acct_nosuchaccount222"},
+	}
+	fill := map[string]func() (string, url.Values){
+		"unknown account":       func() (string, url.Values) { return re("account", "acct_nosuchaccount222", "day", "2026-11-24") },
+		"malformed account id":  func() (string, url.Values) { return re("account", "acct_x", "day", "2026-11-24") },
+		"malformed day":         func() (string, url.Values) { return re("account", troubled, "day", "2026-13-01") },
+		"today":                 func() (string, url.Values) { return re("account", troubled, "day", "2026-11-30") },
+		"a day in the future":   func() (string, url.Values) { return re("account", troubled, "day", "2027-01-01") },
+		"before the start date": func() (string, url.Values) { return re("account", troubled, "day", "2026-11-01") },
+		"a dataset the account does not export": func() (string, url.Values) {
+			p, v := re("account", troubled, "day", "2026-11-24")
+			v.Set("dataset", "profiles")
+			return p, v
+		},
+		"unknown dataset": func() (string, url.Values) {
+			p, v := re("account", troubled, "day", "2026-11-24")
+			v.Set("dataset", "visits")
+			return p, v
+		},
+		"a disabled account": func() (string, url.Values) { return re("account", disabled, "day", "2026-11-24") },
+		"day and range": func() (string, url.Values) {
+			return re("account", troubled, "day", "2026-11-24", "from", "2026-11-20", "to", "2026-11-24")
+		},
+		"a range too long to re-export": func() (string, url.Values) { return re("account", troubled, "from", "2024-01-01", "to", "2026-11-24") },
+		"a requeue range in the future": func() (string, url.Values) { return rq("account", troubled, "from", "2026-11-20", "to", "2026-12-05") },
+		"to before from":                func() (string, url.Values) { return rq("account", troubled, "from", "2026-11-22", "to", "2026-11-21") },
+	}
+	for _, tt := range tests {
+		if f, ok := fill[tt.name]; ok {
+			tt.path, tt.form = f()
+		}
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			t.Run(tt.name+" "+method, func(t *testing.T) {
+				f := newFixture(t)
+				seed(f)
+				before := f.ledger.snapshot(t)
+				var res response
+				if method == http.MethodGet {
+					res = f.get(tt.path + "?" + tt.form.Encode())
+				} else {
+					res = f.post(tt.path, tt.form, f.session())
+				}
+				if res.code != tt.code || !strings.Contains(res.body, tt.want) {
+					t.Errorf("status %d, want %d; page lacks %q\n%s", res.code, tt.code, tt.want, res.body)
+				}
+				if f.ledger.snapshot(t) != before || len(f.queue.sent()) != 0 {
+					t.Error("a refused request changed the ledger or sent a message")
+				}
+			})
+		}
+	}
+}
+
+func TestReadOnlyHasNoActions(t *testing.T) {
+	f := newFixture(t, readOnly)
+	seed(f)
+	before := f.ledger.snapshot(t)
+	for _, path := range []string{"/accounts/" + troubled, "/accounts/" + troubled + "/partitions/events/2026-11-25", "/"} {
+		res := f.get(path)
+		if res.code != http.StatusOK {
+			t.Fatalf("%s: status %d", path, res.code)
+		}
+		for _, action := range []string{"/actions/", "Re-export", "Requeue", "Disable the account", `method="post"`} {
+			if strings.Contains(res.body, action) {
+				t.Errorf("%s offers %q in read-only mode", path, action)
+			}
+		}
+		if !strings.Contains(res.body, `<span class="badge ro"`) {
+			t.Errorf("%s does not say it is read-only", path)
+		}
+	}
+	token := f.session()
+	for _, tt := range []struct{ path, query string }{
+		{"/actions/reexport", form("account", troubled, "dataset", "events", "day", "2026-11-24").Encode()},
+		{"/actions/requeue", form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29").Encode()},
+		{"/actions/account", form("account", healthy, "enabled", "false").Encode()},
+	} {
+		if res := f.get(tt.path + "?" + tt.query); res.code != http.StatusForbidden || !strings.Contains(res.body, "This console is read-only") {
+			t.Errorf("GET %s: status %d\n%s", tt.path, res.code, res.body)
+		}
+		v, _ := url.ParseQuery(tt.query)
+		if res := f.post(tt.path, v, token); res.code != http.StatusForbidden {
+			t.Errorf("POST %s: status %d", tt.path, res.code)
+		}
+	}
+	if f.ledger.snapshot(t) != before || len(f.queue.sent()) != 0 {
+		t.Error("a read-only console changed the ledger or sent a message")
+	}
+}
+
+func TestCrossSiteRequestsAreRefused(t *testing.T) {
+	ok := form("account", troubled, "dataset", "events", "day", "2026-11-24")
+	tests := []struct {
+		name  string
+		token bool
+		edit  func(r *http.Request)
+		want  string
+	}{
+		{"no session cookie", false, func(r *http.Request) {}, "the session token cookie is missing"},
+		{"a token from another session", true, func(r *http.Request) {
+			r.Header.Set("Cookie", csrfCookie+"=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+		}, "does not match the cookie"},
+		{"no token in the form", true, func(r *http.Request) {
+			r.Body = http.NoBody
+			r.ContentLength = 0
+		}, "does not match the cookie"},
+		{"another site", true, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") }, "came from another site (Sec-Fetch-Site: cross-site)"},
+		{"a sibling site", true, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-site") }, "Sec-Fetch-Site: same-site"},
+		{"another origin", true, func(r *http.Request) {
+			r.Header.Del("Sec-Fetch-Site")
+			r.Header.Set("Origin", "http://evil.example")
+		}, "came from another origin (http://evil.example)"},
+		{"an opaque origin", true, func(r *http.Request) {
+			r.Header.Del("Sec-Fetch-Site")
+			r.Header.Set("Origin", "null")
+		}, "Origin: null"},
+		{"neither header", true, func(r *http.Request) {
+			r.Header.Del("Sec-Fetch-Site")
+			r.Header.Del("Origin")
+		}, "says neither where it came from"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			seed(f)
+			before := f.ledger.snapshot(t)
+			token := ""
+			if tt.token {
+				token = f.session()
+			}
+			res := f.post("/actions/reexport", ok, token, tt.edit)
+			if res.code != http.StatusForbidden || !strings.Contains(res.body, tt.want) {
+				t.Errorf("status %d, want 403 saying %q\n%s", res.code, tt.want, res.body)
+			}
+			if f.ledger.snapshot(t) != before || len(f.queue.sent()) != 0 {
+				t.Error("a refused request changed the ledger or sent a message")
+			}
+		})
+	}
+	t.Run("an action without an identity", func(t *testing.T) {
+		f := newFixture(t, func(c *Config) { c.Identity = func(*http.Request) string { return "" } })
+		seed(f)
+		if res := f.post("/actions/reexport", ok, f.session()); res.code != http.StatusForbidden || !strings.Contains(res.body, "names no caller") || len(f.queue.sent()) != 0 {
+			t.Errorf("status %d, %d sent\n%s", res.code, len(f.queue.sent()), res.body)
+		}
+	})
+	t.Run("over HTTPS the cookie is __Host- and Secure", func(t *testing.T) {
+		f := newFixture(t, func(c *Config) { c.Secure = true })
+		seed(f)
+		res := f.get("/")
+		c := (&http.Response{Header: res.header}).Cookies()
+		if len(c) != 1 || c[0].Name != csrfSecureCookie || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/" {
+			t.Fatalf("cookie %+v", c)
+		}
+		post := func(origin string) response {
+			return f.post("/actions/reexport", ok, "", func(r *http.Request) {
+				form := ok.Encode() + "&csrf=" + c[0].Value
+				r.Body, r.ContentLength = readCloser(form), int64(len(form))
+				r.AddCookie(c[0])
+				r.Header.Set("Origin", origin)
+			})
+		}
+		if res := post("http://console.test"); res.code != http.StatusForbidden {
+			t.Errorf("an http origin to an https console: status %d", res.code)
+		}
+		if res := post("https://console.test"); res.code != http.StatusOK || len(f.queue.sent()) != 1 {
+			t.Errorf("status %d\n%s", res.code, res.body)
+		}
+	})
+}

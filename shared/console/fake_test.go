@@ -1,0 +1,302 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// testNow is the console's clock in these tests: 2026-11-30 is open, the
+// 29th is closed (UTC, the default 2 h settle delay has passed).
+var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// fakeLedger is an in-memory ledger with the semantics the console relies
+// on: rows by key, attempt history, accounts; Requeue as the ledger does it.
+type fakeLedger struct {
+	mu       sync.Mutex
+	accounts map[string]account.Account
+	rows     map[ledger.Key]ledger.Row
+	history  map[ledger.Key][]ledger.Attempt
+	failList error // List fails with it
+}
+
+func newFakeLedger() *fakeLedger {
+	return &fakeLedger{accounts: map[string]account.Account{}, rows: map[ledger.Key]ledger.Row{}, history: map[ledger.Key][]ledger.Attempt{}}
+}
+
+func (f *fakeLedger) ListAccounts(context.Context) ([]account.Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []account.Account
+	for _, a := range f.accounts {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (f *fakeLedger) GetAccount(_ context.Context, id string) (account.Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.accounts[id]
+	if !ok {
+		return a, fmt.Errorf("%w: account %s", ledger.ErrNotFound, id)
+	}
+	return a, nil
+}
+
+func (f *fakeLedger) PutAccount(_ context.Context, a account.Account) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.accounts[a.ID] = a
+	return nil
+}
+
+func (f *fakeLedger) List(_ context.Context, acct, ds string, from, to civil.Date) ([]ledger.Row, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failList != nil {
+		return nil, f.failList
+	}
+	var out []ledger.Row
+	for k, r := range f.rows {
+		if k.AccountID == acct && k.Dataset == ds && !k.Day.Before(from) && !k.Day.After(to) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Day.Before(out[j].Day) })
+	return out, nil
+}
+
+func (f *fakeLedger) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.rows[k]
+	if !ok {
+		return r, fmt.Errorf("%w: %s", ledger.ErrNotFound, k)
+	}
+	return r, nil
+}
+
+func (f *fakeLedger) History(_ context.Context, k ledger.Key) ([]ledger.Attempt, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]ledger.Attempt(nil), f.history[k]...), nil
+}
+
+func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var res ledger.RequeueResult
+	for _, d := range civil.Range(from, to) {
+		k := ledger.Key{AccountID: acct, Dataset: ds, Day: d}
+		r, ok := f.rows[k]
+		if r.State == ledger.StateRunning && !r.LeaseUntil.Before(testNow) {
+			r.RerunRequested = true
+			f.rows[k] = r
+			res.RerunRequested++
+			continue
+		}
+		if !ok {
+			res.Created++
+			r = ledger.Row{Key: k}
+		}
+		r.State, r.Reason, r.Attempts, r.Exhausted, r.DueKey, r.UpdatedAt = ledger.StateQueued, reason, 0, false, "0#"+d.String(), testNow
+		f.rows[k] = r
+		res.Queued++
+	}
+	return res, nil
+}
+
+// snapshot is the whole fake as text, to show that nothing changed.
+func (f *fakeLedger) snapshot(t *testing.T) string {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows := map[string]ledger.Row{}
+	for k, r := range f.rows {
+		rows[k.String()] = r
+	}
+	b, err := json.Marshal(struct {
+		A map[string]account.Account
+		R map[string]ledger.Row
+	}{f.accounts, rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (f *fakeLedger) put(r ledger.Row, attempts ...ledger.Attempt) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rows[r.Key] = r
+	f.history[r.Key] = append(f.history[r.Key], attempts...)
+}
+
+// fakeQueue records what SendMessageBatch sends.
+type fakeQueue struct {
+	mu     sync.Mutex
+	bodies []string
+	fail   error
+}
+
+func (q *fakeQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fail != nil {
+		return nil, q.fail
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		q.bodies = append(q.bodies, aws.ToString(e.MessageBody))
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String(fmt.Sprintf("m-%d", len(q.bodies)))})
+	}
+	return out, nil
+}
+
+func (q *fakeQueue) sent() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]string(nil), q.bodies...)
+}
+
+// fakeBucket is objects by key, or an error for every read.
+type fakeBucket struct {
+	objects map[string][]byte
+	err     error
+}
+
+func (b fakeBucket) Get(_ context.Context, key string) ([]byte, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	body, ok := b.objects[key]
+	if !ok {
+		return nil, fmt.Errorf("get %s: %w", key, bucket.ErrNotFound)
+	}
+	return body, nil
+}
+
+// fixture is a console over the fakes.
+type fixture struct {
+	t      *testing.T
+	ledger *fakeLedger
+	queue  *fakeQueue
+	bucket fakeBucket
+	log    bytes.Buffer
+	srv    *Server
+}
+
+type configure func(*Config)
+
+func readOnly(c *Config) { c.ReadOnly = true }
+
+func newFixture(t *testing.T, opts ...configure) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ledger: newFakeLedger(), queue: &fakeQueue{}, bucket: fakeBucket{objects: map[string][]byte{}}}
+	cfg := Config{
+		Ledger: f.ledger, Queue: f.queue, QueueURL: "https://sqs.test/jobs", Stage: "test", Deployment: "the test ledger", SettleDelay: 2 * time.Hour,
+		Buckets:  BucketsFunc(func(account.Account) (ObjectReader, error) { return f.bucket, nil }),
+		Identity: FixedIdentity("arn:aws:iam::123456789012:user/alice"),
+		Hosts:    []string{"console.test"},
+		Now:      func() time.Time { return testNow },
+		Rand:     rand.NewChaCha8([32]byte{1}),
+		Log:      slog.New(slog.NewTextHandler(&f.log, nil)),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	return f
+}
+
+// response is an answered request.
+type response struct {
+	code   int
+	body   string
+	header http.Header
+}
+
+func (f *fixture) do(r *http.Request) response {
+	f.t.Helper()
+	w := httptest.NewRecorder()
+	f.srv.ServeHTTP(w, r)
+	return response{code: w.Code, body: w.Body.String(), header: w.Header()}
+}
+
+func (f *fixture) get(path string) response {
+	f.t.Helper()
+	return f.do(httptest.NewRequest(http.MethodGet, "http://console.test"+path, nil))
+}
+
+// session is a browser's token cookie, got from a page load.
+func (f *fixture) session() string {
+	f.t.Helper()
+	res := f.get("/")
+	for _, c := range (&http.Response{Header: res.header}).Cookies() {
+		if c.Name == csrfCookie {
+			return c.Value
+		}
+	}
+	f.t.Fatalf("no %s cookie set by a page load: %v", csrfCookie, res.header)
+	return ""
+}
+
+// post sends a form the way a browser on the console's own page does,
+// unless edit changes the request first.
+func (f *fixture) post(path string, form url.Values, token string, edit ...func(*http.Request)) response {
+	f.t.Helper()
+	form = cloneValues(form)
+	if token != "" {
+		form.Set(csrfField, token)
+	}
+	r := httptest.NewRequest(http.MethodPost, "http://console.test"+path, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "http://console.test")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	if token != "" {
+		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: token})
+	}
+	for _, e := range edit {
+		e(r)
+	}
+	return f.do(r)
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+var _ io.Reader = (*rand.ChaCha8)(nil)
+
+func readCloser(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }

@@ -1,0 +1,146 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// Progress hears how far a long action got; nil hears nothing.
+type Progress interface{ Add(n int) }
+
+func add(p Progress, n int) {
+	if p != nil {
+		p.Add(n)
+	}
+}
+
+// Requeuer marks days queued; *ledger.Ledger has it.
+type Requeuer interface {
+	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error)
+}
+
+var _ Requeuer = (*ledger.Ledger)(nil)
+
+// requeueChunk is the most days one Requeue call names, so progress moves.
+const requeueChunk = 7
+
+// Requeue marks days queued (Ledger.Requeue: missing rows created, stopped
+// rows given fresh attempts, running rows marked to run again), one call
+// per run of consecutive days of at most a week. days must be sorted. On an
+// error the result counts what was done before it.
+func Requeue(ctx context.Context, l Requeuer, accountID, dataset string, days []civil.Date, reason ledger.Reason, p Progress) (ledger.RequeueResult, error) {
+	var res ledger.RequeueResult
+	for start := 0; start < len(days); {
+		end := start + 1
+		for end < len(days) && end-start < requeueChunk && days[end] == days[end-1].AddDays(1) {
+			end++
+		}
+		r, err := l.Requeue(ctx, accountID, dataset, days[start], days[end-1], reason)
+		res.Queued += r.Queued
+		res.Created += r.Created
+		res.RerunRequested += r.RerunRequested
+		add(p, end-start)
+		if err != nil {
+			return res, fmt.Errorf("requeue stopped after %d of %d days: %w", res.Queued+res.RerunRequested, len(days), err)
+		}
+		start = end
+	}
+	return res, nil
+}
+
+// SendAPI is the part of SQS a re-export uses; *sqs.Client has it.
+type SendAPI interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ SendAPI = (*sqs.Client)(nil)
+
+// SentRequest is one manual re-export request on the jobs queue.
+type SentRequest struct {
+	Day       string `json:"day"`
+	MessageID string `json:"message_id"`
+	Body      string `json:"body"`
+}
+
+// SendReexports sends one manual re-export request per day to the jobs
+// queue, ten per batch, recording requestedBy. It returns what was sent,
+// sorted by day, also when it fails part way.
+func SendReexports(ctx context.Context, api SendAPI, queueURL, accountID, dataset string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
+	var sent []SentRequest
+	for chunk := range slices.Chunk(days, 10) {
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
+		bodies := map[string]SentRequest{}
+		for i, d := range chunk {
+			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: accountID, Dataset: dataset, Day: d.String(), RequestedBy: requestedBy})
+			if err != nil {
+				return sortSent(sent), err
+			}
+			id := strconv.Itoa(i)
+			bodies[id] = SentRequest{Day: d.String(), Body: body}
+			in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(body)})
+		}
+		out, err := api.SendMessageBatch(ctx, in)
+		if err != nil {
+			return sortSent(sent), fmt.Errorf("send re-export requests (%d of %d sent): %w", len(sent), len(days), err)
+		}
+		for _, ok := range out.Successful {
+			r := bodies[aws.ToString(ok.Id)]
+			r.MessageID = aws.ToString(ok.MessageId)
+			sent = append(sent, r)
+		}
+		add(p, len(chunk))
+		if len(out.Failed) > 0 {
+			f := out.Failed[0]
+			return sortSent(sent), fmt.Errorf("%d requests were not sent (first: day %s: %s); %d of %d sent",
+				len(out.Failed), bodies[aws.ToString(f.Id)].Day, aws.ToString(f.Message), len(sent), len(days))
+		}
+	}
+	return sortSent(sent), nil
+}
+
+func sortSent(s []SentRequest) []SentRequest {
+	slices.SortFunc(s, func(x, y SentRequest) int { return strings.Compare(x.Day, y.Day) })
+	return s
+}
+
+// AccountStore reads and replaces accounts; *ledger.Ledger has it.
+type AccountStore interface {
+	AccountGetter
+	PutAccount(ctx context.Context, a account.Account) error
+}
+
+var _ AccountStore = (*ledger.Ledger)(nil)
+
+// ErrNoAccount: no account has the id.
+var ErrNoAccount = errors.New("no such account")
+
+// SetEnabled enables or disables an account: the sweeper skips a disabled
+// account and the exporter refuses its jobs. changed is false when it
+// already was; nothing is written then.
+func SetEnabled(ctx context.Context, s AccountStore, id string, enabled bool) (acct account.Account, changed bool, err error) {
+	acct, err = s.GetAccount(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return acct, false, fmt.Errorf("%w: %s", ErrNoAccount, id)
+	}
+	if err != nil || acct.Enabled == enabled {
+		return acct, false, err
+	}
+	acct.Enabled = enabled
+	if err := s.PutAccount(ctx, acct); err != nil {
+		return acct, false, err
+	}
+	return acct, true, nil
+}

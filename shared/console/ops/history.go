@@ -1,0 +1,75 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// Attempt is one attempt of a partition, from the ledger's attempt history.
+type Attempt struct {
+	Attempt     int    `json:"attempt"`
+	Outcome     string `json:"outcome"`
+	Reason      string `json:"reason,omitempty"`
+	ClaimedAt   string `json:"claimed_at,omitempty"`
+	StartedAt   string `json:"started_at,omitempty"`
+	FinishedAt  string `json:"finished_at,omitempty"`
+	DurationMS  int64  `json:"duration_ms,omitempty"`
+	Generation  int64  `json:"generation,omitempty"`
+	Rows        int64  `json:"rows,omitempty"`
+	Bytes       int64  `json:"bytes,omitempty"`
+	Files       int    `json:"files,omitempty"`
+	ManifestKey string `json:"manifest_key,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// PartitionHistory is a partition's current row and every recorded attempt.
+type PartitionHistory struct {
+	Account  string    `json:"account"`
+	Dataset  string    `json:"dataset"`
+	Day      string    `json:"day"`
+	Current  *Day      `json:"current,omitempty"`
+	Attempts []Attempt `json:"attempts"`
+}
+
+// LastFailure is the newest attempt that did not complete, if any.
+func (h PartitionHistory) LastFailure() *Attempt {
+	for i := len(h.Attempts) - 1; i >= 0; i-- {
+		if h.Attempts[i].Outcome != string(ledger.OutcomeCompleted) {
+			return &h.Attempts[i]
+		}
+	}
+	return nil
+}
+
+// History reads a partition's row (Current is nil when it has none) and its
+// attempt history, oldest first, at the clock now.
+func History(ctx context.Context, r Reader, key ledger.Key, now time.Time) (PartitionHistory, error) {
+	res := PartitionHistory{Account: key.AccountID, Dataset: key.Dataset, Day: key.Day.String(), Attempts: []Attempt{}}
+	row, err := r.Get(ctx, key)
+	switch {
+	case err == nil:
+		cur := DayOf(row, now)
+		res.Current = &cur
+	case !errors.Is(err, ledger.ErrNotFound):
+		return res, err
+	}
+	hist, err := r.History(ctx, key)
+	if err != nil {
+		return res, err
+	}
+	for _, h := range hist {
+		dur := h.DurationMS
+		if dur == 0 && !h.StartedAt.IsZero() && h.FinishedAt.After(h.StartedAt) {
+			dur = h.FinishedAt.Sub(h.StartedAt).Milliseconds()
+		}
+		res.Attempts = append(res.Attempts, Attempt{
+			Attempt: h.Attempt, Outcome: string(h.Outcome), Reason: string(h.Reason), ClaimedAt: FormatTime(h.ClaimedAt),
+			StartedAt: FormatTime(h.StartedAt), FinishedAt: FormatTime(h.FinishedAt), DurationMS: dur, Generation: h.Generation,
+			Rows: h.Rows, Bytes: h.Bytes, Files: h.Files, ManifestKey: h.ManifestKey, Error: h.Error,
+		})
+	}
+	return res, nil
+}

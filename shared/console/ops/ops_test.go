@@ -1,0 +1,292 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// reader is rows and history in memory; it counts History reads.
+type reader struct {
+	accounts  []account.Account
+	rows      []ledger.Row
+	history   map[ledger.Key][]ledger.Attempt
+	histReads atomic.Int64
+	gets      atomic.Int64
+}
+
+func (r *reader) ListAccounts(context.Context) ([]account.Account, error) { return r.accounts, nil }
+
+func (r *reader) GetAccount(_ context.Context, id string) (account.Account, error) {
+	r.gets.Add(1)
+	for _, a := range r.accounts {
+		if a.ID == id {
+			return a, nil
+		}
+	}
+	return account.Account{}, fmt.Errorf("%w: %s", ledger.ErrNotFound, id)
+}
+
+func (r *reader) List(_ context.Context, acct, ds string, from, to civil.Date) ([]ledger.Row, error) {
+	var out []ledger.Row
+	for _, row := range r.rows {
+		if row.AccountID == acct && row.Dataset == ds && !row.Day.Before(from) && !row.Day.After(to) {
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+func (r *reader) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
+	for _, row := range r.rows {
+		if row.Key == k {
+			return row, nil
+		}
+	}
+	return ledger.Row{}, ledger.ErrNotFound
+}
+
+func (r *reader) History(_ context.Context, k ledger.Key) ([]ledger.Attempt, error) {
+	r.histReads.Add(1)
+	return r.history[k], nil
+}
+
+func row(acct, ds, d string, st ledger.State, mod func(*ledger.Row)) ledger.Row {
+	r := ledger.Row{Key: ledger.Key{AccountID: acct, Dataset: ds, Day: civil.MustParse(d)}, State: st, Attempts: 1, Reason: ledger.ReasonScheduled,
+		UpdatedAt: now.Add(-48 * time.Hour)}
+	if st == ledger.StateCompleted {
+		r.CompletedAt = r.UpdatedAt
+	}
+	if mod != nil {
+		mod(&r)
+	}
+	return r
+}
+
+func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
+	const a, b = "acct_aaaaaaaaaaaaaaaa", "acct_bbbbbbbbbbbbbbbb"
+	recent := func(r *ledger.Row) { r.UpdatedAt = now.Add(-time.Hour) }
+	r := &reader{
+		accounts: []account.Account{{ID: a, Datasets: []string{"events", "profiles"}}, {ID: b, Datasets: []string{"events"}}},
+		rows: []ledger.Row{
+			row(a, "events", "2026-11-27", ledger.StateCompleted, nil),
+			// completed on its first scheduled attempt today: no history read
+			row(a, "events", "2026-11-28", ledger.StateCompleted, recent),
+			// completed on a second attempt today: one failure, 3 h ago
+			row(a, "events", "2026-11-29", ledger.StateCompleted, func(r *ledger.Row) { recent(r); r.Attempts, r.Reason = 2, ledger.ReasonRetry }),
+			// failed twice, once 30 h ago (outside the window)
+			row(a, "profiles", "2026-11-29", ledger.StateFailed, func(r *ledger.Row) { recent(r); r.Attempts = 2 }),
+			// an old failure whose row has not changed since
+			row(b, "events", "2026-11-20", ledger.StateFailed, func(r *ledger.Row) { r.Exhausted = true }),
+			row(b, "events", "2026-11-21", ledger.StatePending, nil),
+		},
+		history: map[ledger.Key][]ledger.Attempt{},
+	}
+	k := func(acct, ds, d string) ledger.Key {
+		return ledger.Key{AccountID: acct, Dataset: ds, Day: civil.MustParse(d)}
+	}
+	r.history[k(a, "events", "2026-11-29")] = []ledger.Attempt{
+		{Outcome: ledger.OutcomeFailed, FinishedAt: now.Add(-3 * time.Hour)}, {Outcome: ledger.OutcomeCompleted, FinishedAt: now.Add(-time.Hour)}}
+	r.history[k(a, "profiles", "2026-11-29")] = []ledger.Attempt{
+		{Outcome: ledger.OutcomeFailed, FinishedAt: now.Add(-30 * time.Hour)}, {Outcome: ledger.OutcomeLeaseExpired, FinishedAt: now.Add(-time.Hour)}}
+	r.history[k(b, "events", "2026-11-20")] = []ledger.Attempt{{Outcome: ledger.OutcomeStopped, FinishedAt: now.Add(-48 * time.Hour)}}
+
+	lines, err := Fleet(context.Background(), r, FleetOptions{FailuresSince: now.Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 || lines[0].Account != b || lines[1].Account != a {
+		t.Fatalf("order %+v, want b (stopped) before a (failed)", lines)
+	}
+	if lines[1].RecentFailures != 2 || lines[0].RecentFailures != 0 {
+		t.Errorf("recent failures a=%d b=%d, want 2 and 0", lines[1].RecentFailures, lines[0].RecentFailures)
+	}
+	if n := r.histReads.Load(); n != 2 {
+		t.Errorf("%d history reads, want 2 (the rows that changed and may have failed)", n)
+	}
+	if l := lines[1]; l.Counts[Completed] != 3 || l.Counts[Failed] != 1 || l.OldestDue != "2026-11-29" || l.LastExport != "2026-11-29" {
+		t.Errorf("a: %+v", l)
+	}
+	if l := lines[0]; l.Counts[Stopped] != 1 || l.Counts[Pending] != 1 || l.OldestDue != "2026-11-20" || l.LastExport != "" {
+		t.Errorf("b: %+v", l)
+	}
+
+	// Without FailuresSince nothing is read from the history; filters narrow.
+	r.histReads.Store(0)
+	lines, err = Fleet(context.Background(), r, FleetOptions{Datasets: []string{"profiles"}, States: map[Phase]bool{Failed: true}})
+	if err != nil || len(lines) != 1 || lines[0].Account != a || lines[0].Counts[Completed] != 0 || r.histReads.Load() != 0 {
+		t.Errorf("filtered: %+v %v, %d history reads", lines, err, r.histReads.Load())
+	}
+}
+
+// requeuer records the ranges it is asked for.
+type requeuer struct {
+	calls []string
+	fail  int // fail on this call (1-based), 0 never
+}
+
+func (q *requeuer) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error) {
+	q.calls = append(q.calls, from.String()+".."+to.String())
+	if len(q.calls) == q.fail {
+		return ledger.RequeueResult{}, errors.New("throttled")
+	}
+	n := from.DaysUntil(to) + 1
+	return ledger.RequeueResult{Queued: n}, nil
+}
+
+type count int
+
+func (c *count) Add(n int) { *c += count(n) }
+
+func TestRequeueCallsPerRunOfDays(t *testing.T) {
+	days := func(ds ...string) []civil.Date {
+		var out []civil.Date
+		for _, d := range ds {
+			out = append(out, civil.MustParse(d))
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		days  []civil.Date
+		calls string
+	}{
+		{"one day", days("2026-11-05"), "2026-11-05..2026-11-05"},
+		{"gaps split the calls", days("2026-11-01", "2026-11-02", "2026-11-05", "2026-11-07", "2026-11-08"),
+			"2026-11-01..2026-11-02 2026-11-05..2026-11-05 2026-11-07..2026-11-08"},
+		{"a long run goes a week at a time", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-16")),
+			"2026-11-01..2026-11-07 2026-11-08..2026-11-14 2026-11-15..2026-11-16"},
+		{"none", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := &requeuer{}
+			var p count
+			res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, ledger.ReasonManual, &p)
+			if err != nil || strings.Join(q.calls, " ") != tt.calls || res.Queued != len(tt.days) || int(p) != len(tt.days) {
+				t.Errorf("calls %q, queued %d, progress %d (%v); want %q", q.calls, res.Queued, p, err, tt.calls)
+			}
+		})
+	}
+	q := &requeuer{fail: 2}
+	res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), ledger.ReasonManual, nil)
+	if err == nil || !strings.Contains(err.Error(), "requeue stopped after 7 of 20 days: throttled") || res.Queued != 7 || len(q.calls) != 2 {
+		t.Errorf("a failure part way: %+v %v, calls %v", res, err, q.calls)
+	}
+}
+
+func TestCheckRequestRefusesMalformedValuesBeforeAnyRead(t *testing.T) {
+	acct := account.Account{ID: "acct_aaaaaaaaaaaaaaaa", Enabled: true, StartDate: civil.MustParse("2026-11-01"), Datasets: []string{"events"}}
+	r := &reader{accounts: []account.Account{acct}}
+	lim := jobs.Limits{Now: now, SettleDelay: 2 * time.Hour}
+	for _, tt := range []struct {
+		name  string
+		m     jobs.Manual
+		field string
+		kind  error
+		reads int64
+	}{
+		{"malformed day", jobs.Manual{AccountID: acct.ID, Dataset: "events", Day: "2026-02-30"}, "day", jobs.ErrMalformed, 0},
+		{"malformed account", jobs.Manual{AccountID: "acct_x", Dataset: "events", Day: "2026-11-20"}, "account_id", jobs.ErrMalformed, 0},
+		{"unknown account", jobs.Manual{AccountID: "acct_bbbbbbbbbbbbbbbb", Dataset: "events", Day: "2026-11-20"}, "account_id", jobs.ErrRefused, 1},
+		{"not closed", jobs.Manual{AccountID: acct.ID, Dataset: "events", Day: "2026-11-30"}, "day", jobs.ErrRefused, 1},
+		{"fine", jobs.Manual{AccountID: acct.ID, Dataset: "events", From: "2026-11-01", To: "2026-11-29"}, "", nil, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r.gets.Store(0)
+			got, from, to, err := CheckRequest(context.Background(), r, tt.m, lim)
+			var fe *jobs.FieldError
+			switch {
+			case tt.kind == nil && (err != nil || got.ID != acct.ID || from.String() != "2026-11-01" || to.String() != "2026-11-29"):
+				t.Errorf("%+v %s..%s %v", got, from, to, err)
+			case tt.kind != nil && (!errors.As(err, &fe) || fe.Field != tt.field || !errors.Is(err, tt.kind)):
+				t.Errorf("error %v, want a %v on %s", err, tt.kind, tt.field)
+			}
+			if r.gets.Load() != tt.reads {
+				t.Errorf("%d account reads, want %d", r.gets.Load(), tt.reads)
+			}
+		})
+	}
+}
+
+func TestForEachStopsAtTheFirstError(t *testing.T) {
+	var ran atomic.Int64
+	items := make([]int, 100)
+	for i := range items {
+		items[i] = i
+	}
+	err := forEach(context.Background(), 2, items, func(i int) error {
+		ran.Add(1)
+		if i == 3 {
+			return fmt.Errorf("item %d", i)
+		}
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	if err == nil || err.Error() != "item 3" || ran.Load() > 10 {
+		t.Errorf("error %v after %d items", err, ran.Load())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := forEach(ctx, 2, items, func(int) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled context: %v", err)
+	}
+}
+
+func TestParsePhases(t *testing.T) {
+	got, err := ParsePhases([]string{"failed, stopped", "running"})
+	if err != nil || len(got) != 3 || !got[Failed] || !got[Stopped] || !got[Running] {
+		t.Errorf("%v %v", got, err)
+	}
+	if _, err := ParsePhases([]string{"done"}); err == nil || !strings.Contains(err.Error(), `"done": unknown state; valid: completed, running, claimed, queued, pending, failed, stopped`) {
+		t.Errorf("error %v", err)
+	}
+	if !slices.Equal(Phases, []Phase{Completed, Running, Claimed, Queued, Pending, Failed, Stopped}) {
+		t.Error("display order changed")
+	}
+}
+
+// store is an AccountStore in memory that counts writes.
+type store struct {
+	reader
+	puts int
+}
+
+func (s *store) PutAccount(_ context.Context, a account.Account) error {
+	s.puts++
+	for i := range s.accounts {
+		if s.accounts[i].ID == a.ID {
+			s.accounts[i] = a
+		}
+	}
+	return nil
+}
+
+func TestSetEnabled(t *testing.T) {
+	s := &store{reader: reader{accounts: []account.Account{{ID: "acct_aaaaaaaaaaaaaaaa", Enabled: true}}}}
+	for _, tt := range []struct {
+		enable  bool
+		changed bool
+		puts    int
+	}{{true, false, 0}, {false, true, 1}, {false, false, 1}, {true, true, 2}} {
+		acct, changed, err := SetEnabled(context.Background(), s, "acct_aaaaaaaaaaaaaaaa", tt.enable)
+		if err != nil || changed != tt.changed || acct.Enabled != tt.enable || s.puts != tt.puts {
+			t.Errorf("enable %v: changed %v, enabled %v, %d puts (%v)", tt.enable, changed, acct.Enabled, s.puts, err)
+		}
+	}
+	if _, _, err := SetEnabled(context.Background(), s, "acct_bbbbbbbbbbbbbbbb", true); !errors.Is(err, ErrNoAccount) {
+		t.Errorf("unknown account: %v", err)
+	}
+}

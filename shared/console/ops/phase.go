@@ -1,0 +1,122 @@
+// Package ops is what the operator CLI (cmd/daybook) and the web console
+// (shared/console) both do with the ledger: the phase of a partition in
+// operators' words, the fleet summary, an account's days, a partition's
+// history, the check of a manual request, and the actions (requeue,
+// re-export, enable and disable an account). It reads and writes through
+// narrow interfaces that *ledger.Ledger and the SQS client satisfy, and
+// knows nothing about flags, terminals or HTTP.
+package ops
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// Phase is what a partition is doing, in the words status shows. It tells
+// a claim whose job waits in the queue apart from a run an exporter
+// started, and a failure that will retry from one that stopped retrying.
+type Phase string
+
+// The phases.
+const (
+	Completed Phase = "completed"
+	Running   Phase = "running" // an exporter started it
+	Claimed   Phase = "claimed" // a sweep claimed it; its job waits in the queue
+	Queued    Phase = "queued"  // asked for by an operator or a backfill; goes first
+	Pending   Phase = "pending" // closed, not tried yet
+	Failed    Phase = "failed"  // will retry after its backoff
+	Stopped   Phase = "stopped" // failed too often; waits for a requeue
+)
+
+// Phases in display order.
+var Phases = []Phase{Completed, Running, Claimed, Queued, Pending, Failed, Stopped}
+
+// info is how a phase is shown: a symbol for plain text, and a legend.
+var info = map[Phase]struct {
+	symbol byte
+	legend string
+}{
+	Completed: {'#', "completed"},
+	Running:   {'>', "running"},
+	Claimed:   {'~', "claimed, waiting in the queue"},
+	Queued:    {'q', "queued"},
+	Pending:   {'.', "pending"},
+	Failed:    {'x', "failed, will retry"},
+	Stopped:   {'X', "stopped retrying"},
+}
+
+// Symbol is the phase's one-character mark in text views.
+func (p Phase) Symbol() byte { return info[p].symbol }
+
+// Legend says what the phase means, in a few words.
+func (p Phase) Legend() string { return info[p].legend }
+
+// Valid reports whether p is one of Phases.
+func (p Phase) Valid() bool { _, ok := info[p]; return ok }
+
+// Of is the phase of a ledger row (a full row, or one from the due index).
+func Of(r ledger.Row) Phase {
+	switch r.State {
+	case ledger.StateCompleted:
+		return Completed
+	case ledger.StateRunning:
+		if r.StartedAt.IsZero() {
+			return Claimed
+		}
+		return Running
+	case ledger.StateQueued:
+		return Queued
+	case ledger.StatePending:
+		return Pending
+	case ledger.StateFailed:
+		if r.Exhausted || strings.HasPrefix(r.DueKey, "9#") {
+			return Stopped
+		}
+		return Failed
+	}
+	return Phase(r.State)
+}
+
+// Names lists the phases, comma-separated, in display order.
+func Names() string {
+	names := make([]string, len(Phases))
+	for i, p := range Phases {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParsePhases reads phase names, each value comma-separated or not; the
+// error names the value refused and the valid ones.
+func ParsePhases(vals []string) (map[Phase]bool, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	want := map[Phase]bool{}
+	for _, v := range vals {
+		for _, s := range strings.Split(v, ",") {
+			p := Phase(strings.TrimSpace(s))
+			if !p.Valid() {
+				return nil, fmt.Errorf("%q: unknown state; valid: %s", s, Names())
+			}
+			want[p] = true
+		}
+	}
+	return want, nil
+}
+
+// CountsText sums counts per phase in display order: "completed 3, failed 1".
+func CountsText(m map[Phase]int) string {
+	var parts []string
+	for _, p := range Phases {
+		if m[p] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", p, m[p]))
+		}
+	}
+	if len(parts) == 0 {
+		return "no partitions"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,293 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/account"
+)
+
+// order returns the positions of subs in s (-1 when absent).
+func order(s string, subs ...string) []int {
+	out := make([]int, len(subs))
+	for i, sub := range subs {
+		out[i] = strings.Index(s, sub)
+	}
+	return out
+}
+
+func increasing(pos []int) bool {
+	for i := range pos {
+		if pos[i] < 0 || i > 0 && pos[i] < pos[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+func wantContains(t *testing.T, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+}
+
+func TestFleetPage(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	res := f.get("/")
+	if res.code != http.StatusOK {
+		t.Fatalf("status %d\n%s", res.code, res.body)
+	}
+	wantContains(t, res.body,
+		"3 accounts (1 disabled)",
+		"6 failed attempts in the last 24 hours (since 2026-11-29T12:00:00Z)",
+		`<span class="health h-stopped" title="stopped retrying">X stopped</span>`,
+		`<a href="/accounts/acct_troubled22222222"><code>acct_troubled22222222</code></a>`,
+		`Paused Inc <span class="badge off">disabled</span>`,
+		`2026-11-29 <small class="muted" title="completed at 2026-11-30T02:30:00Z">11-30 02:30Z</small>`, // the healthy account's last export
+		`aria-sort="descending"`,
+	)
+	// The troubled account: completed 5, running 1, claimed 1, queued 0,
+	// pending 1, failed 1, stopped 1, oldest due 25th, 6 failures.
+	row := regexp.MustCompile(`(?s)<tr>\s*<td><span class="health h-stopped".*?</tr>`).FindString(res.body)
+	cells := regexp.MustCompile(`<td class="num[^"]*">([^<]*)</td>`).FindAllStringSubmatch(row, -1)
+	var got []string
+	for _, c := range cells {
+		got = append(got, c[1])
+	}
+	if strings.Join(got, " ") != "5 1 1 0 1 1 1 6" {
+		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 0 1 1 1 and 6 failures\n%s", got, row)
+	}
+	if !strings.Contains(row, `<td class="nowrap">2026-11-25</td>`) {
+		t.Errorf("troubled row without its oldest due day:\n%s", row)
+	}
+}
+
+func TestFleetSorts(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	tests := []struct {
+		query string
+		want  []string // account ids, in order
+	}{
+		{"", []string{troubled, disabled, healthy}}, // worst first: stopped; then nothing due, by id
+		{"?sort=worst", []string{troubled, disabled, healthy}},
+		{"?sort=account", []string{disabled, healthy, troubled}},
+		{"?sort=account&order=desc", []string{troubled, healthy, disabled}},
+		{"?sort=name", []string{healthy, disabled, troubled}}, // Healthy Co, Paused Inc, Troubled Ltd
+		{"?sort=completed", []string{healthy, troubled, disabled}},
+		{"?sort=completed&order=asc", []string{disabled, troubled, healthy}},
+		{"?sort=failures", []string{troubled, disabled, healthy}},
+		{"?sort=oldest_due", []string{troubled, disabled, healthy}},
+		{"?sort=last_export", []string{healthy, troubled, disabled}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			res := f.get("/" + tt.query)
+			if res.code != http.StatusOK {
+				t.Fatalf("status %d", res.code)
+			}
+			var marks []string
+			for _, id := range tt.want {
+				marks = append(marks, `<th scope="row"><a href="/accounts/`+id+`">`)
+			}
+			if pos := order(res.body, marks...); !increasing(pos) {
+				t.Errorf("order %v, want %v", pos, tt.want)
+			}
+		})
+	}
+	// The sorted column's link reverses it; another column's does not.
+	res := f.get("/?sort=completed")
+	wantContains(t, res.body, `<a href="/?order=asc&amp;sort=completed">Completed`, `<a href="/?sort=failed">Failed`)
+
+	for _, q := range []string{"?sort=size", "?order=sideways"} {
+		res := f.get("/" + q)
+		if res.code != http.StatusBadRequest || !strings.Contains(res.body, "Unknown") {
+			t.Errorf("%s: status %d, want 400 with the reason\n%s", q, res.code, res.body)
+		}
+	}
+}
+
+func TestFleetSaysWhenTheLedgerFails(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	f.ledger.failList = errors.New("ThrottlingException: rate exceeded")
+	res := f.get("/")
+	if res.code != http.StatusBadGateway || !strings.Contains(res.body, "ThrottlingException: rate exceeded") {
+		t.Errorf("status %d\n%s", res.code, res.body)
+	}
+}
+
+func TestSecurityHeadersAndHosts(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	res := f.get("/")
+	for h, want := range map[string]string{
+		"Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'",
+		"X-Content-Type-Options":  "nosniff",
+		"X-Frame-Options":         "DENY",
+		"Cache-Control":           "no-store",
+	} {
+		if !strings.Contains(res.header.Get(h), want) {
+			t.Errorf("%s = %q, want %q", h, res.header.Get(h), want)
+		}
+	}
+	// No inline script or style: the policy would block them.
+	if strings.Contains(res.body, "<script>") || strings.Contains(res.body, "style=") || strings.Contains(res.body, "<style") {
+		t.Error("inline script or style in the page")
+	}
+	r, _ := http.NewRequest(http.MethodGet, "http://evil.example:8080/", nil)
+	if res := f.do(r); res.code != http.StatusMisdirectedRequest {
+		t.Errorf("another Host: status %d, want 421", res.code)
+	}
+	for path, want := range map[string]string{"/static/console.css": "text/css", "/static/console.js": "javascript", "/static/favicon.svg": "image/svg+xml"} {
+		res := f.get(path)
+		if res.code != http.StatusOK || !strings.Contains(res.header.Get("Content-Type"), want) {
+			t.Errorf("%s: status %d, type %q", path, res.code, res.header.Get("Content-Type"))
+		}
+	}
+	for _, path := range []string{"/static/", "/static/nope.css", "/nowhere"} {
+		if res := f.get(path); res.code != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", path, res.code)
+		}
+	}
+}
+
+func TestAccountPage(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	res := f.get("/accounts/" + troubled + "?from=2026-11-18&to=2026-11-29")
+	if res.code != http.StatusOK {
+		t.Fatalf("status %d\n%s", res.code, res.body)
+	}
+	wantContains(t, res.body,
+		"Partitions by day: 2026-11-18 to 2026-11-29",
+		`<span class="hm-month">Nov 2026</span>`,
+		// two days before the start date have no row; then one link a day
+		`<span class="hm-cell empty" title="events 2026-11-18: no ledger row"></span>`,
+		`<a class="hm-cell p-completed" href="/accounts/`+troubled+`/partitions/events/2026-11-24" title="events 2026-11-24: completed · generation 2 · 1,234 rows · 55.5 KiB · attempts 2">`,
+		`class="hm-cell p-stopped" href="/accounts/`+troubled+`/partitions/events/2026-11-25" title="events 2026-11-25: stopped retrying · attempts 6 · error: source unreachable"><span aria-hidden="true">X</span>`,
+		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-pending"`,
+		"stopped retrying after 6 attempts",
+		`href="/actions/requeue?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Requeue 2 failed or stopped events partitions`,
+		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
+	)
+	if n := strings.Count(res.body, `class="hm-cell p-`) + strings.Count(res.body, `class="hm-cell empty"`); n != 12 {
+		t.Errorf("%d cells, want one a day for 12 days", n)
+	}
+
+	// 400 days on one page: narrow cells, month labels with the year on the
+	// first and on January, no symbols.
+	res = f.get("/accounts/" + healthy + "?from=2025-10-26&to=2026-11-29")
+	if res.code != http.StatusOK {
+		t.Fatalf("400 days: status %d", res.code)
+	}
+	wantContains(t, res.body, "(400 days;", `<span class="hm-month">Jan 2026</span>`, `<span class="hm-month">Nov</span>`, `<div class="hm dense" data-heatmap>`)
+	if n := strings.Count(res.body, `class="hm-cell p-`) + strings.Count(res.body, `class="hm-cell empty"`); n != 800 {
+		t.Errorf("%d cells, want 400 for each of 2 datasets", n)
+	}
+	// A dataset filter.
+	res = f.get("/accounts/" + healthy + "?dataset=profiles&days=30")
+	if strings.Contains(res.body, `aria-label="events, one cell a day"`) || !strings.Contains(res.body, `aria-label="profiles, one cell a day"`) ||
+		!strings.Contains(res.body, `<input type="checkbox" name="dataset" value="profiles" checked>`) {
+		t.Errorf("dataset filter:\n%s", res.body)
+	}
+}
+
+func TestAccountPageRefusesBadInput(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	for _, tt := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/accounts/acct_nosuchaccount222", http.StatusNotFound, "No account acct_nosuchaccount222"},
+		{"/accounts/42", http.StatusBadRequest, "“42” is not an account id"},
+		{"/accounts/" + troubled + "?from=2026-13-01", http.StatusBadRequest, "from “2026-13-01” is not a date"},
+		{"/accounts/" + troubled + "?from=2026-11-25&to=2026-11-21", http.StatusBadRequest, "to 2026-11-21 is before from 2026-11-25"},
+		{"/accounts/" + troubled + "?days=30&from=2026-11-01", http.StatusBadRequest, "give days, or from and to, not both"},
+		{"/accounts/" + troubled + "?days=0", http.StatusBadRequest, "want a number of days from 1 to 800"},
+		{"/accounts/" + troubled + "?from=2020-01-01&to=2026-11-29", http.StatusBadRequest, "the page shows at most 800"},
+		{"/accounts/" + troubled + "?dataset=profiles", http.StatusBadRequest, "does not export “profiles”; its datasets: events"},
+	} {
+		if res := f.get(tt.path); res.code != tt.code || !strings.Contains(res.body, tt.want) {
+			t.Errorf("%s: status %d, want %d saying %q\n%s", tt.path, res.code, tt.code, tt.want, res.body)
+		}
+	}
+}
+
+func TestPartitionPage(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	res := f.get("/accounts/" + troubled + "/partitions/events/2026-11-24")
+	if res.code != http.StatusOK {
+		t.Fatalf("status %d\n%s", res.code, res.body)
+	}
+	wantContains(t, res.body,
+		"completed, generation 2, 1234 rows in 1 file (55.5 KiB)",
+		// the attempts: the failure, then the generation
+		"<td>2026-11-30T06:59:00Z</td><td class=\"num\">1</td><td>scheduled</td>", `<span class="outcome o-failed">failed</span>`, "source timeout",
+		`<span class="outcome o-completed">completed</span></td><td class="num">42s</td>`,
+		"Attempt 1 failed at 2026-11-30T07:00:00Z",
+		// the manifest, with its key in the bucket
+		"s3://daybook-exports-test/daybook/"+troubled+"/v1/events/dt=2026-11-24/_manifest.json",
+		"<code>_SUCCESS</code> names generation 2",
+		"daybook/"+troubled+"/v1/events/dt=2026-11-24/part-00000.parquet", "<code>q1w2e3==</code>",
+		// the day's delivery manifest
+		"s3://daybook-exports-test/daybook/"+troubled+"/v1/_manifests/dt=2026-11-24/manifest.json",
+		"The day is <strong>complete</strong>", "events: delivered, generation 2, 1,234 rows in 1 file",
+		`href="/actions/reexport?account=`+troubled+`&amp;dataset=events&amp;day=2026-11-24">Re-export this day`,
+	)
+	if strings.Contains(res.body, "Requeue…") {
+		t.Error("a completed partition offers a requeue")
+	}
+
+	res = f.get("/accounts/" + troubled + "/partitions/events/2026-11-25")
+	wantContains(t, res.body, "stopped retrying after 6 attempts", "Attempt 6 stopped at 2026-11-30T10:00:00Z", "Requeue…",
+		"no _SUCCESS and no _manifest.json: the partition is not delivered", "No delivery manifest for 2026-11-25 yet")
+
+	// A day without a row, a dataset the account does not export.
+	res = f.get("/accounts/" + troubled + "/partitions/profiles/2026-11-24")
+	wantContains(t, res.body, "no ledger row", "The account does not export profiles now", "No attempts recorded")
+}
+
+func TestPartitionPageSaysTheBucketIsUnreachable(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	f.bucket.err = errDenied
+	res := f.get("/accounts/" + troubled + "/partitions/events/2026-11-24")
+	if res.code != http.StatusOK {
+		t.Fatalf("status %d", res.code)
+	}
+	wantContains(t, res.body, "The bucket could not be read: could not read s3://daybook-exports-test/daybook/"+troubled+"/v1/events/dt=2026-11-24/_SUCCESS",
+		"AccessDenied", "completed, generation 2") // the ledger's part is still there
+	f.srv.cfg.Buckets = BucketsFunc(func(account.Account) (ObjectReader, error) { return nil, errors.New("assume role: AccessDenied") })
+	res = f.get("/accounts/" + troubled + "/partitions/events/2026-11-24")
+	wantContains(t, res.body, "The bucket could not be read: the bucket cannot be reached: assume role: AccessDenied")
+}
+
+func TestPartitionPageRefusesBadInput(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	for _, tt := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/accounts/acct_nosuchaccount222/partitions/events/2026-11-24", http.StatusNotFound, "No account acct_nosuchaccount222"},
+		{"/accounts/" + troubled + "/partitions/visits/2026-11-24", http.StatusNotFound, "No dataset “visits”"},
+		{"/accounts/" + troubled + "/partitions/events/2026-11-31", http.StatusBadRequest, "“2026-11-31” is not a day"},
+		{"/accounts/" + troubled + "/partitions/events/2026-11-30", http.StatusNotFound, "2026-11-30 is not closed yet for account " + troubled},
+	} {
+		if res := f.get(tt.path); res.code != tt.code || !strings.Contains(res.body, tt.want) {
+			t.Errorf("%s: status %d, want %d saying %q\n%s", tt.path, res.code, tt.code, tt.want, res.body)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// manifestView is what the bucket says about the partition.
+type manifestView struct {
+	URI string // of _manifest.json
+	// Problem says the bucket could not be read, and why; nothing else is
+	// known then.
+	Problem string
+	// Committed: _SUCCESS is there, naming Generation.
+	Committed   bool
+	Generation  int64
+	CommittedAt string
+	// Note says what is missing or odd, in words.
+	Note     string
+	Manifest *manifest.Manifest
+}
+
+// deliveryView is the day's delivery manifest's entry for the dataset.
+type deliveryView struct {
+	URI       string
+	Problem   string
+	Found     bool
+	Complete  bool
+	UpdatedAt string
+	Delivered *manifest.DeliveredDataset
+	Missing   *manifest.MissingDataset
+	Others    int
+}
+
+type partitionPage struct {
+	Account      account.Account
+	Dataset      string
+	Day          string
+	Exported     bool // the account exports the dataset now
+	History      ops.PartitionHistory
+	Describe     string
+	LastFailure  *ops.Attempt
+	Manifest     manifestView
+	Delivery     deliveryView
+	AccountHref  string
+	ReexportHref string
+	RequeueHref  string
+	Stuck        bool
+}
+
+// partition is one partition's page: its row, its attempts, the manifest
+// and delivery manifest in the account's bucket.
+func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
+	acct, ok := s.getAccount(w, r, r.PathValue("account"))
+	if !ok {
+		return
+	}
+	dsName, dayText := r.PathValue("dataset"), r.PathValue("day")
+	if _, err := dataset.Get(dsName); err != nil {
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("No dataset “%s”: daybook exports %s.", dsName, strings.Join(datasetNames(), ", ")))
+		return
+	}
+	day, err := civil.Parse(dayText)
+	if err != nil {
+		s.problem(w, r, http.StatusBadRequest, fmt.Sprintf("“%s” is not a day: want YYYY-MM-DD.", dayText))
+		return
+	}
+	if closed := s.closedThrough(acct); day.After(closed) {
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("%s is not closed yet for account %s (time zone %s): its last closed day is %s, and a day is exported only once it has closed.",
+			day, acct.ID, acct.WithDefaults(s.cfg.SettleDelay).TimeZone, closed))
+		return
+	}
+	key := ledger.Key{AccountID: acct.ID, Dataset: dsName, Day: day}
+	hist, err := ops.History(r.Context(), s.cfg.Ledger, key, s.now())
+	if err != nil {
+		s.failed(w, r, err)
+		return
+	}
+	p := partitionPage{Account: acct, Dataset: dsName, Day: day.String(), Exported: slices.Contains(acct.Datasets, dsName),
+		History: hist, LastFailure: hist.LastFailure(), AccountHref: "/accounts/" + url.PathEscape(acct.ID)}
+	if hist.Current != nil {
+		p.Describe = ops.Describe(*hist.Current)
+		p.Stuck = hist.Current.State == ops.Failed || hist.Current.State == ops.Stopped
+	} else {
+		p.Describe = "no ledger row: the day was never materialized, requeued or re-exported"
+	}
+	q := url.Values{"account": {acct.ID}, "dataset": {dsName}, "day": {day.String()}}
+	if s.cfg.Queue != nil && s.cfg.QueueURL != "" {
+		p.ReexportHref = "/actions/reexport?" + q.Encode()
+	}
+	if p.Stuck {
+		p.RequeueHref = "/actions/requeue?" + q.Encode()
+	}
+	p.Manifest, p.Delivery = s.readBucket(r.Context(), acct, dsName, day)
+	s.render(w, r, http.StatusOK, "partition", dsName+" "+day.String()+" · "+acct.ID,
+		[]crumb{{Text: "Fleet", Href: "/"}, {Text: acct.Name + " (" + acct.ID + ")", Href: p.AccountHref}, {Text: dsName + " " + day.String()}}, p)
+}
+
+// readBucket reads _SUCCESS, _manifest.json and the day's delivery manifest
+// from the account's bucket; what cannot be read is said, not failed.
+func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string, day civil.Date) (manifestView, deliveryView) {
+	var m manifestView
+	var d deliveryView
+	prefix, err := acct.Prefix(s.cfg.Stage)
+	if err != nil {
+		m.Problem = "the account's prefix does not render: " + err.Error()
+		d.Problem = m.Problem
+		return m, d
+	}
+	uri := func(key string) string { return "s3://" + acct.Destination.Bucket + "/" + key }
+	m.URI = uri(layout.ManifestKey(prefix, ds, day))
+	d.URI = uri(layout.DeliveryManifestKey(prefix, day))
+	b, err := s.cfg.Buckets.Reader(acct)
+	if err != nil {
+		m.Problem = "the bucket cannot be reached: " + err.Error()
+		d.Problem = m.Problem
+		return m, d
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BucketTimeout)
+	defer cancel()
+	get := func(key string) ([]byte, bool, string) {
+		body, err := b.Get(ctx, key)
+		switch {
+		case err == nil:
+			return body, true, ""
+		case errors.Is(err, bucket.ErrNotFound):
+			return nil, false, ""
+		}
+		return nil, false, "could not read " + uri(key) + ": " + err.Error()
+	}
+
+	if body, ok, problem := get(layout.SuccessKey(prefix, ds, day)); problem != "" {
+		m.Problem = problem
+	} else if ok {
+		if succ, err := manifest.DecodeSuccess(body); err != nil {
+			m.Note = "_SUCCESS is unreadable: " + err.Error()
+		} else {
+			m.Committed, m.Generation, m.CommittedAt = true, succ.Generation, ops.FormatTime(succ.CommittedAt)
+		}
+	}
+	if m.Problem == "" {
+		body, ok, problem := get(layout.ManifestKey(prefix, ds, day))
+		switch {
+		case problem != "":
+			m.Problem = problem
+		case !ok && m.Committed:
+			m.Note = "_SUCCESS is there but _manifest.json is not"
+		case !ok:
+			m.Note = "no _SUCCESS and no _manifest.json: the partition is not delivered"
+		default:
+			if mf, err := manifest.Decode(body); err != nil {
+				m.Note = "_manifest.json is unreadable: " + err.Error()
+			} else {
+				m.Manifest = mf
+				if !m.Committed {
+					m.Note = "no _SUCCESS: this manifest is from an earlier generation, or the partition is being written again; do not read it"
+				}
+			}
+		}
+	}
+
+	body, ok, problem := get(layout.DeliveryManifestKey(prefix, day))
+	d.Problem, d.Found = problem, ok
+	if ok {
+		dm, err := manifest.DecodeDelivery(body)
+		if err != nil {
+			d.Problem = "the delivery manifest is unreadable: " + err.Error()
+			d.Found = false
+			return m, d
+		}
+		d.Complete, d.UpdatedAt = dm.Complete, ops.FormatTime(dm.UpdatedAt)
+		for i := range dm.DatasetsDelivered {
+			if dm.DatasetsDelivered[i].Name == ds {
+				d.Delivered = &dm.DatasetsDelivered[i]
+			}
+		}
+		for i := range dm.DatasetsMissing {
+			if dm.DatasetsMissing[i].Name == ds {
+				d.Missing = &dm.DatasetsMissing[i]
+			}
+		}
+		d.Others = len(dm.DatasetsDelivered) + len(dm.DatasetsMissing)
+		if d.Delivered != nil || d.Missing != nil {
+			d.Others--
+		}
+	}
+	return m, d
+}
+
+func datasetNames() []string {
+	names, _ := dataset.Names()
+	return names
+}

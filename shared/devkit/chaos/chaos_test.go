@@ -1,0 +1,184 @@
+package chaos
+
+import (
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	const pp = "/b/daybook/acct_x/v1/events/dt=2026-03-05/"
+	for _, tc := range []struct {
+		method, target string
+		step           Step
+		key            string
+	}{
+		{"GET", pp + "_SUCCESS?x-id=GetObject", StepBegin, "daybook/acct_x/v1/events/dt=2026-03-05/_SUCCESS"},
+		{"DELETE", pp + "_SUCCESS?x-id=DeleteObject", StepBegin, "daybook/acct_x/v1/events/dt=2026-03-05/_SUCCESS"},
+		{"PUT", pp + "part-00000.parquet?x-id=PutObject", StepData, "daybook/acct_x/v1/events/dt=2026-03-05/part-00000.parquet"},
+		{"POST", pp + "part-00001.parquet?uploads=&x-id=CreateMultipartUpload", StepData, "daybook/acct_x/v1/events/dt=2026-03-05/part-00001.parquet"},
+		{"PUT", pp + "part-00001.parquet?partNumber=2&uploadId=abc&x-id=UploadPart", StepData, "daybook/acct_x/v1/events/dt=2026-03-05/part-00001.parquet"},
+		{"GET", "/b?list-type=2&prefix=daybook%2Facct_x%2Fv1%2Fevents%2Fdt%3D2026-03-05%2F", StepStale, "daybook/acct_x/v1/events/dt=2026-03-05/"},
+		{"POST", "/b?delete=", StepStale, ""},
+		{"GET", "/b?uploads=&prefix=daybook%2F", StepStale, "daybook/"},
+		{"PUT", pp + "_manifest.json?x-id=PutObject", StepManifest, "daybook/acct_x/v1/events/dt=2026-03-05/_manifest.json"},
+		{"PUT", pp + "_load/duckdb.sql?x-id=PutObject", StepManifest, "daybook/acct_x/v1/events/dt=2026-03-05/_load/duckdb.sql"},
+		{"PUT", pp + "_SUCCESS?x-id=PutObject", StepSuccess, "daybook/acct_x/v1/events/dt=2026-03-05/_SUCCESS"},
+		{"PUT", "/b/daybook/acct_x/v1/_manifests/dt=2026-03-05/manifest.json?x-id=PutObject", StepDelivery, "daybook/acct_x/v1/_manifests/dt=2026-03-05/manifest.json"},
+		{"PUT", "/b/elsewhere.txt", StepOther, "elsewhere.txt"},
+	} {
+		r := classify(httptest.NewRequest(tc.method, tc.target, nil))
+		if r.step != tc.step || r.key != tc.key {
+			t.Errorf("%s %s: step %s key %q, want %s %q", tc.method, tc.target, r.step, r.key, tc.step, tc.key)
+		}
+	}
+	a := classify(httptest.NewRequest("PUT", pp+"part-00001.parquet?partNumber=2&uploadId=abc", nil))
+	b := classify(httptest.NewRequest("PUT", pp+"part-00001.parquet?partNumber=2&uploadId=xyz", nil))
+	if a.id != b.id {
+		t.Errorf("a part's identity depends on its upload id: %q, %q", a.id, b.id)
+	}
+}
+
+// TestDecide: decisions are the seed's, request by request, whatever the
+// order; kills stop at the budget; the rates are about right.
+func TestDecide(t *testing.T) {
+	rates := Rates{Kill: 0.1, Error: 0.1, Reset: 0.1, Drop: 0.1, Outage: 0.01}
+	reqs := make([]request, 4000)
+	for i := range reqs {
+		reqs[i] = request{step: StepData, id: "PUT /b/k" + strconv.Itoa(i%500)}
+	}
+	draw := func(seed uint64, order []int, kills int) map[int]Kind {
+		f := NewFaults(seed, rates, kills)
+		out := map[int]Kind{}
+		seen := map[string]int{}
+		for _, i := range order {
+			seen[reqs[i].id]++
+			out[i] = f.decide(reqs[i])
+		}
+		return out
+	}
+	fwd, rev := make([]int, len(reqs)), make([]int, len(reqs))
+	for i := range reqs {
+		fwd[i], rev[i] = i, i
+	}
+	// Reversing the order of requests with distinct identities only.
+	for i, j := 0, 499; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	a, b := draw(1, fwd, 1<<30), draw(1, rev, 1<<30)
+	counts := map[Kind]int{}
+	for i := range reqs {
+		if a[i] != b[i] {
+			t.Fatalf("request %d: %q in one order, %q in the other", i, a[i], b[i])
+		}
+		counts[a[i]]++
+	}
+	// Kills and errors are split in two kinds: 200 expected for each of
+	// those, 400 for a reset and a drop.
+	for _, k := range Kinds {
+		want := 200
+		switch k {
+		case KindReset, KindDrop:
+			want = 400
+		case KindOutage:
+			// 40 outages, each answered on every later request of its
+			// identity (8 per identity here) up to outageRepeats more times.
+			want = 40 * (1 + outageRepeats)
+		}
+		if n := counts[k]; n < want*6/10 || n > want*14/10 {
+			t.Errorf("%s drawn %d times in 4000, want about %d", k, n, want)
+		}
+	}
+	if c := draw(2, fwd, 1<<30); c[0] == a[0] && c[1] == a[1] && c[2] == a[2] && c[3] == a[3] && c[4] == a[4] && c[5] == a[5] {
+		t.Error("another seed draws the same faults")
+	}
+	limited := draw(1, fwd, 5)
+	kills := 0
+	for _, k := range limited {
+		if k == KindKillBefore || k == KindKillAfter {
+			kills++
+		}
+	}
+	if kills != 5 {
+		t.Errorf("%d kills drawn with a budget of 5", kills)
+	}
+}
+
+// buildBootstraps builds both functions' host bootstraps as `make build`
+// lays them out, unless DAYBOOK_CHAOS_BIN names a build already made.
+func buildBootstraps(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("DAYBOOK_CHAOS_BIN"); dir != "" {
+		return dir
+	}
+	dir := t.TempDir()
+	for fn, pkg := range map[string]string{"SweeperFunction": "sweeper", "ExporterFunction": "exporter"} {
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(dir, fn, "bootstrap"), "../../../functions/"+pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", fn, err, out)
+		}
+	}
+	return dir
+}
+
+func run(t *testing.T, o Options) {
+	t.Helper()
+	o.Dir, o.BinDir, o.Template, o.Log = t.TempDir(), buildBootstraps(t), "../../../template.yaml", t.Output()
+	rep, err := Run(t.Context(), o)
+	if rep != nil {
+		rep.Print(t.Output())
+	}
+	if err != nil {
+		for _, name := range []string{"ExporterFunction-0", "ExporterFunction-1", "SweeperFunction-0"} {
+			if b, _ := os.ReadFile(filepath.Join(o.Dir, "logs", name+".log")); len(b) > 0 {
+				t.Logf("%s log tail:\n%s", name, b[max(0, len(b)-3000):])
+			}
+		}
+		t.Fatal(err)
+	}
+	if len(rep.Problems) > 0 {
+		t.Fatalf("%d invariants broken", len(rep.Problems))
+	}
+	if rep.Kills < o.Kills || rep.Checked.Partitions == 0 || rep.Checked.Commits < rep.Checked.Partitions {
+		t.Fatalf("the run did not do what it was asked: %d kills, %d partitions checked, %d commits", rep.Kills, rep.Checked.Partitions, rep.Checked.Commits)
+	}
+}
+
+// TestChaosShort is a small seeded run in the normal test suite: a few
+// kills and faults on two days of data and one multipart file, then the
+// self-test, which shows the check reports broken data.
+func TestChaosShort(t *testing.T) {
+	start := time.Now()
+	run(t, Options{Seed: 11, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, Reexports: 8, Duplicate: 0.15,
+		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01, CreateDrop: 0.5, DeliveryKill: 0.15}, SelfTest: true})
+	t.Logf("short chaos run: %s", time.Since(start).Round(time.Second))
+}
+
+// TestChaos is the full run `make chaos` starts (DAYBOOK_CHAOS=1), with
+// DAYBOOK_CHAOS_SEED and DAYBOOK_CHAOS_KILLS overriding Defaults.
+func TestChaos(t *testing.T) {
+	if os.Getenv("DAYBOOK_CHAOS") == "" {
+		t.Skip("the full chaos run takes minutes: make chaos (DAYBOOK_CHAOS=1)")
+	}
+	o := Defaults
+	if s := os.Getenv("DAYBOOK_CHAOS_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("DAYBOOK_CHAOS_SEED=%q: %v", s, err)
+		}
+		o.Seed = seed
+	}
+	if s := os.Getenv("DAYBOOK_CHAOS_KILLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("DAYBOOK_CHAOS_KILLS=%q: want a positive number", s)
+		}
+		o.Kills = n
+	}
+	run(t, o)
+}

@@ -1,0 +1,89 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what a run did and found.
+type Report struct {
+	Seed             uint64
+	Duration         time.Duration
+	Rounds           int
+	Sweeps           int
+	ConcurrentSweeps int // rounds that swept with both sweepers at once
+	Invocations      int // exporter invocations
+	Crashed          int // invocations that did not answer (killed)
+	Duplicates       int // messages sent a second time
+	Reexports        int // manual re-exports asked for
+	LeasesEnded      int // dead claims whose lease was ended (ledger.ExpireClaim)
+	Requeued         int // failed rows requeued
+	DeadLettered     int // messages in the DLQ after the run
+	Kills            int
+	Faults           map[Kind]map[Step]int
+	Requests         map[Step]int // S3 requests through the proxies
+	Checked          Checked
+	Problems         []string // broken invariants
+	// SelfTest is how many deliberate breaks the check reported after the
+	// run (Options.SelfTest).
+	SelfTest int
+}
+
+// Checked counts what the invariant check covered.
+type Checked struct {
+	Partitions  int   // completed partitions verified
+	Files       int   // data files read back
+	Rows        int64 // rows read back and matched to the source
+	Generations int   // committed generations (distinct _SUCCESS) seen
+	Commits     int   // _SUCCESS writes the store accepted
+	Deliveries  int   // delivery manifests compared with the ledger
+	Settled     int   // manifests of settled days compared after each round
+	Buckets     int   // buckets checked for incomplete uploads
+}
+
+// Print writes the report: the figures, the faults by kind and step, and
+// the problems.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "chaos run, seed %d: %s, %d rounds, %d sweeps (%d rounds with 2 at once), %d exporter invocations (%d killed mid-run)\n",
+		r.Seed, r.Duration.Round(time.Second), r.Rounds, r.Sweeps, r.ConcurrentSweeps, r.Invocations, r.Crashed)
+	fmt.Fprintf(w, "  %d duplicate deliveries, %d re-exports asked, %d dead claims' leases ended, %d failed rows requeued, %d messages dead-lettered\n",
+		r.Duplicates, r.Reexports, r.LeasesEnded, r.Requeued, r.DeadLettered)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "  fault\\step\t")
+	for _, s := range Steps {
+		fmt.Fprintf(tw, "%s\t", s)
+	}
+	fmt.Fprintln(tw, "total\t")
+	total := 0
+	row := func(name string, counts map[Step]int) {
+		fmt.Fprintf(tw, "  %s\t", name)
+		sum := 0
+		for _, s := range Steps {
+			fmt.Fprintf(tw, "%d\t", counts[s])
+			sum += counts[s]
+		}
+		fmt.Fprintf(tw, "%d\t\n", sum)
+		total += sum
+	}
+	for _, k := range Kinds {
+		row(string(k), r.Faults[k])
+	}
+	t := total
+	row("requests", r.Requests)
+	tw.Flush()
+	fmt.Fprintf(w, "  %d faults injected (%d kills) in %d S3 requests\n", t, r.Kills, total-t)
+	c := r.Checked
+	fmt.Fprintf(w, "  checked: %d partitions, %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
+		c.Partitions, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.Settled, c.Buckets)
+	if r.SelfTest > 0 {
+		fmt.Fprintf(w, "  self-test: the check reported each of %d deliberate breaks made after the run\n", r.SelfTest)
+	}
+	if len(r.Problems) == 0 {
+		fmt.Fprintln(w, "  invariants: all hold")
+		return
+	}
+	fmt.Fprintf(w, "  %d PROBLEMS:\n    %s\n", len(r.Problems), strings.Join(r.Problems, "\n    "))
+}

@@ -1,0 +1,276 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+)
+
+// putTestAccount stores an enabled account (one dataset, started day1) with
+// an id unique to the test and run.
+func putTestAccount(t *testing.T, l *Ledger, suffix string, mut ...func(*account.Account)) account.Account {
+	t.Helper()
+	id, err := account.NewID(rand.NewChaCha8(sha256.Sum256([]byte(fmt.Sprint(t.Name(), "/", suffix, "/", runs.Add(1))))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := account.Account{ID: id, Name: suffix, Enabled: true, StartDate: day1, Datasets: []string{"events"},
+		Destination: account.Destination{Bucket: "daybook-exports-test"}}
+	for _, f := range mut {
+		f(&a)
+	}
+	if err := l.PutAccount(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// wakeOf reads an account's wake time; ok is false when it is not in the
+// wake index.
+func wakeOf(t *testing.T, l *Ledger, id string) (time.Time, bool) {
+	t.Helper()
+	item, err := l.getItem(context.Background(), tableKey(pkAccounts, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, in := item[AttrFleetShard]; !in {
+		return time.Time{}, false
+	}
+	at, err := parseTime(avString(item[AttrFleetKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at, true
+}
+
+// woken returns the account as the wake index shows it at now, if woken.
+func woken(t *testing.T, l *Ledger, id string, now time.Time) (Woken, bool) {
+	t.Helper()
+	ws, _, err := l.WokenAccounts(context.Background(), Shard(id), now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.ID == id {
+			return w, true
+		}
+	}
+	return Woken{}, false
+}
+
+// TestWakeIndexFollowsTheAccount: an enabled account is put into the wake
+// index woken now, a disabled one leaves it, Wake only ever lowers the time
+// and never puts a disabled account back.
+func TestWakeIndexFollowsTheAccount(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	a := putTestAccount(t, l, "a")
+	now := clk.Now()
+	w, ok := woken(t, l, a.ID, now)
+	if !ok || !w.WakeAt.Equal(now) || w.Account.ID != a.ID || w.Seq < 1 || w.Err != nil {
+		t.Fatalf("new account: %+v %v, want woken now", w, ok)
+	}
+	if _, ok := woken(t, l, a.ID, now.Add(-time.Second)); ok {
+		t.Error("woken before its wake time")
+	}
+	later := now.Add(6 * time.Hour)
+	if _, err := l.SetNextWake(ctx, w, later, civil.Date{}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		wake, want time.Time
+	}{
+		{now.Add(7 * time.Hour), later},                  // never raised
+		{now.Add(2 * time.Hour), now.Add(2 * time.Hour)}, // lowered
+		{now.Add(3 * time.Hour), now.Add(2 * time.Hour)},
+	} {
+		if err := l.Wake(ctx, a.ID, tc.wake); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := wakeOf(t, l, a.ID); !got.Equal(tc.want) {
+			t.Errorf("Wake(%s): wake time %s, want %s", tc.wake, got, tc.want)
+		}
+	}
+	a.Enabled = false
+	if err := l.PutAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Wake(ctx, a.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, in := wakeOf(t, l, a.ID); in {
+		t.Error("a disabled account is in the wake index")
+	}
+	if err := l.Wake(ctx, "acct_nosuchaccountxx", now); err != nil {
+		t.Errorf("Wake of an unknown account: %v", err)
+	}
+	if _, err := l.GetAccount(ctx, "acct_nosuchaccountxx"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Wake created an account record: %v", err)
+	}
+	clk.Advance(time.Minute)
+	a.Enabled = true
+	if err := l.PutAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, in := wakeOf(t, l, a.ID); !in || !got.Equal(clk.Now()) {
+		t.Errorf("re-enabled: wake %s %v, want now", got, in)
+	}
+}
+
+// TestNoLostWakeUp: a sweep that read an account, then sets its next wake
+// time, never raises it past work a waker made due meanwhile, whether the
+// waker lowered the wake time or found it already early enough; without a
+// waker it sets it; of two sweeps the earlier time wins.
+func TestNoLostWakeUp(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		// between runs after the sweep read the account and its rows, at
+		// the sweep's read time + 2 minutes; it returns the time the
+		// account must wake at the latest.
+		between func(f *fixture, w Woken) time.Time
+		applied bool
+	}{
+		{"no waker", func(f *fixture, w Woken) time.Time { return f.clk.Now().Add(24 * time.Hour) }, true},
+		{"a requeue", func(f *fixture, w Woken) time.Time {
+			_, err := f.l.Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, ReasonManual)
+			f.must(err)
+			return f.clk.Now()
+		}, false},
+		{"a failure due after the current wake time", func(f *fixture, w Woken) time.Time {
+			f.started()
+			row, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom"))
+			f.must(err)
+			if !row.NextAttemptAt.After(w.WakeAt) {
+				f.t.Fatalf("next attempt %s is not after the wake time %s", row.NextAttemptAt, w.WakeAt)
+			}
+			return row.NextAttemptAt
+		}, false},
+		{"a manual claim that may die", func(f *fixture, w Woken) time.Time {
+			c, err := f.l.ClaimManual(f.ctx, f.key)
+			f.must(err)
+			return c.LeaseUntil
+		}, false},
+		{"another sweep set an earlier time", func(f *fixture, w Woken) time.Time {
+			_, err := f.l.SetNextWake(f.ctx, w, f.clk.Now().Add(time.Hour), civil.Date{}, f.clk.Now())
+			f.must(err)
+			return f.clk.Now().Add(time.Hour)
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock(t0)
+			l, _ := newTestLedger(t, clk)
+			a := putTestAccount(t, l, "a")
+			f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: Key{a.ID, "events", day1}}
+			readAt := clk.Now()
+			w, ok := woken(t, l, a.ID, readAt)
+			if !ok {
+				t.Fatal("not woken")
+			}
+			clk.Advance(2 * time.Minute)
+			latest := tc.between(f, w)
+			next := readAt.Add(24 * time.Hour) // what the sweep saw: nothing before tomorrow
+			applied, err := l.SetNextWake(ctx, w, next, day1, readAt)
+			if err != nil || applied != tc.applied {
+				t.Fatalf("SetNextWake = %v %v, want applied %v", applied, err, tc.applied)
+			}
+			got, _ := wakeOf(t, l, a.ID)
+			if got.After(latest) {
+				t.Errorf("wake time %s is after %s: a wake-up was lost", got, latest)
+			}
+			if tc.applied && !got.Equal(next) {
+				t.Errorf("wake time %s, want the sweep's %s", got, next)
+			}
+			if _, ok := woken(t, l, a.ID, latest); !ok {
+				t.Errorf("not woken at %s", latest)
+			}
+		})
+	}
+}
+
+// TestWakeJustBeforeTheReadKeepsTheAccountWoken: a waker that wrote less
+// than a minute before the sweep read the account's rows may not be in the
+// due index yet (it is eventually consistent): the sweep keeps the account's
+// earlier wake time although wake_seq is the one it read.
+func TestWakeJustBeforeTheReadKeepsTheAccountWoken(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	a := putTestAccount(t, l, "a")
+	w0, _ := woken(t, l, a.ID, clk.Now())
+	if applied, err := l.SetNextWake(ctx, w0, clk.Now().Add(time.Hour), civil.Date{}, clk.Now()); err != nil || !applied {
+		t.Fatalf("first SetNextWake = %v %v", applied, err)
+	}
+	clk.Advance(2 * time.Hour)
+	if _, err := l.Requeue(ctx, a.ID, "events", day1, day1, ReasonManual); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(20 * time.Second)
+	w, ok := woken(t, l, a.ID, clk.Now()) // wake_seq includes the requeue
+	if !ok {
+		t.Fatal("not woken")
+	}
+	applied, err := l.SetNextWake(ctx, w, clk.Now().Add(24*time.Hour), civil.Date{}, clk.Now())
+	if err != nil || applied {
+		t.Fatalf("SetNextWake = %v %v, want not applied", applied, err)
+	}
+	if _, ok := woken(t, l, a.ID, clk.Now()); !ok {
+		t.Error("the requeued account is no longer woken")
+	}
+}
+
+// TestMalformedAccountDoesNotHideTheOthers: a record that cannot be read is
+// returned with its error by WokenAccounts and named by ListAccounts, and
+// the accounts around it are returned all the same.
+func TestMalformedAccountDoesNotHideTheOthers(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, db := newTestLedger(t, clk)
+	good := putTestAccount(t, l, "good")
+	bad := putTestAccount(t, l, "bad", func(a *account.Account) { a.ID = good.ID[:len(good.ID)-1] + "z" })
+	if Shard(bad.ID) != Shard(good.ID) {
+		// Same shard or not, both must come back; the check below covers both.
+		t.Logf("shards %d and %d", Shard(good.ID), Shard(bad.ID))
+	}
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: tableKey(pkAccounts, bad.ID),
+		UpdateExpression:          aws.String("SET #d = :v"),
+		ExpressionAttributeNames:  map[string]string{"#d": attrDoc},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": s(`{"id":`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now()
+	if w, ok := woken(t, l, good.ID, now); !ok || w.Err != nil {
+		t.Errorf("good account: %+v %v", w, ok)
+	}
+	w, ok := woken(t, l, bad.ID, now)
+	if !ok || w.Err == nil || !errors.Is(w.Err, ErrMalformed) || w.ID != bad.ID {
+		t.Errorf("malformed account: %+v %v, want it with its error", w, ok)
+	}
+	all, err := l.ListAccounts(ctx)
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), bad.ID) {
+		t.Errorf("ListAccounts error %v, want one naming %s", err, bad.ID)
+	}
+	found := false
+	for _, a := range all {
+		found = found || a.ID == good.ID
+	}
+	if !found {
+		t.Error("ListAccounts dropped the good account")
+	}
+}
