@@ -67,7 +67,7 @@ that talks to a deployment says which one on stderr.`,
 			root.AddCommand(c)
 		}
 	}
-	add("ledger", a.statusCommand(), a.historyCommand(), a.requeueCommand(), a.reexportCommand(), a.dlqCommand(), a.consoleCommand())
+	add("ledger", a.statusCommand(), a.historyCommand(), a.requeueCommand(), a.reexportCommand(), a.reseedCommand(), a.dlqCommand(), a.consoleCommand())
 	add("accounts", a.accountCommand())
 	add("delivery", a.verifyCommand(), a.sqlCommand())
 	add("local", a.localCommand(), a.demoCommand())

@@ -26,6 +26,8 @@ type Config struct {
 	PartSize     int64
 	Concurrency  int
 	LogLevel     string
+	Restate      ledger.RestateConfig // RESTATE_LOOKBACK_DAYS, RESTATE_INTERVAL
+	EventBus     string               // EVENT_BUS_NAME
 	// Rules are the deployment's account rules (account.RulesFromEnv):
 	// its own AWS account id, the customer role pattern and whether custom
 	// endpoints may be private.
@@ -49,6 +51,8 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		PartSize:     int64(r.Int("PART_SIZE_BYTES", int(upload.DefaultPartSize))),
 		Concurrency:  r.Int("UPLOAD_CONCURRENCY", upload.DefaultConcurrency),
 		LogLevel:     r.LogLevel(),
+		Restate:      ledger.RestateConfigFromEnv(r),
+		EventBus:     r.EventBusName(),
 	}
 	if c.SourceDSN == "" && c.DSNParameter == "" {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"

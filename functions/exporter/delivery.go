@@ -111,6 +111,9 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 			st.CompletedAt = row.CompletedAt
 			st.Reason = string(row.Reason)
 		}
+		if err := s.annotate(ctx, &st, acct.ID, day, row); err != nil {
+			return nil, err
+		}
 		statuses = append(statuses, st)
 	}
 	return manifest.NewDelivery(acct.ID, day.String(), statuses, s.Now()), nil

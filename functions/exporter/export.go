@@ -78,6 +78,9 @@ type Written struct {
 	Manifest    *manifest.Manifest
 	ManifestKey string
 	Bytes       int64
+	// Fingerprint is the day's fingerprint in the source, taken right
+	// before the rows were read (restate.go); zero when none was taken.
+	Fingerprint ledger.Fingerprint
 }
 
 // Export writes the partition as source → encoder → committer: it begins
@@ -110,6 +113,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 
 	start, end := p.Account.Window(p.Day)
 	q := source.Query{AccountID: p.Account.ID, Dataset: p.Dataset, Day: civil.Of(p.Day.Start(time.UTC)), Start: start, End: end}
+	fp := e.fingerprint(ctx, q, log)
 	files, prov, err := e.writeData(ctx, pending, p, prefix, format, q)
 	if err != nil {
 		return nil, err
@@ -134,6 +138,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 		Schema:        manifest.SchemaOf(p.Dataset),
 		Files:         files,
 		Provenance:    prov,
+		Restatement:   restatementOf(p.Claim, files),
 	}
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
@@ -148,7 +153,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	log.InfoContext(ctx, "partition committed", "files", len(files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", prov.RowCount, "manifest", manifestKey)
 	e.writeDocs(ctx, b, p.Account, prefix, format, log)
-	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes}, nil
+	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: fp}, nil
 }
 
 // bucketOf is the account's destination bucket: its client, name, expected

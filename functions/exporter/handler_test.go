@@ -180,6 +180,9 @@ func TestHandlerSampleEvents(t *testing.T) {
 				}
 				return d
 			}()},
+		// fakeService has no Lifecycle, which refuses these; TestLifecycleSampleEvents checks their bodies.
+		"exporter-restate-check.json": {allFail: true},
+		"exporter-reseed.json":        {allFail: true},
 	}
 	files, err := filepath.Glob("../../events/exporter-*.json")
 	if err != nil || len(files) == 0 {

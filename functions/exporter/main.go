@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -23,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -70,6 +72,9 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	if err != nil {
 		return Handler{}, err
 	}
+	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
+	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
+	cfg.Ledger.Stopped = stoppedHook(pub, em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		return Handler{}, err
@@ -94,8 +99,9 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		},
 		Log:         log,
 		Now:         time.Now,
-		Metrics:     &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage},
+		Metrics:     em,
 		SettleDelay: cfg.SettleDelay,
+		Lifecycle:   &Lifecycle{Ledger: led, Events: pub, Restate: cfg.Restate},
 	}
 	h := Handler{Processor: svc, Log: log}
 	if cfg.DLQURL != "" {

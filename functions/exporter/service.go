@@ -74,6 +74,8 @@ type Service struct {
 	// short still aborts its uploads (upload.AbortTimeout) and records the
 	// failure (finishContext) before Lambda ends it. Default DefaultReserve.
 	Reserve time.Duration
+	// Lifecycle: restatement checks, reseeds and events (lifecycle.go).
+	Lifecycle *Lifecycle
 }
 
 // Process handles one message body. A nil error means the message is done
@@ -85,6 +87,9 @@ func (s *Service) Process(ctx context.Context, messageID, body string) error {
 	msg, err := jobs.Parse(body)
 	if err != nil {
 		log.ErrorContext(ctx, "malformed message; it will reach the dead-letter queue", "error", err.Error(), "body", truncate(body, 512))
+		return err
+	}
+	if handled, err := s.lifecycle(ctx, msg, log); handled {
 		return err
 	}
 	if msg.Manual != nil {
@@ -256,15 +261,21 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 		return nil
 	}
 	took := s.Now().Sub(began)
-	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, ledger.Result{
+	res := ledger.Result{
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
 		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation,
-	})
+	}
+	s.lateData(ctx, &res, acct, claim, w, began, log)
+	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
+	s.afterComplete(ctx, acct, claim, w, res, err, log)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
 		return nil
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrWake): // recorded; a sweep finds the requested re-run at the account's next wake
+		log.WarnContext(ctx, "export recorded, but the account's wake time was not lowered", "error", err.Error())
+	case err != nil:
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
 	props["generation"] = w.Manifest.Generation

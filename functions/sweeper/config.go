@@ -20,6 +20,8 @@ type Config struct {
 	PerSweepCap   int
 	SettleDelay   time.Duration
 	LogLevel      string
+	Restate       ledger.RestateConfig // RESTATE_LOOKBACK_DAYS, RESTATE_INTERVAL, RESTATE_PER_SWEEP_CAP
+	EventBus      string               // EVENT_BUS_NAME
 	// MaterializeRows is the most rows materialized per account per sweep.
 	MaterializeRows int
 	// ExporterConcurrency, ExporterTimeout and SweepInterval feed the claim
@@ -47,6 +49,8 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		ExporterTimeout:     r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout),
 		SweepQueueURL:       r.StringOr("SWEEP_QUEUE_URL", ""),
 		FanOutAccounts:      r.Int("FAN_OUT_ACCOUNTS", envvar.DefaultFanOutAccounts),
+		Restate:             ledger.RestateConfigFromEnv(r),
+		EventBus:            r.EventBusName(),
 	}
 	interval, err := parseRate("SWEEP_SCHEDULE", r.StringOr("SWEEP_SCHEDULE", envvar.DefaultSweepSchedule))
 	c.SweepInterval = interval

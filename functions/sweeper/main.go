@@ -11,10 +11,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -32,6 +34,8 @@ func main() {
 		log.Error("aws configuration", "error", err.Error())
 		os.Exit(2)
 	}
+	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
+	cfg.Ledger.Stopped = stoppedHook(&events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}, em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		log.Error("ledger", "error", err.Error())
@@ -56,6 +60,9 @@ func main() {
 		Now:            time.Now,
 		Log:            log,
 	}}
-	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
-	lambda.Start(Handler{Sweeper: sw, Shards: sw, Log: log, Metrics: em}.Invoke)
+	rs := &Restater{Ledger: led, SQS: q, Config: RestateConfig{QueueURL: cfg.QueueURL, Restate: cfg.Restate,
+		DefaultSettleDelay: cfg.SettleDelay, Now: time.Now, Log: log}}
+	// The restatement pass follows each scheduled sweep; shard messages of a
+	// fanned-out sweep run without it (the scheduled sweep already ran it).
+	lambda.Start(Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Shards: sw, Log: log, Metrics: em}.Invoke)
 }

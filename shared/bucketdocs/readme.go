@@ -172,12 +172,13 @@ func (w *mdWriter) readySection() {
 		"  the big-endian value, as S3 shows it, and `sha256`) and their `totals`; the `schema` and",
 		"  `schema_version` the files were written with; `day`, `partition`, `mode`, `read`, `format` and",
 		"  `compression`; `generation` and why it was exported (`reason`: `scheduled`, `backfill`,",
-		"  `retry` or `manual`); and `provenance`: the kind of source (`source`, e.g. `postgres`) and the",
-		"  table or view read (`relation`), the time window read (`window_start` inclusive, `window_end`",
-		"  exclusive, UTC), when the read began (`snapshot_at`: rows that reached the source after it",
-		"  are not in this generation) and ended (`finished_at`), and how many rows it held",
-		"  (`row_count`). That window and snapshot are the answer to \"why does this day have fewer rows",
-		"  than I expected?\".",
+		"  `retry`, `manual`, `restatement` or `reseed`); and `provenance`: the kind of source (`source`,",
+		"  e.g. `postgres`) and the table or view read (`relation`), the time window read (`window_start`",
+		"  inclusive, `window_end` exclusive, UTC), when the read began (`snapshot_at`: rows that reached",
+		"  the source after it are not in this generation) and ended (`finished_at`), and how many rows it",
+		"  held (`row_count`). That window and snapshot are the answer to \"why does this day have fewer",
+		"  rows than I expected?\". A generation that restated the day (see Late data) also has",
+		"  `restatement`: `previous_generation`, `previous_rows` and `rows`.",
 		"- A `generation` higher than the one you loaded means the day was written again: load it again.",
 		"  The load scripts replace the day, so this never duplicates rows.")
 }
@@ -190,8 +191,8 @@ func (w *mdWriter) deliverySection() {
 	w.table([]string{"field", "meaning"}, [][]string{
 		{"`day`", "the day, YYYY-MM-DD"},
 		{"`complete`", "`true` when every dataset you receive is delivered for the day. `false` means the day is partial: for each missing dataset, fall back to the latest day whose `_SUCCESS` exists."},
-		{"`datasets_delivered[]`", "one entry per delivered dataset: `name`, `schema_version`, `generation`, `mode`, `read`, `reseed`, `rows`, `files`, `manifest` (the key of its `_manifest.json`) and `committed_at`"},
-		{"`datasets_missing[]`", "one entry per dataset not delivered: `name`, `state` (where its export stands: `pending`, `queued`, `running`, `failed`, or empty before its first export is scheduled), `code` (why it is missing, one of the codes below), `cause` (only when `state` is `failed`: the code of the last attempt's failure) and `reason` (the same for people, in words)"},
+		{"`datasets_delivered[]`", "one entry per delivered dataset: `name`, `schema_version`, `generation`, `mode`, `read`, `reseed`, `rows`, `files`, `manifest` (the key of its `_manifest.json`) and `committed_at`; `restatement` when the generation restated the day (see Late data), and `seed_epoch` when it belongs to a rebuild (see Reseeds)"},
+		{"`datasets_missing[]`", "one entry per dataset not delivered: `name`, `state` (where its export stands: `pending`, `queued`, `running`, `failed`, or empty before its first export is scheduled), `code` (why it is missing, one of the codes below), `cause` (only when `state` is `failed`: the code of the last attempt's failure) and `reason` (the same for people, in words); `reseed: true` while the dataset is being rebuilt (see Reseeds)"},
 		{"`updated_at`", "when the document was last written"},
 	})
 	w.p("A dataset counts as delivered only while its `_SUCCESS` exists; a day being exported again is",

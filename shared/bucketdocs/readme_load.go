@@ -60,14 +60,40 @@ func (w *mdWriter) loadSection() {
 }
 
 func (w *mdWriter) reseedSection() {
+	w.h2("Late data")
+	w.p("Data can reach the sender after a day was exported. The sender checks recently closed days",
+		"for such changes, a few times a day; a day that changed is exported again as its next",
+		"generation, with `reason: restatement` in its `_manifest.json`.",
+		"Both `_manifest.json` and the day's entry in `datasets_delivered` then carry `restatement`:",
+		"the generation it replaces (`previous_generation`), that generation's row count",
+		"(`previous_rows`) and the new one (`rows`). Load the day again: the load scripts replace the",
+		"day, so nothing is counted twice.")
 	w.h2("Reseeds")
-	w.p("A dataset read as the union of its days is sometimes rebuilt from scratch by the sender, for",
-		"example after a correction on its side. While that happens, every day of the rebuild is delivered",
-		"with `reseed: true` in its `datasets_delivered` entry of the delivery manifest.",
-		"",
-		"When you see `reseed: true`, drop your copy of that dataset and load it again from the bucket,",
-		"day by day, instead of appending the new rows: appending would count every row twice. Loading",
-		"with the scripts is safe for this, since each replaces its day. `reseed` is `false` otherwise.")
+	var feeds []string
+	for _, ds := range w.in.Datasets {
+		if ds.Reseedable() {
+			feeds = append(feeds, "`"+ds.Name+"`")
+		}
+	}
+	if len(feeds) == 0 {
+		w.p("None of the datasets you receive is ever rebuilt from scratch: each is a union of days",
+			"that are replaced one at a time, and `reseed` is always `false`.")
+		return
+	}
+	w.p("An incremental feed of states ("+strings.Join(feeds, ", ")+") is sometimes rebuilt by the sender",
+		"from its first day, for example after a correction on its side. Each rebuild has a number,",
+		"its seed epoch. From the moment it starts until its last day is delivered, the delivery",
+		"manifest of every day it covers says `reseed: true` for the dataset: in `datasets_missing`",
+		"while the day waits to be delivered again, in `datasets_delivered` (with `seed_epoch`) once",
+		"it is. When the rebuild completes, every one of those delivery manifests is rewritten with",
+		"`reseed: false`.")
+	w.p("When you first see `reseed: true` for a dataset (or a `seed_epoch` higher than the one you",
+		"loaded), drop your copy of that dataset, then load every day again from the bucket as it is",
+		"delivered, instead of appending the new rows: appending would keep rows the rebuild removed",
+		"and count the others twice. Loading with the scripts is safe for this, since each replaces its",
+		"day. Your copy is complete again once `reseed` is `false` everywhere. Datasets read as a union",
+		"of days that never change once closed are never rebuilt; a changed day of theirs is simply",
+		"delivered again (see Late data).")
 }
 
 func (w *mdWriter) changesSection() {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -110,6 +111,9 @@ type Dataset struct {
 	OrderColumn string            `json:"order_column,omitempty"`
 	Columns     []Column          `json:"columns"`
 	Queries     map[string]string `json:"queries,omitempty"`
+	// Fingerprint is the cheap per-dialect query that summarises a day in
+	// one row (see fingerprint.go); bound like Queries.
+	Fingerprint map[string]string `json:"fingerprint,omitempty"`
 }
 
 //go:embed datasets.json
@@ -295,7 +299,7 @@ func (d Dataset) Validate() error {
 			return fmt.Errorf("dataset %s: %s query does not read FROM its relation %q", d.Name, dialect, d.Relation)
 		}
 	}
-	return nil
+	return d.validateFingerprint()
 }
 
 var relationRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$`)
@@ -413,5 +417,6 @@ func (d Dataset) clone() Dataset {
 		}
 		d.Queries = q
 	}
+	d.Fingerprint = maps.Clone(d.Fingerprint)
 	return d
 }

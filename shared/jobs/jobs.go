@@ -53,10 +53,14 @@ type Manual struct {
 	RequestedBy string `json:"requested_by,omitempty"`
 }
 
-// Message is a decoded queue message: exactly one of Job and Manual is set.
+// Message is a decoded queue message: exactly one of its fields is set.
 type Message struct {
 	Job    *Job
 	Manual *Manual
+	// Lifecycle messages (lifecycle.go).
+	RestateCheck *RestateCheck
+	Reseed       *Reseed
+	ReseedDone   *ReseedDone
 }
 
 // Parse decodes and validates a message body (Job.Validate, Manual.Validate).
@@ -77,6 +81,9 @@ func Parse(body string) (Message, error) {
 			kind = KindJob
 		}
 	}
+	if m, ok, err := parseLifecycle(kind, body); ok {
+		return m, err
+	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
 	dec.DisallowUnknownFields()
 	switch kind {
@@ -95,7 +102,7 @@ func Parse(body string) (Message, error) {
 		m.Kind = KindManual
 		return Message{Manual: &m}, m.Validate()
 	}
-	return Message{}, fmt.Errorf("%w: kind %q: want %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual)
+	return Message{}, fmt.Errorf("%w: kind %q: want %q, %q, %q, %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual, KindRestateCheck, KindReseed, KindReseedDone)
 }
 
 // MaxJobAttempt bounds a claimed job's attempt number, far above any
@@ -131,7 +138,7 @@ func (j Job) Validate() error {
 	case j.Generation < 1:
 		return malformed("generation", fmt.Sprint(j.Generation), "is not a claimed generation (want >= 1)")
 	case j.Reason != "" && !ledger.Reason(j.Reason).Valid():
-		return malformed("reason", j.Reason, "is not a reason (scheduled, backfill, retry, manual)")
+		return malformed("reason", j.Reason, "is not a reason (scheduled, backfill, retry, manual, restatement, reseed)")
 	}
 	return nil
 }

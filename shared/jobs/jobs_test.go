@@ -51,7 +51,7 @@ func TestParse(t *testing.T) {
 		{"job attempt beyond any run", `{"kind":"job","account_id":"` + acctA + `","dataset":"events","day":"2026-11-20","claim_token":"` + tok + `","attempt":1001,"generation":1}`, "",
 			"attempt", "1001", `attempt "1001" is above 1000`},
 		{"job unknown reason", `{"kind":"job","account_id":"` + acctA + `","dataset":"events","day":"2026-11-20","claim_token":"` + tok + `","attempt":1,"generation":1,"reason":"because"}`, "",
-			"reason", "because", `reason "because" is not a reason (scheduled, backfill, retry, manual)`},
+			"reason", "because", `reason "because" is not a reason (scheduled, backfill, retry, manual, restatement, reseed)`},
 		{"job generation 0", `{"kind":"job","account_id":"` + acctA + `","dataset":"events","day":"2026-11-20","claim_token":"` + tok + `","attempt":1}`, "",
 			"generation", "0", `generation "0"`},
 

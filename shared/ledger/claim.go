@@ -167,6 +167,8 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 			return err
 		}
 		l.noteDeadClaim(ctx, row, now)
+		l.notifyStopped(ctx, Attempt{Key: key, Attempt: row.Attempts, Outcome: OutcomeLeaseExpired, Reason: row.Reason,
+			ClaimedAt: row.ClaimedAt, StartedAt: row.StartedAt, FinishedAt: now, Error: msg}, row.Generation)
 		return fmt.Errorf("%w: %s: %s", ErrExhausted, key, msg)
 	case row.liveAt(now):
 		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))

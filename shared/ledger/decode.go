@@ -176,5 +176,8 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 			*dst = at
 		}
 	}
+	if err := readLateData(&row, r, item); err != nil {
+		return Row{}, err
+	}
 	return row, nil
 }

@@ -115,10 +115,12 @@ func (l *Ledger) noteFailed(ctx context.Context, item map[string]types.Attribute
 	if row.State == StateFailed && row.Exhausted {
 		outcome = OutcomeStopped
 	}
-	l.putAttempt(ctx, Attempt{
+	a := Attempt{
 		Key: row.Key, Attempt: attempt, Outcome: outcome, Reason: row.Reason,
 		ClaimedAt: row.ClaimedAt, StartedAt: row.StartedAt, FinishedAt: row.UpdatedAt, Error: row.LastError,
-	})
+	}
+	l.putAttempt(ctx, a)
+	l.notifyStopped(ctx, a, row.Generation)
 }
 
 // noteDeadClaim records a started run whose claim lease expired, found by a

@@ -15,15 +15,20 @@ const (
 	IndexDue       = "due"
 	AttrDueAccount = "due_account"
 	AttrDueKey     = "due_key"
-	IndexFleet     = "fleet"
-	AttrFleetShard = "fleet_shard"
-	AttrFleetKey   = "fleet_key"
+	// The sparse restate index (fingerprint.go): completed rows whose
+	// restatement check is scheduled.
+	IndexRestate       = "restate"
+	AttrRestateAccount = "restate_account"
+	AttrRestateKey     = "restate_key"
+	IndexFleet         = "fleet"
+	AttrFleetShard     = "fleet_shard"
+	AttrFleetKey       = "fleet_key"
 )
 
 // Attribute names. Every expression, key map and hand-built item names an
 // attribute through these constants (or the exported Attr* above); the
-// struct tags of rowRecord, accountRecord, watermarkRecord, statsRecord and
-// attemptRecord must spell the same names, which
+// struct tags of rowRecord, accountRecord, watermarkRecord, statsRecord,
+// attemptRecord and seedRecord must spell the same names, which
 // TestAttributeNamesMatchRecords checks.
 const (
 	attrAccountID      = "account_id"
@@ -62,6 +67,19 @@ const (
 	attrOutcome        = "outcome"        // history items: how the attempt ended
 	attrFinishedAt     = "finished_at"    // history items
 	attrError          = "error"          // history items: the attempt's error
+
+	attrFingerprint   = "fingerprint"     // rows: the source fingerprint the generation was exported with
+	attrFingerprintAt = "fingerprint_at"  // rows: when it was taken
+	attrRestatedFrom  = "restated_from"   // rows: the generation a restatement replaces
+	attrRestatedRows  = "restated_rows"   // rows: that generation's rows
+	attrSeedEpoch     = "seed_epoch"      // rows: the reseed epoch of the generation; seed items: the epoch
+	attrSeedFirstDay  = "seed_first_day"  // seed items (reseed.go)
+	attrSeedLastDay   = "seed_last_day"   // seed items
+	attrSeedDays      = "seed_days"       // seed items: days in the rebuild
+	attrSeedDoneDays  = "seed_done_days"  // seed items: days rebuilt (a string set)
+	attrSeedRequestID = "seed_request_id" // seed items
+	attrSeedRequestBy = "seed_requested_by"
+
 	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
 	// DynamoDB TTL reads: history items and export-stats buckets carry it.
 	AttrExpiresAt = "expires_at"
@@ -72,6 +90,7 @@ const (
 	pkWMPrefix      = "WM#"
 	pkHistoryPrefix = "H#"
 	pkPartPrefix    = "P#"
+	pkSeedPrefix    = "SEED#"
 	timeFormat      = "2006-01-02T15:04:05Z"
 	dueQueued       = "0#"
 	duePending      = "1#"
@@ -124,6 +143,15 @@ type rowRecord struct {
 	DueKey         string `dynamodbav:"due_key"`
 	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and exhausted
 	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and exhausted
+
+	// Late data and reseeds (fingerprint.go, reseed.go).
+	Fingerprint    string `dynamodbav:"fingerprint"`
+	FingerprintAt  string `dynamodbav:"fingerprint_at"`
+	RestateAccount string `dynamodbav:"restate_account"`
+	RestateKey     string `dynamodbav:"restate_key"`
+	RestatedFrom   int64  `dynamodbav:"restated_from"`
+	RestatedRows   int64  `dynamodbav:"restated_rows"`
+	SeedEpoch      int64  `dynamodbav:"seed_epoch"`
 }
 
 // accountRecord is the stored form of an account (pk=ACCOUNTS, sk=<id>).

@@ -20,6 +20,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[watermarkRecord](),
 	reflect.TypeFor[statsRecord](),
 	reflect.TypeFor[attemptRecord](),
+	reflect.TypeFor[seedRecord](),
 }
 
 // recordTags maps every dynamodbav tag of the record types to the types that

@@ -188,6 +188,10 @@ type Config struct {
 	Rand io.Reader
 	// Concurrency bounds parallel writes in Materialize and Requeue (default 16).
 	Concurrency int
+	// Stopped, if set, is told of every partition that stops retrying, right
+	// after the transition (Fail on the last attempt, or Claim retiring a
+	// dead claim on its last attempt); see stopped.go.
+	Stopped func(ctx context.Context, s Stop)
 	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
 	// backfill, in days before today (L6). Default
 	// envvar.DefaultMaxBackfillDays.

@@ -34,7 +34,7 @@ const (
 
 // Valid reports whether r is a known reason.
 func (r Reason) Valid() bool {
-	return slices.Contains([]Reason{ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual}, r)
+	return slices.Contains([]Reason{ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual, ReasonRestatement, ReasonReseed}, r)
 }
 
 // Key names one partition.
@@ -90,6 +90,13 @@ type Row struct {
 	UpdatedAt      time.Time
 	// DueKey is the row's key in the due index ("" when not due).
 	DueKey string
+
+	// Late data and reseeds (fingerprint.go, reseed.go): the fingerprint
+	// the generation was exported with and its next check, the generation a
+	// restatement replaces, and the seed epoch of the generation.
+	Fingerprint Fingerprint
+	Restatement *Restatement
+	SeedEpoch   int64
 }
 
 // Claim is a held claim on a row: the exporter carries Token in every write
@@ -120,6 +127,12 @@ type Result struct {
 	// stores it and refuses one not above the stored generation. 0 means
 	// stored generation + 1.
 	Generation int64
+
+	// Fingerprint, Restated and SeedEpoch are recorded with the generation
+	// (fingerprint.go, reseed.go).
+	Fingerprint Fingerprint
+	Restated    bool
+	SeedEpoch   int64
 }
 
 // ReadStats counts what a read cost (L5).

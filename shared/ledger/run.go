@@ -117,6 +117,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 		} else {
 			u = u.Add(name(attrGeneration), val(1))
 		}
+		u = res.withLateData(u, key)
 		if rerun {
 			return u.Set(name(attrState), val(string(StateQueued))).
 				Set(name(attrReason), val(string(ReasonManual))).

@@ -120,8 +120,8 @@ type PurgeResult struct {
 }
 
 // PurgeAccount deletes the account's partition rows of the given datasets,
-// their attempt history, and the account's watermarks. It does not look at
-// claims: the caller makes sure nothing runs (Open).
+// their attempt history and reseed state, and the account's watermarks. It
+// does not look at claims: the caller makes sure nothing runs (Open).
 func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []string) (PurgeResult, error) {
 	var res PurgeResult
 	api, ok := l.db.(DeleteAPI)
@@ -147,6 +147,9 @@ func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []
 	}
 	for _, ds := range datasets {
 		if err := (Key{AccountID: accountID, Dataset: ds, Day: civil.MustParse("2000-01-01")}).validate(); err != nil {
+			return res, err
+		}
+		if err := del(pkSeedPrefix+accountID, ds); err != nil { // its reseed state, if any (reseed.go)
 			return res, err
 		}
 		days, err := keysOf(partitionPK(accountID, ds))

@@ -14,9 +14,10 @@ import (
 // DeliveryFormatVersion is the delivery manifest format's version.
 const DeliveryFormatVersion = 1
 
-// ReasonReseed is the partition reason that marks a dataset rebuilt from
-// scratch (F4 `reseed`). The ledger does not produce it yet: until a
-// reseed operation exists, `reseed` is always false in delivery manifests.
+// ReasonReseed is the partition reason of a day re-exported as part of a
+// reseed: a rebuild of the dataset from its start date (F4 `reseed`).
+// The delivery manifest's `reseed` says whether such a rebuild is running
+// over the day (PartitionStatus.Reseed), not the reason of its generation.
 const ReasonReseed = "reseed"
 
 // Delivery is the per-account, per-day delivery manifest (F4), at
@@ -44,13 +45,17 @@ type DeliveredDataset struct {
 	Generation    int64  `json:"generation"`
 	Mode          string `json:"mode"` // full_refresh | incremental_append
 	Read          string `json:"read"` // latest_snapshot | union_all_partitions
-	// Reseed is true when this generation rebuilt the dataset from scratch
-	// (the partition's reason is ReasonReseed); see ReasonReseed.
+	// Reseed is true while a rebuild of the dataset from its start date
+	// covers the day (PartitionStatus.Reseed); see ReasonReseed.
 	Reseed      bool      `json:"reseed"`
 	Rows        int64     `json:"rows"`
 	Files       int       `json:"files"`
 	Manifest    string    `json:"manifest"` // key of the partition's _manifest.json
 	CommittedAt time.Time `json:"committed_at"`
+	// Restatement is set when the generation restated the day (late data);
+	// SeedEpoch is the rebuild the generation belongs to, if any.
+	Restatement *Restatement `json:"restatement,omitempty"`
+	SeedEpoch   int64        `json:"seed_epoch,omitempty"`
 }
 
 // MissingDataset is an enabled dataset with no committed partition for the
@@ -65,6 +70,8 @@ type MissingDataset struct {
 	// (the same as Code until it stops retrying).
 	Cause  Code   `json:"cause,omitempty"`
 	Reason string `json:"reason"`
+	// Reseed is true while a rebuild of the dataset covers the day.
+	Reseed bool `json:"reseed,omitempty"`
 }
 
 // PartitionStatus is what the ledger says about one enabled dataset's
@@ -88,6 +95,13 @@ type PartitionStatus struct {
 	ManifestKey string
 	CompletedAt time.Time
 	Reason      string
+
+	// Reseed is true while a rebuild of the dataset from its start date
+	// covers the day; Restatement and SeedEpoch describe the committed
+	// generation (see restate.go).
+	Reseed      bool
+	Restatement *Restatement
+	SeedEpoch   int64
 }
 
 // NewDelivery builds the delivery manifest of accountID's day from the
@@ -112,15 +126,19 @@ func NewDelivery(accountID, day string, statuses []PartitionStatus, now time.Tim
 				Generation:    st.Generation,
 				Mode:          st.Dataset.Mode,
 				Read:          st.Dataset.Read,
-				Reseed:        st.Reason == ReasonReseed,
+				Reseed:        st.Reseed,
 				Rows:          st.Rows,
 				Files:         st.Files,
 				Manifest:      st.ManifestKey,
 				CommittedAt:   st.CompletedAt.UTC(),
+				Restatement:   st.Restatement,
+				SeedEpoch:     st.SeedEpoch,
 			})
 			continue
 		}
-		d.DatasetsMissing = append(d.DatasetsMissing, missing(st))
+		m := missing(st)
+		m.Reseed = st.Reseed
+		d.DatasetsMissing = append(d.DatasetsMissing, m)
 	}
 	d.Complete = len(statuses) > 0 && len(d.DatasetsMissing) == 0
 	return d

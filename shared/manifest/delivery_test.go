@@ -86,10 +86,21 @@ func TestNewDelivery(t *testing.T) {
 	}
 
 	t.Run("reseed", func(t *testing.T) {
-		st := completed
-		st.Reason = ReasonReseed
-		if d := NewDelivery("a", "2026-03-09", []PartitionStatus{st}, now); !d.DatasetsDelivered[0].Reseed {
-			t.Error("reseed reason not reported")
+		// reseed says a rebuild runs over the day, whatever the reason of
+		// the generation: it clears once the rebuild completes.
+		for _, tc := range []struct {
+			reason        string
+			running, want bool
+		}{{ReasonReseed, true, true}, {ReasonReseed, false, false}, {"scheduled", true, true}, {"scheduled", false, false}} {
+			st := completed
+			st.Reason, st.Reseed = tc.reason, tc.running
+			if d := NewDelivery("a", "2026-03-09", []PartitionStatus{st}, now); d.DatasetsDelivered[0].Reseed != tc.want {
+				t.Errorf("reason %s, rebuild running %v: reseed %v", tc.reason, tc.running, d.DatasetsDelivered[0].Reseed)
+			}
+			st.State = "queued"
+			if d := NewDelivery("a", "2026-03-09", []PartitionStatus{st}, now); d.DatasetsMissing[0].Reseed != tc.want {
+				t.Errorf("queued, reason %s, rebuild running %v: reseed %v", tc.reason, tc.running, d.DatasetsMissing[0].Reseed)
+			}
 		}
 	})
 	t.Run("no datasets is not complete", func(t *testing.T) {

@@ -55,6 +55,9 @@ type Manifest struct {
 	// window (UTC), the snapshot time and the row count; never the source's
 	// name, address, user, query or bound values (see source.Provenance).
 	Provenance source.Provenance `json:"provenance"`
+	// Restatement is set when this generation replaces one whose day
+	// changed in the source after it was exported (see restate.go).
+	Restatement *Restatement `json:"restatement,omitempty"`
 }
 
 // Column is one schema column as written.

@@ -61,6 +61,9 @@ var internals = sync.OnceValues(func() ([]string, error) {
 			for _, m := range relationRE.FindAllStringSubmatch(q, -1) {
 				add(m[1])
 			}
+			if fp, err := ds.FingerprintQuery(dialect); err == nil {
+				add(fp)
+			}
 		}
 	}
 	add("WHERE account_id")

@@ -1,0 +1,170 @@
+package main
+
+// What happens to a partition after its export: restatement checks (late
+// data, restate.go), reseeds of incremental datasets (reseed.go) and the
+// events of committed and stopped partitions (publish.go). Service reaches
+// them through a few calls: Process hands their messages to lifecycle,
+// export fills a completed generation's late-data fields (lateData) and
+// reports it (afterComplete), and the delivery manifest asks annotate.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/events"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// LifecycleLedger is the part of the ledger restatement checks and reseeds
+// use. Every write is conditional (see package ledger).
+type LifecycleLedger interface {
+	RequeueRestatement(ctx context.Context, key ledger.Key, generation int64, exported string) (ledger.Row, error)
+	Seed(ctx context.Context, accountID, dataset string) (ledger.Seed, error)
+	StartReseed(ctx context.Context, req ledger.ReseedRequest) (ledger.Seed, bool, error)
+	SeedDayDone(ctx context.Context, key ledger.Key, epoch int64) (ledger.Seed, error)
+	FinishReseed(ctx context.Context, accountID, dataset string, epoch int64) (ledger.Seed, bool, error)
+	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error)
+}
+
+var _ LifecycleLedger = (*ledger.Ledger)(nil)
+
+// Publisher publishes partition events.
+type Publisher interface {
+	Publish(ctx context.Context, detailType string, detail any) error
+}
+
+var _ Publisher = (*events.Publisher)(nil)
+
+// Lifecycle configures restatement checks, reseeds and events. A Service
+// without one still exports (and stores fingerprints), but schedules no
+// check, refuses lifecycle messages and publishes nothing.
+type Lifecycle struct {
+	Ledger LifecycleLedger
+	// Events receives committed partitions; nil publishes nothing.
+	Events  Publisher
+	Restate ledger.RestateConfig
+}
+
+// lifecycle handles the messages that are neither claimed jobs nor manual
+// requests; handled is false for those.
+func (s *Service) lifecycle(ctx context.Context, msg jobs.Message, log *slog.Logger) (handled bool, err error) {
+	if msg.RestateCheck == nil && msg.Reseed == nil && msg.ReseedDone == nil {
+		return false, nil
+	}
+	if s.Lifecycle == nil || s.Lifecycle.Ledger == nil {
+		return true, s.reject(ctx, log, "restatement checks and reseeds are not configured in this exporter")
+	}
+	switch {
+	case msg.RestateCheck != nil:
+		return true, s.restateCheck(ctx, *msg.RestateCheck, log)
+	case msg.Reseed != nil:
+		return true, s.reseed(ctx, *msg.Reseed, log)
+	}
+	return true, s.reseedDone(ctx, *msg.ReseedDone, log)
+}
+
+// lateData fills what a completed generation records besides its stats:
+// the fingerprint its rows were read with and when to check it again (the
+// day inside the lookback window), whether it restates the day, and the
+// seed epoch it rebuilds the day for (its run began after a running
+// reseed of the dataset began).
+func (s *Service) lateData(ctx context.Context, res *ledger.Result, acct account.Account, claim ledger.Claim, w *Written, began time.Time, log *slog.Logger) {
+	res.Fingerprint = w.Fingerprint
+	res.Restated = w.Manifest.Restatement != nil
+	lc := s.Lifecycle
+	if lc == nil {
+		return
+	}
+	now := s.Now()
+	if res.Fingerprint.Value != "" {
+		res.Fingerprint.CheckAt = lc.Restate.CheckAt(claim.Day, acct.ClosedThrough(now), now)
+	}
+	seed, ok := s.seed(ctx, claim.AccountID, claim.Dataset, log)
+	if ok && seed.Counts(claim.Day, began.UTC()) {
+		res.SeedEpoch = seed.Epoch
+	}
+}
+
+// afterComplete reports a committed generation: its event (whatever
+// Complete said: the generation is in the bucket) and, once Complete
+// recorded it, the reseed's progress.
+func (s *Service) afterComplete(ctx context.Context, acct account.Account, claim ledger.Claim, w *Written, res ledger.Result, completeErr error, log *slog.Logger) {
+	s.publishCommitted(ctx, acct, w, res, log)
+	if (completeErr != nil && !errors.Is(completeErr, ledger.ErrWake)) || res.SeedEpoch == 0 || s.Lifecycle == nil {
+		return
+	}
+	seed, err := s.Lifecycle.Ledger.SeedDayDone(ctx, claim.Key, res.SeedEpoch)
+	switch {
+	case errors.Is(err, ledger.ErrConflict):
+		log.InfoContext(ctx, "reseed moved on; this day does not count for it", "seed_epoch", res.SeedEpoch, "reason", err.Error())
+		return
+	case err != nil:
+		log.ErrorContext(ctx, "reseed progress not recorded; the day is rebuilt but the reseed waits for it", "seed_epoch", res.SeedEpoch, "error", err.Error())
+		return
+	}
+	if !seed.Complete() {
+		return
+	}
+	// Every day is rebuilt: finishing rewrites every day's delivery
+	// manifest, which is a message of its own (retried until done).
+	body, err := jobs.Encode(jobs.ReseedDone{Kind: jobs.KindReseedDone, AccountID: claim.AccountID, Dataset: claim.Dataset, Epoch: seed.Epoch})
+	if err == nil {
+		err = s.send(ctx, body)
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "every day of the reseed is rebuilt but its completion was not queued; send it by hand",
+			"seed_epoch", seed.Epoch, "message", body, "error", err.Error())
+		return
+	}
+	log.InfoContext(ctx, "every day of the reseed is rebuilt; its completion is queued", "seed_epoch", seed.Epoch, "days", seed.Days)
+}
+
+// seed reads the reseed state of a reseedable dataset; ok is false when
+// there is none, the dataset cannot be reseeded, or it cannot be read (a
+// read error is logged: the export itself does not depend on it).
+func (s *Service) seed(ctx context.Context, accountID, ds string, log *slog.Logger) (ledger.Seed, bool) {
+	d, err := dataset.Get(ds)
+	if err != nil || !d.Reseedable() || s.Lifecycle == nil {
+		return ledger.Seed{}, false
+	}
+	seed, err := s.Lifecycle.Ledger.Seed(ctx, accountID, ds)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return ledger.Seed{}, false
+	case err != nil:
+		log.WarnContext(ctx, "reseed state not read", "error", err.Error())
+		return ledger.Seed{}, false
+	}
+	return seed, true
+}
+
+// annotate adds to a delivery manifest status what the ledger row says
+// about restatement and reseeds, and whether a reseed runs over the day.
+func (s *Service) annotate(ctx context.Context, st *manifest.PartitionStatus, accountID string, day civil.Date, row ledger.Row) error {
+	if st.Exists {
+		if r := row.Restated(); r != nil {
+			st.Restatement = &manifest.Restatement{PreviousGeneration: r.PreviousGeneration, PreviousRows: r.PreviousRows, Rows: row.Rows}
+		}
+		st.SeedEpoch = row.SeedEpoch
+	}
+	if s.Lifecycle == nil || st.Dataset == nil || !st.Dataset.Reseedable() {
+		return nil
+	}
+	seed, err := s.Lifecycle.Ledger.Seed(ctx, accountID, st.Name)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("delivery manifest: reseed of %s/%s: %w", accountID, st.Name, err)
+	}
+	st.Reseed = seed.Covers(day)
+	return nil
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/events"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
+)
+
+// recordingPublisher keeps the events published; its first fail calls fail.
+type recordingPublisher struct {
+	mu      sync.Mutex
+	stopped []events.Stopped
+	fail    int
+}
+
+func (p *recordingPublisher) Publish(_ context.Context, detailType string, detail any) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail > 0 {
+		p.fail--
+		return errors.New("bus unavailable")
+	}
+	if s, ok := detail.(events.Stopped); ok && detailType == events.DetailStopped {
+		p.stopped = append(p.stopped, s)
+	}
+	return nil
+}
+
+// TestRetirementPublishesStopped: a sweep that retires dead claims on their
+// last attempt publishes one stopped event for each; a publish that fails
+// is logged and counted, and the sweep goes on.
+func TestRetirementPublishesStopped(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	pub := &recordingPublisher{}
+	var lines, logs bytes.Buffer
+	cfg := newLedger(t, clk, "l").Config()
+	cfg.Stopped = stoppedHook(pub, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	l, err := ledger.New(serial, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAccount(t, l, "a", "2026-03-30", "UTC", nil) // 03-30, 03-31
+	rec := &recordingSQS{}
+	s := sweeper(only(l, a), rec, clk, 10, 10)
+	// Every attempt of both days starts and dies.
+	for range cfg.MaxAttempts {
+		if _, err := s.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range rec.take() {
+			if _, err := l.Start(ctx, ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}, j.ClaimToken); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(2 * time.Hour)
+	}
+	if len(pub.stopped) != 0 {
+		t.Fatalf("stopped events before the last attempt died: %+v", pub.stopped)
+	}
+	pub.fail = 1 // the first retirement's publish fails
+	sum, err := s.Run(ctx)
+	if err != nil || sum.Retired != 2 {
+		t.Fatalf("sweep: %+v %v", sum, err)
+	}
+	if n := strings.Count(lines.String(), `"EventPublishFailures":1`); n != 1 || !strings.Contains(logs.String(), "partition event not published") {
+		t.Fatalf("%d failed publishes counted, want 1:\n%s\n%s", n, lines.String(), logs.String())
+	}
+	clk.Advance(time.Minute)
+	if sum, err := s.Run(ctx); err != nil || sum.Retired != 0 || sum.Exhausted != 2 {
+		t.Fatalf("second sweep: %+v %v", sum, err)
+	}
+	if len(pub.stopped) != 1 {
+		t.Fatalf("stopped events %+v, want one (the other publish failed)", pub.stopped)
+	}
+	st := pub.stopped[0]
+	if st.Account != a.ID || st.Dataset != "events" || st.Attempts != cfg.MaxAttempts || st.Cause != ledger.StopLeaseExpired || st.StoppedAt.IsZero() {
+		t.Fatalf("stopped detail %+v", st)
+	}
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
+)
+
+// The restatement tests run at 2026-03-10 12:00 UTC with no settle delay:
+// the last closed day is 2026-03-09, the 7-day window 2026-03-03..09.
+const restateNow = "2026-03-10T12:00:00Z"
+
+var restateCfg = ledger.RestateConfig{LookbackDays: 7, Interval: 6 * time.Hour, PerSweepCap: 50}
+
+// checkQueue records restate_check messages; sends fail while failing is set.
+type checkQueue struct {
+	mu      sync.Mutex
+	checks  []jobs.RestateCheck
+	failing bool
+}
+
+func (q *checkQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.failing {
+		return nil, errors.New("queue unavailable")
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		m, err := jobs.Parse(aws.ToString(e.MessageBody))
+		if err != nil || m.RestateCheck == nil {
+			return nil, errors.Join(errors.New("not a restate check: "+aws.ToString(e.MessageBody)), err)
+		}
+		q.checks = append(q.checks, *m.RestateCheck)
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func (q *checkQueue) take() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for _, c := range q.checks {
+		out = append(out, c.AccountID+"/"+c.Dataset+"/"+c.Day)
+	}
+	q.checks = nil
+	slices.Sort(out)
+	return out
+}
+
+// completeWith completes a day of a as the exporter would: a generation
+// with a fingerprint and its next check at checkAt.
+func completeWith(t *testing.T, l *ledger.Ledger, a account.Account, ds string, day civil.Date, checkAt time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	key := ledger.Key{AccountID: a.ID, Dataset: ds, Day: day}
+	if _, err := l.Materialize(ctx, a.ID, ds, day, day); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Claim(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start(ctx, key, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Complete(ctx, key, c.Token, ledger.Result{Rows: 1,
+		Fingerprint: ledger.Fingerprint{Value: "fp-" + day.String(), At: checkAt.Add(-restateCfg.Interval), CheckAt: checkAt}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newRestater(t *testing.T, l *ledger.Ledger, clk *clock, q SQSAPI, cfg ledger.RestateConfig) *Restater {
+	return &Restater{Ledger: l, SQS: q, Config: RestateConfig{QueueURL: "q", Restate: cfg, Now: clk.Now}}
+}
+
+// TestRestatePass: the checks of completed days inside the window are
+// queued once they are due and then not again for an interval; a day older
+// than the window, a row no longer completed and a dataset the account no
+// longer exports are taken out of the index and never checked.
+func TestRestatePass(t *testing.T) {
+	ctx := context.Background()
+	clk := at(restateNow)
+	l := newLedger(t, clk, "l")
+	zero := time.Duration(0)
+	a := newAccount(t, l, "a", "2026-02-20", "UTC", &zero, "events", "profiles")
+	// Other tests' accounts share the ledger; only a's checks are looked at.
+	due := clk.Now().Add(restateCfg.Interval)
+	var want []string
+	for _, d := range civil.Range(civil.MustParse("2026-03-05"), civil.MustParse("2026-03-09")) {
+		completeWith(t, l, a, "events", d, due)
+		want = append(want, a.ID+"/events/"+d.String())
+	}
+	completeWith(t, l, a, "events", civil.MustParse("2026-03-01"), due)   // outside the window by then
+	completeWith(t, l, a, "profiles", civil.MustParse("2026-03-08"), due) // profiles is disabled below
+	completeWith(t, l, a, "events", civil.MustParse("2026-03-04"), due)   // requeued below: not completed
+	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), ledger.ReasonManual); err != nil {
+		t.Fatal(err)
+	}
+	a.Datasets = []string{"events"}
+	if err := l.PutAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	q := &checkQueue{}
+	r := newRestater(t, l, clk, q, restateCfg)
+	of := func(all []string) []string {
+		return slices.DeleteFunc(all, func(s string) bool { return !strings.HasPrefix(s, a.ID+"/") })
+	}
+
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := of(q.take()); len(got) != 0 {
+		t.Fatalf("checks before they are due: %v", got)
+	}
+	clk.Advance(restateCfg.Interval)
+	sum, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := of(q.take()); !slices.Equal(got, want) {
+		t.Fatalf("checks %v, want %v", got, want)
+	}
+	if sum.Dropped < 3 {
+		t.Fatalf("summary %+v: want the three rows out of the window or no longer checked dropped", sum)
+	}
+	for _, d := range []string{"2026-03-01", "2026-03-04"} {
+		if row, _ := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse(d)}); !row.Fingerprint.CheckAt.IsZero() {
+			t.Fatalf("%s is still in the restate index: %+v", d, row.Fingerprint)
+		}
+	}
+	// Not again within the interval, however often the sweeper runs.
+	clk.Advance(restateCfg.Interval - time.Minute)
+	for range 2 {
+		if _, err := r.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := of(q.take()); len(got) != 0 {
+		t.Fatalf("checks queued again within the interval: %v", got)
+	}
+	clk.Advance(time.Minute)
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := of(q.take()); !slices.Equal(got, want) {
+		t.Fatalf("checks of the next interval %v, want %v", got, want)
+	}
+	// A day that leaves the window (2026-03-05, two days later) is dropped.
+	clk.Advance(2 * 24 * time.Hour)
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := of(q.take()); slices.Contains(got, a.ID+"/events/2026-03-05") || len(got) != 4 {
+		t.Fatalf("checks two days later %v: want 2026-03-06..09 only", got)
+	}
+}
+
+// TestRestateCap: however many checks are due, one sweep queues at most
+// the cap; the rest go in the next sweeps, each check once.
+func TestRestateCap(t *testing.T) {
+	ctx := context.Background()
+	clk := at(restateNow)
+	l := newLedger(t, clk, "l")
+	zero := time.Duration(0)
+	due := clk.Now().Add(time.Hour)
+	var accounts []string
+	for i := range 3 {
+		a := newAccount(t, l, string(rune('a'+i)), "2026-02-20", "UTC", &zero, "events", "profiles", "daily_stats")
+		accounts = append(accounts, a.ID)
+		for _, ds := range a.Datasets {
+			for _, d := range civil.Range(civil.MustParse("2026-03-03"), civil.MustParse("2026-03-09")) {
+				completeWith(t, l, a, ds, d, due)
+			}
+		}
+	}
+	clk.Advance(2 * time.Hour)
+	cfg := restateCfg
+	cfg.PerSweepCap = 25
+	q := &checkQueue{}
+	r := newRestater(t, l, clk, q, cfg)
+	mine := func(all []string) []string {
+		return slices.DeleteFunc(all, func(s string) bool {
+			return !slices.ContainsFunc(accounts, func(a string) bool { return strings.HasPrefix(s, a+"/") })
+		})
+	}
+	seen := map[string]bool{}
+	var sums []RestateSummary
+	for sweep := 1; sweep <= 4; sweep++ {
+		sum, err := r.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, sum)
+		all := q.take()
+		if len(all) > cfg.PerSweepCap || sum.Sent != len(all) {
+			t.Fatalf("sweep %d queued %d checks (summary %+v), cap %d", sweep, len(all), sum, cfg.PerSweepCap)
+		}
+		for _, c := range mine(all) {
+			if seen[c] {
+				t.Fatalf("sweep %d: %s queued twice within the interval", sweep, c)
+			}
+			seen[c] = true
+		}
+		clk.Advance(time.Minute) // the next sweep starts from another account
+	}
+	if len(seen) != 3*3*7 {
+		t.Fatalf("%d checks of the 63 due were queued in four sweeps: %+v", len(seen), sums)
+	}
+}
+
+// TestRestateSendFailure: a check whose message was not sent is queued by
+// the next sweep, not an interval later; with the lookback at 0 nothing is
+// read at all.
+func TestRestateSendFailure(t *testing.T) {
+	ctx := context.Background()
+	clk := at(restateNow)
+	l := newLedger(t, clk, "l")
+	zero := time.Duration(0)
+	a := newAccount(t, l, "a", "2026-02-20", "UTC", &zero, "events")
+	completeWith(t, l, a, "events", civil.MustParse("2026-03-09"), clk.Now())
+	q := &checkQueue{failing: true}
+	r := newRestater(t, l, clk, q, restateCfg)
+	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "queue unavailable") {
+		t.Fatalf("a failed send: %v", err)
+	}
+	q.failing = false
+	clk.Advance(time.Minute)
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.take(); !slices.Contains(got, a.ID+"/events/2026-03-09") {
+		t.Fatalf("checks after the failed send: %v", got)
+	}
+	off := newRestater(t, l, clk, q, ledger.RestateConfig{Interval: time.Hour, PerSweepCap: 5})
+	if sum, err := off.Run(ctx); err != nil || sum != (RestateSummary{}) {
+		t.Fatalf("lookback 0: %+v %v", sum, err)
+	}
+}
+
+// fixedRunner is a sweep that returns sum and err.
+type fixedRunner struct {
+	sum Summary
+	err error
+}
+
+func (f fixedRunner) Run(context.Context) (Summary, error) { return f.sum, f.err }
+
+// TestWithRestate: the handler's runner runs the pass after the sweep,
+// keeps the sweep's summary and errors, adds the pass's, and counts the
+// checks it queued.
+func TestWithRestate(t *testing.T) {
+	ctx := context.Background()
+	clk := at(restateNow)
+	l := newLedger(t, clk, "l")
+	var logs, lines bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	w := withRestate{Runner: fixedRunner{sum: Summary{Claimed: 3}}, Restate: newRestater(t, l, clk, &checkQueue{}, restateCfg),
+		Metrics: &metrics.Emitter{W: &lines, Stage: "test"}, Log: log}
+	sum, err := w.Run(ctx)
+	if err != nil || sum.Claimed != 3 || !strings.Contains(lines.String(), `"RestateChecksSent"`) || !strings.Contains(logs.String(), "restatement checks queued") {
+		t.Fatalf("Run = %+v, %v\n%s\n%s", sum, err, lines.String(), logs.String())
+	}
+	w.Runner = fixedRunner{err: errors.New("sweep broke")}
+	w.Restate = newRestater(t, l, clk, &checkQueue{}, ledger.RestateConfig{LookbackDays: 7, Interval: time.Hour}) // no cap: refused
+	if _, err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "sweep broke") || !strings.Contains(err.Error(), "restatement checks") {
+		t.Fatalf("errors of both: %v", err)
+	}
+}

@@ -1,0 +1,78 @@
+package dataset
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNoFingerprint is returned for a dataset that declares no fingerprint
+// query for a dialect.
+var ErrNoFingerprint = errors.New("no fingerprint query")
+
+// A fingerprint query summarises one day of a dataset in the source in one
+// cheap row (a row count, the newest insertion or change instant, sums of
+// the columns a correction changes), bound exactly like the export query:
+// (account id, day start, day end). Any change to the day's rows that the
+// export would see must change that row; the exporter stores a hash of it
+// with each generation, and the restatement check re-runs it for recently
+// closed days to find days that changed after their export.
+
+// FingerprintQuery returns the dataset's fingerprint query for dialect, or
+// an error wrapping ErrNoFingerprint.
+func (d Dataset) FingerprintQuery(dialect string) (string, error) {
+	q := strings.TrimSpace(d.Fingerprint[dialect])
+	if q == "" {
+		return "", fmt.Errorf("dataset %s: %s: %w", d.Name, dialect, ErrNoFingerprint)
+	}
+	return q, nil
+}
+
+// validateFingerprint checks a declared fingerprint: a query for every
+// dialect, each binding exactly (account, start, end), each a SELECT. A
+// dataset may declare none (its days are then never checked for late
+// data); the shipped catalog declares one for every dataset, which a test
+// holds.
+func (d Dataset) validateFingerprint() error {
+	if len(d.Fingerprint) == 0 {
+		return nil
+	}
+	for dialect := range d.Fingerprint {
+		if !isDialect(dialect) {
+			return fmt.Errorf("dataset %s: fingerprint: unknown dialect %q (want one of %s)", d.Name, dialect, strings.Join(Dialects, ", "))
+		}
+	}
+	for _, dialect := range Dialects {
+		q, err := d.FingerprintQuery(dialect)
+		if err != nil {
+			return fmt.Errorf("dataset %s: fingerprint: no %s query", d.Name, dialect)
+		}
+		if !strings.HasPrefix(strings.ToUpper(q), "SELECT ") {
+			return fmt.Errorf("dataset %s: fingerprint: %s query must be a SELECT", d.Name, dialect)
+		}
+		if err := checkPlaceholders(dialect, q); err != nil {
+			return fmt.Errorf("dataset %s: fingerprint: %s query: %w", d.Name, dialect, err)
+		}
+	}
+	return nil
+}
+
+func isDialect(s string) bool {
+	for _, d := range Dialects {
+		if d == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Reseedable reports whether the dataset can be rebuilt from its start
+// date under a new seed epoch (`daybook reseed`): an incremental feed of
+// states (partition activity), whose current state is the latest row per id
+// across every day, so a consumer must drop its copy and load every day
+// again when its history is rebuilt. Datasets read as a union of days that
+// never change once closed (event_time, stat_date) are not: re-exporting
+// the days that changed replaces them exactly.
+func (d Dataset) Reseedable() bool {
+	return d.Mode == ModeIncrementalAppend && d.Partition == PartitionActivity
+}

@@ -1,0 +1,67 @@
+package events
+
+import "time"
+
+// DetailVersion is the version of the detail schemas below (docs/events.md);
+// a field is only ever added, and a breaking change gets a new version.
+const DetailVersion = 1
+
+// Committed is the detail of `daybook.partition.committed`: one generation
+// of one partition, committed (its `_SUCCESS` written) into the account's
+// bucket.
+type Committed struct {
+	Version int    `json:"version"`
+	Account string `json:"account"`
+	Dataset string `json:"dataset"`
+	Day     string `json:"day"`
+	// Generation is the generation committed; one more than the one it
+	// replaced, if any.
+	Generation int64 `json:"generation"`
+	Rows       int64 `json:"rows"`
+	Bytes      int64 `json:"bytes"`
+	Files      int   `json:"files"`
+	// Bucket and ManifestKey locate the partition's `_manifest.json`.
+	Bucket      string `json:"bucket"`
+	ManifestKey string `json:"manifest_key"`
+	// Reason is why the partition was exported: scheduled, backfill, retry,
+	// manual, restatement or reseed.
+	Reason string `json:"reason"`
+	// Restated is true when the generation replaces one whose day changed
+	// in the source after it was exported; Restatement says what it
+	// replaced.
+	Restated    bool         `json:"restated"`
+	Restatement *Restatement `json:"restatement,omitempty"`
+	// Reseed is true while the dataset is being rebuilt from its start date
+	// and this day is part of the rebuild; SeedEpoch numbers the rebuild.
+	Reseed        bool      `json:"reseed"`
+	SeedEpoch     int64     `json:"seed_epoch,omitempty"`
+	SchemaVersion int       `json:"schema_version"`
+	RunID         string    `json:"run_id"`
+	CommittedAt   time.Time `json:"committed_at"`
+}
+
+// Restatement is what a restated generation replaced.
+type Restatement struct {
+	PreviousGeneration int64 `json:"previous_generation"`
+	PreviousRows       int64 `json:"previous_rows"`
+	Rows               int64 `json:"rows"`
+}
+
+// Stopped is the detail of `daybook.partition.stopped`: a partition failed
+// on its last attempt and stopped retrying until an operator requeues it.
+type Stopped struct {
+	Version  int    `json:"version"`
+	Account  string `json:"account"`
+	Dataset  string `json:"dataset"`
+	Day      string `json:"day"`
+	Attempts int    `json:"attempts"`
+	// Generation is the last generation committed before (0: the day was
+	// never delivered); it stays in the bucket if it was.
+	Generation int64 `json:"generation"`
+	// Reason is why the partition was being exported.
+	Reason string `json:"reason"`
+	// Cause is how the last attempt ended: failed (an error was recorded)
+	// or lease_expired (the run never finished).
+	Cause     string    `json:"cause"`
+	StoppedAt time.Time `json:"stopped_at"`
+}
