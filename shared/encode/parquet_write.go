@@ -8,10 +8,8 @@ import (
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // chunkRows is the most rows handed to parquet-go per column call. Chunks
@@ -66,13 +64,8 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 	if err != nil {
 		return nil, err
 	}
-	var codec compress.Codec
-	switch fileformat.Parquet.Codec(opts.Compression) {
-	case fileformat.Snappy:
-		codec = &parquet.Snappy
-	case fileformat.Zstd:
-		codec = &parquet.Zstd
-	default:
+	codec := pageCodec(opts.Profile, opts.Compression)
+	if codec == nil {
 		return nil, fmt.Errorf("encode dataset %s: compression %q: %w", ds.Name, opts.Compression, ErrUnsupported)
 	}
 	pageVersion := 1
@@ -97,15 +90,13 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		if c.Nullable {
 			p.def = 1
 		}
-		switch c.Type.Kind {
-		case dataset.KindDecimal:
+		if c.Type.Kind == dataset.KindDecimal {
 			p.int32 = c.Type.Precision <= 9
 			if c.Type.Precision > 18 {
 				p.flba = decimalBytes(c.Type.Precision)
 			}
-		case dataset.KindString, dataset.KindJSON:
-			p.dict = true // every string and JSON column, see columnNode
 		}
+		p.dict = dictionaryEncoded(c) // see columnNode
 		plan[i] = p
 	}
 	pwr := &parquetWriter{
