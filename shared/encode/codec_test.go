@@ -7,6 +7,8 @@ import (
 
 	gsnappy "github.com/golang/snappy"
 	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -67,6 +69,40 @@ func TestPageCodec(t *testing.T) {
 			dec, err := snappyReference.Decode(nil, enc)
 			if err != nil || !bytes.Equal(dec, src) {
 				t.Fatalf("%d bytes: own decode %d bytes, %v", len(src), len(dec), err)
+			}
+		}
+	}
+}
+
+// TestZstdCodec: both levels write frames a stock zstd decoder reads back,
+// an empty page included, and a page longer than the window.
+func TestZstdCodec(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	long := make([]byte, 3*zstdWindow)
+	for i := range long {
+		long[i] = "page_view,click,search"[r.IntN(22)]
+	}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for _, codec := range []compress.Codec{zstdFastest, zstdDefault} {
+		for _, src := range [][]byte{nil, []byte("short"), bytes.Repeat([]byte("session_1234,"), 10_000), long} {
+			enc, err := codec.Encode(make([]byte, 0, 64), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(enc) == 0 {
+				t.Fatalf("%d bytes: no frame", len(src))
+			}
+			back, err := dec.DecodeAll(enc, nil)
+			if err != nil || !bytes.Equal(back, src) {
+				t.Fatalf("%d bytes: decoded %d bytes, %v", len(src), len(back), err)
+			}
+			own, err := codec.Decode(nil, enc)
+			if err != nil || !bytes.Equal(own, src) {
+				t.Fatalf("%d bytes: own decode %d bytes, %v", len(src), len(own), err)
 			}
 		}
 	}

@@ -150,7 +150,7 @@ func (w *parquetWriter) writeBatch(b *dataset.Batch) error {
 		cut := false
 		for i := range w.plan {
 			p, v := &w.plan[i], &b.Cols[i]
-			if _, err := cols[i].WriteRowValues(w.values(i, p, v, lo, hi)); err != nil {
+			if _, err := cols[i].WriteRowValues(w.values(p, v, lo, hi)); err != nil {
 				return fmt.Errorf("encode parquet dataset %s rows %d..%d column %s: %w", w.ds.Name, b.RowNum(lo), b.RowNum(hi-1), v.Column.Name, err)
 			}
 			if p.dict {
@@ -196,71 +196,82 @@ func (w *parquetWriter) chunkEnd(b *dataset.Batch, lo int) int {
 	return hi
 }
 
-// values returns rows [lo, hi) of v as parquet values with their levels, in
-// w.vals. Byte values alias v's memory: parquet-go copies them.
-func (w *parquetWriter) values(col int, p *colPlan, v *dataset.Vector, lo, hi int) []parquet.Value {
+// values returns rows [lo, hi) of v as parquet values in w.vals, a NULL as
+// the column's null value and any other with its definition level: the
+// only level parquet-go reads from values written to one column (the
+// repetition level is 0, and the column is the writer's), set with
+// SetDefinitionLevel rather than Level, which also sets the column index
+// and does not inline. Byte values alias v's memory: parquet-go copies them.
+func (w *parquetWriter) values(p *colPlan, v *dataset.Vector, lo, hi int) []parquet.Value {
 	out := w.vals[:hi-lo]
 	if v.Null == nil {
 		return w.requiredValues(p, v, lo, hi, out)
 	}
-	nulls, def := v.Null, p.def
+	nulls, def, null := v.Null[lo:hi], p.def, p.null
 	switch {
 	case p.storage == dataset.StorageInt32 || p.int32:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i := range out {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
 			var x int32
 			if p.int32 {
-				x = int32(v.Int64[r])
+				x = int32(v.Int64[lo+i])
 			} else {
-				x = v.Int32[r]
+				x = v.Int32[lo+i]
 			}
-			out[r-lo] = parquet.Int32Value(x).Level(0, def, col)
+			out[i] = parquet.Int32Value(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.storage == dataset.StorageInt64:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i, x := range v.Int64[lo:hi] {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.Int64Value(v.Int64[r]).Level(0, def, col)
+			out[i] = parquet.Int64Value(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.storage == dataset.StorageDouble:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i, x := range v.Double[lo:hi] {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.DoubleValue(v.Double[r]).Level(0, def, col)
+			out[i] = parquet.DoubleValue(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.storage == dataset.StorageBool:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i, x := range v.Bool[lo:hi] {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.BooleanValue(v.Bool[r]).Level(0, def, col)
+			out[i] = parquet.BooleanValue(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.flba > 0:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i := range out {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
 			// The batch holds 16 bytes; the column's value fits its
 			// precision, so the leading bytes are sign extension.
-			out[r-lo] = parquet.FixedLenByteArrayValue(v.BytesAt(r)[dataset.WideDecimalBytes-p.flba:]).Level(0, def, col)
+			out[i] = parquet.FixedLenByteArrayValue(v.BytesAt(lo + i)[dataset.WideDecimalBytes-p.flba:])
+			out[i].SetDefinitionLevel(def)
 		}
 	default:
-		offs, data := v.Offsets, v.Bytes
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		offs, data := v.Offsets[lo:hi+1], v.Bytes
+		for i := range out {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.ByteArrayValue(data[offs[r]:offs[r+1]:offs[r+1]]).Level(0, def, col)
+			start, end := offs[i], offs[i+1]
+			out[i] = parquet.ByteArrayValue(data[start:end:end])
+			out[i].SetDefinitionLevel(def)
 		}
 	}
 	return out
