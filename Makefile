@@ -99,7 +99,7 @@ vet:
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
 
-bench: ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day), multipart writer
+bench: ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB, largest day per run and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day; DAYBOOK_BENCH_CPUPROFILE / DAYBOOK_BENCH_MEMPROFILE=<dir> write profiles), multipart writer; see docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench ExportPostgres -benchtime 1x -timeout 60m ./functions/exporter/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
