@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -358,4 +359,19 @@ func runExportChild(tb testing.TB, bin string, c benchChild) benchResult {
 	}
 	tb.Fatalf("export child printed no result:\n%s", out.String())
 	return benchResult{}
+}
+
+// TestBenchChild: the exporter binary with the benchmark's hook
+// (benchchild.go, built only with its tag) still builds, and the hook takes
+// the process over when its variable is set, before the Lambda runtime
+// would start.
+func TestBenchChild(t *testing.T) {
+	bin := buildChild(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), childEnv+"={not json")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "bench child:") {
+		t.Fatalf("child with a bad spec: %v\n%s", err, out)
+	}
 }
