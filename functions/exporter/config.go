@@ -48,7 +48,7 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		SourceDSN:    r.StringOr("SOURCE_DSN", ""),
 		DSNParameter: r.StringOr("SOURCE_DSN_PARAMETER", ""),
 		MaxFileBytes: int64(r.Int("MAX_FILE_BYTES", int(DefaultMaxFileBytes))),
-		PartSize:     int64(r.Int("PART_SIZE_BYTES", int(upload.DefaultPartSize))),
+		PartSize:     int64(r.Int("PART_SIZE_BYTES", 0)), // 0: derived from MAX_FILE_BYTES (Exporter.partSize)
 		Concurrency:  r.Int("UPLOAD_CONCURRENCY", upload.DefaultConcurrency),
 		LogLevel:     r.LogLevel(),
 		Restate:      ledger.RestateConfigFromEnv(r),

@@ -16,7 +16,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Ledger.Lease != 20*time.Minute || c.MaxFileBytes != 1<<20 || c.DLQURL != "d" || c.PartSize != 16<<20 {
+	if c.Ledger.Lease != 20*time.Minute || c.MaxFileBytes != 1<<20 || c.DLQURL != "d" || c.PartSize != 0 {
 		t.Fatalf("config %+v", c)
 	}
 	if c.Rules.DeploymentAccountID != "" || c.Rules.AllowPrivateEndpoints || c.Local {

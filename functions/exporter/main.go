@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -43,6 +44,11 @@ func main() {
 	if err != nil {
 		log.Error("start-up", "error", err.Error())
 		os.Exit(2)
+	}
+	partSize := (&Exporter{Config: ExportConfig{MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize}}).partSize()
+	if limit := memoryLimit(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), os.Getenv("GOMEMLIMIT"), partSize, cfg.Concurrency); limit > 0 {
+		debug.SetMemoryLimit(limit) // a guard; see memoryLimit
+		log.Info("memory limit", "go_memory_limit_mib", limit>>20, "part_size_mib", partSize>>20)
 	}
 	lambda.Start(h.Handle)
 }

@@ -5,61 +5,75 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/cputime"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
-	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/source"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
-// childEnv carries the export a child process of BenchmarkExportPostgres
+// childEnv carries the export the child process of BenchmarkExportPostgres
 // runs (a benchChild as JSON); its result comes back on a line of stdout
-// starting with childResult.
+// starting with childResult. The child is the exporter binary built with
+// the daybook_benchchild tag (benchchild.go spells both the same).
 const (
 	childEnv    = "DAYBOOK_BENCH_EXPORT_CHILD"
 	childResult = "DAYBOOK_BENCH_RESULT "
 )
 
+// The deployed exporter (template.yaml): its timeout, memory size and the
+// vCPU share Lambda gives that size (one full vCPU at 1769 MB).
+const (
+	lambdaTimeout  = 900
+	lambdaMemoryMB = 1769
+	lambdaVCPU     = 1.0
+)
+
+// partHold is how long the child's bucket holds each part before it
+// acknowledges it: longer than encoding Concurrency parts takes, so every
+// upload slot fills and the writer holds all its part buffers, the worst
+// case of a slow S3 (the benchmark checks it did).
+const partHold = 3 * time.Second
+
 var benchDay = civil.FromEpochDays(20785) // 2026-11-28, the generator's day
 
 type benchChild struct {
-	DSN     string `json:"dsn"`
-	Account string `json:"account"`
+	DSN      string        `json:"dsn"`
+	Account  string        `json:"account"`
+	Day      string        `json:"day"`
+	PartHold time.Duration `json:"part_hold"`
 }
 
 type benchResult struct {
-	Rows    int64         `json:"rows"`
-	Bytes   int64         `json:"bytes"`
-	Files   int           `json:"files"`
-	CPU     time.Duration `json:"cpu"`
-	PeakRSS int64         `json:"peak_rss"`
+	Rows          int64         `json:"rows"`
+	Bytes         int64         `json:"bytes"`
+	Files         int           `json:"files"`
+	CPU           time.Duration `json:"cpu"`
+	PeakRSS       int64         `json:"peak_rss"`
+	Parts         int64         `json:"parts"`
+	PartsInFlight int64         `json:"parts_in_flight"`
 }
 
 // BenchmarkExportPostgres exports a 1M-row events day (and a 10M-row one
@@ -70,15 +84,19 @@ type benchResult struct {
 // rows, COPY (query) TO STDOUT (FORMAT binary) through pgx into a
 // discarding sink, and (b) DuckDB's single-thread Parquet encode of the
 // same rows with the same codec. It prints the figures and the child's peak
-// RSS (the kernel's VmHWM) as a table. DAYBOOK_BENCH_CPUPROFILE=dir writes a
-// CPU profile of each export there.
+// RSS (the kernel's VmHWM) as a table.
+//
+// The child is the exporter's own binary built with the daybook_benchchild
+// tag (benchchild.go), so its RSS holds what the Lambda's does and not
+// DuckDB or the test fakes; its bucket holds each part for partHold, so the
+// upload writer holds every part buffer it may (a slow S3).
+// DAYBOOK_BENCH_CPUPROFILE=dir writes a CPU profile of each export there;
+// DAYBOOK_BENCH_MEMPROFILE=dir writes a heap profile at each export's
+// highest resident set and its memory over time (see heapWatch).
 //
 //	go test ./functions/exporter -run '^$' -bench ExportPostgres -benchtime 1x
 func BenchmarkExportPostgres(b *testing.B) {
-	if spec := os.Getenv(childEnv); spec != "" {
-		exportChild(b, spec)
-		return
-	}
+	child := buildChild(b)
 	sizes := []int{1_000_000}
 	if os.Getenv("DAYBOOK_BENCH_10M") != "" {
 		sizes = append(sizes, 10_000_000)
@@ -100,6 +118,8 @@ func BenchmarkExportPostgres(b *testing.B) {
 		rows               int
 		raw, duck, daybook time.Duration
 		peakRSS, bytes     int64
+		files              int
+		held               int64 // most parts held at once
 	}
 	var results []row
 	for _, n := range sizes {
@@ -110,15 +130,19 @@ func BenchmarkExportPostgres(b *testing.B) {
 			for b.Loop() {
 				r = row{rows: n}
 				r.raw = rawRead(b, srv.DSN, acct)
-				res := runExportChild(b, benchChild{DSN: srv.DSN, Account: acct})
+				res := runExportChild(b, child, benchChild{DSN: srv.DSN, Account: acct, Day: benchDay.String(), PartHold: partHold})
 				// The generator spreads n rows over about a day: a few may
 				// fall past its end, and every measure reads the day's.
 				inDay := dayCount(b, db, acct)
 				if res.Rows != inDay {
 					b.Fatalf("exported %d rows, the day holds %d", res.Rows, inDay)
 				}
+				// Every upload slot a file's parts can fill, filled.
+				if want := min(upload.DefaultConcurrency, res.Parts/int64(max(1, res.Files))); res.PartsInFlight < want {
+					b.Fatalf("the bucket held at most %d of %d parts at once, want %d: raise partHold", res.PartsInFlight, res.Parts, want)
+				}
 				r.rows = int(inDay)
-				r.daybook, r.peakRSS, r.bytes = res.CPU, res.PeakRSS, res.Bytes
+				r.daybook, r.peakRSS, r.bytes, r.files, r.held = res.CPU, res.PeakRSS, res.Bytes, res.Files, res.PartsInFlight
 				r.duck = duckEncode(b, n, acct)
 			}
 			ratio := r.daybook.Seconds() / (r.raw + r.duck).Seconds()
@@ -132,14 +156,16 @@ func BenchmarkExportPostgres(b *testing.B) {
 		return
 	}
 	var t strings.Builder
-	fmt.Fprintf(&t, "\nExporter end to end from PostgreSQL (pgserver), events day, one core, client CPU; default file size, part size and upload concurrency\n")
-	fmt.Fprintf(&t, "| rows | raw read CPU s | DuckDB encode CPU s | read + DuckDB s | daybook CPU s | daybook rows/CPU-s | daybook ÷ (read + DuckDB) | target | peak RSS MiB | target |\n")
-	fmt.Fprintf(&t, "|-----:|---------------:|--------------------:|----------------:|--------------:|-------------------:|--------------------------:|-------:|-------------:|-------:|\n")
+	fmt.Fprintf(&t, "\nExporter end to end from PostgreSQL (pgserver), events day, one core, client CPU; default file size, part size and upload concurrency; "+
+		"each part held %s by the bucket; largest day = rows/CPU-s × %d s × %.1f vCPU (the Lambda at %d MB)\n", partHold, lambdaTimeout, lambdaVCPU, lambdaMemoryMB)
+	fmt.Fprintf(&t, "| rows | files | raw read CPU s | DuckDB encode CPU s | read + DuckDB s | daybook CPU s | daybook rows/CPU-s | largest day, M rows | daybook ÷ (read + DuckDB) | target | parts held at once | peak RSS MiB | target |\n")
+	fmt.Fprintf(&t, "|-----:|------:|---------------:|--------------------:|----------------:|--------------:|-------------------:|--------------------:|--------------------------:|-------:|-------------------:|-------------:|-------:|\n")
 	for _, r := range results {
 		ratio := r.daybook.Seconds() / (r.raw + r.duck).Seconds()
 		cpuOK, rssOK := verdict(ratio <= 1.5), verdict(r.peakRSS <= 128<<20)
-		fmt.Fprintf(&t, "| %d | %.2f | %.2f | %.2f | %.2f | %.0f | %.2fx | ≤1.5x %s | %.1f | ≤128 %s |\n", r.rows, r.raw.Seconds(), r.duck.Seconds(),
-			(r.raw + r.duck).Seconds(), r.daybook.Seconds(), float64(r.rows)/r.daybook.Seconds(), ratio, cpuOK, float64(r.peakRSS)/(1<<20), rssOK)
+		perCPU := float64(r.rows) / r.daybook.Seconds()
+		fmt.Fprintf(&t, "| %d | %d | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %.2fx | ≤1.5x %s | %d | %.1f | ≤128 %s |\n", r.rows, r.files, r.raw.Seconds(), r.duck.Seconds(),
+			(r.raw + r.duck).Seconds(), r.daybook.Seconds(), perCPU, perCPU*lambdaTimeout*lambdaVCPU/1e6, ratio, cpuOK, r.held, float64(r.peakRSS)/(1<<20), rssOK)
 	}
 	fmt.Print(t.String())
 }
@@ -155,18 +181,6 @@ func verdict(ok bool) string {
 func benchAccount(n int) string {
 	s := "bench" + strings.Map(func(r rune) rune { return 'a' + (r - '0') }, strconv.Itoa(n)) // base32 letters only
 	return "acct_" + (s + strings.Repeat("z", 16))[:16]
-}
-
-// startProfile writes a CPU profile to path until the returned stop.
-func startProfile(tb testing.TB, path string) (stop func()) {
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		tb.Fatal(err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // loadEvents inserts n generated events rows of acct for benchDay, unless
@@ -308,11 +322,26 @@ func duckEncode(tb testing.TB, n int, acct string) time.Duration {
 	return cpu
 }
 
-// runExportChild runs the export in a fresh process of this test binary on
-// one core, so its CPU time and peak RSS are the export's alone.
-func runExportChild(tb testing.TB, c benchChild) benchResult {
+// buildChild builds the exporter binary with the benchmark's hook
+// (benchchild.go), with the Lambda build's flags.
+func buildChild(tb testing.TB) string {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(tb.TempDir(), "exporter")
+	cmd := exec.Command(goTool, "build", "-tags", "lambda.norpc,daybook_benchchild", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build the exporter child: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runExportChild runs the export in a fresh process of the exporter binary
+// on one core, so its CPU time and peak RSS are the export's alone.
+func runExportChild(tb testing.TB, bin string, c benchChild) benchResult {
 	spec, _ := json.Marshal(c)
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkExportPostgres$", "-test.benchtime=1x")
+	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), childEnv+"="+string(spec), "GOMAXPROCS=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -332,73 +361,17 @@ func runExportChild(tb testing.TB, c benchChild) benchResult {
 	return benchResult{}
 }
 
-// exportChild is the child's side: one Exporter.Export of the account's
-// day from PostgreSQL into a discarding bucket.
-func exportChild(b *testing.B, spec string) {
-	var c benchChild
-	if err := json.Unmarshal([]byte(spec), &c); err != nil {
-		b.Fatal(err)
+// TestBenchChild: the exporter binary with the benchmark's hook
+// (benchchild.go, built only with its tag) still builds, and the hook takes
+// the process over when its variable is set, before the Lambda runtime
+// would start.
+func TestBenchChild(t *testing.T) {
+	bin := buildChild(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), childEnv+"={not json")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "bench child:") {
+		t.Fatalf("child with a bad spec: %v\n%s", err, out)
 	}
-	db, err := sql.Open("pgx", c.DSN)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	src, err := source.NewSQL(db, dataset.DialectPostgres, "pg")
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, q := dayQuery(c.Account)
-	a := account.Account{ID: c.Account, Name: "bench", Enabled: true, StartDate: benchDay.AddDays(-1), Datasets: []string{"events"},
-		Destination: account.Destination{Bucket: "bench", Format: fileformat.Parquet}}
-	e := &Exporter{
-		Source:  src,
-		Buckets: discardBuckets{buckettest.NewFake("bench")},
-		Scripts: loadScripts,
-		Config:  ExportConfig{Stage: "bench"},
-		Now:     time.Now,
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	stop := func() {}
-	if dir := os.Getenv("DAYBOOK_BENCH_CPUPROFILE"); dir != "" {
-		stop = startProfile(b, filepath.Join(dir, "export-"+c.Account+".prof"))
-	}
-	cpu := cputime.Start()
-	w, err := e.Export(context.Background(), Partition{Account: a, Dataset: q.Dataset, Day: benchDay,
-		Claim: ledger.Claim{Generation: 1, Attempt: 1}, RunID: "bench"}, log)
-	elapsed := cpu.Elapsed()
-	stop()
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := benchResult{Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: len(w.Manifest.Files), CPU: elapsed, PeakRSS: cputime.PeakRSS()}
-	line, _ := json.Marshal(r)
-	fmt.Println(childResult + string(line))
-}
-
-// discardBuckets hands out a bucket whose multipart uploads (the data
-// files) are dropped as they arrive; small objects are kept in the fake.
-type discardBuckets struct{ f *buckettest.Fake }
-
-func (d discardBuckets) Client(string, account.Destination) bucket.API { return discardS3{d.f} }
-
-type discardS3 struct{ *buckettest.Fake }
-
-func (discardS3) CreateMultipartUpload(_ context.Context, _ *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
-	return &s3.CreateMultipartUploadOutput{UploadId: aws.String("discard")}, nil
-}
-
-func (discardS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	if _, err := io.Copy(io.Discard, in.Body); err != nil {
-		return nil, err
-	}
-	return &s3.UploadPartOutput{ETag: aws.String(fmt.Sprintf(`"part-%d"`, aws.ToInt32(in.PartNumber))), ChecksumCRC32C: in.ChecksumCRC32C}, nil
-}
-
-func (discardS3) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	return &s3.CompleteMultipartUploadOutput{ETag: aws.String(`"discarded"`), ChecksumCRC32C: in.ChecksumCRC32C}, nil
-}
-
-func (discardS3) AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
-	return &s3.AbortMultipartUploadOutput{}, nil
 }

@@ -59,9 +59,10 @@ type Column struct {
 	Type        Type   `json:"type"`
 	Nullable    bool   `json:"nullable,omitempty"`
 	Description string `json:"description,omitempty"`
-	// Dictionary marks a low-cardinality string column; encoders
-	// dictionary-encode it (an encoding hint, not part of the contract).
-	Dictionary bool `json:"dictionary,omitempty"`
+	// Dictionary is an encoding hint for a string or JSON column, not part
+	// of the contract (changing it changes no file's schema): see
+	// DictionaryHint.
+	Dictionary DictionaryHint `json:"dictionary,omitempty"`
 	// Since is the schema version that added the column ("since" in
 	// datasets.json; omitted means 1). A column appended in version N has
 	// Since N, and a column keeps its Since forever (see Compatible). The
@@ -73,6 +74,52 @@ type Column struct {
 	// The load scripts drop the NOT NULL of such a column in a table created
 	// while it was required. A column nullable from the start leaves it 0.
 	NullableSince int `json:"nullable_since,omitempty"`
+}
+
+// DictionaryHint is what a dataset declares about a string or JSON
+// column's cardinality ("dictionary" in datasets.json).
+type DictionaryHint int8
+
+// The hints.
+const (
+	// DictionaryDefault (omitted): the encoder decides; Parquet encoders
+	// dictionary-encode string and JSON columns with a fallback to PLAIN
+	// when the dictionary grows past a bound.
+	DictionaryDefault DictionaryHint = iota
+	// DictionaryOn ("dictionary": true): a low-cardinality column.
+	DictionaryOn
+	// DictionaryOff ("dictionary": false): a high-cardinality column, such
+	// as an id whose every value is distinct, which encoders write without
+	// a dictionary: one would only fill up to its bound in every row group
+	// and be dropped, at a cost in CPU and memory and no gain in size.
+	DictionaryOff
+)
+
+// MarshalJSON writes true or false; DictionaryDefault is omitted by
+// omitempty.
+func (h DictionaryHint) MarshalJSON() ([]byte, error) {
+	switch h {
+	case DictionaryOn:
+		return []byte("true"), nil
+	case DictionaryOff:
+		return []byte("false"), nil
+	}
+	return []byte("null"), nil
+}
+
+// UnmarshalJSON reads true, false or null (DictionaryDefault).
+func (h *DictionaryHint) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*h = DictionaryOn
+	case "false":
+		*h = DictionaryOff
+	case "null":
+		*h = DictionaryDefault
+	default:
+		return fmt.Errorf("dictionary: %s is not true or false", b)
+	}
+	return nil
 }
 
 // SinceVersion returns the schema version that added the column (Since, or
@@ -245,8 +292,8 @@ func (d Dataset) Validate() error {
 		if err := c.Type.validate(); err != nil || c.Type.Kind == "" {
 			return fmt.Errorf("dataset %s: column %s: invalid type %q", d.Name, c.Name, c.Type)
 		}
-		if c.Dictionary && c.Type.Kind != KindString {
-			return fmt.Errorf("dataset %s: column %s: dictionary only applies to string columns", d.Name, c.Name)
+		if c.Dictionary != DictionaryDefault && c.Type.Kind != KindString && c.Type.Kind != KindJSON {
+			return fmt.Errorf("dataset %s: column %s: dictionary only applies to string and json columns", d.Name, c.Name)
 		}
 		if err := d.validateVersions(c, since); err != nil {
 			return err

@@ -130,7 +130,7 @@ func TestCompatible(t *testing.T) {
 		{"since of a kept column changed", func(d *Dataset) { d.Version = 2; d.Columns[0].Since = 2 }, `column "id" since changed from 1 to 2`},
 		{"loosen without nullable_since", func(d *Dataset) { d.Columns[1].Nullable = true }, `column "at" loosened to nullable needs nullable_since 1..1`},
 		{"nullable_since invented for an always nullable column", func(d *Dataset) { d.Columns[2].NullableSince = 1 }, `column "amount" nullable_since changed from 0 to 1`},
-		{"description and dictionary are free", func(d *Dataset) { d.Columns[0].Description = "x"; d.Columns[0].Dictionary = true }, ""},
+		{"description and dictionary are free", func(d *Dataset) { d.Columns[0].Description = "x"; d.Columns[0].Dictionary = DictionaryOn }, ""},
 		{"rename", func(d *Dataset) { d.Columns[1].Name = "at2" }, `column "at" renamed or replaced by "at2"`},
 		{"remove last", func(d *Dataset) { d.Columns = d.Columns[:2] }, `column "amount" removed`},
 		{"remove middle", func(d *Dataset) { d.Columns = append(d.Columns[:1:1], d.Columns[2]) }, `column "at" removed`},
@@ -179,7 +179,7 @@ func TestCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Partition != PartitionEventTime || ev.Columns[7].Type != DecimalType(18, 2) || !ev.Columns[1].Dictionary {
+	if ev.Partition != PartitionEventTime || ev.Columns[7].Type != DecimalType(18, 2) || ev.Columns[1].Dictionary != DictionaryOn || ev.Columns[0].Dictionary != DictionaryOff {
 		t.Fatalf("unexpected events declaration: %+v", ev)
 	}
 	p, _ := Get("profiles")
@@ -272,6 +272,10 @@ func TestParseCatalogRefuses(t *testing.T) {
 		{"nullable_since above the version", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"nullable_since":2}`, 1), "nullable_since 2 outside 1..1"},
 		{"nullable_since on an appended column", strings.Replace(strings.Replace(ok, `"version":1`, `"version":2`, 1),
 			`"nullable":true}`, `"nullable":true},{"name":"late","type":"string","nullable":true,"since":2,"nullable_since":2}`, 1), "never required"},
+		{"dictionary false on json", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"dictionary":false}`, 1), ""},
+		{"dictionary true on a string", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"s","type":"string","dictionary":true},`, 1), ""},
+		{"dictionary on an int", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"n","type":"int64","dictionary":false},`, 1), "dictionary only applies to string and json"},
+		{"dictionary not a bool", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"dictionary":"no"}`, 1), "is not true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,6 +290,39 @@ func TestParseCatalogRefuses(t *testing.T) {
 				t.Fatalf("want error containing %q, got %v", tt.want, err)
 			}
 		})
+	}
+}
+
+// TestDictionaryHintJSON: the hint reads from true, false or nothing and
+// writes back the same way.
+func TestDictionaryHintJSON(t *testing.T) {
+	for _, tt := range []struct {
+		doc  string
+		want DictionaryHint
+	}{
+		{`{"name":"a","type":"string"}`, DictionaryDefault},
+		{`{"name":"a","type":"string","dictionary":null}`, DictionaryDefault},
+		{`{"name":"a","type":"string","dictionary":true}`, DictionaryOn},
+		{`{"name":"a","type":"string","dictionary":false}`, DictionaryOff},
+	} {
+		var c Column
+		if err := json.Unmarshal([]byte(tt.doc), &c); err != nil {
+			t.Fatalf("%s: %v", tt.doc, err)
+		}
+		if c.Dictionary != tt.want {
+			t.Errorf("%s: hint %d, want %d", tt.doc, c.Dictionary, tt.want)
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Column
+		if err := json.Unmarshal(b, &back); err != nil || back.Dictionary != tt.want {
+			t.Errorf("%s: wrote %s, read back %d (%v)", tt.doc, b, back.Dictionary, err)
+		}
+		if tt.want == DictionaryDefault && strings.Contains(string(b), "dictionary") {
+			t.Errorf("%s: wrote %s, want the hint omitted", tt.doc, b)
+		}
 	}
 }
 

@@ -32,63 +32,79 @@ func dictionaryPages(ch parquetreaders.Chunk) (dictValueBytes int, dataEncodings
 }
 
 // TestDictionaryFallback writes a day of events at the real limits and
-// checks where each string column's dictionary stops: event_id (unique)
-// outgrows encode.DictionaryLimit in the first row group and falls back to
-// PLAIN, session_id, user_id, event_type and attributes (repeated values)
-// stay dictionary-encoded; every value still reads back.
+// checks where each string column's dictionary stops. As declared, event_id
+// ("dictionary": false) is PLAIN from its first value with no dictionary
+// page; with the hint cleared it outgrows encode.DictionaryLimit in the
+// first row group and falls back to PLAIN. session_id, user_id, event_type
+// and attributes (repeated values) stay dictionary-encoded either way, and
+// every value reads back.
 func TestDictionaryFallback(t *testing.T) {
 	const rows = encode.DefaultMaxRowGroupRows + 10_000 // two row groups
-	ds, err := dataset.Get("events")
+	declared, err := dataset.Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if declared.Columns[0].Name != "event_id" || declared.Columns[0].Dictionary != dataset.DictionaryOff {
+		t.Fatalf("events declares %+v, want event_id with dictionary false", declared.Columns[0])
+	}
+	undeclared := declared
+	undeclared.Columns = slices.Clone(declared.Columns)
+	undeclared.Columns[0].Dictionary = dataset.DictionaryDefault
 	gen := datasettest.NewEventGen(7, civil.FromEpochDays(20785), rows)
 	written := make([][]any, rows)
 	for i := range written {
 		written[i] = slices.Clone(gen.Next())
 	}
-	for _, profile := range encode.Profiles() {
-		t.Run(profile.String(), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "events.parquet")
-			writeParquet(t, path, ds, encode.Options{Profile: profile}, written)
-			chunks, err := parquetreaders.Footer(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if profile == encode.ProfileCompatible {
-				if bad := parquetreaders.Incompatibilities(chunks); len(bad) > 0 {
-					t.Errorf("outside the compatible subset:\n%s", strings.Join(bad, "\n"))
+	repeated := []string{"event_type", "session_id", "user_id", "attributes"}
+	for _, c := range []struct {
+		name    string
+		ds      dataset.Dataset
+		eventID string // data page encodings of event_id in the first row group
+		dict    bool   // event_id has a dictionary page
+	}{
+		{"declared", declared, "PLAIN", false},
+		{"undeclared", undeclared, "RLE_DICTIONARY PLAIN", true},
+	} {
+		for _, profile := range encode.Profiles() {
+			t.Run(c.name+"/"+profile.String(), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "events.parquet")
+				writeParquet(t, path, c.ds, encode.Options{Profile: profile}, written)
+				chunks, err := parquetreaders.Footer(path)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			tests := []struct {
-				column string
-				want   string // data page encodings of the first row group, in order
-			}{
-				{"event_id", "RLE_DICTIONARY PLAIN"},
-				{"event_type", "RLE_DICTIONARY"},
-				{"session_id", "RLE_DICTIONARY"},
-				{"user_id", "RLE_DICTIONARY"},
-				{"attributes", "RLE_DICTIONARY"},
-			}
-			for _, tt := range tests {
-				i := slices.IndexFunc(chunks, func(ch parquetreaders.Chunk) bool { return ch.RowGroup == 0 && ch.Column == tt.column })
-				if i < 0 {
-					t.Fatalf("no chunk of %s", tt.column)
+				if profile == encode.ProfileCompatible {
+					if bad := parquetreaders.Incompatibilities(chunks); len(bad) > 0 {
+						t.Errorf("outside the compatible subset:\n%s", strings.Join(bad, "\n"))
+					}
 				}
-				dict, enc := dictionaryPages(chunks[i])
-				if got := strings.Join(enc, " "); got != tt.want {
-					t.Errorf("%s: data pages %s, want %s", tt.column, got, tt.want)
+				want := map[string]string{"event_id": c.eventID}
+				for _, col := range repeated {
+					want[col] = "RLE_DICTIONARY"
 				}
-				if limit := encode.DictionaryLimit * 5 / 4; dict > limit {
-					t.Errorf("%s: dictionary of %d value bytes, limit %d", tt.column, dict, limit)
+				for _, col := range append([]string{"event_id"}, repeated...) {
+					i := slices.IndexFunc(chunks, func(ch parquetreaders.Chunk) bool { return ch.RowGroup == 0 && ch.Column == col })
+					if i < 0 {
+						t.Fatalf("no chunk of %s", col)
+					}
+					dict, enc := dictionaryPages(chunks[i])
+					if got := strings.Join(enc, " "); got != want[col] {
+						t.Errorf("%s: data pages %s, want %s", col, got, want[col])
+					}
+					if limit := encode.DictionaryLimit * 5 / 4; dict > limit {
+						t.Errorf("%s: dictionary of %d value bytes, limit %d", col, dict, limit)
+					}
+					if hasDict := slices.ContainsFunc(chunks[i].Pages, func(p parquetreaders.Page) bool { return p.Type == "DICTIONARY_PAGE" }); col == "event_id" && hasDict != c.dict {
+						t.Errorf("event_id: dictionary page %v, want %v", hasDict, c.dict)
+					}
 				}
-			}
-			got, err := parquetreaders.ReadArrow(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkTable(t, ds, written, got, parquetreaders.ArrowType)
-		})
+				got, err := parquetreaders.ReadArrow(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkTable(t, c.ds, written, got, parquetreaders.ArrowType)
+			})
+		}
 	}
 }
 

@@ -64,12 +64,16 @@ func columnNode(c dataset.Column, profile Profile) (parquet.Node, error) {
 	case dataset.KindString, dataset.KindJSON:
 		// Every string and JSON column, declared low-cardinality or not: a
 		// dictionary is what makes repeated ids and attribute objects small,
-		// and the dictionary limit bounds what a unique column costs.
+		// and the dictionary limit bounds what a unique column costs. A
+		// column declared high-cardinality (an id) is PLAIN from the start:
+		// see dictionaryEncoded.
 		node = parquet.String()
 		if c.Type.Kind == dataset.KindJSON {
 			node = parquet.JSON()
 		}
-		enc = &parquet.RLEDictionary
+		if dictionaryEncoded(c) {
+			enc = &parquet.RLEDictionary
+		}
 	default:
 		return nil, fmt.Errorf("type %s: %w", c.Type, ErrUnsupported)
 	}
@@ -88,6 +92,23 @@ func columnNode(c dataset.Column, profile Profile) (parquet.Node, error) {
 		return parquet.Optional(node), nil
 	}
 	return parquet.Required(node), nil
+}
+
+// dictionaryEncoded reports whether the column is written with a
+// dictionary: every string and JSON column but those the dataset declares
+// high-cardinality ("dictionary": false, dataset.DictionaryOff). Such a
+// column, an id whose every value is distinct, would fill its dictionary to
+// DictionaryLimit in every row group and fall back to PLAIN for the rest:
+// the dictionary costs a map insert per value and a lookup per value for
+// page statistics until then, and saves nothing. Declared, it is written
+// PLAIN from its first value, as DuckDB writes it (its writer measures a
+// column's distinct values first). The choice is per column and the same
+// for every row group: parquet-go fixes a column's encoding in the schema,
+// and its only switch is the fallback past DictionaryMaxBytes, one bound
+// for every column, checked when a page ends.
+func dictionaryEncoded(c dataset.Column) bool {
+	k := c.Type.Kind
+	return (k == dataset.KindString || k == dataset.KindJSON) && c.Dictionary != dataset.DictionaryOff
 }
 
 // decimalBytes is the fixed length that holds any unscaled value of

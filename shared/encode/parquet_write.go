@@ -8,10 +8,8 @@ import (
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // chunkRows is the most rows handed to parquet-go per column call. Chunks
@@ -66,13 +64,8 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 	if err != nil {
 		return nil, err
 	}
-	var codec compress.Codec
-	switch fileformat.Parquet.Codec(opts.Compression) {
-	case fileformat.Snappy:
-		codec = &parquet.Snappy
-	case fileformat.Zstd:
-		codec = &parquet.Zstd
-	default:
+	codec := pageCodec(opts.Profile, opts.Compression)
+	if codec == nil {
 		return nil, fmt.Errorf("encode dataset %s: compression %q: %w", ds.Name, opts.Compression, ErrUnsupported)
 	}
 	pageVersion := 1
@@ -97,15 +90,13 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		if c.Nullable {
 			p.def = 1
 		}
-		switch c.Type.Kind {
-		case dataset.KindDecimal:
+		if c.Type.Kind == dataset.KindDecimal {
 			p.int32 = c.Type.Precision <= 9
 			if c.Type.Precision > 18 {
 				p.flba = decimalBytes(c.Type.Precision)
 			}
-		case dataset.KindString, dataset.KindJSON:
-			p.dict = true // every string and JSON column, see columnNode
 		}
+		p.dict = dictionaryEncoded(c) // see columnNode
 		plan[i] = p
 	}
 	pwr := &parquetWriter{
@@ -159,7 +150,7 @@ func (w *parquetWriter) writeBatch(b *dataset.Batch) error {
 		cut := false
 		for i := range w.plan {
 			p, v := &w.plan[i], &b.Cols[i]
-			if _, err := cols[i].WriteRowValues(w.values(i, p, v, lo, hi)); err != nil {
+			if _, err := cols[i].WriteRowValues(w.values(p, v, lo, hi)); err != nil {
 				return fmt.Errorf("encode parquet dataset %s rows %d..%d column %s: %w", w.ds.Name, b.RowNum(lo), b.RowNum(hi-1), v.Column.Name, err)
 			}
 			if p.dict {
@@ -205,71 +196,82 @@ func (w *parquetWriter) chunkEnd(b *dataset.Batch, lo int) int {
 	return hi
 }
 
-// values returns rows [lo, hi) of v as parquet values with their levels, in
-// w.vals. Byte values alias v's memory: parquet-go copies them.
-func (w *parquetWriter) values(col int, p *colPlan, v *dataset.Vector, lo, hi int) []parquet.Value {
+// values returns rows [lo, hi) of v as parquet values in w.vals, a NULL as
+// the column's null value and any other with its definition level: the
+// only level parquet-go reads from values written to one column (the
+// repetition level is 0, and the column is the writer's), set with
+// SetDefinitionLevel rather than Level, which also sets the column index
+// and does not inline. Byte values alias v's memory: parquet-go copies them.
+func (w *parquetWriter) values(p *colPlan, v *dataset.Vector, lo, hi int) []parquet.Value {
 	out := w.vals[:hi-lo]
 	if v.Null == nil {
 		return w.requiredValues(p, v, lo, hi, out)
 	}
-	nulls, def := v.Null, p.def
+	nulls, def, null := v.Null[lo:hi], p.def, p.null
 	switch {
 	case p.storage == dataset.StorageInt32 || p.int32:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i := range out {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
 			var x int32
 			if p.int32 {
-				x = int32(v.Int64[r])
+				x = int32(v.Int64[lo+i])
 			} else {
-				x = v.Int32[r]
+				x = v.Int32[lo+i]
 			}
-			out[r-lo] = parquet.Int32Value(x).Level(0, def, col)
+			out[i] = parquet.Int32Value(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.storage == dataset.StorageInt64:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i, x := range v.Int64[lo:hi] {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.Int64Value(v.Int64[r]).Level(0, def, col)
+			out[i] = parquet.Int64Value(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.storage == dataset.StorageDouble:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i, x := range v.Double[lo:hi] {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.DoubleValue(v.Double[r]).Level(0, def, col)
+			out[i] = parquet.DoubleValue(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.storage == dataset.StorageBool:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i, x := range v.Bool[lo:hi] {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.BooleanValue(v.Bool[r]).Level(0, def, col)
+			out[i] = parquet.BooleanValue(x)
+			out[i].SetDefinitionLevel(def)
 		}
 	case p.flba > 0:
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		for i := range out {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
 			// The batch holds 16 bytes; the column's value fits its
 			// precision, so the leading bytes are sign extension.
-			out[r-lo] = parquet.FixedLenByteArrayValue(v.BytesAt(r)[dataset.WideDecimalBytes-p.flba:]).Level(0, def, col)
+			out[i] = parquet.FixedLenByteArrayValue(v.BytesAt(lo + i)[dataset.WideDecimalBytes-p.flba:])
+			out[i].SetDefinitionLevel(def)
 		}
 	default:
-		offs, data := v.Offsets, v.Bytes
-		for r := lo; r < hi; r++ {
-			if nulls != nil && nulls[r] {
-				out[r-lo] = p.null
+		offs, data := v.Offsets[lo:hi+1], v.Bytes
+		for i := range out {
+			if nulls[i] {
+				out[i] = null
 				continue
 			}
-			out[r-lo] = parquet.ByteArrayValue(data[offs[r]:offs[r+1]:offs[r+1]]).Level(0, def, col)
+			start, end := offs[i], offs[i+1]
+			out[i] = parquet.ByteArrayValue(data[start:end:end])
+			out[i].SetDefinitionLevel(def)
 		}
 	}
 	return out

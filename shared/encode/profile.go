@@ -20,16 +20,24 @@ import (
 //     a PLAIN dictionary page); when a column chunk's dictionary grows past
 //     DictionaryLimit bytes, the rest of that row group's column is written
 //     PLAIN (pages already written stay dictionary-encoded, as parquet-mr and
-//     Arrow do);
+//     Arrow do). A column the dataset declares high-cardinality
+//     ("dictionary": false, such as an id) is PLAIN from its first value: its
+//     dictionary would only fill to the limit in every row group and be
+//     dropped (see dictionaryEncoded);
 //   - every other column PLAIN (booleans bit-packed, as PLAIN defines them);
 //   - definition levels of nullable columns RLE;
 //   - a null count, and a minimum and maximum unless every value is NULL, in
 //     every column chunk and page header (decimals wider than 18 digits
 //     ordered as numbers, see signedNode).
 //
+// Pages are compressed with the fast settings of the codec: Snappy blocks from
+// S2's fast encoder, zstd at its fastest level (see pageCodec).
+//
 // ProfileCompact writes the same columns, dictionaries included, with
 // DATA_PAGE_V2 pages and DELTA_BINARY_PACKED for every INT32 and INT64 column
-// (dates, timestamps, integers, decimals up to 18 digits), for smaller files.
+// (dates, timestamps, integers, decimals up to 18 digits), and compresses
+// harder (S2's "better" Snappy encoder, zstd's default level), for smaller
+// files.
 // It is for readers known to support them: readers lacking one or the other
 // are common (Spark's vectorized reader before 3.3, Iceberg's vectorized
 // readers, Azure Synapse, StarRocks, parquetjs ...).

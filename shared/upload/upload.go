@@ -1,11 +1,13 @@
 // Package upload streams one object into S3 without staging it on disk.
 //
-// A Writer buffers bytes into part-sized buffers taken from a pool, sends full
-// parts as a multipart upload with at most Options.Concurrency UploadPart
-// calls in flight, and blocks Write when that limit is reached, so memory is
-// bounded by (Concurrency+1) × PartSize whatever the object size. An object
-// smaller than one part is sent with a single PutObject at Close and never
-// starts a multipart upload.
+// A Writer buffers bytes into part-sized buffers taken from a process-wide
+// arena, sends full parts as a multipart upload with at most
+// Options.Concurrency UploadPart calls in flight, and blocks Write when that
+// limit is reached, so memory is bounded by (Concurrency+1) × PartSize
+// whatever the object size. On Linux the buffers live outside the Go heap,
+// so they cost that and no more (see buffers.go). An object smaller than one
+// part is sent with a single PutObject at Close and never starts a
+// multipart upload.
 //
 // The model is go-cloud's blob.Writer: Close commits, anything else aborts.
 // Every failure (a failed part, a failed complete, a cancelled context or an
@@ -17,19 +19,13 @@
 package upload
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -47,120 +43,6 @@ type S3API interface {
 
 var _ S3API = (*s3.Client)(nil)
 
-// S3 multipart limits.
-const (
-	MiB = 1 << 20
-
-	// MinPartSize is the smallest part S3 accepts for every part but the last.
-	MinPartSize int64 = 5 * MiB
-	// MaxPartSize is the largest part S3 accepts.
-	MaxPartSize int64 = 5 << 30
-	// MaxParts is the largest part number S3 accepts.
-	MaxParts = 10000
-	// DefaultPartSize is used when Options.PartSize is zero.
-	DefaultPartSize int64 = 16 * MiB
-	// DefaultConcurrency is used when Options.Concurrency is zero.
-	DefaultConcurrency = 4
-)
-
-// AbortTimeout bounds the AbortMultipartUpload call made after a failure. It
-// runs on a context detached from the caller's, which may already be done.
-const AbortTimeout = 30 * time.Second
-
-// ChecksumMode selects which CRC32C checksums are sent to the store. The
-// Writer always computes CRC32C and SHA-256 of the stream for Result; the
-// mode only changes what the store is asked to verify.
-type ChecksumMode int
-
-const (
-	// ChecksumFullObject (the default) sends each part's CRC32C on
-	// UploadPart and in CompleteMultipartUpload, creates the upload with
-	// ChecksumType FULL_OBJECT and sends the whole object's CRC32C and size
-	// on CompleteMultipartUpload, so S3 verifies every part and the
-	// assembled object, and stores the object's plain CRC32C (the same value
-	// a PutObject of the same bytes would show). PutObject carries the
-	// object's CRC32C.
-	ChecksumFullObject ChecksumMode = iota
-	// ChecksumComposite sends per-part CRC32C only: S3 verifies each part and
-	// stores a checksum-of-checksums ("xxxx-N"). For S3-compatible stores that
-	// accept x-amz-checksum-crc32c but not x-amz-checksum-type.
-	ChecksumComposite
-	// ChecksumNone sends no checksum headers at all, for stores that reject
-	// them. Transport integrity then rests on SigV4 payload signing / TLS.
-	ChecksumNone
-)
-
-// Options configures a Writer. The zero value is usable.
-type Options struct {
-	// PartSize is the size of every part but the last. Zero means
-	// DefaultPartSize; values are clamped to [MinPartSize, MaxPartSize] and
-	// raised so that MaxObjectSize fits in MaxParts parts.
-	PartSize int64
-	// Concurrency is the maximum number of UploadPart calls in flight; Write
-	// blocks when it is reached. Zero means DefaultConcurrency.
-	Concurrency int
-	// MaxObjectSize is the largest object the caller will write; it only
-	// sizes parts (see PartSizeFor). Zero means unknown: a stream that needs
-	// more than MaxParts parts then fails with ErrTooManyParts.
-	MaxObjectSize int64
-	// ExpectedBucketOwner, when set, is sent on every request (C1).
-	ExpectedBucketOwner string
-	// ContentType, ContentEncoding and Metadata are stored on the object.
-	ContentType     string
-	ContentEncoding string
-	Metadata        map[string]string
-	// Checksums selects what the store is asked to verify; see ChecksumMode.
-	Checksums ChecksumMode
-}
-
-// Result describes a committed object.
-type Result struct {
-	Key   string
-	Bytes int64
-	// CRC32C is the Castagnoli CRC of the whole object, base64 of its
-	// big-endian bytes: the form S3 shows in x-amz-checksum-crc32c.
-	CRC32C string
-	// CRC32CValue is the same checksum as a number.
-	CRC32CValue uint32
-	// SHA256 is the hex SHA-256 of the whole object.
-	SHA256 string
-	// Parts is the number of multipart parts, 0 when the object was sent
-	// with a single PutObject.
-	Parts int
-	// ETag and VersionID are as S3 returned them (ETag quoted; VersionID
-	// empty on an unversioned bucket).
-	ETag      string
-	VersionID string
-}
-
-var (
-	// ErrAborted is the error Write and Close return after Abort.
-	ErrAborted = errors.New("upload: aborted")
-	// ErrClosed is returned by Write after Close.
-	ErrClosed = errors.New("upload: write after close")
-	// ErrTooManyParts is returned when the stream needs more than MaxParts
-	// parts; set Options.MaxObjectSize to size parts for it.
-	ErrTooManyParts = errors.New("upload: object needs more than 10000 parts")
-)
-
-// PartSizeFor returns the part size a Writer uses for the requested part size
-// and maximum object size: partSize (DefaultPartSize when <= 0) clamped to
-// [MinPartSize, MaxPartSize], raised to a whole MiB so that maxObjectSize fits
-// in MaxParts parts.
-func PartSizeFor(partSize, maxObjectSize int64) int64 {
-	if partSize <= 0 {
-		partSize = DefaultPartSize
-	}
-	partSize = max(partSize, MinPartSize)
-	if maxObjectSize > 0 {
-		need := (maxObjectSize + MaxParts - 1) / MaxParts
-		if need > partSize {
-			partSize = (need + MiB - 1) / MiB * MiB
-		}
-	}
-	return min(partSize, MaxPartSize)
-}
-
 // Writer streams one object to S3. Its methods must not be called
 // concurrently with each other, except Written. The caller must end every
 // Writer with Close or Abort; `defer w.Abort(ctx)` followed by
@@ -176,24 +58,25 @@ type Writer struct {
 	opts     Options
 	partSize int64
 	owner    *string
-	pool     *sync.Pool
+	arena    *arena
 
 	// Owned by the calling goroutine.
-	buf      *[]byte // current part, nil until the first Write
-	fill     int     // bytes used in buf
-	partCRC  uint32  // CRC32C of buf[:fill]
-	crc      uint32  // CRC32C of the parts already handed off
+	buf      *partBuffer // current part, nil until the first Write
+	fill     int         // bytes used in buf
+	partCRC  uint32      // CRC32C of buf[:fill]
+	crc      uint32      // CRC32C of the parts already handed off
 	sha      hash.Hash
 	written  atomic.Int64
 	uploadID *string
 	nextPart int32
 	closed   bool
 	done     bool // Close or fail has finished; result/err final
+	released bool // buffers handed back to the arena
 	result   Result
 
-	sem  chan struct{}  // one token per UploadPart in flight
-	free chan *[]byte   // this writer's idle buffers
-	wg   sync.WaitGroup // UploadPart goroutines
+	sem  chan struct{}    // one token per UploadPart in flight
+	free chan *partBuffer // this writer's idle buffers
+	wg   sync.WaitGroup   // UploadPart goroutines
 
 	mu       sync.Mutex
 	err      error                 // first error
@@ -220,12 +103,13 @@ func NewWriter(ctx context.Context, api S3API, bucket, key string, opts Options)
 		key:      key,
 		opts:     opts,
 		partSize: ps,
-		pool:     poolFor(ps),
+		arena:    arenaFor(ps),
 		sha:      sha256.New(),
 		nextPart: 1,
 		sem:      make(chan struct{}, opts.Concurrency),
-		free:     make(chan *[]byte, opts.Concurrency+1),
+		free:     make(chan *partBuffer, opts.Concurrency+1),
 	}
+	w.arena.acquire()
 	if opts.ExpectedBucketOwner != "" {
 		w.owner = aws.String(opts.ExpectedBucketOwner)
 	}
@@ -257,7 +141,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		if w.buf == nil {
 			w.buf = w.getBuf()
 		}
-		b := *w.buf
+		b := w.buf.b
 		if w.fill == len(b) {
 			// A full part followed by more data: send it.
 			if err := w.flush(); err != nil {
@@ -436,9 +320,11 @@ func (w *Writer) startPart() {
 	go func() {
 		defer w.wg.Done()
 		defer func() { <-w.sem }()
-		if err := w.uploadPart(buf, size, crc, num); err != nil {
+		body := newPartBody(buf, size)
+		if err := w.uploadPart(body, size, crc, num); err != nil {
 			// The transport may still read a failed request's body after
-			// the call returns, so this buffer is not reused.
+			// the call returns: the buffer goes back once it cannot.
+			body.abandon(w.arena)
 			w.setErr(err)
 			return
 		}
@@ -446,13 +332,13 @@ func (w *Writer) startPart() {
 	}()
 }
 
-func (w *Writer) uploadPart(buf *[]byte, size int, crc uint32, num int32) error {
+func (w *Writer) uploadPart(body *partBody, size int, crc uint32, num int32) error {
 	in := &s3.UploadPartInput{
 		Bucket:              &w.bucket,
 		Key:                 &w.key,
 		UploadId:            w.uploadID,
 		PartNumber:          aws.Int32(num),
-		Body:                bytes.NewReader((*buf)[:size]),
+		Body:                body,
 		ContentLength:       aws.Int64(int64(size)),
 		ExpectedBucketOwner: w.owner,
 	}
@@ -474,176 +360,47 @@ func (w *Writer) uploadPart(buf *[]byte, size int, crc uint32, num int32) error 
 	return nil
 }
 
-func (w *Writer) create() error {
-	in := &s3.CreateMultipartUploadInput{
-		Bucket:              &w.bucket,
-		Key:                 &w.key,
-		ExpectedBucketOwner: w.owner,
-		Metadata:            w.opts.Metadata,
-	}
-	if w.opts.ContentType != "" {
-		in.ContentType = &w.opts.ContentType
-	}
-	if w.opts.ContentEncoding != "" {
-		in.ContentEncoding = &w.opts.ContentEncoding
-	}
-	switch w.opts.Checksums {
-	case ChecksumFullObject:
-		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32c
-		in.ChecksumType = types.ChecksumTypeFullObject
-	case ChecksumComposite:
-		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32c
-	}
-	out, err := w.api.CreateMultipartUpload(w.ctx, in)
-	if err != nil {
-		return fmt.Errorf("upload: create multipart upload of s3://%s/%s: %w", w.bucket, w.key, err)
-	}
-	if out.UploadId == nil || *out.UploadId == "" {
-		return fmt.Errorf("upload: create multipart upload of s3://%s/%s: no upload id", w.bucket, w.key)
-	}
-	w.mu.Lock()
-	w.uploadID = out.UploadId
-	w.mu.Unlock()
-	return nil
-}
+// Buffers: each Writer keeps its idle buffers in w.free, so it takes at
+// most Concurrency+1 from the arena whatever happens; the arena carries them
+// from one Writer to the next (the exporter rolls files).
 
-func (w *Writer) putObject() error {
-	var body []byte
-	if w.buf != nil {
-		body = (*w.buf)[:w.fill]
-	}
-	in := &s3.PutObjectInput{
-		Bucket:              &w.bucket,
-		Key:                 &w.key,
-		Body:                bytes.NewReader(body),
-		ContentLength:       aws.Int64(int64(len(body))),
-		ExpectedBucketOwner: w.owner,
-		Metadata:            w.opts.Metadata,
-	}
-	if w.opts.ContentType != "" {
-		in.ContentType = &w.opts.ContentType
-	}
-	if w.opts.ContentEncoding != "" {
-		in.ContentEncoding = &w.opts.ContentEncoding
-	}
-	w.crc = crc32cCombine(w.crc, w.partCRC, int64(w.fill)) // w.crc was 0
-	if w.opts.Checksums != ChecksumNone {
-		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32c
-		in.ChecksumCRC32C = aws.String(crcBase64(w.crc))
-	}
-	out, err := w.api.PutObject(w.ctx, in)
-	if err != nil {
-		w.buf = nil // see startPart: not reused after a failed request
-		return fmt.Errorf("upload: put s3://%s/%s: %w", w.bucket, w.key, err)
-	}
-	w.setResult(0, out.ETag, out.VersionId)
-	return nil
-}
-
-// complete sends the last part, waits for all parts and completes.
-func (w *Writer) complete() error {
-	// The buffer is never empty here: a full part is only sent once more
-	// data follows it.
-	select {
-	case w.sem <- struct{}{}:
-	case <-w.ctx.Done():
-		return w.check()
-	}
-	w.startPart()
-	w.wg.Wait()
-	if err := w.check(); err != nil {
-		return err
-	}
-	w.mu.Lock()
-	parts := w.parts
-	w.mu.Unlock()
-	in := &s3.CompleteMultipartUploadInput{
-		Bucket:              &w.bucket,
-		Key:                 &w.key,
-		UploadId:            w.uploadID,
-		MultipartUpload:     &types.CompletedMultipartUpload{Parts: parts},
-		ExpectedBucketOwner: w.owner,
-	}
-	if w.opts.Checksums == ChecksumFullObject {
-		in.ChecksumType = types.ChecksumTypeFullObject
-		in.ChecksumCRC32C = aws.String(crcBase64(w.crc))
-		in.MpuObjectSize = aws.Int64(w.written.Load())
-	}
-	out, err := w.api.CompleteMultipartUpload(w.ctx, in)
-	if err != nil {
-		return fmt.Errorf("upload: complete multipart upload of s3://%s/%s: %w", w.bucket, w.key, err)
-	}
-	w.setResult(len(parts), out.ETag, out.VersionId)
-	return nil
-}
-
-func (w *Writer) setResult(parts int, etag, version *string) {
-	w.result = Result{
-		Key:         w.key,
-		Bytes:       w.written.Load(),
-		CRC32C:      crcBase64(w.crc),
-		CRC32CValue: w.crc,
-		SHA256:      hex.EncodeToString(w.sha.Sum(nil)),
-		Parts:       parts,
-		ETag:        aws.ToString(etag),
-		VersionID:   aws.ToString(version),
-	}
-}
-
-func crcBase64(v uint32) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], v)
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-// Buffers: each Writer keeps its idle buffers in w.free, so it allocates at
-// most Concurrency+1 whatever the GC does; a process-wide sync.Pool per part
-// size carries them from one Writer to the next (the exporter rolls files).
-
-var pools sync.Map // int64 part size -> *sync.Pool of *[]byte
-
-func poolFor(size int64) *sync.Pool {
-	if p, ok := pools.Load(size); ok {
-		return p.(*sync.Pool)
-	}
-	p, _ := pools.LoadOrStore(size, &sync.Pool{New: func() any {
-		b := make([]byte, size)
-		return &b
-	}})
-	return p.(*sync.Pool)
-}
-
-func (w *Writer) getBuf() *[]byte {
+func (w *Writer) getBuf() *partBuffer {
 	select {
 	case b := <-w.free:
 		return b
 	default:
-		return w.pool.Get().(*[]byte)
+		return w.arena.get()
 	}
 }
 
-func (w *Writer) putBuf(b *[]byte) {
+func (w *Writer) putBuf(b *partBuffer) {
 	select {
 	case w.free <- b:
 	default:
-		w.pool.Put(b)
+		w.arena.put(b)
 	}
 }
 
-// release returns idle buffers to the shared pool once no part is in flight
-// and ends the Writer's context.
+// release returns idle buffers to the arena once no part is in flight and
+// ends the Writer's context. It runs once, whichever of Close, Abort or a
+// failure ends the Writer first.
 func (w *Writer) release() {
 	w.wg.Wait()
+	w.cancel(context.Canceled)
+	if w.released {
+		return
+	}
+	w.released = true
 	if w.buf != nil {
-		w.pool.Put(w.buf)
+		w.arena.put(w.buf)
 		w.buf = nil
 	}
 	for {
 		select {
 		case b := <-w.free:
-			w.pool.Put(b)
+			w.arena.put(b)
 		default:
-			w.cancel(context.Canceled)
+			w.arena.release()
 			return
 		}
 	}

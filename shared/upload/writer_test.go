@@ -345,40 +345,6 @@ func TestConcurrencyBound(t *testing.T) {
 	}
 }
 
-// TestBuffersBounded checks a Writer allocates at most Concurrency+1 part
-// buffers whatever the object size, reusing them part after part.
-func TestBuffersBounded(t *testing.T) {
-	const conc, parts = 2, 24
-	// A part size no other test uses, so the shared pool starts empty.
-	const partSize = MinPartSize + 64<<10
-	f := newFake()
-	f.discard = true
-	chunk := randomBytes(1<<20, 12)
-	run := func(key string) uint64 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		w := NewWriter(t.Context(), f, "b", key, Options{PartSize: partSize, Concurrency: conc})
-		for range parts * int(partSize/MiB) {
-			if _, err := w.Write(chunk); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
-	first := run("first")
-	if limit := uint64(conc+1)*uint64(partSize) + MiB; first > limit {
-		t.Fatalf("first writer allocated %.1f MiB for %d parts, bound %.1f MiB", float64(first)/MiB, parts, float64(limit)/MiB)
-	}
-	// The next writer (the exporter's next file) takes them from the pool,
-	// unless two GC cycles ran in between.
-	second := run("second")
-	t.Logf("allocated %.1f MiB then %.1f MiB streaming %d parts of %.2f MiB twice", float64(first)/MiB, float64(second)/MiB, parts, float64(partSize)/MiB)
-}
-
 func TestNoGoroutineLeak(t *testing.T) {
 	base := runtime.NumGoroutine()
 	for i := range 5 {

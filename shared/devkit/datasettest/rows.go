@@ -13,26 +13,29 @@ import (
 
 // AllTypes is a dataset with every column kind both required and nullable,
 // decimals of each Parquet storage (INT32 up to 9 digits, INT64 up to 18,
-// fixed-length bytes above), and a string declared low-cardinality.
+// fixed-length bytes above), a string declared low-cardinality and one
+// declared high-cardinality (written without a dictionary).
 func AllTypes() dataset.Dataset {
 	ds := dataset.Dataset{Name: "all_types", Version: 1}
-	add := func(name string, t dataset.Type, dict bool) {
+	add := func(name string, t dataset.Type, dict dataset.DictionaryHint) {
 		ds.Columns = append(ds.Columns,
 			dataset.Column{Name: name, Type: t, Dictionary: dict},
 			dataset.Column{Name: name + "_null", Type: t, Nullable: true, Dictionary: dict})
 	}
-	add("d", dataset.Type{Kind: dataset.KindDate}, false)
-	add("ts", dataset.Type{Kind: dataset.KindTimestamp}, false)
-	add("i", dataset.Type{Kind: dataset.KindInt64}, false)
-	add("f", dataset.Type{Kind: dataset.KindDouble}, false)
-	add("dec9", dataset.DecimalType(9, 3), false)
-	add("dec18", dataset.DecimalType(18, 2), false)
-	add("dec38", dataset.DecimalType(38, 10), false)
-	add("dec38s0", dataset.DecimalType(38, 0), false)
-	add("b", dataset.Type{Kind: dataset.KindBoolean}, false)
-	add("s", dataset.Type{Kind: dataset.KindString}, false)
-	add("tag", dataset.Type{Kind: dataset.KindString}, true)
-	add("j", dataset.Type{Kind: dataset.KindJSON}, false)
+	none := dataset.DictionaryDefault
+	add("d", dataset.Type{Kind: dataset.KindDate}, none)
+	add("ts", dataset.Type{Kind: dataset.KindTimestamp}, none)
+	add("i", dataset.Type{Kind: dataset.KindInt64}, none)
+	add("f", dataset.Type{Kind: dataset.KindDouble}, none)
+	add("dec9", dataset.DecimalType(9, 3), none)
+	add("dec18", dataset.DecimalType(18, 2), none)
+	add("dec38", dataset.DecimalType(38, 10), none)
+	add("dec38s0", dataset.DecimalType(38, 0), none)
+	add("b", dataset.Type{Kind: dataset.KindBoolean}, none)
+	add("s", dataset.Type{Kind: dataset.KindString}, none)
+	add("tag", dataset.Type{Kind: dataset.KindString}, dataset.DictionaryOn)
+	add("id", dataset.Type{Kind: dataset.KindString}, dataset.DictionaryOff)
+	add("j", dataset.Type{Kind: dataset.KindJSON}, none)
 	return ds
 }
 
@@ -151,7 +154,7 @@ func varied(c dataset.Column, i int, base time.Time) any {
 	case dataset.KindBoolean:
 		return i%3 == 0
 	case dataset.KindString:
-		if c.Dictionary {
+		if c.Dictionary == dataset.DictionaryOn {
 			return vocabulary[i%len(vocabulary)]
 		}
 		return "id-" + strconv.Itoa(1_000_000+i) + "-✓"

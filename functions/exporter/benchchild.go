@@ -1,0 +1,287 @@
+//go:build daybook_benchchild
+
+// This file is only in the exporter binary BenchmarkExportPostgres builds
+// (go build -tags daybook_benchchild): the Lambda's own code and
+// dependencies plus this hook, so the CPU time and peak RSS it reports are
+// the exporter's, not those of a test binary that also links DuckDB, SQLite
+// and the test fakes. Lambda builds never include it.
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
+	"github.com/daybook-dev/daybook/shared/devkit/cputime"
+	"github.com/daybook-dev/daybook/shared/fileformat"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/source"
+)
+
+// benchChildEnv carries the export to run (a childSpec as JSON); the result
+// is printed on a line of stdout starting with benchChildResult. The test
+// side (throughput_test.go) spells both the same.
+const (
+	benchChildEnv    = "DAYBOOK_BENCH_EXPORT_CHILD"
+	benchChildResult = "DAYBOOK_BENCH_RESULT "
+)
+
+type childSpec struct {
+	DSN     string `json:"dsn"`
+	Account string `json:"account"`
+	Day     string `json:"day"`
+	// PartHold is how long the bucket holds each part before acknowledging
+	// it: a slow S3, so every upload slot is taken (see holdS3).
+	PartHold time.Duration `json:"part_hold"`
+}
+
+type childOutcome struct {
+	Rows    int64         `json:"rows"`
+	Bytes   int64         `json:"bytes"`
+	Files   int           `json:"files"`
+	CPU     time.Duration `json:"cpu"`
+	PeakRSS int64         `json:"peak_rss"`
+	// Parts counts the UploadPart calls; PartsInFlight is the most the
+	// bucket held at once.
+	Parts         int64 `json:"parts"`
+	PartsInFlight int64 `json:"parts_in_flight"`
+}
+
+func init() {
+	spec := os.Getenv(benchChildEnv)
+	if spec == "" {
+		return
+	}
+	if err := runBenchChild(spec); err != nil {
+		fmt.Fprintln(os.Stderr, "bench child:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runBenchChild(spec string) error {
+	var c childSpec
+	if err := json.Unmarshal([]byte(spec), &c); err != nil {
+		return err
+	}
+	day, err := civil.Parse(c.Day)
+	if err != nil {
+		return err
+	}
+	ds, err := dataset.Get("events")
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("pgx", c.DSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	src, err := source.NewSQL(db, dataset.DialectPostgres, "pg")
+	if err != nil {
+		return err
+	}
+	a := account.Account{ID: c.Account, Name: "bench", Enabled: true, StartDate: day.AddDays(-1), Datasets: []string{"events"},
+		Destination: account.Destination{Bucket: "bench", Format: fileformat.Parquet}}
+	held := &holdCount{}
+	e := &Exporter{
+		Source:  src,
+		Buckets: holdBuckets{f: buckettest.NewFake("bench"), hold: c.PartHold, count: held},
+		Scripts: loadScripts,
+		Config:  ExportConfig{Stage: "bench"},
+		Now:     time.Now,
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var stops []func()
+	if dir := os.Getenv("DAYBOOK_BENCH_CPUPROFILE"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, "export-"+c.Account+".prof"))
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	if dir := os.Getenv("DAYBOOK_BENCH_MEMPROFILE"); dir != "" {
+		h, err := startHeapWatch(dir, "export-"+c.Account)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, h.stop)
+	}
+	cpu := cputime.Start()
+	w, err := e.Export(context.Background(), Partition{Account: a, Dataset: ds, Day: day,
+		Claim: ledger.Claim{Generation: 1, Attempt: 1}, RunID: "bench"}, log)
+	elapsed := cpu.Elapsed()
+	for _, stop := range stops {
+		stop()
+	}
+	if err != nil {
+		return err
+	}
+	line, _ := json.Marshal(childOutcome{Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: len(w.Manifest.Files),
+		CPU: elapsed, PeakRSS: cputime.PeakRSS(),
+		Parts: held.parts.Load(), PartsInFlight: held.max.Load()})
+	fmt.Println(benchChildResult + string(line))
+	return nil
+}
+
+// holdBuckets hands out a bucket whose multipart uploads (the data files)
+// are dropped as they arrive, each part acknowledged only after hold; small
+// objects are kept in the fake.
+type holdBuckets struct {
+	f     *buckettest.Fake
+	hold  time.Duration
+	count *holdCount
+}
+
+func (d holdBuckets) Client(string, account.Destination) bucket.API {
+	return holdS3{d.f, d.hold, d.count}
+}
+
+type holdS3 struct {
+	*buckettest.Fake
+	hold  time.Duration
+	count *holdCount
+}
+
+// holdCount counts the parts, those held now and the most held at once.
+type holdCount struct{ parts, now, max atomic.Int64 }
+
+func (holdS3) CreateMultipartUpload(_ context.Context, _ *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	return &s3.CreateMultipartUploadOutput{UploadId: aws.String("discard")}, nil
+}
+
+func (h holdS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	if _, err := io.Copy(io.Discard, in.Body); err != nil {
+		return nil, err
+	}
+	h.count.parts.Add(1)
+	n := h.count.now.Add(1)
+	for m := h.count.max.Load(); n > m && !h.count.max.CompareAndSwap(m, n); m = h.count.max.Load() {
+	}
+	time.Sleep(h.hold)
+	h.count.now.Add(-1)
+	return &s3.UploadPartOutput{ETag: aws.String(fmt.Sprintf(`"part-%d"`, aws.ToInt32(in.PartNumber))), ChecksumCRC32C: in.ChecksumCRC32C}, nil
+}
+
+func (holdS3) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	return &s3.CompleteMultipartUploadOutput{ETag: aws.String(`"discarded"`), ChecksumCRC32C: in.ChecksumCRC32C}, nil
+}
+
+func (holdS3) AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	return &s3.AbortMultipartUploadOutput{}, nil
+}
+
+// heapWatch samples the resident set and the Go heap while the export runs
+// (DAYBOOK_BENCH_MEMPROFILE=dir): each time the resident set reaches a new
+// high by at least a MiB it writes a heap profile (in-use figures as of the
+// last GC: go tool pprof -sample_index=inuse_space) to dir/heap-<name>.prof,
+// and it writes every sample to dir/mem-<name>.tsv. It costs a little CPU.
+type heapWatch struct{ quit, done chan struct{} }
+
+// memSample names the runtime/metrics a heapWatch records.
+var memSample = []string{
+	"/gc/heap/live:bytes",                 // live heap marked by the last GC
+	"/memory/classes/heap/objects:bytes",  // live objects and garbage not yet swept
+	"/memory/classes/heap/free:bytes",     // free spans not returned to the OS
+	"/memory/classes/heap/released:bytes", // returned to the OS
+	"/memory/classes/total:bytes",         // everything the runtime mapped
+	"/gc/cycles/total:gc-cycles",
+}
+
+func startHeapWatch(dir, name string) (*heapWatch, error) {
+	tsv, err := os.Create(filepath.Join(dir, "mem-"+name+".tsv"))
+	if err != nil {
+		return nil, err
+	}
+	h := &heapWatch{quit: make(chan struct{}), done: make(chan struct{})}
+	samples := make([]metrics.Sample, len(memSample))
+	for i, n := range memSample {
+		samples[i].Name = n
+	}
+	go func() {
+		defer close(h.done)
+		defer tsv.Close()
+		out := bufio.NewWriter(tsv)
+		defer out.Flush()
+		fmt.Fprint(out, "ms\trss_bytes")
+		for _, n := range memSample {
+			fmt.Fprintf(out, "\t%s", n)
+		}
+		fmt.Fprintln(out)
+		start := time.Now()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		var peak int64
+		for {
+			select {
+			case <-h.quit:
+				return
+			case <-tick.C:
+			}
+			rss := residentBytes()
+			metrics.Read(samples)
+			fmt.Fprintf(out, "%d\t%d", time.Since(start).Milliseconds(), rss)
+			for _, s := range samples {
+				fmt.Fprintf(out, "\t%d", s.Value.Uint64())
+			}
+			fmt.Fprintln(out)
+			if rss >= peak+(1<<20) {
+				peak = rss
+				writeHeapProfile(filepath.Join(dir, "heap-"+name+".prof"))
+			}
+		}
+	}()
+	return h, nil
+}
+
+func (h *heapWatch) stop() {
+	close(h.quit)
+	<-h.done
+}
+
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	pprof.Lookup("heap").WriteTo(f, 0)
+}
+
+// residentBytes is the process's current resident set (VmRSS).
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return pages * int64(os.Getpagesize())
+}
