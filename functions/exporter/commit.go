@@ -71,6 +71,14 @@ func (c *Committer) Begin(ctx context.Context, claimed int64, noteCommitted func
 	return &Pending{c: c, generation: generation}, nil
 }
 
+// Resume continues a generation that Begin started in an earlier run: a
+// day exported in slices (slices.go) begins its generation once, when it is
+// planned, then each slice's run writes its data files through a Resume of
+// it, and the run of the last slice commits through another.
+func (c *Committer) Resume(generation int64) *Pending {
+	return &Pending{c: c, generation: generation}
+}
+
 // nextGeneration is the claimed generation, or one more than the generation
 // the partition's current _SUCCESS commits if that is not lower.
 func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, error) {

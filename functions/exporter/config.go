@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -25,6 +26,8 @@ type Config struct {
 	MaxFileBytes int64
 	PartSize     int64
 	Concurrency  int
+	SliceRows    int64 // SLICE_ROWS: rows-per-slice target (0: never slice)
+	MaxSlices    int   // MAX_SLICES
 	LogLevel     string
 	Restate      ledger.RestateConfig // RESTATE_LOOKBACK_DAYS, RESTATE_INTERVAL
 	EventBus     string               // EVENT_BUS_NAME
@@ -50,6 +53,8 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		MaxFileBytes: int64(r.Int("MAX_FILE_BYTES", int(DefaultMaxFileBytes))),
 		PartSize:     int64(r.Int("PART_SIZE_BYTES", 0)), // 0: derived from MAX_FILE_BYTES (Exporter.partSize)
 		Concurrency:  r.Int("UPLOAD_CONCURRENCY", upload.DefaultConcurrency),
+		SliceRows:    int64(r.Int("SLICE_ROWS", int(DefaultSliceRows))),
+		MaxSlices:    r.Int("MAX_SLICES", DefaultMaxSlices),
 		LogLevel:     r.LogLevel(),
 		Restate:      ledger.RestateConfigFromEnv(r),
 		EventBus:     r.EventBusName(),
@@ -57,9 +62,13 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 	if c.SourceDSN == "" && c.DSNParameter == "" {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"
 	}
+	var serr []error
+	if c.MaxSlices < 2 || c.MaxSlices > ledger.MaxSlices {
+		serr = append(serr, fmt.Errorf("environment variable MAX_SLICES=\"%d\": want 2 to %d", c.MaxSlices, ledger.MaxSlices))
+	}
 	rules, rerr := account.RulesFromEnv(r.Lookup) // its errors name the variable
 	c.Rules, c.Local = rules, awsclient.Local(r.Lookup)
-	return c, errors.Join(r.Err(), rerr)
+	return c, errors.Join(append([]error{r.Err(), rerr}, serr...)...)
 }
 
 // withSettle applies the deployment's default settle delay to accounts

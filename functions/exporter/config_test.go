@@ -16,7 +16,8 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Ledger.Lease != 20*time.Minute || c.MaxFileBytes != 1<<20 || c.DLQURL != "d" || c.PartSize != 0 {
+	if c.Ledger.Lease != 20*time.Minute || c.MaxFileBytes != 1<<20 || c.DLQURL != "d" || c.PartSize != 0 ||
+		c.SliceRows != DefaultSliceRows || c.MaxSlices != DefaultMaxSlices {
 		t.Fatalf("config %+v", c)
 	}
 	if c.Rules.DeploymentAccountID != "" || c.Rules.AllowPrivateEndpoints || c.Local {
@@ -39,9 +40,10 @@ func TestLoadConfig(t *testing.T) {
 			t.Errorf("AWS_ENDPOINT_URL=%s: local %v, want %v", endpoint, c.Local, local)
 		}
 	}
-	_, err = loadConfig(envvar.From(map[string]string{"UPLOAD_CONCURRENCY": "-1", "DEPLOYMENT_ACCOUNT_ID": "42", "ALLOW_PRIVATE_ENDPOINTS": "maybe"}))
+	_, err = loadConfig(envvar.From(map[string]string{"UPLOAD_CONCURRENCY": "-1", "DEPLOYMENT_ACCOUNT_ID": "42", "ALLOW_PRIVATE_ENDPOINTS": "maybe",
+		"SLICE_ROWS": "-5", "MAX_SLICES": "1"}))
 	for _, want := range []string{"LEDGER_TABLE is required", "JOBS_QUEUE_URL is required", "SOURCE_DSN is required", `UPLOAD_CONCURRENCY="-1"`,
-		`DEPLOYMENT_ACCOUNT_ID="42"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`} {
+		`DEPLOYMENT_ACCOUNT_ID="42"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`, `SLICE_ROWS="-5"`, `MAX_SLICES="1"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}

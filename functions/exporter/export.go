@@ -49,6 +49,11 @@ type ExportConfig struct {
 	PartSize     int64 // multipart part size (default: see Exporter.partSize)
 	Concurrency  int   // concurrent part uploads per file
 	RowGroupRows int64
+	// SliceRows is the rows-per-slice target: a day expected to hold more
+	// is exported in slices (slices.go); 0 never slices. MaxSlices caps
+	// the slices of a day (0: DefaultMaxSlices).
+	SliceRows int64
+	MaxSlices int
 }
 
 // Exporter writes one partition into its account's bucket with the commit
@@ -75,6 +80,9 @@ type Partition struct {
 	// NoteCommitted records a generation found committed in the bucket that
 	// the claim did not know of (ledger.NoteCommitted); nil skips it.
 	NoteCommitted func(ctx context.Context, generation int64) error
+	// Plan records a plan of slices and sends their messages (E7); nil
+	// never slices.
+	Plan func(ctx context.Context, plan ledger.SlicePlan) error
 }
 
 // Written is what an export committed.
@@ -85,6 +93,9 @@ type Written struct {
 	// Fingerprint is the day's fingerprint in the source, taken right
 	// before the rows were read (restate.go); zero when none was taken.
 	Fingerprint ledger.Fingerprint
+	// Planned is set, and nothing else but Fingerprint, when the day was
+	// planned in slices instead of written (slices.go).
+	Planned *ledger.SlicePlan
 }
 
 // Export writes the partition as source → encoder → committer: it begins
@@ -92,37 +103,72 @@ type Written struct {
 // source's rows through the encoder into data files, and commits them with
 // the manifest and load scripts (_SUCCESS last). On error nothing after the
 // failed step runs and in-flight multipart uploads are aborted.
+//
+// A day larger than one run (E7; slices.go) is not read here: once the
+// generation has begun, Export plans it in slices through p.Plan and
+// returns a Written with Planned set; the slices write the data and the
+// last of them commits.
 func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*Written, error) {
 	started := e.Now().UTC()
-	dest := p.Account.Destination
-	prefix, err := p.Account.Prefix(e.Config.Stage)
+	t, err := e.targetOf(p)
 	if err != nil {
 		return nil, err
 	}
-	format, err := dest.FileFormat()
-	if err != nil {
-		return nil, fmt.Errorf("account %s destination format: %w", p.Account.ID, err)
-	}
-	b, err := e.bucketOf(p.Account)
-	if err != nil {
-		return nil, err
-	}
-	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
-	c := &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now}
-	pending, err := c.Begin(ctx, p.Claim.Generation, p.NoteCommitted)
+	pending, err := t.committer.Begin(ctx, p.Claim.Generation, p.NoteCommitted)
 	if err != nil {
 		return nil, err
 	}
 	defer pending.Abort(ctx) // after Commit it does nothing
 
-	start, end := p.Account.Window(p.Day)
-	q := source.Query{AccountID: p.Account.ID, Dataset: p.Dataset, Day: civil.Of(p.Day.Start(time.UTC)), Start: start, End: end}
-	fp := e.fingerprint(ctx, q, log)
-	files, prov, err := e.writeData(ctx, pending, p, prefix, format, q)
+	q := partitionQuery(p.Account, p.Dataset, p.Day)
+	fp, rows := e.fingerprint(ctx, q, log)
+	if plan, ok := e.planFor(p, pending.Generation(), rows, fp, started); ok && p.Plan != nil {
+		if err := p.Plan(ctx, plan); err != nil {
+			return nil, fmt.Errorf("plan %d slices: %w", plan.Slices, err)
+		}
+		return &Written{Planned: &plan, Fingerprint: fp}, nil
+	}
+	files, prov, err := e.writeData(ctx, pending, p, t.format, q, true, func(n int) string {
+		return layout.DataKey(t.prefix, p.Dataset.Name, p.Day, n, t.format.Extension())
+	})
 	if err != nil {
 		return nil, err
 	}
+	return e.commit(ctx, t, pending, p, started, files, prov, fp, log)
+}
 
+// target is where a partition is written: its account's prefix, file
+// format and bucket, and the committer of its partition prefix.
+type target struct {
+	prefix     string
+	partPrefix string
+	format     fileformat.Format
+	bucket     *bucket.Bucket
+	committer  *Committer
+}
+
+func (e *Exporter) targetOf(p Partition) (target, error) {
+	prefix, err := p.Account.Prefix(e.Config.Stage)
+	if err != nil {
+		return target{}, err
+	}
+	format, err := p.Account.Destination.FileFormat()
+	if err != nil {
+		return target{}, fmt.Errorf("account %s destination format: %w", p.Account.ID, err)
+	}
+	b, err := e.bucketOf(p.Account)
+	if err != nil {
+		return target{}, err
+	}
+	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
+	return target{prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
+		committer: &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now}}, nil
+}
+
+// commit writes the generation's manifest (files in order, provenance and
+// fingerprint as read), load scripts and _SUCCESS, and the bucket's docs.
+func (e *Exporter) commit(ctx context.Context, t target, pending *Pending, p Partition, started time.Time, files []manifest.File, prov source.Provenance, fp ledger.Fingerprint, log *slog.Logger) (*Written, error) {
+	dest := p.Account.Destination
 	m := &manifest.Manifest{
 		FormatVersion: manifest.FormatVersion,
 		Contract:      layout.Version,
@@ -136,8 +182,8 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 		RunID:         p.RunID,
 		Reason:        string(p.Claim.Reason),
 		Attempt:       p.Claim.Attempt,
-		Format:        string(format),
-		Compression:   string(format.Codec(dest.Compression)),
+		Format:        string(t.format),
+		Compression:   string(t.format.Codec(dest.Compression)),
 		StartedAt:     started,
 		Schema:        manifest.SchemaOf(p.Dataset),
 		Files:         files,
@@ -147,7 +193,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
 		scripts = func(m *manifest.Manifest) (map[string][]byte, error) {
-			return e.Scripts(p.Dataset, m, b.Name(), partPrefix)
+			return e.Scripts(p.Dataset, m, t.bucket.Name(), t.partPrefix)
 		}
 	}
 	manifestKey, err := pending.Commit(ctx, m, scripts)
@@ -156,7 +202,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	}
 	log.InfoContext(ctx, "partition committed", "files", len(files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", prov.RowCount, "manifest", manifestKey)
-	e.writeDocs(ctx, b, p.Account, prefix, format, log)
+	e.writeDocs(ctx, t.bucket, p.Account, t.prefix, t.format, log)
 	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: fp}, nil
 }
 
@@ -182,18 +228,17 @@ func (e *Exporter) bucketOf(a account.Account) (*bucket.Bucket, error) {
 }
 
 // writeData streams the source through the encoder into the generation's
-// data files, rolling to the next part-NNNNN file past MaxFileBytes. An
-// empty day still gets one valid zero-row file. On error the file being
-// written is left to Pending.Abort.
-func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition, prefix string, format fileformat.Format, q source.Query) ([]manifest.File, source.Provenance, error) {
+// data files, named keyOf(0), keyOf(1), ..., rolling to the next file past
+// MaxFileBytes. With emptyFile, a query without rows still gets one valid
+// zero-row file. On error the file being written is left to Pending.Abort.
+func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition, format fileformat.Format, q source.Query, emptyFile bool, keyOf func(n int) string) ([]manifest.File, source.Provenance, error) {
 	var (
 		files []manifest.File
 		cur   *dataFile
 	)
 	maxFile := e.maxFileBytes()
 	open := func() error {
-		key := layout.DataKey(prefix, p.Dataset.Name, p.Day, len(files), format.Extension())
-		f, err := e.openFile(ctx, pending, p, key, format)
+		f, err := e.openFile(ctx, pending, p, keyOf(len(files)), format)
 		cur = f
 		return err
 	}
@@ -232,7 +277,7 @@ func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition,
 		}
 		return nil
 	})
-	if err == nil && len(files) == 0 && cur == nil {
+	if err == nil && len(files) == 0 && cur == nil && emptyFile {
 		err = open()
 	}
 	if err == nil && cur != nil {

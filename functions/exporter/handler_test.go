@@ -30,11 +30,12 @@ import (
 // row Get finds running) and ClaimManual ErrBusy (a re-run recorded), so no
 // export runs: these tests are about message handling.
 type fakeLedger struct {
-	mu       sync.Mutex
-	accounts map[string]account.Account
-	calls    []string
-	tokens   []string
-	startErr map[string]error // by token
+	SliceLedger // never sliced here: a call panics
+	mu          sync.Mutex
+	accounts    map[string]account.Account
+	calls       []string
+	tokens      []string
+	startErr    map[string]error // by token
 }
 
 func (f *fakeLedger) record(call string) {

@@ -98,8 +98,9 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 			Buckets: buckets{&destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{
 				AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
 			}}},
-			Scripts:             loadScripts,
-			Config:              ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency},
+			Scripts: loadScripts,
+			Config: ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency,
+				SliceRows: cfg.SliceRows, MaxSlices: cfg.MaxSlices},
 			Now:                 time.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
 		},

@@ -22,7 +22,6 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -167,13 +166,5 @@ func (s *Service) writeDeliveries(ctx context.Context, acct account.Account, day
 
 // send puts one message on the jobs queue.
 func (s *Service) send(ctx context.Context, body string) error {
-	out, err := s.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL),
-		Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body)}}})
-	if err != nil {
-		return err
-	}
-	if len(out.Failed) > 0 {
-		return fmt.Errorf("message not sent: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
-	}
-	return nil
+	return s.sendBatch(ctx, []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body)}})
 }

@@ -47,14 +47,14 @@ func partitionQuery(a account.Account, ds dataset.Dataset, day civil.Date) sourc
 }
 
 // fingerprintOf runs the dataset's fingerprint query for q.
-func (e *Exporter) fingerprintOf(ctx context.Context, q source.Query) (string, error) {
+func (e *Exporter) fingerprintOf(ctx context.Context, q source.Query) (source.Summary, error) {
 	f, ok := e.Source.(source.Fingerprinter)
 	if !ok {
-		return "", errNoFingerprint
+		return source.Summary{}, errNoFingerprint
 	}
 	v, err := f.Fingerprint(ctx, q)
 	if errors.Is(err, dataset.ErrNoFingerprint) {
-		return "", fmt.Errorf("%w: %w", errNoFingerprint, err)
+		return source.Summary{}, fmt.Errorf("%w: %w", errNoFingerprint, err)
 	}
 	return v, err
 }
@@ -62,18 +62,19 @@ func (e *Exporter) fingerprintOf(ctx context.Context, q source.Query) (string, e
 // fingerprint takes the fingerprint a generation is exported with, right
 // before its rows are read (see the top of this file). Without one (the
 // source or dataset has none, or the query failed) the export goes on, and
-// the generation is simply never checked for late data.
-func (e *Exporter) fingerprint(ctx context.Context, q source.Query, log *slog.Logger) ledger.Fingerprint {
+// the generation is simply never checked for late data. rows is the day's
+// row count from the same query (source.Summary), -1 when unknown.
+func (e *Exporter) fingerprint(ctx context.Context, q source.Query, log *slog.Logger) (fp ledger.Fingerprint, rows int64) {
 	at := e.Now().UTC()
 	v, err := e.fingerprintOf(ctx, q)
 	switch {
 	case errors.Is(err, errNoFingerprint):
-		return ledger.Fingerprint{}
+		return ledger.Fingerprint{}, -1
 	case err != nil:
 		log.WarnContext(ctx, "fingerprint not taken; this generation will not be checked for late data", "error", err.Error())
-		return ledger.Fingerprint{}
+		return ledger.Fingerprint{}, -1
 	}
-	return ledger.Fingerprint{Value: v, At: at.Truncate(time.Second)}
+	return ledger.Fingerprint{Value: v.Hash, At: at.Truncate(time.Second)}, v.Rows
 }
 
 // restatementOf is the restatement a run of claim makes, for its
@@ -137,7 +138,7 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	}
 	_ = s.Metrics.Emit(map[string]any{"account": c.AccountID, "dataset": c.Dataset, "day": c.Day},
 		metrics.Metric{Name: "RestateChecks", Unit: metrics.Count, Value: 1})
-	if now == row.Fingerprint.Value {
+	if now.Hash == row.Fingerprint.Value {
 		log.DebugContext(ctx, "unchanged since its export")
 		return nil
 	}

@@ -41,6 +41,8 @@ type LedgerAPI interface {
 	// Get reads one row (strongly consistent), or ledger.ErrNotFound; the
 	// delivery manifest is built from these reads.
 	Get(ctx context.Context, key ledger.Key) (ledger.Row, error)
+	// Days larger than one run (slices.go).
+	SliceLedger
 }
 
 var _ LedgerAPI = (*ledger.Ledger)(nil)
@@ -88,6 +90,9 @@ func (s *Service) Process(ctx context.Context, messageID, body string) error {
 	if err != nil {
 		log.ErrorContext(ctx, "malformed message; it will reach the dead-letter queue", "error", err.Error(), "body", truncate(body, 512))
 		return err
+	}
+	if msg.Slice != nil {
+		return s.slice(ctx, *msg.Slice, log)
 	}
 	if handled, err := s.lifecycle(ctx, msg, log); handled {
 		return err
@@ -198,13 +203,10 @@ func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to civil.Date
 			}
 			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(n)), MessageBody: aws.String(body)})
 		}
-		out, err := s.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries})
-		if err != nil {
+		// On error, redelivery repeats the whole range; single-day claims
+		// make that harmless.
+		if err := s.sendBatch(ctx, entries); err != nil {
 			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
-		}
-		if len(out.Failed) > 0 {
-			// Redelivery repeats the whole range; single-day claims make that harmless.
-			return fmt.Errorf("fan out %s..%s: %d messages not sent: %s", from, to, len(out.Failed), aws.ToString(out.Failed[0].Message))
 		}
 	}
 	log.InfoContext(ctx, "manual range fanned out", "from", from.String(), "to", to.String(), "days", len(days))
@@ -221,7 +223,6 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	}
 	log = log.With("run_id", runID, "attempt", claim.Attempt, "reason", string(claim.Reason))
 	began := s.Now()
-	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": claim.Generation, "run_id": runID}
 	// The export gets the invocation's time less a reserve; the ledger writes
 	// after it get a fresh context, so a timeout is recorded, not lost.
 	runCtx, cancel := s.runContext(ctx)
@@ -240,33 +241,51 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	ctx, done := finishContext(ctx)
 	defer done()
 	if err != nil {
-		fail := newFailure(err)
-		row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, fail)
-		switch {
-		case errors.Is(ferr, ledger.ErrClaimLost):
-			log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
-			return nil
-		case errors.Is(ferr, ledger.ErrWake): // recorded; a sweep finds the row at the account's next wake
-			log.WarnContext(ctx, "export failure recorded, but the account's wake time was not lowered", "error", ferr.Error())
-		case ferr != nil:
-			return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
-		}
-		log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
-			"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
-		// PartitionsExhausted is the sweeper's gauge; a failure is an event.
-		_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
-		if acct.ID != "" && acct.Enabled {
-			return s.writeDelivery(ctx, acct, claim.Day, log)
-		}
-		return nil
+		return s.failed(ctx, acct, claim, runID, err, log)
 	}
+	if w.Planned != nil {
+		return nil // the slices export the day, and the last commits it (slices.go)
+	}
+	return s.finish(ctx, acct, claim, runID, w, began, log)
+}
+
+// failed records a failed export of claim (with backoff; retries are the
+// ledger's job) and rewrites the day's delivery manifest. The message is
+// done unless the failure could not be recorded.
+func (s *Service) failed(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, err error, log *slog.Logger) error {
+	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": claim.Generation, "run_id": runID}
+	fail := newFailure(err)
+	row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, fail)
+	switch {
+	case errors.Is(ferr, ledger.ErrClaimLost):
+		log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
+		return nil
+	case errors.Is(ferr, ledger.ErrWake): // recorded; a sweep finds the row at the account's next wake
+		log.WarnContext(ctx, "export failure recorded, but the account's wake time was not lowered", "error", ferr.Error())
+	case ferr != nil:
+		return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
+	}
+	log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
+		"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
+	// PartitionsExhausted is the sweeper's gauge; a failure is an event.
+	_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
+	if acct.ID != "" && acct.Enabled {
+		return s.writeDelivery(ctx, acct, claim.Day, log)
+	}
+	return nil
+}
+
+// finish records a committed generation (Complete under the claim), reports
+// it and rewrites the day's delivery manifest. began is when the export of
+// the partition began.
+func (s *Service) finish(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, w *Written, began time.Time, log *slog.Logger) error {
 	took := s.Now().Sub(began)
 	res := ledger.Result{
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
 		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation,
 	}
 	s.lateData(ctx, &res, acct, claim, w, began, log)
-	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
+	_, err := s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
 	s.afterComplete(ctx, acct, claim, w, res, err, log)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
@@ -278,7 +297,7 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	case err != nil:
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
-	props["generation"] = w.Manifest.Generation
+	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": w.Manifest.Generation, "run_id": runID}
 	log.InfoContext(ctx, "partition exported", "generation", w.Manifest.Generation, "rows", w.Manifest.Totals.Rows, "bytes", w.Bytes, "duration_ms", took.Milliseconds())
 	_ = s.Metrics.Emit(props,
 		metrics.Metric{Name: "PartitionsExported", Unit: metrics.Count, Value: 1},
@@ -321,7 +340,8 @@ func (s *Service) exportClaim(ctx context.Context, acct account.Account, claim l
 	note := func(ctx context.Context, g int64) error {
 		return s.Ledger.NoteCommitted(ctx, claim.Key, claim.Token, g)
 	}
-	return s.Exporter.Export(ctx, Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: runID, NoteCommitted: note}, log)
+	plan := func(ctx context.Context, plan ledger.SlicePlan) error { return s.planSlices(ctx, plan, log) }
+	return s.Exporter.Export(ctx, Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: runID, NoteCommitted: note, Plan: plan}, log)
 }
 
 func (s *Service) runID() (string, error) {

@@ -24,7 +24,29 @@ func TestCatalogDeclaresFingerprints(t *testing.T) {
 			if strings.Contains(strings.ToUpper(q), "ORDER BY") {
 				t.Errorf("%s %s fingerprint sorts: it must be one aggregate row: %s", d.Name, dialect, q)
 			}
+			// Its first column is the day's row count: a sliced export is
+			// sized by it (source.Summary.Rows).
+			if !strings.HasPrefix(strings.ToUpper(q), "SELECT COUNT(*),") {
+				t.Errorf("%s %s fingerprint does not begin with the row count (SELECT count(*), ...): %s", d.Name, dialect, q)
+			}
 		}
+	}
+}
+
+// TestSliceable: only a dataset partitioned on a timestamp is exported in
+// slices (time ranges of the day).
+func TestSliceable(t *testing.T) {
+	for name, want := range map[string]bool{"events": true, "profiles": true, "daily_stats": false} {
+		d, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Sliceable(); got != want {
+			t.Errorf("%s Sliceable = %v, want %v (partition column %s)", name, got, want, d.PartitionColumn)
+		}
+	}
+	if (Dataset{Name: "x", PartitionColumn: "missing"}).Sliceable() {
+		t.Error("a dataset without its partition column is sliceable")
 	}
 }
 

@@ -83,3 +83,16 @@ func (w *Window) refuse(b *Batch, i int) error {
 	}
 	return e
 }
+
+// Sliceable reports whether a day of the dataset can be exported in slices
+// (E7): its partition column is a timestamp, so sub-ranges of the day's
+// window partition its rows. A date column puts every row of the day on one
+// value.
+func (d Dataset) Sliceable() bool {
+	for _, c := range d.Columns {
+		if c.Name == d.PartitionColumn {
+			return c.Type.Kind == KindTimestamp
+		}
+	}
+	return false
+}

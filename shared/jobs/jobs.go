@@ -61,6 +61,8 @@ type Message struct {
 	RestateCheck *RestateCheck
 	Reseed       *Reseed
 	ReseedDone   *ReseedDone
+	// A slice of a partition too large for one run (slice.go).
+	Slice *Slice
 }
 
 // Parse decodes and validates a message body (Job.Validate, Manual.Validate).
@@ -102,7 +104,7 @@ func Parse(body string) (Message, error) {
 		m.Kind = KindManual
 		return Message{Manual: &m}, m.Validate()
 	}
-	return Message{}, fmt.Errorf("%w: kind %q: want %q, %q, %q, %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual, KindRestateCheck, KindReseed, KindReseedDone)
+	return Message{}, fmt.Errorf("%w: kind %q: want %q, %q, %q, %q, %q or %q", ErrMalformed, probe.Kind, KindJob, KindManual, KindSlice, KindRestateCheck, KindReseed, KindReseedDone)
 }
 
 // MaxJobAttempt bounds a claimed job's attempt number, far above any

@@ -136,6 +136,10 @@ func parseLifecycle(kind, body string) (m Message, ok bool, err error) {
 		var d ReseedDone
 		err = decode(&d)
 		return Message{ReseedDone: &d}, true, err
+	case KindSlice:
+		var sl Slice
+		err = decode(&sl)
+		return Message{Slice: &sl}, true, err
 	}
 	return Message{}, false, nil
 }

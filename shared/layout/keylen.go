@@ -13,6 +13,10 @@ import (
 // format, a load script of an engine name MaxEngineNameLen long, the
 // partition's metadata, the delivery manifest, the README and the schemas).
 // The day is always 10 characters.
+// maxSliceNumber is the highest slice number a sliced export names
+// (ledger.MaxSlices - 1; layout depends on nothing of daybook's).
+const maxSliceNumber = 9999
+
 func LongestKey(prefix string, datasets []string) string {
 	day := civil.MustParse("2026-12-31")
 	ext := ""
@@ -26,6 +30,7 @@ func LongestKey(prefix string, datasets []string) string {
 	for _, ds := range datasets {
 		keys = append(keys,
 			DataKey(prefix, ds, day, maxPartNumber, ext),
+			SliceDataKey(prefix, ds, day, maxSliceNumber, maxPartNumber, ext),
 			ManifestKey(prefix, ds, day),
 			SuccessKey(prefix, ds, day),
 			LoadKey(prefix, ds, day, engine),

@@ -66,6 +66,14 @@ func DataKey(prefix, dataset string, day civil.Date, n int, ext string) string {
 	return fmt.Sprintf("%s%s%05d%s", PartitionPrefix(prefix, dataset, day), DataPrefix, n, ext)
 }
 
+// SliceDataKey is the key of data file n of slice i of a partition exported
+// in slices (E7): `.../part-s0003-00000.parquet`. Like Redshift UNLOAD's
+// slice-numbered parts, the names keep the part- prefix and sort in slice
+// order, then file order.
+func SliceDataKey(prefix, dataset string, day civil.Date, slice, n int, ext string) string {
+	return fmt.Sprintf("%s%ss%04d-%05d%s", PartitionPrefix(prefix, dataset, day), DataPrefix, slice, n, ext)
+}
+
 // ManifestKey is `.../_manifest.json`.
 func ManifestKey(prefix, dataset string, day civil.Date) string {
 	return PartitionPrefix(prefix, dataset, day) + ManifestName

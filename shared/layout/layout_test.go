@@ -130,6 +130,7 @@ func TestKeyLength(t *testing.T) {
 	for _, ds := range datasets {
 		for _, k := range []string{
 			DataKey(base, ds, d, 99999, fileformat.NDJSON.Extension()), DataKey(base, ds, d, 0, fileformat.Parquet.Extension()),
+			SliceDataKey(base, ds, d, 999, 99999, fileformat.NDJSON.Extension()),
 			ManifestKey(base, ds, d), SuccessKey(base, ds, d), LoadKey(base, ds, d, "snowflake"), SchemaKey(base, ds),
 			DeliveryManifestKey(base, d), ReadmeKey(base),
 		} {
@@ -154,6 +155,7 @@ func TestKeys(t *testing.T) {
 		{PartitionPrefix(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/"},
 		{DataKey(p, "events", d, 0, fileformat.Parquet.Extension()), "daybook/acct_x/v1/events/dt=2026-09-05/part-00000.parquet"},
 		{DataKey("daybook/acct_x", "events", d, 12, fileformat.NDJSON.Extension()), "daybook/acct_x/v1/events/dt=2026-09-05/part-00012.ndjson.gz"},
+		{SliceDataKey(p, "events", d, 3, 1, fileformat.Parquet.Extension()), "daybook/acct_x/v1/events/dt=2026-09-05/part-s0003-00001.parquet"},
 		{ManifestKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_manifest.json"},
 		{SuccessKey(p, "events", d), "daybook/acct_x/v1/events/dt=2026-09-05/_SUCCESS"},
 		{LoadKey(p, "events", d, "athena"), "daybook/acct_x/v1/events/dt=2026-09-05/_load/athena.sql"},
@@ -174,6 +176,7 @@ func TestKeys(t *testing.T) {
 	}{
 		{DataKey(p, "events", d, 0, fileformat.Parquet.Extension()), true},
 		{DataKey(p, "events", d, 3, fileformat.NDJSON.Extension()), true},
+		{SliceDataKey(p, "events", d, 2, 0, fileformat.Parquet.Extension()), true},
 		{ManifestKey(p, "events", d), false},
 		{SuccessKey(p, "events", d), false},
 		{LoadKey(p, "events", d, "duckdb"), false},

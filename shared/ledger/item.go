@@ -80,6 +80,15 @@ const (
 	attrSeedRequestID = "seed_request_id" // seed items
 	attrSeedRequestBy = "seed_requested_by"
 
+	attrPartitionToken   = "partition_token"    // slice items (slice.go): the partition claim the plan belongs to
+	attrSlice            = "slice_index"        // slice items: the slice's number (-1 on the plan)
+	attrSlices           = "slice_count"        // slice items: the plan's number of slices
+	attrRunID            = "run_id"             // slice plans: the planning run's id
+	attrExpectedRows     = "expected_rows"      // slice plans
+	attrCommitToken      = "commit_token"       // slice plans: the run committing the partition
+	attrCommitLeaseUntil = "commit_lease_until" // slice plans
+	attrSliceFiles       = "slice_files"        // slice items: the completed slice's files
+
 	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
 	// DynamoDB TTL reads: history items and export-stats buckets carry it.
 	AttrExpiresAt = "expires_at"

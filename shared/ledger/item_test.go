@@ -21,6 +21,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[statsRecord](),
 	reflect.TypeFor[attemptRecord](),
 	reflect.TypeFor[seedRecord](),
+	reflect.TypeFor[sliceRecord](),
 }
 
 // recordTags maps every dynamodbav tag of the record types to the types that

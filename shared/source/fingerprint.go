@@ -16,10 +16,21 @@ import (
 // when the query's row is the same, so a changed hash means the day's rows
 // changed since the first call. A Source that can is a Fingerprinter too.
 type Fingerprinter interface {
-	// Fingerprint returns the hex SHA-256 of the partition's fingerprint
-	// row. A dataset with no fingerprint query is an error wrapping
+	// Fingerprint returns the partition's fingerprint row, summarised. A
+	// dataset with no fingerprint query is an error wrapping
 	// dataset.ErrNoFingerprint.
-	Fingerprint(ctx context.Context, q Query) (string, error)
+	Fingerprint(ctx context.Context, q Query) (Summary, error)
+}
+
+// Summary is a partition's fingerprint row, summarised.
+type Summary struct {
+	// Hash is the hex SHA-256 of the row (FingerprintOf).
+	Hash string
+	// Rows is the row's first column when it is an integer: the catalog's
+	// fingerprint queries begin with count(*), so it is the partition's
+	// row count, which sizes a sliced export (E7) at no extra query. -1
+	// when the first column is not an integer.
+	Rows int64
 }
 
 var _ Fingerprinter = (*SQL)(nil)
@@ -27,23 +38,23 @@ var _ Fingerprinter = (*SQL)(nil)
 // Fingerprint implements Fingerprinter: it runs the dataset's fingerprint
 // query for the source's dialect with the bound parameters of q (Params),
 // wants exactly one row, and hashes a canonical text of its values.
-func (s *SQL) Fingerprint(ctx context.Context, q Query) (string, error) {
+func (s *SQL) Fingerprint(ctx context.Context, q Query) (Summary, error) {
 	if err := q.Validate(); err != nil {
-		return "", err
+		return Summary{}, err
 	}
 	text, err := q.Dataset.FingerprintQuery(s.dialect)
 	if err != nil {
-		return "", err
+		return Summary{}, err
 	}
 	what := fmt.Sprintf("sql source %s: fingerprint of dataset %s day %s", s.name, q.Dataset.Name, q.Day)
 	rows, err := s.db.QueryContext(ctx, text, q.Params(s.dialect)...)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
+		return Summary{}, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return "", fmt.Errorf("%s: columns: %w", what, err)
+		return Summary{}, fmt.Errorf("%s: columns: %w", what, err)
 	}
 	vals := make([]any, len(cols))
 	dest := make([]any, len(cols))
@@ -52,20 +63,26 @@ func (s *SQL) Fingerprint(ctx context.Context, q Query) (string, error) {
 	}
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return "", fmt.Errorf("%s: %w", what, err)
+			return Summary{}, fmt.Errorf("%s: %w", what, err)
 		}
-		return "", fmt.Errorf("%s: the query returned no row; it must return exactly one", what)
+		return Summary{}, fmt.Errorf("%s: the query returned no row; it must return exactly one", what)
 	}
 	if err := rows.Scan(dest...); err != nil {
-		return "", fmt.Errorf("%s: scan: %w", what, err)
+		return Summary{}, fmt.Errorf("%s: scan: %w", what, err)
 	}
 	if rows.Next() {
-		return "", fmt.Errorf("%s: the query returned more than one row; it must return exactly one", what)
+		return Summary{}, fmt.Errorf("%s: the query returned more than one row; it must return exactly one", what)
 	}
 	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
+		return Summary{}, fmt.Errorf("%s: %w", what, err)
 	}
-	return FingerprintOf(vals), nil
+	count := int64(-1)
+	if len(vals) > 0 {
+		if n, ok := vals[0].(int64); ok {
+			count = n
+		}
+	}
+	return Summary{Hash: FingerprintOf(vals), Rows: count}, nil
 }
 
 // FingerprintOf hashes one fingerprint row: the hex SHA-256 of a canonical

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -68,10 +69,13 @@ func testFingerprints(t *testing.T, open func(t *testing.T) (*sql.DB, *SQL)) {
 			}
 			again, err := src.Fingerprint(context.Background(), q)
 			if err != nil || again != before {
-				t.Fatalf("the same day twice: %s then %s (%v)", before, again, err)
+				t.Fatalf("the same day twice: %+v then %+v (%v)", before, again, err)
 			}
-			if len(before) != 64 {
-				t.Fatalf("fingerprint %q is not a hex SHA-256", before)
+			if len(before.Hash) != 64 {
+				t.Fatalf("fingerprint %q is not a hex SHA-256", before.Hash)
+			}
+			if want := countWindow(t, db, src, q); before.Rows != want {
+				t.Fatalf("fingerprint rows %d, want the window's %d (a sliced export is sized by it)", before.Rows, want)
 			}
 			if tt.change != "" {
 				if _, err := db.Exec(tt.change); err != nil {
@@ -82,11 +86,29 @@ func testFingerprints(t *testing.T, open func(t *testing.T) (*sql.DB, *SQL)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if changed := after != before; changed != tt.changed {
-				t.Fatalf("fingerprint changed = %v, want %v (%s -> %s)", changed, tt.changed, before, after)
+			if changed := after.Hash != before.Hash; changed != tt.changed {
+				t.Fatalf("fingerprint changed = %v, want %v (%s -> %s)", changed, tt.changed, before.Hash, after.Hash)
+			}
+			if want := countWindow(t, db, src, q); after.Rows != want {
+				t.Fatalf("fingerprint rows after the change %d, want %d", after.Rows, want)
 			}
 		})
 	}
+}
+
+// countWindow counts the query's rows independently of the catalog's
+// fingerprint query.
+func countWindow(t *testing.T, db *sql.DB, src *SQL, q Query) int64 {
+	t.Helper()
+	text := fmt.Sprintf("SELECT count(*) FROM %s WHERE account_id = ? AND %s >= ? AND %s < ?", q.Dataset.Relation, q.Dataset.PartitionColumn, q.Dataset.PartitionColumn)
+	if src.dialect == dataset.DialectPostgres {
+		text = fmt.Sprintf("SELECT count(*) FROM %s WHERE account_id = $1 AND %s >= $2 AND %s < $3", q.Dataset.Relation, q.Dataset.PartitionColumn, q.Dataset.PartitionColumn)
+	}
+	var n int64
+	if err := db.QueryRow(text, q.Params(src.dialect)...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	return n
 }
 
 func TestSQLiteFingerprint(t *testing.T) {

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
+	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// slicedEnv is an env whose exporter exports a day expected to hold more
+// than sliceRows rows in slices, and sends to a queue of its own, so the
+// test receives the slice messages and delivers them in the order it
+// chooses.
+func slicedEnv(t *testing.T, sliceRows int64) (*env, string) {
+	t.Helper()
+	e := newEnv(t, envOpts{})
+	e.exp.Config.SliceRows = sliceRows
+	name := fmt.Sprintf("slices-%d", runs.Add(1))
+	q, err := e.sqs.CreateQueue(e.ctx, &sqs.CreateQueueInput{QueueName: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc.QueueURL = aws.ToString(q.QueueUrl)
+	return e, e.svc.QueueURL
+}
+
+// receive takes every visible message off queue, by slice number.
+func (e *env) receive(queue string) map[int]string {
+	e.t.Helper()
+	got := map[int]string{}
+	for {
+		out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: &queue, MaxNumberOfMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return got
+		}
+		for _, m := range out.Messages {
+			msg, err := jobs.Parse(aws.ToString(m.Body))
+			if err != nil || msg.Slice == nil {
+				e.t.Fatalf("queue message %s: %v (want a slice)", aws.ToString(m.Body), err)
+			}
+			if _, dup := got[msg.Slice.Slice]; dup {
+				e.t.Errorf("slice %d was sent twice", msg.Slice.Slice)
+			}
+			got[msg.Slice.Slice] = aws.ToString(m.Body)
+			if _, err := e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &queue, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// delayed is the number of messages of queue waiting out a delay.
+func (e *env) delayed(queue string) string {
+	e.t.Helper()
+	out, err := e.sqs.GetQueueAttributes(e.ctx, &sqs.GetQueueAttributesInput{QueueUrl: &queue,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)]
+}
+
+// planned runs the day's job and wants it planned in n slices: the
+// partition still running, no _SUCCESS, n slice messages sent.
+func (e *env) planned(queue string, n int) (ledger.Claim, map[int]string) {
+	e.t.Helper()
+	c := e.claim("events", testDay, "")
+	if err := e.process(jobBody(e.t, c)); err != nil {
+		e.t.Fatal(err)
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateRunning || r.ClaimToken != c.Token {
+		e.t.Fatalf("after the plan the partition is %s (token %s), want running under its claim", r.State, r.ClaimToken)
+	}
+	e.noSuccess()
+	bodies := e.receive(queue)
+	if len(bodies) != n {
+		e.t.Fatalf("%d slice messages, want %d", len(bodies), n)
+	}
+	return c, bodies
+}
+
+func (e *env) noSuccess() {
+	e.t.Helper()
+	if b := e.get(e.partPrefix("events", testDay) + layout.SuccessName); b != nil {
+		e.t.Fatalf("_SUCCESS exists before the last slice: %s", b)
+	}
+}
+
+// exactlyOnce reads the delivered day back with DuckDB: every source row
+// once.
+func (e *env) exactlyOnce(want int64) {
+	e.t.Helper()
+	db := duckcheck.Open(e.t)
+	var n, distinct int64
+	q := "SELECT count(*), count(DISTINCT event_id) FROM " + fromClause(e.download(), mustDataset(e.t, "events"), "")
+	if err := db.QueryRow(q).Scan(&n, &distinct); err != nil {
+		e.t.Fatal(err)
+	}
+	if n != want || distinct != want {
+		e.t.Errorf("DuckDB reads %d rows, %d distinct event ids; want each of the %d source rows once", n, distinct, want)
+	}
+}
+
+// slicedFiles checks the manifest lists slice files, in slice order, and
+// returns the slices they come from.
+func slicedFiles(t *testing.T, m *manifest.Manifest) []int {
+	t.Helper()
+	var keys []string
+	var from []int
+	for _, f := range m.Files {
+		keys = append(keys, f.Key)
+		name := f.Key[strings.LastIndex(f.Key, "/")+1:]
+		var s, n int
+		if _, err := fmt.Sscanf(name, "part-s%04d-%05d.parquet", &s, &n); err != nil {
+			t.Fatalf("manifest file %s is not a slice's part file: %v", f.Key, err)
+		}
+		if len(from) == 0 || from[len(from)-1] != s {
+			from = append(from, s)
+		}
+	}
+	if !slices.IsSorted(keys) {
+		t.Errorf("manifest files are not in slice order: %v", keys)
+	}
+	return from
+}
+
+// TestSlicedDayCommitsOnceWithACrashedSlice: a day forced into 3 slices,
+// one of which fails once and is retried alone and one whose run dies and
+// is taken over after its lease, commits once, after its last slice, with
+// every row exactly once; no _SUCCESS exists before; later deliveries of
+// the slices change nothing.
+func TestSlicedDayCommitsOnceWithACrashedSlice(t *testing.T) {
+	e, queue := slicedEnv(t, 1000)
+	const rows = 3000
+	e.insert("events", genRows("events", testDay, rows)...)
+	c, bodies := e.planned(queue, 3)
+	key := e.key("events", testDay)
+	pp := e.partPrefix("events", testDay)
+
+	// Slice 1 fails (its first file's upload) and sends itself again,
+	// delayed by the ledger's backoff.
+	e.failOnce(putOf("part-s0001-00000.parquet"))
+	if err := e.process(bodies[1]); err != nil {
+		t.Fatalf("a failed slice is recorded and re-sent, not redelivered: %v", err)
+	}
+	_, sls, err := e.led.SlicesOf(e.ctx, key)
+	if err != nil || sls[1].State != ledger.StateFailed || sls[1].Attempts != 1 || !strings.Contains(sls[1].LastError, "injected fault") {
+		t.Fatalf("slice 1 after its failure: %+v, %v", sls, err)
+	}
+	if d := e.delayed(queue); d != "1" {
+		t.Errorf("%s messages delayed, want slice 1's retry", d)
+	}
+	e.faults.Set(nil, nil)
+
+	// Slice 2's run starts and dies: its message is dropped while the dead
+	// run's lease lives.
+	dead, err := e.led.StartSlice(e.ctx, key, c.Token, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.process(bodies[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, sls, _ := e.led.SlicesOf(e.ctx, key); sls[2].RunToken != dead.RunToken || sls[2].State != ledger.StateRunning {
+		t.Fatalf("slice 2 was run under the dead run's live lease: %+v", sls[2])
+	}
+
+	if err := e.process(bodies[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.noSuccess()
+	if err := e.process(bodies[1]); err != nil { // the retry
+		t.Fatal(err)
+	}
+	e.noSuccess()
+	e.clk.Advance(testLease + time.Second)
+	if err := e.process(bodies[2]); err != nil { // the dead run's message, back after its visibility timeout
+		t.Fatal(err)
+	}
+
+	m := e.committed("events", testDay)
+	if m.Totals.Rows != rows || m.Generation != c.Generation || m.Provenance.RowCount != rows {
+		t.Errorf("manifest: generation %d, %d rows (source %d), want generation %d, %d rows", m.Generation, m.Totals.Rows, m.Provenance.RowCount, c.Generation, rows)
+	}
+	if from := slicedFiles(t, m); !slices.Equal(from, []int{0, 1, 2}) {
+		t.Errorf("files from slices %v, want 0, 1, 2", from)
+	}
+	if r := e.row("events", testDay); r.Attempts != 1 || r.Rows != rows {
+		t.Errorf("ledger row %+v: the partition's one attempt, %d rows", r, rows)
+	}
+	e.exactlyOnce(rows)
+
+	// Every slice delivered again: nothing is written, nothing sent.
+	puts := e.faults.Calls(buckettest.OpPut, pp+layout.SuccessName)
+	for i := range 3 {
+		if err := e.process(bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.faults.Calls(buckettest.OpPut, pp+layout.SuccessName); n != puts {
+		t.Errorf("redelivered slices wrote _SUCCESS %d more times", n-puts)
+	}
+	if again := e.receive(queue); len(again) != 0 {
+		t.Errorf("redelivered slices sent %d messages", len(again))
+	}
+}
+
+// TestShrunkDayExportsInOneRun: a day exported in slices that later holds
+// fewer rows than the target is exported in one run (sized by the source's
+// row count, not the previous generation's), and its commit removes the
+// slices' files.
+func TestShrunkDayExportsInOneRun(t *testing.T) {
+	e, queue := slicedEnv(t, 1000)
+	e.insert("events", genRows("events", testDay, 2500)...)
+	_, bodies := e.planned(queue, 3)
+	for i := range 3 {
+		if err := e.process(bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := e.committed("events", testDay); m.Totals.Rows != 2500 {
+		t.Fatalf("sliced generation: %d rows", m.Totals.Rows)
+	}
+	res, err := e.db.Exec("DELETE FROM events WHERE account_id = ? AND event_id >= ?", e.acct.ID, fmt.Sprintf("evt_%s_%06d", testDay, 400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 2100 {
+		t.Fatalf("deleted %d rows", n)
+	}
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	m := e.committed("events", testDay)
+	want := layout.DataKey(e.prefix, "events", testDay, 0, ".parquet")
+	if m.Generation != 2 || m.Totals.Rows != 400 || len(m.Files) != 1 || m.Files[0].Key != want {
+		t.Errorf("after shrinking: generation %d, %d rows, files %v; want generation 2, 400 rows in %s", m.Generation, m.Totals.Rows, m.Files, want)
+	}
+	if sent := e.receive(queue); len(sent) != 0 {
+		t.Errorf("the shrunk day was planned in %d slices", len(sent))
+	}
+	e.exactlyOnce(400)
+}
+
+// TestConcurrentSlicesCommitOnce: every slice of a day delivered twice,
+// all at once: one commit, one _SUCCESS, one manifest, every row once.
+func TestConcurrentSlicesCommitOnce(t *testing.T) {
+	e, queue := slicedEnv(t, 500)
+	const rows = 2000
+	e.insert("events", genRows("events", testDay, rows)...)
+	c, bodies := e.planned(queue, 4)
+	pp := e.partPrefix("events", testDay)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(bodies))
+	for range 2 {
+		for _, b := range bodies {
+			wg.Go(func() { errs <- e.process(b) })
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := e.faults.Calls(buckettest.OpPut, pp+layout.SuccessName); n != 1 {
+		t.Errorf("_SUCCESS written %d times, want once", n)
+	}
+	if n := e.faults.Calls(buckettest.OpPut, pp+layout.ManifestName); n != 1 {
+		t.Errorf("_manifest.json written %d times, want once", n)
+	}
+	m := e.committed("events", testDay)
+	if m.Generation != c.Generation || m.Totals.Rows != rows {
+		t.Errorf("manifest: generation %d, %d rows", m.Generation, m.Totals.Rows)
+	}
+	if from := slicedFiles(t, m); !slices.Equal(from, []int{0, 1, 2, 3}) {
+		t.Errorf("files from slices %v, want 0 to 3", from)
+	}
+	e.exactlyOnce(rows)
+}
+
+// TestSliceQueryPartitionsTheWindow: the slices' ranges are contiguous,
+// half-open and cover the window, for any number of slices and a window
+// that is not a whole number of microseconds per slice.
+func TestSliceQueryPartitionsTheWindow(t *testing.T) {
+	day := civil.MustParse("2026-03-29") // 23 hours in Europe/Berlin
+	q := partitionQuery(account.Account{ID: "acct_aaaaaaaaaaaaaaaa", TimeZone: "Europe/Berlin"}, mustDataset(t, "events"), day)
+	if q.End.Sub(q.Start) != 23*time.Hour {
+		t.Fatalf("window %s to %s", q.Start, q.End)
+	}
+	for _, n := range []int{2, 3, 7, 100, 1000} {
+		prev := q.Start
+		for i := range n {
+			s := sliceQuery(q, i, n)
+			if !s.Start.Equal(prev) || !s.Start.Before(s.End) {
+				t.Fatalf("%d slices: slice %d is [%s, %s), want it to start at %s", n, i, s.Start, s.End, prev)
+			}
+			prev = s.End
+		}
+		if !prev.Equal(q.End) {
+			t.Fatalf("%d slices end at %s, want the window's end %s", n, prev, q.End)
+		}
+	}
+}

@@ -1,0 +1,548 @@
+package ledger
+
+// Slices of a partition (E7). A day too large for one exporter run is
+// split into slices that run on separate invocations, in parallel, under
+// the partition's one claim:
+//
+//   - the run that started the partition (its claim token) plans the
+//     slices: PlanSlices writes a plan item and one item per slice, under
+//     pk=SL#<account>#<dataset>#<day> (sk=PLAN, sk=S#<nnnn>);
+//   - each slice is claimed, leased, retried and recorded like a
+//     partition: StartSlice claims it with a token of its own (counting an
+//     attempt; a running slice whose lease expired is taken over),
+//     CompleteSlice records its files, FailSlice its error; after
+//     MaxAttempts it is exhausted and the partition's attempt fails;
+//   - every slice write is conditional on the partition still being held
+//     by the planning claim, and renews the partition's lease, so the
+//     partition stays running while its slices make progress and a dead
+//     plan's lease expires like any dead claim (the sweeper reclaims it and
+//     the next run plans again);
+//   - once every slice is completed, one of them wins ClaimSliceCommit and
+//     commits the partition, once, through Complete under the partition's
+//     claim.
+//
+// Slice items expire (expires_at) a month after they are written.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/civil"
+)
+
+const (
+	pkSlicePrefix = "SL#"
+	skSlicePlan   = "PLAN"
+	skSlicePrefix = "S#"
+	sliceLifetime = 30 * 24 * time.Hour
+
+	// MaxSlices bounds the slices of one partition.
+	MaxSlices = 1000
+)
+
+// ErrSliceDone is StartSlice's refusal of a slice already completed (a
+// second delivery of its message).
+var ErrSliceDone = errors.New("ledger: slice already completed")
+
+// SlicePlan is a partition's plan for one sliced generation.
+type SlicePlan struct {
+	Key
+	// Token is the partition's claim token: the plan and its slices live as
+	// long as that claim holds the partition.
+	Token      string
+	Generation int64
+	Slices     int
+	RunID      string
+	StartedAt  time.Time
+	// ExpectedRows is the size the plan was made for.
+	ExpectedRows int64
+	// Fingerprint is the source's fingerprint taken before any slice read
+	// a row; the committed generation is checked for late data against it.
+	Fingerprint Fingerprint
+	// CommitToken and CommitLeaseUntil: the slice run committing the
+	// partition (ClaimSliceCommit).
+	CommitToken      string
+	CommitLeaseUntil time.Time
+}
+
+// Slice is one slice of a planned partition.
+type Slice struct {
+	Key
+	Index int
+	// Slices and Generation are the plan's.
+	Slices     int
+	Generation int64
+	// Token is the partition's claim token; RunToken the slice run's own.
+	Token      string
+	RunToken   string
+	State      State // queued, running, completed or failed
+	Attempts   int
+	Exhausted  bool
+	StartedAt  time.Time
+	LeaseUntil time.Time
+	FinishedAt time.Time
+	LastError  string
+	Rows       int64
+	Bytes      int64
+	// Files is the exporter's record of the slice's data files, opaque here.
+	Files string
+}
+
+// SliceResult is what a completed slice records.
+type SliceResult struct {
+	Rows, Bytes int64
+	Files       string
+}
+
+// sliceRecord is the stored form of a plan (sk=PLAN) and of a slice
+// (sk=S#<nnnn>).
+type sliceRecord struct {
+	PK               string `dynamodbav:"pk"`
+	SK               string `dynamodbav:"sk"`
+	AccountID        string `dynamodbav:"account_id"`
+	Dataset          string `dynamodbav:"dataset"`
+	Day              string `dynamodbav:"day"`
+	PartitionToken   string `dynamodbav:"partition_token"`
+	Slice            int    `dynamodbav:"slice_index"`
+	Slices           int    `dynamodbav:"slice_count"`
+	Generation       int64  `dynamodbav:"generation,omitempty"`
+	RunID            string `dynamodbav:"run_id,omitempty"`
+	ExpectedRows     int64  `dynamodbav:"expected_rows,omitempty"`
+	Fingerprint      string `dynamodbav:"fingerprint,omitempty"`
+	FingerprintAt    string `dynamodbav:"fingerprint_at,omitempty"`
+	CommitToken      string `dynamodbav:"commit_token,omitempty"`
+	CommitLeaseUntil string `dynamodbav:"commit_lease_until,omitempty"`
+	State            string `dynamodbav:"state,omitempty"`
+	ClaimToken       string `dynamodbav:"claim_token,omitempty"`
+	Attempts         int    `dynamodbav:"attempts"`
+	StartedAt        string `dynamodbav:"started_at,omitempty"`
+	LeaseUntil       string `dynamodbav:"lease_until,omitempty"`
+	FinishedAt       string `dynamodbav:"finished_at,omitempty"`
+	LastError        string `dynamodbav:"last_error,omitempty"`
+	Rows             int64  `dynamodbav:"rows"`
+	Bytes            int64  `dynamodbav:"bytes"`
+	SliceFiles       string `dynamodbav:"slice_files,omitempty"`
+	UpdatedAt        string `dynamodbav:"updated_at"`
+	ExpiresAt        int64  `dynamodbav:"expires_at"`
+}
+
+func slicePK(k Key) string {
+	return pkSlicePrefix + k.AccountID + "#" + k.Dataset + "#" + k.Day.String()
+}
+
+func sliceSK(i int) string { return fmt.Sprintf("%s%04d", skSlicePrefix, i) }
+
+func sliceKey(k Key, i int) map[string]types.AttributeValue { return tableKey(slicePK(k), sliceSK(i)) }
+
+func planKey(k Key) map[string]types.AttributeValue { return tableKey(slicePK(k), skSlicePlan) }
+
+// PlanSlices records a plan of p.Slices slices of p.Generation, all queued,
+// under the partition's claim p.Token, replacing any plan an earlier claim
+// left. A claim that no longer holds the partition is ErrClaimLost and
+// nothing is written.
+func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
+	if err := p.Key.validate(); err != nil {
+		return err
+	}
+	if p.Slices < 2 || p.Slices > MaxSlices {
+		return fmt.Errorf("ledger: plan %s: slices %d: want 2 to %d", p.Key, p.Slices, MaxSlices)
+	}
+	if p.Generation < 1 || p.Token == "" {
+		return fmt.Errorf("ledger: plan %s: generation %d, token %q", p.Key, p.Generation, p.Token)
+	}
+	if err := l.renewPartition(ctx, p.Key, p.Token); err != nil {
+		return fmt.Errorf("plan %s: %w", p.Key, err)
+	}
+	now := l.now()
+	base := sliceRecord{PK: slicePK(p.Key), AccountID: p.AccountID, Dataset: p.Dataset, Day: p.Day.String(),
+		PartitionToken: p.Token, Slices: p.Slices, Generation: p.Generation, UpdatedAt: fmtTime(now),
+		ExpiresAt: now.Add(sliceLifetime).Unix()}
+	plan := base
+	plan.SK = skSlicePlan
+	plan.Slice = -1
+	plan.RunID = p.RunID
+	plan.ExpectedRows = p.ExpectedRows
+	plan.Fingerprint = p.Fingerprint.Value
+	if !p.Fingerprint.At.IsZero() {
+		plan.FingerprintAt = fmtTime(p.Fingerprint.At)
+	}
+	plan.StartedAt = fmtTime(p.StartedAt)
+	// The slices first, the plan last: a plan item names a complete plan.
+	for i := range p.Slices {
+		r := base
+		r.SK = sliceSK(i)
+		r.Slice = i
+		r.State = string(StateQueued)
+		if err := l.putSlice(ctx, r); err != nil {
+			return err
+		}
+	}
+	return l.putSlice(ctx, plan)
+}
+
+func (l *Ledger) putSlice(ctx context.Context, r sliceRecord) error {
+	item, err := attributevalue.MarshalMap(r)
+	if err != nil {
+		return fmt.Errorf("ledger: encode %s/%s: %w", r.PK, r.SK, err)
+	}
+	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.cfg.Table), Item: item}); err != nil {
+		return fmt.Errorf("ledger: put %s/%s: %w", r.PK, r.SK, err)
+	}
+	return nil
+}
+
+// renewPartition extends the lease of the partition's claim token from now,
+// so the partition stays running while its slices work: the sweeper takes
+// a partition over only when nothing renewed it for a whole lease.
+func (l *Ledger) renewPartition(ctx context.Context, key Key, token string) error {
+	now := l.now()
+	lease := now.Add(l.cfg.Lease)
+	upd := expression.Set(name(attrLeaseUntil), val(fmtTime(lease))).
+		Set(name(AttrDueAccount), val(key.AccountID)).
+		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).
+		Set(name(attrUpdatedAt), val(fmtTime(now)))
+	_, err := l.update(ctx, rowKey(key), upd, holds(token), types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		return fmt.Errorf("%w: %s is no longer held by the plan's claim", ErrClaimLost, key)
+	}
+	return err
+}
+
+// ofPlan: the slice item belongs to the plan of the partition claim token.
+func ofPlan(token string) expression.ConditionBuilder {
+	return name(attrPartitionToken).Equal(val(token))
+}
+
+// StartSlice claims slice i of the plan of the partition claim token for a
+// run, counting an attempt: a queued slice, a failed one with attempts left,
+// or a running one whose lease expired (its run died) with attempts left. It
+// renews the partition's lease first. A completed slice is ErrSliceDone; a
+// slice running under a live lease is ErrConflict; a dead run on the last
+// attempt, or a failed slice out of attempts, is ErrExhausted; a plan that
+// is gone or was replaced, or a partition no longer held by token, is
+// ErrClaimLost.
+func (l *Ledger) StartSlice(ctx context.Context, key Key, token string, i int) (Slice, error) {
+	if err := key.validate(); err != nil {
+		return Slice{}, err
+	}
+	if err := l.renewPartition(ctx, key, token); err != nil {
+		return Slice{}, fmt.Errorf("start slice %d: %w", i, err)
+	}
+	run, err := l.token()
+	if err != nil {
+		return Slice{}, err
+	}
+	now := l.now()
+	nowS := fmtTime(now)
+	st := name(attrState)
+	startable := expression.And(ofPlan(token), name(attrAttempts).LessThan(val(l.cfg.MaxAttempts)), expression.Or(
+		st.Equal(val(string(StateQueued))),
+		st.Equal(val(string(StateFailed))),
+		expression.And(st.Equal(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)))))
+	upd := expression.Set(st, val(string(StateRunning))).
+		Set(name(attrClaimToken), val(run)).
+		Set(name(attrStartedAt), val(nowS)).
+		Set(name(attrLeaseUntil), val(fmtTime(now.Add(l.cfg.Lease)))).
+		Set(name(attrUpdatedAt), val(nowS)).
+		Add(name(attrAttempts), val(1))
+	out, err := l.update(ctx, sliceKey(key, i), upd, startable, types.ReturnValueAllNew)
+	if errors.Is(err, errCondition) {
+		return Slice{}, l.sliceRefused(key, token, i, out, now)
+	}
+	if err != nil {
+		return Slice{}, err
+	}
+	return sliceFromItem(out)
+}
+
+// sliceRefused says why StartSlice was refused, from the item as found.
+func (l *Ledger) sliceRefused(key Key, token string, i int, item map[string]types.AttributeValue, now time.Time) error {
+	what := fmt.Sprintf("slice %d of %s", i, key)
+	if len(item) == 0 {
+		return fmt.Errorf("%w: %s: no such slice", ErrClaimLost, what)
+	}
+	sl, err := sliceFromItem(item)
+	switch {
+	case err != nil:
+		return err
+	case sl.Token != token:
+		return fmt.Errorf("%w: %s belongs to a newer plan", ErrClaimLost, what)
+	case sl.State == StateCompleted:
+		return fmt.Errorf("%w: %s", ErrSliceDone, what)
+	case sl.State == StateRunning && !sl.LeaseUntil.Before(now):
+		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, what, fmtTime(sl.LeaseUntil))
+	case sl.Attempts >= l.cfg.MaxAttempts:
+		return fmt.Errorf("%w: %s failed %d times: %s", ErrExhausted, what, sl.Attempts, sl.LastError)
+	}
+	return fmt.Errorf("%w: %s is %s", ErrConflict, what, sl.State)
+}
+
+// holdsSlice: slice item held by the run token of the plan's claim.
+func holdsSlice(token, run string) expression.ConditionBuilder {
+	return expression.And(ofPlan(token), name(attrClaimToken).Equal(val(run)), name(attrState).Equal(val(string(StateRunning))))
+}
+
+// CompleteSlice records a slice run's result under its run token and
+// renews the partition's lease. A run that no longer holds the slice (it
+// was taken over, or the plan replaced) is ErrClaimLost.
+func (l *Ledger) CompleteSlice(ctx context.Context, key Key, token string, i int, run string, res SliceResult) error {
+	if err := key.validate(); err != nil {
+		return err
+	}
+	nowS := fmtTime(l.now())
+	upd := expression.Set(name(attrState), val(string(StateCompleted))).
+		Set(name(attrRows), val(res.Rows)).
+		Set(name(attrBytes), val(res.Bytes)).
+		Set(name(attrSliceFiles), val(res.Files)).
+		Set(name(attrFinishedAt), val(nowS)).
+		Set(name(attrUpdatedAt), val(nowS)).
+		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrLastError))
+	_, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		return fmt.Errorf("%w: complete slice %d of %s", ErrClaimLost, i, key)
+	}
+	if err != nil {
+		return err
+	}
+	return l.renewPartition(ctx, key, token)
+}
+
+// FailSlice records a slice run's error under its run token; the slice is
+// exhausted once it has used MaxAttempts attempts (the partition's attempt
+// then fails: the exporter records that with Fail). It returns the slice
+// as recorded. A run that no longer holds the slice is ErrClaimLost.
+func (l *Ledger) FailSlice(ctx context.Context, key Key, token string, i int, run string, cause error) (Slice, error) {
+	if err := key.validate(); err != nil {
+		return Slice{}, err
+	}
+	msg := "unknown error"
+	if cause != nil {
+		msg = cause.Error()
+	}
+	if len(msg) > maxErrorLen {
+		msg = msg[:maxErrorLen]
+	}
+	nowS := fmtTime(l.now())
+	upd := expression.Set(name(attrState), val(string(StateFailed))).
+		Set(name(attrLastError), val(msg)).
+		Set(name(attrFinishedAt), val(nowS)).
+		Set(name(attrUpdatedAt), val(nowS)).
+		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
+	out, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueAllNew)
+	if errors.Is(err, errCondition) {
+		return Slice{}, fmt.Errorf("%w: fail slice %d of %s", ErrClaimLost, i, key)
+	}
+	if err != nil {
+		return Slice{}, err
+	}
+	sl, err := sliceFromItem(out)
+	if err != nil {
+		return Slice{}, err
+	}
+	sl.Exhausted = sl.Attempts >= l.cfg.MaxAttempts
+	return sl, nil
+}
+
+// SlicesOf reads a partition's plan and its slices in order (strongly
+// consistent). No plan is ErrNotFound.
+func (l *Ledger) SlicesOf(ctx context.Context, key Key) (SlicePlan, []Slice, error) {
+	if err := key.validate(); err != nil {
+		return SlicePlan{}, nil, err
+	}
+	kc := expression.Key(AttrPK).Equal(expression.Value(slicePK(key)))
+	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return SlicePlan{}, nil, fmt.Errorf("ledger: slices of %s: %w", key, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(l.cfg.Table), KeyConditionExpression: expr.KeyCondition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(), ConsistentRead: aws.Bool(true),
+	}
+	var (
+		plan    SlicePlan
+		hasPlan bool
+		sls     []Slice
+	)
+	for {
+		out, err := l.db.Query(ctx, in)
+		if err != nil {
+			return SlicePlan{}, nil, fmt.Errorf("ledger: slices of %s: %w", key, err)
+		}
+		for _, it := range out.Items {
+			if avString(it[AttrSK]) == skSlicePlan {
+				if plan, err = planFromItem(it); err != nil {
+					return SlicePlan{}, nil, err
+				}
+				hasPlan = true
+				continue
+			}
+			sl, err := sliceFromItem(it)
+			if err != nil {
+				return SlicePlan{}, nil, err
+			}
+			sls = append(sls, sl)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	if !hasPlan {
+		return SlicePlan{}, nil, fmt.Errorf("%w: no slice plan for %s", ErrNotFound, key)
+	}
+	// Slices of the plan only, in order: items of an earlier plan with
+	// more slices may remain until they expire.
+	var mine []Slice
+	for _, sl := range sls {
+		if sl.Token == plan.Token && sl.Index < plan.Slices {
+			mine = append(mine, sl)
+		}
+	}
+	return plan, mine, nil
+}
+
+// Done reports whether every slice of plan is completed (sls as SlicesOf
+// returns them).
+func (p SlicePlan) Done(sls []Slice) bool {
+	if len(sls) != p.Slices {
+		return false
+	}
+	for i, sl := range sls {
+		if sl.Index != i || sl.State != StateCompleted {
+			return false
+		}
+	}
+	return true
+}
+
+// ClaimSliceCommit makes the caller the one run that commits the plan of
+// the partition claim token, for a lease: it returns the commit's token. A
+// commit claimed by another run whose lease has not expired is ErrConflict
+// (that run commits); a plan replaced or gone is ErrClaimLost. Commit
+// itself is Complete under the partition's claim, which succeeds once.
+func (l *Ledger) ClaimSliceCommit(ctx context.Context, key Key, token string) (string, error) {
+	if err := key.validate(); err != nil {
+		return "", err
+	}
+	commit, err := l.token()
+	if err != nil {
+		return "", err
+	}
+	now := l.now()
+	cond := expression.And(ofPlan(token), expression.Or(name(attrCommitToken).AttributeNotExists(),
+		name(attrCommitLeaseUntil).LessThan(val(fmtTime(now)))))
+	upd := expression.Set(name(attrCommitToken), val(commit)).
+		Set(name(attrCommitLeaseUntil), val(fmtTime(now.Add(l.cfg.Lease)))).
+		Set(name(attrUpdatedAt), val(fmtTime(now)))
+	out, err := l.update(ctx, planKey(key), upd, cond, types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		if len(out) == 0 {
+			return "", fmt.Errorf("%w: commit slices of %s: no plan", ErrClaimLost, key)
+		}
+		plan, perr := planFromItem(out)
+		if perr != nil {
+			return "", perr
+		}
+		if plan.Token != token {
+			return "", fmt.Errorf("%w: commit slices of %s: the plan was replaced", ErrClaimLost, key)
+		}
+		return "", fmt.Errorf("%w: commit of %s's slices is claimed until %s", ErrConflict, key, fmtTime(plan.CommitLeaseUntil))
+	}
+	if err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+// HeldClaim returns the claim token holds on the partition, as Start
+// returned it, for the run that finishes a sliced partition. A token that
+// no longer holds the row is ErrClaimLost.
+func (l *Ledger) HeldClaim(ctx context.Context, key Key, token string) (Claim, error) {
+	row, err := l.Get(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return Claim{}, fmt.Errorf("%w: %s: no such row", ErrClaimLost, key)
+	}
+	if err != nil {
+		return Claim{}, err
+	}
+	if !row.heldBy(token) {
+		return Claim{}, fmt.Errorf("%w: %s", ErrClaimLost, key)
+	}
+	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.nextGeneration(), Reason: reasonOr(row.Reason),
+		ClaimedAt: row.ClaimedAt, LeaseUntil: row.LeaseUntil, Prev: row}, nil
+}
+
+func reasonOr(r Reason) Reason {
+	if r == "" {
+		return ReasonScheduled
+	}
+	return r
+}
+
+func decodeSlice(item map[string]types.AttributeValue) (sliceRecord, Key, error) {
+	var r sliceRecord
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+		return r, Key{}, fmt.Errorf("%w: slice item: %v", ErrMalformed, err)
+	}
+	day, err := civil.Parse(r.Day)
+	if err != nil {
+		return r, Key{}, fmt.Errorf("%w: slice item %s/%s: %v", ErrMalformed, r.PK, r.SK, err)
+	}
+	return r, Key{AccountID: r.AccountID, Dataset: r.Dataset, Day: day}, nil
+}
+
+func planFromItem(item map[string]types.AttributeValue) (SlicePlan, error) {
+	r, k, err := decodeSlice(item)
+	if err != nil {
+		return SlicePlan{}, err
+	}
+	p := SlicePlan{Key: k, Token: r.PartitionToken, Generation: r.Generation, Slices: r.Slices, RunID: r.RunID,
+		ExpectedRows: r.ExpectedRows, CommitToken: r.CommitToken, Fingerprint: Fingerprint{Value: r.Fingerprint}}
+	for _, t := range []struct {
+		s   string
+		dst *time.Time
+	}{{r.StartedAt, &p.StartedAt}, {r.FingerprintAt, &p.Fingerprint.At}, {r.CommitLeaseUntil, &p.CommitLeaseUntil}} {
+		if *t.dst, err = parseOptTime(t.s); err != nil {
+			return SlicePlan{}, fmt.Errorf("%w: slice plan of %s: %v", ErrMalformed, k, err)
+		}
+	}
+	return p, nil
+}
+
+func sliceFromItem(item map[string]types.AttributeValue) (Slice, error) {
+	r, k, err := decodeSlice(item)
+	if err != nil {
+		return Slice{}, err
+	}
+	idx, err := strconv.Atoi(strings.TrimPrefix(r.SK, skSlicePrefix))
+	if err != nil || idx != r.Slice {
+		return Slice{}, fmt.Errorf("%w: slice item %s/%s: slice %d", ErrMalformed, r.PK, r.SK, r.Slice)
+	}
+	sl := Slice{Key: k, Index: r.Slice, Slices: r.Slices, Generation: r.Generation, Token: r.PartitionToken, RunToken: r.ClaimToken, State: State(r.State),
+		Attempts: r.Attempts, LastError: r.LastError, Rows: r.Rows, Bytes: r.Bytes, Files: r.SliceFiles}
+	for _, t := range []struct {
+		s   string
+		dst *time.Time
+	}{{r.StartedAt, &sl.StartedAt}, {r.LeaseUntil, &sl.LeaseUntil}, {r.FinishedAt, &sl.FinishedAt}} {
+		if *t.dst, err = parseOptTime(t.s); err != nil {
+			return Slice{}, fmt.Errorf("%w: slice %d of %s: %v", ErrMalformed, idx, k, err)
+		}
+	}
+	return sl, nil
+}
+
+func parseOptTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(timeFormat, s)
+}

@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// startedPartition materializes, claims and starts a partition, as the
+// exporter holds it when it plans slices.
+func startedPartition(t *testing.T, l *Ledger, suffix string) Claim {
+	t.Helper()
+	ctx := context.Background()
+	key := Key{AccountID: testAccount(t, suffix), Dataset: "events", Day: day1}
+	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Claim(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = l.Start(ctx, key, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestSliceLifecycle: slices are claimed, leased, retried and recorded
+// like partitions, under the partition's claim, whose lease every slice
+// write renews; the plan commits once.
+func TestSliceLifecycle(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	c := startedPartition(t, l, "s")
+	plan := SlicePlan{Key: c.Key, Token: c.Token, Generation: c.Generation, Slices: 3, RunID: "run_1",
+		StartedAt: clk.Now(), ExpectedRows: 3000, Fingerprint: Fingerprint{Value: "ab", At: clk.Now()}}
+	for _, bad := range []SlicePlan{{Key: c.Key, Token: c.Token, Generation: 1, Slices: 1}, {Key: c.Key, Token: c.Token, Generation: 1, Slices: MaxSlices + 1}, {Key: c.Key, Token: "", Generation: 1, Slices: 2}} {
+		if err := l.PlanSlices(ctx, bad); err == nil {
+			t.Errorf("PlanSlices(%+v) accepted", bad)
+		}
+	}
+	if err := l.PlanSlices(ctx, SlicePlan{Key: c.Key, Token: "0123456789abcdef0123456789abcdef", Generation: 1, Slices: 2}); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("plan under a token that does not hold the partition: %v, want ErrClaimLost", err)
+	}
+	clk.Advance(time.Minute)
+	if err := l.PlanSlices(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := l.Get(ctx, c.Key); r.State != StateRunning || !r.LeaseUntil.Equal(clk.Now().Add(testLease)) {
+		t.Fatalf("partition after the plan: %s until %s, want running, renewed from now", r.State, r.LeaseUntil)
+	}
+	got, sls, err := l.SlicesOf(ctx, c.Key)
+	if err != nil || got.Slices != 3 || got.Token != c.Token || got.RunID != "run_1" || got.ExpectedRows != 3000 ||
+		got.Fingerprint.Value != "ab" || len(sls) != 3 || got.Done(sls) {
+		t.Fatalf("SlicesOf = %+v, %+v, %v", got, sls, err)
+	}
+	for i, sl := range sls {
+		if sl.Index != i || sl.State != StateQueued || sl.Generation != c.Generation || sl.Slices != 3 {
+			t.Errorf("slice %d: %+v", i, sl)
+		}
+	}
+
+	// Slice 0 runs and completes.
+	s0, err := l.StartSlice(ctx, c.Key, c.Token, 0)
+	if err != nil || s0.State != StateRunning || s0.Attempts != 1 || s0.RunToken == "" {
+		t.Fatalf("start slice 0: %+v, %v", s0, err)
+	}
+	if _, err := l.StartSlice(ctx, c.Key, c.Token, 0); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second start of a live slice: %v, want ErrConflict", err)
+	}
+	if err := l.CompleteSlice(ctx, c.Key, c.Token, 0, "ffffffffffffffffffffffffffffffff", SliceResult{}); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("complete under another run's token: %v, want ErrClaimLost", err)
+	}
+	if err := l.CompleteSlice(ctx, c.Key, c.Token, 0, s0.RunToken, SliceResult{Rows: 10, Bytes: 100, Files: `{"files":[]}`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartSlice(ctx, c.Key, c.Token, 0); !errors.Is(err, ErrSliceDone) {
+		t.Fatalf("start of a completed slice: %v, want ErrSliceDone", err)
+	}
+
+	// Slice 1 fails twice and stops on its third attempt.
+	for attempt := 1; attempt <= 3; attempt++ {
+		s1, err := l.StartSlice(ctx, c.Key, c.Token, 1)
+		if err != nil || s1.Attempts != attempt {
+			t.Fatalf("start slice 1, attempt %d: %+v, %v", attempt, s1, err)
+		}
+		f, err := l.FailSlice(ctx, c.Key, c.Token, 1, s1.RunToken, fmt.Errorf("boom %d", attempt))
+		if err != nil || f.State != StateFailed || f.LastError != fmt.Sprintf("boom %d", attempt) || f.Exhausted != (attempt == 3) {
+			t.Fatalf("fail slice 1, attempt %d: %+v, %v", attempt, f, err)
+		}
+	}
+	if _, err := l.StartSlice(ctx, c.Key, c.Token, 1); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("start of an exhausted slice: %v, want ErrExhausted", err)
+	}
+
+	// Slice 2's run dies; once its lease expires it is taken over, on a
+	// new attempt; the dead run's token no longer holds it.
+	dead, err := l.StartSlice(ctx, c.Key, c.Token, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(testLease + time.Second)
+	s2, err := l.StartSlice(ctx, c.Key, c.Token, 2)
+	if err != nil || s2.Attempts != 2 || s2.RunToken == dead.RunToken {
+		t.Fatalf("take-over of a dead slice: %+v, %v", s2, err)
+	}
+	if err := l.CompleteSlice(ctx, c.Key, c.Token, 2, dead.RunToken, SliceResult{}); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("the dead run completes: %v, want ErrClaimLost", err)
+	}
+	if err := l.CompleteSlice(ctx, c.Key, c.Token, 2, s2.RunToken, SliceResult{Rows: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, sls, _ := l.SlicesOf(ctx, c.Key); plan.Done(sls) {
+		t.Fatal("a plan with an exhausted slice is done")
+	}
+
+	// Nothing renewed the partition for a whole lease: the sweeper claims
+	// it again, and the new claim plans again; the old plan's slices are
+	// lost to it.
+	clk.Advance(testLease + time.Second)
+	re, err := l.Claim(ctx, c.Key, ReasonRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartSlice(ctx, c.Key, c.Token, 1); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("slice of a partition claimed again: %v, want ErrClaimLost", err)
+	}
+	if re, err = l.Start(ctx, c.Key, re.Token); err != nil {
+		t.Fatal(err)
+	}
+	plan2 := plan
+	plan2.Token, plan2.Slices = re.Token, 2
+	if err := l.PlanSlices(ctx, plan2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartSlice(ctx, c.Key, c.Token, 0); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("slice of the replaced plan: %v, want ErrClaimLost", err)
+	}
+	if _, err := l.ClaimSliceCommit(ctx, c.Key, c.Token); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("commit of the replaced plan: %v, want ErrClaimLost", err)
+	}
+	for i := range 2 {
+		sl, err := l.StartSlice(ctx, c.Key, re.Token, i)
+		if err != nil || sl.Attempts != 1 {
+			t.Fatalf("slice %d of the new plan: %+v, %v", i, sl, err)
+		}
+		if err := l.CompleteSlice(ctx, c.Key, re.Token, i, sl.RunToken, SliceResult{Rows: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2, sls, err := l.SlicesOf(ctx, c.Key)
+	if err != nil || !p2.Done(sls) || len(sls) != 2 {
+		t.Fatalf("the new plan after its two slices: %+v %+v %v (the old plan's third slice must not count)", p2, sls, err)
+	}
+
+	// One commit: the second claim is refused while the first's lease
+	// lives, and taken over after it.
+	if _, err := l.ClaimSliceCommit(ctx, c.Key, re.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ClaimSliceCommit(ctx, c.Key, re.Token); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second commit claim: %v, want ErrConflict", err)
+	}
+	held, err := l.HeldClaim(ctx, c.Key, re.Token)
+	if err != nil || held.Token != re.Token || held.Attempt != re.Attempt || held.Reason != ReasonRetry {
+		t.Fatalf("HeldClaim = %+v, %v", held, err)
+	}
+	if _, err := l.Complete(ctx, c.Key, re.Token, Result{Rows: 1, Generation: plan.Generation}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.HeldClaim(ctx, c.Key, re.Token); !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("HeldClaim after Complete: %v, want ErrClaimLost", err)
+	}
+}
