@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -42,8 +43,12 @@ type demoOptions struct {
 	Now          func() time.Time
 	Days         int
 	EventsPerDay int
-	Seed         uint64
-	Out          io.Writer
+	// SliceRows is the exporter's SLICE_ROWS: a day with more rows is
+	// exported in slices. Zero means EventsPerDay, so the busier days of
+	// the demo are.
+	SliceRows int64
+	Seed      uint64
+	Out       io.Writer
 	// Keep leaves moto_server running at the end, with its pid in Dir
 	// (`local down --dir Dir` stops it), for `console --env-file
 	// Dir/env.json`.
@@ -65,6 +70,7 @@ type demoResult struct {
 	Mirror     string
 	Expected   map[string]map[string]map[string]int64 // source rows per account, dataset, day
 	Pids       []int                                  // every process the demo started
+	Sliced     []string                               // partition folders of the mirror exported in slices
 }
 
 func (a *app) demoCommand() *cobra.Command {
@@ -150,7 +156,12 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro"}))
+	sliceRows := o.SliceRows
+	if sliceRows == 0 {
+		sliceRows = int64(cmp.Or(o.EventsPerDay, demosource.DefaultEventsPerDay))
+	}
+	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro",
+		"SLICE_ROWS": fmt.Sprint(sliceRows)}))
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +291,11 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 			committed++
 		}
 	}
-	fmt.Fprintf(out, "    %d partitions committed and verified (files, sizes, CRC32C, row counts), %d problems\n", committed, len(res.Problems))
+	if res.Sliced, err = slicedPartitions(res.Mirror); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "    %d partitions committed and verified (files, sizes, CRC32C, row counts), %d problems; %d days above %d rows exported in slices (part-sNNNN files)\n",
+		committed, len(res.Problems), len(res.Sliced), sliceRows)
 	for _, p := range res.Problems {
 		fmt.Fprintln(out, "    PROBLEM:", p)
 	}
@@ -301,6 +316,24 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		fmt.Fprintf(out, "\ndone in %s; every process the demo started is stopped\n", time.Since(started).Round(time.Second))
 	}
 	return res, nil
+}
+
+// slicedPartitions lists the partition folders under dir that hold the
+// part files of a day exported in slices.
+func slicedPartitions(dir string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p := filepath.Dir(path); !d.IsDir() && strings.HasPrefix(d.Name(), layout.DataPrefix+"s") && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
 }
 
 func startFunction(ctx context.Context, o demoOptions, fn string, env map[string]map[string]string) (*runtimeemulator.Function, error) {

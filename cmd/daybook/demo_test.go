@@ -84,6 +84,20 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("days above the slice target were exported in slices, through the real functions", func(t *testing.T) {
+		// SLICE_ROWS is the events per day, so the busier days of each
+		// account are sliced; their row counts were checked above.
+		if len(res.Sliced) == 0 {
+			t.Fatal("no partition was exported in slices")
+		}
+		for _, p := range res.Sliced {
+			if !strings.Contains(p, string(filepath.Separator)+"events"+string(filepath.Separator)) && !strings.Contains(p, string(filepath.Separator)+"profiles"+string(filepath.Separator)) {
+				t.Errorf("%s was sliced: only datasets partitioned on a timestamp are", p)
+			}
+		}
+		t.Logf("%d partitions exported in slices", len(res.Sliced))
+	})
+
 	t.Run("the manual re-export raised the generation", func(t *testing.T) {
 		if res.Before.Generation != 1 || res.Reexported.Generation != 2 || res.Reexported.State != ledger.StateCompleted {
 			t.Errorf("generation %d -> %d (%s), want 1 -> 2 (completed)", res.Before.Generation, res.Reexported.Generation, res.Reexported.State)
