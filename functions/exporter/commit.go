@@ -79,6 +79,32 @@ func (c *Committer) Resume(generation int64) *Pending {
 	return &Pending{c: c, generation: generation}
 }
 
+// Committed returns the manifest the partition's _SUCCESS commits when that
+// is generation (and the marker matches the manifest), or nil: a resumed
+// generation whose commit finished in a run that died before the ledger
+// heard of it is recorded as it is, not written again.
+func (c *Committer) Committed(ctx context.Context, generation int64) (*manifest.Manifest, error) {
+	b, err := c.Bucket.Get(ctx, c.successKey())
+	if bucket.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read _SUCCESS: %w", err)
+	}
+	marker, err := manifest.DecodeSuccess(b)
+	if err != nil || marker.Generation != generation || marker.ManifestKey != c.manifestKey() {
+		return nil, nil
+	}
+	body, err := c.Bucket.Get(ctx, c.manifestKey())
+	if err != nil {
+		return nil, fmt.Errorf("read the committed manifest: %w", err)
+	}
+	if !marker.Matches(body) {
+		return nil, nil
+	}
+	return manifest.Decode(body)
+}
+
 // nextGeneration is the claimed generation, or one more than the generation
 // the partition's current _SUCCESS commits if that is not lower.
 func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, error) {

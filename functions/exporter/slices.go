@@ -155,6 +155,16 @@ func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.Sl
 	if err != nil {
 		return nil, err
 	}
+	// The plan's claim held the partition since the plan, so a _SUCCESS of
+	// its generation is this plan's own commit, by a run that died before
+	// Complete: it is recorded, not written again.
+	if m, err := t.committer.Committed(ctx, plan.Generation); err != nil || m != nil {
+		if m != nil {
+			log.InfoContext(ctx, "the slices were committed by a run that stopped before recording it", "generation", m.Generation)
+			return &Written{Manifest: m, ManifestKey: t.committer.manifestKey(), Bytes: m.Totals.Bytes, Fingerprint: plan.Fingerprint}, nil
+		}
+		return nil, err
+	}
 	var (
 		files []manifest.File
 		prov  source.Provenance

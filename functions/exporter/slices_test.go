@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -319,5 +320,56 @@ func TestSliceQueryPartitionsTheWindow(t *testing.T) {
 		if !prev.Equal(q.End) {
 			t.Fatalf("%d slices end at %s, want the window's end %s", n, prev, q.End)
 		}
+	}
+}
+
+// completeFailsOnce answers the first Complete with an error, as a run
+// that stopped after its commit and before the ledger heard of it.
+type completeFailsOnce struct {
+	LedgerAPI
+	failed bool
+}
+
+func (c *completeFailsOnce) Complete(ctx context.Context, key ledger.Key, token string, res ledger.Result) (ledger.Row, error) {
+	if !c.failed {
+		c.failed = true
+		return ledger.Row{}, errInjected
+	}
+	return c.LedgerAPI.Complete(ctx, key, token, res)
+}
+
+// TestSlicedCommitRecordedAfterItsRunStopped: the run of the last slice
+// commits and stops before Complete; the redelivery of its message records
+// the commit without writing the partition again.
+func TestSlicedCommitRecordedAfterItsRunStopped(t *testing.T) {
+	e, queue := slicedEnv(t, 1000)
+	e.insert("events", genRows("events", testDay, 2000)...)
+	c, bodies := e.planned(queue, 2)
+	pp := e.partPrefix("events", testDay)
+	if err := e.process(bodies[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.Ledger = &completeFailsOnce{LedgerAPI: e.svc.Ledger}
+	if err := e.process(bodies[1]); err == nil {
+		t.Fatal("a commit the ledger did not record must be delivered again")
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateRunning || e.get(pp+layout.SuccessName) == nil {
+		t.Fatalf("after the stopped run: row %s, want running with the partition committed", r.State)
+	}
+	written := func() int {
+		return e.faults.Calls(buckettest.OpPut, pp+layout.SuccessName) + e.faults.Calls(buckettest.OpPut, pp+layout.ManifestName) +
+			e.faults.Count(buckettest.OpDeleteObjects)
+	}
+	before := written()
+	e.clk.Advance(testLease + time.Second) // the message comes back after the commit's lease
+	if err := e.process(bodies[1]); err != nil {
+		t.Fatal(err)
+	}
+	if n := written() - before; n != 0 {
+		t.Errorf("recording the stopped commit wrote or deleted under the partition %d times", n)
+	}
+	m := e.committed("events", testDay)
+	if m.Generation != c.Generation || m.Totals.Rows != 2000 {
+		t.Errorf("manifest: generation %d, %d rows", m.Generation, m.Totals.Rows)
 	}
 }

@@ -138,12 +138,16 @@ func TestRestatePass(t *testing.T) {
 	if got := of(q.take()); !slices.Equal(got, want) {
 		t.Fatalf("checks %v, want %v", got, want)
 	}
-	if sum.Dropped < 3 {
+	// The summary counts the whole shared table; what matters is that a's
+	// three rows left the index (a row that changed between the read and
+	// the drop is counted as skipped).
+	if sum.Dropped+sum.Skipped < 3 {
 		t.Fatalf("summary %+v: want the three rows out of the window or no longer checked dropped", sum)
 	}
-	for _, d := range []string{"2026-03-01", "2026-03-04"} {
-		if row, _ := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse(d)}); !row.Fingerprint.CheckAt.IsZero() {
-			t.Fatalf("%s is still in the restate index: %+v", d, row.Fingerprint)
+	for _, k := range []ledger.Key{{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")},
+		{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, {AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}} {
+		if row, _ := l.Get(ctx, k); !row.Fingerprint.CheckAt.IsZero() {
+			t.Fatalf("%s is still in the restate index: %+v (summary %+v)", k, row.Fingerprint, sum)
 		}
 	}
 	// Not again within the interval, however often the sweeper runs.

@@ -196,7 +196,18 @@ type Config struct {
 	// backfill, in days before today (L6). Default
 	// envvar.DefaultMaxBackfillDays.
 	MaxBackfillDays int
+	// SliceHold is how long a partition exported in slices (slice.go)
+	// stays held after its last news from a slice: a slice whose run died
+	// comes back when its message's visibility timeout ends and must find
+	// its partition still held to run again, alone. Default
+	// DefaultRedelivery + Lease.
+	SliceHold time.Duration
 }
+
+// DefaultRedelivery is the jobs queue's visibility timeout (template.yaml's
+// JobsQueue, JOBS_VISIBILITY_TIMEOUT_SECONDS): how long a message whose
+// run died waits before it is delivered again.
+const DefaultRedelivery = 90 * time.Minute
 
 // LeaseFrom derives the claim lease from the exporter's timeout (a live
 // Lambda cannot outlive it) plus a margin (L3).
@@ -234,6 +245,10 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	cfg.Rand = cmp.Or(cfg.Rand, rand.Reader)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
+	}
+	cfg.SliceHold = cmp.Or(cfg.SliceHold, DefaultRedelivery+cfg.Lease)
+	if cfg.SliceHold < cfg.Lease {
+		return nil, fmt.Errorf("ledger: slice hold %s is shorter than the lease %s", cfg.SliceHold, cfg.Lease)
 	}
 	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
 	if cfg.MaxBackfillDays < 1 {
@@ -285,14 +300,17 @@ func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
 
 // ConfigFromEnv reads the ledger's deployment configuration, the same in
 // both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, MAX_BACKFILL_DAYS,
-// and the lease from EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3).
+// the lease from EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3), and
+// the slice hold from JOBS_VISIBILITY_TIMEOUT_SECONDS + the lease.
 // Problems are collected in r, naming the variable.
 func ConfigFromEnv(r *envvar.Reader) Config {
+	lease := LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin))
 	return Config{
 		Table:           r.String("LEDGER_TABLE"),
-		Lease:           LeaseFrom(r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout), r.Seconds("LEASE_MARGIN_SECONDS", envvar.DefaultLeaseMargin)),
+		Lease:           lease,
 		MaxAttempts:     r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
 		MaxBackfillDays: r.MaxBackfillDays(),
+		SliceHold:       r.Seconds("JOBS_VISIBILITY_TIMEOUT_SECONDS", DefaultRedelivery) + lease,
 	}
 }
 

@@ -13,10 +13,11 @@ package ledger
 //     CompleteSlice records its files, FailSlice its error; after
 //     MaxAttempts it is exhausted and the partition's attempt fails;
 //   - every slice write is conditional on the partition still being held
-//     by the planning claim, and renews the partition's lease, so the
-//     partition stays running while its slices make progress and a dead
-//     plan's lease expires like any dead claim (the sweeper reclaims it and
-//     the next run plans again);
+//     by the planning claim, and holds the partition for SliceHold (a
+//     lease plus the queue's redelivery delay), so the partition stays
+//     running while its slices make progress or wait to be delivered
+//     again, and a dead plan's hold expires like any dead claim (the
+//     sweeper reclaims it and the next run plans again);
 //   - once every slice is completed, one of them wins ClaimSliceCommit and
 //     commits the partition, once, through Complete under the partition's
 //     claim.
@@ -200,12 +201,13 @@ func (l *Ledger) putSlice(ctx context.Context, r sliceRecord) error {
 	return nil
 }
 
-// renewPartition extends the lease of the partition's claim token from now,
-// so the partition stays running while its slices work: the sweeper takes
-// a partition over only when nothing renewed it for a whole lease.
+// renewPartition holds the partition's claim token for SliceHold from now,
+// so the partition stays running while its slices work, and while a slice
+// whose run died waits to come back from the queue: the sweeper takes a
+// sliced partition over only when no slice was heard of for that long.
 func (l *Ledger) renewPartition(ctx context.Context, key Key, token string) error {
 	now := l.now()
-	lease := now.Add(l.cfg.Lease)
+	lease := now.Add(l.cfg.SliceHold)
 	upd := expression.Set(name(attrLeaseUntil), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(key.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).

@@ -49,8 +49,9 @@ func TestSliceLifecycle(t *testing.T) {
 	if err := l.PlanSlices(ctx, plan); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := l.Get(ctx, c.Key); r.State != StateRunning || !r.LeaseUntil.Equal(clk.Now().Add(testLease)) {
-		t.Fatalf("partition after the plan: %s until %s, want running, renewed from now", r.State, r.LeaseUntil)
+	hold := DefaultRedelivery + testLease
+	if r, _ := l.Get(ctx, c.Key); r.State != StateRunning || !r.LeaseUntil.Equal(clk.Now().Add(hold)) || l.Config().SliceHold != hold {
+		t.Fatalf("partition after the plan: %s until %s, want running, held for %s from now", r.State, r.LeaseUntil, hold)
 	}
 	got, sls, err := l.SlicesOf(ctx, c.Key)
 	if err != nil || got.Slices != 3 || got.Token != c.Token || got.RunID != "run_1" || got.ExpectedRows != 3000 ||
@@ -117,10 +118,14 @@ func TestSliceLifecycle(t *testing.T) {
 		t.Fatal("a plan with an exhausted slice is done")
 	}
 
-	// Nothing renewed the partition for a whole lease: the sweeper claims
-	// it again, and the new claim plans again; the old plan's slices are
-	// lost to it.
+	// No slice was heard of for the whole hold (a lease and the queue's
+	// redelivery delay): the sweeper claims the partition again, and the
+	// new claim plans again; the old plan's slices are lost to it.
 	clk.Advance(testLease + time.Second)
+	if _, err := l.Claim(ctx, c.Key, ReasonRetry); !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim of a sliced partition a slice was heard of within the hold: %v, want ErrConflict", err)
+	}
+	clk.Advance(hold - testLease)
 	re, err := l.Claim(ctx, c.Key, ReasonRetry)
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,15 @@
 package cichecks
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 const root = "../../.."
@@ -260,5 +263,24 @@ func TestDashboardUsesPublishedMetrics(t *testing.T) {
 		if !onDashboard[m] {
 			t.Errorf("%s is published but not on the dashboard", m)
 		}
+	}
+}
+
+// TestSliceHoldMatchesTheQueue: the exporter is told the jobs queue's
+// visibility timeout (a sliced day is held that long after its last slice
+// news, so a slice whose run died comes back in time), and the ledger's
+// default is the same.
+func TestSliceHoldMatchesTheQueue(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := regexp.MustCompile(`QueueName: !Sub daybook-\$\{Stage\}-jobs\n(?:\s+#.*\n)*\s+VisibilityTimeout: (\d+)`).FindSubmatch(tmpl)
+	env := regexp.MustCompile(`JOBS_VISIBILITY_TIMEOUT_SECONDS: "(\d+)"`).FindSubmatch(tmpl)
+	if queue == nil || env == nil {
+		t.Fatalf("template: jobs queue visibility timeout %q, exporter's JOBS_VISIBILITY_TIMEOUT_SECONDS %q", queue, env)
+	}
+	if string(queue[1]) != string(env[1]) || string(env[1]) != fmt.Sprint(int(ledger.DefaultRedelivery.Seconds())) {
+		t.Errorf("jobs queue VisibilityTimeout %s, JOBS_VISIBILITY_TIMEOUT_SECONDS %s, ledger.DefaultRedelivery %s: want one value", queue[1], env[1], ledger.DefaultRedelivery)
 	}
 }
