@@ -253,9 +253,14 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 // ledger's job) and rewrites the day's delivery manifest. The message is
 // done unless the failure could not be recorded.
 func (s *Service) failed(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, err error, log *slog.Logger) error {
+	return s.failedAfter(ctx, acct, claim, runID, err, time.Time{}, log)
+}
+
+// failedAfter is failed with the next attempt no earlier than notBefore.
+func (s *Service) failedAfter(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, err error, notBefore time.Time, log *slog.Logger) error {
 	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": claim.Generation, "run_id": runID}
 	fail := newFailure(err)
-	row, ferr := s.Ledger.Fail(ctx, claim.Key, claim.Token, fail)
+	row, ferr := s.Ledger.FailAfter(ctx, claim.Key, claim.Token, fail, notBefore)
 	switch {
 	case errors.Is(ferr, ledger.ErrClaimLost):
 		log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
@@ -313,11 +318,14 @@ func (s *Service) runContext(ctx context.Context) (context.Context, context.Canc
 	if !ok {
 		return context.WithCancel(ctx)
 	}
-	reserve := s.Reserve
-	if reserve == 0 {
-		reserve = DefaultReserve
+	return context.WithDeadline(ctx, dl.Add(-s.reserve()))
+}
+
+func (s *Service) reserve() time.Duration {
+	if s.Reserve == 0 {
+		return DefaultReserve
 	}
-	return context.WithDeadline(ctx, dl.Add(-reserve))
+	return s.Reserve
 }
 
 // DefaultReserve covers an abort (upload.AbortTimeout), the ledger writes
@@ -339,6 +347,11 @@ func (s *Service) exportClaim(ctx context.Context, acct account.Account, claim l
 	}
 	note := func(ctx context.Context, g int64) error {
 		return s.Ledger.NoteCommitted(ctx, claim.Key, claim.Token, g)
+	}
+	// A slice of an earlier attempt may outlive it: nothing is written
+	// until it cannot (its lease).
+	if err := s.fenceSlices(ctx, claim); err != nil {
+		return nil, err
 	}
 	plan := func(ctx context.Context, plan ledger.SlicePlan) error { return s.planSlices(ctx, plan, log) }
 	return s.Exporter.Export(ctx, Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: runID, NoteCommitted: note, Plan: plan}, log)

@@ -373,3 +373,113 @@ func TestSlicedCommitRecordedAfterItsRunStopped(t *testing.T) {
 		t.Errorf("manifest: generation %d, %d rows", m.Generation, m.Totals.Rows)
 	}
 }
+
+// TestFailedSlicedDayWaitsForItsSlices: a slice out of attempts fails the
+// day's attempt while another slice still runs; the day is not due again
+// before that slice's lease ends, a manual re-export before it writes
+// nothing, and the day exported after it holds every row once.
+func TestFailedSlicedDayWaitsForItsSlices(t *testing.T) {
+	e, queue := slicedEnv(t, 1000)
+	const rows = 3000
+	e.insert("events", genRows("events", testDay, rows)...)
+	c, bodies := e.planned(queue, 3)
+	key := e.key("events", testDay)
+	pp := e.partPrefix("events", testDay)
+	running, err := e.led.StartSlice(e.ctx, key, c.Token, 2) // a slice still running
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 3; attempt++ { // MaxAttempts
+		e.failOnce(putOf("part-s0001-00000.parquet"))
+		if err := e.process(bodies[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.faults.Set(nil, nil)
+	r := e.row("events", testDay)
+	if r.State != ledger.StateFailed || r.NextAttemptAt.Before(running.LeaseUntil) || !strings.Contains(r.LastError, "injected fault") {
+		t.Fatalf("after the slice's last attempt: %s, next attempt %s, error %q; want failed, not before %s", r.State, r.NextAttemptAt, r.LastError, running.LeaseUntil)
+	}
+
+	writes := e.faults.Count(buckettest.OpPut) + e.faults.Count(buckettest.OpDelete)
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateFailed || !strings.Contains(r.LastError, "may still be writing") {
+		t.Fatalf("manual re-export while a slice runs: %s, %q", r.State, r.LastError)
+	}
+	if n := e.faults.Count(buckettest.OpPut) + e.faults.Count(buckettest.OpDelete) - writes; n > 1 { // the delivery manifest
+		t.Errorf("the refused run wrote %d objects", n)
+	}
+
+	e.clk.Set(running.LeaseUntil.Add(time.Second))
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	bodies = e.receive(queue)
+	if len(bodies) != 3 {
+		t.Fatalf("the re-export planned %d slices", len(bodies))
+	}
+	for i := range 3 {
+		if err := e.process(bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := e.committed("events", testDay)
+	if m.Totals.Rows != rows || e.get(pp+layout.SuccessName) == nil {
+		t.Errorf("after the re-export: %d rows", m.Totals.Rows)
+	}
+	e.exactlyOnce(rows)
+}
+
+// TestLastSliceHandsTheCommitOn: the last slice finishes with too little of
+// its invocation left to commit; it sends its message again and the fresh
+// invocation commits.
+func TestLastSliceHandsTheCommitOn(t *testing.T) {
+	e, queue := slicedEnv(t, 1000)
+	e.insert("events", genRows("events", testDay, 2000)...)
+	_, bodies := e.planned(queue, 2)
+	if err := e.process(bodies[0]); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithDeadline(e.ctx, time.Now().Add(DefaultReserve+minCommitTime-30*time.Second))
+	defer cancel()
+	if err := e.svc.Process(short, "short", bodies[1]); err != nil {
+		t.Fatal(err)
+	}
+	e.noSuccess()
+	again := e.receive(queue)
+	if len(again) != 1 || again[1] == "" {
+		t.Fatalf("handed on %v, want slice 1's message", again)
+	}
+	if err := e.process(again[1]); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.committed("events", testDay); m.Totals.Rows != 2000 {
+		t.Errorf("%d rows", m.Totals.Rows)
+	}
+}
+
+// TestSliceOfAChangedDestinationFailsThePlan: the account's destination
+// changed after the plan; its slices write nothing there, and the day's
+// attempt fails at once, to be planned again for the new destination.
+func TestSliceOfAChangedDestinationFailsThePlan(t *testing.T) {
+	e, queue := slicedEnv(t, 1000)
+	e.insert("events", genRows("events", testDay, 2000)...)
+	_, bodies := e.planned(queue, 2)
+	a := e.acct
+	a.Destination.Format = "ndjson"
+	if err := e.led.PutAccount(e.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	puts := e.faults.Count(buckettest.OpPut)
+	if err := e.process(bodies[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.faults.Count(buckettest.OpPut) - puts; n > 1 { // the delivery manifest
+		t.Errorf("the slice wrote %d objects", n)
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateFailed || !strings.Contains(r.LastError, "destination changed") {
+		t.Fatalf("after the slice: %s, %q; want the attempt failed", r.State, r.LastError)
+	}
+}

@@ -15,7 +15,7 @@ import (
 // The day is always 10 characters.
 // maxSliceNumber is the highest slice number a sliced export names
 // (ledger.MaxSlices - 1; layout depends on nothing of daybook's).
-const maxSliceNumber = 9999
+const maxSliceNumber = 999
 
 func LongestKey(prefix string, datasets []string) string {
 	day := civil.MustParse("2026-12-31")

@@ -85,6 +85,7 @@ const (
 	attrSlices           = "slice_count"        // slice items: the plan's number of slices
 	attrRunID            = "run_id"             // slice plans: the planning run's id
 	attrExpectedRows     = "expected_rows"      // slice plans
+	attrDestination      = "destination"        // slice items: where the plan's files go
 	attrCommitToken      = "commit_token"       // slice plans: the run committing the partition
 	attrCommitLeaseUntil = "commit_lease_until" // slice plans
 	attrSliceFiles       = "slice_files"        // slice items: the completed slice's files

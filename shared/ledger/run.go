@@ -177,6 +177,13 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 // requested while it ran, the row is queued (manual) with a fresh attempt
 // count. A token that no longer holds the row is ErrClaimLost.
 func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (Row, error) {
+	return l.FailAfter(ctx, key, token, cause, time.Time{})
+}
+
+// FailAfter is Fail with the next attempt no earlier than notBefore: a
+// partition whose slices may still write until then (SliceFence) is not
+// run again before they are gone.
+func (l *Ledger) FailAfter(ctx context.Context, key Key, token string, cause error, notBefore time.Time) (Row, error) {
 	if err := key.validate(); err != nil {
 		return Row{}, err
 	}
@@ -232,6 +239,9 @@ func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (
 				return Row{}, err
 			}
 			next := now.Add(delay)
+			if notBefore.After(next) {
+				next = notBefore.UTC().Truncate(time.Second).Add(time.Second)
+			}
 			upd = upd.Set(name(attrState), val(string(StateFailed))).
 				Set(name(attrAttempts), val(attempts)).
 				Set(name(attrNextAttemptAt), val(fmtTime(next))).

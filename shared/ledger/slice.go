@@ -12,12 +12,15 @@ package ledger
 //     attempt; a running slice whose lease expired is taken over),
 //     CompleteSlice records its files, FailSlice its error; after
 //     MaxAttempts it is exhausted and the partition's attempt fails;
-//   - every slice write is conditional on the partition still being held
-//     by the planning claim, and holds the partition for SliceHold (a
-//     lease plus the queue's redelivery delay), so the partition stays
-//     running while its slices make progress or wait to be delivered
-//     again, and a dead plan's hold expires like any dead claim (the
-//     sweeper reclaims it and the next run plans again);
+//   - every slice run is conditional on the partition still being held by
+//     the planning claim (StartSlice, CompleteSlice and FailSlice renew it
+//     under that token; the slice items carry it), and holds it for
+//     SliceHold (a lease plus the queue's redelivery delay), so the
+//     partition stays running while its slices make progress or wait to be
+//     delivered again, and a dead plan's hold expires like any dead claim
+//     (the sweeper reclaims it and the next run plans again);
+//   - a new run of the partition writes nothing while a slice of an
+//     earlier plan may still be running (SliceFence): its lease bounds it;
 //   - once every slice is completed, one of them wins ClaimSliceCommit and
 //     commits the partition, once, through Complete under the partition's
 //     claim.
@@ -66,6 +69,10 @@ type SlicePlan struct {
 	StartedAt  time.Time
 	// ExpectedRows is the size the plan was made for.
 	ExpectedRows int64
+	// Destination names where the plan's files go (the exporter's key of
+	// the account's bucket, prefix and format); a slice or a commit that
+	// finds the account's destination changed fails the plan.
+	Destination string
 	// Fingerprint is the source's fingerprint taken before any slice read
 	// a row; the committed generation is checked for late data against it.
 	Fingerprint Fingerprint
@@ -79,9 +86,10 @@ type SlicePlan struct {
 type Slice struct {
 	Key
 	Index int
-	// Slices and Generation are the plan's.
-	Slices     int
-	Generation int64
+	// Slices, Generation and Destination are the plan's.
+	Slices      int
+	Generation  int64
+	Destination string
 	// Token is the partition's claim token; RunToken the slice run's own.
 	Token      string
 	RunToken   string
@@ -118,6 +126,7 @@ type sliceRecord struct {
 	Generation       int64  `dynamodbav:"generation,omitempty"`
 	RunID            string `dynamodbav:"run_id,omitempty"`
 	ExpectedRows     int64  `dynamodbav:"expected_rows,omitempty"`
+	Destination      string `dynamodbav:"destination,omitempty"`
 	Fingerprint      string `dynamodbav:"fingerprint,omitempty"`
 	FingerprintAt    string `dynamodbav:"fingerprint_at,omitempty"`
 	CommitToken      string `dynamodbav:"commit_token,omitempty"`
@@ -165,7 +174,7 @@ func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
 	}
 	now := l.now()
 	base := sliceRecord{PK: slicePK(p.Key), AccountID: p.AccountID, Dataset: p.Dataset, Day: p.Day.String(),
-		PartitionToken: p.Token, Slices: p.Slices, Generation: p.Generation, UpdatedAt: fmtTime(now),
+		PartitionToken: p.Token, Slices: p.Slices, Generation: p.Generation, Destination: p.Destination, UpdatedAt: fmtTime(now),
 		ExpiresAt: now.Add(sliceLifetime).Unix()}
 	plan := base
 	plan.SK = skSlicePlan
@@ -293,12 +302,18 @@ func holdsSlice(token, run string) expression.ConditionBuilder {
 	return expression.And(ofPlan(token), name(attrClaimToken).Equal(val(run)), name(attrState).Equal(val(string(StateRunning))))
 }
 
-// CompleteSlice records a slice run's result under its run token and
-// renews the partition's lease. A run that no longer holds the slice (it
-// was taken over, or the plan replaced) is ErrClaimLost.
+// CompleteSlice renews the partition's hold and records a slice run's
+// result under its run token. A run that no longer holds the slice (it was
+// taken over, or the plan replaced), or a partition no longer held by
+// token, is ErrClaimLost.
 func (l *Ledger) CompleteSlice(ctx context.Context, key Key, token string, i int, run string, res SliceResult) error {
 	if err := key.validate(); err != nil {
 		return err
+	}
+	// The partition first: a slice recorded completed under a partition
+	// that is gone could never be committed.
+	if err := l.renewPartition(ctx, key, token); err != nil {
+		return fmt.Errorf("complete slice %d: %w", i, err)
 	}
 	nowS := fmtTime(l.now())
 	upd := expression.Set(name(attrState), val(string(StateCompleted))).
@@ -312,16 +327,15 @@ func (l *Ledger) CompleteSlice(ctx context.Context, key Key, token string, i int
 	if errors.Is(err, errCondition) {
 		return fmt.Errorf("%w: complete slice %d of %s", ErrClaimLost, i, key)
 	}
-	if err != nil {
-		return err
-	}
-	return l.renewPartition(ctx, key, token)
+	return err
 }
 
-// FailSlice records a slice run's error under its run token; the slice is
+// FailSlice records a slice run's error under its run token and renews the
+// partition's hold while the slice waits for its retry; the slice is
 // exhausted once it has used MaxAttempts attempts (the partition's attempt
-// then fails: the exporter records that with Fail). It returns the slice
-// as recorded. A run that no longer holds the slice is ErrClaimLost.
+// then fails: the exporter records that with FailAfter). It returns the
+// slice as recorded. A run that no longer holds the slice, or a partition
+// no longer held by token, is ErrClaimLost.
 func (l *Ledger) FailSlice(ctx context.Context, key Key, token string, i int, run string, cause error) (Slice, error) {
 	if err := key.validate(); err != nil {
 		return Slice{}, err
@@ -351,54 +365,18 @@ func (l *Ledger) FailSlice(ctx context.Context, key Key, token string, i int, ru
 		return Slice{}, err
 	}
 	sl.Exhausted = sl.Attempts >= l.cfg.MaxAttempts
-	return sl, nil
+	// Held on while the slice waits for its retry.
+	return sl, l.renewPartition(ctx, key, token)
 }
 
 // SlicesOf reads a partition's plan and its slices in order (strongly
 // consistent). No plan is ErrNotFound.
 func (l *Ledger) SlicesOf(ctx context.Context, key Key) (SlicePlan, []Slice, error) {
-	if err := key.validate(); err != nil {
+	plan, sls, err := l.sliceItems(ctx, key)
+	if err != nil {
 		return SlicePlan{}, nil, err
 	}
-	kc := expression.Key(AttrPK).Equal(expression.Value(slicePK(key)))
-	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return SlicePlan{}, nil, fmt.Errorf("ledger: slices of %s: %w", key, err)
-	}
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(l.cfg.Table), KeyConditionExpression: expr.KeyCondition(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(), ConsistentRead: aws.Bool(true),
-	}
-	var (
-		plan    SlicePlan
-		hasPlan bool
-		sls     []Slice
-	)
-	for {
-		out, err := l.db.Query(ctx, in)
-		if err != nil {
-			return SlicePlan{}, nil, fmt.Errorf("ledger: slices of %s: %w", key, err)
-		}
-		for _, it := range out.Items {
-			if avString(it[AttrSK]) == skSlicePlan {
-				if plan, err = planFromItem(it); err != nil {
-					return SlicePlan{}, nil, err
-				}
-				hasPlan = true
-				continue
-			}
-			sl, err := sliceFromItem(it)
-			if err != nil {
-				return SlicePlan{}, nil, err
-			}
-			sls = append(sls, sl)
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-	if !hasPlan {
+	if plan == nil {
 		return SlicePlan{}, nil, fmt.Errorf("%w: no slice plan for %s", ErrNotFound, key)
 	}
 	// Slices of the plan only, in order: items of an earlier plan with
@@ -409,7 +387,74 @@ func (l *Ledger) SlicesOf(ctx context.Context, key Key) (SlicePlan, []Slice, err
 			mine = append(mine, sl)
 		}
 	}
-	return plan, mine, nil
+	return *plan, mine, nil
+}
+
+// SliceFence returns until when a slice run may still be writing into the
+// partition, unless it belongs to the plan of the claim token (pass "" for
+// every plan): the latest lease of a running slice, zero if none. A run of
+// the partition starts writing only after it: the claim that held the
+// partition before is gone, but its slices may outlive it up to their
+// leases, and no new one can start (StartSlice needs that claim).
+func (l *Ledger) SliceFence(ctx context.Context, key Key, token string) (time.Time, error) {
+	_, sls, err := l.sliceItems(ctx, key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := l.now()
+	var until time.Time
+	for _, sl := range sls {
+		if (token == "" || sl.Token != token) && sl.State == StateRunning && !sl.LeaseUntil.Before(now) && sl.LeaseUntil.After(until) {
+			until = sl.LeaseUntil
+		}
+	}
+	return until, nil
+}
+
+// sliceItems reads every slice item of the partition (strongly
+// consistent): its plan (nil if none) and its slices, any plan's, in order.
+func (l *Ledger) sliceItems(ctx context.Context, key Key) (*SlicePlan, []Slice, error) {
+	if err := key.validate(); err != nil {
+		return nil, nil, err
+	}
+	kc := expression.Key(AttrPK).Equal(expression.Value(slicePK(key)))
+	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("ledger: slices of %s: %w", key, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(l.cfg.Table), KeyConditionExpression: expr.KeyCondition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(), ConsistentRead: aws.Bool(true),
+	}
+	var (
+		plan *SlicePlan
+		sls  []Slice
+	)
+	for {
+		out, err := l.db.Query(ctx, in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ledger: slices of %s: %w", key, err)
+		}
+		for _, it := range out.Items {
+			if avString(it[AttrSK]) == skSlicePlan {
+				p, err := planFromItem(it)
+				if err != nil {
+					return nil, nil, err
+				}
+				plan = &p
+				continue
+			}
+			sl, err := sliceFromItem(it)
+			if err != nil {
+				return nil, nil, err
+			}
+			sls = append(sls, sl)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return plan, sls, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }
 
 // Done reports whether every slice of plan is completed (sls as SlicesOf
@@ -507,7 +552,7 @@ func planFromItem(item map[string]types.AttributeValue) (SlicePlan, error) {
 	if err != nil {
 		return SlicePlan{}, err
 	}
-	p := SlicePlan{Key: k, Token: r.PartitionToken, Generation: r.Generation, Slices: r.Slices, RunID: r.RunID,
+	p := SlicePlan{Key: k, Token: r.PartitionToken, Generation: r.Generation, Slices: r.Slices, RunID: r.RunID, Destination: r.Destination,
 		ExpectedRows: r.ExpectedRows, CommitToken: r.CommitToken, Fingerprint: Fingerprint{Value: r.Fingerprint}}
 	for _, t := range []struct {
 		s   string
@@ -529,7 +574,7 @@ func sliceFromItem(item map[string]types.AttributeValue) (Slice, error) {
 	if err != nil || idx != r.Slice {
 		return Slice{}, fmt.Errorf("%w: slice item %s/%s: slice %d", ErrMalformed, r.PK, r.SK, r.Slice)
 	}
-	sl := Slice{Key: k, Index: r.Slice, Slices: r.Slices, Generation: r.Generation, Token: r.PartitionToken, RunToken: r.ClaimToken, State: State(r.State),
+	sl := Slice{Key: k, Index: r.Slice, Slices: r.Slices, Generation: r.Generation, Destination: r.Destination, Token: r.PartitionToken, RunToken: r.ClaimToken, State: State(r.State),
 		Attempts: r.Attempts, LastError: r.LastError, Rows: r.Rows, Bytes: r.Bytes, Files: r.SliceFiles}
 	for _, t := range []struct {
 		s   string

@@ -103,6 +103,12 @@ func TestSliceLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if until, err := l.SliceFence(ctx, c.Key, ""); err != nil || !until.Equal(dead.LeaseUntil) {
+		t.Fatalf("SliceFence = %s, %v; want the running slice's lease %s", until, err, dead.LeaseUntil)
+	}
+	if until, err := l.SliceFence(ctx, c.Key, c.Token); err != nil || !until.IsZero() {
+		t.Fatalf("SliceFence for the plan's own claim = %s, %v; want none", until, err)
+	}
 	clk.Advance(testLease + time.Second)
 	s2, err := l.StartSlice(ctx, c.Key, c.Token, 2)
 	if err != nil || s2.Attempts != 2 || s2.RunToken == dead.RunToken {
@@ -178,5 +184,27 @@ func TestSliceLifecycle(t *testing.T) {
 	}
 	if _, err := l.HeldClaim(ctx, c.Key, re.Token); !errors.Is(err, ErrClaimLost) {
 		t.Fatalf("HeldClaim after Complete: %v, want ErrClaimLost", err)
+	}
+}
+
+// TestFailAfter: a partition failed while slices may still write is not
+// due again before they are gone.
+func TestFailAfter(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	c := startedPartition(t, l, "f")
+	fence := clk.Now().Add(5 * time.Hour) // past any backoff of the first attempt
+	r, err := l.FailAfter(ctx, c.Key, c.Token, errors.New("slice 3 failed 3 times"), fence)
+	if err != nil || r.State != StateFailed || r.NextAttemptAt.Before(fence) {
+		t.Fatalf("FailAfter = %+v, %v; want failed, next attempt after %s", r, err, fence)
+	}
+	clk.Set(fence.Add(-time.Minute))
+	if _, err := l.Claim(ctx, c.Key, ReasonRetry); !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim before the fence: %v, want ErrConflict", err)
+	}
+	clk.Set(r.NextAttemptAt)
+	if _, err := l.Claim(ctx, c.Key, ReasonRetry); err != nil {
+		t.Fatalf("claim after the fence: %v", err)
 	}
 }

@@ -1,0 +1,317 @@
+package main
+
+// The messages of a day exported in slices (slices.go has the design):
+// the plan's messages out, each slice's run, its failure and retry, and
+// the one commit after the last slice.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
+)
+
+// maxSliceRecord bounds the JSON a completed slice records in its ledger
+// item (DynamoDB items hold 400 KB; a file takes about 300 bytes).
+const maxSliceRecord = 300 << 10
+
+// minCommitTime is the least time, beyond the reserve, the run of the last
+// slice keeps for the commit; with less it hands the commit to a fresh
+// invocation.
+const minCommitTime = 2 * time.Minute
+
+// errSliceRunning refuses a run of a partition while a slice of an earlier
+// plan may still write into it.
+var errSliceRunning = errors.New("a slice of an earlier attempt may still be writing into the partition")
+
+// planSlices records the plan and sends one message per slice to the
+// exporter's queue. A failure leaves the partition's run to fail: its
+// slices then find the claim gone and stop.
+func (s *Service) planSlices(ctx context.Context, plan ledger.SlicePlan, log *slog.Logger) error {
+	if err := s.Ledger.PlanSlices(ctx, plan); err != nil {
+		return err
+	}
+	for i := 0; i < plan.Slices; i += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for k := i; k < min(i+10, plan.Slices); k++ {
+			body, err := jobs.Encode(sliceMessage(plan.Key, plan.Token, plan.Generation, k, plan.Slices))
+			if err != nil {
+				return err
+			}
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(k)), MessageBody: aws.String(body)})
+		}
+		if err := s.sendBatch(ctx, entries); err != nil {
+			return fmt.Errorf("send slices: %w", err)
+		}
+	}
+	log.InfoContext(ctx, "partition planned in slices", "slices", plan.Slices, "expected_rows", plan.ExpectedRows, "generation", plan.Generation)
+	return nil
+}
+
+func sliceMessage(key ledger.Key, token string, generation int64, i, n int) jobs.Slice {
+	return jobs.Slice{Kind: jobs.KindSlice, AccountID: key.AccountID, Dataset: key.Dataset, Day: key.Day.String(),
+		ClaimToken: token, Generation: generation, Slice: i, Slices: n}
+}
+
+// sendBatch puts up to 10 messages on the jobs queue.
+func (s *Service) sendBatch(ctx context.Context, entries []sqstypes.SendMessageBatchRequestEntry) error {
+	out, err := s.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries})
+	if err != nil {
+		return err
+	}
+	if len(out.Failed) > 0 {
+		return fmt.Errorf("%d of %d messages not sent: %s: %s", len(out.Failed), len(entries), aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+	}
+	return nil
+}
+
+// sendSlice puts slice sl's message on the jobs queue after delay.
+func (s *Service) sendSlice(ctx context.Context, sl ledger.Slice, delay time.Duration) error {
+	body, err := jobs.Encode(sliceMessage(sl.Key, sl.Token, sl.Generation, sl.Index, sl.Slices))
+	if err != nil {
+		return err
+	}
+	return s.sendBatch(ctx, []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body), DelaySeconds: int32(delay / time.Second)}})
+}
+
+// fenceSlices refuses a run of the partition while a slice of an earlier
+// plan may still write into it (ledger.SliceFence).
+func (s *Service) fenceSlices(ctx context.Context, claim ledger.Claim) error {
+	until, err := s.Ledger.SliceFence(ctx, claim.Key, claim.Token)
+	if err != nil {
+		return fmt.Errorf("read the slices of %s: %w", claim.Key, err)
+	}
+	if !until.IsZero() {
+		return fmt.Errorf("%w until its lease ends at %s", errSliceRunning, until.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// slice runs one slice message (see slices.go).
+func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) error {
+	key := ledger.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: m.DayValue()}
+	log = log.With("account", m.AccountID, "dataset", m.Dataset, "day", m.Day, "generation", m.Generation, "slice", m.Slice, "slices", m.Slices)
+	sl, err := s.Ledger.StartSlice(ctx, key, m.ClaimToken, m.Slice)
+	switch {
+	case errors.Is(err, ledger.ErrSliceDone):
+		// A second delivery. The run that completed it may have stopped
+		// before the commit: try it.
+		return s.commitSlices(ctx, key, m, log)
+	case errors.Is(err, ledger.ErrClaimLost), errors.Is(err, ledger.ErrConflict):
+		log.InfoContext(ctx, "slice is running, or its plan is gone; dropping this delivery", "reason", err.Error())
+		return nil
+	case errors.Is(err, ledger.ErrExhausted):
+		// Its run died on the last attempt.
+		return s.failSliced(ctx, key, m.ClaimToken, err, log)
+	case err != nil:
+		return fmt.Errorf("start slice %d of %s: %w", m.Slice, key, err)
+	}
+	log = log.With("slice_attempt", sl.Attempts)
+	invocation := ctx // the commit, if this is the last slice, runs on it
+	runCtx, cancel := s.runContext(ctx)
+	defer cancel()
+	out, permanent, err := s.runSlice(runCtx, sl, m, log)
+	ctx, done := finishContext(ctx)
+	defer done()
+	if err == nil {
+		var body []byte
+		if body, err = json.Marshal(out); err == nil && len(body) > maxSliceRecord {
+			err, permanent = fmt.Errorf("slice %d wrote %d files, too many to record in the ledger (%d bytes of %d): raise MAX_FILE_BYTES or lower SLICE_ROWS",
+				sl.Index, len(out.Files), len(body), maxSliceRecord), true
+		}
+		if err == nil {
+			return s.sliceDone(ctx, invocation, sl, m, out, body, log)
+		}
+	}
+	return s.sliceFailed(ctx, sl, newFailure(err), permanent, log)
+}
+
+// runSlice exports slice sl. permanent marks an error that a retry of the
+// slice would meet again (the account gone or disabled, its destination
+// changed since the plan, a message that does not match its plan): the
+// partition's attempt fails at once.
+func (s *Service) runSlice(ctx context.Context, sl ledger.Slice, m jobs.Slice, log *slog.Logger) (sliceOutput, bool, error) {
+	if sl.Generation != m.Generation || sl.Slices != m.Slices {
+		return sliceOutput{}, true, fmt.Errorf("slice message for generation %d of %d slices; the plan is generation %d of %d", m.Generation, m.Slices, sl.Generation, sl.Slices)
+	}
+	ds, err := dataset.Get(sl.Dataset)
+	if err != nil {
+		return sliceOutput{}, true, err
+	}
+	acct, err := s.Ledger.GetAccount(ctx, sl.AccountID)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return sliceOutput{}, true, fmt.Errorf("account %s: %w", sl.AccountID, err)
+	case err != nil:
+		return sliceOutput{}, false, fmt.Errorf("account %s: %w", sl.AccountID, err)
+	case !acct.Enabled:
+		return sliceOutput{}, true, fmt.Errorf("account %s is disabled", sl.AccountID)
+	}
+	if dest, err := s.Exporter.destinationOf(acct); err != nil || dest != sl.Destination {
+		return sliceOutput{}, true, errors.Join(fmt.Errorf("account %s: its destination changed since the day was planned in slices", sl.AccountID), err)
+	}
+	runID, err := s.runID()
+	if err != nil {
+		return sliceOutput{}, false, err
+	}
+	p := Partition{Account: acct, Dataset: ds, Day: sl.Day, Claim: ledger.Claim{Key: sl.Key, Token: sl.Token}, RunID: runID}
+	log.DebugContext(ctx, "slice started", "run_id", runID)
+	out, err := s.Exporter.ExportSlice(ctx, p, sl)
+	return out, false, err
+}
+
+// sliceDone records a written slice and, if it was the last, commits.
+func (s *Service) sliceDone(ctx, invocation context.Context, sl ledger.Slice, m jobs.Slice, out sliceOutput, body []byte, log *slog.Logger) error {
+	var rows, bytes int64
+	for _, f := range out.Files {
+		rows, bytes = rows+f.Rows, bytes+f.Bytes
+	}
+	err := s.Ledger.CompleteSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, ledger.SliceResult{Rows: rows, Bytes: bytes, Files: string(body)})
+	if errors.Is(err, ledger.ErrClaimLost) {
+		log.WarnContext(ctx, "slice written but its claim was lost meanwhile; the run that holds it writes it again", "reason", err.Error())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("record slice %d of %s: %w", sl.Index, sl.Key, err)
+	}
+	log.InfoContext(ctx, "slice exported", "rows", rows, "bytes", bytes, "files", len(out.Files))
+	return s.commitSlices(invocation, sl.Key, m, log)
+}
+
+// sliceFailed records a slice's failure and sends the slice again after
+// the ledger's backoff; a slice out of attempts, or a permanent failure,
+// fails the partition's attempt.
+func (s *Service) sliceFailed(ctx context.Context, sl ledger.Slice, fail *failure, permanent bool, log *slog.Logger) error {
+	got, err := s.Ledger.FailSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, fail)
+	switch {
+	case errors.Is(err, ledger.ErrClaimLost):
+		log.WarnContext(ctx, "slice failed and its claim was lost meanwhile", "error", fail.Error())
+		return nil
+	case err != nil:
+		return fmt.Errorf("record failure of slice %d of %s (%v): %w", sl.Index, sl.Key, fail, err)
+	case got.Exhausted || permanent:
+		log.ErrorContext(ctx, "slice failed for good; the partition's attempt fails", "error", fail.Error(), "code", string(fail.code), "attempts", got.Attempts)
+		return s.failSliced(ctx, sl.Key, sl.Token, fail, log)
+	}
+	delay, err := s.Ledger.Backoff(got.Attempts)
+	if err != nil {
+		return err
+	}
+	delay = min(delay, maxSliceDelay)
+	log.ErrorContext(ctx, "slice failed; it is retried alone", "error", fail.Error(), "code", string(fail.code), "attempts", got.Attempts, "retry_in", delay.String())
+	if err := s.sendSlice(ctx, got, delay); err != nil {
+		// Not sent: this message comes back after its visibility timeout instead.
+		return fmt.Errorf("send slice %d of %s again: %w", sl.Index, sl.Key, err)
+	}
+	return nil
+}
+
+// failSliced fails the partition's attempt under the plan's claim, its next
+// attempt no earlier than the end of the leases of its slices still running.
+func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, cause error, log *slog.Logger) error {
+	claim, err := s.Ledger.HeldClaim(ctx, key, token)
+	if errors.Is(err, ledger.ErrClaimLost) {
+		log.InfoContext(ctx, "the sliced partition's claim is gone; nothing to fail", "reason", err.Error())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the claim of %s: %w", key, err)
+	}
+	fence, err := s.Ledger.SliceFence(ctx, key, "")
+	if err != nil {
+		return fmt.Errorf("read the slices of %s: %w", key, err)
+	}
+	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("get account %s: %w", key.AccountID, err)
+	}
+	return s.failedAfter(ctx, acct, claim, "", cause, fence, log)
+}
+
+// commitSlices commits the partition when every slice of its plan is
+// completed, from the one run that claims the commit; with too little of
+// the invocation left it hands the commit to a fresh one.
+func (s *Service) commitSlices(ctx context.Context, key ledger.Key, m jobs.Slice, log *slog.Logger) error {
+	token := m.ClaimToken
+	plan, sls, err := s.Ledger.SlicesOf(ctx, key)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the slices of %s: %w", key, err)
+	case plan.Token != token:
+		log.InfoContext(ctx, "the slices' plan was replaced; nothing to commit")
+		return nil
+	case !plan.Done(sls):
+		return nil // a slice still to come commits
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < s.reserve()+minCommitTime {
+		log.InfoContext(ctx, "every slice is in; the commit goes to a fresh invocation", "left", time.Until(dl).Round(time.Second).String())
+		if err := s.sendSlice(ctx, sls[m.Slice], 0); err != nil {
+			return fmt.Errorf("hand the commit of %s on: %w", key, err)
+		}
+		return nil
+	}
+	if _, err := s.Ledger.ClaimSliceCommit(ctx, key, token); err != nil {
+		if errors.Is(err, ledger.ErrConflict) || errors.Is(err, ledger.ErrClaimLost) {
+			log.InfoContext(ctx, "another run commits the slices", "reason", err.Error())
+			return nil
+		}
+		return fmt.Errorf("claim the commit of %s: %w", key, err)
+	}
+	claim, err := s.Ledger.HeldClaim(ctx, key, token)
+	if errors.Is(err, ledger.ErrClaimLost) {
+		log.InfoContext(ctx, "the sliced partition's claim is gone; not committing", "reason", err.Error())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the claim of %s: %w", key, err)
+	}
+	claim.Generation = plan.Generation
+	log = log.With("run_id", plan.RunID, "attempt", claim.Attempt, "reason", string(claim.Reason))
+	runCtx, cancel := s.runContext(ctx)
+	defer cancel()
+	acct, w, err := s.commitPlan(runCtx, claim, plan, sls, log)
+	ctx, done := finishContext(ctx)
+	defer done()
+	if err != nil {
+		return s.failed(ctx, acct, claim, plan.RunID, err, log)
+	}
+	_ = s.Metrics.Emit(map[string]any{"account": key.AccountID, "dataset": key.Dataset, "day": key.Day.String()},
+		metrics.Metric{Name: "SlicedPartitions", Unit: metrics.Count, Value: 1})
+	return s.finish(ctx, acct, claim, plan.RunID, w, plan.StartedAt, log)
+}
+
+// commitPlan commits the plan's generation for the account as it is now,
+// which must still have the plan's destination.
+func (s *Service) commitPlan(ctx context.Context, claim ledger.Claim, plan ledger.SlicePlan, sls []ledger.Slice, log *slog.Logger) (account.Account, *Written, error) {
+	acct, err := s.Ledger.GetAccount(ctx, claim.AccountID)
+	switch {
+	case err != nil:
+		return acct, nil, fmt.Errorf("account %s: %w", claim.AccountID, err)
+	case !acct.Enabled:
+		return acct, nil, fmt.Errorf("account %s is disabled", claim.AccountID)
+	}
+	if dest, err := s.Exporter.destinationOf(acct); err != nil || dest != plan.Destination {
+		return acct, nil, errors.Join(fmt.Errorf("account %s: its destination changed since the day was planned in slices", claim.AccountID), err)
+	}
+	ds, err := dataset.Get(claim.Dataset)
+	if err != nil {
+		return acct, nil, err
+	}
+	p := Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: plan.RunID}
+	w, err := s.Exporter.CommitSlices(ctx, p, plan, sls, log)
+	return acct, w, err
+}
