@@ -111,6 +111,9 @@ func runBenchChild(spec string) error {
 		Scripts: loadScripts,
 		Config:  ExportConfig{Stage: "bench"},
 		Now:     time.Now,
+		// The fake bucket's owner, as DEPLOYMENT_ACCOUNT_ID is for a bucket
+		// written with daybook's own role: no write goes without one.
+		DeploymentAccountID: buckettest.Owner,
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()

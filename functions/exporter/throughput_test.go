@@ -362,9 +362,10 @@ func runExportChild(tb testing.TB, bin string, c benchChild) benchResult {
 }
 
 // TestBenchChild: the exporter binary with the benchmark's hook
-// (benchchild.go, built only with its tag) still builds, and the hook takes
-// the process over when its variable is set, before the Lambda runtime
-// would start.
+// (benchchild.go, built only with its tag) still builds, the hook takes the
+// process over when its variable is set, before the Lambda runtime would
+// start, and it exports a small day from PostgreSQL as the benchmark's
+// does, so `make bench` cannot break unnoticed.
 func TestBenchChild(t *testing.T) {
 	bin := buildChild(t)
 	cmd := exec.Command(bin)
@@ -373,5 +374,25 @@ func TestBenchChild(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "bench child:") {
 		t.Fatalf("child with a bad spec: %v\n%s", err, out)
+	}
+
+	srv := pgserver.New(t)
+	db, err := sql.Open("pgx", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ddl, err := dataset.SourceDDL(dataset.DialectPostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ddl); err != nil {
+		t.Fatal(err)
+	}
+	acct := benchAccount(3000)
+	loadEvents(t, srv.DSN, acct, 3000)
+	res := runExportChild(t, bin, benchChild{DSN: srv.DSN, Account: acct, Day: benchDay.String()})
+	if in := dayCount(t, db, acct); res.Rows != in || res.Files != 1 || res.Bytes == 0 || res.PeakRSS == 0 || res.CPU <= 0 {
+		t.Fatalf("child export %+v, want the day's %d rows in one file, with its CPU and peak RSS", res, in)
 	}
 }
