@@ -77,7 +77,7 @@ type SliceLedger interface {
 var _ SliceLedger = (*ledger.Ledger)(nil)
 
 // Defaults of ExportConfig.SliceRows and MaxSlices. 200M events rows take
-// about a quarter of a 15-minute run at the measured speed on one vCPU (see
+// about 30% of a 15-minute run at the measured speed on one vCPU (see
 // docs/performance.md), which leaves room for a slower source, a smaller
 // function and an uneven slice.
 const (
