@@ -241,7 +241,8 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logg
 	ctx, done := finishContext(ctx)
 	defer done()
 	if err != nil {
-		return s.failed(ctx, acct, claim, runID, err, log)
+		// A run refused by a fence is not due again before it ends.
+		return s.failedAfter(ctx, acct, claim, runID, err, fenceOf(err), log)
 	}
 	if w.Planned != nil {
 		return nil // the slices export the day, and the last commits it (slices.go)

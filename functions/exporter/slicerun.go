@@ -36,6 +36,24 @@ const minCommitTime = 2 * time.Minute
 // plan may still write into it.
 var errSliceRunning = errors.New("a slice of an earlier attempt may still be writing into the partition")
 
+// fenced is errSliceRunning with the end of the fence: the refused run's
+// next attempt is not due before it.
+type fenced struct{ until time.Time }
+
+func (f fenced) Error() string {
+	return fmt.Sprintf("%v until its lease ends at %s", errSliceRunning, f.until.UTC().Format(time.RFC3339))
+}
+func (f fenced) Unwrap() error { return errSliceRunning }
+
+// fenceOf is the end of the fence err carries, zero for any other error.
+func fenceOf(err error) time.Time {
+	var f fenced
+	if errors.As(err, &f) {
+		return f.until
+	}
+	return time.Time{}
+}
+
 // planSlices records the plan and sends one message per slice to the
 // exporter's queue. A failure leaves the partition's run to fail: its
 // slices then find the claim gone and stop.
@@ -94,7 +112,7 @@ func (s *Service) fenceSlices(ctx context.Context, claim ledger.Claim) error {
 		return fmt.Errorf("read the slices of %s: %w", claim.Key, err)
 	}
 	if !until.IsZero() {
-		return fmt.Errorf("%w until its lease ends at %s", errSliceRunning, until.UTC().Format(time.RFC3339))
+		return fenced{until: until}
 	}
 	return nil
 }

@@ -405,8 +405,8 @@ func TestFailedSlicedDayWaitsForItsSlices(t *testing.T) {
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.row("events", testDay); r.State != ledger.StateFailed || !strings.Contains(r.LastError, "may still be writing") {
-		t.Fatalf("manual re-export while a slice runs: %s, %q", r.State, r.LastError)
+	if r := e.row("events", testDay); r.State != ledger.StateFailed || !strings.Contains(r.LastError, "may still be writing") || r.NextAttemptAt.Before(running.LeaseUntil) {
+		t.Fatalf("manual re-export while a slice runs: %s, %q, next attempt %s; want failed, not due before %s", r.State, r.LastError, r.NextAttemptAt, running.LeaseUntil)
 	}
 	if n := e.faults.Count(buckettest.OpPut) + e.faults.Count(buckettest.OpDelete) - writes; n > 1 { // the delivery manifest
 		t.Errorf("the refused run wrote %d objects", n)
