@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +60,9 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		} else {
 			fmt.Fprintln(w, describe(*res.Current))
 		}
+		if err := printSlices(w, res.Slices); err != nil {
+			return err
+		}
 		if len(res.Attempts) == 0 {
 			_, err := fmt.Fprintln(w, "no attempts recorded")
 			return err
@@ -77,4 +81,28 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		return tw.Flush()
 	}
 	return c
+}
+
+// printSlices shows the running attempt's slices, if it exports the day in
+// slices.
+func printSlices(w io.Writer, p *ops.SliceProgress) error {
+	if p == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "in slices since %s: %d of %d in (%d rows), generation %d, %d rows expected\n\n",
+		p.Planned, p.Completed, len(p.Slices), p.Rows, p.Generation, p.Expected)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "SLICE\tSTATE\tATTEMPTS\tROWS\tBYTES\tLEASE UNTIL\tERROR")
+	for _, sl := range p.Slices {
+		rows, size := "-", "-"
+		if sl.State == string(ledger.StateCompleted) {
+			rows, size = fmt.Sprint(sl.Rows), humanBytes(sl.Bytes)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", sl.Slice, sl.State, sl.Attempts, rows, size, cmp.Or(sl.LeaseUntil, "-"), sl.Error)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
 }

@@ -261,3 +261,65 @@ func TestHistoryCommand(t *testing.T) {
 		t.Errorf("a day without a row: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// TestHistoryShowsSlices: a day running in slices shows each slice's state
+// in `daybook history`, read from the ledger's slice items.
+func TestHistoryShowsSlices(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	acct := s.newAccount(t, nil)
+	day := civil.MustParse("2026-11-20")
+	key := ledger.Key{AccountID: acct.ID, Dataset: "events", Day: day}
+	now := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
+	l, err := ledger.New(ledgerClient(s), ledger.Config{Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Materialize(ctx, acct.ID, "events", day, day); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Claim(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = l.Start(ctx, key, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PlanSlices(ctx, ledger.SlicePlan{Key: key, Token: c.Token, Generation: 1, Slices: 3, RunID: "run_x", StartedAt: now, ExpectedRows: 450_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	s0, err := l.StartSlice(ctx, key, c.Token, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CompleteSlice(ctx, key, c.Token, 0, s0.RunToken, ledger.SliceResult{Rows: 150_000_000, Bytes: 5 << 30, Files: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := l.StartSlice(ctx, key, c.Token, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.FailSlice(ctx, key, c.Token, 1, s1.RunToken, errors.New("source unavailable: connection reset")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartSlice(ctx, key, c.Token, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	a, _, _ := testApp(t)
+	r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20")
+	for _, want := range []string{
+		"in slices since 2026-11-21T02:00:00Z: 1 of 3 in (150000000 rows), generation 1, 450000000 rows expected",
+		"SLICE", "completed", "5.0 GiB", "failed", "source unavailable: connection reset", "running", "2026-11-21T02:20:00Z",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("history lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20", "-o", "json")
+	var h historyOut
+	if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || h.Slices == nil || len(h.Slices.Slices) != 3 || h.Slices.Completed != 1 ||
+		h.Slices.Slices[1].State != "failed" || h.Slices.Slices[2].State != "running" {
+		t.Errorf("json history slices %+v (%v)\n%s", h.Slices, err, r.stdout)
+	}
+}

@@ -38,11 +38,14 @@ type fakeLedger struct {
 	accounts map[string]account.Account
 	rows     map[ledger.Key]ledger.Row
 	history  map[ledger.Key][]ledger.Attempt
+	plans    map[ledger.Key]ledger.SlicePlan // days running in slices
+	slices   map[ledger.Key][]ledger.Slice
 	failList error // List fails with it
 }
 
 func newFakeLedger() *fakeLedger {
-	return &fakeLedger{accounts: map[string]account.Account{}, rows: map[ledger.Key]ledger.Row{}, history: map[ledger.Key][]ledger.Attempt{}}
+	return &fakeLedger{accounts: map[string]account.Account{}, rows: map[ledger.Key]ledger.Row{}, history: map[ledger.Key][]ledger.Attempt{},
+		plans: map[ledger.Key]ledger.SlicePlan{}, slices: map[ledger.Key][]ledger.Slice{}}
 }
 
 func (f *fakeLedger) ListAccounts(context.Context) ([]account.Account, error) {
@@ -300,3 +303,13 @@ func cloneValues(v url.Values) url.Values {
 var _ io.Reader = (*rand.ChaCha8)(nil)
 
 func readCloser(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
+
+func (f *fakeLedger) SlicesOf(_ context.Context, k ledger.Key) (ledger.SlicePlan, []ledger.Slice, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.plans[k]
+	if !ok {
+		return ledger.SlicePlan{}, nil, ledger.ErrNotFound
+	}
+	return p, f.slices[k], nil
+}

@@ -6,8 +6,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 // order returns the positions of subs in s (-1 when absent).
@@ -289,5 +292,38 @@ func TestPartitionPageRefusesBadInput(t *testing.T) {
 		if res := f.get(tt.path); res.code != tt.code || !strings.Contains(res.body, tt.want) {
 			t.Errorf("%s: status %d, want %d saying %q\n%s", tt.path, res.code, tt.code, tt.want, res.body)
 		}
+	}
+}
+
+// TestPartitionPageShowsSlices: a day running in slices shows each slice's
+// state; the plan of an earlier claim is not shown.
+func TestPartitionPageShowsSlices(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	day := civil.MustParse("2026-11-28")
+	key := ledger.Key{AccountID: troubled, Dataset: "events", Day: day}
+	f.ledger.mu.Lock()
+	row := f.ledger.rows[key]
+	row.Key, row.State, row.ClaimToken, row.LeaseUntil = key, ledger.StateRunning, "tok", testNow.Add(time.Hour)
+	f.ledger.rows[key] = row
+	f.ledger.plans[key] = ledger.SlicePlan{Key: key, Token: "tok", Generation: 1, Slices: 2, StartedAt: testNow.Add(-time.Hour), ExpectedRows: 400_000_000}
+	f.ledger.slices[key] = []ledger.Slice{
+		{Key: key, Index: 0, Token: "tok", State: ledger.StateCompleted, Attempts: 1, Rows: 200_000_000, Bytes: 7 << 30},
+		{Key: key, Index: 1, Token: "tok", State: ledger.StateFailed, Attempts: 2, LastError: "source unavailable: reset"},
+	}
+	f.ledger.mu.Unlock()
+	res := f.get("/accounts/" + troubled + "/partitions/events/2026-11-28")
+	if res.code != http.StatusOK {
+		t.Fatalf("status %d\n%s", res.code, res.body)
+	}
+	wantContains(t, res.body, "This attempt exports the day in 2 slices", "400,000,000 rows", "<strong>1 of 2 in</strong> (200,000,000 rows)",
+		`<span class="outcome o-failed">failed</span>`, "source unavailable: reset", "7.0 GiB")
+
+	f.ledger.mu.Lock()
+	row.ClaimToken = "newer"
+	f.ledger.rows[key] = row
+	f.ledger.mu.Unlock()
+	if res := f.get("/accounts/" + troubled + "/partitions/events/2026-11-28"); strings.Contains(res.body, "Slices</h2>") {
+		t.Error("the slices of an earlier claim are shown")
 	}
 }

@@ -19,6 +19,9 @@ type Reader interface {
 	List(ctx context.Context, accountID, dataset string, from, to civil.Date) ([]ledger.Row, error)
 	Get(ctx context.Context, key ledger.Key) (ledger.Row, error)
 	History(ctx context.Context, key ledger.Key) ([]ledger.Attempt, error)
+	// SlicesOf reads the plan of a day exported in slices, or
+	// ledger.ErrNotFound.
+	SlicesOf(ctx context.Context, key ledger.Key) (ledger.SlicePlan, []ledger.Slice, error)
 }
 
 var _ Reader = (*ledger.Ledger)(nil)

@@ -32,6 +32,60 @@ type PartitionHistory struct {
 	Day      string    `json:"day"`
 	Current  *Day      `json:"current,omitempty"`
 	Attempts []Attempt `json:"attempts"`
+	// Slices is the progress of the running attempt when it exports the
+	// day in slices.
+	Slices *SliceProgress `json:"slices,omitempty"`
+}
+
+// SliceProgress is a running attempt's slices: how many are in and each
+// one's state.
+type SliceProgress struct {
+	Generation int64         `json:"generation"`
+	Planned    string        `json:"planned"`
+	Expected   int64         `json:"expected_rows"`
+	Completed  int           `json:"completed"`
+	Rows       int64         `json:"rows"`
+	Slices     []SliceStatus `json:"slices"`
+}
+
+// SliceStatus is one slice of a running attempt.
+type SliceStatus struct {
+	Slice      int    `json:"slice"`
+	State      string `json:"state"`
+	Attempts   int    `json:"attempts"`
+	Rows       int64  `json:"rows,omitempty"`
+	Bytes      int64  `json:"bytes,omitempty"`
+	LeaseUntil string `json:"lease_until,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// slicesOf is the progress of the plan of the row's running claim, nil when
+// the row does not run in slices.
+func slicesOf(ctx context.Context, r Reader, row ledger.Row) (*SliceProgress, error) {
+	if row.State != ledger.StateRunning {
+		return nil, nil
+	}
+	plan, sls, err := r.SlicesOf(ctx, row.Key)
+	if errors.Is(err, ledger.ErrNotFound) || (err == nil && plan.Token != row.ClaimToken) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &SliceProgress{Generation: plan.Generation, Planned: FormatTime(plan.StartedAt), Expected: plan.ExpectedRows, Slices: []SliceStatus{}}
+	for _, sl := range sls {
+		st := SliceStatus{Slice: sl.Index, State: string(sl.State), Attempts: sl.Attempts, Error: sl.LastError}
+		switch sl.State {
+		case ledger.StateCompleted:
+			p.Completed++
+			p.Rows += sl.Rows
+			st.Rows, st.Bytes = sl.Rows, sl.Bytes
+		case ledger.StateRunning:
+			st.LeaseUntil = FormatTime(sl.LeaseUntil)
+		}
+		p.Slices = append(p.Slices, st)
+	}
+	return p, nil
 }
 
 // LastFailure is the newest attempt that did not complete, if any.
@@ -53,6 +107,9 @@ func History(ctx context.Context, r Reader, key ledger.Key, now time.Time) (Part
 	case err == nil:
 		cur := DayOf(row, now)
 		res.Current = &cur
+		if res.Slices, err = slicesOf(ctx, r, row); err != nil {
+			return res, err
+		}
 	case !errors.Is(err, ledger.ErrNotFound):
 		return res, err
 	}

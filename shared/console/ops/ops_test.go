@@ -290,3 +290,7 @@ func TestSetEnabled(t *testing.T) {
 		t.Errorf("unknown account: %v", err)
 	}
 }
+
+func (r *reader) SlicesOf(_ context.Context, k ledger.Key) (ledger.SlicePlan, []ledger.Slice, error) {
+	return ledger.SlicePlan{}, nil, ledger.ErrNotFound
+}
