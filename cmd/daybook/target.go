@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/envvar"
@@ -102,7 +103,7 @@ type deployment struct {
 // local reports whether the deployment is on this machine (its endpoint is
 // a loopback address: the stack `make local-up` runs in moto).
 func (d *deployment) local() bool {
-	_, _, ok := loopbackEndpoint(d.endpoint)
+	_, _, ok := awsclient.Loopback(d.endpoint)
 	return ok
 }
 
@@ -260,7 +261,7 @@ func (a *app) probe(ctx context.Context, endpoint string) error {
 	if u, err := url.Parse(endpoint); err != nil || u.Host == "" {
 		return fmt.Errorf("endpoint %q is not a URL", endpoint)
 	}
-	host, port, ok := loopbackEndpoint(endpoint)
+	host, port, ok := awsclient.Loopback(endpoint)
 	if !ok {
 		return nil
 	}
@@ -271,28 +272,6 @@ func (a *app) probe(ctx context.Context, endpoint string) error {
 		return fmt.Errorf("%w (nothing answers at %s)", errLocalDown, endpoint)
 	}
 	return c.Close()
-}
-
-// loopbackEndpoint returns the host and port of an endpoint URL on a
-// loopback address (localhost, 127.0.0.0/8, ::1); ok is false for any other
-// endpoint, or none.
-func loopbackEndpoint(endpoint string) (host, port string, ok bool) {
-	u, err := url.Parse(endpoint)
-	if endpoint == "" || err != nil || u.Host == "" {
-		return "", "", false
-	}
-	host = u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", "", false
-	}
-	port = u.Port()
-	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
-			port = "80"
-		}
-	}
-	return host, port, true
 }
 
 func where(region, profile string) string {

@@ -56,14 +56,28 @@ func NewS3(cfg aws.Config, opts ...func(*s3.Options)) *s3.Client {
 // endpoint be on a loopback address (netguard.Policy.AllowLoopback).
 func Local(lookup func(string) (string, bool)) bool {
 	v, _ := lookup("AWS_ENDPOINT_URL")
-	u, err := url.Parse(v)
-	if v == "" || err != nil || u.Host == "" {
-		return false
+	_, _, ok := Loopback(v)
+	return ok
+}
+
+// Loopback reports whether endpoint (a URL) is on this machine, localhost or
+// a loopback address, and its host and port (the scheme's when it names
+// none).
+func Loopback(endpoint string) (host, port string, ok bool) {
+	u, err := url.Parse(endpoint)
+	if endpoint == "" || err != nil || u.Host == "" {
+		return "", "", false
 	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
+	host = u.Hostname()
+	if ip, err := netip.ParseAddr(host); host != "localhost" && (err != nil || !ip.IsLoopback()) {
+		return "", "", false
 	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	port = u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443"}[u.Scheme]
+		if port == "" {
+			port = "80"
+		}
+	}
+	return host, port, true
 }
