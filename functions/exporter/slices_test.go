@@ -40,8 +40,11 @@ func slicedEnv(t *testing.T, sliceRows int64) (*env, string) {
 	return e, e.svc.QueueURL
 }
 
-// receive takes every visible message off queue, by slice number.
-func (e *env) receive(queue string) map[int]string {
+// receive takes every visible message off queue, by slice number. A message
+// whose body is one of skip is dropped: a failed slice's retry, sent with a
+// delay of real seconds, becomes visible whenever those have passed, which
+// a test that has already delivered the retry itself must not depend on.
+func (e *env) receive(queue string, skip ...string) map[int]string {
 	e.t.Helper()
 	got := map[int]string{}
 	for {
@@ -60,7 +63,9 @@ func (e *env) receive(queue string) map[int]string {
 			if _, dup := got[msg.Slice.Slice]; dup {
 				e.t.Errorf("slice %d was sent twice", msg.Slice.Slice)
 			}
-			got[msg.Slice.Slice] = aws.ToString(m.Body)
+			if !slices.Contains(skip, aws.ToString(m.Body)) {
+				got[msg.Slice.Slice] = aws.ToString(m.Body)
+			}
 			if _, err := e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &queue, ReceiptHandle: m.ReceiptHandle}); err != nil {
 				e.t.Fatal(err)
 			}
@@ -219,7 +224,7 @@ func TestSlicedDayCommitsOnceWithACrashedSlice(t *testing.T) {
 	if n := e.faults.Calls(buckettest.OpPut, pp+layout.SuccessName); n != puts {
 		t.Errorf("redelivered slices wrote _SUCCESS %d more times", n-puts)
 	}
-	if again := e.receive(queue); len(again) != 0 {
+	if again := e.receive(queue, bodies[1]); len(again) != 0 {
 		t.Errorf("redelivered slices sent %d messages", len(again))
 	}
 }
@@ -416,7 +421,7 @@ func TestFailedSlicedDayWaitsForItsSlices(t *testing.T) {
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}
-	bodies = e.receive(queue)
+	bodies = e.receive(queue, bodies[1]) // the failed plan's delayed retries of slice 1
 	if len(bodies) != 3 {
 		t.Fatalf("the re-export planned %d slices", len(bodies))
 	}
