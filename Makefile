@@ -116,12 +116,14 @@ $(FLEET_DYNALITE): bench/fleet/package.json bench/fleet/package-lock.json
 
 # The full fault run: SIGKILLed exporters, duplicate deliveries, concurrent sweeps, S3 errors and
 # lost responses, then every invariant checked (shared/devkit/chaos). Not part of `make test`, which
-# runs only its short version. CHAOS_SEED and CHAOS_KILLS override the defaults.
+# runs only its short versions (one of them with the big day in slices). CHAOS_SEED, CHAOS_KILLS and
+# CHAOS_SLICE_ROWS (the big day is exported in slices above it; 0: none) override the defaults.
 CHAOS_SEED  ?=
 CHAOS_KILLS ?=
+CHAOS_SLICE_ROWS ?=
 .PHONY: chaos
 chaos: tools build ## fault-injection run of the whole local pipeline (minutes); prints the faults and the checks
-	DAYBOOK_CHAOS=1 DAYBOOK_CHAOS_BIN=$(CURDIR)/$(LOCAL)/bin DAYBOOK_CHAOS_SEED=$(CHAOS_SEED) DAYBOOK_CHAOS_KILLS=$(CHAOS_KILLS) \
+	DAYBOOK_CHAOS=1 DAYBOOK_CHAOS_BIN=$(CURDIR)/$(LOCAL)/bin DAYBOOK_CHAOS_SEED=$(CHAOS_SEED) DAYBOOK_CHAOS_KILLS=$(CHAOS_KILLS) DAYBOOK_CHAOS_SLICE_ROWS=$(CHAOS_SLICE_ROWS) \
 	  $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' -v ./shared/devkit/chaos/
 
 # FLEET_BENCH_SIZES=100,1000 runs the fleet benchmark on fewer accounts.

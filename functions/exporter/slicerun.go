@@ -127,9 +127,12 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 		// A second delivery. The run that completed it may have stopped
 		// before the commit: try it.
 		return s.commitSlices(ctx, key, m, log)
-	case errors.Is(err, ledger.ErrClaimLost), errors.Is(err, ledger.ErrConflict):
-		log.InfoContext(ctx, "slice is running, or its plan is gone; dropping this delivery", "reason", err.Error())
+	case errors.Is(err, ledger.ErrConflict):
+		log.InfoContext(ctx, "slice is running; dropping this delivery", "reason", err.Error())
 		return nil
+	case errors.Is(err, ledger.ErrClaimLost):
+		log.InfoContext(ctx, "the slice's plan is gone; dropping this delivery", "reason", err.Error())
+		return s.settle(ctx, key, log)
 	case errors.Is(err, ledger.ErrExhausted):
 		// Its run died on the last attempt.
 		return s.failSliced(ctx, key, m.ClaimToken, err, log)
@@ -242,7 +245,7 @@ func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, 
 	claim, err := s.Ledger.HeldClaim(ctx, key, token)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.InfoContext(ctx, "the sliced partition's claim is gone; nothing to fail", "reason", err.Error())
-		return nil
+		return s.settle(ctx, key, log)
 	}
 	if err != nil {
 		return fmt.Errorf("read the claim of %s: %w", key, err)
@@ -260,9 +263,19 @@ func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, 
 
 // commitSlices commits the partition when every slice of its plan is
 // completed, from the one run that claims the commit; with too little of
-// the invocation left it hands the commit to a fresh one.
+// the invocation left it hands the commit to a fresh one. A partition that
+// has settled meanwhile gets its delivery manifest rewritten (settle).
 func (s *Service) commitSlices(ctx context.Context, key ledger.Key, m jobs.Slice, log *slog.Logger) error {
 	token := m.ClaimToken
+	claim, err := s.Ledger.HeldClaim(ctx, key, token)
+	if errors.Is(err, ledger.ErrClaimLost) {
+		// Committed, failed or taken over: the run that settled it may have
+		// stopped before the day's delivery manifest.
+		return s.settle(ctx, key, log)
+	}
+	if err != nil {
+		return fmt.Errorf("read the claim of %s: %w", key, err)
+	}
 	plan, sls, err := s.Ledger.SlicesOf(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
@@ -288,14 +301,6 @@ func (s *Service) commitSlices(ctx context.Context, key ledger.Key, m jobs.Slice
 			return nil
 		}
 		return fmt.Errorf("claim the commit of %s: %w", key, err)
-	}
-	claim, err := s.Ledger.HeldClaim(ctx, key, token)
-	if errors.Is(err, ledger.ErrClaimLost) {
-		log.InfoContext(ctx, "the sliced partition's claim is gone; not committing", "reason", err.Error())
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read the claim of %s: %w", key, err)
 	}
 	claim.Generation = plan.Generation
 	log = log.With("run_id", plan.RunID, "attempt", claim.Attempt, "reason", string(claim.Reason))
@@ -332,4 +337,33 @@ func (s *Service) commitPlan(ctx context.Context, claim ledger.Claim, plan ledge
 	p := Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: plan.RunID}
 	w, err := s.Exporter.CommitSlices(ctx, p, plan, sls, log)
 	return acct, w, err
+}
+
+// settle rewrites the day's delivery manifest when the partition of a
+// slice message has settled (not running): the run that committed or failed
+// it may have stopped before writing it, and no later message would, so the
+// message of any of its slices coming back makes the manifest converge, as
+// a job's does (notStarted).
+func (s *Service) settle(ctx context.Context, key ledger.Key, log *slog.Logger) error {
+	row, err := s.Ledger.Get(ctx, key)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	if row.State == ledger.StateRunning {
+		return nil // a newer claim runs it, and writes the manifest when it ends
+	}
+	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get account %s: %w", key.AccountID, err)
+	}
+	if !acct.Enabled {
+		return nil
+	}
+	return s.writeDelivery(ctx, acct, key.Day, log)
 }

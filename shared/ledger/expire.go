@@ -11,7 +11,8 @@ import (
 )
 
 // ExpireClaim ends the lease of the claim with token now, as if it had run
-// out: the row stays running under that claim, and the next sweep may
+// out, and those of the running slices of its plan if it exports the day in
+// slices: the row stays running under that claim, and the next sweep may
 // reclaim it as a dead claim (L3), attempts counted as for any dead claim.
 // It is for a claim whose exporter is known to be dead (a fault-injection
 // run that killed it, or an operator who saw the Lambda die), never for a
@@ -33,7 +34,32 @@ func (l *Ledger) ExpireClaim(ctx context.Context, key Key, token string) error {
 	if err != nil {
 		return err
 	}
+	// The claim's slices died with it: their leases end too, or they would
+	// fence the next run out of the partition until they ran out.
+	if err := l.expireSlices(ctx, key, token, past); err != nil {
+		return err
+	}
 	// The dead claim is due now: wake the account, as every transition that
 	// leaves work due does, or no sweep would read it before the old lease end.
 	return l.Wake(ctx, key.AccountID, now)
+}
+
+// expireSlices ends the lease of every running slice of the claim's plan,
+// each conditional on its run token, so a run that took one over meanwhile
+// keeps it.
+func (l *Ledger) expireSlices(ctx context.Context, key Key, token string, past time.Time) error {
+	_, sls, err := l.sliceItems(ctx, key)
+	if err != nil {
+		return err
+	}
+	for _, sl := range sls {
+		if sl.Token != token || sl.State != StateRunning || sl.LeaseUntil.Before(past) {
+			continue
+		}
+		upd := expression.Set(name(attrLeaseUntil), val(fmtTime(past))).Set(name(attrUpdatedAt), val(fmtTime(l.now())))
+		if _, err := l.update(ctx, sliceKey(key, sl.Index), upd, holdsSlice(token, sl.RunToken), types.ReturnValueNone); err != nil && !errors.Is(err, errCondition) {
+			return err
+		}
+	}
+	return nil
 }

@@ -91,7 +91,7 @@ const (
 	attrSliceFiles       = "slice_files"        // slice items: the completed slice's files
 
 	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
-	// DynamoDB TTL reads: history items and export-stats buckets carry it.
+	// DynamoDB TTL reads: history items, export-stats buckets and slice items carry it.
 	AttrExpiresAt = "expires_at"
 )
 

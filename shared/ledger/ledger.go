@@ -92,7 +92,7 @@
 //	NoteCommitted   running (token), generation above
 //	                the stored and the noted one      -> generation_reserved = generation (claims number above it)
 //	                running (token), not above        -> ErrConflict
-//	ExpireClaim     running (token)                   -> lease_until in the past (a claim known dead is reclaimable now)
+//	ExpireClaim     running (token)                   -> lease_until in the past (a claim known dead is reclaimable now; its slices' too)
 //	Release         running (token), not started      -> previous due state (a reclaimed dead claim: failed, due now)
 //	                started                           -> ErrClaimLost (the job got through; row untouched)
 //	Complete        running (token)                   -> completed, generation = res.Generation or +1

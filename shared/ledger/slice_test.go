@@ -208,3 +208,30 @@ func TestFailAfter(t *testing.T) {
 		t.Fatalf("claim after the fence: %v", err)
 	}
 }
+
+// TestExpireClaimEndsItsSlices: a claim known dead takes its running
+// slices with it, so they fence no later run.
+func TestExpireClaimEndsItsSlices(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	c := startedPartition(t, l, "e")
+	if err := l.PlanSlices(ctx, SlicePlan{Key: c.Key, Token: c.Token, Generation: c.Generation, Slices: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StartSlice(ctx, c.Key, c.Token, 0); err != nil {
+		t.Fatal(err)
+	}
+	if until, _ := l.SliceFence(ctx, c.Key, ""); until.IsZero() {
+		t.Fatal("a running slice sets no fence")
+	}
+	if err := l.ExpireClaim(ctx, c.Key, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	if until, err := l.SliceFence(ctx, c.Key, ""); err != nil || !until.IsZero() {
+		t.Fatalf("fence after ExpireClaim: %s, %v; want none", until, err)
+	}
+	if _, err := l.Claim(ctx, c.Key, ReasonRetry); err != nil {
+		t.Fatalf("claim after ExpireClaim: %v", err)
+	}
+}

@@ -126,7 +126,7 @@ func buildBootstraps(t *testing.T) string {
 	return dir
 }
 
-func run(t *testing.T, o Options) {
+func run(t *testing.T, o Options) *Report {
 	t.Helper()
 	o.Dir, o.BinDir, o.Template, o.Log = t.TempDir(), buildBootstraps(t), "../../../template.yaml", t.Output()
 	rep, err := Run(t.Context(), o)
@@ -147,6 +147,7 @@ func run(t *testing.T, o Options) {
 	if rep.Kills < o.Kills || rep.Checked.Partitions == 0 || rep.Checked.Commits < rep.Checked.Partitions {
 		t.Fatalf("the run did not do what it was asked: %d kills, %d partitions checked, %d commits", rep.Kills, rep.Checked.Partitions, rep.Checked.Commits)
 	}
+	return rep
 }
 
 // TestChaosShort is a small seeded run in the normal test suite: a few
@@ -157,6 +158,19 @@ func TestChaosShort(t *testing.T) {
 	run(t, Options{Seed: 11, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, Reexports: 8, Duplicate: 0.15,
 		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01, CreateDrop: 0.5, DeliveryKill: 0.15}, SelfTest: true})
 	t.Logf("short chaos run: %s", time.Since(start).Round(time.Second))
+}
+
+// TestChaosSliced is the short run with the big day exported in 3 slices:
+// slice runs killed, failed, delivered twice, their commit raced, and the
+// same invariants checked.
+func TestChaosSliced(t *testing.T) {
+	start := time.Now()
+	rep := run(t, Options{Seed: 12, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, SliceRows: 2000, Reexports: 8, Duplicate: 0.15,
+		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01, CreateDrop: 0.5, DeliveryKill: 0.15}})
+	if rep.Checked.Sliced == 0 {
+		t.Fatal("no partition was committed in slices")
+	}
+	t.Logf("sliced chaos run: %s", time.Since(start).Round(time.Second))
 }
 
 // TestChaos is the full run `make chaos` starts (DAYBOOK_CHAOS=1), with
@@ -180,5 +194,14 @@ func TestChaos(t *testing.T) {
 		}
 		o.Kills = n
 	}
-	run(t, o)
+	if s := os.Getenv("DAYBOOK_CHAOS_SLICE_ROWS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			t.Fatalf("DAYBOOK_CHAOS_SLICE_ROWS=%q: want a number of rows (0: no slices)", s)
+		}
+		o.SliceRows = n
+	}
+	if rep := run(t, o); o.SliceRows > 0 && rep.Checked.Sliced == 0 {
+		t.Fatal("no partition was committed in slices")
+	}
 }

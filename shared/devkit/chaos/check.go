@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strings"
 
@@ -131,7 +132,9 @@ func (p *pipeline) checkPartition(ctx context.Context, a account.Account, r ledg
 		return err
 	}
 	var got []string
+	sliced := false
 	count := func(key string, data []byte) (int64, error) {
+		sliced = sliced || strings.HasPrefix(path.Base(key), layout.DataPrefix+"s")
 		keys, err := fileKeys(ds, key, data)
 		got = append(got, keys...)
 		return int64(len(keys)), err
@@ -161,6 +164,9 @@ func (p *pipeline) checkPartition(ctx context.Context, a account.Account, r ledg
 	}
 	p.rep.Checked.Files += rep.Files
 	p.rep.Checked.Rows += int64(len(got))
+	if sliced {
+		p.rep.Checked.Sliced++
+	}
 	return nil
 }
 

@@ -72,6 +72,10 @@ type Options struct {
 	// multipart parts (and re-exported every round while kills are short).
 	EventsPerDay int
 	BigRows      int
+	// SliceRows is the exporter's SLICE_ROWS: days with more rows are
+	// exported in slices, each slice's run as exposed to the faults as any
+	// run. Zero leaves the deployment's default (no demo day is sliced).
+	SliceRows int
 	Dir          string // logs and the source; required
 	BinDir       string // <LogicalId>/bootstrap host builds (make build); required
 	Template     string // template.yaml; required
@@ -84,7 +88,7 @@ type Options struct {
 // Defaults are the full run's settings.
 var Defaults = Options{
 	Seed: 20261201, Kills: 200, Rates: Rates{Kill: 0.03, Error: 0.02, Reset: 0.01, Drop: 0.02, Outage: 0.004, CreateDrop: 0.3, DeliveryKill: 0.1},
-	Duplicate: 0.1, Reexports: 24, MaxRounds: 150, Exporters: 2, Days: 6, EventsPerDay: 40, BigRows: 5000,
+	Duplicate: 0.1, Reexports: 24, MaxRounds: 150, Exporters: 2, Days: 6, EventsPerDay: 40, BigRows: 5000, SliceRows: 2000,
 }
 
 func (o *Options) defaults() {
@@ -296,6 +300,9 @@ func (p *pipeline) up(ctx context.Context) error {
 	extra := map[string]string{"SOURCE_DSN": "file:" + abs + "?mode=ro", "AWS_ENDPOINT_URL_DYNAMODB": dyn.URL(),
 		// Multipart from 5 MiB, so the big day's file is uploaded in parts.
 		"PART_SIZE_BYTES": fmt.Sprint(5 << 20)}
+	if p.o.SliceRows > 0 {
+		extra["SLICE_ROWS"] = fmt.Sprint(p.o.SliceRows)
+	}
 	for _, kv := range srv.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		extra[k] = v

@@ -35,6 +35,7 @@ type Report struct {
 // Checked counts what the invariant check covered.
 type Checked struct {
 	Partitions  int   // completed partitions verified
+	Sliced      int   // of them, committed in slices
 	Files       int   // data files read back
 	Rows        int64 // rows read back and matched to the source
 	Generations int   // committed generations (distinct _SUCCESS) seen
@@ -76,8 +77,8 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "  %d faults injected (%d kills) in %d S3 requests\n", t, r.Kills, total-t)
 	c := r.Checked
-	fmt.Fprintf(w, "  checked: %d partitions, %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
-		c.Partitions, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.Settled, c.Buckets)
+	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
+		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.Settled, c.Buckets)
 	if r.SelfTest > 0 {
 		fmt.Fprintf(w, "  self-test: the check reported each of %d deliberate breaks made after the run\n", r.SelfTest)
 	}
