@@ -488,3 +488,29 @@ func TestSliceOfAChangedDestinationFailsThePlan(t *testing.T) {
 		t.Fatalf("after the slice: %s, %q; want the attempt failed", r.State, r.LastError)
 	}
 }
+
+// TestSliceRedeliveryWritesTheDeliveryManifest: the run that committed the
+// day failed to write its delivery manifest; the redelivery of its slice's
+// message writes it, as a job's redelivery does.
+func TestSliceRedeliveryWritesTheDeliveryManifest(t *testing.T) {
+	e, queue := slicedEnv(t, 1000)
+	e.insert("events", genRows("events", testDay, 2000)...)
+	c, bodies := e.planned(queue, 2)
+	if err := e.process(bodies[0]); err != nil {
+		t.Fatal(err)
+	}
+	delivery := layout.DeliveryManifestKey(e.prefix, testDay)
+	e.failOnce(func(call buckettest.Call) bool { return call.Op == buckettest.OpPut && call.Key == delivery })
+	if err := e.process(bodies[1]); err == nil {
+		t.Fatal("a delivery manifest that was not written must bring the message back")
+	}
+	if e.get(delivery) != nil {
+		t.Fatal("the delivery manifest exists after its write failed")
+	}
+	if err := e.process(bodies[1]); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.delivery(testDay); !d.Complete || len(d.DatasetsDelivered) != 1 || d.DatasetsDelivered[0].Generation != c.Generation {
+		t.Errorf("delivery manifest after the redelivery: %+v", d)
+	}
+}
