@@ -76,10 +76,10 @@ type Options struct {
 	// exported in slices, each slice's run as exposed to the faults as any
 	// run. Zero leaves the deployment's default (no demo day is sliced).
 	SliceRows int
-	Dir          string // logs and the source; required
-	BinDir       string // <LogicalId>/bootstrap host builds (make build); required
-	Template     string // template.yaml; required
-	Log          io.Writer
+	Dir       string // logs and the source; required
+	BinDir    string // <LogicalId>/bootstrap host builds (make build); required
+	Template  string // template.yaml; required
+	Log       io.Writer
 	// SelfTest, after the check, breaks the delivered data once per
 	// invariant and checks again, failing the run unless each is reported.
 	SelfTest bool
