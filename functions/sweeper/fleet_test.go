@@ -77,7 +77,11 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 			// As a sweep leaves an account with nothing due before tomorrow.
 			w := ledger.Woken{ID: a.ID, Seq: 1}
 			if ok, err := l.SetNextWake(ctx, w, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
-				t.Fatalf("idle %s: %v %v", a.ID, ok, err)
+				// Seen once in a full run, never alone: say what the
+				// account record held, for the next one to look at.
+				db, table := rawDB(t)
+				item, gerr := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: accountKey(a.ID), ConsistentRead: aws.Bool(true)})
+				t.Fatalf("idle %s: SetNextWake = %v, %v; the account record: %v (%v)", a.ID, ok, err, item, gerr)
 			}
 			accts = append(accts, a)
 		}
