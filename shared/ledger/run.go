@@ -46,8 +46,14 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 	if err != nil {
 		return Claim{}, err
 	}
-	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.nextGeneration(), Reason: cmp.Or(row.Reason, ReasonScheduled),
-		ClaimedAt: row.ClaimedAt, LeaseUntil: lease, Prev: row}, nil
+	return row.started(token), nil
+}
+
+// started is the claim token holds on a started row, as the run sees it:
+// the attempt it counts, the generation it will commit, its reason.
+func (r Row) started(token string) Claim {
+	return Claim{Key: r.Key, Token: token, Attempt: r.Attempts, Generation: r.nextGeneration(), Reason: cmp.Or(r.Reason, ReasonScheduled),
+		ClaimedAt: r.ClaimedAt, LeaseUntil: r.LeaseUntil, Prev: r}
 }
 
 // NoteCommitted records a generation found committed in the bucket that the

@@ -312,16 +312,34 @@ func (p SlicePlan) Done(sls []Slice) bool {
 	return true
 }
 
+// decodeSlice reads a slice item's stored form and its partition key;
+// every malformed value is an error naming the attribute (decodeItem).
 func decodeSlice(item map[string]types.AttributeValue) (sliceRecord, Key, error) {
-	var r sliceRecord
-	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-		return r, Key{}, fmt.Errorf("%w: slice item: %v", ErrMalformed, err)
+	r, err := decodeItem[sliceRecord](item)
+	if err != nil {
+		return r, Key{}, err
 	}
 	day, err := civil.Parse(r.Day)
 	if err != nil {
-		return r, Key{}, fmt.Errorf("%w: slice item %s/%s: %v", ErrMalformed, r.PK, r.SK, err)
+		return r, Key{}, malformed(item, attrDay, strconv.Quote(r.Day), err)
 	}
 	return r, Key{AccountID: r.AccountID, Dataset: r.Dataset, Day: day}, nil
+}
+
+// sliceTime is one stored time of a slice item and where it goes.
+type sliceTime struct {
+	attr, value string
+	dst         *time.Time
+}
+
+func parseTimes(item map[string]types.AttributeValue, ts ...sliceTime) error {
+	for _, t := range ts {
+		var err error
+		if *t.dst, err = parseTime(t.value); err != nil {
+			return malformed(item, t.attr, strconv.Quote(t.value), err)
+		}
+	}
+	return nil
 }
 
 func planFromItem(item map[string]types.AttributeValue) (SlicePlan, error) {
@@ -331,15 +349,8 @@ func planFromItem(item map[string]types.AttributeValue) (SlicePlan, error) {
 	}
 	p := SlicePlan{Key: k, Token: r.PartitionToken, Generation: r.Generation, Slices: r.Slices, RunID: r.RunID, Destination: r.Destination,
 		ExpectedRows: r.ExpectedRows, CommitToken: r.CommitToken, Fingerprint: Fingerprint{Value: r.Fingerprint}}
-	for _, t := range []struct {
-		s   string
-		dst *time.Time
-	}{{r.StartedAt, &p.StartedAt}, {r.FingerprintAt, &p.Fingerprint.At}, {r.CommitLeaseUntil, &p.CommitLeaseUntil}} {
-		if *t.dst, err = parseOptTime(t.s); err != nil {
-			return SlicePlan{}, fmt.Errorf("%w: slice plan of %s: %v", ErrMalformed, k, err)
-		}
-	}
-	return p, nil
+	return p, parseTimes(item, sliceTime{attrStartedAt, r.StartedAt, &p.StartedAt}, sliceTime{attrFingerprintAt, r.FingerprintAt, &p.Fingerprint.At},
+		sliceTime{attrCommitLeaseUntil, r.CommitLeaseUntil, &p.CommitLeaseUntil})
 }
 
 func sliceFromItem(item map[string]types.AttributeValue) (Slice, error) {
@@ -347,26 +358,11 @@ func sliceFromItem(item map[string]types.AttributeValue) (Slice, error) {
 	if err != nil {
 		return Slice{}, err
 	}
-	idx, err := strconv.Atoi(strings.TrimPrefix(r.SK, skSlicePrefix))
-	if err != nil || idx != r.Slice {
-		return Slice{}, fmt.Errorf("%w: slice item %s/%s: slice %d", ErrMalformed, r.PK, r.SK, r.Slice)
+	if idx, err := strconv.Atoi(strings.TrimPrefix(r.SK, skSlicePrefix)); err != nil || idx != r.Slice {
+		return Slice{}, malformed(item, attrSlice, strconv.Itoa(r.Slice), fmt.Errorf("the key names slice %q", r.SK))
 	}
-	sl := Slice{Key: k, Index: r.Slice, Slices: r.Slices, Generation: r.Generation, Destination: r.Destination, Token: r.PartitionToken, RunToken: r.ClaimToken, State: State(r.State),
-		Attempts: r.Attempts, LastError: r.LastError, Rows: r.Rows, Bytes: r.Bytes, Files: r.SliceFiles}
-	for _, t := range []struct {
-		s   string
-		dst *time.Time
-	}{{r.StartedAt, &sl.StartedAt}, {r.LeaseUntil, &sl.LeaseUntil}, {r.FinishedAt, &sl.FinishedAt}} {
-		if *t.dst, err = parseOptTime(t.s); err != nil {
-			return Slice{}, fmt.Errorf("%w: slice %d of %s: %v", ErrMalformed, idx, k, err)
-		}
-	}
-	return sl, nil
-}
-
-func parseOptTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	return time.Parse(timeFormat, s)
+	sl := Slice{Key: k, Index: r.Slice, Slices: r.Slices, Generation: r.Generation, Destination: r.Destination, Token: r.PartitionToken,
+		RunToken: r.ClaimToken, State: State(r.State), Attempts: r.Attempts, LastError: r.LastError, Rows: r.Rows, Bytes: r.Bytes, Files: r.SliceFiles}
+	return sl, parseTimes(item, sliceTime{attrStartedAt, r.StartedAt, &sl.StartedAt}, sliceTime{attrLeaseUntil, r.LeaseUntil, &sl.LeaseUntil},
+		sliceTime{attrFinishedAt, r.FinishedAt, &sl.FinishedAt})
 }

@@ -226,13 +226,5 @@ func (l *Ledger) HeldClaim(ctx context.Context, key Key, token string) (Claim, e
 	if !row.heldBy(token) {
 		return Claim{}, fmt.Errorf("%w: %s", ErrClaimLost, key)
 	}
-	return Claim{Key: key, Token: token, Attempt: row.Attempts, Generation: row.nextGeneration(), Reason: reasonOr(row.Reason),
-		ClaimedAt: row.ClaimedAt, LeaseUntil: row.LeaseUntil, Prev: row}, nil
-}
-
-func reasonOr(r Reason) Reason {
-	if r == "" {
-		return ReasonScheduled
-	}
-	return r
+	return row.started(token), nil
 }
