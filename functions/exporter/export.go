@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -122,7 +123,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 
 	q := partitionQuery(p.Account, p.Dataset, p.Day)
 	fp, rows := e.fingerprint(ctx, q, log)
-	if plan, ok := e.planFor(p, pending.Generation(), rows, fp, started); ok && p.Plan != nil {
+	if plan, ok := e.planFor(p, t, pending.Generation(), rows, fp, started); ok && p.Plan != nil {
 		if err := p.Plan(ctx, plan); err != nil {
 			return nil, fmt.Errorf("plan %d slices: %w", plan.Slices, err)
 		}
@@ -145,6 +146,10 @@ type target struct {
 	format     fileformat.Format
 	bucket     *bucket.Bucket
 	committer  *Committer
+	// destination names where and in what form the files go: bucket,
+	// prefix, format, compression and Parquet profile. A plan of slices
+	// records it; its slices and its commit must find the same.
+	destination string
 }
 
 func (e *Exporter) targetOf(p Partition) (target, error) {
@@ -161,8 +166,10 @@ func (e *Exporter) targetOf(p Partition) (target, error) {
 		return target{}, err
 	}
 	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
+	d := p.Account.Destination
 	return target{prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
-		committer: &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now}}, nil
+		committer:   &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now},
+		destination: strings.Join([]string{d.Bucket, prefix, string(format), string(format.Codec(d.Compression)), string(d.ParquetProfile)}, "|")}, nil
 }
 
 // commit writes the generation's manifest (files in order, provenance and

@@ -167,30 +167,40 @@ func (s *Service) runSlice(ctx context.Context, sl ledger.Slice, m jobs.Slice, l
 	if sl.Generation != m.Generation || sl.Slices != m.Slices {
 		return sliceOutput{}, true, fmt.Errorf("slice message for generation %d of %d slices; the plan is generation %d of %d", m.Generation, m.Slices, sl.Generation, sl.Slices)
 	}
-	ds, err := dataset.Get(sl.Dataset)
-	if err != nil {
-		return sliceOutput{}, true, err
-	}
-	acct, err := s.Ledger.GetAccount(ctx, sl.AccountID)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		return sliceOutput{}, true, fmt.Errorf("account %s: %w", sl.AccountID, err)
-	case err != nil:
-		return sliceOutput{}, false, fmt.Errorf("account %s: %w", sl.AccountID, err)
-	case !acct.Enabled:
-		return sliceOutput{}, true, fmt.Errorf("account %s is disabled", sl.AccountID)
-	}
-	if dest, err := s.Exporter.destinationOf(acct); err != nil || dest != sl.Destination {
-		return sliceOutput{}, true, errors.Join(fmt.Errorf("account %s: its destination changed since the day was planned in slices", sl.AccountID), err)
-	}
 	runID, err := s.runID()
 	if err != nil {
 		return sliceOutput{}, false, err
 	}
-	p := Partition{Account: acct, Dataset: ds, Day: sl.Day, Claim: ledger.Claim{Key: sl.Key, Token: sl.Token}, RunID: runID}
+	p, err := s.slicedPartition(ctx, sl.Key, ledger.Claim{Key: sl.Key, Token: sl.Token}, runID)
+	if err != nil {
+		return sliceOutput{}, errors.Is(err, errNeverRuns), err
+	}
 	log.DebugContext(ctx, "slice started", "run_id", runID)
 	out, err := s.Exporter.ExportSlice(ctx, p, sl)
-	return out, false, err
+	return out, errors.Is(err, errDestinationChanged), err
+}
+
+// errNeverRuns marks a partition that no retry of a slice could export:
+// its account is gone or disabled, or its dataset unknown.
+var errNeverRuns = errors.New("the partition cannot be exported")
+
+// slicedPartition is the partition of a sliced day for claim, with its
+// account as it is now.
+func (s *Service) slicedPartition(ctx context.Context, key ledger.Key, claim ledger.Claim, runID string) (Partition, error) {
+	ds, err := dataset.Get(key.Dataset)
+	if err != nil {
+		return Partition{}, fmt.Errorf("%w: %w", errNeverRuns, err)
+	}
+	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return Partition{}, fmt.Errorf("%w: account %s: %w", errNeverRuns, key.AccountID, err)
+	case err != nil:
+		return Partition{}, fmt.Errorf("account %s: %w", key.AccountID, err)
+	case !acct.Enabled:
+		return Partition{Account: acct}, fmt.Errorf("%w: account %s is disabled", errNeverRuns, key.AccountID)
+	}
+	return Partition{Account: acct, Dataset: ds, Day: key.Day, Claim: claim, RunID: runID}, nil
 }
 
 // sliceDone records a written slice and, if it was the last, commits.
@@ -320,23 +330,12 @@ func (s *Service) commitSlices(ctx context.Context, key ledger.Key, m jobs.Slice
 // commitPlan commits the plan's generation for the account as it is now,
 // which must still have the plan's destination.
 func (s *Service) commitPlan(ctx context.Context, claim ledger.Claim, plan ledger.SlicePlan, sls []ledger.Slice, log *slog.Logger) (account.Account, *Written, error) {
-	acct, err := s.Ledger.GetAccount(ctx, claim.AccountID)
-	switch {
-	case err != nil:
-		return acct, nil, fmt.Errorf("account %s: %w", claim.AccountID, err)
-	case !acct.Enabled:
-		return acct, nil, fmt.Errorf("account %s is disabled", claim.AccountID)
-	}
-	if dest, err := s.Exporter.destinationOf(acct); err != nil || dest != plan.Destination {
-		return acct, nil, errors.Join(fmt.Errorf("account %s: its destination changed since the day was planned in slices", claim.AccountID), err)
-	}
-	ds, err := dataset.Get(claim.Dataset)
+	p, err := s.slicedPartition(ctx, claim.Key, claim, plan.RunID)
 	if err != nil {
-		return acct, nil, err
+		return p.Account, nil, err
 	}
-	p := Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: plan.RunID}
 	w, err := s.Exporter.CommitSlices(ctx, p, plan, sls, log)
-	return acct, w, err
+	return p.Account, w, err
 }
 
 // settle rewrites the day's delivery manifest when the partition of a

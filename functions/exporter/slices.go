@@ -43,12 +43,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -85,6 +84,11 @@ const (
 	DefaultMaxSlices       = 100
 )
 
+// errDestinationChanged refuses a slice or the commit of a plan whose
+// account's destination changed since the plan: its files would land in
+// two places or two forms. The day's attempt fails and is planned again.
+var errDestinationChanged = errors.New("the account's destination changed since the day was planned in slices")
+
 // maxSliceDelay is SQS's longest message delay, the cap of a slice's
 // backoff.
 const maxSliceDelay = 15 * time.Minute
@@ -93,48 +97,28 @@ const maxSliceDelay = 15 * time.Minute
 // partitioned on a timestamp, and its expected rows (the fingerprint's row
 // count, else the previous generation's rows) pass SliceRows. The number of
 // slices is the expected rows over SliceRows, rounded up, at most MaxSlices.
-func (e *Exporter) planFor(p Partition, generation, rows int64, fp ledger.Fingerprint, started time.Time) (ledger.SlicePlan, bool) {
-	target := e.Config.SliceRows
-	if target <= 0 || !p.Dataset.Sliceable() {
+func (e *Exporter) planFor(p Partition, t target, generation, rows int64, fp ledger.Fingerprint, started time.Time) (ledger.SlicePlan, bool) {
+	per := e.Config.SliceRows
+	if per <= 0 || !p.Dataset.Sliceable() {
 		return ledger.SlicePlan{}, false
-	}
-	dest, err := e.destinationOf(p.Account)
-	if err != nil {
-		return ledger.SlicePlan{}, false // Export fails on the same error
 	}
 	expected := rows
 	if expected < 0 {
 		expected = p.Claim.Prev.Rows
 	}
-	if expected <= target {
+	if expected <= per {
 		return ledger.SlicePlan{}, false
 	}
 	maxSlices := e.Config.MaxSlices
 	if maxSlices <= 0 {
 		maxSlices = DefaultMaxSlices
 	}
-	n := int(min((expected+target-1)/target, int64(min(maxSlices, ledger.MaxSlices))))
+	n := int(min((expected+per-1)/per, int64(min(maxSlices, ledger.MaxSlices))))
 	if n < 2 {
 		return ledger.SlicePlan{}, false
 	}
 	return ledger.SlicePlan{Key: p.Claim.Key, Token: p.Claim.Token, Generation: generation, Slices: n, RunID: p.RunID,
-		StartedAt: started, ExpectedRows: expected, Fingerprint: fp, Destination: dest}, true
-}
-
-// destinationOf names where an account's files of a day go and in what
-// form: bucket, prefix, format, compression and Parquet profile. A plan
-// records it; its slices and its commit must find the same.
-func (e *Exporter) destinationOf(a account.Account) (string, error) {
-	prefix, err := a.Prefix(e.Config.Stage)
-	if err != nil {
-		return "", err
-	}
-	d := a.Destination
-	format, err := d.FileFormat()
-	if err != nil {
-		return "", err
-	}
-	return strings.Join([]string{d.Bucket, prefix, string(format), string(format.Codec(d.Compression)), string(d.ParquetProfile)}, "|"), nil
+		StartedAt: started, ExpectedRows: expected, Fingerprint: fp, Destination: t.destination}, true
 }
 
 // sliceQuery is slice i of n of q: the i-th of n equal time ranges of its
@@ -168,6 +152,9 @@ func (e *Exporter) ExportSlice(ctx context.Context, p Partition, sl ledger.Slice
 	if err != nil {
 		return sliceOutput{}, err
 	}
+	if t.destination != sl.Destination {
+		return sliceOutput{}, errDestinationChanged
+	}
 	pending := t.committer.Resume(sl.Generation)
 	defer pending.Abort(ctx)
 	q := sliceQuery(partitionQuery(p.Account, p.Dataset, p.Day), sl.Index, sl.Slices)
@@ -183,6 +170,9 @@ func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.Sl
 	t, err := e.targetOf(p)
 	if err != nil {
 		return nil, err
+	}
+	if t.destination != plan.Destination {
+		return nil, errDestinationChanged
 	}
 	// The plan's claim held the partition since the plan, so a _SUCCESS of
 	// its generation is this plan's own commit, by a run that died before
