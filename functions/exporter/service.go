@@ -144,10 +144,18 @@ func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, l
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
-	if row.State != ledger.StateRunning && acct.Enabled {
-		return s.writeDelivery(ctx, acct, key.Day, log)
+	return s.settled(ctx, acct, row, log)
+}
+
+// settled rewrites the delivery manifest of row's day when the row has
+// settled (not running) and its account is enabled: the run that completed
+// or failed it may have stopped before writing it, and a message of the
+// partition that comes back is the one chance to converge.
+func (s *Service) settled(ctx context.Context, acct account.Account, row ledger.Row, log *slog.Logger) error {
+	if row.State == ledger.StateRunning || !acct.Enabled {
+		return nil // a newer claim runs it, and writes the manifest when it ends
 	}
-	return nil
+	return s.writeDelivery(ctx, acct, row.Day, log)
 }
 
 // manual checks a manual request against its account with the one check

@@ -32,18 +32,14 @@ const maxSliceRecord = 300 << 10
 // invocation.
 const minCommitTime = 2 * time.Minute
 
-// errSliceRunning refuses a run of a partition while a slice of an earlier
-// plan may still write into it.
-var errSliceRunning = errors.New("a slice of an earlier attempt may still be writing into the partition")
-
-// fenced is errSliceRunning with the end of the fence: the refused run's
-// next attempt is not due before it.
+// fenced refuses a run of a partition while a slice of an earlier plan may
+// still write into it, until its lease ends: the refused run's next attempt
+// is not due before then.
 type fenced struct{ until time.Time }
 
 func (f fenced) Error() string {
-	return fmt.Sprintf("%v until its lease ends at %s", errSliceRunning, f.until.UTC().Format(time.RFC3339))
+	return "a slice of an earlier attempt may still be writing into the partition until its lease ends at " + f.until.UTC().Format(time.RFC3339)
 }
-func (f fenced) Unwrap() error { return errSliceRunning }
 
 // fenceOf is the end of the fence err carries, zero for any other error.
 func fenceOf(err error) time.Time {
@@ -338,11 +334,9 @@ func (s *Service) commitPlan(ctx context.Context, claim ledger.Claim, plan ledge
 	return p.Account, w, err
 }
 
-// settle rewrites the day's delivery manifest when the partition of a
-// slice message has settled (not running): the run that committed or failed
-// it may have stopped before writing it, and no later message would, so the
-// message of any of its slices coming back makes the manifest converge, as
-// a job's does (notStarted).
+// settle is notStarted's convergence for a slice message whose partition
+// the message can no longer touch: the day's delivery manifest is rewritten
+// once the partition has settled (settled).
 func (s *Service) settle(ctx context.Context, key ledger.Key, log *slog.Logger) error {
 	row, err := s.Ledger.Get(ctx, key)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -352,7 +346,7 @@ func (s *Service) settle(ctx context.Context, key ledger.Key, log *slog.Logger) 
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	if row.State == ledger.StateRunning {
-		return nil // a newer claim runs it, and writes the manifest when it ends
+		return nil
 	}
 	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -361,8 +355,5 @@ func (s *Service) settle(ctx context.Context, key ledger.Key, log *slog.Logger) 
 	if err != nil {
 		return fmt.Errorf("get account %s: %w", key.AccountID, err)
 	}
-	if !acct.Enabled {
-		return nil
-	}
-	return s.writeDelivery(ctx, acct, key.Day, log)
+	return s.settled(ctx, acct, row, log)
 }

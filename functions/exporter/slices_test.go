@@ -15,6 +15,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/jobs"
@@ -512,5 +513,42 @@ func TestSliceRedeliveryWritesTheDeliveryManifest(t *testing.T) {
 	}
 	if d := e.delivery(testDay); !d.Complete || len(d.DatasetsDelivered) != 1 || d.DatasetsDelivered[0].Generation != c.Generation {
 		t.Errorf("delivery manifest after the redelivery: %+v", d)
+	}
+}
+
+// TestPlanFor: when a day is planned in slices, and in how many.
+func TestPlanFor(t *testing.T) {
+	events, stats := mustDataset(t, "events"), mustDataset(t, "daily_stats")
+	tg := target{destination: "bucket|prefix|parquet|snappy|"}
+	for _, tc := range []struct {
+		name      string
+		ds        dataset.Dataset
+		perSlice  int64
+		maxSlices int
+		rows      int64 // the fingerprint's count; -1: none
+		prevRows  int64 // the previous generation's
+		want      int   // 0: not sliced
+	}{
+		{"slicing off", events, 0, 0, 5000, 0, 0},
+		{"at the target", events, 1000, 0, 1000, 0, 0},
+		{"just above", events, 1000, 0, 1001, 0, 2},
+		{"the count wins over the previous generation", events, 1000, 0, 500, 9000, 0},
+		{"no count: the previous generation's rows", events, 1000, 0, -1, 2500, 3},
+		{"no count and no generation yet", events, 1000, 0, -1, 0, 0},
+		{"capped by MAX_SLICES", events, 10, 4, 1_000_000, 0, 4},
+		{"capped by the default", events, 1, 0, 1_000_000, 0, DefaultMaxSlices},
+		{"a dataset partitioned on a date", stats, 1000, 0, 5000, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Exporter{Config: ExportConfig{SliceRows: tc.perSlice, MaxSlices: tc.maxSlices}}
+			p := Partition{Dataset: tc.ds, Claim: ledger.Claim{Token: "tok", Prev: ledger.Row{Rows: tc.prevRows}}, RunID: "run"}
+			plan, ok := e.planFor(p, tg, 3, tc.rows, ledger.Fingerprint{Value: "fp"}, time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
+			if got := map[bool]int{true: plan.Slices}[ok]; got != tc.want {
+				t.Fatalf("slices %d (planned %v), want %d", got, ok, tc.want)
+			}
+			if ok && (plan.Generation != 3 || plan.Token != "tok" || plan.Destination != tg.destination || plan.Fingerprint.Value != "fp" || plan.RunID != "run") {
+				t.Errorf("plan %+v", plan)
+			}
+		})
 	}
 }
