@@ -175,14 +175,11 @@ func (f *Fake) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*
 	if err != nil {
 		return nil, err
 	}
-	out := &s3.GetObjectOutput{
-		Body: io.NopCloser(bytes.NewReader(slices.Clone(o.data))), ContentLength: aws.Int64(int64(len(o.data))),
-		ContentType: o.contentType, ContentEncoding: o.contentEncoding, Metadata: maps.Clone(o.metadata), ETag: aws.String(o.etag),
-	}
-	if in.ChecksumMode == types.ChecksumModeEnabled {
-		out.ChecksumCRC32C, out.ChecksumType = o.crc32c, o.checksumType
-	}
-	return out, nil
+	h := o.head(in.ChecksumMode)
+	return &s3.GetObjectOutput{
+		Body: io.NopCloser(bytes.NewReader(slices.Clone(o.data))), ContentLength: h.ContentLength, ContentType: h.ContentType,
+		ContentEncoding: h.ContentEncoding, Metadata: h.Metadata, ETag: h.ETag, ChecksumCRC32C: h.ChecksumCRC32C, ChecksumType: h.ChecksumType,
+	}, nil
 }
 
 func (f *Fake) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
@@ -195,14 +192,20 @@ func (f *Fake) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...func
 	if err != nil {
 		return nil, err
 	}
+	return o.head(in.ChecksumMode), nil
+}
+
+// head is what S3 says of the object, for HeadObject and GetObject: its
+// checksum only when asked for.
+func (o *fakeObject) head(mode types.ChecksumMode) *s3.HeadObjectOutput {
 	out := &s3.HeadObjectOutput{
 		ContentLength: aws.Int64(int64(len(o.data))), ContentType: o.contentType, ContentEncoding: o.contentEncoding,
 		Metadata: maps.Clone(o.metadata), ETag: aws.String(o.etag),
 	}
-	if in.ChecksumMode == types.ChecksumModeEnabled {
+	if mode == types.ChecksumModeEnabled {
 		out.ChecksumCRC32C, out.ChecksumType = o.crc32c, o.checksumType
 	}
-	return out, nil
+	return out
 }
 
 func (f *Fake) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
