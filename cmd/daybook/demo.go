@@ -44,8 +44,8 @@ type demoOptions struct {
 	Days         int
 	EventsPerDay int
 	// SliceRows is the exporter's SLICE_ROWS: a day with more rows is
-	// exported in slices. Zero means EventsPerDay, so the busier days of
-	// the demo are.
+	// exported in slices. Zero means demoSliceRows, so the busiest
+	// quarter of the demo's days are.
 	SliceRows int64
 	Seed      uint64
 	Out       io.Writer
@@ -158,7 +158,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	}
 	sliceRows := o.SliceRows
 	if sliceRows == 0 {
-		sliceRows = int64(cmp.Or(o.EventsPerDay, demosource.DefaultEventsPerDay))
+		sliceRows = demoSliceRows(src.Accounts, src.Rows, o.Now())
 	}
 	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro",
 		"SLICE_ROWS": fmt.Sprint(sliceRows)}))
