@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/cli"
 )
 
 var appSeq atomic.Int64
@@ -122,7 +123,6 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"group help", []string{"account", "-h"}, 0, "daybook account COMMAND", "", false},
 		{"leaf -h", []string{"account", "put", "-h"}, 0, "--allow-duplicate-name", "", false},
 		{"nested -h", []string{"dlq", "list", "-h"}, 0, "--queue", "", false},
-		{"local -h", []string{"local", "drain", "--help"}, 0, "--sweep", "", false},
 		{"version flag", []string{"--version"}, 0, "daybook ", "", false},
 		{"version command", []string{"version"}, 0, "daybook ", "", false},
 		{"completion", []string{"completion", "bash"}, 0, "bash completion", "", false},
@@ -143,7 +143,6 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"range too long", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2024-01-01", "--to", "2026-01-01"}, 2, "", "at most 366 per re-export", true},
 		{"bad reason", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--reason", "retry"}, 2, "", `--reason "retry": want backfill or manual`, true},
 		{"delete without --yes", []string{"account", "delete", "acct_abcdefghijklmnop"}, 2, "", "pass --yes", true},
-		{"bad invoke function", []string{"local", "invoke", "Nope"}, 2, "", `function "Nope": want SweeperFunction or ExporterFunction`, true},
 		{"bad --id", []string{"account", "put", "--file", "x.json", "--id", "42"}, 2, "", `--id "42"`, true},
 		{"malformed --account", []string{"requeue", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, 2, "", `--account "acct_a" is not an account id`, true},
 		{"console on a public address", []string{"console", "--listen", "0.0.0.0:8080"}, 2, "", "--listen 0.0.0.0:8080: the console listens on a loopback address only", true},
@@ -198,36 +197,11 @@ func TestEveryCommandHasHelpAndRefusesExtraArguments(t *testing.T) {
 				}
 				// Five arguments is more than any command takes.
 				r := execute(t, a, append(path, "x1", "x2", "x3", "x4", "x5")...)
-				if r.code != exitUsage {
+				if r.code != cli.ExitUsage {
 					t.Errorf("extra arguments: exit %d, want 2\n%s", r.code, r.stderr)
 				}
 			})
 		}
-	}
-}
-
-func TestVersionString(t *testing.T) {
-	tests := []struct {
-		name string
-		bi   *debug.BuildInfo
-		ok   bool
-		want string
-	}{
-		{"no build info", nil, false, "(unknown: built without module information)"},
-		{"release", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "7c8a4b5e0f1d2c3b4a5968778695a4b3c2d1e0f9"}, {Key: "vcs.time", Value: "2026-11-30T20:00:00Z"}, {Key: "vcs.modified", Value: "false"},
-		}}, true, "v1.4.0 (revision 7c8a4b5e0f1d, 2026-11-30T20:00:00Z)"},
-		{"dirty tree", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "7c8a4b5e0f1d2c3b"}, {Key: "vcs.modified", Value: "true"},
-		}}, true, "(devel) (revision 7c8a4b5e0f1d+dirty)"},
-		{"no vcs", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "(devel) (no VCS revision recorded)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := versionString(tt.bi, tt.ok); got != tt.want {
-				t.Errorf("versionString = %q, want %q", got, tt.want)
-			}
-		})
 	}
 }
 
