@@ -116,16 +116,16 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	out := o.Out
 	started := time.Now()
 	step := func(format string, args ...any) { fmt.Fprintf(out, "\n==> "+format+"\n", args...) }
+	op, err := operatorIn(o.BinDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
 	const stage = "demo"
 	res := &demoResult{Stage: stage}
 
-	op, err := operatorIn(o.BinDir)
-	if err != nil {
-		return nil, err
-	}
 	step("local AWS: moto_server on 127.0.0.1, template.yaml deployed through the SAM translator")
 	if err := stopKept(out, o.Dir); err != nil {
 		return nil, err
