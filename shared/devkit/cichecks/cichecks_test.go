@@ -284,3 +284,43 @@ func TestSliceHoldMatchesTheQueue(t *testing.T) {
 		t.Errorf("jobs queue VisibilityTimeout %s, JOBS_VISIBILITY_TIMEOUT_SECONDS %s, ledger.DefaultRedelivery %s: want one value", queue[1], env[1], ledger.DefaultRedelivery)
 	}
 }
+
+// devkit is the development tooling's import path prefix.
+const devkit = "github.com/daybook-dev/daybook/shared/devkit"
+
+// devkitDeps lists the shared/devkit packages the given packages link
+// (go list -deps, test files not included), built with tags.
+func devkitDeps(t *testing.T, tags string, pkgs ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-tags", tags}, pkgs...)...)
+	cmd.Dir = root
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", strings.Join(pkgs, " "), err, stderr.String())
+	}
+	var found []string
+	for _, p := range strings.Fields(string(out)) {
+		if p == devkit || strings.HasPrefix(p, devkit+"/") {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+// TestShippedBinariesLinkNoDevkit: the operator's CLI and the Lambda
+// functions link none of the development tooling (moto control, the SAM
+// translator runner, the runtime emulator, the demo source), which lives in
+// shared/devkit for the tests and daybook-dev. The development CLI, which
+// does link it, shows the check finds such an import.
+func TestShippedBinariesLinkNoDevkit(t *testing.T) {
+	for _, tags := range []string{"", "lambda.norpc"} {
+		if found := devkitDeps(t, tags, "./cmd/daybook", "./functions/..."); len(found) > 0 {
+			t.Errorf("with tags %q, ./cmd/daybook or ./functions/... links the development tooling: %s", tags, strings.Join(found, ", "))
+		}
+	}
+	if found := devkitDeps(t, "", "./cmd/daybook-dev"); len(found) == 0 {
+		t.Error("./cmd/daybook-dev links no shared/devkit package: the check cannot tell")
+	}
+}
