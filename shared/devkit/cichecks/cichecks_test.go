@@ -324,3 +324,35 @@ func TestShippedBinariesLinkNoDevkit(t *testing.T) {
 		t.Error("./cmd/daybook-dev links no shared/devkit package: the check cannot tell")
 	}
 }
+
+// TestLocalTargetsRunTheDevCLI: make build builds both CLIs into
+// .local/bin, and the local-stack and demo targets run daybook-dev (the
+// operator's daybook has no such commands).
+func TestLocalTargetsRunTheDevCLI(t *testing.T) {
+	for _, tt := range []struct {
+		target string
+		want   []string
+	}{
+		{"build", []string{"-o .local/bin/daybook ./cmd/daybook\n", "-o .local/bin/daybook-dev ./cmd/daybook-dev\n"}},
+		{"demo", []string{".local/bin/daybook-dev demo --dir .demo --bin .local/bin\n"}},
+		{"local-up", []string{".local/bin/daybook-dev local up --dir .local --template template.yaml\n"}},
+		{"local-drain", []string{".local/bin/daybook-dev local drain --dir .local\n"}},
+		{"local-down", []string{".local/bin/daybook-dev local down --dir .local;"}},
+		{"_invoke", []string{".local/bin/daybook-dev local invoke SweeperFunction --dir .local --event events/sweeper-schedule.json;"}},
+	} {
+		t.Run(tt.target, func(t *testing.T) {
+			out, err := exec.Command("make", "-n", "-C", root, tt.target, "FN=SweeperFunction", "EVENT=events/sweeper-schedule.json").CombinedOutput()
+			if err != nil {
+				t.Fatalf("make -n %s: %v\n%s", tt.target, err, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("make -n %s lacks %q:\n%s", tt.target, w, out)
+				}
+			}
+			if regexp.MustCompile(`bin/daybook (demo|local)\b`).Match(out) {
+				t.Errorf("make -n %s runs a dev command with the operator CLI:\n%s", tt.target, out)
+			}
+		})
+	}
+}
