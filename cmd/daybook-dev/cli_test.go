@@ -112,3 +112,55 @@ func TestEveryCommandHasHelpAndRefusesExtraArguments(t *testing.T) {
 		}
 	}
 }
+
+// readmeCommands are the command lines of README.md and docs/*.md that run
+// prog (after one of prefixes), comments and optional brackets dropped.
+func readmeCommands(t *testing.T, prefixes ...string) [][]string {
+	t.Helper()
+	files, _ := filepath.Glob("../../docs/*.md")
+	var out [][]string
+	for _, f := range append(files, "../../README.md") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, p := range prefixes {
+				i := strings.Index(line, p)
+				if i < 0 {
+					continue
+				}
+				rest := line[i+len(p):]
+				rest, _, _ = strings.Cut(rest, "#")
+				rest, _, _ = strings.Cut(rest, "`")
+				rest, _, _ = strings.Cut(rest, "&&")
+				out = append(out, strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(rest)))
+			}
+		}
+	}
+	return out
+}
+
+// TestREADMECommandsExist: every daybook-dev command line the README and
+// the docs show names a command of this program and flags it takes.
+func TestREADMECommandsExist(t *testing.T) {
+	lines := readmeCommands(t, ".local/bin/daybook-dev ", "go run ./cmd/daybook-dev ")
+	if len(lines) < 3 {
+		t.Fatalf("found %d daybook-dev command lines in the README", len(lines))
+	}
+	for _, args := range lines {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			root := newApp(&bytes.Buffer{}, &bytes.Buffer{}).rootCommand()
+			c, rest, err := root.Find(args)
+			if err != nil || c == root || c.HasSubCommands() {
+				t.Fatalf("no such command: %v", err)
+			}
+			if err := c.ParseFlags(rest); err != nil {
+				t.Fatalf("flags: %v", err)
+			}
+			if err := c.ValidateArgs(c.Flags().Args()); err != nil {
+				t.Errorf("arguments: %v", err)
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -233,5 +235,90 @@ func TestRequestedBy(t *testing.T) {
 	a.osUser = func() string { return "" }
 	if got := a.requestedBy(ctx, failingSTS{}, ""); got != "cli:unknown-user" {
 		t.Errorf("no user at all: %q", got)
+	}
+}
+
+// readmeCommands are the command lines of README.md and docs/*.md that run
+// prog (after one of prefixes), comments and optional brackets dropped.
+func readmeCommands(t *testing.T, prefixes ...string) [][]string {
+	t.Helper()
+	files, _ := filepath.Glob("../../docs/*.md")
+	var out [][]string
+	for _, f := range append(files, "../../README.md") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, p := range prefixes {
+				i := strings.Index(line, p)
+				if i < 0 {
+					continue
+				}
+				rest := line[i+len(p):]
+				rest, _, _ = strings.Cut(rest, "#")
+				rest, _, _ = strings.Cut(rest, "`")
+				rest, _, _ = strings.Cut(rest, "&&")
+				out = append(out, strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(rest)))
+			}
+		}
+	}
+	return out
+}
+
+// TestREADMECommandsExist: every daybook command line the README and the
+// docs show names a command of this program and flags it takes (the local
+// stack's and the demo's are daybook-dev's, tested there).
+func TestREADMECommandsExist(t *testing.T) {
+	lines := readmeCommands(t, ".local/bin/daybook ", "go run ./cmd/daybook ")
+	if len(lines) < 10 {
+		t.Fatalf("found %d daybook command lines in the README", len(lines))
+	}
+	for _, args := range lines {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			a, _, _ := testApp(t)
+			root := a.rootCommand()
+			c, rest, err := root.Find(args)
+			if err != nil || c.HasSubCommands() {
+				t.Fatalf("no such command: %v", err)
+			}
+			if err := c.ParseFlags(rest); err != nil {
+				t.Fatalf("flags: %v", err)
+			}
+			if err := c.ValidateArgs(c.Flags().Args()); err != nil {
+				t.Errorf("arguments: %v", err)
+			}
+		})
+	}
+}
+
+// TestREADMEListsTheCommands: the README's copy of `daybook --help` is the
+// help's list of commands.
+func TestREADMEListsTheCommands(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "`daybook --help` lists the commands")
+	if !ok {
+		t.Fatal("README has no copy of daybook --help")
+	}
+	_, block, _ = strings.Cut(block, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	a, _, _ := testApp(t)
+	r := execute(t, a, "--help")
+	if r.code != 0 {
+		t.Fatalf("--help: exit %d", r.code)
+	}
+	help := r.stdout
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		if !strings.Contains(help, line) {
+			t.Errorf("daybook --help lacks the README's line %q:\n%s", line, help)
+		}
+	}
+	for _, dev := range []string{"\n  demo ", "\n  local "} {
+		if strings.Contains(help, dev) {
+			t.Errorf("daybook --help lists %q, a daybook-dev command", strings.TrimSpace(dev))
+		}
 	}
 }

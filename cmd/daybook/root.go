@@ -14,7 +14,7 @@ func (a *app) rootCommand() *cobra.Command {
 		`daybook exports each account's data one day at a time into the account's own S3 bucket,
 through a ledger of (account, dataset, day) partitions. This CLI registers accounts, shows the
 ledger, asks for re-exports and backfills, checks delivered partitions, and empties the
-dead-letter queue. The local stack and the demo are daybook-dev's.
+dead-letter queue. The local stack and the demo are a separate program, daybook-dev (make build).
 
 Where it points: --stack NAME [--region R] [--profile P] reads the deployed CloudFormation
 stack's outputs; otherwise --env-file FILE, then .local/env.json (written by make local-up) when
