@@ -11,6 +11,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 LOCAL       := .local
 EVENT       ?= events/exporter-manual.json
 DAYBOOK     := $(LOCAL)/bin/daybook
+DAYBOOK_DEV := $(LOCAL)/bin/daybook-dev
 
 export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
 # Python tools pinned for a machine that lacks them; installed into .local/venv.
@@ -42,11 +43,12 @@ build-ConsoleFunction: ## arm64 Lambda bootstrap of the web console into $(ARTIF
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/console
 
 .PHONY: build
-build: ## host builds of the bootstraps and the CLI into .local/bin
+build: ## host builds of the bootstraps, the operator CLI (daybook) and the local-development CLI (daybook-dev) into .local/bin
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/SweeperFunction/bootstrap ./functions/sweeper
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ExporterFunction/bootstrap ./functions/exporter
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ConsoleFunction/bootstrap ./functions/console
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK_DEV) ./cmd/daybook-dev
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools demo-tools
@@ -65,13 +67,13 @@ tools: demo-tools ## install what is missing or not at its pinned version: demo-
 # --- local AWS -----------------------------------------------------------------
 .PHONY: local-up local-down local-drain invoke-sweeper invoke-exporter
 local-up: build ## moto on 127.0.0.1, template.yaml deployed, a demo source and the local account; writes .local/env.json
-	$(DAYBOOK) local up --dir $(LOCAL) --template template.yaml
+	$(DAYBOOK_DEV) local up --dir $(LOCAL) --template template.yaml
 
 local-drain: build ## feed the jobs the sweeper enqueued to the exporter (runtime emulator) until the queue is empty
-	$(DAYBOOK) local drain --dir $(LOCAL)
+	$(DAYBOOK_DEV) local drain --dir $(LOCAL)
 
 local-down: ## stop what local-up started (by pid)
-	@if [ -x $(DAYBOOK) ]; then $(DAYBOOK) local down --dir $(LOCAL); else $(GO) run ./cmd/daybook local down --dir $(LOCAL); fi
+	@if [ -x $(DAYBOOK_DEV) ]; then $(DAYBOOK_DEV) local down --dir $(LOCAL); else $(GO) run ./cmd/daybook-dev local down --dir $(LOCAL); fi
 
 invoke-sweeper: build ## run the sweeper bootstrap once under the runtime emulator (or sam local invoke)
 	@$(MAKE) --no-print-directory _invoke FN=SweeperFunction EVENT=events/sweeper-schedule.json
@@ -84,13 +86,13 @@ _invoke:
 	@if command -v sam >/dev/null && docker info >/dev/null 2>&1; then \
 	  sam build $(FN) >/dev/null && sam local invoke $(FN) --event $(EVENT) --env-vars $(LOCAL)/env.json; \
 	else \
-	  $(DAYBOOK) local invoke $(FN) --dir $(LOCAL) --event $(EVENT); \
+	  $(DAYBOOK_DEV) local invoke $(FN) --dir $(LOCAL) --event $(EVENT); \
 	fi
 
 # --- the demo ------------------------------------------------------------------
 .PHONY: demo
 demo: demo-tools build ## the whole pipeline on the embedded demo source; files land in .demo/buckets
-	$(DAYBOOK) demo --dir .demo --bin $(LOCAL)/bin
+	$(DAYBOOK_DEV) demo --dir .demo --bin $(LOCAL)/bin
 
 # --- checks --------------------------------------------------------------------
 .PHONY: test fmt-check vet lint unit bench

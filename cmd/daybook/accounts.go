@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -27,7 +28,7 @@ var (
 )
 
 func (a *app) accountCommand() *cobra.Command {
-	return group("account", "Register, show, test, enable, disable and delete accounts",
+	return cli.Group("account", "Register, show, test, enable, disable and delete accounts",
 		a.accountPutCommand(), a.accountGetCommand(), a.accountListCommand(), a.accountTestCommand(),
 		a.accountEnableCommand(true), a.accountEnableCommand(false), a.accountDeleteCommand())
 }
@@ -63,7 +64,7 @@ neither the ledger nor the file. The stored account is printed on stdout as JSON
 				return err
 			}
 			if id != "" && !account.ValidID(id) {
-				return usagef(c, "--id %q: want acct_ followed by 16 characters a-z and 2-7", id)
+				return cli.Usagef(c, "--id %q: want acct_ followed by 16 characters a-z and 2-7", id)
 			}
 			return a.accountPut(c, file, id, allowDup)
 		},
@@ -84,7 +85,7 @@ func (a *app) accountPut(c *cobra.Command, file, id string, allowDup bool) error
 	}
 	switch {
 	case id != "" && acct.ID != "" && acct.ID != id:
-		return usagef(c, "--id %s differs from the id in %s (%s)", id, file, acct.ID)
+		return cli.Usagef(c, "--id %s differs from the id in %s (%s)", id, file, acct.ID)
 	case id != "":
 		acct.ID = id
 	}
@@ -280,7 +281,7 @@ func (a *app) accountGetCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "get ID",
 		Short: "Show one account",
-		Args:  exactArgs("ID"),
+		Args:  cli.ExactArgs("ID"),
 	}
 	a.deploymentFlags(c)
 	out := outputFlag(c)
@@ -353,7 +354,7 @@ func (a *app) accountEnableCommand(enable bool) *cobra.Command {
 	if enable {
 		use, short = "enable ID", "Export an account again"
 	}
-	c := &cobra.Command{Use: use, Short: short, Args: exactArgs("ID")}
+	c := &cobra.Command{Use: use, Short: short, Args: cli.ExactArgs("ID")}
 	a.deploymentFlags(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		e, err := a.open(c.Context())
@@ -388,14 +389,14 @@ while any of its partitions runs (a claim whose lease is live, started or waitin
 Its ledger rows, watermarks and attempt history stay, so re-registering the same id resumes
 where it stopped, unless --purge deletes them too. Files in the customer's bucket are never
 touched.`,
-		Args: exactArgs("ID"),
+		Args: cli.ExactArgs("ID"),
 	}
 	a.deploymentFlags(c)
 	c.Flags().BoolVar(&yes, "yes", false, "really delete")
 	c.Flags().BoolVar(&purge, "purge", false, "also delete the account's ledger rows, watermarks and attempt history")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if !yes {
-			return usagef(c, "deleting account %s cannot be undone: pass --yes", args[0])
+			return cli.Usagef(c, "deleting account %s cannot be undone: pass --yes", args[0])
 		}
 		ctx := c.Context()
 		e, err := a.open(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -62,7 +63,7 @@ func TestAccountPutIsAnUpsertKeyedByID(t *testing.T) {
 	dup := filepath.Join(dir, "copy.json")
 	os.WriteFile(dup, orig, 0o644)
 	r = s.run(t, a, "account", "put", "--file", dup)
-	if r.code != exitError {
+	if r.code != cli.ExitError {
 		t.Fatalf("duplicate name: exit %d, want 1\n%s", r.code, r.stderr)
 	}
 	for _, want := range []string{"already exists", created.ID, "--id " + created.ID, "--allow-duplicate-name"} {
@@ -87,7 +88,7 @@ func TestAccountPutIsAnUpsertKeyedByID(t *testing.T) {
 	}
 	// ... but not one that names another.
 	r = s.run(t, a, "account", "put", "--file", file, "--id", "acct_aaaaaaaaaaaaaaaa")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "differs from the id in") {
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "differs from the id in") {
 		t.Errorf("conflicting --id: exit %d\n%s", r.code, r.stderr)
 	}
 
@@ -134,41 +135,41 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 			p := filepath.Join(dir, "a.json")
 			os.WriteFile(p, []byte("{\n  \"name\": \"x\",\n  \"enabled\": true,\n}\n"), 0o644)
 			return p
-		}, exitError, "a.json:4:1: invalid character '}'"},
+		}, cli.ExitError, "a.json:4:1: invalid character '}'"},
 		{"unknown field", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "UTC", "timezone": "UTC"})
-		}, exitError, `unknown field "timezone"; valid fields:`},
+		}, cli.ExitError, `unknown field "timezone"; valid fields:`},
 		{"invalid values", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "Mars/Olympus", "datasets": []string{}})
-		}, exitError, `time_zone "Mars/Olympus": not an IANA time zone`},
+		}, cli.ExitError, `time_zone "Mars/Olympus": not an IANA time zone`},
 		{"bucket outside the deployment's pattern", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports"}})
-		}, exitError, `destination.bucket "acme-exports"`},
+		}, cli.ExitError, `destination.bucket "acme-exports"`},
 		{"role outside the deployment's pattern", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports",
 				"role_arn": "arn:aws:iam::123456789012:role/admin", "external_id": "acme-7f3c"}})
-		}, exitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin": outside the roles this deployment may assume (arn:aws:iam::*:role/daybook-export-*)`},
+		}, cli.ExitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin": outside the roles this deployment may assume (arn:aws:iam::*:role/daybook-export-*)`},
 		{"own role on another account's bucket", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
 				"expected_bucket_owner": "111111111111"}})
-		}, exitError, `destination.expected_bucket_owner "111111111111": daybook's own role writes only to buckets of the deployment's account ` + motoserver.AccountID},
+		}, cli.ExitError, `destination.expected_bucket_owner "111111111111": daybook's own role writes only to buckets of the deployment's account ` + motoserver.AccountID},
 		{"private endpoint", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
 				"endpoint": "https://10.1.2.3:9000"}})
-		}, exitError, `destination.endpoint "https://10.1.2.3:9000"`},
+		}, cli.ExitError, `destination.endpoint "https://10.1.2.3:9000"`},
 		{"prefix inside another account's", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
 				"prefix": "daybook/" + neighbour.ID + "/{{.AccountID}}"}})
-		}, exitError, `is inside account ` + neighbour.ID + `'s prefix "daybook/` + neighbour.ID + `" in bucket daybook-exports-clitest`},
+		}, cli.ExitError, `is inside account ` + neighbour.ID + `'s prefix "daybook/` + neighbour.ID + `" in bucket daybook-exports-clitest`},
 		{"another account's role and external id", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-other-exports",
 				"role_arn": sharedRole, "external_id": "shared-ext-1"}})
-		}, exitError, `destination.external_id "shared-ext-1": account ` + roleHolder.ID + ` already uses role ` + sharedRole},
+		}, cli.ExitError, `destination.external_id "shared-ext-1": account ` + roleHolder.ID + ` already uses role ` + sharedRole},
 		{"an update with a refused change", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"id": existing.ID, "name": existing.Name, "destination": map[string]any{
 				"bucket": "daybook-exports-clitest", "role_arn": "arn:aws:iam::123456789012:role/admin"}})
-		}, exitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin"`},
-		{"missing file", func(dir string) string { return filepath.Join(dir, "nope.json") }, exitError, "no such file"},
+		}, cli.ExitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin"`},
+		{"missing file", func(dir string) string { return filepath.Join(dir, "nope.json") }, cli.ExitError, "no such file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,7 +268,7 @@ func TestAccountPutRefusesAMalformedDeploymentRule(t *testing.T) {
 	a, _, _ := testApp(t)
 	before := len(s.accounts(t))
 	r := execute(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), nil), "--env-file", envFile)
-	if r.code != exitError || !strings.Contains(r.stderr, `environment variable ALLOW_PRIVATE_ENDPOINTS="sometimes": want true or false`) {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, `environment variable ALLOW_PRIVATE_ENDPOINTS="sometimes": want true or false`) {
 		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
 	if after := len(s.accounts(t)); after != before {
@@ -294,7 +295,7 @@ func TestAccountGetListDisableEnable(t *testing.T) {
 	if r := s.run(t, a, "account", "list", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"id": "`+acct.ID+`"`) {
 		t.Errorf("list -o json: exit %d\n%s", r.code, r.stdout)
 	}
-	if r := s.run(t, a, "account", "get", "acct_nosuchaccount234"); r.code != exitError || !strings.Contains(r.stderr, "no such account") {
+	if r := s.run(t, a, "account", "get", "acct_nosuchaccount234"); r.code != cli.ExitError || !strings.Contains(r.stderr, "no such account") {
 		t.Errorf("get of a missing account: exit %d\n%s", r.code, r.stderr)
 	}
 	steps := []struct {
@@ -346,12 +347,12 @@ func TestAccountDelete(t *testing.T) {
 			t.Errorf("%s: %d rows, want 3", step, n)
 		}
 	}
-	if r := s.run(t, a, "account", "delete", acct.ID); r.code != exitUsage || !strings.Contains(r.stderr, "pass --yes") {
+	if r := s.run(t, a, "account", "delete", acct.ID); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "pass --yes") {
 		t.Errorf("delete without --yes: exit %d\n%s", r.code, r.stderr)
 	}
 	unchanged("without --yes")
 	r := s.run(t, a, "account", "delete", acct.ID, "--yes", "--purge")
-	if r.code != exitError || !strings.Contains(r.stderr, "partitions are running") || !strings.Contains(r.stderr, "events 2026-11-29") {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "partitions are running") || !strings.Contains(r.stderr, "events 2026-11-29") {
 		t.Errorf("delete while a claim is live: exit %d\n%s", r.code, r.stderr)
 	}
 	unchanged("while running")
@@ -379,7 +380,7 @@ func TestAccountDelete(t *testing.T) {
 	if keys := s.objects(t, "daybook-exports-clitest"); !slices.Contains(keys, delivered) {
 		t.Errorf("deleting the account touched its delivered files: %v", keys)
 	}
-	if r := s.run(t, a, "account", "delete", acct.ID, "--yes"); r.code != exitError || !strings.Contains(r.stderr, "no such account") {
+	if r := s.run(t, a, "account", "delete", acct.ID, "--yes"); r.code != cli.ExitError || !strings.Contains(r.stderr, "no such account") {
 		t.Errorf("delete of a missing account: exit %d\n%s", r.code, r.stderr)
 	}
 }
@@ -390,7 +391,7 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	acct := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": bucket}})
 	a, _, _ := testApp(t)
 	r := s.run(t, a, "account", "test", acct.ID)
-	if r.code != exitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || strings.Contains(r.stderr, "missing s3:") {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || strings.Contains(r.stderr, "missing s3:") {
 		t.Errorf("missing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	s.createBucket(t, bucket)
@@ -438,7 +439,7 @@ func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 	} {
 		before := len(s.accounts(t))
 		r := s.run(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), map[string]any{"start_date": tc.start}))
-		if r.code != exitError || !strings.Contains(r.stderr, tc.reason) {
+		if r.code != cli.ExitError || !strings.Contains(r.stderr, tc.reason) {
 			t.Errorf("start %s: exit %d\n%s", tc.start, r.code, r.stderr)
 		}
 		if after := len(s.accounts(t)); after != before {
@@ -463,7 +464,7 @@ func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 		t.Errorf("500 days later, disable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r := s.run(t, later, "account", "put", "--file", writeAccount(t, t.TempDir(), nil))
-	if r.code != exitError || !strings.Contains(r.stderr, "more than 400 days back") {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "more than 400 days back") {
 		t.Errorf("500 days later, a new account from 2026-11-01: exit %d\n%s", r.code, r.stderr)
 	}
 
@@ -480,7 +481,7 @@ func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 	b, _ = json.Marshal(env)
 	os.WriteFile(envFile, b, 0o644)
 	r = execute(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), nil), "--env-file", envFile)
-	if r.code != exitError || !strings.Contains(r.stderr, `start_date "2026-11-01": more than 20 days back`) {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, `start_date "2026-11-01": more than 20 days back`) {
 		t.Errorf("MAX_BACKFILL_DAYS=20: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/destination"
 )
 
@@ -54,7 +55,7 @@ commit aborts those a killed run left) and delete the object. Each step names th
 permission it needs; a bucket that does not exist is said so. Every call names the bucket's
 expected owner, as the exporter's do: expected_bucket_owner, else the account in role_arn, else
 this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
-		Args: exactArgs("ID"),
+		Args: cli.ExactArgs("ID"),
 	}
 	a.deploymentFlags(c)
 	out := outputFlag(c)

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -14,18 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
-	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
-)
-
-// Exit codes.
-const (
-	exitOK          = 0   // done
-	exitError       = 1   // the command ran and failed, or refused (nothing was changed)
-	exitUsage       = 2   // the command line is wrong: unknown command or flag, missing or bad value, extra arguments
-	exitInterrupted = 130 // interrupted (Ctrl-C)
+	"github.com/daybook-dev/daybook/shared/cli"
 )
 
 // app is the CLI with everything it reads from outside injected, so command
@@ -45,7 +35,8 @@ type app struct {
 	awsConfig func(ctx context.Context, region, profile string) (aws.Config, error)
 	// dial probes a local endpoint before it is used.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// localDir is where `local up` keeps its state (.local).
+	// localDir is where `daybook-dev local up` keeps its state (.local): its
+	// env.json is the default deployment.
 	localDir string
 
 	target targetFlags
@@ -94,61 +85,19 @@ func loadAWSConfig(ctx context.Context, region, profile string) (aws.Config, err
 	return awsclient.Load(ctx, opts...)
 }
 
-// usageError is a wrong command line: exit 2, with the command's usage line.
-type usageError struct {
-	cmd *cobra.Command
-	err error
-}
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(c *cobra.Command, format string, args ...any) error {
-	return &usageError{cmd: c, err: fmt.Errorf(format, args...)}
-}
-
 // execute runs one command line and returns the process exit code. Help and
 // command output go to stdout; errors, progress and the deployment line go
 // to stderr.
 func (a *app) execute(ctx context.Context, args []string) int {
-	if args == nil {
-		args = []string{} // nil makes cobra read os.Args
-	}
-	root := a.rootCommand()
-	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return exitOK
-	}
-	var ue *usageError
-	switch {
-	case errors.As(err, &ue):
-		c := ue.cmd
-		if c == nil {
-			c = cmd
-		}
-		fmt.Fprintf(a.stderr, "daybook: %v\nusage: %s\nrun '%s --help' for more\n", ue.err, usageLine(c), c.CommandPath())
-		return exitUsage
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		fmt.Fprintln(a.stderr, "daybook: interrupted")
-		return exitInterrupted
-	}
-	fmt.Fprintf(a.stderr, "daybook: %v\n", err)
-	return exitError
+	return cli.Execute(ctx, a.rootCommand(), args, a.stderr)
 }
 
-// run is execute for tests and the demo: the error instead of an exit code,
-// stderr discarded.
+// run is execute for tests: the error instead of an exit code, stderr
+// discarded.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return runWith(newApp(stdout, io.Discard), ctx, args)
 }
 
 func runWith(a *app, ctx context.Context, args []string) error {
-	if args == nil {
-		args = []string{}
-	}
-	root := a.rootCommand()
-	root.SetArgs(args)
-	_, err := root.ExecuteContextC(ctx)
-	return err
+	return cli.Run(ctx, a.rootCommand(), args)
 }

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime/debug"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/cli"
 )
 
 var appSeq atomic.Int64
@@ -122,7 +125,6 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"group help", []string{"account", "-h"}, 0, "daybook account COMMAND", "", false},
 		{"leaf -h", []string{"account", "put", "-h"}, 0, "--allow-duplicate-name", "", false},
 		{"nested -h", []string{"dlq", "list", "-h"}, 0, "--queue", "", false},
-		{"local -h", []string{"local", "drain", "--help"}, 0, "--sweep", "", false},
 		{"version flag", []string{"--version"}, 0, "daybook ", "", false},
 		{"version command", []string{"version"}, 0, "daybook ", "", false},
 		{"completion", []string{"completion", "bash"}, 0, "bash completion", "", false},
@@ -143,7 +145,6 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"range too long", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2024-01-01", "--to", "2026-01-01"}, 2, "", "at most 366 per re-export", true},
 		{"bad reason", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--reason", "retry"}, 2, "", `--reason "retry": want backfill or manual`, true},
 		{"delete without --yes", []string{"account", "delete", "acct_abcdefghijklmnop"}, 2, "", "pass --yes", true},
-		{"bad invoke function", []string{"local", "invoke", "Nope"}, 2, "", `function "Nope": want SweeperFunction or ExporterFunction`, true},
 		{"bad --id", []string{"account", "put", "--file", "x.json", "--id", "42"}, 2, "", `--id "42"`, true},
 		{"malformed --account", []string{"requeue", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, 2, "", `--account "acct_a" is not an account id`, true},
 		{"console on a public address", []string{"console", "--listen", "0.0.0.0:8080"}, 2, "", "--listen 0.0.0.0:8080: the console listens on a loopback address only", true},
@@ -198,36 +199,11 @@ func TestEveryCommandHasHelpAndRefusesExtraArguments(t *testing.T) {
 				}
 				// Five arguments is more than any command takes.
 				r := execute(t, a, append(path, "x1", "x2", "x3", "x4", "x5")...)
-				if r.code != exitUsage {
+				if r.code != cli.ExitUsage {
 					t.Errorf("extra arguments: exit %d, want 2\n%s", r.code, r.stderr)
 				}
 			})
 		}
-	}
-}
-
-func TestVersionString(t *testing.T) {
-	tests := []struct {
-		name string
-		bi   *debug.BuildInfo
-		ok   bool
-		want string
-	}{
-		{"no build info", nil, false, "(unknown: built without module information)"},
-		{"release", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "7c8a4b5e0f1d2c3b4a5968778695a4b3c2d1e0f9"}, {Key: "vcs.time", Value: "2026-11-30T20:00:00Z"}, {Key: "vcs.modified", Value: "false"},
-		}}, true, "v1.4.0 (revision 7c8a4b5e0f1d, 2026-11-30T20:00:00Z)"},
-		{"dirty tree", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "7c8a4b5e0f1d2c3b"}, {Key: "vcs.modified", Value: "true"},
-		}}, true, "(devel) (revision 7c8a4b5e0f1d+dirty)"},
-		{"no vcs", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "(devel) (no VCS revision recorded)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := versionString(tt.bi, tt.ok); got != tt.want {
-				t.Errorf("versionString = %q, want %q", got, tt.want)
-			}
-		})
 	}
 }
 
@@ -259,5 +235,90 @@ func TestRequestedBy(t *testing.T) {
 	a.osUser = func() string { return "" }
 	if got := a.requestedBy(ctx, failingSTS{}, ""); got != "cli:unknown-user" {
 		t.Errorf("no user at all: %q", got)
+	}
+}
+
+// readmeCommands are the command lines of README.md and docs/*.md that run
+// prog (after one of prefixes), comments and optional brackets dropped.
+func readmeCommands(t *testing.T, prefixes ...string) [][]string {
+	t.Helper()
+	files, _ := filepath.Glob("../../docs/*.md")
+	var out [][]string
+	for _, f := range append(files, "../../README.md") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, p := range prefixes {
+				i := strings.Index(line, p)
+				if i < 0 {
+					continue
+				}
+				rest := line[i+len(p):]
+				rest, _, _ = strings.Cut(rest, "#")
+				rest, _, _ = strings.Cut(rest, "`")
+				rest, _, _ = strings.Cut(rest, "&&")
+				out = append(out, strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(rest)))
+			}
+		}
+	}
+	return out
+}
+
+// TestREADMECommandsExist: every daybook command line the README and the
+// docs show names a command of this program and flags it takes (the local
+// stack's and the demo's are daybook-dev's, tested there).
+func TestREADMECommandsExist(t *testing.T) {
+	lines := readmeCommands(t, ".local/bin/daybook ", "go run ./cmd/daybook ")
+	if len(lines) < 10 {
+		t.Fatalf("found %d daybook command lines in the README", len(lines))
+	}
+	for _, args := range lines {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			a, _, _ := testApp(t)
+			root := a.rootCommand()
+			c, rest, err := root.Find(args)
+			if err != nil || c.HasSubCommands() {
+				t.Fatalf("no such command: %v", err)
+			}
+			if err := c.ParseFlags(rest); err != nil {
+				t.Fatalf("flags: %v", err)
+			}
+			if err := c.ValidateArgs(c.Flags().Args()); err != nil {
+				t.Errorf("arguments: %v", err)
+			}
+		})
+	}
+}
+
+// TestREADMEListsTheCommands: the README's copy of `daybook --help` is the
+// help's list of commands.
+func TestREADMEListsTheCommands(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "`daybook --help` lists the commands")
+	if !ok {
+		t.Fatal("README has no copy of daybook --help")
+	}
+	_, block, _ = strings.Cut(block, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	a, _, _ := testApp(t)
+	r := execute(t, a, "--help")
+	if r.code != 0 {
+		t.Fatalf("--help: exit %d", r.code)
+	}
+	help := r.stdout
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		if !strings.Contains(help, line) {
+			t.Errorf("daybook --help lacks the README's line %q:\n%s", line, help)
+		}
+	}
+	for _, dev := range []string{"\n  demo ", "\n  local "} {
+		if strings.Contains(help, dev) {
+			t.Errorf("daybook --help lists %q, a daybook-dev command", strings.TrimSpace(dev))
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console"
 )
 
@@ -42,10 +43,10 @@ deploy it behind IAM (the template's DeployConsole parameter). Ctrl-C stops it.`
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		host, _, err := net.SplitHostPort(listen)
 		if err != nil {
-			return usagef(c, "--listen %q: want HOST:PORT, e.g. %s", listen, defaultListen)
+			return cli.Usagef(c, "--listen %q: want HOST:PORT, e.g. %s", listen, defaultListen)
 		}
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return usagef(c, "--listen %s: the console listens on a loopback address only (127.0.0.1, ::1 or localhost): it has no login, and its actions act as your AWS identity; to share it, deploy it behind IAM (template parameter DeployConsole)", listen)
+			return cli.Usagef(c, "--listen %s: the console listens on a loopback address only (127.0.0.1, ::1 or localhost): it has no login, and its actions act as your AWS identity; to share it, deploy it behind IAM (template parameter DeployConsole)", listen)
 		}
 		return a.serveConsole(c.Context(), listen, readOnly)
 	}

@@ -122,10 +122,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	defer cancel()
 	bctx := browser(t, ctx)
 	l, _ := startLocal(t, ctx, "consoletest")
-	l.cli("local", "drain", "--sweep", "--dir", l.dir)
+	l.dev("local", "drain", "--sweep", "--dir", l.dir)
 
 	var st ops.AccountDays
-	if err := json.Unmarshal([]byte(l.cli("status", "--account", LocalAccountID, "--dataset", "events", "--env-file", l.env, "-o", "json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(l.cli("status", "--account", localAccountID, "--dataset", "events", "--env-file", l.env, "-o", "json")), &st); err != nil {
 		t.Fatal(err)
 	}
 	var exported []string
@@ -153,7 +153,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	shot(t, bctx, "fleet")
 
 	// The account: every exported day a completed cell.
-	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`a[href="/accounts/`+LocalAccountID+`"]`))); err != nil {
+	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`a[href="/accounts/`+localAccountID+`"]`))); err != nil {
 		t.Fatal(err)
 	}
 	completed := eval[[]string](t, bctx, `Array.from(document.querySelectorAll('[aria-label="events, one cell a day"] a.hm-cell.p-completed')).map(a => a.getAttribute('href').split('/').pop())`)
@@ -210,14 +210,14 @@ func TestConsoleInABrowser(t *testing.T) {
 	if _, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(`form[method="post"] button[type="submit"]`))); err != nil {
 		t.Fatal(err)
 	}
-	if h := eval[string](t, bctx, `document.querySelector('h1').innerText`); h != "Sent 1 re-export request for events of "+LocalAccountID {
+	if h := eval[string](t, bctx, `document.querySelector('h1').innerText`); h != "Sent 1 re-export request for events of "+localAccountID {
 		t.Errorf("result heading %q", h)
 	}
 	shot(t, bctx, "done")
 
 	// The exporter takes the request; the generation goes up.
-	l.cli("local", "drain", "--dir", l.dir)
-	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/accounts/%s/partitions/events/%s", base, LocalAccountID, day))); err != nil {
+	l.dev("local", "drain", "--dir", l.dir)
+	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/accounts/%s/partitions/events/%s", base, localAccountID, day))); err != nil {
 		t.Fatal(err)
 	}
 	body = eval[string](t, bctx, `document.querySelector('main').innerText`)
@@ -231,7 +231,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	shot(t, bctx, "partition-reexported")
 	var h ops.PartitionHistory
-	if err := json.Unmarshal([]byte(l.cli("history", "--account", LocalAccountID, "--dataset", "events", "--day", day, "--env-file", l.env, "-o", "json")), &h); err != nil ||
+	if err := json.Unmarshal([]byte(l.cli("history", "--account", localAccountID, "--dataset", "events", "--day", day, "--env-file", l.env, "-o", "json")), &h); err != nil ||
 		h.Current == nil || h.Current.Generation != 2 || !strings.HasPrefix(h.Attempts[len(h.Attempts)-1].Reason, "manual") {
 		t.Errorf("the ledger after the re-export: %+v (%v)", h, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
+
+	"github.com/daybook-dev/daybook/shared/cli"
 )
 
 // dlqAPI is the part of SQS the dlq commands call.
@@ -37,7 +39,7 @@ type dlqMessage struct {
 }
 
 func (a *app) dlqCommand() *cobra.Command {
-	return group("dlq", "List and redrive the dead-letter queues", a.dlqListCommand(), a.dlqRedriveCommand())
+	return cli.Group("dlq", "List and redrive the dead-letter queues", a.dlqListCommand(), a.dlqRedriveCommand())
 }
 
 // dlqURL picks the queue --queue names.
@@ -54,7 +56,7 @@ func dlqURL(c *cobra.Command, e *opsEnv, which string) (string, error) {
 		}
 		return e.sweeperDLQURL, nil
 	}
-	return "", usagef(c, "--queue %q: want jobs or sweeper", which)
+	return "", cli.Usagef(c, "--queue %q: want jobs or sweeper", which)
 }
 
 func (a *app) dlqListCommand() *cobra.Command {
@@ -74,7 +76,7 @@ exporter's reason (the daybook_error attribute); the sweeper's are failed schedu
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if most < 1 {
-			return usagef(c, "--max %d: want 1 or more", most)
+			return cli.Usagef(c, "--max %d: want 1 or more", most)
 		}
 		ctx := c.Context()
 		e, err := a.open(ctx)
@@ -227,7 +229,7 @@ message comes straight back: fix the cause first (daybook dlq list shows it).`,
 	c.Flags().IntVar(&most, "max", 1000, "move at most this many")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if most < 1 {
-			return usagef(c, "--max %d: want 1 or more", most)
+			return cli.Usagef(c, "--max %d: want 1 or more", most)
 		}
 		ctx := c.Context()
 		e, err := a.open(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 )
@@ -61,16 +62,16 @@ func requireFlags(c *cobra.Command, names ...string) error {
 	case 0:
 		return nil
 	case 1:
-		return usagef(c, "%s is required", missing[0])
+		return cli.Usagef(c, "%s is required", missing[0])
 	}
-	return usagef(c, "%s are required", strings.Join(missing, " and "))
+	return cli.Usagef(c, "%s are required", strings.Join(missing, " and "))
 }
 
 // dayFlag parses a YYYY-MM-DD flag value; the error names the flag.
 func dayFlag(c *cobra.Command, name, v string) (civil.Date, error) {
 	d, err := civil.Parse(v)
 	if err != nil {
-		return civil.Date{}, usagef(c, "--%s %q: not a date (want YYYY-MM-DD)", name, v)
+		return civil.Date{}, cli.Usagef(c, "--%s %q: not a date (want YYYY-MM-DD)", name, v)
 	}
 	return d, nil
 }
@@ -79,16 +80,16 @@ func dayFlag(c *cobra.Command, name, v string) (civil.Date, error) {
 func dayRange(c *cobra.Command, day, from, to string) (f, t civil.Date, err error) {
 	switch {
 	case day != "" && (from != "" || to != ""):
-		return f, t, usagef(c, "give --day, or --from and --to, not both")
+		return f, t, cli.Usagef(c, "give --day, or --from and --to, not both")
 	case day != "":
 		d, err := dayFlag(c, "day", day)
 		return d, d, err
 	case from == "" && to == "":
-		return f, t, usagef(c, "--day (or --from and --to) is required")
+		return f, t, cli.Usagef(c, "--day (or --from and --to) is required")
 	case from == "":
-		return f, t, usagef(c, "--from is required with --to")
+		return f, t, cli.Usagef(c, "--from is required with --to")
 	case to == "":
-		return f, t, usagef(c, "--to is required with --from")
+		return f, t, cli.Usagef(c, "--to is required with --from")
 	}
 	if f, err = dayFlag(c, "from", from); err != nil {
 		return
@@ -97,7 +98,7 @@ func dayRange(c *cobra.Command, day, from, to string) (f, t civil.Date, err erro
 		return
 	}
 	if t.Before(f) {
-		return f, t, usagef(c, "--to %s is before --from %s", to, from)
+		return f, t, cli.Usagef(c, "--to %s is before --from %s", to, from)
 	}
 	return f, t, nil
 }
@@ -115,7 +116,7 @@ func datasetNames() []string {
 func datasetFlag(c *cobra.Command, v string) (dataset.Dataset, error) {
 	d, err := dataset.Get(v)
 	if err != nil {
-		return dataset.Dataset{}, usagef(c, "--dataset %q: unknown dataset; valid: %s", v, strings.Join(datasetNames(), ", "))
+		return dataset.Dataset{}, cli.Usagef(c, "--dataset %q: unknown dataset; valid: %s", v, strings.Join(datasetNames(), ", "))
 	}
 	return d, nil
 }

@@ -1,7 +1,8 @@
-// Command daybook is the operator and local-development CLI: accounts, the
-// ledger (status, history, requeue, re-export), the dead-letter queue,
-// delivered partitions (verify, load SQL), the local stack and the demo.
-// `daybook --help` lists the commands. This file only wires.
+// Command daybook is the operator CLI: accounts, the ledger (status,
+// history, requeue, re-export), the dead-letter queue, delivered partitions
+// (verify, load SQL) and the web console. It links no development tooling:
+// the local stack and the demo are cmd/daybook-dev's. `daybook --help`
+// lists the commands. This file only wires.
 package main
 
 import (

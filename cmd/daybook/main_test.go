@@ -25,8 +25,8 @@ import (
 )
 
 // srv is the package's moto_server; the command tests share one deployed
-// stack (stage clitest). TestLocalDevCommands and TestEndToEnd start their
-// own, as a user would.
+// stack (stage clitest). TestConsoleInABrowser starts its own with
+// daybook-dev local up, as a user would.
 var srv *motoserver.Server
 
 func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
@@ -52,7 +52,8 @@ func deployed(t *testing.T) stack {
 		if err != nil {
 			panic(err)
 		}
-		vars := localEnv(srv.URL, map[string]string{"DAYBOOK_STAGE": "clitest"})
+		vars := motoEnv(srv.URL)
+		vars["DAYBOOK_STAGE"] = "clitest"
 		for out, v := range stackOutputVars {
 			if outs[out] != "" {
 				vars[v] = outs[out]
@@ -66,6 +67,15 @@ func deployed(t *testing.T) stack {
 		theStack = stack{cfg: cfg, outputs: outs, envFile: envFile}
 	})
 	return theStack
+}
+
+// motoEnv is what daybook-dev gives a local function besides the stack's
+// values: moto's endpoint and region, and test credentials.
+func motoEnv(url string) map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL": url, "AWS_REGION": motoserver.Region, "AWS_DEFAULT_REGION": motoserver.Region,
+		"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+	}
 }
 
 // ledgerAt is a ledger on the test stack with a fixed clock.

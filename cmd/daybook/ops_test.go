@@ -13,6 +13,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -54,12 +55,12 @@ func TestRequeue(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"today with --day", []string{"--day", "2026-11-30"}, exitError, `--day "2026-11-30" is not closed yet for account ` + acct.ID + " (time zone UTC, settle delay 2h0m0s): the last closed day is 2026-11-29"},
-		{"a range ending today", []string{"--from", "2026-11-28", "--to", "2026-11-30"}, exitError, `--to "2026-11-30" is not closed yet`},
-		{"a dataset the account does not export", []string{"--dataset", "profiles", "--day", "2026-11-20"}, exitError, `--dataset "profiles" is not enabled for account ` + acct.ID + " (enabled: events)"},
-		{"a day before the start date", []string{"--from", "2026-10-30", "--to", "2026-11-02"}, exitError, `--from "2026-10-30" is before account ` + acct.ID + "'s start date 2026-11-01"},
-		{"a missing account", []string{"--account", "acct_nosuchaccount234", "--day", "2026-11-20"}, exitError, `--account "acct_nosuchaccount234" is not an account (no such account); daybook account list shows them`},
-		{"a malformed account id", []string{"--account", "acct_a", "--day", "2026-11-20"}, exitUsage, `--account "acct_a" is not an account id`},
+		{"today with --day", []string{"--day", "2026-11-30"}, cli.ExitError, `--day "2026-11-30" is not closed yet for account ` + acct.ID + " (time zone UTC, settle delay 2h0m0s): the last closed day is 2026-11-29"},
+		{"a range ending today", []string{"--from", "2026-11-28", "--to", "2026-11-30"}, cli.ExitError, `--to "2026-11-30" is not closed yet`},
+		{"a dataset the account does not export", []string{"--dataset", "profiles", "--day", "2026-11-20"}, cli.ExitError, `--dataset "profiles" is not enabled for account ` + acct.ID + " (enabled: events)"},
+		{"a day before the start date", []string{"--from", "2026-10-30", "--to", "2026-11-02"}, cli.ExitError, `--from "2026-10-30" is before account ` + acct.ID + "'s start date 2026-11-01"},
+		{"a missing account", []string{"--account", "acct_nosuchaccount234", "--day", "2026-11-20"}, cli.ExitError, `--account "acct_nosuchaccount234" is not an account (no such account); daybook account list shows them`},
+		{"a malformed account id", []string{"--account", "acct_a", "--day", "2026-11-20"}, cli.ExitUsage, `--account "acct_a" is not an account id`},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +96,7 @@ func TestRequeue(t *testing.T) {
 
 	// A disabled account is refused.
 	s.run(t, a, "account", "disable", acct.ID)
-	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20"); r.code != exitError ||
+	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20"); r.code != cli.ExitError ||
 		!strings.Contains(r.stderr, `--account "`+acct.ID+`" is disabled; enable it first: daybook account enable `+acct.ID) {
 		t.Errorf("disabled: exit %d\n%s", r.code, r.stderr)
 	}
@@ -113,7 +114,7 @@ func TestReexport(t *testing.T) {
 		{"--from", "2026-11-29", "--to", "2026-11-30"},
 	} {
 		r := s.run(t, a, append([]string{"reexport", "--account", acct.ID, "--dataset", "events"}, args...)...)
-		if r.code != exitError || !strings.Contains(r.stderr, args[len(args)-2]+` "2026-11-30" is not closed yet`) {
+		if r.code != cli.ExitError || !strings.Contains(r.stderr, args[len(args)-2]+` "2026-11-30" is not closed yet`) {
 			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
 		}
 	}
@@ -126,10 +127,10 @@ func TestReexport(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"--account", "acct_nosuchaccount234", "--dataset", "events"}, exitError, `--account "acct_nosuchaccount234" is not an account`},
-		{[]string{"--account", "acct_a", "--dataset", "events"}, exitUsage, `--account "acct_a" is not an account id`},
-		{[]string{"--account", acct.ID, "--dataset", "daily_stats"}, exitError, `--dataset "daily_stats" is not enabled for account ` + acct.ID},
-		{[]string{"--account", other.ID, "--dataset", "events"}, exitError, `--account "` + other.ID + `" is disabled`},
+		{[]string{"--account", "acct_nosuchaccount234", "--dataset", "events"}, cli.ExitError, `--account "acct_nosuchaccount234" is not an account`},
+		{[]string{"--account", "acct_a", "--dataset", "events"}, cli.ExitUsage, `--account "acct_a" is not an account id`},
+		{[]string{"--account", acct.ID, "--dataset", "daily_stats"}, cli.ExitError, `--dataset "daily_stats" is not enabled for account ` + acct.ID},
+		{[]string{"--account", other.ID, "--dataset", "events"}, cli.ExitError, `--account "` + other.ID + `" is disabled`},
 	} {
 		r := s.run(t, a, append(append([]string{"reexport"}, tt.args...), "--day", "2026-11-20")...)
 		if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
@@ -231,7 +232,7 @@ func TestDLQListAndRedrive(t *testing.T) {
 	if r := s.run(t, a, "dlq", "list", "--queue", "sweeper"); r.code != 0 || !strings.Contains(r.stdout, "daybook-clitest-sweeper-dlq is empty") {
 		t.Errorf("sweeper dlq: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := s.run(t, a, "dlq", "list", "--queue", "exporter"); r.code != exitUsage || !strings.Contains(r.stderr, `--queue "exporter": want jobs or sweeper`) {
+	if r := s.run(t, a, "dlq", "list", "--queue", "exporter"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, `--queue "exporter": want jobs or sweeper`) {
 		t.Errorf("bad --queue: exit %d\n%s", r.code, r.stderr)
 	}
 
@@ -264,12 +265,12 @@ func TestVerifyRange(t *testing.T) {
 	acct := s.newAccount(t, nil)
 	a, _, _ := testApp(t)
 	r := s.run(t, a, "verify", "--account", acct.ID, "--from", "2026-11-27", "--to", "2026-11-29")
-	if r.code != exitError || !strings.Contains(r.stdout, "3 partitions: 0 OK, 3 not committed, 0 with problems") || !strings.Contains(r.stderr, "3 of 3 partitions not verified") {
+	if r.code != cli.ExitError || !strings.Contains(r.stdout, "3 partitions: 0 OK, 3 not committed, 0 with problems") || !strings.Contains(r.stderr, "3 of 3 partitions not verified") {
 		t.Errorf("verify of a range nothing was exported to: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = s.run(t, a, "verify", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-27", "-o", "json")
 	var res []verified
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 || res[0].Committed || r.code != exitError {
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 || res[0].Committed || r.code != cli.ExitError {
 		t.Errorf("verify one day -o json: exit %d %+v\n%s", r.code, res, r.stdout)
 	}
 }

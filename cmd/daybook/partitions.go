@@ -11,6 +11,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -62,7 +63,7 @@ func flagError(c *cobra.Command, err error) error {
 		}
 	}
 	if errors.Is(fe, jobs.ErrMalformed) {
-		return &usageError{cmd: c, err: re}
+		return cli.Usage(c, re)
 	}
 	return re
 }
@@ -116,7 +117,7 @@ when it finishes.`,
 			return err
 		}
 		if r := ledger.Reason(reason); r != ledger.ReasonBackfill && r != ledger.ReasonManual {
-			return usagef(c, "--reason %q: want backfill or manual", reason)
+			return cli.Usagef(c, "--reason %q: want backfill or manual", reason)
 		}
 		from, to, err := dayRange(c, p.day, p.from, p.to)
 		if err != nil {
@@ -178,7 +179,7 @@ paces. requested_by in the ledger and the manifest is the caller's AWS identity 
 			return err
 		}
 		if n := from.DaysUntil(to) + 1; n > jobs.MaxManualRangeDays {
-			return usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
+			return cli.Usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
 		}
 		ctx := c.Context()
 		e, acct, err := a.checkRequest(c, p, jobs.MaxManualRangeDays)

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -31,15 +32,15 @@ func TestReseed(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"events", []string{"--account", acct.ID, "--dataset", "events"}, exitError,
+		{"events", []string{"--account", acct.ID, "--dataset", "events"}, cli.ExitError,
 			`--dataset "events" is read as a union of immutable days (what a day means: event_time; read: union_all_partitions): a reseed only applies to incremental feeds of states such as profiles; re-export the days that changed instead (daybook reexport)`},
-		{"daily stats", []string{"--account", acct.ID, "--dataset", "daily_stats"}, exitError, `--dataset "daily_stats" is read as a union of immutable days`},
-		{"not exported", []string{"--account", eventsOnly.ID, "--dataset", "profiles"}, exitError, `--dataset "profiles" is not enabled for account ` + eventsOnly.ID},
-		{"no such account", []string{"--account", "acct_nosuchaccount234", "--dataset", "profiles"}, exitError, `--account "acct_nosuchaccount234" is not an account`},
-		{"malformed account", []string{"--account", "acct_a", "--dataset", "profiles"}, exitUsage, `--account "acct_a" is not an account id`},
-		{"unknown dataset", []string{"--account", acct.ID, "--dataset", "visits"}, exitUsage, `--dataset "visits": unknown dataset`},
-		{"no dataset", []string{"--account", acct.ID}, exitUsage, `--dataset is required`},
-		{"never reseeded", []string{"--account", acct.ID, "--dataset", "profiles", "--status"}, exitError, "profiles of account " + acct.ID + " was never reseeded"},
+		{"daily stats", []string{"--account", acct.ID, "--dataset", "daily_stats"}, cli.ExitError, `--dataset "daily_stats" is read as a union of immutable days`},
+		{"not exported", []string{"--account", eventsOnly.ID, "--dataset", "profiles"}, cli.ExitError, `--dataset "profiles" is not enabled for account ` + eventsOnly.ID},
+		{"no such account", []string{"--account", "acct_nosuchaccount234", "--dataset", "profiles"}, cli.ExitError, `--account "acct_nosuchaccount234" is not an account`},
+		{"malformed account", []string{"--account", "acct_a", "--dataset", "profiles"}, cli.ExitUsage, `--account "acct_a" is not an account id`},
+		{"unknown dataset", []string{"--account", acct.ID, "--dataset", "visits"}, cli.ExitUsage, `--dataset "visits": unknown dataset`},
+		{"no dataset", []string{"--account", acct.ID}, cli.ExitUsage, `--dataset is required`},
+		{"never reseeded", []string{"--account", acct.ID, "--dataset", "profiles", "--status"}, cli.ExitError, "profiles of account " + acct.ID + " was never reseeded"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := s.run(t, a, append([]string{"reseed"}, tt.args...)...)
@@ -77,7 +78,7 @@ func TestReseed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = s.run(t, a, "reseed", "--account", acct.ID, "--dataset", "profiles")
-	if r.code != exitError || !strings.Contains(r.stderr, "a reseed of profiles for account "+acct.ID+" is running (epoch 1") {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "a reseed of profiles for account "+acct.ID+" is running (epoch 1") {
 		t.Errorf("a reseed while one runs: exit %d\n%s", r.code, r.stderr)
 	}
 	if msgs := s.receiveAll(t, queue); len(msgs) != 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -47,7 +48,7 @@ prints the query for the latest state of an activity dataset (profiles: the newe
 			return err
 		}
 		if !slices.Contains(loadsql.Engines, engine) {
-			return usagef(c, "--engine %q: unknown engine; valid: %s", engine, strings.Join(loadsql.Engines, ", "))
+			return cli.Usagef(c, "--engine %q: unknown engine; valid: %s", engine, strings.Join(loadsql.Engines, ", "))
 		}
 		var day civil.Date
 		if p.day != "" {
@@ -56,7 +57,7 @@ prints the query for the latest state of an activity dataset (profiles: the newe
 			}
 		}
 		if p.account != "" && p.day == "" {
-			return usagef(c, "--day is required with --account")
+			return cli.Usagef(c, "--day is required with --account")
 		}
 		part, note, err := a.sqlPartition(c.Context(), d, p.account, day)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
 )
 
@@ -55,7 +56,7 @@ last 90 closed days) set the window.`,
 		}
 		states, err := parsePhases(f.states)
 		if err != nil {
-			return usagef(c, "%v", err)
+			return cli.Usagef(c, "%v", err)
 		}
 		var from, to civil.Date
 		if f.from != "" {
@@ -70,13 +71,13 @@ last 90 closed days) set the window.`,
 		}
 		switch {
 		case !from.IsZero() && !to.IsZero() && to.Before(from):
-			return usagef(c, "--to %s is before --from %s", f.to, f.from)
+			return cli.Usagef(c, "--to %s is before --from %s", f.to, f.from)
 		case f.days != 0 && (f.from != "" || f.to != ""):
-			return usagef(c, "give --days, or --from/--to, not both")
+			return cli.Usagef(c, "give --days, or --from/--to, not both")
 		case f.days < 0:
-			return usagef(c, "--days %d: want a positive number", f.days)
+			return cli.Usagef(c, "--days %d: want a positive number", f.days)
 		case f.days != 0 && f.account == "":
-			return usagef(c, "--days needs --account (the fleet view counts every day unless --from/--to)")
+			return cli.Usagef(c, "--days needs --account (the fleet view counts every day unless --from/--to)")
 		}
 		if f.account == "" {
 			return a.fleetStatus(c.Context(), f, states, from, to, *out)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -197,7 +198,7 @@ func TestStatusOfAnAccount(t *testing.T) {
 	}
 	// A dataset the account does not export is named.
 	r = s.run(t, a, "status", "--account", f.troubled, "--dataset", "profiles")
-	if r.code != exitError || !strings.Contains(r.stderr, "its datasets: events") {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "its datasets: events") {
 		t.Errorf("--dataset profiles: exit %d\n%s", r.code, r.stderr)
 	}
 }

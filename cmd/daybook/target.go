@@ -23,8 +23,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/destination"
-	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/netguard"
@@ -65,7 +65,7 @@ func (a *app) deploymentFlags(c *cobra.Command) {
 	f.StringVar(&a.target.profile, "profile", "", "AWS shared config profile")
 	f.StringVar(&a.target.envFile, "env-file", "", "a deployment's env.json (the sam local invoke --env-vars format written by make local-up)")
 	for _, n := range []string{"stack", "region", "profile", "env-file"} {
-		_ = f.SetAnnotation(n, deploymentAnnotation, []string{"true"})
+		_ = f.SetAnnotation(n, cli.DeploymentAnnotation, []string{"true"})
 	}
 	_ = c.MarkFlagFilename("env-file", "json")
 }
@@ -361,11 +361,11 @@ func (e *opsEnv) bucketClient(acct account.Account) (*s3.Client, string, error) 
 
 // readRules reads the account rules from a deployment's variables. A local
 // stack that names no deployment account (an env.json from before the
-// variable) is in moto's account, motoserver.AccountID.
+// variable) is in moto's account, awsclient.LocalAccountID.
 func readRules(dep *deployment) (account.Rules, error) {
 	rules, err := account.RulesFromEnv(func(k string) (string, bool) { v, ok := dep.vars[k]; return v, ok })
 	if err == nil && rules.DeploymentAccountID == "" && dep.local() {
-		rules.DeploymentAccountID = motoserver.AccountID
+		rules.DeploymentAccountID = awsclient.LocalAccountID
 	}
 	return rules, err
 }

@@ -14,6 +14,7 @@ import (
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
@@ -22,7 +23,7 @@ func TestWhereItPoints(t *testing.T) {
 	table, queue := s.outputs["LedgerTableName"], lastSegment(s.outputs["JobsQueueUrl"])
 	// The SDK reads the endpoint and credentials of --stack and of the
 	// environment from the process environment, as it would on a laptop.
-	for k, v := range localEnv(srv.URL, nil) {
+	for k, v := range motoEnv(srv.URL) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("LEDGER_TABLE", "")
@@ -110,7 +111,7 @@ func TestNoCredentialsIsSaidAtOnce(t *testing.T) {
 	a, _, _ := testApp(t)
 	a.awsConfig = func(context.Context, string, string) (aws.Config, error) { return aws.Config{Region: "eu-west-1"}, nil }
 	r := execute(t, a, "status", "--stack", "daybook-prod")
-	if r.code != exitError || !strings.Contains(r.stderr, "no AWS credentials: pass --profile") || !strings.Contains(r.stderr, "for stack daybook-prod (region eu-west-1)") {
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "no AWS credentials: pass --profile") || !strings.Contains(r.stderr, "for stack daybook-prod (region eu-west-1)") {
 		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -49,6 +49,12 @@ func NewS3(cfg aws.Config, opts ...func(*s3.Options)) *s3.Client {
 	return s3.NewFromConfig(cfg, append([]func(*s3.Options){S3Options(cfg)}, opts...)...)
 }
 
+// LocalAccountID is the AWS account every resource of a local stack (moto
+// on this machine) lives in: moto's default account, which answers every
+// call made with its test credentials. A local stack's DEPLOYMENT_ACCOUNT_ID
+// is this value.
+const LocalAccountID = "123456789012"
+
 // Local reports whether the SDK's endpoint, AWS_ENDPOINT_URL read through
 // lookup (os.LookupEnv), is on this machine (localhost or a loopback
 // address): a local stack (moto, the Lambda runtime emulator). It never is

@@ -284,3 +284,75 @@ func TestSliceHoldMatchesTheQueue(t *testing.T) {
 		t.Errorf("jobs queue VisibilityTimeout %s, JOBS_VISIBILITY_TIMEOUT_SECONDS %s, ledger.DefaultRedelivery %s: want one value", queue[1], env[1], ledger.DefaultRedelivery)
 	}
 }
+
+// devkit is the development tooling's import path prefix.
+const devkit = "github.com/daybook-dev/daybook/shared/devkit"
+
+// devkitDeps lists the shared/devkit packages the given packages link
+// (go list -deps, test files not included), built with tags.
+func devkitDeps(t *testing.T, tags string, pkgs ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-tags", tags}, pkgs...)...)
+	cmd.Dir = root
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", strings.Join(pkgs, " "), err, stderr.String())
+	}
+	var found []string
+	for _, p := range strings.Fields(string(out)) {
+		if p == devkit || strings.HasPrefix(p, devkit+"/") {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+// TestShippedBinariesLinkNoDevkit: the operator's CLI and the Lambda
+// functions link none of the development tooling (moto control, the SAM
+// translator runner, the runtime emulator, the demo source), which lives in
+// shared/devkit for the tests and daybook-dev. The development CLI, which
+// does link it, shows the check finds such an import.
+func TestShippedBinariesLinkNoDevkit(t *testing.T) {
+	for _, tags := range []string{"", "lambda.norpc"} {
+		if found := devkitDeps(t, tags, "./cmd/daybook", "./functions/..."); len(found) > 0 {
+			t.Errorf("with tags %q, ./cmd/daybook or ./functions/... links the development tooling: %s", tags, strings.Join(found, ", "))
+		}
+	}
+	if found := devkitDeps(t, "", "./cmd/daybook-dev"); len(found) == 0 {
+		t.Error("./cmd/daybook-dev links no shared/devkit package: the check cannot tell")
+	}
+}
+
+// TestLocalTargetsRunTheDevCLI: make build builds both CLIs into
+// .local/bin, and the local-stack and demo targets run daybook-dev (the
+// operator's daybook has no such commands).
+func TestLocalTargetsRunTheDevCLI(t *testing.T) {
+	for _, tt := range []struct {
+		target string
+		want   []string
+	}{
+		{"build", []string{"-o .local/bin/daybook ./cmd/daybook\n", "-o .local/bin/daybook-dev ./cmd/daybook-dev\n"}},
+		{"demo", []string{".local/bin/daybook-dev demo --dir .demo --bin .local/bin\n"}},
+		{"local-up", []string{".local/bin/daybook-dev local up --dir .local --template template.yaml\n"}},
+		{"local-drain", []string{".local/bin/daybook-dev local drain --dir .local\n"}},
+		{"local-down", []string{".local/bin/daybook-dev local down --dir .local;"}},
+		{"_invoke", []string{".local/bin/daybook-dev local invoke SweeperFunction --dir .local --event events/sweeper-schedule.json;"}},
+	} {
+		t.Run(tt.target, func(t *testing.T) {
+			out, err := exec.Command("make", "-n", "-C", root, tt.target, "FN=SweeperFunction", "EVENT=events/sweeper-schedule.json").CombinedOutput()
+			if err != nil {
+				t.Fatalf("make -n %s: %v\n%s", tt.target, err, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("make -n %s lacks %q:\n%s", tt.target, w, out)
+				}
+			}
+			if regexp.MustCompile(`bin/daybook (demo|local)\b`).Match(out) {
+				t.Errorf("make -n %s runs a dev command with the operator CLI:\n%s", tt.target, out)
+			}
+		})
+	}
+}

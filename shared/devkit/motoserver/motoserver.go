@@ -28,9 +28,9 @@ const InstallHint = "moto_server not found on PATH: install it with `python3 -m 
 const Region = "us-east-1"
 
 // AccountID is the AWS account every local resource lives in: moto's
-// default account (its MOTO_ACCOUNT_ID, which nothing here sets). A local
-// stack's DEPLOYMENT_ACCOUNT_ID is this value.
-const AccountID = "123456789012"
+// default account (its MOTO_ACCOUNT_ID, which nothing here sets), the one
+// the operator CLI assumes for a local stack that names none.
+const AccountID = awsclient.LocalAccountID
 
 // Server is one running moto_server.
 type Server struct {

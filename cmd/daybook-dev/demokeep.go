@@ -11,16 +11,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
-// selfCommand is how to run this program again from where it was started:
-// its path when it is the daybook binary (make demo runs .local/bin/daybook),
-// else go run.
-func selfCommand() string {
-	if len(os.Args) > 0 && filepath.Base(os.Args[0]) == "daybook" {
-		return os.Args[0]
-	}
-	return "go run ./cmd/daybook"
-}
-
 // stopKept stops the moto_server an earlier `demo --keep` left running in
 // dir, so a new run starts from scratch.
 func stopKept(out io.Writer, dir string) error {
@@ -41,17 +31,22 @@ func stopKept(out io.Writer, dir string) error {
 	return nil
 }
 
+// consoleListen is where the operator CLI's `daybook console` listens
+// unless --listen.
+const consoleListen = "127.0.0.1:8080"
+
 // keepOrSay ends the demo with the web console: with Keep, moto_server stays
 // up (its pid and URL written where `local down` finds them) and the command
 // that opens the console on this run's ledger is printed; without it, the
-// commands that keep a run for the console are.
-func keepOrSay(out io.Writer, o demoOptions, srv *motoserver.Server) (bool, error) {
+// commands that keep a run for the console are. The console is the operator
+// CLI's (op); the demo and local down are this program's.
+func keepOrSay(out io.Writer, o demoOptions, op operatorCLI, srv *motoserver.Server) (bool, error) {
 	self, env := cmp.Or(o.Self, selfCommand()), filepath.Join(o.Dir, "env.json")
 	fmt.Fprintf(out, "\n==> web console\n")
 	if !o.Keep {
 		fmt.Fprintf(out, "    the demo stops its moto_server, and the ledger with it; to browse a run in the console, keep it running:\n")
-		fmt.Fprintf(out, "      %s demo --dir %s --bin %s --keep && %s console --env-file %s\n", self, o.Dir, o.BinDir, self, env)
-		fmt.Fprintf(out, "    then open http://%s/ (Ctrl-C stops the console; %s local down --dir %s stops moto_server)\n", defaultListen, self, o.Dir)
+		fmt.Fprintf(out, "      %s demo --dir %s --bin %s --keep && %s console --env-file %s\n", self, o.Dir, o.BinDir, op, env)
+		fmt.Fprintf(out, "    then open http://%s/ (Ctrl-C stops the console; %s local down --dir %s stops moto_server)\n", consoleListen, self, o.Dir)
 		return false, nil
 	}
 	d := localDir(o.Dir)
@@ -62,7 +57,7 @@ func keepOrSay(out io.Writer, o demoOptions, srv *motoserver.Server) (bool, erro
 		return false, err
 	}
 	fmt.Fprintf(out, "    moto_server keeps running at %s (pid %d) with this run's ledger and buckets; open the console on it:\n", srv.URL, srv.Pid)
-	fmt.Fprintf(out, "      %s console --env-file %s\n", self, env)
+	fmt.Fprintf(out, "      %s console --env-file %s\n", op, env)
 	fmt.Fprintf(out, "    and stop moto_server when done: %s local down --dir %s\n", self, o.Dir)
 	return true, nil
 }

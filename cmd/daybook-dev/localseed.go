@@ -14,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 )
@@ -29,7 +30,8 @@ const (
 )
 
 // seedLocal creates the demo source (when the stack reads it), the local
-// account's bucket, and registers the account with `account put`.
+// account's bucket, and registers the account with the operator CLI's
+// `account put`.
 func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source bool) error {
 	now := a.now()
 	if source {
@@ -45,7 +47,14 @@ func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source 
 	if _, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(localBucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlready") {
 		return fmt.Errorf("create bucket %s: %w", localBucket, err)
 	}
-	names := datasetNames()
+	names, err := dataset.Names()
+	if err != nil {
+		return err
+	}
+	op, err := operatorIn(d.binDir())
+	if err != nil {
+		return err
+	}
 	acct := account.Account{
 		ID: LocalAccountID, Name: "Local demo account", Enabled: true,
 		StartDate:   civil.Of(now.UTC()).AddDays(-localBackfillDays),
@@ -59,9 +68,7 @@ func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source 
 	if err := os.WriteFile(d.accountFile(), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	sub := newApp(io.Discard, io.Discard)
-	sub.now, sub.rand, sub.localDir = a.now, a.rand, string(d)
-	if err := runWith(sub, ctx, []string{"account", "put", "--file", d.accountFile(), "--env-file", d.envFile()}); err != nil {
+	if err := op.run(ctx, io.Discard, "account", "put", "--file", d.accountFile(), "--env-file", d.envFile()); err != nil {
 		return fmt.Errorf("register the local account: %w", err)
 	}
 	fmt.Fprintf(a.stdout, "account %s registered from %s: %s from %s, into s3://%s\n",

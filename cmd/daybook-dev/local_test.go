@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/console/ops"
 )
 
-// TestLocalDevCommands runs the README's local loop through the CLI, the
-// commands the Makefile targets run: make local-up (local up: moto,
-// template.yaml, the demo source and the local account), account put,
+// TestLocalDevCommands runs the README's local loop through both CLIs, the
+// commands the Makefile targets run: make local-up (daybook-dev local up:
+// moto, template.yaml, the demo source and the local account registered with
+// the operator CLI beside the bootstraps), then daybook account put,
 // requeue, make invoke-sweeper (the sweeper's bootstrap under the runtime
 // emulator), status, make local-drain (local drain), make invoke-exporter
 // EVENT=events/exporter-manual.json (a manual re-export of the local
@@ -22,7 +28,7 @@ func TestLocalDevCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	l, out := startLocal(t, ctx, "clitest")
-	dir, env, cli := l.dir, l.env, l.cli
+	dir, env, dev, cli := l.dir, l.env, l.dev, l.daybook
 	pid, err := readPid(localDir(dir))
 	if err != nil {
 		t.Fatalf("no pid file after local up: %v\n%s", err, out)
@@ -64,7 +70,7 @@ func TestLocalDevCommands(t *testing.T) {
 		Claimed  int `json:"claimed"`
 		Enqueued int `json:"enqueued"`
 	}
-	out = cli("local", "invoke", "SweeperFunction", "--dir", dir, "--event", "../../events/sweeper-schedule.json")
+	out = dev("local", "invoke", "SweeperFunction", "--dir", dir, "--event", "../../events/sweeper-schedule.json")
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("sweeper response %q: %v", out, err)
 	}
@@ -77,7 +83,7 @@ func TestLocalDevCommands(t *testing.T) {
 	}
 
 	// make local-drain: the enqueued jobs go to the exporter.
-	out = cli("local", "drain", "--dir", dir)
+	out = dev("local", "drain", "--dir", dir)
 	if !strings.Contains(out, "done, 0 failed") {
 		t.Errorf("local drain: %s", out)
 	}
@@ -108,7 +114,7 @@ func TestLocalDevCommands(t *testing.T) {
 	cli("account", "put", "--file", localFile, "--env-file", env)
 
 	// make invoke-exporter EVENT=events/exporter-manual.json
-	out = cli("local", "invoke", "ExporterFunction", "--dir", dir, "--event", "../../events/exporter-manual.json")
+	out = dev("local", "invoke", "ExporterFunction", "--dir", dir, "--event", "../../events/exporter-manual.json")
 	var resp struct {
 		Failures []any `json:"batchItemFailures"`
 	}
@@ -116,7 +122,7 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("manual re-export response %q (%v)", out, err)
 	}
 	out = cli("history", "--account", LocalAccountID, "--dataset", "events", "--day", "2026-11-20", "--env-file", env, "-o", "json")
-	var h historyOut
+	var h ops.PartitionHistory
 	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Attempts) != 1 || h.Attempts[0].Outcome != "completed" || h.Attempts[0].Reason != "manual" {
 		t.Errorf("history of the re-exported day: %v\n%s", err, out)
 	}
@@ -124,46 +130,62 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("verify: %s", out)
 	}
 
-	cli("local", "down", "--dir", dir)
+	dev("local", "down", "--dir", dir)
 	if alive(pid) {
 		t.Errorf("moto_server pid %d still running after local down", pid)
 	}
-	var errw bytes.Buffer
-	a := newApp(&bytes.Buffer{}, &errw)
-	if code := a.execute(ctx, []string{"status", "--env-file", env}); code != exitError || !strings.Contains(errw.String(), "the local stack is not running: make local-up") {
-		t.Errorf("status after local down: exit %d, %s", code, errw.String())
+	msg, err := exec.CommandContext(ctx, l.operator(), "status", "--env-file", env).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(msg), "the local stack is not running: make local-up") {
+		t.Errorf("status after local down: %v, %s", err, msg)
 	}
 }
 
 // localRun is a local stack a test started as a user would (`local up` in
-// a directory of its own, with the host bootstraps), stopped when the test
-// ends.
+// a directory of its own, with the host builds in <dir>/bin), stopped when
+// the test ends.
 type localRun struct {
 	t        *testing.T
 	ctx      context.Context
 	dir, env string
 }
 
-// startLocal builds the bootstraps and runs `local up` with stage; it
-// returns the stack and what local up printed.
+// startLocal builds the bootstraps and the operator CLI and runs `local up`
+// with stage; it returns the stack and what local up printed.
 func startLocal(t *testing.T, ctx context.Context, stage string) (*localRun, string) {
 	t.Helper()
 	dir := t.TempDir()
-	buildBootstraps(t, filepath.Join(dir, "bin"))
+	buildBinaries(t, localDir(dir).binDir())
 	l := &localRun{t: t, ctx: ctx, dir: dir, env: filepath.Join(dir, "env.json")}
-	t.Cleanup(func() { _ = run(context.Background(), []string{"local", "down", "--dir", dir}, &bytes.Buffer{}) })
-	out := l.cli("local", "up", "--dir", dir, "--template", "../../template.yaml", "--stage", stage)
+	t.Cleanup(func() {
+		_ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", dir})
+	})
+	out := l.dev("local", "up", "--dir", dir, "--template", "../../template.yaml", "--stage", stage)
 	return l, out
 }
 
-// cli runs a command line as the daybook binary would and returns its
-// stdout; a non-zero exit fails the test.
-func (l *localRun) cli(args ...string) string {
+// dev runs a daybook-dev command line in-process and returns its stdout; a
+// non-zero exit fails the test.
+func (l *localRun) dev(args ...string) string {
 	l.t.Helper()
 	var out, errw bytes.Buffer
-	a := newApp(&out, &errw)
-	if code := a.execute(l.ctx, args); code != 0 {
-		l.t.Fatalf("daybook %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errw.String())
+	if code := newApp(&out, &errw).execute(l.ctx, args); code != 0 {
+		l.t.Fatalf("daybook-dev %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errw.String())
+	}
+	return out.String()
+}
+
+func (l *localRun) operator() string { return filepath.Join(localDir(l.dir).binDir(), operatorName) }
+
+// daybook runs the operator CLI local up used and returns its stdout; a
+// non-zero exit fails the test.
+func (l *localRun) daybook(args ...string) string {
+	l.t.Helper()
+	var out, errw bytes.Buffer
+	cmd := exec.CommandContext(l.ctx, l.operator(), args...)
+	cmd.Stdout, cmd.Stderr = &out, &errw
+	if err := cmd.Run(); err != nil {
+		l.t.Fatalf("daybook %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errw.String())
 	}
 	return out.String()
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
@@ -39,7 +41,7 @@ import (
 type demoOptions struct {
 	Dir          string // state and output: .demo
 	Template     string
-	BinDir       string // holds SweeperFunction/bootstrap and ExporterFunction/bootstrap
+	BinDir       string // holds SweeperFunction/bootstrap, ExporterFunction/bootstrap and the operator CLI daybook
 	Now          func() time.Time
 	Days         int
 	EventsPerDay int
@@ -50,10 +52,11 @@ type demoOptions struct {
 	Seed      uint64
 	Out       io.Writer
 	// Keep leaves moto_server running at the end, with its pid in Dir
-	// (`local down --dir Dir` stops it), for `console --env-file
-	// Dir/env.json`.
+	// (`local down --dir Dir` stops it), for the operator CLI's `console
+	// --env-file Dir/env.json`.
 	Keep bool
-	// Self is how the summary names this program in the commands it prints.
+	// Self is how the summary names this program in the commands it prints;
+	// the operator CLI it names is the one in BinDir.
 	Self string
 }
 
@@ -82,18 +85,19 @@ func (a *app) demoCommand() *cobra.Command {
 accounts, the real sweeper and exporter bootstraps under the Lambda runtime emulator until no work
 is due, one manual re-export, every committed partition verified, the buckets mirrored to
 <dir>/buckets. Everything it starts is stopped at the end (with --keep, moto_server stays up for
-daybook console --env-file <dir>/env.json until daybook local down --dir <dir>); running it again
-starts from scratch. Needs the host bootstraps (make build) in --bin.`,
+daybook console --env-file <dir>/env.json until daybook-dev local down --dir <dir>); running it
+again starts from scratch. Needs the host builds (make build) in --bin: the bootstraps and the
+operator CLI daybook, which registers the accounts and sends the re-export.`,
 	}
 	c.Flags().StringVar(&o.Dir, "dir", o.Dir, "state and output directory")
 	c.Flags().StringVar(&o.Template, "template", o.Template, "SAM template to deploy")
 	c.Flags().StringVar(&o.BinDir, "bin", o.BinDir, "directory with <Function>/bootstrap host builds (make build)")
 	c.Flags().IntVar(&o.Days, "days", o.Days, "days of demo data")
 	c.Flags().IntVar(&o.EventsPerDay, "events-per-day", o.EventsPerDay, "events per account and day")
-	c.Flags().BoolVar(&o.Keep, "keep", false, "leave moto_server running at the end, for daybook console (stop it with daybook local down --dir <dir>)")
+	c.Flags().BoolVar(&o.Keep, "keep", false, "leave moto_server running at the end, for daybook console (stop it with daybook-dev local down --dir <dir>)")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if o.Days < 1 || o.EventsPerDay < 1 {
-			return usagef(c, "--days and --events-per-day must be 1 or more")
+			return cli.Usagef(c, "--days and --events-per-day must be 1 or more")
 		}
 		o.Now, o.Out, o.Self = a.now, a.stdout, selfCommand()
 		res, err := demo(c.Context(), o)
@@ -112,6 +116,10 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	out := o.Out
 	started := time.Now()
 	step := func(format string, args ...any) { fmt.Fprintf(out, "\n==> "+format+"\n", args...) }
+	op, err := operatorIn(o.BinDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
@@ -180,7 +188,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(a.Destination.Bucket)}); err != nil {
 			return nil, fmt.Errorf("create bucket %s: %w", a.Destination.Bucket, err)
 		}
-		if err := run(ctx, []string{"account", "put", "--file", files[i], "--env-file", envFile}, io.Discard); err != nil {
+		if err := op.run(ctx, io.Discard, "account", "put", "--file", files[i], "--env-file", envFile); err != nil {
 			return nil, err
 		}
 		how := "own role"
@@ -243,7 +251,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if res.Before, err = led.Get(ctx, key); err != nil {
 		return nil, err
 	}
-	if err := run(ctx, []string{"reexport", "--account", a0.ID, "--dataset", "events", "--day", day.String(), "--env-file", envFile}, out); err != nil {
+	if err := op.run(ctx, out, "reexport", "--account", a0.ID, "--dataset", "events", "--day", day.String(), "--env-file", envFile); err != nil {
 		return nil, err
 	}
 	var p eventsource.Progress
@@ -258,7 +266,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		res.Before.Generation, res.Reexported.Generation, res.Reexported.State, res.Reexported.Rows, res.Reexported.Files, res.Reexported.ManifestKey)
 
 	step("ledger: `daybook status --account %s`", a0.ID)
-	if err := run(ctx, []string{"status", "--account", a0.ID, "--days", "35", "--env-file", envFile}, out); err != nil {
+	if err := op.run(ctx, out, "status", "--account", a0.ID, "--days", "35", "--env-file", envFile); err != nil {
 		return nil, err
 	}
 
@@ -307,7 +315,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
 	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
-	if kept, err = keepOrSay(out, o, srv); err != nil {
+	if kept, err = keepOrSay(out, o, op, srv); err != nil {
 		return nil, err
 	}
 	if kept {
@@ -369,7 +377,7 @@ func printProgress(ctx context.Context, out io.Writer, led *ledger.Ledger, accts
 		}
 	}
 	fmt.Fprintf(out, "    sweeps %d  batches %d  partitions %d/%d done  %d failed  rows %d  bytes %s\n",
-		p.Sweeps, p.Batches, done, total, failed, rows, humanBytes(bytes))
+		p.Sweeps, p.Batches, done, total, failed, rows, ops.HumanBytes(bytes))
 }
 
 func printSummary(out io.Writer, res *demoResult) {
@@ -407,7 +415,7 @@ func printSummary(out io.Writer, res *demoResult) {
 				st = append(st, fmt.Sprintf("%s %d", s, g.states[s]))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t\n", k, g.days, g.rows, g.files, humanBytes(g.bytes), strings.Join(st, ", "))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t\n", k, g.days, g.rows, g.files, ops.HumanBytes(g.bytes), strings.Join(st, ", "))
 	}
 	tw.Flush()
 }

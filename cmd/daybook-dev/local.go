@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
@@ -31,8 +32,9 @@ func (d localDir) envFile() string     { return filepath.Join(string(d), "env.js
 func (d localDir) logFile() string     { return filepath.Join(string(d), "moto.log") }
 func (d localDir) sourceDB() string    { return filepath.Join(string(d), "demo.db") }
 func (d localDir) accountFile() string { return filepath.Join(string(d), "account.json") }
+func (d localDir) binDir() string      { return filepath.Join(string(d), "bin") }
 func (d localDir) bootstrap(fn string) string {
-	return filepath.Join(string(d), "bin", fn, "bootstrap")
+	return filepath.Join(d.binDir(), fn, "bootstrap")
 }
 
 // localEnv is what every local function gets besides the stack's values.
@@ -51,7 +53,7 @@ func localEnv(url string, extra map[string]string) map[string]string {
 }
 
 func (a *app) localCommand() *cobra.Command {
-	return group("local", "Run daybook on this machine: moto with template.yaml deployed, the functions under the Lambda runtime emulator",
+	return cli.Group("local", "Run daybook on this machine: moto with template.yaml deployed, the functions under the Lambda runtime emulator",
 		a.localUpCommand(), a.localDownCommand(), a.localInvokeCommand(), a.localDrainCommand())
 }
 
@@ -72,7 +74,8 @@ sam local invoke --env-vars format), which the other commands read by default.
 
 Unless --no-demo: generate a small demo SQLite source (<dir>/demo.db, %d days of data), create
 the bucket %s and register the local account %s (its file is <dir>/account.json; the sample
-events in events/ use this id) with %d closed days to export.`, localDemoDays, localBucket, LocalAccountID, localBackfillDays),
+events in events/ use this id) with %d closed days to export, with the operator CLI
+<dir>/bin/daybook (make build).`, localDemoDays, localBucket, LocalAccountID, localBackfillDays),
 	}
 	c.Flags().StringVar(&o.dir, "dir", o.dir, "state directory (pid, log, env.json, demo source)")
 	c.Flags().StringVar(&o.template, "template", "template.yaml", "SAM template to deploy")
@@ -85,6 +88,12 @@ events in events/ use this id) with %d closed days to export.`, localDemoDays, l
 
 func (a *app) localUp(ctx context.Context, o localOptions) error {
 	d := localDir(o.dir)
+	if !o.noDemo {
+		// Before anything starts: the account is registered with it.
+		if _, err := operatorIn(d.binDir()); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
@@ -240,7 +249,7 @@ func (a *app) localInvokeCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:       "invoke SweeperFunction|ExporterFunction [--event FILE]",
 		Short:     "Run a function's bootstrap once under the runtime emulator with <dir>/env.json",
-		Args:      exactArgs("FUNCTION"),
+		Args:      cli.ExactArgs("FUNCTION"),
 		ValidArgs: Functions,
 	}
 	c.Flags().StringVar(&dir, "dir", dir, "state directory")
@@ -249,7 +258,7 @@ func (a *app) localInvokeCommand() *cobra.Command {
 	c.RunE = func(c *cobra.Command, args []string) error {
 		fn := args[0]
 		if fn != Functions[0] && fn != Functions[1] {
-			return usagef(c, "function %q: want %s", fn, strings.Join(Functions, " or "))
+			return cli.Usagef(c, "function %q: want %s", fn, strings.Join(Functions, " or "))
 		}
 		ctx := c.Context()
 		d := localDir(dir)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -23,7 +25,7 @@ import (
 // source mapping; then it checks what was delivered.
 func TestEndToEnd(t *testing.T) {
 	bin := t.TempDir()
-	buildBootstraps(t, bin)
+	buildBinaries(t, bin)
 	now := e2eInstant(time.Now())
 	var out bytes.Buffer
 	dir := t.TempDir()
@@ -113,9 +115,22 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("it ends with the command that keeps a run for the console", func(t *testing.T) {
-		if !strings.Contains(out.String(), "demo --dir "+dir+" --bin "+bin+" --keep && ") || !strings.Contains(out.String(), " console --env-file "+filepath.Join(dir, "env.json")) {
+	t.Run("it ends with the command that keeps a run for the console, and the commands it names work", func(t *testing.T) {
+		operator := filepath.Join(bin, "daybook")
+		if !strings.Contains(out.String(), "demo --dir "+dir+" --bin "+bin+" --keep && "+operator+" console --env-file "+filepath.Join(dir, "env.json")+"\n") ||
+			!strings.Contains(out.String(), " local down --dir "+dir+" stops moto_server") {
 			t.Errorf("no console command at the end:\n%s", out.String())
+		}
+		// The operator CLI takes the console command as printed; the demo
+		// stopped its moto_server, so the console says the stack is down.
+		msg, err := exec.CommandContext(ctx, operator, "console", "--env-file", filepath.Join(dir, "env.json"), "--listen", "127.0.0.1:0").CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(msg), "the local stack is not running") {
+			t.Errorf("%s console --env-file: %v\n%s", operator, err, msg)
+		}
+		var down bytes.Buffer
+		if code := newApp(&down, &down).execute(ctx, []string{"local", "down", "--dir", dir}); code != 0 || !strings.Contains(down.String(), "nothing to stop") {
+			t.Errorf("local down --dir %s: exit %d\n%s", dir, code, down.String())
 		}
 	})
 
@@ -146,30 +161,24 @@ func e2eInstant(real time.Time) time.Time {
 	return midnight.AddDate(0, 0, -back).Add(19*time.Hour + time.Minute)
 }
 
-// buildBootstraps builds both functions' host bootstraps into
-// dir/<LogicalId>/bootstrap, the layout `make build` uses.
-func buildBootstraps(t *testing.T, dir string) {
+// buildBinaries builds both functions' host bootstraps and the operator CLI
+// into dir, the layout `make build` uses.
+func buildBinaries(t *testing.T, dir string) {
 	t.Helper()
-	for _, fn := range Functions {
-		pkg := map[string]string{"SweeperFunction": "sweeper", "ExporterFunction": "exporter"}[fn]
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(dir, fn, "bootstrap"), "../../functions/"+pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", fn, err, out)
-		}
-	}
+	hostbuild.Bootstraps(t, dir, Functions...)
+	hostbuild.Command(t, dir, operatorName)
 }
 
 func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	o := demoOptions{Dir: dir, BinDir: ".local/bin", Keep: true, Self: ".local/bin/daybook"}
-	kept, err := keepOrSay(&out, o, &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242})
+	o := demoOptions{Dir: dir, BinDir: ".local/bin", Keep: true, Self: ".local/bin/daybook-dev"}
+	kept, err := keepOrSay(&out, o, ".local/bin/daybook", &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242})
 	if err != nil || !kept {
 		t.Fatalf("kept %v, %v", kept, err)
 	}
 	for _, want := range []string{"moto_server keeps running at http://127.0.0.1:4566 (pid 4242)",
-		".local/bin/daybook console --env-file " + filepath.Join(dir, "env.json"), ".local/bin/daybook local down --dir " + dir} {
+		".local/bin/daybook console --env-file " + filepath.Join(dir, "env.json"), ".local/bin/daybook-dev local down --dir " + dir} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

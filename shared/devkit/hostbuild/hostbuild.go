@@ -1,0 +1,60 @@
+// Package hostbuild builds the host binaries `make build` puts in
+// .local/bin, in the same layout, for the tests that run them as a user
+// would: the functions' bootstraps (<dir>/<LogicalId>/bootstrap), the
+// operator CLI (<dir>/daybook) and the development CLI (<dir>/daybook-dev).
+package hostbuild
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// functions are the template's Lambda logical ids and their packages.
+var functions = map[string]string{
+	"SweeperFunction":  "./functions/sweeper",
+	"ExporterFunction": "./functions/exporter",
+	"ConsoleFunction":  "./functions/console",
+}
+
+// Bootstraps builds the named functions' bootstraps into
+// dir/<LogicalId>/bootstrap.
+func Bootstraps(t testing.TB, dir string, logicalIDs ...string) {
+	t.Helper()
+	for _, fn := range logicalIDs {
+		pkg, ok := functions[fn]
+		if !ok {
+			t.Fatalf("hostbuild: no function %q", fn)
+		}
+		build(t, filepath.Join(dir, fn, "bootstrap"), pkg, "-tags", "lambda.norpc")
+	}
+}
+
+// Command builds ./cmd/<name> into dir/<name>.
+func Command(t testing.TB, dir, name string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	build(t, out, "./cmd/"+name)
+	return out
+}
+
+func build(t testing.TB, out, pkg string, flags ...string) {
+	t.Helper()
+	out, err := filepath.Abs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(root)) == "" {
+		t.Fatalf("hostbuild: no module: %v", err)
+	}
+	args := append(append([]string{"build"}, flags...), "-trimpath", "-o", out, pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+}
