@@ -48,7 +48,7 @@ func BenchmarkBytesVsDuckDB(b *testing.B) {
 	for _, codec := range []fileformat.Codec{fileformat.Snappy, fileformat.Zstd} {
 		duckBytes[codec] = duckdbCopy(b, db, filepath.Join(dir, "duckdb-"+string(codec)+".parquet"), codec)
 	}
-	for _, profile := range encode.Profiles() {
+	for _, profile := range []encode.Profile{encode.ProfileCompatible, encode.ProfileCompact} {
 		for _, codec := range []fileformat.Codec{fileformat.Snappy, fileformat.Zstd} {
 			b.Run(profile.String()+"/"+string(codec), func(b *testing.B) {
 				var size int64

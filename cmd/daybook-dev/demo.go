@@ -64,7 +64,7 @@ type demoOptions struct {
 type demoResult struct {
 	Accounts   []account.Account
 	Stage      string
-	Reports    []verify.Report
+	Reports    []*verify.Result
 	Problems   []string
 	Rows       []ledger.Row
 	Reexported ledger.Row
@@ -295,7 +295,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	}
 	committed := 0
 	for _, r := range res.Reports {
-		if r.Committed {
+		if r.Committed() {
 			committed++
 		}
 	}
@@ -423,13 +423,13 @@ func printSummary(out io.Writer, res *demoResult) {
 // verifyAccount verifies every partition of every dataset of an account and
 // the account-level rules: nothing for today or later, a delivery manifest
 // for every exported day.
-func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage string, now time.Time) ([]verify.Report, []string, error) {
+func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage string, now time.Time) ([]*verify.Result, []string, error) {
 	prefix, err := a.Prefix(stage)
 	if err != nil {
 		return nil, nil, err
 	}
 	closed := a.WithDefaults(0).ClosedThrough(now)
-	var reports []verify.Report
+	var reports []*verify.Result
 	var problems []string
 	exportedDays := map[string]bool{}
 	// The demo runs in moto: its account is the deployment's.
@@ -437,31 +437,29 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	if err != nil {
 		return nil, nil, err
 	}
-	b := verify.Bucket{Name: a.Destination.Bucket, Owner: owner}
 	for _, ds := range a.Datasets {
-		parts, err := verify.Partitions(ctx, api, b, prefix+"/"+layout.Version+"/"+ds+"/")
+		t := verify.Target{Bucket: a.Destination.Bucket, Owner: owner, Prefix: prefix, Dataset: ds}
+		days, strays, err := verify.Days(ctx, api, t)
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, pp := range parts {
-			r, err := verify.Partition(ctx, api, b, pp, verify.CountRows)
+		for _, pp := range strays {
+			problems = append(problems, fmt.Sprintf("s3://%s/%s: partition folder is not dt=YYYY-MM-DD", a.Destination.Bucket, pp))
+		}
+		for _, day := range days {
+			t.Day = day
+			r, err := verify.Check(ctx, api, t, verify.Options{Download: true})
 			if err != nil {
 				return nil, nil, err
 			}
 			reports = append(reports, r)
-			for _, p := range r.Problems {
-				problems = append(problems, fmt.Sprintf("s3://%s/%s: %s", a.Destination.Bucket, pp, p))
-			}
-			d := strings.TrimSuffix(pp[strings.LastIndex(strings.TrimSuffix(pp, "/"), "/")+1:], "/")
-			day, err := civil.Parse(strings.TrimPrefix(d, "dt="))
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("s3://%s/%s: partition folder is not dt=YYYY-MM-DD", a.Destination.Bucket, pp))
-				continue
+			for _, p := range r.Problems() {
+				problems = append(problems, fmt.Sprintf("%s: %s", t.URI(), p))
 			}
 			if day.After(closed) {
-				problems = append(problems, fmt.Sprintf("s3://%s/%s: partition for a day that is not closed (last closed %s)", a.Destination.Bucket, pp, closed))
+				problems = append(problems, fmt.Sprintf("%s: partition for a day that is not closed (last closed %s)", t.URI(), closed))
 			}
-			if r.Committed {
+			if r.Committed() {
 				exportedDays[day.String()] = true
 			}
 		}

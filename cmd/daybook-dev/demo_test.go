@@ -53,8 +53,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("every closed day of every account and dataset is committed with the source's row count", func(t *testing.T) {
 		committed := map[string]bool{}
 		for _, r := range res.Reports {
-			if r.Committed {
-				committed[r.Prefix] = true
+			if r.Committed() {
+				committed[r.Target.PartitionPrefix()] = true
 			}
 		}
 		for _, a := range res.Accounts {

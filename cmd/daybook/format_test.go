@@ -11,6 +11,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -184,8 +185,8 @@ func TestPhaseOf(t *testing.T) {
 		{ledger.Row{State: ledger.StateFailed, Exhausted: true}, phaseStopped},
 		{ledger.Row{State: ledger.StateFailed, DueKey: "9#2026-11-01#events"}, phaseStopped}, // from the index
 	} {
-		if got := phaseOf(tt.row); got != tt.want {
-			t.Errorf("phaseOf(%+v) = %s, want %s", tt.row, got, tt.want)
+		if got := ops.Of(tt.row); got != tt.want {
+			t.Errorf("ops.Of(%+v) = %s, want %s", tt.row, got, tt.want)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/console/ops"
-	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 // phase is what a partition is doing, in the words status shows (ops.Phase).
@@ -35,8 +34,6 @@ var phaseColor = map[phase]string{
 	phaseFailed:    "31",
 	phaseStopped:   "35;1",
 }
-
-func phaseOf(r ledger.Row) phase { return ops.Of(r) }
 
 func phaseNames() string { return ops.Names() }
 

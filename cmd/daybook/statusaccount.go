@@ -5,19 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/console/ops"
-	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 // dayStatus is one partition in the account view.
 type dayStatus = ops.Day
 
 type accountStatusOut = ops.AccountDays
-
-func toDayStatus(r ledger.Row, now time.Time) dayStatus { return ops.DayOf(r, now) }
 
 func (a *app) accountStatus(ctx context.Context, f statusFlags, states map[phase]bool, from, to civil.Date, out outputFormat) error {
 	e, acct, err := a.account(ctx, f.account, "--account")

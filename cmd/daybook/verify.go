@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
 
@@ -67,20 +66,19 @@ dataset of the account. Exits 1 when a partition has a problem or is not committ
 		if err != nil {
 			return err
 		}
-		b := verify.Bucket{Name: acct.Destination.Bucket, Owner: owner}
 		days := civil.Range(from, to)
 		bar := a.progress(len(days)*len(datasets), "verify")
 		var results []verified
 		for _, ds := range datasets {
 			for _, d := range days {
-				pp := layout.PartitionPrefix(prefix, ds, d)
-				r, err := verify.Partition(ctx, api, b, pp, verify.CountRows)
+				t := verify.Target{Bucket: acct.Destination.Bucket, Owner: owner, Prefix: prefix, Dataset: ds, Day: d}
+				r, err := verify.Check(ctx, api, t, verify.Options{Download: true})
 				if err != nil {
 					bar.Finish()
-					return fmt.Errorf("verify s3://%s/%s: %w", b.Name, pp, err)
+					return fmt.Errorf("verify %s: %w", t.URI(), err)
 				}
-				results = append(results, verified{Dataset: ds, Day: d.String(), Location: "s3://" + b.Name + "/" + pp,
-					Committed: r.Committed, OK: r.Committed && r.OK(), Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems})
+				results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(),
+					Committed: r.Committed(), OK: r.Status == verify.StatusOK, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems()})
 				bar.Add(1)
 			}
 		}

@@ -25,7 +25,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/dynalite"
 	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
-	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -128,7 +127,7 @@ func BenchmarkFleet(b *testing.B) {
 func fleetRun(b *testing.B, cfg aws.Config, tmpl string, n int, stage string) []fleetRow {
 	ctx := context.Background()
 	client := dynamodb.NewFromConfig(cfg)
-	names, err := samstack.CreateTables(ctx, client, tmpl, cfg.Region, map[string]string{"Stage": stage})
+	names, err := samstacktest.CreateTables(ctx, client, tmpl, cfg.Region, map[string]string{"Stage": stage})
 	if err != nil {
 		b.Fatal(err)
 	}

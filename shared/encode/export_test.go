@@ -7,3 +7,13 @@ func Tuned(opts Options, dictionaryLimit int64, pageBytes int) Options {
 	opts.tuning = tuning{dictionaryLimit: dictionaryLimit, pageBytes: pageBytes}
 	return opts
 }
+
+// Profiles lists the valid profiles, the default first: every one that has
+// a name, so a profile added is tested too.
+func Profiles() []Profile {
+	out := make([]Profile, len(profileNames))
+	for i := range out {
+		out[i] = Profile(i)
+	}
+	return out
+}

@@ -62,9 +62,6 @@ const DictionaryLimit = 1 << 20
 
 var profileNames = [...]string{ProfileCompatible: string(fileformat.ProfileCompatible), ProfileCompact: string(fileformat.ProfileCompact)}
 
-// Profiles lists the valid profiles, the default first.
-func Profiles() []Profile { return []Profile{ProfileCompatible, ProfileCompact} }
-
 // String returns the configuration name, e.g. "compatible".
 func (p Profile) String() string {
 	if int(p) < len(profileNames) {

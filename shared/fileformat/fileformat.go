@@ -149,11 +149,6 @@ const (
 	ProfileCompact    ParquetProfile = "compact"
 )
 
-// ParquetProfiles lists the profiles, the default first.
-func ParquetProfiles() []ParquetProfile {
-	return []ParquetProfile{ProfileCompatible, ProfileCompact}
-}
-
 // Valid reports whether p is a profile; "" (the default) is valid.
 func (p ParquetProfile) Valid() bool {
 	return p == "" || p == ProfileCompatible || p == ProfileCompact

@@ -179,7 +179,3 @@ func Within(key, prefix string) bool {
 	}
 	return true
 }
-
-// Overlap reports whether two rendered prefixes are equal or one contains the
-// other, segment by segment.
-func Overlap(a, b string) bool { return Within(a, b) || Within(b, a) }

@@ -3,9 +3,41 @@ package upload
 import (
 	"bytes"
 	"io"
+	"os"
 	"runtime"
+	"sync"
 	"testing"
 )
+
+// made counts the part buffers allocated, by size, for the whole test
+// binary (arenas are process wide).
+var made struct {
+	sync.Mutex
+	n map[int64]int
+}
+
+func TestMain(m *testing.M) {
+	alloc := allocBuffer
+	made.n = map[int64]int{}
+	allocBuffer = func(size int64) *partBuffer {
+		made.Lock()
+		made.n[size]++
+		made.Unlock()
+		return alloc(size)
+	}
+	os.Exit(m.Run())
+}
+
+// stats returns the number of the arena's idle buffers and of buffers ever
+// allocated of its size.
+func (a *arena) stats() (idle, allocated int) {
+	a.mu.Lock()
+	idle = len(a.idle)
+	a.mu.Unlock()
+	made.Lock()
+	defer made.Unlock()
+	return idle, made.n[a.size]
+}
 
 // Each test uses a part size of its own: arenas are per size and process
 // wide.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -14,69 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
 )
-
-// ReadAPI is every S3 call Check makes: reads only, so read access to the
-// bucket (s3:ListBucket on the prefix, s3:GetObject under it) is enough.
-type ReadAPI interface {
-	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
-	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
-}
-
-var _ ReadAPI = (*s3.Client)(nil)
-
-// Target is one partition, named the way a customer knows it: from the
-// bucket alone, with no ledger and no account record.
-type Target struct {
-	Bucket string
-	// Owner is the AWS account that must own the bucket; optional. When set,
-	// every request names it and S3 refuses a bucket someone else owns.
-	Owner string
-	// Prefix is the part of every key before `/v1/` (the account's
-	// rendered prefix).
-	Prefix  string
-	Dataset string
-	Day     civil.Date
-}
-
-// PartitionPrefix is the key prefix of the target's partition.
-func (t Target) PartitionPrefix() string { return layout.PartitionPrefix(t.Prefix, t.Dataset, t.Day) }
-
-// URI is the target's partition as an s3:// URI.
-func (t Target) URI() string { return "s3://" + t.Bucket + "/" + t.PartitionPrefix() }
-
-var datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-
-func (t Target) validate() error {
-	switch {
-	case t.Bucket == "":
-		return errors.New("verify: bucket is empty")
-	case !datasetNameRE.MatchString(t.Dataset):
-		return fmt.Errorf("verify: dataset %q is not a dataset name", t.Dataset)
-	case t.Day.IsZero():
-		return errors.New("verify: day is not set")
-	}
-	if err := layout.ValidateRendered(t.Prefix); err != nil {
-		return fmt.Errorf("verify: %w", err)
-	}
-	return nil
-}
-
-// Options tunes how much Check reads.
-type Options struct {
-	// Download reads every data file in full: its CRC32C is recomputed from
-	// the bytes and its rows are counted, whatever its format. Without it,
-	// a file's CRC32C is the one S3 stored for the object when that is a
-	// whole-object CRC32C (one HEAD), and the file is read in full only when
-	// S3 has none; rows are counted from Parquet footers (two ranged reads)
-	// and, for gzipped NDJSON, only in files read in full anyway.
-	Download bool
-}
 
 // Status is a partition's verdict.
 type Status string
@@ -131,6 +71,10 @@ func (r *Result) Problems() []string {
 	return out
 }
 
+// Committed reports whether the partition had _SUCCESS when read (its
+// Status is not StatusNotCommitted).
+func (r *Result) Committed() bool { return r.Status != StatusNotCommitted }
+
 func (r *Result) add(l Level, subject, format string, args ...any) {
 	r.Findings = append(r.Findings, Finding{Level: l, Subject: subject, Detail: fmt.Sprintf(format, args...)})
 }
@@ -159,6 +103,9 @@ func Check(ctx context.Context, api ReadAPI, t Target, o Options) (*Result, erro
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
+	if o.CountRows != nil {
+		o.Download = true
+	}
 	c := &checker{ctx: ctx, api: api, t: t, o: o, r: &Result{Target: t}, pp: t.PartitionPrefix(), keys: map[string]int64{}}
 	var err error
 	if err = c.list(); err != nil {
@@ -181,15 +128,8 @@ func Check(ctx context.Context, api ReadAPI, t Target, o Options) (*Result, erro
 	return c.r, nil
 }
 
-func (c *checker) owner() *string {
-	if c.t.Owner == "" {
-		return nil
-	}
-	return &c.t.Owner
-}
-
 func (c *checker) list() error {
-	p := s3.NewListObjectsV2Paginator(c.api, &s3.ListObjectsV2Input{Bucket: &c.t.Bucket, Prefix: &c.pp, ExpectedBucketOwner: c.owner()})
+	p := s3.NewListObjectsV2Paginator(c.api, &s3.ListObjectsV2Input{Bucket: &c.t.Bucket, Prefix: &c.pp, ExpectedBucketOwner: c.t.owner()})
 	for p.HasMorePages() {
 		page, err := p.NextPage(c.ctx)
 		if err != nil {
@@ -204,7 +144,7 @@ func (c *checker) list() error {
 
 // get reads a whole object; found is false when it does not exist.
 func (c *checker) get(key string) (body []byte, found bool, err error) {
-	out, err := c.api.GetObject(c.ctx, &s3.GetObjectInput{Bucket: &c.t.Bucket, Key: &key, ExpectedBucketOwner: c.owner()})
+	out, err := c.api.GetObject(c.ctx, &s3.GetObjectInput{Bucket: &c.t.Bucket, Key: &key, ExpectedBucketOwner: c.t.owner()})
 	if isNotFound(err) {
 		return nil, false, nil
 	}

@@ -2,6 +2,8 @@ package verify_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -98,6 +100,20 @@ func TestCheck(t *testing.T) {
 			f.putDelivery(manifest.NewDelivery("acct_7f3a9c", fixtureDay.String(), []manifest.PartitionStatus{{Name: "events", Dataset: &ds,
 				Exists: true, State: "completed", Generation: 4}}, f.m.StartedAt))
 		}, verify.StatusFailed, []string{"generation 4 was delivered, the partition commits 3"}, 1},
+		{"manifest and _SUCCESS rewritten with another SHA-256, downloaded", fileformat.Parquet, verify.Options{Download: true}, func(f *fixture) {
+			f.m.Files[0].SHA256 = strings.Repeat("0", 64)
+			f.m.Sum()
+			f.rewriteManifest(f.m)
+		}, verify.StatusFailed, []string{"recomputed from the bytes, the manifest says \"" + strings.Repeat("0", 64) + "\""}, 1},
+		{"rows counted by the caller's counter", fileformat.NDJSON, verify.Options{CountRows: func(key string, data []byte) (int64, error) {
+			if !strings.HasSuffix(key, ".ndjson.gz") || len(data) == 0 {
+				return 0, fmt.Errorf("counter called with %q and %d bytes", key, len(data))
+			}
+			return 39, nil
+		}}, nil, verify.StatusFailed, []string{"39 rows (counted in the file), the manifest says 40"}, 2},
+		{"the caller's counter fails", fileformat.Parquet, verify.Options{CountRows: func(string, []byte) (int64, error) {
+			return 0, errors.New("row 7 has no key")
+		}}, nil, verify.StatusFailed, []string{"rows: row 7 has no key"}, 2},
 		{"load scripts missing: a note only", fileformat.Parquet, verify.Options{}, func(f *fixture) {
 			f.delete(f.target.PartitionPrefix() + layout.LoadDir + "/duckdb.sql")
 		}, verify.StatusOK, []string{"no duckdb.sql"}, 0},
@@ -182,5 +198,40 @@ func TestCheckRefusesAnIncompleteTarget(t *testing.T) {
 				t.Fatalf("Check = %v after %d calls, want an error mentioning %q before any call", err, len(rec.ops), tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckCountRowsSeesEveryFile: the caller's counter is called once per
+// data file of the manifest with that file's bytes, whatever S3 stored for
+// it, and nothing is read twice.
+func TestCheckCountRowsSeesEveryFile(t *testing.T) {
+	cfg, err := srv.Config(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := awsclient.NewS3(cfg)
+	f := commit(t, api, mustDataset(t, "events"), fileformat.Parquet, 3, 25)
+	seen := map[string]string{}
+	rec := &recorder{api: api}
+	r, err := verify.Check(t.Context(), rec, f.target, verify.Options{CountRows: func(key string, data []byte) (int64, error) {
+		seen[key] = verify.CRC32C(data)
+		return verify.CountRows(key, data)
+	}})
+	if err != nil || r.Status != verify.StatusOK || r.Rows != 75 || r.Files != 3 {
+		t.Fatalf("Check = %+v, %v", r, err)
+	}
+	if len(seen) != len(f.m.Files) {
+		t.Errorf("counter saw %d files, the manifest lists %d", len(seen), len(f.m.Files))
+	}
+	for _, file := range f.m.Files {
+		if seen[file.Key] != file.CRC32C {
+			t.Errorf("%s: counter saw bytes with CRC32C %q, want %q", file.Key, seen[file.Key], file.CRC32C)
+		}
+		if n := rec.count("GetObject " + file.Key); n != 1 {
+			t.Errorf("%s: read %d times, want once (%v)", file.Key, n, rec.ops)
+		}
+		if n := rec.count("HeadObject " + file.Key); n != 0 {
+			t.Errorf("%s: %d HEADs, want none when downloading", file.Key, n)
+		}
 	}
 }

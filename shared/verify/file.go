@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -69,6 +71,14 @@ func (c *checker) file(f manifest.File) error {
 		}
 	}
 	good = append(good, fmt.Sprintf("%d bytes", f.Bytes), "CRC32C "+f.CRC32C+" ("+crcFrom+")")
+	if data != nil {
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
+			bad = append(bad, fmt.Sprintf("SHA-256 %s recomputed from the bytes, the manifest says %q", got, f.SHA256))
+		} else {
+			good = append(good, "SHA-256 (recomputed from the bytes)")
+		}
+	}
 	rows, how, err := c.rows(f.Key, size, data)
 	switch {
 	case err != nil:
@@ -93,7 +103,7 @@ func (c *checker) file(f manifest.File) error {
 // whole-file CRC32C cannot be compared with).
 func (c *checker) storedCRC(key string) (string, error) {
 	out, err := c.api.HeadObject(c.ctx, &s3.HeadObjectInput{Bucket: &c.t.Bucket, Key: &key,
-		ExpectedBucketOwner: c.owner(), ChecksumMode: types.ChecksumModeEnabled})
+		ExpectedBucketOwner: c.t.owner(), ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		return "", fmt.Errorf("head s3://%s/%s: %w", c.t.Bucket, key, err)
 	}
@@ -108,7 +118,11 @@ func (c *checker) storedCRC(key string) (string, error) {
 // from its Parquet footer; how says which ("" when not counted).
 func (c *checker) rows(key string, size int64, data []byte) (n int64, how string, err error) {
 	if data != nil {
-		n, err := CountRows(key, data)
+		count := c.o.CountRows
+		if count == nil {
+			count = CountRows
+		}
+		n, err := count(key, data)
 		return n, "counted in the file", err
 	}
 	if format, _ := fileformat.ByExtension(key); format != fileformat.Parquet {
@@ -135,7 +149,7 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1)
-	out, err := r.c.api.GetObject(r.ctx, &s3.GetObjectInput{Bucket: &r.c.t.Bucket, Key: &r.key, Range: &rng, ExpectedBucketOwner: r.c.owner()})
+	out, err := r.c.api.GetObject(r.ctx, &s3.GetObjectInput{Bucket: &r.c.t.Bucket, Key: &r.key, Range: &rng, ExpectedBucketOwner: r.c.t.owner()})
 	if err != nil {
 		return 0, fmt.Errorf("get s3://%s/%s %s: %w", r.c.t.Bucket, r.key, rng, err)
 	}

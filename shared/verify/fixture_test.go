@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -26,6 +28,10 @@ import (
 	"github.com/daybook-dev/daybook/shared/upload"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
+
+var srv *motoserver.Server
+
+func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
 
 var bucketSeq atomic.Int64
 

@@ -1,157 +1,115 @@
 // Package verify checks a delivered partition against its manifest, the way
-// a careful customer would: `_SUCCESS` names the manifest by SHA-256, and the
-// data files under the partition are exactly the manifest's, with its sizes,
-// CRC32C and row counts.
+// a careful customer would, with nothing but read access to the bucket: a
+// bucket, a prefix, a dataset and a day (no ledger, no account record).
+// `_SUCCESS` names the manifest by SHA-256, and the data files under the
+// partition are exactly the manifest's, with its sizes, CRC32C, SHA-256 and
+// row counts (how much is read is Options').
 //
-// Check is the entry point that needs nothing but read access to the bucket
-// (a bucket, a prefix, a dataset and a day: no ledger, no account record)
-// and returns a report a person can read (Result.WriteText). Partition is
-// the older entry point the operator CLI and the demo call with a partition
-// prefix they computed from the account.
+// Check verifies one partition and returns a report a person can read
+// (Result.WriteText); Days lists the days a dataset has partitions for.
 package verify
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
+	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/layout"
-	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
-// API is what verification reads.
-type API interface {
+// ReadAPI is every S3 call this package makes: reads only, so read access
+// to the bucket (s3:ListBucket on the prefix, s3:GetObject under it) is
+// enough.
+type ReadAPI interface {
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 }
 
-var _ API = (*s3.Client)(nil)
+var _ ReadAPI = (*s3.Client)(nil)
 
-// RowCounter counts the rows of a data file's bytes; nil skips row checks.
-type RowCounter func(key string, data []byte) (int64, error)
-
-// Report is the outcome for one partition.
-type Report struct {
-	Prefix     string
-	Committed  bool // _SUCCESS exists
-	Generation int64
-	Rows       int64
-	Files      int
-	Problems   []string
-}
-
-// OK reports whether nothing is wrong.
-func (r Report) OK() bool { return len(r.Problems) == 0 }
-
-// Bucket is a destination bucket and, when known, the account that must own
-// it (every call names it, C1).
-type Bucket struct {
-	Name  string
+// Target is one partition, named the way a customer knows it: from the
+// bucket alone, with no ledger and no account record.
+type Target struct {
+	Bucket string
+	// Owner is the AWS account that must own the bucket; optional. When set,
+	// every request names it and S3 refuses a bucket someone else owns.
 	Owner string
+	// Prefix is the part of every key before `/v1/` (the account's
+	// rendered prefix).
+	Prefix  string
+	Dataset string
+	Day     civil.Date
 }
 
-func (b Bucket) owner() *string {
-	if b.Owner == "" {
+// PartitionPrefix is the key prefix of the target's partition.
+func (t Target) PartitionPrefix() string { return layout.PartitionPrefix(t.Prefix, t.Dataset, t.Day) }
+
+// URI is the target's partition as an s3:// URI.
+func (t Target) URI() string { return "s3://" + t.Bucket + "/" + t.PartitionPrefix() }
+
+func (t Target) owner() *string {
+	if t.Owner == "" {
 		return nil
 	}
-	return &b.Owner
+	return &t.Owner
 }
 
-// Partition verifies the partition under partitionPrefix (ending in
-// `dt=YYYY-MM-DD/`). A partition without `_SUCCESS` is reported as not
-// committed, which is not a problem by itself.
-func Partition(ctx context.Context, api API, b Bucket, partitionPrefix string, count RowCounter) (Report, error) {
-	r := Report{Prefix: partitionPrefix}
-	bucket := b.Name
-	keys := map[string]int64{}
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &partitionPrefix, ExpectedBucketOwner: b.owner()})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return r, fmt.Errorf("list %s: %w", partitionPrefix, err)
-		}
-		for _, o := range page.Contents {
-			keys[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
-		}
+var datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// validateDataset checks everything but the day.
+func (t Target) validateDataset() error {
+	switch {
+	case t.Bucket == "":
+		return errors.New("verify: bucket is empty")
+	case !datasetNameRE.MatchString(t.Dataset):
+		return fmt.Errorf("verify: dataset %q is not a dataset name", t.Dataset)
 	}
-	successKey := partitionPrefix + layout.SuccessName
-	if _, ok := keys[successKey]; !ok {
-		return r, nil
+	if err := layout.ValidateRendered(t.Prefix); err != nil {
+		return fmt.Errorf("verify: %w", err)
 	}
-	r.Committed = true
-	succBytes, err := get(ctx, api, b, successKey)
-	if err != nil {
-		return r, err
-	}
-	succ, err := manifest.DecodeSuccess(succBytes)
-	if err != nil {
-		r.Problems = append(r.Problems, err.Error())
-		return r, nil
-	}
-	mb, err := get(ctx, api, b, succ.ManifestKey)
-	if err != nil {
-		r.Problems = append(r.Problems, fmt.Sprintf("_SUCCESS names manifest %s: %v", succ.ManifestKey, err))
-		return r, nil
-	}
-	if !succ.Matches(mb) {
-		r.Problems = append(r.Problems, "manifest SHA-256 differs from the one _SUCCESS commits")
-	}
-	m, err := manifest.Decode(mb)
-	if err != nil {
-		r.Problems = append(r.Problems, err.Error())
-		return r, nil
-	}
-	r.Generation, r.Rows, r.Files = m.Generation, m.Totals.Rows, len(m.Files)
-	if m.Generation != succ.Generation {
-		r.Problems = append(r.Problems, fmt.Sprintf("_SUCCESS generation %d, manifest generation %d", succ.Generation, m.Generation))
-	}
-	listed := map[string]bool{}
-	for _, f := range m.Files {
-		listed[f.Key] = true
-		size, ok := keys[f.Key]
-		if !ok {
-			r.Problems = append(r.Problems, fmt.Sprintf("%s: listed in the manifest but missing", f.Key))
-			continue
-		}
-		if size != f.Bytes {
-			r.Problems = append(r.Problems, fmt.Sprintf("%s: %d bytes stored, manifest says %d", f.Key, size, f.Bytes))
-		}
-		data, err := get(ctx, api, b, f.Key)
-		if err != nil {
-			return r, err
-		}
-		if got := CRC32C(data); got != f.CRC32C {
-			r.Problems = append(r.Problems, fmt.Sprintf("%s: CRC32C %s stored, manifest says %s", f.Key, got, f.CRC32C))
-		}
-		if count != nil {
-			n, err := count(f.Key, data)
-			if err != nil {
-				r.Problems = append(r.Problems, fmt.Sprintf("%s: count rows: %v", f.Key, err))
-			} else if n != f.Rows {
-				r.Problems = append(r.Problems, fmt.Sprintf("%s: %d rows stored, manifest says %d", f.Key, n, f.Rows))
-			}
-		}
-	}
-	var extra []string
-	for k := range keys {
-		if layout.IsDataKey(k) && !listed[k] {
-			extra = append(extra, k)
-		}
-	}
-	sort.Strings(extra)
-	for _, k := range extra {
-		r.Problems = append(r.Problems, fmt.Sprintf("%s: data file not in the manifest (orphan)", k))
-	}
-	return r, nil
+	return nil
 }
+
+func (t Target) validate() error {
+	if err := t.validateDataset(); err != nil {
+		return err
+	}
+	if t.Day.IsZero() {
+		return errors.New("verify: day is not set")
+	}
+	return nil
+}
+
+// Options tunes how much Check reads.
+type Options struct {
+	// Download reads every data file in full: its CRC32C and SHA-256 are
+	// recomputed from the bytes and its rows are counted, whatever its
+	// format. Without it, a file's CRC32C is the one S3 stored for the
+	// object when that is a whole-object CRC32C (one HEAD), and the file is
+	// read in full only when S3 has none; rows are counted from Parquet
+	// footers (two ranged reads) and, for gzipped NDJSON, only in files
+	// read in full anyway.
+	Download bool
+	// CountRows, when set, counts the rows of each data file instead of
+	// the package's CountRows, and implies Download: a caller that reads
+	// every row (a test comparing them with the source) reads the bytes
+	// Check downloaded.
+	CountRows RowCounter
+}
+
+// RowCounter counts the rows of a data file from its key and bytes.
+type RowCounter func(key string, data []byte) (int64, error)
 
 // CRC32C returns the Castagnoli CRC of data as S3 shows it: base64 of the
 // big-endian value.
@@ -161,36 +119,37 @@ func CRC32C(data []byte) string {
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
-func get(ctx context.Context, api API, b Bucket, key string) ([]byte, error) {
-	out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.Name, Key: &key, ExpectedBucketOwner: b.owner()})
-	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", key, err)
+// Days lists, sorted, the days t.Dataset has a partition folder
+// (`dt=YYYY-MM-DD/`) for under t.Prefix, whether committed or not (t.Day is
+// not used), and the folders named `dt=` that are not a day. An error
+// means the bucket could not be listed.
+func Days(ctx context.Context, api ReadAPI, t Target) (days []civil.Date, strays []string, err error) {
+	if err := t.validateDataset(); err != nil {
+		return nil, nil, err
 	}
-	defer out.Body.Close()
-	return io.ReadAll(out.Body)
-}
-
-// Partitions lists the partition prefixes (`.../dt=YYYY-MM-DD/`) under a
-// dataset prefix (`<prefix>/v1/<dataset>/`).
-func Partitions(ctx context.Context, api API, b Bucket, datasetPrefix string) ([]string, error) {
+	dp := layout.ContractPrefix(t.Prefix) + t.Dataset + "/"
 	seen := map[string]bool{}
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &b.Name, Prefix: &datasetPrefix, ExpectedBucketOwner: b.owner()})
+	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &t.Bucket, Prefix: &dp, ExpectedBucketOwner: t.owner()})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", datasetPrefix, err)
+			return nil, nil, fmt.Errorf("list s3://%s/%s: %w", t.Bucket, dp, err)
 		}
 		for _, o := range page.Contents {
-			rest := strings.TrimPrefix(aws.ToString(o.Key), datasetPrefix)
-			if seg, _, ok := strings.Cut(rest, "/"); ok && strings.HasPrefix(seg, "dt=") {
-				seen[datasetPrefix+seg+"/"] = true
+			if seg, _, ok := strings.Cut(strings.TrimPrefix(aws.ToString(o.Key), dp), "/"); ok && strings.HasPrefix(seg, "dt=") {
+				seen[seg] = true
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
+	for seg := range seen {
+		d, err := civil.Parse(strings.TrimPrefix(seg, "dt="))
+		if err != nil || layout.PartitionPrefix(t.Prefix, t.Dataset, d) != dp+seg+"/" {
+			strays = append(strays, dp+seg+"/")
+			continue
+		}
+		days = append(days, d)
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Slice(days, func(i, j int) bool { return days[i].Before(days[j]) })
+	sort.Strings(strays)
+	return days, strays, nil
 }

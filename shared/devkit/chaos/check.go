@@ -37,7 +37,8 @@ var rowKeys = map[string][]string{"events": {"event_id"}, "profiles": {"profile_
 //   - every expected partition's ledger row is completed, and every row is;
 //   - every completed partition has _SUCCESS, and its data files are exactly
 //     its manifest's, with the manifest's sizes, CRC32C and row counts
-//     (verify.Partition), its generation and rows are the ledger's;
+//     (verify.Check, every file downloaded), its generation and rows are the
+//     ledger's;
 //   - its rows are the source's rows of that day, each exactly once (by
 //     row key: no row doubled or lost);
 //   - every _SUCCESS the store ever accepted for a partition carries a
@@ -81,7 +82,7 @@ func (p *pipeline) check(ctx context.Context) error {
 			continue
 		}
 		pp := layout.PartitionPrefix(prefix, r.Dataset, r.Day)
-		if err := p.checkPartition(ctx, a, r, pp); err != nil {
+		if err := p.checkPartition(ctx, a, r, prefix); err != nil {
 			return err
 		}
 		p.checkGenerations(r, pp, commits[pp])
@@ -126,7 +127,7 @@ func (p *pipeline) account(id string) account.Account {
 }
 
 // checkPartition verifies a completed partition's files and rows.
-func (p *pipeline) checkPartition(ctx context.Context, a account.Account, r ledger.Row, pp string) error {
+func (p *pipeline) checkPartition(ctx context.Context, a account.Account, r ledger.Row, prefix string) error {
 	ds, err := dataset.Get(r.Dataset)
 	if err != nil {
 		return err
@@ -139,14 +140,16 @@ func (p *pipeline) checkPartition(ctx context.Context, a account.Account, r ledg
 		got = append(got, keys...)
 		return int64(len(keys)), err
 	}
-	rep, err := verify.Partition(ctx, p.s3, verify.Bucket{Name: a.Destination.Bucket}, pp, count)
+	t := verify.Target{Bucket: a.Destination.Bucket, Prefix: prefix, Dataset: r.Dataset, Day: r.Day}
+	pp := t.PartitionPrefix()
+	rep, err := verify.Check(ctx, p.s3, t, verify.Options{CountRows: count})
 	if err != nil {
 		return err
 	}
-	for _, pr := range rep.Problems {
+	for _, pr := range rep.Problems() {
 		p.problem("%s: %s", pp, pr)
 	}
-	if !rep.Committed {
+	if !rep.Committed() {
 		p.problem("%s: completed in the ledger, no _SUCCESS", pp)
 		return nil
 	}

@@ -303,8 +303,9 @@ func (p *pipeline) up(ctx context.Context) error {
 	if p.o.SliceRows > 0 {
 		extra["SLICE_ROWS"] = fmt.Sprint(p.o.SliceRows)
 	}
-	for _, kv := range srv.Env() {
-		k, v, _ := strings.Cut(kv, "=")
+	// The functions reach moto as the CLI and the Lambda binaries reach any endpoint.
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": srv.URL, "AWS_REGION": motoserver.Region, "AWS_DEFAULT_REGION": motoserver.Region,
+		"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"} {
 		extra[k] = v
 	}
 	env, err := samstack.FunctionEnv(ctx, cfg, st, []string{"SweeperFunction", "ExporterFunction"}, extra)

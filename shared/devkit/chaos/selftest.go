@@ -50,7 +50,7 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	if _, err := p.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &m.Files[0].Key}); err != nil {
 		return err
 	}
-	want = append(want, m.Files[0].Key+": listed in the manifest but missing")
+	want = append(want, part+": "+strings.TrimPrefix(m.Files[0].Key, part)+": listed in the manifest but missing")
 	// An upload nobody finished.
 	bucket, part = pp(picked[1])
 	if _, err := p.s3.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(part + "part-00099.parquet")}); err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/fileformat"
-	"github.com/daybook-dev/daybook/shared/layout"
 )
 
 // tenant is the profile of one demo account: everything that differs
@@ -142,18 +141,4 @@ func (d *Demo) WriteAccountFiles(dir string) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
-}
-
-// Destinations returns, per account, where its files land:
-// s3://<bucket>/<rendered prefix>/v1/ for d.Stage.
-func (d *Demo) Destinations() ([]string, error) {
-	out := make([]string, 0, len(d.Accounts))
-	for _, a := range d.Accounts {
-		p, err := a.Prefix(d.Stage)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, "s3://"+a.Destination.Bucket+"/"+p+"/"+layout.Version+"/")
-	}
-	return out, nil
 }

@@ -244,14 +244,6 @@ func TestAccounts(t *testing.T) {
 			t.Errorf("%s round trip:\n%s\n%s", p, have, want)
 		}
 	}
-
-	dests, err := d.Destinations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "s3://daybook-exports-demo-1/daybook/" + d.Accounts[0].ID + "/v1/"; dests[0] != want {
-		t.Errorf("destination %s, want %s", dests[0], want)
-	}
 }
 
 func TestDefaultSize(t *testing.T) {

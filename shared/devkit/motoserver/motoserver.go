@@ -121,32 +121,6 @@ func ConfigFor(ctx context.Context, url string) (aws.Config, error) {
 	return cfg, nil
 }
 
-// Env returns the environment variables a child process (a Lambda binary, the
-// CLI) needs to reach the server.
-func (s *Server) Env() []string {
-	return []string{
-		"AWS_ENDPOINT_URL=" + s.URL,
-		"AWS_REGION=" + Region,
-		"AWS_DEFAULT_REGION=" + Region,
-		"AWS_ACCESS_KEY_ID=testing",
-		"AWS_SECRET_ACCESS_KEY=testing",
-	}
-}
-
-// Reset wipes all of the server's state.
-func (s *Server) Reset(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/moto-api/reset", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("reset moto: %w", err)
-	}
-	resp.Body.Close()
-	return nil
-}
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

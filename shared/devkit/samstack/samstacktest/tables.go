@@ -1,4 +1,4 @@
-package samstack
+package samstacktest
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
 // cfnTable is the part of an AWS::DynamoDB::Table resource's properties a
@@ -38,14 +40,14 @@ type cfnKey struct {
 	KeyType       types.KeyType
 }
 
-// TableInputs translates the template like Deploy and returns a CreateTable
+// TableInputs translates the template like samstack.Deploy and returns a CreateTable
 // input for each AWS::DynamoDB::Table resource, by logical id, with
 // ${Param} in its name resolved from params: for an emulator that has
 // DynamoDB but no CloudFormation (the fleet benchmark's). Keys, attribute
 // definitions, indexes and projections are the template's; encryption,
 // recovery and TTL settings are not carried.
 func TableInputs(ctx context.Context, templatePath, region string, params map[string]string) (map[string]*dynamodb.CreateTableInput, error) {
-	body, err := Translate(ctx, templatePath, region)
+	body, err := samstack.Translate(ctx, templatePath, region)
 	if err != nil {
 		return nil, err
 	}
