@@ -48,20 +48,26 @@ type Committer struct {
 func (c *Committer) successKey() string  { return c.Partition + layout.SuccessName }
 func (c *Committer) manifestKey() string { return c.Partition + layout.ManifestName }
 
+// CommitNoter records a generation Begin found committed in the bucket
+// that the claim did not know of (ledger.NoteCommitted, under the claim).
+type CommitNoter interface {
+	NoteCommitted(ctx context.Context, generation int64) error
+}
+
 // Begin starts a generation of the partition: the claimed one, or one more
 // than the generation the partition's current _SUCCESS commits if that is
 // not lower, so a generation only ever increases, even when an earlier run
 // committed and then died before the ledger heard of it. In that case (the
-// bucket ahead of the ledger) noteCommitted records the generation found
-// before the old _SUCCESS, the evidence, is removed, in case this run fails
-// too; nil skips it.
-func (c *Committer) Begin(ctx context.Context, claimed int64, noteCommitted func(ctx context.Context, generation int64) error) (*Pending, error) {
+// bucket ahead of the ledger) noter records the generation found before
+// the old _SUCCESS, the evidence, is removed, in case this run fails too;
+// nil skips it.
+func (c *Committer) Begin(ctx context.Context, claimed int64, noter CommitNoter) (*Pending, error) {
 	generation, err := c.nextGeneration(ctx, claimed)
 	if err != nil {
 		return nil, err
 	}
-	if found := generation - 1; found >= claimed && noteCommitted != nil {
-		if err := noteCommitted(ctx, found); err != nil {
+	if found := generation - 1; found >= claimed && noter != nil {
+		if err := noter.NoteCommitted(ctx, found); err != nil {
 			return nil, fmt.Errorf("note committed generation %d: %w", found, err)
 		}
 	}

@@ -202,14 +202,7 @@ func TestBeginGeneration(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var noted []int64
-			note := func(_ context.Context, g int64) error {
-				noted = append(noted, g)
-				if tc.noteFail {
-					return errInjected
-				}
-				return nil
-			}
+			note := &noteRecorder{fail: tc.noteFail}
 			p, err := f.committer().Begin(ctx, tc.claimed, note)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, errInjected) {
@@ -226,8 +219,8 @@ func TestBeginGeneration(t *testing.T) {
 					t.Errorf("old _SUCCESS after Begin: %v", err)
 				}
 			}
-			if fmt.Sprint(noted) != fmt.Sprint(tc.noted) {
-				t.Errorf("noted %v, want %v", noted, tc.noted)
+			if fmt.Sprint(note.noted) != fmt.Sprint(tc.noted) {
+				t.Errorf("noted %v, want %v", note.noted, tc.noted)
 			}
 		})
 	}
@@ -372,4 +365,21 @@ func TestOpenFileIsNotCommitted(t *testing.T) {
 	if _, err := f.b.Get(ctx, commitPP+"part-00000.parquet"); err != nil {
 		t.Errorf("a closed file stays until a later commit: %v", err)
 	}
+}
+
+// noteRecorder is a CommitNoter that records what it is told, and fails
+// with errInjected when fail is set.
+type noteRecorder struct {
+	fail  bool
+	noted []int64
+}
+
+var _ CommitNoter = (*noteRecorder)(nil)
+
+func (n *noteRecorder) NoteCommitted(_ context.Context, g int64) error {
+	n.noted = append(n.noted, g)
+	if n.fail {
+		return errInjected
+	}
+	return nil
 }

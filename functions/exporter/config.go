@@ -51,7 +51,7 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		SourceDSN:    r.StringOr("SOURCE_DSN", ""),
 		DSNParameter: r.StringOr("SOURCE_DSN_PARAMETER", ""),
 		MaxFileBytes: int64(r.Int("MAX_FILE_BYTES", int(DefaultMaxFileBytes))),
-		PartSize:     int64(r.Int("PART_SIZE_BYTES", 0)), // 0: derived from MAX_FILE_BYTES (Exporter.partSize)
+		PartSize:     int64(r.Int("PART_SIZE_BYTES", 0)), // 0: derived from MAX_FILE_BYTES (ExportConfig.partSize)
 		Concurrency:  r.Int("UPLOAD_CONCURRENCY", upload.DefaultConcurrency),
 		SliceRows:    int64(r.Int("SLICE_ROWS", int(DefaultSliceRows))),
 		MaxSlices:    r.Int("MAX_SLICES", DefaultMaxSlices),
@@ -69,6 +69,12 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 	rules, rerr := account.RulesFromEnv(r.Lookup) // its errors name the variable
 	c.Rules, c.Local = rules, awsclient.Local(r.Lookup)
 	return c, errors.Join(append([]error{r.Err(), rerr}, serr...)...)
+}
+
+// Export is the configuration of the Exporter.
+func (c Config) Export() ExportConfig {
+	return ExportConfig{Stage: c.Stage, MaxFileBytes: c.MaxFileBytes, PartSize: c.PartSize, Concurrency: c.Concurrency,
+		SliceRows: c.SliceRows, MaxSlices: c.MaxSlices}
 }
 
 // withSettle applies the deployment's default settle delay to accounts

@@ -11,7 +11,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
 // Object metadata of the bucket documents (README.md, _schemas/*.json).
@@ -38,10 +37,10 @@ const docsTimeout = 15 * time.Second
 // The check needs no ledger: the documents are a pure function of the
 // catalog and the account, so their hash is all there is to compare, and
 // two exporters writing them at once write the same bytes.
-func (e *Exporter) writeDocs(ctx context.Context, b *bucket.Bucket, a account.Account, prefix string, format fileformat.Format, log *slog.Logger) {
+func (e *Exporter) writeDocs(ctx context.Context, t *target, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, docsTimeout)
 	defer cancel()
-	wrote, err := e.putDocs(ctx, b, a, prefix, format, log)
+	wrote, err := e.putDocs(ctx, t, log)
 	if err != nil {
 		log.WarnContext(ctx, "bucket documents not written; the next export retries", "error", err.Error(), "written", wrote)
 		return
@@ -52,8 +51,9 @@ func (e *Exporter) writeDocs(ctx context.Context, b *bucket.Bucket, a account.Ac
 }
 
 // putDocs writes what changed and returns how many documents it wrote.
-func (e *Exporter) putDocs(ctx context.Context, b *bucket.Bucket, a account.Account, prefix string, format fileformat.Format, log *slog.Logger) (int, error) {
-	files, err := bucketdocs.Files(e.docsInput(a, prefix, format, log))
+func (e *Exporter) putDocs(ctx context.Context, t *target, log *slog.Logger) (int, error) {
+	b := t.bucket
+	files, err := bucketdocs.Files(e.docsInput(t, log))
 	if err != nil {
 		return 0, err
 	}
@@ -97,12 +97,14 @@ func putDoc(ctx context.Context, b *bucket.Bucket, f bucketdocs.File, extra map[
 	return nil
 }
 
-// docsInput describes what the account receives: its enabled datasets that
-// this build's catalog declares, in the account's order, and how.
-func (e *Exporter) docsInput(a account.Account, prefix string, format fileformat.Format, log *slog.Logger) bucketdocs.Input {
+// docsInput describes what the target's account receives: its enabled
+// datasets that this build's catalog declares, in the account's order, and
+// how.
+func (e *Exporter) docsInput(t *target, log *slog.Logger) bucketdocs.Input {
+	a := t.Account
 	in := bucketdocs.Input{
-		Bucket: a.Destination.Bucket, Prefix: prefix, Format: format, Compression: format.Codec(a.Destination.Compression),
-		TimeZone: cmp.Or(a.TimeZone, account.DefaultTimeZone), MaxFileBytes: e.maxFileBytes(),
+		Bucket: a.Destination.Bucket, Prefix: t.prefix, Format: t.format, Compression: t.format.Codec(a.Destination.Compression),
+		TimeZone: cmp.Or(a.TimeZone, account.DefaultTimeZone), MaxFileBytes: e.Config.maxFileBytes(),
 	}
 	if a.SettleDelay != nil {
 		in.SettleDelay = a.SettleDelay.D()

@@ -23,7 +23,7 @@ import (
 func (e *env) wantDocs(datasets ...string) []bucketdocs.File {
 	e.t.Helper()
 	in := bucketdocs.Input{Bucket: e.acct.Destination.Bucket, Prefix: e.prefix, Format: "parquet", Compression: "snappy",
-		TimeZone: "UTC", MaxFileBytes: e.exp.maxFileBytes()}
+		TimeZone: "UTC", MaxFileBytes: e.exp.Config.maxFileBytes()}
 	for _, name := range datasets {
 		in.Datasets = append(in.Datasets, mustDataset(e.t, name))
 	}

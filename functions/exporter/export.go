@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -31,23 +32,15 @@ type Buckets interface {
 // keyed by file name (one load script per engine).
 type Scripts func(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPrefix string) (map[string][]byte, error)
 
-// DefaultMaxFileBytes is the file size past which an export rolls to the
-// next part-NNNNN file when ExportConfig.MaxFileBytes is zero (E2).
-const DefaultMaxFileBytes int64 = 256 << 20
-
 // rollCheckRows is the most rows written between two checks of a data
 // file's size against MaxFileBytes (see writeData).
 const rollCheckRows = 1024
-
-// fileParts is how many multipart parts a data file of MaxFileBytes is
-// sent in when no part size is configured (see Exporter.partSize).
-const fileParts = 32
 
 // ExportConfig sets file sizes and upload concurrency.
 type ExportConfig struct {
 	Stage        string
 	MaxFileBytes int64 // roll to the next part-NNNNN file past this size (default 256 MiB)
-	PartSize     int64 // multipart part size (default: see Exporter.partSize)
+	PartSize     int64 // multipart part size (default: see partSize)
 	Concurrency  int   // concurrent part uploads per file
 	RowGroupRows int64
 	// SliceRows is the rows-per-slice target: a day expected to hold more
@@ -55,6 +48,38 @@ type ExportConfig struct {
 	// the slices of a day (0: DefaultMaxSlices).
 	SliceRows int64
 	MaxSlices int
+}
+
+// DefaultMaxFileBytes is the file size past which an export rolls to the
+// next part-NNNNN file when ExportConfig.MaxFileBytes is zero (E2).
+const DefaultMaxFileBytes int64 = 256 << 20
+
+// fileParts is how many multipart parts a data file of MaxFileBytes is
+// sent in when no part size is configured (see partSize).
+const fileParts = 32
+
+// maxFileBytes is the configured file size, or the default: a zero
+// MaxFileBytes must not roll to a new file after every row.
+func (c ExportConfig) maxFileBytes() int64 {
+	if c.MaxFileBytes <= 0 {
+		return DefaultMaxFileBytes
+	}
+	return c.MaxFileBytes
+}
+
+// partSize is the configured part size, or the one that sends a file of
+// MaxFileBytes in fileParts parts: 8 MiB for the default 256 MiB, a whole
+// number of MiB, never under S3's 5 MiB minimum. The upload of a file holds
+// Concurrency+1 parts in memory (upload.Writer), so this bounds what it
+// costs: 40 MiB with the defaults, where a fixed 16 MiB part made it 80 MiB
+// for no gain (S3 takes up to 10,000 parts; upload.PartSizeFor raises the
+// size if a file could need more). Customers see whole objects, never parts.
+func (c ExportConfig) partSize() int64 {
+	if c.PartSize > 0 {
+		return c.PartSize
+	}
+	p := (c.maxFileBytes()/fileParts + upload.MiB - 1) / upload.MiB * upload.MiB
+	return max(p, upload.MinPartSize)
 }
 
 // Exporter writes one partition into its account's bucket with the commit
@@ -78,25 +103,35 @@ type Partition struct {
 	Day     civil.Date
 	Claim   ledger.Claim
 	RunID   string
-	// NoteCommitted records a generation found committed in the bucket that
-	// the claim did not know of (ledger.NoteCommitted); nil skips it.
-	NoteCommitted func(ctx context.Context, generation int64) error
-	// Plan records a plan of slices and sends their messages (E7); nil
-	// never slices.
-	Plan func(ctx context.Context, plan ledger.SlicePlan) error
+	// Noter records a generation found committed in the bucket that the
+	// claim did not know of (Committer.Begin); nil skips it.
+	Noter CommitNoter
 }
 
-// Written is what an export committed.
+// Written is what an export did: the generation it committed, or the plan
+// of slices it decided on instead.
 type Written struct {
 	Manifest    *manifest.Manifest
 	ManifestKey string
 	Bytes       int64
 	// Fingerprint is the day's fingerprint in the source, taken right
-	// before the rows were read (restate.go); zero when none was taken.
+	// before the rows were read (fingerprint); zero when none was taken.
 	Fingerprint ledger.Fingerprint
-	// Planned is set, and nothing else but Fingerprint, when the day was
-	// planned in slices instead of written (slices.go).
+	// Planned is set, and nothing else but Fingerprint, when the day is to
+	// be exported in slices instead (slices.go): the generation has begun
+	// and nothing is written; the caller records the plan and sends its
+	// slices, which write the data, and the last of them commits.
 	Planned *ledger.SlicePlan
+}
+
+// content is what a generation commits: its data files in order, where
+// their rows came from, when its export started and the fingerprint taken
+// before the rows were read.
+type content struct {
+	started time.Time
+	fp      ledger.Fingerprint
+	files   []manifest.File
+	prov    source.Provenance
 }
 
 // Export writes the partition as source → encoder → committer: it begins
@@ -106,41 +141,119 @@ type Written struct {
 // failed step runs and in-flight multipart uploads are aborted.
 //
 // A day larger than one run (E7; slices.go) is not read here: once the
-// generation has begun, Export plans it in slices through p.Plan and
-// returns a Written with Planned set; the slices write the data and the
-// last of them commits.
+// generation has begun, Export decides on a plan of slices and returns it
+// (Written.Planned) for the caller to record and send.
 func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*Written, error) {
-	started := e.Now().UTC()
+	c := content{started: e.Now().UTC()}
 	t, err := e.targetOf(p)
 	if err != nil {
 		return nil, err
 	}
-	pending, err := t.committer.Begin(ctx, p.Claim.Generation, p.NoteCommitted)
+	pending, err := t.committer.Begin(ctx, p.Claim.Generation, p.Noter)
 	if err != nil {
 		return nil, err
 	}
 	defer pending.Abort(ctx) // after Commit it does nothing
 
 	q := partitionQuery(p.Account, p.Dataset, p.Day)
-	fp, rows := e.fingerprint(ctx, q, log)
-	if plan, ok := e.planFor(p, t, pending.Generation(), rows, fp, started); ok && p.Plan != nil {
-		if err := p.Plan(ctx, plan); err != nil {
-			return nil, fmt.Errorf("plan %d slices: %w", plan.Slices, err)
-		}
-		return &Written{Planned: &plan, Fingerprint: fp}, nil
+	var rows int64
+	c.fp, rows = e.fingerprint(ctx, q, log)
+	if plan, ok := e.planFor(t, pending.Generation(), rows, c); ok {
+		return &Written{Planned: &plan, Fingerprint: c.fp}, nil
 	}
-	files, prov, err := e.writeData(ctx, pending, p, t.format, q, true, func(n int) string {
-		return layout.DataKey(t.prefix, p.Dataset.Name, p.Day, n, t.format.Extension())
-	})
-	if err != nil {
+	if c.files, c.prov, err = e.writeData(ctx, t, pending, q, wholeDay); err != nil {
 		return nil, err
 	}
-	return e.commit(ctx, t, pending, p, started, files, prov, fp, log)
+	return e.commit(ctx, t, pending, c, log)
 }
 
-// target is where a partition is written: its account's prefix, file
-// format and bucket, and the committer of its partition prefix.
+// partitionQuery is the source query of a day, as Export builds it.
+func partitionQuery(a account.Account, ds dataset.Dataset, day civil.Date) source.Query {
+	start, end := a.Window(day)
+	return source.Query{AccountID: a.ID, Dataset: ds, Day: civil.Of(day.Start(time.UTC)), Start: start, End: end}
+}
+
+// errNoFingerprint: the source cannot fingerprint a day, or the dataset
+// declares no fingerprint query.
+var errNoFingerprint = errors.New("no fingerprint for this source and dataset")
+
+// fingerprintOf runs the dataset's fingerprint query for q.
+func (e *Exporter) fingerprintOf(ctx context.Context, q source.Query) (source.Summary, error) {
+	f, ok := e.Source.(source.Fingerprinter)
+	if !ok {
+		return source.Summary{}, errNoFingerprint
+	}
+	v, err := f.Fingerprint(ctx, q)
+	if errors.Is(err, dataset.ErrNoFingerprint) {
+		return source.Summary{}, fmt.Errorf("%w: %w", errNoFingerprint, err)
+	}
+	return v, err
+}
+
+// fingerprint takes the fingerprint a generation is exported with, right
+// before its rows are read: the order is what makes the restatement check
+// (restate.go) safe. A change that lands in the source after the
+// fingerprint is either read by the export too (the next check then finds
+// a fingerprint that differs, and the day is exported once more for
+// nothing) or not (the next check finds it and the day is restated); a
+// change can never be in the stored fingerprint without being in the
+// exported rows, which is the one way it could be missed. A fingerprint
+// taken after the read could record a change the rows lack, and hide it
+// for good.
+//
+// Without one (the source or dataset has none, or the query failed) the
+// export goes on, and the generation is simply never checked for late
+// data. rows is the day's row count from the same query (source.Summary),
+// -1 when unknown.
+func (e *Exporter) fingerprint(ctx context.Context, q source.Query, log *slog.Logger) (fp ledger.Fingerprint, rows int64) {
+	at := e.Now().UTC()
+	v, err := e.fingerprintOf(ctx, q)
+	switch {
+	case errors.Is(err, errNoFingerprint):
+		return ledger.Fingerprint{}, -1
+	case err != nil:
+		log.WarnContext(ctx, "fingerprint not taken; this generation will not be checked for late data", "error", err.Error())
+		return ledger.Fingerprint{}, -1
+	}
+	return ledger.Fingerprint{Value: v.Hash, At: at.Truncate(time.Second)}, v.Rows
+}
+
+// planFor decides whether the day is exported in slices (slices.go): its
+// dataset is partitioned on a timestamp, and its expected rows (the
+// fingerprint's row count, else the previous generation's rows) pass
+// SliceRows. The number of slices is the expected rows over SliceRows,
+// rounded up, at most MaxSlices. The plan is of generation, begun at
+// c.started with c.fp.
+func (e *Exporter) planFor(t *target, generation, rows int64, c content) (ledger.SlicePlan, bool) {
+	per := e.Config.SliceRows
+	if per <= 0 || !t.Dataset.Sliceable() {
+		return ledger.SlicePlan{}, false
+	}
+	expected := rows
+	if expected < 0 {
+		expected = t.Claim.Prev.Rows
+	}
+	if expected <= per {
+		return ledger.SlicePlan{}, false
+	}
+	maxSlices := e.Config.MaxSlices
+	if maxSlices <= 0 {
+		maxSlices = DefaultMaxSlices
+	}
+	n := int(min((expected+per-1)/per, int64(min(maxSlices, ledger.MaxSlices))))
+	if n < 2 {
+		return ledger.SlicePlan{}, false
+	}
+	return ledger.SlicePlan{Key: t.Claim.Key, Token: t.Claim.Token, Generation: generation, Slices: n, RunID: t.RunID,
+		StartedAt: c.started, ExpectedRows: expected, Fingerprint: c.fp, Destination: t.destination}, true
+}
+
+// target is a partition and where it is written: its account's prefix,
+// file format and bucket, the committer of its partition prefix, and how
+// its data files are encoded and uploaded. It is computed once per export,
+// slice and commit.
 type target struct {
+	Partition
 	prefix     string
 	partPrefix string
 	format     fileformat.Format
@@ -150,67 +263,114 @@ type target struct {
 	// prefix, format, compression and Parquet profile. A plan of slices
 	// records it; its slices and its commit must find the same.
 	destination string
+	upload      upload.Options // of every data file
+	encode      encode.Options // of every data file
 }
 
-func (e *Exporter) targetOf(p Partition) (target, error) {
+func (e *Exporter) targetOf(p Partition) (*target, error) {
 	prefix, err := p.Account.Prefix(e.Config.Stage)
 	if err != nil {
-		return target{}, err
+		return nil, err
 	}
-	format, err := p.Account.Destination.FileFormat()
+	d := p.Account.Destination
+	format, err := d.FileFormat()
 	if err != nil {
-		return target{}, fmt.Errorf("account %s destination format: %w", p.Account.ID, err)
+		return nil, fmt.Errorf("account %s destination format: %w", p.Account.ID, err)
+	}
+	profile, err := encode.ParseProfile(string(d.ParquetProfile))
+	if err != nil {
+		return nil, fmt.Errorf("account %s destination parquet_profile: %w", p.Account.ID, err)
 	}
 	b, err := e.bucketOf(p.Account)
 	if err != nil {
-		return target{}, err
+		return nil, err
 	}
 	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
-	d := p.Account.Destination
-	return target{prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
+	t := &target{Partition: p, prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
 		committer:   &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now},
-		destination: strings.Join([]string{d.Bucket, prefix, string(format), string(format.Codec(d.Compression)), string(d.ParquetProfile)}, "|")}, nil
+		destination: strings.Join([]string{d.Bucket, prefix, string(format), string(format.Codec(d.Compression)), string(d.ParquetProfile)}, "|"),
+		upload: upload.Options{
+			PartSize:      e.Config.partSize(),
+			Concurrency:   e.Config.Concurrency,
+			MaxObjectSize: 4 * e.Config.maxFileBytes(),
+			ContentType:   format.ContentType(),
+		},
+		// A row group is buffered until flushed; keep it well under the
+		// file size so files roll close to MaxFileBytes.
+		encode: encode.Options{MaxRowGroupRows: e.Config.RowGroupRows, Profile: profile,
+			MaxRowGroupBytes: min(64<<20, max(1<<20, e.Config.maxFileBytes()/4))},
+	}
+	if format == fileformat.Parquet && d.Compression != "" {
+		t.encode.Compression = d.Compression
+	}
+	return t, nil
 }
 
-// commit writes the generation's manifest (files in order, provenance and
-// fingerprint as read), load scripts and _SUCCESS, and the bucket's docs.
-func (e *Exporter) commit(ctx context.Context, t target, pending *Pending, p Partition, started time.Time, files []manifest.File, prov source.Provenance, fp ledger.Fingerprint, log *slog.Logger) (*Written, error) {
-	dest := p.Account.Destination
+// wholeDay is writeData's slice for the data files of a day written whole.
+const wholeDay = -1
+
+// dataKey is the key of data file n of slice (wholeDay: of the day).
+func (t *target) dataKey(slice, n int) string {
+	if slice == wholeDay {
+		return layout.DataKey(t.prefix, t.Dataset.Name, t.Day, n, t.format.Extension())
+	}
+	return layout.SliceDataKey(t.prefix, t.Dataset.Name, t.Day, slice, n, t.format.Extension())
+}
+
+// commit writes the generation's manifest (c's files in order, provenance
+// and fingerprint as read), load scripts and _SUCCESS, and the bucket's
+// docs.
+func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c content, log *slog.Logger) (*Written, error) {
 	m := &manifest.Manifest{
 		FormatVersion: manifest.FormatVersion,
 		Contract:      layout.Version,
-		AccountID:     p.Account.ID,
-		Dataset:       p.Dataset.Name,
-		SchemaVersion: p.Dataset.Version,
-		Day:           p.Day.String(),
-		Partition:     p.Dataset.Partition,
-		Mode:          p.Dataset.Mode,
-		Read:          p.Dataset.Read,
-		RunID:         p.RunID,
-		Reason:        string(p.Claim.Reason),
-		Attempt:       p.Claim.Attempt,
+		AccountID:     t.Account.ID,
+		Dataset:       t.Dataset.Name,
+		SchemaVersion: t.Dataset.Version,
+		Day:           t.Day.String(),
+		Partition:     t.Dataset.Partition,
+		Mode:          t.Dataset.Mode,
+		Read:          t.Dataset.Read,
+		RunID:         t.RunID,
+		Reason:        string(t.Claim.Reason),
+		Attempt:       t.Claim.Attempt,
 		Format:        string(t.format),
-		Compression:   string(t.format.Codec(dest.Compression)),
-		StartedAt:     started,
-		Schema:        manifest.SchemaOf(p.Dataset),
-		Files:         files,
-		Provenance:    prov,
-		Restatement:   restatementOf(p.Claim, files),
+		Compression:   string(t.format.Codec(t.Account.Destination.Compression)),
+		StartedAt:     c.started,
+		Schema:        manifest.SchemaOf(t.Dataset),
+		Files:         c.files,
+		Provenance:    c.prov,
+		Restatement:   restatementOf(t.Claim, c.files),
 	}
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
 		scripts = func(m *manifest.Manifest) (map[string][]byte, error) {
-			return e.Scripts(p.Dataset, m, t.bucket.Name(), t.partPrefix)
+			return e.Scripts(t.Dataset, m, t.bucket.Name(), t.partPrefix)
 		}
 	}
 	manifestKey, err := pending.Commit(ctx, m, scripts)
 	if err != nil {
 		return nil, err
 	}
-	log.InfoContext(ctx, "partition committed", "files", len(files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
-		"source_rows", prov.RowCount, "manifest", manifestKey)
-	e.writeDocs(ctx, t.bucket, p.Account, t.prefix, t.format, log)
-	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: fp}, nil
+	log.InfoContext(ctx, "partition committed", "files", len(c.files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
+		"source_rows", c.prov.RowCount, "manifest", manifestKey)
+	e.writeDocs(ctx, t, log)
+	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp}, nil
+}
+
+// restatementOf is the restatement a run of claim makes, for its
+// manifest: set when the row was queued for a restatement and nothing was
+// committed since.
+func restatementOf(claim ledger.Claim, files []manifest.File) *manifest.Restatement {
+	if !claim.Prev.Restating() {
+		return nil
+	}
+	var rows int64
+	for _, f := range files {
+		rows += f.Rows
+	}
+	r := claim.Prev.Restatement
+	return &manifest.Restatement{PreviousGeneration: r.PreviousGeneration, PreviousRows: r.PreviousRows, Rows: rows}
 }
 
 // bucketOf is the account's destination bucket: its client, name, expected
@@ -234,18 +394,19 @@ func (e *Exporter) bucketOf(a account.Account) (*bucket.Bucket, error) {
 	return bucket.New(e.Buckets.Client(a.ID, d), d.Bucket, opts), nil
 }
 
-// writeData streams the source through the encoder into the generation's
-// data files, named keyOf(0), keyOf(1), ..., rolling to the next file past
-// MaxFileBytes. With emptyFile, a query without rows still gets one valid
-// zero-row file. On error the file being written is left to Pending.Abort.
-func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition, format fileformat.Format, q source.Query, emptyFile bool, keyOf func(n int) string) ([]manifest.File, source.Provenance, error) {
+// writeData streams q's rows through the encoder into the generation's
+// data files of slice (wholeDay: of the day), named t.dataKey(slice, 0),
+// (slice, 1), ..., rolling to the next file past MaxFileBytes. The day
+// written whole and slice 0 get one valid zero-row file when q has no
+// rows. On error the file being written is left to Pending.Abort.
+func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q source.Query, slice int) ([]manifest.File, source.Provenance, error) {
 	var (
 		files []manifest.File
 		cur   *dataFile
 	)
-	maxFile := e.maxFileBytes()
+	maxFile := e.Config.maxFileBytes()
 	open := func() error {
-		f, err := e.openFile(ctx, pending, p, keyOf(len(files)), format)
+		f, err := openFile(ctx, t, pending, t.dataKey(slice, len(files)))
 		cur = f
 		return err
 	}
@@ -258,14 +419,14 @@ func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition,
 		files = append(files, f)
 		return nil
 	}
-	// A batch is written in slices of at most step rows, and the file
-	// rolls between slices: past MaxFileBytes by at most one slice's row
+	// A batch is written in chunks of at most step rows, and the file
+	// rolls between chunks: past MaxFileBytes by at most one chunk's row
 	// groups.
 	step := rollCheckRows
 	if n := e.Config.RowGroupRows; n > 0 && n < int64(step) {
 		step = int(n)
 	}
-	var view dataset.Batch
+	var chunk dataset.Batch
 	prov, err := e.Source.Batches(ctx, q, func(b *dataset.Batch) error {
 		for lo := 0; lo < b.Len(); lo += step {
 			if cur == nil {
@@ -273,7 +434,7 @@ func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition,
 					return err
 				}
 			}
-			if err := cur.enc.WriteBatch(b.View(lo, min(lo+step, b.Len()), &view)); err != nil {
+			if err := cur.enc.WriteBatch(b.View(lo, min(lo+step, b.Len()), &chunk)); err != nil {
 				return err
 			}
 			if cur.w.Written() >= maxFile {
@@ -284,7 +445,7 @@ func (e *Exporter) writeData(ctx context.Context, pending *Pending, p Partition,
 		}
 		return nil
 	})
-	if err == nil && len(files) == 0 && cur == nil && emptyFile {
+	if err == nil && len(files) == 0 && cur == nil && slice <= 0 {
 		err = open()
 	}
 	if err == nil && cur != nil {
@@ -303,53 +464,15 @@ type dataFile struct {
 	enc encode.Writer
 }
 
-func (e *Exporter) openFile(ctx context.Context, pending *Pending, p Partition, key string, format fileformat.Format) (*dataFile, error) {
-	profile, err := encode.ParseProfile(string(p.Account.Destination.ParquetProfile))
-	if err != nil {
-		return nil, fmt.Errorf("account %s destination parquet_profile: %w", p.Account.ID, err)
-	}
-	w := pending.NewDataFile(ctx, key, upload.Options{
-		PartSize:      e.partSize(),
-		Concurrency:   e.Config.Concurrency,
-		MaxObjectSize: 4 * e.maxFileBytes(),
-		ContentType:   format.ContentType(),
-	})
-	encOpts := encode.Options{MaxRowGroupRows: e.Config.RowGroupRows, Profile: profile}
-	if c := p.Account.Destination.Compression; format == fileformat.Parquet && c != "" {
-		encOpts.Compression = c
-	}
-	// A row group is buffered until flushed; keep it well under the file
-	// size so files roll close to MaxFileBytes.
-	encOpts.MaxRowGroupBytes = min(64<<20, max(1<<20, e.maxFileBytes()/4))
-	enc, err := encode.New(format, w, p.Dataset, encOpts)
+// openFile starts the data file at key with the target's upload and
+// encoder options.
+func openFile(ctx context.Context, t *target, pending *Pending, key string) (*dataFile, error) {
+	w := pending.NewDataFile(ctx, key, t.upload)
+	enc, err := encode.New(t.format, w, t.Dataset, t.encode)
 	if err != nil {
 		return nil, err
 	}
 	return &dataFile{key: key, w: w, enc: enc}, nil
-}
-
-// maxFileBytes is the configured file size, or the default: a zero
-// MaxFileBytes must not roll to a new file after every row.
-func (e *Exporter) maxFileBytes() int64 {
-	if e.Config.MaxFileBytes <= 0 {
-		return DefaultMaxFileBytes
-	}
-	return e.Config.MaxFileBytes
-}
-
-// partSize is the configured part size, or the one that sends a file of
-// MaxFileBytes in fileParts parts: 8 MiB for the default 256 MiB, a whole
-// number of MiB, never under S3's 5 MiB minimum. The upload of a file holds
-// Concurrency+1 parts in memory (upload.Writer), so this bounds what it
-// costs: 40 MiB with the defaults, where a fixed 16 MiB part made it 80 MiB
-// for no gain (S3 takes up to 10,000 parts; upload.PartSizeFor raises the
-// size if a file could need more). Customers see whole objects, never parts.
-func (e *Exporter) partSize() int64 {
-	if e.Config.PartSize > 0 {
-		return e.Config.PartSize
-	}
-	p := (e.maxFileBytes()/fileParts + upload.MiB - 1) / upload.MiB * upload.MiB
-	return max(p, upload.MinPartSize)
 }
 
 // close flushes the encoder and commits the file's upload.

@@ -3,18 +3,17 @@ package main
 // What happens to a partition after its export: restatement checks (late
 // data, restate.go), reseeds of incremental datasets (reseed.go) and the
 // events of committed and stopped partitions (publish.go). Service reaches
-// them through a few calls: Process hands their messages to lifecycle,
-// export fills a completed generation's late-data fields (lateData) and
-// reports it (afterComplete), and the delivery manifest asks annotate.
+// them through a few calls: Process hands their messages to lifecycle, a
+// run's finish fills a completed generation's late-data fields (lateData),
+// publishes it (publishCommitted) and counts it for a reseed (seedDayDone),
+// and the delivery manifest asks annotate.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/events"
@@ -71,43 +70,43 @@ func (s *Service) lifecycle(ctx context.Context, msg jobs.Message, log *slog.Log
 	return true, s.reseedDone(ctx, *msg.ReseedDone, log)
 }
 
-// lateData fills what a completed generation records besides its stats:
+// lateData fills what a completed generation w records besides its stats:
 // the fingerprint its rows were read with and when to check it again (the
 // day inside the lookback window), whether it restates the day, and the
 // seed epoch it rebuilds the day for (its run began after a running
 // reseed of the dataset began).
-func (s *Service) lateData(ctx context.Context, res *ledger.Result, acct account.Account, claim ledger.Claim, w *Written, began time.Time, log *slog.Logger) {
+func (r *run) lateData(ctx context.Context, res *ledger.Result, w *Written) {
 	res.Fingerprint = w.Fingerprint
 	res.Restated = w.Manifest.Restatement != nil
-	lc := s.Lifecycle
+	lc := r.s.Lifecycle
 	if lc == nil {
 		return
 	}
-	now := s.Now()
+	now := r.s.Now()
 	if res.Fingerprint.Value != "" {
-		res.Fingerprint.CheckAt = lc.Restate.CheckAt(claim.Day, acct.ClosedThrough(now), now)
+		res.Fingerprint.CheckAt = lc.Restate.CheckAt(r.Claim.Day, r.Account.ClosedThrough(now), now)
 	}
-	seed, ok := s.seed(ctx, claim.AccountID, claim.Dataset, log)
-	if ok && seed.Counts(claim.Day, began.UTC()) {
+	seed, ok := r.s.seed(ctx, r.Claim.AccountID, r.Claim.Dataset, r.log)
+	if ok && seed.Counts(r.Claim.Day, r.began.UTC()) {
 		res.SeedEpoch = seed.Epoch
 	}
 }
 
-// afterComplete reports a committed generation: its event (whatever
-// Complete said: the generation is in the bucket) and, once Complete
-// recorded it, the reseed's progress.
-func (s *Service) afterComplete(ctx context.Context, acct account.Account, claim ledger.Claim, w *Written, res ledger.Result, completeErr error, log *slog.Logger) {
-	s.publishCommitted(ctx, acct, w, res, log)
-	if (completeErr != nil && !errors.Is(completeErr, ledger.ErrWake)) || res.SeedEpoch == 0 || s.Lifecycle == nil {
+// seedDayDone counts the run's day, committed and recorded, for the reseed
+// of epoch (0: none) and, once every day is, queues the reseed's
+// completion.
+func (r *run) seedDayDone(ctx context.Context, epoch int64) {
+	s, claim, log := r.s, r.Claim, r.log
+	if epoch == 0 || s.Lifecycle == nil {
 		return
 	}
-	seed, err := s.Lifecycle.Ledger.SeedDayDone(ctx, claim.Key, res.SeedEpoch)
+	seed, err := s.Lifecycle.Ledger.SeedDayDone(ctx, claim.Key, epoch)
 	switch {
 	case errors.Is(err, ledger.ErrConflict):
-		log.InfoContext(ctx, "reseed moved on; this day does not count for it", "seed_epoch", res.SeedEpoch, "reason", err.Error())
+		log.InfoContext(ctx, "reseed moved on; this day does not count for it", "seed_epoch", epoch, "reason", err.Error())
 		return
 	case err != nil:
-		log.ErrorContext(ctx, "reseed progress not recorded; the day is rebuilt but the reseed waits for it", "seed_epoch", res.SeedEpoch, "error", err.Error())
+		log.ErrorContext(ctx, "reseed progress not recorded; the day is rebuilt but the reseed waits for it", "seed_epoch", epoch, "error", err.Error())
 		return
 	}
 	if !seed.Complete() {

@@ -45,7 +45,7 @@ func main() {
 		log.Error("start-up", "error", err.Error())
 		os.Exit(2)
 	}
-	partSize := (&Exporter{Config: ExportConfig{MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize}}).partSize()
+	partSize := cfg.Export().partSize()
 	if limit := memoryLimit(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), os.Getenv("GOMEMLIMIT"), partSize, cfg.Concurrency); limit > 0 {
 		debug.SetMemoryLimit(limit) // a guard; see memoryLimit
 		log.Info("memory limit", "go_memory_limit_mib", limit>>20, "part_size_mib", partSize>>20)
@@ -98,9 +98,8 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 			Buckets: buckets{&destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{
 				AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
 			}}},
-			Scripts: loadScripts,
-			Config: ExportConfig{Stage: cfg.Stage, MaxFileBytes: cfg.MaxFileBytes, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency,
-				SliceRows: cfg.SliceRows, MaxSlices: cfg.MaxSlices},
+			Scripts:             loadScripts,
+			Config:              cfg.Export(),
 			Now:                 time.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
 		},

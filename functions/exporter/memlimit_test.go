@@ -36,8 +36,7 @@ func TestPartSize(t *testing.T) {
 		{64 * mib, 0, 5 * mib},          // S3's minimum
 		{256 * mib, 16 * mib, 16 * mib}, // configured
 	} {
-		e := &Exporter{Config: ExportConfig{MaxFileBytes: c.maxFile, PartSize: c.partSize}}
-		if got := e.partSize(); got != c.want {
+		if got := (ExportConfig{MaxFileBytes: c.maxFile, PartSize: c.partSize}).partSize(); got != c.want {
 			t.Errorf("MaxFileBytes %d MiB, PartSize %d MiB: part size %.2f MiB, want %d MiB", c.maxFile/mib, c.partSize/mib, float64(got)/mib, c.want/mib)
 		}
 	}

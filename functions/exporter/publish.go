@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -13,14 +12,15 @@ import (
 // publishCommitted publishes `daybook.partition.committed` for a
 // generation whose _SUCCESS is written. A failure is logged and counted
 // (EventPublishFailures), never returned: the export is committed.
-func (s *Service) publishCommitted(ctx context.Context, acct account.Account, w *Written, res ledger.Result, log *slog.Logger) {
+func (r *run) publishCommitted(ctx context.Context, w *Written, res ledger.Result) {
+	s := r.s
 	if s.Lifecycle == nil || s.Lifecycle.Events == nil {
 		return
 	}
 	m := w.Manifest
 	d := events.Committed{
 		Version: events.DetailVersion, Account: m.AccountID, Dataset: m.Dataset, Day: m.Day, Generation: m.Generation,
-		Rows: m.Totals.Rows, Bytes: w.Bytes, Files: m.Totals.Files, Bucket: acct.Destination.Bucket, ManifestKey: w.ManifestKey,
+		Rows: m.Totals.Rows, Bytes: w.Bytes, Files: m.Totals.Files, Bucket: r.Account.Destination.Bucket, ManifestKey: w.ManifestKey,
 		Reason: m.Reason, Restated: m.Restatement != nil, Reseed: res.SeedEpoch > 0, SeedEpoch: res.SeedEpoch,
 		SchemaVersion: m.SchemaVersion, RunID: m.RunID, CommittedAt: m.FinishedAt,
 	}
@@ -28,7 +28,7 @@ func (s *Service) publishCommitted(ctx context.Context, acct account.Account, w 
 		d.Restatement = &events.Restatement{PreviousGeneration: r.PreviousGeneration, PreviousRows: r.PreviousRows, Rows: r.Rows}
 	}
 	if err := s.Lifecycle.Events.Publish(ctx, events.DetailCommitted, d); err != nil {
-		publishFailed(ctx, s.Metrics, log, events.DetailCommitted, err)
+		publishFailed(ctx, s.Metrics, r.log, events.DetailCommitted, err)
 	}
 }
 

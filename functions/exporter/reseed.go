@@ -7,7 +7,7 @@ package main
 // every one of those days' delivery manifests, which now say `reseed: true`
 // for the dataset. The sweeper exports the queued days like any others; a
 // generation whose run began after the epoch did counts (lateData,
-// afterComplete). Once every day is rebuilt, a reseed_done message finishes
+// seedDayDone). Once every day is rebuilt, a reseed_done message finishes
 // the epoch and rewrites the days' delivery manifests again, clearing the
 // flag. Both messages are idempotent, so SQS may redeliver them after a
 // crash or an error: a request finds the epoch it began, and only the days

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,11 +14,9 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
-	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // LedgerAPI is the part of the ledger the exporter uses. Every write is
@@ -219,163 +215,6 @@ func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to civil.Date
 	}
 	log.InfoContext(ctx, "manual range fanned out", "from", from.String(), "to", to.String(), "days", len(days))
 	return nil
-}
-
-// export runs one claimed partition and records the outcome in the ledger.
-// An export failure is recorded (with backoff) and the message is done:
-// retries are the ledger's job, SQS redelivery is only for crashes (E4).
-func (s *Service) export(ctx context.Context, claim ledger.Claim, log *slog.Logger) error {
-	runID, err := s.runID()
-	if err != nil {
-		return err
-	}
-	log = log.With("run_id", runID, "attempt", claim.Attempt, "reason", string(claim.Reason))
-	began := s.Now()
-	// The export gets the invocation's time less a reserve; the ledger writes
-	// after it get a fresh context, so a timeout is recorded, not lost.
-	runCtx, cancel := s.runContext(ctx)
-	defer cancel()
-	acct, err := s.Ledger.GetAccount(runCtx, claim.AccountID)
-	var w *Written
-	switch {
-	case err != nil:
-		err = fmt.Errorf("account %s: %w", claim.AccountID, err)
-	case !acct.Enabled:
-		// Claimed before the account was disabled: record it, write nothing.
-		err = fmt.Errorf("account %s is disabled", claim.AccountID)
-	default:
-		w, err = s.exportClaim(runCtx, acct, claim, runID, log)
-	}
-	ctx, done := finishContext(ctx)
-	defer done()
-	if err != nil {
-		// A run refused by a fence is not due again before it ends.
-		return s.failedAfter(ctx, acct, claim, runID, err, fenceOf(err), log)
-	}
-	if w.Planned != nil {
-		return nil // the slices export the day, and the last commits it (slices.go)
-	}
-	return s.finish(ctx, acct, claim, runID, w, began, log)
-}
-
-// failed records a failed export of claim (with backoff; retries are the
-// ledger's job) and rewrites the day's delivery manifest. The message is
-// done unless the failure could not be recorded.
-func (s *Service) failed(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, err error, log *slog.Logger) error {
-	return s.failedAfter(ctx, acct, claim, runID, err, time.Time{}, log)
-}
-
-// failedAfter is failed with the next attempt no earlier than notBefore.
-func (s *Service) failedAfter(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, err error, notBefore time.Time, log *slog.Logger) error {
-	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": claim.Generation, "run_id": runID}
-	fail := newFailure(err)
-	row, ferr := s.Ledger.FailAfter(ctx, claim.Key, claim.Token, fail, notBefore)
-	switch {
-	case errors.Is(ferr, ledger.ErrClaimLost):
-		log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
-		return nil
-	case errors.Is(ferr, ledger.ErrWake): // recorded; a sweep finds the row at the account's next wake
-		log.WarnContext(ctx, "export failure recorded, but the account's wake time was not lowered", "error", ferr.Error())
-	case ferr != nil:
-		return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
-	}
-	log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
-		"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
-	// PartitionsExhausted is the sweeper's gauge; a failure is an event.
-	_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
-	if acct.ID != "" && acct.Enabled {
-		return s.writeDelivery(ctx, acct, claim.Day, log)
-	}
-	return nil
-}
-
-// finish records a committed generation (Complete under the claim), reports
-// it and rewrites the day's delivery manifest. began is when the export of
-// the partition began.
-func (s *Service) finish(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, w *Written, began time.Time, log *slog.Logger) error {
-	took := s.Now().Sub(began)
-	res := ledger.Result{
-		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
-		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation,
-	}
-	s.lateData(ctx, &res, acct, claim, w, began, log)
-	_, err := s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
-	s.afterComplete(ctx, acct, claim, w, res, err, log)
-	if errors.Is(err, ledger.ErrClaimLost) {
-		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
-		return nil
-	}
-	switch {
-	case errors.Is(err, ledger.ErrWake): // recorded; a sweep finds the requested re-run at the account's next wake
-		log.WarnContext(ctx, "export recorded, but the account's wake time was not lowered", "error", err.Error())
-	case err != nil:
-		return fmt.Errorf("complete %s: %w", claim.Key, err)
-	}
-	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": w.Manifest.Generation, "run_id": runID}
-	log.InfoContext(ctx, "partition exported", "generation", w.Manifest.Generation, "rows", w.Manifest.Totals.Rows, "bytes", w.Bytes, "duration_ms", took.Milliseconds())
-	_ = s.Metrics.Emit(props,
-		metrics.Metric{Name: "PartitionsExported", Unit: metrics.Count, Value: 1},
-		metrics.Metric{Name: "RowsExported", Unit: metrics.Count, Value: float64(w.Manifest.Totals.Rows)},
-		metrics.Metric{Name: "BytesExported", Unit: metrics.Bytes, Value: float64(w.Bytes)},
-		metrics.Metric{Name: "ExportDuration", Unit: metrics.Seconds, Value: took.Seconds()})
-	return s.writeDelivery(ctx, acct, claim.Day, log)
-}
-
-// runContext ends the export Reserve before the invocation's deadline.
-func (s *Service) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithDeadline(ctx, dl.Add(-s.reserve()))
-}
-
-func (s *Service) reserve() time.Duration {
-	if s.Reserve == 0 {
-		return DefaultReserve
-	}
-	return s.Reserve
-}
-
-// DefaultReserve covers an abort (upload.AbortTimeout), the ledger writes
-// (finishTimeout) and a margin.
-const DefaultReserve = upload.AbortTimeout + finishTimeout + 5*time.Second
-
-const finishTimeout = 15 * time.Second
-
-// finishContext outlives a cancelled export for the ledger writes that
-// record its outcome, bounded so it cannot hang an invocation.
-func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-}
-
-func (s *Service) exportClaim(ctx context.Context, acct account.Account, claim ledger.Claim, runID string, log *slog.Logger) (*Written, error) {
-	ds, err := dataset.Get(claim.Dataset)
-	if err != nil {
-		return nil, err
-	}
-	note := func(ctx context.Context, g int64) error {
-		return s.Ledger.NoteCommitted(ctx, claim.Key, claim.Token, g)
-	}
-	// A slice of an earlier attempt may outlive it: nothing is written
-	// until it cannot (its lease).
-	if err := s.fenceSlices(ctx, claim); err != nil {
-		return nil, err
-	}
-	plan := func(ctx context.Context, plan ledger.SlicePlan) error { return s.planSlices(ctx, plan, log) }
-	return s.Exporter.Export(ctx, Partition{Account: acct, Dataset: ds, Day: claim.Day, Claim: claim, RunID: runID, NoteCommitted: note, Plan: plan}, log)
-}
-
-func (s *Service) runID() (string, error) {
-	var b [6]byte
-	r := s.Rand
-	if r == nil {
-		r = rand.Reader
-	}
-	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return "", fmt.Errorf("run id: %w", err)
-	}
-	return "run_" + s.Now().UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b[:]), nil
 }
 
 func truncate(s string, n int) string {

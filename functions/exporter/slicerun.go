@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -32,28 +31,11 @@ const maxSliceRecord = 300 << 10
 // invocation.
 const minCommitTime = 2 * time.Minute
 
-// fenced refuses a run of a partition while a slice of an earlier plan may
-// still write into it, until its lease ends: the refused run's next attempt
-// is not due before then.
-type fenced struct{ until time.Time }
-
-func (f fenced) Error() string {
-	return "a slice of an earlier attempt may still be writing into the partition until its lease ends at " + f.until.UTC().Format(time.RFC3339)
-}
-
-// fenceOf is the end of the fence err carries, zero for any other error.
-func fenceOf(err error) time.Time {
-	var f fenced
-	if errors.As(err, &f) {
-		return f.until
-	}
-	return time.Time{}
-}
-
 // planSlices records the plan and sends one message per slice to the
 // exporter's queue. A failure leaves the partition's run to fail: its
 // slices then find the claim gone and stop.
-func (s *Service) planSlices(ctx context.Context, plan ledger.SlicePlan, log *slog.Logger) error {
+func (r *run) planSlices(ctx context.Context, plan ledger.SlicePlan) error {
+	s := r.s
 	if err := s.Ledger.PlanSlices(ctx, plan); err != nil {
 		return err
 	}
@@ -70,7 +52,7 @@ func (s *Service) planSlices(ctx context.Context, plan ledger.SlicePlan, log *sl
 			return fmt.Errorf("send slices: %w", err)
 		}
 	}
-	log.InfoContext(ctx, "partition planned in slices", "slices", plan.Slices, "expected_rows", plan.ExpectedRows, "generation", plan.Generation)
+	r.log.InfoContext(ctx, "partition planned in slices", "slices", plan.Slices, "expected_rows", plan.ExpectedRows, "generation", plan.Generation)
 	return nil
 }
 
@@ -100,19 +82,6 @@ func (s *Service) sendSlice(ctx context.Context, sl ledger.Slice, delay time.Dur
 	return s.sendBatch(ctx, []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body), DelaySeconds: int32(delay / time.Second)}})
 }
 
-// fenceSlices refuses a run of the partition while a slice of an earlier
-// plan may still write into it (ledger.SliceFence).
-func (s *Service) fenceSlices(ctx context.Context, claim ledger.Claim) error {
-	until, err := s.Ledger.SliceFence(ctx, claim.Key, claim.Token)
-	if err != nil {
-		return fmt.Errorf("read the slices of %s: %w", claim.Key, err)
-	}
-	if !until.IsZero() {
-		return fenced{until: until}
-	}
-	return nil
-}
-
 // slice runs one slice message (see slices.go).
 func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) error {
 	key := ledger.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: m.DayValue()}
@@ -135,12 +104,14 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 	case err != nil:
 		return fmt.Errorf("start slice %d of %s: %w", m.Slice, key, err)
 	}
-	log = log.With("slice_attempt", sl.Attempts)
-	invocation := ctx // the commit, if this is the last slice, runs on it
+	r := &sliceRun{run: &run{s: s, Partition: Partition{Day: sl.Key.Day, Claim: ledger.Claim{Key: sl.Key, Token: sl.Token}},
+		log: log.With("slice_attempt", sl.Attempts)}, sl: sl, m: m}
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
-	out, permanent, err := s.runSlice(runCtx, sl, m, log)
-	ctx, done := finishContext(ctx)
+	out, permanent, err := r.export(runCtx)
+	// The ledger writes get a fresh context; the commit, if this is the
+	// last slice, runs on the invocation's.
+	finishCtx, done := finishContext(ctx)
 	defer done()
 	if err == nil {
 		var body []byte
@@ -149,30 +120,41 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 				sl.Index, len(out.Files), len(body), maxSliceRecord), true
 		}
 		if err == nil {
-			return s.sliceDone(ctx, invocation, sl, m, out, body, log)
+			if recorded, err := r.done(finishCtx, out, body); !recorded {
+				return err
+			}
+			return s.commitSlices(ctx, key, m, r.log)
 		}
 	}
-	return s.sliceFailed(ctx, sl, newFailure(err), permanent, log)
+	return r.failed(finishCtx, newFailure(err), permanent)
 }
 
-// runSlice exports slice sl. permanent marks an error that a retry of the
+// sliceRun is one run of a slice: the slice as StartSlice claimed it, its
+// message, and the run (the plan's claim, the account once read, a run id
+// of its own).
+type sliceRun struct {
+	*run
+	sl ledger.Slice
+	m  jobs.Slice
+}
+
+// export exports the slice. permanent marks an error that a retry of the
 // slice would meet again (the account gone or disabled, its destination
 // changed since the plan, a message that does not match its plan): the
 // partition's attempt fails at once.
-func (s *Service) runSlice(ctx context.Context, sl ledger.Slice, m jobs.Slice, log *slog.Logger) (sliceOutput, bool, error) {
+func (r *sliceRun) export(ctx context.Context) (out sliceOutput, permanent bool, err error) {
+	sl, m := r.sl, r.m
 	if sl.Generation != m.Generation || sl.Slices != m.Slices {
 		return sliceOutput{}, true, fmt.Errorf("slice message for generation %d of %d slices; the plan is generation %d of %d", m.Generation, m.Slices, sl.Generation, sl.Slices)
 	}
-	runID, err := s.runID()
-	if err != nil {
+	if r.RunID, err = r.s.runID(); err != nil {
 		return sliceOutput{}, false, err
 	}
-	p, err := s.slicedPartition(ctx, sl.Key, ledger.Claim{Key: sl.Key, Token: sl.Token}, runID)
-	if err != nil {
+	if err := r.load(ctx); err != nil {
 		return sliceOutput{}, errors.Is(err, errNeverRuns), err
 	}
-	log.DebugContext(ctx, "slice started", "run_id", runID)
-	out, err := s.Exporter.ExportSlice(ctx, p, sl)
+	r.log.DebugContext(ctx, "slice started", "run_id", r.RunID)
+	out, err = r.s.Exporter.ExportSlice(ctx, r.Partition, sl)
 	return out, errors.Is(err, errDestinationChanged), err
 }
 
@@ -180,47 +162,53 @@ func (s *Service) runSlice(ctx context.Context, sl ledger.Slice, m jobs.Slice, l
 // its account is gone or disabled, or its dataset unknown.
 var errNeverRuns = errors.New("the partition cannot be exported")
 
-// slicedPartition is the partition of a sliced day for claim, with its
-// account as it is now.
-func (s *Service) slicedPartition(ctx context.Context, key ledger.Key, claim ledger.Claim, runID string) (Partition, error) {
+// load reads the dataset and the account, as it is now, of the run of a
+// sliced day (a slice's or the commit's).
+func (r *run) load(ctx context.Context) error {
+	key := r.Claim.Key
 	ds, err := dataset.Get(key.Dataset)
 	if err != nil {
-		return Partition{}, fmt.Errorf("%w: %w", errNeverRuns, err)
+		return fmt.Errorf("%w: %w", errNeverRuns, err)
 	}
-	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
+	acct, err := r.s.Ledger.GetAccount(ctx, key.AccountID)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return Partition{}, fmt.Errorf("%w: account %s: %w", errNeverRuns, key.AccountID, err)
+		return fmt.Errorf("%w: account %s: %w", errNeverRuns, key.AccountID, err)
 	case err != nil:
-		return Partition{}, fmt.Errorf("account %s: %w", key.AccountID, err)
+		return fmt.Errorf("account %s: %w", key.AccountID, err)
 	case !acct.Enabled:
-		return Partition{Account: acct}, fmt.Errorf("%w: account %s is disabled", errNeverRuns, key.AccountID)
+		r.Account = acct
+		return fmt.Errorf("%w: account %s is disabled", errNeverRuns, key.AccountID)
 	}
-	return Partition{Account: acct, Dataset: ds, Day: key.Day, Claim: claim, RunID: runID}, nil
+	r.Account, r.Dataset = acct, ds
+	return nil
 }
 
-// sliceDone records a written slice and, if it was the last, commits.
-func (s *Service) sliceDone(ctx, invocation context.Context, sl ledger.Slice, m jobs.Slice, out sliceOutput, body []byte, log *slog.Logger) error {
+// done records the written slice; recorded is false when it was not (the
+// error says why, nil when the claim was lost).
+func (r *sliceRun) done(ctx context.Context, out sliceOutput, body []byte) (recorded bool, err error) {
+	sl := r.sl
 	var rows, bytes int64
 	for _, f := range out.Files {
 		rows, bytes = rows+f.Rows, bytes+f.Bytes
 	}
-	err := s.Ledger.CompleteSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, ledger.SliceResult{Rows: rows, Bytes: bytes, Files: string(body)})
+	err = r.s.Ledger.CompleteSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, ledger.SliceResult{Rows: rows, Bytes: bytes, Files: string(body)})
 	if errors.Is(err, ledger.ErrClaimLost) {
-		log.WarnContext(ctx, "slice written but its claim was lost meanwhile; the run that holds it writes it again", "reason", err.Error())
-		return nil
+		r.log.WarnContext(ctx, "slice written but its claim was lost meanwhile; the run that holds it writes it again", "reason", err.Error())
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("record slice %d of %s: %w", sl.Index, sl.Key, err)
+		return false, fmt.Errorf("record slice %d of %s: %w", sl.Index, sl.Key, err)
 	}
-	log.InfoContext(ctx, "slice exported", "rows", rows, "bytes", bytes, "files", len(out.Files))
-	return s.commitSlices(invocation, sl.Key, m, log)
+	r.log.InfoContext(ctx, "slice exported", "rows", rows, "bytes", bytes, "files", len(out.Files))
+	return true, nil
 }
 
-// sliceFailed records a slice's failure and sends the slice again after
-// the ledger's backoff; a slice out of attempts, or a permanent failure,
-// fails the partition's attempt.
-func (s *Service) sliceFailed(ctx context.Context, sl ledger.Slice, fail *failure, permanent bool, log *slog.Logger) error {
+// failed records the slice's failure and sends the slice again after the
+// ledger's backoff; a slice out of attempts, or a permanent failure, fails
+// the partition's attempt.
+func (r *sliceRun) failed(ctx context.Context, fail *failure, permanent bool) error {
+	s, sl, log := r.s, r.sl, r.log
 	got, err := s.Ledger.FailSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, fail)
 	switch {
 	case errors.Is(err, ledger.ErrClaimLost):
@@ -264,7 +252,8 @@ func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, 
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return fmt.Errorf("get account %s: %w", key.AccountID, err)
 	}
-	return s.failedAfter(ctx, acct, claim, "", cause, fence, log)
+	r := &run{s: s, Partition: Partition{Account: acct, Day: claim.Day, Claim: claim}, log: log}
+	return r.failedAfter(ctx, cause, fence)
 }
 
 // commitSlices commits the partition when every slice of its plan is
@@ -309,29 +298,27 @@ func (s *Service) commitSlices(ctx context.Context, key ledger.Key, m jobs.Slice
 		return fmt.Errorf("claim the commit of %s: %w", key, err)
 	}
 	claim.Generation = plan.Generation
-	log = log.With("run_id", plan.RunID, "attempt", claim.Attempt, "reason", string(claim.Reason))
+	r := s.newRun(claim, plan.RunID, plan.StartedAt, log)
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
-	acct, w, err := s.commitPlan(runCtx, claim, plan, sls, log)
+	w, err := r.commit(runCtx, plan, sls)
 	ctx, done := finishContext(ctx)
 	defer done()
 	if err != nil {
-		return s.failed(ctx, acct, claim, plan.RunID, err, log)
+		return r.failed(ctx, err)
 	}
 	_ = s.Metrics.Emit(map[string]any{"account": key.AccountID, "dataset": key.Dataset, "day": key.Day.String()},
 		metrics.Metric{Name: "SlicedPartitions", Unit: metrics.Count, Value: 1})
-	return s.finish(ctx, acct, claim, plan.RunID, w, plan.StartedAt, log)
+	return r.finish(ctx, w)
 }
 
-// commitPlan commits the plan's generation for the account as it is now,
+// commit commits the plan's generation for the account as it is now,
 // which must still have the plan's destination.
-func (s *Service) commitPlan(ctx context.Context, claim ledger.Claim, plan ledger.SlicePlan, sls []ledger.Slice, log *slog.Logger) (account.Account, *Written, error) {
-	p, err := s.slicedPartition(ctx, claim.Key, claim, plan.RunID)
-	if err != nil {
-		return p.Account, nil, err
+func (r *run) commit(ctx context.Context, plan ledger.SlicePlan, sls []ledger.Slice) (*Written, error) {
+	if err := r.load(ctx); err != nil {
+		return nil, err
 	}
-	w, err := s.Exporter.CommitSlices(ctx, p, plan, sls, log)
-	return p.Account, w, err
+	return r.s.Exporter.CommitSlices(ctx, r.Partition, plan, sls, r.log)
 }
 
 // settle is notStarted's convergence for a slice message whose partition

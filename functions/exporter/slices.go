@@ -48,7 +48,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/source"
@@ -93,34 +92,6 @@ var errDestinationChanged = errors.New("the account's destination changed since 
 // backoff.
 const maxSliceDelay = 15 * time.Minute
 
-// planFor decides whether the day is exported in slices: its dataset is
-// partitioned on a timestamp, and its expected rows (the fingerprint's row
-// count, else the previous generation's rows) pass SliceRows. The number of
-// slices is the expected rows over SliceRows, rounded up, at most MaxSlices.
-func (e *Exporter) planFor(p Partition, t target, generation, rows int64, fp ledger.Fingerprint, started time.Time) (ledger.SlicePlan, bool) {
-	per := e.Config.SliceRows
-	if per <= 0 || !p.Dataset.Sliceable() {
-		return ledger.SlicePlan{}, false
-	}
-	expected := rows
-	if expected < 0 {
-		expected = p.Claim.Prev.Rows
-	}
-	if expected <= per {
-		return ledger.SlicePlan{}, false
-	}
-	maxSlices := e.Config.MaxSlices
-	if maxSlices <= 0 {
-		maxSlices = DefaultMaxSlices
-	}
-	n := int(min((expected+per-1)/per, int64(min(maxSlices, ledger.MaxSlices))))
-	if n < 2 {
-		return ledger.SlicePlan{}, false
-	}
-	return ledger.SlicePlan{Key: p.Claim.Key, Token: p.Claim.Token, Generation: generation, Slices: n, RunID: p.RunID,
-		StartedAt: started, ExpectedRows: expected, Fingerprint: fp, Destination: t.destination}, true
-}
-
 // sliceQuery is slice i of n of q: the i-th of n equal time ranges of its
 // window, in whole microseconds (the timestamps' precision), contiguous and
 // half-open, so every row of the window is in exactly one slice.
@@ -158,9 +129,7 @@ func (e *Exporter) ExportSlice(ctx context.Context, p Partition, sl ledger.Slice
 	pending := t.committer.Resume(sl.Generation)
 	defer pending.Abort(ctx)
 	q := sliceQuery(partitionQuery(p.Account, p.Dataset, p.Day), sl.Index, sl.Slices)
-	files, prov, err := e.writeData(ctx, pending, p, t.format, q, sl.Index == 0, func(n int) string {
-		return layout.SliceDataKey(t.prefix, p.Dataset.Name, p.Day, sl.Index, n, t.format.Extension())
-	})
+	files, prov, err := e.writeData(ctx, t, pending, q, sl.Index)
 	return sliceOutput{Files: files, Provenance: prov}, err
 }
 
@@ -184,20 +153,16 @@ func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.Sl
 		}
 		return nil, err
 	}
-	var (
-		files []manifest.File
-		prov  source.Provenance
-	)
+	c := content{started: plan.StartedAt, fp: plan.Fingerprint}
 	for _, sl := range sls {
 		var out sliceOutput
 		if err := json.Unmarshal([]byte(sl.Files), &out); err != nil {
 			return nil, fmt.Errorf("slice %d's files in the ledger: %w", sl.Index, err)
 		}
-		files = append(files, out.Files...)
-		prov = mergeProvenance(prov, out.Provenance, sl.Index == 0)
+		c.files = append(c.files, out.Files...)
+		c.prov = mergeProvenance(c.prov, out.Provenance, sl.Index == 0)
 	}
-	pending := t.committer.Resume(plan.Generation)
-	return e.commit(ctx, t, pending, p, plan.StartedAt, files, prov, plan.Fingerprint, log)
+	return e.commit(ctx, t, t.committer.Resume(plan.Generation), c, log)
 }
 
 // mergeProvenance adds a slice's provenance to the day's: the window spans

@@ -519,7 +519,7 @@ func TestSliceRedeliveryWritesTheDeliveryManifest(t *testing.T) {
 // TestPlanFor: when a day is planned in slices, and in how many.
 func TestPlanFor(t *testing.T) {
 	events, stats := mustDataset(t, "events"), mustDataset(t, "daily_stats")
-	tg := target{destination: "bucket|prefix|parquet|snappy|"}
+	const dest = "bucket|prefix|parquet|snappy|"
 	for _, tc := range []struct {
 		name      string
 		ds        dataset.Dataset
@@ -541,12 +541,13 @@ func TestPlanFor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Exporter{Config: ExportConfig{SliceRows: tc.perSlice, MaxSlices: tc.maxSlices}}
-			p := Partition{Dataset: tc.ds, Claim: ledger.Claim{Token: "tok", Prev: ledger.Row{Rows: tc.prevRows}}, RunID: "run"}
-			plan, ok := e.planFor(p, tg, 3, tc.rows, ledger.Fingerprint{Value: "fp"}, time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
+			tg := &target{destination: dest,
+				Partition: Partition{Dataset: tc.ds, Claim: ledger.Claim{Token: "tok", Prev: ledger.Row{Rows: tc.prevRows}}, RunID: "run"}}
+			plan, ok := e.planFor(tg, 3, tc.rows, content{fp: ledger.Fingerprint{Value: "fp"}, started: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)})
 			if got := map[bool]int{true: plan.Slices}[ok]; got != tc.want {
 				t.Fatalf("slices %d (planned %v), want %d", got, ok, tc.want)
 			}
-			if ok && (plan.Generation != 3 || plan.Token != "tok" || plan.Destination != tg.destination || plan.Fingerprint.Value != "fp" || plan.RunID != "run") {
+			if ok && (plan.Generation != 3 || plan.Token != "tok" || plan.Destination != dest || plan.Fingerprint.Value != "fp" || plan.RunID != "run") {
 				t.Errorf("plan %+v", plan)
 			}
 		})

@@ -73,7 +73,7 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	idle := func(n int, salt string) isolate {
 		var accts []account.Account
 		for i := range n {
-			a := newAccount(t, l, fmt.Sprint(salt, i), "2026-03-01", "UTC", nil)
+			a := newAccount(t, l, fmt.Sprint(salt, i), "2026-03-01")
 			// As a sweep leaves an account with nothing due before tomorrow.
 			w := ledger.Woken{ID: a.ID, Seq: 1}
 			if ok, err := l.SetNextWake(ctx, w, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
@@ -116,8 +116,8 @@ func TestMalformedAccountDoesNotStallTheSweep(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	good := newAccount(t, l, "good", "2026-03-31", "UTC", nil)
-	bad := newAccount(t, l, "bad", "2026-03-31", "UTC", nil)
+	good := newAccount(t, l, "good", "2026-03-31")
+	bad := newAccount(t, l, "bad", "2026-03-31")
 	setAttr(t, accountKey(bad.ID), "doc", &types.AttributeValueMemberS{Value: `{"id":`})
 	rec := &recordingSQS{}
 	sum, err := sweeper(only(l, good, bad), rec, clk, 10, 10).Run(ctx)
@@ -135,7 +135,7 @@ func TestMalformedRowDoesNotHideItsGroup(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-03-29", "UTC", nil)
+	a := newAccount(t, l, "a", "2026-03-29")
 	for _, d := range civil.Range(civil.MustParse("2026-03-29"), civil.MustParse("2026-03-31")) {
 		if _, err := l.Materialize(ctx, a.ID, "events", d, d); err != nil {
 			t.Fatal(err)
@@ -163,8 +163,8 @@ func TestHostileStartDateIsClampedAndChunked(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	hostile := newAccount(t, l, "hostile", "2026-03-01", "UTC", nil)
-	other := newAccount(t, l, "other", "2026-03-31", "UTC", nil)
+	hostile := newAccount(t, l, "hostile", "2026-03-01")
+	other := newAccount(t, l, "other", "2026-03-31")
 	hostile.StartDate = civil.MustParse("0001-01-01")
 	doc, _ := json.Marshal(hostile)
 	setAttr(t, accountKey(hostile.ID), "doc", &types.AttributeValueMemberS{Value: string(doc)})
@@ -236,7 +236,7 @@ func TestYesterdayBeforeAnyBackfill(t *testing.T) {
 
 func newAccountWith(t *testing.T, l *ledger.Ledger, salt, start string, mut func(*account.Account)) account.Account {
 	t.Helper()
-	a := newAccount(t, l, salt, start, "UTC", nil)
+	a := newAccount(t, l, salt, start)
 	mut(&a)
 	if err := l.PutAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func TestFanOut(t *testing.T) {
 	l := newLedger(t, clk, "l")
 	var accts []account.Account
 	for i := range 6 {
-		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-31", "UTC", nil))
+		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-31"))
 	}
 	q := &shardSQS{recordingSQS: &recordingSQS{}, url: "https://sqs.example/sweep"}
 	s := sweeper(only(l, accts...), q, clk, 10, 5)

@@ -50,7 +50,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAccount(t, l, "a", "2026-03-30", "UTC", nil) // 03-30, 03-31
+	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	// Every attempt of both days starts and dies.

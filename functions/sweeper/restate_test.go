@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -65,13 +64,12 @@ func (q *checkQueue) take() []string {
 	return out
 }
 
-// completeWith completes a day of a as the exporter would: a generation
-// with a fingerprint and its next check at checkAt.
-func completeWith(t *testing.T, l *ledger.Ledger, a account.Account, ds string, day civil.Date, checkAt time.Time) {
+// completeWith completes the partition key as the exporter would: a
+// generation with a fingerprint and its next check at checkAt.
+func completeWith(t *testing.T, l *ledger.Ledger, key ledger.Key, checkAt time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	key := ledger.Key{AccountID: a.ID, Dataset: ds, Day: day}
-	if _, err := l.Materialize(ctx, a.ID, ds, day, day); err != nil {
+	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
 	c, err := l.Claim(ctx, key, "")
@@ -82,7 +80,7 @@ func completeWith(t *testing.T, l *ledger.Ledger, a account.Account, ds string, 
 		t.Fatal(err)
 	}
 	if _, err := l.Complete(ctx, key, c.Token, ledger.Result{Rows: 1,
-		Fingerprint: ledger.Fingerprint{Value: "fp-" + day.String(), At: checkAt.Add(-restateCfg.Interval), CheckAt: checkAt}}); err != nil {
+		Fingerprint: ledger.Fingerprint{Value: "fp-" + key.Day.String(), At: checkAt.Add(-restateCfg.Interval), CheckAt: checkAt}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -100,17 +98,17 @@ func TestRestatePass(t *testing.T) {
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
 	zero := time.Duration(0)
-	a := newAccount(t, l, "a", "2026-02-20", "UTC", &zero, "events", "profiles")
+	a := storeAccount(t, l, accountSpec{salt: "a", start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events", "profiles"}})
 	// Other tests' accounts share the ledger; only a's checks are looked at.
 	due := clk.Now().Add(restateCfg.Interval)
 	var want []string
 	for _, d := range civil.Range(civil.MustParse("2026-03-05"), civil.MustParse("2026-03-09")) {
-		completeWith(t, l, a, "events", d, due)
+		completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: d}, due)
 		want = append(want, a.ID+"/events/"+d.String())
 	}
-	completeWith(t, l, a, "events", civil.MustParse("2026-03-01"), due)   // outside the window by then
-	completeWith(t, l, a, "profiles", civil.MustParse("2026-03-08"), due) // profiles is disabled below
-	completeWith(t, l, a, "events", civil.MustParse("2026-03-04"), due)   // requeued below: not completed
+	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")}, due)   // outside the window by then
+	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}, due) // profiles is disabled below
+	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, due)   // requeued below: not completed
 	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), ledger.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +185,11 @@ func TestRestateCap(t *testing.T) {
 	due := clk.Now().Add(time.Hour)
 	var accounts []string
 	for i := range 3 {
-		a := newAccount(t, l, string(rune('a'+i)), "2026-02-20", "UTC", &zero, "events", "profiles", "daily_stats")
+		a := storeAccount(t, l, accountSpec{salt: string(rune('a' + i)), start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events", "profiles", "daily_stats"}})
 		accounts = append(accounts, a.ID)
 		for _, ds := range a.Datasets {
 			for _, d := range civil.Range(civil.MustParse("2026-03-03"), civil.MustParse("2026-03-09")) {
-				completeWith(t, l, a, ds, d, due)
+				completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: ds, Day: d}, due)
 			}
 		}
 	}
@@ -238,8 +236,8 @@ func TestRestateSendFailure(t *testing.T) {
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
 	zero := time.Duration(0)
-	a := newAccount(t, l, "a", "2026-02-20", "UTC", &zero, "events")
-	completeWith(t, l, a, "events", civil.MustParse("2026-03-09"), clk.Now())
+	a := storeAccount(t, l, accountSpec{salt: "a", start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events"}})
+	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-09")}, clk.Now())
 	q := &checkQueue{failing: true}
 	r := newRestater(t, l, clk, q, restateCfg)
 	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "queue unavailable") {

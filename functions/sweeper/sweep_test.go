@@ -84,21 +84,37 @@ func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
 	return l
 }
 
-// newAccount stores an enabled account with a random id.
-func newAccount(t *testing.T, l *ledger.Ledger, salt string, start string, tz string, settle *time.Duration, datasets ...string) account.Account {
+// newAccount stores an enabled account in UTC, with the deployment's settle
+// delay and the events dataset, and a random id.
+func newAccount(t *testing.T, l *ledger.Ledger, salt string, start string) account.Account {
+	t.Helper()
+	return storeAccount(t, l, accountSpec{salt: salt, start: start, tz: "UTC"})
+}
+
+// accountSpec is an account storeAccount stores: salt seeds its id; settle
+// nil is the deployment's settle delay; no datasets is events.
+type accountSpec struct {
+	salt, start, tz string
+	settle          *time.Duration
+	datasets        []string
+}
+
+// storeAccount stores an enabled account with a random id.
+func storeAccount(t *testing.T, l *ledger.Ledger, spec accountSpec) account.Account {
 	t.Helper()
 	// The run counter keeps ids unique under -count=N on one server.
-	id, err := account.NewID(seeded(t, fmt.Sprint("id/", salt, "/", runs.Add(1))))
+	id, err := account.NewID(seeded(t, fmt.Sprint("id/", spec.salt, "/", runs.Add(1))))
 	if err != nil {
 		t.Fatal(err)
 	}
+	datasets := spec.datasets
 	if len(datasets) == 0 {
 		datasets = []string{"events"}
 	}
-	a := account.Account{ID: id, Name: salt, Enabled: true, StartDate: civil.MustParse(start), TimeZone: tz,
+	a := account.Account{ID: id, Name: spec.salt, Enabled: true, StartDate: civil.MustParse(spec.start), TimeZone: spec.tz,
 		Datasets: datasets, Destination: account.Destination{Bucket: "daybook-exports-test"}}
-	if settle != nil {
-		d := account.Duration(*settle)
+	if spec.settle != nil {
+		d := account.Duration(*spec.settle)
 		a.SettleDelay = &d
 	}
 	if err := l.PutAccount(context.Background(), a); err != nil {
@@ -226,7 +242,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 	// Three accounts, 20 closed days each (2026-02-09 .. 2026-02-28): 60 due rows.
 	var accts []account.Account
 	for i := range 3 {
-		accts = append(accts, newAccount(t, l1, fmt.Sprint(i), "2026-02-09", "UTC", nil))
+		accts = append(accts, newAccount(t, l1, fmt.Sprint(i), "2026-02-09"))
 	}
 	q := sqs.NewFromConfig(cfg)
 	// Both sweeps reach their claims before either claims anything, so the
@@ -340,7 +356,7 @@ func TestNeverToday(t *testing.T) {
 			}
 			clk := &clock{t: local.UTC()}
 			l := newLedger(t, clk, "l")
-			a := newAccount(t, l, fmt.Sprint("never-today-", i), "2026-03-05", tc.tz, tc.settle)
+			a := storeAccount(t, l, accountSpec{salt: fmt.Sprint("never-today-", i), start: "2026-03-05", tz: tc.tz, settle: tc.settle})
 			rec := &recordingSQS{}
 			s := sweeper(only(l, a), rec, clk, 50, 50)
 			s.Config.DefaultSettleDelay = 2 * time.Hour
@@ -367,8 +383,8 @@ func TestFairnessAndNoHole(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-01-01", "UTC", nil) // 90 closed days: 01-01 .. 03-31
-	b := newAccount(t, l, "b", "2026-03-31", "UTC", nil) // one closed day
+	a := newAccount(t, l, "a", "2026-01-01") // 90 closed days: 01-01 .. 03-31
+	b := newAccount(t, l, "b", "2026-03-31") // one closed day
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a, b), rec, clk, 10, 200)
 	sum, err := s.Run(ctx)
@@ -407,7 +423,7 @@ func TestPerSweepCapIsRoundRobin(t *testing.T) {
 	l := newLedger(t, clk, "l")
 	var accts []account.Account
 	for i := range 3 {
-		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-22", "UTC", nil)) // 10 days each
+		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-22")) // 10 days each
 	}
 	rec := &recordingSQS{}
 	sum, err := sweeper(only(l, accts...), rec, clk, 10, 7).Run(ctx)
@@ -432,7 +448,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-03-29", "UTC", nil) // 3 days
+	a := newAccount(t, l, "a", "2026-03-29") // 3 days
 	rec := &recordingSQS{failDays: map[string]bool{"2026-03-30": true}}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	sum, err := s.Run(ctx)
@@ -462,7 +478,7 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-03-29", "UTC", nil) // 03-29, 03-30, 03-31
+	a := newAccount(t, l, "a", "2026-03-29") // 03-29, 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	if _, err := s.Run(ctx); err != nil {
@@ -526,7 +542,7 @@ func TestBacklogLongerThanLeaseNeverExhausts(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-03-31", "UTC", nil)
+	a := newAccount(t, l, "a", "2026-03-31")
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	var msgs []Job
@@ -589,7 +605,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-03-31", "UTC", nil)
+	a := newAccount(t, l, "a", "2026-03-31")
 	s := sweeper(only(l, a), &deliveringSQS{l: l, err: errors.New("read tcp: connection reset by peer")}, clk, 10, 10)
 	sum, err := s.Run(ctx)
 	if err != nil {
@@ -616,7 +632,7 @@ func TestExhaustedIsALevel(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
-	a := newAccount(t, l, "a", "2026-03-30", "UTC", nil) // 03-30, 03-31
+	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	key := func(j Job) ledger.Key {
