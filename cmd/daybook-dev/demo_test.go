@@ -29,7 +29,7 @@ func TestEndToEnd(t *testing.T) {
 	now := e2eInstant(time.Now())
 	var out bytes.Buffer
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
 	o := e2eDemo
 	o.Dir, o.Template, o.BinDir, o.Now, o.Out = dir, "../../template.yaml", bin, func() time.Time { return now }, &out
