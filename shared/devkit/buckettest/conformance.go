@@ -56,7 +56,7 @@ type Backend struct {
 
 // FakeBackend is a fresh in-memory Fake with one bucket.
 func FakeBackend(t *testing.T) Backend {
-	return Backend{Store: NewFake("conformance"), Bucket: "conformance"}
+	return Backend{Store: NewFake("conformance"), Bucket: "conformance", VerifiesChecksums: true}
 }
 
 var bucketSeq atomic.Int64
@@ -136,6 +136,7 @@ func RunConformance(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"WriterAbort", testWriterAbort},
 		{"WriterFailure", testWriterFailure},
 		{"AbortIncomplete", testAbortIncomplete},
+		{"ChecksumVerified", testChecksumVerified},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, newBackend) })
 	}

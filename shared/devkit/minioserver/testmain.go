@@ -39,3 +39,25 @@ func Around(run func() int, srv **Server) int {
 	}
 	return code
 }
+
+// ForTest starts a MinIO server for one test, in t.TempDir(), and stops it
+// when the test ends. A missing minio binary fails the test with the
+// install hint; it never skips. A failed test logs the end of the server's
+// log.
+func ForTest(t testing.TB) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Start(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- minio log tail ---\n%s", LogTail(s.Log))
+		}
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
