@@ -34,11 +34,11 @@ func testChecksumVerified(t *testing.T, nb func(*testing.T) Backend) {
 		}},
 		{"UploadPart", func(h *harness, key string) error {
 			id := h.create(key)
-			_, err := h.store.UploadPart(h.ctx, &s3.UploadPartInput{Bucket: &h.name, Key: &key, UploadId: &id, PartNumber: aws.Int32(1),
+			out, err := h.store.UploadPart(h.ctx, &s3.UploadPartInput{Bucket: &h.name, Key: &key, UploadId: &id, PartNumber: aws.Int32(1),
 				Body: bytes.NewReader(data), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c, ChecksumCRC32C: &bad})
-			if err == nil {
+			if err == nil { // not verified: complete it, to see what was stored
 				_, err = h.store.CompleteMultipartUpload(h.ctx, &s3.CompleteMultipartUploadInput{Bucket: &h.name, Key: &key, UploadId: &id,
-					MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ChecksumCRC32C: &bad}}}})
+					MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: out.ETag, ChecksumCRC32C: &bad}}}})
 			}
 			return err
 		}},

@@ -177,8 +177,13 @@ func testWriterMultipart(t *testing.T, nb func(*testing.T) Backend) {
 				t.Fatal(err)
 			}
 			// Stores compute this themselves (moto falls back to plain CRC32
-			// without the python crc32c package), so it is only logged.
+			// without the python crc32c package), so it is only logged; a
+			// store that verifies checksums keeps the full-object one sent.
 			t.Logf("HeadObject: type %q crc32c %v; ours %s", head.ChecksumType, aws.ToString(head.ChecksumCRC32C), r.CRC32C)
+			if h.be.VerifiesChecksums && mode == upload.ChecksumFullObject &&
+				(head.ChecksumType != types.ChecksumTypeFullObject || aws.ToString(head.ChecksumCRC32C) != r.CRC32C) {
+				t.Errorf("stored checksum %s %q, want FULL_OBJECT %s", head.ChecksumType, aws.ToString(head.ChecksumCRC32C), r.CRC32C)
+			}
 		})
 	}
 }
