@@ -18,6 +18,13 @@ DAYBOOK     := $(LOCAL)/bin/daybook
 DAYBOOK_DEV := $(LOCAL)/bin/daybook-dev
 
 export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
+# The MinIO server the bucket conformance suite and an export test run against
+# (a real S3 implementation, which verifies checksums). MinIO tags no semver
+# releases: the pin is the pseudo-version `go install github.com/minio/minio@latest`
+# resolved to. It is built from source: minutes on 2 cores.
+MINIO_MODULE  := github.com/minio/minio
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+export MINIO_SERVER ?= $(GOBIN)/minio
 # Python tools pinned for a machine that lacks them; installed into .local/venv.
 PY_TOOLS    := moto[server]==5.2.1 aws-sam-translator==1.110.0 cfn-lint==1.51.0
 # The JavaScript Parquet reader the tests run with Node (versions pinned by its
@@ -60,8 +67,9 @@ demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/
 	@.ci/tools go "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
-tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode (go install), the JS Parquet reader (npm ci), headless Chromium (apt-get)
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode and the MinIO server (go install), the JS Parquet reader (npm ci), headless Chromium (apt-get)
 	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION)
+	@.ci/tools go "$(MINIO_SERVER)" $(MINIO_MODULE) $(MINIO_VERSION)
 	@.ci/tools chromium
 	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
 	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \

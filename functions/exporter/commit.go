@@ -189,7 +189,7 @@ func (p *Pending) Commit(ctx context.Context, m *manifest.Manifest, scripts func
 	if err := c.Bucket.DeleteStale(ctx, c.Partition, keep); err != nil {
 		return "", err
 	}
-	if _, err := c.Bucket.AbortIncomplete(ctx, c.Partition); err != nil {
+	if _, err := c.Bucket.AbortIncomplete(ctx, c.Partition, layout.DataKeysThrough(c.Partition, slices.Collect(maps.Keys(keep)))); err != nil {
 		return "", fmt.Errorf("abort orphaned uploads: %w", err)
 	}
 

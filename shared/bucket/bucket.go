@@ -14,7 +14,9 @@
 //     partial is ever visible;
 //   - AbortIncomplete aborts the multipart uploads nobody will finish (a
 //     killed run's, or one whose CreateMultipartUpload response was lost and
-//     retried), so none is left under a committed partition.
+//     retried), so none is left under a committed partition: those listed
+//     under a prefix, and those at the keys the caller names, for stores
+//     (MinIO) that list uploads only by object name.
 package bucket
 
 import (
@@ -24,6 +26,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -245,27 +249,98 @@ func (b *Bucket) DeleteStale(ctx context.Context, prefix string, keep map[string
 	return nil
 }
 
-// AbortIncomplete aborts every incomplete multipart upload whose key starts
-// with prefix, following every page of ListMultipartUploads, and returns the
-// keys whose uploads it aborted, in listing order. An upload that is gone by
-// the time it is aborted (completed or aborted meanwhile) is skipped. It is
-// for uploads nobody will finish: those of a run that was killed, or the
-// first of two CreateMultipartUpload calls when the response to the first was
-// lost and the SDK retried. The caller must know that no upload under prefix
-// is still being written.
-func (b *Bucket) AbortIncomplete(ctx context.Context, prefix string) ([]string, error) {
+// AbortIncomplete aborts the incomplete multipart uploads under prefix and
+// returns the keys whose uploads it aborted: those found by prefix in
+// listing order, then those found by key in the order of keys. An upload
+// that is gone by the time it is aborted (completed or aborted meanwhile) is
+// skipped. It is for uploads nobody will finish: those of a run that was
+// killed, or the first of two CreateMultipartUpload calls when the response
+// to the first was lost and the SDK retried. The caller must know that no
+// upload under prefix is still being written.
+//
+// S3-compatible stores differ in how they list uploads, so it looks two
+// ways. It lists the uploads whose key starts with prefix, following every
+// page: S3 (and moto) list every upload under it so. Then it lists the
+// uploads of each of keys (relative to the Bucket's prefix, each under
+// prefix), up to KeyListings at a time: MinIO lists uploads only by object
+// name, and a prefix that is no object's finds none, so there only the
+// uploads at keys are found. On S3 these listings find nothing more; they
+// cost one request each. A key outside prefix is an error, before any call.
+func (b *Bucket) AbortIncomplete(ctx context.Context, prefix string, keys []string) ([]string, error) {
 	full := b.prefix + prefix
-	in := &s3.ListMultipartUploadsInput{Bucket: &b.name, Prefix: &full, ExpectedBucketOwner: b.owner}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix) {
+			return nil, fmt.Errorf("abort incomplete multipart uploads under s3://%s/%s: key %q is not under that prefix", b.name, full, k)
+		}
+	}
+	aborted, err := b.abortListed(ctx, full, func(key string) bool {
+		return strings.HasPrefix(key, full) // a store that ignores the prefix must not make us abort outside it
+	})
+	if err != nil {
+		return aborted, err
+	}
+	keys = distinct(keys)
+	found := make([][]string, len(keys))
+	errs := make([]error, len(keys))
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, KeyListings)
+	for i, k := range keys {
+		sem <- struct{}{}
+		if failed.Load() {
+			<-sem
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fk := b.prefix + k
+			found[i], errs[i] = b.abortListed(ctx, fk, func(key string) bool { return key == fk })
+			if errs[i] != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range keys {
+		aborted = append(aborted, found[i]...)
+		if errs[i] != nil {
+			return aborted, errs[i]
+		}
+	}
+	return aborted, nil
+}
+
+// distinct is keys without repeats, in first-seen order.
+func distinct(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// KeyListings is how many of AbortIncomplete's listings by key run at once.
+const KeyListings = 8
+
+// abortListed aborts every upload ListMultipartUploads lists for prefix
+// whose key match accepts, following every page, and returns their keys
+// relative to the Bucket's prefix.
+func (b *Bucket) abortListed(ctx context.Context, prefix string, match func(key string) bool) ([]string, error) {
+	in := &s3.ListMultipartUploadsInput{Bucket: &b.name, Prefix: &prefix, ExpectedBucketOwner: b.owner}
 	var aborted []string
 	for {
 		page, err := b.api.ListMultipartUploads(ctx, in)
 		if err != nil {
-			return aborted, b.fail("list multipart uploads under", full, err)
+			return aborted, b.fail("list multipart uploads under", prefix, err)
 		}
 		for _, u := range page.Uploads {
 			key := aws.ToString(u.Key)
-			if !strings.HasPrefix(key, full) {
-				continue // a store that ignores the prefix must not make us abort outside it
+			if !match(key) {
+				continue
 			}
 			_, err := b.api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
 				Bucket: &b.name, Key: u.Key, UploadId: u.UploadId, ExpectedBucketOwner: b.owner,
@@ -284,9 +359,13 @@ func (b *Bucket) AbortIncomplete(ctx context.Context, prefix string) ([]string, 
 			return aborted, nil
 		}
 		if aws.ToString(page.NextKeyMarker) == "" && aws.ToString(page.NextUploadIdMarker) == "" {
-			return aborted, fmt.Errorf("list multipart uploads under s3://%s/%s: truncated page without a next marker", b.name, full)
+			return aborted, fmt.Errorf("list multipart uploads under s3://%s/%s: truncated page without a next marker", b.name, prefix)
 		}
-		in.KeyMarker, in.UploadIdMarker = page.NextKeyMarker, page.NextUploadIdMarker
+		// MinIO pages one key's uploads by upload id alone.
+		in.KeyMarker, in.UploadIdMarker = nil, page.NextUploadIdMarker
+		if aws.ToString(page.NextKeyMarker) != "" {
+			in.KeyMarker = page.NextKeyMarker
+		}
 	}
 }
 

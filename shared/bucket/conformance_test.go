@@ -5,14 +5,22 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
+	"github.com/daybook-dev/daybook/shared/devkit/minioserver"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
-var srv *motoserver.Server
+var (
+	srv *motoserver.Server
+	mio *minioserver.Server
+)
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) {
+	os.Exit(minioserver.Around(func() int { return motoserver.RunTests(m, &srv) }, &mio))
+}
 
-// TestConformance runs the one suite on both stores a Bucket meets in tests.
+// TestConformance runs the one suite on every store a Bucket meets in
+// tests: the in-memory fake, moto (AWS's API, checksums unverified) and
+// MinIO (a real S3 implementation, which verifies them).
 func TestConformance(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -20,6 +28,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"fake", buckettest.FakeBackend},
 		{"moto", buckettest.MotoBackend(&srv)},
+		{"minio", buckettest.MinIOBackend(&mio)},
 	} {
 		t.Run(tc.name, func(t *testing.T) { buckettest.RunConformance(t, tc.backend) })
 	}

@@ -1,7 +1,9 @@
 // Package buckettest is test support for shared/bucket, modelled on
 // go-cloud's drivertest and thanos' objtesting: RunConformance is the one
-// suite every store a Bucket talks to must pass (the in-memory Fake and
-// moto), covering both the object calls and the streaming upload.Writer;
+// suite every store a Bucket talks to must pass (the in-memory Fake, moto
+// and MinIO), covering both the object calls and the streaming
+// upload.Writer; where a store legitimately differs, its Backend says so
+// and the scenario checks that store's behaviour;
 // Faults fails chosen calls for crash tests. Only tests import it.
 package buckettest
 
@@ -23,6 +25,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/devkit/minioserver"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
@@ -38,15 +41,22 @@ type Store interface {
 var _ Store = (*s3.Client)(nil)
 
 // Backend is one store the suite runs against, with an existing, empty
-// bucket that belongs to the test.
+// bucket that belongs to the test, and how the store differs from S3.
 type Backend struct {
 	Store  Store
 	Bucket string
+	// UploadsByKeyOnly: the store lists incomplete multipart uploads only by
+	// exact object key (MinIO). A ListMultipartUploads prefix that is no
+	// object's key, or none at all, lists nothing.
+	UploadsByKeyOnly bool
+	// VerifiesChecksums: the store refuses a body whose x-amz-checksum-crc32c
+	// does not match it (S3 and MinIO; moto stores whatever it is sent).
+	VerifiesChecksums bool
 }
 
 // FakeBackend is a fresh in-memory Fake with one bucket.
 func FakeBackend(t *testing.T) Backend {
-	return Backend{Store: NewFake("conformance"), Bucket: "conformance"}
+	return Backend{Store: NewFake("conformance"), Bucket: "conformance", VerifiesChecksums: true}
 }
 
 var bucketSeq atomic.Int64
@@ -60,14 +70,43 @@ func MotoBackend(srv **motoserver.Server) func(t *testing.T) Backend {
 			t.Fatal(err)
 		}
 		c := awsclient.NewS3(cfg)
-		name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", " ", "-").Replace(t.Name()))
-		name = fmt.Sprintf("c%d-%s", bucketSeq.Add(1), name)
-		name = strings.TrimRight(name[:min(len(name), 63)], "-")
-		if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		return Backend{Store: c, Bucket: newBucket(t, c)}
+	}
+}
+
+// MinIOBackend returns a constructor of fresh buckets on srv, named after
+// the test.
+func MinIOBackend(srv **minioserver.Server) func(t *testing.T) Backend {
+	return func(t *testing.T) Backend {
+		t.Helper()
+		cfg, err := (*srv).Config(t.Context())
+		if err != nil {
 			t.Fatal(err)
 		}
-		return Backend{Store: c, Bucket: name}
+		c := awsclient.NewS3(cfg)
+		return Backend{Store: c, Bucket: newBucket(t, c), UploadsByKeyOnly: true, VerifiesChecksums: true}
 	}
+}
+
+// newBucket creates a bucket named after the test (lower-case letters,
+// digits and hyphens only, as every store accepts) and returns its name.
+func newBucket(t *testing.T, c *s3.Client) string {
+	t.Helper()
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, t.Name())
+	name = fmt.Sprintf("c%d-%s", bucketSeq.Add(1), name)
+	name = strings.TrimRight(name[:min(len(name), 63)], "-")
+	if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	return name
 }
 
 // ErrInjected is the error the suite's Faults return.
@@ -97,6 +136,7 @@ func RunConformance(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"WriterAbort", testWriterAbort},
 		{"WriterFailure", testWriterFailure},
 		{"AbortIncomplete", testAbortIncomplete},
+		{"ChecksumVerified", testChecksumVerified},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, newBackend) })
 	}
@@ -110,13 +150,14 @@ type harness struct {
 	name   string
 	faults *Faults
 	b      *bucket.Bucket
+	be     Backend
 }
 
 func newHarness(t *testing.T, newBackend func(*testing.T) Backend, opts bucket.Options) *harness {
 	t.Helper()
 	be := newBackend(t)
 	f := &Faults{}
-	return &harness{t: t, ctx: t.Context(), store: be.Store, name: be.Bucket, faults: f, b: bucket.New(f.Wrap(be.Store), be.Bucket, opts)}
+	return &harness{t: t, ctx: t.Context(), store: be.Store, name: be.Bucket, faults: f, b: bucket.New(f.Wrap(be.Store), be.Bucket, opts), be: be}
 }
 
 // stored returns an object's bytes and attributes straight from the store.
@@ -161,17 +202,38 @@ func (h *harness) keys() []string {
 	return out
 }
 
-func (h *harness) openUploads() []string {
+// openUploads lists the bucket's incomplete multipart uploads, one key per
+// upload. A store that lists uploads only by key (MinIO) is also asked
+// about each of keys (full keys): its listing of the whole bucket shows only
+// the uploads this server process started (an in-memory cache).
+func (h *harness) openUploads(keys ...string) []string {
 	h.t.Helper()
-	out, err := h.store.ListMultipartUploads(h.ctx, &s3.ListMultipartUploadsInput{Bucket: &h.name})
-	if err != nil {
-		h.t.Fatal(err)
+	seen := map[string]bool{}
+	var open []string
+	prefixes := []string{""}
+	if h.be.UploadsByKeyOnly {
+		prefixes = append(prefixes, keys...)
 	}
-	var keys []string
-	for _, u := range out.Uploads {
-		keys = append(keys, aws.ToString(u.Key))
+	for _, prefix := range prefixes {
+		in := &s3.ListMultipartUploadsInput{Bucket: &h.name, Prefix: &prefix}
+		for {
+			out, err := h.store.ListMultipartUploads(h.ctx, in)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			for _, u := range out.Uploads {
+				if id := aws.ToString(u.UploadId); !seen[id] && (prefix == "" || aws.ToString(u.Key) == prefix) {
+					seen[id] = true
+					open = append(open, aws.ToString(u.Key))
+				}
+			}
+			if !aws.ToBool(out.IsTruncated) {
+				break
+			}
+			in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+		}
 	}
-	return keys
+	return open
 }
 
 func (h *harness) put(keys ...string) {

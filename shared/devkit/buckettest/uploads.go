@@ -3,6 +3,8 @@ package buckettest
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,31 +34,44 @@ func createUploads(h *harness, keys []string) {
 	}
 }
 
-// testAbortIncomplete: every incomplete upload under the prefix is aborted
-// (two of one key, one with a part uploaded, more than a page of them), and
-// nothing outside it; objects are untouched; a scoped Bucket aborts under
-// its own prefix and reports keys relative to it.
+// testAbortIncomplete: every incomplete upload under the prefix that the
+// store lists by prefix, or that is at one of the named keys, is aborted
+// (two of one key, one with a part uploaded, more than a page of them),
+// and nothing outside the prefix; objects are untouched; a scoped Bucket
+// aborts under its own prefix and reports keys relative to it. A store that
+// lists uploads only by key (MinIO) leaves those under the prefix at keys
+// nobody named: the scenario says which. A named key outside the prefix is
+// refused before anything is aborted.
 func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 	for _, tc := range []struct {
 		name    string
 		scope   string // Bucket.WithPrefix
 		prefix  string
-		uploads []string
+		uploads []string // full keys
+		keys    []string // named to AbortIncomplete, relative to scope
 		want    []string // aborted, as reported
+		// unnamed are uploads in want at keys not in keys: a store that
+		// lists uploads only by key leaves them open.
+		unnamed []string
 		left    []string // still open, full keys
+		err     string   // AbortIncomplete's error, if any
 	}{
-		{"under the prefix only", "", "p/", []string{"p/a", "p/a", "p/b/c", "pa", "q/x"},
-			[]string{"p/a", "p/a", "p/b/c"}, []string{"pa", "q/x"}},
-		{"nothing open", "", "p/", nil, nil, nil},
-		{"scoped bucket", "acct/", "p/", []string{"acct/p/a", "acct/q/b", "p/a"},
-			[]string{"p/a"}, []string{"acct/q/b", "p/a"}},
-		{"more than one page", "", "p/", append(numbered("p/u-", 1001), "q/x"),
-			numbered("p/u-", 1001), []string{"q/x"}},
+		{"under the prefix only", "", "p/", []string{"p/a", "p/a", "p/ab", "p/b/c", "pa", "q/x"}, []string{"p/a", "p/with-part", "p/none"},
+			[]string{"p/a", "p/a", "p/ab", "p/b/c"}, []string{"p/ab", "p/b/c"}, []string{"pa", "q/x"}, ""},
+		{"nothing open", "", "p/", nil, []string{"p/a"}, nil, nil, nil, ""},
+		{"scoped bucket", "acct/", "p/", []string{"acct/p/a", "acct/q/b", "p/a"}, []string{"p/a", "p/with-part"},
+			[]string{"p/a"}, nil, []string{"acct/q/b", "p/a"}, ""},
+		// Pages by prefix; a store listing only by key finds the named three.
+		{"more than one page", "", "p/", append(numbered("p/u-", 1001), "q/x"), numbered("p/u-", 3),
+			numbered("p/u-", 1001), numbered("p/u-", 1001)[3:], []string{"q/x"}, ""},
+		{"a named key outside the prefix", "", "p/", []string{"p/a", "q/x"}, []string{"p/a", "q/x"},
+			nil, nil, []string{"p/a", "q/x"}, `key "q/x" is not under that prefix`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nb, bucket.Options{ExpectedOwner: Owner})
 			h.put("p/done", "p/a")
 			createUploads(h, tc.uploads)
+			opened := slices.Clone(tc.uploads)
 			// One open upload holds a part: it is aborted like the others.
 			if len(tc.uploads) > 0 && len(tc.uploads) < 10 {
 				w := h.b.NewWriter(h.ctx, tc.scope+"p/with-part", uploadOpts())
@@ -66,18 +81,37 @@ func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 				// Not closed: its first part is uploaded, the upload open.
 				defer func() { _ = w.Abort(h.ctx) }()
 				waitOpen(h, tc.scope+"p/with-part")
-				tc.want = append(tc.want, "p/with-part")
+				opened = append(opened, tc.scope+"p/with-part")
+				if tc.err == "" {
+					tc.want = append(tc.want, "p/with-part")
+				} else {
+					tc.left = append(tc.left, "p/with-part")
+				}
 			}
+			if h.be.UploadsByKeyOnly {
+				for _, k := range tc.unnamed {
+					i := slices.Index(tc.want, k)
+					tc.want = slices.Delete(tc.want, i, i+1)
+					tc.left = append(tc.left, tc.scope+k)
+				}
+			}
+			var mu sync.Mutex
 			var owners []*string
 			h.faults.Set(func(c Call) error {
 				if c.Op == OpListUploads || c.Op == OpAbortMultipart {
+					mu.Lock()
 					owners = append(owners, c.Owner)
+					mu.Unlock()
 				}
 				return nil
 			}, nil)
 			b := h.b.WithPrefix(tc.scope)
-			got, err := b.AbortIncomplete(h.ctx, tc.prefix)
-			if err != nil {
+			got, err := b.AbortIncomplete(h.ctx, tc.prefix, tc.keys)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || len(got) != 0 || len(owners) != 0 {
+					t.Fatalf("AbortIncomplete = %v, %v after %d calls; want the error %q before any call", got, err, len(owners), tc.err)
+				}
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			slices.Sort(got)
@@ -85,10 +119,11 @@ func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("aborted %d %v, want %d %v", len(got), head(got), len(tc.want), head(tc.want))
 			}
-			left := h.openUploads()
+			left := h.openUploads(distinctKeys(opened)...)
 			slices.Sort(left)
+			slices.Sort(tc.left)
 			if fmt.Sprint(left) != fmt.Sprint(tc.left) {
-				t.Errorf("still open %v, want %v", left, tc.left)
+				t.Errorf("still open %v, want %v", head(left), head(tc.left))
 			}
 			if keys := h.keys(); fmt.Sprint(keys) != "[p/a p/done]" {
 				t.Errorf("objects after AbortIncomplete: %v", keys)
@@ -98,20 +133,29 @@ func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 					t.Errorf("call %d: ExpectedBucketOwner %v", i+1, aws.ToString(o))
 				}
 			}
+			if tc.err != "" {
+				return
+			}
 			// Nothing left to abort: a second call is a no-op.
-			if again, err := b.AbortIncomplete(h.ctx, tc.prefix); err != nil || len(again) != 0 {
+			if again, err := b.AbortIncomplete(h.ctx, tc.prefix, tc.keys); err != nil || len(again) != 0 {
 				t.Errorf("second AbortIncomplete = %v, %v", again, err)
 			}
 		})
 	}
 }
 
+func distinctKeys(keys []string) []string {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
 // waitOpen fails the test unless key has an open upload; a writer creates
 // its upload before Write returns past the first part.
 func waitOpen(h *harness, key string) {
 	h.t.Helper()
-	if !slices.Contains(h.openUploads(), key) {
-		h.t.Fatalf("no open upload of %s: %v", key, h.openUploads())
+	if open := h.openUploads(key); !slices.Contains(open, key) {
+		h.t.Fatalf("no open upload of %s: %v", key, open)
 	}
 }
 

@@ -177,8 +177,13 @@ func testWriterMultipart(t *testing.T, nb func(*testing.T) Backend) {
 				t.Fatal(err)
 			}
 			// Stores compute this themselves (moto falls back to plain CRC32
-			// without the python crc32c package), so it is only logged.
+			// without the python crc32c package), so it is only logged; a
+			// store that verifies checksums keeps the full-object one sent.
 			t.Logf("HeadObject: type %q crc32c %v; ours %s", head.ChecksumType, aws.ToString(head.ChecksumCRC32C), r.CRC32C)
+			if h.be.VerifiesChecksums && mode == upload.ChecksumFullObject &&
+				(head.ChecksumType != types.ChecksumTypeFullObject || aws.ToString(head.ChecksumCRC32C) != r.CRC32C) {
+				t.Errorf("stored checksum %s %q, want FULL_OBJECT %s", head.ChecksumType, aws.ToString(head.ChecksumCRC32C), r.CRC32C)
+			}
 		})
 	}
 }
@@ -193,7 +198,7 @@ func testWriterCancel(t *testing.T, nb func(*testing.T) Backend) {
 	if err := writeChunks(t, w, randomBytes(int(3*minPart+1), 23)); err != nil {
 		t.Fatal(err)
 	}
-	if open := h.openUploads(); len(open) != 1 {
+	if open := h.openUploads("cancelled"); len(open) != 1 {
 		t.Fatalf("multipart uploads in progress before cancel: %v, want 1", open)
 	}
 	cancel()
@@ -206,7 +211,7 @@ func testWriterCancel(t *testing.T, nb func(*testing.T) Backend) {
 	if err := w.Abort(h.ctx); err != nil {
 		t.Fatalf("Abort: %v", err)
 	}
-	if open := h.openUploads(); len(open) != 0 || h.faults.Count(OpComplete) != 0 {
+	if open := h.openUploads("cancelled"); len(open) != 0 || h.faults.Count(OpComplete) != 0 {
 		t.Fatalf("after cancel: uploads %v, %d completions", open, h.faults.Count(OpComplete))
 	}
 	h.absent("cancelled")
@@ -228,7 +233,7 @@ func testWriterAbort(t *testing.T, nb func(*testing.T) Backend) {
 	if err := w.Abort(done); err != nil {
 		t.Fatal(err)
 	}
-	if open := h.openUploads(); len(open) != 0 {
+	if open := h.openUploads("abandoned"); len(open) != 0 {
 		t.Fatalf("uploads left: %v", open)
 	}
 	h.absent("abandoned")
@@ -265,7 +270,7 @@ func testWriterFailure(t *testing.T, nb func(*testing.T) Backend) {
 			if err := w.Close(); !errors.Is(err, ErrInjected) {
 				t.Fatalf("Close = %v, want the injected failure", err)
 			}
-			if open := h.openUploads(); len(open) != 0 || h.faults.Count(OpAbortMultipart) != 1 {
+			if open := h.openUploads("k"); len(open) != 0 || h.faults.Count(OpAbortMultipart) != 1 {
 				t.Fatalf("uploads left %v after %d abort calls, want none after 1", open, h.faults.Count(OpAbortMultipart))
 			}
 			h.absent("k")

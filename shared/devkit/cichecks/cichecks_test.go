@@ -215,6 +215,7 @@ func TestCIChecksEachTool(t *testing.T) {
 		"go":             `case "$1" in env) echo /nonexistent;; *) echo go version fake;; esac`,
 		"make":           `exit 0`,
 		"aws-lambda-rie": "",
+		"minio":          "",
 		"moto_server":    "",
 		"python3":        "",
 	})
