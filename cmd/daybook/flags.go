@@ -46,7 +46,6 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-
 // requireFlags refuses a command line that lacks any of the flags.
 func requireFlags(c *cobra.Command, names ...string) error {
 	var missing []string

@@ -179,17 +179,17 @@ type rowRecord struct {
 // An enabled account is in the fleet index under fleet_shard=W#<nn> with
 // fleet_key=<wake time>.
 type accountRecord struct {
-	PK            string `dynamodbav:"pk"`
-	SK            string `dynamodbav:"sk"`
-	AccountID     string `dynamodbav:"account_id"`
-	Enabled       bool   `dynamodbav:"enabled"`
-	Doc           string `dynamodbav:"doc"`
-	UpdatedAt     string `dynamodbav:"updated_at"`
-	FleetShard    string `dynamodbav:"fleet_shard"`
-	FleetKey      string `dynamodbav:"fleet_key"`
-	WakeSeq       int64  `dynamodbav:"wake_seq"`
-	WokenAt       string `dynamodbav:"woken_at"`
-	ClosedThrough string `dynamodbav:"closed_through"`
+	PK            string   `dynamodbav:"pk"`
+	SK            string   `dynamodbav:"sk"`
+	AccountID     string   `dynamodbav:"account_id"`
+	Enabled       bool     `dynamodbav:"enabled"`
+	Doc           string   `dynamodbav:"doc"`
+	UpdatedAt     string   `dynamodbav:"updated_at"`
+	FleetShard    string   `dynamodbav:"fleet_shard"`
+	FleetKey      string   `dynamodbav:"fleet_key"`
+	WakeSeq       int64    `dynamodbav:"wake_seq"`
+	WokenAt       string   `dynamodbav:"woken_at"`
+	ClosedThrough string   `dynamodbav:"closed_through"`
 	Version       int64    `dynamodbav:"version"`
 	Guards        []string `dynamodbav:"guards"`
 }
