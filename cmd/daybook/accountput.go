@@ -57,10 +57,13 @@ both take overlapping prefixes. A second account with the same name is refused u
 neither the ledger nor the file. The stored account is printed on stdout as JSON.`,
 		Example: "  daybook account put --file account.json\n  daybook account put --file account.json --update\n" +
 			"  daybook account put acct_localdemoaccount --file account.json --dry-run",
-		RunE: func(c *cobra.Command, args []string) error {
+		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usagef(c, "unexpected argument %q: this command takes at most one account id", args[1])
+				return fmt.Errorf("unexpected argument %q: this command takes at most one account id", args[1])
 			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
 			if err := requireFlags(c, "file"); err != nil {
 				return err
 			}
