@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"math/rand/v2"
-	"slices"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"

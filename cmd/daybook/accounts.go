@@ -263,7 +263,7 @@ func (a *app) accountHistoryCommand() *cobra.Command {
 		Use:   "history ID",
 		Short: "Show every recorded change of an account: when, by whom, what",
 		Long: `Show every recorded change of an account, oldest first: when, who (the AWS identity that ran
-the command, or the console's user), what (created, updated, enabled, disabled, deleted) and each
+the command, or the console's user), what (create, update, enable, disable, delete) and each
 changed field's old and new value (an external id's values are hidden). The history outlives
 account delete; delete --purge removes it.`,
 		Args: exactArgs("ID"),

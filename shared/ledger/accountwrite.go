@@ -42,11 +42,11 @@ var (
 
 // Account event actions.
 const (
-	ActionCreated  = "created"
-	ActionUpdated  = "updated"
-	ActionEnabled  = "enabled"
-	ActionDisabled = "disabled"
-	ActionDeleted  = "deleted"
+	ActionCreated  = "create"
+	ActionUpdated  = "update"
+	ActionEnabled  = "enable"
+	ActionDisabled = "disable"
+	ActionDeleted  = "delete"
 )
 
 // AccountEvent is one change of an account, as its history records it.
