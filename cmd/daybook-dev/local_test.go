@@ -111,7 +111,7 @@ func TestLocalDevCommands(t *testing.T) {
 	if err := os.WriteFile(localFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cli("account", "put", "--file", localFile, "--env-file", env)
+	cli("account", "put", "--file", localFile, "--update", "--env-file", env)
 
 	// make invoke-exporter EVENT=events/exporter-manual.json
 	out = dev("local", "invoke", "ExporterFunction", "--dir", dir, "--event", "../../events/exporter-manual.json")

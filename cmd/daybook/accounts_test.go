@@ -23,7 +23,10 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-func TestAccountPutIsAnUpsertKeyedByID(t *testing.T) {
+// TestAccountPutCreatesAndUpdatesOnlyWhenAsked: a file naming an existing
+// account is refused without --update (on the old upsert it replaced the
+// account); with --update the changes are shown and recorded, with who.
+func TestAccountPutCreatesAndUpdatesOnlyWhenAsked(t *testing.T) {
 	s := deployed(t)
 	a, _, _ := testApp(t)
 	dir := t.TempDir()
@@ -43,20 +46,57 @@ func TestAccountPutIsAnUpsertKeyedByID(t *testing.T) {
 	if want := "{\n  \"id\": \"" + created.ID + "\",\n" + string(orig[2:]); string(after) != want {
 		t.Errorf("the id was not written back as the first field:\n%s", after)
 	}
-	if !strings.Contains(r.stderr, "created account "+created.ID) || !strings.Contains(r.stderr, "updates this account") {
+	if !strings.Contains(r.stderr, "created account "+created.ID) || !strings.Contains(r.stderr, "daybook account put --file "+file+" --update") {
 		t.Errorf("stderr: %s", r.stderr)
 	}
 	if strings.Count(r.stderr, "daybook: using ") != 1 {
 		t.Errorf("the deployment line should appear once:\n%s", r.stderr)
 	}
 
-	// The same command again updates the same account.
+	// The same command again is refused: the file names an existing
+	// account, and creating would replace it.
+	withID, _ := os.ReadFile(file)
 	r = s.run(t, a, "account", "put", "--file", file)
-	if r.code != 0 || !strings.Contains(r.stderr, "updated account "+created.ID) {
-		t.Fatalf("second put: exit %d\n%s", r.code, r.stderr)
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "names account "+created.ID) || !strings.Contains(r.stderr, "--update") {
+		t.Fatalf("second put without --update: exit %d\n%s", r.code, r.stderr)
 	}
 	if n := s.accountsNamed(t, name); n != 1 {
 		t.Fatalf("%d accounts named %q after two puts, want 1", n, name)
+	}
+	// A destination change with --update is shown, then recorded with who.
+	changed := strings.Replace(string(withID), `"bucket": "daybook-exports-clitest"`, `"bucket": "daybook-exports-clitest",`+"\n    "+`"prefix": "moved/{{.AccountID}}"`, 1)
+	os.WriteFile(file, []byte(changed), 0o644)
+	r = s.run(t, a, "account", "put", "--file", file)
+	if r.code != cli.ExitError {
+		t.Fatalf("a changed file without --update: exit %d\n%s", r.code, r.stderr)
+	}
+	if got, _ := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), created.ID); got.Destination.Prefix != "" {
+		t.Fatalf("a refused put moved the destination to %q", got.Destination.Prefix)
+	}
+	r = s.run(t, a, "account", "put", "--file", file, "--update", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stderr, `destination.prefix: (none) -> "moved/{{.AccountID}}"`) || !strings.Contains(r.stderr, "nothing written") {
+		t.Fatalf("--dry-run: exit %d\n%s", r.code, r.stderr)
+	}
+	r = s.run(t, a, "account", "put", "--file", file, "--update")
+	if r.code != 0 || !strings.Contains(r.stderr, `destination.prefix: (none) -> "moved/{{.AccountID}}"`) || !strings.Contains(r.stderr, "updated account "+created.ID) {
+		t.Fatalf("put --update: exit %d\n%s", r.code, r.stderr)
+	}
+	r = s.run(t, a, "account", "history", created.ID, "-o", "json")
+	var events []ledger.AccountEvent
+	if err := json.Unmarshal([]byte(r.stdout), &events); err != nil || len(events) != 2 {
+		t.Fatalf("history: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	if ev := events[1]; ev.Action != ledger.ActionUpdated || ev.By != motoCaller || len(ev.Changes) != 1 ||
+		ev.Changes[0] != (account.Change{Field: "destination.prefix", Old: "", New: `"moved/{{.AccountID}}"`}) {
+		t.Errorf("the update was recorded as %+v, want by %s, destination.prefix changed", ev, motoCaller)
+	}
+	r = s.run(t, a, "account", "get", created.ID)
+	if !strings.Contains(r.stdout, "destination.prefix") || !strings.Contains(r.stdout, motoCaller) || !strings.Contains(r.stdout, "created") {
+		t.Errorf("account get does not show the history:\n%s", r.stdout)
+	}
+	os.WriteFile(file, withID, 0o644)
+	if r = s.run(t, a, "account", "put", created.ID, "--file", file); r.code != 0 || !strings.Contains(r.stderr, `destination.prefix: "moved/{{.AccountID}}" -> (none)`) {
+		t.Fatalf("put ID (moving it back): exit %d\n%s", r.code, r.stderr)
 	}
 
 	// A copy of the original file (no id) is refused: same name.
@@ -80,7 +120,7 @@ func TestAccountPutIsAnUpsertKeyedByID(t *testing.T) {
 
 	// --id updates the named account from a file without an id.
 	r = s.run(t, a, "account", "put", "--file", dup, "--id", created.ID)
-	if r.code != 0 || !strings.Contains(r.stderr, "updated account "+created.ID) {
+	if r.code != 0 || !strings.Contains(r.stderr, "changes nothing") || !strings.Contains(r.stderr, "left unchanged account "+created.ID) {
 		t.Errorf("put --id: exit %d\n%s", r.code, r.stderr)
 	}
 	if b, _ := os.ReadFile(dup); string(b) != string(orig) {
@@ -125,51 +165,77 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 		"role_arn": sharedRole, "external_id": "shared-ext-1"}})
 	// An existing account, updated from a file with a refused change.
 	existing := s.newAccount(t, nil)
+	// An account on a local S3-compatible store.
+	onMinio := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "tenants-minio",
+		"endpoint": "http://127.0.0.1:9000", "prefix": "t/{{.AccountID}}",
+		"role_arn": "arn:aws:iam::123456789012:role/daybook-export-minio", "external_id": "minio-1"}})
 	tests := []struct {
 		name   string
 		file   func(dir string) string
 		code   int
 		stderr string
+		extra  []string
 	}{
 		{"syntax error", func(dir string) string {
 			p := filepath.Join(dir, "a.json")
 			os.WriteFile(p, []byte("{\n  \"name\": \"x\",\n  \"enabled\": true,\n}\n"), 0o644)
 			return p
-		}, cli.ExitError, "a.json:4:1: invalid character '}'"},
+		}, cli.ExitError, "a.json:4:1: invalid character '}'", nil},
 		{"unknown field", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "UTC", "timezone": "UTC"})
-		}, cli.ExitError, `unknown field "timezone"; valid fields:`},
+		}, cli.ExitError, `unknown field "timezone"; valid fields:`, nil},
 		{"invalid values", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "Mars/Olympus", "datasets": []string{}})
-		}, cli.ExitError, `time_zone "Mars/Olympus": not an IANA time zone`},
+		}, cli.ExitError, `time_zone "Mars/Olympus": not an IANA time zone`, nil},
 		{"bucket outside the deployment's pattern", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports"}})
-		}, cli.ExitError, `destination.bucket "acme-exports"`},
+		}, cli.ExitError, `destination.bucket "acme-exports"`, nil},
 		{"role outside the deployment's pattern", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports",
 				"role_arn": "arn:aws:iam::123456789012:role/admin", "external_id": "acme-7f3c"}})
-		}, cli.ExitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin": outside the roles this deployment may assume (arn:aws:iam::*:role/daybook-export-*)`},
+		}, cli.ExitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin": outside the roles this deployment may assume (arn:aws:iam::*:role/daybook-export-*)`, nil},
 		{"own role on another account's bucket", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
 				"expected_bucket_owner": "111111111111"}})
-		}, cli.ExitError, `destination.expected_bucket_owner "111111111111": daybook's own role writes only to buckets of the deployment's account ` + motoserver.AccountID},
+		}, cli.ExitError, `destination.expected_bucket_owner "111111111111": daybook's own role writes only to buckets of the deployment's account ` + motoserver.AccountID, nil},
 		{"private endpoint", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
 				"endpoint": "https://10.1.2.3:9000"}})
-		}, cli.ExitError, `destination.endpoint "https://10.1.2.3:9000"`},
+		}, cli.ExitError, `destination.endpoint "https://10.1.2.3:9000"`, nil},
 		{"prefix inside another account's", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest",
 				"prefix": "daybook/" + neighbour.ID + "/{{.AccountID}}"}})
-		}, cli.ExitError, `is inside account ` + neighbour.ID + `'s prefix "daybook/` + neighbour.ID + `" in bucket daybook-exports-clitest`},
+		}, cli.ExitError, `is inside account ` + neighbour.ID + `'s prefix "daybook/` + neighbour.ID + `" in bucket daybook-exports-clitest`, nil},
 		{"another account's role and external id", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-other-exports",
 				"role_arn": sharedRole, "external_id": "shared-ext-1"}})
-		}, cli.ExitError, `destination.external_id "shared-ext-1": account ` + roleHolder.ID + ` already uses role ` + sharedRole},
+		}, cli.ExitError, `destination.external_id "shared-ext-1": account ` + roleHolder.ID + ` already uses role ` + sharedRole, nil},
 		{"an update with a refused change", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"id": existing.ID, "name": existing.Name, "destination": map[string]any{
 				"bucket": "daybook-exports-clitest", "role_arn": "arn:aws:iam::123456789012:role/admin"}})
-		}, cli.ExitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin"`},
-		{"missing file", func(dir string) string { return filepath.Join(dir, "nope.json") }, cli.ExitError, "no such file"},
+		}, cli.ExitError, `destination.role_arn "arn:aws:iam::123456789012:role/admin"`, []string{"--update"}},
+		{"a file naming an existing account, without --update", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"id": existing.ID, "destination": map[string]any{"bucket": "daybook-exports-clitest", "prefix": "elsewhere/{{.AccountID}}"}})
+		}, cli.ExitError, "names account " + existing.ID, nil},
+		{"--update of an account that is not stored", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"id": "acct_zzzzzzzzzzzzzzzz"})
+		}, cli.ExitError, "account acct_zzzzzzzzzzzzzzzz, which", []string{"--update"}},
+		{"a name with a terminal escape", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"name": "evil\x1b[2J\nacct_forged"})
+		}, cli.ExitError, `name "evil\x1b[2J\nacct_forged": character U+001B at byte 4 is a control or format character`, nil},
+		{"a name too long", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"name": strings.Repeat("n", 129)})
+		}, cli.ExitError, `characters, more than 128`, nil},
+		{"a role path that climbs out of the pattern", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-exports",
+				"role_arn": "arn:aws:iam::123456789012:role/daybook-export-x/../admin", "external_id": "acme-7f3c"}})
+		}, cli.ExitError, `destination.role_arn "arn:aws:iam::123456789012:role/daybook-export-x/../admin": segment 2 of the role path "daybook-export-x/../admin" is ".."`, nil},
+		{"the same store spelled another way", func(dir string) string {
+			return writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "tenants-minio",
+				"endpoint": "http://localhost.:9000/", "prefix": "t/" + onMinio.ID + "/{{.AccountID}}",
+				"role_arn": "arn:aws:iam::123456789012:role/daybook-export-minio", "external_id": "minio-2"}})
+		}, cli.ExitError, `is inside account ` + onMinio.ID + `'s prefix "t/` + onMinio.ID + `" in bucket tenants-minio`, nil},
+		{"missing file", func(dir string) string { return filepath.Join(dir, "nope.json") }, cli.ExitError, "no such file", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,7 +243,7 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 			before := s.accounts(t)
 			file := tt.file(t.TempDir())
 			orig, _ := os.ReadFile(file)
-			r := s.run(t, a, "account", "put", "--file", file)
+			r := s.run(t, a, append([]string{"account", "put", "--file", file}, tt.extra...)...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
 				t.Errorf("exit %d, want %d; stderr lacks %q:\n%s", r.code, tt.code, tt.stderr, r.stderr)
 			}
@@ -236,7 +302,7 @@ func TestAccountPutGeneratesTheExternalID(t *testing.T) {
 	}
 
 	// The same file again: the same external id, nothing announced.
-	r = s.run(t, a, "account", "put", "--file", file)
+	r = s.run(t, a, "account", "put", "--file", file, "--update")
 	if r.code != 0 || strings.Contains(r.stderr, "generated external id") || !strings.Contains(r.stdout, ext) {
 		t.Errorf("second put: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -452,7 +518,10 @@ func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 	}
 	later, _, _ := testApp(t)
 	later.now = func() time.Time { return testNow.AddDate(0, 0, 500) }
-	if r := s.run(t, later, "account", "put", "--file", file); r.code != 0 || !strings.Contains(r.stderr, "updated account") {
+	// A change that keeps the start date.
+	b0, _ := os.ReadFile(file)
+	os.WriteFile(file, []byte(strings.Replace(string(b0), `"name":`, `"time_zone": "UTC", "name":`, 1)), 0o644)
+	if r := s.run(t, later, "account", "put", "--file", file, "--update"); r.code != 0 || !strings.Contains(r.stderr, "updated account") {
 		t.Errorf("500 days later, the same start date: exit %d\n%s", r.code, r.stderr)
 	}
 	var acct account.Account
@@ -485,3 +554,7 @@ func TestAccountPutAppliesTheBackfillLimit(t *testing.T) {
 		t.Errorf("MAX_BACKFILL_DAYS=20: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// motoCaller is the ARN moto's GetCallerIdentity reports: who the commands
+// run as in these tests.
+const motoCaller = "arn:aws:sts::" + motoserver.AccountID + ":user/moto"

@@ -88,13 +88,13 @@ this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
 			return cerr
 		}
 		tw := newTable(a.stdout)
-		fmt.Fprintln(tw, "STEP\tPERMISSION\tRESULT")
+		tw.header("STEP\tPERMISSION\tRESULT")
 		for _, ch := range checks {
 			res := "ok"
 			if !ch.OK {
 				res = "FAIL: " + ch.Problem
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Step, ch.Permission, res)
+			tw.row(ch.Step, ch.Permission, res)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

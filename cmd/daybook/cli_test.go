@@ -130,7 +130,7 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"completion", []string{"completion", "bash"}, 0, "bash completion", "", false},
 		{"no command", nil, 2, "", "daybook needs a command", true},
 		{"unknown command", []string{"stauts"}, 2, "", `did you mean status?`, true},
-		{"unknown subcommand", []string{"account", "remove"}, 2, "", `unknown command "remove" for daybook account; valid: delete, disable, enable, get, list, put, test`, true},
+		{"unknown subcommand", []string{"account", "remove"}, 2, "", `unknown command "remove" for daybook account; valid: delete, disable, enable, get, history, list, put, test`, true},
 		{"unknown flag", []string{"status", "--acount", "x"}, 2, "", "unknown flag: --acount", true},
 		{"extra argument", []string{"status", "acct_abcdefghijklmnop"}, 2, "", `unexpected argument "acct_abcdefghijklmnop"`, true},
 		{"missing argument", []string{"account", "get"}, 2, "", "ID is required", true},

@@ -99,9 +99,9 @@ exporter's reason (the daybook_error attribute); the sweeper's are failed schedu
 			return err
 		}
 		tw := newTable(a.stdout)
-		fmt.Fprintln(tw, "AGE\tSENT\tRECEIVES\tREASON\tMESSAGE")
+		tw.header("AGE\tSENT\tRECEIVES\tREASON\tMESSAGE")
 		for _, m := range msgs {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", (time.Duration(m.AgeSecs) * time.Second).String(), m.SentAt, m.Receives, clip(m.Reason, 100), clip(m.Body, 160))
+			tw.row((time.Duration(m.AgeSecs) * time.Second).String(), m.SentAt, m.Receives, clip(m.Reason, 100), clip(m.Body, 160))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -58,7 +58,7 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		if res.Current == nil {
 			fmt.Fprintln(w, "no ledger row (the day was never materialized, requeued or re-exported)")
 		} else {
-			fmt.Fprintln(w, describe(*res.Current))
+			fmt.Fprintln(w, printable(describe(*res.Current)))
 		}
 		if err := printSlices(w, res.Slices); err != nil {
 			return err
@@ -69,13 +69,13 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		}
 		fmt.Fprintln(w)
 		tw := newTable(w)
-		fmt.Fprintln(tw, "STARTED\tATTEMPT\tREASON\tDURATION\tOUTCOME\tGENERATION\tROWS\tBYTES\tFILES\tERROR")
+		tw.header("STARTED\tATTEMPT\tREASON\tDURATION\tOUTCOME\tGENERATION\tROWS\tBYTES\tFILES\tERROR")
 		for _, h := range res.Attempts {
 			gen, rows, size, files := "-", "-", "-", "-"
 			if h.Outcome == string(ledger.OutcomeCompleted) {
 				gen, rows, size, files = fmt.Sprint(h.Generation), fmt.Sprint(h.Rows), humanBytes(h.Bytes), fmt.Sprint(h.Files)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cmp.Or(h.StartedAt, h.ClaimedAt), h.Attempt, h.Reason,
+			tw.row(cmp.Or(h.StartedAt, h.ClaimedAt), h.Attempt, h.Reason,
 				fmtDuration(h.DurationMS), h.Outcome, gen, rows, size, files, h.Error)
 		}
 		return tw.Flush()
@@ -92,13 +92,13 @@ func printSlices(w io.Writer, p *ops.SliceProgress) error {
 	fmt.Fprintf(w, "in slices since %s: %d of %d in (%d rows), generation %d, %d rows expected\n\n",
 		p.Planned, p.Completed, len(p.Slices), p.Rows, p.Generation, p.Expected)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "SLICE\tSTATE\tATTEMPTS\tROWS\tBYTES\tLEASE UNTIL\tERROR")
+	tw.header("SLICE\tSTATE\tATTEMPTS\tROWS\tBYTES\tLEASE UNTIL\tERROR")
 	for _, sl := range p.Slices {
 		rows, size := "-", "-"
 		if sl.State == string(ledger.StateCompleted) {
 			rows, size = fmt.Sprint(sl.Rows), humanBytes(sl.Bytes)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", sl.Slice, sl.State, sl.Attempts, rows, size, cmp.Or(sl.LeaseUntil, "-"), sl.Error)
+		tw.row(sl.Slice, sl.State, sl.Attempts, rows, size, cmp.Or(sl.LeaseUntil, "-"), sl.Error)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -186,6 +186,6 @@ func (a *app) reseedStatus(c *cobra.Command, p partitionFlags, out outputFormat)
 	if v.RequestedBy != "" {
 		line += ", requested by " + v.RequestedBy
 	}
-	_, err = fmt.Fprintln(a.stdout, line)
+	_, err = fmt.Fprintln(a.stdout, printable(line))
 	return err
 }

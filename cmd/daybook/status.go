@@ -103,7 +103,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 		return printJSON(a.stdout, nonNil(lines))
 	}
 	tw := newTable(a.stdout)
-	fmt.Fprintln(tw, "ACCOUNT\tNAME\tDATASETS\tCOMPLETED\tQUEUED\tCLAIMED\tRUNNING\tFAILED\tSTOPPED\tOLDEST DUE\tLAST EXPORT")
+	tw.header("ACCOUNT\tNAME\tDATASETS\tCOMPLETED\tQUEUED\tCLAIMED\tRUNNING\tFAILED\tSTOPPED\tOLDEST DUE\tLAST EXPORT")
 	for _, l := range lines {
 		name := l.Name
 		if !l.Enabled {
@@ -113,7 +113,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 		if l.LastExport != "" {
 			last = l.LastExport + " at " + l.LastExportAt
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", l.Account, name, strings.Join(l.Datasets, ","),
+		tw.row(l.Account, name, strings.Join(l.Datasets, ","),
 			l.Counts[phaseCompleted], l.Counts[phaseQueued]+l.Counts[phasePending], l.Counts[phaseClaimed], l.Counts[phaseRunning],
 			l.Counts[phaseFailed], l.Counts[phaseStopped], cmp.Or(l.OldestDue, "-"), last)
 	}

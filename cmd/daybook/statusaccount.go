@@ -44,7 +44,7 @@ func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, stat
 	if !res.Enabled {
 		enabled = "  DISABLED"
 	}
-	fmt.Fprintf(w, "account %s  %s  zone %s  start %s  closed through %s%s\n", res.Account, res.Name, res.TimeZone, res.StartDate, res.ClosedThrough, enabled)
+	fmt.Fprintf(w, "account %s  %s  zone %s  start %s  closed through %s%s\n", res.Account, printable(res.Name), printable(res.TimeZone), res.StartDate, res.ClosedThrough, enabled)
 	if to.Before(from) {
 		fmt.Fprintf(w, "no day to show: the window %s..%s is empty (the account starts %s)\n", from, to, res.StartDate)
 		return
@@ -95,7 +95,7 @@ func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, stat
 		fmt.Fprintln(w)
 		const most = 50
 		for _, l := range lines[:min(most, len(lines))] {
-			fmt.Fprintln(w, l)
+			fmt.Fprintln(w, printable(l))
 		}
 		if len(lines) > most {
 			fmt.Fprintf(w, "  ... and %d more (-o json lists every day)\n", len(lines)-most)

@@ -111,11 +111,11 @@ func (a *app) printVerified(out outputFormat, results []verified) error {
 			fmt.Fprintf(a.stdout, "%s: OK, generation %d, %d files, %d rows match the manifest\n", r.Location, r.Generation, r.Files, r.Rows)
 		}
 		for _, p := range r.Problems {
-			fmt.Fprintln(a.stdout, "PROBLEM:", p)
+			fmt.Fprintln(a.stdout, "PROBLEM:", printable(fmt.Sprint(p)))
 		}
 	} else {
 		tw := newTable(a.stdout)
-		fmt.Fprintln(tw, "DATASET\tDAY\tRESULT\tGENERATION\tFILES\tROWS")
+		tw.header("DATASET\tDAY\tRESULT\tGENERATION\tFILES\tROWS")
 		for _, r := range results {
 			res := "OK"
 			switch {
@@ -124,12 +124,12 @@ func (a *app) printVerified(out outputFormat, results []verified) error {
 			case !r.OK:
 				res = fmt.Sprintf("%d problems", len(r.Problems))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", r.Dataset, r.Day, res, r.Generation, r.Files, r.Rows)
+			tw.row(r.Dataset, r.Day, res, r.Generation, r.Files, r.Rows)
 		}
 		tw.Flush()
 		for _, r := range results {
 			for _, p := range r.Problems {
-				fmt.Fprintf(a.stdout, "PROBLEM: %s %s: %s\n", r.Dataset, r.Day, p)
+				fmt.Fprintf(a.stdout, "PROBLEM: %s %s: %s\n", r.Dataset, r.Day, printable(fmt.Sprint(p)))
 			}
 		}
 		fmt.Fprintf(a.stdout, "%d partitions: %d OK, %d not committed, %d with problems\n", len(results), len(results)-notCommitted-bad, notCommitted, bad)

@@ -51,6 +51,12 @@ type Account struct {
 	Datasets    []string    `json:"datasets"`
 	Destination Destination `json:"destination"`
 	CreatedAt   time.Time   `json:"created_at,omitzero"`
+	// Version is the stored record's version, set by the ledger when it
+	// reads the account and bumped by every write; an update is written
+	// only if the record still has the version it was read at. It is not
+	// part of the JSON document (0: never stored, or stored before
+	// versions).
+	Version int64 `json:"-"`
 }
 
 // Destination is the customer's bucket and how daybook reaches it (C1, C3).

@@ -125,25 +125,3 @@ func (d Destination) checkEndpointAddress(p *problems, allowPrivate bool) {
 		}
 	}
 }
-
-// store names the object store a destination writes to: AWS S3 (every
-// bucket name in one namespace), or a custom endpoint's host and port. The
-// same bucket name on two stores is two buckets.
-func (d Destination) store() string {
-	if d.Endpoint == "" {
-		return "aws"
-	}
-	u, err := url.Parse(d.Endpoint)
-	if err != nil {
-		return "endpoint " + d.Endpoint
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
-	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if ip, ok := parseIP(host); ok {
-		host = ip.Unmap().String()
-	}
-	return "endpoint " + host + ":" + port
-}

@@ -48,7 +48,7 @@ func CheckIsolation(candidate Account, others []Account, stage string) error {
 			continue
 		}
 		od := o.Destination
-		if d.store() == od.store() && d.Bucket == od.Bucket {
+		if d.Store() == od.Store() && d.Bucket == od.Bucket {
 			theirs := renderLoose(o, stage)
 			switch {
 			case layout.Within(theirs, mine) && layout.Within(mine, theirs):

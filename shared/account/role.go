@@ -56,6 +56,8 @@ func (d Destination) checkRole(p *problems) {
 	case d.RoleARN != "":
 		if !roleARNRE.MatchString(d.RoleARN) {
 			p.add("destination.role_arn", d.RoleARN, "want arn:aws:iam::<12-digit account>:role/<name>")
+		} else if why := rolePathProblem(d.RoleARN); why != "" {
+			p.add("destination.role_arn", d.RoleARN, "%s", why)
 		}
 		if d.ExternalID == "" {
 			p.add("destination.external_id", "", "required with a role_arn (confused-deputy protection; account.NewExternalID makes one)")
@@ -65,6 +67,26 @@ func (d Destination) checkRole(p *problems) {
 	case d.ExternalID != "":
 		p.add("destination.external_id", d.ExternalID, "set without a role_arn")
 	}
+}
+
+// rolePathProblem says what is wrong with the path and name of a role ARN
+// of the right form, or "". IAM compares a role ARN with a policy's resource
+// pattern as a string, so `role/daybook-export-x/../admin` matches
+// `role/daybook-export-*` although it reads as another role: an empty, `.`
+// or `..` segment (`//`, `/./`, `/../`, a leading or trailing `/`) is
+// refused, as IAM never names a role so. Percent-encoded forms (%2e, %2f)
+// are refused by the ARN's form already.
+func rolePathProblem(arn string) string {
+	_, path, _ := strings.Cut(arn, ":role/")
+	for i, seg := range strings.Split(path, "/") {
+		switch seg {
+		case "":
+			return fmt.Sprintf("segment %d of the role path %q is empty (a leading, trailing or doubled /)", i+1, path)
+		case ".", "..":
+			return fmt.Sprintf("segment %d of the role path %q is %q; name the role itself", i+1, path, seg)
+		}
+	}
+	return ""
 }
 
 // ErrNoBucketOwner is wrapped by BucketOwner's error.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -160,6 +162,9 @@ func (a Account) shape() problems {
 	if !ValidID(a.ID) {
 		p.add("id", a.ID, "want acct_ followed by 16 lowercase base32 characters (account.NewID)")
 	}
+	if why := nameProblem(a.Name); why != "" {
+		p.add("name", a.Name, "%s", why)
+	}
 	if a.StartDate.IsZero() {
 		p.add("start_date", "", "required (YYYY-MM-DD, the backfill horizon)")
 	}
@@ -207,6 +212,28 @@ func (a Account) shape() problems {
 	return p
 }
 
+// MaxNameLen is the longest account name, in characters.
+const MaxNameLen = 128
+
+// nameProblem says what is wrong with an account name, or "": it is printed
+// by every CLI command and page, so it is valid UTF-8 of at most MaxNameLen
+// characters with no control or format characters (terminal escapes,
+// newlines, tabs, bidirectional overrides, zero-width characters).
+func nameProblem(name string) string {
+	if !utf8.ValidString(name) {
+		return "not valid UTF-8"
+	}
+	if n := utf8.RuneCountInString(name); n > MaxNameLen {
+		return fmt.Sprintf("%d characters, more than %d", n, MaxNameLen)
+	}
+	for i, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Sprintf("character %U at byte %d is a control or format character", r, i)
+		}
+	}
+	return ""
+}
+
 // checkDatasets: at least one, each in the catalog, none twice.
 func (a Account) checkDatasets(p *problems) {
 	if len(a.Datasets) == 0 {
@@ -232,6 +259,11 @@ func (a Account) checkDatasets(p *problems) {
 	}
 }
 
+// MaxPrefixSegments is the most `/`-separated segments a rendered prefix
+// may have: saving an account writes one isolation guard per segment
+// (Guards) in one DynamoDB transaction, which holds at most 100 items.
+const MaxPrefixSegments = 32
+
 // checkPrefix: a valid template whose longest key, rendered with the
 // longest stage, fits S3's limit.
 func (a Account) checkPrefix(p *problems) {
@@ -248,6 +280,9 @@ func (a Account) checkPrefix(p *problems) {
 	if err != nil {
 		p.add(field, tmpl, "%s", reason(err))
 		return
+	}
+	if n := len(layout.Segments(rendered)); n > MaxPrefixSegments {
+		p.add(field, tmpl, "rendered as %q, %d segments, more than %d", rendered, n, MaxPrefixSegments)
 	}
 	if err := layout.CheckKeyLength(rendered, a.Datasets); err != nil {
 		p.add(field, tmpl, "rendered as %q, %s", rendered, reason(err))

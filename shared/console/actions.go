@@ -336,7 +336,7 @@ func (s *Server) postEnable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by := s.cfg.Identity(r)
-	acct, changed, err := ops.SetEnabled(r.Context(), s.cfg.Ledger, acct.ID, enable)
+	acct, changed, err := ops.SetEnabled(r.Context(), s.cfg.Ledger, acct.ID, enable, by)
 	s.cfg.Log.Info("console action", "action", "set_enabled", "account", acct.ID, "enabled", enable, "changed", changed, "requested_by", by, "error", errText(err))
 	if err != nil {
 		s.failed(w, r, err)

@@ -38,11 +38,11 @@ var staticFS embed.FS
 
 // Ledger is what the console reads and changes in the ledger;
 // *ledger.Ledger has it. A read-only console never calls Requeue or
-// PutAccount.
+// UpdateAccount.
 type Ledger interface {
 	ops.Reader
 	ops.Requeuer
-	PutAccount(ctx context.Context, a account.Account) error
+	UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error)
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)

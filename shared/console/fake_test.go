@@ -69,11 +69,11 @@ func (f *fakeLedger) GetAccount(_ context.Context, id string) (account.Account, 
 	return a, nil
 }
 
-func (f *fakeLedger) PutAccount(_ context.Context, a account.Account) error {
+func (f *fakeLedger) UpdateAccount(_ context.Context, a account.Account, _ string) (account.Account, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.accounts[a.ID] = a
-	return nil
+	return a, nil
 }
 
 func (f *fakeLedger) List(_ context.Context, acct, ds string, from, to civil.Date) ([]ledger.Row, error) {

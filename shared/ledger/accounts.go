@@ -14,45 +14,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 )
 
-// PutAccount validates a (account.ValidateShape, and its start date at the
-// ledger's clock and backfill limit, Config.MaxBackfillDays: checkStart) and
-// stores it (pk=ACCOUNTS, sk=<id>), replacing any earlier version. CreatedAt is set from the clock when zero. An enabled
-// account is woken now in the fleet index (its datasets or start date may
-// have changed, so the next sweep reads its watermarks again); a disabled one
-// leaves the index.
-func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
-	now := l.now()
-	if err := a.ValidateShape(); err != nil {
-		return fmt.Errorf("account %s: %w", a.ID, errors.Join(err, a.ValidateStart(now, l.cfg.MaxBackfillDays)))
-	}
-	if err := l.checkStart(ctx, a, now); err != nil {
-		return fmt.Errorf("account %s: %w", a.ID, err)
-	}
-	if a.CreatedAt.IsZero() {
-		a.CreatedAt = now
-	}
-	doc, err := json.Marshal(a)
-	if err != nil {
-		return fmt.Errorf("account %s: %w", a.ID, err)
-	}
-	nowS := fmtTime(now)
-	upd := expression.Set(name(attrAccountID), val(a.ID)).
-		Set(name(attrEnabled), val(a.Enabled)).
-		Set(name(attrDoc), val(string(doc))).
-		Set(name(attrUpdatedAt), val(nowS)).
-		Add(name(attrWakeSeq), val(1)).
-		Remove(name(attrClosedThrough))
-	if a.Enabled {
-		upd = upd.Set(name(AttrFleetShard), val(wakeShard(Shard(a.ID)))).Set(name(AttrFleetKey), val(nowS))
-	} else {
-		upd = upd.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
-	}
-	if _, err := l.update(ctx, tableKey(pkAccounts, a.ID), upd, expression.ConditionBuilder{}, types.ReturnValueNone); err != nil {
-		return fmt.Errorf("ledger: put account %s: %w", a.ID, err)
-	}
-	return nil
-}
-
 // GetAccount returns one account, or ErrNotFound.
 func (l *Ledger) GetAccount(ctx context.Context, id string) (account.Account, error) {
 	item, err := l.getItem(ctx, tableKey(pkAccounts, id))
@@ -80,6 +41,7 @@ func accountFromItem(item map[string]types.AttributeValue) (account.Account, err
 	if a.ID != rec.SK {
 		return a, malformed(item, attrDoc, "(JSON of account.Account)", fmt.Errorf("id %q is not the record's", a.ID))
 	}
+	a.Version = rec.Version
 	return a, nil
 }
 

@@ -67,6 +67,15 @@ const (
 	attrOutcome        = "outcome"        // history items: how the attempt ended
 	attrFinishedAt     = "finished_at"    // history items
 	attrError          = "error"          // history items: the attempt's error
+	attrVersion        = "version"        // account records, account events: bumped by every write of the account
+	attrGuards         = "guards"         // account records: the isolation guards held, "<hold>:<key>"
+	attrOwner          = "owner"          // guard items: the account holding the guard as account.GuardOwn
+	attrUnder          = "under"          // guard items: the accounts holding it as account.GuardUnder (a string set)
+	attrWhat           = "what"           // guard items: what is guarded, in words
+	attrAt             = "at"             // account events: when
+	attrBy             = "by"             // account events: who made the change
+	attrAction         = "action"         // account events: created, updated, enabled, disabled, deleted
+	attrChanges        = "changes"        // account events: JSON of []account.Change
 
 	attrFingerprint   = "fingerprint"     // rows: the source fingerprint the generation was exported with
 	attrFingerprintAt = "fingerprint_at"  // rows: when it was taken
@@ -101,6 +110,8 @@ const (
 	pkHistoryPrefix = "H#"
 	pkPartPrefix    = "P#"
 	pkSeedPrefix    = "SEED#"
+	pkGuards        = "GUARDS" // isolation guards (accountwrite.go), sk=account.Guard.Key
+	pkEventPrefix   = "AE#"    // + account id: the account's history of changes
 	timeFormat      = "2006-01-02T15:04:05Z"
 	dueQueued       = "0#"
 	duePending      = "1#"
@@ -168,17 +179,41 @@ type rowRecord struct {
 // An enabled account is in the fleet index under fleet_shard=W#<nn> with
 // fleet_key=<wake time>.
 type accountRecord struct {
-	PK            string `dynamodbav:"pk"`
-	SK            string `dynamodbav:"sk"`
-	AccountID     string `dynamodbav:"account_id"`
-	Enabled       bool   `dynamodbav:"enabled"`
-	Doc           string `dynamodbav:"doc"`
-	UpdatedAt     string `dynamodbav:"updated_at"`
-	FleetShard    string `dynamodbav:"fleet_shard"`
-	FleetKey      string `dynamodbav:"fleet_key"`
-	WakeSeq       int64  `dynamodbav:"wake_seq"`
-	WokenAt       string `dynamodbav:"woken_at"`
-	ClosedThrough string `dynamodbav:"closed_through"`
+	PK            string   `dynamodbav:"pk"`
+	SK            string   `dynamodbav:"sk"`
+	AccountID     string   `dynamodbav:"account_id"`
+	Enabled       bool     `dynamodbav:"enabled"`
+	Doc           string   `dynamodbav:"doc"`
+	UpdatedAt     string   `dynamodbav:"updated_at"`
+	FleetShard    string   `dynamodbav:"fleet_shard"`
+	FleetKey      string   `dynamodbav:"fleet_key"`
+	WakeSeq       int64    `dynamodbav:"wake_seq"`
+	WokenAt       string   `dynamodbav:"woken_at"`
+	ClosedThrough string   `dynamodbav:"closed_through"`
+	Version       int64    `dynamodbav:"version"`
+	Guards        []string `dynamodbav:"guards"`
+}
+
+// guardRecord is an isolation guard (pk=GUARDS, sk=account.Guard.Key; see
+// accountwrite.go).
+type guardRecord struct {
+	PK    string   `dynamodbav:"pk"`
+	SK    string   `dynamodbav:"sk"`
+	Owner string   `dynamodbav:"owner"`
+	Under []string `dynamodbav:"under,stringset"`
+	What  string   `dynamodbav:"what"`
+}
+
+// eventRecord is one change of an account (pk=AE#<id>, sk=<at>#<version>).
+type eventRecord struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	AccountID string `dynamodbav:"account_id"`
+	Version   int64  `dynamodbav:"version"`
+	At        string `dynamodbav:"at"`
+	By        string `dynamodbav:"by"`
+	Action    string `dynamodbav:"action"`
+	Changes   string `dynamodbav:"changes"`
 }
 
 // statsRecord is the stored form of an hourly export-stats bucket

@@ -166,6 +166,9 @@ type DynamoAPI interface {
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	// TransactWriteItems writes an account with its isolation guards
+	// (accountwrite.go).
+	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 var _ DynamoAPI = (*dynamodb.Client)(nil)
@@ -196,6 +199,10 @@ type Config struct {
 	// backfill, in days before today (L6). Default
 	// envvar.DefaultMaxBackfillDays.
 	MaxBackfillDays int
+	// Stage is the deployment stage, which renders account prefixes
+	// ({{.Stage}}) for the isolation guards of account writes. Default
+	// envvar.DefaultStage, as DAYBOOK_STAGE's.
+	Stage string
 	// SliceHold is how long a partition exported in slices (slice.go)
 	// stays held after its last news from a slice: a slice whose run died
 	// comes back when its message's visibility timeout ends and must find
@@ -251,6 +258,7 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: slice hold %s is shorter than the lease %s", cfg.SliceHold, cfg.Lease)
 	}
 	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
+	cfg.Stage = cmp.Or(cfg.Stage, envvar.DefaultStage)
 	if cfg.MaxBackfillDays < 1 {
 		return nil, fmt.Errorf("ledger: max backfill days %d < 1", cfg.MaxBackfillDays)
 	}
@@ -310,6 +318,7 @@ func ConfigFromEnv(r *envvar.Reader) Config {
 		Lease:           lease,
 		MaxAttempts:     r.Int("MAX_ATTEMPTS", envvar.DefaultMaxAttempts),
 		MaxBackfillDays: r.MaxBackfillDays(),
+		Stage:           r.Stage(),
 		SliceHold:       r.Seconds("JOBS_VISIBILITY_TIMEOUT_SECONDS", DefaultRedelivery) + lease,
 	}
 }

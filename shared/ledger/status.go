@@ -91,36 +91,17 @@ func (l *Ledger) LastCompleted(ctx context.Context, accountID, dataset string, t
 	}
 }
 
-// DeleteAccount removes the account record only (its ledger rows stay; see
-// PurgeAccount). A missing account is ErrNotFound.
-func (l *Ledger) DeleteAccount(ctx context.Context, id string) error {
-	api, ok := l.db.(DeleteAPI)
-	if !ok {
-		return ErrNoDelete
-	}
-	_, err := api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:           aws.String(l.cfg.Table),
-		Key:                 tableKey(pkAccounts, id),
-		ConditionExpression: aws.String("attribute_exists(" + AttrPK + ")"),
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("%w: account %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return fmt.Errorf("ledger: delete account %s: %w", id, err)
-	}
-	return nil
-}
-
 // PurgeResult counts what PurgeAccount deleted.
 type PurgeResult struct {
 	Rows       int `json:"rows"`
 	History    int `json:"history"`
 	Watermarks int `json:"watermarks"`
+	Events     int `json:"events"` // the account's history of changes (AccountHistory)
 }
 
 // PurgeAccount deletes the account's partition rows of the given datasets,
-// their attempt history and reseed state, and the account's watermarks. It
+// their attempt history and reseed state, the account's watermarks and its
+// history of changes. It
 // does not look at claims: the caller makes sure nothing runs (Open).
 func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []string) (PurgeResult, error) {
 	var res PurgeResult
@@ -187,6 +168,16 @@ func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []
 			return res, err
 		}
 		res.Watermarks++
+	}
+	evs, err := keysOf(pkEventPrefix + accountID)
+	if err != nil {
+		return res, err
+	}
+	for _, sk := range evs {
+		if err := del(pkEventPrefix+accountID, sk); err != nil {
+			return res, err
+		}
+		res.Events++
 	}
 	return res, nil
 }

@@ -116,10 +116,13 @@ func sortSent(s []SentRequest) []SentRequest {
 	return s
 }
 
-// AccountStore reads and replaces accounts; *ledger.Ledger has it.
+// AccountStore reads accounts and updates them conditionally;
+// *ledger.Ledger has it.
 type AccountStore interface {
 	AccountGetter
-	PutAccount(ctx context.Context, a account.Account) error
+	// UpdateAccount writes a only if the stored account is still at
+	// a.Version (ledger.ErrChanged otherwise), recording by in its history.
+	UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error)
 }
 
 var _ AccountStore = (*ledger.Ledger)(nil)
@@ -127,20 +130,29 @@ var _ AccountStore = (*ledger.Ledger)(nil)
 // ErrNoAccount: no account has the id.
 var ErrNoAccount = errors.New("no such account")
 
-// SetEnabled enables or disables an account: the sweeper skips a disabled
-// account and the exporter refuses its jobs. changed is false when it
-// already was; nothing is written then.
-func SetEnabled(ctx context.Context, s AccountStore, id string, enabled bool) (acct account.Account, changed bool, err error) {
-	acct, err = s.GetAccount(ctx, id)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return acct, false, fmt.Errorf("%w: %s", ErrNoAccount, id)
+// SetEnabled enables or disables an account, recording by (who asks) in its
+// history: the sweeper skips a disabled account and the exporter refuses
+// its jobs. changed is false when it already was; nothing is written then.
+// The write is conditional on the version read, so a change made meanwhile
+// (a new destination, say) is never reverted: the account is read again
+// and only enabled is set on what is stored now.
+func SetEnabled(ctx context.Context, s AccountStore, id string, enabled bool, by string) (acct account.Account, changed bool, err error) {
+	for attempt := 1; ; attempt++ {
+		acct, err = s.GetAccount(ctx, id)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return acct, false, fmt.Errorf("%w: %s", ErrNoAccount, id)
+		}
+		if err != nil || acct.Enabled == enabled {
+			return acct, false, err
+		}
+		acct.Enabled = enabled
+		stored, err := s.UpdateAccount(ctx, acct, by)
+		if errors.Is(err, ledger.ErrChanged) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return acct, false, err
+		}
+		return stored, true, nil
 	}
-	if err != nil || acct.Enabled == enabled {
-		return acct, false, err
-	}
-	acct.Enabled = enabled
-	if err := s.PutAccount(ctx, acct); err != nil {
-		return acct, false, err
-	}
-	return acct, true, nil
 }

@@ -264,14 +264,14 @@ type store struct {
 	puts int
 }
 
-func (s *store) PutAccount(_ context.Context, a account.Account) error {
+func (s *store) UpdateAccount(_ context.Context, a account.Account, _ string) (account.Account, error) {
 	s.puts++
 	for i := range s.accounts {
 		if s.accounts[i].ID == a.ID {
 			s.accounts[i] = a
 		}
 	}
-	return nil
+	return a, nil
 }
 
 func TestSetEnabled(t *testing.T) {
@@ -281,12 +281,12 @@ func TestSetEnabled(t *testing.T) {
 		changed bool
 		puts    int
 	}{{true, false, 0}, {false, true, 1}, {false, false, 1}, {true, true, 2}} {
-		acct, changed, err := SetEnabled(context.Background(), s, "acct_aaaaaaaaaaaaaaaa", tt.enable)
+		acct, changed, err := SetEnabled(context.Background(), s, "acct_aaaaaaaaaaaaaaaa", tt.enable, "tester")
 		if err != nil || changed != tt.changed || acct.Enabled != tt.enable || s.puts != tt.puts {
 			t.Errorf("enable %v: changed %v, enabled %v, %d puts (%v)", tt.enable, changed, acct.Enabled, s.puts, err)
 		}
 	}
-	if _, _, err := SetEnabled(context.Background(), s, "acct_bbbbbbbbbbbbbbbb", true); !errors.Is(err, ErrNoAccount) {
+	if _, _, err := SetEnabled(context.Background(), s, "acct_bbbbbbbbbbbbbbbb", true, "tester"); !errors.Is(err, ErrNoAccount) {
 		t.Errorf("unknown account: %v", err)
 	}
 }

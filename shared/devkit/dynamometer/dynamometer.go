@@ -25,6 +25,7 @@ type API interface {
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 var (
@@ -138,6 +139,16 @@ func (c *Client) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o
 	}
 	if c.ReadBack && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
 		err = c.readBack(ctx, in.TableName, in.Key, err)
+	}
+	return out, err
+}
+
+// TransactWriteItems is the client's, counted (one request, an item per
+// write).
+func (c *Client) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	out, err := c.API.TransactWriteItems(ctx, in, opts...)
+	if serr := c.spend(ctx, "TransactWriteItems", len(in.TransactItems)); serr != nil {
+		return nil, serr
 	}
 	return out, err
 }

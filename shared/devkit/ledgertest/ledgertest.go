@@ -4,6 +4,8 @@ package ledgertest
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,15 +28,19 @@ type SerialDB struct {
 }
 
 func (s *SerialDB) lock(item map[string]types.AttributeValue) func() {
+	m, _ := s.locks.LoadOrStore(s.keyString(item), &sync.Mutex{})
+	m.(*sync.Mutex).Lock()
+	return m.(*sync.Mutex).Unlock
+}
+
+func (s *SerialDB) keyString(item map[string]types.AttributeValue) string {
 	parts := make([]string, len(s.KeyAttrs))
 	for i, a := range s.KeyAttrs {
 		if v, ok := item[a].(*types.AttributeValueMemberS); ok {
 			parts[i] = v.Value
 		}
 	}
-	m, _ := s.locks.LoadOrStore(strings.Join(parts, "|"), &sync.Mutex{})
-	m.(*sync.Mutex).Lock()
-	return m.(*sync.Mutex).Unlock
+	return strings.Join(parts, "|")
 }
 
 // UpdateItem is the client's, serialized per item.
@@ -47,4 +53,28 @@ func (s *SerialDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 func (s *SerialDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	defer s.lock(in.Item)()
 	return s.Client.PutItem(ctx, in, opts...)
+}
+
+// TransactWriteItems is the client's, serialized with every write to any
+// of its items (locked in key order, so two transactions cannot deadlock).
+func (s *SerialDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	keys := map[string]map[string]types.AttributeValue{}
+	for _, it := range in.TransactItems {
+		var key map[string]types.AttributeValue
+		switch {
+		case it.Put != nil:
+			key = it.Put.Item
+		case it.Update != nil:
+			key = it.Update.Key
+		case it.Delete != nil:
+			key = it.Delete.Key
+		case it.ConditionCheck != nil:
+			key = it.ConditionCheck.Key
+		}
+		keys[s.keyString(key)] = key
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		defer s.lock(keys[k])()
+	}
+	return s.Client.TransactWriteItems(ctx, in, opts...)
 }
