@@ -302,6 +302,9 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if res.Sliced, err = slicedPartitions(res.Mirror); err != nil {
 		return nil, err
 	}
+	if plan := demoSlicePlan(src.Accounts, src.Rows, o.Now(), sliceRows); len(plan) != len(res.Sliced) {
+		res.Problems = append(res.Problems, fmt.Sprintf("%d days hold more than SLICE_ROWS=%d rows, but %d partitions in the buckets were exported in slices", len(plan), sliceRows, len(res.Sliced)))
+	}
 	fmt.Fprintf(out, "    %d partitions committed and verified (files, sizes, CRC32C, row counts), %d problems; %d days above %d rows exported in slices (part-sNNNN files)\n",
 		committed, len(res.Problems), len(res.Sliced), sliceRows)
 	for _, p := range res.Problems {
