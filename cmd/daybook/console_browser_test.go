@@ -118,7 +118,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // completed, and a re-export clicked through its confirmation raises the
 // day's generation once the exporter has run.
 func TestConsoleInABrowser(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bctx := browser(t, ctx)
 	l, _ := startLocal(t, ctx, "consoletest")
