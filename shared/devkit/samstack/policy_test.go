@@ -210,7 +210,7 @@ func TestAccountRecordWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct := account.Account{ID: "acct_policy", Name: "policy", TimeZone: "UTC", Datasets: []string{"events"},
+	acct := account.Account{ID: "acct_policytestpolicy", Name: "policy", TimeZone: "UTC", Datasets: []string{"events"},
 		StartDate: civil.Of(now).AddDays(-3), Enabled: true,
 		Destination: account.Destination{Bucket: "daybook-policy", Format: "parquet"}}
 	if err := led.PutAccount(ctx, acct); err != nil { // an operator's write
@@ -274,7 +274,7 @@ func TestAccountRecordWrites(t *testing.T) {
 			}
 			// Their own items stay writable.
 			for _, r := range []request{
-				{"dynamodb:UpdateItem", "P#acct_policy#events", []string{"pk", "sk", "state", "doc"}, "ALL_NEW"},
+				{"dynamodb:UpdateItem", "P#acct_policytestpolicy#events", []string{"pk", "sk", "state", "doc"}, "ALL_NEW"},
 				{"dynamodb:UpdateItem", "STATS", []string{"pk", "sk", "exports"}, "NONE"},
 			} {
 				if ok, _ := allows(t, sts, r); !ok {
