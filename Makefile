@@ -3,6 +3,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 GO          ?= go
+# The Go release every build, test and tool install uses: the go command takes it
+# from the module proxy. go.mod's go line names the same release (a machine's own
+# Go ignores that line while GOTOOLCHAIN=local, so it is set here, in .ci/run and
+# in .ci/tools).
+export GOTOOLCHAIN := go1.27.3
 GOBIN       ?= $(shell $(GO) env GOPATH)/bin
 # The one place the Lambda Runtime Interface Emulator version is pinned.
 RIE_MODULE  := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
@@ -25,6 +30,16 @@ export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
 MINIO_MODULE  := github.com/minio/minio
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 export MINIO_SERVER ?= $(GOBIN)/minio
+# The vulnerability scan of the built binaries (make vulncheck): govulncheck, and
+# the Go vulnerability database as the module golang.org/x/vulndb (its data/osv
+# holds one OSV file per entry, which govulncheck reads as a local database), both
+# through the module proxy, so the scan needs no other network.
+GOVULNCHECK_MODULE  := golang.org/x/vuln/cmd/govulncheck
+GOVULNCHECK_VERSION := v1.9.0
+GOVULNCHECK         := $(GOBIN)/govulncheck
+VULNDB_MODULE       := golang.org/x/vulndb
+VULNDB_VERSION      := v0.0.0-20261105234957-e22db6528018
+VULNDB_DIR          := $(shell $(GO) env GOMODCACHE)/$(VULNDB_MODULE)@$(VULNDB_VERSION)/data/osv
 # Python tools pinned for a machine that lacks them; installed into .local/venv.
 PY_TOOLS    := moto[server]==5.2.1 aws-sam-translator==1.110.0 cfn-lint==1.51.0
 # The JavaScript Parquet reader the tests run with Node (versions pinned by its
@@ -67,8 +82,10 @@ demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/
 	@.ci/tools go "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
-tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode and the MinIO server (go install), the JS Parquet reader (npm ci), headless Chromium (apt-get)
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader (npm ci), headless Chromium (apt-get)
 	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION)
+	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION)
+	@.ci/tools vulndb $(VULNDB_MODULE) $(VULNDB_VERSION)
 	@.ci/tools go "$(MINIO_SERVER)" $(MINIO_MODULE) $(MINIO_VERSION)
 	@.ci/tools chromium
 	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
@@ -108,8 +125,8 @@ demo: demo-tools build ## the whole pipeline on the embedded demo source; files 
 	$(DAYBOOK_DEV) demo --dir .demo --bin $(LOCAL)/bin
 
 # --- checks --------------------------------------------------------------------
-.PHONY: test fmt-check vet lint deadcode unit bench
-test: tools fmt-check vet lint deadcode ## everything CI runs: gofmt, vet, cfn-lint, deadcode, unit and integration tests
+.PHONY: test fmt-check vet lint deadcode unit bench vulncheck
+test: tools fmt-check vet lint deadcode vulncheck ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, unit and integration tests
 	$(GO) test -count=1 -timeout 20m ./...
 
 # Every function in the programs' packages is reachable from a main: code only
@@ -131,6 +148,11 @@ vet:
 
 lint: ## cfn-lint the SAM template (errors and warnings fail)
 	cfn-lint template.yaml
+
+# Fails on any known vulnerability in a function the binaries call (symbol level);
+# the log names every entry found, called or not.
+vulncheck: build ## scan the built bootstraps and CLI for known vulnerabilities (govulncheck on the binaries, local database; run make tools first)
+	@.ci/tools vulncheck "$(GOVULNCHECK)" "$(VULNDB_DIR)" $(LOCAL)/bin/SweeperFunction/bootstrap $(LOCAL)/bin/ExporterFunction/bootstrap $(LOCAL)/bin/ConsoleFunction/bootstrap $(DAYBOOK)
 
 # The fleet benchmark's local DynamoDB (dynalite, pinned in bench/fleet/package-lock.json),
 # installed with npm into bench/fleet/node_modules (git-ignored).

@@ -1,6 +1,6 @@
 module github.com/daybook-dev/daybook
 
-go 1.26.8
+go 1.27.3
 
 require (
 	github.com/apache/arrow-go/v18 v18.5.1
@@ -34,7 +34,7 @@ require (
 )
 
 require (
-	github.com/andybalholm/brotli v1.2.0 // indirect
+	github.com/andybalholm/brotli v1.2.7 // indirect
 	github.com/apache/arrow/go/arrow v0.0.0-20200730104253-651201b0f516 // indirect
 	github.com/apache/thrift v0.22.0 // indirect
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.27 // indirect

@@ -44,7 +44,9 @@ func main() {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
-	clients := &destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{AllowPrivate: cfg.Rules.AllowPrivateEndpoints}}
+	clients := &destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{AllowPrivate: cfg.Rules.AllowPrivateEndpoints},
+		// It only reads manifests: sessions in customer roles may do nothing else.
+		SessionPolicy: destination.ReadObjectsPolicy}
 	c := console.Config{
 		Ledger: led, Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
 		Stage: cfg.Stage, SettleDelay: cfg.SettleDelay, Deployment: "daybook-" + cfg.Stage,

@@ -17,6 +17,7 @@ package destination
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -51,6 +53,11 @@ type Clients struct {
 	// and a deployment that allows private endpoints (the account rule
 	// AllowPrivateEndpoints) sets AllowPrivate.
 	Endpoints netguard.Policy
+	// SessionPolicy, when set, is the session policy every AssumeRole for a
+	// destination carries: the session may do only what both the customer's
+	// role and this policy allow. Nil: the role's own permissions. The
+	// console, which only reads, sets ReadObjectsPolicy.
+	SessionPolicy func(d account.Destination) string
 
 	mu      sync.Mutex
 	clients map[clientKey]*s3.Client
@@ -98,6 +105,9 @@ func (f *Clients) newClient(accountID string, d account.Destination) *s3.Client 
 			}
 			o.RoleSessionName = "daybook-" + accountID
 			o.Duration = time.Hour
+			if f.SessionPolicy != nil {
+				o.Policy = aws.String(f.SessionPolicy(d))
+			}
 		}))
 	}
 	if d.Endpoint != "" {
@@ -105,6 +115,24 @@ func (f *Clients) newClient(accountID string, d account.Destination) *s3.Client 
 		cfg.HTTPClient = f.guardedHTTPClient()
 	}
 	return awsclient.NewS3(cfg)
+}
+
+// ReadObjectsPolicy is a session policy that allows s3:GetObject on the
+// objects of d's bucket and nothing else, in the partition of d's role.
+func ReadObjectsPolicy(d account.Destination) string {
+	partition := "aws"
+	if a, err := arn.Parse(d.RoleARN); err == nil && a.Partition != "" {
+		partition = a.Partition
+	}
+	type statement struct {
+		Sid, Effect, Action, Resource string
+	}
+	doc := struct {
+		Version   string
+		Statement []statement
+	}{"2012-10-17", []statement{{"ReadObjects", "Allow", "s3:GetObject", "arn:" + partition + ":s3:::" + d.Bucket + "/*"}}}
+	b, _ := json.Marshal(doc) // strings only: it cannot fail
+	return string(b)
 }
 
 // guardedHTTPClient is the SDK's default HTTP client with the endpoint

@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -115,4 +117,58 @@ type noUploadListing struct{ *s3.Client }
 
 func (noUploadListing) ListMultipartUploads(context.Context, *s3.ListMultipartUploadsInput, ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
 	return nil, &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}
+}
+
+// recordingSTS is moto's STS, remembering every AssumeRole input.
+type recordingSTS struct {
+	*sts.Client
+	mu     sync.Mutex
+	inputs []sts.AssumeRoleInput
+}
+
+func (r *recordingSTS) AssumeRole(ctx context.Context, in *sts.AssumeRoleInput, opts ...func(*sts.Options)) (*sts.AssumeRoleOutput, error) {
+	r.mu.Lock()
+	r.inputs = append(r.inputs, *in)
+	r.mu.Unlock()
+	return r.Client.AssumeRole(ctx, in, opts...)
+}
+
+// TestSessionPolicy: with SessionPolicy, the AssumeRole for a customer's
+// role carries it (the console's sessions may only read the account's
+// bucket); without it, no session policy is sent.
+func TestSessionPolicy(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := srv.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := account.Destination{Bucket: "dest-policy-test", RoleARN: "arn:aws-cn:iam::123456789012:role/daybook-export-p", ExternalID: "ext-p"}
+	for _, tt := range []struct {
+		name   string
+		policy func(account.Destination) string
+		want   string
+	}{
+		{"read objects only", destination.ReadObjectsPolicy,
+			`{"Version":"2012-10-17","Statement":[{"Sid":"ReadObjects","Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws-cn:s3:::dest-policy-test/*"}]}`},
+		{"none", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recordingSTS{Client: sts.NewFromConfig(cfg)}
+			f := &destination.Clients{Base: cfg, STS: rec, SessionPolicy: tt.policy}
+			if _, err := f.Client("acct_p", d).Options().Credentials.Retrieve(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.inputs) != 1 {
+				t.Fatalf("%d AssumeRole calls, want 1", len(rec.inputs))
+			}
+			in := rec.inputs[0]
+			if got := aws.ToString(in.Policy); got != tt.want || aws.ToString(in.RoleArn) != d.RoleARN || aws.ToString(in.ExternalId) != d.ExternalID {
+				t.Errorf("AssumeRole of %s (external id %s) with session policy %s, want %s",
+					aws.ToString(in.RoleArn), aws.ToString(in.ExternalId), got, tt.want)
+			}
+		})
+	}
+	if got := destination.ReadObjectsPolicy(account.Destination{Bucket: "b"}); !strings.Contains(got, `"arn:aws:s3:::b/*"`) {
+		t.Errorf("own role's policy %s: want the aws partition", got)
+	}
 }

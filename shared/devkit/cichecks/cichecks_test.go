@@ -357,3 +357,106 @@ func TestLocalTargetsRunTheDevCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestVulncheck: `.ci/tools vulncheck` runs govulncheck on every binary in
+// binary mode at symbol level against the local database, fails when one
+// of them has a finding (govulncheck exits 3) and refuses a database too
+// small to find anything, or a missing govulncheck.
+func TestVulncheck(t *testing.T) {
+	db := func(t *testing.T, n int) string {
+		dir := t.TempDir()
+		for i := range n {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("GO-2026-%04d.json", i)), []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	tests := []struct {
+		name    string
+		entries int
+		script  string // the fake govulncheck ("": none)
+		ok      bool
+		output  string
+		scanned int
+	}{
+		{"no finding", 1200, `exit 0`, true, "--- govulncheck -mode=binary", 2},
+		{"a finding in one binary", 1200, `case "${@: -1}" in *exporter*) echo "Vulnerability #1: GO-2026-6888"; exit 3;; esac`, false,
+			"known vulnerabilities in functions called by: BIN/exporter", 2},
+		{"an empty database", 0, `exit 0`, false, "has 0 entries, want 1000 or more: run make tools", 0},
+		{"a database too small", 3, `exit 0`, false, "has 3 entries", 0},
+		{"no govulncheck", 1200, "", false, "govulncheck is missing: run make tools", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, bins := db(t, tt.entries), t.TempDir()
+			log := filepath.Join(t.TempDir(), "calls")
+			tool := filepath.Join(t.TempDir(), "govulncheck")
+			if tt.script != "" {
+				body := "#!/bin/bash\necho \"$*\" >> " + log + "\n" + tt.script + "\n"
+				if err := os.WriteFile(tool, []byte(body), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(filepath.Join(root, ".ci/tools"), "vulncheck", tool, dir, filepath.Join(bins, "sweeper"), filepath.Join(bins, "exporter"))
+			out, err := cmd.CombinedOutput()
+			got := strings.ReplaceAll(string(out), bins, "BIN")
+			if (err == nil) != tt.ok || !strings.Contains(got, tt.output) {
+				t.Errorf("error %v (want ok %v), output lacks %q:\n%s", err, tt.ok, tt.output, got)
+			}
+			calls, _ := os.ReadFile(log)
+			lines := strings.Fields(strings.TrimSpace(string(calls)))
+			if n := strings.Count(string(calls), "\n"); n != tt.scanned {
+				t.Fatalf("govulncheck ran %d times, want %d: %s", n, tt.scanned, calls)
+			}
+			if tt.scanned > 0 {
+				want := "-db file://" + dir + " -mode=binary -scan symbol -show verbose " + filepath.Join(bins, "sweeper")
+				if first := strings.SplitN(string(calls), "\n", 2)[0]; first != want {
+					t.Errorf("govulncheck %s, want %s (%d words)", first, want, len(lines))
+				}
+			}
+		})
+	}
+}
+
+// TestGoToolchainPinned: go.mod's go line, the Makefile, .ci/run,
+// .ci/tools and the README name one Go release for GOTOOLCHAIN, and `make
+// test` runs the vulnerability scan on the four built binaries.
+func TestGoToolchainPinned(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+\.\d+)$`).FindSubmatch(gomod)
+	if m == nil {
+		t.Fatalf("go.mod has no go line with a patch release:\n%s", gomod)
+	}
+	release := "go" + string(m[1])
+	for file, want := range map[string]string{
+		"Makefile":  "export GOTOOLCHAIN := " + release + "\n",
+		".ci/run":   "export GOTOOLCHAIN=" + release + "\n",
+		".ci/tools": "export GOTOOLCHAIN=" + release + "\n",
+		"README.md": "`export GOTOOLCHAIN=" + release + "`",
+	} {
+		b, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q (go.mod says %s)", file, want, m[1])
+		}
+	}
+	dry, err := exec.Command("make", "-n", "-C", root, "test").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n test: %v\n%s", err, dry)
+	}
+	scan := regexp.MustCompile(`(?m)^\.ci/tools vulncheck "[^"]+/govulncheck" "[^"]+/golang.org/x/vulndb@v[^/]+/data/osv" (.*)$`).FindSubmatch(dry)
+	if scan == nil {
+		t.Fatalf("make test does not run .ci/tools vulncheck:\n%s", dry)
+	}
+	for _, bin := range []string{".local/bin/SweeperFunction/bootstrap", ".local/bin/ExporterFunction/bootstrap", ".local/bin/ConsoleFunction/bootstrap", ".local/bin/daybook"} {
+		if !strings.Contains(string(scan[1]), bin) {
+			t.Errorf("make test's scan %s leaves out %s", scan[1], bin)
+		}
+	}
+}

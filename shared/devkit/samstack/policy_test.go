@@ -1,0 +1,323 @@
+package samstack_test
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// statement is an IAM policy statement of the translated template.
+type statement struct {
+	Sid       string
+	Effect    string
+	Action    any
+	Resource  any
+	Condition map[string]map[string]any
+}
+
+// strs is a policy value as a list of strings (a string or a list; other
+// values, such as intrinsic functions, as their JSON).
+func strs(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			out = append(out, strs(e)...)
+		}
+		return out
+	}
+	b, _ := json.Marshal(v)
+	return []string{string(b)}
+}
+
+// policies returns the statements of each role's inline policies, and of
+// the stand-alone policies attached to it, by role logical id.
+func policies(t *testing.T) map[string][]statement {
+	t.Helper()
+	body, err := samstack.Translate(context.Background(), "../../../template.yaml", motoserver.Region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type document struct{ Statement []statement }
+	var tmpl struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct {
+				Policies       []struct{ PolicyDocument document }
+				PolicyDocument document
+				Roles          []struct{ Ref string }
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]statement{}
+	for id, r := range tmpl.Resources {
+		switch r.Type {
+		case "AWS::IAM::Role":
+			for _, p := range r.Properties.Policies {
+				out[id] = append(out[id], p.PolicyDocument.Statement...)
+			}
+		case "AWS::IAM::Policy":
+			for _, role := range r.Properties.Roles {
+				out[role.Ref] = append(out[role.Ref], r.Properties.PolicyDocument.Statement...)
+			}
+		}
+	}
+	return out
+}
+
+// request is a DynamoDB request as IAM sees it: the condition keys it
+// carries.
+type request struct {
+	action       string
+	leadingKey   string
+	attributes   []string
+	returnValues string
+}
+
+// allows evaluates the Allow statements for r the way IAM does for the
+// operators the template uses: some statement whose actions include r's and
+// whose every condition holds. A key r lacks satisfies ForAllValues and
+// ...IfExists. Any other operator fails the test, so the evaluator never
+// passes a statement it does not understand.
+func allows(t *testing.T, sts []statement, r request) (bool, string) {
+	t.Helper()
+	values := map[string][]string{"dynamodb:LeadingKeys": {r.leadingKey}, "dynamodb:Attributes": r.attributes}
+	if r.returnValues != "" {
+		values["dynamodb:ReturnValues"] = []string{r.returnValues}
+	}
+	match := func(like bool, pattern, v string) bool {
+		if !like {
+			return pattern == v
+		}
+		ok, err := path.Match(strings.ReplaceAll(pattern, "?", "\\?"), v) // the keys hold no '/'
+		return err == nil && ok
+	}
+next:
+	for _, s := range sts {
+		if s.Effect != "Allow" || !slices.Contains(strs(s.Action), r.action) {
+			continue
+		}
+		for op, keys := range s.Condition {
+			for key, want := range keys {
+				got, present := values[key]
+				patterns := strs(want)
+				anyOf := func(v string, like bool) bool {
+					return slices.ContainsFunc(patterns, func(p string) bool { return match(like, p, v) })
+				}
+				switch op {
+				case "ForAllValues:StringEquals", "ForAllValues:StringLike":
+					for _, v := range got {
+						if !anyOf(v, op == "ForAllValues:StringLike") {
+							continue next
+						}
+					}
+				case "StringEqualsIfExists":
+					if present && !anyOf(got[0], false) {
+						continue next
+					}
+				case "StringEquals":
+					if !present || !anyOf(got[0], false) {
+						continue next
+					}
+				default:
+					t.Fatalf("statement %s: condition operator %s is not evaluated by this test", s.Sid, op)
+				}
+			}
+		}
+		return true, s.Sid
+	}
+	return false, ""
+}
+
+// recordingDB is moto's DynamoDB, remembering every UpdateItem of an
+// account record as the request IAM would see.
+type recordingDB struct {
+	*dynamodb.Client
+	mu       sync.Mutex
+	requests []request
+}
+
+func (db *recordingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if pk, _ := in.Key["pk"].(*types.AttributeValueMemberS); pk != nil && pk.Value == "ACCOUNTS" {
+		// The names a request touches: its key, and every name its
+		// expressions use (the expression builder names them all).
+		attrs := []string{"pk", "sk"}
+		for _, n := range in.ExpressionAttributeNames {
+			attrs = append(attrs, n)
+		}
+		sort.Strings(attrs)
+		rv := string(in.ReturnValues)
+		if rv == "" {
+			rv = "NONE"
+		}
+		db.mu.Lock()
+		db.requests = append(db.requests, request{"dynamodb:UpdateItem", "ACCOUNTS", slices.Compact(attrs), rv})
+		db.mu.Unlock()
+	}
+	return db.Client.UpdateItem(ctx, in, opts...)
+}
+
+func (db *recordingDB) take() []request {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := db.requests
+	db.requests = nil
+	return out
+}
+
+// TestAccountRecordWrites: the exporter and the sweeper may update only
+// the wake attributes of account records, and every update the ledger
+// makes of them for those functions (recorded against moto) is allowed;
+// rewriting an account's destination (doc) or reading the whole record
+// back is not.
+func TestAccountRecordWrites(t *testing.T) {
+	ctx := context.Background()
+	roles := policies(t)
+	cfg, err := srv.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamodb.NewFromConfig(cfg)
+	tables, err := samstack.CreateTables(ctx, client, "../../../template.yaml", motoserver.Region, map[string]string{"Stage": "policytest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &recordingDB{Client: client}
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	led, err := ledger.New(db, ledger.Config{Table: tables["LedgerTable"], Lease: time.Hour, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := account.Account{ID: "acct_policytestpolicy", Name: "policy", TimeZone: "UTC", Datasets: []string{"events"},
+		StartDate: civil.Of(now).AddDays(-3), Enabled: true,
+		Destination: account.Destination{Bucket: "daybook-policy", Format: "parquet"}}
+	if err := led.PutAccount(ctx, acct); err != nil { // an operator's write
+		t.Fatal(err)
+	}
+	db.take()
+
+	// What the exporter's transitions do to the record: lower the wake time,
+	// or bump wake_seq when it is already due.
+	if err := led.Wake(ctx, acct.ID, now.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := led.Wake(ctx, acct.ID, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	exporter := db.take()
+	// What the sweeper does: set the next wake time (applied, then refused
+	// by a stale wake_seq and lowered instead), and repair the index.
+	woken, _, err := led.WokenAccounts(ctx, ledger.Shard(acct.ID), now, 0)
+	if err != nil || len(woken) != 1 {
+		t.Fatalf("woken accounts %+v, %v", woken, err)
+	}
+	if applied, err := led.SetNextWake(ctx, woken[0], now.Add(time.Hour), civil.Of(now).AddDays(-1), now.Add(2*time.Minute)); err != nil || !applied {
+		t.Fatalf("next wake applied %v, %v", applied, err)
+	}
+	if applied, err := led.SetNextWake(ctx, woken[0], now.Add(30*time.Minute), civil.Date{}, now.Add(2*time.Minute)); err != nil || applied {
+		t.Fatalf("a next wake with a stale wake_seq applied %v, %v", applied, err)
+	}
+	if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tables["LedgerTable"]),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ACCOUNTS"}, "sk": &types.AttributeValueMemberS{Value: acct.ID}},
+		UpdateExpression: aws.String("REMOVE fleet_shard, fleet_key")}); err != nil {
+		t.Fatal(err)
+	}
+	if res, _, err := led.ReconcileWake(ctx); err != nil || res.Added != 1 {
+		t.Fatalf("reconcile %+v, %v", res, err)
+	}
+	sweeper := db.take()
+	if len(exporter) < 2 || len(sweeper) < 3 {
+		t.Fatalf("recorded %d exporter and %d sweeper updates of the account record", len(exporter), len(sweeper))
+	}
+
+	for role, recorded := range map[string][]request{"ExporterFunctionRole": exporter, "SweeperFunctionRole": sweeper} {
+		t.Run(role, func(t *testing.T) {
+			sts := roles[role]
+			for _, r := range recorded {
+				if ok, _ := allows(t, sts, r); !ok {
+					t.Errorf("the ledger's update %v of an account record is denied", r)
+				}
+			}
+			for _, r := range []request{
+				{"dynamodb:UpdateItem", "ACCOUNTS", []string{"pk", "sk", "doc"}, "NONE"},
+				{"dynamodb:UpdateItem", "ACCOUNTS", []string{"pk", "sk", "fleet_key", "wake_seq", "doc"}, "NONE"},
+				{"dynamodb:UpdateItem", "ACCOUNTS", []string{"pk", "sk", "account_id"}, "NONE"},
+				{"dynamodb:UpdateItem", "ACCOUNTS", []string{"pk", "sk", "fleet_key", "wake_seq"}, "ALL_OLD"},
+				{"dynamodb:UpdateItem", "ACCOUNTS", []string{"pk", "sk", "fleet_key", "wake_seq"}, "ALL_NEW"},
+				{"dynamodb:PutItem", "ACCOUNTS", []string{"pk", "sk", "doc"}, ""},
+			} {
+				if ok, sid := allows(t, sts, r); ok {
+					t.Errorf("%v is allowed by %s", r, sid)
+				}
+			}
+			// Their own items stay writable.
+			for _, r := range []request{
+				{"dynamodb:UpdateItem", "P#acct_policytestpolicy#events", []string{"pk", "sk", "state", "doc"}, "ALL_NEW"},
+				{"dynamodb:UpdateItem", "STATS", []string{"pk", "sk", "exports"}, "NONE"},
+			} {
+				if ok, _ := allows(t, sts, r); !ok {
+					t.Errorf("%v is denied", r)
+				}
+			}
+		})
+	}
+}
+
+// TestConsolePolicies: the console reads its own buckets only in this
+// deployment's account, and with ConsoleActions it updates only partition
+// rows and account records (requeue, enable/disable), never puts an item.
+func TestConsolePolicies(t *testing.T) {
+	sts := policies(t)["ConsoleFunctionRole"]
+	var reads, actions []statement
+	for _, s := range sts {
+		switch s.Sid {
+		case "ManifestsInDirectBuckets":
+			reads = append(reads, s)
+		case "LedgerActions":
+			actions = append(actions, s)
+		}
+	}
+	if len(reads) != 1 || len(actions) != 1 {
+		t.Fatalf("statements ManifestsInDirectBuckets %d, LedgerActions %d: want one each", len(reads), len(actions))
+	}
+	if got := strs(reads[0].Condition["StringEquals"]["s3:ResourceAccount"]); len(got) != 1 || got[0] != `{"Ref":"AWS::AccountId"}` {
+		t.Errorf("the console's s3:GetObject is conditional on s3:ResourceAccount %v, want this deployment's account", got)
+	}
+	for _, tt := range []struct {
+		r  request
+		ok bool
+	}{
+		{request{"dynamodb:UpdateItem", "P#acct_x#events", []string{"pk", "sk", "state"}, "ALL_OLD"}, true},
+		{request{"dynamodb:UpdateItem", "ACCOUNTS", []string{"pk", "sk", "doc", "enabled"}, "NONE"}, true},
+		{request{"dynamodb:UpdateItem", "WM#acct_x", []string{"pk", "sk"}, "NONE"}, false},
+		{request{"dynamodb:UpdateItem", "STATS", []string{"pk", "sk"}, "NONE"}, false},
+		{request{"dynamodb:UpdateItem", "SEED#acct_x", []string{"pk", "sk"}, "NONE"}, false},
+		{request{"dynamodb:PutItem", "ACCOUNTS", []string{"pk", "sk", "doc"}, ""}, false},
+	} {
+		if ok, sid := allows(t, sts, tt.r); ok != tt.ok {
+			t.Errorf("%v allowed %v (by %s), want %v", tt.r, ok, sid, tt.ok)
+		}
+	}
+}
