@@ -11,6 +11,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
@@ -119,7 +120,7 @@ func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, e
 	if err != nil {
 		return claimed, nil // an unreadable marker is replaced; it names no generation to beat
 	}
-	return max(claimed, old.Generation+1), nil
+	return ledger.GenerationAfter(claimed, old.Generation, "s3://"+c.Bucket.Name()+"/"+c.Bucket.Prefix()+c.successKey())
 }
 
 // Pending is a generation of a partition between Begin and Commit: its old
