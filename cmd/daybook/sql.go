@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -114,14 +115,9 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 	if owner != "" {
 		in.ExpectedBucketOwner = aws.String(owner)
 	}
-	obj, err := api.GetObject(ctx, in)
+	b, err := bucket.GetObject(ctx, api, in, manifest.MaxManifestBytes)
 	if err != nil {
-		return loadsql.Partition{}, "", fmt.Errorf("read manifest s3://%s/%s (is %s %s exported? daybook status --account %s): %w", acct.Destination.Bucket, key, d.Name, day, acct.ID, err)
-	}
-	defer obj.Body.Close()
-	b, err := io.ReadAll(obj.Body)
-	if err != nil {
-		return loadsql.Partition{}, "", err
+		return loadsql.Partition{}, "", fmt.Errorf("read manifest (is %s %s exported? daybook status --account %s): %w", d.Name, day, acct.ID, err)
 	}
 	m, err := manifest.Decode(b)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
@@ -90,7 +91,7 @@ func (c *Committer) Resume(generation int64) *Pending {
 // generation whose commit finished in a run that died before the ledger
 // heard of it is recorded as it is, not written again.
 func (c *Committer) Committed(ctx context.Context, generation int64) (*manifest.Manifest, error) {
-	b, err := c.Bucket.Get(ctx, c.successKey())
+	b, err := c.Bucket.Get(ctx, c.successKey(), manifest.MaxSuccessBytes)
 	if bucket.IsNotFound(err) {
 		return nil, nil
 	}
@@ -101,7 +102,7 @@ func (c *Committer) Committed(ctx context.Context, generation int64) (*manifest.
 	if err != nil || marker.Generation != generation || marker.ManifestKey != c.manifestKey() {
 		return nil, nil
 	}
-	body, err := c.Bucket.Get(ctx, c.manifestKey())
+	body, err := c.Bucket.Get(ctx, c.manifestKey(), manifest.MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read the committed manifest: %w", err)
 	}
@@ -114,7 +115,7 @@ func (c *Committer) Committed(ctx context.Context, generation int64) (*manifest.
 // nextGeneration is the claimed generation, or one more than the generation
 // the partition's current _SUCCESS commits if that is not lower.
 func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, error) {
-	b, err := c.Bucket.Get(ctx, c.successKey())
+	b, err := c.Bucket.Get(ctx, c.successKey(), manifest.MaxSuccessBytes)
 	if bucket.IsNotFound(err) {
 		return claimed, nil
 	}
@@ -125,7 +126,7 @@ func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, e
 	if err != nil {
 		return claimed, nil // an unreadable marker is replaced; it names no generation to beat
 	}
-	return max(claimed, old.Generation+1), nil
+	return ledger.GenerationAfter(claimed, old.Generation, "s3://"+c.Bucket.Name()+"/"+c.Bucket.Prefix()+c.successKey())
 }
 
 // Pending is a generation of a partition between Begin and Commit: its old

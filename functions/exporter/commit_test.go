@@ -158,14 +158,14 @@ func TestCommitOrder(t *testing.T) {
 	if m.Generation != 2 || m.Totals != (manifest.Totals{Files: 2, Rows: 2, Bytes: 2}) || !m.FinishedAt.Equal(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)) {
 		t.Errorf("manifest generation %d totals %+v finished %v", m.Generation, m.Totals, m.FinishedAt)
 	}
-	body, err := f.b.Get(ctx, commitPP+layout.ManifestName)
+	body, err := f.b.Get(ctx, commitPP+layout.ManifestName, testReadLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if stored, err := manifest.Decode(body); err != nil || stored.Generation != 2 || len(stored.Files) != 2 {
 		t.Errorf("stored manifest %+v, %v", stored, err)
 	}
-	marker, err := f.b.Get(ctx, commitPP+layout.SuccessName)
+	marker, err := f.b.Get(ctx, commitPP+layout.SuccessName, testReadLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,14 +173,14 @@ func TestCommitOrder(t *testing.T) {
 	if err != nil || succ.Generation != 2 || !succ.Matches(body) || succ.RunID != "run_1" || succ.ManifestKey != commitPP+layout.ManifestName {
 		t.Errorf("_SUCCESS %+v (%v)", succ, err)
 	}
-	if s, _ := f.b.Get(ctx, commitPP+"_load/a.sql"); string(s) != "gen 2" {
+	if s, _ := f.b.Get(ctx, commitPP+"_load/a.sql", testReadLimit); string(s) != "gen 2" {
 		t.Errorf("script rendered %q, want it from the committed manifest", s)
 	}
 	if open, err := f.store.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dest")}); err != nil ||
 		len(open.Uploads) != 1 || aws.ToString(open.Uploads[0].Key) != nextDay {
 		t.Errorf("open uploads after the commit: %+v (%v), want only the next day's", open, err)
 	}
-	if _, err := f.b.Get(ctx, nextDay); err != nil {
+	if _, err := f.b.Get(ctx, nextDay, testReadLimit); err != nil {
 		t.Errorf("an object outside the partition: %v", err)
 	}
 }
@@ -218,14 +218,14 @@ func TestBeginGeneration(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, errInjected) {
 					t.Fatalf("Begin = %v, want %q", err, tc.wantErr)
 				}
-				if _, err := f.b.Get(ctx, commitPP+layout.SuccessName); err != nil {
+				if _, err := f.b.Get(ctx, commitPP+layout.SuccessName, testReadLimit); err != nil {
 					t.Errorf("the old _SUCCESS was removed before the note: %v", err)
 				}
 			} else {
 				if err != nil || p.Generation() != tc.want {
 					t.Fatalf("Begin = %v, %v; want generation %d", p, err, tc.want)
 				}
-				if _, err := f.b.Get(ctx, commitPP+layout.SuccessName); !bucket.IsNotFound(err) {
+				if _, err := f.b.Get(ctx, commitPP+layout.SuccessName, testReadLimit); !bucket.IsNotFound(err) {
 					t.Errorf("old _SUCCESS after Begin: %v", err)
 				}
 			}
@@ -292,7 +292,7 @@ func TestCommitFailures(t *testing.T) {
 			if last := f.calls[len(f.calls)-1]; last != tc.last {
 				t.Errorf("last call %q, want the failed %q; calls:\n%s", last, tc.last, strings.Join(f.calls, "\n"))
 			}
-			if _, err := f.b.Get(ctx, commitPP+layout.SuccessName); !bucket.IsNotFound(err) {
+			if _, err := f.b.Get(ctx, commitPP+layout.SuccessName, testReadLimit); !bucket.IsNotFound(err) {
 				t.Errorf("_SUCCESS after a failure: %v", err)
 			}
 		})
@@ -369,10 +369,10 @@ func TestOpenFileIsNotCommitted(t *testing.T) {
 	if err != nil || len(out.Uploads) != 0 {
 		t.Fatalf("uploads after Abort: %+v, %v", out.Uploads, err)
 	}
-	if _, err := f.b.Get(ctx, commitPP+layout.SuccessName); !bucket.IsNotFound(err) {
+	if _, err := f.b.Get(ctx, commitPP+layout.SuccessName, testReadLimit); !bucket.IsNotFound(err) {
 		t.Errorf("_SUCCESS after a refused commit: %v", err)
 	}
-	if _, err := f.b.Get(ctx, commitPP+"part-00000.parquet"); err != nil {
+	if _, err := f.b.Get(ctx, commitPP+"part-00000.parquet", testReadLimit); err != nil {
 		t.Errorf("a closed file stays until a later commit: %v", err)
 	}
 }

@@ -41,7 +41,7 @@ func unreadable(t *testing.T) error {
 }
 
 func TestClassify(t *testing.T) {
-	_, missingBucket := bucket.New(buckettest.NewFake(), "gone", bucket.Options{}).Get(t.Context(), "k")
+	_, missingBucket := bucket.New(buckettest.NewFake(), "gone", bucket.Options{}).Get(t.Context(), "k", testReadLimit)
 	denied := &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}
 	for _, tc := range []struct {
 		name string

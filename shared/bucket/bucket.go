@@ -9,6 +9,8 @@
 //   - AWS errors become the few named errors callers branch on (ErrNotFound,
 //     ErrNoSuchBucket, ErrAccessDenied), wrapped with %w and the operation and
 //     key, and still wrapping the SDK's error;
+//   - every read is bounded: Get takes the most bytes the caller will hold,
+//     and a larger object is ErrTooLarge, never a large allocation;
 //   - large objects are streamed with NewWriter (an upload.Writer): Close
 //     commits the object, Abort (or any failure) aborts it, and nothing
 //     partial is ever visible;
@@ -60,6 +62,8 @@ var (
 	// ErrAccessDenied: the credentials may not do this, or the bucket is not
 	// owned by the expected owner.
 	ErrAccessDenied = errors.New("bucket: access denied")
+	// ErrTooLarge: the object is larger than the read allows (Get's limit).
+	ErrTooLarge = errors.New("bucket: object too large")
 )
 
 // IsNotFound reports whether err says an object does not exist.
@@ -165,18 +169,45 @@ func (b *Bucket) Head(ctx context.Context, key string) (Info, error) {
 	return Info{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType), Metadata: md}, nil
 }
 
-// Get returns the bytes of the object at key; an absent object is an error
-// for which IsNotFound is true.
-func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
-	full := b.prefix + key
-	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: &full, ExpectedBucketOwner: b.owner})
+// Get returns the bytes of the object at key, at most limit of them; an
+// absent object is an error for which IsNotFound is true, and a larger one
+// an error matching ErrTooLarge that names the key and the limit. Every
+// object daybook reads back may have been written by someone else (the
+// bucket is the customer's), so every read says how much it will hold.
+func (b *Bucket) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
+	return GetObject(ctx, b.api, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + key), ExpectedBucketOwner: b.owner}, limit)
+}
+
+// Getter is the one S3 call GetObject makes.
+type Getter interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// GetObject reads the object in names through api, at most limit bytes, for
+// a reader that holds its own client (a read-only one): the bounded read of
+// Bucket.Get, with its errors. An object S3 says is larger than limit
+// (Content-Length) is refused before its body is read; the body is read
+// through a limit of limit+1 bytes too, so a store whose length is missing
+// or wrong cannot get more through.
+func GetObject(ctx context.Context, api Getter, in *s3.GetObjectInput, limit int64) ([]byte, error) {
+	where := fmt.Sprintf("get s3://%s/%s", aws.ToString(in.Bucket), aws.ToString(in.Key))
+	if limit < 0 {
+		return nil, fmt.Errorf("%s: negative limit %d", where, limit)
+	}
+	out, err := api.GetObject(ctx, in)
 	if err != nil {
-		return nil, b.fail("get", full, err)
+		return nil, fmt.Errorf("%s: %w", where, classify(err))
 	}
 	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
+	if n := aws.ToInt64(out.ContentLength); n > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d this read allows", where, ErrTooLarge, n, limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
 	if err != nil {
-		return nil, b.fail("get", full, err)
+		return nil, fmt.Errorf("%s: %w", where, classify(err))
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("%s: %w: more than the %d bytes this read allows (the store said %d)", where, ErrTooLarge, limit, aws.ToInt64(out.ContentLength))
 	}
 	return body, nil
 }

@@ -2,10 +2,12 @@ package bucketdocs
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -257,6 +259,15 @@ func (w *mdWriter) dataset(ds dataset.Dataset) {
 	w.table([]string{"column", "type", "nullable", "since", "description"}, rows)
 }
 
+// groupDigits writes n with thousands separators: 65535 is "65,535".
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 func (w *mdWriter) typesSection() {
 	w.h2("Column types")
 	w.p("The types above are logical types. This is how the files (" + formatLabel(w.in.Format, w.in.codec()) + ") store them:")
@@ -269,6 +280,15 @@ func (w *mdWriter) typesSection() {
 		rows[i] = []string{t.name, written}
 	}
 	w.table([]string{"type", "in the files"}, rows)
+	w.p(fmt.Sprintf("A string value is at most %s bytes of UTF-8 (the widest VARCHAR Redshift has) and never", groupDigits(dataset.MaxStringBytes)),
+		"contains the NUL character (U+0000), which PostgreSQL text cannot hold and Redshift refuses; a json",
+		fmt.Sprintf("value is at most %s bytes of JSON text (Snowflake's VARIANT limit). `\\u0000` inside a JSON", groupDigits(dataset.MaxJSONBytes)),
+		"string is kept as written. A source row outside these limits is not delivered: the day fails and is",
+		"reported missing until the sender fixes the row.")
+	if w.in.Format == fileformat.Parquet {
+		w.p("String columns carry their minimum and maximum in the column chunk statistics, page headers and",
+			fmt.Sprintf("column index (truncated there to %d bytes); json columns carry a null count and no bounds.", encode.ColumnIndexTruncateLength))
+	}
 	if w.in.Format == fileformat.Parquet {
 		w.p("A nullable column is OPTIONAL, a required one REQUIRED. Timestamps are instants in UTC; dates and",
 			"`dt` are calendar days in `"+w.in.TimeZone+"`.")

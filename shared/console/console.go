@@ -47,10 +47,11 @@ type Ledger interface {
 
 var _ Ledger = (*ledger.Ledger)(nil)
 
-// ObjectReader reads whole objects of one bucket; *bucket.Bucket has it. A
+// ObjectReader reads whole objects of one bucket, at most limit bytes of
+// each (bucket.ErrTooLarge beyond); *bucket.Bucket has it. A
 // missing object is an error that errors.Is bucket.ErrNotFound.
 type ObjectReader interface {
-	Get(ctx context.Context, key string) ([]byte, error)
+	Get(ctx context.Context, key string, limit int64) ([]byte, error)
 }
 
 // Buckets opens an account's bucket for reading, the way `daybook verify`

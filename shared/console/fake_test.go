@@ -191,13 +191,16 @@ type fakeBucket struct {
 	err     error
 }
 
-func (b fakeBucket) Get(_ context.Context, key string) ([]byte, error) {
+func (b fakeBucket) Get(_ context.Context, key string, limit int64) ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
 	body, ok := b.objects[key]
 	if !ok {
 		return nil, fmt.Errorf("get %s: %w", key, bucket.ErrNotFound)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("get %s: %w: %d bytes, more than %d", key, bucket.ErrTooLarge, len(body), limit)
 	}
 	return body, nil
 }

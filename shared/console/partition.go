@@ -132,8 +132,8 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BucketTimeout)
 	defer cancel()
-	get := func(key string) ([]byte, bool, string) {
-		body, err := b.Get(ctx, key)
+	get := func(key string, limit int64) ([]byte, bool, string) {
+		body, err := b.Get(ctx, key, limit)
 		switch {
 		case err == nil:
 			return body, true, ""
@@ -143,7 +143,7 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 		return nil, false, "could not read " + uri(key) + ": " + err.Error()
 	}
 
-	if body, ok, problem := get(layout.SuccessKey(prefix, ds, day)); problem != "" {
+	if body, ok, problem := get(layout.SuccessKey(prefix, ds, day), manifest.MaxSuccessBytes); problem != "" {
 		m.Problem = problem
 	} else if ok {
 		if succ, err := manifest.DecodeSuccess(body); err != nil {
@@ -153,7 +153,7 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 		}
 	}
 	if m.Problem == "" {
-		body, ok, problem := get(layout.ManifestKey(prefix, ds, day))
+		body, ok, problem := get(layout.ManifestKey(prefix, ds, day), manifest.MaxManifestBytes)
 		switch {
 		case problem != "":
 			m.Problem = problem
@@ -173,7 +173,7 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 		}
 	}
 
-	body, ok, problem := get(layout.DeliveryManifestKey(prefix, day))
+	body, ok, problem := get(layout.DeliveryManifestKey(prefix, day), manifest.MaxDeliveryBytes)
 	d.Problem, d.Found = problem, ok
 	if ok {
 		dm, err := manifest.DecodeDelivery(body)

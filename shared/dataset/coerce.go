@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,24 +161,64 @@ func (v *Vector) AppendCoerced(x any) string {
 	return v.appendModel(out)
 }
 
+// The most bytes one value of a variable-length type may hold; a longer
+// one is a bad row, refused naming its column and row. Strings are names,
+// ids and labels: MaxStringBytes is Redshift's widest VARCHAR (65,535
+// bytes), the narrowest string type of the warehouses the load scripts
+// target, so every delivered string loads everywhere. JSON carries the
+// payloads: MaxJSONBytes is Snowflake's VARIANT and default VARCHAR limit
+// (16 MiB) and Redshift's SUPER object limit (16 MB); BigQuery's row limit
+// is larger (100 MB). A cap per value also caps what one row costs the
+// encoder: a Parquet writer keeps a page's values, and a column's
+// statistics hold its minimum and maximum whole.
+const (
+	MaxStringBytes = 65535
+	MaxJSONBytes   = 16 << 20
+)
+
 // CheckString is the check of a string column's value, whatever the source:
-// the reason it is refused, or "".
+// the reason it is refused, or "". A string holds at most MaxStringBytes
+// of valid UTF-8 and no NUL (U+0000): PostgreSQL text cannot hold one,
+// Redshift's COPY refuses one, and C readers end the string there, so a
+// NUL from a source that allows it (SQLite) is a bad row, not a value some
+// loaders cut or refuse.
 func CheckString(p []byte) string {
+	if len(p) > MaxStringBytes {
+		return fmt.Sprintf("string of %d bytes is longer than the %d bytes a string may hold", len(p), MaxStringBytes)
+	}
 	if !utf8.Valid(p) {
 		return "string is not valid UTF-8"
+	}
+	if bytes.IndexByte(p, 0) >= 0 {
+		return "string contains a NUL character (U+0000)"
+	}
+	return ""
+}
+
+// CheckJSONSize is the size check of a json column's value: the reason it
+// is refused, or "". CheckJSONText includes it; a value of a JSON type the
+// database validated gets only this one.
+func CheckJSONSize(p []byte) string {
+	if len(p) > MaxJSONBytes {
+		return fmt.Sprintf("json of %d bytes is longer than the %d bytes a json value may hold", len(p), MaxJSONBytes)
 	}
 	return ""
 }
 
 // CheckJSONText is the check of a json column's value that arrives as text
 // (a source whose type does not guarantee JSON): the reason it is refused,
-// or "". It is one pass over p (ValidJSON): exactly one JSON value, and
-// valid UTF-8 throughout, strings included (json.Valid accepts invalid
-// UTF-8 inside strings). A value of a JSON type the database validated is
-// not checked again: PostgreSQL json and jsonb are valid JSON by
-// construction, and valid UTF-8 because the source requires a UTF8
-// database encoding (see source.SQL).
+// or "". It is CheckJSONSize, then one pass over p (ValidJSON): exactly one
+// JSON value, and valid UTF-8 throughout, strings included (json.Valid
+// accepts invalid UTF-8 inside strings). A raw NUL byte is not valid JSON;
+// the escape \u0000 inside a JSON string is, and is kept as written. A
+// value of a JSON type the database validated is not checked again:
+// PostgreSQL json and jsonb are valid JSON by construction, and valid
+// UTF-8 because the source requires a UTF8 database encoding (see
+// source.SQL).
 func CheckJSONText(p []byte) string {
+	if reason := CheckJSONSize(p); reason != "" {
+		return reason
+	}
 	if !ValidJSON(p) {
 		return "invalid json (or not valid UTF-8)"
 	}

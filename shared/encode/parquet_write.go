@@ -59,6 +59,20 @@ type parquetWriter struct {
 	pageCut int64
 }
 
+// ColumnIndexTruncateLength is the most bytes of a string's minimum or
+// maximum a page's entry in the column index holds (the maximum rounded up
+// when it is cut): parquet-mr's default (parquet.columnindex.truncate.length).
+const ColumnIndexTruncateLength = 64
+
+// HasBounds reports whether the Parquet files carry c's minimum and
+// maximum: in the column chunk, the column index and every data page
+// header. parquet-go writes a chunk's and a page's bounds whole, so a
+// column whose values may be large carries none: JSON, up to
+// dataset.MaxJSONBytes a value, whose bounds (the least and greatest JSON
+// text, byte by byte) no engine prunes with. Its chunks keep their null
+// count. A string (dataset.MaxStringBytes at most) keeps its bounds.
+func HasBounds(c dataset.Column) bool { return c.Type.Kind != dataset.KindJSON }
+
 func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, error) {
 	schema, err := Schema(ds, opts)
 	if err != nil {
@@ -73,17 +87,24 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		pageVersion = 2
 	}
 	dictLimit := cmp.Or(opts.tuning.dictionaryLimit, DictionaryLimit)
-	pw := parquet.NewWriter(w,
+	wopts := []parquet.WriterOption{
 		schema,
 		parquet.Compression(codec),
 		parquet.DataPageVersion(pageVersion),
 		parquet.DataPageStatistics(true),
+		parquet.ColumnIndexSizeLimit(func([]string) int { return ColumnIndexTruncateLength }),
 		parquet.DictionaryMaxBytes(dictLimit), // see parquetWriter.pending
 		parquet.PageBufferSize(cmp.Or(opts.tuning.pageBytes, parquet.DefaultPageBufferSize)),
 		parquet.CreatedBy("daybook", "", ""),
 		parquet.KeyValueMetadata("daybook.dataset", ds.Name),
 		parquet.KeyValueMetadata("daybook.schema_version", strconv.Itoa(ds.Version)),
-	)
+	}
+	for _, c := range ds.Columns {
+		if !HasBounds(c) {
+			wopts = append(wopts, parquet.SkipPageBounds(c.Name), parquet.SkipPageStatistics(c.Name))
+		}
+	}
+	pw := parquet.NewWriter(w, wopts...)
 	plan := make([]colPlan, len(ds.Columns))
 	for i, c := range ds.Columns {
 		p := colPlan{storage: dataset.StorageOf(c.Type), kind: c.Type.Kind, null: parquet.NullValue().Level(0, 0, i)}

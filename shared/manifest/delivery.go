@@ -189,11 +189,15 @@ func (d *Delivery) Equivalent(o *Delivery) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
-// Encode renders the delivery manifest as indented JSON.
+// Encode renders the delivery manifest as indented JSON, at most
+// MaxDeliveryBytes.
 func (d *Delivery) Encode() ([]byte, error) {
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode delivery manifest: %w", err)
+	}
+	if len(b)+1 > MaxDeliveryBytes {
+		return nil, fmt.Errorf("encode delivery manifest: %d bytes, more than the %d a delivery manifest may hold", len(b)+1, MaxDeliveryBytes)
 	}
 	return append(b, '\n'), nil
 }

@@ -101,11 +101,30 @@ func (m *Manifest) Sum() {
 	}
 }
 
-// Encode renders the manifest as indented JSON.
+// The most bytes daybook reads of each document it reads back from a
+// bucket, and so the most it writes: the bucket is the customer's, and what
+// is there may not be what daybook wrote (bucket.Get refuses more).
+//
+// A _SUCCESS is a few hundred bytes (its longest field, the manifest's key,
+// is at most S3's 1024-byte key). A manifest lists a day's data files at
+// about 350 bytes each, so MaxManifestBytes holds about 45,000 of them
+// (more than 11 TB of data at the default file size); Encode refuses a
+// larger one rather than write what nobody could read back. A delivery
+// manifest holds one entry per dataset.
+const (
+	MaxSuccessBytes  = 8 << 10
+	MaxManifestBytes = 16 << 20
+	MaxDeliveryBytes = 4 << 20
+)
+
+// Encode renders the manifest as indented JSON, at most MaxManifestBytes.
 func (m *Manifest) Encode() ([]byte, error) {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	if len(b)+1 > MaxManifestBytes {
+		return nil, fmt.Errorf("encode manifest: %d bytes for %d files, more than the %d a manifest may hold", len(b)+1, len(m.Files), MaxManifestBytes)
 	}
 	return append(b, '\n'), nil
 }

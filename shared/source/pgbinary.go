@@ -277,10 +277,16 @@ func (d pgDecoder) decode(vec *dataset.Vector, v []byte) string {
 		}
 		vec.AppendBytes(v)
 	case pgJSON:
+		if reason := dataset.CheckJSONSize(v); reason != "" {
+			return reason
+		}
 		vec.AppendBytes(v)
 	case pgJSONB:
 		if len(v) == 0 || v[0] != 1 {
 			return "unknown jsonb binary version"
+		}
+		if reason := dataset.CheckJSONSize(v[1:]); reason != "" {
+			return reason
 		}
 		vec.AppendBytes(v[1:])
 	case pgJSONText:

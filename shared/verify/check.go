@@ -2,17 +2,14 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -142,29 +139,17 @@ func (c *checker) list() error {
 	return nil
 }
 
-// get reads a whole object; found is false when it does not exist.
-func (c *checker) get(key string) (body []byte, found bool, err error) {
-	out, err := c.api.GetObject(c.ctx, &s3.GetObjectInput{Bucket: &c.t.Bucket, Key: &key, ExpectedBucketOwner: c.t.owner()})
-	if isNotFound(err) {
+// get reads a whole object of at most limit bytes (bucket.ErrTooLarge
+// beyond); found is false when it does not exist.
+func (c *checker) get(key string, limit int64) (body []byte, found bool, err error) {
+	body, err = bucket.GetObject(c.ctx, c.api, &s3.GetObjectInput{Bucket: &c.t.Bucket, Key: &key, ExpectedBucketOwner: c.t.owner()}, limit)
+	if bucket.IsNotFound(err) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("get s3://%s/%s: %w", c.t.Bucket, key, err)
-	}
-	defer out.Body.Close()
-	body, err = io.ReadAll(out.Body)
-	if err != nil {
-		return nil, false, fmt.Errorf("get s3://%s/%s: %w", c.t.Bucket, key, err)
+		return nil, false, err
 	}
 	return body, true, nil
-}
-
-func isNotFound(err error) bool {
-	var nsk *types.NoSuchKey
-	var nf *types.NotFound
-	var api smithy.APIError
-	return errors.As(err, &nsk) || errors.As(err, &nf) ||
-		errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound")
 }
 
 // partition checks _SUCCESS, the manifest and the files; it reports
@@ -180,7 +165,7 @@ func (c *checker) partition() (bool, error) {
 		}
 		return false, nil
 	}
-	sb, found, err := c.get(successKey)
+	sb, found, err := c.get(successKey, manifest.MaxSuccessBytes)
 	if err != nil || !found {
 		if err == nil {
 			r.add(LevelNote, layout.SuccessName, "listed but gone when read: the partition is being written again")
@@ -199,7 +184,7 @@ func (c *checker) partition() (bool, error) {
 		return true, nil
 	}
 	r.add(LevelOK, layout.SuccessName, "generation %d, committed %s", succ.Generation, succ.CommittedAt.Format("2006-01-02T15:04:05Z"))
-	mb, found, err := c.get(manifestKey)
+	mb, found, err := c.get(manifestKey, manifest.MaxManifestBytes)
 	if err != nil {
 		return true, err
 	}

@@ -15,7 +15,7 @@ const deliverySubject = "delivery manifest"
 // partition does not have.
 func (c *checker) delivery() error {
 	key := layout.DeliveryManifestKey(c.t.Prefix, c.t.Day)
-	b, found, err := c.get(key)
+	b, found, err := c.get(key, manifest.MaxDeliveryBytes)
 	if err != nil {
 		return err
 	}

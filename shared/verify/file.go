@@ -57,7 +57,7 @@ func (c *checker) file(f manifest.File) error {
 		}
 	}
 	if crcFrom == "" {
-		b, found, err := c.get(f.Key)
+		b, found, err := c.get(f.Key, size) // the size listed, which is the manifest's
 		if err != nil {
 			return err
 		}

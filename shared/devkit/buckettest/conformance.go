@@ -124,6 +124,7 @@ func RunConformance(t *testing.T, newBackend func(t *testing.T) Backend) {
 	}{
 		{"PutGetDelete", testPutGetDelete},
 		{"GetMissing", testGetMissing},
+		{"GetBounded", testGetBounded},
 		{"HeadMetadata", testHeadMetadata},
 		{"NoSuchBucket", testNoSuchBucket},
 		{"List", testList},
@@ -252,7 +253,7 @@ func testPutGetDelete(t *testing.T, nb func(*testing.T) Backend) {
 		if err := h.b.Put(h.ctx, key, []byte(body), "application/json"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.b.Get(h.ctx, key)
+		got, err := h.b.Get(h.ctx, key, readLimit)
 		if err != nil || string(got) != body {
 			t.Fatalf("Get = %q, %v; want %q", got, err, body)
 		}
@@ -263,13 +264,13 @@ func testPutGetDelete(t *testing.T, nb func(*testing.T) Backend) {
 	if err := h.b.Put(h.ctx, "empty", nil, "text/plain"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := h.b.Get(h.ctx, "empty"); err != nil || len(got) != 0 {
+	if got, err := h.b.Get(h.ctx, "empty", 0); err != nil || len(got) != 0 {
 		t.Fatalf("empty object: %q, %v", got, err)
 	}
 	if err := h.b.Delete(h.ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.b.Get(h.ctx, key); !bucket.IsNotFound(err) {
+	if _, err := h.b.Get(h.ctx, key, readLimit); !bucket.IsNotFound(err) {
 		t.Fatalf("Get after Delete = %v, want not found", err)
 	}
 	if err := h.b.Delete(h.ctx, key); err != nil {
@@ -277,9 +278,39 @@ func testPutGetDelete(t *testing.T, nb func(*testing.T) Backend) {
 	}
 }
 
+// readLimit is the most bytes the suite's reads hold: more than any
+// object it writes to read back.
+const readLimit = 1 << 20
+
+// testGetBounded: Get returns an object of up to its limit, and refuses a
+// larger one with ErrTooLarge, naming the key and the limit.
+func testGetBounded(t *testing.T, nb func(*testing.T) Backend) {
+	h := newHarness(t, nb, bucket.Options{})
+	const key = "marker"
+	body := strings.Repeat("x", 100)
+	if err := h.b.Put(h.ctx, key, []byte(body), "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.b.Get(h.ctx, key, 100); err != nil || string(got) != body {
+		t.Fatalf("Get at the limit = %d bytes, %v", len(got), err)
+	}
+	_, err := h.b.Get(h.ctx, key, 99)
+	if !errors.Is(err, bucket.ErrTooLarge) || bucket.IsNotFound(err) {
+		t.Fatalf("Get over the limit = %v, want ErrTooLarge", err)
+	}
+	for _, want := range []string{"s3://" + h.name + "/" + key, "100 bytes", "99"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := h.b.Get(h.ctx, "absent", 0); !bucket.IsNotFound(err) {
+		t.Errorf("Get of a missing key with a limit = %v, want not found", err)
+	}
+}
+
 func testGetMissing(t *testing.T, nb func(*testing.T) Backend) {
 	h := newHarness(t, nb, bucket.Options{})
-	_, err := h.b.Get(h.ctx, "dir/missing")
+	_, err := h.b.Get(h.ctx, "dir/missing", readLimit)
 	if !bucket.IsNotFound(err) || !errors.Is(err, bucket.ErrNotFound) || errors.Is(err, bucket.ErrNoSuchBucket) {
 		t.Fatalf("Get of a missing key = %v, want ErrNotFound only", err)
 	}
@@ -303,7 +334,7 @@ func testNoSuchBucket(t *testing.T, nb func(*testing.T) Backend) {
 		run func() error
 	}{
 		{"Put", func() error { return b.Put(h.ctx, "k", []byte("x"), "text/plain") }},
-		{"Get", func() error { _, err := b.Get(h.ctx, "k"); return err }},
+		{"Get", func() error { _, err := b.Get(h.ctx, "k", readLimit); return err }},
 		{"List", func() error { _, err := b.List(h.ctx, ""); return err }},
 		{"DeleteStale", func() error { return b.DeleteStale(h.ctx, "", nil) }},
 	} {
@@ -437,14 +468,14 @@ func testPrefix(t *testing.T, nb func(*testing.T) Backend) {
 	if got := h.keys(); fmt.Sprint(got) != "[acct/w acct/x/k acct/x/keep outside]" {
 		t.Fatalf("stored keys %v", got)
 	}
-	if got, err := s.Get(h.ctx, "x/k"); err != nil || string(got) != "scoped" {
+	if got, err := s.Get(h.ctx, "x/k", readLimit); err != nil || string(got) != "scoped" {
 		t.Fatalf("scoped Get = %q, %v", got, err)
 	}
 	objs, err := s.List(h.ctx, "x/")
 	if err != nil || len(objs) != 2 || objs[0].Key != "x/k" || objs[1].Key != "x/keep" {
 		t.Fatalf("scoped List = %+v, %v", objs, err)
 	}
-	if _, err := s.Get(h.ctx, "missing"); !bucket.IsNotFound(err) || !strings.Contains(err.Error(), "/acct/missing") {
+	if _, err := s.Get(h.ctx, "missing", readLimit); !bucket.IsNotFound(err) || !strings.Contains(err.Error(), "/acct/missing") {
 		t.Errorf("scoped Get of a missing key = %v, want not found naming the full key", err)
 	}
 	if err := s.DeleteStale(h.ctx, "", map[string]bool{"x/keep": true}); err != nil {
@@ -479,7 +510,7 @@ func testExpectedOwner(t *testing.T, nb func(*testing.T) Backend) {
 			}, nil)
 			ctx := h.ctx
 			h.put("p/a", "p/stale")
-			if _, err := h.b.Get(ctx, "p/a"); err != nil {
+			if _, err := h.b.Get(ctx, "p/a", readLimit); err != nil {
 				t.Fatal(err)
 			}
 			if err := h.b.DeleteStale(ctx, "p/", map[string]bool{"p/a": true}); err != nil {

@@ -1,0 +1,43 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxBucketLead is how far above the claimed generation the generation a
+// partition's _SUCCESS commits may be for a run to number its own above it.
+//
+// The commit protocol itself puts the bucket at most level with the claim:
+// a run that committed and died before Complete leaves the claimed
+// generation in the bucket, and the next run notes it (NoteCommitted)
+// before it removes that _SUCCESS, so the claim after that is numbered
+// above it. The margin covers commits whose generation reached no ledger
+// write at all (a run given no NoteCommitted, or a ledger row restored from
+// a slightly older backup). Anything further ahead was not written by this
+// ledger's runs (the bucket is the tenant's, and so is its _SUCCESS): it is
+// ErrBucketAhead, so one planted marker can move a partition's generation
+// at most this far, and never towards overflow.
+const MaxBucketLead = 16
+
+// ErrBucketAhead: a partition's _SUCCESS commits a generation further
+// ahead of the ledger than MaxBucketLead; see GenerationAfter.
+var ErrBucketAhead = errors.New("ledger: the bucket's _SUCCESS is ahead of the ledger")
+
+// GenerationAfter is the generation a run that claimed generation claimed
+// commits when the partition's current _SUCCESS (uri, for the error)
+// commits found: claimed, or found+1 when found is not lower, so a
+// generation only ever increases. A found more than MaxBucketLead above
+// claimed is ErrBucketAhead: the partition fails (and retries, then stops)
+// until an operator deletes that _SUCCESS; the next attempt, or a requeue
+// of a stopped day, then commits the claimed generation.
+func GenerationAfter(claimed, found int64, uri string) (int64, error) {
+	if found < claimed {
+		return claimed, nil
+	}
+	if uint64(found)-uint64(claimed) > MaxBucketLead { // found >= claimed: the exact distance, even from a negative claim
+		return 0, fmt.Errorf("%w: %s commits generation %d, more than %d above generation %d of the ledger, so daybook did not write it: delete it, then requeue the day if it stopped retrying",
+			ErrBucketAhead, uri, found, MaxBucketLead, claimed)
+	}
+	return found + 1, nil
+}
