@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -37,11 +36,11 @@ func TestBeginRefusesAnOversizedSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	planted = nil
-	var noted []int64
+	rec := &noteRecorder{}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := f.committer().Begin(ctx, 4, func(_ context.Context, g int64) error { noted = append(noted, g); return nil })
+	_, err := f.committer().Begin(ctx, 4, rec)
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, bucket.ErrTooLarge) {
 		t.Fatalf("Begin = %v, want ErrTooLarge", err)
@@ -56,8 +55,8 @@ func TestBeginRefusesAnOversizedSuccess(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size+1<<20 {
 		t.Errorf("Begin allocated %d bytes reading a %d-byte _SUCCESS", alloc, size)
 	}
-	if noted != nil {
-		t.Errorf("noted %v from an unread marker", noted)
+	if rec.noted != nil {
+		t.Errorf("noted %v from an unread marker", rec.noted)
 	}
 	if _, err := f.b.Head(ctx, commitPP+layout.SuccessName); err != nil {
 		t.Errorf("the marker was removed: %v", err)
@@ -129,8 +128,8 @@ func TestBeginGenerationLead(t *testing.T) {
 			if err := f.b.Put(ctx, commitPP+layout.SuccessName, marker, "application/json"); err != nil {
 				t.Fatal(err)
 			}
-			var noted []int64
-			p, err := f.committer().Begin(ctx, 4, func(_ context.Context, g int64) error { noted = append(noted, g); return nil })
+			rec := &noteRecorder{}
+			p, err := f.committer().Begin(ctx, 4, rec)
 			switch {
 			case tc.want == 0:
 				if !errors.Is(err, ledger.ErrBucketAhead) || !strings.Contains(err.Error(), "s3://dest/"+commitPP+layout.SuccessName) {
@@ -142,8 +141,8 @@ func TestBeginGenerationLead(t *testing.T) {
 			case err != nil || p.Generation() != tc.want:
 				t.Fatalf("Begin = %v, %v; want generation %d", p, err, tc.want)
 			}
-			if fmt.Sprint(noted) != fmt.Sprint(tc.noted) {
-				t.Errorf("noted %v, want %v", noted, tc.noted)
+			if fmt.Sprint(rec.noted) != fmt.Sprint(tc.noted) {
+				t.Errorf("noted %v, want %v", rec.noted, tc.noted)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -199,7 +200,7 @@ func TestAccountRecordWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg)
-	tables, err := samstack.CreateTables(ctx, client, "../../../template.yaml", motoserver.Region, map[string]string{"Stage": "policytest"})
+	tables, err := samstacktest.CreateTables(ctx, client, "../../../template.yaml", motoserver.Region, map[string]string{"Stage": "policytest"})
 	if err != nil {
 		t.Fatal(err)
 	}
