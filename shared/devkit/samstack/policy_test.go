@@ -296,12 +296,12 @@ func TestConsolePolicies(t *testing.T) {
 		switch s.Sid {
 		case "ManifestsInDirectBuckets":
 			reads = append(reads, s)
-		case "LedgerActions":
+		case "LedgerActions", "AccountChangeHistory":
 			actions = append(actions, s)
 		}
 	}
-	if len(reads) != 1 || len(actions) != 1 {
-		t.Fatalf("statements ManifestsInDirectBuckets %d, LedgerActions %d: want one each", len(reads), len(actions))
+	if len(reads) != 1 || len(actions) != 2 {
+		t.Fatalf("statements ManifestsInDirectBuckets %d, LedgerActions and AccountChangeHistory %d: want one and two", len(reads), len(actions))
 	}
 	if got := strs(reads[0].Condition["StringEquals"]["s3:ResourceAccount"]); len(got) != 1 || got[0] != `{"Ref":"AWS::AccountId"}` {
 		t.Errorf("the console's s3:GetObject is conditional on s3:ResourceAccount %v, want this deployment's account", got)
@@ -316,6 +316,11 @@ func TestConsolePolicies(t *testing.T) {
 		{request{"dynamodb:UpdateItem", "STATS", []string{"pk", "sk"}, "NONE"}, false},
 		{request{"dynamodb:UpdateItem", "SEED#acct_x", []string{"pk", "sk"}, "NONE"}, false},
 		{request{"dynamodb:PutItem", "ACCOUNTS", []string{"pk", "sk", "doc"}, ""}, false},
+		// enable/disable: the account's change history and its isolation guards
+		{request{"dynamodb:PutItem", "AE#acct_x", []string{"pk", "sk"}, ""}, true},
+		{request{"dynamodb:UpdateItem", "GUARDS", []string{"pk", "sk", "owner"}, "NONE"}, true},
+		{request{"dynamodb:PutItem", "P#acct_x#events", []string{"pk", "sk"}, ""}, false},
+		{request{"dynamodb:PutItem", "GUARDS", []string{"pk", "sk"}, ""}, false},
 	} {
 		if ok, sid := allows(t, sts, tt.r); ok != tt.ok {
 			t.Errorf("%v allowed %v (by %s), want %v", tt.r, ok, sid, tt.ok)
