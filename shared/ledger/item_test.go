@@ -22,6 +22,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[attemptRecord](),
 	reflect.TypeFor[seedRecord](),
 	reflect.TypeFor[sliceRecord](),
+	reflect.TypeFor[tokenRecord](),
 }
 
 // recordTags maps every dynamodbav tag of the record types to the types that

@@ -172,6 +172,11 @@ func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
 	if err := l.renewPartition(ctx, p.Key, p.Token); err != nil {
 		return fmt.Errorf("plan %s: %w", p.Key, err)
 	}
+	// The plan is on record under its token before any slice message
+	// carries it (token.go).
+	if err := l.issuePlanToken(ctx, p); err != nil {
+		return err
+	}
 	now := l.now()
 	base := sliceRecord{PK: slicePK(p.Key), AccountID: p.AccountID, Dataset: p.Dataset, Day: p.Day.String(),
 		PartitionToken: p.Token, Slices: p.Slices, Generation: p.Generation, Destination: p.Destination, UpdatedAt: fmtTime(now),
