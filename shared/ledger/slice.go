@@ -236,6 +236,22 @@ func (l *Ledger) SlicesOf(ctx context.Context, key Key) (SlicePlan, []Slice, err
 	return *plan, mine, nil
 }
 
+// PlanOf reads a partition's slice plan alone, without its slices
+// (strongly consistent). No plan is ErrNotFound.
+func (l *Ledger) PlanOf(ctx context.Context, key Key) (SlicePlan, error) {
+	if err := key.validate(); err != nil {
+		return SlicePlan{}, err
+	}
+	item, err := l.getItem(ctx, planKey(key))
+	if errors.Is(err, ErrNotFound) {
+		return SlicePlan{}, fmt.Errorf("%w: no slice plan for %s", ErrNotFound, key)
+	}
+	if err != nil {
+		return SlicePlan{}, err
+	}
+	return planFromItem(item)
+}
+
 // SliceFence returns until when a slice run may still be writing into the
 // partition, unless it belongs to the plan of the claim token (pass "" for
 // every plan): the latest lease of a running slice, zero if none. A run of
