@@ -67,9 +67,13 @@ type tokenRecord struct {
 	ExpiresAt  int64  `dynamodbav:"expires_at"`
 }
 
-func tokenPK(k Key) string { return pkTokenPrefix + k.AccountID + "#" + k.Dataset + "#" + k.Day.String() }
+func tokenPK(k Key) string {
+	return pkTokenPrefix + k.AccountID + "#" + k.Dataset + "#" + k.Day.String()
+}
 
-func tokenKey(k Key, token string) map[string]types.AttributeValue { return tableKey(tokenPK(k), token) }
+func tokenKey(k Key, token string) map[string]types.AttributeValue {
+	return tableKey(tokenPK(k), token)
+}
 
 // issueJobToken records token as handed out in a job message of key.
 func (l *Ledger) issueJobToken(ctx context.Context, key Key, token string, now time.Time) error {
