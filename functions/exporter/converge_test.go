@@ -125,8 +125,8 @@ func TestDeliveryConverges(t *testing.T) {
 // TestMalformedJobsReachTheDLQ: a job whose fields are invalid, or that
 // names an account or a partition the ledger does not have, can never run:
 // it goes to the dead-letter queue at once with the reason in its
-// daybook_error attribute. A stale or duplicate job for a real partition
-// is dropped quietly.
+// daybook_error attribute; so does a job whose claim token the partition
+// never had. A duplicate job for a real partition is dropped quietly.
 func TestMalformedJobsReachTheDLQ(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	dlqName := fmt.Sprintf("dlq-%d", runs.Add(1))
@@ -153,7 +153,7 @@ func TestMalformedJobsReachTheDLQ(t *testing.T) {
 		{"unknown reason", func(j *jobs.Job) { j.Reason = "because" }, jobs.ErrMalformed, `reason "because"`},
 		{"unknown account", func(j *jobs.Job) { j.AccountID = "acct_aaaaaaaaaaaaaaaa" }, ErrRejected, `account_id "acct_aaaaaaaaaaaaaaaa": no such account`},
 		{"partition with no ledger row", func(j *jobs.Job) { j.Day = testDay.AddDays(-1).String() }, ErrRejected, "the ledger has no row for this partition"},
-		{"claim that never existed on a real partition", func(j *jobs.Job) {}, nil, ""},
+		{"claim that never existed on a real partition", func(j *jobs.Job) {}, ErrRejected, `claim_token "0123456789abcdef0123456789abcdef" was never issued for a job of this partition`},
 		{"duplicate of a real job", func(j *jobs.Job) { j.ClaimToken = real.Token }, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

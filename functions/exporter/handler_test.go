@@ -90,6 +90,13 @@ func (f *fakeLedger) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
 	return ledger.Row{Key: k, State: ledger.StateRunning}, nil
 }
 
+// IssuedToken says every token was issued for a job: the refused starts
+// here are duplicates.
+func (f *fakeLedger) IssuedToken(_ context.Context, k ledger.Key, token string) (ledger.Issued, error) {
+	f.record("IssuedToken " + k.String())
+	return ledger.Issued{Key: k, Token: token, Job: true}, nil
+}
+
 // fakeQueue records fanned-out messages.
 type fakeQueue struct {
 	mu      sync.Mutex
@@ -169,7 +176,7 @@ func TestHandlerSampleEvents(t *testing.T) {
 	}
 	expect := map[string]want{
 		// A duplicate: Start refuses, the account and row exist, the row runs.
-		"exporter-job.json": {calls: []string{"Start " + sampleAccount + "/events/2026-11-27", "GetAccount " + sampleAccount, "Get " + sampleAccount + "/events/2026-11-27"},
+		"exporter-job.json": {calls: []string{"Start " + sampleAccount + "/events/2026-11-27", "GetAccount " + sampleAccount, "Get " + sampleAccount + "/events/2026-11-27", "IssuedToken " + sampleAccount + "/events/2026-11-27"},
 			tokens: []string{"9d6f0c2b7e4a1358c0ffee42deadbeef"}},
 		"exporter-malformed.json": {allFail: true},
 		"exporter-manual.json":    {calls: []string{"GetAccount " + sampleAccount, "ClaimManual " + sampleAccount + "/events/2026-11-20"}},

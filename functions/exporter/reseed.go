@@ -98,25 +98,41 @@ func daysLeft(seed ledger.Seed) [][]civil.Date {
 }
 
 // reseedDone finishes a seed epoch whose days are all rebuilt and rewrites
-// the days' delivery manifests, which no longer say reseed.
+// the days' delivery manifests, which no longer say reseed. A completion of
+// an epoch the ledger never had (no such account or reseed, an epoch not
+// begun, one with days still to rebuild) is rejected, to the dead-letter
+// queue, before anything is written; one of an epoch a newer reseed
+// replaced is dropped.
 func (s *Service) reseedDone(ctx context.Context, d jobs.ReseedDone, log *slog.Logger) error {
 	log = log.With("account", d.AccountID, "dataset", d.Dataset, "seed_epoch", d.Epoch)
+	acct, err := s.Ledger.GetAccount(ctx, d.AccountID)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return s.reject(ctx, log, "reseed completion for account_id %q: no such account", d.AccountID)
+	case err != nil:
+		return fmt.Errorf("get account %s: %w", d.AccountID, err)
+	}
+	cur, err := s.Lifecycle.Ledger.Seed(ctx, d.AccountID, d.Dataset)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return s.reject(ctx, log, "reseed completion of %s/%s: the dataset was never reseeded", d.AccountID, d.Dataset)
+	case err != nil:
+		return fmt.Errorf("read the reseed of %s/%s: %w", d.AccountID, d.Dataset, err)
+	case d.Epoch > cur.Epoch:
+		return s.reject(ctx, log, "reseed completion of %s/%s: epoch %d never began (the reseed is at epoch %d)", d.AccountID, d.Dataset, d.Epoch, cur.Epoch)
+	case d.Epoch == cur.Epoch && cur.Running() && !cur.Complete():
+		return s.reject(ctx, log, "reseed completion of %s/%s: epoch %d has rebuilt %d of %d days, and its completion is sent only after the last",
+			d.AccountID, d.Dataset, d.Epoch, len(cur.Done), cur.Days)
+	}
 	seed, finished, err := s.Lifecycle.Ledger.FinishReseed(ctx, d.AccountID, d.Dataset, d.Epoch)
 	switch {
 	case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
-		log.InfoContext(ctx, "reseed completion dropped", "reason", err.Error())
+		log.InfoContext(ctx, "reseed completion dropped: a newer reseed replaced the epoch", "reason", err.Error())
 		return nil
 	case err != nil:
 		return fmt.Errorf("finish reseed epoch %d of %s/%s: %w", d.Epoch, d.AccountID, d.Dataset, err)
 	}
-	acct, err := s.Ledger.GetAccount(ctx, d.AccountID)
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		log.InfoContext(ctx, "reseed finished for an account that no longer exists")
-		return nil
-	case err != nil:
-		return fmt.Errorf("get account %s: %w", d.AccountID, err)
-	case !acct.Enabled:
+	if !acct.Enabled {
 		log.InfoContext(ctx, "reseed finished; the account is disabled, so its delivery manifests are left as they are")
 		return nil
 	}

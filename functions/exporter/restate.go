@@ -26,11 +26,13 @@ import (
 )
 
 // restateCheck compares a completed partition's stored fingerprint with
-// the source's now and queues a restatement when they differ. A check that
-// no longer applies (no such account or row, a disabled account or dataset,
-// a day outside the window, a partition that moved on) is dropped; a
-// source that cannot be read is logged and checked again next interval.
-// Only a ledger error is returned, for SQS to redeliver.
+// the source's now and queues a restatement when they differ. A check of
+// something the ledger never had (no such account or partition, a
+// generation the partition never committed) is rejected, to the
+// dead-letter queue; one that no longer applies (a disabled account or
+// dataset, a day outside the window, a partition that moved on) is
+// dropped; a source that cannot be read is logged and checked again next
+// interval. Only a ledger error is returned for SQS to redeliver.
 func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *slog.Logger) error {
 	key := ledger.Key{AccountID: c.AccountID, Dataset: c.Dataset, Day: c.DayValue()}
 	log = log.With("account", c.AccountID, "dataset", c.Dataset, "day", c.Day, "generation", c.Generation, "check", "restatement")
@@ -41,7 +43,7 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	acct, err := s.Ledger.GetAccount(ctx, c.AccountID)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return drop("no such account")
+		return s.reject(ctx, log, "restatement check for account_id %q: no such account", c.AccountID)
 	case err != nil:
 		return fmt.Errorf("get account %s: %w", c.AccountID, err)
 	case !acct.Enabled || !slices.Contains(acct.Datasets, c.Dataset):
@@ -52,9 +54,11 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	row, err := s.Ledger.Get(ctx, key)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return drop("no such partition")
+		return s.reject(ctx, log, "restatement check of %s: the ledger has no row for this partition", key)
 	case err != nil:
 		return fmt.Errorf("read %s: %w", key, err)
+	case c.Generation > row.Generation:
+		return s.reject(ctx, log, "restatement check of %s: generation %d was never committed (the partition is at generation %d)", key, c.Generation, row.Generation)
 	case row.State != ledger.StateCompleted || row.Generation != c.Generation:
 		return drop(fmt.Sprintf("the partition moved on (%s at generation %d)", row.State, row.Generation))
 	case row.Fingerprint.Value == "":

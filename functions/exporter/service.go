@@ -37,6 +37,10 @@ type LedgerAPI interface {
 	// Get reads one row (strongly consistent), or ledger.ErrNotFound; the
 	// delivery manifest is built from these reads.
 	Get(ctx context.Context, key ledger.Key) (ledger.Row, error)
+	// IssuedToken is what the ledger handed out token for (a job, a slice
+	// plan), or ledger.ErrNotFound for a token the partition never had: a
+	// refused message is a redelivery or a forgery.
+	IssuedToken(ctx context.Context, key ledger.Key, token string) (ledger.Issued, error)
 	// Days larger than one run (slices.go).
 	SliceLedger
 }
@@ -106,7 +110,7 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
 	claim, err := s.Ledger.Start(ctx, key, j.ClaimToken)
 	if errors.Is(err, ledger.ErrClaimLost) || errors.Is(err, ledger.ErrNotFound) {
-		return s.notStarted(ctx, key, err, log)
+		return s.notStarted(ctx, key, j.ClaimToken, err, log)
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", key, err)
@@ -115,16 +119,18 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 }
 
 // notStarted handles a job whose claim Start refused. A job for an account
-// or a partition the ledger does not have can never run: it is rejected
-// and reaches the dead-letter queue with the reason. Otherwise it is a
-// second delivery of a job (SQS is at-least-once) or a job whose claim was
-// taken over, and is dropped; but when the row has settled (not running),
-// the run it started may have died after recording its outcome and before
-// writing the day's delivery manifest, and no later message would rewrite
-// it: so the manifest is rewritten from the ledger first (and the message
-// delivered again if that fails). Whatever dies or fails when, the job's
-// redelivery makes the manifest converge.
-func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, log *slog.Logger) error {
+// or a partition the ledger does not have, or with a claim token the
+// partition never had (the ledger keeps the tokens it issued), can never
+// run: it is rejected and reaches the dead-letter queue with the reason,
+// and nothing is written. Otherwise it is a second delivery of a job (SQS
+// is at-least-once) or a job whose claim was taken over, and is dropped;
+// but when the row has settled (not running), the run it started may have
+// died after recording its outcome and before writing the day's delivery
+// manifest, and no later message would rewrite it: so the manifest is
+// rewritten from the ledger first (and the message delivered again if that
+// fails). Whatever dies or fails when, the job's redelivery makes the
+// manifest converge.
+func (s *Service) notStarted(ctx context.Context, key ledger.Key, token string, cause error, log *slog.Logger) error {
 	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return s.reject(ctx, log, "job for account_id %q: no such account", key.AccountID)
@@ -138,6 +144,15 @@ func (s *Service) notStarted(ctx context.Context, key ledger.Key, cause error, l
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
+	}
+	if row.ClaimToken != token {
+		is, err := s.Ledger.IssuedToken(ctx, key, token)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound), err == nil && !is.Job:
+			return s.reject(ctx, log, "job for %s: claim_token %q was never issued for a job of this partition", key, token)
+		case err != nil:
+			return fmt.Errorf("read the claim tokens of %s: %w", key, err)
+		}
 	}
 	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
 	return s.settled(ctx, acct, row, log)

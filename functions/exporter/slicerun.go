@@ -86,6 +86,14 @@ func (s *Service) sendSlice(ctx context.Context, sl ledger.Slice, delay time.Dur
 func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) error {
 	key := ledger.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: m.DayValue()}
 	log = log.With("account", m.AccountID, "dataset", m.Dataset, "day", m.Day, "generation", m.Generation, "slice", m.Slice, "slices", m.Slices)
+	current, err := s.planOf(ctx, key, m, log)
+	if err != nil {
+		return err
+	}
+	if !current {
+		log.InfoContext(ctx, "the slice's plan was replaced since; dropping this delivery")
+		return s.settle(ctx, key, log)
+	}
 	sl, err := s.Ledger.StartSlice(ctx, key, m.ClaimToken, m.Slice)
 	switch {
 	case errors.Is(err, ledger.ErrSliceDone):
@@ -127,6 +135,48 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 		}
 	}
 	return r.failed(finishCtx, newFailure(err), permanent)
+}
+
+// planOf tells, before anything is written, which plan of the partition a
+// slice message is of: its current plan (current), or one a claim that has
+// ended made (a redelivery: not current, nil error). A message of no plan
+// the partition ever had (no such account, a claim token that planned no
+// slices of it) or that does not match its plan (another generation or
+// number of slices, a slice beyond them) can never run: it is rejected, to
+// the dead-letter queue, and the partition is left alone.
+func (s *Service) planOf(ctx context.Context, key ledger.Key, m jobs.Slice, log *slog.Logger) (current bool, err error) {
+	switch _, err := s.Ledger.GetAccount(ctx, key.AccountID); {
+	case errors.Is(err, ledger.ErrNotFound):
+		return false, s.reject(ctx, log, "slice for account_id %q: no such account", key.AccountID)
+	case err != nil:
+		return false, fmt.Errorf("get account %s: %w", key.AccountID, err)
+	}
+	var gen int64
+	var n int
+	plan, err := s.Ledger.PlanOf(ctx, key)
+	switch {
+	case err == nil && plan.Token == m.ClaimToken:
+		current, gen, n = true, plan.Generation, plan.Slices
+	case err != nil && !errors.Is(err, ledger.ErrNotFound):
+		return false, fmt.Errorf("read the slice plan of %s: %w", key, err)
+	default:
+		is, err := s.Ledger.IssuedToken(ctx, key, m.ClaimToken)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound), err == nil && is.PlanSlices == 0:
+			return false, s.reject(ctx, log, "slice of %s: claim_token %q planned no slices of this partition", key, m.ClaimToken)
+		case err != nil:
+			return false, fmt.Errorf("read the claim tokens of %s: %w", key, err)
+		}
+		gen, n = is.PlanGeneration, is.PlanSlices
+	}
+	switch {
+	case m.Slice >= n:
+		return false, s.reject(ctx, log, "slice %d of %s is beyond the %d slices claim_token %q planned", m.Slice, key, n, m.ClaimToken)
+	case m.Generation != gen || m.Slices != n:
+		return false, s.reject(ctx, log, "slice %d of %s: the message is for generation %d in %d slices; claim_token %q planned generation %d in %d slices",
+			m.Slice, key, m.Generation, m.Slices, m.ClaimToken, gen, n)
+	}
+	return current, nil
 }
 
 // sliceRun is one run of a slice: the slice as StartSlice claimed it, its

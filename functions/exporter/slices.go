@@ -67,6 +67,8 @@ type SliceLedger interface {
 	CompleteSlice(ctx context.Context, key ledger.Key, token string, i int, run string, res ledger.SliceResult) error
 	FailSlice(ctx context.Context, key ledger.Key, token string, i int, run string, cause error) (ledger.Slice, error)
 	SlicesOf(ctx context.Context, key ledger.Key) (ledger.SlicePlan, []ledger.Slice, error)
+	// PlanOf reads the plan alone, or ledger.ErrNotFound.
+	PlanOf(ctx context.Context, key ledger.Key) (ledger.SlicePlan, error)
 	ClaimSliceCommit(ctx context.Context, key ledger.Key, token string) (string, error)
 	HeldClaim(ctx context.Context, key ledger.Key, token string) (ledger.Claim, error)
 	Backoff(attempt int) (time.Duration, error)

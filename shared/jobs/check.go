@@ -149,7 +149,9 @@ type Limits struct {
 //
 //   - ErrMalformed, never valid: account_id not of account.NewID's form,
 //     dataset not in the catalog, a day that is not YYYY-MM-DD, day given
-//     with from/to, from after to, a range longer than lim.MaxDays;
+//     with from/to, from after to, a range longer than lim.MaxDays, a
+//     requested_by longer than MaxRequestedBy or with a character that is
+//     not printable;
 //   - ErrRefused, not for this account now: no such account, a disabled
 //     account, a dataset the account does not export, a day before its start
 //     date, a day not closed yet (after account.ClosedThrough(lim.Now)).
@@ -163,6 +165,9 @@ func CheckRequest(m Manual, acct *account.Account, lim Limits) (from, to civil.D
 		return from, to, err
 	}
 	if from, to, err = m.days(cmp.Or(lim.MaxDays, MaxManualRangeDays)); err != nil {
+		return from, to, err
+	}
+	if err := checkRequestedBy(m.RequestedBy); err != nil {
 		return from, to, err
 	}
 	fromField, toField, fromValue, toValue := "from", "to", m.From, m.To

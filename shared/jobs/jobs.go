@@ -8,7 +8,6 @@
 package jobs
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +65,8 @@ type Message struct {
 }
 
 // Parse decodes and validates a message body (Job.Validate, Manual.Validate).
+// The body is one JSON object of exactly the message's fields (decode.go:
+// names matched exactly, none twice, none unknown, nothing after it).
 // Every error wraps ErrMalformed; a field's error is a *FieldError naming
 // the field and the value.
 func Parse(body string) (Message, error) {
@@ -73,8 +74,8 @@ func Parse(body string) (Message, error) {
 		Kind       string `json:"kind"`
 		ClaimToken string `json:"claim_token"`
 	}
-	if err := json.Unmarshal([]byte(body), &probe); err != nil {
-		return Message{}, fmt.Errorf("%w: body is not a JSON object: %v", ErrMalformed, err)
+	if err := decodeObject("message", body, &probe, false); err != nil {
+		return Message{}, err
 	}
 	kind := probe.Kind
 	if kind == "" { // hand-written requests may omit kind
@@ -86,20 +87,18 @@ func Parse(body string) (Message, error) {
 	if m, ok, err := parseLifecycle(kind, body); ok {
 		return m, err
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
-	dec.DisallowUnknownFields()
 	switch kind {
 	case KindJob:
 		var j Job
-		if err := dec.Decode(&j); err != nil {
-			return Message{}, fmt.Errorf("%w: job: %v", ErrMalformed, err)
+		if err := decodeObject("job", body, &j, true); err != nil {
+			return Message{}, err
 		}
 		j.Kind = KindJob
 		return Message{Job: &j}, j.Validate()
 	case KindManual:
 		var m Manual
-		if err := dec.Decode(&m); err != nil {
-			return Message{}, fmt.Errorf("%w: manual request: %v", ErrMalformed, err)
+		if err := decodeObject("manual request", body, &m, true); err != nil {
+			return Message{}, err
 		}
 		m.Kind = KindManual
 		return Message{Manual: &m}, m.Validate()
@@ -149,8 +148,9 @@ func (j Job) Validate() error {
 func (j Job) DayValue() civil.Date { d, _ := civil.Parse(j.Day); return d }
 
 // Validate checks a manual request's form: an account id of
-// account.NewID's form, a dataset name, and one day or a range (from <= to,
-// at most MaxManualRangeDays). Whether the account exists, exports the
+// account.NewID's form, a dataset name, one day or a range (from <= to,
+// at most MaxManualRangeDays), and a requested_by of at most
+// MaxRequestedBy printable characters. Whether the account exists, exports the
 // dataset and has closed those days is CheckRequest's, which needs the
 // account. Errors are *FieldError wrapping ErrMalformed.
 func (m Manual) Validate() error {
@@ -158,6 +158,9 @@ func (m Manual) Validate() error {
 		return err
 	}
 	if err := checkDatasetName(m.Dataset); err != nil {
+		return err
+	}
+	if err := checkRequestedBy(m.RequestedBy); err != nil {
 		return err
 	}
 	_, _, err := m.Days()

@@ -7,8 +7,6 @@ package jobs
 // handles all of them; none carries a claim.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -85,7 +83,7 @@ func (r Reseed) Validate() error {
 	if !requestIDRE.MatchString(r.RequestID) {
 		return malformed("request_id", r.RequestID, "is not a request id (1 to 64 letters, digits, _ . : -)")
 	}
-	return nil
+	return checkRequestedBy(r.RequestedBy)
 }
 
 // ReseedDone says that every day of a seed epoch was rebuilt: the exporter
@@ -115,11 +113,9 @@ func (d ReseedDone) Validate() error {
 // parseLifecycle decodes the lifecycle kinds for Parse; ok is false for any
 // other kind.
 func parseLifecycle(kind, body string) (m Message, ok bool, err error) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
-	dec.DisallowUnknownFields()
 	decode := func(v interface{ Validate() error }) error {
-		if err := dec.Decode(v); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrMalformed, kind, err)
+		if err := decodeObject(kind, body, v, true); err != nil {
+			return err
 		}
 		return v.Validate()
 	}

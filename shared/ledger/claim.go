@@ -92,6 +92,10 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 	if err != nil {
 		return Claim{}, err
 	}
+	// The token is on record before any job can carry it (token.go).
+	if err := l.issueJobToken(ctx, key, token, now); err != nil {
+		return Claim{}, err
+	}
 	lease := now.Add(l.cfg.Lease)
 	upd := runningUpdate(key, token, nowS, lease).Remove(name(attrStartedAt))
 	if reason != "" {

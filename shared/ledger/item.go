@@ -98,6 +98,7 @@ const (
 	attrCommitToken      = "commit_token"       // slice plans: the run committing the partition
 	attrCommitLeaseUntil = "commit_lease_until" // slice plans
 	attrSliceFiles       = "slice_files"        // slice items: the completed slice's files
+	attrTokenJob         = "token_job"          // issued tokens: Claim's, carried by a job message
 
 	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
 	// DynamoDB TTL reads: history items, export-stats buckets and slice items carry it.

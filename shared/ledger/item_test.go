@@ -24,6 +24,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[guardRecord](),
 	reflect.TypeFor[eventRecord](),
 	reflect.TypeFor[sliceRecord](),
+	reflect.TypeFor[tokenRecord](),
 }
 
 // recordTags maps every dynamodbav tag of the record types to the types that

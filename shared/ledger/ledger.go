@@ -3,7 +3,9 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds six kinds of item:
+// One table (template.yaml, LedgerTable) holds these kinds of item (slice
+// plans and slices: slice.go; issued claim tokens: token.go; reseeds:
+// reseed.go):
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
 //	                                                         account_id, updated_at, wake_seq,

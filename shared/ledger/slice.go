@@ -172,6 +172,11 @@ func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
 	if err := l.renewPartition(ctx, p.Key, p.Token); err != nil {
 		return fmt.Errorf("plan %s: %w", p.Key, err)
 	}
+	// The plan is on record under its token before any slice message
+	// carries it (token.go).
+	if err := l.issuePlanToken(ctx, p); err != nil {
+		return err
+	}
 	now := l.now()
 	base := sliceRecord{PK: slicePK(p.Key), AccountID: p.AccountID, Dataset: p.Dataset, Day: p.Day.String(),
 		PartitionToken: p.Token, Slices: p.Slices, Generation: p.Generation, Destination: p.Destination, UpdatedAt: fmtTime(now),
@@ -229,6 +234,22 @@ func (l *Ledger) SlicesOf(ctx context.Context, key Key) (SlicePlan, []Slice, err
 		}
 	}
 	return *plan, mine, nil
+}
+
+// PlanOf reads a partition's slice plan alone, without its slices
+// (strongly consistent). No plan is ErrNotFound.
+func (l *Ledger) PlanOf(ctx context.Context, key Key) (SlicePlan, error) {
+	if err := key.validate(); err != nil {
+		return SlicePlan{}, err
+	}
+	item, err := l.getItem(ctx, planKey(key))
+	if errors.Is(err, ErrNotFound) {
+		return SlicePlan{}, fmt.Errorf("%w: no slice plan for %s", ErrNotFound, key)
+	}
+	if err != nil {
+		return SlicePlan{}, err
+	}
+	return planFromItem(item)
 }
 
 // SliceFence returns until when a slice run may still be writing into the

@@ -6,8 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 func TestClassify(t *testing.T) {
@@ -144,6 +148,9 @@ func run(t *testing.T, o Options) *Report {
 	if len(rep.Problems) > 0 {
 		t.Fatalf("%d invariants broken", len(rep.Problems))
 	}
+	if rep.Forged == 0 || rep.ForgedDeadLettered != rep.Forged {
+		t.Fatalf("%d forged messages delivered, %d found dead-lettered: want some, all", rep.Forged, rep.ForgedDeadLettered)
+	}
 	if rep.Kills < o.Kills || rep.Checked.Partitions == 0 || rep.Checked.Commits < rep.Checked.Partitions {
 		t.Fatalf("the run did not do what it was asked: %d kills, %d partitions checked, %d commits", rep.Kills, rep.Checked.Partitions, rep.Checked.Commits)
 	}
@@ -203,5 +210,21 @@ func TestChaos(t *testing.T) {
 	}
 	if rep := run(t, o); o.SliceRows > 0 && rep.Checked.Sliced == 0 {
 		t.Fatal("no partition was committed in slices")
+	}
+}
+
+// TestWorldDiff: the forged messages' check sees every kind of change.
+func TestWorldDiff(t *testing.T) {
+	k := ledger.Key{AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", Day: civil.MustParse("2026-03-05")}
+	before := world{objects: map[string]string{"b/x": "e1 t1", "b/y": "e2 t2"}, rows: map[ledger.Key]string{k: "completed updated t1"}}
+	after := world{objects: map[string]string{"b/x": "e3 t3", "b/z": "e4 t4"}, rows: map[ledger.Key]string{k: "completed updated t2"}}
+	if d := before.diff(before); len(d) != 0 {
+		t.Errorf("no change: %v", d)
+	}
+	got := strings.Join(before.diff(after), "; ")
+	for _, want := range []string{"s3://b/x (rewritten)", "s3://b/y (deleted)", "s3://b/z (written)", "ledger row " + k.String()} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diff %q misses %q", got, want)
+		}
 	}
 }

@@ -47,6 +47,11 @@ func (p *pipeline) drive(ctx context.Context) error {
 		if err := p.checkSettledDeliveries(ctx, round); err != nil {
 			return err
 		}
+		if round <= forgedRounds {
+			if err := p.forge(ctx, round); err != nil {
+				return err
+			}
+		}
 		moved, open, err := p.passTime(ctx)
 		if err != nil {
 			return err
@@ -113,7 +118,11 @@ func (p *pipeline) reexport(ctx context.Context) (int, error) {
 }
 
 func (p *pipeline) send(ctx context.Context, body string) error {
-	_, err := p.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &p.queueURL, MessageBody: &body})
+	return p.sendTo(ctx, p.queueURL, body)
+}
+
+func (p *pipeline) sendTo(ctx context.Context, url, body string) error {
+	_, err := p.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body})
 	return err
 }
 
@@ -122,9 +131,15 @@ func (p *pipeline) send(ctx context.Context, body string) error {
 // or whose exporter was killed, is made visible again at once (its
 // visibility timeout passing); some messages are sent a second time.
 func (p *pipeline) drain(ctx context.Context) (int, error) {
+	return p.drainQueue(ctx, p.queueURL, p.o.Duplicate)
+}
+
+// drainQueue is drain of the queue at url, sending a message again with
+// probability dup.
+func (p *pipeline) drainQueue(ctx context.Context, url string, dup float64) (int, error) {
 	delivered := 0
 	for range maxBatches {
-		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &p.queueURL,
+		out, err := p.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url,
 			MaxNumberOfMessages:         int32(len(p.exporters)),
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
 		if err != nil {
@@ -134,8 +149,8 @@ func (p *pipeline) drain(ctx context.Context) (int, error) {
 			return delivered, nil
 		}
 		for _, m := range out.Messages {
-			if p.rng.Float64() < p.o.Duplicate {
-				if err := p.send(ctx, aws.ToString(m.Body)); err != nil {
+			if p.rng.Float64() < dup {
+				if err := p.sendTo(ctx, url, aws.ToString(m.Body)); err != nil {
 					return delivered, err
 				}
 				p.rep.Duplicates++
@@ -144,7 +159,7 @@ func (p *pipeline) drain(ctx context.Context) (int, error) {
 		errs := make([]error, len(out.Messages))
 		var wg sync.WaitGroup
 		for i, m := range out.Messages {
-			wg.Go(func() { errs[i] = p.invoke(ctx, p.exporters[i], m) })
+			wg.Go(func() { errs[i] = p.invoke(ctx, p.exporters[i], url, m) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
@@ -157,7 +172,7 @@ func (p *pipeline) drain(ctx context.Context) (int, error) {
 
 // invoke runs one message through one exporter as the SQS event source
 // mapping would (batch size 1), then deletes it or makes it visible again.
-func (p *pipeline) invoke(ctx context.Context, x *exporter, m sqstypes.Message) error {
+func (p *pipeline) invoke(ctx context.Context, x *exporter, url string, m sqstypes.Message) error {
 	ev := events.SQSEvent{Records: []events.SQSMessage{{
 		MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
 		Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: p.queueARN, AWSRegion: "us-east-1",
@@ -183,10 +198,10 @@ func (p *pipeline) invoke(ctx context.Context, x *exporter, m sqstypes.Message) 
 		p.mu.Unlock()
 	}
 	if again {
-		_, err := p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &p.queueURL, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+		_, err := p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
 		return err
 	}
-	_, err = p.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &p.queueURL, ReceiptHandle: m.ReceiptHandle})
+	_, err = p.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle})
 	return err
 }
 

@@ -11,7 +11,9 @@
 // asks for re-exports, and after each drained round does what the passing
 // of time would (the dead claims' leases end, failed rows are due again).
 // Every fault decision is drawn from the seed, the request and how often it
-// was seen (see Faults). When the pipeline has drained, Check verifies every
+// was seen (see Faults). After the first rounds it also delivers forged
+// messages, which must all be dead-lettered with a reason and change
+// nothing (forged.go). When the pipeline has drained, Check verifies every
 // invariant; the Report says what was injected where.
 //
 // `make chaos` runs a full run (TestChaos, DAYBOOK_CHAOS=1); a short seeded
@@ -165,6 +167,7 @@ type pipeline struct {
 	queueURL  string
 	queueARN  string
 	dlqURL    string
+	forgedURL string // the queue of forged messages (forged.go), once made
 	stage     string
 	accounts  []account.Account
 	sweepers  []*runtimeemulator.Function

@@ -22,11 +22,18 @@ type Report struct {
 	LeasesEnded      int // dead claims whose lease was ended (ledger.ExpireClaim)
 	Requeued         int // failed rows requeued
 	DeadLettered     int // messages in the DLQ after the run
-	Kills            int
-	Faults           map[Kind]map[Step]int
-	Requests         map[Step]int // S3 requests through the proxies
-	Checked          Checked
-	Problems         []string // broken invariants
+	// Forged is how many forged messages were delivered (forged.go), and
+	// ForgedDeadLettered how many of them were found in the DLQ; Redriven
+	// counts real messages found there without a reason (SQS moved them
+	// after maxReceiveCount deliveries).
+	Forged             int
+	ForgedDeadLettered int
+	Redriven           int
+	Kills              int
+	Faults             map[Kind]map[Step]int
+	Requests           map[Step]int // S3 requests through the proxies
+	Checked            Checked
+	Problems           []string // broken invariants
 	// SelfTest is how many deliberate breaks the check reported after the
 	// run (Options.SelfTest).
 	SelfTest int
@@ -52,6 +59,8 @@ func (r *Report) Print(w io.Writer) {
 		r.Seed, r.Duration.Round(time.Second), r.Rounds, r.Sweeps, r.ConcurrentSweeps, r.Invocations, r.Crashed)
 	fmt.Fprintf(w, "  %d duplicate deliveries, %d re-exports asked, %d dead claims' leases ended, %d failed rows requeued, %d messages dead-lettered\n",
 		r.Duplicates, r.Reexports, r.LeasesEnded, r.Requeued, r.DeadLettered)
+	fmt.Fprintf(w, "  %d forged messages delivered, %d of them found dead-lettered with a reason (and %d real messages redriven there by SQS)\n",
+		r.Forged, r.ForgedDeadLettered, r.Redriven)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "  fault\\step\t")
 	for _, s := range Steps {
