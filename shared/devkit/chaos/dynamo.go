@@ -17,14 +17,16 @@ import (
 
 // serialDynamo is a reverse proxy to moto's DynamoDB that serializes the
 // writes to one item, as DynamoDB does and moto does not (see
-// ledgertest.SerialDB, the same guarantee in-process). It injects no fault.
+// ledgertest.SerialDB, the same guarantee in-process), and runs each
+// transaction alone (ServeHTTP says why). It injects no fault.
 type serialDynamo struct {
 	Target string
 
 	srv    *http.Server
 	ln     net.Listener
 	client *http.Client
-	locks  sync.Map // item key -> *sync.Mutex
+	locks  sync.Map     // item key -> *sync.Mutex
+	tx     sync.RWMutex // held by a transaction, shared by every other request
 }
 
 func (d *serialDynamo) Start() error {
@@ -49,7 +51,19 @@ func (d *serialDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target := r.Header.Get("X-Amz-Target")
-	for _, k := range itemKeys(target[strings.LastIndexByte(target, '.')+1:], body) {
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	// moto backs a transaction up by copying its tables and, when it is
+	// cancelled, puts the copies back, undoing every write to those tables
+	// made meanwhile (and copies them while other requests change them):
+	// a transaction runs alone.
+	if op == "TransactWriteItems" {
+		d.tx.Lock()
+		defer d.tx.Unlock()
+	} else {
+		d.tx.RLock()
+		defer d.tx.RUnlock()
+	}
+	for _, k := range itemKeys(op, body) {
 		m, _ := d.locks.LoadOrStore(k, &sync.Mutex{})
 		m.(*sync.Mutex).Lock()
 		defer m.(*sync.Mutex).Unlock()
