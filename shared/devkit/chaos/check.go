@@ -46,7 +46,8 @@ var rowKeys = map[string][]string{"events": {"event_id"}, "profiles": {"profile_
 //     run's), so no generation is committed twice, and the last is the
 //     ledger's;
 //   - every day's delivery manifest agrees with the ledger;
-//   - no incomplete multipart upload is left in any bucket.
+//   - no incomplete multipart upload is left in any bucket;
+//   - no account's object lies under another's prefix (accounts.go).
 func (p *pipeline) check(ctx context.Context) error {
 	c := &p.rep.Checked
 	rows, err := p.rows(ctx)
@@ -102,6 +103,9 @@ func (p *pipeline) check(ctx context.Context) error {
 			p.problem("s3://%s/%s: incomplete multipart upload %s left", a.Destination.Bucket, aws.ToString(u.Key), aws.ToString(u.UploadId))
 		}
 		c.Buckets++
+	}
+	if err := p.checkAccountPrefixes(ctx); err != nil {
+		return err
 	}
 	c.Commits = len(p.faults.Commits())
 	q, err := p.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &p.dlqURL,

@@ -40,6 +40,9 @@ func (p *pipeline) drive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := p.raceAccounts(ctx, round); err != nil {
+			return err
+		}
 		delivered, err := p.drain(ctx)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,14 +17,16 @@ import (
 
 // serialDynamo is a reverse proxy to moto's DynamoDB that serializes the
 // writes to one item, as DynamoDB does and moto does not (see
-// ledgertest.SerialDB, the same guarantee in-process). It injects no fault.
+// ledgertest.SerialDB, the same guarantee in-process), and runs each
+// transaction alone (ServeHTTP says why). It injects no fault.
 type serialDynamo struct {
 	Target string
 
 	srv    *http.Server
 	ln     net.Listener
 	client *http.Client
-	locks  sync.Map // item key -> *sync.Mutex
+	locks  sync.Map     // item key -> *sync.Mutex
+	tx     sync.RWMutex // held by a transaction, shared by every other request
 }
 
 func (d *serialDynamo) Start() error {
@@ -48,21 +51,22 @@ func (d *serialDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target := r.Header.Get("X-Amz-Target")
-	if op := target[strings.LastIndexByte(target, '.')+1:]; op == "UpdateItem" || op == "PutItem" || op == "DeleteItem" {
-		var in struct {
-			TableName string
-			Key, Item map[string]map[string]any
-		}
-		if json.Unmarshal(body, &in) == nil {
-			item := in.Key
-			if item == nil {
-				item = in.Item
-			}
-			k := fmt.Sprint(in.TableName, "|", item[ledger.AttrPK]["S"], "|", item[ledger.AttrSK]["S"])
-			m, _ := d.locks.LoadOrStore(k, &sync.Mutex{})
-			m.(*sync.Mutex).Lock()
-			defer m.(*sync.Mutex).Unlock()
-		}
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	// moto backs a transaction up by copying its tables and, when it is
+	// cancelled, puts the copies back, undoing every write to those tables
+	// made meanwhile (and copies them while other requests change them):
+	// a transaction runs alone.
+	if op == "TransactWriteItems" {
+		d.tx.Lock()
+		defer d.tx.Unlock()
+	} else {
+		d.tx.RLock()
+		defer d.tx.RUnlock()
+	}
+	for _, k := range itemKeys(op, body) {
+		m, _ := d.locks.LoadOrStore(k, &sync.Mutex{})
+		m.(*sync.Mutex).Lock()
+		defer m.(*sync.Mutex).Unlock()
 	}
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, d.Target+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
@@ -82,4 +86,46 @@ func (d *serialDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
+}
+
+// itemKeys names the items a write request writes or checks, sorted and
+// without repeats, so that a transaction locks all of its items in key
+// order (two transactions cannot deadlock) and a single write its one.
+// Reads and unparsable bodies lock nothing.
+func itemKeys(op string, body []byte) []string {
+	type write struct {
+		TableName string
+		Key, Item map[string]map[string]any
+	}
+	key := func(w *write) string {
+		item := w.Key
+		if item == nil {
+			item = w.Item
+		}
+		return fmt.Sprint(w.TableName, "|", item[ledger.AttrPK]["S"], "|", item[ledger.AttrSK]["S"])
+	}
+	var keys []string
+	switch op {
+	case "UpdateItem", "PutItem", "DeleteItem":
+		var in write
+		if json.Unmarshal(body, &in) == nil {
+			keys = append(keys, key(&in))
+		}
+	case "TransactWriteItems":
+		var in struct {
+			TransactItems []struct{ Put, Update, Delete, ConditionCheck *write }
+		}
+		if json.Unmarshal(body, &in) != nil {
+			return nil
+		}
+		for _, it := range in.TransactItems {
+			for _, w := range []*write{it.Put, it.Update, it.Delete, it.ConditionCheck} {
+				if w != nil {
+					keys = append(keys, key(w))
+				}
+			}
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }

@@ -177,6 +177,7 @@ type pipeline struct {
 	rng       *rand.Rand
 	rep       *Report
 	mu        sync.Mutex // guards rep's counters while exporters run
+	races     races      // account races (accounts.go)
 	stop      []func()
 }
 

@@ -33,7 +33,8 @@ type Report struct {
 	Faults             map[Kind]map[Step]int
 	Requests           map[Step]int // S3 requests through the proxies
 	Checked            Checked
-	Problems           []string // broken invariants
+	Accounts           AccountRaces // concurrent overlapping account creates and the prefix check
+	Problems           []string     // broken invariants
 	// SelfTest is how many deliberate breaks the check reported after the
 	// run (Options.SelfTest).
 	SelfTest int
@@ -88,6 +89,9 @@ func (r *Report) Print(w io.Writer) {
 	c := r.Checked
 	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
 		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.Settled, c.Buckets)
+	a := r.Accounts
+	fmt.Fprintf(w, "  accounts: %d race rounds, %d overlapping creates (%d committed, %d refused as overlapping), %d controls created; %d objects checked against %d accounts' prefixes\n",
+		a.Rounds, a.Creates, a.Created, a.Refused, a.Controls, a.Objects, a.Accounts)
 	if r.SelfTest > 0 {
 		fmt.Fprintf(w, "  self-test: the check reported each of %d deliberate breaks made after the run\n", r.SelfTest)
 	}

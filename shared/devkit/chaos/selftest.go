@@ -88,11 +88,17 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	}
 	want = append(want, r.Key.String()+": not completed (queued)")
 
-	kept, checked := p.rep.Problems, p.rep.Checked
+	foreign, err := p.plantForeign(ctx)
+	if err != nil {
+		return err
+	}
+	want = append(want, foreign...)
+
+	kept, checked, races := p.rep.Problems, p.rep.Checked, p.rep.Accounts
 	p.rep.Problems = nil
 	err = p.check(ctx)
 	found := p.rep.Problems
-	p.rep.Problems, p.rep.Checked = kept, checked
+	p.rep.Problems, p.rep.Checked, p.rep.Accounts = kept, checked, races
 	if err != nil {
 		return err
 	}
