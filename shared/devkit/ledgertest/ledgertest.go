@@ -20,11 +20,17 @@ import (
 // restores the guarantee in tests by serializing writes per item key; moto
 // still evaluates every condition. Share one SerialDB between all ledgers of
 // a test process.
+//
+// A second gap: moto applies a transaction to a copy of its tables and, when
+// the transaction is cancelled, puts the copy back, undoing every write made
+// to the table in the meantime. So a transaction runs alone: single writes
+// share tx, a transaction holds it exclusively.
 type SerialDB struct {
 	*dynamodb.Client
 	// KeyAttrs are the table's key attribute names (ledger.AttrPK, ledger.AttrSK).
 	KeyAttrs []string
 	locks    sync.Map // key -> *sync.Mutex
+	tx       sync.RWMutex
 }
 
 func (s *SerialDB) lock(item map[string]types.AttributeValue) func() {
@@ -45,19 +51,25 @@ func (s *SerialDB) keyString(item map[string]types.AttributeValue) string {
 
 // UpdateItem is the client's, serialized per item.
 func (s *SerialDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.tx.RLock()
+	defer s.tx.RUnlock()
 	defer s.lock(in.Key)()
 	return s.Client.UpdateItem(ctx, in, opts...)
 }
 
 // PutItem is the client's, serialized per item.
 func (s *SerialDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.tx.RLock()
+	defer s.tx.RUnlock()
 	defer s.lock(in.Item)()
 	return s.Client.PutItem(ctx, in, opts...)
 }
 
-// TransactWriteItems is the client's, serialized with every write to any
-// of its items (locked in key order, so two transactions cannot deadlock).
+// TransactWriteItems is the client's, run alone (see SerialDB) and
+// serialized with every write to any of its items (locked in key order).
 func (s *SerialDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	s.tx.Lock()
+	defer s.tx.Unlock()
 	keys := map[string]map[string]types.AttributeValue{}
 	for _, it := range in.TransactItems {
 		var key map[string]types.AttributeValue
