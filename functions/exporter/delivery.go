@@ -102,7 +102,7 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 			st.Exists = true
 			st.State = string(row.State)
 			st.Attempts = row.Attempts
-			st.Exhausted = row.Exhausted
+			st.Stopped = row.Stopped
 			st.LastError = row.LastError
 			st.Generation = row.Generation
 			st.Rows = row.Rows

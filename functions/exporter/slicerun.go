@@ -98,7 +98,7 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 	case errors.Is(err, ledger.ErrClaimLost):
 		log.InfoContext(ctx, "the slice's plan is gone; dropping this delivery", "reason", err.Error())
 		return s.settle(ctx, key, log)
-	case errors.Is(err, ledger.ErrExhausted):
+	case errors.Is(err, ledger.ErrStopped):
 		// Its run died on the last attempt.
 		return s.failSliced(ctx, key, m.ClaimToken, err, log)
 	case err != nil:
@@ -216,7 +216,7 @@ func (r *sliceRun) failed(ctx context.Context, fail *failure, permanent bool) er
 		return nil
 	case err != nil:
 		return fmt.Errorf("record failure of slice %d of %s (%v): %w", sl.Index, sl.Key, fail, err)
-	case got.Exhausted || permanent:
+	case got.Stopped || permanent:
 		log.ErrorContext(ctx, "slice failed for good; the partition's attempt fails", "error", fail.Error(), "code", string(fail.code), "attempts", got.Attempts)
 		return s.failSliced(ctx, sl.Key, sl.Token, fail, log)
 	}

@@ -96,7 +96,7 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			switch {
 			case err == nil:
 				results[i] = &c
-			case errors.Is(err, ledger.ErrExhausted):
+			case errors.Is(err, ledger.ErrStopped):
 				retired++
 				s.log().Warn("partition exhausted its attempts", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
 			case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):

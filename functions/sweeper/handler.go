@@ -123,8 +123,8 @@ func (h Handler) emit(_ context.Context, executionID string, sum Summary) {
 	// partitions currently exhausted, published only when every shard was
 	// counted (never by a fan-out worker), so a failing sweep cannot clear
 	// the alarm.
-	if sum.ExhaustedCounted {
-		ms = append(ms, metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Exhausted)})
+	if sum.StoppedCounted {
+		ms = append(ms, metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Stopped)})
 	}
 	if h.Metrics != nil {
 		_ = h.Metrics.Emit(map[string]any{"execution_id": executionID}, ms...)

@@ -72,12 +72,12 @@ func TestHandlerSweepsWhateverThePayload(t *testing.T) {
 	})
 }
 
-// TestHandlerPublishesExhaustedLevel: PartitionsExhausted is the level the
+// TestHandlerPublishesStoppedLevel: PartitionsExhausted is the level the
 // sweep counted (partitions currently stopped retrying), every sweep, so the
 // alarm (Maximum over 15 minutes > 0) stays raised until they are requeued.
-func TestHandlerPublishesExhaustedLevel(t *testing.T) {
+func TestHandlerPublishesStoppedLevel(t *testing.T) {
 	var buf bytes.Buffer
-	r := &fakeRunner{sum: Summary{Accounts: 1, Exhausted: 4, Retired: 1, ExhaustedCounted: true}}
+	r := &fakeRunner{sum: Summary{Accounts: 1, Stopped: 4, Retired: 1, StoppedCounted: true}}
 	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
 	if _, err := h.Handle(t.Context(), nil); err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestHandlerPublishesExhaustedLevel(t *testing.T) {
 // keeps its state (TreatMissingData: missing) instead of clearing.
 func TestHandlerWithholdsAnIncompleteLevel(t *testing.T) {
 	var buf bytes.Buffer
-	r := &fakeRunner{sum: Summary{Accounts: 2, Exhausted: 1, Errors: 1}, err: errors.New("count failed")}
+	r := &fakeRunner{sum: Summary{Accounts: 2, Stopped: 1, Errors: 1}, err: errors.New("count failed")}
 	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
 	if _, err := h.Handle(t.Context(), nil); err == nil {
 		t.Fatal("want the sweep's error")

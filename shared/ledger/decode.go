@@ -121,7 +121,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		Attempts:       r.Attempts,
 		ClaimToken:     r.ClaimToken,
 		LastError:      r.LastError,
-		Exhausted:      r.Exhausted,
+		Stopped:        r.Stopped,
 		Generation:     r.Generation,
 		GenReserved:    r.GenReserved,
 		Rows:           r.Rows,

@@ -69,7 +69,7 @@ func TestDueOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Exhausted {
+		if r.Stopped {
 			break
 		}
 		clk.Set(r.NextAttemptAt)
@@ -88,10 +88,10 @@ func TestDueOrder(t *testing.T) {
 	}
 }
 
-// TestCountExhausted: rows that stopped retrying are a level that can be
+// TestCountStopped: rows that stopped retrying are a level that can be
 // read from the index at any time (L1, O3), and leave it on requeue or a
 // manual claim.
-func TestCountExhausted(t *testing.T) {
+func TestCountStopped(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
@@ -104,9 +104,9 @@ func TestCountExhausted(t *testing.T) {
 	}
 	count := func(a string, want int) {
 		t.Helper()
-		n, st, err := l.CountExhausted(ctx, a)
+		n, st, err := l.CountStopped(ctx, a)
 		if err != nil || n != want || st.Items != want || st.Queries != 1 {
-			t.Errorf("CountExhausted(%s) = %d %+v %v, want %d reading %d items in 1 query", a, n, st, err, want, want)
+			t.Errorf("CountStopped(%s) = %d %+v %v, want %d reading %d items in 1 query", a, n, st, err, want, want)
 		}
 	}
 	count(acct, 0)
@@ -121,7 +121,7 @@ func TestCountExhausted(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, f1.key, ReasonRetry); !errors.Is(err, ErrExhausted) {
+	if _, err := l.Claim(ctx, f1.key, ReasonRetry); !errors.Is(err, ErrStopped) {
 		t.Fatalf("dead last attempt: %v", err)
 	}
 	// Day 2 completes, day 3 stays pending.

@@ -112,7 +112,7 @@ func (l *Ledger) noteFailed(ctx context.Context, item map[string]types.Attribute
 		return
 	}
 	outcome := OutcomeFailed
-	if row.State == StateFailed && row.Exhausted {
+	if row.State == StateFailed && row.Stopped {
 		outcome = OutcomeStopped
 	}
 	a := Attempt{

@@ -125,7 +125,7 @@ func TestHistoryOfDeadClaimRetiredOnLastAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, key, ""); !errors.Is(err, ErrExhausted) {
+	if _, err := l.Claim(ctx, key, ""); !errors.Is(err, ErrStopped) {
 		t.Fatalf("claim of a dead last attempt: %v", err)
 	}
 	h, err := l.History(ctx, key)

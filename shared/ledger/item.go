@@ -42,7 +42,7 @@ const (
 	attrLeaseUntil     = "lease_until"
 	attrNextAttemptAt  = "next_attempt_at"
 	attrLastError      = "last_error"
-	attrExhausted      = "exhausted"
+	attrStopped        = "exhausted"
 	attrGeneration     = "generation"
 	attrGenReserved    = "generation_reserved"
 	attrRows           = "rows"
@@ -106,7 +106,7 @@ const (
 	duePending      = "1#"
 	dueFailed       = "2#"
 	dueRunning      = "3#"
-	dueExhausted    = "9#" // counted by CountExhausted, never read by Due
+	dueStopped      = "9#" // counted by CountStopped, never read by Due
 	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first (L6)
 	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 
@@ -137,7 +137,7 @@ type rowRecord struct {
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`
-	Exhausted      bool   `dynamodbav:"exhausted"`
+	Stopped        bool   `dynamodbav:"exhausted"`
 	Generation     int64  `dynamodbav:"generation"`
 	GenReserved    int64  `dynamodbav:"generation_reserved"`
 	Rows           int64  `dynamodbav:"rows"`
@@ -274,8 +274,8 @@ func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
 	return ""
 }
 
-// exhaustedDueKey is the due key of a failed row that stopped retrying: in
-// the index so CountExhausted can count it, outside every range Due reads.
-func exhaustedDueKey(day civil.Date, dataset string) string {
-	return dueExhausted + day.String() + "#" + dataset
+// stoppedDueKey is the due key of a failed row that stopped retrying: in
+// the index so CountStopped can count it, outside every range Due reads.
+func stoppedDueKey(day civil.Date, dataset string) string {
+	return dueStopped + day.String() + "#" + dataset
 }

@@ -99,7 +99,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		if c, err = once.Claim(ctx, k, ""); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := once.Fail(ctx, k, c.Token, errors.New("boom")); err != nil || !r.Exhausted {
+		if r, err := once.Fail(ctx, k, c.Token, errors.New("boom")); err != nil || !r.Stopped {
 			t.Fatalf("exhaust %s: %+v %v", k, r, err)
 		}
 	}
@@ -120,9 +120,9 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 			t.Fatalf("%s: %d due rows, want 11: %v", acct, len(rows), dueDays(rows))
 		}
 		due[acct] = stats
-		n, stats, err := l.CountExhausted(ctx, acct)
+		n, stats, err := l.CountStopped(ctx, acct)
 		if err != nil || n != 1 {
-			t.Fatalf("%s: CountExhausted = %d %v, want 1", acct, n, err)
+			t.Fatalf("%s: CountStopped = %d %v, want 1", acct, n, err)
 		}
 		exhausted[acct] = stats
 	}
@@ -136,9 +136,9 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		t.Errorf("Due read %d items for 11 due rows", g.Items)
 	}
 	s, g = exhausted[small], exhausted[large]
-	t.Logf("L5: ledger of   112 rows (100 completed): CountExhausted read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
-	t.Logf("L5: ledger of 10012 rows (10000 completed): CountExhausted read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
+	t.Logf("L5: ledger of   112 rows (100 completed): CountStopped read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
+	t.Logf("L5: ledger of 10012 rows (10000 completed): CountStopped read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
 	if s.Items != g.Items || s.Queries != g.Queries || g.Items != 1 || g.Queries != 1 {
-		t.Errorf("CountExhausted read %+v and %+v, want 1 item in 1 query for 1 exhausted row", s, g)
+		t.Errorf("CountStopped read %+v and %+v, want 1 item in 1 query for 1 exhausted row", s, g)
 	}
 }

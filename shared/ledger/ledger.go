@@ -62,7 +62,7 @@
 // classes from their start so that the first row not yet due gives the
 // account's next wake time, and merges them in S1 order after the
 // scheduled class. It never reads the 9# class: an exhausted row stopped
-// retrying (L1). CountExhausted counts that class for one account (a COUNT
+// retrying (L1). CountStopped counts that class for one account (a COUNT
 // Query on begins_with 9#); the sweeper reads the fleet's level of stopped
 // partitions from the fleet index instead (StoppedByAccount), so "stopped
 // retrying" is a level it publishes every sweep (O3) at a cost that grows
@@ -113,7 +113,7 @@
 //
 // A write guarded by a claim token that no longer matches returns ErrClaimLost.
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
-// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrExhausted,
+// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrStopped,
 // or, if a re-run was requested while it ran, queues it (manual, attempts=0)
 // and returns ErrConflict.
 //
@@ -155,9 +155,9 @@ var (
 	// ErrBusy: a manual request found the row running under a live claim; the
 	// request is recorded (rerun_requested) and runs after that claim completes.
 	ErrBusy = errors.New("ledger: partition is running; re-run recorded")
-	// ErrExhausted: a dead claim had used its last attempt; the row is now
+	// ErrStopped: a dead claim had used its last attempt; the row is now
 	// failed and exhausted and waits for a requeue.
-	ErrExhausted = errors.New("ledger: attempts exhausted")
+	ErrStopped = errors.New("ledger: attempts exhausted")
 )
 
 // DynamoAPI is the part of the DynamoDB client the ledger uses.

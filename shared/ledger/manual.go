@@ -37,7 +37,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 			Set(name(attrDay), val(key.Day.String())).
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
-			Remove(name(attrExhausted))
+			Remove(name(attrStopped))
 		upd = unmarkStopped(upd)
 		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
@@ -119,7 +119,7 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 				Set(name(AttrDueKey), val(dueKey(StateQueued, d, dataset, time.Time{}))).
 				Set(name(attrUpdatedAt), val(nowS)).
 				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
-				Remove(name(attrExhausted)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
+				Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 			upd = unmarkStopped(upd)
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 			if err == nil {

@@ -74,7 +74,7 @@ type Row struct {
 	LeaseUntil    time.Time
 	NextAttemptAt time.Time
 	LastError     string
-	Exhausted     bool
+	Stopped       bool
 	Generation    int64
 	// GenReserved is the highest generation found committed in the bucket
 	// without a Complete (NoteCommitted); the next claim is numbered above it.

@@ -95,7 +95,7 @@ type Slice struct {
 	RunToken   string
 	State      State // queued, running, completed or failed
 	Attempts   int
-	Exhausted  bool
+	Stopped    bool
 	StartedAt  time.Time
 	LeaseUntil time.Time
 	FinishedAt time.Time

@@ -123,8 +123,8 @@ func TestTransitions(t *testing.T) {
 		}
 	}
 	exhaustedKey := func(f *fixture, r Row) {
-		if want := "9#" + f.key.Day.String() + "#" + f.key.Dataset; r.DueKey != want || !r.Exhausted {
-			f.t.Errorf("due_key %q exhausted %v, want %q and exhausted", r.DueKey, r.Exhausted, want)
+		if want := "9#" + f.key.Day.String() + "#" + f.key.Dataset; r.DueKey != want || !r.Stopped {
+			f.t.Errorf("due_key %q exhausted %v, want %q and exhausted", r.DueKey, r.Stopped, want)
 		}
 	}
 	cases := []struct {
@@ -265,7 +265,7 @@ func TestTransitions(t *testing.T) {
 			f.token = c.Token
 		}, func(f *fixture) error {
 			r, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom"))
-			if err == nil && (!r.Exhausted || r.Attempts != f.l.cfg.MaxAttempts) {
+			if err == nil && (!r.Stopped || r.Attempts != f.l.cfg.MaxAttempts) {
 				f.t.Errorf("row %+v", r)
 			}
 			return err
@@ -293,7 +293,7 @@ func TestTransitions(t *testing.T) {
 			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
-			if r.Exhausted || r.Attempts != 0 {
+			if r.Stopped || r.Attempts != 0 {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
@@ -362,7 +362,7 @@ func TestTransitions(t *testing.T) {
 			_, err := f.l.ClaimManual(f.ctx, f.key)
 			return err
 		}, nil, StateRunning, []check{inIndex("3#"), func(f *fixture, r Row) {
-			if r.Exhausted || r.Attempts != 1 {
+			if r.Stopped || r.Attempts != 1 {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
@@ -385,8 +385,8 @@ func TestTransitions(t *testing.T) {
 		}, func(f *fixture) error {
 			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
 			return err
-		}, ErrExhausted, StateFailed, []check{exhaustedKey, attempts(3), func(f *fixture, r Row) {
-			if !r.Exhausted || !strings.Contains(r.LastError, "lease expired") {
+		}, ErrStopped, StateFailed, []check{exhaustedKey, attempts(3), func(f *fixture, r Row) {
+			if !r.Stopped || !strings.Contains(r.LastError, "lease expired") {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
@@ -406,7 +406,7 @@ func TestTransitions(t *testing.T) {
 			}
 			return err
 		}, nil, StateRunning, []check{attempts(0), func(f *fixture, r Row) {
-			if r.Exhausted {
+			if r.Stopped {
 				f.t.Errorf("row %+v exhausted without having run", r)
 			}
 		}}},
