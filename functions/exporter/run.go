@@ -199,8 +199,8 @@ func (r *run) failedAfter(ctx context.Context, err error, notBefore time.Time) e
 		return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
 	}
 	log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
-		"next_attempt_at", row.NextAttemptAt, "exhausted", row.Stopped)
-	// PartitionsExhausted is the sweeper's gauge; a failure is an event.
+		"next_attempt_at", row.NextAttemptAt, "stopped", row.Stopped)
+	// PartitionsStopped is the sweeper's gauge; a failure is an event.
 	_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
 	if r.Account.ID != "" && r.Account.Enabled {
 		return s.writeDelivery(ctx, r.Account, claim.Day, log)

@@ -98,7 +98,7 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 				results[i] = &c
 			case errors.Is(err, ledger.ErrStopped):
 				retired++
-				s.log().Warn("partition exhausted its attempts", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
+				s.log().Warn("partition stopped retrying", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
 			case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
 				skipped++ // another sweep or a manual run got there first
 			default:

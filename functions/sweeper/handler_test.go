@@ -72,7 +72,7 @@ func TestHandlerSweepsWhateverThePayload(t *testing.T) {
 	})
 }
 
-// TestHandlerPublishesStoppedLevel: PartitionsExhausted is the level the
+// TestHandlerPublishesStoppedLevel: PartitionsStopped is the level the
 // sweep counted (partitions currently stopped retrying), every sweep, so the
 // alarm (Maximum over 15 minutes > 0) stays raised until they are requeued.
 func TestHandlerPublishesStoppedLevel(t *testing.T) {
@@ -86,8 +86,8 @@ func TestHandlerPublishesStoppedLevel(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("EMF line %q: %v", buf.String(), err)
 	}
-	if line["PartitionsExhausted"] != 4.0 {
-		t.Errorf("PartitionsExhausted = %v, want 4 (the level): %s", line["PartitionsExhausted"], buf.String())
+	if line["PartitionsStopped"] != 4.0 {
+		t.Errorf("PartitionsStopped = %v, want 4 (the level): %s", line["PartitionsStopped"], buf.String())
 	}
 }
 
@@ -104,7 +104,7 @@ func TestHandlerWithholdsAnIncompleteLevel(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("EMF line %q: %v", buf.String(), err)
 	}
-	if _, ok := line["PartitionsExhausted"]; ok {
+	if _, ok := line["PartitionsStopped"]; ok {
 		t.Errorf("published an incomplete level: %s", buf.String())
 	}
 	if line["SweepErrors"] != 1.0 {

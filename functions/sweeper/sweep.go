@@ -153,13 +153,13 @@ type Summary struct {
 	ItemsRead      int `json:"items_read"`      // items read from the table and indexes
 	// Stopped is the number of partitions of the fleet that currently
 	// stopped retrying and wait for a requeue (a level, not the ones that
-	// stopped during this sweep); it feeds PartitionsExhausted.
-	Stopped int `json:"exhausted"`
-	Retired int `json:"retired"` // dead claims retired as exhausted by this sweep (included in Stopped)
+	// stopped during this sweep); it feeds PartitionsStopped.
+	Stopped int `json:"stopped"`
+	Retired int `json:"retired"` // dead claims retired as stopped by this sweep (included in Stopped)
 	// StoppedCounted is false when a shard's count failed (or this is a
 	// fan-out worker, which does not count): Stopped is then not
 	// published, so the alarm keeps its state instead of clearing.
-	StoppedCounted bool `json:"exhausted_counted"`
+	StoppedCounted bool `json:"stopped_counted"`
 	Errors         int  `json:"errors"`
 	// OldestDueAgeSeconds is how long the oldest due partition seen has been
 	// closed (its day's end in the account's zone); 0 when nothing is due.
@@ -340,7 +340,7 @@ func (s *Sweeper) countStopped(ctx context.Context, sum *Summary, p *problems) {
 		}
 		for acct, n := range counts[shard] {
 			sum.Stopped += n
-			s.log().Warn("partitions stopped retrying; fix the cause and requeue them", "account", acct, "exhausted", n)
+			s.log().Warn("partitions stopped retrying; fix the cause and requeue them", "account", acct, "stopped", n)
 		}
 	}
 }

@@ -536,7 +536,7 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 
 // TestBacklogLongerThanLeaseNeverStops: when jobs wait in SQS longer than
 // the lease, each sweep reclaims them, but a claim that never started uses no
-// attempt: the row is never marked exhausted without having run, and each
+// attempt: the row is never stopped without having run, and each
 // superseded message is dropped at Start.
 func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
 	ctx := context.Background()
@@ -553,7 +553,7 @@ func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
 		}
 		sent := rec.take()
 		if sum.Claimed != 1 || sum.Retired != 0 || sum.Stopped != 0 || len(sent) != 1 || sent[0].Attempt != 1 {
-			t.Fatalf("round %d: summary %+v, jobs %+v; want one claim on attempt 1 and nothing exhausted", round, sum, sent)
+			t.Fatalf("round %d: summary %+v, jobs %+v; want one claim on attempt 1 and nothing stopped", round, sum, sent)
 		}
 		msgs = append(msgs, sent[0])
 		clk.Advance(lease + time.Minute) // nobody has received the job yet
@@ -645,7 +645,7 @@ func TestStoppedIsALevel(t *testing.T) {
 			t.Fatal(err)
 		}
 		if sum.Stopped != 0 {
-			t.Errorf("round %d: %d exhausted", round, sum.Stopped)
+			t.Errorf("round %d: %d stopped", round, sum.Stopped)
 		}
 		for _, j := range rec.take() {
 			if _, err := l.Start(ctx, key(j), j.ClaimToken); err != nil {
@@ -665,7 +665,7 @@ func TestStoppedIsALevel(t *testing.T) {
 			t.Fatal(err)
 		}
 		if sum.Stopped != want.Stopped || sum.Retired != want.Retired || sum.Claimed != 0 || !sum.StoppedCounted {
-			t.Errorf("sweep %d after exhaustion: %+v, want exhausted %d, retired %d", round, sum, want.Stopped, want.Retired)
+			t.Errorf("sweep %d after stopping: %+v, want stopped %d, retired %d", round, sum, want.Stopped, want.Retired)
 		}
 		clk.Advance(15 * time.Minute)
 	}
@@ -673,7 +673,7 @@ func TestStoppedIsALevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sum, err := s.Run(ctx); err != nil || sum.Stopped != 1 || sum.Claimed != 1 {
-		t.Errorf("sweep after a requeue: %+v %v, want 1 exhausted and the requeued day claimed", sum, err)
+		t.Errorf("sweep after a requeue: %+v %v, want 1 stopped and the requeued day claimed", sum, err)
 	}
 }
 
@@ -689,7 +689,7 @@ func TestSummaryJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "exhausted", "retired", "duration_ms"} {
+	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "stopped", "retired", "duration_ms"} {
 		if !strings.Contains(string(b), `"`+k+`"`) {
 			t.Errorf("summary JSON %s lacks %s", b, k)
 		}

@@ -72,7 +72,7 @@ func runningUpdate(k Key, token, nowS string, lease time.Time) expression.Update
 // and dead claims; queued and pending rows keep the reason they were created
 // with). A row in any other state is refused with ErrConflict; an absent row
 // is ErrNotFound; a dead claim that started on the last attempt becomes
-// failed+exhausted and returns ErrStopped.
+// failed+stopped and returns ErrStopped.
 //
 // Claim does not use an attempt: Start does, when the run begins. Claim
 // returns the attempt number the run will be (attempts+1) for the job

@@ -59,7 +59,7 @@ func TestDueOrder(t *testing.T) {
 		t.Fatalf("due capped at 2: got %s want %s", got, want)
 	}
 
-	// Exhaust 03-01: it leaves the due work until a requeue brings it back.
+	// Stop 03-01: it leaves the due work until a requeue brings it back.
 	for {
 		c, err := l.Claim(ctx, k1, ReasonRetry)
 		if err != nil {
@@ -77,7 +77,7 @@ func TestDueOrder(t *testing.T) {
 	clk.Advance(48 * time.Hour)
 	due, _, _ = l.Due(ctx, acct, 10)
 	if got, want := strings.Join(dueDays(due), " "), "queued:2026-03-04 pending:2026-03-02 pending:2026-03-03 pending:2026-03-05"; got != want {
-		t.Fatalf("due with 03-01 exhausted:\n got %s\nwant %s", got, want)
+		t.Fatalf("due with 03-01 stopped:\n got %s\nwant %s", got, want)
 	}
 	if _, err := l.Requeue(ctx, acct, "events", from, from, ReasonManual); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestCountStopped(t *testing.T) {
 	count(other, 0)
 	due, _, err := l.Due(ctx, acct, 10)
 	if got := strings.Join(dueDays(due), " "); err != nil || got != "pending:2026-03-04" {
-		t.Errorf("due with two exhausted rows: %s %v", got, err)
+		t.Errorf("due with two stopped rows: %s %v", got, err)
 	}
 
 	if _, err := l.Requeue(ctx, acct, "events", f0.key.Day, f0.key.Day, ReasonManual); err != nil {

@@ -42,7 +42,7 @@ const (
 	attrLeaseUntil     = "lease_until"
 	attrNextAttemptAt  = "next_attempt_at"
 	attrLastError      = "last_error"
-	attrStopped        = "exhausted"
+	attrStopped        = "exhausted" // stored name kept for existing tables (the row stopped retrying)
 	attrGeneration     = "generation"
 	attrGenReserved    = "generation_reserved"
 	attrRows           = "rows"
@@ -137,7 +137,7 @@ type rowRecord struct {
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`
-	Stopped        bool   `dynamodbav:"exhausted"`
+	Stopped        bool   `dynamodbav:"exhausted"` // attrStopped
 	Generation     int64  `dynamodbav:"generation"`
 	GenReserved    int64  `dynamodbav:"generation_reserved"`
 	Rows           int64  `dynamodbav:"rows"`
@@ -151,8 +151,8 @@ type rowRecord struct {
 	UpdatedAt      string `dynamodbav:"updated_at"`
 	DueAccount     string `dynamodbav:"due_account"`
 	DueKey         string `dynamodbav:"due_key"`
-	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and exhausted
-	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and exhausted
+	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and stopped
+	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and stopped
 
 	// Late data and reseeds (fingerprint.go, reseed.go).
 	Fingerprint    string `dynamodbav:"fingerprint"`
@@ -256,7 +256,7 @@ func scheduledDueKey(day civil.Date, dataset string) string {
 	return dueScheduled + day.String() + "#" + dataset
 }
 
-// stoppedKey is the fleet key of a failed, exhausted row in the stopped
+// stoppedKey is the fleet key of a failed, stopped row in the stopped
 // shard of its account.
 func stoppedKey(k Key) string { return k.AccountID + "#" + k.Dataset + "#" + k.Day.String() }
 

@@ -52,7 +52,7 @@
 //	pending                      1#<day>#<dataset>
 //	failed, attempts left        2#<next_attempt_at>#<day>#<dataset>
 //	running                      3#<lease_until>#<day>#<dataset>
-//	failed, exhausted            9#<day>#<dataset>
+//	failed, stopped            9#<day>#<dataset>
 //	completed                    (no due_account/due_key: not in the index)
 //
 // Times in keys and attributes are RFC 3339 UTC at second precision
@@ -61,8 +61,8 @@
 // (no filter): begins_with S#, 0#, 1#, 2# and 3#, the failed and running
 // classes from their start so that the first row not yet due gives the
 // account's next wake time, and merges them in S1 order after the
-// scheduled class. It never reads the 9# class: an exhausted row stopped
-// retrying (L1). CountStopped counts that class for one account (a COUNT
+// scheduled class. It never reads the 9# class: a stopped row waits for
+// a requeue (L1). CountStopped counts that class for one account (a COUNT
 // Query on begins_with 9#); the sweeper reads the fleet's level of stopped
 // partitions from the fleet index instead (StoppedByAccount), so "stopped
 // retrying" is a level it publishes every sweep (O3) at a cost that grows
@@ -98,7 +98,7 @@
 //	Complete        running (token)                   -> completed, generation = res.Generation or +1
 //	                running (token), rerun_requested  -> queued (manual), generation as above, stats kept
 //	                res.Generation not above stored   -> ErrConflict (the claim still holds)
-//	Fail            running (token)                   -> failed with backoff, or failed+exhausted (9#)
+//	Fail            running (token)                   -> failed with backoff, or failed+stopped (9#)
 //	                                                     after MaxAttempts
 //	                running (token), rerun_requested  -> queued (manual)
 //	Requeue         anything but a live running claim -> queued (absent rows are created)
@@ -107,13 +107,13 @@
 // After its row write, every transition that leaves a row due at some time
 // lowers the account's wake time to it (Requeue, ClaimManual, Fail,
 // Complete and Release, and Claim's re-run path; see wake.go); Fail's
-// exhausted branch and Claim's retirement add the row to the stopped shard,
+// stopping branch and Claim's retirement add the row to the stopped shard,
 // Requeue and ClaimManual remove it. Materialize and Claim do not wake: only
 // the sweeper calls them, and it sets the account's next wake time itself.
 //
 // A write guarded by a claim token that no longer matches returns ErrClaimLost.
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
-// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrStopped,
+// reclaimed: Claim marks it failed+stopped (9#) and returns ErrStopped,
 // or, if a re-run was requested while it ran, queues it (manual, attempts=0)
 // and returns ErrConflict.
 //
@@ -121,7 +121,7 @@
 // materialized: a run uses an attempt when it starts (Start, or ClaimManual,
 // which starts at once), not when it is claimed, so a job that waits in SQS
 // longer than the lease is reclaimed without losing an attempt, and a row
-// never exhausts its attempts without having run. Claim returns the attempt
+// never uses up its attempts without having run. Claim returns the attempt
 // number the run will be. generation counts successful exports and only ever
 // increases; Claim returns the generation the run will commit at least.
 package ledger
@@ -156,8 +156,8 @@ var (
 	// request is recorded (rerun_requested) and runs after that claim completes.
 	ErrBusy = errors.New("ledger: partition is running; re-run recorded")
 	// ErrStopped: a dead claim had used its last attempt; the row is now
-	// failed and exhausted and waits for a requeue.
-	ErrStopped = errors.New("ledger: attempts exhausted")
+	// failed and stopped and waits for a requeue.
+	ErrStopped = errors.New("ledger: stopped retrying (out of attempts)")
 )
 
 // DynamoAPI is the part of the DynamoDB client the ledger uses.

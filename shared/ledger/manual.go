@@ -13,7 +13,7 @@ import (
 )
 
 // ClaimManual serves a manual re-export request (E1): it creates the row if
-// absent and claims it from any state (completed, exhausted, ...) with
+// absent and claims it from any state (completed, stopped, ...) with
 // reason manual and a fresh attempt count. If the row is running under a live
 // claim, it sets rerun_requested on it instead and returns ErrBusy: the
 // request is recorded and the row is queued again when that claim completes.
@@ -90,7 +90,7 @@ type RequeueResult struct {
 
 // Requeue marks every day from `from` through `to` queued with reason (manual
 // or backfill), creating missing rows and resetting attempts (this is how an
-// exhausted row retries again). A row running under a live claim gets
+// stopped row retries again). A row running under a live claim gets
 // rerun_requested instead, so it is queued again when that claim completes.
 func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason Reason) (RequeueResult, error) {
 	if !reason.Valid() {

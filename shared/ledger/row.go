@@ -167,7 +167,7 @@ func (r Row) liveAt(now time.Time) bool { return r.State == StateRunning && !r.L
 // deadOnLastAttempt reports whether r is a dead claim (running, lease
 // expired at now) whose run started and used the last of maxAttempts: the
 // running branch of claimableNow refuses exactly these, and Claim retires
-// them as exhausted (or queues them, if a re-run was requested).
+// them as stopped (or queues them, if a re-run was requested).
 func (r Row) deadOnLastAttempt(now time.Time, maxAttempts int) bool {
 	return r.State == StateRunning && r.LeaseUntil.Before(now) && !r.StartedAt.IsZero() && r.Attempts >= maxAttempts
 }

@@ -177,7 +177,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 
 // Fail records a failed attempt under the claim token. With attempts left the
 // row is failed with next_attempt_at from the backoff; after MaxAttempts it is
-// failed and exhausted: it leaves the ranges Due reads for the 9# class that
+// failed and stopped: it leaves the ranges Due reads for the 9# class that
 // CountStopped counts, until requeued. A claim that failed without Start
 // having counted its attempt (a caller that skipped Start) counts it here. If a re-run was
 // requested while it ran, the row is queued (manual) with a fresh attempt

@@ -11,7 +11,7 @@ package ledger
 //     partition: StartSlice claims it with a token of its own (counting an
 //     attempt; a running slice whose lease expired is taken over),
 //     CompleteSlice records its files, FailSlice its error; after
-//     MaxAttempts it is exhausted and the partition's attempt fails;
+//     MaxAttempts it is stopped and the partition's attempt fails;
 //   - every slice run is conditional on the partition still being held by
 //     the planning claim (StartSlice, CompleteSlice and FailSlice renew it
 //     under that token; the slice items carry it), and holds it for

@@ -95,7 +95,7 @@ func TestSliceLifecycle(t *testing.T) {
 		}
 	}
 	if _, err := l.StartSlice(ctx, c.Key, c.Token, 1); !errors.Is(err, ErrStopped) {
-		t.Fatalf("start of an exhausted slice: %v, want ErrStopped", err)
+		t.Fatalf("start of a stopped slice: %v, want ErrStopped", err)
 	}
 	if r, _ := l.Get(ctx, c.Key); !r.LeaseUntil.Equal(clk.Now().Add(hold)) {
 		t.Fatalf("partition held until %s after a slice's failure, want %s: a slice waiting for its retry holds it", r.LeaseUntil, clk.Now().Add(hold))
@@ -125,7 +125,7 @@ func TestSliceLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, sls, _ := l.SlicesOf(ctx, c.Key); plan.Done(sls) {
-		t.Fatal("a plan with an exhausted slice is done")
+		t.Fatal("a plan with a stopped slice is done")
 	}
 
 	// No slice was heard of for the whole hold (a lease and the queue's

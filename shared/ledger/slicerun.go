@@ -136,7 +136,7 @@ func (l *Ledger) CompleteSlice(ctx context.Context, key Key, token string, i int
 
 // FailSlice records a slice run's error under its run token and renews the
 // partition's hold while the slice waits for its retry; the slice is
-// exhausted once it has used MaxAttempts attempts (the partition's attempt
+// stopped once it has used MaxAttempts attempts (the partition's attempt
 // then fails: the exporter records that with FailAfter). It returns the
 // slice as recorded. A run that no longer holds the slice, or a partition
 // no longer held by token, is ErrClaimLost.

@@ -48,9 +48,9 @@ const (
 	// finds the wake time more than this ahead of its clock knows no sweep
 	// is handling the account.
 	wakeSkew = time.Minute
-	// wakeSettle is how long a waker's write keeps a sweep from raising the
+	// wakeGrace is how long a waker's write keeps a sweep from raising the
 	// wake time: the time its row change may take to reach the due index.
-	wakeSettle = time.Minute
+	wakeGrace = time.Minute
 )
 
 // Shard returns the fleet-index shard of an account: FNV-1a of its id
@@ -196,7 +196,7 @@ func (l *Ledger) SetNextWake(ctx context.Context, w Woken, next time.Time, close
 	if w.Seq == 0 {
 		seq = name(attrWakeSeq).AttributeNotExists()
 	}
-	quiet := expression.Or(name(attrWokenAt).AttributeNotExists(), name(attrWokenAt).LessThan(val(fmtTime(readAt.Add(-wakeSettle)))))
+	quiet := expression.Or(name(attrWokenAt).AttributeNotExists(), name(attrWokenAt).LessThan(val(fmtTime(readAt.Add(-wakeGrace)))))
 	cond := expression.And(name(AttrFleetShard).AttributeExists(), seq, quiet)
 	_, err := l.update(ctx, key, upd, cond, types.ReturnValueNone)
 	if !errors.Is(err, errCondition) {

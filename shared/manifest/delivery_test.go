@@ -48,7 +48,7 @@ func TestNewDelivery(t *testing.T) {
 		{"dead claim on its last attempt", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Stopped: true,
 			LastError: "claim lease expired at 2026-03-10T10:00:00Z on attempt 6 of 6"},
 			CodeStoppedRetrying, CodeTimedOut, CodeStoppedRetrying.Sentence() + " Attempts: 6. Last failure: " + CodeTimedOut.Sentence()},
-		{"exhausted", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Stopped: true, LastError: pgErr},
+		{"stopped", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Stopped: true, LastError: pgErr},
 			CodeStoppedRetrying, CodeSourceUnavailable, CodeStoppedRetrying.Sentence() + " Attempts: 6. Last failure: " + CodeSourceUnavailable.Sentence()},
 		{"unknown dataset", PartitionStatus{Name: "visitors", Exists: true, State: "completed"}, CodeInternal, "", CodeInternal.Sentence() + " This dataset is not in this deployment's catalog."},
 	} {

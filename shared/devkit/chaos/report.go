@@ -41,7 +41,7 @@ type Checked struct {
 	Generations int   // committed generations (distinct _SUCCESS) seen
 	Commits     int   // _SUCCESS writes the store accepted
 	Deliveries  int   // delivery manifests compared with the ledger
-	Settled     int   // manifests of settled days compared after each round
+	AtRest      int   // manifests of days at rest compared after each round
 	Buckets     int   // buckets checked for incomplete uploads
 }
 
@@ -78,7 +78,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  %d faults injected (%d kills) in %d S3 requests\n", t, r.Kills, total-t)
 	c := r.Checked
 	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
-		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.Settled, c.Buckets)
+		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets)
 	if r.SelfTest > 0 {
 		fmt.Fprintf(w, "  self-test: the check reported each of %d deliberate breaks made after the run\n", r.SelfTest)
 	}
