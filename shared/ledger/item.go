@@ -15,7 +15,7 @@ const (
 	IndexDue       = "due"
 	AttrDueAccount = "due_account"
 	AttrDueKey     = "due_key"
-	// The sparse restate index (fingerprint.go): completed rows whose
+	// The sparse restate index (restate.go): completed rows whose
 	// restatement check is scheduled.
 	IndexRestate       = "restate"
 	AttrRestateAccount = "restate_account"
@@ -154,7 +154,7 @@ type rowRecord struct {
 	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and stopped
 	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and stopped
 
-	// Late data and reseeds (fingerprint.go, reseed.go).
+	// Late data and reseeds (restate.go, reseed.go).
 	Fingerprint    string `dynamodbav:"fingerprint"`
 	FingerprintAt  string `dynamodbav:"fingerprint_at"`
 	RestateAccount string `dynamodbav:"restate_account"`

@@ -91,7 +91,7 @@ type Row struct {
 	// DueKey is the row's key in the due index ("" when not due).
 	DueKey string
 
-	// Late data and reseeds (fingerprint.go, reseed.go): the fingerprint
+	// Late data and reseeds (restate.go, reseed.go): the fingerprint
 	// the generation was exported with and its next check, the generation a
 	// restatement replaces, and the seed epoch of the generation.
 	Fingerprint Fingerprint
@@ -129,7 +129,7 @@ type Result struct {
 	Generation int64
 
 	// Fingerprint, Restated and SeedEpoch are recorded with the generation
-	// (fingerprint.go, reseed.go).
+	// (restate.go, reseed.go).
 	Fingerprint Fingerprint
 	Restated    bool
 	SeedEpoch   int64
