@@ -217,7 +217,8 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
 		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation,
 	}
-	r.lateData(ctx, &res, w)
+	r.lateData(&res, w)
+	res.SeedEpoch = r.seedEpoch(ctx)
 	_, err := s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
 	// The generation is in the bucket whatever Complete said: its event
 	// goes out; the reseed counts the day once Complete recorded it.
