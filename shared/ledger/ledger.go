@@ -143,23 +143,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// Named errors.
-var (
-	// ErrClaimLost: a write guarded by a claim token found another token (or none).
-	ErrClaimLost = errors.New("ledger: claim lost")
-	// ErrNotFound: no such row or account.
-	ErrNotFound = errors.New("ledger: not found")
-	// ErrConflict: the transition is refused in the row's current state (for
-	// example a claim on a completed row, or on a row running under a live claim).
-	ErrConflict = errors.New("ledger: refused in the current state")
-	// ErrBusy: a manual request found the row running under a live claim; the
-	// request is recorded (rerun_requested) and runs after that claim completes.
-	ErrBusy = errors.New("ledger: partition is running; re-run recorded")
-	// ErrStopped: a dead claim had used its last attempt; the row is now
-	// failed and stopped and waits for a requeue.
-	ErrStopped = errors.New("ledger: stopped retrying (out of attempts)")
-)
-
 // DynamoAPI is the part of the DynamoDB client the ledger uses.
 type DynamoAPI interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)

@@ -29,7 +29,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,10 +51,6 @@ const (
 	// MaxSlices bounds the slices of one partition.
 	MaxSlices = 1000
 )
-
-// ErrSliceDone is StartSlice's refusal of a slice already completed (a
-// second delivery of its message).
-var ErrSliceDone = errors.New("ledger: slice already completed")
 
 // SlicePlan is a partition's plan for one sliced generation.
 type SlicePlan struct {

@@ -38,11 +38,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 )
 
-// ErrWake: a transition was recorded, but the account's wake time could not
-// be lowered after it. The row stands; a sweep finds it at the account's
-// next wake (its next day close at the latest).
-var ErrWake = errors.New("ledger: transition recorded, but the account's wake time was not lowered")
-
 const (
 	// wakeSkew bounds the clock difference between writers: a waker that
 	// finds the wake time more than this ahead of its clock knows no sweep
