@@ -85,8 +85,6 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	switch {
 	case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
 		return drop(err.Error())
-	case errors.Is(err, ledger.ErrWake): // queued; a sweep finds the row at the account's next wake
-		log.WarnContext(ctx, "queued for restatement, but the account was not woken", "error", err.Error())
 	case err != nil:
 		return fmt.Errorf("queue restatement of %s: %w", key, err)
 	}

@@ -193,8 +193,6 @@ func (r *run) failedAfter(ctx context.Context, err error, notBefore time.Time) e
 	case errors.Is(ferr, ledger.ErrClaimLost):
 		log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
 		return nil
-	case errors.Is(ferr, ledger.ErrWake): // recorded; a sweep finds the row at the account's next wake
-		log.WarnContext(ctx, "export failure recorded, but the account's wake time was not lowered", "error", ferr.Error())
 	case ferr != nil:
 		return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
 	}
@@ -223,17 +221,14 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 	// The generation is in the bucket whatever Complete said: its event
 	// goes out; the reseed counts the day once Complete recorded it.
 	r.publishCommitted(ctx, w, res)
-	if err == nil || errors.Is(err, ledger.ErrWake) {
+	if err == nil {
 		r.seedDayDone(ctx, res.SeedEpoch)
 	}
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
 		return nil
 	}
-	switch {
-	case errors.Is(err, ledger.ErrWake): // recorded; a sweep finds the requested re-run at the account's next wake
-		log.WarnContext(ctx, "export recorded, but the account's wake time was not lowered", "error", err.Error())
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
 	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": w.Manifest.Generation, "run_id": r.RunID}

@@ -181,13 +181,10 @@ func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, re
 		err := s.Ledger.Release(rctx, c)
 		cancel()
 		switch {
-		case err == nil || errors.Is(err, ledger.ErrWake):
+		case err == nil:
 			released++
 			unsent = append(unsent, c.Key)
 			errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why))
-			if err != nil {
-				errs = append(errs, err)
-			}
 		case errors.Is(err, ledger.ErrClaimLost):
 			// The job got through after all and an exporter started it (or the
 			// claim moved on): the row is not ours to give back.

@@ -143,9 +143,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		_, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
 		switch {
 		case err == nil:
-			if err := l.wakeAfter(ctx, key.AccountID, now); err != nil {
-				return err
-			}
+			l.wakeAfter(ctx, key.AccountID, now)
 		case !errors.Is(err, errCondition):
 			return err
 		}
@@ -234,5 +232,6 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	if err != nil {
 		return err
 	}
-	return l.wakeAfter(ctx, c.AccountID, at)
+	l.wakeAfter(ctx, c.AccountID, at)
+	return nil
 }

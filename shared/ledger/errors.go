@@ -3,7 +3,11 @@ package ledger
 import "errors"
 
 // The ledger's errors. Every one is returned wrapped (with the key or the
-// account it is about): test for it with errors.Is.
+// account it is about): test for it with errors.Is. A transition that
+// returns an error did not happen (or, for ErrStopped, ended the row as
+// the error says); what fails after a recorded transition (lowering the
+// wake time, writing the attempt's history) is reported to
+// Config.WakeFailed and Config.HistoryFailed instead, never returned.
 var (
 	// ErrClaimLost: a write guarded by a claim token found another token
 	// (or none): the claim expired and was taken over, or the job's run was
@@ -32,10 +36,6 @@ var (
 	ErrMalformed = errors.New("ledger: malformed item")
 	// ErrNoDelete: the ledger's client cannot delete items.
 	ErrNoDelete = errors.New("ledger: the DynamoDB client given to New cannot delete items")
-	// ErrWake: a transition was recorded, but the account's wake time could not
-	// be lowered after it. The row stands; a sweep finds it at the account's
-	// next wake (its next day close at the latest).
-	ErrWake = errors.New("ledger: transition recorded, but the account's wake time was not lowered")
 )
 
 // errCondition marks a failed condition check inside the package (dynamo.go

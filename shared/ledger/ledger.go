@@ -135,6 +135,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -175,6 +176,16 @@ type Config struct {
 	// after the transition (Fail on the last attempt, or Claim retiring a
 	// dead claim on its last attempt); see stopped.go.
 	Stopped func(ctx context.Context, s Stop)
+	// WakeFailed is told when a transition was recorded but the account's
+	// wake time could not be lowered after it (wake.go). The transition
+	// stands and returns nil: a sweep finds the row at the account's next
+	// wake (its next day close at the latest). Default: a warning on
+	// slog.Default().
+	WakeFailed func(ctx context.Context, accountID string, err error)
+	// HistoryFailed is told when the history item of an attempt that
+	// ended could not be written (history.go); the transition it follows
+	// stands. Default: a warning on slog.Default().
+	HistoryFailed func(ctx context.Context, key Key, err error)
 	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
 	// backfill, in days before today (L6). Default
 	// envvar.DefaultMaxBackfillDays.
@@ -232,6 +243,16 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	cfg.SliceHold = cmp.Or(cfg.SliceHold, DefaultRedelivery+cfg.Lease)
 	if cfg.SliceHold < cfg.Lease {
 		return nil, fmt.Errorf("ledger: slice hold %s is shorter than the lease %s", cfg.SliceHold, cfg.Lease)
+	}
+	if cfg.WakeFailed == nil {
+		cfg.WakeFailed = func(ctx context.Context, accountID string, err error) {
+			slog.Default().WarnContext(ctx, "ledger: transition recorded, but the account's wake time was not lowered", "account", accountID, "error", err.Error())
+		}
+	}
+	if cfg.HistoryFailed == nil {
+		cfg.HistoryFailed = func(ctx context.Context, key Key, err error) {
+			slog.Default().WarnContext(ctx, "ledger: attempt history not written; the transition stands", "partition", key.String(), "error", err.Error())
+		}
 	}
 	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
 	if cfg.MaxBackfillDays < 1 {

@@ -146,7 +146,7 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 	res := RequeueResult{Queued: int(queued.Load()), Created: int(created.Load()), RerunRequested: int(rerun.Load())}
 	if res.Queued > 0 {
 		// Once for the range, after its rows: they are due now.
-		err = errors.Join(err, l.wakeAfter(ctx, accountID, l.now()))
+		l.wakeAfter(ctx, accountID, l.now())
 	}
 	return res, err
 }

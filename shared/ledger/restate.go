@@ -282,7 +282,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key Key, generation int
 	if err != nil {
 		return Row{}, err
 	}
-	// The row is due now: wake the account (after the row, like Requeue); a
-	// failure is ErrWake with the transition recorded.
-	return row, l.wakeAfter(ctx, key.AccountID, l.now())
+	// The row is due now: wake the account (after the row, like Requeue).
+	l.wakeAfter(ctx, key.AccountID, l.now())
+	return row, nil
 }

@@ -148,7 +148,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 			if err == nil && rerun {
 				// The wake first: a re-run waits for it; the history item
 				// and the export stats after it are best effort.
-				err = l.wakeAfter(ctx, key.AccountID, l.now())
+				l.wakeAfter(ctx, key.AccountID, l.now())
 			}
 			l.noteCompleted(ctx, out)
 			l.recordExport(ctx, res.Duration)
@@ -266,9 +266,9 @@ func (l *Ledger) FailAfter(ctx context.Context, key Key, token string, cause err
 		switch { // the wake first, the history item after it (best effort)
 		case err != nil:
 		case row.State == StateQueued:
-			err = l.wakeAfter(ctx, key.AccountID, now)
+			l.wakeAfter(ctx, key.AccountID, now)
 		case !row.Stopped:
-			err = l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
+			l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
 		}
 		l.noteFailed(ctx, out, attempts)
 		return row, err

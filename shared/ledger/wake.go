@@ -163,13 +163,14 @@ func (l *Ledger) Wake(ctx context.Context, accountID string, at time.Time) error
 	return err
 }
 
-// wakeAfter is Wake for a transition that already took effect: a failure is
-// ErrWake, so the caller can tell it from a refused transition.
-func (l *Ledger) wakeAfter(ctx context.Context, accountID string, at time.Time) error {
+// wakeAfter is Wake for a transition that already took effect: the
+// transition stands whatever happens here, so a failure is reported to
+// Config.WakeFailed, not returned (a sweep finds the row at the account's
+// next wake, its next day close at the latest).
+func (l *Ledger) wakeAfter(ctx context.Context, accountID string, at time.Time) {
 	if err := l.Wake(ctx, accountID, at); err != nil {
-		return fmt.Errorf("%w: account %s at %s: %w", ErrWake, accountID, fmtTime(at), err)
+		l.cfg.WakeFailed(ctx, accountID, fmt.Errorf("lower the wake time of account %s to %s: %w", accountID, fmtTime(at), err))
 	}
-	return nil
 }
 
 // SetNextWake records the sweeper's next wake time for an account it
