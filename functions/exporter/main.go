@@ -1,5 +1,10 @@
 // Command exporter is the exporter Lambda: it reads export messages from SQS
 // and writes each partition into its account's bucket. This file only wires.
+//
+// service.go routes a message; run.go is one partition's run; slices.go and
+// slicerun.go days exported in slices; restate.go restatement (the check
+// message and what a generation records for the next check); reseed.go
+// reseeds; lifecycle.go how both hook into a run.
 package main
 
 import (

@@ -3,7 +3,7 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds six kinds of item:
+// One table (template.yaml, LedgerTable) holds nine kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
 //	                                                         account_id, updated_at, wake_seq,
@@ -24,16 +24,22 @@
 //	                                                         generation, rows, bytes, files, duration_ms,
 //	                                                         manifest_key, error, expires_at (TTL)
 //	export stats:    pk=STATS              sk=EXPORTS#<hour> exports, export_ms, expires_at (TTL), updated_at
-//	                                       sk=RECONCILE      reconciled_at, updated_at
+//	reconcile mark:  pk=STATS              sk=RECONCILE      reconciled_at, updated_at
+//	seed item:       pk=SEED#<account>     sk=<dataset>      seed_epoch, state, seed_first_day, seed_last_day,
+//	                                                         seed_days, seed_done_days, ... (reseed.go)
+//	slice plan:      pk=SL#<acct>#<ds>#<day>  sk=PLAN        partition_token, slice_count, generation, run_id,
+//	                                                         destination, fingerprint, commit_token, ... (slice.go)
+//	slice:           pk=SL#<acct>#<ds>#<day>  sk=S#<nnnn>    slice_index, state, claim_token, attempts,
+//	                                                         lease_until, rows, bytes, slice_files, ... (slice.go)
 //
 // A history item records how one attempt ended (history.go); it is written
-// after the transition that ended it (Complete, Fail, or a Claim or
-// ClaimManual that took over a dead started claim), best effort. Export
+// after the transition that ended it ([Ledger.Complete], [Ledger.Fail], or a [Ledger.Claim] or
+// [Ledger.ClaimManual] that took over a dead started claim), best effort. Export
 // stats feed the sweeper's claim budget (stats.go). Both expire through the
 // table's one TTL attribute, expires_at.
 //
-// Code names every attribute through one constant (AttrPK, AttrSK,
-// AttrDueAccount, AttrDueKey and AttrExpiresAt are exported), and a test
+// Code names every attribute through one constant ([AttrPK], [AttrSK],
+// [AttrDueAccount], [AttrDueKey] and [AttrExpiresAt] are exported), and a test
 // checks the constants against the struct tags of the items' stored forms
 // (stats bucket and reconcile marker share one). A stored value that does
 // not parse (a time, a day, a number, a value of the wrong type) is an error
@@ -57,14 +63,14 @@
 //
 // Times in keys and attributes are RFC 3339 UTC at second precision
 // (2006-01-02T15:04:05Z): fixed width, so string order is time order.
-// DueWork (and Due) reads one key range per class with key conditions only
+// [Ledger.DueWork] (and [Ledger.Due]) reads one key range per class with key conditions only
 // (no filter): begins_with S#, 0#, 1#, 2# and 3#, the failed and running
 // classes from their start so that the first row not yet due gives the
 // account's next wake time, and merges them in S1 order after the
 // scheduled class. It never reads the 9# class: a stopped row waits for
-// a requeue (L1). CountStopped counts that class for one account (a COUNT
+// a requeue (L1). [Ledger.CountStopped] counts that class for one account (a COUNT
 // Query on begins_with 9#); the sweeper reads the fleet's level of stopped
-// partitions from the fleet index instead (StoppedByAccount), so "stopped
+// partitions from the fleet index instead ([Ledger.StoppedByAccount]), so "stopped
 // retrying" is a level it publishes every sweep (O3) at a cost that grows
 // with the stopped rows only.
 //
@@ -72,7 +78,7 @@
 //
 // GSI `fleet` (hash fleet_shard, range fleet_key) holds enabled accounts by
 // wake time (W#<nn> / <wake time>) and stopped partitions (X#<nn> /
-// <account>#<dataset>#<day>), nn = Shard(account) of FleetShards, so a sweep
+// <account>#<dataset>#<day>), nn = [Shard](account) of [FleetShards], so a sweep
 // reads the accounts that may have work, and the stopped level, in a fixed
 // number of queries whatever the fleet. wake.go describes who moves the wake
 // time and how no wake-up is lost; stopped.go the stopped entries.
@@ -105,25 +111,33 @@
 //	                live running claim                -> rerun_requested=true
 //
 // After its row write, every transition that leaves a row due at some time
-// lowers the account's wake time to it (Requeue, ClaimManual, Fail,
-// Complete and Release, and Claim's re-run path; see wake.go); Fail's
-// stopping branch and Claim's retirement add the row to the stopped shard,
-// Requeue and ClaimManual remove it. Materialize and Claim do not wake: only
+// lowers the account's wake time to it ([Ledger.Requeue], [Ledger.ClaimManual], [Ledger.Fail],
+// [Ledger.Complete] and [Ledger.Release], and [Ledger.Claim]'s re-run path; see wake.go); [Ledger.Fail]'s
+// stopping branch and [Ledger.Claim]'s retirement add the row to the stopped shard,
+// [Ledger.Requeue] and [Ledger.ClaimManual] remove it. [Ledger.Materialize] and [Ledger.Claim] do not wake: only
 // the sweeper calls them, and it sets the account's next wake time itself.
 //
-// A write guarded by a claim token that no longer matches returns ErrClaimLost.
+// A write guarded by a claim token that no longer matches returns [ErrClaimLost].
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
-// reclaimed: Claim marks it failed+stopped (9#) and returns ErrStopped,
+// reclaimed: [Ledger.Claim] marks it failed+stopped (9#) and returns [ErrStopped],
 // or, if a re-run was requested while it ran, queues it (manual, attempts=0)
-// and returns ErrConflict.
+// and returns [ErrConflict].
 //
 // attempts counts runs started since the row was last queued or
-// materialized: a run uses an attempt when it starts (Start, or ClaimManual,
+// materialized: a run uses an attempt when it starts ([Ledger.Start], or [Ledger.ClaimManual],
 // which starts at once), not when it is claimed, so a job that waits in SQS
 // longer than the lease is reclaimed without losing an attempt, and a row
-// never uses up its attempts without having run. Claim returns the attempt
+// never uses up its attempts without having run. [Ledger.Claim] returns the attempt
 // number the run will be. generation counts successful exports and only ever
-// increases; Claim returns the generation the run will commit at least.
+// increases; [Ledger.Claim] returns the generation the run will commit at least.
+//
+// # Where each part lives
+//
+// errors.go holds every error the package returns; restate.go the restate
+// index (late data) and its transitions; reseed.go reseeds; slice.go and
+// slicerun.go days exported in slices; wake.go the wake half of the fleet
+// index, stopped.go its stopped half and stophook.go [Config].Stopped;
+// history.go the attempt history.
 package ledger
 
 import (
