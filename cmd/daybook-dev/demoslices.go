@@ -6,7 +6,6 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
 // demoSliceRows is the SLICE_ROWS the demo runs the exporter with: the
@@ -34,26 +33,4 @@ func demoSliceRows(accts []account.Account, rows map[string]map[string]map[strin
 		q-- // the busiest days alike: they still go in slices
 	}
 	return max(q, 1)
-}
-
-// demoSlicePlan is what the exporter will export in slices with
-// sliceRows: each closed day of a dataset partitioned on a timestamp whose
-// rows pass it (the exporter's rule, with the source's count as the
-// expected rows). Keys are "account/dataset/day".
-func demoSlicePlan(accts []account.Account, rows map[string]map[string]map[string]int64, now time.Time, sliceRows int64) []string {
-	var plan []string
-	for _, a := range accts {
-		for _, name := range a.Datasets {
-			ds, err := dataset.Get(name)
-			if err != nil || !ds.Sliceable() {
-				continue
-			}
-			for _, d := range civil.Range(a.StartDate, a.WithDefaults(0).ClosedThrough(now)) {
-				if sliceRows > 0 && rows[a.ID][name][d.String()] > sliceRows {
-					plan = append(plan, a.ID+"/"+name+"/"+d.String())
-				}
-			}
-		}
-	}
-	return plan
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
 )
 
@@ -92,4 +94,26 @@ func TestE2EInstant(t *testing.T) {
 			t.Errorf("e2eInstant(%s) = %s, %s back, want one to two weeks", real, got, back)
 		}
 	}
+}
+
+// demoSlicePlan is what the exporter will export in slices with
+// sliceRows: each closed day of a dataset partitioned on a timestamp whose
+// rows pass it (the exporter's rule, with the source's count as the
+// expected rows). Keys are "account/dataset/day".
+func demoSlicePlan(accts []account.Account, rows map[string]map[string]map[string]int64, now time.Time, sliceRows int64) []string {
+	var plan []string
+	for _, a := range accts {
+		for _, name := range a.Datasets {
+			ds, err := dataset.Get(name)
+			if err != nil || !ds.Sliceable() {
+				continue
+			}
+			for _, d := range civil.Range(a.StartDate, a.WithDefaults(0).ClosedThrough(now)) {
+				if sliceRows > 0 && rows[a.ID][name][d.String()] > sliceRows {
+					plan = append(plan, a.ID+"/"+name+"/"+d.String())
+				}
+			}
+		}
+	}
+	return plan
 }

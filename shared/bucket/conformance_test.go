@@ -6,11 +6,12 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 )
 
 var srv *motoserver.Server
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 // TestConformance runs the one suite on both stores a Bucket meets in tests.
 func TestConformance(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/sourcetest"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -205,7 +206,7 @@ func (p *pipeline) sourceKeys(ctx context.Context, a account.Account, ds dataset
 	idx := keyIndexes(ds)
 	start, end := a.Window(day)
 	var out []string
-	_, err = source.Rows(ctx, src, source.Query{AccountID: a.ID, Dataset: ds, Day: day, Start: start, End: end}, func(row []any) error {
+	_, err = sourcetest.Rows(ctx, src, source.Query{AccountID: a.ID, Dataset: ds, Day: day, Start: start, End: end}, func(row []any) error {
 		parts := make([]string, len(idx))
 		for i, j := range idx {
 			parts[i] = fmt.Sprint(row[j])
