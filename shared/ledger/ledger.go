@@ -260,12 +260,12 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	}
 	if cfg.WakeFailed == nil {
 		cfg.WakeFailed = func(ctx context.Context, accountID string, err error) {
-			slog.Default().WarnContext(ctx, "ledger: transition recorded, but the account's wake time was not lowered", "account", accountID, "error", err.Error())
+			slog.Default().WarnContext(ctx, "ledger: transition recorded, but the account's wake time was not lowered", "account", accountID, "cause", err.Error())
 		}
 	}
 	if cfg.HistoryFailed == nil {
 		cfg.HistoryFailed = func(ctx context.Context, key Key, err error) {
-			slog.Default().WarnContext(ctx, "ledger: attempt history not written; the transition stands", "partition", key.String(), "error", err.Error())
+			slog.Default().WarnContext(ctx, "ledger: attempt history not written; the transition stands", "partition", key.String(), "cause", err.Error())
 		}
 	}
 	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
