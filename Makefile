@@ -131,13 +131,9 @@ test: tools fmt-check vet lint deadcode vulncheck ## everything CI runs: gofmt, 
 
 # Every function in the programs' packages is reachable from a main: code only
 # tests call belongs in a _test.go file or a test-support package.
-# DEADCODE_PENDING (grep -E, file:line:col: unreachable func: NAME) is what is
-# known and waits for its package's owner; shrink it, never grow it.
-DEADCODE_PENDING := ^shared/ledger/history.go:[0-9:]+ unreachable func: HistoryWriteErrors$$|^shared/devkit/motoserver/testmain.go:[0-9:]+ unreachable func: RunTests$$|^shared/dataset/compat.go:[0-9:]+ unreachable func: (Compatible|loosening|indexOf)$$|^shared/source/source.go:[0-9:]+ unreachable func: (Rows|RowFunc.Batches|Provenance.inUTC)$$
 deadcode: ## fail with the list of functions no main reaches (golang.org/x/tools/cmd/deadcode)
 	@test -x $(DEADCODE) || { echo "$(DEADCODE) is missing: run make tools"; exit 1; }
 	@out=$$($(DEADCODE) ./functions/... ./cmd/...) || { echo "$$out"; exit 1; }; \
-	out=$$(echo "$$out" | grep -v -E '$(DEADCODE_PENDING)' || true); \
 	if [ -n "$$out" ]; then echo "unreachable from any main (deadcode ./functions/... ./cmd/...):"; echo "$$out"; exit 1; fi
 
 fmt-check:

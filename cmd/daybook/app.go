@@ -91,13 +91,3 @@ func loadAWSConfig(ctx context.Context, region, profile string) (aws.Config, err
 func (a *app) execute(ctx context.Context, args []string) int {
 	return cli.Execute(ctx, a.rootCommand(), args, a.stderr)
 }
-
-// run is execute for tests: the error instead of an exit code, stderr
-// discarded.
-func run(ctx context.Context, args []string, stdout io.Writer) error {
-	return runWith(newApp(stdout, io.Discard), ctx, args)
-}
-
-func runWith(a *app, ctx context.Context, args []string) error {
-	return cli.Run(ctx, a.rootCommand(), args)
-}

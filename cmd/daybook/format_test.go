@@ -182,7 +182,7 @@ func TestPhaseOf(t *testing.T) {
 		{ledger.Row{State: ledger.StateQueued}, phaseQueued},
 		{ledger.Row{State: ledger.StatePending}, phasePending},
 		{ledger.Row{State: ledger.StateFailed, NextAttemptAt: now}, phaseFailed},
-		{ledger.Row{State: ledger.StateFailed, Exhausted: true}, phaseStopped},
+		{ledger.Row{State: ledger.StateFailed, Stopped: true}, phaseStopped},
 		{ledger.Row{State: ledger.StateFailed, DueKey: "9#2026-11-01#events"}, phaseStopped}, // from the index
 	} {
 		if got := ops.Of(tt.row); got != tt.want {

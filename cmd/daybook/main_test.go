@@ -20,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -29,7 +30,7 @@ import (
 // daybook-dev local up, as a user would.
 var srv *motoserver.Server
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 // stack is the deployed template as the command tests see it.
 type stack struct {

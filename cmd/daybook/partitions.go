@@ -100,7 +100,7 @@ func (a *app) requeueCommand() *cobra.Command {
 		Short: "Queue days for export: a backfill, or a retry of partitions that stopped retrying",
 		Long: `Mark days queued in the ledger: the sweeper claims queued days first, oldest first, within its
 per-account and per-sweep caps, so a long backfill is paced. Missing rows are created; stopped
-(exhausted) rows get a fresh attempt count; a row that is running now is marked to run again
+rows get a fresh attempt count; a row that is running now is marked to run again
 when it finishes.`,
 		Example: "  daybook requeue --account acct_localdemoaccount --dataset events --from 2026-09-01 --to 2026-09-30",
 	}

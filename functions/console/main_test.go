@@ -16,6 +16,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -23,7 +24,7 @@ import (
 
 var srv *motoserver.Server
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 // TestBootstrapServesFunctionURLRequests runs the console's bootstrap
 // under the Lambda runtime emulator, as the function URL invokes it, with

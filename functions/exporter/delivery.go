@@ -28,7 +28,7 @@ const deliveryRewrites = 3
 //
 // The partition's outcome is already recorded when this runs. A failure is
 // returned, so that SQS delivers the message again: a job's redelivery is
-// refused by Start and, the row having settled, rewrites the manifest
+// refused by Start and, the row being at rest, rewrites the manifest
 // without exporting again (Service.notStarted); a manual request's runs
 // again. Without it the manifest would stay missing or stale until another
 // export of the day.
@@ -102,7 +102,7 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 			st.Exists = true
 			st.State = string(row.State)
 			st.Attempts = row.Attempts
-			st.Exhausted = row.Exhausted
+			st.Stopped = row.Stopped
 			st.LastError = row.LastError
 			st.Generation = row.Generation
 			st.Rows = row.Rows

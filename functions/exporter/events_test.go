@@ -169,7 +169,7 @@ func TestStoppedEvent(t *testing.T) {
 	if got := drain(); len(got) != 0 {
 		t.Fatalf("events after failures with attempts left: %+v", got)
 	}
-	if r := e.retry("events", testDay); !r.Exhausted {
+	if r := e.retry("events", testDay); !r.Stopped {
 		t.Fatalf("after the last attempt: %+v", r)
 	}
 	got := drain()

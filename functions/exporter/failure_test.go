@@ -17,6 +17,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
+	"github.com/daybook-dev/daybook/shared/devkit/sourcetest"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/source"
@@ -32,7 +33,7 @@ func unreadable(t *testing.T) error {
 	}
 	db.Close()
 	day := civil.MustParse("2026-03-05")
-	_, err = source.Rows(t.Context(), src, source.Query{AccountID: "a", Dataset: mustDataset(t, "events"), Day: day,
+	_, err = sourcetest.Rows(t.Context(), src, source.Query{AccountID: "a", Dataset: mustDataset(t, "events"), Day: day,
 		Start: day.Start(time.UTC), End: day.AddDays(1).Start(time.UTC)}, func([]any) error { return nil })
 	if err == nil {
 		t.Fatal("a closed database was read")

@@ -4,9 +4,10 @@ package main
 // data, restate.go), reseeds of incremental datasets (reseed.go) and the
 // events of committed and stopped partitions (publish.go). Service reaches
 // them through a few calls: Process hands their messages to lifecycle, a
-// run's finish fills a completed generation's late-data fields (lateData),
-// publishes it (publishCommitted) and counts it for a reseed (seedDayDone),
-// and the delivery manifest asks annotate.
+// run's finish fills a completed generation's late-data fields (lateData,
+// restate.go) and seed epoch (seedEpoch), publishes it (publishCommitted)
+// and counts it for a reseed (seedDayDone), and the delivery manifest asks
+// annotate.
 
 import (
 	"context"
@@ -70,26 +71,15 @@ func (s *Service) lifecycle(ctx context.Context, msg jobs.Message, log *slog.Log
 	return true, s.reseedDone(ctx, *msg.ReseedDone, log)
 }
 
-// lateData fills what a completed generation w records besides its stats:
-// the fingerprint its rows were read with and when to check it again (the
-// day inside the lookback window), whether it restates the day, and the
-// seed epoch it rebuilds the day for (its run began after a running
-// reseed of the dataset began).
-func (r *run) lateData(ctx context.Context, res *ledger.Result, w *Written) {
-	res.Fingerprint = w.Fingerprint
-	res.Restated = w.Manifest.Restatement != nil
-	lc := r.s.Lifecycle
-	if lc == nil {
-		return
-	}
-	now := r.s.Now()
-	if res.Fingerprint.Value != "" {
-		res.Fingerprint.CheckAt = lc.Restate.CheckAt(r.Claim.Day, r.Account.ClosedThrough(now), now)
-	}
+// seedEpoch is the seed epoch a generation of the run rebuilds its day
+// for: the running reseed's of the dataset when the run began after it
+// began, 0 otherwise.
+func (r *run) seedEpoch(ctx context.Context) int64 {
 	seed, ok := r.s.seed(ctx, r.Claim.AccountID, r.Claim.Dataset, r.log)
 	if ok && seed.Counts(r.Claim.Day, r.began.UTC()) {
-		res.SeedEpoch = seed.Epoch
+		return seed.Epoch
 	}
+	return 0
 }
 
 // seedDayDone counts the run's day, committed and recorded, for the reseed

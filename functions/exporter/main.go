@@ -1,5 +1,10 @@
 // Command exporter is the exporter Lambda: it reads export messages from SQS
 // and writes each partition into its account's bucket. This file only wires.
+//
+// service.go routes a message; run.go is one partition's run; slices.go and
+// slicerun.go days exported in slices; restate.go restatement (the check
+// message and what a generation records for the next check); reseed.go
+// reseeds; lifecycle.go how both hook into a run.
 package main
 
 import (
@@ -81,6 +86,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	cfg.Ledger.Stopped = stoppedHook(pub, em, log)
+	reportLedgerFailures(&cfg.Ledger, em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		return Handler{}, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 )
 
@@ -22,7 +23,7 @@ var (
 	runs atomic.Int64
 )
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 var (
 	serialOnce sync.Once

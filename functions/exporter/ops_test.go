@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -75,17 +76,24 @@ type stallingSource struct {
 	opened func() bool
 }
 
-func (s stallingSource) Rows(ctx context.Context, q source.Query, fn func([]any) error) (source.Provenance, error) {
+func (s stallingSource) Batches(ctx context.Context, q source.Query, fn func(*dataset.Batch) error) (source.Provenance, error) {
 	attrs := json.RawMessage(`{"blob":"` + strings.Repeat("x", 4000) + `"}`)
+	b := dataset.NewBatch(q.Dataset, 256)
+	b.Reset(1)
 	for i := 0; ; i++ {
 		if s.opened() {
 			<-ctx.Done()
 			return source.Provenance{}, ctx.Err()
 		}
 		ts := q.Start.Add(time.Duration(i) * time.Millisecond)
-		row := []any{fmt.Sprintf("ev-%08d", i), "page_view", ts, ts, nil, nil, nil, nil, false, attrs}
-		if err := fn(row); err != nil {
+		if err := b.AppendRow([]any{fmt.Sprintf("ev-%08d", i), "page_view", ts, ts, nil, nil, nil, nil, false, attrs}); err != nil {
 			return source.Provenance{}, err
+		}
+		if b.Full() {
+			if err := fn(b); err != nil {
+				return source.Provenance{}, err
+			}
+			b.Reset(int64(i) + 2)
 		}
 	}
 }
@@ -95,7 +103,7 @@ func (s stallingSource) Rows(ctx context.Context, q source.Query, fn func([]any)
 // deadline, and the ledger write outlives it.
 func TestDeadlineRecordsFailure(t *testing.T) {
 	e := newEnv(t, envOpts{maxFileBytes: 24 << 20}) // row groups of 6 MiB: the first flush opens a multipart upload
-	e.exp.Source = source.RowFunc(stallingSource{opened: func() bool { return e.faults.Count(buckettest.OpCreate) > 0 }}.Rows)
+	e.exp.Source = stallingSource{opened: func() bool { return e.faults.Count(buckettest.OpCreate) > 0 }}
 	c := e.claim("events", testDay, "")
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()

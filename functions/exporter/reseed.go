@@ -6,7 +6,7 @@ package main
 // start date through its last closed day with reason reseed, and rewrites
 // every one of those days' delivery manifests, which now say `reseed: true`
 // for the dataset. The sweeper exports the queued days like any others; a
-// generation whose run began after the epoch did counts (lateData,
+// generation whose run began after the epoch did counts (seedEpoch,
 // seedDayDone). Once every day is rebuilt, a reseed_done message finishes
 // the epoch and rewrites the days' delivery manifests again, clearing the
 // flag. Both messages are idempotent, so SQS may redeliver them after a

@@ -11,6 +11,12 @@ package main
 // restatement (ledger.RequeueRestatement, conditional on the generation and
 // the fingerprint compared), and the next sweep re-exports it like any
 // queued partition: the new generation replaces the day.
+//
+// This file is the exporter's one home for restatement: the check message
+// (restateCheck) and what a completed generation records for the next
+// check (lateData). The ledger's half, the restate index and its
+// transitions, is shared/ledger/restate.go; the sweeper's, which queues the
+// checks, functions/sweeper/restate.go.
 
 import (
 	"context"
@@ -83,8 +89,6 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	switch {
 	case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
 		return drop(err.Error())
-	case errors.Is(err, ledger.ErrWake): // queued; a sweep finds the row at the account's next wake
-		log.WarnContext(ctx, "queued for restatement, but the account was not woken", "error", err.Error())
 	case err != nil:
 		return fmt.Errorf("queue restatement of %s: %w", key, err)
 	}
@@ -93,4 +97,17 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	_ = s.Metrics.Emit(map[string]any{"account": c.AccountID, "dataset": c.Dataset, "day": c.Day},
 		metrics.Metric{Name: "RestatementsQueued", Unit: metrics.Count, Value: 1})
 	return nil
+}
+
+// lateData fills what a completed generation w records for late data: the
+// fingerprint its rows were read with, when to check it again (zero when
+// the day is outside the lookback window, or no check is configured), and
+// whether it restates the day.
+func (r *run) lateData(res *ledger.Result, w *Written) {
+	res.Fingerprint = w.Fingerprint
+	res.Restated = w.Manifest.Restatement != nil
+	if lc := r.s.Lifecycle; lc != nil && res.Fingerprint.Value != "" {
+		now := r.s.Now()
+		res.Fingerprint.CheckAt = lc.Restate.CheckAt(r.Claim.Day, r.Account.ClosedThrough(now), now)
+	}
 }

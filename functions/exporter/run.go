@@ -193,14 +193,12 @@ func (r *run) failedAfter(ctx context.Context, err error, notBefore time.Time) e
 	case errors.Is(ferr, ledger.ErrClaimLost):
 		log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
 		return nil
-	case errors.Is(ferr, ledger.ErrWake): // recorded; a sweep finds the row at the account's next wake
-		log.WarnContext(ctx, "export failure recorded, but the account's wake time was not lowered", "error", ferr.Error())
 	case ferr != nil:
 		return fmt.Errorf("record failure of %s (%v): %w", claim.Key, fail, ferr)
 	}
 	log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
-		"next_attempt_at", row.NextAttemptAt, "exhausted", row.Exhausted)
-	// PartitionsExhausted is the sweeper's gauge; a failure is an event.
+		"next_attempt_at", row.NextAttemptAt, "stopped", row.Stopped)
+	// PartitionsStopped is the sweeper's gauge; a failure is an event.
 	_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
 	if r.Account.ID != "" && r.Account.Enabled {
 		return s.writeDelivery(ctx, r.Account, claim.Day, log)
@@ -217,22 +215,20 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
 		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation,
 	}
-	r.lateData(ctx, &res, w)
+	r.lateData(&res, w)
+	res.SeedEpoch = r.seedEpoch(ctx)
 	_, err := s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
 	// The generation is in the bucket whatever Complete said: its event
 	// goes out; the reseed counts the day once Complete recorded it.
 	r.publishCommitted(ctx, w, res)
-	if err == nil || errors.Is(err, ledger.ErrWake) {
+	if err == nil {
 		r.seedDayDone(ctx, res.SeedEpoch)
 	}
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
 		return nil
 	}
-	switch {
-	case errors.Is(err, ledger.ErrWake): // recorded; a sweep finds the requested re-run at the account's next wake
-		log.WarnContext(ctx, "export recorded, but the account's wake time was not lowered", "error", err.Error())
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("complete %s: %w", claim.Key, err)
 	}
 	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": w.Manifest.Generation, "run_id": r.RunID}

@@ -124,7 +124,7 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 // run: it is rejected and reaches the dead-letter queue with the reason,
 // and nothing is written. Otherwise it is a second delivery of a job (SQS
 // is at-least-once) or a job whose claim was taken over, and is dropped;
-// but when the row has settled (not running), the run it started may have
+// but when the row is at rest (not running), the run it started may have
 // died after recording its outcome and before writing the day's delivery
 // manifest, and no later message would rewrite it: so the manifest is
 // rewritten from the ledger first (and the message delivered again if that
@@ -155,14 +155,14 @@ func (s *Service) notStarted(ctx context.Context, key ledger.Key, token string, 
 		}
 	}
 	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
-	return s.settled(ctx, acct, row, log)
+	return s.deliverAtRest(ctx, acct, row, log)
 }
 
-// settled rewrites the delivery manifest of row's day when the row has
-// settled (not running) and its account is enabled: the run that completed
+// deliverAtRest rewrites the delivery manifest of row's day when the row
+// is at rest (not running) and its account is enabled: the run that completed
 // or failed it may have stopped before writing it, and a message of the
 // partition that comes back is the one chance to converge.
-func (s *Service) settled(ctx context.Context, acct account.Account, row ledger.Row, log *slog.Logger) error {
+func (s *Service) deliverAtRest(ctx context.Context, acct account.Account, row ledger.Row, log *slog.Logger) error {
 	if row.State == ledger.StateRunning || !acct.Enabled {
 		return nil // a newer claim runs it, and writes the manifest when it ends
 	}

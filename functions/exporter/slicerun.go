@@ -92,7 +92,7 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 	}
 	if !current {
 		log.InfoContext(ctx, "the slice's plan was replaced since; dropping this delivery")
-		return s.settle(ctx, key, log)
+		return s.convergeAtRest(ctx, key, log)
 	}
 	sl, err := s.Ledger.StartSlice(ctx, key, m.ClaimToken, m.Slice)
 	switch {
@@ -105,8 +105,8 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 		return nil
 	case errors.Is(err, ledger.ErrClaimLost):
 		log.InfoContext(ctx, "the slice's plan is gone; dropping this delivery", "reason", err.Error())
-		return s.settle(ctx, key, log)
-	case errors.Is(err, ledger.ErrExhausted):
+		return s.convergeAtRest(ctx, key, log)
+	case errors.Is(err, ledger.ErrStopped):
 		// Its run died on the last attempt.
 		return s.failSliced(ctx, key, m.ClaimToken, err, log)
 	case err != nil:
@@ -266,7 +266,7 @@ func (r *sliceRun) failed(ctx context.Context, fail *failure, permanent bool) er
 		return nil
 	case err != nil:
 		return fmt.Errorf("record failure of slice %d of %s (%v): %w", sl.Index, sl.Key, fail, err)
-	case got.Exhausted || permanent:
+	case got.Stopped || permanent:
 		log.ErrorContext(ctx, "slice failed for good; the partition's attempt fails", "error", fail.Error(), "code", string(fail.code), "attempts", got.Attempts)
 		return s.failSliced(ctx, sl.Key, sl.Token, fail, log)
 	}
@@ -289,7 +289,7 @@ func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, 
 	claim, err := s.Ledger.HeldClaim(ctx, key, token)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.InfoContext(ctx, "the sliced partition's claim is gone; nothing to fail", "reason", err.Error())
-		return s.settle(ctx, key, log)
+		return s.convergeAtRest(ctx, key, log)
 	}
 	if err != nil {
 		return fmt.Errorf("read the claim of %s: %w", key, err)
@@ -309,14 +309,15 @@ func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, 
 // commitSlices commits the partition when every slice of its plan is
 // completed, from the one run that claims the commit; with too little of
 // the invocation left it hands the commit to a fresh one. A partition that
-// has settled meanwhile gets its delivery manifest rewritten (settle).
+// came to rest meanwhile gets its delivery manifest rewritten
+// (convergeAtRest).
 func (s *Service) commitSlices(ctx context.Context, key ledger.Key, m jobs.Slice, log *slog.Logger) error {
 	token := m.ClaimToken
 	claim, err := s.Ledger.HeldClaim(ctx, key, token)
 	if errors.Is(err, ledger.ErrClaimLost) {
-		// Committed, failed or taken over: the run that settled it may have
+		// Committed, failed or taken over: the run that ended it may have
 		// stopped before the day's delivery manifest.
-		return s.settle(ctx, key, log)
+		return s.convergeAtRest(ctx, key, log)
 	}
 	if err != nil {
 		return fmt.Errorf("read the claim of %s: %w", key, err)
@@ -371,10 +372,10 @@ func (r *run) commit(ctx context.Context, plan ledger.SlicePlan, sls []ledger.Sl
 	return r.s.Exporter.CommitSlices(ctx, r.Partition, plan, sls, r.log)
 }
 
-// settle is notStarted's convergence for a slice message whose partition
+// convergeAtRest is notStarted's convergence for a slice message whose partition
 // the message can no longer touch: the day's delivery manifest is rewritten
-// once the partition has settled (settled).
-func (s *Service) settle(ctx context.Context, key ledger.Key, log *slog.Logger) error {
+// once the partition is at rest (deliverAtRest).
+func (s *Service) convergeAtRest(ctx context.Context, key ledger.Key, log *slog.Logger) error {
 	row, err := s.Ledger.Get(ctx, key)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil
@@ -392,5 +393,5 @@ func (s *Service) settle(ctx context.Context, key ledger.Key, log *slog.Logger) 
 	if err != nil {
 		return fmt.Errorf("get account %s: %w", key.AccountID, err)
 	}
-	return s.settled(ctx, acct, row, log)
+	return s.deliverAtRest(ctx, acct, row, log)
 }

@@ -96,9 +96,9 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			switch {
 			case err == nil:
 				results[i] = &c
-			case errors.Is(err, ledger.ErrExhausted):
+			case errors.Is(err, ledger.ErrStopped):
 				retired++
-				s.log().Warn("partition exhausted its attempts", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
+				s.log().Warn("partition stopped retrying", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
 			case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
 				skipped++ // another sweep or a manual run got there first
 			default:
@@ -181,13 +181,10 @@ func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, re
 		err := s.Ledger.Release(rctx, c)
 		cancel()
 		switch {
-		case err == nil || errors.Is(err, ledger.ErrWake):
+		case err == nil:
 			released++
 			unsent = append(unsent, c.Key)
 			errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why))
-			if err != nil {
-				errs = append(errs, err)
-			}
 		case errors.Is(err, ledger.ErrClaimLost):
 			// The job got through after all and an exporter started it (or the
 			// claim moved on): the row is not ours to give back.

@@ -298,7 +298,7 @@ func TestFanOut(t *testing.T) {
 			shards[sh] = true
 		}
 	}
-	if sum.FanOut != len(q.jobs) || len(q.jobs) < 2 || budget != 5 || sum.Claimed != 0 || sum.Woken != 6 || !sum.ExhaustedCounted {
+	if sum.FanOut != len(q.jobs) || len(q.jobs) < 2 || budget != 5 || sum.Claimed != 0 || sum.Woken != 6 || !sum.StoppedCounted {
 		t.Fatalf("fan-out summary %+v, messages %+v", sum, q.jobs)
 	}
 	claimed := 0
@@ -308,7 +308,7 @@ func TestFanOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		claimed += ws.Claimed
-		if ws.Claimed > j.Budget || ws.ExhaustedCounted {
+		if ws.Claimed > j.Budget || ws.StoppedCounted {
 			t.Errorf("worker %+v: %+v", j, ws)
 		}
 	}

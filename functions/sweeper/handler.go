@@ -118,13 +118,13 @@ func (h Handler) emit(_ context.Context, executionID string, sum Summary) {
 		{Name: "ClaimBudget", Unit: metrics.Count, Value: float64(sum.Budget)},
 		{Name: "AccountsWoken", Unit: metrics.Count, Value: float64(sum.Woken)},
 	}
-	// PartitionsExhausted feeds the template's alarm on partitions that
+	// PartitionsStopped feeds the template's alarm on partitions that
 	// stopped retrying (Maximum over 15 minutes > 0): a level, the number of
-	// partitions currently exhausted, published only when every shard was
+	// partitions currently stopped, published only when every shard was
 	// counted (never by a fan-out worker), so a failing sweep cannot clear
 	// the alarm.
-	if sum.ExhaustedCounted {
-		ms = append(ms, metrics.Metric{Name: "PartitionsExhausted", Unit: metrics.Count, Value: float64(sum.Exhausted)})
+	if sum.StoppedCounted {
+		ms = append(ms, metrics.Metric{Name: "PartitionsStopped", Unit: metrics.Count, Value: float64(sum.Stopped)})
 	}
 	if h.Metrics != nil {
 		_ = h.Metrics.Emit(map[string]any{"execution_id": executionID}, ms...)

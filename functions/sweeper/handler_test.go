@@ -72,12 +72,12 @@ func TestHandlerSweepsWhateverThePayload(t *testing.T) {
 	})
 }
 
-// TestHandlerPublishesExhaustedLevel: PartitionsExhausted is the level the
+// TestHandlerPublishesStoppedLevel: PartitionsStopped is the level the
 // sweep counted (partitions currently stopped retrying), every sweep, so the
 // alarm (Maximum over 15 minutes > 0) stays raised until they are requeued.
-func TestHandlerPublishesExhaustedLevel(t *testing.T) {
+func TestHandlerPublishesStoppedLevel(t *testing.T) {
 	var buf bytes.Buffer
-	r := &fakeRunner{sum: Summary{Accounts: 1, Exhausted: 4, Retired: 1, ExhaustedCounted: true}}
+	r := &fakeRunner{sum: Summary{Accounts: 1, Stopped: 4, Retired: 1, StoppedCounted: true}}
 	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
 	if _, err := h.Handle(t.Context(), nil); err != nil {
 		t.Fatal(err)
@@ -86,8 +86,8 @@ func TestHandlerPublishesExhaustedLevel(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("EMF line %q: %v", buf.String(), err)
 	}
-	if line["PartitionsExhausted"] != 4.0 {
-		t.Errorf("PartitionsExhausted = %v, want 4 (the level): %s", line["PartitionsExhausted"], buf.String())
+	if line["PartitionsStopped"] != 4.0 {
+		t.Errorf("PartitionsStopped = %v, want 4 (the level): %s", line["PartitionsStopped"], buf.String())
 	}
 }
 
@@ -95,7 +95,7 @@ func TestHandlerPublishesExhaustedLevel(t *testing.T) {
 // keeps its state (TreatMissingData: missing) instead of clearing.
 func TestHandlerWithholdsAnIncompleteLevel(t *testing.T) {
 	var buf bytes.Buffer
-	r := &fakeRunner{sum: Summary{Accounts: 2, Exhausted: 1, Errors: 1}, err: errors.New("count failed")}
+	r := &fakeRunner{sum: Summary{Accounts: 2, Stopped: 1, Errors: 1}, err: errors.New("count failed")}
 	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
 	if _, err := h.Handle(t.Context(), nil); err == nil {
 		t.Fatal("want the sweep's error")
@@ -104,7 +104,7 @@ func TestHandlerWithholdsAnIncompleteLevel(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("EMF line %q: %v", buf.String(), err)
 	}
-	if _, ok := line["PartitionsExhausted"]; ok {
+	if _, ok := line["PartitionsStopped"]; ok {
 		t.Errorf("published an incomplete level: %s", buf.String())
 	}
 	if line["SweepErrors"] != 1.0 {

@@ -77,7 +77,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		t.Fatalf("%d failed publishes counted, want 1:\n%s\n%s", n, lines.String(), logs.String())
 	}
 	clk.Advance(time.Minute)
-	if sum, err := s.Run(ctx); err != nil || sum.Retired != 0 || sum.Exhausted != 2 {
+	if sum, err := s.Run(ctx); err != nil || sum.Retired != 0 || sum.Stopped != 2 {
 		t.Fatalf("second sweep: %+v %v", sum, err)
 	}
 	if len(pub.stopped) != 1 {

@@ -151,16 +151,16 @@ type Summary struct {
 	Deferred       int `json:"deferred"`        // woken accounts left for the next sweep (deadline)
 	FanOut         int `json:"fan_out"`         // shard messages sent to the sweep queue
 	ItemsRead      int `json:"items_read"`      // items read from the table and indexes
-	// Exhausted is the number of partitions of the fleet that currently
+	// Stopped is the number of partitions of the fleet that currently
 	// stopped retrying and wait for a requeue (a level, not the ones that
-	// stopped during this sweep); it feeds PartitionsExhausted.
-	Exhausted int `json:"exhausted"`
-	Retired   int `json:"retired"` // dead claims retired as exhausted by this sweep (included in Exhausted)
-	// ExhaustedCounted is false when a shard's count failed (or this is a
-	// fan-out worker, which does not count): Exhausted is then not
+	// stopped during this sweep); it feeds PartitionsStopped.
+	Stopped int `json:"stopped"`
+	Retired int `json:"retired"` // dead claims retired as stopped by this sweep (included in Stopped)
+	// StoppedCounted is false when a shard's count failed (or this is a
+	// fan-out worker, which does not count): Stopped is then not
 	// published, so the alarm keeps its state instead of clearing.
-	ExhaustedCounted bool `json:"exhausted_counted"`
-	Errors           int  `json:"errors"`
+	StoppedCounted bool `json:"stopped_counted"`
+	Errors         int  `json:"errors"`
 	// OldestDueAgeSeconds is how long the oldest due partition seen has been
 	// closed (its day's end in the account's zone); 0 when nothing is due.
 	// Due rows are read capped, so it is a lower bound.
@@ -330,17 +330,17 @@ func (s *Sweeper) countStopped(ctx context.Context, sum *Summary, p *problems) {
 		})
 	}
 	wg.Wait()
-	sum.ExhaustedCounted = true
+	sum.StoppedCounted = true
 	for shard := range ledger.FleetShards {
 		sum.ItemsRead += items[shard]
 		if errs[shard] != nil {
 			p.add(fmt.Errorf("count stopped partitions: %w", errs[shard]))
-			sum.ExhaustedCounted = false
+			sum.StoppedCounted = false
 			continue
 		}
 		for acct, n := range counts[shard] {
-			sum.Exhausted += n
-			s.log().Warn("partitions stopped retrying; fix the cause and requeue them", "account", acct, "exhausted", n)
+			sum.Stopped += n
+			s.log().Warn("partitions stopped retrying; fix the cause and requeue them", "account", acct, "stopped", n)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -33,7 +34,7 @@ var (
 	runs atomic.Int64
 )
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 var (
 	serialOnce sync.Once
@@ -534,11 +535,11 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 	}
 }
 
-// TestBacklogLongerThanLeaseNeverExhausts: when jobs wait in SQS longer than
+// TestBacklogLongerThanLeaseNeverStops: when jobs wait in SQS longer than
 // the lease, each sweep reclaims them, but a claim that never started uses no
-// attempt: the row is never marked exhausted without having run, and each
+// attempt: the row is never stopped without having run, and each
 // superseded message is dropped at Start.
-func TestBacklogLongerThanLeaseNeverExhausts(t *testing.T) {
+func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -552,14 +553,14 @@ func TestBacklogLongerThanLeaseNeverExhausts(t *testing.T) {
 			t.Fatal(err)
 		}
 		sent := rec.take()
-		if sum.Claimed != 1 || sum.Retired != 0 || sum.Exhausted != 0 || len(sent) != 1 || sent[0].Attempt != 1 {
-			t.Fatalf("round %d: summary %+v, jobs %+v; want one claim on attempt 1 and nothing exhausted", round, sum, sent)
+		if sum.Claimed != 1 || sum.Retired != 0 || sum.Stopped != 0 || len(sent) != 1 || sent[0].Attempt != 1 {
+			t.Fatalf("round %d: summary %+v, jobs %+v; want one claim on attempt 1 and nothing stopped", round, sum, sent)
 		}
 		msgs = append(msgs, sent[0])
 		clk.Advance(lease + time.Minute) // nobody has received the job yet
 	}
 	key := ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")}
-	if r, err := l.Get(ctx, key); err != nil || r.State != ledger.StateRunning || r.Attempts != 0 || r.Exhausted {
+	if r, err := l.Get(ctx, key); err != nil || r.State != ledger.StateRunning || r.Attempts != 0 || r.Stopped {
 		t.Fatalf("row after the backlog %+v %v", r, err)
 	}
 	// The backlog drains: only the newest message runs.
@@ -626,9 +627,9 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 	}
 }
 
-// TestExhaustedIsALevel: every sweep reports how many partitions stopped
+// TestStoppedIsALevel: every sweep reports how many partitions stopped
 // retrying, not only the sweep in which one stopped (L1, O3).
-func TestExhaustedIsALevel(t *testing.T) {
+func TestStoppedIsALevel(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -644,8 +645,8 @@ func TestExhaustedIsALevel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Exhausted != 0 {
-			t.Errorf("round %d: %d exhausted", round, sum.Exhausted)
+		if sum.Stopped != 0 {
+			t.Errorf("round %d: %d stopped", round, sum.Stopped)
 		}
 		for _, j := range rec.take() {
 			if _, err := l.Start(ctx, key(j), j.ClaimToken); err != nil {
@@ -659,21 +660,21 @@ func TestExhaustedIsALevel(t *testing.T) {
 		}
 		clk.Advance(2 * time.Hour) // past the backoff cap and the lease
 	}
-	for round, want := range []Summary{{Exhausted: 2, Retired: 1}, {Exhausted: 2}} {
+	for round, want := range []Summary{{Stopped: 2, Retired: 1}, {Stopped: 2}} {
 		sum, err := s.Run(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Exhausted != want.Exhausted || sum.Retired != want.Retired || sum.Claimed != 0 || !sum.ExhaustedCounted {
-			t.Errorf("sweep %d after exhaustion: %+v, want exhausted %d, retired %d", round, sum, want.Exhausted, want.Retired)
+		if sum.Stopped != want.Stopped || sum.Retired != want.Retired || sum.Claimed != 0 || !sum.StoppedCounted {
+			t.Errorf("sweep %d after stopping: %+v, want stopped %d, retired %d", round, sum, want.Stopped, want.Retired)
 		}
 		clk.Advance(15 * time.Minute)
 	}
 	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), ledger.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	if sum, err := s.Run(ctx); err != nil || sum.Exhausted != 1 || sum.Claimed != 1 {
-		t.Errorf("sweep after a requeue: %+v %v, want 1 exhausted and the requeued day claimed", sum, err)
+	if sum, err := s.Run(ctx); err != nil || sum.Stopped != 1 || sum.Claimed != 1 {
+		t.Errorf("sweep after a requeue: %+v %v, want 1 stopped and the requeued day claimed", sum, err)
 	}
 }
 
@@ -689,7 +690,7 @@ func TestSummaryJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "exhausted", "retired", "duration_ms"} {
+	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "stopped", "retired", "duration_ms"} {
 		if !strings.Contains(string(b), `"`+k+`"`) {
 			t.Errorf("summary JSON %s lacks %s", b, k)
 		}

@@ -1,20 +1,20 @@
 // Package bucket is daybook's one adapter to an S3 bucket it writes into. A
-// Bucket owns the client, the bucket name and the expected bucket owner, and
+// [Bucket] owns the client, the bucket name and the expected bucket owner, and
 // may be scoped to a key prefix; the rest of daybook says what to store and
 // never builds an S3 request itself.
 //
 // The model is go-cloud's *blob.Bucket and thanos' objstore.Bucket:
 //   - the expected bucket owner, when known, is sent on every request, so
 //     daybook never writes into a bucket another account took over;
-//   - AWS errors become the few named errors callers branch on (ErrNotFound,
-//     ErrNoSuchBucket, ErrAccessDenied), wrapped with %w and the operation and
+//   - AWS errors become the few named errors callers branch on ([ErrNotFound],
+//     [ErrNoSuchBucket], [ErrAccessDenied]), wrapped with %w and the operation and
 //     key, and still wrapping the SDK's error;
-//   - every read is bounded: Get takes the most bytes the caller will hold,
-//     and a larger object is ErrTooLarge, never a large allocation;
-//   - large objects are streamed with NewWriter (an upload.Writer): Close
+//   - every read is bounded: [Bucket.Get] takes the most bytes the caller will hold,
+//     and a larger object is [ErrTooLarge], never a large allocation;
+//   - large objects are streamed with [Bucket.NewWriter] (an [upload.Writer]): Close
 //     commits the object, Abort (or any failure) aborts it, and nothing
 //     partial is ever visible;
-//   - AbortIncomplete aborts the multipart uploads nobody will finish (a
+//   - [Bucket.AbortIncomplete] aborts the multipart uploads nobody will finish (a
 //     killed run's, or one whose CreateMultipartUpload response was lost and
 //     retried), so none is left under a committed partition: those listed
 //     under a prefix, and those at the keys the caller names, for stores

@@ -7,6 +7,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/minioserver"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 )
 
 var (
@@ -15,7 +16,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(minioserver.Around(func() int { return motoserver.RunTests(m, &srv) }, &mio))
+	os.Exit(minioserver.Around(func() int { return mototest.RunTests(m, &srv) }, &mio))
 }
 
 // TestConformance runs the one suite on every store a Bucket meets in

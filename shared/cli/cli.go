@@ -125,12 +125,6 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 	return ExitError
 }
 
-// Run is Execute for tests: the error instead of an exit code.
-func Run(ctx context.Context, root *cobra.Command, args []string) error {
-	_, err := execute(ctx, root, args)
-	return err
-}
-
 func execute(ctx context.Context, root *cobra.Command, args []string) (*cobra.Command, error) {
 	if args == nil {
 		args = []string{} // nil makes cobra read os.Args

@@ -106,7 +106,7 @@ func TestActions(t *testing.T) {
 		for d, want := range map[string]ledger.State{"2026-11-24": ledger.StateCompleted, "2026-11-25": ledger.StateQueued,
 			"2026-11-26": ledger.StateQueued, "2026-11-27": ledger.StateRunning, "2026-11-29": ledger.StatePending} {
 			r := f.ledger.rows[ledger.Key{AccountID: troubled, Dataset: "events", Day: day(d)}]
-			if r.State != want || (want == ledger.StateQueued && (r.Attempts != 0 || r.Exhausted || r.Reason != ledger.ReasonManual)) {
+			if r.State != want || (want == ledger.StateQueued && (r.Attempts != 0 || r.Stopped || r.Reason != ledger.ReasonManual)) {
 				t.Errorf("%s: %+v, want %s", d, r, want)
 			}
 		}

@@ -125,7 +125,7 @@ func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.
 			res.Created++
 			r = ledger.Row{Key: k}
 		}
-		r.State, r.Reason, r.Attempts, r.Exhausted, r.DueKey, r.UpdatedAt = ledger.StateQueued, reason, 0, false, "0#"+d.String(), testNow
+		r.State, r.Reason, r.Attempts, r.Stopped, r.DueKey, r.UpdatedAt = ledger.StateQueued, reason, 0, false, "0#"+d.String(), testNow
 		f.rows[k] = r
 		res.Queued++
 	}

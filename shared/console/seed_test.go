@@ -75,7 +75,7 @@ func seed(f *fixture) {
 		hist = append(hist, ledger.Attempt{Key: key("2026-11-25"), Attempt: i + 1, Outcome: out, Reason: ledger.ReasonRetry,
 			StartedAt: ago(h*time.Hour + time.Minute), FinishedAt: ago(h * time.Hour), Error: "source unreachable"})
 	}
-	f.ledger.put(ledger.Row{Key: key("2026-11-25"), State: ledger.StateFailed, Exhausted: true, Attempts: 6, LastError: "source unreachable",
+	f.ledger.put(ledger.Row{Key: key("2026-11-25"), State: ledger.StateFailed, Stopped: true, Attempts: 6, LastError: "source unreachable",
 		DueKey: "9#2026-11-25#events", Reason: ledger.ReasonRetry, UpdatedAt: ago(2 * time.Hour)}, hist...)
 	f.ledger.put(ledger.Row{Key: key("2026-11-26"), State: ledger.StateFailed, Attempts: 1, LastError: "permission denied on s3:PutObject",
 		NextAttemptAt: testNow.Add(time.Hour), Reason: ledger.ReasonScheduled, UpdatedAt: ago(time.Hour)},

@@ -49,7 +49,7 @@ var (
 	ErrUnknownDataset = errors.New("unknown dataset")
 	// ErrUnknownDialect is returned for a dialect with no query or DDL.
 	ErrUnknownDialect = errors.New("unknown dialect")
-	// ErrIncompatible is wrapped by every Compatible refusal.
+	// ErrIncompatible is wrapped by every refusal of datasettest.Compatible.
 	ErrIncompatible = errors.New("incompatible schema change")
 )
 

@@ -17,11 +17,12 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 )
 
 var srv *motoserver.Server
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 func TestConnection(t *testing.T) {
 	ctx := context.Background()

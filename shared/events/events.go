@@ -4,7 +4,7 @@
 // detail schemas are documented in docs/events.md; a platform forwards an
 // account's events to that customer with a rule on `detail.account`.
 //
-// Publishing is best effort by contract: the caller has already committed
+// Publishing ([Publisher.Publish]) is best effort by contract: the caller has already committed
 // (or recorded) what the event reports, so an error here is logged and
 // counted, never allowed to undo or fail it.
 package events

@@ -21,7 +21,7 @@ func TestCheckRequest(t *testing.T) {
 		Datasets: []string{"events", "daily_stats"}, Destination: account.Destination{Bucket: "acme-exports"}}
 	disabled := stored
 	disabled.Enabled = false
-	slow := stored // settles in 6h: 2026-03-09 is not closed at 02:00
+	slow := stored // a 6h settle delay: 2026-03-09 is not closed at 02:00
 	six := account.Duration(6 * time.Hour)
 	slow.SettleDelay = &six
 

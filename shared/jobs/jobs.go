@@ -3,7 +3,7 @@
 // `daybook reexport`. Both kinds reach the same ledger row and claim.
 //
 // It also owns the one check of a manual request against its account
-// (CheckRequest, check.go), shared by the exporter, for messages, and by
+// ([CheckRequest], check.go), shared by the exporter, for messages, and by
 // the CLI, for `daybook reexport` and `daybook requeue`.
 package jobs
 

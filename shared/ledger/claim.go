@@ -72,7 +72,7 @@ func runningUpdate(k Key, token, nowS string, lease time.Time) expression.Update
 // and dead claims; queued and pending rows keep the reason they were created
 // with). A row in any other state is refused with ErrConflict; an absent row
 // is ErrNotFound; a dead claim that started on the last attempt becomes
-// failed+exhausted and returns ErrExhausted.
+// failed+stopped and returns ErrStopped.
 //
 // Claim does not use an attempt: Start does, when the run begins. Claim
 // returns the attempt number the run will be (attempts+1) for the job
@@ -136,7 +136,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		upd := expression.Set(name(attrState), val(string(StateQueued))).
 			Set(name(attrAttempts), val(0)).
 			Set(name(attrReason), val(string(ReasonManual))).
-			Set(name(attrExhausted), val(false)).
+			Set(name(attrStopped), val(false)).
 			Set(name(attrLastError), val(fmt.Sprintf("claim lease expired at %s on attempt %d; re-run requested", fmtTime(row.LeaseUntil), row.Attempts))).
 			Set(name(attrUpdatedAt), val(fmtTime(now))).
 			Set(name(AttrDueAccount), val(key.AccountID)).
@@ -147,9 +147,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		_, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
 		switch {
 		case err == nil:
-			if err := l.wakeAfter(ctx, key.AccountID, now); err != nil {
-				return err
-			}
+			l.wakeAfter(ctx, key.AccountID, now)
 		case !errors.Is(err, errCondition):
 			return err
 		}
@@ -157,11 +155,11 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 	case row.deadOnLastAttempt(now, l.cfg.MaxAttempts):
 		msg := fmt.Sprintf("claim lease expired at %s on attempt %d of %d", fmtTime(row.LeaseUntil), row.Attempts, l.cfg.MaxAttempts)
 		upd := markStopped(expression.Set(name(attrState), val(string(StateFailed))).
-			Set(name(attrExhausted), val(true)).
+			Set(name(attrStopped), val(true)).
 			Set(name(attrLastError), val(msg)).
 			Set(name(attrUpdatedAt), val(fmtTime(now))).
 			Set(name(AttrDueAccount), val(key.AccountID)).
-			Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
+			Set(name(AttrDueKey), val(stoppedDueKey(key.Day, key.Dataset))).
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)), key)
 		cond := sameClaim(row).And(name(attrStartedAt).AttributeExists())
 		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
@@ -173,10 +171,10 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		l.noteDeadClaim(ctx, row, now)
 		l.notifyStopped(ctx, Attempt{Key: key, Attempt: row.Attempts, Outcome: OutcomeLeaseExpired, Reason: row.Reason,
 			ClaimedAt: row.ClaimedAt, StartedAt: row.StartedAt, FinishedAt: now, Error: msg}, row.Generation)
-		return fmt.Errorf("%w: %s: %s", ErrExhausted, key, msg)
+		return fmt.Errorf("%w: %s: %s", ErrStopped, key, msg)
 	case row.liveAt(now):
 		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))
-	case row.State == StateFailed && row.Exhausted:
+	case row.State == StateFailed && row.Stopped:
 		return fmt.Errorf("%w: %s failed %d times and waits for a requeue", ErrConflict, key, row.Attempts)
 	case row.State == StateFailed:
 		return fmt.Errorf("%w: %s failed; next attempt at %s", ErrConflict, key, fmtTime(row.NextAttemptAt))
@@ -238,5 +236,6 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	if err != nil {
 		return err
 	}
-	return l.wakeAfter(ctx, c.AccountID, at)
+	l.wakeAfter(ctx, c.AccountID, at)
+	return nil
 }

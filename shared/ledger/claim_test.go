@@ -208,7 +208,7 @@ func TestRefusedClaimReadsNothingMore(t *testing.T) {
 		t.Errorf("claim of an absent row: %v", err)
 	}
 	clk.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, dead, ReasonRetry); !errors.Is(err, ErrExhausted) {
+	if _, err := l.Claim(ctx, dead, ReasonRetry); !errors.Is(err, ErrStopped) {
 		t.Errorf("claim of a dead claim on its last attempt: %v", err)
 	}
 	if n := db.gets.Load(); n != 0 {
@@ -218,7 +218,7 @@ func TestRefusedClaimReadsNothingMore(t *testing.T) {
 
 // A manual re-run recorded while a claim ran is honoured even when that
 // claim dies on its last attempt: the row is queued, not retired.
-func TestRerunSurvivesExhaustedDeadClaim(t *testing.T) {
+func TestRerunSurvivesStoppedDeadClaim(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 1 })
@@ -244,7 +244,7 @@ func TestRerunSurvivesExhaustedDeadClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != StateQueued || r.Exhausted || r.Attempts != 0 || !strings.HasPrefix(r.DueKey, "0#") {
+	if r.State != StateQueued || r.Stopped || r.Attempts != 0 || !strings.HasPrefix(r.DueKey, "0#") {
 		t.Fatalf("row %+v, want queued with attempts reset", r)
 	}
 	if _, err := l.Claim(ctx, key, ""); err != nil {

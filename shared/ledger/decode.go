@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,12 +13,6 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 )
-
-// ErrMalformed marks a stored item the ledger cannot read. A value that does
-// not parse is an error naming the attribute, the item's key and the value,
-// never a zero value: a lease that read as the zero time would look expired,
-// and the row would be claimed again.
-var ErrMalformed = errors.New("ledger: malformed item")
 
 // malformed is the error for attribute attr of item holding value (as
 // stored, already quoted if a string).
@@ -121,7 +114,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		Attempts:       r.Attempts,
 		ClaimToken:     r.ClaimToken,
 		LastError:      r.LastError,
-		Exhausted:      r.Exhausted,
+		Stopped:        r.Stopped,
 		Generation:     r.Generation,
 		GenReserved:    r.GenReserved,
 		Rows:           r.Rows,

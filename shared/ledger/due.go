@@ -149,16 +149,16 @@ func (l *Ledger) Due(ctx context.Context, accountID string, limit int) ([]Row, R
 	return w.Rows, w.Stats, errors.Join(append(w.Malformed, err)...)
 }
 
-// CountExhausted counts the account's partitions that stopped retrying
+// CountStopped counts the account's partitions that stopped retrying
 // (failed after MaxAttempts, waiting for a requeue): a COUNT Query on the due
-// index over begins_with(due_key, "9#"). It reads only exhausted rows (L5),
+// index over begins_with(due_key, "9#"). It reads only stopped rows (L5),
 // which are few: each one is an alarm (O3). The sweeper reads the fleet's
 // level from StoppedByAccount instead, without a query per account.
-func (l *Ledger) CountExhausted(ctx context.Context, accountID string) (int, ReadStats, error) {
+func (l *Ledger) CountStopped(ctx context.Context, accountID string) (int, ReadStats, error) {
 	kc := expression.Key(AttrDueAccount).Equal(val(accountID)).
-		And(expression.Key(AttrDueKey).BeginsWith(dueExhausted))
+		And(expression.Key(AttrDueKey).BeginsWith(dueStopped))
 	total := 0
-	stats, err := l.queryPages(ctx, "count exhausted of "+accountID, IndexDue, kc, types.SelectCount, 0,
+	stats, err := l.queryPages(ctx, "count stopped of "+accountID, IndexDue, kc, types.SelectCount, 0,
 		func(out *dynamodb.QueryOutput) error { total += int(out.Count); return nil })
 	return total, stats, err
 }

@@ -59,7 +59,7 @@ func TestDueOrder(t *testing.T) {
 		t.Fatalf("due capped at 2: got %s want %s", got, want)
 	}
 
-	// Exhaust 03-01: it leaves the due work until a requeue brings it back.
+	// Stop 03-01: it leaves the due work until a requeue brings it back.
 	for {
 		c, err := l.Claim(ctx, k1, ReasonRetry)
 		if err != nil {
@@ -69,7 +69,7 @@ func TestDueOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Exhausted {
+		if r.Stopped {
 			break
 		}
 		clk.Set(r.NextAttemptAt)
@@ -77,7 +77,7 @@ func TestDueOrder(t *testing.T) {
 	clk.Advance(48 * time.Hour)
 	due, _, _ = l.Due(ctx, acct, 10)
 	if got, want := strings.Join(dueDays(due), " "), "queued:2026-03-04 pending:2026-03-02 pending:2026-03-03 pending:2026-03-05"; got != want {
-		t.Fatalf("due with 03-01 exhausted:\n got %s\nwant %s", got, want)
+		t.Fatalf("due with 03-01 stopped:\n got %s\nwant %s", got, want)
 	}
 	if _, err := l.Requeue(ctx, acct, "events", from, from, ReasonManual); err != nil {
 		t.Fatal(err)
@@ -88,10 +88,10 @@ func TestDueOrder(t *testing.T) {
 	}
 }
 
-// TestCountExhausted: rows that stopped retrying are a level that can be
+// TestCountStopped: rows that stopped retrying are a level that can be
 // read from the index at any time (L1, O3), and leave it on requeue or a
 // manual claim.
-func TestCountExhausted(t *testing.T) {
+func TestCountStopped(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
@@ -104,9 +104,9 @@ func TestCountExhausted(t *testing.T) {
 	}
 	count := func(a string, want int) {
 		t.Helper()
-		n, st, err := l.CountExhausted(ctx, a)
+		n, st, err := l.CountStopped(ctx, a)
 		if err != nil || n != want || st.Items != want || st.Queries != 1 {
-			t.Errorf("CountExhausted(%s) = %d %+v %v, want %d reading %d items in 1 query", a, n, st, err, want, want)
+			t.Errorf("CountStopped(%s) = %d %+v %v, want %d reading %d items in 1 query", a, n, st, err, want, want)
 		}
 	}
 	count(acct, 0)
@@ -121,7 +121,7 @@ func TestCountExhausted(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, f1.key, ReasonRetry); !errors.Is(err, ErrExhausted) {
+	if _, err := l.Claim(ctx, f1.key, ReasonRetry); !errors.Is(err, ErrStopped) {
 		t.Fatalf("dead last attempt: %v", err)
 	}
 	// Day 2 completes, day 3 stays pending.
@@ -136,7 +136,7 @@ func TestCountExhausted(t *testing.T) {
 	count(other, 0)
 	due, _, err := l.Due(ctx, acct, 10)
 	if got := strings.Join(dueDays(due), " "); err != nil || got != "pending:2026-03-04" {
-		t.Errorf("due with two exhausted rows: %s %v", got, err)
+		t.Errorf("due with two stopped rows: %s %v", got, err)
 	}
 
 	if _, err := l.Requeue(ctx, acct, "events", f0.key.Day, f0.key.Day, ReasonManual); err != nil {

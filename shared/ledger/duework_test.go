@@ -127,7 +127,7 @@ func TestStoppedPartitionsInTheFleetIndex(t *testing.T) {
 	for i := range 2 {
 		f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: Key{acct, "events", day1.AddDays(i)}}
 		f.started()
-		if r, err := l.Fail(ctx, f.key, f.token, errors.New("boom")); err != nil || !r.Exhausted {
+		if r, err := l.Fail(ctx, f.key, f.token, errors.New("boom")); err != nil || !r.Stopped {
 			t.Fatalf("fail: %+v %v", r, err)
 		}
 	}

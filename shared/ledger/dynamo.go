@@ -11,9 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// errCondition marks a failed condition check inside the package.
-var errCondition = errors.New("condition failed")
-
 func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
 	return errors.As(err, &ccf)

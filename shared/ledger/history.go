@@ -22,7 +22,8 @@ package ledger
 // and would tie history into the claim protocol. The partition row stays the
 // source of truth: the history is an audit trail, written best effort. A
 // failed history write never fails the transition that already happened
-// (its caller acts on that outcome); it is counted (HistoryWriteErrors). The
+// (its caller acts on that outcome); it is reported to Config.HistoryFailed
+// (the sweeper and the exporter log and count it: HistoryWriteFailures). The
 // key is the attempt's start time and number, so writing the same outcome
 // twice stores one item. Items expire (DynamoDB TTL on expires_at) after
 // HistoryRetention.
@@ -34,7 +35,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -76,12 +76,6 @@ type Attempt struct {
 	Error       string
 }
 
-var historyErrors atomic.Int64
-
-// HistoryWriteErrors counts history items this process failed to write
-// (the transitions they followed succeeded).
-func HistoryWriteErrors() int64 { return historyErrors.Load() }
-
 func historyPK(k Key) string {
 	return pkHistoryPrefix + k.AccountID + "#" + k.Dataset + "#" + k.Day.String()
 }
@@ -91,7 +85,7 @@ func historyPK(k Key) string {
 func (l *Ledger) noteCompleted(ctx context.Context, item map[string]types.AttributeValue) {
 	row, err := rowFromItem(item)
 	if err != nil {
-		historyErrors.Add(1)
+		l.cfg.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the completed row: %w", err))
 		return
 	}
 	l.putAttempt(ctx, Attempt{
@@ -108,11 +102,11 @@ func (l *Ledger) noteCompleted(ctx context.Context, item map[string]types.Attrib
 func (l *Ledger) noteFailed(ctx context.Context, item map[string]types.AttributeValue, attempt int) {
 	row, err := rowFromItem(item)
 	if err != nil {
-		historyErrors.Add(1)
+		l.cfg.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the failed row: %w", err))
 		return
 	}
 	outcome := OutcomeFailed
-	if row.State == StateFailed && row.Exhausted {
+	if row.State == StateFailed && row.Stopped {
 		outcome = OutcomeStopped
 	}
 	a := Attempt{
@@ -138,8 +132,8 @@ func (l *Ledger) noteDeadClaim(ctx context.Context, prev Row, now time.Time) {
 }
 
 func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
-	if a.Key.validate() != nil {
-		historyErrors.Add(1)
+	if err := a.Key.validate(); err != nil {
+		l.cfg.HistoryFailed(ctx, a.Key, err)
 		return
 	}
 	started := a.StartedAt
@@ -168,7 +162,7 @@ func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
 	}
 	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {
-		historyErrors.Add(1)
+		l.cfg.HistoryFailed(ctx, a.Key, fmt.Errorf("encode the history item: %w", err))
 		return
 	}
 	// The transition is done: its caller's context may be about to end (the
@@ -176,7 +170,7 @@ func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.cfg.Table), Item: item}); err != nil {
-		historyErrors.Add(1)
+		l.cfg.HistoryFailed(ctx, a.Key, fmt.Errorf("write the history item: %w", err))
 	}
 }
 

@@ -125,7 +125,7 @@ func TestHistoryOfDeadClaimRetiredOnLastAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, key, ""); !errors.Is(err, ErrExhausted) {
+	if _, err := l.Claim(ctx, key, ""); !errors.Is(err, ErrStopped) {
 		t.Fatalf("claim of a dead last attempt: %v", err)
 	}
 	h, err := l.History(ctx, key)
@@ -186,7 +186,15 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	base, _ := newTestLedger(t, c)
-	l, err := New(failingPut{base.db}, base.Config())
+	var failed []Key
+	cfg := base.Config()
+	cfg.HistoryFailed = func(_ context.Context, key Key, err error) {
+		if !strings.Contains(err.Error(), "throttled") {
+			t.Errorf("HistoryFailed(%s, %v): want the cause", key, err)
+		}
+		failed = append(failed, key)
+	}
+	l, err := New(failingPut{base.db}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,11 +206,10 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := HistoryWriteErrors()
 	if r, err := l.Complete(ctx, key, cl.Token, Result{Rows: 1}); err != nil || r.State != StateCompleted {
 		t.Fatalf("complete with a failing history write: %v %v", r.State, err)
 	}
-	if HistoryWriteErrors() != before+1 {
-		t.Errorf("history write errors %d -> %d, want one more", before, HistoryWriteErrors())
+	if len(failed) != 1 || failed[0] != key {
+		t.Errorf("HistoryFailed told of %v, want %s once", failed, key)
 	}
 }

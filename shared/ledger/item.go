@@ -15,7 +15,7 @@ const (
 	IndexDue       = "due"
 	AttrDueAccount = "due_account"
 	AttrDueKey     = "due_key"
-	// The sparse restate index (fingerprint.go): completed rows whose
+	// The sparse restate index (restate.go): completed rows whose
 	// restatement check is scheduled.
 	IndexRestate       = "restate"
 	AttrRestateAccount = "restate_account"
@@ -42,7 +42,7 @@ const (
 	attrLeaseUntil     = "lease_until"
 	attrNextAttemptAt  = "next_attempt_at"
 	attrLastError      = "last_error"
-	attrExhausted      = "exhausted"
+	attrStopped        = "exhausted" // stored name kept for existing tables (the row stopped retrying)
 	attrGeneration     = "generation"
 	attrGenReserved    = "generation_reserved"
 	attrRows           = "rows"
@@ -118,7 +118,7 @@ const (
 	duePending      = "1#"
 	dueFailed       = "2#"
 	dueRunning      = "3#"
-	dueExhausted    = "9#" // counted by CountExhausted, never read by Due
+	dueStopped      = "9#" // counted by CountStopped, never read by Due
 	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first (L6)
 	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 
@@ -149,7 +149,7 @@ type rowRecord struct {
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`
-	Exhausted      bool   `dynamodbav:"exhausted"`
+	Stopped        bool   `dynamodbav:"exhausted"` // attrStopped
 	Generation     int64  `dynamodbav:"generation"`
 	GenReserved    int64  `dynamodbav:"generation_reserved"`
 	Rows           int64  `dynamodbav:"rows"`
@@ -163,10 +163,10 @@ type rowRecord struct {
 	UpdatedAt      string `dynamodbav:"updated_at"`
 	DueAccount     string `dynamodbav:"due_account"`
 	DueKey         string `dynamodbav:"due_key"`
-	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and exhausted
-	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and exhausted
+	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and stopped
+	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and stopped
 
-	// Late data and reseeds (fingerprint.go, reseed.go).
+	// Late data and reseeds (restate.go, reseed.go).
 	Fingerprint    string `dynamodbav:"fingerprint"`
 	FingerprintAt  string `dynamodbav:"fingerprint_at"`
 	RestateAccount string `dynamodbav:"restate_account"`
@@ -292,7 +292,7 @@ func scheduledDueKey(day civil.Date, dataset string) string {
 	return dueScheduled + day.String() + "#" + dataset
 }
 
-// stoppedKey is the fleet key of a failed, exhausted row in the stopped
+// stoppedKey is the fleet key of a failed, stopped row in the stopped
 // shard of its account.
 func stoppedKey(k Key) string { return k.AccountID + "#" + k.Dataset + "#" + k.Day.String() }
 
@@ -310,8 +310,8 @@ func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
 	return ""
 }
 
-// exhaustedDueKey is the due key of a failed row that stopped retrying: in
-// the index so CountExhausted can count it, outside every range Due reads.
-func exhaustedDueKey(day civil.Date, dataset string) string {
-	return dueExhausted + day.String() + "#" + dataset
+// stoppedDueKey is the due key of a failed row that stopped retrying: in
+// the index so CountStopped can count it, outside every range Due reads.
+func stoppedDueKey(day civil.Date, dataset string) string {
+	return dueStopped + day.String() + "#" + dataset
 }

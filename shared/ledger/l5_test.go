@@ -65,7 +65,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		seedCompleted(t, db, l.cfg.Table, acct, "events", cutoff, completed)
 		t.Logf("seeded %d completed rows for %s in %s", completed, acct, time.Since(start).Round(time.Millisecond))
 		// The same due work: 3 queued, 5 pending, 2 failed-and-due, 1 dead
-		// claim; and 1 exhausted row, which is not due.
+		// claim; and 1 stopped row, which is not due.
 		if _, err := l.Materialize(ctx, acct, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-01-12")); err != nil {
 			t.Fatal(err)
 		}
@@ -99,8 +99,8 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		if c, err = once.Claim(ctx, k, ""); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := once.Fail(ctx, k, c.Token, errors.New("boom")); err != nil || !r.Exhausted {
-			t.Fatalf("exhaust %s: %+v %v", k, r, err)
+		if r, err := once.Fail(ctx, k, c.Token, errors.New("boom")); err != nil || !r.Stopped {
+			t.Fatalf("stop %s: %+v %v", k, r, err)
 		}
 	}
 	small, large := testAccount(t, "small"), testAccount(t, "large")
@@ -108,7 +108,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 	setup(large, 10_000)
 	clk.Advance(testLease + time.Hour) // failed rows due, the claim dead
 
-	due, exhausted := map[string]ReadStats{}, map[string]ReadStats{}
+	due, stopped := map[string]ReadStats{}, map[string]ReadStats{}
 	for _, acct := range []string{small, large} {
 		start := time.Now()
 		rows, stats, err := l.Due(ctx, acct, 50)
@@ -120,11 +120,11 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 			t.Fatalf("%s: %d due rows, want 11: %v", acct, len(rows), dueDays(rows))
 		}
 		due[acct] = stats
-		n, stats, err := l.CountExhausted(ctx, acct)
+		n, stats, err := l.CountStopped(ctx, acct)
 		if err != nil || n != 1 {
-			t.Fatalf("%s: CountExhausted = %d %v, want 1", acct, n, err)
+			t.Fatalf("%s: CountStopped = %d %v, want 1", acct, n, err)
 		}
-		exhausted[acct] = stats
+		stopped[acct] = stats
 	}
 	s, g := due[small], due[large]
 	t.Logf("L5: ledger of   112 rows (100 completed): Due read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
@@ -135,10 +135,10 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 	if g.Items != 11 {
 		t.Errorf("Due read %d items for 11 due rows", g.Items)
 	}
-	s, g = exhausted[small], exhausted[large]
-	t.Logf("L5: ledger of   112 rows (100 completed): CountExhausted read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
-	t.Logf("L5: ledger of 10012 rows (10000 completed): CountExhausted read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
+	s, g = stopped[small], stopped[large]
+	t.Logf("L5: ledger of   112 rows (100 completed): CountStopped read %d items in %d queries, %.1f capacity units", s.Items, s.Queries, s.CapacityUnits)
+	t.Logf("L5: ledger of 10012 rows (10000 completed): CountStopped read %d items in %d queries, %.1f capacity units", g.Items, g.Queries, g.CapacityUnits)
 	if s.Items != g.Items || s.Queries != g.Queries || g.Items != 1 || g.Queries != 1 {
-		t.Errorf("CountExhausted read %+v and %+v, want 1 item in 1 query for 1 exhausted row", s, g)
+		t.Errorf("CountStopped read %+v and %+v, want 1 item in 1 query for 1 stopped row", s, g)
 	}
 }

@@ -3,9 +3,7 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds these kinds of item (slice
-// plans and slices: slice.go; issued claim tokens: token.go; reseeds:
-// reseed.go):
+// One table (template.yaml, LedgerTable) holds twelve kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
 //	                                                         account_id, updated_at, wake_seq,
@@ -26,16 +24,28 @@
 //	                                                         generation, rows, bytes, files, duration_ms,
 //	                                                         manifest_key, error, expires_at (TTL)
 //	export stats:    pk=STATS              sk=EXPORTS#<hour> exports, export_ms, expires_at (TTL), updated_at
-//	                                       sk=RECONCILE      reconciled_at, updated_at
+//	reconcile mark:  pk=STATS              sk=RECONCILE      reconciled_at, updated_at
+//	seed item:       pk=SEED#<account>     sk=<dataset>      seed_epoch, state, seed_first_day, seed_last_day,
+//	                                                         seed_days, seed_done_days, ... (reseed.go)
+//	slice plan:      pk=SL#<acct>#<ds>#<day>  sk=PLAN        partition_token, slice_count, generation, run_id,
+//	                                                         destination, fingerprint, commit_token, ... (slice.go)
+//	slice:           pk=SL#<acct>#<ds>#<day>  sk=S#<nnnn>    slice_index, state, claim_token, attempts,
+//	                                                         lease_until, rows, bytes, slice_files, ... (slice.go)
+//	issued token:    pk=T#<acct>#<ds>#<day>   sk=<token>     the claim tokens handed out, kept 30 days
+//	                                                         (expires_at TTL), so a forged token is told
+//	                                                         from a redelivered one (token.go)
+//	isolation guard: pk=GUARDS             sk=<guard key>    owner, under, what: one per store, bucket and
+//	                                                         prefix segment, and per role (accountwrite.go)
+//	account change:  pk=AE#<account>       sk=<at>#<version> who changed what of an account (accountwrite.go)
 //
 // A history item records how one attempt ended (history.go); it is written
-// after the transition that ended it (Complete, Fail, or a Claim or
-// ClaimManual that took over a dead started claim), best effort. Export
+// after the transition that ended it ([Ledger.Complete], [Ledger.Fail], or a [Ledger.Claim] or
+// [Ledger.ClaimManual] that took over a dead started claim), best effort. Export
 // stats feed the sweeper's claim budget (stats.go). Both expire through the
 // table's one TTL attribute, expires_at.
 //
-// Code names every attribute through one constant (AttrPK, AttrSK,
-// AttrDueAccount, AttrDueKey and AttrExpiresAt are exported), and a test
+// Code names every attribute through one constant ([AttrPK], [AttrSK],
+// [AttrDueAccount], [AttrDueKey] and [AttrExpiresAt] are exported), and a test
 // checks the constants against the struct tags of the items' stored forms
 // (stats bucket and reconcile marker share one). A stored value that does
 // not parse (a time, a day, a number, a value of the wrong type) is an error
@@ -54,19 +64,19 @@
 //	pending                      1#<day>#<dataset>
 //	failed, attempts left        2#<next_attempt_at>#<day>#<dataset>
 //	running                      3#<lease_until>#<day>#<dataset>
-//	failed, exhausted            9#<day>#<dataset>
+//	failed, stopped            9#<day>#<dataset>
 //	completed                    (no due_account/due_key: not in the index)
 //
 // Times in keys and attributes are RFC 3339 UTC at second precision
 // (2006-01-02T15:04:05Z): fixed width, so string order is time order.
-// DueWork (and Due) reads one key range per class with key conditions only
+// [Ledger.DueWork] (and [Ledger.Due]) reads one key range per class with key conditions only
 // (no filter): begins_with S#, 0#, 1#, 2# and 3#, the failed and running
 // classes from their start so that the first row not yet due gives the
 // account's next wake time, and merges them in S1 order after the
-// scheduled class. It never reads the 9# class: an exhausted row stopped
-// retrying (L1). CountExhausted counts that class for one account (a COUNT
+// scheduled class. It never reads the 9# class: a stopped row waits for
+// a requeue (L1). [Ledger.CountStopped] counts that class for one account (a COUNT
 // Query on begins_with 9#); the sweeper reads the fleet's level of stopped
-// partitions from the fleet index instead (StoppedByAccount), so "stopped
+// partitions from the fleet index instead ([Ledger.StoppedByAccount]), so "stopped
 // retrying" is a level it publishes every sweep (O3) at a cost that grows
 // with the stopped rows only.
 //
@@ -74,7 +84,7 @@
 //
 // GSI `fleet` (hash fleet_shard, range fleet_key) holds enabled accounts by
 // wake time (W#<nn> / <wake time>) and stopped partitions (X#<nn> /
-// <account>#<dataset>#<day>), nn = Shard(account) of FleetShards, so a sweep
+// <account>#<dataset>#<day>), nn = [Shard](account) of [FleetShards], so a sweep
 // reads the accounts that may have work, and the stopped level, in a fixed
 // number of queries whatever the fleet. wake.go describes who moves the wake
 // time and how no wake-up is lost; stopped.go the stopped entries.
@@ -100,32 +110,40 @@
 //	Complete        running (token)                   -> completed, generation = res.Generation or +1
 //	                running (token), rerun_requested  -> queued (manual), generation as above, stats kept
 //	                res.Generation not above stored   -> ErrConflict (the claim still holds)
-//	Fail            running (token)                   -> failed with backoff, or failed+exhausted (9#)
+//	Fail            running (token)                   -> failed with backoff, or failed+stopped (9#)
 //	                                                     after MaxAttempts
 //	                running (token), rerun_requested  -> queued (manual)
 //	Requeue         anything but a live running claim -> queued (absent rows are created)
 //	                live running claim                -> rerun_requested=true
 //
 // After its row write, every transition that leaves a row due at some time
-// lowers the account's wake time to it (Requeue, ClaimManual, Fail,
-// Complete and Release, and Claim's re-run path; see wake.go); Fail's
-// exhausted branch and Claim's retirement add the row to the stopped shard,
-// Requeue and ClaimManual remove it. Materialize and Claim do not wake: only
+// lowers the account's wake time to it ([Ledger.Requeue], [Ledger.ClaimManual], [Ledger.Fail],
+// [Ledger.Complete] and [Ledger.Release], and [Ledger.Claim]'s re-run path; see wake.go); [Ledger.Fail]'s
+// stopping branch and [Ledger.Claim]'s retirement add the row to the stopped shard,
+// [Ledger.Requeue] and [Ledger.ClaimManual] remove it. [Ledger.Materialize] and [Ledger.Claim] do not wake: only
 // the sweeper calls them, and it sets the account's next wake time itself.
 //
-// A write guarded by a claim token that no longer matches returns ErrClaimLost.
+// A write guarded by a claim token that no longer matches returns [ErrClaimLost].
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
-// reclaimed: Claim marks it failed+exhausted (9#) and returns ErrExhausted,
+// reclaimed: [Ledger.Claim] marks it failed+stopped (9#) and returns [ErrStopped],
 // or, if a re-run was requested while it ran, queues it (manual, attempts=0)
-// and returns ErrConflict.
+// and returns [ErrConflict].
 //
 // attempts counts runs started since the row was last queued or
-// materialized: a run uses an attempt when it starts (Start, or ClaimManual,
+// materialized: a run uses an attempt when it starts ([Ledger.Start], or [Ledger.ClaimManual],
 // which starts at once), not when it is claimed, so a job that waits in SQS
 // longer than the lease is reclaimed without losing an attempt, and a row
-// never exhausts its attempts without having run. Claim returns the attempt
+// never uses up its attempts without having run. [Ledger.Claim] returns the attempt
 // number the run will be. generation counts successful exports and only ever
-// increases; Claim returns the generation the run will commit at least.
+// increases; [Ledger.Claim] returns the generation the run will commit at least.
+//
+// # Where each part lives
+//
+// errors.go holds every error the package returns; restate.go the restate
+// index (late data) and its transitions; reseed.go reseeds; slice.go and
+// slicerun.go days exported in slices; wake.go the wake half of the fleet
+// index, stopped.go its stopped half and stophook.go [Config].Stopped;
+// history.go the attempt history.
 package ledger
 
 import (
@@ -137,29 +155,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/envvar"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-)
-
-// Named errors.
-var (
-	// ErrClaimLost: a write guarded by a claim token found another token (or none).
-	ErrClaimLost = errors.New("ledger: claim lost")
-	// ErrNotFound: no such row or account.
-	ErrNotFound = errors.New("ledger: not found")
-	// ErrConflict: the transition is refused in the row's current state (for
-	// example a claim on a completed row, or on a row running under a live claim).
-	ErrConflict = errors.New("ledger: refused in the current state")
-	// ErrBusy: a manual request found the row running under a live claim; the
-	// request is recorded (rerun_requested) and runs after that claim completes.
-	ErrBusy = errors.New("ledger: partition is running; re-run recorded")
-	// ErrExhausted: a dead claim had used its last attempt; the row is now
-	// failed and exhausted and waits for a requeue.
-	ErrExhausted = errors.New("ledger: attempts exhausted")
 )
 
 // DynamoAPI is the part of the DynamoDB client the ledger uses.
@@ -197,6 +199,16 @@ type Config struct {
 	// after the transition (Fail on the last attempt, or Claim retiring a
 	// dead claim on its last attempt); see stopped.go.
 	Stopped func(ctx context.Context, s Stop)
+	// WakeFailed is told when a transition was recorded but the account's
+	// wake time could not be lowered after it (wake.go). The transition
+	// stands and returns nil: a sweep finds the row at the account's next
+	// wake (its next day close at the latest). Default: a warning on
+	// slog.Default().
+	WakeFailed func(ctx context.Context, accountID string, err error)
+	// HistoryFailed is told when the history item of an attempt that
+	// ended could not be written (history.go); the transition it follows
+	// stands. Default: a warning on slog.Default().
+	HistoryFailed func(ctx context.Context, key Key, err error)
 	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
 	// backfill, in days before today (L6). Default
 	// envvar.DefaultMaxBackfillDays.
@@ -258,6 +270,16 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	cfg.SliceHold = cmp.Or(cfg.SliceHold, DefaultRedelivery+cfg.Lease)
 	if cfg.SliceHold < cfg.Lease {
 		return nil, fmt.Errorf("ledger: slice hold %s is shorter than the lease %s", cfg.SliceHold, cfg.Lease)
+	}
+	if cfg.WakeFailed == nil {
+		cfg.WakeFailed = func(ctx context.Context, accountID string, err error) {
+			slog.Default().WarnContext(ctx, "ledger: transition recorded, but the account's wake time was not lowered", "account", accountID, "cause", err.Error())
+		}
+	}
+	if cfg.HistoryFailed == nil {
+		cfg.HistoryFailed = func(ctx context.Context, key Key, err error) {
+			slog.Default().WarnContext(ctx, "ledger: attempt history not written; the transition stands", "partition", key.String(), "cause", err.Error())
+		}
 	}
 	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
 	cfg.Stage = cmp.Or(cfg.Stage, envvar.DefaultStage)

@@ -13,7 +13,7 @@ import (
 )
 
 // ClaimManual serves a manual re-export request (E1): it creates the row if
-// absent and claims it from any state (completed, exhausted, ...) with
+// absent and claims it from any state (completed, stopped, ...) with
 // reason manual and a fresh attempt count. If the row is running under a live
 // claim, it sets rerun_requested on it instead and returns ErrBusy: the
 // request is recorded and the row is queued again when that claim completes.
@@ -37,7 +37,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 			Set(name(attrDay), val(key.Day.String())).
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
-			Remove(name(attrExhausted))
+			Remove(name(attrStopped))
 		upd = unmarkStopped(upd)
 		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
@@ -90,7 +90,7 @@ type RequeueResult struct {
 
 // Requeue marks every day from `from` through `to` queued with reason (manual
 // or backfill), creating missing rows and resetting attempts (this is how an
-// exhausted row retries again). A row running under a live claim gets
+// stopped row retries again). A row running under a live claim gets
 // rerun_requested instead, so it is queued again when that claim completes.
 func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason Reason) (RequeueResult, error) {
 	if !reason.Valid() {
@@ -119,7 +119,7 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 				Set(name(AttrDueKey), val(dueKey(StateQueued, d, dataset, time.Time{}))).
 				Set(name(attrUpdatedAt), val(nowS)).
 				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
-				Remove(name(attrExhausted)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
+				Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 			upd = unmarkStopped(upd)
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 			if err == nil {
@@ -146,7 +146,7 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 	res := RequeueResult{Queued: int(queued.Load()), Created: int(created.Load()), RerunRequested: int(rerun.Load())}
 	if res.Queued > 0 {
 		// Once for the range, after its rows: they are due now.
-		err = errors.Join(err, l.wakeAfter(ctx, accountID, l.now()))
+		l.wakeAfter(ctx, accountID, l.now())
 	}
 	return res, err
 }

@@ -74,7 +74,7 @@ type Row struct {
 	LeaseUntil    time.Time
 	NextAttemptAt time.Time
 	LastError     string
-	Exhausted     bool
+	Stopped       bool
 	Generation    int64
 	// GenReserved is the highest generation found committed in the bucket
 	// without a Complete (NoteCommitted); the next claim is numbered above it.
@@ -91,7 +91,7 @@ type Row struct {
 	// DueKey is the row's key in the due index ("" when not due).
 	DueKey string
 
-	// Late data and reseeds (fingerprint.go, reseed.go): the fingerprint
+	// Late data and reseeds (restate.go, reseed.go): the fingerprint
 	// the generation was exported with and its next check, the generation a
 	// restatement replaces, and the seed epoch of the generation.
 	Fingerprint Fingerprint
@@ -129,7 +129,7 @@ type Result struct {
 	Generation int64
 
 	// Fingerprint, Restated and SeedEpoch are recorded with the generation
-	// (fingerprint.go, reseed.go).
+	// (restate.go, reseed.go).
 	Fingerprint Fingerprint
 	Restated    bool
 	SeedEpoch   int64
@@ -167,7 +167,7 @@ func (r Row) liveAt(now time.Time) bool { return r.State == StateRunning && !r.L
 // deadOnLastAttempt reports whether r is a dead claim (running, lease
 // expired at now) whose run started and used the last of maxAttempts: the
 // running branch of claimableNow refuses exactly these, and Claim retires
-// them as exhausted (or queues them, if a re-run was requested).
+// them as stopped (or queues them, if a re-run was requested).
 func (r Row) deadOnLastAttempt(now time.Time, maxAttempts int) bool {
 	return r.State == StateRunning && r.LeaseUntil.Before(now) && !r.StartedAt.IsZero() && r.Attempts >= maxAttempts
 }

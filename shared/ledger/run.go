@@ -117,7 +117,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 			Set(name(attrCompletedAt), val(nowS)).
 			Set(name(attrUpdatedAt), val(nowS)).
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
-			Remove(name(attrLastError)).Remove(name(attrExhausted)).Remove(name(attrRerunRequested))
+			Remove(name(attrLastError)).Remove(name(attrStopped)).Remove(name(attrRerunRequested))
 		if res.Generation > 0 {
 			u = u.Set(name(attrGeneration), val(res.Generation))
 		} else {
@@ -148,7 +148,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 			if err == nil && rerun {
 				// The wake first: a re-run waits for it; the history item
 				// and the export stats after it are best effort.
-				err = l.wakeAfter(ctx, key.AccountID, l.now())
+				l.wakeAfter(ctx, key.AccountID, l.now())
 			}
 			l.noteCompleted(ctx, out)
 			l.recordExport(ctx, res.Duration)
@@ -177,8 +177,8 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 
 // Fail records a failed attempt under the claim token. With attempts left the
 // row is failed with next_attempt_at from the backoff; after MaxAttempts it is
-// failed and exhausted: it leaves the ranges Due reads for the 9# class that
-// CountExhausted counts, until requeued. A claim that failed without Start
+// failed and stopped: it leaves the ranges Due reads for the 9# class that
+// CountStopped counts, until requeued. A claim that failed without Start
 // having counted its attempt (a caller that skipped Start) counts it here. If a re-run was
 // requested while it ran, the row is queued (manual) with a fresh attempt
 // count. A token that no longer holds the row is ErrClaimLost.
@@ -234,10 +234,10 @@ func (l *Ledger) FailAfter(ctx context.Context, key Key, token string, cause err
 				Remove(name(attrRerunRequested)).Remove(name(attrNextAttemptAt))
 		case attempts >= l.cfg.MaxAttempts:
 			upd = markStopped(upd.Set(name(attrState), val(string(StateFailed))).
-				Set(name(attrExhausted), val(true)).
+				Set(name(attrStopped), val(true)).
 				Set(name(attrAttempts), val(attempts)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
-				Set(name(AttrDueKey), val(exhaustedDueKey(key.Day, key.Dataset))).
+				Set(name(AttrDueKey), val(stoppedDueKey(key.Day, key.Dataset))).
 				Remove(name(attrNextAttemptAt)), key)
 		default:
 			delay, err := l.Backoff(attempts)
@@ -266,9 +266,9 @@ func (l *Ledger) FailAfter(ctx context.Context, key Key, token string, cause err
 		switch { // the wake first, the history item after it (best effort)
 		case err != nil:
 		case row.State == StateQueued:
-			err = l.wakeAfter(ctx, key.AccountID, now)
-		case !row.Exhausted:
-			err = l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
+			l.wakeAfter(ctx, key.AccountID, now)
+		case !row.Stopped:
+			l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
 		}
 		l.noteFailed(ctx, out, attempts)
 		return row, err

@@ -11,7 +11,7 @@ package ledger
 //     partition: StartSlice claims it with a token of its own (counting an
 //     attempt; a running slice whose lease expired is taken over),
 //     CompleteSlice records its files, FailSlice its error; after
-//     MaxAttempts it is exhausted and the partition's attempt fails;
+//     MaxAttempts it is stopped and the partition's attempt fails;
 //   - every slice run is conditional on the partition still being held by
 //     the planning claim (StartSlice, CompleteSlice and FailSlice renew it
 //     under that token; the slice items carry it), and holds it for
@@ -53,10 +53,6 @@ const (
 	MaxSlices = 1000
 )
 
-// ErrSliceDone is StartSlice's refusal of a slice already completed (a
-// second delivery of its message).
-var ErrSliceDone = errors.New("ledger: slice already completed")
-
 // SlicePlan is a partition's plan for one sliced generation.
 type SlicePlan struct {
 	Key
@@ -95,7 +91,7 @@ type Slice struct {
 	RunToken   string
 	State      State // queued, running, completed or failed
 	Attempts   int
-	Exhausted  bool
+	Stopped    bool
 	StartedAt  time.Time
 	LeaseUntil time.Time
 	FinishedAt time.Time

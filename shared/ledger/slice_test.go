@@ -90,12 +90,12 @@ func TestSliceLifecycle(t *testing.T) {
 		}
 		clk.Advance(time.Minute) // the failure's hold is told from the start's
 		f, err := l.FailSlice(ctx, c.Key, c.Token, 1, s1.RunToken, fmt.Errorf("boom %d", attempt))
-		if err != nil || f.State != StateFailed || f.LastError != fmt.Sprintf("boom %d", attempt) || f.Exhausted != (attempt == 3) {
+		if err != nil || f.State != StateFailed || f.LastError != fmt.Sprintf("boom %d", attempt) || f.Stopped != (attempt == 3) {
 			t.Fatalf("fail slice 1, attempt %d: %+v, %v", attempt, f, err)
 		}
 	}
-	if _, err := l.StartSlice(ctx, c.Key, c.Token, 1); !errors.Is(err, ErrExhausted) {
-		t.Fatalf("start of an exhausted slice: %v, want ErrExhausted", err)
+	if _, err := l.StartSlice(ctx, c.Key, c.Token, 1); !errors.Is(err, ErrStopped) {
+		t.Fatalf("start of a stopped slice: %v, want ErrStopped", err)
 	}
 	if r, _ := l.Get(ctx, c.Key); !r.LeaseUntil.Equal(clk.Now().Add(hold)) {
 		t.Fatalf("partition held until %s after a slice's failure, want %s: a slice waiting for its retry holds it", r.LeaseUntil, clk.Now().Add(hold))
@@ -125,7 +125,7 @@ func TestSliceLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, sls, _ := l.SlicesOf(ctx, c.Key); plan.Done(sls) {
-		t.Fatal("a plan with an exhausted slice is done")
+		t.Fatal("a plan with a stopped slice is done")
 	}
 
 	// No slice was heard of for the whole hold (a lease and the queue's

@@ -42,7 +42,7 @@ func ofPlan(token string) expression.ConditionBuilder {
 // or a running one whose lease expired (its run died) with attempts left. It
 // renews the partition's lease first. A completed slice is ErrSliceDone; a
 // slice running under a live lease is ErrConflict; a dead run on the last
-// attempt, or a failed slice out of attempts, is ErrExhausted; a plan that
+// attempt, or a failed slice out of attempts, is ErrStopped; a plan that
 // is gone or was replaced, or a partition no longer held by token, is
 // ErrClaimLost.
 func (l *Ledger) StartSlice(ctx context.Context, key Key, token string, i int) (Slice, error) {
@@ -96,7 +96,7 @@ func (l *Ledger) sliceRefused(key Key, token string, i int, item map[string]type
 	case sl.State == StateRunning && !sl.LeaseUntil.Before(now):
 		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, what, fmtTime(sl.LeaseUntil))
 	case sl.Attempts >= l.cfg.MaxAttempts:
-		return fmt.Errorf("%w: %s failed %d times: %s", ErrExhausted, what, sl.Attempts, sl.LastError)
+		return fmt.Errorf("%w: %s failed %d times: %s", ErrStopped, what, sl.Attempts, sl.LastError)
 	}
 	return fmt.Errorf("%w: %s is %s", ErrConflict, what, sl.State)
 }
@@ -136,7 +136,7 @@ func (l *Ledger) CompleteSlice(ctx context.Context, key Key, token string, i int
 
 // FailSlice records a slice run's error under its run token and renews the
 // partition's hold while the slice waits for its retry; the slice is
-// exhausted once it has used MaxAttempts attempts (the partition's attempt
+// stopped once it has used MaxAttempts attempts (the partition's attempt
 // then fails: the exporter records that with FailAfter). It returns the
 // slice as recorded. A run that no longer holds the slice, or a partition
 // no longer held by token, is ErrClaimLost.
@@ -168,7 +168,7 @@ func (l *Ledger) FailSlice(ctx context.Context, key Key, token string, i int, ru
 	if err != nil {
 		return Slice{}, err
 	}
-	sl.Exhausted = sl.Attempts >= l.cfg.MaxAttempts
+	sl.Stopped = sl.Attempts >= l.cfg.MaxAttempts
 	// Held on while the slice waits for its retry.
 	return sl, l.renewPartition(ctx, key, token)
 }

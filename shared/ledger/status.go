@@ -7,7 +7,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,9 +24,6 @@ type DeleteAPI interface {
 }
 
 var _ DeleteAPI = (*dynamodb.Client)(nil)
-
-// ErrNoDelete: the ledger's client cannot delete items.
-var ErrNoDelete = errors.New("ledger: the DynamoDB client given to New cannot delete items")
 
 // Open returns every row of the account that is in the due index: the rows
 // with work to do or waiting for an operator (pending, queued, failed,

@@ -6,7 +6,7 @@ import (
 )
 
 // Stop describes a partition that stopped retrying: it waits, failed and
-// exhausted (the 9# class of the due index), until an operator requeues it.
+// stopped (the 9# class of the due index), until an operator requeues it.
 type Stop struct {
 	Key
 	// Attempts is the number of attempts it used.

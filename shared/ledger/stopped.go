@@ -1,7 +1,7 @@
 package ledger
 
 // The stopped half of the fleet index. A failed row that stopped retrying
-// (exhausted, due key 9#) also carries fleet_shard=X#<nn> and
+// (Stopped, due key 9#) also carries fleet_shard=X#<nn> and
 // fleet_key=<account>#<dataset>#<day>, nn = Shard(account); Requeue and
 // ClaimManual, the only ways out of that state, remove them. The sweeper
 // reads the level of stopped partitions of the whole fleet from the

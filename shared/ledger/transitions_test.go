@@ -82,7 +82,7 @@ func (f *fixture) runs(n int) {
 	}
 }
 
-func (f *fixture) exhausted() {
+func (f *fixture) stopped() {
 	f.t.Helper()
 	f.pending()
 	f.runs(f.l.cfg.MaxAttempts)
@@ -122,9 +122,9 @@ func TestTransitions(t *testing.T) {
 			}
 		}
 	}
-	exhaustedKey := func(f *fixture, r Row) {
-		if want := "9#" + f.key.Day.String() + "#" + f.key.Dataset; r.DueKey != want || !r.Exhausted {
-			f.t.Errorf("due_key %q exhausted %v, want %q and exhausted", r.DueKey, r.Exhausted, want)
+	inStoppedClass := func(f *fixture, r Row) {
+		if want := "9#" + f.key.Day.String() + "#" + f.key.Dataset; r.DueKey != want || !r.Stopped {
+			f.t.Errorf("due_key %q stopped %v, want %q and stopped", r.DueKey, r.Stopped, want)
 		}
 	}
 	cases := []struct {
@@ -168,10 +168,10 @@ func TestTransitions(t *testing.T) {
 			}
 			return err
 		}, nil, StateRunning, nil},
-		{"claim exhausted is refused", (*fixture).exhausted, func(f *fixture) error {
+		{"claim of a stopped row is refused", (*fixture).stopped, func(f *fixture) error {
 			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
 			return err
-		}, ErrConflict, StateFailed, []check{exhaustedKey, attempts(3)}},
+		}, ErrConflict, StateFailed, []check{inStoppedClass, attempts(3)}},
 		{"claim absent", func(f *fixture) {}, func(f *fixture) error {
 			_, err := f.l.Claim(f.ctx, f.key, "")
 			return err
@@ -255,7 +255,7 @@ func TestTransitions(t *testing.T) {
 			_, err := f.l.Fail(f.ctx, f.key, "nope", errors.New("x"))
 			return err
 		}, ErrClaimLost, StateRunning, nil},
-		{"last attempt fails: exhausted", func(f *fixture) {
+		{"last attempt fails: stopped", func(f *fixture) {
 			f.pending()
 			f.runs(f.l.cfg.MaxAttempts - 1)
 			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
@@ -265,11 +265,11 @@ func TestTransitions(t *testing.T) {
 			f.token = c.Token
 		}, func(f *fixture) error {
 			r, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom"))
-			if err == nil && (!r.Exhausted || r.Attempts != f.l.cfg.MaxAttempts) {
+			if err == nil && (!r.Stopped || r.Attempts != f.l.cfg.MaxAttempts) {
 				f.t.Errorf("row %+v", r)
 			}
 			return err
-		}, nil, StateFailed, []check{exhaustedKey}},
+		}, nil, StateFailed, []check{inStoppedClass}},
 		{"requeue a live running row records a rerun", (*fixture).running, func(f *fixture) error {
 			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
 			if err == nil && res.RerunRequested != 1 {
@@ -289,11 +289,11 @@ func TestTransitions(t *testing.T) {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
-		{"requeue exhausted", (*fixture).exhausted, func(f *fixture) error {
+		{"requeue stopped", (*fixture).stopped, func(f *fixture) error {
 			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
-			if r.Exhausted || r.Attempts != 0 {
+			if r.Stopped || r.Attempts != 0 {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
@@ -358,11 +358,11 @@ func TestTransitions(t *testing.T) {
 			}
 			return err
 		}, nil, StateRunning, nil},
-		{"manual claim of an exhausted row", (*fixture).exhausted, func(f *fixture) error {
+		{"manual claim of a stopped row", (*fixture).stopped, func(f *fixture) error {
 			_, err := f.l.ClaimManual(f.ctx, f.key)
 			return err
 		}, nil, StateRunning, []check{inIndex("3#"), func(f *fixture, r Row) {
-			if r.Exhausted || r.Attempts != 1 {
+			if r.Stopped || r.Attempts != 1 {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
@@ -374,7 +374,7 @@ func TestTransitions(t *testing.T) {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
-		{"dead claim that started on the last attempt is retired as exhausted", func(f *fixture) {
+		{"dead claim that started on the last attempt is retired as stopped", func(f *fixture) {
 			f.pending()
 			f.runs(f.l.cfg.MaxAttempts - 1)
 			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
@@ -385,8 +385,8 @@ func TestTransitions(t *testing.T) {
 		}, func(f *fixture) error {
 			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
 			return err
-		}, ErrExhausted, StateFailed, []check{exhaustedKey, attempts(3), func(f *fixture, r Row) {
-			if !r.Exhausted || !strings.Contains(r.LastError, "lease expired") {
+		}, ErrStopped, StateFailed, []check{inStoppedClass, attempts(3), func(f *fixture, r Row) {
+			if !r.Stopped || !strings.Contains(r.LastError, "lease expired") {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
@@ -406,8 +406,8 @@ func TestTransitions(t *testing.T) {
 			}
 			return err
 		}, nil, StateRunning, []check{attempts(0), func(f *fixture, r Row) {
-			if r.Exhausted {
-				f.t.Errorf("row %+v exhausted without having run", r)
+			if r.Stopped {
+				f.t.Errorf("row %+v stopped without having run", r)
 			}
 		}}},
 	}

@@ -38,19 +38,14 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 )
 
-// ErrWake: a transition was recorded, but the account's wake time could not
-// be lowered after it. The row stands; a sweep finds it at the account's
-// next wake (its next day close at the latest).
-var ErrWake = errors.New("ledger: transition recorded, but the account's wake time was not lowered")
-
 const (
 	// wakeSkew bounds the clock difference between writers: a waker that
 	// finds the wake time more than this ahead of its clock knows no sweep
 	// is handling the account.
 	wakeSkew = time.Minute
-	// wakeSettle is how long a waker's write keeps a sweep from raising the
+	// wakeGrace is how long a waker's write keeps a sweep from raising the
 	// wake time: the time its row change may take to reach the due index.
-	wakeSettle = time.Minute
+	wakeGrace = time.Minute
 )
 
 // Shard returns the fleet-index shard of an account: FNV-1a of its id
@@ -168,13 +163,14 @@ func (l *Ledger) Wake(ctx context.Context, accountID string, at time.Time) error
 	return err
 }
 
-// wakeAfter is Wake for a transition that already took effect: a failure is
-// ErrWake, so the caller can tell it from a refused transition.
-func (l *Ledger) wakeAfter(ctx context.Context, accountID string, at time.Time) error {
+// wakeAfter is Wake for a transition that already took effect: the
+// transition stands whatever happens here, so a failure is reported to
+// Config.WakeFailed, not returned (a sweep finds the row at the account's
+// next wake, its next day close at the latest).
+func (l *Ledger) wakeAfter(ctx context.Context, accountID string, at time.Time) {
 	if err := l.Wake(ctx, accountID, at); err != nil {
-		return fmt.Errorf("%w: account %s at %s: %w", ErrWake, accountID, fmtTime(at), err)
+		l.cfg.WakeFailed(ctx, accountID, fmt.Errorf("lower the wake time of account %s to %s: %w", accountID, fmtTime(at), err))
 	}
-	return nil
 }
 
 // SetNextWake records the sweeper's next wake time for an account it
@@ -196,7 +192,7 @@ func (l *Ledger) SetNextWake(ctx context.Context, w Woken, next time.Time, close
 	if w.Seq == 0 {
 		seq = name(attrWakeSeq).AttributeNotExists()
 	}
-	quiet := expression.Or(name(attrWokenAt).AttributeNotExists(), name(attrWokenAt).LessThan(val(fmtTime(readAt.Add(-wakeSettle)))))
+	quiet := expression.Or(name(attrWokenAt).AttributeNotExists(), name(attrWokenAt).LessThan(val(fmtTime(readAt.Add(-wakeGrace)))))
 	cond := expression.And(name(AttrFleetShard).AttributeExists(), seq, quiet)
 	_, err := l.update(ctx, key, upd, cond, types.ReturnValueNone)
 	if !errors.Is(err, errCondition) {

@@ -283,3 +283,105 @@ func TestMalformedAccountDoesNotHideTheOthers(t *testing.T) {
 		t.Error("ListAccounts dropped the good account")
 	}
 }
+
+// failingWake fails every UpdateItem on account records: the wake time
+// cannot be lowered, every row write goes through.
+type failingWake struct{ DynamoAPI }
+
+func (f failingWake) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if pk, _ := in.Key[AttrPK].(*types.AttributeValueMemberS); pk != nil && pk.Value == pkAccounts {
+		return nil, errors.New("throttled")
+	}
+	return f.DynamoAPI.UpdateItem(ctx, in, opts...)
+}
+
+// TestWakeFailureAfterARecordedTransition: when the row was written but the
+// account's wake time could not be lowered after it, the transition returns
+// nil (it happened), the failure reaches Config.WakeFailed once with the
+// account and the cause, and the wake time is left as it was.
+func TestWakeFailureAfterARecordedTransition(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	base, _ := newTestLedger(t, clk)
+	type report struct {
+		account string
+		err     error
+	}
+	var got []report
+	cfg := base.Config()
+	cfg.WakeFailed = func(_ context.Context, accountID string, err error) { got = append(got, report{accountID, err}) }
+	l, err := New(failingWake{base.db}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := func(t *testing.T, key Key) Claim {
+		t.Helper()
+		if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+			t.Fatal(err)
+		}
+		c, err := l.Claim(ctx, key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name       string
+		transition func(t *testing.T, key Key) (State, error)
+	}{
+		{"requeue", func(t *testing.T, key Key) (State, error) {
+			_, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, ReasonManual)
+			return StateQueued, err
+		}},
+		{"fail with attempts left", func(t *testing.T, key Key) (State, error) {
+			c := claimed(t, key)
+			if _, err := l.Start(ctx, key, c.Token); err != nil {
+				t.Fatal(err)
+			}
+			_, err := l.Fail(ctx, key, c.Token, errors.New("boom"))
+			return StateFailed, err
+		}},
+		{"release", func(t *testing.T, key Key) (State, error) {
+			return StatePending, l.Release(ctx, claimed(t, key))
+		}},
+		{"requeue restatement", func(t *testing.T, key Key) (State, error) {
+			c := claimed(t, key)
+			if _, err := l.Start(ctx, key, c.Token); err != nil {
+				t.Fatal(err)
+			}
+			done, err := l.Complete(ctx, key, c.Token, Result{Rows: 1, Fingerprint: Fingerprint{Value: "h1", At: clk.Now()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = l.RequeueRestatement(ctx, key, done.Generation, "h1")
+			return StateQueued, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			a := putTestAccount(t, base, tc.name)
+			w, ok := woken(t, base, a.ID, clk.Now())
+			if !ok {
+				t.Fatal("setup: a new account is not woken")
+			}
+			later := clk.Now().Add(24 * time.Hour)
+			if applied, err := base.SetNextWake(ctx, w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
+				t.Fatalf("setup: SetNextWake = %v %v", applied, err)
+			}
+			key := Key{AccountID: a.ID, Dataset: "events", Day: day1}
+			want, err := tc.transition(t, key)
+			if err != nil {
+				t.Fatalf("the transition returned %v, want nil: it was recorded", err)
+			}
+			if r, err := base.Get(ctx, key); err != nil || r.State != want {
+				t.Fatalf("row %s %v, want %s", r.State, err, want)
+			}
+			if len(got) != 1 || got[0].account != a.ID || got[0].err == nil || !strings.Contains(got[0].err.Error(), "throttled") {
+				t.Errorf("WakeFailed got %+v, want one report for %s with the cause", got, a.ID)
+			}
+			if at, _ := wakeOf(t, base, a.ID); !at.Equal(later) {
+				t.Errorf("wake time %s, want it left at %s", at, later)
+			}
+		})
+	}
+}

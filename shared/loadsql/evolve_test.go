@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 )
@@ -54,7 +55,7 @@ func TestEvolvedDatasetIsCompatible(t *testing.T) {
 	ds := evolvedDataset()
 	for v := 1; v < ds.Version; v++ {
 		for w := v + 1; w <= ds.Version; w++ {
-			if err := dataset.Compatible(atVersion(ds, v), atVersion(ds, w)); err != nil {
+			if err := datasettest.Compatible(atVersion(ds, v), atVersion(ds, w)); err != nil {
 				t.Errorf("version %d to %d: %v", v, w, err)
 			}
 		}

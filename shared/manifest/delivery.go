@@ -82,10 +82,10 @@ type PartitionStatus struct {
 	// build's catalog.
 	Dataset *dataset.Dataset
 	// Exists is false when the ledger has no row for the partition.
-	Exists    bool
-	State     string // pending | queued | running | completed | failed
-	Attempts  int
-	Exhausted bool
+	Exists   bool
+	State    string // pending | queued | running | completed | failed
+	Attempts int
+	Stopped  bool
 	// LastError is the ledger's error text; only its cause code (CauseOf)
 	// reaches the manifest.
 	LastError   string
@@ -169,7 +169,7 @@ func missing(st PartitionStatus) MissingDataset {
 		return say(CodeRunning)
 	case "failed":
 		m.Cause = CauseOf(st.LastError)
-		if st.Exhausted {
+		if st.Stopped {
 			return say(CodeStoppedRetrying, fmt.Sprintf("Attempts: %d. Last failure:", st.Attempts), m.Cause.Sentence())
 		}
 		return say(m.Cause, fmt.Sprintf("Attempt %d failed; it will be retried automatically.", st.Attempts))

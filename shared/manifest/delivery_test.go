@@ -45,10 +45,10 @@ func TestNewDelivery(t *testing.T) {
 			CodeSourceUnavailable, CodeSourceUnavailable, CodeSourceUnavailable.Sentence() + " Attempt 3 failed; it will be retried automatically."},
 		{"failed with an uncoded error", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 1, LastError: "boom: at 10.0.0.1"},
 			CodeInternal, CodeInternal, CodeInternal.Sentence() + " Attempt 1 failed; it will be retried automatically."},
-		{"dead claim on its last attempt", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Exhausted: true,
+		{"dead claim on its last attempt", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Stopped: true,
 			LastError: "claim lease expired at 2026-03-10T10:00:00Z on attempt 6 of 6"},
 			CodeStoppedRetrying, CodeTimedOut, CodeStoppedRetrying.Sentence() + " Attempts: 6. Last failure: " + CodeTimedOut.Sentence()},
-		{"exhausted", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Exhausted: true, LastError: pgErr},
+		{"stopped", PartitionStatus{Name: "daily_stats", Dataset: stats, Exists: true, State: "failed", Attempts: 6, Stopped: true, LastError: pgErr},
 			CodeStoppedRetrying, CodeSourceUnavailable, CodeStoppedRetrying.Sentence() + " Attempts: 6. Last failure: " + CodeSourceUnavailable.Sentence()},
 		{"unknown dataset", PartitionStatus{Name: "visitors", Exists: true, State: "completed"}, CodeInternal, "", CodeInternal.Sentence() + " This dataset is not in this deployment's catalog."},
 	} {

@@ -85,50 +85,6 @@ type Source interface {
 	Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error)
 }
 
-// Rows reads src's partition row by row, in the value model: fn gets a
-// fresh row per call that it may keep. It is for tests and tools; the
-// exporter consumes batches.
-func Rows(ctx context.Context, src Source, q Query, fn func(row []any) error) (Provenance, error) {
-	return src.Batches(ctx, q, func(b *dataset.Batch) error {
-		for i := range b.Len() {
-			if err := fn(b.Row(i, nil)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// RowFunc is a Source from a function that yields rows of the value model
-// one at a time; they are checked (dataset.Batch.AppendRow) and batched.
-// For tests and sources that have no typed reader.
-type RowFunc func(ctx context.Context, q Query, yield func(row []any) error) (Provenance, error)
-
-// Batches implements Source.
-func (f RowFunc) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error) {
-	bt, err := newBatcher(q, fn)
-	if err != nil {
-		return Provenance{}, err
-	}
-	prov, err := f(ctx, q, func(row []any) error {
-		if err := bt.room(); err != nil {
-			return err
-		}
-		return bt.b.AppendRow(row)
-	})
-	if err == nil {
-		err = bt.flush()
-	}
-	return prov.inUTC(), err
-}
-
-// inUTC returns p with its instants in UTC, as the bucket carries them.
-func (p Provenance) inUTC() Provenance {
-	p.WindowStart, p.WindowEnd = p.WindowStart.UTC(), p.WindowEnd.UTC()
-	p.SnapshotAt, p.FinishedAt = p.SnapshotAt.UTC(), p.FinishedAt.UTC()
-	return p
-}
-
 // batcher hands a reused batch to fn whenever it fills, after checking the
 // partition column of each of its rows against the day's window.
 type batcher struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -31,7 +32,7 @@ import (
 
 var srv *motoserver.Server
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 var bucketSeq atomic.Int64
 

@@ -3,10 +3,10 @@
 // bucket, a prefix, a dataset and a day (no ledger, no account record).
 // `_SUCCESS` names the manifest by SHA-256, and the data files under the
 // partition are exactly the manifest's, with its sizes, CRC32C, SHA-256 and
-// row counts (how much is read is Options').
+// row counts (how much is read is [Options]').
 //
-// Check verifies one partition and returns a report a person can read
-// (Result.WriteText); Days lists the days a dataset has partitions for.
+// [Check] verifies one partition and returns a report a person can read
+// ([Result.WriteText]); [Days] lists the days a dataset has partitions for.
 package verify
 
 import (

@@ -89,7 +89,7 @@ func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
 			// failed twice, once 30 h ago (outside the window)
 			row(a, "profiles", "2026-11-29", ledger.StateFailed, func(r *ledger.Row) { recent(r); r.Attempts = 2 }),
 			// an old failure whose row has not changed since
-			row(b, "events", "2026-11-20", ledger.StateFailed, func(r *ledger.Row) { r.Exhausted = true }),
+			row(b, "events", "2026-11-20", ledger.StateFailed, func(r *ledger.Row) { r.Stopped = true }),
 			row(b, "events", "2026-11-21", ledger.StatePending, nil),
 		},
 		history: map[ledger.Key][]ledger.Attempt{},

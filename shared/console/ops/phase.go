@@ -71,7 +71,7 @@ func Of(r ledger.Row) Phase {
 	case ledger.StatePending:
 		return Pending
 	case ledger.StateFailed:
-		if r.Exhausted || strings.HasPrefix(r.DueKey, "9#") {
+		if r.Stopped || strings.HasPrefix(r.DueKey, "9#") {
 			return Stopped
 		}
 		return Failed

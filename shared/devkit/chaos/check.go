@@ -22,6 +22,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/sourcetest"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -209,7 +210,7 @@ func (p *pipeline) sourceKeys(ctx context.Context, a account.Account, ds dataset
 	idx := keyIndexes(ds)
 	start, end := a.Window(day)
 	var out []string
-	_, err = source.Rows(ctx, src, source.Query{AccountID: a.ID, Dataset: ds, Day: day, Start: start, End: end}, func(row []any) error {
+	_, err = sourcetest.Rows(ctx, src, source.Query{AccountID: a.ID, Dataset: ds, Day: day, Start: start, End: end}, func(row []any) error {
 		parts := make([]string, len(idx))
 		for i, j := range idx {
 			parts[i] = fmt.Sprint(row[j])
@@ -326,33 +327,33 @@ func (p *pipeline) checkGenerations(r ledger.Row, pp string, seq []Commit) {
 	p.rep.Checked.Generations += len(runOf)
 }
 
-// checkSettledDeliveries runs after every drained round, when no exporter
-// runs: a day whose partitions have all settled (completed or failed) has
+// checkAtRestDeliveries runs after every drained round, when no exporter
+// runs: a day whose partitions are all at rest (completed or failed) has
 // had its last run record its outcome, so its delivery manifest must say
 // what the ledger says now. (A running, queued or pending partition may
 // legitimately be ahead of the manifest until its run ends.)
-func (p *pipeline) checkSettledDeliveries(ctx context.Context, round int) error {
+func (p *pipeline) checkAtRestDeliveries(ctx context.Context, round int) error {
 	rows, err := p.rows(ctx)
 	if err != nil {
 		return err
 	}
 	byKey := map[ledger.Key]ledger.Row{}
-	settled := map[string]map[civil.Date]bool{}
+	atRest := map[string]map[civil.Date]bool{}
 	for _, r := range rows {
 		byKey[r.Key] = r
-		if settled[r.AccountID] == nil {
-			settled[r.AccountID] = map[civil.Date]bool{}
+		if atRest[r.AccountID] == nil {
+			atRest[r.AccountID] = map[civil.Date]bool{}
 		}
-		ok, seen := settled[r.AccountID][r.Day]
-		settled[r.AccountID][r.Day] = (ok || !seen) && (r.State == ledger.StateCompleted || r.State == ledger.StateFailed)
+		ok, seen := atRest[r.AccountID][r.Day]
+		atRest[r.AccountID][r.Day] = (ok || !seen) && (r.State == ledger.StateCompleted || r.State == ledger.StateFailed)
 	}
 	counted := p.rep.Checked.Deliveries
 	defer func() {
-		p.rep.Checked.Settled += p.rep.Checked.Deliveries - counted
+		p.rep.Checked.AtRest += p.rep.Checked.Deliveries - counted
 		p.rep.Checked.Deliveries = counted
 	}()
 	for _, a := range p.accounts {
-		for day, ok := range settled[a.ID] {
+		for day, ok := range atRest[a.ID] {
 			if !ok || len(rowsOf(byKey, a, day)) != len(a.Datasets) {
 				continue
 			}

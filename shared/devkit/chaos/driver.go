@@ -47,7 +47,7 @@ func (p *pipeline) drive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := p.checkSettledDeliveries(ctx, round); err != nil {
+		if err := p.checkAtRestDeliveries(ctx, round); err != nil {
 			return err
 		}
 		if round <= forgedRounds {

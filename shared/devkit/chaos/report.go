@@ -49,7 +49,7 @@ type Checked struct {
 	Generations int   // committed generations (distinct _SUCCESS) seen
 	Commits     int   // _SUCCESS writes the store accepted
 	Deliveries  int   // delivery manifests compared with the ledger
-	Settled     int   // manifests of settled days compared after each round
+	AtRest      int   // manifests of days at rest compared after each round
 	Buckets     int   // buckets checked for incomplete uploads
 }
 
@@ -88,7 +88,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  %d faults injected (%d kills) in %d S3 requests\n", t, r.Kills, total-t)
 	c := r.Checked
 	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
-		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.Settled, c.Buckets)
+		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets)
 	a := r.Accounts
 	fmt.Fprintf(w, "  accounts: %d race rounds, %d overlapping creates (%d committed, %d refused as overlapping), %d controls created; %d objects checked against %d accounts' prefixes\n",
 		a.Rounds, a.Creates, a.Created, a.Refused, a.Controls, a.Objects, a.Accounts)

@@ -15,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/sourcetest"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -276,7 +277,7 @@ func TestProfilesFeed(t *testing.T) {
 		start, end := a.Window(day)
 		date, _ := civil.Parse(day.String())
 		out := map[string][]any{}
-		_, err := source.Rows(context.Background(), src, source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
+		_, err := sourcetest.Rows(context.Background(), src, source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
 			func(r []any) error {
 				if out[r[0].(string)] != nil {
 					t.Fatalf("%s: profile %s twice in %s", a.Name, r[0], day)
@@ -351,7 +352,7 @@ func TestRowsMatchSource(t *testing.T) {
 				}
 				start, end := a.Window(day)
 				date, _ := civil.Parse(day.String())
-				prov, err := source.Rows(context.Background(), src, source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
+				prov, err := sourcetest.Rows(context.Background(), src, source.Query{AccountID: a.ID, Dataset: ds, Day: date, Start: start, End: end},
 					func([]any) error { return nil })
 				if err != nil {
 					t.Fatalf("%s %s %s: %v", a.ID, ds.Name, day, err)

@@ -17,13 +17,14 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
 var srv *motoserver.Server
 
-func TestMain(m *testing.M) { os.Exit(motoserver.RunTests(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
 func TestDeployTemplate(t *testing.T) {
 	ctx := context.Background()

@@ -1,4 +1,7 @@
-package motoserver
+// Package mototest runs a package's tests against one moto_server. It is
+// its own package so that testing is linked only into test binaries
+// (package motoserver is also used by cmd/daybook-dev).
+package mototest
 
 import (
 	"context"
@@ -6,19 +9,21 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
 // RunTests starts one moto_server for a package's tests, stores it in *srv,
 // runs m and stops the server. A missing moto_server fails the run with the
 // install hint; it never skips.
-func RunTests(m *testing.M, srv **Server) int {
+func RunTests(m *testing.M, srv **motoserver.Server) int {
 	dir, err := os.MkdirTemp("", "daybook-moto-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	s, err := Start(context.Background(), filepath.Join(dir, "moto.log"))
+	s, err := motoserver.Start(context.Background(), filepath.Join(dir, "moto.log"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1

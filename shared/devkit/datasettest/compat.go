@@ -1,6 +1,10 @@
-package dataset
+package datasettest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
 
 // Compatible reports whether next may replace prev without a new contract
 // version (D2). Delivered files are read together with future ones, so
@@ -15,9 +19,9 @@ import "fmt"
 // and nullable_since, an appended column has a since after prev's version
 // (the version that appended it), and a loosened column records the version
 // from which it is nullable in nullable_since.
-func Compatible(prev, next Dataset) error {
+func Compatible(prev, next dataset.Dataset) error {
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("dataset %s: %s: %w", prev.Name, fmt.Sprintf(format, args...), ErrIncompatible)
+		return fmt.Errorf("dataset %s: %s: %w", prev.Name, fmt.Sprintf(format, args...), dataset.ErrIncompatible)
 	}
 	if prev.Name != next.Name {
 		return fail("renamed to %q", next.Name)
@@ -75,7 +79,7 @@ func Compatible(prev, next Dataset) error {
 
 // loosening checks the nullable_since bookkeeping of one kept column; it
 // returns what is wrong, or "".
-func loosening(prev, next Dataset, old, cur Column) string {
+func loosening(prev, next dataset.Dataset, old, cur dataset.Column) string {
 	switch {
 	case !old.Nullable && cur.Nullable:
 		if cur.NullableSince < prev.Version || cur.NullableSince > next.Version {
@@ -88,7 +92,7 @@ func loosening(prev, next Dataset, old, cur Column) string {
 	return ""
 }
 
-func indexOf(cols []Column, name string) int {
+func indexOf(cols []dataset.Column, name string) int {
 	for i, c := range cols {
 		if c.Name == name {
 			return i

@@ -260,7 +260,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key Key, generation int
 		Set(name(attrUpdatedAt), val(nowS)).
 		Remove(name(AttrRestateAccount)).Remove(name(AttrRestateKey)).
 		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
-		Remove(name(attrExhausted)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
+		Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 	cond := expression.And(name(attrState).Equal(val(string(StateCompleted))),
 		name(attrGeneration).Equal(val(generation)), name(attrFingerprint).Equal(val(exported)))
 	out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
@@ -282,7 +282,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key Key, generation int
 	if err != nil {
 		return Row{}, err
 	}
-	// The row is due now: wake the account (after the row, like Requeue); a
-	// failure is ErrWake with the transition recorded.
-	return row, l.wakeAfter(ctx, key.AccountID, l.now())
+	// The row is due now: wake the account (after the row, like Requeue).
+	l.wakeAfter(ctx, key.AccountID, l.now())
+	return row, nil
 }

@@ -301,7 +301,7 @@ func TestStoppedHook(t *testing.T) {
 		run(dying)
 		clk.Advance(testLease + time.Minute)
 	}
-	if _, err := l.Claim(ctx, dying, ""); !errors.Is(err, ErrExhausted) {
+	if _, err := l.Claim(ctx, dying, ""); !errors.Is(err, ErrStopped) {
 		t.Fatalf("claim of a dead claim on its last attempt: %v", err)
 	}
 	if len(stops) != 2 {

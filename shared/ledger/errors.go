@@ -1,0 +1,43 @@
+package ledger
+
+import "errors"
+
+// The ledger's errors. Every one is returned wrapped (with the key or the
+// account it is about): test for it with errors.Is. A transition that
+// returns an error did not happen (or, for ErrStopped, ended the row as
+// the error says); what fails after a recorded transition (lowering the
+// wake time, writing the attempt's history) is reported to
+// Config.WakeFailed and Config.HistoryFailed instead, never returned.
+var (
+	// ErrClaimLost: a write guarded by a claim token found another token
+	// (or none): the claim expired and was taken over, or the job's run was
+	// already started (a second delivery).
+	ErrClaimLost = errors.New("ledger: claim lost")
+	// ErrNotFound: no such row or account.
+	ErrNotFound = errors.New("ledger: not found")
+	// ErrConflict: the transition is refused in the row's current state (for
+	// example a claim on a completed row, or on a row running under a live claim).
+	ErrConflict = errors.New("ledger: refused in the current state")
+	// ErrBusy: a manual request found the row running under a live claim; the
+	// request is recorded (rerun_requested) and runs after that claim completes.
+	ErrBusy = errors.New("ledger: partition is running; re-run recorded")
+	// ErrStopped: the partition (or a slice of it) used its last attempt and
+	// stopped retrying: Claim retired a dead claim that had started on its
+	// last attempt (the row is now failed and stopped, and waits for a
+	// requeue), or StartSlice found a slice out of attempts.
+	ErrStopped = errors.New("ledger: stopped retrying (out of attempts)")
+	// ErrSliceDone is StartSlice's refusal of a slice already completed (a
+	// second delivery of its message).
+	ErrSliceDone = errors.New("ledger: slice already completed")
+	// ErrMalformed marks a stored item the ledger cannot read. A value that
+	// does not parse is an error naming the attribute, the item's key and
+	// the value, never a zero value: a lease that read as the zero time
+	// would look expired, and the row would be claimed again.
+	ErrMalformed = errors.New("ledger: malformed item")
+	// ErrNoDelete: the ledger's client cannot delete items.
+	ErrNoDelete = errors.New("ledger: the DynamoDB client given to New cannot delete items")
+)
+
+// errCondition marks a failed condition check inside the package (dynamo.go
+// turns DynamoDB's ConditionalCheckFailedException into it).
+var errCondition = errors.New("condition failed")
