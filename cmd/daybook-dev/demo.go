@@ -33,6 +33,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
 
@@ -247,7 +248,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	step("manual re-export: an operator sends `daybook reexport` for a past day")
 	a0 := src.Accounts[0]
 	day := a0.WithDefaults(0).ClosedThrough(o.Now()).AddDays(-3)
-	key := ledger.Key{AccountID: a0.ID, Dataset: "events", Day: day}
+	key := partition.Key{AccountID: a0.ID, Dataset: "events", Day: day}
 	if res.Before, err = led.Get(ctx, key); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/partition"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -394,7 +395,7 @@ func TestAccountDelete(t *testing.T) {
 	if _, err := l.Materialize(ctx, acct.ID, "events", from, to); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := l.Claim(ctx, ledger.Key{AccountID: acct.ID, Dataset: "events", Day: to}, "")
+	claim, err := l.Claim(ctx, partition.Key{AccountID: acct.ID, Dataset: "events", Day: to}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

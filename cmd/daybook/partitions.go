@@ -14,7 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/jobs"
-	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // requestFlags maps the fields of a manual request, as jobs.CheckRequest
@@ -106,7 +106,7 @@ when it finishes.`,
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
-	c.Flags().StringVar(&reason, "reason", string(ledger.ReasonBackfill), "backfill or manual (recorded in the manifest)")
+	c.Flags().StringVar(&reason, "reason", string(partition.ReasonBackfill), "backfill or manual (recorded in the manifest)")
 	_ = c.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions([]string{"backfill", "manual"}, cobra.ShellCompDirectiveNoFileComp))
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -116,7 +116,7 @@ when it finishes.`,
 		if _, err := datasetFlag(c, p.dataset); err != nil {
 			return err
 		}
-		if r := ledger.Reason(reason); r != ledger.ReasonBackfill && r != ledger.ReasonManual {
+		if r := partition.Reason(reason); r != partition.ReasonBackfill && r != partition.ReasonManual {
 			return cli.Usagef(c, "--reason %q: want backfill or manual", reason)
 		}
 		from, to, err := dayRange(c, p.day, p.from, p.to)
@@ -130,7 +130,7 @@ when it finishes.`,
 		}
 		days := civil.Range(from, to)
 		bar := a.progress(len(days), "requeue")
-		res, err := ops.Requeue(ctx, e.ledger, acct.ID, p.dataset, days, ledger.Reason(reason), bar)
+		res, err := ops.Requeue(ctx, e.ledger, acct.ID, p.dataset, days, partition.Reason(reason), bar)
 		bar.Finish()
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // statusFixture: a healthy account with three completed days, and a
@@ -33,7 +34,7 @@ func newStatusFixture(t *testing.T, s stack) statusFixture {
 		t.Fatal(err)
 	}
 	for _, d := range civil.Range(day("2026-11-27"), day("2026-11-29")) {
-		k := ledger.Key{AccountID: f.healthy, Dataset: "events", Day: d}
+		k := partition.Key{AccountID: f.healthy, Dataset: "events", Day: d}
 		c, err := l.Claim(ctx, k, "")
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +46,9 @@ func newStatusFixture(t *testing.T, s stack) statusFixture {
 	if _, err := l.Materialize(ctx, f.troubled, "events", day("2026-11-25"), day("2026-11-29")); err != nil {
 		t.Fatal(err)
 	}
-	key := func(d string) ledger.Key { return ledger.Key{AccountID: f.troubled, Dataset: "events", Day: day(d)} }
+	key := func(d string) partition.Key {
+		return partition.Key{AccountID: f.troubled, Dataset: "events", Day: day(d)}
+	}
 	run := func(l *ledger.Ledger, d string, fail bool) {
 		c, err := l.Claim(ctx, key(d), "")
 		if err != nil {
@@ -208,7 +211,7 @@ func TestHistoryCommand(t *testing.T) {
 	ctx := context.Background()
 	acct := s.newAccount(t, nil)
 	day := civil.MustParse("2026-11-20")
-	key := ledger.Key{AccountID: acct.ID, Dataset: "events", Day: day}
+	key := partition.Key{AccountID: acct.ID, Dataset: "events", Day: day}
 	t0 := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
 	now := t0
 	l, err := ledger.New(ledgerClient(s), ledger.Config{Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
@@ -270,7 +273,7 @@ func TestHistoryShowsSlices(t *testing.T) {
 	ctx := context.Background()
 	acct := s.newAccount(t, nil)
 	day := civil.MustParse("2026-11-20")
-	key := ledger.Key{AccountID: acct.ID, Dataset: "events", Day: day}
+	key := partition.Key{AccountID: acct.ID, Dataset: "events", Day: day}
 	now := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
 	l, err := ledger.New(ledgerClient(s), ledger.Config{Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
 	if err != nil {

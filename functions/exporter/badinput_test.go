@@ -10,6 +10,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestBadRowsFailThePartition: a source row that does not fit the declared
@@ -132,7 +133,7 @@ func TestRefusedRequests(t *testing.T) {
 				if acct == "" {
 					acct = e.acct.ID
 				}
-				if r, err := e.led.Get(e.ctx, ledger.Key{AccountID: acct, Dataset: tc.ds, Day: civil.MustParse(tc.day)}); !errors.Is(err, ledger.ErrNotFound) {
+				if r, err := e.led.Get(e.ctx, partition.Key{AccountID: acct, Dataset: tc.ds, Day: civil.MustParse(tc.day)}); !errors.Is(err, ledger.ErrNotFound) {
 					t.Errorf("a refused request wrote a ledger row: %+v (%v)", r, err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
@@ -63,8 +64,8 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"
 	}
 	var serr []error
-	if c.MaxSlices < 2 || c.MaxSlices > ledger.MaxSlices {
-		serr = append(serr, fmt.Errorf("environment variable MAX_SLICES=\"%d\": want 2 to %d", c.MaxSlices, ledger.MaxSlices))
+	if c.MaxSlices < 2 || c.MaxSlices > partition.MaxSlices {
+		serr = append(serr, fmt.Errorf("environment variable MAX_SLICES=\"%d\": want 2 to %d", c.MaxSlices, partition.MaxSlices))
 	}
 	rules, rerr := account.RulesFromEnv(r.Lookup) // its errors name the variable
 	c.Rules, c.Local = rules, awsclient.Local(r.Lookup)

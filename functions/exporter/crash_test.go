@@ -7,8 +7,8 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
-	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Small files. The exporter rolls when the bytes handed to the upload pass
@@ -79,7 +79,7 @@ func TestCrashPointsConverge(t *testing.T) {
 			}
 			r := e.notCommitted("events", testDay)
 			contains(t, "last_error", r.LastError, tc.wantErr, errInjected.Error())
-			if r.Generation != 1 || r.Attempts != 1 || r.Reason != ledger.ReasonManual {
+			if r.Generation != 1 || r.Attempts != 1 || r.Reason != partition.ReasonManual {
 				t.Errorf("failed row %+v", r)
 			}
 			if got := e.manifestGeneration(pp); got != tc.manifestGen {

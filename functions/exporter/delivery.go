@@ -12,6 +12,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // deliveryRewrites bounds how often writeDelivery rewrites the delivery
@@ -93,7 +94,7 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 		if ds, err := dataset.Get(name); err == nil {
 			st.Dataset = &ds
 		}
-		row, err := s.Ledger.Get(ctx, ledger.Key{AccountID: acct.ID, Dataset: name, Day: day})
+		row, err := s.Ledger.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: name, Day: day})
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 		case err != nil:

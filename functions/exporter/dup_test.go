@@ -14,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestDuplicateDeliveryExportsOnce: SQS delivers the same claimed job twice,
@@ -92,7 +93,7 @@ func TestManualWhileRunningIsNotLost(t *testing.T) {
 		t.Fatalf("first manual request: %v", err)
 	}
 	r := e.row("events", testDay)
-	if r.State != ledger.StateQueued || r.Generation != 1 || r.Reason != ledger.ReasonManual || r.RerunRequested {
+	if r.State != ledger.StateQueued || r.Generation != 1 || r.Reason != partition.ReasonManual || r.RerunRequested {
 		t.Fatalf("after the first completed, the row is queued for the re-run: %+v", r)
 	}
 	if m := e.successGeneration(e.partPrefix("events", testDay)); m != 1 {
@@ -103,7 +104,7 @@ func TestManualWhileRunningIsNotLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Generation != 2 || c.Reason != ledger.ReasonManual {
+	if c.Generation != 2 || c.Reason != partition.ReasonManual {
 		t.Errorf("claim %+v", c)
 	}
 	if err := e.process(jobBody(t, c)); err != nil {

@@ -38,6 +38,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -299,12 +300,12 @@ func mustDataset(t *testing.T, name string) dataset.Dataset {
 
 // ---- ledger and messages ----
 
-func (e *env) key(ds string, day civil.Date) ledger.Key {
-	return ledger.Key{AccountID: e.acct.ID, Dataset: ds, Day: day}
+func (e *env) key(ds string, day civil.Date) partition.Key {
+	return partition.Key{AccountID: e.acct.ID, Dataset: ds, Day: day}
 }
 
 // claim materializes the row if needed and claims it as the sweeper does.
-func (e *env) claim(ds string, day civil.Date, reason ledger.Reason) ledger.Claim {
+func (e *env) claim(ds string, day civil.Date, reason partition.Reason) ledger.Claim {
 	e.t.Helper()
 	if _, err := e.led.Materialize(e.ctx, e.acct.ID, ds, day, day); err != nil {
 		e.t.Fatal(err)
@@ -359,7 +360,7 @@ func (e *env) retry(ds string, day civil.Date) ledger.Row {
 		e.t.Fatalf("retry of a %s row", r.State)
 	}
 	e.clk.Set(r.NextAttemptAt.Add(time.Second))
-	c, err := e.led.Claim(e.ctx, e.key(ds, day), ledger.ReasonRetry)
+	c, err := e.led.Claim(e.ctx, e.key(ds, day), partition.ReasonRetry)
 	if err != nil {
 		e.t.Fatalf("claim retry: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // routedEvent is an EventBridge event as a rule delivers it to SQS.
@@ -180,7 +181,7 @@ func TestStoppedEvent(t *testing.T) {
 	if err := json.Unmarshal(got[0].Detail, &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Account != e.acct.ID || d.Dataset != "events" || d.Day != testDay.String() || d.Attempts != 3 || d.Cause != ledger.StopFailed ||
+	if d.Account != e.acct.ID || d.Dataset != "events" || d.Day != testDay.String() || d.Attempts != 3 || d.Cause != partition.StopFailed ||
 		d.Generation != 0 || d.StoppedAt.IsZero() || d.Version != events.DetailVersion {
 		t.Fatalf("stopped detail %+v", d)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/source"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
@@ -240,7 +241,7 @@ func (e *Exporter) planFor(t *target, generation, rows int64, c content) (ledger
 	if maxSlices <= 0 {
 		maxSlices = DefaultMaxSlices
 	}
-	n := int(min((expected+per-1)/per, int64(min(maxSlices, ledger.MaxSlices))))
+	n := int(min((expected+per-1)/per, int64(min(maxSlices, partition.MaxSlices))))
 	if n < 2 {
 		return ledger.SlicePlan{}, false
 	}

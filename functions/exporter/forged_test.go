@@ -12,6 +12,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Messages daybook cannot act on go to the dead-letter queue with the
@@ -204,7 +205,7 @@ func TestSliceOfAReplacedPlanIsDropped(t *testing.T) {
 	}
 	r := e.row("events", testDay)
 	e.clk.Set(r.NextAttemptAt.Add(1e9))
-	c2, err := e.led.Claim(e.ctx, c.Key, ledger.ReasonRetry)
+	c2, err := e.led.Claim(e.ctx, c.Key, partition.ReasonRetry)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // fakeLedger records calls. Start answers ErrClaimLost (a duplicate, whose
@@ -53,17 +54,17 @@ func (f *fakeLedger) GetAccount(_ context.Context, id string) (account.Account, 
 	return a, nil
 }
 
-func (f *fakeLedger) ClaimManual(_ context.Context, k ledger.Key) (ledger.Claim, error) {
+func (f *fakeLedger) ClaimManual(_ context.Context, k partition.Key) (ledger.Claim, error) {
 	f.record("ClaimManual " + k.String())
 	return ledger.Claim{}, fmt.Errorf("%w: %s", ledger.ErrBusy, k)
 }
 
-func (f *fakeLedger) NoteCommitted(_ context.Context, k ledger.Key, _ string, g int64) error {
+func (f *fakeLedger) NoteCommitted(_ context.Context, k partition.Key, _ string, g int64) error {
 	f.record(fmt.Sprintf("NoteCommitted %s %d", k, g))
 	return nil
 }
 
-func (f *fakeLedger) Start(_ context.Context, k ledger.Key, token string) (ledger.Claim, error) {
+func (f *fakeLedger) Start(_ context.Context, k partition.Key, token string) (ledger.Claim, error) {
 	f.record("Start " + k.String())
 	f.mu.Lock()
 	f.tokens = append(f.tokens, token)
@@ -75,24 +76,24 @@ func (f *fakeLedger) Start(_ context.Context, k ledger.Key, token string) (ledge
 	return ledger.Claim{}, fmt.Errorf("%w: start %s", ledger.ErrClaimLost, k)
 }
 
-func (f *fakeLedger) Complete(context.Context, ledger.Key, string, ledger.Result) (ledger.Row, error) {
+func (f *fakeLedger) Complete(context.Context, partition.Key, string, ledger.Result) (ledger.Row, error) {
 	f.record("Complete")
 	return ledger.Row{}, errors.New("unexpected Complete")
 }
 
-func (f *fakeLedger) Fail(context.Context, ledger.Key, string, error) (ledger.Row, error) {
+func (f *fakeLedger) Fail(context.Context, partition.Key, string, error) (ledger.Row, error) {
 	f.record("Fail")
 	return ledger.Row{}, errors.New("unexpected Fail")
 }
 
-func (f *fakeLedger) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
+func (f *fakeLedger) Get(_ context.Context, k partition.Key) (ledger.Row, error) {
 	f.record("Get " + k.String())
 	return ledger.Row{Key: k, State: ledger.StateRunning}, nil
 }
 
 // IssuedToken says every token was issued for a job: the refused starts
 // here are duplicates.
-func (f *fakeLedger) IssuedToken(_ context.Context, k ledger.Key, token string) (ledger.Issued, error) {
+func (f *fakeLedger) IssuedToken(_ context.Context, k partition.Key, token string) (ledger.Issued, error) {
 	f.record("IssuedToken " + k.String())
 	return ledger.Issued{Key: k, Token: token, Job: true}, nil
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestLedgerFailuresAreLoggedAndCounted: a wake time not lowered and a
 // history item not written after a recorded transition each log a warning
 // naming the account and the cause, and count one in their metric.
 func TestLedgerFailuresAreLoggedAndCounted(t *testing.T) {
-	key := ledger.Key{AccountID: "acct_hooktestaccount", Dataset: "events", Day: civil.MustParse("2026-03-01")}
+	key := partition.Key{AccountID: "acct_hooktestaccount", Dataset: "events", Day: civil.MustParse("2026-03-01")}
 	for _, tc := range []struct {
 		metric string
 		report func(cfg ledger.Config)

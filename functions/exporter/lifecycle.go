@@ -21,17 +21,18 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // LifecycleLedger is the part of the ledger restatement checks and reseeds
 // use. Every write is conditional (see package ledger).
 type LifecycleLedger interface {
-	RequeueRestatement(ctx context.Context, key ledger.Key, generation int64, exported string) (ledger.Row, error)
+	RequeueRestatement(ctx context.Context, key partition.Key, generation int64, exported string) (ledger.Row, error)
 	Seed(ctx context.Context, accountID, dataset string) (ledger.Seed, error)
 	StartReseed(ctx context.Context, req ledger.ReseedRequest) (ledger.Seed, bool, error)
-	SeedDayDone(ctx context.Context, key ledger.Key, epoch int64) (ledger.Seed, error)
+	SeedDayDone(ctx context.Context, key partition.Key, epoch int64) (ledger.Seed, error)
 	FinishReseed(ctx context.Context, accountID, dataset string, epoch int64) (ledger.Seed, bool, error)
-	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error)
+	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error)
 }
 
 var _ LifecycleLedger = (*ledger.Ledger)(nil)

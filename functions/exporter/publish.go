@@ -7,6 +7,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // publishCommitted publishes `daybook.partition.committed` for a
@@ -35,8 +36,8 @@ func (r *run) publishCommitted(ctx context.Context, w *Written, res ledger.Resul
 // stoppedHook is the ledger's Stopped hook: it publishes
 // `daybook.partition.stopped` for every partition that stops retrying in
 // this function (Fail on the last attempt), counting a failure.
-func stoppedHook(p Publisher, m *metrics.Emitter, log *slog.Logger) func(context.Context, ledger.Stop) {
-	return func(ctx context.Context, st ledger.Stop) {
+func stoppedHook(p Publisher, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
+	return func(ctx context.Context, st partition.Stop) {
 		if err := p.Publish(ctx, events.DetailStopped, events.StoppedOf(st)); err != nil {
 			publishFailed(ctx, m, log.With("account", st.AccountID, "dataset", st.Dataset, "day", st.Day.String()), events.DetailStopped, err)
 		}

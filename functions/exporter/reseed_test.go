@@ -15,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // recordingQueue keeps the messages the exporter sends to the jobs queue.
@@ -110,7 +111,7 @@ func TestReseedShortHistory(t *testing.T) {
 		t.Fatalf("seed %+v %v", seed, err)
 	}
 	for _, d := range days {
-		if r := e.row("profiles", d); r.State != ledger.StateQueued || r.Reason != ledger.ReasonReseed {
+		if r := e.row("profiles", d); r.State != ledger.StateQueued || r.Reason != partition.ReasonReseed {
 			t.Fatalf("%s after the reseed request: %+v", d, r)
 		}
 		if st, reseed := e.profilesState(d); st != "queued" || !reseed {

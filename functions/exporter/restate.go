@@ -29,6 +29,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // restateCheck compares a completed partition's stored fingerprint with
@@ -40,7 +41,7 @@ import (
 // dropped; a source that cannot be read is logged and checked again next
 // interval. Only a ledger error is returned for SQS to redeliver.
 func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *slog.Logger) error {
-	key := ledger.Key{AccountID: c.AccountID, Dataset: c.Dataset, Day: c.DayValue()}
+	key := partition.Key{AccountID: c.AccountID, Dataset: c.Dataset, Day: c.DayValue()}
 	log = log.With("account", c.AccountID, "dataset", c.Dataset, "day", c.Day, "generation", c.Generation, "check", "restatement")
 	drop := func(why string) error {
 		log.InfoContext(ctx, "restatement check dropped: "+why)

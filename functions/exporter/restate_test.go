@@ -11,6 +11,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 var testRestate = ledger.RestateConfig{LookbackDays: 7, Interval: 6 * time.Hour, PerSweepCap: 50}
@@ -81,7 +82,7 @@ func TestRestatementOfLateRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := e.row("events", testDay)
-	if q.State != ledger.StateQueued || q.Reason != ledger.ReasonRestatement || !q.Restating() {
+	if q.State != ledger.StateQueued || q.Reason != partition.ReasonRestatement || !q.Restating() {
 		t.Fatalf("after the check found late rows: %+v", q)
 	}
 	if err := e.process(checkBody(t, r)); err != nil { // a duplicate delivery of the check

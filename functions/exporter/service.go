@@ -17,6 +17,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // LedgerAPI is the part of the ledger the exporter uses. Every write is
@@ -25,22 +26,22 @@ type LedgerAPI interface {
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	// ClaimManual claims a row for a manual request, creating it if absent;
 	// ledger.ErrBusy means the row is running and a re-run was recorded.
-	ClaimManual(ctx context.Context, key ledger.Key) (ledger.Claim, error)
+	ClaimManual(ctx context.Context, key partition.Key) (ledger.Claim, error)
 	// Start marks a claimed job as started, once: a second delivery of the
 	// same job gets ledger.ErrClaimLost.
-	Start(ctx context.Context, key ledger.Key, token string) (ledger.Claim, error)
+	Start(ctx context.Context, key partition.Key, token string) (ledger.Claim, error)
 	// NoteCommitted records a generation found committed in the bucket
 	// without a Complete, so no later run reuses it (conditional on the token).
-	NoteCommitted(ctx context.Context, key ledger.Key, token string, generation int64) error
-	Complete(ctx context.Context, key ledger.Key, token string, res ledger.Result) (ledger.Row, error)
-	Fail(ctx context.Context, key ledger.Key, token string, cause error) (ledger.Row, error)
+	NoteCommitted(ctx context.Context, key partition.Key, token string, generation int64) error
+	Complete(ctx context.Context, key partition.Key, token string, res ledger.Result) (ledger.Row, error)
+	Fail(ctx context.Context, key partition.Key, token string, cause error) (ledger.Row, error)
 	// Get reads one row (strongly consistent), or ledger.ErrNotFound; the
 	// delivery manifest is built from these reads.
-	Get(ctx context.Context, key ledger.Key) (ledger.Row, error)
+	Get(ctx context.Context, key partition.Key) (ledger.Row, error)
 	// IssuedToken is what the ledger handed out token for (a job, a slice
 	// plan), or ledger.ErrNotFound for a token the partition never had: a
 	// refused message is a redelivery or a forgery.
-	IssuedToken(ctx context.Context, key ledger.Key, token string) (ledger.Issued, error)
+	IssuedToken(ctx context.Context, key partition.Key, token string) (ledger.Issued, error)
 	// Days larger than one run (slices.go).
 	SliceLedger
 }
@@ -107,7 +108,7 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 	// jobs.Parse validated the job (jobs.Job.Validate), as strictly as a
 	// manual request: a malformed one never gets here.
 	log = log.With("account", j.AccountID, "dataset", j.Dataset, "day", j.Day, "generation", j.Generation)
-	key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
+	key := partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: j.DayValue()}
 	claim, err := s.Ledger.Start(ctx, key, j.ClaimToken)
 	if errors.Is(err, ledger.ErrClaimLost) || errors.Is(err, ledger.ErrNotFound) {
 		return s.notStarted(ctx, key, j.ClaimToken, err, log)
@@ -130,7 +131,7 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 // rewritten from the ledger first (and the message delivered again if that
 // fails). Whatever dies or fails when, the job's redelivery makes the
 // manifest converge.
-func (s *Service) notStarted(ctx context.Context, key ledger.Key, token string, cause error, log *slog.Logger) error {
+func (s *Service) notStarted(ctx context.Context, key partition.Key, token string, cause error, log *slog.Logger) error {
 	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return s.reject(ctx, log, "job for account_id %q: no such account", key.AccountID)
@@ -190,7 +191,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	if from != to {
 		return s.fanOut(ctx, m, from, to, log)
 	}
-	key := ledger.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: from}
+	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: from}
 	log = log.With("day", from.String())
 	claim, err := s.Ledger.ClaimManual(ctx, key)
 	if errors.Is(err, ledger.ErrBusy) {

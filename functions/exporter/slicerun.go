@@ -20,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // maxSliceRecord bounds the JSON a completed slice records in its ledger
@@ -56,7 +57,7 @@ func (r *run) planSlices(ctx context.Context, plan ledger.SlicePlan) error {
 	return nil
 }
 
-func sliceMessage(key ledger.Key, token string, generation int64, i, n int) jobs.Slice {
+func sliceMessage(key partition.Key, token string, generation int64, i, n int) jobs.Slice {
 	return jobs.Slice{Kind: jobs.KindSlice, AccountID: key.AccountID, Dataset: key.Dataset, Day: key.Day.String(),
 		ClaimToken: token, Generation: generation, Slice: i, Slices: n}
 }
@@ -84,7 +85,7 @@ func (s *Service) sendSlice(ctx context.Context, sl ledger.Slice, delay time.Dur
 
 // slice runs one slice message (see slices.go).
 func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) error {
-	key := ledger.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: m.DayValue()}
+	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: m.DayValue()}
 	log = log.With("account", m.AccountID, "dataset", m.Dataset, "day", m.Day, "generation", m.Generation, "slice", m.Slice, "slices", m.Slices)
 	current, err := s.planOf(ctx, key, m, log)
 	if err != nil {
@@ -144,7 +145,7 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 // slices of it) or that does not match its plan (another generation or
 // number of slices, a slice beyond them) can never run: it is rejected, to
 // the dead-letter queue, and the partition is left alone.
-func (s *Service) planOf(ctx context.Context, key ledger.Key, m jobs.Slice, log *slog.Logger) (current bool, err error) {
+func (s *Service) planOf(ctx context.Context, key partition.Key, m jobs.Slice, log *slog.Logger) (current bool, err error) {
 	switch _, err := s.Ledger.GetAccount(ctx, key.AccountID); {
 	case errors.Is(err, ledger.ErrNotFound):
 		return false, s.reject(ctx, log, "slice for account_id %q: no such account", key.AccountID)
@@ -285,7 +286,7 @@ func (r *sliceRun) failed(ctx context.Context, fail *failure, permanent bool) er
 
 // failSliced fails the partition's attempt under the plan's claim, its next
 // attempt no earlier than the end of the leases of its slices still running.
-func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, cause error, log *slog.Logger) error {
+func (s *Service) failSliced(ctx context.Context, key partition.Key, token string, cause error, log *slog.Logger) error {
 	claim, err := s.Ledger.HeldClaim(ctx, key, token)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.InfoContext(ctx, "the sliced partition's claim is gone; nothing to fail", "reason", err.Error())
@@ -311,7 +312,7 @@ func (s *Service) failSliced(ctx context.Context, key ledger.Key, token string, 
 // the invocation left it hands the commit to a fresh one. A partition that
 // came to rest meanwhile gets its delivery manifest rewritten
 // (convergeAtRest).
-func (s *Service) commitSlices(ctx context.Context, key ledger.Key, m jobs.Slice, log *slog.Logger) error {
+func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Slice, log *slog.Logger) error {
 	token := m.ClaimToken
 	claim, err := s.Ledger.HeldClaim(ctx, key, token)
 	if errors.Is(err, ledger.ErrClaimLost) {
@@ -375,7 +376,7 @@ func (r *run) commit(ctx context.Context, plan ledger.SlicePlan, sls []ledger.Sl
 // convergeAtRest is notStarted's convergence for a slice message whose partition
 // the message can no longer touch: the day's delivery manifest is rewritten
 // once the partition is at rest (deliverAtRest).
-func (s *Service) convergeAtRest(ctx context.Context, key ledger.Key, log *slog.Logger) error {
+func (s *Service) convergeAtRest(ctx context.Context, key partition.Key, log *slog.Logger) error {
 	row, err := s.Ledger.Get(ctx, key)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil

@@ -50,6 +50,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -60,17 +61,17 @@ type SliceLedger interface {
 	PlanSlices(ctx context.Context, plan ledger.SlicePlan) error
 	// SliceFence is until when a slice of a plan other than token's may
 	// still write into the partition (zero: none may).
-	SliceFence(ctx context.Context, key ledger.Key, token string) (time.Time, error)
+	SliceFence(ctx context.Context, key partition.Key, token string) (time.Time, error)
 	// FailAfter is Fail with the next attempt no earlier than notBefore.
-	FailAfter(ctx context.Context, key ledger.Key, token string, cause error, notBefore time.Time) (ledger.Row, error)
-	StartSlice(ctx context.Context, key ledger.Key, token string, i int) (ledger.Slice, error)
-	CompleteSlice(ctx context.Context, key ledger.Key, token string, i int, run string, res ledger.SliceResult) error
-	FailSlice(ctx context.Context, key ledger.Key, token string, i int, run string, cause error) (ledger.Slice, error)
-	SlicesOf(ctx context.Context, key ledger.Key) (ledger.SlicePlan, []ledger.Slice, error)
+	FailAfter(ctx context.Context, key partition.Key, token string, cause error, notBefore time.Time) (ledger.Row, error)
+	StartSlice(ctx context.Context, key partition.Key, token string, i int) (ledger.Slice, error)
+	CompleteSlice(ctx context.Context, key partition.Key, token string, i int, run string, res ledger.SliceResult) error
+	FailSlice(ctx context.Context, key partition.Key, token string, i int, run string, cause error) (ledger.Slice, error)
+	SlicesOf(ctx context.Context, key partition.Key) (ledger.SlicePlan, []ledger.Slice, error)
 	// PlanOf reads the plan alone, or ledger.ErrNotFound.
-	PlanOf(ctx context.Context, key ledger.Key) (ledger.SlicePlan, error)
-	ClaimSliceCommit(ctx context.Context, key ledger.Key, token string) (string, error)
-	HeldClaim(ctx context.Context, key ledger.Key, token string) (ledger.Claim, error)
+	PlanOf(ctx context.Context, key partition.Key) (ledger.SlicePlan, error)
+	ClaimSliceCommit(ctx context.Context, key partition.Key, token string) (string, error)
+	HeldClaim(ctx context.Context, key partition.Key, token string) (ledger.Claim, error)
 	Backoff(attempt int) (time.Duration, error)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // slicedEnv is an env whose exporter exports a day expected to hold more
@@ -336,7 +337,7 @@ type completeFailsOnce struct {
 	failed bool
 }
 
-func (c *completeFailsOnce) Complete(ctx context.Context, key ledger.Key, token string, res ledger.Result) (ledger.Row, error) {
+func (c *completeFailsOnce) Complete(ctx context.Context, key partition.Key, token string, res ledger.Result) (ledger.Row, error) {
 	if !c.failed {
 		c.failed = true
 		return ledger.Row{}, errInjected

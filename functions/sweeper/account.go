@@ -10,6 +10,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // handled is one woken account as a sweep handles it.
@@ -47,7 +48,7 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, bu
 	sum.Budget = budget
 	selected := selectRows(queues, budget, rotation(now, len(queues)))
 	sum.Capped = sum.Due - len(selected)
-	chosen := map[ledger.Key]bool{}
+	chosen := map[partition.Key]bool{}
 	for _, r := range selected {
 		chosen[r.Key] = true
 	}

@@ -14,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // rotation picks the account the round-robin starts from: it moves every
@@ -66,17 +67,17 @@ func roundRobin(queues [][]ledger.Row, limit, start int) []ledger.Row {
 
 // claimReason is the reason a due row is claimed with: failed rows and dead
 // claims are retries; queued and pending rows keep their stored reason.
-func claimReason(r ledger.Row) ledger.Reason {
+func claimReason(r ledger.Row) partition.Reason {
 	switch r.State {
 	case ledger.StateFailed, ledger.StateRunning:
-		return ledger.ReasonRetry
+		return partition.ReasonRetry
 	}
 	return ""
 }
 
 // claimError is a claim that failed for a reason other than a lost race.
 type claimError struct {
-	key ledger.Key
+	key partition.Key
 	err error
 }
 
@@ -127,8 +128,8 @@ func JobFor(c ledger.Claim) Job {
 // that job, the ledger refuses the release (ErrClaimLost) and the job counts
 // as sent, not released. unsent holds the claims whose job is not in the
 // queue.
-func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, released int, unsent map[ledger.Key]bool, errs []error) {
-	unsent = map[ledger.Key]bool{}
+func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, released int, unsent map[partition.Key]bool, errs []error) {
+	unsent = map[partition.Key]bool{}
 	for start := 0; start < len(claims); start += 10 {
 		n, r, u, e := s.sendBatch(ctx, claims[start:min(start+10, len(claims))])
 		sent, released, errs = sent+n, released+r, append(errs, e...)
@@ -139,7 +140,7 @@ func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, releas
 	return sent, released, unsent, errs
 }
 
-func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, released int, unsent []ledger.Key, errs []error) {
+func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, released int, unsent []partition.Key, errs []error) {
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.Config.QueueURL)}
 	for i, c := range batch {
 		body, err := json.Marshal(JobFor(c))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // reportLedgerFailures points the ledger's WakeFailed and HistoryFailed
@@ -19,7 +20,7 @@ func reportLedgerFailures(cfg *ledger.Config, m *metrics.Emitter, log *slog.Logg
 			"account", accountID, "error", err.Error())
 		_ = m.Emit(map[string]any{"account": accountID}, metrics.Metric{Name: "WakeFailures", Unit: metrics.Count, Value: 1})
 	}
-	cfg.HistoryFailed = func(ctx context.Context, key ledger.Key, err error) {
+	cfg.HistoryFailed = func(ctx context.Context, key partition.Key, err error) {
 		log.WarnContext(ctx, "attempt history not written; the transition stands",
 			"account", key.AccountID, "dataset", key.Dataset, "day", key.Day.String(), "error", err.Error())
 		_ = m.Emit(map[string]any{"account": key.AccountID}, metrics.Metric{Name: "HistoryWriteFailures", Unit: metrics.Count, Value: 1})

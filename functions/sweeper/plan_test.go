@@ -8,10 +8,11 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func row(acct, day string, scheduled bool) ledger.Row {
-	r := ledger.Row{Key: ledger.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse(day)}}
+	r := ledger.Row{Key: partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse(day)}}
 	if scheduled {
 		r.DueKey = "S#" + day + "#events"
 	}

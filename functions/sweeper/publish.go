@@ -5,8 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/daybook-dev/daybook/shared/events"
-	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Publisher publishes partition events.
@@ -20,8 +20,8 @@ var _ Publisher = (*events.Publisher)(nil)
 // retires a dead claim on its last attempt publishes
 // `daybook.partition.stopped`. A failure is logged and counted
 // (EventPublishFailures); the partition has stopped all the same.
-func stoppedHook(p Publisher, m *metrics.Emitter, log *slog.Logger) func(context.Context, ledger.Stop) {
-	return func(ctx context.Context, st ledger.Stop) {
+func stoppedHook(p Publisher, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
+	return func(ctx context.Context, st partition.Stop) {
 		if err := p.Publish(ctx, events.DetailStopped, events.StoppedOf(st)); err != nil {
 			log.WarnContext(ctx, "partition event not published; the partition is not affected", "detail_type", events.DetailStopped,
 				"account", st.AccountID, "dataset", st.Dataset, "day", st.Day.String(), "error", err.Error())

@@ -14,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // recordingPublisher keeps the events published; its first fail calls fail.
@@ -59,7 +60,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, j := range rec.take() {
-			if _, err := l.Start(ctx, ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}, j.ClaimToken); err != nil {
+			if _, err := l.Start(ctx, partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}, j.ClaimToken); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -84,7 +85,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		t.Fatalf("stopped events %+v, want one (the other publish failed)", pub.stopped)
 	}
 	st := pub.stopped[0]
-	if st.Account != a.ID || st.Dataset != "events" || st.Attempts != cfg.MaxAttempts || st.Cause != ledger.StopLeaseExpired || st.StoppedAt.IsZero() {
+	if st.Account != a.ID || st.Dataset != "events" || st.Attempts != cfg.MaxAttempts || st.Cause != partition.StopLeaseExpired || st.StoppedAt.IsZero() {
 		t.Fatalf("stopped detail %+v", st)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // The restatement tests run at 2026-03-10 12:00 UTC with no settle delay:
@@ -66,7 +67,7 @@ func (q *checkQueue) take() []string {
 
 // completeWith completes the partition key as the exporter would: a
 // generation with a fingerprint and its next check at checkAt.
-func completeWith(t *testing.T, l *ledger.Ledger, key ledger.Key, checkAt time.Time) {
+func completeWith(t *testing.T, l *ledger.Ledger, key partition.Key, checkAt time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
@@ -103,13 +104,13 @@ func TestRestatePass(t *testing.T) {
 	due := clk.Now().Add(restateCfg.Interval)
 	var want []string
 	for _, d := range civil.Range(civil.MustParse("2026-03-05"), civil.MustParse("2026-03-09")) {
-		completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: d}, due)
+		completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: d}, due)
 		want = append(want, a.ID+"/events/"+d.String())
 	}
-	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")}, due)   // outside the window by then
-	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}, due) // profiles is disabled below
-	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, due)   // requeued below: not completed
-	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), ledger.ReasonManual); err != nil {
+	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")}, due)   // outside the window by then
+	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}, due) // profiles is disabled below
+	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, due)   // requeued below: not completed
+	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	a.Datasets = []string{"events"}
@@ -142,8 +143,7 @@ func TestRestatePass(t *testing.T) {
 	if sum.Dropped+sum.Skipped < 3 {
 		t.Fatalf("summary %+v: want the three rows out of the window or no longer checked dropped", sum)
 	}
-	for _, k := range []ledger.Key{{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")},
-		{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, {AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}} {
+	for _, k := range []partition.Key{{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")}, {AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, {AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}} {
 		if row, _ := l.Get(ctx, k); !row.Fingerprint.CheckAt.IsZero() {
 			t.Fatalf("%s is still in the restate index: %+v (summary %+v)", k, row.Fingerprint, sum)
 		}
@@ -189,7 +189,7 @@ func TestRestateCap(t *testing.T) {
 		accounts = append(accounts, a.ID)
 		for _, ds := range a.Datasets {
 			for _, d := range civil.Range(civil.MustParse("2026-03-03"), civil.MustParse("2026-03-09")) {
-				completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: ds, Day: d}, due)
+				completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: ds, Day: d}, due)
 			}
 		}
 	}
@@ -237,7 +237,7 @@ func TestRestateSendFailure(t *testing.T) {
 	l := newLedger(t, clk, "l")
 	zero := time.Duration(0)
 	a := storeAccount(t, l, accountSpec{salt: "a", start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events"}})
-	completeWith(t, l, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-09")}, clk.Now())
+	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-09")}, clk.Now())
 	q := &checkQueue{failing: true}
 	r := newRestater(t, l, clk, q, restateCfg)
 	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "queue unavailable") {

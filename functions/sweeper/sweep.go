@@ -47,6 +47,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // LedgerAPI is what the sweeper needs from the ledger.
@@ -58,7 +59,7 @@ type LedgerAPI interface {
 	AdvanceWatermark(ctx context.Context, accountID, dataset string, through civil.Date) (bool, error)
 	MaterializeDays(ctx context.Context, accountID, dataset string, days []civil.Date, priority civil.Date) (int, error)
 	DueWork(ctx context.Context, accountID string, limit int) (ledger.DueWork, error)
-	Claim(ctx context.Context, key ledger.Key, reason ledger.Reason) (ledger.Claim, error)
+	Claim(ctx context.Context, key partition.Key, reason partition.Reason) (ledger.Claim, error)
 	Release(ctx context.Context, c ledger.Claim) error
 	StoppedByAccount(ctx context.Context, shard int) (map[string]int, ledger.ReadStats, error)
 	FleetStats(ctx context.Context, window time.Duration) (ledger.FleetStats, ledger.ReadStats, error)

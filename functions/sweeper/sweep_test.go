@@ -27,6 +27,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 var (
@@ -215,7 +216,7 @@ type raceStart struct {
 	once    sync.Once
 }
 
-func (r *raceStart) Claim(ctx context.Context, key ledger.Key, reason ledger.Reason) (ledger.Claim, error) {
+func (r *raceStart) Claim(ctx context.Context, key partition.Key, reason partition.Reason) (ledger.Claim, error) {
 	r.once.Do(func() { r.barrier.Done(); r.barrier.Wait() })
 	return r.isolate.Claim(ctx, key, reason)
 }
@@ -319,7 +320,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 		if j.Kind != JobKind || j.Attempt != 1 || j.Generation != 1 || (j.Reason != "backfill" && j.Reason != "scheduled") {
 			t.Errorf("%s: job %+v", k, j)
 		}
-		r, err := l1.Get(ctx, ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)})
+		r, err := l1.Get(ctx, partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)})
 		if err != nil || r.State != ledger.StateRunning || r.ClaimToken != j.ClaimToken {
 			t.Errorf("%s: row %+v (%v) does not hold the message's token %s", k, r, err, j.ClaimToken)
 		}
@@ -459,7 +460,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 	if sum.Claimed != 3 || sum.Enqueued != 2 || sum.Released != 1 {
 		t.Errorf("summary %+v", sum)
 	}
-	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-30")})
+	r, err := l.Get(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-30")})
 	if err != nil || r.State != ledger.StatePending || r.Attempts != 0 || r.ClaimToken != "" {
 		t.Fatalf("released row %+v %v", r, err)
 	}
@@ -489,8 +490,8 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 	if len(jobs) != 3 {
 		t.Fatalf("first sweep sent %+v", jobs)
 	}
-	key := func(j Job) ledger.Key {
-		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
+	key := func(j Job) partition.Key {
+		return partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
 	}
 	// 03-29 runs and fails; 03-30's worker starts and dies (its claim is never
 	// completed); 03-31's job waits in the queue past its lease, never started.
@@ -559,7 +560,7 @@ func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
 		msgs = append(msgs, sent[0])
 		clk.Advance(lease + time.Minute) // nobody has received the job yet
 	}
-	key := ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")}
+	key := partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")}
 	if r, err := l.Get(ctx, key); err != nil || r.State != ledger.StateRunning || r.Attempts != 0 || r.Stopped {
 		t.Fatalf("row after the backlog %+v %v", r, err)
 	}
@@ -591,7 +592,7 @@ func (d *deliveringSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessag
 		if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &j); err != nil {
 			return nil, err
 		}
-		key := ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
+		key := partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
 		if _, err := d.l.Start(ctx, key, j.ClaimToken); err != nil {
 			return nil, err
 		}
@@ -615,7 +616,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 	if sum.Claimed != 1 || sum.Enqueued != 1 || sum.Released != 0 {
 		t.Errorf("summary %+v, want the job counted as sent, not released", sum)
 	}
-	r, err := l.Get(ctx, ledger.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")})
+	r, err := l.Get(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")})
 	if err != nil || r.State != ledger.StateRunning || r.StartedAt.IsZero() || r.Attempts != 1 {
 		t.Fatalf("row %+v %v, want running under the started claim", r, err)
 	}
@@ -636,8 +637,8 @@ func TestStoppedIsALevel(t *testing.T) {
 	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
-	key := func(j Job) ledger.Key {
-		return ledger.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
+	key := func(j Job) partition.Key {
+		return partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
 	}
 	// 03-30 fails every attempt; 03-31 starts every attempt and dies.
 	for round := range l.Config().MaxAttempts {
@@ -670,7 +671,7 @@ func TestStoppedIsALevel(t *testing.T) {
 		}
 		clk.Advance(15 * time.Minute)
 	}
-	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), ledger.ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := s.Run(ctx); err != nil || sum.Stopped != 1 || sum.Claimed != 1 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func form(kv ...string) url.Values {
@@ -105,8 +106,8 @@ func TestActions(t *testing.T) {
 		}
 		for d, want := range map[string]ledger.State{"2026-11-24": ledger.StateCompleted, "2026-11-25": ledger.StateQueued,
 			"2026-11-26": ledger.StateQueued, "2026-11-27": ledger.StateRunning, "2026-11-29": ledger.StatePending} {
-			r := f.ledger.rows[ledger.Key{AccountID: troubled, Dataset: "events", Day: day(d)}]
-			if r.State != want || (want == ledger.StateQueued && (r.Attempts != 0 || r.Stopped || r.Reason != ledger.ReasonManual)) {
+			r := f.ledger.rows[partition.Key{AccountID: troubled, Dataset: "events", Day: day(d)}]
+			if r.State != want || (want == ledger.StateQueued && (r.Attempts != 0 || r.Stopped || r.Reason != partition.ReasonManual)) {
 				t.Errorf("%s: %+v, want %s", d, r, want)
 			}
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // testNow is the console's clock in these tests: 2026-11-30 is open, the
@@ -36,16 +37,16 @@ var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 type fakeLedger struct {
 	mu       sync.Mutex
 	accounts map[string]account.Account
-	rows     map[ledger.Key]ledger.Row
-	history  map[ledger.Key][]ledger.Attempt
-	plans    map[ledger.Key]ledger.SlicePlan // days running in slices
-	slices   map[ledger.Key][]ledger.Slice
+	rows     map[partition.Key]ledger.Row
+	history  map[partition.Key][]ledger.Attempt
+	plans    map[partition.Key]ledger.SlicePlan // days running in slices
+	slices   map[partition.Key][]ledger.Slice
 	failList error // List fails with it
 }
 
 func newFakeLedger() *fakeLedger {
-	return &fakeLedger{accounts: map[string]account.Account{}, rows: map[ledger.Key]ledger.Row{}, history: map[ledger.Key][]ledger.Attempt{},
-		plans: map[ledger.Key]ledger.SlicePlan{}, slices: map[ledger.Key][]ledger.Slice{}}
+	return &fakeLedger{accounts: map[string]account.Account{}, rows: map[partition.Key]ledger.Row{}, history: map[partition.Key][]ledger.Attempt{},
+		plans: map[partition.Key]ledger.SlicePlan{}, slices: map[partition.Key][]ledger.Slice{}}
 }
 
 func (f *fakeLedger) ListAccounts(context.Context) ([]account.Account, error) {
@@ -92,7 +93,7 @@ func (f *fakeLedger) List(_ context.Context, acct, ds string, from, to civil.Dat
 	return out, nil
 }
 
-func (f *fakeLedger) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
+func (f *fakeLedger) Get(_ context.Context, k partition.Key) (ledger.Row, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.rows[k]
@@ -102,18 +103,18 @@ func (f *fakeLedger) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
 	return r, nil
 }
 
-func (f *fakeLedger) History(_ context.Context, k ledger.Key) ([]ledger.Attempt, error) {
+func (f *fakeLedger) History(_ context.Context, k partition.Key) ([]ledger.Attempt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]ledger.Attempt(nil), f.history[k]...), nil
 }
 
-func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error) {
+func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var res ledger.RequeueResult
 	for _, d := range civil.Range(from, to) {
-		k := ledger.Key{AccountID: acct, Dataset: ds, Day: d}
+		k := partition.Key{AccountID: acct, Dataset: ds, Day: d}
 		r, ok := f.rows[k]
 		if r.State == ledger.StateRunning && !r.LeaseUntil.Before(testNow) {
 			r.RerunRequested = true
@@ -307,7 +308,7 @@ var _ io.Reader = (*rand.ChaCha8)(nil)
 
 func readCloser(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }
 
-func (f *fakeLedger) SlicesOf(_ context.Context, k ledger.Key) (ledger.SlicePlan, []ledger.Slice, error) {
+func (f *fakeLedger) SlicesOf(_ context.Context, k partition.Key) (ledger.SlicePlan, []ledger.Slice, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.plans[k]

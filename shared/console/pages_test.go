@@ -11,6 +11,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // order returns the positions of subs in s (-1 when absent).
@@ -301,7 +302,7 @@ func TestPartitionPageShowsSlices(t *testing.T) {
 	f := newFixture(t)
 	seed(f)
 	day := civil.MustParse("2026-11-28")
-	key := ledger.Key{AccountID: troubled, Dataset: "events", Day: day}
+	key := partition.Key{AccountID: troubled, Dataset: "events", Day: day}
 	f.ledger.mu.Lock()
 	row := f.ledger.rows[key]
 	row.Key, row.State, row.ClaimToken, row.LeaseUntil = key, ledger.StateRunning, "tok", testNow.Add(time.Hour)

@@ -15,8 +15,8 @@ import (
 	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
-	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // manifestView is what the bucket says about the partition.
@@ -84,7 +84,7 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 			day, acct.ID, acct.WithDefaults(s.cfg.SettleDelay).TimeZone, closed))
 		return
 	}
-	key := ledger.Key{AccountID: acct.ID, Dataset: dsName, Day: day}
+	key := partition.Key{AccountID: acct.ID, Dataset: dsName, Day: day}
 	hist, err := ops.History(r.Context(), s.cfg.Ledger, key, s.now())
 	if err != nil {
 		s.failed(w, r, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -43,8 +44,8 @@ func seed(f *fixture) {
 	acct(disabled, "Paused Inc", "2026-11-01", false, "events")
 
 	completed := func(id, ds, d string, gen int64, at time.Time) ledger.Row {
-		return ledger.Row{Key: ledger.Key{AccountID: id, Dataset: ds, Day: day(d)}, State: ledger.StateCompleted, Attempts: 1,
-			Generation: gen, Rows: 1234, Bytes: 56789, Files: 1, CompletedAt: at, UpdatedAt: at, Reason: ledger.ReasonScheduled}
+		return ledger.Row{Key: partition.Key{AccountID: id, Dataset: ds, Day: day(d)}, State: ledger.StateCompleted, Attempts: 1,
+			Generation: gen, Rows: 1234, Bytes: 56789, Files: 1, CompletedAt: at, UpdatedAt: at, Reason: partition.ReasonScheduled}
 	}
 	for _, ds := range []string{"events", "profiles"} {
 		for _, d := range civil.Range(day("2026-11-01"), day("2026-11-29")) {
@@ -55,15 +56,17 @@ func seed(f *fixture) {
 	for _, d := range civil.Range(day("2026-11-20"), day("2026-11-23")) {
 		f.ledger.put(completed(troubled, "events", d.String(), 1, d.AddDays(1).Start(time.UTC).Add(3*time.Hour)))
 	}
-	key := func(d string) ledger.Key { return ledger.Key{AccountID: troubled, Dataset: "events", Day: day(d)} }
+	key := func(d string) partition.Key {
+		return partition.Key{AccountID: troubled, Dataset: "events", Day: day(d)}
+	}
 	ago := func(d time.Duration) time.Time { return testNow.Add(-d) }
 
 	r24 := completed(troubled, "events", "2026-11-24", 2, ago(3*time.Hour))
-	r24.Attempts, r24.Reason, r24.ManifestKey = 2, ledger.ReasonRetry, "daybook/"+troubled+"/v1/events/dt=2026-11-24/_manifest.json"
+	r24.Attempts, r24.Reason, r24.ManifestKey = 2, partition.ReasonRetry, "daybook/"+troubled+"/v1/events/dt=2026-11-24/_manifest.json"
 	f.ledger.put(r24,
-		ledger.Attempt{Key: key("2026-11-24"), Attempt: 1, Outcome: ledger.OutcomeFailed, Reason: ledger.ReasonScheduled,
+		ledger.Attempt{Key: key("2026-11-24"), Attempt: 1, Outcome: ledger.OutcomeFailed, Reason: partition.ReasonScheduled,
 			StartedAt: ago(5*time.Hour + time.Minute), FinishedAt: ago(5 * time.Hour), Error: "source timeout"},
-		ledger.Attempt{Key: key("2026-11-24"), Attempt: 2, Outcome: ledger.OutcomeCompleted, Reason: ledger.ReasonRetry,
+		ledger.Attempt{Key: key("2026-11-24"), Attempt: 2, Outcome: ledger.OutcomeCompleted, Reason: partition.ReasonRetry,
 			StartedAt: ago(3*time.Hour + 42*time.Second), FinishedAt: ago(3 * time.Hour), Generation: 2, Rows: 1234, Bytes: 56789, Files: 1, DurationMS: 42000})
 
 	var hist []ledger.Attempt
@@ -72,20 +75,20 @@ func seed(f *fixture) {
 		if i == 5 {
 			out = ledger.OutcomeStopped
 		}
-		hist = append(hist, ledger.Attempt{Key: key("2026-11-25"), Attempt: i + 1, Outcome: out, Reason: ledger.ReasonRetry,
+		hist = append(hist, ledger.Attempt{Key: key("2026-11-25"), Attempt: i + 1, Outcome: out, Reason: partition.ReasonRetry,
 			StartedAt: ago(h*time.Hour + time.Minute), FinishedAt: ago(h * time.Hour), Error: "source unreachable"})
 	}
 	f.ledger.put(ledger.Row{Key: key("2026-11-25"), State: ledger.StateFailed, Stopped: true, Attempts: 6, LastError: "source unreachable",
-		DueKey: "9#2026-11-25#events", Reason: ledger.ReasonRetry, UpdatedAt: ago(2 * time.Hour)}, hist...)
+		DueKey: "9#2026-11-25#events", Reason: partition.ReasonRetry, UpdatedAt: ago(2 * time.Hour)}, hist...)
 	f.ledger.put(ledger.Row{Key: key("2026-11-26"), State: ledger.StateFailed, Attempts: 1, LastError: "permission denied on s3:PutObject",
-		NextAttemptAt: testNow.Add(time.Hour), Reason: ledger.ReasonScheduled, UpdatedAt: ago(time.Hour)},
+		NextAttemptAt: testNow.Add(time.Hour), Reason: partition.ReasonScheduled, UpdatedAt: ago(time.Hour)},
 		ledger.Attempt{Key: key("2026-11-26"), Attempt: 1, Outcome: ledger.OutcomeFailed, StartedAt: ago(61 * time.Minute), FinishedAt: ago(time.Hour),
 			Error: "permission denied on s3:PutObject"})
 	f.ledger.put(ledger.Row{Key: key("2026-11-27"), State: ledger.StateRunning, ClaimedAt: ago(5 * time.Minute), LeaseUntil: testNow.Add(15 * time.Minute),
-		Reason: ledger.ReasonScheduled, UpdatedAt: ago(5 * time.Minute)})
+		Reason: partition.ReasonScheduled, UpdatedAt: ago(5 * time.Minute)})
 	f.ledger.put(ledger.Row{Key: key("2026-11-28"), State: ledger.StateRunning, Attempts: 1, ClaimedAt: ago(5 * time.Minute), StartedAt: ago(4 * time.Minute),
-		LeaseUntil: testNow.Add(15 * time.Minute), Reason: ledger.ReasonScheduled, UpdatedAt: ago(4 * time.Minute)})
-	f.ledger.put(ledger.Row{Key: key("2026-11-29"), State: ledger.StatePending, Reason: ledger.ReasonScheduled, UpdatedAt: ago(9 * time.Hour)})
+		LeaseUntil: testNow.Add(15 * time.Minute), Reason: partition.ReasonScheduled, UpdatedAt: ago(4 * time.Minute)})
+	f.ledger.put(ledger.Row{Key: key("2026-11-29"), State: ledger.StatePending, Reason: partition.ReasonScheduled, UpdatedAt: ago(9 * time.Hour)})
 
 	prefix := "daybook/" + troubled
 	m := &manifest.Manifest{FormatVersion: manifest.FormatVersion, Contract: layout.Version, AccountID: troubled, Dataset: "events", SchemaVersion: 1,

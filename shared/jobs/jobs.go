@@ -13,7 +13,7 @@ import (
 	"fmt"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Kinds of message.
@@ -138,7 +138,7 @@ func (j Job) Validate() error {
 		return malformed("attempt", fmt.Sprint(j.Attempt), fmt.Sprintf("is above %d, beyond any run's attempt number", MaxJobAttempt))
 	case j.Generation < 1:
 		return malformed("generation", fmt.Sprint(j.Generation), "is not a claimed generation (want >= 1)")
-	case j.Reason != "" && !ledger.Reason(j.Reason).Valid():
+	case j.Reason != "" && !partition.Reason(j.Reason).Valid():
 		return malformed("reason", j.Reason, "is not a reason (scheduled, backfill, retry, manual, restatement, reseed)")
 	}
 	return nil

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // KindSlice is a slice of a partition too large for one exporter run (E7).
@@ -42,8 +42,8 @@ func (s Slice) Validate() error {
 		return malformed("claim_token", s.ClaimToken, "is not a claim token (32 lowercase hex digits)")
 	case s.Generation < 1:
 		return malformed("generation", fmt.Sprint(s.Generation), "is not a claimed generation (want >= 1)")
-	case s.Slices < 2 || s.Slices > ledger.MaxSlices:
-		return malformed("slices", fmt.Sprint(s.Slices), fmt.Sprintf("is not a number of slices (2 to %d)", ledger.MaxSlices))
+	case s.Slices < 2 || s.Slices > partition.MaxSlices:
+		return malformed("slices", fmt.Sprint(s.Slices), fmt.Sprintf("is not a number of slices (2 to %d)", partition.MaxSlices))
 	case s.Slice < 0 || s.Slice >= s.Slices:
 		return malformed("slice", fmt.Sprint(s.Slice), fmt.Sprintf("is not a slice of %d (0 to %d)", s.Slices, s.Slices-1))
 	}

@@ -14,7 +14,7 @@ import (
 // partition's metadata, the delivery manifest, the README and the schemas).
 // The day is always 10 characters.
 // maxSliceNumber is the highest slice number a sliced export names
-// (ledger.MaxSlices - 1; layout depends on nothing of daybook's).
+// (partition.MaxSlices - 1; layout depends on nothing of daybook's).
 const maxSliceNumber = 999
 
 func LongestKey(prefix string, datasets []string) string {

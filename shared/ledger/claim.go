@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // claimableNow: queued, pending, failed with attempts left (due key 2#) and
@@ -54,7 +55,7 @@ func sameClaim(row Row) expression.ConditionBuilder {
 	return expression.And(holds(row.ClaimToken), name(attrLeaseUntil).Equal(val(fmtTime(row.LeaseUntil))))
 }
 
-func runningUpdate(k Key, token, nowS string, lease time.Time) expression.UpdateBuilder {
+func runningUpdate(k partition.Key, token, nowS string, lease time.Time) expression.UpdateBuilder {
 	return expression.Set(name(attrState), val(string(StateRunning))).
 		Set(name(attrClaimToken), val(token)).
 		Set(name(attrClaimedAt), val(nowS)).
@@ -79,8 +80,8 @@ func runningUpdate(k Key, token, nowS string, lease time.Time) expression.Update
 // message. A dead claim that never started (its job waited in the queue
 // longer than the lease) is reclaimed without having used an attempt; its old
 // message is dropped at Start by the token check.
-func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) Claim(ctx context.Context, key partition.Key, reason partition.Reason) (Claim, error) {
+	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
 	if reason != "" && !reason.Valid() {
@@ -114,13 +115,13 @@ func (l *Ledger) Claim(ctx context.Context, key Key, reason Reason) (Claim, erro
 	}
 	l.noteDeadClaim(ctx, prev, now)
 	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.nextGeneration(),
-		Reason: cmp.Or(reason, prev.Reason, ReasonScheduled), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+		Reason: cmp.Or(reason, prev.Reason, partition.ReasonScheduled), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 }
 
 // refusedClaim explains a failed claim condition from the row as the refused
 // write found it (item; empty if there is no row), and retires a dead claim
 // that started on its last attempt.
-func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item map[string]types.AttributeValue) error {
+func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.Time, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
 		return fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
@@ -135,7 +136,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key Key, now time.Time, item 
 		// than retire the row and lose it.
 		upd := expression.Set(name(attrState), val(string(StateQueued))).
 			Set(name(attrAttempts), val(0)).
-			Set(name(attrReason), val(string(ReasonManual))).
+			Set(name(attrReason), val(string(partition.ReasonManual))).
 			Set(name(attrStopped), val(false)).
 			Set(name(attrLastError), val(fmt.Sprintf("claim lease expired at %s on attempt %d; re-run requested", fmtTime(row.LeaseUntil), row.Attempts))).
 			Set(name(attrUpdatedAt), val(fmtTime(now))).
@@ -195,7 +196,7 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	now := l.now()
 	st, at := StateFailed, now
 	switch {
-	case c.Reason == ReasonManual || c.Prev.State == StateQueued:
+	case c.Reason == partition.ReasonManual || c.Prev.State == StateQueued:
 		st = StateQueued
 	case c.Prev.State == StatePending:
 		st = StatePending
@@ -215,8 +216,8 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 		upd = upd.Set(name(attrNextAttemptAt), val(fmtTime(at)))
 	}
 	switch {
-	case c.Reason == ReasonManual:
-		upd = upd.Set(name(attrReason), val(string(ReasonManual)))
+	case c.Reason == partition.ReasonManual:
+		upd = upd.Set(name(attrReason), val(string(partition.ReasonManual)))
 	case c.Prev.Reason != "":
 		upd = upd.Set(name(attrReason), val(string(c.Prev.Reason)))
 	}

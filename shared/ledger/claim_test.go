@@ -12,13 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func TestManualWhileRunningRunsAgainAfterComplete(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
-	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestManualWhileRunningRunsAgainAfterComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != StateQueued || r.Generation != 1 || r.Rows != 7 || r.Reason != ReasonManual || r.RerunRequested {
+	if r.State != StateQueued || r.Generation != 1 || r.Rows != 7 || r.Reason != partition.ReasonManual || r.RerunRequested {
 		t.Fatalf("after complete: %+v, want queued, generation 1, stats kept, reason manual", r)
 	}
 	due, _, err := l.Due(ctx, key.AccountID, 10)
@@ -41,7 +42,7 @@ func TestManualWhileRunningRunsAgainAfterComplete(t *testing.T) {
 		t.Fatalf("due after complete: %+v %v", due, err)
 	}
 	c2, err := l.Claim(ctx, key, "")
-	if err != nil || c2.Generation != 2 || c2.Reason != ReasonManual {
+	if err != nil || c2.Generation != 2 || c2.Reason != partition.ReasonManual {
 		t.Fatalf("second run claim %+v %v", c2, err)
 	}
 	if r, err = l.Complete(ctx, key, c2.Token, Result{Rows: 8}); err != nil || r.State != StateCompleted || r.Generation != 2 {
@@ -53,7 +54,7 @@ func TestLeaseExpiry(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
-	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestLeaseExpiry(t *testing.T) {
 	}
 
 	clk.Advance(testLease - time.Second) // inside the lease
-	if _, err := l.Claim(ctx, key, ReasonRetry); !errors.Is(err, ErrConflict) {
+	if _, err := l.Claim(ctx, key, partition.ReasonRetry); !errors.Is(err, ErrConflict) {
 		t.Fatalf("claim inside the lease: %v, want ErrConflict", err)
 	}
 	if due, _, _ := l.Due(ctx, key.AccountID, 10); len(due) != 0 {
@@ -81,7 +82,7 @@ func TestLeaseExpiry(t *testing.T) {
 	if err != nil || len(due) != 1 || due[0].State != StateRunning {
 		t.Fatalf("dead claim not due: %+v %v", due, err)
 	}
-	fresh, err := l.Claim(ctx, key, ReasonRetry)
+	fresh, err := l.Claim(ctx, key, partition.ReasonRetry)
 	if err != nil {
 		t.Fatalf("reclaim after the lease: %v", err)
 	}
@@ -127,7 +128,7 @@ func TestConcurrentClaimsWinOnce(t *testing.T) {
 				order = append(order[25:], order[:25]...)
 			}
 			for _, d := range order {
-				c, err := l.Claim(ctx, Key{acct, "events", d}, "")
+				c, err := l.Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: d}, "")
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -145,7 +146,7 @@ func TestConcurrentClaimsWinOnce(t *testing.T) {
 			t.Errorf("%s claimed %d times", d, len(winners[d]))
 			continue
 		}
-		if r, err := l.Get(ctx, Key{acct, "events", d}); err != nil || r.ClaimToken != winners[d][0] {
+		if r, err := l.Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: d}); err != nil || r.ClaimToken != winners[d][0] {
 			t.Errorf("%s holds %q, winner %q (%v)", d, r.ClaimToken, winners[d][0], err)
 		}
 	}
@@ -175,7 +176,7 @@ func TestRefusedClaimReadsNothingMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	acct := testAccount(t, "a")
-	live, done, dead := Key{acct, "events", day1}, Key{acct, "events", day1.AddDays(1)}, Key{acct, "events", day1.AddDays(2)}
+	live, done, dead := partition.Key{AccountID: acct, Dataset: "events", Day: day1}, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(2)}
 	if _, err := l.Materialize(ctx, acct, "events", live.Day, dead.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -204,11 +205,11 @@ func TestRefusedClaimReadsNothingMore(t *testing.T) {
 	if _, err := l.Claim(ctx, done, ""); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "completed") {
 		t.Errorf("claim of a completed row: %v", err)
 	}
-	if _, err := l.Claim(ctx, Key{acct, "events", day1.AddDays(9)}, ""); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(9)}, ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("claim of an absent row: %v", err)
 	}
 	clk.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, dead, ReasonRetry); !errors.Is(err, ErrStopped) {
+	if _, err := l.Claim(ctx, dead, partition.ReasonRetry); !errors.Is(err, ErrStopped) {
 		t.Errorf("claim of a dead claim on its last attempt: %v", err)
 	}
 	if n := db.gets.Load(); n != 0 {
@@ -222,7 +223,7 @@ func TestRerunSurvivesStoppedDeadClaim(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 1 })
-	key := Key{AccountID: testAccount(t, "x"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "x"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestRerunSurvivesStoppedDeadClaim(t *testing.T) {
 		t.Fatalf("manual while running: %v", err)
 	}
 	clk.Advance(testLease + time.Second)
-	if _, err := l.Claim(ctx, key, ReasonRetry); !errors.Is(err, ErrConflict) {
+	if _, err := l.Claim(ctx, key, partition.ReasonRetry); !errors.Is(err, ErrConflict) {
 		t.Fatalf("claim of the dead last attempt: %v", err)
 	}
 	r, err := l.Get(ctx, key)

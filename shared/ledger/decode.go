@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // malformed is the error for attribute attr of item holding value (as
@@ -66,7 +67,7 @@ func parseTime(s string) (time.Time, error) {
 // readBack reads the row a write returned. The write stands either way; the
 // error says so, so that a caller does not take a transition that was made
 // for one that was refused.
-func readBack(op string, key Key, item map[string]types.AttributeValue) (Row, error) {
+func readBack(op string, key partition.Key, item map[string]types.AttributeValue) (Row, error) {
 	row, err := rowFromItem(item)
 	if err != nil {
 		return Row{}, fmt.Errorf("ledger: %s %s took effect, but the row it returned cannot be read: %w", op, key, err)
@@ -77,13 +78,13 @@ func readBack(op string, key Key, item map[string]types.AttributeValue) (Row, er
 // attemptFromItem reads a history item of the partition key. A time that
 // does not parse is an error naming the attribute, the item's key and the
 // value, as for rows.
-func attemptFromItem(key Key, item map[string]types.AttributeValue) (Attempt, error) {
+func attemptFromItem(key partition.Key, item map[string]types.AttributeValue) (Attempt, error) {
 	r, err := decodeItem[attemptRecord](item)
 	if err != nil {
 		return Attempt{}, err
 	}
 	a := Attempt{
-		Key: key, Attempt: r.Attempt, Outcome: Outcome(r.Outcome), Reason: Reason(r.Reason),
+		Key: key, Attempt: r.Attempt, Outcome: Outcome(r.Outcome), Reason: partition.Reason(r.Reason),
 		Generation: r.Generation, Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, DurationMS: r.DurationMS,
 		ManifestKey: r.ManifestKey, Error: r.Error,
 	}
@@ -109,7 +110,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		return Row{}, err
 	}
 	row := Row{
-		Key:            Key{AccountID: r.AccountID, Dataset: r.Dataset},
+		Key:            partition.Key{AccountID: r.AccountID, Dataset: r.Dataset},
 		State:          State(r.State),
 		Attempts:       r.Attempts,
 		ClaimToken:     r.ClaimToken,
@@ -122,7 +123,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		Files:          r.Files,
 		ManifestKey:    r.ManifestKey,
 		DurationMS:     r.DurationMS,
-		Reason:         Reason(r.Reason),
+		Reason:         partition.Reason(r.Reason),
 		RerunRequested: r.RerunRequested,
 		DueKey:         r.DueKey,
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 const (
@@ -25,7 +26,7 @@ func storedRow() map[string]types.AttributeValue {
 	item := tableKey(decodePK, decodeSK)
 	for a, v := range map[string]string{
 		attrAccountID: "acct_t0123456789abcde", attrDataset: "events", attrDay: decodeSK,
-		attrState: string(StateRunning), attrClaimToken: "tok", attrReason: string(ReasonRetry),
+		attrState: string(StateRunning), attrClaimToken: "tok", attrReason: string(partition.ReasonRetry),
 		attrClaimedAt: "2026-03-10T11:00:00Z", attrStartedAt: "2026-03-10T11:01:00Z",
 		attrLeaseUntil: "2026-03-10T11:21:00Z", attrNextAttemptAt: "2026-03-10T10:00:00Z",
 		attrCompletedAt: "2026-03-09T09:00:00Z", attrUpdatedAt: "2026-03-10T11:01:00Z",
@@ -215,7 +216,7 @@ func TestCorruptedRowIsNeverReadAsZero(t *testing.T) {
 		{"get", attrLeaseUntil, "garbage", func(f *fixture) error { _, err := f.l.Get(f.ctx, f.key); return err }},
 		{"claim after the lease", attrLeaseUntil, "garbage", func(f *fixture) error {
 			f.clk.Advance(testLease + time.Minute)
-			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}},
 		{"fail", attrStartedAt, "yesterday", func(f *fixture) error { _, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom")); return err }},
@@ -227,7 +228,7 @@ func TestCorruptedRowIsNeverReadAsZero(t *testing.T) {
 			clk := newClock(t0)
 			l, db := newTestLedger(t, clk)
 			f := &fixture{t: t, ctx: context.Background(), l: l, clk: clk,
-				key: Key{AccountID: testAccount(t, string(rune('a'+i))), Dataset: "events", Day: day1}}
+				key: partition.Key{AccountID: testAccount(t, string(rune('a'+i))), Dataset: "events", Day: day1}}
 			f.started()
 			_, err := db.UpdateItem(f.ctx, &dynamodb.UpdateItemInput{
 				TableName:                 aws.String(l.cfg.Table),

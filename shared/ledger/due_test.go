@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func dueDays(rows []Row) []string {
@@ -28,11 +29,11 @@ func TestDueOrder(t *testing.T) {
 		t.Fatalf("materialize %d %v", n, err)
 	}
 	// 03-04 is queued by hand: it goes first although it is not the oldest.
-	if _, err := l.Requeue(ctx, acct, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, acct, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	// 03-01 fails once: it waits for its next attempt.
-	k1 := Key{acct, "events", from}
+	k1 := partition.Key{AccountID: acct, Dataset: "events", Day: from}
 	c, err := l.Claim(ctx, k1, "")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestDueOrder(t *testing.T) {
 
 	// Stop 03-01: it leaves the due work until a requeue brings it back.
 	for {
-		c, err := l.Claim(ctx, k1, ReasonRetry)
+		c, err := l.Claim(ctx, k1, partition.ReasonRetry)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestDueOrder(t *testing.T) {
 	if got, want := strings.Join(dueDays(due), " "), "queued:2026-03-04 pending:2026-03-02 pending:2026-03-03 pending:2026-03-05"; got != want {
 		t.Fatalf("due with 03-01 stopped:\n got %s\nwant %s", got, want)
 	}
-	if _, err := l.Requeue(ctx, acct, "events", from, from, ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, acct, "events", from, from, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	due, _, _ = l.Due(ctx, acct, 10)
@@ -96,7 +97,9 @@ func TestCountStopped(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
 	acct, other := testAccount(t, "a"), testAccount(t, "b")
-	key := func(a string, i int) Key { return Key{a, "events", day1.AddDays(i)} }
+	key := func(a string, i int) partition.Key {
+		return partition.Key{AccountID: a, Dataset: "events", Day: day1.AddDays(i)}
+	}
 	for _, a := range []string{acct, other} {
 		if _, err := l.Materialize(ctx, a, "events", day1, day1.AddDays(3)); err != nil {
 			t.Fatal(err)
@@ -121,7 +124,7 @@ func TestCountStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, f1.key, ReasonRetry); !errors.Is(err, ErrStopped) {
+	if _, err := l.Claim(ctx, f1.key, partition.ReasonRetry); !errors.Is(err, ErrStopped) {
 		t.Fatalf("dead last attempt: %v", err)
 	}
 	// Day 2 completes, day 3 stays pending.
@@ -139,7 +142,7 @@ func TestCountStopped(t *testing.T) {
 		t.Errorf("due with two stopped rows: %s %v", got, err)
 	}
 
-	if _, err := l.Requeue(ctx, acct, "events", f0.key.Day, f0.key.Day, ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, acct, "events", f0.key.Day, f0.key.Day, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	count(acct, 1)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestDueWorkScheduledFirstMoreAndNext: the newest closed day materialized
@@ -28,23 +29,23 @@ func TestDueWorkScheduledFirstMoreAndNext(t *testing.T) {
 	if n, err := l.MaterializeDays(ctx, acct, "events", days, newest); err != nil || n != 5 {
 		t.Fatalf("materialize %d %v", n, err)
 	}
-	if _, err := l.Requeue(ctx, acct, "events", days[3], days[3], ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, acct, "events", days[3], days[3], partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	row, err := l.Get(ctx, Key{acct, "events", newest})
-	if err != nil || row.Reason != ReasonScheduled || !strings.HasPrefix(row.DueKey, dueScheduled) {
+	row, err := l.Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: newest})
+	if err != nil || row.Reason != partition.ReasonScheduled || !strings.HasPrefix(row.DueKey, dueScheduled) {
 		t.Fatalf("newest day %+v %v, want scheduled in the scheduled class", row, err)
 	}
-	if r, _ := l.Get(ctx, Key{acct, "events", days[0]}); r.Reason != ReasonBackfill {
+	if r, _ := l.Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: days[0]}); r.Reason != partition.ReasonBackfill {
 		t.Errorf("older day reason %s, want backfill", r.Reason)
 	}
 	// 03-01 fails (next attempt later), 03-02 is claimed (live lease).
-	f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: Key{acct, "events", days[0]}}
+	f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: partition.Key{AccountID: acct, Dataset: "events", Day: days[0]}}
 	c, err := l.Claim(ctx, f.key, "")
 	f.must(err)
 	failed, err := l.Fail(ctx, f.key, c.Token, errors.New("boom"))
 	f.must(err)
-	live, err := l.Claim(ctx, Key{acct, "events", days[1]}, "")
+	live, err := l.Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: days[1]}, "")
 	f.must(err)
 
 	w, err := l.DueWork(ctx, acct, 10)
@@ -66,7 +67,7 @@ func TestDueWorkScheduledFirstMoreAndNext(t *testing.T) {
 		t.Errorf("capped at 2: %v more %v next %s %v", dueDays(w.Rows), w.More, w.NextAt, err)
 	}
 	// A released scheduled row keeps its class.
-	sc, err := l.Claim(ctx, Key{acct, "events", newest}, "")
+	sc, err := l.Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: newest}, "")
 	f.must(err)
 	f.must(l.Release(ctx, sc))
 	if r, _ := l.Get(ctx, sc.Key); !r.Scheduled() || r.State != StatePending {
@@ -86,7 +87,7 @@ func TestMalformedDueRowDoesNotHideItsGroup(t *testing.T) {
 	}
 	// The oldest pending row's attempts is not a number: it cannot be decoded.
 	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(l.cfg.Table), Key: rowKey(Key{acct, "events", day1}),
+		TableName: aws.String(l.cfg.Table), Key: rowKey(partition.Key{AccountID: acct, Dataset: "events", Day: day1}),
 		UpdateExpression:          aws.String("SET #a = :v"),
 		ExpressionAttributeNames:  map[string]string{"#a": attrAttempts},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": s("many")},
@@ -125,7 +126,7 @@ func TestStoppedPartitionsInTheFleetIndex(t *testing.T) {
 		return m[acct]
 	}
 	for i := range 2 {
-		f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: Key{acct, "events", day1.AddDays(i)}}
+		f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(i)}}
 		f.started()
 		if r, err := l.Fail(ctx, f.key, f.token, errors.New("boom")); err != nil || !r.Stopped {
 			t.Fatalf("fail: %+v %v", r, err)
@@ -134,10 +135,10 @@ func TestStoppedPartitionsInTheFleetIndex(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Errorf("stopped %d, want 2", n)
 	}
-	if _, err := l.Requeue(ctx, acct, "events", day1, day1, ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, acct, "events", day1, day1, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ClaimManual(ctx, Key{acct, "events", day1.AddDays(1)}); err != nil {
+	if _, err := l.ClaimManual(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(); n != 0 {
@@ -157,7 +158,7 @@ func TestExportStatsAndReconcile(t *testing.T) {
 	}
 	acct := testAccount(t, "a")
 	for i, d := range []time.Duration{10 * time.Second, 30 * time.Second} {
-		f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: Key{acct, "events", day1.AddDays(i)}}
+		f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(i)}}
 		f.started()
 		if _, err := l.Complete(ctx, f.key, f.token, Result{Duration: d}); err != nil {
 			t.Fatal(err)

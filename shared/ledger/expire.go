@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // ExpireClaim ends the lease of the claim with token now, as if it had run
@@ -18,8 +19,8 @@ import (
 // run that killed it, or an operator who saw the Lambda die), never for a
 // live one, whose run would then overlap the next. A token that no longer
 // holds the row is ErrClaimLost.
-func (l *Ledger) ExpireClaim(ctx context.Context, key Key, token string) error {
-	if err := key.validate(); err != nil {
+func (l *Ledger) ExpireClaim(ctx context.Context, key partition.Key, token string) error {
+	if err := validateKey(key); err != nil {
 		return err
 	}
 	now := l.now()
@@ -47,7 +48,7 @@ func (l *Ledger) ExpireClaim(ctx context.Context, key Key, token string) error {
 // expireSlices ends the lease of every running slice of the claim's plan,
 // each conditional on its run token, so a run that took one over meanwhile
 // keeps it.
-func (l *Ledger) expireSlices(ctx context.Context, key Key, token string, past time.Time) error {
+func (l *Ledger) expireSlices(ctx context.Context, key partition.Key, token string, past time.Time) error {
 	_, sls, err := l.sliceItems(ctx, key)
 	if err != nil {
 		return err

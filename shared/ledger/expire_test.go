@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestExpireClaim: a claim whose exporter is known dead is reclaimable at
@@ -16,7 +17,7 @@ func TestExpireClaim(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 5 })
-	key := Key{AccountID: testAccount(t, "x"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "x"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestExpireClaimWakesTheAccount(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
 	a := putTestAccount(t, l, "expire")
-	key := Key{AccountID: a.ID, Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}

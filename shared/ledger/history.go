@@ -42,6 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // HistoryRetention is how long an attempt's history item is kept.
@@ -60,10 +61,10 @@ const (
 
 // Attempt is one attempt's outcome as recorded in the history.
 type Attempt struct {
-	Key
+	partition.Key
 	Attempt     int
 	Outcome     Outcome
-	Reason      Reason
+	Reason      partition.Reason
 	ClaimedAt   time.Time
 	StartedAt   time.Time
 	FinishedAt  time.Time
@@ -76,7 +77,7 @@ type Attempt struct {
 	Error       string
 }
 
-func historyPK(k Key) string {
+func historyPK(k partition.Key) string {
 	return pkHistoryPrefix + k.AccountID + "#" + k.Dataset + "#" + k.Day.String()
 }
 
@@ -132,7 +133,7 @@ func (l *Ledger) noteDeadClaim(ctx context.Context, prev Row, now time.Time) {
 }
 
 func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
-	if err := a.Key.validate(); err != nil {
+	if err := validateKey(a.Key); err != nil {
 		l.cfg.HistoryFailed(ctx, a.Key, err)
 		return
 	}
@@ -175,8 +176,8 @@ func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
 }
 
 // History returns the recorded attempts of one partition, oldest first.
-func (l *Ledger) History(ctx context.Context, key Key) ([]Attempt, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) History(ctx context.Context, key partition.Key) ([]Attempt, error) {
+	if err := validateKey(key); err != nil {
 		return nil, err
 	}
 	var out []Attempt

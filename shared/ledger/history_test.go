@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // outcomes summarizes a history as "attempt:outcome" strings.
@@ -25,7 +26,7 @@ func TestHistoryRecordsEveryAttemptOutcome(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	l, db := newTestLedger(t, c) // MaxAttempts 3
-	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestHistoryRecordsEveryAttemptOutcome(t *testing.T) {
 	run(false)
 
 	// A started run whose exporter died: the next claim takes it over.
-	if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := l.Claim(ctx, key, "")
@@ -113,7 +114,7 @@ func TestHistoryOfDeadClaimRetiredOnLastAttempt(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	l, _ := newTestLedger(t, c, func(cfg *Config) { cfg.MaxAttempts = 1 })
-	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestHistoryOfManualClaimOverDeadClaim(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	l, _ := newTestLedger(t, c)
-	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestHistoryOfManualClaimOverDeadClaim(t *testing.T) {
 	if got := outcomes(h); strings.Join(got, " ") != "1:lease_expired 1:completed" {
 		t.Errorf("history %v", got)
 	}
-	if h[1].Reason != ReasonManual || h[1].Rows != 3 {
+	if h[1].Reason != partition.ReasonManual || h[1].Rows != 3 {
 		t.Errorf("manual attempt %+v", h[1])
 	}
 }
@@ -186,9 +187,9 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	base, _ := newTestLedger(t, c)
-	var failed []Key
+	var failed []partition.Key
 	cfg := base.Config()
-	cfg.HistoryFailed = func(_ context.Context, key Key, err error) {
+	cfg.HistoryFailed = func(_ context.Context, key partition.Key, err error) {
 		if !strings.Contains(err.Error(), "throttled") {
 			t.Errorf("HistoryFailed(%s, %v): want the cause", key, err)
 		}
@@ -198,7 +199,7 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}

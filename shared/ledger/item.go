@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Table layout names, exported so tests can check the deployed table.
@@ -275,7 +276,7 @@ func tableKey(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrPK: s(pk), AttrSK: s(sk)}
 }
 
-func rowKey(k Key) map[string]types.AttributeValue {
+func rowKey(k partition.Key) map[string]types.AttributeValue {
 	return tableKey(partitionPK(k.AccountID, k.Dataset), k.Day.String())
 }
 
@@ -294,7 +295,7 @@ func scheduledDueKey(day civil.Date, dataset string) string {
 
 // stoppedKey is the fleet key of a failed, stopped row in the stopped
 // shard of its account.
-func stoppedKey(k Key) string { return k.AccountID + "#" + k.Dataset + "#" + k.Day.String() }
+func stoppedKey(k partition.Key) string { return k.AccountID + "#" + k.Dataset + "#" + k.Day.String() }
 
 func dueKey(state State, day civil.Date, dataset string, at time.Time) string {
 	switch state {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // seedCompleted writes count completed rows for (acct, dataset) ending the day
@@ -30,7 +31,7 @@ func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset strin
 	}
 	for i := 1; i <= count; i++ {
 		d := before.AddDays(-i)
-		item := rowKey(Key{acct, dataset, d})
+		item := rowKey(partition.Key{AccountID: acct, Dataset: dataset, Day: d})
 		item[attrAccountID] = s(acct)
 		item[attrDataset] = s(dataset)
 		item[attrDay] = s(d.String())
@@ -41,7 +42,7 @@ func seedCompleted(t *testing.T, db *dynamodb.Client, table, acct, dataset strin
 		item[attrBytes] = n(123456)
 		item[attrFiles] = n(1)
 		item[attrManifestKey] = s("x/_manifest.json")
-		item[attrReason] = s(string(ReasonBackfill))
+		item[attrReason] = s(string(partition.ReasonBackfill))
 		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 		if len(batch) == 25 {
 			flush()
@@ -69,11 +70,11 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		if _, err := l.Materialize(ctx, acct, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-01-12")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Requeue(ctx, acct, "events", civil.MustParse("2026-01-09"), civil.MustParse("2026-01-11"), ReasonManual); err != nil {
+		if _, err := l.Requeue(ctx, acct, "events", civil.MustParse("2026-01-09"), civil.MustParse("2026-01-11"), partition.ReasonManual); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range []string{"2026-01-01", "2026-01-02"} {
-			k := Key{acct, "events", civil.MustParse(d)}
+			k := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse(d)}
 			c, err := l.Claim(ctx, k, "")
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +83,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		dead := Key{acct, "events", civil.MustParse("2026-01-03")}
+		dead := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse("2026-01-03")}
 		c, err := l.Claim(ctx, dead, "")
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +92,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 2026-01-12 fails every attempt at once (MaxAttempts 1 for it).
-		k := Key{acct, "events", civil.MustParse("2026-01-12")}
+		k := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse("2026-01-12")}
 		once, err := New(l.db, func() Config { c := l.cfg; c.MaxAttempts = 1; return c }())
 		if err != nil {
 			t.Fatal(err)

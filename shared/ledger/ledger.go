@@ -160,6 +160,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/partition"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
@@ -198,7 +199,7 @@ type Config struct {
 	// Stopped, if set, is told of every partition that stops retrying, right
 	// after the transition (Fail on the last attempt, or Claim retiring a
 	// dead claim on its last attempt); see stopped.go.
-	Stopped func(ctx context.Context, s Stop)
+	Stopped func(ctx context.Context, s partition.Stop)
 	// WakeFailed is told when a transition was recorded but the account's
 	// wake time could not be lowered after it (wake.go). The transition
 	// stands and returns nil: a sweep finds the row at the account's next
@@ -208,7 +209,7 @@ type Config struct {
 	// HistoryFailed is told when the history item of an attempt that
 	// ended could not be written (history.go); the transition it follows
 	// stands. Default: a warning on slog.Default().
-	HistoryFailed func(ctx context.Context, key Key, err error)
+	HistoryFailed func(ctx context.Context, key partition.Key, err error)
 	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
 	// backfill, in days before today (L6). Default
 	// envvar.DefaultMaxBackfillDays.
@@ -277,7 +278,7 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 		}
 	}
 	if cfg.HistoryFailed == nil {
-		cfg.HistoryFailed = func(ctx context.Context, key Key, err error) {
+		cfg.HistoryFailed = func(ctx context.Context, key partition.Key, err error) {
 			slog.Default().WarnContext(ctx, "ledger: attempt history not written; the transition stands", "partition", key.String(), "cause", err.Error())
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // ClaimManual serves a manual re-export request (E1): it creates the row if
@@ -17,8 +18,8 @@ import (
 // reason manual and a fresh attempt count. If the row is running under a live
 // claim, it sets rerun_requested on it instead and returns ErrBusy: the
 // request is recorded and the row is queued again when that claim completes.
-func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, error) {
+	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
 	for range 5 {
@@ -31,7 +32,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 		lease := now.Add(l.cfg.Lease)
 		upd := runningUpdate(key, token, nowS, lease).
 			Set(name(attrAttempts), val(1)).
-			Set(name(attrReason), val(string(ReasonManual))).
+			Set(name(attrReason), val(string(partition.ReasonManual))).
 			Set(name(attrAccountID), val(key.AccountID)).
 			Set(name(attrDataset), val(key.Dataset)).
 			Set(name(attrDay), val(key.Day.String())).
@@ -54,7 +55,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 			_ = l.Wake(ctx, key.AccountID, lease)
 			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
-				Reason: ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+				Reason: partition.ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}
 		if !errors.Is(err, errCondition) {
 			return Claim{}, err
@@ -72,7 +73,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key Key) (Claim, error) {
 }
 
 // requestRerun sets rerun_requested on a row running under a live claim.
-func (l *Ledger) requestRerun(ctx context.Context, key Key, nowS string) (bool, error) {
+func (l *Ledger) requestRerun(ctx context.Context, key partition.Key, nowS string) (bool, error) {
 	upd := expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS))
 	_, err := l.update(ctx, rowKey(key), upd, live(nowS), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
@@ -92,7 +93,7 @@ type RequeueResult struct {
 // or backfill), creating missing rows and resetting attempts (this is how an
 // stopped row retries again). A row running under a live claim gets
 // rerun_requested instead, so it is queued again when that claim completes.
-func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason Reason) (RequeueResult, error) {
+func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (RequeueResult, error) {
 	if !reason.Valid() {
 		return RequeueResult{}, fmt.Errorf("ledger: reason %q", reason)
 	}
@@ -102,8 +103,8 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 	}
 	var queued, created, rerun atomic.Int64
 	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {
-		key := Key{accountID, dataset, d}
-		if err := key.validate(); err != nil {
+		key := partition.Key{AccountID: accountID, Dataset: dataset, Day: d}
+		if err := validateKey(key); err != nil {
 			return err
 		}
 		for range 5 {

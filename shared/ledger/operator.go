@@ -7,11 +7,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Get returns one row (strongly consistent), or ErrNotFound.
-func (l *Ledger) Get(ctx context.Context, key Key) (Row, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) Get(ctx context.Context, key partition.Key) (Row, error) {
+	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
 	item, err := l.getItem(ctx, rowKey(key))

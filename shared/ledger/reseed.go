@@ -36,10 +36,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
-
-// ReasonReseed: the day is re-exported as part of a reseed.
-const ReasonReseed Reason = "reseed"
 
 // MaxSeedDays bounds one reseed (ten years of days), so the set of days
 // rebuilt always fits in its item.
@@ -171,7 +169,7 @@ type ReseedRequest struct {
 
 // Validate checks the request's fields; errors name the field and value.
 func (r ReseedRequest) Validate() error {
-	if err := (Key{AccountID: r.AccountID, Dataset: r.Dataset, Day: r.From}).validate(); err != nil {
+	if err := validateKey(partition.Key{AccountID: r.AccountID, Dataset: r.Dataset, Day: r.From}); err != nil {
 		return fmt.Errorf("ledger: reseed: %w", err)
 	}
 	switch {
@@ -252,8 +250,8 @@ func (l *Ledger) StartReseed(ctx context.Context, req ReseedRequest) (seed Seed,
 // generation committed from a run that started after the epoch began):
 // conditional on that epoch still running and covering the day. Adding a
 // day twice counts it once. A seed that moved on is ErrConflict.
-func (l *Ledger) SeedDayDone(ctx context.Context, key Key, epoch int64) (Seed, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) SeedDayDone(ctx context.Context, key partition.Key, epoch int64) (Seed, error) {
+	if err := validateKey(key); err != nil {
 		return Seed{}, err
 	}
 	day := key.Day.String()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func TestReseedRequestValidate(t *testing.T) {
@@ -75,7 +76,9 @@ func TestReseedLifecycle(t *testing.T) {
 	if !seed.Counts(day1, clk.Now()) || seed.Counts(day1, seed.StartedAt.Add(-time.Second)) || seed.Counts(day1.AddDays(3), clk.Now()) {
 		t.Fatal("Counts: a run after the start, inside the range, counts; others do not")
 	}
-	key := func(i int) Key { return Key{acct, "profiles", day1.AddDays(i)} }
+	key := func(i int) partition.Key {
+		return partition.Key{AccountID: acct, Dataset: "profiles", Day: day1.AddDays(i)}
+	}
 	for _, i := range []int{0, 0, 1} { // day 0 twice counts once
 		if seed, err = l.SeedDayDone(ctx, key(i), 1); err != nil {
 			t.Fatal(err)
@@ -130,14 +133,14 @@ func TestReseedLifecycle(t *testing.T) {
 func TestCompleteRecordsSeedEpoch(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
-	key := Key{testAccount(t, "a"), "profiles", day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "profiles", Day: day1}
 	if r := complete(t, l, key, Result{Rows: 1, SeedEpoch: 3}); r.SeedEpoch != 3 {
 		t.Fatalf("seed epoch %d", r.SeedEpoch)
 	}
 	if r := complete(t, l, key, Result{Rows: 1}); r.SeedEpoch != 3 || r.Generation != 2 {
 		t.Fatalf("after a generation outside a reseed: epoch %d, generation %d", r.SeedEpoch, r.Generation)
 	}
-	if !ReasonReseed.Valid() || !ReasonRestatement.Valid() {
+	if !partition.ReasonReseed.Valid() || !partition.ReasonRestatement.Valid() {
 		t.Fatal("reseed and restatement are reasons")
 	}
 }

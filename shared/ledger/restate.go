@@ -42,11 +42,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/envvar"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
-
-// ReasonRestatement: the source changed after the day was exported; the
-// restatement check queued it again.
-const ReasonRestatement Reason = "restatement"
 
 // Fingerprint is a generation's fingerprint of its day in the source.
 type Fingerprint struct {
@@ -130,7 +127,7 @@ func restateKey(at time.Time, day civil.Date, dataset string) string {
 // and reseeds to Complete's update: the fingerprint and the next check
 // (or removes stale ones), the restatement it made (or removes the marks
 // of one it did not make), and its seed epoch.
-func (res Result) withLateData(u expression.UpdateBuilder, key Key) expression.UpdateBuilder {
+func (res Result) withLateData(u expression.UpdateBuilder, key partition.Key) expression.UpdateBuilder {
 	fp := res.Fingerprint
 	if fp.Value != "" {
 		u = u.Set(name(attrFingerprint), val(fp.Value)).Set(name(attrFingerprintAt), val(fmtTime(fp.At)))
@@ -198,7 +195,7 @@ func (l *Ledger) RestateDue(ctx context.Context, accountID string, limit int) ([
 // check, so a check is queued once whatever the number of sweeps; a row
 // that changed meanwhile is ErrConflict.
 func (l *Ledger) MoveRestateCheck(ctx context.Context, r Row, next time.Time) error {
-	if err := r.Key.validate(); err != nil {
+	if err := validateKey(r.Key); err != nil {
 		return err
 	}
 	if r.Fingerprint.CheckAt.IsZero() || next.IsZero() {
@@ -219,7 +216,7 @@ func (l *Ledger) MoveRestateCheck(ctx context.Context, r Row, next time.Time) er
 // conditional on the same scheduled check; a row that changed meanwhile is
 // ErrConflict. Completing the row again schedules a new check.
 func (l *Ledger) DropRestateCheck(ctx context.Context, r Row) error {
-	if err := r.Key.validate(); err != nil {
+	if err := validateKey(r.Key); err != nil {
 		return err
 	}
 	upd := expression.Remove(name(AttrRestateAccount)).Remove(name(AttrRestateKey))
@@ -239,8 +236,8 @@ func (l *Ledger) DropRestateCheck(ctx context.Context, r Row) error {
 // restated_rows) and leaves the restate index. A row that moved on (a newer
 // export, a manual request, a running claim) is ErrConflict and is left
 // alone: whatever runs next reads the source as it is now.
-func (l *Ledger) RequeueRestatement(ctx context.Context, key Key, generation int64, exported string) (Row, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) RequeueRestatement(ctx context.Context, key partition.Key, generation int64, exported string) (Row, error) {
+	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
 	switch {
@@ -251,7 +248,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key Key, generation int
 	}
 	nowS := fmtTime(l.now())
 	upd := expression.Set(name(attrState), val(string(StateQueued))).
-		Set(name(attrReason), val(string(ReasonRestatement))).
+		Set(name(attrReason), val(string(partition.ReasonRestatement))).
 		Set(name(attrAttempts), val(0)).
 		Set(name(attrRestatedFrom), val(generation)).
 		Set(name(attrRestatedRows), name(attrRows)).

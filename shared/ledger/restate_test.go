@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func TestDeployedRestateIndex(t *testing.T) {
@@ -71,14 +72,14 @@ func TestRestateWindow(t *testing.T) {
 }
 
 // complete claims, starts and completes key with res.
-func complete(t *testing.T, l *Ledger, key Key, res Result) Row {
+func complete(t *testing.T, l *Ledger, key partition.Key, res Result) Row {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := l.Get(ctx, key); err == nil && r.State == StateCompleted {
-		if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, ReasonManual); err != nil {
+		if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,14 +107,14 @@ func TestRestateIndexFollowsCompletes(t *testing.T) {
 	l, _ := newTestLedger(t, clk)
 	acct := testAccount(t, "a")
 	now := clk.Now()
-	a := Key{acct, "events", day1}
-	b := Key{acct, "profiles", day1.AddDays(1)}
+	a := partition.Key{AccountID: acct, Dataset: "events", Day: day1}
+	b := partition.Key{AccountID: acct, Dataset: "profiles", Day: day1.AddDays(1)}
 	ra := complete(t, l, a, Result{Rows: 5, Fingerprint: Fingerprint{Value: "fa", At: now, CheckAt: now.Add(2 * time.Hour)}})
 	complete(t, l, b, Result{Rows: 7, Fingerprint: Fingerprint{Value: "fb", At: now, CheckAt: now.Add(time.Hour)}})
 	if ra.Fingerprint.Value != "fa" || !ra.Fingerprint.At.Equal(now) || !ra.Fingerprint.CheckAt.Equal(now.Add(2*time.Hour)) {
 		t.Fatalf("completed row fingerprint %+v", ra.Fingerprint)
 	}
-	due := func() []Key {
+	due := func() []partition.Key {
 		t.Helper()
 		rows, stats, err := l.RestateDue(ctx, acct, 10)
 		if err != nil {
@@ -122,7 +123,7 @@ func TestRestateIndexFollowsCompletes(t *testing.T) {
 		if stats.Queries != 1 {
 			t.Errorf("RestateDue ran %d queries", stats.Queries)
 		}
-		var keys []Key
+		var keys []partition.Key
 		for _, r := range rows {
 			if r.State != StateCompleted || r.Generation != 1 || r.Fingerprint.CheckAt.IsZero() {
 				t.Errorf("index row %+v", r)
@@ -135,8 +136,8 @@ func TestRestateIndexFollowsCompletes(t *testing.T) {
 		t.Fatalf("due before their time: %v", got)
 	}
 	clk.Advance(3 * time.Hour)
-	if got := due(); !slices.Equal(got, []Key{b, a}) {
-		t.Fatalf("due = %v, want %v (oldest check first)", got, []Key{b, a})
+	if got := due(); !slices.Equal(got, []partition.Key{b, a}) {
+		t.Fatalf("due = %v, want %v (oldest check first)", got, []partition.Key{b, a})
 	}
 	rows, _, err := l.RestateDue(ctx, acct, 1)
 	if err != nil || len(rows) != 1 || rows[0].Key != b {
@@ -149,7 +150,7 @@ func TestRestateIndexFollowsCompletes(t *testing.T) {
 	if err := l.MoveRestateCheck(ctx, rows[0], next); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second move from the same read: %v, want ErrConflict", err)
 	}
-	if got := due(); !slices.Equal(got, []Key{a}) {
+	if got := due(); !slices.Equal(got, []partition.Key{a}) {
 		t.Fatalf("after moving b: due = %v", got)
 	}
 	// Completed again without a check (outside the window, or no
@@ -187,7 +188,7 @@ func TestRequeueRestatement(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
-	key := Key{testAccount(t, "a"), "events", day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	now := clk.Now()
 	complete(t, l, key, Result{Rows: 10, Fingerprint: Fingerprint{Value: "f1", At: now, CheckAt: now.Add(time.Hour)}})
 
@@ -206,15 +207,15 @@ func TestRequeueRestatement(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		key Key
+		key partition.Key
 		gen int64
 		fp  string
-	}{{key, 0, "f1"}, {key, 1, ""}, {Key{"", "events", day1}, 1, "f1"}} {
+	}{{key, 0, "f1"}, {key, 1, ""}, {partition.Key{AccountID: "", Dataset: "events", Day: day1}, 1, "f1"}} {
 		if _, err := l.RequeueRestatement(ctx, tt.key, tt.gen, tt.fp); err == nil || errors.Is(err, ErrConflict) {
 			t.Errorf("bad input %+v/%d/%q: %v", tt.key, tt.gen, tt.fp, err)
 		}
 	}
-	if _, err := l.RequeueRestatement(ctx, Key{key.AccountID, "events", day1.AddDays(5)}, 1, "f1"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.RequeueRestatement(ctx, partition.Key{AccountID: key.AccountID, Dataset: "events", Day: day1.AddDays(5)}, 1, "f1"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("no such row: %v", err)
 	}
 	if r, err := l.Get(ctx, key); err != nil || r.State != StateCompleted || r.Restatement != nil {
@@ -225,7 +226,7 @@ func TestRequeueRestatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.State != StateQueued || r.Reason != ReasonRestatement || r.Attempts != 0 || !r.Restating() || r.Restated() != nil ||
+	if r.State != StateQueued || r.Reason != partition.ReasonRestatement || r.Attempts != 0 || !r.Restating() || r.Restated() != nil ||
 		*r.Restatement != (Restatement{PreviousGeneration: 1, PreviousRows: 10}) || r.Fingerprint.CheckAt != (time.Time{}) {
 		t.Fatalf("queued for restatement: %+v (%+v)", r, r.Restatement)
 	}
@@ -237,7 +238,7 @@ func TestRequeueRestatement(t *testing.T) {
 	}
 	// The next run keeps the reason and restates generation 1.
 	c, err := l.Claim(ctx, key, "")
-	if err != nil || c.Reason != ReasonRestatement {
+	if err != nil || c.Reason != partition.ReasonRestatement {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
 	st, err := l.Start(ctx, key, c.Token)
@@ -264,16 +265,16 @@ func TestRequeueRestatement(t *testing.T) {
 func TestStoppedHook(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
-	var stops []Stop
+	var stops []partition.Stop
 	l, _ := newTestLedger(t, clk, func(c *Config) {
-		c.Stopped = func(_ context.Context, s Stop) { stops = append(stops, s) } // MaxAttempts 3
+		c.Stopped = func(_ context.Context, s partition.Stop) { stops = append(stops, s) } // MaxAttempts 3
 	})
 	acct := testAccount(t, "a")
-	failing, dying := Key{acct, "events", day1}, Key{acct, "events", day1.AddDays(1)}
+	failing, dying := partition.Key{AccountID: acct, Dataset: "events", Day: day1}, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}
 	if _, err := l.Materialize(ctx, acct, "events", failing.Day, dying.Day); err != nil {
 		t.Fatal(err)
 	}
-	run := func(key Key) Claim {
+	run := func(key partition.Key) Claim {
 		t.Helper()
 		c, err := l.Claim(ctx, key, "")
 		if err != nil {
@@ -294,7 +295,7 @@ func TestStoppedHook(t *testing.T) {
 		}
 		clk.Advance(2 * time.Hour)
 	}
-	if s := stops[0]; s.Key != failing || s.Attempts != 3 || s.Cause != StopFailed || s.Error != "source down" || s.At.IsZero() {
+	if s := stops[0]; s.Key != failing || s.Attempts != 3 || s.Cause != partition.StopFailed || s.Error != "source down" || s.At.IsZero() {
 		t.Fatalf("stop of a failing partition: %+v", s)
 	}
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -307,7 +308,7 @@ func TestStoppedHook(t *testing.T) {
 	if len(stops) != 2 {
 		t.Fatalf("%d stops, want 2", len(stops))
 	}
-	if s := stops[1]; s.Key != dying || s.Attempts != 3 || s.Cause != StopLeaseExpired || s.At.IsZero() {
+	if s := stops[1]; s.Key != dying || s.Attempts != 3 || s.Cause != partition.StopLeaseExpired || s.At.IsZero() {
 		t.Fatalf("stop of a dead claim: %+v", s)
 	}
 }
@@ -319,7 +320,7 @@ func TestRequeueRestatementWakes(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
 	a := putTestAccount(t, l, "a")
-	key := Key{a.ID, "events", day1}
+	key := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
 	now := clk.Now()
 	complete(t, l, key, Result{Rows: 3, Fingerprint: Fingerprint{Value: "f1", At: now, CheckAt: now.Add(time.Hour)}})
 	w, ok := woken(t, l, a.ID, now)

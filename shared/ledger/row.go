@@ -2,11 +2,10 @@ package ledger
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // State is a partition row's state (L1).
@@ -21,32 +20,9 @@ const (
 	StateFailed    State = "failed"
 )
 
-// Reason says why a partition is exported (F3).
-type Reason string
-
-// Reasons.
-const (
-	ReasonScheduled Reason = "scheduled"
-	ReasonBackfill  Reason = "backfill"
-	ReasonRetry     Reason = "retry"
-	ReasonManual    Reason = "manual"
-)
-
-// Valid reports whether r is a known reason.
-func (r Reason) Valid() bool {
-	return slices.Contains([]Reason{ReasonScheduled, ReasonBackfill, ReasonRetry, ReasonManual, ReasonRestatement, ReasonReseed}, r)
-}
-
-// Key names one partition.
-type Key struct {
-	AccountID string
-	Dataset   string
-	Day       civil.Date
-}
-
-func (k Key) String() string { return k.AccountID + "/" + k.Dataset + "/" + k.Day.String() }
-
-func (k Key) validate() error {
+// validateKey checks a key can be stored: no part empty, no "#" in an
+// id (the item keys join them with "#").
+func validateKey(k partition.Key) error {
 	if k.AccountID == "" || strings.Contains(k.AccountID, "#") {
 		return fmt.Errorf("ledger: account id %q", k.AccountID)
 	}
@@ -63,7 +39,7 @@ func (k Key) validate() error {
 // carry only the key, state, attempts, claim fields, and the time in the due
 // key (NextAttemptAt for failed rows, LeaseUntil for running ones).
 type Row struct {
-	Key
+	partition.Key
 	State      State
 	Attempts   int
 	ClaimToken string
@@ -85,7 +61,7 @@ type Row struct {
 	ManifestKey    string
 	DurationMS     int64
 	CompletedAt    time.Time
-	Reason         Reason
+	Reason         partition.Reason
 	RerunRequested bool
 	UpdatedAt      time.Time
 	// DueKey is the row's key in the due index ("" when not due).
@@ -102,11 +78,11 @@ type Row struct {
 // Claim is a held claim on a row: the exporter carries Token in every write
 // and writes Generation into the manifest.
 type Claim struct {
-	Key
+	partition.Key
 	Token      string
 	Attempt    int
 	Generation int64
-	Reason     Reason
+	Reason     partition.Reason
 	ClaimedAt  time.Time
 	LeaseUntil time.Time
 	// Prev is the row as it was before the claim (State "" if it did not

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 const maxErrorLen = 1000
@@ -21,8 +22,8 @@ const maxErrorLen = 1000
 // the partition twice (L2). The lease is renewed from now (the job may have waited in the queue),
 // so a live exporter always holds a live lease. It returns the claim as the
 // ledger holds it (attempt, the generation the run will commit, reason).
-func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) Start(ctx context.Context, key partition.Key, token string) (Claim, error) {
+	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
 	now := l.now()
@@ -52,7 +53,7 @@ func (l *Ledger) Start(ctx context.Context, key Key, token string) (Claim, error
 // started is the claim token holds on a started row, as the run sees it:
 // the attempt it counts, the generation it will commit, its reason.
 func (r Row) started(token string) Claim {
-	return Claim{Key: r.Key, Token: token, Attempt: r.Attempts, Generation: r.nextGeneration(), Reason: cmp.Or(r.Reason, ReasonScheduled),
+	return Claim{Key: r.Key, Token: token, Attempt: r.Attempts, Generation: r.nextGeneration(), Reason: cmp.Or(r.Reason, partition.ReasonScheduled),
 		ClaimedAt: r.ClaimedAt, LeaseUntil: r.LeaseUntil, Prev: r}
 }
 
@@ -62,8 +63,8 @@ func (r Row) started(token string) Claim {
 // that if it fails too, the next claim is still numbered above it and no
 // generation is ever committed twice; a failed run that found nothing new
 // leaves no gap in the numbers.
-func (l *Ledger) NoteCommitted(ctx context.Context, key Key, token string, generation int64) error {
-	if err := key.validate(); err != nil {
+func (l *Ledger) NoteCommitted(ctx context.Context, key partition.Key, token string, generation int64) error {
+	if err := validateKey(key); err != nil {
 		return err
 	}
 	upd := expression.Set(name(attrGenReserved), val(generation)).Set(name(attrUpdatedAt), val(fmtTime(l.now())))
@@ -100,8 +101,8 @@ func rerunIs(v bool) expression.ConditionBuilder {
 // stats and generation still recorded. A token that no longer holds the row
 // is ErrClaimLost; a res.Generation not above the stored generation is
 // ErrConflict (a generation only ever increases and never repeats).
-func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result) (Row, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) Complete(ctx context.Context, key partition.Key, token string, res Result) (Row, error) {
+	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
 	if res.Generation < 0 {
@@ -126,7 +127,7 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 		u = res.withLateData(u, key)
 		if rerun {
 			return u.Set(name(attrState), val(string(StateQueued))).
-				Set(name(attrReason), val(string(ReasonManual))).
+				Set(name(attrReason), val(string(partition.ReasonManual))).
 				Set(name(attrAttempts), val(0)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{})))
@@ -182,15 +183,15 @@ func (l *Ledger) Complete(ctx context.Context, key Key, token string, res Result
 // having counted its attempt (a caller that skipped Start) counts it here. If a re-run was
 // requested while it ran, the row is queued (manual) with a fresh attempt
 // count. A token that no longer holds the row is ErrClaimLost.
-func (l *Ledger) Fail(ctx context.Context, key Key, token string, cause error) (Row, error) {
+func (l *Ledger) Fail(ctx context.Context, key partition.Key, token string, cause error) (Row, error) {
 	return l.FailAfter(ctx, key, token, cause, time.Time{})
 }
 
 // FailAfter is Fail with the next attempt no earlier than notBefore: a
 // partition whose slices may still write until then (SliceFence) is not
 // run again before they are gone.
-func (l *Ledger) FailAfter(ctx context.Context, key Key, token string, cause error, notBefore time.Time) (Row, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) FailAfter(ctx context.Context, key partition.Key, token string, cause error, notBefore time.Time) (Row, error) {
+	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
 	msg := "unknown error"
@@ -227,7 +228,7 @@ func (l *Ledger) FailAfter(ctx context.Context, key Key, token string, cause err
 		switch {
 		case row.RerunRequested:
 			upd = upd.Set(name(attrState), val(string(StateQueued))).
-				Set(name(attrReason), val(string(ReasonManual))).
+				Set(name(attrReason), val(string(partition.ReasonManual))).
 				Set(name(attrAttempts), val(0)).
 				Set(name(AttrDueAccount), val(key.AccountID)).
 				Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{}))).

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestCompleteGeneration: a generation only ever increases and never repeats.
@@ -15,7 +17,7 @@ func TestCompleteGeneration(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
-	key := Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestCompleteGeneration(t *testing.T) {
 	}
 	requeue := func() {
 		t.Helper()
-		if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, ReasonManual); err != nil {
+		if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +95,7 @@ func TestNoteCommittedGeneration(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 5 })
-	key := Key{AccountID: testAccount(t, "r"), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, "r"), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 const (
@@ -48,14 +49,11 @@ const (
 	skSlicePlan   = "PLAN"
 	skSlicePrefix = "S#"
 	sliceLifetime = 30 * 24 * time.Hour
-
-	// MaxSlices bounds the slices of one partition.
-	MaxSlices = 1000
 )
 
 // SlicePlan is a partition's plan for one sliced generation.
 type SlicePlan struct {
-	Key
+	partition.Key
 	// Token is the partition's claim token: the plan and its slices live as
 	// long as that claim holds the partition.
 	Token      string
@@ -80,7 +78,7 @@ type SlicePlan struct {
 
 // Slice is one slice of a planned partition.
 type Slice struct {
-	Key
+	partition.Key
 	Index int
 	// Slices, Generation and Destination are the plan's.
 	Slices      int
@@ -141,26 +139,30 @@ type sliceRecord struct {
 	ExpiresAt        int64  `dynamodbav:"expires_at"`
 }
 
-func slicePK(k Key) string {
+func slicePK(k partition.Key) string {
 	return pkSlicePrefix + k.AccountID + "#" + k.Dataset + "#" + k.Day.String()
 }
 
 func sliceSK(i int) string { return fmt.Sprintf("%s%04d", skSlicePrefix, i) }
 
-func sliceKey(k Key, i int) map[string]types.AttributeValue { return tableKey(slicePK(k), sliceSK(i)) }
+func sliceKey(k partition.Key, i int) map[string]types.AttributeValue {
+	return tableKey(slicePK(k), sliceSK(i))
+}
 
-func planKey(k Key) map[string]types.AttributeValue { return tableKey(slicePK(k), skSlicePlan) }
+func planKey(k partition.Key) map[string]types.AttributeValue {
+	return tableKey(slicePK(k), skSlicePlan)
+}
 
 // PlanSlices records a plan of p.Slices slices of p.Generation, all queued,
 // under the partition's claim p.Token, replacing any plan an earlier claim
 // left. A claim that no longer holds the partition is ErrClaimLost and
 // nothing is written.
 func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
-	if err := p.Key.validate(); err != nil {
+	if err := validateKey(p.Key); err != nil {
 		return err
 	}
-	if p.Slices < 2 || p.Slices > MaxSlices {
-		return fmt.Errorf("ledger: plan %s: slices %d: want 2 to %d", p.Key, p.Slices, MaxSlices)
+	if p.Slices < 2 || p.Slices > partition.MaxSlices {
+		return fmt.Errorf("ledger: plan %s: slices %d: want 2 to %d", p.Key, p.Slices, partition.MaxSlices)
 	}
 	if p.Generation < 1 || p.Token == "" {
 		return fmt.Errorf("ledger: plan %s: generation %d, token %q", p.Key, p.Generation, p.Token)
@@ -213,7 +215,7 @@ func (l *Ledger) putSlice(ctx context.Context, r sliceRecord) error {
 
 // SlicesOf reads a partition's plan and its slices in order (strongly
 // consistent). No plan is ErrNotFound.
-func (l *Ledger) SlicesOf(ctx context.Context, key Key) (SlicePlan, []Slice, error) {
+func (l *Ledger) SlicesOf(ctx context.Context, key partition.Key) (SlicePlan, []Slice, error) {
 	plan, sls, err := l.sliceItems(ctx, key)
 	if err != nil {
 		return SlicePlan{}, nil, err
@@ -234,8 +236,8 @@ func (l *Ledger) SlicesOf(ctx context.Context, key Key) (SlicePlan, []Slice, err
 
 // PlanOf reads a partition's slice plan alone, without its slices
 // (strongly consistent). No plan is ErrNotFound.
-func (l *Ledger) PlanOf(ctx context.Context, key Key) (SlicePlan, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) PlanOf(ctx context.Context, key partition.Key) (SlicePlan, error) {
+	if err := validateKey(key); err != nil {
 		return SlicePlan{}, err
 	}
 	item, err := l.getItem(ctx, planKey(key))
@@ -254,7 +256,7 @@ func (l *Ledger) PlanOf(ctx context.Context, key Key) (SlicePlan, error) {
 // the partition starts writing only after it: the claim that held the
 // partition before is gone, but its slices may outlive it up to their
 // leases, and no new one can start (StartSlice needs that claim).
-func (l *Ledger) SliceFence(ctx context.Context, key Key, token string) (time.Time, error) {
+func (l *Ledger) SliceFence(ctx context.Context, key partition.Key, token string) (time.Time, error) {
 	_, sls, err := l.sliceItems(ctx, key)
 	if err != nil {
 		return time.Time{}, err
@@ -271,8 +273,8 @@ func (l *Ledger) SliceFence(ctx context.Context, key Key, token string) (time.Ti
 
 // sliceItems reads every slice item of the partition (strongly
 // consistent): its plan (nil if none) and its slices, any plan's, in order.
-func (l *Ledger) sliceItems(ctx context.Context, key Key) (*SlicePlan, []Slice, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) sliceItems(ctx context.Context, key partition.Key) (*SlicePlan, []Slice, error) {
+	if err := validateKey(key); err != nil {
 		return nil, nil, err
 	}
 	kc := expression.Key(AttrPK).Equal(expression.Value(slicePK(key)))
@@ -331,16 +333,16 @@ func (p SlicePlan) Done(sls []Slice) bool {
 
 // decodeSlice reads a slice item's stored form and its partition key;
 // every malformed value is an error naming the attribute (decodeItem).
-func decodeSlice(item map[string]types.AttributeValue) (sliceRecord, Key, error) {
+func decodeSlice(item map[string]types.AttributeValue) (sliceRecord, partition.Key, error) {
 	r, err := decodeItem[sliceRecord](item)
 	if err != nil {
-		return r, Key{}, err
+		return r, partition.Key{}, err
 	}
 	day, err := civil.Parse(r.Day)
 	if err != nil {
-		return r, Key{}, malformed(item, attrDay, strconv.Quote(r.Day), err)
+		return r, partition.Key{}, malformed(item, attrDay, strconv.Quote(r.Day), err)
 	}
-	return r, Key{AccountID: r.AccountID, Dataset: r.Dataset, Day: day}, nil
+	return r, partition.Key{AccountID: r.AccountID, Dataset: r.Dataset, Day: day}, nil
 }
 
 // sliceTime is one stored time of a slice item and where it goes.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // startedPartition materializes, claims and starts a partition, as the
@@ -13,7 +15,7 @@ import (
 func startedPartition(t *testing.T, l *Ledger, suffix string) Claim {
 	t.Helper()
 	ctx := context.Background()
-	key := Key{AccountID: testAccount(t, suffix), Dataset: "events", Day: day1}
+	key := partition.Key{AccountID: testAccount(t, suffix), Dataset: "events", Day: day1}
 	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func TestSliceLifecycle(t *testing.T) {
 	c := startedPartition(t, l, "s")
 	plan := SlicePlan{Key: c.Key, Token: c.Token, Generation: c.Generation, Slices: 3, RunID: "run_1",
 		StartedAt: clk.Now(), ExpectedRows: 3000, Fingerprint: Fingerprint{Value: "ab", At: clk.Now()}}
-	for _, bad := range []SlicePlan{{Key: c.Key, Token: c.Token, Generation: 1, Slices: 1}, {Key: c.Key, Token: c.Token, Generation: 1, Slices: MaxSlices + 1}, {Key: c.Key, Token: "", Generation: 1, Slices: 2}} {
+	for _, bad := range []SlicePlan{{Key: c.Key, Token: c.Token, Generation: 1, Slices: 1}, {Key: c.Key, Token: c.Token, Generation: 1, Slices: partition.MaxSlices + 1}, {Key: c.Key, Token: "", Generation: 1, Slices: 2}} {
 		if err := l.PlanSlices(ctx, bad); err == nil {
 			t.Errorf("PlanSlices(%+v) accepted", bad)
 		}
@@ -132,11 +134,11 @@ func TestSliceLifecycle(t *testing.T) {
 	// redelivery delay): the sweeper claims the partition again, and the
 	// new claim plans again; the old plan's slices are lost to it.
 	clk.Advance(testLease + time.Second)
-	if _, err := l.Claim(ctx, c.Key, ReasonRetry); !errors.Is(err, ErrConflict) {
+	if _, err := l.Claim(ctx, c.Key, partition.ReasonRetry); !errors.Is(err, ErrConflict) {
 		t.Fatalf("claim of a sliced partition a slice was heard of within the hold: %v, want ErrConflict", err)
 	}
 	clk.Advance(hold - testLease)
-	re, err := l.Claim(ctx, c.Key, ReasonRetry)
+	re, err := l.Claim(ctx, c.Key, partition.ReasonRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestSliceLifecycle(t *testing.T) {
 		t.Fatalf("second commit claim: %v, want ErrConflict", err)
 	}
 	held, err := l.HeldClaim(ctx, c.Key, re.Token)
-	if err != nil || held.Token != re.Token || held.Attempt != re.Attempt || held.Reason != ReasonRetry {
+	if err != nil || held.Token != re.Token || held.Attempt != re.Attempt || held.Reason != partition.ReasonRetry {
 		t.Fatalf("HeldClaim = %+v, %v", held, err)
 	}
 	if _, err := l.Complete(ctx, c.Key, re.Token, Result{Rows: 1, Generation: plan.Generation}); err != nil {
@@ -204,11 +206,11 @@ func TestFailAfter(t *testing.T) {
 		t.Fatalf("FailAfter = %+v, %v; want failed, next attempt after %s", r, err, fence)
 	}
 	clk.Set(fence.Add(-time.Minute))
-	if _, err := l.Claim(ctx, c.Key, ReasonRetry); !errors.Is(err, ErrConflict) {
+	if _, err := l.Claim(ctx, c.Key, partition.ReasonRetry); !errors.Is(err, ErrConflict) {
 		t.Fatalf("claim before the fence: %v, want ErrConflict", err)
 	}
 	clk.Set(r.NextAttemptAt)
-	if _, err := l.Claim(ctx, c.Key, ReasonRetry); err != nil {
+	if _, err := l.Claim(ctx, c.Key, partition.ReasonRetry); err != nil {
 		t.Fatalf("claim after the fence: %v", err)
 	}
 }
@@ -235,7 +237,7 @@ func TestExpireClaimEndsItsSlices(t *testing.T) {
 	if until, err := l.SliceFence(ctx, c.Key, ""); err != nil || !until.IsZero() {
 		t.Fatalf("fence after ExpireClaim: %s, %v; want none", until, err)
 	}
-	if _, err := l.Claim(ctx, c.Key, ReasonRetry); err != nil {
+	if _, err := l.Claim(ctx, c.Key, partition.ReasonRetry); err != nil {
 		t.Fatalf("claim after ExpireClaim: %v", err)
 	}
 }

@@ -12,13 +12,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // renewPartition holds the partition's claim token for SliceHold from now,
 // so the partition stays running while its slices work, and while a slice
 // whose run died waits to come back from the queue: the sweeper takes a
 // sliced partition over only when no slice was heard of for that long.
-func (l *Ledger) renewPartition(ctx context.Context, key Key, token string) error {
+func (l *Ledger) renewPartition(ctx context.Context, key partition.Key, token string) error {
 	now := l.now()
 	lease := now.Add(l.cfg.SliceHold)
 	upd := expression.Set(name(attrLeaseUntil), val(fmtTime(lease))).
@@ -45,8 +46,8 @@ func ofPlan(token string) expression.ConditionBuilder {
 // attempt, or a failed slice out of attempts, is ErrStopped; a plan that
 // is gone or was replaced, or a partition no longer held by token, is
 // ErrClaimLost.
-func (l *Ledger) StartSlice(ctx context.Context, key Key, token string, i int) (Slice, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) StartSlice(ctx context.Context, key partition.Key, token string, i int) (Slice, error) {
+	if err := validateKey(key); err != nil {
 		return Slice{}, err
 	}
 	if err := l.renewPartition(ctx, key, token); err != nil {
@@ -80,7 +81,7 @@ func (l *Ledger) StartSlice(ctx context.Context, key Key, token string, i int) (
 }
 
 // sliceRefused says why StartSlice was refused, from the item as found.
-func (l *Ledger) sliceRefused(key Key, token string, i int, item map[string]types.AttributeValue, now time.Time) error {
+func (l *Ledger) sliceRefused(key partition.Key, token string, i int, item map[string]types.AttributeValue, now time.Time) error {
 	what := fmt.Sprintf("slice %d of %s", i, key)
 	if len(item) == 0 {
 		return fmt.Errorf("%w: %s: no such slice", ErrClaimLost, what)
@@ -110,8 +111,8 @@ func holdsSlice(token, run string) expression.ConditionBuilder {
 // result under its run token. A run that no longer holds the slice (it was
 // taken over, or the plan replaced), or a partition no longer held by
 // token, is ErrClaimLost.
-func (l *Ledger) CompleteSlice(ctx context.Context, key Key, token string, i int, run string, res SliceResult) error {
-	if err := key.validate(); err != nil {
+func (l *Ledger) CompleteSlice(ctx context.Context, key partition.Key, token string, i int, run string, res SliceResult) error {
+	if err := validateKey(key); err != nil {
 		return err
 	}
 	// The partition first: a slice recorded completed under a partition
@@ -140,8 +141,8 @@ func (l *Ledger) CompleteSlice(ctx context.Context, key Key, token string, i int
 // then fails: the exporter records that with FailAfter). It returns the
 // slice as recorded. A run that no longer holds the slice, or a partition
 // no longer held by token, is ErrClaimLost.
-func (l *Ledger) FailSlice(ctx context.Context, key Key, token string, i int, run string, cause error) (Slice, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) FailSlice(ctx context.Context, key partition.Key, token string, i int, run string, cause error) (Slice, error) {
+	if err := validateKey(key); err != nil {
 		return Slice{}, err
 	}
 	msg := "unknown error"
@@ -178,8 +179,8 @@ func (l *Ledger) FailSlice(ctx context.Context, key Key, token string, i int, ru
 // commit claimed by another run whose lease has not expired is ErrConflict
 // (that run commits); a plan replaced or gone is ErrClaimLost. Commit
 // itself is Complete under the partition's claim, which succeeds once.
-func (l *Ledger) ClaimSliceCommit(ctx context.Context, key Key, token string) (string, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) ClaimSliceCommit(ctx context.Context, key partition.Key, token string) (string, error) {
+	if err := validateKey(key); err != nil {
 		return "", err
 	}
 	commit, err := l.token()
@@ -215,7 +216,7 @@ func (l *Ledger) ClaimSliceCommit(ctx context.Context, key Key, token string) (s
 // HeldClaim returns the claim token holds on the partition, as Start
 // returned it, for the run that finishes a sliced partition. A token that
 // no longer holds the row is ErrClaimLost.
-func (l *Ledger) HeldClaim(ctx context.Context, key Key, token string) (Claim, error) {
+func (l *Ledger) HeldClaim(ctx context.Context, key partition.Key, token string) (Claim, error) {
 	row, err := l.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		return Claim{}, fmt.Errorf("%w: %s: no such row", ErrClaimLost, key)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // DeleteAPI is what deleting items needs besides DynamoAPI; the DynamoDB
@@ -123,7 +124,7 @@ func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []
 		return sks, err
 	}
 	for _, ds := range datasets {
-		if err := (Key{AccountID: accountID, Dataset: ds, Day: civil.MustParse("2000-01-01")}).validate(); err != nil {
+		if err := validateKey(partition.Key{AccountID: accountID, Dataset: ds, Day: civil.MustParse("2000-01-01")}); err != nil {
 			return res, err
 		}
 		if err := del(pkSeedPrefix+accountID, ds); err != nil { // its reseed state, if any (reseed.go)
@@ -138,7 +139,7 @@ func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []
 			if err != nil {
 				return res, fmt.Errorf("ledger: row %s/%s: %w", partitionPK(accountID, ds), day, err)
 			}
-			hpk := historyPK(Key{AccountID: accountID, Dataset: ds, Day: d})
+			hpk := historyPK(partition.Key{AccountID: accountID, Dataset: ds, Day: d})
 			hs, err := keysOf(hpk)
 			if err != nil {
 				return res, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func TestOpenCountAndLastCompleted(t *testing.T) {
@@ -20,7 +21,7 @@ func TestOpenCountAndLastCompleted(t *testing.T) {
 	if _, err := l.Materialize(ctx, acct, "events", day1, to); err != nil {
 		t.Fatal(err)
 	}
-	complete := func(k Key) {
+	complete := func(k partition.Key) {
 		t.Helper()
 		cl, err := l.Claim(ctx, k, "")
 		if err != nil {
@@ -30,9 +31,9 @@ func TestOpenCountAndLastCompleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	complete(Key{acct, "events", day1})
-	complete(Key{acct, "events", day1.AddDays(2)})
-	if _, err := l.Claim(ctx, Key{acct, "events", day1.AddDays(4)}, ""); err != nil {
+	complete(partition.Key{AccountID: acct, Dataset: "events", Day: day1})
+	complete(partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(2)})
+	if _, err := l.Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(4)}, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -94,7 +95,7 @@ func TestDeleteAndPurgeAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	k := Key{a.ID, "events", day1}
+	k := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
 	cl, err := l.Claim(ctx, k, "")
 	if err != nil {
 		t.Fatal(err)

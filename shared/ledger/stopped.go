@@ -13,10 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // markStopped adds the fleet-index attributes of a stopped row to upd.
-func markStopped(upd expression.UpdateBuilder, k Key) expression.UpdateBuilder {
+func markStopped(upd expression.UpdateBuilder, k partition.Key) expression.UpdateBuilder {
 	return upd.Set(name(AttrFleetShard), val(stoppedShard(Shard(k.AccountID)))).Set(name(AttrFleetKey), val(stoppedKey(k)))
 }
 

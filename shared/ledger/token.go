@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TokenRetention is how long an issued token's item is kept: SQS keeps a
@@ -41,7 +42,7 @@ const pkTokenPrefix = "T#"
 
 // Issued is what the ledger recorded about a claim token it handed out.
 type Issued struct {
-	Key
+	partition.Key
 	Token    string
 	IssuedAt time.Time
 	// Job: the token was taken by Claim, whose job message carries it.
@@ -67,16 +68,16 @@ type tokenRecord struct {
 	ExpiresAt  int64  `dynamodbav:"expires_at"`
 }
 
-func tokenPK(k Key) string {
+func tokenPK(k partition.Key) string {
 	return pkTokenPrefix + k.AccountID + "#" + k.Dataset + "#" + k.Day.String()
 }
 
-func tokenKey(k Key, token string) map[string]types.AttributeValue {
+func tokenKey(k partition.Key, token string) map[string]types.AttributeValue {
 	return tableKey(tokenPK(k), token)
 }
 
 // issueJobToken records token as handed out in a job message of key.
-func (l *Ledger) issueJobToken(ctx context.Context, key Key, token string, now time.Time) error {
+func (l *Ledger) issueJobToken(ctx context.Context, key partition.Key, token string, now time.Time) error {
 	item, err := attributevalue.MarshalMap(tokenRecord{
 		PK: tokenPK(key), SK: token,
 		AccountID: key.AccountID, Dataset: key.Dataset, Day: key.Day.String(), ClaimedAt: fmtTime(now), Job: true,
@@ -111,8 +112,8 @@ func (l *Ledger) issuePlanToken(ctx context.Context, p SlicePlan) error {
 // IssuedToken returns what the ledger recorded about token for key:
 // ErrNotFound when the ledger never handed it out for key's partition (or
 // did so more than TokenRetention ago).
-func (l *Ledger) IssuedToken(ctx context.Context, key Key, token string) (Issued, error) {
-	if err := key.validate(); err != nil {
+func (l *Ledger) IssuedToken(ctx context.Context, key partition.Key, token string) (Issued, error) {
+	if err := validateKey(key); err != nil {
 		return Issued{}, err
 	}
 	item, err := l.getItem(ctx, tokenKey(key, token))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestIssuedTokens: every token the ledger hands out in a message stays on
@@ -27,7 +29,7 @@ func TestIssuedTokens(t *testing.T) {
 	other.Day = other.Day.AddDays(1)
 	for _, tt := range []struct {
 		name  string
-		key   Key
+		key   partition.Key
 		token string
 	}{
 		{"invented token", c.Key, "0123456789abcdef0123456789abcdef"},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // fixture builds a row in a given state for the transition table.
@@ -15,7 +17,7 @@ type fixture struct {
 	ctx   context.Context
 	l     *Ledger
 	clk   *clock
-	key   Key
+	key   partition.Key
 	token string // of the live claim, if any
 }
 
@@ -72,7 +74,7 @@ func (f *fixture) failedDue() {
 func (f *fixture) runs(n int) {
 	f.t.Helper()
 	for range n {
-		c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+		c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 		f.must(err)
 		_, err = f.l.Start(f.ctx, f.key, c.Token)
 		f.must(err)
@@ -90,7 +92,7 @@ func (f *fixture) stopped() {
 
 func (f *fixture) queued() {
 	f.t.Helper()
-	_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
+	_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 	f.must(err)
 }
 
@@ -137,14 +139,14 @@ func TestTransitions(t *testing.T) {
 	}{
 		{"claim pending", (*fixture).pending, func(f *fixture) error {
 			c, err := f.l.Claim(f.ctx, f.key, "")
-			if err == nil && (c.Attempt != 1 || c.Generation != 1 || c.Reason != ReasonScheduled || len(c.Token) != 32) {
+			if err == nil && (c.Attempt != 1 || c.Generation != 1 || c.Reason != partition.ReasonScheduled || len(c.Token) != 32) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, []check{inIndex("3#"), attempts(0)}}, // a claim uses no attempt: Start does
 		{"claim queued", (*fixture).queued, func(f *fixture) error {
 			c, err := f.l.Claim(f.ctx, f.key, "")
-			if err == nil && c.Reason != ReasonManual {
+			if err == nil && c.Reason != partition.ReasonManual {
 				f.t.Errorf("reason %s, want the queued row's manual", c.Reason)
 			}
 			return err
@@ -158,18 +160,18 @@ func TestTransitions(t *testing.T) {
 			return err
 		}, ErrConflict, StateRunning, nil},
 		{"claim failed before its next attempt is refused", (*fixture).failed, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}, ErrConflict, StateFailed, []check{inIndex("2#")}},
 		{"claim failed and due", (*fixture).failedDue, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
-			if err == nil && (c.Attempt != 2 || c.Reason != ReasonRetry) {
+			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			if err == nil && (c.Attempt != 2 || c.Reason != partition.ReasonRetry) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"claim of a stopped row is refused", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}, ErrConflict, StateFailed, []check{inStoppedClass, attempts(3)}},
 		{"claim absent", func(f *fixture) {}, func(f *fixture) error {
@@ -179,7 +181,7 @@ func TestTransitions(t *testing.T) {
 		{"start a claimed job", (*fixture).running, func(f *fixture) error {
 			f.clk.Advance(5 * time.Minute) // the job waited in the queue
 			c, err := f.l.Start(f.ctx, f.key, f.token)
-			if err == nil && (c.Attempt != 1 || c.Generation != 1 || c.Reason != ReasonScheduled || !c.LeaseUntil.Equal(f.clk.Now().Add(testLease))) {
+			if err == nil && (c.Attempt != 1 || c.Generation != 1 || c.Reason != partition.ReasonScheduled || !c.LeaseUntil.Equal(f.clk.Now().Add(testLease))) {
 				f.t.Errorf("start %+v", c)
 			}
 			return err
@@ -190,7 +192,7 @@ func TestTransitions(t *testing.T) {
 		}}},
 		{"start the old message of a reclaimed dead claim", (*fixture).running, func(f *fixture) error {
 			f.clk.Advance(testLease + time.Minute) // the job waited in the queue past its lease
-			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
 			if c.Attempt != 1 {
 				f.t.Errorf("reclaim of a claim that never started: attempt %d, want 1", c.Attempt)
@@ -258,7 +260,7 @@ func TestTransitions(t *testing.T) {
 		{"last attempt fails: stopped", func(f *fixture) {
 			f.pending()
 			f.runs(f.l.cfg.MaxAttempts - 1)
-			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
 			_, err = f.l.Start(f.ctx, f.key, c.Token)
 			f.must(err)
@@ -271,7 +273,7 @@ func TestTransitions(t *testing.T) {
 			return err
 		}, nil, StateFailed, []check{inStoppedClass}},
 		{"requeue a live running row records a rerun", (*fixture).running, func(f *fixture) error {
-			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
+			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 			if err == nil && res.RerunRequested != 1 {
 				f.t.Errorf("requeue %+v", res)
 			}
@@ -282,15 +284,15 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue completed", (*fixture).completed, func(f *fixture) error {
-			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonBackfill)
+			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonBackfill)
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
-			if r.Generation != 1 || r.Attempts != 0 || r.Reason != ReasonBackfill {
+			if r.Generation != 1 || r.Attempts != 0 || r.Reason != partition.ReasonBackfill {
 				f.t.Errorf("row %+v", r)
 			}
 		}}},
 		{"requeue stopped", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
+			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
 			if r.Stopped || r.Attempts != 0 {
@@ -298,7 +300,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue absent creates", func(f *fixture) {}, func(f *fixture) error {
-			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, ReasonManual)
+			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 			if err == nil && (res.Created != 1 || res.Queued != 1) {
 				f.t.Errorf("requeue %+v", res)
 			}
@@ -331,7 +333,7 @@ func TestTransitions(t *testing.T) {
 			f.must(err)
 			f.clk.Advance(testLease + time.Minute)
 		}, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
 			if c.Attempt != 3 {
 				f.t.Errorf("claim %+v, want attempt 3", c)
@@ -346,7 +348,7 @@ func TestTransitions(t *testing.T) {
 		}, ErrClaimLost, StateRunning, nil},
 		{"manual claim of a completed row", (*fixture).completed, func(f *fixture) error {
 			c, err := f.l.ClaimManual(f.ctx, f.key)
-			if err == nil && (c.Generation != 2 || c.Reason != ReasonManual || c.Attempt != 1) {
+			if err == nil && (c.Generation != 2 || c.Reason != partition.ReasonManual || c.Attempt != 1) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
@@ -377,13 +379,13 @@ func TestTransitions(t *testing.T) {
 		{"dead claim that started on the last attempt is retired as stopped", func(f *fixture) {
 			f.pending()
 			f.runs(f.l.cfg.MaxAttempts - 1)
-			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
 			_, err = f.l.Start(f.ctx, f.key, c.Token)
 			f.must(err)
 			f.clk.Advance(testLease + time.Minute)
 		}, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}, ErrStopped, StateFailed, []check{inStoppedClass, attempts(3), func(f *fixture, r Row) {
 			if !r.Stopped || !strings.Contains(r.LastError, "lease expired") {
@@ -395,12 +397,12 @@ func TestTransitions(t *testing.T) {
 			// queue until the claim is dead, MaxAttempts+1 times over.
 			f.pending()
 			for range f.l.cfg.MaxAttempts + 1 {
-				_, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+				_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 				f.must(err)
 				f.clk.Advance(testLease + time.Minute)
 			}
 		}, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, ReasonRetry)
+			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
 			if err == nil && c.Attempt != 1 {
 				f.t.Errorf("claim %+v, want attempt 1", c)
 			}
@@ -416,7 +418,7 @@ func TestTransitions(t *testing.T) {
 			clk := newClock(t0)
 			l, _ := newTestLedger(t, clk)
 			f := &fixture{t: t, ctx: context.Background(), l: l, clk: clk,
-				key: Key{AccountID: testAccount(t, fmt.Sprint(i)), Dataset: "events", Day: day1}}
+				key: partition.Key{AccountID: testAccount(t, fmt.Sprint(i)), Dataset: "events", Day: day1}}
 			tc.setup(f)
 			err := tc.act(f)
 			if tc.wantErr == nil && err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // putTestAccount stores an enabled account (one dataset, started day1) with
@@ -146,7 +147,7 @@ func TestNoLostWakeUp(t *testing.T) {
 	}{
 		{"no waker", func(f *fixture, w Woken) time.Time { return f.clk.Now().Add(24 * time.Hour) }, true},
 		{"a requeue", func(f *fixture, w Woken) time.Time {
-			_, err := f.l.Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, ReasonManual)
+			_, err := f.l.Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, partition.ReasonManual)
 			f.must(err)
 			return f.clk.Now()
 		}, false},
@@ -175,7 +176,7 @@ func TestNoLostWakeUp(t *testing.T) {
 			clk := newClock(t0)
 			l, _ := newTestLedger(t, clk)
 			a := putTestAccount(t, l, "a")
-			f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: Key{a.ID, "events", day1}}
+			f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}}
 			readAt := clk.Now()
 			w, ok := woken(t, l, a.ID, readAt)
 			if !ok {
@@ -216,7 +217,7 @@ func TestWakeJustBeforeTheReadKeepsTheAccountWoken(t *testing.T) {
 		t.Fatalf("first SetNextWake = %v %v", applied, err)
 	}
 	clk.Advance(2 * time.Hour)
-	if _, err := l.Requeue(ctx, a.ID, "events", day1, day1, ReasonManual); err != nil {
+	if _, err := l.Requeue(ctx, a.ID, "events", day1, day1, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(20 * time.Second)
@@ -314,7 +315,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed := func(t *testing.T, key Key) Claim {
+	claimed := func(t *testing.T, key partition.Key) Claim {
 		t.Helper()
 		if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 			t.Fatal(err)
@@ -327,13 +328,13 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		transition func(t *testing.T, key Key) (State, error)
+		transition func(t *testing.T, key partition.Key) (State, error)
 	}{
-		{"requeue", func(t *testing.T, key Key) (State, error) {
-			_, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, ReasonManual)
+		{"requeue", func(t *testing.T, key partition.Key) (State, error) {
+			_, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual)
 			return StateQueued, err
 		}},
-		{"fail with attempts left", func(t *testing.T, key Key) (State, error) {
+		{"fail with attempts left", func(t *testing.T, key partition.Key) (State, error) {
 			c := claimed(t, key)
 			if _, err := l.Start(ctx, key, c.Token); err != nil {
 				t.Fatal(err)
@@ -341,10 +342,10 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 			_, err := l.Fail(ctx, key, c.Token, errors.New("boom"))
 			return StateFailed, err
 		}},
-		{"release", func(t *testing.T, key Key) (State, error) {
+		{"release", func(t *testing.T, key partition.Key) (State, error) {
 			return StatePending, l.Release(ctx, claimed(t, key))
 		}},
-		{"requeue restatement", func(t *testing.T, key Key) (State, error) {
+		{"requeue restatement", func(t *testing.T, key partition.Key) (State, error) {
 			c := claimed(t, key)
 			if _, err := l.Start(ctx, key, c.Token); err != nil {
 				t.Fatal(err)
@@ -368,7 +369,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 			if applied, err := base.SetNextWake(ctx, w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
 				t.Fatalf("setup: SetNextWake = %v %v", applied, err)
 			}
-			key := Key{AccountID: a.ID, Dataset: "events", Day: day1}
+			key := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
 			want, err := tc.transition(t, key)
 			if err != nil {
 				t.Fatalf("the transition returned %v, want nil: it was recorded", err)

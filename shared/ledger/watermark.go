@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Materialize creates a pending row for every day from `from` through `to`
@@ -34,21 +35,21 @@ func (l *Ledger) MaterializeDays(ctx context.Context, accountID, dataset string,
 
 func (l *Ledger) materialize(ctx context.Context, accountID, dataset string, days []civil.Date, scheduled civil.Date, prio bool) (int, error) {
 	for _, d := range days {
-		if err := (Key{accountID, dataset, d}).validate(); err != nil {
+		if err := validateKey(partition.Key{AccountID: accountID, Dataset: dataset, Day: d}); err != nil {
 			return 0, err
 		}
 	}
 	var created atomic.Int64
 	nowS := fmtTime(l.now())
 	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {
-		reason, dk := ReasonBackfill, dueKey(StatePending, d, dataset, time.Time{})
+		reason, dk := partition.ReasonBackfill, dueKey(StatePending, d, dataset, time.Time{})
 		if d == scheduled {
-			reason = ReasonScheduled
+			reason = partition.ReasonScheduled
 			if prio {
 				dk = scheduledDueKey(d, dataset)
 			}
 		}
-		item := rowKey(Key{accountID, dataset, d})
+		item := rowKey(partition.Key{AccountID: accountID, Dataset: dataset, Day: d})
 		item[attrAccountID] = s(accountID)
 		item[attrDataset] = s(dataset)
 		item[attrDay] = s(d.String())
@@ -69,7 +70,7 @@ func (l *Ledger) materialize(ctx context.Context, accountID, dataset string, day
 			created.Add(1)
 		case isConditionFailed(err):
 		default:
-			return fmt.Errorf("ledger: materialize %s: %w", Key{accountID, dataset, d}, err)
+			return fmt.Errorf("ledger: materialize %s: %w", partition.Key{AccountID: accountID, Dataset: dataset, Day: d}, err)
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func TestMaterializeConcurrentlyCreatesOnce(t *testing.T) {
@@ -33,7 +34,7 @@ func TestMaterializeConcurrentlyCreatesOnce(t *testing.T) {
 	if err != nil || len(rows) != 40 {
 		t.Fatalf("list %d %v", len(rows), err)
 	}
-	if rows[0].Reason != ReasonBackfill || rows[39].Reason != ReasonScheduled || rows[0].Day != from {
+	if rows[0].Reason != partition.ReasonBackfill || rows[39].Reason != partition.ReasonScheduled || rows[0].Day != from {
 		t.Errorf("reasons/order: first %+v last %+v", rows[0], rows[39])
 	}
 }

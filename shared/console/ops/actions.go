@@ -16,6 +16,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Progress hears how far a long action got; nil hears nothing.
@@ -29,7 +30,7 @@ func add(p Progress, n int) {
 
 // Requeuer marks days queued; *ledger.Ledger has it.
 type Requeuer interface {
-	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error)
+	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error)
 }
 
 var _ Requeuer = (*ledger.Ledger)(nil)
@@ -41,7 +42,7 @@ const requeueChunk = 7
 // rows given fresh attempts, running rows marked to run again), one call
 // per run of consecutive days of at most a week. days must be sorted. On an
 // error the result counts what was done before it.
-func Requeue(ctx context.Context, l Requeuer, accountID, dataset string, days []civil.Date, reason ledger.Reason, p Progress) (ledger.RequeueResult, error) {
+func Requeue(ctx context.Context, l Requeuer, accountID, dataset string, days []civil.Date, reason partition.Reason, p Progress) (ledger.RequeueResult, error) {
 	var res ledger.RequeueResult
 	for start := 0; start < len(days); {
 		end := start + 1

@@ -10,6 +10,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Reader is what the ops read from the ledger; *ledger.Ledger has it.
@@ -17,11 +18,11 @@ type Reader interface {
 	ListAccounts(ctx context.Context) ([]account.Account, error)
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	List(ctx context.Context, accountID, dataset string, from, to civil.Date) ([]ledger.Row, error)
-	Get(ctx context.Context, key ledger.Key) (ledger.Row, error)
-	History(ctx context.Context, key ledger.Key) ([]ledger.Attempt, error)
+	Get(ctx context.Context, key partition.Key) (ledger.Row, error)
+	History(ctx context.Context, key partition.Key) ([]ledger.Attempt, error)
 	// SlicesOf reads the plan of a day exported in slices, or
 	// ledger.ErrNotFound.
-	SlicesOf(ctx context.Context, key ledger.Key) (ledger.SlicePlan, []ledger.Slice, error)
+	SlicesOf(ctx context.Context, key partition.Key) (ledger.SlicePlan, []ledger.Slice, error)
 }
 
 var _ Reader = (*ledger.Ledger)(nil)
@@ -137,7 +138,7 @@ func fleetLine(ctx context.Context, r Reader, acct account.Account, o FleetOptio
 			l.Datasets = append(l.Datasets, ds)
 		}
 	}
-	var recent []ledger.Key
+	var recent []partition.Key
 	for _, ds := range l.Datasets {
 		rows, err := r.List(ctx, acct.ID, ds, o.From, o.To)
 		if err != nil {
@@ -178,15 +179,15 @@ func mayHaveFailedSince(r ledger.Row, t time.Time) bool {
 	if r.UpdatedAt.Before(t) {
 		return false
 	}
-	return !(r.State == ledger.StateCompleted && r.Attempts <= 1 && r.Reason == ledger.ReasonScheduled)
+	return !(r.State == ledger.StateCompleted && r.Attempts <= 1 && r.Reason == partition.ReasonScheduled)
 }
 
 // failuresSince counts the attempts of keys that ended in failure (failed,
 // stopped, lease expired) at or after t.
-func failuresSince(ctx context.Context, r Reader, keys []ledger.Key, t time.Time) (int, error) {
+func failuresSince(ctx context.Context, r Reader, keys []partition.Key, t time.Time) (int, error) {
 	var mu sync.Mutex
 	total := 0
-	err := forEach(ctx, 0, keys, func(k ledger.Key) error {
+	err := forEach(ctx, 0, keys, func(k partition.Key) error {
 		hist, err := r.History(ctx, k)
 		if err != nil {
 			return err

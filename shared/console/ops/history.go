@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Attempt is one attempt of a partition, from the ledger's attempt history.
@@ -100,7 +101,7 @@ func (h PartitionHistory) LastFailure() *Attempt {
 
 // History reads a partition's row (Current is nil when it has none) and its
 // attempt history, oldest first, at the clock now.
-func History(ctx context.Context, r Reader, key ledger.Key, now time.Time) (PartitionHistory, error) {
+func History(ctx context.Context, r Reader, key partition.Key, now time.Time) (PartitionHistory, error) {
 	res := PartitionHistory{Account: key.AccountID, Dataset: key.Dataset, Day: key.Day.String(), Attempts: []Attempt{}}
 	row, err := r.Get(ctx, key)
 	switch {

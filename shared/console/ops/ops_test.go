@@ -14,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -22,7 +23,7 @@ var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 type reader struct {
 	accounts  []account.Account
 	rows      []ledger.Row
-	history   map[ledger.Key][]ledger.Attempt
+	history   map[partition.Key][]ledger.Attempt
 	histReads atomic.Int64
 	gets      atomic.Int64
 }
@@ -49,7 +50,7 @@ func (r *reader) List(_ context.Context, acct, ds string, from, to civil.Date) (
 	return out, nil
 }
 
-func (r *reader) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
+func (r *reader) Get(_ context.Context, k partition.Key) (ledger.Row, error) {
 	for _, row := range r.rows {
 		if row.Key == k {
 			return row, nil
@@ -58,13 +59,13 @@ func (r *reader) Get(_ context.Context, k ledger.Key) (ledger.Row, error) {
 	return ledger.Row{}, ledger.ErrNotFound
 }
 
-func (r *reader) History(_ context.Context, k ledger.Key) ([]ledger.Attempt, error) {
+func (r *reader) History(_ context.Context, k partition.Key) ([]ledger.Attempt, error) {
 	r.histReads.Add(1)
 	return r.history[k], nil
 }
 
 func row(acct, ds, d string, st ledger.State, mod func(*ledger.Row)) ledger.Row {
-	r := ledger.Row{Key: ledger.Key{AccountID: acct, Dataset: ds, Day: civil.MustParse(d)}, State: st, Attempts: 1, Reason: ledger.ReasonScheduled,
+	r := ledger.Row{Key: partition.Key{AccountID: acct, Dataset: ds, Day: civil.MustParse(d)}, State: st, Attempts: 1, Reason: partition.ReasonScheduled,
 		UpdatedAt: now.Add(-48 * time.Hour)}
 	if st == ledger.StateCompleted {
 		r.CompletedAt = r.UpdatedAt
@@ -85,17 +86,17 @@ func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
 			// completed on its first scheduled attempt today: no history read
 			row(a, "events", "2026-11-28", ledger.StateCompleted, recent),
 			// completed on a second attempt today: one failure, 3 h ago
-			row(a, "events", "2026-11-29", ledger.StateCompleted, func(r *ledger.Row) { recent(r); r.Attempts, r.Reason = 2, ledger.ReasonRetry }),
+			row(a, "events", "2026-11-29", ledger.StateCompleted, func(r *ledger.Row) { recent(r); r.Attempts, r.Reason = 2, partition.ReasonRetry }),
 			// failed twice, once 30 h ago (outside the window)
 			row(a, "profiles", "2026-11-29", ledger.StateFailed, func(r *ledger.Row) { recent(r); r.Attempts = 2 }),
 			// an old failure whose row has not changed since
 			row(b, "events", "2026-11-20", ledger.StateFailed, func(r *ledger.Row) { r.Stopped = true }),
 			row(b, "events", "2026-11-21", ledger.StatePending, nil),
 		},
-		history: map[ledger.Key][]ledger.Attempt{},
+		history: map[partition.Key][]ledger.Attempt{},
 	}
-	k := func(acct, ds, d string) ledger.Key {
-		return ledger.Key{AccountID: acct, Dataset: ds, Day: civil.MustParse(d)}
+	k := func(acct, ds, d string) partition.Key {
+		return partition.Key{AccountID: acct, Dataset: ds, Day: civil.MustParse(d)}
 	}
 	r.history[k(a, "events", "2026-11-29")] = []ledger.Attempt{
 		{Outcome: ledger.OutcomeFailed, FinishedAt: now.Add(-3 * time.Hour)}, {Outcome: ledger.OutcomeCompleted, FinishedAt: now.Add(-time.Hour)}}
@@ -137,7 +138,7 @@ type requeuer struct {
 	fail  int // fail on this call (1-based), 0 never
 }
 
-func (q *requeuer) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason ledger.Reason) (ledger.RequeueResult, error) {
+func (q *requeuer) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error) {
 	q.calls = append(q.calls, from.String()+".."+to.String())
 	if len(q.calls) == q.fail {
 		return ledger.RequeueResult{}, errors.New("throttled")
@@ -174,14 +175,14 @@ func TestRequeueCallsPerRunOfDays(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &requeuer{}
 			var p count
-			res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, ledger.ReasonManual, &p)
+			res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, &p)
 			if err != nil || strings.Join(q.calls, " ") != tt.calls || res.Queued != len(tt.days) || int(p) != len(tt.days) {
 				t.Errorf("calls %q, queued %d, progress %d (%v); want %q", q.calls, res.Queued, p, err, tt.calls)
 			}
 		})
 	}
 	q := &requeuer{fail: 2}
-	res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), ledger.ReasonManual, nil)
+	res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), partition.ReasonManual, nil)
 	if err == nil || !strings.Contains(err.Error(), "requeue stopped after 7 of 20 days: throttled") || res.Queued != 7 || len(q.calls) != 2 {
 		t.Errorf("a failure part way: %+v %v, calls %v", res, err, q.calls)
 	}
@@ -291,6 +292,6 @@ func TestSetEnabled(t *testing.T) {
 	}
 }
 
-func (r *reader) SlicesOf(_ context.Context, k ledger.Key) (ledger.SlicePlan, []ledger.Slice, error) {
+func (r *reader) SlicesOf(_ context.Context, k partition.Key) (ledger.SlicePlan, []ledger.Slice, error) {
 	return ledger.SlicePlan{}, nil, ledger.ErrNotFound
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func TestClassify(t *testing.T) {
@@ -218,9 +218,9 @@ func TestChaos(t *testing.T) {
 
 // TestWorldDiff: the forged messages' check sees every kind of change.
 func TestWorldDiff(t *testing.T) {
-	k := ledger.Key{AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", Day: civil.MustParse("2026-03-05")}
-	before := world{objects: map[string]string{"b/x": "e1 t1", "b/y": "e2 t2"}, rows: map[ledger.Key]string{k: "completed updated t1"}}
-	after := world{objects: map[string]string{"b/x": "e3 t3", "b/z": "e4 t4"}, rows: map[ledger.Key]string{k: "completed updated t2"}}
+	k := partition.Key{AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", Day: civil.MustParse("2026-03-05")}
+	before := world{objects: map[string]string{"b/x": "e1 t1", "b/y": "e2 t2"}, rows: map[partition.Key]string{k: "completed updated t1"}}
+	after := world{objects: map[string]string{"b/x": "e3 t3", "b/z": "e4 t4"}, rows: map[partition.Key]string{k: "completed updated t2"}}
 	if d := before.diff(before); len(d) != 0 {
 		t.Errorf("no change: %v", d)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/source"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
@@ -55,7 +56,7 @@ func (p *pipeline) check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	byKey := map[ledger.Key]ledger.Row{}
+	byKey := map[partition.Key]ledger.Row{}
 	for _, r := range rows {
 		byKey[r.Key] = r
 	}
@@ -337,7 +338,7 @@ func (p *pipeline) checkAtRestDeliveries(ctx context.Context, round int) error {
 	if err != nil {
 		return err
 	}
-	byKey := map[ledger.Key]ledger.Row{}
+	byKey := map[partition.Key]ledger.Row{}
 	atRest := map[string]map[civil.Date]bool{}
 	for _, r := range rows {
 		byKey[r.Key] = r
@@ -369,10 +370,10 @@ func (p *pipeline) checkAtRestDeliveries(ctx context.Context, round int) error {
 	return nil
 }
 
-func rowsOf(rows map[ledger.Key]ledger.Row, a account.Account, day civil.Date) []ledger.Row {
+func rowsOf(rows map[partition.Key]ledger.Row, a account.Account, day civil.Date) []ledger.Row {
 	var out []ledger.Row
 	for _, ds := range a.Datasets {
-		if r, ok := rows[ledger.Key{AccountID: a.ID, Dataset: ds, Day: day}]; ok {
+		if r, ok := rows[partition.Key{AccountID: a.ID, Dataset: ds, Day: day}]; ok {
 			out = append(out, r)
 		}
 	}
@@ -381,7 +382,7 @@ func rowsOf(rows map[ledger.Key]ledger.Row, a account.Account, day civil.Date) [
 
 // checkDelivery compares the account's delivery manifest of day with the
 // ledger rows of its datasets.
-func (p *pipeline) checkDelivery(ctx context.Context, a account.Account, day civil.Date, rows map[ledger.Key]ledger.Row) error {
+func (p *pipeline) checkDelivery(ctx context.Context, a account.Account, day civil.Date, rows map[partition.Key]ledger.Row) error {
 	prefix, err := a.Prefix(p.stage)
 	if err != nil {
 		return err
@@ -412,7 +413,7 @@ func (p *pipeline) checkDelivery(ctx context.Context, a account.Account, day civ
 	}
 	all := true
 	for _, ds := range a.Datasets {
-		r, ok := rows[ledger.Key{AccountID: a.ID, Dataset: ds, Day: day}]
+		r, ok := rows[partition.Key{AccountID: a.ID, Dataset: ds, Day: day}]
 		x, isDelivered := delivered[ds]
 		switch {
 		case ok && r.State == ledger.StateCompleted:

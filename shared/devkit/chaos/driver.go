@@ -19,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // maxBatches bounds one round's drain: every batch is at least one
@@ -231,7 +232,7 @@ func (p *pipeline) passTime(ctx context.Context) (moved, open int, err error) {
 			p.rep.LeasesEnded++
 			moved++
 		case ledger.StateFailed:
-			if _, err := p.led.Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, ledger.ReasonRetry); err != nil {
+			if _, err := p.led.Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, partition.ReasonRetry); err != nil {
 				return moved, open, err
 			}
 			p.rep.Requeued++
@@ -262,16 +263,16 @@ func (p *pipeline) rows(ctx context.Context) ([]ledger.Row, error) {
 // expected is every partition that must be committed: each enabled
 // dataset's days from the account's start through its last closed day when
 // the run began.
-func (p *pipeline) expected() []ledger.Key {
-	var out []ledger.Key
+func (p *pipeline) expected() []partition.Key {
+	var out []partition.Key
 	for _, a := range p.accounts {
 		closed := a.WithDefaults(0).ClosedThrough(p.started)
 		for _, ds := range a.Datasets {
 			for _, d := range civil.Range(a.StartDate, closed) {
-				out = append(out, ledger.Key{AccountID: a.ID, Dataset: ds, Day: d})
+				out = append(out, partition.Key{AccountID: a.ID, Dataset: ds, Day: d})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b ledger.Key) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, func(a, b partition.Key) int { return strings.Compare(a.String(), b.String()) })
 	return out
 }

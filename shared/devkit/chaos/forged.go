@@ -26,7 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/jobs"
-	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // forgedRounds is how many rounds inject forged messages after their drain.
@@ -206,11 +206,11 @@ func (p *pipeline) takeDeadLetters(ctx context.Context) (map[string]string, erro
 // bucket and every partition row.
 type world struct {
 	objects map[string]string // bucket/key -> ETag and time
-	rows    map[ledger.Key]string
+	rows    map[partition.Key]string
 }
 
 func (p *pipeline) world(ctx context.Context) (world, error) {
-	w := world{objects: map[string]string{}, rows: map[ledger.Key]string{}}
+	w := world{objects: map[string]string{}, rows: map[partition.Key]string{}}
 	seen := map[string]bool{}
 	for _, a := range p.accounts {
 		b := a.Destination.Bucket

@@ -51,6 +51,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Options shape a run. Zero values take the defaults of Defaults.
@@ -173,7 +174,7 @@ type pipeline struct {
 	sweepers  []*runtimeemulator.Function
 	exporters []*exporter
 	faults    *Faults
-	big       *ledger.Key // the partition with a multipart file, if any
+	big       *partition.Key // the partition with a multipart file, if any
 	rng       *rand.Rand
 	rep       *Report
 	mu        sync.Mutex // guards rep's counters while exporters run
@@ -279,7 +280,7 @@ func (p *pipeline) up(ctx context.Context) error {
 	p.accounts = demo.Accounts
 	if p.o.BigRows > 0 {
 		a := p.accounts[0]
-		p.big = &ledger.Key{AccountID: a.ID, Dataset: "events", Day: a.WithDefaults(0).ClosedThrough(p.started)}
+		p.big = &partition.Key{AccountID: a.ID, Dataset: "events", Day: a.WithDefaults(0).ClosedThrough(p.started)}
 	}
 	if err := p.addBigDay(ctx, demo.Path); err != nil {
 		return err

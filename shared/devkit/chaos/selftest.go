@@ -12,6 +12,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // selfTest breaks what the run delivered, once for each invariant, and
@@ -83,7 +84,7 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	want = append(want, key+": complete false, the ledger says true")
 	// A partition left queued.
 	r := picked[1]
-	if _, err := p.led.Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, ledger.ReasonManual); err != nil {
+	if _, err := p.led.Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, partition.ReasonManual); err != nil {
 		return err
 	}
 	want = append(want, r.Key.String()+": not completed (queued)")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -458,5 +459,30 @@ func TestGoToolchainPinned(t *testing.T) {
 		if !strings.Contains(string(scan[1]), bin) {
 			t.Errorf("make test's scan %s leaves out %s", scan[1], bin)
 		}
+	}
+}
+
+// TestWireFormatsDoNotDependOnTheLedger: the queue's messages (shared/jobs)
+// and the bus's events (shared/events) share the partition vocabulary with
+// the ledger through shared/partition, below all three, and link no
+// shared/ledger; the ledger links it too (the check can tell).
+func TestWireFormatsDoNotDependOnTheLedger(t *testing.T) {
+	deps := func(pkg string) []string {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	const mod = "github.com/daybook-dev/daybook/shared/"
+	for _, pkg := range []string{"./shared/jobs", "./shared/events"} {
+		if slices.Contains(deps(pkg), mod+"ledger") {
+			t.Errorf("%s links shared/ledger: the wire format depends on the storage", pkg)
+		}
+	}
+	if !slices.Contains(deps("./shared/ledger"), mod+"partition") {
+		t.Error("shared/ledger does not link shared/partition: the check cannot tell")
 	}
 }
