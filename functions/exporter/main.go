@@ -86,7 +86,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	cfg.Ledger.Stopped = stoppedHook(pub, em, log)
-	reportLedgerFailures(&cfg.Ledger, em, log)
+	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		return Handler{}, err

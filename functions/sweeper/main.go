@@ -36,7 +36,7 @@ func main() {
 	}
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
 	cfg.Ledger.Stopped = stoppedHook(&events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}, em, log)
-	reportLedgerFailures(&cfg.Ledger, em, log)
+	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		log.Error("ledger", "error", err.Error())

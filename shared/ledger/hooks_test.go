@@ -1,4 +1,4 @@
-package main
+package ledger_test
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func TestLedgerFailuresAreLoggedAndCounted(t *testing.T) {
 		t.Run(tc.metric, func(t *testing.T) {
 			var emf, logs bytes.Buffer
 			var cfg ledger.Config
-			reportLedgerFailures(&cfg, &metrics.Emitter{W: &emf, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
+			cfg.ReportFailures(&metrics.Emitter{W: &emf, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
 			tc.report(cfg)
 			var line map[string]any
 			if err := json.Unmarshal(emf.Bytes(), &line); err != nil {
