@@ -83,8 +83,8 @@ demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
 tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader (npm ci), headless Chromium (apt-get)
-	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION)
-	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION)
+	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION) same-go
+	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION) same-go
 	@.ci/tools vulndb $(VULNDB_MODULE) $(VULNDB_VERSION)
 	@.ci/tools go "$(MINIO_SERVER)" $(MINIO_MODULE) $(MINIO_VERSION)
 	@.ci/tools chromium
