@@ -33,7 +33,6 @@ func TestDemoSlicesAtAnyInstant(t *testing.T) {
 		time.Date(2026, 10, 25, 1, 30, 0, 0, time.UTC), // Berlin: 02:30 CET
 		time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC),  // New York: 01:30 EDT
 		time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC),  // New York: 01:30 EST
-		e2eInstant(time.Date(2026, 12, 1, 19, 1, 0, 0, time.UTC)),
 	)
 	sizes := []struct {
 		name      string
@@ -75,21 +74,5 @@ func TestDemoSlicesAtAnyInstant(t *testing.T) {
 			}
 			t.Logf("SLICE_ROWS = events per day (the old rule) sliced nothing at %d of %d instants", oldRuleNone, len(size.instants))
 		})
-	}
-}
-
-func TestE2EInstant(t *testing.T) {
-	for _, real := range []time.Time{
-		time.Date(2026, 12, 1, 19, 1, 0, 0, time.UTC),  // a Tuesday
-		time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),   // a Wednesday, at midnight
-		time.Date(2026, 12, 6, 23, 59, 0, 0, time.UTC), // a Sunday
-	} {
-		got := e2eInstant(real)
-		if got.Weekday() != time.Wednesday || got.Hour() != 19 || got.Minute() != 1 {
-			t.Errorf("e2eInstant(%s) = %s, want a Wednesday at 19:01", real, got)
-		}
-		if back := real.Sub(got); back < 6*24*time.Hour || back > 14*24*time.Hour {
-			t.Errorf("e2eInstant(%s) = %s, %s back, want one to two weeks", real, got, back)
-		}
 	}
 }
