@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -55,23 +53,10 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	return cli.Execute(ctx, a.rootCommand(), args, a.stderr)
 }
 
-// errLocalDown is a local stack that does not answer.
-var errLocalDown = errors.New("the local stack is not running: make local-up")
-
-// probe fails fast with errLocalDown when a loopback endpoint does not
-// answer, instead of an SDK retry loop ending in "connection refused".
+// probe fails fast with awsclient.ErrLocalDown when a loopback endpoint
+// does not answer.
 func (a *app) probe(ctx context.Context, endpoint string) error {
-	host, port, ok := awsclient.Loopback(endpoint)
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	c, err := a.dial(ctx, "tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return fmt.Errorf("%w (nothing answers at %s)", errLocalDown, endpoint)
-	}
-	return c.Close()
+	return awsclient.Probe(ctx, a.dial, endpoint)
 }
 
 // selfCommand is how to run this program again from where it was started:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
@@ -233,7 +234,7 @@ func (a *app) localDownCommand() *cobra.Command {
 func (a *app) readLocalEnv(ctx context.Context, d localDir) (map[string]map[string]string, error) {
 	env, err := samstack.ReadEnvFile(d.envFile())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s does not exist: %w", d.envFile(), errLocalDown)
+		return nil, fmt.Errorf("%s does not exist: %w", d.envFile(), awsclient.ErrLocalDown)
 	}
 	if err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"sort"
@@ -35,7 +34,6 @@ var (
 	errNoDeployment  = errors.New("no deployment to talk to: pass --stack NAME (a deployed daybook stack), or --env-file FILE, or run `make local-up` for a local one, or set LEDGER_TABLE")
 	errStackNotFound = errors.New("no such CloudFormation stack")
 	errNotDaybook    = errors.New("the stack has no LedgerTableName output: is it a daybook stack?")
-	errLocalDown     = errors.New("the local stack is not running: make local-up")
 	errNoCredentials = errors.New("no AWS credentials: pass --profile (after aws sso login or aws configure), or set AWS_PROFILE or AWS_ACCESS_KEY_ID")
 )
 
@@ -252,8 +250,8 @@ func (a *app) resolveEnvFile(ctx context.Context, file string) (*deployment, err
 	return &deployment{desc: desc, vars: vars, cfg: cfg, endpoint: endpoint}, nil
 }
 
-// probe fails fast with errLocalDown when a loopback endpoint does not
-// answer, instead of an SDK retry loop ending in "connection refused".
+// probe checks endpoint is a URL, then fails fast with
+// awsclient.ErrLocalDown when it is on this machine and does not answer.
 func (a *app) probe(ctx context.Context, endpoint string) error {
 	if endpoint == "" {
 		return nil
@@ -261,17 +259,7 @@ func (a *app) probe(ctx context.Context, endpoint string) error {
 	if u, err := url.Parse(endpoint); err != nil || u.Host == "" {
 		return fmt.Errorf("endpoint %q is not a URL", endpoint)
 	}
-	host, port, ok := awsclient.Loopback(endpoint)
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	c, err := a.dial(ctx, "tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return fmt.Errorf("%w (nothing answers at %s)", errLocalDown, endpoint)
-	}
-	return c.Close()
+	return awsclient.Probe(ctx, a.dial, endpoint)
 }
 
 func where(region, profile string) string {

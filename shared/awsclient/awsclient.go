@@ -6,10 +6,13 @@ package awsclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -86,4 +89,26 @@ func Loopback(endpoint string) (host, port string, ok bool) {
 		}
 	}
 	return host, port, true
+}
+
+// ErrLocalDown is a local stack that does not answer.
+var ErrLocalDown = errors.New("the local stack is not running: make local-up")
+
+// Probe fails fast with ErrLocalDown when endpoint is on this machine
+// (Loopback) and nothing answers there within two seconds, instead of an
+// SDK retry loop ending in "connection refused"; any other endpoint
+// (remote, or empty: the SDK's own) is not probed. dial is net.Dialer's
+// DialContext, or a test's.
+func Probe(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), endpoint string) error {
+	host, port, ok := Loopback(endpoint)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := dial(ctx, "tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fmt.Errorf("%w (nothing answers at %s)", ErrLocalDown, endpoint)
+	}
+	return c.Close()
 }
