@@ -153,9 +153,9 @@ type Dataset struct {
 	Read     string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
 	// datasets (Q3): the newest OrderColumn value wins per IDColumn.
-	IDColumn    string            `json:"id_column,omitempty"`
-	OrderColumn string            `json:"order_column,omitempty"`
-	Columns     []Column          `json:"columns"`
+	IDColumn    string   `json:"id_column,omitempty"`
+	OrderColumn string   `json:"order_column,omitempty"`
+	Columns     []Column `json:"columns"`
 	// TenantColumn, OrderBy and ChangedColumn let daybook write the
 	// queries itself (generate.go) when Queries and Fingerprint are left
 	// out: the relation's column holding the account id, the ORDER BY of
