@@ -363,3 +363,31 @@ func TestNoInternals(t *testing.T) {
 		t.Errorf("a load script's own SQL was refused: %v", p)
 	}
 }
+
+// TestDeliveredRoundTrip: a schema document reads back into the contract
+// it was rendered from, so Compatible sees what the customer has.
+func TestDeliveredRoundTrip(t *testing.T) {
+	cat, err := dataset.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range cat {
+		b, err := Schema(ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Delivered(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dataset.Compatible(got, ds); err != nil {
+			t.Errorf("%s: %v", ds.Name, err)
+		}
+		if got.Version != ds.Version || len(got.Columns) != len(ds.Columns) || got.Partition != ds.Partition || got.IDColumn != ds.IDColumn {
+			t.Errorf("%s: read back %+v", ds.Name, got)
+		}
+	}
+	if _, err := Delivered([]byte(`{"dataset":"x"}`)); err == nil {
+		t.Fatal("an empty schema document was read")
+	}
+}

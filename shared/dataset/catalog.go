@@ -24,10 +24,17 @@ var exampleCatalog []byte
 // ExampleCatalog returns the shipped example catalog file's bytes.
 func ExampleCatalog() []byte { return append([]byte(nil), exampleCatalog...) }
 
-// EnvCatalog names the environment variable a function reads its catalog
+// EnvCatalog names the environment variable a process reads its catalog
 // file from: a path, relative to the Lambda task root (LAMBDA_TASK_ROOT)
-// when it is not absolute. Unset, the shipped example is used.
+// when it is not absolute.
 const EnvCatalog = "DAYBOOK_CATALOG"
+
+// BundledName is the file the build puts beside a function's bootstrap
+// when the deployment names its catalog (make build-<Function>
+// CATALOG=path, which sam build runs): a function without DAYBOOK_CATALOG
+// reads it from its task root, and uses the shipped example when there is
+// none.
+const BundledName = "catalog.yaml"
 
 // Set is a loaded, validated catalog: its datasets in file order.
 type Set struct {
@@ -62,17 +69,28 @@ func Load(path string) (*Set, error) {
 }
 
 // FromEnv loads the catalog DAYBOOK_CATALOG names (relative to
-// LAMBDA_TASK_ROOT, or the working directory), or returns the shipped
-// example when it is unset. Errors name the variable.
+// LAMBDA_TASK_ROOT, or the working directory); without it, the task root's
+// catalog.yaml (BundledName) when there is one, else the shipped example.
+// Errors name the variable.
 func FromEnv(lookup func(string) (string, bool)) (*Set, error) {
+	root, _ := lookup("LAMBDA_TASK_ROOT")
 	p, ok := lookup(EnvCatalog)
 	if !ok || p == "" {
-		return Example()
-	}
-	if !filepath.IsAbs(p) {
-		if root, ok := lookup("LAMBDA_TASK_ROOT"); ok && root != "" {
-			p = filepath.Join(root, p)
+		if root == "" {
+			return Example()
 		}
+		bundled := filepath.Join(root, BundledName)
+		if _, err := os.Stat(bundled); err != nil {
+			return Example()
+		}
+		s, err := Load(bundled)
+		if err != nil {
+			return nil, fmt.Errorf("the bundled catalog (%s unset): %w", EnvCatalog, err)
+		}
+		return s, nil
+	}
+	if !filepath.IsAbs(p) && root != "" {
+		p = filepath.Join(root, p)
 	}
 	s, err := Load(p)
 	if err != nil {

@@ -149,6 +149,15 @@ func TestLoadAndUse(t *testing.T) {
 	if err != nil || ex.Len() != 3 {
 		t.Fatalf("example: %v, %v", ex, err)
 	}
+	if s, err := FromEnv(env(map[string]string{"LAMBDA_TASK_ROOT": t.TempDir()})); err != nil || s.Len() != 3 {
+		t.Fatalf("a task root without a bundled catalog: %v, %v", s, err)
+	}
+	if err := os.Rename(path, filepath.Join(dir, BundledName)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := FromEnv(env(map[string]string{"LAMBDA_TASK_ROOT": dir})); err != nil || strings.Join(s.Names(), ",") != "orders" {
+		t.Fatalf("the bundled catalog: %v, %v", s, err)
+	}
 
 	t.Cleanup(func() { Use(ex) })
 	Use(s)
