@@ -25,9 +25,9 @@ func (a *app) catalogCommand() *cobra.Command {
 
 // loadCatalogFlag reads --catalog FILE, or this process's catalog
 // (DAYBOOK_CATALOG, else the shipped example) when it is empty.
-func loadCatalogFlag(c *cobra.Command, path string) (*dataset.Set, error) {
+func (a *app) loadCatalogFlag(c *cobra.Command, path string) (*dataset.Set, error) {
 	if path == "" {
-		return dataset.FromEnv(os.LookupEnv)
+		return dataset.FromEnv(func(k string) (string, bool) { v := a.getenv(k); return v, v != "" })
 	}
 	s, err := dataset.Load(path)
 	if err != nil {
@@ -52,7 +52,7 @@ names, else the shipped example. -o json prints the datasets as loaded, queries 
 	c.Flags().StringVar(&name, "dataset", "", "show only this dataset")
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		s, err := loadCatalogFlag(c, path)
+		s, err := a.loadCatalogFlag(c, path)
 		if err != nil {
 			return err
 		}
