@@ -55,7 +55,9 @@ func TestCatalogShow(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"daily_stats"`) || !strings.Contains(r.stdout, `"postgres": "SELECT event_id`) {
 		t.Fatalf("json: exit %d %s %s", r.code, r.stdout, r.stderr)
 	}
-	bad := writeCatalog(t, dir, "bad.yaml", func(s string) string { return strings.ReplaceAll(s, "ORDER BY metric, dimension", "ORDER BY metric, dimension, $4") })
+	bad := writeCatalog(t, dir, "bad.yaml", func(s string) string {
+		return strings.ReplaceAll(s, "ORDER BY metric, dimension", "ORDER BY metric, dimension, $4")
+	})
 	r = execute(t, a, "catalog", "show", "--catalog", bad)
 	if r.code != 2 || !strings.Contains(r.stderr, "dataset daily_stats: queries.postgres: unexpected placeholder $4") {
 		t.Fatalf("bad catalog: exit %d %s", r.code, r.stderr)
