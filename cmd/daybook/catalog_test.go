@@ -62,6 +62,21 @@ func TestCatalogShow(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "dataset daily_stats: queries.postgres: unexpected placeholder $4") {
 		t.Fatalf("bad catalog: exit %d %s", r.code, r.stderr)
 	}
+	// DAYBOOK_CATALOG names the CLI's catalog.
+	own := filepath.Join(dir, "own.yaml")
+	if err := os.WriteFile(own, []byte(strings.Replace(string(dataset.ExampleCatalog()), "name: daily_stats", "name: daily_totals", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.getenv = func(k string) string {
+		if k == dataset.EnvCatalog {
+			return own
+		}
+		return ""
+	}
+	if r := execute(t, a, "catalog", "show"); r.code != 0 || !strings.Contains(r.stdout, "daily_totals (version 1)") {
+		t.Fatalf("DAYBOOK_CATALOG: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	a.getenv = func(string) string { return "" }
 	r = execute(t, a, "catalog", "show", "--dataset", "nope")
 	if r.code != 2 || !strings.Contains(r.stderr, `--dataset "nope": not in the catalog; valid: events, profiles, daily_stats`) {
 		t.Fatalf("unknown dataset: exit %d %s", r.code, r.stderr)
