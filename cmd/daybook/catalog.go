@@ -31,7 +31,7 @@ func (a *app) loadCatalogFlag(c *cobra.Command, path string) (*dataset.Set, erro
 	}
 	s, err := dataset.Load(path)
 	if err != nil {
-		return nil, cli.Usagef(c, "--catalog %q: %v", path, err)
+		return nil, cli.Usagef(c, "--catalog: %v", err)
 	}
 	return s, nil
 }

@@ -63,7 +63,7 @@ type Column struct {
 	// DictionaryHint.
 	Dictionary DictionaryHint `json:"dictionary,omitempty"`
 	// Since is the schema version that added the column ("since" in
-	// datasets.json; omitted means 1). A column appended in version N has
+	// the catalog; omitted means 1). A column appended in version N has
 	// Since N, and a column keeps its Since forever (see Compatible). The
 	// load scripts add every column with Since > 1 to a table created by an
 	// earlier version.
@@ -76,7 +76,7 @@ type Column struct {
 }
 
 // DictionaryHint is what a dataset declares about a string or JSON
-// column's cardinality ("dictionary" in datasets.json).
+// column's cardinality ("dictionary" in the catalog).
 type DictionaryHint int8
 
 // The hints.

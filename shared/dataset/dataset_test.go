@@ -55,7 +55,7 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
-// A column without "since" in datasets.json was there from version 1, and
+// A column without "since" in the catalog was there from version 1, and
 // the catalog says so explicitly (the schema snapshot records it).
 func TestSinceDefault(t *testing.T) {
 	cat, err := Catalog()
