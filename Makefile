@@ -57,16 +57,25 @@ help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-22s %s\n",$$1,$$2}'
 
 # --- builds (sam build calls build-<LogicalId> with ARTIFACTS_DIR) --------------
+# CATALOG=path names the deployment's dataset catalog (YAML or JSON): each function's build
+# checks it and puts it beside the bootstrap as catalog.yaml. Unset, the shipped example is used.
+CATALOG ?=
+define bundle_catalog
+$(if $(CATALOG),$(GO) run ./cmd/daybook catalog show --catalog '$(CATALOG)' >/dev/null && cp '$(CATALOG)' $(ARTIFACTS_DIR)/catalog.yaml)
+endef
 .PHONY: build-SweeperFunction build-ExporterFunction build-ConsoleFunction
 build-SweeperFunction: ## arm64 Lambda bootstrap of the sweeper into $(ARTIFACTS_DIR)
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sweeper
+	$(bundle_catalog)
 build-ExporterFunction: ## arm64 Lambda bootstrap of the exporter into $(ARTIFACTS_DIR)
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/exporter
+	$(bundle_catalog)
 build-ConsoleFunction: ## arm64 Lambda bootstrap of the web console into $(ARTIFACTS_DIR) (template parameter DeployConsole)
 	$(if $(ARTIFACTS_DIR),,$(error ARTIFACTS_DIR is not set: sam build sets it; for host builds use make build))
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/console
+	$(bundle_catalog)
 
 .PHONY: build
 build: ## host builds of the bootstraps, the operator CLI (daybook) and the local-development CLI (daybook-dev) into .local/bin

@@ -7,11 +7,20 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
 func main() {
+	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "daybook: %v\n", err)
+		os.Exit(1)
+	}
+	dataset.Use(cat)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := newApp(os.Stdout, os.Stderr).execute(ctx, os.Args[1:])
 	stop()

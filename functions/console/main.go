@@ -16,6 +16,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/console"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
@@ -34,6 +35,12 @@ func main() {
 		log.Error("configuration", "error", err.Error())
 		os.Exit(2)
 	}
+	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
+	if err != nil {
+		log.Error("catalog", "error", err.Error())
+		os.Exit(2)
+	}
+	dataset.Use(cat)
 	awsCfg, err := awsclient.Load(context.Background())
 	if err != nil {
 		log.Error("aws configuration", "error", err.Error())

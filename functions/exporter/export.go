@@ -150,6 +150,9 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkDelivered(ctx, t); err != nil {
+		return nil, err
+	}
 	pending, err := t.committer.Begin(ctx, p.Claim.Generation, p.Noter)
 	if err != nil {
 		return nil, err

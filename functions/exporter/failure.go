@@ -14,7 +14,8 @@ import (
 // classify names the cause of a failed export with the code the customer
 // sees in the delivery manifest (manifest.Code). The errors are classified
 // where they arise: the source marks what it could not read
-// (source.ErrUnavailable), rows that do not fit are dataset.RowError, and
+// (source.ErrUnavailable), rows that do not fit are dataset.RowError (and a
+// catalog that breaks the delivered schema dataset.ErrIncompatible), and
 // the bucket names its AWS errors (bucket.Classify, which also covers the
 // errors of its multipart writers), and a destination whose bucket owner
 // cannot be determined is account.ErrNoBucketOwner (bucketOf). A run out of time is timed_out whatever
@@ -24,7 +25,7 @@ func classify(err error) manifest.Code {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return manifest.CodeTimedOut
-	case errors.As(err, &row), errors.Is(err, dataset.ErrRowMismatch):
+	case errors.As(err, &row), errors.Is(err, dataset.ErrRowMismatch), errors.Is(err, dataset.ErrIncompatible):
 		return manifest.CodeSchemaMismatch
 	case errors.Is(err, source.ErrUnavailable):
 		return manifest.CodeSourceUnavailable

@@ -28,6 +28,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/events"
@@ -45,6 +46,12 @@ func main() {
 		log.Error("configuration", "error", err.Error())
 		os.Exit(2)
 	}
+	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
+	if err != nil {
+		log.Error("catalog", "error", err.Error())
+		os.Exit(2)
+	}
+	dataset.Use(cat)
 	h, err := wire(context.Background(), cfg, log)
 	if err != nil {
 		log.Error("start-up", "error", err.Error())

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -29,6 +30,12 @@ func main() {
 		log.Error("configuration", "error", err.Error())
 		os.Exit(2)
 	}
+	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
+	if err != nil {
+		log.Error("catalog", "error", err.Error())
+		os.Exit(2)
+	}
+	dataset.Use(cat)
 	awsCfg, err := awsclient.Load(context.Background())
 	if err != nil {
 		log.Error("aws configuration", "error", err.Error())

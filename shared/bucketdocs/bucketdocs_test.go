@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/leakcheck"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/loadsql"
@@ -129,6 +130,9 @@ func TestDeterministic(t *testing.T) {
 			in.Datasets[0].Version++
 			in.Datasets[0].Columns = append(in.Datasets[0].Columns, dataset.Column{Name: "channel", Type: dataset.Type{Kind: dataset.KindString},
 				Nullable: true, Since: in.Datasets[0].Version, Description: "Marketing channel, if known."})
+			for k, q := range in.Datasets[0].Queries { // the queries select the declared columns
+				in.Datasets[0].Queries[k] = strings.Replace(q, "attributes FROM", "attributes, channel FROM", 1)
+			}
 		}},
 		{"a description", func(in *Input) { in.Datasets[2].Columns[1].Description += " Reworded." }},
 	} {
@@ -361,5 +365,55 @@ func TestNoInternals(t *testing.T) {
 	}
 	if p := leakcheck.Scan("p/v1/events/dt=2026-01-01/_load/duckdb.sql", []byte("INSERT INTO t SELECT * FROM read_parquet('x')")); len(p) != 0 {
 		t.Errorf("a load script's own SQL was refused: %v", p)
+	}
+}
+
+// TestDeliveredRoundTrip: a schema document reads back into the contract
+// it was rendered from, so Compatible sees what the customer has.
+func TestDeliveredRoundTrip(t *testing.T) {
+	cat, err := dataset.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range cat {
+		b, err := Schema(ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Delivered(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dataset.Compatible(got, ds); err != nil {
+			t.Errorf("%s: %v", ds.Name, err)
+		}
+		if got.Version != ds.Version || len(got.Columns) != len(ds.Columns) || got.Partition != ds.Partition || got.IDColumn != ds.IDColumn {
+			t.Errorf("%s: read back %+v", ds.Name, got)
+		}
+	}
+	if _, err := Delivered([]byte(`{"dataset":"x"}`)); err == nil {
+		t.Fatal("an empty schema document was read")
+	}
+}
+
+// TestFiftyDatasetDocs: with a 50-dataset catalog the README names every
+// dataset and there is one schema document for each.
+func TestFiftyDatasetDocs(t *testing.T) {
+	s, err := dataset.Parse(datasettest.GeneratedCatalog(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Files(Input{Bucket: "b", Prefix: "p", Format: "parquet", TimeZone: "UTC", Datasets: s.Datasets()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 51 {
+		t.Fatalf("%d files, want 50 schema documents and the README", len(files))
+	}
+	readme := string(files[50].Body)
+	for _, name := range s.Names() {
+		if !strings.Contains(readme, "`"+name+"`") {
+			t.Errorf("the README does not name %s", name)
+		}
 	}
 }

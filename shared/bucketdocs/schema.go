@@ -8,6 +8,10 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 
+// MaxSchemaBytes bounds a read of a schema document (the exporter reads
+// the delivered one back before each export).
+const MaxSchemaBytes = 4 << 20
+
 // SchemaDoc is the document at `<prefix>/v1/_schemas/<dataset>.json`.
 type SchemaDoc struct {
 	FormatVersion int    `json:"format_version"`

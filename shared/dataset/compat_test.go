@@ -17,7 +17,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/schema_snapshot.json from datasets.json")
+var update = flag.Bool("update", false, "rewrite testdata/schema_snapshot.json from the example catalog")
 
 const snapshotPath = "testdata/schema_snapshot.json"
 

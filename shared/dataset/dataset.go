@@ -1,5 +1,5 @@
 // Package dataset declares the exported datasets: ordered, typed schemas
-// loaded from the embedded datasets.json (D1), their partition semantics
+// loaded from the deployment's catalog file (D1; catalog.go), their partition semantics
 // (D4), the per-dialect source queries (D5), the schema compatibility rule
 // (D2) and the in-memory value model every other package uses.
 package dataset
@@ -13,7 +13,6 @@ import (
 	"maps"
 	"regexp"
 	"strings"
-	"sync"
 )
 
 // Partition semantics (D4): what the day of a partition means.
@@ -49,7 +48,7 @@ var (
 	ErrUnknownDataset = errors.New("unknown dataset")
 	// ErrUnknownDialect is returned for a dialect with no query or DDL.
 	ErrUnknownDialect = errors.New("unknown dialect")
-	// ErrIncompatible is wrapped by every refusal of datasettest.Compatible.
+	// ErrIncompatible is wrapped by every refusal of Compatible.
 	ErrIncompatible = errors.New("incompatible schema change")
 )
 
@@ -64,7 +63,7 @@ type Column struct {
 	// DictionaryHint.
 	Dictionary DictionaryHint `json:"dictionary,omitempty"`
 	// Since is the schema version that added the column ("since" in
-	// datasets.json; omitted means 1). A column appended in version N has
+	// the catalog; omitted means 1). A column appended in version N has
 	// Since N, and a column keeps its Since forever (see Compatible). The
 	// load scripts add every column with Since > 1 to a table created by an
 	// earlier version.
@@ -77,7 +76,7 @@ type Column struct {
 }
 
 // DictionaryHint is what a dataset declares about a string or JSON
-// column's cardinality ("dictionary" in datasets.json).
+// column's cardinality ("dictionary" in the catalog).
 type DictionaryHint int8
 
 // The hints.
@@ -154,68 +153,30 @@ type Dataset struct {
 	Read     string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
 	// datasets (Q3): the newest OrderColumn value wins per IDColumn.
-	IDColumn    string            `json:"id_column,omitempty"`
-	OrderColumn string            `json:"order_column,omitempty"`
-	Columns     []Column          `json:"columns"`
-	Queries     map[string]string `json:"queries,omitempty"`
+	IDColumn    string   `json:"id_column,omitempty"`
+	OrderColumn string   `json:"order_column,omitempty"`
+	Columns     []Column `json:"columns"`
+	// TenantColumn, OrderBy and ChangedColumn let daybook write the
+	// queries itself (generate.go) when Queries and Fingerprint are left
+	// out: the relation's column holding the account id, the ORDER BY of
+	// the export (default: the partition column) and a source column whose
+	// maximum changes whenever a row of the day changes (an insertion or
+	// update instant), for the fingerprint.
+	TenantColumn  string            `json:"tenant_column,omitempty"`
+	OrderBy       []string          `json:"order_by,omitempty"`
+	ChangedColumn string            `json:"changed_column,omitempty"`
+	Queries       map[string]string `json:"queries,omitempty"`
 	// Fingerprint is the cheap per-dialect query that summarises a day in
 	// one row (see fingerprint.go); bound like Queries.
 	Fingerprint map[string]string `json:"fingerprint,omitempty"`
 }
 
-//go:embed datasets.json
-var catalogJSON []byte
-
 //go:embed schema/*.sql
 var ddlFS embed.FS
 
-var loadCatalog = sync.OnceValues(func() ([]Dataset, error) {
-	return ParseCatalog(catalogJSON)
-})
-
-// Catalog returns every shipped dataset in declaration order. The result is
-// a fresh copy; callers may modify it.
-func Catalog() ([]Dataset, error) {
-	ds, err := loadCatalog()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Dataset, len(ds))
-	for i, d := range ds {
-		out[i] = d.clone()
-	}
-	return out, nil
-}
-
-// Names returns the shipped dataset names in declaration order.
-func Names() ([]string, error) {
-	ds, err := loadCatalog()
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(ds))
-	for i, d := range ds {
-		names[i] = d.Name
-	}
-	return names, nil
-}
-
-// Get returns the shipped dataset called name.
-func Get(name string) (Dataset, error) {
-	ds, err := loadCatalog()
-	if err != nil {
-		return Dataset{}, err
-	}
-	for _, d := range ds {
-		if d.Name == name {
-			return d.clone(), nil
-		}
-	}
-	return Dataset{}, fmt.Errorf("dataset %q: %w", name, ErrUnknownDataset)
-}
-
-// ParseCatalog decodes and validates a catalog document; it refuses unknown
-// fields so a typo in datasets.json fails the build's tests, not an export.
+// ParseCatalog decodes and validates a JSON catalog document (Parse takes
+// YAML too); it refuses unknown fields so a typo in the catalog fails its
+// load, not an export. Errors name the dataset and its position.
 func ParseCatalog(b []byte) ([]Dataset, error) {
 	var doc struct {
 		Datasets []Dataset `json:"datasets"`
@@ -234,11 +195,14 @@ func ParseCatalog(b []byte) ([]Dataset, error) {
 			d.Columns[j].Since = d.Columns[j].SinceVersion()
 		}
 		if seen[d.Name] {
-			return nil, fmt.Errorf("parse dataset catalog: dataset %q declared twice", d.Name)
+			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: dataset %q declared twice", i, d.Name)
 		}
 		seen[d.Name] = true
+		if err := d.generate(); err != nil {
+			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
+		}
 		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("parse dataset catalog: %w", err)
+			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
 		}
 	}
 	return doc.Datasets, nil
@@ -334,20 +298,30 @@ func (d Dataset) Validate() error {
 		return fmt.Errorf("dataset %s: relation %q must match %s", d.Name, d.Relation, relationRE)
 	}
 	from := regexp.MustCompile(`(?i)\bFROM\s+` + regexp.QuoteMeta(d.Relation) + `\b`)
+	for q := range d.Queries {
+		if !isDialect(q) {
+			return fmt.Errorf("dataset %s: queries: unknown dialect %q (want one of %s)", d.Name, q, strings.Join(Dialects, ", "))
+		}
+	}
 	for _, dialect := range Dialects {
 		q := strings.TrimSpace(d.Queries[dialect])
 		if q == "" {
-			return fmt.Errorf("dataset %s: no %s query", d.Name, dialect)
+			return fmt.Errorf("dataset %s: queries.%s: no query (give one, or tenant_column to have it generated)", d.Name, dialect)
 		}
 		if err := checkPlaceholders(dialect, q); err != nil {
-			return fmt.Errorf("dataset %s: %s query: %w", d.Name, dialect, err)
+			return fmt.Errorf("dataset %s: queries.%s: %w", d.Name, dialect, err)
 		}
 		if !from.MatchString(q) {
-			return fmt.Errorf("dataset %s: %s query does not read FROM its relation %q", d.Name, dialect, d.Relation)
+			return fmt.Errorf("dataset %s: queries.%s: does not read FROM its relation %q", d.Name, dialect, d.Relation)
+		}
+		if err := d.checkSelectList(q); err != nil {
+			return fmt.Errorf("dataset %s: queries.%s: %w", d.Name, dialect, err)
 		}
 	}
 	return d.validateFingerprint()
 }
+
+var pgParamRE = regexp.MustCompile(`\$[0-9]+`)
 
 var relationRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$`)
 
@@ -404,13 +378,17 @@ func checkPlaceholders(dialect, q string) error {
 			return fmt.Errorf("want 3 ? placeholders, found %d", n)
 		}
 	case DialectPostgres:
+		seen := map[string]bool{}
+		for _, m := range pgParamRE.FindAllString(q, -1) {
+			if m != "$1" && m != "$2" && m != "$3" {
+				return fmt.Errorf("unexpected placeholder %s (bind only $1 account, $2 day start, $3 day end)", m)
+			}
+			seen[m] = true
+		}
 		for _, p := range []string{"$1", "$2", "$3"} {
-			if !strings.Contains(q, p) {
+			if !seen[p] {
 				return fmt.Errorf("missing placeholder %s", p)
 			}
-		}
-		if strings.Contains(q, "$4") {
-			return fmt.Errorf("unexpected placeholder $4")
 		}
 	}
 	return nil
@@ -465,5 +443,6 @@ func (d Dataset) clone() Dataset {
 		d.Queries = q
 	}
 	d.Fingerprint = maps.Clone(d.Fingerprint)
+	d.OrderBy = append([]string(nil), d.OrderBy...)
 	return d
 }

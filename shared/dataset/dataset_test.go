@@ -55,7 +55,7 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
-// A column without "since" in datasets.json was there from version 1, and
+// A column without "since" in the catalog was there from version 1, and
 // the catalog says so explicitly (the schema snapshot records it).
 func TestSinceDefault(t *testing.T) {
 	cat, err := Catalog()
@@ -71,7 +71,7 @@ func TestSinceDefault(t *testing.T) {
 	}
 	doc := `{"datasets":[{"name":"x","version":2,"partition":"event_time","partition_column":"at","relation":"x","mode":"incremental_append","read":"union_all_partitions",
 	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true,"since":2}],
-	"queries":{"sqlite":"select ? ? ? from x","postgres":"select $1,$2,$3 from x"}}]}`
+	"queries":{"sqlite":"select at, attributes from x where a = ? and at >= ? and at < ?","postgres":"select at, attributes from x where a = $1 and at >= $2 and at < $3"}}]}`
 	ds, err := ParseCatalog([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -87,21 +87,24 @@ func TestSinceDefault(t *testing.T) {
 func TestParseCatalogRefuses(t *testing.T) {
 	ok := `{"name":"x","version":1,"partition":"event_time","partition_column":"at","relation":"src.x","mode":"incremental_append","read":"union_all_partitions",
 	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true}],
-	"queries":{"sqlite":"select ? ? ? FROM src.x","postgres":"select $1,$2,$3 from src.x where 1=1"}}`
+	"queries":{"sqlite":"select at, attributes FROM src.x where a = ? and at >= ? and at < ?","postgres":"select at, attributes from src.x where a = $1 and at >= $2 and at < $3"}}`
 	tests := []struct{ name, doc, want string }{
 		{"valid", ok, ""},
 		{"unknown field", strings.Replace(ok, `"version":1`, `"version":1,"colour":"red"`, 1), "unknown field"},
 		{"bad type", strings.Replace(ok, `"type":"json"`, `"type":"decimal(40,2)"`, 1), "decimal precision 40"},
 		{"no attributes", strings.Replace(ok, `"name":"attributes"`, `"name":"extra"`, 1), `missing json column "attributes"`},
 		{"bad partition", strings.Replace(ok, `event_time`, `hourly`, 1), `unknown partition "hourly"`},
-		{"too few params", strings.Replace(ok, `select ? ? ?`, `select ? ?`, 1), "want 3 ? placeholders"},
+		{"too few params", strings.Replace(ok, `at >= ? and`, `at >= 1 and`, 1), "queries.sqlite: want 3 ? placeholders"},
+		{"a fourth parameter", strings.Replace(ok, `at < $3`, `at < $3 + $4`, 1), "queries.postgres: unexpected placeholder $4"},
+		{"a tenth parameter", strings.Replace(ok, `a = $1`, `a = $1 or a = $10`, 1), "queries.postgres: unexpected placeholder $10"},
+		{"a missing parameter", strings.Replace(ok, `at >= $2`, `at >= now()`, 1), "queries.postgres: missing placeholder $2"},
 		{"reserved dt", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"dt","type":"date"},`, 1), "reserved"},
 		{"activity needs id", strings.Replace(ok, `event_time`, `activity`, 1), `id_column "" is not a column`},
 		{"no partition column", strings.Replace(ok, `"partition_column":"at",`, ``, 1), `partition_column "" is not a column`},
 		{"nullable partition column", strings.Replace(ok, `"type":"timestamp"}`, `"type":"timestamp","nullable":true}`, 1), "partition_column at must be a required timestamp"},
 		{"stat_date partitions by a date", strings.Replace(ok, `event_time`, `stat_date`, 1), "partition_column at must be a required date"},
 		{"bad relation", strings.Replace(ok, `"relation":"src.x"`, `"relation":"x; drop"`, 1), `relation "x; drop" must match`},
-		{"query reads another relation", strings.Replace(ok, `from src.x where`, `from src.y where`, 1), `postgres query does not read FROM its relation "src.x"`},
+		{"query reads another relation", strings.Replace(ok, `from src.x where`, `from src.y where`, 1), `datasets[0]: dataset x: queries.postgres: does not read FROM its relation "src.x"`},
 		{"incremental feeds are read as a union", strings.Replace(ok, `union_all_partitions`, `latest_snapshot`, 1), `needs read "union_all_partitions"`},
 		{"since above the version", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"since":2}`, 1), "since 2 outside 1..1"},
 		{"since out of order", strings.Replace(strings.Replace(ok, `"version":1`, `"version":2`, 1),
@@ -113,7 +116,7 @@ func TestParseCatalogRefuses(t *testing.T) {
 		{"nullable_since on an appended column", strings.Replace(strings.Replace(ok, `"version":1`, `"version":2`, 1),
 			`"nullable":true}`, `"nullable":true},{"name":"late","type":"string","nullable":true,"since":2,"nullable_since":2}`, 1), "never required"},
 		{"dictionary false on json", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"dictionary":false}`, 1), ""},
-		{"dictionary true on a string", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"s","type":"string","dictionary":true},`, 1), ""},
+		{"dictionary true on a string", strings.ReplaceAll(strings.Replace(ok, `"columns":[`, `"columns":[{"name":"s","type":"string","dictionary":true},`, 1), `select at,`, `select s, at,`), ""},
 		{"dictionary on an int", strings.Replace(ok, `"columns":[`, `"columns":[{"name":"n","type":"int64","dictionary":false},`, 1), "dictionary only applies to string and json"},
 		{"dictionary not a bool", strings.Replace(ok, `"nullable":true}`, `"nullable":true,"dictionary":"no"}`, 1), "is not true or false"},
 	}

@@ -45,13 +45,13 @@ func (d Dataset) validateFingerprint() error {
 	for _, dialect := range Dialects {
 		q, err := d.FingerprintQuery(dialect)
 		if err != nil {
-			return fmt.Errorf("dataset %s: fingerprint: no %s query", d.Name, dialect)
+			return fmt.Errorf("dataset %s: fingerprint.%s: no query", d.Name, dialect)
 		}
 		if !strings.HasPrefix(strings.ToUpper(q), "SELECT ") {
-			return fmt.Errorf("dataset %s: fingerprint: %s query must be a SELECT", d.Name, dialect)
+			return fmt.Errorf("dataset %s: fingerprint.%s: must be a SELECT", d.Name, dialect)
 		}
 		if err := checkPlaceholders(dialect, q); err != nil {
-			return fmt.Errorf("dataset %s: fingerprint: %s query: %w", d.Name, dialect, err)
+			return fmt.Errorf("dataset %s: fingerprint.%s: %w", d.Name, dialect, err)
 		}
 	}
 	return nil

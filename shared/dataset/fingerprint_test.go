@@ -60,14 +60,14 @@ func TestFingerprintQueryMissing(t *testing.T) {
 func TestParseCatalogFingerprint(t *testing.T) {
 	base := `{"name":"x","version":1,"partition":"event_time","partition_column":"at","relation":"t","mode":"incremental_append","read":"union_all_partitions",
 	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true}],
-	"queries":{"sqlite":"select ? ? ? from t","postgres":"select $1,$2,$3 from t"}FP}`
+	"queries":{"sqlite":"select at, attributes from t where a = ? and at >= ? and at < ?","postgres":"select at, attributes from t where a = $1 and at >= $2 and at < $3"}FP}`
 	tests := []struct{ name, fp, want string }{
 		{"none", ``, ""},
 		{"both dialects", `,"fingerprint":{"sqlite":"SELECT count(*) FROM t WHERE a = ? AND b >= ? AND b < ?","postgres":"SELECT count(*) FROM t WHERE a = $1 AND b >= $2 AND b < $3"}`, ""},
-		{"one dialect missing", `,"fingerprint":{"sqlite":"SELECT count(*) FROM t WHERE a = ? AND b >= ? AND b < ?"}`, "fingerprint: no postgres query"},
+		{"one dialect missing", `,"fingerprint":{"sqlite":"SELECT count(*) FROM t WHERE a = ? AND b >= ? AND b < ?"}`, "fingerprint.postgres: no query"},
 		{"unknown dialect", `,"fingerprint":{"oracle":"SELECT 1"}`, `fingerprint: unknown dialect "oracle"`},
-		{"not a select", `,"fingerprint":{"sqlite":"DELETE FROM t WHERE a = ? AND b >= ? AND b < ?","postgres":"SELECT count(*) FROM t WHERE a = $1 AND b >= $2 AND b < $3"}`, "sqlite query must be a SELECT"},
-		{"wrong binding", `,"fingerprint":{"sqlite":"SELECT count(*) FROM t WHERE a = ?","postgres":"SELECT count(*) FROM t WHERE a = $1 AND b >= $2 AND b < $3"}`, "fingerprint: sqlite query: want 3 ? placeholders, found 1"},
+		{"not a select", `,"fingerprint":{"sqlite":"DELETE FROM t WHERE a = ? AND b >= ? AND b < ?","postgres":"SELECT count(*) FROM t WHERE a = $1 AND b >= $2 AND b < $3"}`, "fingerprint.sqlite: must be a SELECT"},
+		{"wrong binding", `,"fingerprint":{"sqlite":"SELECT count(*) FROM t WHERE a = ?","postgres":"SELECT count(*) FROM t WHERE a = $1 AND b >= $2 AND b < $3"}`, "fingerprint.sqlite: want 3 ? placeholders, found 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/bucketdocs"
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
+
+// writeCatalog writes the example catalog with edit applied.
+func writeCatalog(t *testing.T, dir, name string, edit func(string) string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	doc := edit(string(dataset.ExampleCatalog()))
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const userIDLine = "      - {name: user_id, type: \"string\", nullable: true, description: \"Identified user, if any.\"}\n"
+
+func same(s string) string { return s }
+
+func dropUserID(s string) string { return strings.Replace(s, userIDLine, "", 1) }
+
+func appendNote(s string) string {
+	s = strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 2\n", 1)
+	return strings.Replace(s, `      - {name: attributes, type: "json", nullable: true, description: "Per-tenant custom fields as a JSON object."}`+"\n",
+		`      - {name: attributes, type: "json", nullable: true, description: "Per-tenant custom fields as a JSON object."}`+"\n"+
+			`      - {name: note, type: "string", nullable: true, since: 2}`+"\n", 1)
+}
+
+// TestCatalogShow runs the README's and the help's `catalog show` lines.
+func TestCatalogShow(t *testing.T) {
+	a, _, _ := testApp(t)
+	dir := t.TempDir()
+	path := writeCatalog(t, dir, "catalog.yaml", same)
+	r := execute(t, a, "catalog", "show", "--catalog", path, "--dataset", "events")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, w := range []string{"events (version 1)", "export postgres (generated):", "WHERE account_id = $1 AND occurred_at >= $2 AND occurred_at < $3 ORDER BY occurred_at, event_id", "SELECT count(*), max(inserted_at) FROM events"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("output lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "profiles") {
+		t.Errorf("--dataset events printed profiles")
+	}
+	r = execute(t, a, "catalog", "show", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"daily_stats"`) || !strings.Contains(r.stdout, `"postgres": "SELECT event_id`) {
+		t.Fatalf("json: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	bad := writeCatalog(t, dir, "bad.yaml", func(s string) string {
+		return strings.ReplaceAll(s, "ORDER BY metric, dimension", "ORDER BY metric, dimension, $4")
+	})
+	r = execute(t, a, "catalog", "show", "--catalog", bad)
+	if r.code != 2 || !strings.Contains(r.stderr, "dataset daily_stats: queries.postgres: unexpected placeholder $4") {
+		t.Fatalf("bad catalog: exit %d %s", r.code, r.stderr)
+	}
+	// DAYBOOK_CATALOG names the CLI's catalog.
+	own := filepath.Join(dir, "own.yaml")
+	if err := os.WriteFile(own, []byte(strings.Replace(string(dataset.ExampleCatalog()), "name: daily_stats", "name: daily_totals", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.getenv = func(k string) string {
+		if k == dataset.EnvCatalog {
+			return own
+		}
+		return ""
+	}
+	if r := execute(t, a, "catalog", "show"); r.code != 0 || !strings.Contains(r.stdout, "daily_totals (version 1)") {
+		t.Fatalf("DAYBOOK_CATALOG: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	a.getenv = func(string) string { return "" }
+	r = execute(t, a, "catalog", "show", "--dataset", "nope")
+	if r.code != 2 || !strings.Contains(r.stderr, `--dataset "nope": not in the catalog; valid: events, profiles, daily_stats`) {
+		t.Fatalf("unknown dataset: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// TestCatalogDiff: a catalog that drops a delivered column is refused
+// against the old file and against the delivered _schemas/, naming the
+// column; appending a nullable column with a version bump is accepted.
+func TestCatalogDiff(t *testing.T) {
+	a, _, _ := testApp(t)
+	dir := t.TempDir()
+	old := writeCatalog(t, dir, "old.yaml", same)
+	dropped := writeCatalog(t, dir, "dropped.yaml", dropUserID)
+	appended := writeCatalog(t, dir, "appended.yaml", appendNote)
+	schemas := filepath.Join(dir, "_schemas")
+	if err := os.Mkdir(schemas, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := dataset.Example()
+	for _, d := range ex.Datasets() {
+		b, err := bucketdocs.Schema(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(schemas, d.Name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		old, new string
+		code     int
+		want     string
+	}{
+		{"drop against the old file", old, dropped, 1, `dataset events: column "user_id" removed`},
+		{"drop against _schemas/", schemas, dropped, 1, `dataset events: column "user_id" removed`},
+		{"drop against one schema document", filepath.Join(schemas, "events.json"), dropped, 1, `column "user_id" removed`},
+		{"append against _schemas/", schemas, appended, 0, "events: version 1 -> 2, appends note"},
+		{"unchanged", old, old, 0, "profiles: unchanged contract"},
+		{"a delivered dataset removed", appended, writeCatalog(t, dir, "two.yaml", func(s string) string { return s[:strings.Index(s, "  - name: daily_stats")] }), 1, "dataset daily_stats: removed from the catalog"},
+		{"OLD missing", filepath.Join(dir, "nope"), old, 2, `OLD "` + filepath.Join(dir, "nope") + `"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := execute(t, a, "catalog", "diff", tt.old, tt.new)
+			if r.code != tt.code || !strings.Contains(r.stdout+r.stderr, tt.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s%s", r.code, tt.code, tt.want, r.stdout, r.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// TestIdleCostWithFiftyDatasets: with a catalog of 50 datasets, every
+// account enabling all of them, an idle sweep costs what it costs with the
+// example catalog (TestIdleAccountsCostNothing): the same requests for 10
+// and for 100 idle accounts, the wake and stopped shards and the stats.
+func TestIdleCostWithFiftyDatasets(t *testing.T) {
+	s, err := dataset.Parse(datasettest.GeneratedCatalog(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := dataset.Example()
+	dataset.Use(s)
+	t.Cleanup(func() { dataset.Use(ex) })
+
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l, meter := meteredLedger(t, clk, "fifty")
+	tomorrow := clk.Now().Add(24 * time.Hour)
+	idle := func(n int, salt string) isolate {
+		var accts []account.Account
+		for i := range n {
+			a := storeAccount(t, l, accountSpec{salt: fmt.Sprint(salt, i), start: "2026-03-01", tz: "UTC", datasets: s.Names()})
+			if ok, err := l.SetNextWake(ctx, ledger.Woken{ID: a.ID, Seq: 1}, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
+				t.Fatalf("idle %s: SetNextWake = %v, %v", a.ID, ok, err)
+			}
+			accts = append(accts, a)
+		}
+		return only(l, accts...)
+	}
+	small, large := idle(10, "small50-"), idle(100, "large50-")
+	clk.Advance(15 * time.Minute)
+	cost := map[int]dynamometer.Counts{}
+	for _, set := range []isolate{small, large} {
+		meter.Reset()
+		sum, err := sweeper(set, &recordingSQS{}, clk, 10, 100).Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Woken != 0 || sum.Claimed != 0 {
+			t.Errorf("%d idle accounts: summary %+v", len(set.ids), sum)
+		}
+		cost[len(set.ids)] = meter.Counts()
+	}
+	if want := 2*ledger.FleetShards + 1; cost[10].Requests != want || cost[100].Requests != want {
+		t.Errorf("requests %d for 10 and %d for 100 idle accounts, want %d each", cost[10].Requests, cost[100].Requests, want)
+	}
+}

@@ -1,0 +1,193 @@
+package dataset
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const yamlDataset = `
+datasets:
+  - name: orders
+    version: 1
+    partition: event_time
+    partition_column: created_at
+    relation: shop.orders
+    mode: incremental_append
+    read: union_all_partitions
+    tenant_column: tenant_id
+    changed_column: updated_at
+    order_by: [created_at, order_id]
+    columns:
+      - {name: order_id, type: string}
+      - {name: created_at, type: timestamp}
+      - {name: order, type: int64}
+      - {name: attributes, type: json, nullable: true}
+`
+
+// TestGeneratedQueries: a dataset naming its tenant column gets its export
+// and fingerprint queries written for both dialects, bound (account, start,
+// end), with a reserved word quoted.
+func TestGeneratedQueries(t *testing.T) {
+	s, err := Parse([]byte(yamlDataset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := s.Get("orders")
+	want := map[string][2]string{
+		DialectSQLite: {`SELECT order_id, created_at, "order", attributes FROM shop.orders WHERE tenant_id = ? AND created_at >= ? AND created_at < ? ORDER BY created_at, order_id`,
+			`SELECT count(*), max(updated_at) FROM shop.orders WHERE tenant_id = ? AND created_at >= ? AND created_at < ?`},
+		DialectPostgres: {`SELECT order_id, created_at, "order", attributes FROM shop.orders WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, order_id`,
+			`SELECT count(*), max(updated_at) FROM shop.orders WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3`},
+	}
+	for dialect, w := range want {
+		if got := d.Queries[dialect]; got != w[0] {
+			t.Errorf("%s query\n got %s\nwant %s", dialect, got, w[0])
+		}
+		if got := d.Fingerprint[dialect]; got != w[1] {
+			t.Errorf("%s fingerprint\n got %s\nwant %s", dialect, got, w[1])
+		}
+	}
+}
+
+// TestExampleEventsGenerated: the example's events dataset has its queries
+// generated, and they are the queries it declared before generation existed.
+func TestExampleEventsGenerated(t *testing.T) {
+	ev, err := Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cols = "event_id, event_type, occurred_at, received_at, session_id, user_id, value, amount, is_test, attributes"
+	if got, want := ev.Queries[DialectPostgres], "SELECT "+cols+" FROM events WHERE account_id = $1 AND occurred_at >= $2 AND occurred_at < $3 ORDER BY occurred_at, event_id"; got != want {
+		t.Errorf("events postgres query\n got %s\nwant %s", got, want)
+	}
+	if got, want := ev.Fingerprint[DialectSQLite], "SELECT count(*), max(inserted_at) FROM events WHERE account_id = ? AND occurred_at >= ? AND occurred_at < ?"; got != want {
+		t.Errorf("events sqlite fingerprint\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestCatalogLoadRefuses: what a catalog file gets wrong is refused at load,
+// naming the dataset's position, the dataset and the query.
+func TestCatalogLoadRefuses(t *testing.T) {
+	explicit := strings.Replace(strings.Replace(strings.Replace(yamlDataset,
+		"    tenant_column: tenant_id\n", "", 1),
+		"    changed_column: updated_at\n", "", 1),
+		"    order_by: [created_at, order_id]\n", `    queries:
+      sqlite: SELECT order_id, created_at, "order", attributes FROM shop.orders WHERE tenant_id = ? AND created_at >= ? AND created_at < ?
+      postgres: SELECT o.order_id, created_at, o."order" AS "order", attributes::text AS attributes FROM shop.orders o WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3
+`, 1)
+	second := yamlDataset + "  - {name: second, version: 1}\n"
+	tests := []struct{ name, doc, want string }{
+		{"explicit queries", explicit, ""},
+		{"select star", strings.Replace(explicit, `SELECT order_id, created_at, "order", attributes FROM`, `SELECT * FROM`, 1), `datasets[0]: dataset orders: queries.sqlite: SELECT *: list the columns instead`},
+		{"qualified star", strings.Replace(explicit, `SELECT o.order_id, created_at, o."order" AS "order", attributes::text AS attributes`, `SELECT o.*`, 1), `queries.postgres: SELECT o.*`},
+		{"undeclared column", strings.Replace(explicit, `SELECT order_id,`, `SELECT order_no,`, 1), `queries.sqlite: select item 1 names column "order_no", which the dataset does not declare`},
+		{"expression without a name", strings.Replace(explicit, `attributes::text AS attributes FROM`, `attributes::text FROM`, 1), `queries.postgres: select item 4 (attributes::text) names no column`},
+		{"declared column missing", strings.Replace(explicit, `, attributes FROM shop.orders WHERE tenant_id = ?`, ` FROM shop.orders WHERE tenant_id = ?`, 1), `queries.sqlite: selects 3 columns; the dataset declares 4 (first missing: "attributes")`},
+		{"out of order", strings.Replace(explicit, `SELECT order_id, created_at,`, `SELECT created_at, order_id,`, 1), `queries.sqlite: select item 1 is "created_at"; the dataset declares "order_id" there`},
+		{"extra column", strings.Replace(explicit, `, attributes FROM shop.orders WHERE tenant_id = ?`, `, attributes, order_id AS order_id FROM shop.orders WHERE tenant_id = ?`, 1), `queries.sqlite: selects 5 columns`},
+		{"not bound by the account", strings.Replace(explicit, `tenant_id = $1 AND`, ``, 1), `queries.postgres: missing placeholder $1`},
+		{"a comma inside a call is not a new item", strings.Replace(explicit, `attributes::text AS attributes`, `coalesce(attributes, '{}') AS attributes`, 1), ""},
+		{"a FROM inside a call is not the end", strings.Replace(explicit, `attributes::text AS attributes`, `substring(attributes::text from 1) AS attributes`, 1), ""},
+		{"queries and tenant_column", strings.Replace(explicit, "    queries:\n", "    tenant_column: tenant_id\n    queries:\n", 1), "give queries or tenant_column"},
+		{"order_by without tenant_column", strings.Replace(yamlDataset, "    tenant_column: tenant_id\n", "", 1), "order_by is only used by generated queries"},
+		{"order_by an undeclared column", strings.Replace(yamlDataset, "[created_at, order_id]", "[created_at, ordered]", 1), `order_by[1] "ordered" is not a column`},
+		{"changed_column not an identifier", strings.Replace(yamlDataset, "changed_column: updated_at", "changed_column: now()", 1), `changed_column "now()" must match`},
+		{"the second dataset is named by position", second, `datasets[1]: dataset second: unknown partition`},
+		{"unknown field", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    colour: red\n", 1), `unknown field "colour"`},
+		{"duplicate key", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    version: 2\n", 1), `"version" already set`},
+		{"unknown dialect", strings.Replace(explicit, "      sqlite:", "      oracle: SELECT 1\n      sqlite:", 1), `queries: unknown dialect "oracle"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want error containing %q, got %v", tt.want, err)
+			}
+		})
+	}
+}
+
+// TestLoadAndUse: Load reads YAML and JSON files, FromEnv resolves
+// DAYBOOK_CATALOG against the task root, and Use switches the package
+// catalog.
+func TestLoadAndUse(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(path, []byte(yamlDataset), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	s, err := FromEnv(env(map[string]string{EnvCatalog: "catalog.yaml", "LAMBDA_TASK_ROOT": dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.Names(), ","); got != "orders" {
+		t.Fatalf("names %s", got)
+	}
+	if _, err := FromEnv(env(map[string]string{EnvCatalog: "nope.yaml", "LAMBDA_TASK_ROOT": dir})); err == nil || !strings.Contains(err.Error(), "DAYBOOK_CATALOG=") || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"datasets":[{"name":"Bad"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `dataset "Bad"`) {
+		t.Fatalf("bad file: %v", err)
+	}
+	ex, err := FromEnv(env(nil))
+	if err != nil || ex.Len() != 3 {
+		t.Fatalf("example: %v, %v", ex, err)
+	}
+	if s, err := FromEnv(env(map[string]string{"LAMBDA_TASK_ROOT": t.TempDir()})); err != nil || s.Len() != 3 {
+		t.Fatalf("a task root without a bundled catalog: %v, %v", s, err)
+	}
+	if err := os.Rename(path, filepath.Join(dir, BundledName)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := FromEnv(env(map[string]string{"LAMBDA_TASK_ROOT": dir})); err != nil || strings.Join(s.Names(), ",") != "orders" {
+		t.Fatalf("the bundled catalog: %v, %v", s, err)
+	}
+
+	t.Cleanup(func() { Use(ex) })
+	Use(s)
+	if _, err := Get("orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get("events"); !errors.Is(err, ErrUnknownDataset) {
+		t.Fatalf("events after Use: %v", err)
+	}
+}
+
+// TestCheckAgainst: a catalog is refused against a delivered schema it
+// breaks, naming the column, and accepted when it only appends.
+func TestCheckAgainst(t *testing.T) {
+	ex, _ := Example()
+	delivered := ex.Datasets()
+	dropped := strings.Replace(string(ExampleCatalog()), "      - {name: user_id, type: \"string\", nullable: true, description: \"Identified user, if any.\"}\n", "", 1)
+	s, err := Parse([]byte(dropped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.CheckAgainst(delivered)
+	if !errors.Is(err, ErrCatalogIncompatible) || !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), `dataset events: column "user_id" removed`) {
+		t.Fatalf("dropped column: %v", err)
+	}
+	if err := ex.CheckAgainst(delivered); err != nil {
+		t.Fatal(err)
+	}
+	only, _ := Parse([]byte(yamlDataset))
+	if err := only.CheckAgainst(delivered); err == nil || !strings.Contains(err.Error(), "dataset profiles: removed from the catalog") {
+		t.Fatalf("removed datasets: %v", err)
+	}
+}

@@ -1,0 +1,72 @@
+package dataset
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
+)
+
+const schemaPath = "../../docs/catalog.schema.json"
+
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	s, err := c.Compile(schemaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func yamlValue(t *testing.T, doc string) any {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(j)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestCatalogJSONSchema: the shipped example and the test catalogs validate
+// against docs/catalog.schema.json (the schema editors complete with), and
+// the schema refuses what the loader refuses for its shape: a typo'd
+// field, an unknown partition, a bad type, queries and tenant_column both.
+func TestCatalogJSONSchema(t *testing.T) {
+	s := compileSchema(t)
+	for name, doc := range map[string]string{"example": string(ExampleCatalog()), "generated": yamlDataset} {
+		if err := s.Validate(yamlValue(t, doc)); err != nil {
+			t.Errorf("%s catalog does not validate: %v", name, err)
+		}
+	}
+	for _, tt := range []struct{ name, from, to string }{
+		{"typo'd field", "    relation: shop.orders\n", "    relaton: shop.orders\n"},
+		{"typo'd column field", "{name: order_id, type: string}", "{name: order_id, tpye: string}"},
+		{"unknown partition", "partition: event_time", "partition: hourly"},
+		{"bad type", "{name: order_id, type: string}", "{name: order_id, type: varchar}"},
+		{"no tenant_column and no queries", "    tenant_column: tenant_id\n", ""},
+		{"reserved column dt", "{name: order_id, type: string}", "{name: dt, type: string}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := strings.Replace(yamlDataset, tt.from, tt.to, 1)
+			if doc == yamlDataset {
+				t.Fatalf("%q not in the test catalog", tt.from)
+			}
+			if err := s.Validate(yamlValue(t, doc)); err == nil {
+				t.Fatal("the schema accepted it")
+			}
+			if _, err := Parse([]byte(doc)); err == nil {
+				t.Fatal("the loader accepted it")
+			}
+		})
+	}
+	if _, err := os.Stat(schemaPath); err != nil {
+		t.Fatal(err)
+	}
+}
