@@ -283,11 +283,32 @@ type Scan struct {
 	PlanRows int64
 }
 
-// Explain returns how the plan of query, with args bound, reads
-// relation; ok is false when the plan does not read it at all.
-func Explain(ctx context.Context, q Querier, relation, query string, args ...any) (Scan, bool, error) {
+// Explain returns how the generic plan of query, the one that serves
+// every tenant, reads relation for the window [start, end); ok is false
+// when the plan does not read it at all. The plan is PostgreSQL's generic
+// plan (plan_cache_mode force_generic_plan), so the tenant needs no value
+// of its own type and no constant is folded away. It runs on conn, whose
+// session it restores.
+func Explain(ctx context.Context, conn *sql.Conn, relation, query string, start, end string) (scan Scan, ok bool, err error) {
+	if _, err := conn.ExecContext(ctx, "PREPARE daybook_catalog_check AS "+query); err != nil {
+		return Scan{}, false, fmt.Errorf("explain: prepare: %w", err)
+	}
+	defer func() {
+		_, err1 := conn.ExecContext(context.WithoutCancel(ctx), "DEALLOCATE daybook_catalog_check")
+		_, err2 := conn.ExecContext(context.WithoutCancel(ctx), "RESET plan_cache_mode")
+		if err == nil {
+			if err = errors.Join(err1, err2); err != nil {
+				err = fmt.Errorf("explain: %w", err)
+			}
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		return Scan{}, false, fmt.Errorf("explain: %w", err)
+	}
 	var doc string
-	if err := queryRow(ctx, q, "EXPLAIN (FORMAT JSON) "+query, args, &doc); err != nil {
+	// EXECUTE takes no bound parameters: the window is inlined, quoted.
+	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	if err := queryRow(ctx, conn, "EXPLAIN (FORMAT JSON) EXECUTE daybook_catalog_check(NULL, "+lit(start)+", "+lit(end)+")", nil, &doc); err != nil {
 		return Scan{}, false, fmt.Errorf("explain: %w", err)
 	}
 	var plans []struct {
@@ -300,8 +321,8 @@ func Explain(ctx context.Context, q Querier, relation, query string, args ...any
 	if _, after, ok := strings.Cut(relation, "."); ok {
 		name = after
 	}
-	s, ok := plans[0].Plan.find(name)
-	return s, ok, nil
+	scan, ok = plans[0].Plan.find(name)
+	return scan, ok, nil
 }
 
 type planNode struct {
