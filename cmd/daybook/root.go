@@ -24,6 +24,7 @@ that talks to a deployment says which one on stderr.`, a.stdout, a.stderr)
 		&cobra.Group{ID: "ledger", Title: "The export ledger:"},
 		&cobra.Group{ID: "accounts", Title: "Accounts:"},
 		&cobra.Group{ID: "delivery", Title: "Delivered partitions:"},
+		&cobra.Group{ID: "source", Title: "The source database:"},
 	)
 	add := func(group string, cs ...*cobra.Command) {
 		for _, c := range cs {
@@ -34,6 +35,7 @@ that talks to a deployment says which one on stderr.`, a.stdout, a.stderr)
 	add("ledger", a.statusCommand(), a.historyCommand(), a.requeueCommand(), a.reexportCommand(), a.reseedCommand(), a.dlqCommand(), a.consoleCommand())
 	add("accounts", a.accountCommand())
 	add("delivery", a.verifyCommand(), a.sqlCommand())
+	add("source", a.catalogGroupCommand())
 	cli.Finish(root, a.stdout)
 	return root
 }

@@ -15,6 +15,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
+	"github.com/daybook-dev/daybook/shared/devkit/platformsource"
 )
 
 // One PostgreSQL server for the package, started by the first test that
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 var nonIdent = regexp.MustCompile(`[^a-z0-9]+`)
 
 // pgDB returns a pool whose search_path is a fresh schema holding the
-// platform schema (testdata/platform.sql) unless bare.
+// platform schema (platformsource.DDL) unless bare.
 func pgDB(t *testing.T, bare bool) *sql.DB {
 	t.Helper()
 	pgOnce.Do(func() {
@@ -72,11 +73,7 @@ func pgDB(t *testing.T, bare bool) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	if !bare {
-		ddl, err := os.ReadFile("testdata/platform.sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		pgExec(t, db, string(ddl))
+		pgExec(t, db, platformsource.DDL)
 	}
 	return db
 }
