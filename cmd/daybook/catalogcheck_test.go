@@ -110,7 +110,7 @@ func TestCatalogInitRefuses(t *testing.T) {
 	if err := platformsource.Create(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`CREATE TABLE odd (org_id uuid NOT NULL, at timestamptz NOT NULL, span interval, attributes jsonb)`); err != nil {
+	if _, err := db.Exec(`CREATE TABLE odd (org_id text NOT NULL, at timestamptz NOT NULL, span interval, attributes jsonb)`); err != nil {
 		t.Fatal(err)
 	}
 	a, _, _ := testApp(t)

@@ -39,7 +39,7 @@ func TestReadTable(t *testing.T) {
 		notNull       bool
 		comment       string
 	}{
-		{"org_id", "uuid", true, ""},
+		{"org_id", "text", true, ""},
 		{"invoice_id", "uuid", true, "Invoice identifier."},
 		{"created_at", "timestamp without time zone", true, "When the invoice was issued."},
 		{"amount", "numeric(20,10)", true, "Invoice total, exact."},
@@ -134,7 +134,7 @@ func TestEntry(t *testing.T) {
 		}
 	}
 
-	pgExec(t, db, `CREATE TABLE odd (org_id uuid NOT NULL, at timestamptz NOT NULL, total numeric, span interval, neg numeric(5,-2), attributes jsonb)`)
+	pgExec(t, db, `CREATE TABLE odd (org_id text NOT NULL, at timestamptz NOT NULL, total numeric, span interval, neg numeric(5,-2), attributes jsonb)`)
 	odd, err := pgcatalog.ReadTable(context.Background(), db, "odd")
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,6 @@
 -- A multi-tenant SaaS schema as a platform writes it, not as daybook's demo
--- does: tenants are organisations (org_id uuid), the application stores
+-- does: tenants are organisations (org_id, holding the daybook account id
+-- the organisation is registered as), the application stores
 -- wall-clock times without a zone (in Europe/Berlin, the platform's home
 -- zone), money as numeric(20,10), an enum for the plan, inet for client
 -- addresses, jsonb for custom fields, a text[] of labels, and a daily
@@ -8,7 +9,7 @@
 CREATE TYPE plan_tier AS ENUM ('free', 'team', 'enterprise');
 
 CREATE TABLE invoices (
-    org_id      uuid           NOT NULL,
+    org_id      text           NOT NULL,
     invoice_id  uuid           NOT NULL,
     created_at  timestamp      NOT NULL,
     amount      numeric(20,10) NOT NULL,
@@ -38,7 +39,7 @@ COMMENT ON COLUMN invoices.labels IS 'Free-form labels.';
 COMMENT ON COLUMN invoices.attributes IS 'Custom fields of the organisation.';
 
 CREATE TABLE seat_snapshots (
-    org_id        uuid      NOT NULL,
+    org_id        text      NOT NULL,
     snapshot_date date      NOT NULL,
     tier          plan_tier NOT NULL,
     seats         integer   NOT NULL,

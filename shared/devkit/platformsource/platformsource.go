@@ -1,6 +1,6 @@
 // Package platformsource is a second source schema for tests, unlike the
 // demo's: a multi-tenant PostgreSQL schema as a SaaS platform writes it
-// (tenant column org_id, a uuid; wall-clock timestamps without time zone
+// (tenant column org_id; wall-clock timestamps without time zone
 // in the platform's zone; numeric(20,10) money; an enum; inet and cidr;
 // jsonb; a text[]; a daily snapshot table), and rows for it with every
 // awkward value of those types.
