@@ -309,4 +309,3 @@ func checkPlatformTable(t *testing.T, ds dataset.Dataset, rows [][]any, got *par
 		}
 	}
 }
-
