@@ -162,13 +162,26 @@ func TestCheckDataset(t *testing.T) {
 		t.Fatalf("init's entry does not pass check: %+v", fs)
 	}
 
+	// A query that compares the wall-clock partition column with the
+	// window's instants unconverted is an error.
+	plain := d
+	plain.Queries = map[string]string{dataset.DialectPostgres: strings.NewReplacer(
+		"($2::timestamptz AT TIME ZONE 'Europe/Berlin')", "$2", "($3::timestamptz AT TIME ZONE 'Europe/Berlin')", "$3").Replace(d.Queries[dataset.DialectPostgres])}
+	fs, err := pgcatalog.CheckDataset(context.Background(), pgConn(t, db), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Column != "created_at" || fs[0].Check != "query" || !strings.Contains(fs[0].Message, "AT TIME ZONE 'Europe/Berlin'") {
+		t.Errorf("unconverted window: %+v", fs)
+	}
+
 	// A migration that retypes a column, another that drops a NOT NULL, a
 	// third that drops a column: each is an error naming the column and
 	// both types.
 	pgExec(t, db, `ALTER TABLE invoices ALTER COLUMN amount TYPE numeric(30,12)`)
 	pgExec(t, db, `ALTER TABLE invoices ALTER COLUMN currency DROP NOT NULL`)
 	pgExec(t, db, `ALTER TABLE invoices DROP COLUMN weight`)
-	fs := check()
+	fs = check()
 	want := map[string]pgcatalog.Finding{
 		"amount":   {Severity: pgcatalog.SeverityError, Dataset: "invoices", Column: "amount", Check: "type", Declared: "decimal(20,10)", Found: "numeric(30,12)"},
 		"currency": {Severity: pgcatalog.SeverityError, Dataset: "invoices", Column: "currency", Check: "nullability", Declared: "required", Found: "nullable"},
