@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -70,6 +71,7 @@ const (
 	pgUUID                                  // uuid → string, canonical lower-case form
 	pgStringText                            // text format of a type mapped to string (inet, cidr, citext, enum) → string
 	pgArrayJSON                             // array → json array
+	pgNumericWide                           // numeric → decimal above 18 digits
 )
 
 // planColumn chooses how column c, whose result has type st, is read.
@@ -85,6 +87,8 @@ func planColumn(c dataset.Column, f pgconn.FieldDescription, st pgcatalog.Source
 		p.dec = pgUUID
 	case c.Type.Kind == dataset.KindString && !st.IsArray() && p.dec == pgAsText:
 		p.dec = pgStringText
+	case c.Type.Kind == dataset.KindDecimal && c.Type.Precision > 18 && st.Name == "numeric" && !st.IsArray():
+		p.dec = pgNumericWide
 	case c.Type.Kind == dataset.KindJSON && st.IsArray():
 		p.dec, p.elem = pgArrayJSON, st.Elem.Name
 		if st.Elem.Type == 'e' {
@@ -135,9 +139,103 @@ func (p *pgColumn) decode(vec *dataset.Vector, v []byte) string {
 			return reason
 		}
 		vec.AppendBytes(p.buf)
+	case pgNumericWide:
+		var b [dataset.WideDecimalBytes]byte
+		if reason := numericWide(b[:], v, vec.Column.Type); reason != "" {
+			return reason
+		}
+		vec.AppendBytes(b[:])
 	default:
 		return p.dec.decode(vec, v)
 	}
+	return ""
+}
+
+// u128 is an unsigned 128-bit number.
+type u128 struct{ hi, lo uint64 }
+
+// mulAdd returns n*m + a, and false on overflow.
+func (n u128) mulAdd(m, a uint64) (u128, bool) {
+	h1, lo := bits.Mul64(n.lo, m)
+	h2, hi := bits.Mul64(n.hi, m)
+	hi, c1 := bits.Add64(hi, h1, 0)
+	lo, c2 := bits.Add64(lo, a, 0)
+	hi, c3 := bits.Add64(hi, 0, c2)
+	return u128{hi, lo}, h2 == 0 && c1 == 0 && c3 == 0
+}
+
+func (n u128) less(o u128) bool { return n.hi < o.hi || n.hi == o.hi && n.lo < o.lo }
+
+// pow10x128 holds 10^0 .. 10^38.
+var pow10x128 = func() (t [dataset.MaxDecimalPrecision + 1]u128) {
+	t[0] = u128{0, 1}
+	for i := 1; i < len(t); i++ {
+		t[i], _ = t[i-1].mulAdd(10, 0)
+	}
+	return t
+}()
+
+// numericWide writes the binary numeric v as the unscaled value of a
+// decimal of type t (precision 19..38) into dst, 16 bytes big-endian two's
+// complement (dataset.WideDecimalBytes), refusing what the text path
+// refuses: NaN and infinities, digits past the scale, and more digits than
+// the precision. It allocates nothing.
+func numericWide(dst, v []byte, t dataset.Type) string {
+	// The reasons are built only when a value is refused.
+	unparsable := func() string { return "unparsable decimal at scale " + strconv.Itoa(t.Scale) }
+	exceeds := func() string { return fmt.Sprintf("decimal exceeds precision %d", t.Precision) }
+	if len(v) < 8 {
+		return errLength
+	}
+	ndigits := int(binary.BigEndian.Uint16(v))
+	weight := int(int16(binary.BigEndian.Uint16(v[2:])))
+	sign := binary.BigEndian.Uint16(v[4:])
+	if sign != 0 && sign != 0x4000 { // NaN, Infinity, -Infinity
+		return unparsable()
+	}
+	if len(v) != 8+2*ndigits {
+		return errLength
+	}
+	// The base-10000 positions the scale covers: weight down to pmin.
+	pmin := -((t.Scale + 3) / 4)
+	digit := func(p int) uint64 {
+		if i := weight - p; i >= 0 && i < ndigits {
+			return uint64(binary.BigEndian.Uint16(v[8+2*i:]))
+		}
+		return 0
+	}
+	for i := range ndigits { // digits below pmin are fractional digits past the scale
+		if weight-i < pmin && binary.BigEndian.Uint16(v[8+2*i:]) != 0 {
+			return unparsable()
+		}
+	}
+	// The lowest position holds up to 3 decimal digits past the scale
+	// (extra): they must be zero, and are dropped as it is added.
+	extra := -4*pmin - t.Scale
+	var n u128
+	for p := max(weight, pmin); p >= pmin; p-- {
+		d, m := digit(p), uint64(10000)
+		if p == pmin && extra > 0 {
+			x := uint64(pow10(extra))
+			if d%x != 0 {
+				return unparsable()
+			}
+			d, m = d/x, 10000/x
+		}
+		var ok bool
+		if n, ok = n.mulAdd(m, d); !ok {
+			return exceeds()
+		}
+	}
+	if !n.less(pow10x128[t.Precision]) {
+		return exceeds()
+	}
+	if sign == 0x4000 {
+		lo, c := bits.Add64(^n.lo, 1, 0)
+		n = u128{^n.hi + c, lo}
+	}
+	binary.BigEndian.PutUint64(dst[0:], n.hi)
+	binary.BigEndian.PutUint64(dst[8:], n.lo)
 	return ""
 }
 

@@ -1,0 +1,137 @@
+package source
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
+
+func vectorOf(t *testing.T, typ string, zone string) *dataset.Vector {
+	t.Helper()
+	ty, err := dataset.ParseType(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := dataset.Dataset{Name: "t", Version: 1, Columns: []dataset.Column{{Name: "c", Type: ty, SourceTimeZone: zone}}}
+	return &dataset.NewBatch(ds, 64).Cols[0]
+}
+
+func pgBinary(t *testing.T, oid uint32, v any) []byte {
+	t.Helper()
+	b, err := pgtype.NewMap().Encode(oid, pgtype.BinaryFormatCode, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func numericBinary(t *testing.T, s string) []byte {
+	t.Helper()
+	var n pgtype.Numeric
+	if err := n.Scan(s); err != nil {
+		t.Fatal(err)
+	}
+	return pgBinary(t, pgtype.NumericOID, n)
+}
+
+// TestNumericWide: the binary decode of a decimal above 18 digits gives
+// the text path's value, or its refusal, for every value.
+func TestNumericWide(t *testing.T) {
+	for _, tc := range []struct{ typ, value string }{
+		{"decimal(20,10)", "1234567890.0123456789"},
+		{"decimal(20,10)", "-9999999999.9999999999"},
+		{"decimal(20,10)", "0.0000000001"},
+		{"decimal(20,10)", "-0.0000000001"},
+		{"decimal(20,10)", "0"},
+		{"decimal(20,10)", "12345678901"},                           // 11 integer digits: exceeds
+		{"decimal(20,10)", "1.00000000001"},                         // past the scale
+		{"decimal(20,10)", "1.00000000000000"},                      // trailing zeros past the scale are fine
+		{"decimal(38,0)", "99999999999999999999999999999999999999"}, // the widest
+		{"decimal(38,0)", "-99999999999999999999999999999999999999"},
+		{"decimal(38,0)", "100000000000000000000000000000000000000"}, // 39 digits
+		{"decimal(38,0)", "1" + strings.Repeat("0", 60)},
+		{"decimal(38,38)", "0.12345678901234567890123456789012345678"},
+		{"decimal(38,38)", "-0.00000000000000000000000000000000000001"},
+		{"decimal(38,10)", "123456789012345678.5"},
+		{"decimal(25,3)", "0.001"},
+		{"decimal(25,3)", "0.0001"},
+		{"decimal(25,3)", "-420000000000000000000"},
+		{"decimal(19,1)", "NaN"},
+		{"decimal(19,1)", "Infinity"},
+		{"decimal(19,1)", "-Infinity"},
+	} {
+		bin := numericBinary(t, tc.value)
+		wide := vectorOf(t, tc.typ, "")
+		text := vectorOf(t, tc.typ, "")
+		col := pgColumn{dec: pgNumericWide}
+		gotReason := col.decode(wide, bin)
+		var n pgtype.Numeric
+		_ = n.Scan(tc.value)
+		txt, _ := n.MarshalJSON() // PostgreSQL's text form, as the text path gets it
+		txt = bytes.Trim(txt, `"`)
+		wantReason := text.AppendCoerced(string(txt))
+		if gotReason != wantReason {
+			t.Errorf("%s %s: binary reason %q, text reason %q", tc.typ, tc.value, gotReason, wantReason)
+			continue
+		}
+		if gotReason == "" && !bytes.Equal(wide.Bytes, text.Bytes) {
+			t.Errorf("%s %s: binary %x, text %x (%s)", tc.typ, tc.value, wide.Bytes, text.Bytes, text.Decimal(0))
+		}
+	}
+}
+
+// TestDecodeAllocs: the decoders of the new source types allocate nothing
+// per value once the vector has grown.
+func TestDecodeAllocs(t *testing.T) {
+	berlin := vectorOf(t, "timestamp", "Europe/Berlin")
+	loc, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		vec  *dataset.Vector
+		col  pgColumn
+		v    []byte
+	}{
+		{"timestamp in a zone", berlin, pgColumn{dec: pgTimestampLocal, loc: loc}, pgBinary(t, pgtype.TimestampOID, time.Date(2026, 3, 5, 1, 0, 0, 0, time.UTC))},
+		{"uuid", vectorOf(t, "string", ""), pgColumn{dec: pgUUID}, pgBinary(t, pgtype.UUIDOID, [16]byte{0x0b, 0x9c, 0x1f, 0x4e, 0x5a, 0x3d, 0x4c, 0x2b, 0x9e, 0x8f, 0x7a, 0x6b, 0x5c, 0x4d, 0x3e, 0x2f})},
+		{"inet as text", vectorOf(t, "string", ""), pgColumn{dec: pgStringText}, []byte("2001:db8::1/64")},
+		{"text[]", vectorOf(t, "json", ""), pgColumn{dec: pgArrayJSON, elem: "text"}, pgBinary(t, pgtype.TextArrayOID, []string{"a", "b c", `q"d`})},
+		{"int4[]", vectorOf(t, "json", ""), pgColumn{dec: pgArrayJSON, elem: "int4"}, pgBinary(t, pgtype.Int4ArrayOID, []int32{1, -2, 3})},
+		{"numeric(20,10)", vectorOf(t, "decimal(20,10)", ""), pgColumn{dec: pgNumericWide}, numericBinary(t, "1234567890.0123456789")},
+	} {
+		// Grow the vector and the column's buffer first.
+		for range 64 {
+			if reason := tc.col.decode(tc.vec, tc.v); reason != "" {
+				t.Fatalf("%s: %s", tc.name, reason)
+			}
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			tc.vec.Bytes, tc.vec.Int64 = tc.vec.Bytes[:0], tc.vec.Int64[:0]
+			if tc.vec.Offsets != nil {
+				tc.vec.Offsets = tc.vec.Offsets[:1]
+			}
+			for range 32 {
+				tc.col.decode(tc.vec, tc.v)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per 32 values, want 0", tc.name, allocs)
+		}
+	}
+	want := []string{`["a","b c","q\"d"]`}
+	vec := vectorOf(t, "json", "")
+	col := pgColumn{dec: pgArrayJSON, elem: "text"}
+	if r := col.decode(vec, pgBinary(t, pgtype.TextArrayOID, []string{"a", "b c", `q"d`})); r != "" || string(vec.BytesAt(0)) != want[0] {
+		t.Errorf("text[] as JSON: %q %s", r, vec.BytesAt(0))
+	}
+	if got := time.UnixMicro(berlin.Int64[0]).UTC(); !got.Equal(time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("01:00 in Berlin read as %s, want midnight UTC", got)
+	}
+}
