@@ -246,3 +246,31 @@ func TestCheckPlan(t *testing.T) {
 		t.Errorf("with the index: %+v", fs)
 	}
 }
+
+// TestShippedCatalogChecks: the shipped catalog passes catalog check
+// against the shipped PostgreSQL source DDL.
+func TestShippedCatalogChecks(t *testing.T) {
+	db := pgDB(t, true)
+	ddl, err := dataset.SourceDDL(dataset.DialectPostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgExec(t, db, ddl)
+	cat, err := dataset.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range cat {
+		fs, err := pgcatalog.CheckDataset(context.Background(), pgConn(t, db), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if f.Severity == pgcatalog.SeverityError {
+				t.Errorf("%+v", f)
+			} else {
+				t.Logf("%+v", f)
+			}
+		}
+	}
+}
