@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
-func vectorOf(t *testing.T, typ string, zone string) *dataset.Vector {
+func vectorOf(t testing.TB, typ string, zone string) *dataset.Vector {
 	t.Helper()
 	ty, err := dataset.ParseType(typ)
 	if err != nil {
@@ -21,7 +22,7 @@ func vectorOf(t *testing.T, typ string, zone string) *dataset.Vector {
 	return &dataset.NewBatch(ds, 64).Cols[0]
 }
 
-func pgBinary(t *testing.T, oid uint32, v any) []byte {
+func pgBinary(t testing.TB, oid uint32, v any) []byte {
 	t.Helper()
 	b, err := pgtype.NewMap().Encode(oid, pgtype.BinaryFormatCode, v, nil)
 	if err != nil {
@@ -30,7 +31,7 @@ func pgBinary(t *testing.T, oid uint32, v any) []byte {
 	return b
 }
 
-func numericBinary(t *testing.T, s string) []byte {
+func numericBinary(t testing.TB, s string) []byte {
 	t.Helper()
 	var n pgtype.Numeric
 	if err := n.Scan(s); err != nil {
@@ -133,5 +134,58 @@ func TestDecodeAllocs(t *testing.T) {
 	}
 	if got := time.UnixMicro(berlin.Int64[0]).UTC(); !got.Equal(time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("01:00 in Berlin read as %s, want midnight UTC", got)
+	}
+}
+
+// TestSourceTimeZoneNeedsPostgres: a column declaring source_time_zone is
+// refused by the database/sql path (SQLite here), which could only read
+// its text as UTC, before any row.
+func TestSourceTimeZoneNeedsPostgres(t *testing.T) {
+	db := openDB(t)
+	insertEvent(t, db, acct, "e1", "2026-11-28T10:00:00.000000Z")
+	ds := mustDataset(t, "events")
+	for i := range ds.Columns {
+		if ds.Columns[i].Name == "received_at" {
+			ds.Columns[i].SourceTimeZone = "Europe/Berlin"
+		}
+	}
+	src, err := NewSQL(db, dataset.DialectSQLite, "sqlite:demo.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	_, err = src.Batches(t.Context(), dayQuery(ds, acct, time.UTC), func(*dataset.Batch) error { called = true; return nil })
+	var te *dataset.TypeError
+	if !errors.As(err, &te) || te.Column != "received_at" || called {
+		t.Errorf("Batches = %v (rows handed on: %v), want a type error naming received_at and no rows", err, called)
+	}
+}
+
+// BenchmarkDecimalWide compares the binary decode of a numeric(20,10)
+// value with the text path it replaces.
+//
+//	go test ./shared/source -run '^$' -bench DecimalWide -benchmem
+func BenchmarkDecimalWide(b *testing.B) {
+	bin := numericBinary(b, "1234567890.0123456789")
+	for _, tc := range []struct {
+		name string
+		col  pgColumn
+		v    []byte
+	}{
+		{"binary", pgColumn{dec: pgNumericWide}, bin},
+		{"text", pgColumn{dec: pgAsText}, []byte("1234567890.0123456789")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			vec := vectorOf(b, "decimal(20,10)", "")
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i%64 == 0 {
+					vec.Bytes, vec.Offsets = vec.Bytes[:0], vec.Offsets[:1]
+				}
+				if r := tc.col.decode(vec, tc.v); r != "" {
+					b.Fatal(r)
+				}
+			}
+		})
 	}
 }
