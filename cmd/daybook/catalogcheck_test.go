@@ -78,6 +78,16 @@ func TestCatalogInitThenCheck(t *testing.T) {
 		t.Errorf("catalog check (table): exit %d\n%s", text.code, text.stdout)
 	}
 
+	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "--dataset", "seat_snapshots", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"datasets": 1`) {
+		t.Errorf("catalog check --dataset seat_snapshots: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "--dataset", "nope"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, `--dataset "nope": not in the catalog; valid: invoices, seat_snapshots`) {
+		t.Errorf("catalog check --dataset nope: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", filepath.Join(t.TempDir(), "missing.json")); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--catalog") {
+		t.Errorf("catalog check --catalog missing.json: exit %d\n%s", r.code, r.stderr)
+	}
+
 	if _, err := db.Exec(`ALTER TABLE invoices ALTER COLUMN amount TYPE numeric(30,12)`); err != nil {
 		t.Fatal(err)
 	}

@@ -274,3 +274,32 @@ func TestShippedCatalogChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestDomain: a domain maps as its base type with the domain's modifier,
+// in the table and in a query's result, and an array of a domain's base.
+func TestDomain(t *testing.T) {
+	db := pgDB(t, true)
+	pgExec(t, db, `CREATE DOMAIN money2 AS numeric(12,2) CHECK (VALUE >= 0)`)
+	pgExec(t, db, `CREATE DOMAIN label AS varchar(20)`)
+	pgExec(t, db, `CREATE TABLE priced (price money2 NOT NULL, tag label)`)
+	tab, err := pgcatalog.ReadTable(context.Background(), db, "priced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"decimal(12,2)", "string"} {
+		m, err := pgcatalog.Map(tab.Columns[i].Type)
+		if err != nil || m.Type.String() != want {
+			t.Errorf("column %s (%s): %v %v, want %s", tab.Columns[i].Name, tab.Columns[i].Type.Display, m.Type, err, want)
+		}
+	}
+	res, err := pgcatalog.DescribeQuery(context.Background(), pgConn(t, db), `SELECT price, tag FROM priced`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"decimal(12,2)", "string"} {
+		m, err := pgcatalog.Map(res[i].Type)
+		if err != nil || m.Type.String() != want {
+			t.Errorf("result %s (%s): %v %v, want %s", res[i].Name, res[i].Type.Display, m.Type, err, want)
+		}
+	}
+}

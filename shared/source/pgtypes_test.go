@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -189,3 +190,49 @@ func BenchmarkDecimalWide(b *testing.B) {
 		})
 	}
 }
+
+// TestArrayJSON: arrays of every element kind become JSON arrays, nested
+// for more dimensions, NULL elements as null; a bad element is refused.
+func TestArrayJSON(t *testing.T) {
+	m := pgtype.NewMap()
+	enc := func(oid uint32, v any) []byte {
+		b, err := m.Encode(oid, pgtype.BinaryFormatCode, v, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name, elem string
+		v          []byte
+		want       string
+		reason     string
+	}{
+		{"int8", "int8", enc(pgtype.Int8ArrayOID, []int64{-9223372036854775808, 0, 9223372036854775807}), `[-9223372036854775808,0,9223372036854775807]`, ""},
+		{"int2 with null", "int2", enc(pgtype.Int2ArrayOID, []*int16{ptr(int16(-1)), nil}), `[-1,null]`, ""},
+		{"2-D int4", "int4", enc(pgtype.Int4ArrayOID, [][]int32{{1, 2}, {3, 4}}), `[[1,2],[3,4]]`, ""},
+		{"bool", "bool", enc(pgtype.BoolArrayOID, []bool{true, false}), `[true,false]`, ""},
+		{"float4", "float4", enc(pgtype.Float4ArrayOID, []float32{0.1, -2.5}), `[0.1,-2.5]`, ""},
+		{"float8", "float8", enc(pgtype.Float8ArrayOID, []float64{1e300, 0.1}), `[1e+300,0.1]`, ""},
+		{"text escapes", "text", enc(pgtype.TextArrayOID, []string{"tab\there", "line\nbreak", `back\slash`, "\x01"}), `["tab\there","line\nbreak","back\\slash","\u0001"]`, ""},
+		{"empty", "text", enc(pgtype.TextArrayOID, []string{}), `[]`, ""},
+		{"uuid", "uuid", enc(pgtype.UUIDArrayOID, [][16]byte{{0xff, 1}}), `["ff010000-0000-0000-0000-000000000000"]`, ""},
+		{"NaN", "float8", enc(pgtype.Float8ArrayOID, []float64{math.NaN()}), "", "array element: NaN is not a number"},
+		{"truncated", "int4", enc(pgtype.Int4ArrayOID, []int32{1, 2})[:20], "", errLength},
+	} {
+		vec := vectorOf(t, "json", "")
+		col := pgColumn{dec: pgArrayJSON, elem: tc.elem}
+		r := col.decode(vec, tc.v)
+		if tc.reason != "" {
+			if !strings.HasPrefix(r, tc.reason) || len(vec.Offsets) != 1 {
+				t.Errorf("%s: reason %q, want %q and nothing appended", tc.name, r, tc.reason)
+			}
+			continue
+		}
+		if r != "" || string(vec.BytesAt(0)) != tc.want {
+			t.Errorf("%s: %q %s, want %s", tc.name, r, vec.BytesAt(0), tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
