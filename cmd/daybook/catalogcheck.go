@@ -37,7 +37,9 @@ func (a *app) catalogInitCommand() *cobra.Command {
 		Long: `Print a catalog entry for a PostgreSQL table or view, derived from the database's own catalog:
 its columns in order (all but the tenant column), their types through the mapping in
 docs/types.md, NOT NULL as required, COMMENT ON COLUMN as descriptions, enums as
-low-cardinality strings. The entry's queries read one tenant's day by the partition column.
+low-cardinality strings. A view does not say which columns are NOT NULL: its partition and id
+columns are declared required, the others nullable. The entry's queries read one tenant's
+day by the partition column.
 A column whose type has no catalog type is named, with what to do instead, and nothing is
 printed. A table with timestamp without time zone columns needs --source-time-zone: the
 zone those wall-clock times are in is never guessed. Review the entry, then add it to the

@@ -116,7 +116,7 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 		}
 		if !c.Nullable && !sc.NotNull {
 			sev, why := SeverityError, "the export fails on the first NULL: add NOT NULL to the column or declare it nullable"
-			if t.Kind == "v" || t.Kind == "m" {
+			if isView(t.Kind) {
 				sev, why = SeverityWarning, "a view does not say whether it can be; the export fails on the first NULL"
 			}
 			add(sev, "nullability", c.Name, "required", "nullable", "column is declared required but the source allows NULL: %s", why)

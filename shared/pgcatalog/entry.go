@@ -64,6 +64,11 @@ func Entry(t Table, o EntryOptions) (dataset.Dataset, error) {
 			continue
 		}
 		col := dataset.Column{Name: c.Name, Type: m.Type, Nullable: !c.NotNull, Description: c.Comment}
+		if isView(t.Kind) && (c.Name == o.PartitionColumn || c.Name == o.IDColumn) {
+			// A view does not carry NOT NULL; the export needs these
+			// columns set, and refuses a row without them.
+			col.Nullable = false
+		}
 		if m.Enum && m.Type.Kind == dataset.KindString {
 			col.Dictionary = dataset.DictionaryOn
 		}
@@ -109,3 +114,5 @@ func Entry(t Table, o EntryOptions) (dataset.Dataset, error) {
 	}
 	return d, nil
 }
+
+func isView(kind string) bool { return kind == "v" || kind == "m" }

@@ -303,3 +303,39 @@ func TestDomain(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryOfView: a view carries no NOT NULL; init declares its partition
+// column required (the export needs it), and check accepts the entry,
+// warning about the required columns it cannot confirm.
+func TestEntryOfView(t *testing.T) {
+	db := pgDB(t, false)
+	pgExec(t, db, `CREATE VIEW paid_invoices AS SELECT org_id, invoice_id, created_at, amount, attributes FROM invoices WHERE paid`)
+	tab, err := pgcatalog.ReadTable(context.Background(), db, "paid_invoices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := pgcatalog.Entry(tab, pgcatalog.EntryOptions{TenantColumn: "org_id", PartitionColumn: "created_at", Partition: dataset.PartitionEventTime, SourceTimeZone: "UTC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := d.Column("created_at"); c.Nullable {
+		t.Error("the view's partition column is nullable")
+	}
+	if c, _ := d.Column("amount"); !c.Nullable {
+		t.Error("the view's amount is required")
+	}
+	fs, err := pgcatalog.CheckDataset(context.Background(), pgConn(t, db), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pgcatalog.HasErrors(fs) {
+		t.Errorf("check of the view's entry: %+v", fs)
+	}
+	warned := false
+	for _, f := range fs {
+		warned = warned || f.Check == "nullability" && f.Column == "created_at" && f.Severity == pgcatalog.SeverityWarning
+	}
+	if !warned {
+		t.Errorf("no nullability warning for the view's created_at: %+v", fs)
+	}
+}
