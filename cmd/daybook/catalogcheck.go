@@ -138,8 +138,8 @@ written to the database.`,
 		if err := printFindings(a, *out, len(ds), findings); err != nil {
 			return err
 		}
-		if n := countSeverity(findings, pgcatalog.SeverityError); n > 0 {
-			return fmt.Errorf("catalog check: %d error(s) in %d dataset(s)", n, len(ds))
+		if pgcatalog.HasErrors(findings) {
+			return fmt.Errorf("catalog check: %d error(s) in %d dataset(s)", countSeverity(findings, pgcatalog.SeverityError), len(ds))
 		}
 		return nil
 	}

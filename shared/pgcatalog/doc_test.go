@@ -2,22 +2,12 @@ package pgcatalog_test
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
-	"github.com/daybook-dev/daybook/shared/devkit/parquetreaders"
-	"github.com/daybook-dev/daybook/shared/encode"
-	"github.com/daybook-dev/daybook/shared/fileformat"
-	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/pgcatalog"
 )
 
@@ -94,76 +84,5 @@ func TestDocPostgresTypes(t *testing.T) {
 		if strings.Contains(r[2], "dictionary") != m.Enum {
 			t.Errorf("docs/types.md: %s: enum %v in the notes, %v in the code", r[0], !m.Enum, m.Enum)
 		}
-	}
-}
-
-// TestDocFileTypes checks the catalog type table against the Parquet
-// schema the encoder promises, the JSON type of an NDJSON value the
-// encoder writes, and each engine's load script column type.
-func TestDocFileTypes(t *testing.T) {
-	engines := []string{loadsql.EngineDuckDB, loadsql.EngineAthena, loadsql.EngineBigQuery, loadsql.EngineSnowflake, loadsql.EngineRedshift}
-	for _, r := range docTable(t, "## Catalog type → files and load scripts") {
-		typ, err := dataset.ParseType(r[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds := dataset.Dataset{Name: "doc", Version: 1, Columns: []dataset.Column{{Name: "c", Type: typ}}}
-		w := parquetreaders.WantColumns(ds)[0]
-		parquet := w.Physical
-		if w.Logical != "" {
-			parquet += ", " + w.Logical
-		}
-		if parquet != r[1] {
-			t.Errorf("%s: Parquet %q in the doc, %q in the code", r[0], r[1], parquet)
-		}
-		if got := ndjsonKind(t, ds); got != r[2] {
-			t.Errorf("%s: NDJSON %q in the doc, %q written", r[0], r[2], got)
-		}
-		for i, e := range engines {
-			got, err := loadsql.ColumnType(e, typ)
-			if err != nil || got != r[3+i] {
-				t.Errorf("%s: %s %q in the doc, %q in the code (%v)", r[0], e, r[3+i], got, err)
-			}
-		}
-	}
-}
-
-// ndjsonKind writes a typical value of ds's one column as NDJSON and names
-// the JSON type it was written as.
-func ndjsonKind(t *testing.T, ds dataset.Dataset) string {
-	t.Helper()
-	var buf bytes.Buffer
-	w, err := encode.New(fileformat.NDJSON, &buf, ds, encode.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(datasettest.Edge(ds)[2]); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec map[string]json.RawMessage
-	if err := json.Unmarshal(line, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if ds.Columns[0].Type.Kind == dataset.KindJSON {
-		return "JSON value"
-	}
-	switch v := rec["c"]; {
-	case len(v) > 0 && v[0] == '"':
-		return "string"
-	case string(v) == "true" || string(v) == "false":
-		return "boolean"
-	default:
-		return "number"
 	}
 }

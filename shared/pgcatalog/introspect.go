@@ -86,39 +86,6 @@ func first(s string) byte {
 	return s[0]
 }
 
-// ResolveTypes describes the (oid, modifier) pairs of a query's result.
-func ResolveTypes(ctx context.Context, q Querier, oids []uint32, mods []int32) ([]SourceType, error) {
-	a, b := TypesArgs(oids, mods)
-	rows, err := q.QueryContext(ctx, TypesQuery, a, b)
-	if err != nil {
-		return nil, fmt.Errorf("describe types: %w", err)
-	}
-	defer rows.Close()
-	var out []SourceType
-	for rows.Next() {
-		f := make([]string, 9)
-		ptrs := make([]any, 9)
-		for i := range f {
-			ptrs[i] = &f[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, fmt.Errorf("describe types: %w", err)
-		}
-		t, _, err := TypeFromRow(f)
-		if err != nil {
-			return nil, fmt.Errorf("describe types: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("describe types: %w", err)
-	}
-	if len(out) != len(oids) {
-		return nil, fmt.Errorf("describe types: %d of %d types found", len(out), len(oids))
-	}
-	return out, nil
-}
-
 // Column is one column of a table as the database declares it.
 type Column struct {
 	Name    string
