@@ -177,6 +177,10 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 	case !strings.Contains(scan.IndexCond, d.PartitionColumn):
 		add(SeverityWarning, "plan", d.PartitionColumn, "index on tenant and "+d.PartitionColumn, "index "+scan.Index,
 			"the export query uses index %s, whose condition %s does not bound %s: a day reads the tenant's whole history", scan.Index, scan.IndexCond, d.PartitionColumn)
+	case !strings.Contains(scan.IndexCond, "$1"):
+		// The generic plan shows the tenant as $1 where the index bounds it.
+		add(SeverityWarning, "plan", d.PartitionColumn, "index on tenant and "+d.PartitionColumn, "index "+scan.Index,
+			"the export query uses index %s, whose condition %s does not bound the tenant: a day reads every tenant's rows of that day", scan.Index, scan.IndexCond)
 	}
 	return out, nil
 }

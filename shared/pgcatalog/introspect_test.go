@@ -245,6 +245,20 @@ func TestCheckPlan(t *testing.T) {
 	if len(fs) != 0 {
 		t.Errorf("with the index: %+v", fs)
 	}
+	// An index on the partition column alone: the plan either scans the
+	// table or reads every tenant's day through the index; either is
+	// reported.
+	pgExec(t, db, `DROP INDEX hits_site_at`)
+	pgExec(t, db, `CREATE INDEX hits_at ON hits (at)`)
+	pgExec(t, db, `ANALYZE hits`)
+	fs, err = pgcatalog.CheckDataset(context.Background(), pgConn(t, db), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Check != "plan" || !strings.Contains(fs[0].Message, "sequential scan") && !strings.Contains(fs[0].Message, "does not bound the tenant") {
+		t.Errorf("with an index on at alone: %+v", fs)
+	}
+	t.Logf("with an index on at alone: %s", fs[0].Message)
 }
 
 // TestShippedCatalogChecks: the shipped catalog passes catalog check
