@@ -19,8 +19,8 @@ import (
 // catalogCommand is `daybook catalog`: the deployment's dataset catalog,
 // the file it is built with (CATALOG=path) and its evolution.
 func (a *app) catalogCommand() *cobra.Command {
-	return cli.Group("catalog", "Show a dataset catalog and check its changes against what was delivered",
-		a.catalogShowCommand(), a.catalogDiffCommand())
+	return cli.Group("catalog", "Write, show and check a dataset catalog: against the source database and against what was delivered",
+		a.catalogInitCommand(), a.catalogCheckCommand(), a.catalogShowCommand(), a.catalogDiffCommand())
 }
 
 // loadCatalogFlag reads --catalog FILE, or this process's catalog

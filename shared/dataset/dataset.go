@@ -13,6 +13,7 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Partition semantics (D4): what the day of a partition means.
@@ -73,6 +74,26 @@ type Column struct {
 	// The load scripts drop the NOT NULL of such a column in a table created
 	// while it was required. A column nullable from the start leaves it 0.
 	NullableSince int `json:"nullable_since,omitempty"`
+	// SourceTimeZone is set only on a timestamp column whose source holds
+	// wall-clock times without a zone (PostgreSQL timestamp without time
+	// zone): the IANA zone those wall times are in, "UTC" included. The
+	// source reads each wall time as the instant it names in that zone;
+	// a zone-less source column without one is refused, never guessed
+	// (see docs/types.md).
+	SourceTimeZone string `json:"source_time_zone,omitempty"`
+}
+
+// SourceLocation returns the zone of SourceTimeZone; nil when it is not
+// set. Validate has checked the zone loads.
+func (c Column) SourceLocation() *time.Location {
+	if c.SourceTimeZone == "" {
+		return nil
+	}
+	loc, err := time.LoadLocation(c.SourceTimeZone)
+	if err != nil {
+		return nil
+	}
+	return loc
 }
 
 // DictionaryHint is what a dataset declares about a string or JSON
@@ -255,6 +276,14 @@ func (d Dataset) Validate() error {
 		seen[c.Name] = true
 		if err := c.Type.validate(); err != nil || c.Type.Kind == "" {
 			return fmt.Errorf("dataset %s: column %s: invalid type %q", d.Name, c.Name, c.Type)
+		}
+		if c.SourceTimeZone != "" {
+			if c.Type.Kind != KindTimestamp {
+				return fmt.Errorf("dataset %s: column %s: source_time_zone %q only applies to timestamp columns", d.Name, c.Name, c.SourceTimeZone)
+			}
+			if _, err := time.LoadLocation(c.SourceTimeZone); err != nil || c.SourceTimeZone == "Local" {
+				return fmt.Errorf("dataset %s: column %s: source_time_zone %q is not an IANA time zone", d.Name, c.Name, c.SourceTimeZone)
+			}
 		}
 		if c.Dictionary != DictionaryDefault && c.Type.Kind != KindString && c.Type.Kind != KindJSON {
 			return fmt.Errorf("dataset %s: column %s: dictionary only applies to string and json columns", d.Name, c.Name)

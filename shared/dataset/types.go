@@ -29,7 +29,7 @@ const (
 const MaxDecimalPrecision = 38
 
 // Type is a column's declared type. Precision and Scale are only set for
-// decimals. It marshals to the text form used in datasets.json, e.g.
+// decimals. It marshals to the text form used in the catalog file, e.g.
 // "timestamp" or "decimal(18,2)".
 type Type struct {
 	Kind      Kind
@@ -267,3 +267,22 @@ func (d Decimal) Equal(o Decimal) bool {
 	}
 	return d.BigInt().Cmp(o.BigInt()) == 0
 }
+
+// TypeError is a source column whose type does not map to the column's
+// declared type (see docs/types.md): the source changed under the
+// dataset, or the dataset was declared wrong. It is found before any row
+// is read, and unwraps to ErrRowMismatch, so the partition fails as a
+// schema mismatch rather than delivering a file of the wrong type.
+type TypeError struct {
+	Dataset  string
+	Column   string
+	Declared string // the declared type, e.g. "decimal(18,2)"
+	Found    string // the source's type as it names it, e.g. "numeric(20,10)"
+	Reason   string
+}
+
+func (e *TypeError) Error() string {
+	return fmt.Sprintf("dataset %s: column %s: declared %s, source has %s: %s: %v", e.Dataset, e.Column, e.Declared, e.Found, e.Reason, ErrRowMismatch)
+}
+
+func (e *TypeError) Unwrap() error { return ErrRowMismatch }

@@ -34,7 +34,7 @@ type matrixFile struct {
 	path    string
 }
 
-// writeMatrix writes every dataset of datasets.json and the all-types one,
+// writeMatrix writes every dataset of the shipped example catalog and the all-types one,
 // in both profiles and both codecs, once with rows covering every type
 // (NULLs, extreme dates and timestamps, widest decimals, extreme doubles, unicode, JSON)
 // and once empty.

@@ -55,15 +55,21 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 	if err := checkColumns(ds, names); err != nil {
 		return err
 	}
-	decs := make([]pgDecoder, len(sd.Fields))
+	types, err := resultTypes(ctx, pc, ds, sd.Fields)
+	if err != nil {
+		return err
+	}
+	// resultTypes ran its own query on the unnamed statement: prepare the
+	// export query again.
+	if sd, err = pc.Prepare(ctx, "", text, nil); err != nil {
+		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
+	}
+	decs := make([]pgColumn, len(sd.Fields))
 	formats := make([]int16, len(sd.Fields))
 	trustJSON := serverUTF8(pc)
 	for i, f := range sd.Fields {
-		decs[i] = decoderFor(ds.Columns[i].Type, f.DataTypeOID, trustJSON)
-		formats[i] = pgtype.BinaryFormatCode
-		if decs[i] == pgAsText {
-			formats[i] = pgtype.TextFormatCode
-		}
+		decs[i] = planColumn(ds.Columns[i], f, types[i], trustJSON)
+		formats[i] = decs[i].format
 	}
 	params := make([][]byte, len(args))
 	for i, a := range args {

@@ -252,6 +252,14 @@ func (s *SQL) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) er
 // scanRows reads the query through database/sql, a row at a time.
 func (s *SQL) scanRows(ctx context.Context, q Query, text string, args []any, bt *batcher) error {
 	ds := q.Dataset
+	for _, c := range ds.Columns {
+		if c.SourceTimeZone != "" {
+			// Only the PostgreSQL binary path reads wall-clock times in a
+			// declared zone; text from another driver would be taken as UTC.
+			return &dataset.TypeError{Dataset: ds.Name, Column: c.Name, Declared: c.Type.String() + " in " + c.SourceTimeZone, Found: s.dialect + " through database/sql",
+				Reason: "source_time_zone is read only from PostgreSQL through the pgx driver"}
+		}
+	}
 	rows, err := s.db.QueryContext(ctx, text, args...)
 	if err != nil {
 		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})

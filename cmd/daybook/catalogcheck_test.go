@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
+	"github.com/daybook-dev/daybook/shared/devkit/platformsource"
+	"github.com/daybook-dev/daybook/shared/pgcatalog"
+)
+
+// TestCatalogInitThenCheck: catalog init on the platform schema writes
+// entries that catalog check accepts; a migration that retypes a column
+// makes check exit 1 naming dataset, column and both types.
+func TestCatalogInitThenCheck(t *testing.T) {
+	srv := pgserver.New(t)
+	db, err := sql.Open("pgx", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := platformsource.Create(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := testApp(t)
+
+	var entries []json.RawMessage
+	for _, args := range [][]string{
+		{"--table", "invoices", "--tenant-column", "org_id", "--partition-column", "created_at", "--source-time-zone", platformsource.Zone},
+		{"--table", "seat_snapshots", "--tenant-column", "org_id", "--partition-column", "snapshot_date", "--partition", "stat_date"},
+	} {
+		r := execute(t, a, append([]string{"catalog", "init", "--source", srv.DSN}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("catalog init %v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		entries = append(entries, json.RawMessage(r.stdout))
+	}
+	doc, err := json.Marshal(map[string]any{"datasets": entries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.ParseCatalog(doc); err != nil {
+		t.Fatalf("init's entries are not a catalog: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(file, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	type report struct {
+		Datasets, Errors, Warnings int
+		Findings                   []pgcatalog.Finding
+	}
+	check := func(wantCode int) report {
+		t.Helper()
+		r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "-o", "json")
+		if r.code != wantCode {
+			t.Fatalf("catalog check: exit %d, want %d\n%s%s", r.code, wantCode, r.stdout, r.stderr)
+		}
+		var rep report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("catalog check -o json: %v\n%s", err, r.stdout)
+		}
+		return rep
+	}
+	if rep := check(0); rep.Datasets != 2 || rep.Errors != 0 {
+		t.Fatalf("check of init's entries: %+v", rep)
+	}
+	text := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file)
+	if text.code != 0 || !strings.Contains(text.stdout, "2 dataset(s) checked: 0 error(s)") {
+		t.Errorf("catalog check (table): exit %d\n%s", text.code, text.stdout)
+	}
+
+	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "--dataset", "seat_snapshots", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"datasets": 1`) {
+		t.Errorf("catalog check --dataset seat_snapshots: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "--dataset", "nope"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, `--dataset "nope": not in the catalog; valid: invoices, seat_snapshots`) {
+		t.Errorf("catalog check --dataset nope: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", filepath.Join(t.TempDir(), "missing.json")); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--catalog") {
+		t.Errorf("catalog check --catalog missing.json: exit %d\n%s", r.code, r.stderr)
+	}
+
+	if _, err := db.Exec(`ALTER TABLE invoices ALTER COLUMN amount TYPE numeric(30,12)`); err != nil {
+		t.Fatal(err)
+	}
+	rep := check(cli.ExitError)
+	found := false
+	for _, f := range rep.Findings {
+		if f.Severity == pgcatalog.SeverityError && f.Dataset == "invoices" && f.Column == "amount" && f.Declared == "decimal(20,10)" && f.Found == "numeric(30,12)" {
+			found = true
+		}
+	}
+	if !found || rep.Errors != 1 {
+		t.Errorf("after the migration, findings %+v; want one error naming invoices, amount, decimal(20,10), numeric(30,12)", rep.Findings)
+	}
+	text = execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file)
+	if text.code != cli.ExitError || !strings.Contains(text.stdout, "numeric(30,12)") || !strings.Contains(text.stderr, "1 error(s)") {
+		t.Errorf("catalog check (table) after the migration: exit %d\n%s%s", text.code, text.stdout, text.stderr)
+	}
+}
+
+// TestCatalogInitRefuses: bad flags are usage errors; a table with a type
+// that has no catalog type, or wall-clock times without a declared zone,
+// is refused naming the column, and nothing is printed.
+func TestCatalogInitRefuses(t *testing.T) {
+	srv := pgserver.New(t)
+	db, err := sql.Open("pgx", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := platformsource.Create(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE odd (org_id text NOT NULL, at timestamptz NOT NULL, span interval, attributes jsonb)`); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := testApp(t)
+	base := []string{"catalog", "init", "--source", srv.DSN, "--tenant-column", "org_id"}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"--table", "invoices", "--partition-column", "created_at", "--partition", "hourly"}, cli.ExitUsage, `--partition "hourly": unknown partition`},
+		{[]string{"--table", "invoices", "--partition-column", "created_at", "--source-time-zone", "Mars/Olympus"}, cli.ExitUsage, `--source-time-zone "Mars/Olympus"`},
+		{[]string{"--table", "invoices"}, cli.ExitUsage, "--partition-column"},
+		{[]string{"--table", "invoices", "--partition-column", "created_at"}, cli.ExitError, "column created_at: timestamp without time zone holds wall-clock times without a zone"},
+		{[]string{"--table", "odd", "--partition-column", "at"}, cli.ExitError, "column span: interval has no catalog type"},
+		{[]string{"--table", "nope", "--partition-column", "at"}, cli.ExitError, "relation nope: no such relation"},
+	} {
+		r := execute(t, a, append(base, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.stderr)
+		}
+	}
+}
