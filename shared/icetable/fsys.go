@@ -166,8 +166,8 @@ type writer struct {
 	done bool
 }
 
-func (w *writer) Write(p []byte) (int, error)             { return w.buf.Write(p) }
-func (w *writer) ReadFrom(r io.Reader) (int64, error)     { return w.buf.ReadFrom(r) }
+func (w *writer) Write(p []byte) (int, error)         { return w.buf.Write(p) }
+func (w *writer) ReadFrom(r io.Reader) (int64, error) { return w.buf.ReadFrom(r) }
 func (w *writer) Close() error {
 	if w.done {
 		return nil

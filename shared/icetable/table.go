@@ -168,6 +168,17 @@ func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 		props := iceberg.Properties{PropOperation: "deliver", PropDay: d.Day.String(),
 			PropGeneration: strconv.FormatInt(d.Generation, 10), PropReason: d.Reason, PropRunID: d.RunID,
 			PropManifest: uri(t.Store, d.ManifestKey)}
+		if overlaps(current, files) {
+			// The day was not withdrawn and the new generation reused its
+			// files' names: Iceberg cannot remove and add one path in one
+			// snapshot, so the transaction holds two (old out, new in),
+			// committed as one metadata version.
+			wprops := iceberg.Properties{PropOperation: "withdraw", PropDay: d.Day.String(), PropGeneration: props[PropGeneration]}
+			if err := txn.ReplaceDataFilesWithDataFiles(ctx, current, nil, wprops); err != nil {
+				return nil, fmt.Errorf("withdraw %s: %w", d.Day, err)
+			}
+			current = nil
+		}
 		if err := txn.ReplaceDataFilesWithDataFiles(ctx, current, files, props); err != nil {
 			return nil, fmt.Errorf("deliver %s: %w", d.Day, err)
 		}
@@ -305,6 +316,20 @@ func (t *Table) same(current []iceberg.DataFile, files []manifest.File) bool {
 	return true
 }
 
+// overlaps reports whether a and b share a path.
+func overlaps(a, b []iceberg.DataFile) bool {
+	paths := make(map[string]bool, len(a))
+	for _, f := range a {
+		paths[f.FilePath()] = true
+	}
+	for _, f := range b {
+		if paths[f.FilePath()] {
+			return true
+		}
+	}
+	return false
+}
+
 // missing reports whether want has a column the table's schema lacks.
 func missing(have, want *iceberg.Schema) bool {
 	for _, f := range want.Fields() {
@@ -330,4 +355,3 @@ func (t *Table) expire(txn *table.Transaction, tbl *table.Table) error {
 	}
 	return txn.ExpireSnapshots(table.WithOlderThan(r.MaxAge), table.WithRetainLast(1), table.WithPostCommit(false))
 }
-
