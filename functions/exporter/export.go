@@ -16,6 +16,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
+	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -260,6 +261,7 @@ type target struct {
 	format     fileformat.Format
 	bucket     *bucket.Bucket
 	committer  *Committer
+	table      *icetable.Table // the account's Iceberg table of the dataset; nil: none
 	// destination names where and in what form the files go: bucket,
 	// prefix, format, compression and Parquet profile. A plan of slices
 	// records it; its slices and its commit must find the same.
@@ -304,6 +306,7 @@ func (e *Exporter) targetOf(p Partition) (*target, error) {
 	if format == fileformat.Parquet && d.Compression != "" {
 		t.encode.Compression = d.Compression
 	}
+	t.useTable()
 	return t, nil
 }
 
@@ -355,6 +358,9 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	}
 	log.InfoContext(ctx, "partition committed", "files", len(c.files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", c.prov.RowCount, "manifest", manifestKey)
+	if err := t.deliver(ctx, m, manifestKey, log); err != nil {
+		return nil, err
+	}
 	e.writeDocs(ctx, t, log)
 	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp}, nil
 }

@@ -172,3 +172,10 @@ func (c *catalog) CommitTable(ctx context.Context, _ table.Identifier, reqs []ta
 	}
 	return updated, uri(c.store, MetadataKey(c.loc, c.version)), nil
 }
+
+// Load reads the table at location (the dataset folder's key) as a reader
+// finds it: by the version hint, probing past it. ErrNoTable when there is
+// none. The table reads through store, for scans and time travel.
+func Load(ctx context.Context, store Store, location string) (*table.Table, error) {
+	return (&catalog{store: store, loc: location}).load(ctx)
+}
