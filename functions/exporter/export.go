@@ -349,7 +349,11 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
 		scripts = func(m *manifest.Manifest) (map[string][]byte, error) {
-			return e.Scripts(t.Dataset, m, t.bucket.Name(), t.partPrefix)
+			files, err := e.Scripts(t.Dataset, m, t.bucket.Name(), t.partPrefix)
+			if err != nil {
+				return nil, err
+			}
+			return t.withTableScripts(files)
 		}
 	}
 	manifestKey, err := pending.Commit(ctx, m, scripts)

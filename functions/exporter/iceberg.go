@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
@@ -58,6 +60,20 @@ func (t *target) useTable() {
 // tableLocation is the key of a dataset's table: its folder, <prefix>/v1/<dataset>.
 func tableLocation(prefix, ds string) string {
 	return strings.TrimSuffix(layout.ContractPrefix(prefix), "/") + "/" + ds
+}
+
+// withTableScripts adds the table-format scripts to a partition's load
+// scripts when the account keeps a table.
+func (t *target) withTableScripts(files map[string][]byte) (map[string][]byte, error) {
+	if t.table == nil {
+		return files, nil
+	}
+	more, err := loadsql.TableScripts(t.Dataset, t.bucket.Name(), t.table.Location, t.Day)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, more)
+	return files, nil
 }
 
 // deliver adds the committed generation m to the account's table; it does
