@@ -100,4 +100,3 @@ func TableScripts(ds dataset.Dataset, bucket, location string, day civil.Date) (
 			where(quoteAthenaDDL, "TIMESTAMP", "DATE")))
 	return out, nil
 }
-
