@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,9 @@ func (w *world) export(day civil.Date, gen int64, files, rows int) Delivery {
 		}
 		for range rows {
 			row := g.Next()
+			if len(w.ds.Columns) > len(row) {
+				row = append(slices.Clone(row), "gen-"+strconv.FormatInt(gen, 10))
+			}
 			ids = append(ids, row[0].(string))
 			if err := enc.Write(row); err != nil {
 				w.t.Fatal(err)
@@ -405,7 +409,14 @@ func TestCommitCostIsFlat(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
 	tb.Retention = Retention{MaxAge: time.Hour, MaxSnapshots: 20}
-	const days, gens = 60, 3
+	days, gens := 60, int64(3)
+	// The figures in docs/performance.md: ICETABLE_DAYS=400
+	// ICETABLE_GENERATIONS=… with the default retention.
+	if v, err := strconv.Atoi(os.Getenv("ICETABLE_DAYS")); err == nil {
+		g, _ := strconv.Atoi(os.Getenv("ICETABLE_GENERATIONS"))
+		days, gens, tb.Retention = v, int64(max(g, 1)), DefaultRetention
+	}
+	maxSnapshots := cmpOr(tb.Retention.MaxSnapshots, DefaultRetention.MaxSnapshots)
 	var maxEarly, maxLate int
 	for g := int64(1); g <= gens; g++ {
 		for i := range days {
@@ -433,17 +444,18 @@ func TestCommitCostIsFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("requests per commit (withdraw+deliver): first days ≤ %d, after %d commits ≤ %d; metadata %d bytes, %d snapshots",
-		maxEarly, days*gens, maxLate, len(body), len(tbl.Metadata().Snapshots()))
-	if maxLate > 2*maxEarly+20 {
-		t.Fatalf("a late commit made %d requests, an early one %d", maxLate, maxEarly)
-	}
-	if n := len(tbl.Metadata().Snapshots()); n > 20 {
-		t.Fatalf("%d snapshots retained, want ≤ 20", n)
-	}
 	ms, err := tbl.CurrentSnapshot().Manifests(&fsys{ctx: w.ctx, store: w.b})
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Logf("%d days × %d generations: requests per commit (withdraw+deliver) in the first 20 days ≤ %d, in the last generation ≤ %d; "+
+		"metadata file %d bytes, %d snapshots, %d manifests, %d listings",
+		days, gens, maxEarly, maxLate, len(body), len(tbl.Metadata().Snapshots()), len(ms), w.faults.Count(buckettest.OpList))
+	if maxLate > 2*maxEarly+20 {
+		t.Fatalf("a late commit made %d requests, an early one %d", maxLate, maxEarly)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n > maxSnapshots {
+		t.Fatalf("%d snapshots retained, want ≤ %d", n, maxSnapshots)
 	}
 	if len(ms) > 17 {
 		t.Fatalf("%d manifests: merging did not bound them", len(ms))
@@ -456,4 +468,53 @@ func (w *world) calls() int {
 		n += w.faults.Count(op)
 	}
 	return n
+}
+
+// TestSchemaVersionAddsColumns: a schema version that appends a column is
+// an Iceberg schema update: the existing ids stay, the new column takes the
+// next, older days read it as null and newer ones as written.
+func TestSchemaVersionAddsColumns(t *testing.T) {
+	w := newWorld(t, false)
+	mustDeliver(t, w.table(), w.export(day1, 1, 1, 40))
+	v1 := w.load().Schema()
+	w.ds.Version = 2
+	w.ds.Columns = append(slices.Clone(w.ds.Columns), dataset.Column{Name: "channel", Type: dataset.Type{Kind: dataset.KindString},
+		Nullable: true, Since: 2, Description: "Where the event came from."})
+	mustDeliver(t, w.table(), w.export(day2, 1, 1, 30))
+	w.check(day1, day2)
+	tbl := w.load()
+	sc := tbl.Schema()
+	for _, f := range v1.Fields() {
+		if g, ok := sc.FindFieldByName(f.Name); !ok || g.ID != f.ID {
+			t.Fatalf("column %s had id %d, now %+v", f.Name, f.ID, g)
+		}
+	}
+	f, ok := sc.FindFieldByName("channel")
+	if !ok || f.ID != len(v1.Fields())+1 || f.Required || f.Doc != "Where the event came from." {
+		t.Fatalf("the appended column: %+v (found %v)", f, ok)
+	}
+	at, err := tbl.Scan().ToArrowTable(w.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	rr := array.NewTableReader(at, 1024)
+	defer rr.Release()
+	nulls, values := map[civil.Date]int{}, map[civil.Date]int{}
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		ts := rec.Column(2).(*array.Timestamp)
+		ch := rec.Column(len(v1.Fields())).(*array.String)
+		for i := range int(rec.NumRows()) {
+			day := civil.Of(ts.Value(i).ToTime(arrow.Microsecond))
+			if ch.IsNull(i) {
+				nulls[day]++
+			} else if ch.Value(i) == "gen-1" {
+				values[day]++
+			}
+		}
+	}
+	if nulls[day1] != 40 || values[day2] != 30 || values[day1] != 0 || nulls[day2] != 0 {
+		t.Fatalf("channel: nulls %v, values %v", nulls, values)
+	}
 }
