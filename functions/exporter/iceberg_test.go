@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -181,5 +184,49 @@ func TestIcebergCrashConverges(t *testing.T) {
 			}
 			e.wantTable(testDay)
 		})
+	}
+}
+
+// TestIcebergSlicedDayIsOneSnapshot: invariant (e). A re-export in slices
+// withdraws the day once, when its plan begins the generation, and the
+// commit of the last slice delivers every slice's files in one snapshot.
+func TestIcebergSlicedDayIsOneSnapshot(t *testing.T) {
+	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg})
+	e.insert("events", genRows("events", testDay, 2000)...)
+	e.export("events", testDay)
+	e.wantTable(testDay)
+
+	e.exp.Config.SliceRows = 1000
+	name := fmt.Sprintf("slices-%d", runs.Add(1))
+	q, err := e.sqs.CreateQueue(e.ctx, &sqs.CreateQueueInput{QueueName: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc.QueueURL = aws.ToString(q.QueueUrl)
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	if _, files := e.tableRows(e.icebergTable()); len(files) != 0 {
+		t.Fatalf("while its slices run the table holds %v", files)
+	}
+	bodies := e.receive(e.svc.QueueURL)
+	if len(bodies) != 2 {
+		t.Fatalf("%d slice messages", len(bodies))
+	}
+	for i := range 2 {
+		if err := e.process(bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.wantTable(testDay)
+	tbl := e.icebergTable()
+	deliveries := 0
+	for _, s := range tbl.Metadata().Snapshots() {
+		if p := s.Summary.Properties; p[icetable.PropGeneration] == "2" && p[icetable.PropOperation] == "deliver" {
+			deliveries++
+		}
+	}
+	if m := e.committed("events", testDay); deliveries != 1 || m.Generation != 2 || !strings.Contains(m.Files[0].Key, "part-s0000-") {
+		t.Fatalf("%d deliveries of generation 2; manifest generation %d, files %v", deliveries, m.Generation, m.Files)
 	}
 }
