@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
@@ -24,6 +25,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/parquetreaders"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -254,6 +256,7 @@ func TestGenerationsReadBack(t *testing.T) {
 			t.Errorf("summary %s = %q, want %q", k, got, v)
 		}
 	}
+	w.icebird()
 	// Time travel: the first snapshot holds day 1 alone, its files retained.
 	if got := w.rows(tbl, r1.SnapshotID); len(got) != 1 || !slices.Equal(got[day1], w.ids[day1]) {
 		t.Fatalf("snapshot %d holds %v", r1.SnapshotID, keys(got))
@@ -266,6 +269,7 @@ func TestGenerationsReadBack(t *testing.T) {
 	w.check(day2)
 	mustDeliver(t, tb, w.export(day1, 2, 1, 120))
 	w.check(day1, day2)
+	w.icebird()
 	// Delivering it again changes nothing (a run repeated after its commit).
 	if r := mustDeliver(t, tb, Delivery{Day: day1, Generation: 2, Files: []manifest.File{{Key: layout.DataKey(prefix, "events", day1, 0, ".parquet"), Rows: 120, Bytes: w.size(day1, 0)}}}); r.Changed {
 		t.Fatal("a repeated delivery wrote a snapshot")
@@ -517,4 +521,38 @@ func TestSchemaVersionAddsColumns(t *testing.T) {
 	if nulls[day1] != 40 || values[day2] != 30 || values[day1] != 0 || nulls[day2] != 0 {
 		t.Fatalf("channel: nulls %v, values %v", nulls, values)
 	}
+}
+
+// icebird reads the current snapshot with icebird, an independent
+// JavaScript reader: per day, exactly the ids of the day's generation.
+func (w *world) icebird() {
+	w.t.Helper()
+	// icebird reads without credentials: the test bucket lets anyone read.
+	cfg, err := srv.Config(w.ctx)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + w.b.Name() + `/*"}]}`
+	if _, err := awsclient.NewS3(cfg).PutBucketPolicy(w.ctx, &s3.PutBucketPolicyInput{Bucket: aws.String(w.b.Name()), Policy: &policy}); err != nil {
+		w.t.Fatal(err)
+	}
+	rows, err := parquetreaders.ReadIcebird(srv.URL, "s3://"+w.b.Name()+"/"+w.table().Location, "event_id", "occurred_at")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	got := map[civil.Date][]string{}
+	for _, r := range rows {
+		got[civil.Of(r.Time())] = append(got[civil.Of(r.Time())], r.ID)
+	}
+	want := w.rows(w.load(), 0)
+	if len(got) != len(want) {
+		w.t.Fatalf("icebird reads days %v, iceberg-go %v", keys(got), keys(want))
+	}
+	for d, ids := range want {
+		slices.Sort(got[d])
+		if !slices.Equal(got[d], ids) || !slices.Equal(ids, w.ids[d]) {
+			w.t.Fatalf("%s: icebird reads %d rows, iceberg-go %d, the generation has %d", d, len(got[d]), len(ids), len(w.ids[d]))
+		}
+	}
+	w.t.Logf("icebird read %d rows of %d days", len(rows), len(got))
 }
