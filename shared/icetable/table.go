@@ -216,6 +216,7 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 		}
 		_, err = txn.Commit(ctx)
 		if err == nil {
+			t.dropManifestLists(ctx, tbl.Metadata(), cat.meta)
 			return resultOf(cat, true, n), nil
 		}
 		if !errors.Is(err, table.ErrCommitFailed) || n >= attempts {
@@ -338,6 +339,23 @@ func missing(have, want *iceberg.Schema) bool {
 		}
 	}
 	return false
+}
+
+// dropManifestLists deletes the manifest list of each snapshot the commit
+// from before to after expired: a manifest list belongs to its snapshot
+// alone. Manifests stay (a later snapshot may carry one on), and so do data
+// files. A failed delete leaves an unreferenced object, nothing worse.
+func (t *Table) dropManifestLists(ctx context.Context, before, after table.Metadata) {
+	kept := map[int64]bool{}
+	for _, s := range after.Snapshots() {
+		kept[s.SnapshotID] = true
+	}
+	fs := &fsys{ctx: ctx, store: t.Store}
+	for _, s := range before.Snapshots() {
+		if !kept[s.SnapshotID] && s.ManifestList != "" {
+			_ = fs.Remove(s.ManifestList)
+		}
+	}
 }
 
 // expire stages the retention rule on txn.

@@ -461,6 +461,14 @@ func TestCommitCostIsFlat(t *testing.T) {
 	if n := len(tbl.Metadata().Snapshots()); n > maxSnapshots {
 		t.Fatalf("%d snapshots retained, want ≤ %d", n, maxSnapshots)
 	}
+	// The manifest lists of expired snapshots are gone, the retained ones' remain.
+	lists, err := w.b.List(w.ctx, w.table().Location+"/"+MetadataDir+"/snap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lists) != len(tbl.Metadata().Snapshots()) {
+		t.Fatalf("%d manifest lists for %d snapshots", len(lists), len(tbl.Metadata().Snapshots()))
+	}
 	if len(ms) > 17 {
 		t.Fatalf("%d manifests: merging did not bound them", len(ms))
 	}
