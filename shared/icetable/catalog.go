@@ -177,5 +177,17 @@ func (c *catalog) CommitTable(ctx context.Context, _ table.Identifier, reqs []ta
 // finds it: by the version hint, probing past it. ErrNoTable when there is
 // none. The table reads through store, for scans and time travel.
 func Load(ctx context.Context, store Store, location string) (*table.Table, error) {
-	return (&catalog{store: store, loc: location}).load(ctx)
+	return newCatalog(store, location).load(ctx)
+}
+
+// newCatalog is the commit point of the table at location.
+func newCatalog(store Store, location string) *catalog {
+	return &catalog{store: store, loc: location, keepVersions: keepMetadataVersions}
+}
+
+// versionOf is the version of a metadata file's location (0: not one).
+func versionOf(loc string) int {
+	name := loc[strings.LastIndexByte(loc, '/')+1:]
+	n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "v"), ".metadata.json"))
+	return n
 }

@@ -194,15 +194,14 @@ func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 // and builds again. build returns a nil transaction when there is nothing
 // to do. create makes the table when there is none.
 func (t *Table) retry(ctx context.Context, create bool, build func(context.Context, *table.Table) (*table.Transaction, error)) (Result, error) {
-	cat := &catalog{store: t.Store, loc: t.Location, keepVersions: keepMetadataVersions}
 	attempts := cmpOr(t.Attempts, DefaultAttempts)
 	for n := 1; ; n++ {
-		tbl, err := cat.load(ctx)
+		tbl, err := Load(ctx, t.Store, t.Location)
 		if errors.Is(err, ErrNoTable) {
 			if !create {
 				return Result{Attempts: n}, nil
 			}
-			tbl, err = t.create(ctx, cat)
+			tbl, err = t.create(ctx, newCatalog(t.Store, t.Location))
 		}
 		if err != nil {
 			return Result{Attempts: n}, err
@@ -212,12 +211,12 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 			return Result{Attempts: n}, err
 		}
 		if txn == nil {
-			return resultOf(cat, false, n), nil
+			return resultOf(tbl, false, n), nil
 		}
-		_, err = txn.Commit(ctx)
+		committed, err := txn.Commit(ctx)
 		if err == nil {
-			t.dropManifestLists(ctx, tbl.Metadata(), cat.meta)
-			return resultOf(cat, true, n), nil
+			t.dropManifestLists(ctx, tbl.Metadata(), committed.Metadata())
+			return resultOf(committed, true, n), nil
 		}
 		if !errors.Is(err, table.ErrCommitFailed) || n >= attempts {
 			return Result{Attempts: n}, fmt.Errorf("commit table s3://%s/%s: %w", t.Store.Name(), t.Location, err)
@@ -225,9 +224,9 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 	}
 }
 
-func resultOf(cat *catalog, changed bool, n int) Result {
-	r := Result{Changed: changed, Version: cat.version, Attempts: n}
-	if s := cat.meta.CurrentSnapshot(); s != nil {
+func resultOf(tbl *table.Table, changed bool, n int) Result {
+	r := Result{Changed: changed, Version: versionOf(tbl.MetadataLocation()), Attempts: n}
+	if s := tbl.CurrentSnapshot(); s != nil {
 		r.SnapshotID = s.SnapshotID
 	}
 	return r
