@@ -44,6 +44,10 @@ type Committer struct {
 	Partition string
 	RunID     string
 	Now       func() time.Time
+	// Withdraw, when set, runs in Begin before anything under the partition
+	// changes, with the generation begun: the account's table stops
+	// referencing the day's files (iceberg.go). Its error stops Begin.
+	Withdraw func(ctx context.Context, generation int64) error
 }
 
 func (c *Committer) successKey() string  { return c.Partition + layout.SuccessName }
@@ -70,6 +74,11 @@ func (c *Committer) Begin(ctx context.Context, claimed int64, noter CommitNoter)
 	if found := generation - 1; found >= claimed && noter != nil {
 		if err := noter.NoteCommitted(ctx, found); err != nil {
 			return nil, fmt.Errorf("note committed generation %d: %w", found, err)
+		}
+	}
+	if c.Withdraw != nil {
+		if err := c.Withdraw(ctx, generation); err != nil {
+			return nil, err
 		}
 	}
 	if err := c.Bucket.Delete(ctx, c.successKey()); err != nil {

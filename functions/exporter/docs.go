@@ -105,6 +105,7 @@ func (e *Exporter) docsInput(t *target, log *slog.Logger) bucketdocs.Input {
 	in := bucketdocs.Input{
 		Bucket: a.Destination.Bucket, Prefix: t.prefix, Format: t.format, Compression: t.format.Codec(a.Destination.Compression),
 		TimeZone: cmp.Or(a.TimeZone, account.DefaultTimeZone), MaxFileBytes: e.Config.maxFileBytes(),
+		Iceberg: a.Destination.TableFormat == account.TableFormatIceberg,
 	}
 	if a.SettleDelay != nil {
 		in.SettleDelay = a.SettleDelay.D()

@@ -63,6 +63,8 @@ type envOpts struct {
 	// relaxed creates the source tables without NOT NULL constraints, as a
 	// source that does not enforce them (a view, another database) would be.
 	relaxed bool
+	// tableFormat is the destination's table_format (default none).
+	tableFormat string
 }
 
 // env is one test's world: its own account, bucket and SQLite source, on
@@ -116,7 +118,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		o.datasets = []string{"events"}
 	}
 	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
-		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format), ParquetProfile: fileformat.ParquetProfile(o.profile)}}
+		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format), ParquetProfile: fileformat.ParquetProfile(o.profile), TableFormat: o.tableFormat}}
 	if err := led.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
+	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -263,6 +264,7 @@ type target struct {
 	format     fileformat.Format
 	bucket     *bucket.Bucket
 	committer  *Committer
+	table      *icetable.Table // the account's Iceberg table of the dataset; nil: none
 	// destination names where and in what form the files go: bucket,
 	// prefix, format, compression and Parquet profile. A plan of slices
 	// records it; its slices and its commit must find the same.
@@ -307,6 +309,7 @@ func (e *Exporter) targetOf(p Partition) (*target, error) {
 	if format == fileformat.Parquet && d.Compression != "" {
 		t.encode.Compression = d.Compression
 	}
+	t.useTable()
 	return t, nil
 }
 
@@ -349,7 +352,11 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
 		scripts = func(m *manifest.Manifest) (map[string][]byte, error) {
-			return e.Scripts(t.Dataset, m, t.bucket.Name(), t.partPrefix)
+			files, err := e.Scripts(t.Dataset, m, t.bucket.Name(), t.partPrefix)
+			if err != nil {
+				return nil, err
+			}
+			return t.withTableScripts(files)
 		}
 	}
 	manifestKey, err := pending.Commit(ctx, m, scripts)
@@ -358,6 +365,9 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	}
 	log.InfoContext(ctx, "partition committed", "files", len(c.files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", c.prov.RowCount, "manifest", manifestKey)
+	if err := t.deliver(ctx, m, manifestKey, log); err != nil {
+		return nil, err
+	}
 	e.writeDocs(ctx, t, log)
 	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp}, nil
 }

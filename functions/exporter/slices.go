@@ -152,6 +152,9 @@ func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.Sl
 	if m, err := t.committer.Committed(ctx, plan.Generation); err != nil || m != nil {
 		if m != nil {
 			log.InfoContext(ctx, "the slices were committed by a run that stopped before recording it", "generation", m.Generation)
+			if err := t.deliver(ctx, m, t.committer.manifestKey(), log); err != nil {
+				return nil, err
+			}
 			return &Written{Manifest: m, ManifestKey: t.committer.manifestKey(), Bytes: m.Totals.Bytes, Fingerprint: plan.Fingerprint}, nil
 		}
 		return nil, err

@@ -88,7 +88,15 @@ type Destination struct {
 	// every common reader opens) or "compact" (version 2 pages and delta
 	// encodings: smaller files, for readers known to support them).
 	ParquetProfile fileformat.ParquetProfile `json:"parquet_profile,omitempty"`
+	// TableFormat is the open table format kept beside the folders: empty
+	// (none, the default) or TableFormatIceberg, an Apache Iceberg table
+	// per dataset whose data files are the folders' part files
+	// (shared/icetable). It needs Parquet files and UTC days.
+	TableFormat string `json:"table_format,omitempty"`
 }
+
+// TableFormatIceberg is Destination.TableFormat's one table format.
+const TableFormatIceberg = "iceberg"
 
 // Checksum modes of Destination.Checksums.
 const (

@@ -204,6 +204,14 @@ func (a Account) shape() problems {
 	} else if format, err := d.FileFormat(); err == nil && d.ParquetProfile != "" && format != fileformat.Parquet {
 		p.add("destination.parquet_profile", d.ParquetProfile, "applies to parquet only, and the format is %s", format)
 	}
+	switch format, _ := d.FileFormat(); {
+	case d.TableFormat != "" && d.TableFormat != TableFormatIceberg:
+		p.add("destination.table_format", d.TableFormat, "want iceberg, or none (the default)")
+	case d.TableFormat == TableFormatIceberg && format != fileformat.Parquet:
+		p.add("destination.table_format", d.TableFormat, "needs parquet files, and the format is %s", d.Format)
+	case d.TableFormat == TableFormatIceberg && cmp.Or(a.TimeZone, DefaultTimeZone) != DefaultTimeZone:
+		p.add("destination.table_format", d.TableFormat, "partitions its table by UTC day, and time_zone is %s", a.TimeZone)
+	}
 	switch d.Checksums {
 	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
 	default:

@@ -59,6 +59,11 @@ func TestValidateAcceptsValid(t *testing.T) {
 	if err := full.Validate(testRules); err != nil {
 		t.Errorf("full account: %v", err)
 	}
+	ice := valid()
+	ice.Destination.TableFormat = TableFormatIceberg
+	if err := ice.Validate(testRules); err != nil {
+		t.Errorf("an Iceberg table: %v", err)
+	}
 	for _, ep := range []string{"https://minio.example.com", "https://minio.example.com:9000/", "http://127.0.0.1:9000", "http://localhost:4566",
 		"http://[::1]:9000", "https://203.0.113.7", "https://r2-0.example.cloudflarestorage.com"} {
 		a := valid()
@@ -117,6 +122,12 @@ func TestValidateRefuses(t *testing.T) {
 		{"profile of ndjson", func(a *Account, _ *Rules) {
 			a.Destination.Format, a.Destination.Compression, a.Destination.ParquetProfile = "ndjson", "", "compact"
 		}, "destination.parquet_profile", "compact", "parquet only", true},
+		{"table format", func(a *Account, _ *Rules) { a.Destination.TableFormat = "delta" }, "destination.table_format", "delta", "want iceberg", true},
+		{"iceberg of ndjson", func(a *Account, _ *Rules) {
+			a.Destination.Format, a.Destination.Compression, a.Destination.TableFormat = "ndjson", "", "iceberg"
+		}, "destination.table_format", "iceberg", "needs parquet files, and the format is ndjson", true},
+		{"iceberg off UTC", func(a *Account, _ *Rules) { a.Destination.TableFormat, a.TimeZone = "iceberg", "Europe/Paris" },
+			"destination.table_format", "iceberg", "UTC day, and time_zone is Europe/Paris", true},
 
 		// Datasets against the catalog (6).
 		{"no datasets", func(a *Account, _ *Rules) { a.Datasets = nil }, "datasets", "", "at least one", true},

@@ -64,6 +64,10 @@ var (
 	ErrAccessDenied = errors.New("bucket: access denied")
 	// ErrTooLarge: the object is larger than the read allows (Get's limit).
 	ErrTooLarge = errors.New("bucket: object too large")
+	// ErrExists: a conditional write found the object already there
+	// (PutIfAbsent: S3's 412 PreconditionFailed, or 409
+	// ConditionalRequestConflict while another such write is in flight).
+	ErrExists = errors.New("bucket: object already exists")
 )
 
 // IsNotFound reports whether err says an object does not exist.
@@ -142,6 +146,22 @@ func (b *Bucket) PutWith(ctx context.Context, key string, body []byte, o PutOpti
 	}
 	if _, err := b.api.PutObject(ctx, in); err != nil {
 		return b.fail("put", full, err)
+	}
+	return nil
+}
+
+// PutIfAbsent is Put only when no object is at key (If-None-Match: *), the
+// commit primitive of a writer that has no other lock: of two writers of
+// one key exactly one succeeds, the other gets ErrExists.
+func (b *Bucket) PutIfAbsent(ctx context.Context, key string, body []byte, contentType string) error {
+	full := b.prefix + key
+	in := &s3.PutObjectInput{Bucket: &b.name, Key: &full, Body: bytes.NewReader(body), ExpectedBucketOwner: b.owner,
+		IfNoneMatch: aws.String("*")}
+	if contentType != "" {
+		in.ContentType = &contentType
+	}
+	if _, err := b.api.PutObject(ctx, in); err != nil {
+		return b.fail("put if absent", full, err)
 	}
 	return nil
 }
@@ -450,6 +470,8 @@ func classify(err error) error {
 			kind = ErrNoSuchBucket
 		case "AccessDenied", "AllAccessDisabled", "Forbidden":
 			kind = ErrAccessDenied
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			kind = ErrExists
 		}
 	}
 	if kind == nil {

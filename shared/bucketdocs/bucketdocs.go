@@ -55,6 +55,9 @@ type Input struct {
 	MaxFileBytes int64
 	// Datasets are the datasets the account receives, in its order.
 	Datasets []dataset.Dataset
+	// Iceberg: each dataset is also an Apache Iceberg table in its folder
+	// (destination.table_format iceberg).
+	Iceberg bool
 }
 
 // File is one generated document and where it goes.

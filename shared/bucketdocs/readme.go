@@ -30,6 +30,7 @@ func README(in Input) ([]byte, error) {
 	w.datasetsSection()
 	w.typesSection()
 	w.loadSection()
+	w.tableSection()
 	w.reseedSection()
 	w.changesSection()
 	w.verifySection()

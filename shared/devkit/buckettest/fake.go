@@ -143,6 +143,9 @@ func (f *Fake) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...func(*
 	if err != nil {
 		return nil, err
 	}
+	if _, exists := b.objects[aws.ToString(in.Key)]; exists && aws.ToString(in.IfNoneMatch) == "*" {
+		return nil, &smithy.GenericAPIError{Code: "PreconditionFailed", Message: "At least one of the pre-conditions you specified did not hold"}
+	}
 	o := &fakeObject{data: data, contentType: in.ContentType, contentEncoding: in.ContentEncoding,
 		metadata: maps.Clone(in.Metadata), etag: etagOf(data), crc32c: in.ChecksumCRC32C}
 	if o.crc32c != nil {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/icetable"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/loadsql"
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// The account's Iceberg table (destination.table_format: iceberg) around
+// the commit protocol of a day (commit.go):
+//
+//  1. Begin, before the old _SUCCESS goes and before any data file is
+//     overwritten or deleted, withdraws the day from the table's current
+//     snapshot (a day the table lacks is left alone), so the current
+//     snapshot never references a file the generation is about to
+//     replace;
+//  2. the folder is replaced exactly as without a table (part files,
+//     stale deletion, _manifest.json, _load/, _SUCCESS last): the table's
+//     files live in <dataset>/metadata/, outside every dt= folder;
+//  3. after _SUCCESS, and before the ledger records the commit, the day's
+//     new files are delivered in one snapshot naming the generation, day,
+//     reason and manifest.
+//
+// A failure of step 1 or 3 fails the attempt like any failed step, and the
+// ledger's retry runs the day again: a run that died anywhere leaves the
+// table readable (each step is one conditional metadata write), and the
+// next run converges (its withdrawal and delivery are no-ops where already
+// done). A day is in the table while its _SUCCESS is, except between a
+// crash and the run that follows it.
+
+// useTable sets the target's table and the withdrawal its committer runs,
+// when the account keeps one.
+func (t *target) useTable() {
+	if t.Account.Destination.TableFormat != account.TableFormatIceberg {
+		return
+	}
+	t.table = &icetable.Table{
+		Store:    t.bucket,
+		Location: tableLocation(t.prefix, t.Dataset.Name),
+		Dataset:  t.Dataset,
+	}
+	day := t.Day
+	t.committer.Withdraw = func(ctx context.Context, generation int64) error {
+		if _, err := t.table.Withdraw(ctx, day, generation); err != nil {
+			return fmt.Errorf("withdraw %s from the Iceberg table: %w", day, err)
+		}
+		return nil
+	}
+}
+
+// tableLocation is the key of a dataset's table: its folder, <prefix>/v1/<dataset>.
+func tableLocation(prefix, ds string) string {
+	return strings.TrimSuffix(layout.ContractPrefix(prefix), "/") + "/" + ds
+}
+
+// withTableScripts adds the table-format scripts to a partition's load
+// scripts when the account keeps a table.
+func (t *target) withTableScripts(files map[string][]byte) (map[string][]byte, error) {
+	if t.table == nil {
+		return files, nil
+	}
+	more, err := loadsql.TableScripts(t.Dataset, t.bucket.Name(), t.table.Location, t.Day)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, more)
+	return files, nil
+}
+
+// deliver adds the committed generation m to the account's table; it does
+// nothing when the account keeps none.
+func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) error {
+	if t.table == nil {
+		return nil
+	}
+	day, err := civil.Parse(m.Day)
+	if err != nil {
+		return fmt.Errorf("manifest day %q: %w", m.Day, err)
+	}
+	r, err := t.table.Deliver(ctx, icetable.Delivery{Day: day, Generation: m.Generation, Reason: m.Reason,
+		RunID: m.RunID, ManifestKey: manifestKey, Files: m.Files})
+	if err != nil {
+		return fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
+	}
+	log.InfoContext(ctx, "table committed", "table_version", r.Version, "snapshot_id", r.SnapshotID,
+		"changed", r.Changed, "attempts", r.Attempts)
+	return nil
+}

@@ -1,0 +1,374 @@
+// Package icetable keeps an Apache Iceberg table (format v2) of one
+// dataset of one account beside its Hive-layout folders, with no catalog
+// service: the table's data files are the partitions' own part-* files, its
+// metadata lives in <prefix>/v1/<dataset>/metadata/ (vN.metadata.json and a
+// version hint), and each commit writes the next metadata version with
+// If-None-Match (catalog.go), so concurrent writers of one table serialise
+// by retrying.
+//
+// A day's files change in two commits around the folder's commit protocol:
+//
+//   - Withdraw, before the generation touches the folder (before the old
+//     _SUCCESS goes and data files are overwritten), removes the day's files
+//     from the current snapshot, so the current snapshot never references a
+//     file that is about to change or go;
+//   - Deliver, after _SUCCESS, adds the new generation's files in one
+//     snapshot whose summary names the generation, day, reason and manifest.
+//
+// A day the table does not hold is simply delivered; a delivery the table
+// already holds (the same files, sizes and rows) is not made again, so a
+// run that died after its table commit converges when repeated. The
+// library (github.com/apache/iceberg-go) writes every manifest, manifest
+// list, snapshot summary and metadata file; this package decides what goes
+// in and owns the conditional commit.
+package icetable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// Summary properties of daybook's snapshots.
+const (
+	PropOperation  = "daybook.operation" // deliver or withdraw
+	PropDay        = "daybook.day"
+	PropGeneration = "daybook.generation"
+	PropReason     = "daybook.reason"
+	PropManifest   = "daybook.manifest" // s3:// URI of the generation's _manifest.json
+	PropRunID      = "daybook.run-id"
+)
+
+// Retention is when old snapshots expire: a snapshot older than MaxAge
+// expires, and beyond the newest MaxSnapshots every older one does; the
+// current snapshot never expires. Expiry drops snapshots from the metadata
+// only: it deletes no file, since a part file's name is reused by the
+// day's next generation (the folder protocol deletes and replaces files).
+type Retention struct {
+	MaxAge       time.Duration
+	MaxSnapshots int
+}
+
+// DefaultRetention keeps a week of snapshots, at most 100.
+var DefaultRetention = Retention{MaxAge: 7 * 24 * time.Hour, MaxSnapshots: 100}
+
+// tableProperties are set when the table is created. Manifests merge once a
+// snapshot has more than 16, so the manifest list and a commit's reads stay
+// bounded whatever the table's age; the metadata log keeps 20 versions, and
+// each commit deletes the metadata file that falls out of it.
+var tableProperties = iceberg.Properties{
+	table.ManifestMergeEnabledKey:        "true",
+	table.ManifestMinMergeCountKey:       "16",
+	table.MetadataPreviousVersionsMaxKey: "20",
+	table.ParquetCompressionKey:          "zstd",
+	"format-version":                     "2",
+}
+
+const keepMetadataVersions = 20
+
+// DefaultAttempts is how many times a commit is tried against a table that
+// other writers keep moving.
+const DefaultAttempts = 12
+
+// Table is one dataset's Iceberg table in one account's bucket.
+type Table struct {
+	Store Store
+	// Location is the key of the dataset's folder, <prefix>/v1/<dataset>,
+	// without a trailing slash: the table's location.
+	Location string
+	Dataset  dataset.Dataset
+	// Retention; zero is DefaultRetention.
+	Retention Retention
+	// Attempts; zero is DefaultAttempts.
+	Attempts int
+}
+
+// Delivery is a committed generation of one day, as its manifest lists it.
+type Delivery struct {
+	Day         civil.Date
+	Generation  int64
+	Reason      string
+	RunID       string
+	ManifestKey string // the _manifest.json key, in the bucket
+	Files       []manifest.File
+}
+
+// Result tells what a commit did.
+type Result struct {
+	// Changed is false when the table already was as asked (nothing written).
+	Changed bool
+	// Version is the table's metadata version after the commit.
+	Version int
+	// SnapshotID is the current snapshot's id (0: none).
+	SnapshotID int64
+	// Attempts is how many commits were tried (conflicts retried).
+	Attempts int
+}
+
+// Withdraw removes day's files from the table's current snapshot, if it
+// has any, in one snapshot; generation is the generation about to be
+// written. A missing table is left missing.
+func (t *Table) Withdraw(ctx context.Context, day civil.Date, generation int64) (Result, error) {
+	return t.retry(ctx, false, func(ctx context.Context, tbl *table.Table) (*table.Transaction, error) {
+		current, err := t.dayFiles(ctx, tbl, day)
+		if err != nil || len(current) == 0 {
+			return nil, err
+		}
+		txn := tbl.NewTransaction()
+		props := iceberg.Properties{PropOperation: "withdraw", PropDay: day.String(), PropGeneration: strconv.FormatInt(generation, 10)}
+		if err := txn.ReplaceDataFilesWithDataFiles(ctx, current, nil, props); err != nil {
+			return nil, fmt.Errorf("withdraw %s: %w", day, err)
+		}
+		return txn, nil
+	})
+}
+
+// Deliver makes d's files the day's files in the table's current snapshot,
+// in one snapshot (replacing any the day still has), creating the table or
+// adding the dataset's newer columns first, and expires old snapshots.
+func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
+	want, err := t.schema()
+	if err != nil {
+		return Result{}, err
+	}
+	return t.retry(ctx, true, func(ctx context.Context, tbl *table.Table) (*table.Transaction, error) {
+		current, err := t.dayFiles(ctx, tbl, d.Day)
+		if err != nil {
+			return nil, err
+		}
+		txn := tbl.NewTransaction()
+		if missing(tbl.Schema(), want) {
+			u := txn.UpdateSchema(true, false, table.WithNameMapping(tbl.Metadata().NameMapping())).UnionByNameWith(want)
+			if err := u.Commit(); err != nil {
+				return nil, fmt.Errorf("add the dataset's new columns: %w", err)
+			}
+		} else if t.same(current, d.Files) {
+			return nil, nil
+		}
+		spec := tbl.Spec()
+		files := make([]iceberg.DataFile, 0, len(d.Files))
+		for _, f := range d.Files {
+			b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, uri(t.Store, f.Key), iceberg.ParquetFile,
+				map[int]any{partitionFieldID: iceberg.Date(d.Day.EpochDays())}, nil, nil, f.Rows, f.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("data file %s: %w", f.Key, err)
+			}
+			files = append(files, b.Build())
+		}
+		props := iceberg.Properties{PropOperation: "deliver", PropDay: d.Day.String(),
+			PropGeneration: strconv.FormatInt(d.Generation, 10), PropReason: d.Reason, PropRunID: d.RunID,
+			PropManifest: uri(t.Store, d.ManifestKey)}
+		if overlaps(current, files) {
+			// The day was not withdrawn and the new generation reused its
+			// files' names: Iceberg cannot remove and add one path in one
+			// snapshot, so the transaction holds two (old out, new in),
+			// committed as one metadata version.
+			wprops := iceberg.Properties{PropOperation: "withdraw", PropDay: d.Day.String(), PropGeneration: props[PropGeneration]}
+			if err := txn.ReplaceDataFilesWithDataFiles(ctx, current, nil, wprops); err != nil {
+				return nil, fmt.Errorf("withdraw %s: %w", d.Day, err)
+			}
+			current = nil
+		}
+		if err := txn.ReplaceDataFilesWithDataFiles(ctx, current, files, props); err != nil {
+			return nil, fmt.Errorf("deliver %s: %w", d.Day, err)
+		}
+		if err := t.expire(txn, tbl); err != nil {
+			return nil, err
+		}
+		return txn, nil
+	})
+}
+
+// retry builds a transaction on the table as loaded and commits it; a
+// conflict (another writer committed the version first) reloads the table
+// and builds again. build returns a nil transaction when there is nothing
+// to do. create makes the table when there is none.
+func (t *Table) retry(ctx context.Context, create bool, build func(context.Context, *table.Table) (*table.Transaction, error)) (Result, error) {
+	attempts := cmpOr(t.Attempts, DefaultAttempts)
+	for n := 1; ; n++ {
+		tbl, err := Load(ctx, t.Store, t.Location)
+		if errors.Is(err, ErrNoTable) {
+			if !create {
+				return Result{Attempts: n}, nil
+			}
+			tbl, err = t.create(ctx, newCatalog(t.Store, t.Location))
+		}
+		if err != nil {
+			return Result{Attempts: n}, err
+		}
+		txn, err := build(ctx, tbl)
+		if err != nil {
+			return Result{Attempts: n}, err
+		}
+		if txn == nil {
+			return resultOf(tbl, false, n), nil
+		}
+		committed, err := txn.Commit(ctx)
+		if err == nil {
+			t.dropManifestLists(ctx, tbl.Metadata(), committed.Metadata())
+			return resultOf(committed, true, n), nil
+		}
+		if !errors.Is(err, table.ErrCommitFailed) || n >= attempts {
+			return Result{Attempts: n}, fmt.Errorf("commit table s3://%s/%s: %w", t.Store.Name(), t.Location, err)
+		}
+	}
+}
+
+func resultOf(tbl *table.Table, changed bool, n int) Result {
+	r := Result{Changed: changed, Version: versionOf(tbl.MetadataLocation()), Attempts: n}
+	if s := tbl.CurrentSnapshot(); s != nil {
+		r.SnapshotID = s.SnapshotID
+	}
+	return r
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func (t *Table) schema() (*iceberg.Schema, error) { return SchemaOf(t.Dataset) }
+
+func (t *Table) create(ctx context.Context, cat *catalog) (*table.Table, error) {
+	sc, err := t.schema()
+	if err != nil {
+		return nil, err
+	}
+	spec, err := specOf(t.Dataset, sc)
+	if err != nil {
+		return nil, err
+	}
+	return cat.create(ctx, sc, spec, maps.Clone(tableProperties))
+}
+
+// dayFiles are the data files of day in the table's current snapshot.
+func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) ([]iceberg.DataFile, error) {
+	if tbl.CurrentSnapshot() == nil {
+		return nil, nil
+	}
+	tasks, err := tbl.Scan(table.WithRowFilter(t.dayFilter(day))).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan the files of %s: %w", day, err)
+	}
+	var files []iceberg.DataFile
+	for _, task := range tasks {
+		if v, ok := task.File.Partition()[partitionFieldID]; ok && dateOf(v) == day.EpochDays() {
+			files = append(files, task.File)
+		}
+	}
+	return files, nil
+}
+
+// dayFilter selects day's partition through the partition column.
+func (t *Table) dayFilter(day civil.Date) iceberg.BooleanExpression {
+	col := iceberg.Reference(t.Dataset.PartitionColumn)
+	for _, c := range t.Dataset.Columns {
+		if c.Name == t.Dataset.PartitionColumn && c.Type.Kind == dataset.KindTimestamp {
+			start := day.Start(time.UTC)
+			return iceberg.NewAnd(iceberg.GreaterThanEqual(col, iceberg.Timestamp(start.UnixMicro())),
+				iceberg.LessThan(col, iceberg.Timestamp(start.AddDate(0, 0, 1).UnixMicro())))
+		}
+	}
+	return iceberg.EqualTo(col, iceberg.Date(day.EpochDays()))
+}
+
+func dateOf(v any) int32 {
+	switch v := v.(type) {
+	case iceberg.Date:
+		return int32(v)
+	case int32:
+		return v
+	case int64:
+		return int32(v)
+	case int:
+		return int32(v)
+	}
+	return -1 << 31
+}
+
+// same reports whether current are exactly files (paths, sizes, rows).
+func (t *Table) same(current []iceberg.DataFile, files []manifest.File) bool {
+	if len(current) != len(files) {
+		return false
+	}
+	type stat struct{ rows, bytes int64 }
+	have := make(map[string]stat, len(current))
+	for _, df := range current {
+		have[df.FilePath()] = stat{df.Count(), df.FileSizeBytes()}
+	}
+	for _, f := range files {
+		if have[uri(t.Store, f.Key)] != (stat{f.Rows, f.Bytes}) {
+			return false
+		}
+	}
+	return true
+}
+
+// overlaps reports whether a and b share a path.
+func overlaps(a, b []iceberg.DataFile) bool {
+	paths := make(map[string]bool, len(a))
+	for _, f := range a {
+		paths[f.FilePath()] = true
+	}
+	for _, f := range b {
+		if paths[f.FilePath()] {
+			return true
+		}
+	}
+	return false
+}
+
+// missing reports whether want has a column the table's schema lacks.
+func missing(have, want *iceberg.Schema) bool {
+	for _, f := range want.Fields() {
+		if _, ok := have.FindFieldByName(f.Name); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// dropManifestLists deletes the manifest list of each snapshot the commit
+// from before to after expired: a manifest list belongs to its snapshot
+// alone. Manifests stay (a later snapshot may carry one on), and so do data
+// files. A failed delete leaves an unreferenced object, nothing worse.
+func (t *Table) dropManifestLists(ctx context.Context, before, after table.Metadata) {
+	kept := map[int64]bool{}
+	for _, s := range after.Snapshots() {
+		kept[s.SnapshotID] = true
+	}
+	fs := &fsys{ctx: ctx, store: t.Store}
+	for _, s := range before.Snapshots() {
+		if !kept[s.SnapshotID] && s.ManifestList != "" {
+			_ = fs.Remove(s.ManifestList)
+		}
+	}
+}
+
+// expire stages the retention rule on txn.
+func (t *Table) expire(txn *table.Transaction, tbl *table.Table) error {
+	r := t.Retention
+	if r.MaxAge <= 0 {
+		r.MaxAge = DefaultRetention.MaxAge
+	}
+	if r.MaxSnapshots <= 0 {
+		r.MaxSnapshots = DefaultRetention.MaxSnapshots
+	}
+	// The new snapshot is one more than the table holds.
+	if len(tbl.Metadata().Snapshots())+1 > r.MaxSnapshots {
+		return txn.ExpireSnapshots(table.WithOlderThan(0), table.WithRetainLast(r.MaxSnapshots), table.WithPostCommit(false))
+	}
+	return txn.ExpireSnapshots(table.WithOlderThan(r.MaxAge), table.WithRetainLast(1), table.WithPostCommit(false))
+}

@@ -1,0 +1,64 @@
+package loadsql
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
+
+// TestTableScripts: each table-format script names the table by its
+// location, selects the folder's day through the partition column with the
+// engine's literals, and keeps semicolons out of comments.
+func TestTableScripts(t *testing.T) {
+	day := civil.MustParse("2026-03-01")
+	for _, tc := range []struct {
+		ds   string
+		want map[string][]string
+	}{
+		{"events", map[string][]string{
+			TableScriptDuckDB:    {"iceberg_scan('s3://b/p/acct_x/v1/events')", `"occurred_at" >= TIMESTAMPTZ '2026-03-01 00:00:00+00' AND "occurred_at" < TIMESTAMPTZ '2026-03-02 00:00:00+00'`},
+			TableScriptSnowflake: {"METADATA_FILE_PATH = 'p/acct_x/v1/events/metadata/v<N>.metadata.json'", "ALTER ICEBERG TABLE events REFRESH", "occurred_at >= TIMESTAMP_TZ '2026-03-01"},
+			TableScriptTrino:     {"table_location => 's3://b/p/acct_x/v1/events'", "FROM iceberg.daybook.\"events\""},
+			TableScriptSpark:     {"warehouse = s3://b/p/acct_x", "FROM daybook.`v1`.`events`"},
+		}},
+		{"daily_stats", map[string][]string{
+			TableScriptDuckDB: {"iceberg_scan('s3://b/p/acct_x/v1/daily_stats')", `"stat_date" = DATE '2026-03-01'`},
+		}},
+	} {
+		ds, err := dataset.Get(tc.ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := TableScripts(ds, "b", "p/acct_x/v1/"+tc.ds, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != 4 {
+			t.Fatalf("%d scripts", len(files))
+		}
+		for name, wants := range tc.want {
+			s := string(files[name])
+			for _, w := range wants {
+				if !strings.Contains(s, w) {
+					t.Errorf("%s %s lacks %q:\n%s", tc.ds, name, w, s)
+				}
+			}
+		}
+		for name, b := range files {
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(line, "--") && strings.Contains(line, ";") {
+					t.Errorf("%s: a comment holds a semicolon: %s", name, line)
+				}
+			}
+		}
+	}
+	if _, err := TableScripts(dataset.Dataset{Name: "x", PartitionColumn: "nope"}, "b", "p/v1/x", day); err == nil {
+		t.Error("a partition column that is no column was accepted")
+	}
+	ds, _ := dataset.Get("events")
+	if _, err := TableScripts(ds, "b", "p'/v1/events", day); err == nil {
+		t.Error("a location with a quote was accepted")
+	}
+}
