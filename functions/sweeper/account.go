@@ -54,6 +54,13 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, bu
 	}
 	sum.Budget = budget
 	selected := selectRows(queues, budget, rotation(now, len(queues)))
+	if len(selected) > 0 {
+		// Concurrent sweeps share one budget: keep the rows granted, the
+		// first ones in the order of selection.
+		n, err := s.reserve(ctx, budget, len(selected))
+		p.add(err)
+		selected = selected[:n]
+	}
 	sum.Capped = sum.Due - len(selected)
 	chosen := map[partition.Key]bool{}
 	for _, r := range selected {

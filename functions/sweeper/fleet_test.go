@@ -316,3 +316,75 @@ func TestFanOut(t *testing.T) {
 		t.Errorf("workers claimed %d, want the budget of 5", claimed)
 	}
 }
+
+// TestConcurrentFanOutSweepsShareTheBudget: two scheduled sweeps of a
+// fanned-out fleet that run at once (a tick delivered twice) each split a
+// budget of 5 among their workers; together the workers of both claim 5,
+// not 10 (L6). On the old code each sweep's workers claimed its whole
+// budget.
+func TestConcurrentFanOutSweepsShareTheBudget(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	var accts []account.Account
+	for i := range 6 {
+		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-29")) // 3 days each: 18 due rows
+	}
+	q := &shardSQS{recordingSQS: &recordingSQS{}, url: "https://sqs.example/sweep"}
+	scope := fmt.Sprint(t.Name(), "/", runs.Add(1)) // the package's tests share one table
+	mk := func() *Sweeper {
+		s := sweeper(only(l, accts...), q, clk, 10, 5)
+		s.Config.SweepQueueURL, s.Config.FanOutAccounts = q.url, 2
+		s.Config.BudgetWindow, s.Config.BudgetScope = time.Minute, scope
+		return s
+	}
+	sweeps := []*Sweeper{mk(), mk()}
+	var wg sync.WaitGroup
+	errs := make([]error, len(sweeps))
+	for i, s := range sweeps {
+		wg.Go(func() { _, errs[i] = s.Run(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	budget := 0
+	for _, j := range q.jobs {
+		budget += j.Budget
+	}
+	if budget != 10 {
+		t.Fatalf("the two sweeps' messages carry a budget of %d, want 5 each: %+v", budget, q.jobs)
+	}
+	// Their workers run interleaved, each sweep's on its own invocation.
+	claimed := 0
+	for i, j := range q.jobs {
+		ws, err := sweeps[i%2].RunShards(ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed += ws.Claimed
+	}
+	if sent := len(q.take()); claimed != 5 || sent != 5 {
+		t.Errorf("the workers of two concurrent sweeps claimed %d (sent %d), want the budget of 5 together", claimed, sent)
+	}
+	// The next tick, past the window, has a budget of its own.
+	clk.Advance(5 * time.Minute)
+	next := mk()
+	seen := len(q.jobs)
+	if sum, err := next.Run(ctx); err != nil || sum.FanOut == 0 {
+		t.Fatalf("next sweep %+v %v", sum, err)
+	}
+	claimed = 0
+	for _, j := range q.jobs[seen:] {
+		ws, err := next.RunShards(ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed += ws.Claimed
+	}
+	if claimed != 5 {
+		t.Errorf("the next tick's workers claimed %d, want its own budget of 5", claimed)
+	}
+}

@@ -58,8 +58,11 @@ func main() {
 		},
 		SweepQueueURL:  cfg.SweepQueueURL,
 		FanOutAccounts: cfg.FanOutAccounts,
-		Now:            time.Now,
-		Log:            log,
+		// Sweeps that start within half an interval of each other are the
+		// same tick run twice: they share its budget.
+		BudgetWindow: cfg.SweepInterval / 2,
+		Now:          time.Now,
+		Log:          log,
 	}}
 	rs := &Restater{Ledger: led, SQS: q, Config: RestateConfig{QueueURL: cfg.QueueURL, Restate: cfg.Restate,
 		DefaultSettleDelay: cfg.SettleDelay, Now: time.Now, Log: log}}
