@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -86,7 +87,7 @@ func completeWith(t *testing.T, l *ledger.Ledger, key partition.Key, checkAt tim
 	}
 }
 
-func newRestater(t *testing.T, l *ledger.Ledger, clk *clock, q SQSAPI, cfg ledger.RestateConfig) *Restater {
+func newRestater(t *testing.T, l RestateLedger, clk *clock, q SQSAPI, cfg ledger.RestateConfig) *Restater {
 	return &Restater{Ledger: l, SQS: q, Config: RestateConfig{QueueURL: "q", Restate: cfg, Now: clk.Now}}
 }
 
@@ -118,7 +119,7 @@ func TestRestatePass(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := &checkQueue{}
-	r := newRestater(t, l, clk, q, restateCfg)
+	r := newRestater(t, only(l, a), clk, q, restateCfg)
 	of := func(all []string) []string {
 		return slices.DeleteFunc(all, func(s string) bool { return !strings.HasPrefix(s, a.ID+"/") })
 	}
@@ -184,9 +185,10 @@ func TestRestateCap(t *testing.T) {
 	zero := time.Duration(0)
 	due := clk.Now().Add(time.Hour)
 	var accounts []string
+	var accts []account.Account
 	for i := range 3 {
 		a := storeAccount(t, l, accountSpec{salt: string(rune('a' + i)), start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events", "profiles", "daily_stats"}})
-		accounts = append(accounts, a.ID)
+		accounts, accts = append(accounts, a.ID), append(accts, a)
 		for _, ds := range a.Datasets {
 			for _, d := range civil.Range(civil.MustParse("2026-03-03"), civil.MustParse("2026-03-09")) {
 				completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: ds, Day: d}, due)
@@ -197,7 +199,7 @@ func TestRestateCap(t *testing.T) {
 	cfg := restateCfg
 	cfg.PerSweepCap = 25
 	q := &checkQueue{}
-	r := newRestater(t, l, clk, q, cfg)
+	r := newRestater(t, only(l, accts...), clk, q, cfg)
 	mine := func(all []string) []string {
 		return slices.DeleteFunc(all, func(s string) bool {
 			return !slices.ContainsFunc(accounts, func(a string) bool { return strings.HasPrefix(s, a+"/") })
@@ -239,7 +241,7 @@ func TestRestateSendFailure(t *testing.T) {
 	a := storeAccount(t, l, accountSpec{salt: "a", start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events"}})
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-09")}, clk.Now())
 	q := &checkQueue{failing: true}
-	r := newRestater(t, l, clk, q, restateCfg)
+	r := newRestater(t, only(l, a), clk, q, restateCfg)
 	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "queue unavailable") {
 		t.Fatalf("a failed send: %v", err)
 	}
