@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -20,7 +22,9 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 // meteredLedger is newLedger on a request-counting client.
@@ -62,9 +66,36 @@ func accountKey(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{ledger.AttrPK: &types.AttributeValueMemberS{Value: "ACCOUNTS"}, ledger.AttrSK: &types.AttributeValueMemberS{Value: id}}
 }
 
-// TestIdleAccountsCostNothing: a sweep's DynamoDB requests do not grow with
-// idle accounts (L6): 10 or 100 idle accounts, the same requests, a few
-// dozen (the 16 wake shards, the 16 stopped shards, the stats).
+// idleQueues is the SQS of a deployed sweeper in a test: it records the
+// messages sent and reports an empty jobs queue.
+type idleQueues struct{ recordingSQS }
+
+func (*idleQueues) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"ApproximateNumberOfMessages": "0",
+		"ApproximateNumberOfMessagesNotVisible": "0", "ApproximateNumberOfMessagesDelayed": "0"}}, nil
+}
+
+// deployedHandler is the function as main wires it (wire), with the
+// template's default settings, on l (an isolate: the package's tests share
+// the table).
+func deployedHandler(t *testing.T, l FunctionLedger, q Queues, clk *clock) Handler {
+	t.Helper()
+	cfg, err := loadConfig(envvar.From(map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "https://sqs.example/jobs",
+		"SWEEP_QUEUE_URL": "https://sqs.example/sweep"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return wire(cfg, l, q, clk.Now, &metrics.Emitter{W: io.Discard, Stage: "test"}, discard)
+}
+
+// TestIdleAccountsCostNothing: the deployed function's DynamoDB requests do
+// not grow with idle accounts (L6): 10 or 100 idle accounts, the same
+// requests, a few dozen: the sweep's 16 wake shards, 16 stopped shards and
+// the stats, and the restatement pass's 16 restate shards. It runs the
+// handler as main wires it (sweep, restatement pass, fan-out), so a part
+// that lists accounts shows here; the pass of the old code made one query
+// per account.
 func TestIdleAccountsCostNothing(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
@@ -91,12 +122,15 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	clk.Advance(15 * time.Minute)
 	cost := map[int]dynamometer.Counts{}
 	for _, set := range []isolate{small, large} {
+		q := &idleQueues{}
+		h := deployedHandler(t, set, q, clk)
 		meter.Reset()
-		sum, err := sweeper(set, &recordingSQS{}, clk, 10, 100).Run(ctx)
+		out, err := h.Invoke(ctx, json.RawMessage(`{"source":"scheduler"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Woken != 0 || sum.Accounts != 0 || sum.Claimed != 0 {
+		sum := out.(Summary)
+		if sum.Woken != 0 || sum.Accounts != 0 || sum.Claimed != 0 || len(q.take()) != 0 {
 			t.Errorf("%d idle accounts: summary %+v", len(set.ids), sum)
 		}
 		cost[len(set.ids)] = meter.Counts()
@@ -105,8 +139,8 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	if cost[10].Requests != cost[100].Requests {
 		t.Errorf("requests grow with idle accounts: %d for 10, %d for 100", cost[10].Requests, cost[100].Requests)
 	}
-	if want := 2*ledger.FleetShards + 1; cost[100].Requests != want {
-		t.Errorf("%d requests, want %d (wake shards, stopped shards, stats)", cost[100].Requests, want)
+	if want := 3*ledger.FleetShards + 1; cost[100].Requests != want {
+		t.Errorf("%d requests, want %d (wake shards, stopped shards, stats, restate shards)", cost[100].Requests, want)
 	}
 }
 
