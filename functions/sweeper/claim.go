@@ -99,13 +99,12 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			c, err := s.Ledger.Claim(ctx, r.Key, claimReason(r))
 			mu.Lock()
 			defer mu.Unlock()
+			var live *ledger.LiveClaimError
 			switch {
 			case err == nil:
 				results[i] = &c
-			case errors.As(err, new(*ledger.LiveClaimError)):
+			case errors.As(err, &live):
 				skipped++ // another sweep or a manual run got there first
-				var live *ledger.LiveClaimError
-				errors.As(err, &live)
 				if t, ok := liveEnds[r.AccountID]; !ok || live.Ends().Before(t) {
 					liveEnds[r.AccountID] = live.Ends()
 				}
