@@ -73,6 +73,7 @@ type RestateSummary struct {
 	Dropped   int  `json:"dropped"`    // rows taken out of the restate index: day outside the window, not completed, dataset not exported
 	Skipped   int  `json:"skipped"`    // rows that changed after they were read
 	Disabled  int  `json:"disabled"`   // checks of disabled accounts, moved an interval ahead unsent
+	Deferred  int  `json:"deferred"`   // checks of accounts whose record could not be read, moved an interval ahead unsent
 	Capped    bool `json:"capped"`     // the per-sweep cap ended the pass
 	ItemsRead int  `json:"items_read"` // items read from the table and index
 	Errors    int  `json:"errors"`
@@ -125,7 +126,12 @@ func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
 				sum.Dropped++
 			}
 		case !ok:
-			continue // its record could not be read: the next sweep tries again
+			// Its record could not be read: the check waits an interval,
+			// so that an account that stays unreadable cannot hold the
+			// oldest places under the cap and starve every other check.
+			if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
+				sum.Deferred++
+			}
 		case !a.Enabled:
 			// Not checked while disabled; kept, an interval ahead, for when
 			// it is enabled again.
