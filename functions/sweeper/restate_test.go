@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -286,5 +288,58 @@ func TestWithRestate(t *testing.T) {
 	w.Restate = newRestater(t, l, clk, &checkQueue{}, ledger.RestateConfig{LookbackDays: 7, Interval: time.Hour}) // no cap: refused
 	if _, err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "sweep broke") || !strings.Contains(err.Error(), "restatement checks") {
 		t.Fatalf("errors of both: %v", err)
+	}
+}
+
+// TestRestatePassAccountsItCannotCheck: the checks of a disabled account
+// wait an interval unsent, those of a deleted account leave the index, and
+// those of an account whose record cannot be read wait an interval too, so
+// that, oldest under a cap of one, they do not starve a readable account's
+// check, which the next pass queues.
+func TestRestatePassAccountsItCannotCheck(t *testing.T) {
+	ctx := context.Background()
+	clk := at(restateNow)
+	l := newLedger(t, clk, "l")
+	zero := time.Duration(0)
+	spec := func(salt string) accountSpec {
+		return accountSpec{salt: salt, start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events"}}
+	}
+	broken, disabled, deleted, fine := storeAccount(t, l, spec("broken")), storeAccount(t, l, spec("disabled")), storeAccount(t, l, spec("deleted")), storeAccount(t, l, spec("fine"))
+	day := civil.MustParse("2026-03-09")
+	for i, a := range []account.Account{broken, disabled, deleted, fine} {
+		// Oldest first: broken's check is the oldest, fine's the newest.
+		completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: day}, clk.Now().Add(time.Duration(i)*time.Minute))
+	}
+	disabled.Enabled = false
+	if err := l.PutAccount(ctx, disabled); err != nil {
+		t.Fatal(err)
+	}
+	setAttr(t, accountKey(broken.ID), "doc", &dbtypes.AttributeValueMemberS{Value: "{not json"})
+	db, table := rawDB(t)
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: accountKey(deleted.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Minute)
+	cfg := restateCfg
+	cfg.PerSweepCap = 1
+	q := &checkQueue{}
+	r := newRestater(t, only(l, broken, disabled, deleted, fine), clk, q, cfg)
+	var sums []RestateSummary
+	for range 4 {
+		sum, err := r.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, sum)
+		clk.Advance(time.Minute)
+	}
+	if got := q.take(); !slices.Equal(got, []string{fine.ID + "/events/2026-03-09"}) {
+		t.Errorf("checks queued %v, want only the readable, enabled account's", got)
+	}
+	if sums[0].Deferred != 1 || sums[1].Disabled != 1 || sums[2].Dropped != 1 || sums[3].Sent != 1 {
+		t.Errorf("passes %+v: want the unreadable one deferred, the disabled one moved, the deleted one dropped, then the check sent", sums)
+	}
+	if row, _ := l.Get(ctx, partition.Key{AccountID: disabled.ID, Dataset: "events", Day: day}); row.Fingerprint.CheckAt.IsZero() {
+		t.Error("the disabled account's check left the index")
 	}
 }
