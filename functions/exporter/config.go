@@ -64,6 +64,12 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 		r.String("SOURCE_DSN") // records "SOURCE_DSN is required"
 	}
 	var serr []error
+	if t, ok := r.Lookup("EXPORTER_TIMEOUT_SECONDS"); ok && t != "" {
+		if d := r.Seconds("EXPORTER_TIMEOUT_SECONDS", envvar.DefaultExporterTimeout); d < MinTimeout {
+			serr = append(serr, fmt.Errorf("environment variable EXPORTER_TIMEOUT_SECONDS=%q: want at least %d: a day exported in slices commits only in an invocation with %d s left, so a shorter timeout hands its commit on forever",
+				t, int(MinTimeout/time.Second), int((MinTimeout-commitStartup)/time.Second)))
+		}
+	}
 	if c.MaxSlices < 2 || c.MaxSlices > partition.MaxSlices {
 		serr = append(serr, fmt.Errorf("environment variable MAX_SLICES=\"%d\": want 2 to %d", c.MaxSlices, partition.MaxSlices))
 	}

@@ -41,11 +41,38 @@ func TestLoadConfig(t *testing.T) {
 		}
 	}
 	_, err = loadConfig(envvar.From(map[string]string{"UPLOAD_CONCURRENCY": "-1", "DEPLOYMENT_ACCOUNT_ID": "42", "ALLOW_PRIVATE_ENDPOINTS": "maybe",
-		"SLICE_ROWS": "-5", "MAX_SLICES": "1"}))
+		"SLICE_ROWS": "-5", "MAX_SLICES": "1", "EXPORTER_TIMEOUT_SECONDS": "170"}))
 	for _, want := range []string{"LEDGER_TABLE is required", "JOBS_QUEUE_URL is required", "SOURCE_DSN is required", `UPLOAD_CONCURRENCY="-1"`,
-		`DEPLOYMENT_ACCOUNT_ID="42"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`, `SLICE_ROWS="-5"`, `MAX_SLICES="1"`} {
+		`DEPLOYMENT_ACCOUNT_ID="42"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`, `SLICE_ROWS="-5"`, `MAX_SLICES="1"`, `EXPORTER_TIMEOUT_SECONDS="170": want at least 180`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
+	}
+}
+
+// TestTimeoutTooShortForTheSliceCommit: an exporter timeout below what a
+// sliced day's commit needs is refused at start, naming the variable (on
+// the old code 170 s was accepted and such a day handed its commit on
+// forever); the template's minimum is the same figure, and it is accepted.
+func TestTimeoutTooShortForTheSliceCommit(t *testing.T) {
+	env := func(timeout string) map[string]string {
+		return map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", "SOURCE_DSN": "file:x.db", "EXPORTER_TIMEOUT_SECONDS": timeout}
+	}
+	for _, tc := range []struct {
+		timeout string
+		ok      bool
+	}{{"179", false}, {"60", false}, {"180", true}, {"900", true}} {
+		_, err := loadConfig(envvar.From(env(tc.timeout)))
+		if tc.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "EXPORTER_TIMEOUT_SECONDS=\""+tc.timeout+"\"") {
+			t.Errorf("EXPORTER_TIMEOUT_SECONDS=%s: error %v, want ok %v", tc.timeout, err, tc.ok)
+		}
+	}
+	if MinTimeout != 180*time.Second {
+		t.Errorf("MinTimeout %s: the template's ExporterTimeoutSeconds MinValue is 180", MinTimeout)
+	}
+	// At the minimum a fresh invocation still has the reserve and the
+	// commit's time left after its start-up.
+	if MinTimeout-commitStartup < DefaultReserve+minCommitTime {
+		t.Errorf("MinTimeout %s leaves less than the commit needs", MinTimeout)
 	}
 }

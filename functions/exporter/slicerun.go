@@ -32,6 +32,17 @@ const maxSliceRecord = 300 << 10
 // invocation.
 const minCommitTime = 2 * time.Minute
 
+// commitStartup is what a fresh invocation spends before it looks at the
+// time left for the commit (start-up, the ledger reads of the slices).
+const commitStartup = 10 * time.Second
+
+// MinTimeout is the shortest exporter timeout that can commit a day
+// exported in slices: a fresh invocation must still have the reserve and
+// minCommitTime left when it gets to the commit, or every invocation hands
+// the commit on to the next, forever. loadConfig refuses a shorter
+// EXPORTER_TIMEOUT_SECONDS (the template's minimum is the same).
+const MinTimeout = DefaultReserve + minCommitTime + commitStartup
+
 // planSlices records the plan and sends one message per slice to the
 // exporter's queue. A failure leaves the partition's run to fail: its
 // slices then find the claim gone and stop.

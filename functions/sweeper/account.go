@@ -25,7 +25,14 @@ type handled struct {
 	failed   bool // a read or write for it failed: look again next sweep
 	// set by the claim phase
 	unclaimed bool      // some due rows were left (budget, claim error, release)
-	leaseEnd  time.Time // earliest lease end of its claims
+	leaseEnd  time.Time // earliest lease end of its claims and of the live claims that refused one
+}
+
+// wakeBy keeps the account's next wake at or before t (a lease end).
+func (h *handled) wakeBy(t time.Time) {
+	if h.leaseEnd.IsZero() || t.Before(h.leaseEnd) {
+		h.leaseEnd = t
+	}
 }
 
 // sweepAccounts handles woken accounts (materialize, read due work), claims
@@ -47,6 +54,13 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, bu
 	}
 	sum.Budget = budget
 	selected := selectRows(queues, budget, rotation(now, len(queues)))
+	if len(selected) > 0 {
+		// Concurrent sweeps share one budget: keep the rows granted, the
+		// first ones in the order of selection.
+		n, err := s.reserve(ctx, budget, len(selected))
+		p.add(err)
+		selected = selected[:n]
+	}
 	sum.Capped = sum.Due - len(selected)
 	chosen := map[partition.Key]bool{}
 	for _, r := range selected {
@@ -60,8 +74,11 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, bu
 		}
 	}
 
-	claims, skipped, retired, claimErrs := s.claim(ctx, selected)
+	claims, skipped, retired, liveEnds, claimErrs := s.claim(ctx, selected)
 	sum.Claimed, sum.Skipped, sum.Retired = len(claims), skipped, retired
+	for id, end := range liveEnds {
+		owner[id].wakeBy(end)
+	}
 	for _, e := range claimErrs {
 		owner[e.key.AccountID].unclaimed = true
 		p.add(e.err)
@@ -75,8 +92,8 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, bu
 		h := owner[c.AccountID]
 		if unsent[c.Key] {
 			h.unclaimed = true
-		} else if h.leaseEnd.IsZero() || c.LeaseUntil.Before(h.leaseEnd) {
-			h.leaseEnd = c.LeaseUntil
+		} else {
+			h.wakeBy(ledger.LeaseEnd(c.LeaseUntil))
 		}
 	}
 	s.rest(ctx, hs, now, p)

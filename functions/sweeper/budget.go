@@ -99,3 +99,22 @@ func cmpOr(v, def int64) int64 {
 	}
 	return def
 }
+
+// reserve draws want claims from the budget shared by concurrent sweeps
+// (Config.BudgetWindow), opening it with total if none is open; without a
+// window every claim wanted is granted. A reservation that fails grants
+// nothing: better a sweep that claims nothing than two that claim twice.
+func (s *Sweeper) reserve(ctx context.Context, total, want int) (int, error) {
+	if s.Config.BudgetWindow <= 0 {
+		return want, nil
+	}
+	scope := s.Config.BudgetScope
+	if scope == "" {
+		scope = "claims"
+	}
+	n, err := s.Ledger.ReserveClaims(ctx, scope, s.Config.BudgetWindow, total, want)
+	if err != nil {
+		return 0, fmt.Errorf("claim budget: %w", err)
+	}
+	return n, nil
+}

@@ -82,7 +82,12 @@ type claimError struct {
 }
 
 // claim claims rows concurrently and returns the claims in the rows' order.
-func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger.Claim, skipped, retired int, errs []claimError) {
+// liveEnds holds, per account, the earliest end of the live claims that
+// refused a row (another sweep or a manual run took it since it was read):
+// if that claim dies, its row is due again then, so the account's wake may
+// not pass it (L3).
+func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger.Claim, skipped, retired int, liveEnds map[string]time.Time, errs []claimError) {
+	liveEnds = map[string]time.Time{}
 	results := make([]*ledger.Claim, len(rows))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -94,9 +99,15 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			c, err := s.Ledger.Claim(ctx, r.Key, claimReason(r))
 			mu.Lock()
 			defer mu.Unlock()
+			var live *ledger.LiveClaimError
 			switch {
 			case err == nil:
 				results[i] = &c
+			case errors.As(err, &live):
+				skipped++ // another sweep or a manual run got there first
+				if t, ok := liveEnds[r.AccountID]; !ok || live.Ends().Before(t) {
+					liveEnds[r.AccountID] = live.Ends()
+				}
 			case errors.Is(err, ledger.ErrStopped):
 				retired++
 				s.log().Warn("partition stopped retrying", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
@@ -113,7 +124,7 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			claims = append(claims, *c)
 		}
 	}
-	return claims, skipped, retired, errs
+	return claims, skipped, retired, liveEnds, errs
 }
 
 // JobFor returns the job message of a claim.

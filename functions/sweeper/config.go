@@ -54,7 +54,18 @@ func loadConfig(r *envvar.Reader) (Config, error) {
 	}
 	interval, err := parseRate("SWEEP_SCHEDULE", r.StringOr("SWEEP_SCHEDULE", envvar.DefaultSweepSchedule))
 	c.SweepInterval = interval
-	return c, errors.Join(r.Err(), err)
+	return c, errors.Join(r.Err(), err, positive(r, "PER_ACCOUNT_CAP", c.PerAccountCap), positive(r, "PER_SWEEP_CAP", c.PerSweepCap),
+		positive(r, "EXPORTER_CONCURRENCY", c.ExporterConcurrency), positive(r, "MATERIALIZE_ROWS_PER_ACCOUNT", c.MaterializeRows))
+}
+
+// positive refuses a setting of 0 with which the sweeper cannot work: no
+// claim (the caps, the exporter concurrency the budget follows) or no
+// materialized row would ever be made.
+func positive(r *envvar.Reader, name string, v int) error {
+	if raw, ok := r.Lookup(name); ok && raw != "" && v == 0 {
+		return fmt.Errorf("environment variable %s=%q: want at least 1: with 0 the sweeper never claims or materializes anything", name, raw)
+	}
+	return nil
 }
 
 var rateRE = regexp.MustCompile(`^rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)$`)

@@ -58,3 +58,21 @@ func TestLoadConfigFleet(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsThatCannotWork: a setting with which no sweep could claim or
+// materialize anything is refused at start, naming the variable (on the old
+// code a 0 cap failed every sweep without the variable's name, and an
+// exporter concurrency of 0 made every budget 0).
+func TestSettingsThatCannotWork(t *testing.T) {
+	for _, name := range []string{"PER_ACCOUNT_CAP", "PER_SWEEP_CAP", "EXPORTER_CONCURRENCY", "MATERIALIZE_ROWS_PER_ACCOUNT"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadConfig(envvar.From(map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", name: "0"}))
+			if err == nil || !strings.Contains(err.Error(), name+`="0": want at least 1`) {
+				t.Errorf("%s=0: error %v", name, err)
+			}
+			if _, err := loadConfig(envvar.From(map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", name: "1"})); err != nil {
+				t.Errorf("%s=1: %v", name, err)
+			}
+		})
+	}
+}

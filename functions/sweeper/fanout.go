@@ -70,6 +70,11 @@ func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int
 		})
 	}
 	wg.Wait()
+	// The workers draw from one budget window with every concurrent sweep's
+	// workers: open it with this sweep's budget before they start.
+	if _, err := s.reserve(ctx, budget, 0); err != nil {
+		errs = append(errs, err)
+	}
 	jobs := planFanOut(counts, orDefault(s.Config.FanOutAccounts, defaultFanOutAccounts), budget)
 	sweep := now.UTC().Format(time.RFC3339)
 	sent := 0

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -20,7 +22,9 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 // meteredLedger is newLedger on a request-counting client.
@@ -62,9 +66,36 @@ func accountKey(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{ledger.AttrPK: &types.AttributeValueMemberS{Value: "ACCOUNTS"}, ledger.AttrSK: &types.AttributeValueMemberS{Value: id}}
 }
 
-// TestIdleAccountsCostNothing: a sweep's DynamoDB requests do not grow with
-// idle accounts (L6): 10 or 100 idle accounts, the same requests, a few
-// dozen (the 16 wake shards, the 16 stopped shards, the stats).
+// idleQueues is the SQS of a deployed sweeper in a test: it records the
+// messages sent and reports an empty jobs queue.
+type idleQueues struct{ recordingSQS }
+
+func (*idleQueues) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"ApproximateNumberOfMessages": "0",
+		"ApproximateNumberOfMessagesNotVisible": "0", "ApproximateNumberOfMessagesDelayed": "0"}}, nil
+}
+
+// deployedHandler is the function as main wires it (wire), with the
+// template's default settings, on l (an isolate: the package's tests share
+// the table).
+func deployedHandler(t *testing.T, l FunctionLedger, q Queues, clk *clock) Handler {
+	t.Helper()
+	cfg, err := loadConfig(envvar.From(map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "https://sqs.example/jobs",
+		"SWEEP_QUEUE_URL": "https://sqs.example/sweep"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return wire(cfg, l, q, clk.Now, &metrics.Emitter{W: io.Discard, Stage: "test"}, discard)
+}
+
+// TestIdleAccountsCostNothing: the deployed function's DynamoDB requests do
+// not grow with idle accounts (L6): 10 or 100 idle accounts, the same
+// requests, a few dozen: the sweep's 16 wake shards, 16 stopped shards and
+// the stats, and the restatement pass's 16 restate shards. It runs the
+// handler as main wires it (sweep, restatement pass, fan-out), so a part
+// that lists accounts shows here; the pass of the old code made one query
+// per account.
 func TestIdleAccountsCostNothing(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
@@ -91,12 +122,15 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	clk.Advance(15 * time.Minute)
 	cost := map[int]dynamometer.Counts{}
 	for _, set := range []isolate{small, large} {
+		q := &idleQueues{}
+		h := deployedHandler(t, set, q, clk)
 		meter.Reset()
-		sum, err := sweeper(set, &recordingSQS{}, clk, 10, 100).Run(ctx)
+		out, err := h.Invoke(ctx, json.RawMessage(`{"source":"scheduler"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sum.Woken != 0 || sum.Accounts != 0 || sum.Claimed != 0 {
+		sum := out.(Summary)
+		if sum.Woken != 0 || sum.Accounts != 0 || sum.Claimed != 0 || len(q.take()) != 0 {
 			t.Errorf("%d idle accounts: summary %+v", len(set.ids), sum)
 		}
 		cost[len(set.ids)] = meter.Counts()
@@ -105,8 +139,8 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	if cost[10].Requests != cost[100].Requests {
 		t.Errorf("requests grow with idle accounts: %d for 10, %d for 100", cost[10].Requests, cost[100].Requests)
 	}
-	if want := 2*ledger.FleetShards + 1; cost[100].Requests != want {
-		t.Errorf("%d requests, want %d (wake shards, stopped shards, stats)", cost[100].Requests, want)
+	if want := 3*ledger.FleetShards + 1; cost[100].Requests != want {
+		t.Errorf("%d requests, want %d (wake shards, stopped shards, stats, restate shards)", cost[100].Requests, want)
 	}
 }
 
@@ -314,5 +348,77 @@ func TestFanOut(t *testing.T) {
 	}
 	if claimed != 5 || len(q.take()) != 5 {
 		t.Errorf("workers claimed %d, want the budget of 5", claimed)
+	}
+}
+
+// TestConcurrentFanOutSweepsShareTheBudget: two scheduled sweeps of a
+// fanned-out fleet that run at once (a tick delivered twice) each split a
+// budget of 5 among their workers; together the workers of both claim 5,
+// not 10 (L6). On the old code each sweep's workers claimed its whole
+// budget.
+func TestConcurrentFanOutSweepsShareTheBudget(t *testing.T) {
+	ctx := context.Background()
+	clk := at("2026-04-01T12:00:00Z")
+	l := newLedger(t, clk, "l")
+	var accts []account.Account
+	for i := range 6 {
+		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-29")) // 3 days each: 18 due rows
+	}
+	q := &shardSQS{recordingSQS: &recordingSQS{}, url: "https://sqs.example/sweep"}
+	scope := fmt.Sprint(t.Name(), "/", runs.Add(1)) // the package's tests share one table
+	mk := func() *Sweeper {
+		s := sweeper(only(l, accts...), q, clk, 10, 5)
+		s.Config.SweepQueueURL, s.Config.FanOutAccounts = q.url, 2
+		s.Config.BudgetWindow, s.Config.BudgetScope = time.Minute, scope
+		return s
+	}
+	sweeps := []*Sweeper{mk(), mk()}
+	var wg sync.WaitGroup
+	errs := make([]error, len(sweeps))
+	for i, s := range sweeps {
+		wg.Go(func() { _, errs[i] = s.Run(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	budget := 0
+	for _, j := range q.jobs {
+		budget += j.Budget
+	}
+	if budget != 10 {
+		t.Fatalf("the two sweeps' messages carry a budget of %d, want 5 each: %+v", budget, q.jobs)
+	}
+	// Their workers run interleaved, each sweep's on its own invocation.
+	claimed := 0
+	for i, j := range q.jobs {
+		ws, err := sweeps[i%2].RunShards(ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed += ws.Claimed
+	}
+	if sent := len(q.take()); claimed != 5 || sent != 5 {
+		t.Errorf("the workers of two concurrent sweeps claimed %d (sent %d), want the budget of 5 together", claimed, sent)
+	}
+	// The next tick, past the window, has a budget of its own.
+	clk.Advance(5 * time.Minute)
+	next := mk()
+	seen := len(q.jobs)
+	if sum, err := next.Run(ctx); err != nil || sum.FanOut == 0 {
+		t.Fatalf("next sweep %+v %v", sum, err)
+	}
+	claimed = 0
+	for _, j := range q.jobs[seen:] {
+		ws, err := next.RunShards(ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed += ws.Claimed
+	}
+	if claimed != 5 {
+		t.Errorf("the next tick's workers claimed %d, want its own budget of 5", claimed)
 	}
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"time"
 
@@ -49,28 +50,57 @@ func main() {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
-	q := sqs.NewFromConfig(awsCfg)
+	lambda.Start(wire(cfg, led, sqs.NewFromConfig(awsCfg), time.Now, em, log).Invoke)
+}
+
+// Queues is what the sweeper sends to (jobs, shard messages, checks) and
+// reads the jobs queue's depth from: the SQS client.
+type Queues interface {
+	SQSAPI
+	QueueAttributesAPI
+}
+
+var _ Queues = (*sqs.Client)(nil)
+
+// FunctionLedger is what the deployed function needs from the ledger: the
+// sweep's and the restatement pass's.
+type FunctionLedger interface {
+	LedgerAPI
+	RestateLedger
+	Config() ledger.Config
+}
+
+var _ FunctionLedger = (*ledger.Ledger)(nil)
+
+// wire is the deployed function as main runs it: the sweep with its claim
+// budget and fan-out, followed by the restatement pass, behind the handler.
+// The fleet tests and benchmark run this, not a part of it.
+func wire(cfg Config, led FunctionLedger, q Queues, now func() time.Time, em *metrics.Emitter, log *slog.Logger) Handler {
+	lc := led.Config()
 	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
 		PerAccountCap:      cfg.PerAccountCap,
 		PerSweepCap:        cfg.PerSweepCap,
 		DefaultSettleDelay: cfg.SettleDelay,
-		MaxBackfillDays:    led.Config().MaxBackfillDays,
+		MaxBackfillDays:    lc.MaxBackfillDays,
 		MaterializeRows:    cfg.MaterializeRows,
 		Capacity: &Capacity{
 			ExporterConcurrency: cfg.ExporterConcurrency,
 			ExporterTimeout:     cfg.ExporterTimeout,
 			Interval:            cfg.SweepInterval,
-			Lease:               led.Config().Lease,
+			Lease:               lc.Lease,
 		},
 		SweepQueueURL:  cfg.SweepQueueURL,
 		FanOutAccounts: cfg.FanOutAccounts,
-		Now:            time.Now,
-		Log:            log,
+		// Sweeps that start within half an interval of each other are the
+		// same tick run twice: they share its budget.
+		BudgetWindow: cfg.SweepInterval / 2,
+		Now:          now,
+		Log:          log,
 	}}
 	rs := &Restater{Ledger: led, SQS: q, Config: RestateConfig{QueueURL: cfg.QueueURL, Restate: cfg.Restate,
-		DefaultSettleDelay: cfg.SettleDelay, Now: time.Now, Log: log}}
+		DefaultSettleDelay: cfg.SettleDelay, Now: now, Log: log}}
 	// The restatement pass follows each scheduled sweep; shard messages of a
 	// fanned-out sweep run without it (the scheduled sweep already ran it).
-	lambda.Start(Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Shards: sw, Log: log, Metrics: em}.Invoke)
+	return Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Shards: sw, Log: log, Metrics: em}
 }

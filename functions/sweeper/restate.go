@@ -4,21 +4,27 @@ package main
 // restate_check messages for completed partitions of recently closed days
 // whose fingerprint is due to be compared again (the exporter, which has
 // the source, compares it; the sweeper never touches the source). The pass
-// is bounded three ways: it reads only the sparse restate index (one
-// key-condition Query per account visited, never a Scan), each partition is
-// checked at most once per interval (MoveRestateCheck, a conditional write,
-// before its message is sent), and at most PerSweepCap checks are queued
-// per sweep, accounts taken in a rotating order so every account's checks
-// come round. It lists the accounts itself: which accounts a sweep wakes
-// for due work has no say in which are checked for late data.
+// is bounded three ways: it reads only the sparse restate index, sharded
+// like the fleet index (one key-condition Query per shard, never a Scan and
+// never a listing of the accounts: an idle fleet costs FleetShards queries
+// whatever its size), each partition is checked at most once per interval
+// (MoveRestateCheck, a conditional write, before its message is sent), and
+// at most PerSweepCap checks are queued per sweep, the oldest due first
+// across the shards, so every check comes round. It reads the record of
+// each account whose checks it takes, and no other: which accounts a sweep
+// wakes for due work has no say in which are checked for late data.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,8 +39,8 @@ import (
 
 // RestateLedger is what the restatement pass needs from the ledger.
 type RestateLedger interface {
-	ListAccounts(ctx context.Context) ([]account.Account, error)
-	RestateDue(ctx context.Context, accountID string, limit int) ([]ledger.Row, ledger.ReadStats, error)
+	GetAccount(ctx context.Context, id string) (account.Account, error)
+	RestateDue(ctx context.Context, shard, limit int) ([]ledger.Row, ledger.ReadStats, error)
 	MoveRestateCheck(ctx context.Context, r ledger.Row, next time.Time) error
 	DropRestateCheck(ctx context.Context, r ledger.Row) error
 }
@@ -61,11 +67,13 @@ type Restater struct {
 
 // RestateSummary describes one restatement pass.
 type RestateSummary struct {
-	Accounts  int  `json:"accounts"`   // enabled accounts whose due checks were read
+	Accounts  int  `json:"accounts"`   // accounts whose due checks were taken (each record read once)
 	Due       int  `json:"due"`        // due checks read
 	Sent      int  `json:"sent"`       // checks queued
 	Dropped   int  `json:"dropped"`    // rows taken out of the restate index: day outside the window, not completed, dataset not exported
 	Skipped   int  `json:"skipped"`    // rows that changed after they were read
+	Disabled  int  `json:"disabled"`   // checks of disabled accounts, moved an interval ahead unsent
+	Deferred  int  `json:"deferred"`   // checks of accounts whose record could not be read, moved an interval ahead unsent
 	Capped    bool `json:"capped"`     // the per-sweep cap ended the pass
 	ItemsRead int  `json:"items_read"` // items read from the table and index
 	Errors    int  `json:"errors"`
@@ -90,58 +98,60 @@ func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
 		sum.Errors++
 		errs = append(errs, err)
 	}
-	accounts, err := r.Ledger.ListAccounts(ctx)
+	due, err := r.readDue(ctx, &sum)
+	if err != nil {
+		fail(err)
+	}
+	next := now.Add(c.Restate.Interval)
+	accounts, gone, err := r.accountsOf(ctx, due)
+	sum.Accounts, sum.ItemsRead = len(accounts), sum.ItemsRead+len(accounts)+len(gone)
 	switch {
 	case errors.Is(err, ledger.ErrMalformed):
-		// An account record that cannot be read does not hide the others
-		// (ListAccounts returns them); the sweep reports it, naming it, so
-		// the pass only notes that it skipped it.
+		// An account record that cannot be read does not hide the others;
+		// the sweep reports it, naming it, so the pass only notes that it
+		// skipped its checks.
 		if c.Log != nil {
 			c.Log.WarnContext(ctx, "restatement pass skipped unreadable account records", "error", err.Error())
 		}
 	case err != nil:
-		return sum, fmt.Errorf("restate: %w", err)
+		fail(err)
 	}
-	sum.ItemsRead += len(accounts)
-	var enabled []account.Account
-	for _, a := range accounts {
-		if a.Enabled {
-			enabled = append(enabled, a.WithDefaults(c.DefaultSettleDelay))
-		}
-	}
-	next := now.Add(c.Restate.Interval)
 	var checks []ledger.Row
-	start := restateStart(now, len(enabled))
-	for i := range enabled {
-		if len(checks) >= c.Restate.PerSweepCap {
-			sum.Capped = true
-			break
-		}
-		a := enabled[(start+i)%len(enabled)]
-		rows, stats, err := r.Ledger.RestateDue(ctx, a.ID, c.Restate.PerSweepCap-len(checks))
-		sum.Accounts++
-		sum.ItemsRead += stats.Items
-		sum.Due += len(rows)
-		if err != nil {
-			fail(fmt.Errorf("account %s: restate checks: %w", a.ID, err))
-			continue
-		}
-		closed := a.ClosedThrough(now)
-		for _, row := range rows {
-			if row.State != ledger.StateCompleted || !c.Restate.InWindow(row.Day, closed) || !exports(a, row.Dataset) {
-				err = r.Ledger.DropRestateCheck(ctx, row)
-				if err == nil {
-					sum.Dropped++
-				}
-			} else if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
+	for _, row := range due {
+		a, ok := accounts[row.AccountID]
+		var err error
+		switch {
+		case gone[row.AccountID]:
+			if err = r.Ledger.DropRestateCheck(ctx, row); err == nil {
+				sum.Dropped++
+			}
+		case !ok:
+			// Its record could not be read: the check waits an interval,
+			// so that an account that stays unreadable cannot hold the
+			// oldest places under the cap and starve every other check.
+			if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
+				sum.Deferred++
+			}
+		case !a.Enabled:
+			// Not checked while disabled; kept, an interval ahead, for when
+			// it is enabled again.
+			if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
+				sum.Disabled++
+			}
+		case row.State != ledger.StateCompleted || !c.Restate.InWindow(row.Day, a.ClosedThrough(now)) || !exports(a, row.Dataset):
+			if err = r.Ledger.DropRestateCheck(ctx, row); err == nil {
+				sum.Dropped++
+			}
+		default:
+			if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
 				checks = append(checks, row)
 			}
-			switch {
-			case errors.Is(err, ledger.ErrConflict):
-				sum.Skipped++
-			case err != nil:
-				fail(fmt.Errorf("restate check %s: %w", row.Key, err))
-			}
+		}
+		switch {
+		case errors.Is(err, ledger.ErrConflict):
+			sum.Skipped++
+		case err != nil:
+			fail(fmt.Errorf("restate check %s: %w", row.Key, err))
 		}
 	}
 	sent, sendErrs := r.send(ctx, checks, next)
@@ -152,13 +162,75 @@ func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
 	return sum, errors.Join(errs...)
 }
 
-// restateStart picks the account the pass starts from; it moves every
-// minute, so the per-sweep cap does not always favour the same accounts.
-func restateStart(now time.Time, n int) int {
-	if n == 0 {
-		return 0
+// readDue reads the due checks of every shard of the restate index, at
+// most the cap from each, at once, and keeps the cap's worth whose check is
+// oldest: what is left is due for the next sweep (Capped).
+func (r *Restater) readDue(ctx context.Context, sum *RestateSummary) ([]ledger.Row, error) {
+	capN := r.Config.Restate.PerSweepCap
+	rows := make([][]ledger.Row, ledger.FleetShards)
+	stats := make([]ledger.ReadStats, ledger.FleetShards)
+	errs := make([]error, ledger.FleetShards)
+	var wg sync.WaitGroup
+	for shard := range ledger.FleetShards {
+		wg.Go(func() {
+			rows[shard], stats[shard], errs[shard] = r.Ledger.RestateDue(ctx, shard, capN)
+			if errs[shard] != nil {
+				errs[shard] = fmt.Errorf("restate checks of shard %d: %w", shard, errs[shard])
+			}
+		})
 	}
-	return int(now.Unix()/60) % n
+	wg.Wait()
+	var all []ledger.Row
+	for shard := range ledger.FleetShards {
+		sum.ItemsRead += stats[shard].Items
+		all = append(all, rows[shard]...)
+	}
+	sum.Due = len(all)
+	slices.SortStableFunc(all, func(a, b ledger.Row) int {
+		return cmp.Or(a.Fingerprint.CheckAt.Compare(b.Fingerprint.CheckAt), strings.Compare(a.Key.String(), b.Key.String()))
+	})
+	if len(all) > capN {
+		all, sum.Capped = all[:capN], true
+	}
+	return all, errors.Join(errs...)
+}
+
+// accountsOf reads the record of each account the rows belong to, 32 at
+// once. gone holds the accounts that no longer exist (their checks are
+// dropped); a record that cannot be read is left out and its error joined.
+func (r *Restater) accountsOf(ctx context.Context, rows []ledger.Row) (accounts map[string]account.Account, gone map[string]bool, err error) {
+	var ids []string
+	for _, row := range rows {
+		if !slices.Contains(ids, row.AccountID) {
+			ids = append(ids, row.AccountID)
+		}
+	}
+	accounts, gone = map[string]account.Account{}, map[string]bool{}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 32)
+	)
+	for _, id := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			a, err := r.Ledger.GetAccount(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, ledger.ErrNotFound):
+				gone[id] = true
+			case err != nil:
+				errs = append(errs, fmt.Errorf("account %s: restate checks: %w", id, err))
+			default:
+				accounts[id] = a.WithDefaults(r.Config.DefaultSettleDelay)
+			}
+		})
+	}
+	wg.Wait()
+	return accounts, gone, errors.Join(errs...)
 }
 
 func exports(a account.Account, ds string) bool {

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -86,7 +89,7 @@ func completeWith(t *testing.T, l *ledger.Ledger, key partition.Key, checkAt tim
 	}
 }
 
-func newRestater(t *testing.T, l *ledger.Ledger, clk *clock, q SQSAPI, cfg ledger.RestateConfig) *Restater {
+func newRestater(t *testing.T, l RestateLedger, clk *clock, q SQSAPI, cfg ledger.RestateConfig) *Restater {
 	return &Restater{Ledger: l, SQS: q, Config: RestateConfig{QueueURL: "q", Restate: cfg, Now: clk.Now}}
 }
 
@@ -118,7 +121,7 @@ func TestRestatePass(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := &checkQueue{}
-	r := newRestater(t, l, clk, q, restateCfg)
+	r := newRestater(t, only(l, a), clk, q, restateCfg)
 	of := func(all []string) []string {
 		return slices.DeleteFunc(all, func(s string) bool { return !strings.HasPrefix(s, a.ID+"/") })
 	}
@@ -184,9 +187,10 @@ func TestRestateCap(t *testing.T) {
 	zero := time.Duration(0)
 	due := clk.Now().Add(time.Hour)
 	var accounts []string
+	var accts []account.Account
 	for i := range 3 {
 		a := storeAccount(t, l, accountSpec{salt: string(rune('a' + i)), start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events", "profiles", "daily_stats"}})
-		accounts = append(accounts, a.ID)
+		accounts, accts = append(accounts, a.ID), append(accts, a)
 		for _, ds := range a.Datasets {
 			for _, d := range civil.Range(civil.MustParse("2026-03-03"), civil.MustParse("2026-03-09")) {
 				completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: ds, Day: d}, due)
@@ -197,7 +201,7 @@ func TestRestateCap(t *testing.T) {
 	cfg := restateCfg
 	cfg.PerSweepCap = 25
 	q := &checkQueue{}
-	r := newRestater(t, l, clk, q, cfg)
+	r := newRestater(t, only(l, accts...), clk, q, cfg)
 	mine := func(all []string) []string {
 		return slices.DeleteFunc(all, func(s string) bool {
 			return !slices.ContainsFunc(accounts, func(a string) bool { return strings.HasPrefix(s, a+"/") })
@@ -239,7 +243,7 @@ func TestRestateSendFailure(t *testing.T) {
 	a := storeAccount(t, l, accountSpec{salt: "a", start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events"}})
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-09")}, clk.Now())
 	q := &checkQueue{failing: true}
-	r := newRestater(t, l, clk, q, restateCfg)
+	r := newRestater(t, only(l, a), clk, q, restateCfg)
 	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "queue unavailable") {
 		t.Fatalf("a failed send: %v", err)
 	}
@@ -284,5 +288,58 @@ func TestWithRestate(t *testing.T) {
 	w.Restate = newRestater(t, l, clk, &checkQueue{}, ledger.RestateConfig{LookbackDays: 7, Interval: time.Hour}) // no cap: refused
 	if _, err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "sweep broke") || !strings.Contains(err.Error(), "restatement checks") {
 		t.Fatalf("errors of both: %v", err)
+	}
+}
+
+// TestRestatePassAccountsItCannotCheck: the checks of a disabled account
+// wait an interval unsent, those of a deleted account leave the index, and
+// those of an account whose record cannot be read wait an interval too, so
+// that, oldest under a cap of one, they do not starve a readable account's
+// check, which the next pass queues.
+func TestRestatePassAccountsItCannotCheck(t *testing.T) {
+	ctx := context.Background()
+	clk := at(restateNow)
+	l := newLedger(t, clk, "l")
+	zero := time.Duration(0)
+	spec := func(salt string) accountSpec {
+		return accountSpec{salt: salt, start: "2026-02-20", tz: "UTC", settle: &zero, datasets: []string{"events"}}
+	}
+	broken, disabled, deleted, fine := storeAccount(t, l, spec("broken")), storeAccount(t, l, spec("disabled")), storeAccount(t, l, spec("deleted")), storeAccount(t, l, spec("fine"))
+	day := civil.MustParse("2026-03-09")
+	for i, a := range []account.Account{broken, disabled, deleted, fine} {
+		// Oldest first: broken's check is the oldest, fine's the newest.
+		completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: day}, clk.Now().Add(time.Duration(i)*time.Minute))
+	}
+	disabled.Enabled = false
+	if err := l.PutAccount(ctx, disabled); err != nil {
+		t.Fatal(err)
+	}
+	setAttr(t, accountKey(broken.ID), "doc", &dbtypes.AttributeValueMemberS{Value: "{not json"})
+	db, table := rawDB(t)
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: accountKey(deleted.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Minute)
+	cfg := restateCfg
+	cfg.PerSweepCap = 1
+	q := &checkQueue{}
+	r := newRestater(t, only(l, broken, disabled, deleted, fine), clk, q, cfg)
+	var sums []RestateSummary
+	for range 4 {
+		sum, err := r.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, sum)
+		clk.Advance(time.Minute)
+	}
+	if got := q.take(); !slices.Equal(got, []string{fine.ID + "/events/2026-03-09"}) {
+		t.Errorf("checks queued %v, want only the readable, enabled account's", got)
+	}
+	if sums[0].Deferred != 1 || sums[1].Disabled != 1 || sums[2].Dropped != 1 || sums[3].Sent != 1 {
+		t.Errorf("passes %+v: want the unreadable one deferred, the disabled one moved, the deleted one dropped, then the check sent", sums)
+	}
+	if row, _ := l.Get(ctx, partition.Key{AccountID: disabled.ID, Dataset: "events", Day: day}); row.Fingerprint.CheckAt.IsZero() {
+		t.Error("the disabled account's check left the index")
 	}
 }

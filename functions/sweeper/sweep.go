@@ -61,6 +61,7 @@ type LedgerAPI interface {
 	DueWork(ctx context.Context, accountID string, limit int) (ledger.DueWork, error)
 	Claim(ctx context.Context, key partition.Key, reason partition.Reason) (ledger.Claim, error)
 	Release(ctx context.Context, c ledger.Claim) error
+	ReserveClaims(ctx context.Context, scope string, window time.Duration, total, want int) (int, error)
 	StoppedByAccount(ctx context.Context, shard int) (map[string]int, ledger.ReadStats, error)
 	FleetStats(ctx context.Context, window time.Duration) (ledger.FleetStats, ledger.ReadStats, error)
 	ClaimReconcile(ctx context.Context, every time.Duration) (bool, error)
@@ -112,6 +113,13 @@ type SweepConfig struct {
 	// Reserve is the time kept before the invocation's deadline: no account
 	// is started later (default 60 s).
 	Reserve time.Duration
+	// BudgetWindow, if set, makes the sweeps that run within it of each
+	// other (two scheduled sweeps at once and their fan-out workers) draw
+	// their claims from one budget, the first one's (ledger.ReserveClaims);
+	// zero: each sweep claims up to its own budget. BudgetScope names that
+	// budget (default "claims").
+	BudgetWindow time.Duration
+	BudgetScope  string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Log receives one line per problem (default slog.Default()).

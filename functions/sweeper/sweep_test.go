@@ -209,6 +209,19 @@ func (i isolate) StoppedByAccount(ctx context.Context, shard int) (map[string]in
 
 func (i isolate) ClaimReconcile(context.Context, time.Duration) (bool, error) { return false, nil }
 
+// RestateDue keeps the test's accounts' due checks of the shard, at most
+// limit of them.
+func (i isolate) RestateDue(ctx context.Context, shard, limit int) ([]ledger.Row, ledger.ReadStats, error) {
+	all, st, err := i.Ledger.RestateDue(ctx, shard, 1<<16)
+	var out []ledger.Row
+	for _, r := range all {
+		if i.ids[r.AccountID] && len(out) < limit {
+			out = append(out, r)
+		}
+	}
+	return out, st, err
+}
+
 // raceStart holds a sweep's first claim until every sweep got there.
 type raceStart struct {
 	isolate

@@ -174,7 +174,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.T
 			ClaimedAt: row.ClaimedAt, StartedAt: row.StartedAt, FinishedAt: now, Error: msg}, row.Generation)
 		return fmt.Errorf("%w: %s: %s", ErrStopped, key, msg)
 	case row.liveAt(now):
-		return fmt.Errorf("%w: %s is running under a live claim until %s", ErrConflict, key, fmtTime(row.LeaseUntil))
+		return &LiveClaimError{Key: key, LeaseUntil: row.LeaseUntil}
 	case row.State == StateFailed && row.Stopped:
 		return fmt.Errorf("%w: %s failed %d times and waits for a requeue", ErrConflict, key, row.Attempts)
 	case row.State == StateFailed:

@@ -22,7 +22,8 @@ type DueWork struct {
 	// limit was reached: the account has work for the next sweep.
 	More bool
 	// NextAt is the earliest time a failed row read becomes due or a live
-	// claim read ends its lease; zero if none (or More).
+	// claim read ends its lease (LeaseEnd: when Claim takes it); zero if
+	// none (or More).
 	NextAt time.Time
 	// Malformed names each index entry that could not be read. It is
 	// skipped, not the rows around it.
@@ -126,7 +127,7 @@ func (l *Ledger) DueWork(ctx context.Context, accountID string, limit int) (DueW
 	if e != nil {
 		return w.finish(e)
 	}
-	dead, leaseEnd := dueUntil(running, func(r Row) time.Time { return r.LeaseUntil })
+	dead, leaseEnd := dueUntil(running, func(r Row) time.Time { return LeaseEnd(r.LeaseUntil) })
 	if take(dead) {
 		return w.finish(nil)
 	}

@@ -58,8 +58,8 @@ func TestDueWorkScheduledFirstMoreAndNext(t *testing.T) {
 	if !w.Rows[0].Scheduled() || w.Rows[1].Scheduled() {
 		t.Error("Scheduled() does not mark the scheduled row only")
 	}
-	if w.More || !w.NextAt.Equal(minTime(failed.NextAttemptAt, live.LeaseUntil)) {
-		t.Errorf("More %v NextAt %s, want false and %s", w.More, w.NextAt, minTime(failed.NextAttemptAt, live.LeaseUntil))
+	if w.More || !w.NextAt.Equal(minTime(failed.NextAttemptAt, LeaseEnd(live.LeaseUntil))) {
+		t.Errorf("More %v NextAt %s, want false and %s", w.More, w.NextAt, minTime(failed.NextAttemptAt, LeaseEnd(live.LeaseUntil)))
 	}
 	// Capped: the head of the order, More, no NextAt.
 	w, err = l.DueWork(ctx, acct, 2)

@@ -1,6 +1,12 @@
 package ledger
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/partition"
+)
 
 // The ledger's errors. Every one is returned wrapped (with the key or the
 // account it is about): test for it with errors.Is. A transition that
@@ -41,3 +47,21 @@ var (
 // errCondition marks a failed condition check inside the package (dynamo.go
 // turns DynamoDB's ConditionalCheckFailedException into it).
 var errCondition = errors.New("condition failed")
+
+// LiveClaimError is Claim's refusal of a row running under a live claim. It
+// is ErrConflict (errors.Is); Ends says when that claim, if it dies, can be
+// taken over, so a sweep that lost the row keeps its account woken until
+// then rather than until its next day (L3).
+type LiveClaimError struct {
+	Key        partition.Key
+	LeaseUntil time.Time // the stored lease_until
+}
+
+func (e *LiveClaimError) Error() string {
+	return fmt.Sprintf("%v: %s is running under a live claim until %s", ErrConflict, e.Key, fmtTime(e.LeaseUntil))
+}
+
+func (e *LiveClaimError) Unwrap() error { return ErrConflict }
+
+// Ends is the lease's end: the first instant Claim takes the row over.
+func (e *LiveClaimError) Ends() time.Time { return LeaseEnd(e.LeaseUntil) }

@@ -17,7 +17,8 @@ const (
 	AttrDueAccount = "due_account"
 	AttrDueKey     = "due_key"
 	// The sparse restate index (restate.go): completed rows whose
-	// restatement check is scheduled.
+	// restatement check is scheduled, sharded like the fleet index
+	// (restate_account = R#<nn>).
 	IndexRestate       = "restate"
 	AttrRestateAccount = "restate_account"
 	AttrRestateKey     = "restate_key"

@@ -21,6 +21,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[statsRecord](),
 	reflect.TypeFor[attemptRecord](),
 	reflect.TypeFor[seedRecord](),
+	reflect.TypeFor[budgetRecord](),
 	reflect.TypeFor[guardRecord](),
 	reflect.TypeFor[eventRecord](),
 	reflect.TypeFor[sliceRecord](),

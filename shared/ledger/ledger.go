@@ -25,6 +25,7 @@
 //	                                                         manifest_key, error, expires_at (TTL)
 //	export stats:    pk=STATS              sk=EXPORTS#<hour> exports, export_ms, expires_at (TTL), updated_at
 //	reconcile mark:  pk=STATS              sk=RECONCILE      reconciled_at, updated_at
+//	claim budget:    pk=STATS              sk=BUDGET#<scope> budget_until, budget_total, budget_used (budget.go)
 //	seed item:       pk=SEED#<account>     sk=<dataset>      seed_epoch, state, seed_first_day, seed_last_day,
 //	                                                         seed_days, seed_done_days, ... (reseed.go)
 //	slice plan:      pk=SL#<acct>#<ds>#<day>  sk=PLAN        partition_token, slice_count, generation, run_id,

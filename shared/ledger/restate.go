@@ -14,8 +14,13 @@ package ledger
 // <check_at>#<day>#<dataset>) holds only completed rows of recently closed
 // days whose fingerprint is to be compared again; a row leaves it when its
 // day leaves the lookback window (DropRestateCheck) and whenever it is
-// completed again without a check to schedule. The sweeper reads it per
-// account with one key-condition Query (restate_key <= now), never a Scan,
+// completed again without a check to schedule. It is sharded like the fleet
+// index: restate_account (the attribute keeps the name it had when the
+// index was per account, so the deployed index needs no rebuild) holds
+// R#<nn>, nn = Shard(account). The sweeper reads it with one key-condition
+// Query per shard (restate_key <= now), never a Scan and never a listing of
+// the accounts, so an idle fleet costs FleetShards queries whatever its
+// size; it
 // moves each row's next check Interval ahead with a conditional write
 // (MoveRestateCheck, so a check is queued once per interval whatever the
 // number of sweeps), and queues a check message. The exporter runs the
@@ -26,8 +31,8 @@ package ledger
 // generation replaces the day as a manual re-export does.
 //
 // The index is independent of the due index and of how a sweep picks the
-// accounts it visits: its cost is one Query per account visited, bounded
-// by the per-sweep cap, and it reads nothing but rows whose check is due.
+// accounts it visits: its cost is one Query per shard, bounded by the
+// per-sweep cap, and it reads nothing but rows whose check is due.
 
 import (
 	"context"
@@ -119,6 +124,12 @@ func (c RestateConfig) CheckAt(day, closed civil.Date, now time.Time) time.Time 
 	return now.Add(c.Interval).UTC().Truncate(time.Second)
 }
 
+// restateShard is the restate index's partition key of the accounts of a
+// fleet shard.
+func restateShard(shard int) string { return fmt.Sprintf("%s%02d", restateShardPrefix, shard) }
+
+const restateShardPrefix = "R#"
+
 func restateKey(at time.Time, day civil.Date, dataset string) string {
 	return fmtTime(at) + "#" + day.String() + "#" + dataset
 }
@@ -135,7 +146,7 @@ func (res Result) withLateData(u expression.UpdateBuilder, key partition.Key) ex
 		u = u.Remove(name(attrFingerprint)).Remove(name(attrFingerprintAt))
 	}
 	if fp.Value != "" && !fp.CheckAt.IsZero() {
-		u = u.Set(name(AttrRestateAccount), val(key.AccountID)).
+		u = u.Set(name(AttrRestateAccount), val(restateShard(Shard(key.AccountID)))).
 			Set(name(AttrRestateKey), val(restateKey(fp.CheckAt, key.Day, key.Dataset)))
 	} else {
 		u = u.Remove(name(AttrRestateAccount)).Remove(name(AttrRestateKey))
@@ -174,18 +185,22 @@ func readLateData(row *Row, r rowRecord, item map[string]types.AttributeValue) e
 	return nil
 }
 
-// RestateDue returns up to limit rows of accountID whose restatement check
-// is due (restate_key <= now), oldest check first: one key-condition Query
-// on the restate index, no filter. Index items carry the key, state,
-// generation and the check time (Fingerprint.CheckAt).
-func (l *Ledger) RestateDue(ctx context.Context, accountID string, limit int) ([]Row, ReadStats, error) {
+// RestateDue returns up to limit rows of the accounts of fleet shard
+// (Shard) whose restatement check is due (restate_key <= now), oldest check
+// first: one key-condition Query on the restate index, no filter. Index
+// items carry the key, state, generation and the check time
+// (Fingerprint.CheckAt).
+func (l *Ledger) RestateDue(ctx context.Context, shard, limit int) ([]Row, ReadStats, error) {
 	if limit <= 0 {
 		return nil, ReadStats{}, nil
 	}
-	kc := expression.Key(AttrRestateAccount).Equal(val(accountID)).
+	if shard < 0 || shard >= FleetShards {
+		return nil, ReadStats{}, fmt.Errorf("ledger: restate checks: shard %d out of 0..%d", shard, FleetShards-1)
+	}
+	kc := expression.Key(AttrRestateAccount).Equal(val(restateShard(shard))).
 		And(expression.Key(AttrRestateKey).LessThanEqual(val(fmtTime(l.now()) + dueUpperBound)))
 	var rows []Row
-	stats, err := l.queryPages(ctx, "restate checks of "+accountID, IndexRestate, kc, "", limit, appendRows(&rows))
+	stats, err := l.queryPages(ctx, fmt.Sprint("restate checks of shard ", shard), IndexRestate, kc, "", limit, appendRows(&rows))
 	return rows, stats, err
 }
 

@@ -140,6 +140,14 @@ func (r Row) heldBy(token string) bool { return r.State == StateRunning && r.Cla
 // at now (the row-side reading of the live condition).
 func (r Row) liveAt(now time.Time) bool { return r.State == StateRunning && !r.LeaseUntil.Before(now) }
 
+// LeaseEnd is the first instant at which a lease stored as until has ended.
+// lease_until is stored to the second and the claim conditions compare it
+// with the second of now (live: lease_until >= now; claimable: lease_until <
+// now), so a lease is live through its whole last second and ends one second
+// after the stored value. DueWork, Claim and the sweeper's wake all use this
+// one boundary (L3).
+func LeaseEnd(until time.Time) time.Time { return until.Truncate(time.Second).Add(time.Second) }
+
 // deadOnLastAttempt reports whether r is a dead claim (running, lease
 // expired at now) whose run started and used the last of maxAttempts: the
 // running branch of claimableNow refuses exactly these, and Claim retires

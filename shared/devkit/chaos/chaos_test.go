@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -229,5 +230,43 @@ func TestWorldDiff(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("diff %q misses %q", got, want)
 		}
+	}
+}
+
+// TestOverdueClaims: an expired claim still holding its row two sweeps later
+// is a problem, reported once; one reclaimed (another token, another state,
+// or the row gone) counts as reclaimed; one younger than two sweeps waits.
+func TestOverdueClaims(t *testing.T) {
+	key := func(day string) partition.Key {
+		return partition.Key{AccountID: "acct_a", Dataset: "events", Day: civil.MustParse(day)}
+	}
+	running := func(day, token string) ledger.Row {
+		return ledger.Row{Key: key(day), State: ledger.StateRunning, ClaimToken: token}
+	}
+	expired := map[partition.Key]expiry{
+		key("2026-03-01"): {token: "old", sweeps: 3}, // still held, 2 sweeps on: overdue
+		key("2026-03-02"): {token: "old", sweeps: 4}, // still held, 1 sweep on: waits
+		key("2026-03-03"): {token: "old", sweeps: 3}, // reclaimed under a new token
+		key("2026-03-04"): {token: "old", sweeps: 3}, // completed since
+		key("2026-03-05"): {token: "old", sweeps: 3}, // row not read
+	}
+	rows := map[partition.Key]ledger.Row{
+		key("2026-03-01"): running("2026-03-01", "old"),
+		key("2026-03-02"): running("2026-03-02", "old"),
+		key("2026-03-03"): running("2026-03-03", "new"),
+		key("2026-03-04"): {Key: key("2026-03-04"), State: ledger.StateCompleted},
+	}
+	waiting, reclaimed, problems := overdueClaims(expired, rows, 5)
+	if reclaimed != 3 {
+		t.Errorf("reclaimed %d, want 3", reclaimed)
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0], "2026-03-01") {
+		t.Errorf("problems %q, want one for 2026-03-01", problems)
+	}
+	if len(waiting) != 1 || waiting[key("2026-03-02")].token != "old" {
+		t.Errorf("waiting %+v, want only 2026-03-02", waiting)
+	}
+	if _, _, again := overdueClaims(waiting, rows, 6); len(again) != 1 || !strings.Contains(again[0], "2026-03-02") {
+		t.Errorf("a sweep later: %q, want 2026-03-02 overdue", again)
 	}
 }

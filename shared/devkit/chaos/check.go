@@ -49,7 +49,9 @@ var rowKeys = map[string][]string{"events": {"event_id"}, "profiles": {"profile_
 //     ledger's;
 //   - every day's delivery manifest agrees with the ledger;
 //   - no incomplete multipart upload is left in any bucket;
-//   - no account's object lies under another's prefix (accounts.go).
+//   - no account's object lies under another's prefix (accounts.go);
+//   - and, after each round's sweeps, every claim whose lease ended was
+//     reclaimed within two sweeps (reclaim.go).
 func (p *pipeline) check(ctx context.Context) error {
 	c := &p.rep.Checked
 	rows, err := p.rows(ctx)

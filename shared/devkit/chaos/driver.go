@@ -37,6 +37,9 @@ func (p *pipeline) drive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := p.checkReclaimed(ctx); err != nil {
+			return err
+		}
 		asked, err := p.reexport(ctx)
 		if err != nil {
 			return err
@@ -230,6 +233,7 @@ func (p *pipeline) passTime(ctx context.Context) (moved, open int, err error) {
 				return moved, open, err
 			}
 			p.rep.LeasesEnded++
+			p.noteExpired(r)
 			moved++
 		case ledger.StateFailed:
 			if _, err := p.led.Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, partition.ReasonRetry); err != nil {

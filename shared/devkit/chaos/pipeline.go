@@ -177,8 +177,9 @@ type pipeline struct {
 	big       *partition.Key // the partition with a multipart file, if any
 	rng       *rand.Rand
 	rep       *Report
-	mu        sync.Mutex // guards rep's counters while exporters run
-	races     races      // account races (accounts.go)
+	mu        sync.Mutex               // guards rep's counters while exporters run
+	races     races                    // account races (accounts.go)
+	expired   map[partition.Key]expiry // dead claims whose lease passTime ended (reclaim.go)
 	stop      []func()
 }
 

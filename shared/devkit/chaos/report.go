@@ -51,6 +51,7 @@ type Checked struct {
 	Deliveries  int   // delivery manifests compared with the ledger
 	AtRest      int   // manifests of days at rest compared after each round
 	Buckets     int   // buckets checked for incomplete uploads
+	Reclaimed   int   // expired claims seen reclaimed within two sweeps (reclaim.go)
 }
 
 // Print writes the report: the figures, the faults by kind and step, and
@@ -87,8 +88,8 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "  %d faults injected (%d kills) in %d S3 requests\n", t, r.Kills, total-t)
 	c := r.Checked
-	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
-		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets)
+	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads, %d expired claims reclaimed within two sweeps\n",
+		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets, c.Reclaimed)
 	a := r.Accounts
 	fmt.Fprintf(w, "  accounts: %d race rounds, %d overlapping creates (%d committed, %d refused as overlapping), %d controls created; %d objects checked against %d accounts' prefixes\n",
 		a.Rounds, a.Creates, a.Created, a.Refused, a.Controls, a.Objects, a.Accounts)

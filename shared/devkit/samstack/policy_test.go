@@ -277,6 +277,8 @@ func TestAccountRecordWrites(t *testing.T) {
 			for _, r := range []request{
 				{"dynamodb:UpdateItem", "P#acct_policytestpolicy#events", []string{"pk", "sk", "state", "doc"}, "ALL_NEW"},
 				{"dynamodb:UpdateItem", "STATS", []string{"pk", "sk", "exports"}, "NONE"},
+				// the claim budget concurrent sweeps share (ledger.ReserveClaims)
+				{"dynamodb:UpdateItem", "STATS", []string{"budget_total", "budget_until", "budget_used", "pk", "sk", "updated_at"}, "ALL_NEW"},
 			} {
 				if ok, _ := allows(t, sts, r); !ok {
 					t.Errorf("%v is denied", r)
