@@ -63,7 +63,7 @@ func (e *env) eventQueue() func() []routedEvent {
 		e.t.Fatal(err)
 	}
 	e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate,
-		Events: &events.Publisher{API: eb, Bus: bus, Now: e.clk.Now}}
+		Outbox: &events.Outbox{Store: e.led, Bus: &events.Publisher{API: eb, Bus: bus, Now: e.clk.Now}, On: true}}
 	return func() []routedEvent {
 		e.t.Helper()
 		var got []routedEvent
@@ -153,7 +153,7 @@ func TestStoppedEvent(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	drain := e.eventQueue()
 	cfg := e.led.Config()
-	cfg.Stopped = stoppedHook(e.svc.Lifecycle.Events, nil, e.svc.Log)
+	cfg.Stopped = stoppedHook(e.svc.Lifecycle.Outbox, nil, e.svc.Log)
 	led, err := ledger.New(serial, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestPublishFailureKeepsTheExport(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	metricLines := e.withLifecycle()
 	api := &failingEvents{}
-	e.svc.Lifecycle.Events = &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}
+	e.svc.Lifecycle.Outbox = &events.Outbox{Store: e.led, Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
 	var logs bytes.Buffer
 	e.svc.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	e.insert("events", genRows("events", testDay, 4)...)

@@ -5,7 +5,7 @@ package main
 // events of committed and stopped partitions (publish.go). Service reaches
 // them through a few calls: Process hands their messages to lifecycle, a
 // run's finish fills a completed generation's late-data fields (lateData,
-// restate.go) and seed epoch (seedEpoch), publishes it (publishCommitted)
+// restate.go) and seed epoch (seedEpoch), records and publishes it (recordCommitted, deliver)
 // and counts it for a reseed (seedDayDone), and the delivery manifest asks
 // annotate.
 
@@ -37,20 +37,14 @@ type LifecycleLedger interface {
 
 var _ LifecycleLedger = (*ledger.Ledger)(nil)
 
-// Publisher publishes partition events.
-type Publisher interface {
-	Publish(ctx context.Context, detailType string, detail any) error
-}
-
-var _ Publisher = (*events.Publisher)(nil)
-
 // Lifecycle configures restatement checks, reseeds and events. A Service
 // without one still exports (and stores fingerprints), but schedules no
 // check, refuses lifecycle messages and publishes nothing.
 type Lifecycle struct {
 	Ledger LifecycleLedger
-	// Events receives committed partitions; nil publishes nothing.
-	Events  Publisher
+	// Outbox records and publishes the partition events (changes.go);
+	// nil records and publishes nothing.
+	Outbox  *events.Outbox
 	Restate ledger.RestateConfig
 }
 

@@ -85,12 +85,14 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	}
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
-	cfg.Ledger.Stopped = stoppedHook(pub, em, log)
+	outbox := &events.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
+	cfg.Ledger.Stopped = stoppedHook(outbox, em, log)
 	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		return Handler{}, err
 	}
+	outbox.Store = led
 	queue := sqs.NewFromConfig(awsCfg)
 	svc := &Service{
 		Ledger:   withSettle{led, cfg.SettleDelay},
@@ -113,7 +115,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		Now:         time.Now,
 		Metrics:     em,
 		SettleDelay: cfg.SettleDelay,
-		Lifecycle:   &Lifecycle{Ledger: led, Events: pub, Restate: cfg.Restate},
+		Lifecycle:   &Lifecycle{Ledger: led, Outbox: outbox, Restate: cfg.Restate},
 	}
 	h := Handler{Processor: svc, Log: log}
 	if cfg.DLQURL != "" {

@@ -35,13 +35,16 @@ func main() {
 		os.Exit(2)
 	}
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
-	cfg.Ledger.Stopped = stoppedHook(&events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}, em, log)
+	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
+	outbox := &events.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
+	cfg.Ledger.Stopped = stoppedHook(outbox, em, log)
 	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
+	outbox.Store = led
 	q := sqs.NewFromConfig(awsCfg)
 	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
@@ -65,5 +68,7 @@ func main() {
 		DefaultSettleDelay: cfg.SettleDelay, Now: time.Now, Log: log}}
 	// The restatement pass follows each scheduled sweep; shard messages of a
 	// fanned-out sweep run without it (the scheduled sweep already ran it).
-	lambda.Start(Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Shards: sw, Log: log, Metrics: em}.Invoke)
+	// The outbox's pending events go out after both.
+	swept := withRepublish{Runner: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Outbox: outbox, Now: time.Now, Metrics: em, Log: log}
+	lambda.Start(Handler{Sweeper: swept, Shards: sw, Log: log, Metrics: em}.Invoke)
 }
