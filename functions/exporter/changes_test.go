@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
+	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -199,4 +203,101 @@ func (e *env) changes() []events.Change {
 		out = append(out, c)
 	}
 	return out
+}
+
+// readmeBlock returns the first fenced block of lang after the heading
+// "## "+heading in the README md.
+func readmeBlock(t *testing.T, md, heading, lang string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(md, "\n## "+heading+"\n")
+	if !ok {
+		t.Fatalf("the README has no section %q", heading)
+	}
+	_, rest, ok = strings.Cut(rest, "```"+lang+"\n")
+	if !ok {
+		t.Fatalf("section %q has no %s block", heading, lang)
+	}
+	block, _, _ := strings.Cut(rest, "```")
+	return block
+}
+
+// TestChangeLogAsTheReadmeShows runs the bucket README's DuckDB query
+// ("what changed since your last run") as written, on a copy of the bucket
+// with its URI and time edited: two days exported, then one of them again
+// three hours later. Since the second run's start it lists that day's new
+// generation alone; since before everything, each day once, at its newest
+// generation, with the rows before and after.
+func TestChangeLogAsTheReadmeShows(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	other := testDay.AddDays(1)
+	e.insert("events", genRows("events", testDay, 7)...)
+	e.insert("events", genRows("events", other, 5)...)
+	first := e.clk.Now()
+	e.export("events", testDay)
+	e.export("events", other)
+	e.clk.Advance(3 * time.Hour)
+	lastRun := e.clk.Now()
+	e.clk.Advance(time.Minute)
+	e.insert("events", genRows("events", testDay, 9)[7:]...)
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.committed("events", testDay); m.Generation != 2 || m.Totals.Rows != 9 {
+		t.Fatalf("re-export: generation %d, %d rows", m.Generation, m.Totals.Rows)
+	}
+
+	dir := e.download()
+	readme, err := os.ReadFile(filepath.Join(dir, layout.Version, layout.ReadmeName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := readmeBlock(t, string(readme), bucketdocs.ChangesQueryHeading, "sql")
+	uri := "s3://" + e.acct.Destination.Bucket + "/" + e.prefix + "/"
+	if !strings.Contains(query, uri) || !strings.Contains(query, bucketdocs.ChangesLastRun) {
+		t.Fatalf("the README's query reads neither %s nor the example time:\n%s", uri, query)
+	}
+	query = strings.ReplaceAll(query, uri, filepath.ToSlash(dir)+"/")
+	db := duckcheck.Open(t)
+	run := func(since time.Time) []string {
+		t.Helper()
+		stmts := strings.Split(strings.ReplaceAll(query, bucketdocs.ChangesLastRun, since.UTC().Format("2006-01-02 15:04:05+00")), ";\n")
+		if _, err := db.Exec(stmts[0]); err != nil {
+			t.Fatalf("%s: %v", stmts[0], err)
+		}
+		rows, err := db.Query(stmts[1])
+		if err != nil {
+			t.Fatalf("%s: %v", stmts[1], err)
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var ds, reason, key string
+			var day time.Time
+			var gen, before, after int64
+			if err := rows.Scan(&ds, &day, &gen, &reason, &before, &after, &key); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s %s g%d %s %d->%d %s", ds, day.Format(time.DateOnly), gen, reason, before, after, strings.TrimPrefix(key, e.prefix+"/")))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	mk := func(d string) string { return "v1/events/dt=" + d + "/_manifest.json" }
+	for _, tc := range []struct {
+		since time.Time
+		want  []string
+	}{
+		{lastRun, []string{"events " + testDay.String() + " g2 manual 7->9 " + mk(testDay.String())}},
+		{first.Add(-24 * time.Hour), []string{
+			"events " + testDay.String() + " g2 manual 7->9 " + mk(testDay.String()),
+			"events " + other.String() + " g1 scheduled 0->5 " + mk(other.String()),
+		}},
+		{e.clk.Now().Add(2 * time.Hour), nil},
+	} {
+		if got := run(tc.since); !slices.Equal(got, tc.want) {
+			t.Errorf("changed since %s:\n got %q\nwant %q", tc.since.UTC().Format(time.RFC3339), got, tc.want)
+		}
+	}
 }
