@@ -51,6 +51,9 @@ type Checked struct {
 	Deliveries  int   // delivery manifests compared with the ledger
 	AtRest      int   // manifests of days at rest compared after each round
 	Buckets     int   // buckets checked for incomplete uploads
+	// Events counts the committed events recorded in the outbox, of which
+	// EventsPending were not published yet; Changes the change-log entries.
+	Events, EventsPending, Changes int
 }
 
 // Print writes the report: the figures, the faults by kind and step, and
@@ -89,6 +92,7 @@ func (r *Report) Print(w io.Writer) {
 	c := r.Checked
 	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads\n",
 		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets)
+	fmt.Fprintf(w, "  events: %d committed events recorded (%d still pending), %d change-log entries\n", c.Events, c.EventsPending, c.Changes)
 	a := r.Accounts
 	fmt.Fprintf(w, "  accounts: %d race rounds, %d overlapping creates (%d committed, %d refused as overlapping), %d controls created; %d objects checked against %d accounts' prefixes\n",
 		a.Rounds, a.Creates, a.Created, a.Refused, a.Controls, a.Objects, a.Accounts)
