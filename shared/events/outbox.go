@@ -103,6 +103,9 @@ func (o *Outbox) Deliver(ctx context.Context, ev ledger.Event) error {
 		return nil
 	}
 	if err := o.Bus.Publish(ctx, ev.DetailType, json.RawMessage(ev.Detail)); err != nil {
+		if !errors.Is(err, ErrPublish) {
+			err = fmt.Errorf("%w: %w", ErrPublish, err)
+		}
 		return fmt.Errorf("%s: %w", ev.ID, err)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultTimeout)
