@@ -19,11 +19,12 @@ import (
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/outbox"
 )
 
 // outbox is the run's event outbox; nil-safe (Enabled false) when the
 // service publishes no events.
-func (r *run) outbox() *events.Outbox {
+func (r *run) outbox() *outbox.Outbox {
 	if r.s.Lifecycle == nil {
 		return nil
 	}
@@ -68,7 +69,7 @@ func (r *run) recordCommitted(ctx context.Context, d *events.Committed) (ledger.
 	if err := r.writeChange(ctx, r.changeOf(d)); err != nil {
 		return ledger.Event{}, err
 	}
-	ev, err := events.CommittedEvent(d)
+	ev, err := outbox.CommittedEvent(d)
 	if err != nil {
 		return ledger.Event{}, err
 	}

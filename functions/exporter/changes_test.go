@@ -20,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -58,7 +59,7 @@ func (b *countingBus) Publish(_ context.Context, _ string, detail any) error {
 // crashingStore lets its first RecordEvent take effect, then fails it, as
 // a run that died right after recording.
 type crashingStore struct {
-	events.Store
+	outbox.Store
 	crash bool
 }
 
@@ -120,8 +121,8 @@ func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
 			e := newEnv(t, envOpts{})
 			bus := &countingBus{}
 			store := &crashingStore{Store: e.led}
-			outbox := &events.Outbox{Store: store, Bus: bus, On: true}
-			e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate, Outbox: outbox}
+			ob := &outbox.Outbox{Store: store, Bus: bus, On: true}
+			e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate, Outbox: ob}
 			led := &crashingComplete{LedgerAPI: e.svc.Ledger}
 			e.svc.Ledger = led
 			e.insert("events", genRows("events", testDay, 20)...)
@@ -142,7 +143,7 @@ func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
 			}
 			// A sweep, a grace later, publishes what is pending.
 			e.clk.Advance(time.Minute)
-			if _, err := outbox.Republish(e.ctx, e.clk.Now(), 0); err != nil {
+			if _, err := ob.Republish(e.ctx, e.clk.Now(), 0); err != nil {
 				t.Fatal(err)
 			}
 			if r := e.row("events", testDay); r.Generation != want || e.committed("events", testDay).Generation != want {

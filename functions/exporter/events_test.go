@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -63,7 +64,7 @@ func (e *env) eventQueue() func() []routedEvent {
 		e.t.Fatal(err)
 	}
 	e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate,
-		Outbox: &events.Outbox{Store: e.led, Bus: &events.Publisher{API: eb, Bus: bus, Now: e.clk.Now}, On: true}}
+		Outbox: &outbox.Outbox{Store: e.led, Bus: &events.Publisher{API: eb, Bus: bus, Now: e.clk.Now}, On: true}}
 	return func() []routedEvent {
 		e.t.Helper()
 		var got []routedEvent
@@ -204,7 +205,7 @@ func TestPublishFailureKeepsTheExport(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	metricLines := e.withLifecycle()
 	api := &failingEvents{}
-	e.svc.Lifecycle.Outbox = &events.Outbox{Store: e.led, Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led, Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
 	var logs bytes.Buffer
 	e.svc.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	e.insert("events", genRows("events", testDay, 4)...)

@@ -17,10 +17,10 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -44,7 +44,7 @@ type Lifecycle struct {
 	Ledger LifecycleLedger
 	// Outbox records and publishes the partition events (changes.go);
 	// nil records and publishes nothing.
-	Outbox  *events.Outbox
+	Outbox  *outbox.Outbox
 	Restate ledger.RestateConfig
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -14,9 +15,9 @@ import (
 // partition that stops retrying in this function (Fail on the last
 // attempt), counting a failure; one not published stays pending for the
 // sweeper.
-func stoppedHook(o *events.Outbox, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
+func stoppedHook(o *outbox.Outbox, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
 	return func(ctx context.Context, st partition.Stop) {
-		ev, err := events.StoppedEvent(st)
+		ev, err := outbox.StoppedEvent(st)
 		if err == nil {
 			err = o.Send(ctx, ev)
 		}

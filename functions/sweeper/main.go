@@ -20,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 )
 
 func main() {
@@ -36,15 +37,15 @@ func main() {
 	}
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
-	outbox := &events.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
-	cfg.Ledger.Stopped = stoppedHook(outbox, em, log)
+	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
+	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
-	outbox.Store = led
+	ob.Store = led
 	q := sqs.NewFromConfig(awsCfg)
 	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
@@ -69,6 +70,6 @@ func main() {
 	// The restatement pass follows each scheduled sweep; shard messages of a
 	// fanned-out sweep run without it (the scheduled sweep already ran it).
 	// The outbox's pending events go out after both.
-	swept := withRepublish{Runner: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Outbox: outbox, Now: time.Now, Metrics: em, Log: log}
+	swept := withRepublish{Runner: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Outbox: ob, Now: time.Now, Metrics: em, Log: log}
 	lambda.Start(Handler{Sweeper: swept, Shards: sw, Log: log, Metrics: em}.Invoke)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -15,9 +16,9 @@ import (
 // `daybook.partition.stopped` in the outbox and publishes it. A failure is
 // logged and counted (EventPublishFailures); the partition has stopped all
 // the same, and a recorded event not published goes out with a later sweep.
-func stoppedHook(o *events.Outbox, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
+func stoppedHook(o *outbox.Outbox, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
 	return func(ctx context.Context, st partition.Stop) {
-		ev, err := events.StoppedEvent(st)
+		ev, err := outbox.StoppedEvent(st)
 		if err == nil {
 			err = o.Send(ctx, ev)
 		}
@@ -34,13 +35,13 @@ func stoppedHook(o *events.Outbox, m *metrics.Emitter, log *slog.Logger) func(co
 const RepublishGrace = time.Minute
 
 // withRepublish publishes the outbox's pending events after each sweep
-// (events.Outbox.Republish: events.ledger.OutboxShards index queries when
+// (outbox.Outbox.Republish: events.ledger.OutboxShards index queries when
 // none is pending). Its failures are logged and counted
 // (EventPublishFailures) and never fail the sweep: the events stay pending
 // for the next one.
 type withRepublish struct {
 	Runner
-	Outbox  *events.Outbox
+	Outbox  *outbox.Outbox
 	Now     func() time.Time
 	Metrics *metrics.Emitter
 	Log     *slog.Logger

@@ -15,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -54,13 +55,13 @@ func TestRetirementPublishesStopped(t *testing.T) {
 	pub := &recordingPublisher{}
 	var lines, logs bytes.Buffer
 	cfg := newLedger(t, clk, "l").Config()
-	outbox := &events.Outbox{Bus: pub, On: true}
-	cfg.Stopped = stoppedHook(outbox, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	ob := &outbox.Outbox{Bus: pub, On: true}
+	cfg.Stopped = stoppedHook(ob, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	l, err := ledger.New(serial, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	outbox.Store = l
+	ob.Store = l
 	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
@@ -102,7 +103,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 
 	// The failed one is pending, recorded a grace ago: the next sweep
 	// publishes it, and no sweep after publishes anything again.
-	rp := withRepublish{Runner: s, Outbox: outbox, Now: clk.Now, Metrics: &metrics.Emitter{W: &lines, Stage: "test"}, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	rp := withRepublish{Runner: s, Outbox: ob, Now: clk.Now, Metrics: &metrics.Emitter{W: &lines, Stage: "test"}, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
 	for range 2 {
 		if _, err := rp.Run(ctx); err != nil {
 			t.Fatal(err)

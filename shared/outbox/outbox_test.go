@@ -1,4 +1,4 @@
-package events
+package outbox
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
@@ -77,23 +78,23 @@ func (b *busOf) Publish(_ context.Context, _ string, detail any) error {
 func TestEventIDs(t *testing.T) {
 	at := time.Date(2026, 3, 10, 12, 0, 5, 700, time.UTC)
 	for _, tc := range []struct{ got, want string }{
-		{CommittedID("acct_x", "events", "2026-03-09", 2), "acct_x/events/2026-03-09/2"},
-		{StoppedID("acct_x", "events", "2026-03-09", 0, at), "acct_x/events/2026-03-09/0/stopped/2026-03-10T12:00:05Z"},
+		{events.CommittedID("acct_x", "events", "2026-03-09", 2), "acct_x/events/2026-03-09/2"},
+		{events.StoppedID("acct_x", "events", "2026-03-09", 0, at), "acct_x/events/2026-03-09/0/stopped/2026-03-10T12:00:05Z"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("id %q, want %q", tc.got, tc.want)
 		}
 	}
-	d := &Committed{Account: "acct_x", Dataset: "events", Day: "2026-03-09", Generation: 2}
+	d := &events.Committed{Account: "acct_x", Dataset: "events", Day: "2026-03-09", Generation: 2}
 	ev, err := CommittedEvent(d)
 	if err != nil || ev.ID != d.ID || d.ID != "acct_x/events/2026-03-09/2" || ev.Kind != ledger.EventCommitted {
 		t.Fatalf("CommittedEvent: %+v %v", ev, err)
 	}
-	var back Committed
+	var back events.Committed
 	if err := json.Unmarshal(ev.Detail, &back); err != nil || back.ID != d.ID {
 		t.Fatalf("detail %s: %v", ev.Detail, err)
 	}
-	if _, err := CommittedEvent(&Committed{Day: "yesterday"}); err == nil {
+	if _, err := CommittedEvent(&events.Committed{Day: "yesterday"}); err == nil {
 		t.Errorf("CommittedEvent of day %q: no error", "yesterday")
 	}
 	st, err := StoppedEvent(partition.Stop{Key: partition.Key{AccountID: "acct_x", Dataset: "events", Day: civil.MustParse("2026-03-09")}, At: at, Cause: partition.StopFailed})
@@ -110,12 +111,12 @@ func TestOutboxAtLeastOnce(t *testing.T) {
 	ctx := context.Background()
 	store, bus := &memStore{}, &busOf{down: true}
 	o := &Outbox{Store: store, Bus: bus, On: true}
-	ev, err := CommittedEvent(&Committed{Account: "acct_x", Dataset: "events", Day: "2026-03-09", Generation: 1})
+	ev, err := CommittedEvent(&events.Committed{Account: "acct_x", Dataset: "events", Day: "2026-03-09", Generation: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev.RecordedAt = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
-	if err := o.Send(ctx, ev); !errors.Is(err, ErrPublish) || len(store.order) != 1 {
+	if err := o.Send(ctx, ev); !errors.Is(err, events.ErrPublish) || len(store.order) != 1 {
 		t.Fatalf("send with the bus down: %v", err)
 	}
 	bus.down = false

@@ -1,4 +1,10 @@
-package events
+// Package outbox makes daybook's partition events at least once (docs/events.md):
+// an event is recorded in the ledger's outbox (ledger/outbox.go) before it is
+// published on the bus (shared/events), a publish that succeeded marks it
+// published, and a sweep publishes what is still pending. It joins the wire
+// format (shared/events) and the storage (shared/ledger), which know nothing
+// of each other.
+package outbox
 
 import (
 	"context"
@@ -8,23 +14,10 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
-
-// CommittedID is the stable id of the committed event of one generation:
-// <account>/<dataset>/<day>/<generation>. Every publish of the event, the
-// first and any repeat, carries it (docs/events.md).
-func CommittedID(account, dataset, day string, generation int64) string {
-	return fmt.Sprintf("%s/%s/%s/%d", account, dataset, day, generation)
-}
-
-// StoppedID is the stable id of a stopped event: the committed id of the
-// last generation delivered before, then /stopped/ and the stop's time
-// (RFC 3339, UTC, seconds): a partition may stop again after a requeue.
-func StoppedID(account, dataset, day string, generation int64, at time.Time) string {
-	return CommittedID(account, dataset, day, generation) + "/stopped/" + at.UTC().Truncate(time.Second).Format(time.RFC3339)
-}
 
 // Store is the part of the ledger the outbox uses (ledger/outbox.go).
 type Store interface {
@@ -40,7 +33,7 @@ type Putter interface {
 	Publish(ctx context.Context, detailType string, detail any) error
 }
 
-var _ Putter = (*Publisher)(nil)
+var _ Putter = (*events.Publisher)(nil)
 
 // Outbox makes the partition events at least once: an event is recorded
 // in the ledger's outbox (Record) before it is published (Deliver), a
@@ -60,29 +53,29 @@ func (o *Outbox) Enabled() bool { return o != nil && o.On && o.Store != nil && o
 
 // CommittedEvent is the outbox event of a committed generation; it sets
 // d.ID.
-func CommittedEvent(d *Committed) (ledger.Event, error) {
+func CommittedEvent(d *events.Committed) (ledger.Event, error) {
 	day, err := civil.Parse(d.Day)
 	if err != nil {
 		return ledger.Event{}, fmt.Errorf("events: committed event: day %q: %w", d.Day, err)
 	}
-	d.ID = CommittedID(d.Account, d.Dataset, d.Day, d.Generation)
+	d.ID = events.CommittedID(d.Account, d.Dataset, d.Day, d.Generation)
 	body, err := json.Marshal(d)
 	if err != nil {
 		return ledger.Event{}, fmt.Errorf("events: encode %s: %w", d.ID, err)
 	}
 	return ledger.Event{Key: partition.Key{AccountID: d.Account, Dataset: d.Dataset, Day: day}, Kind: ledger.EventCommitted,
-		Generation: d.Generation, ID: d.ID, DetailType: DetailCommitted, Detail: body}, nil
+		Generation: d.Generation, ID: d.ID, DetailType: events.DetailCommitted, Detail: body}, nil
 }
 
 // StoppedEvent is the outbox event of a partition that stopped retrying.
 func StoppedEvent(s partition.Stop) (ledger.Event, error) {
-	d := StoppedOf(s)
+	d := events.StoppedOf(s)
 	body, err := json.Marshal(d)
 	if err != nil {
 		return ledger.Event{}, fmt.Errorf("events: encode %s: %w", d.ID, err)
 	}
 	return ledger.Event{Key: s.Key, Kind: ledger.EventStopped, Generation: s.Generation, At: d.StoppedAt,
-		ID: d.ID, DetailType: DetailStopped, Detail: body}, nil
+		ID: d.ID, DetailType: events.DetailStopped, Detail: body}, nil
 }
 
 // Record records ev, pending, unless it is recorded already (then it
@@ -91,7 +84,7 @@ func (o *Outbox) Record(ctx context.Context, ev ledger.Event) (bool, error) {
 	if !o.Enabled() {
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), events.DefaultTimeout)
 	defer cancel()
 	return o.Store.RecordEvent(ctx, ev)
 }
@@ -103,15 +96,15 @@ func (o *Outbox) Deliver(ctx context.Context, ev ledger.Event) error {
 		return nil
 	}
 	if err := o.Bus.Publish(ctx, ev.DetailType, json.RawMessage(ev.Detail)); err != nil {
-		if !errors.Is(err, ErrPublish) {
-			err = fmt.Errorf("%w: %w", ErrPublish, err)
+		if !errors.Is(err, events.ErrPublish) {
+			err = fmt.Errorf("%w: %w", events.ErrPublish, err)
 		}
 		return fmt.Errorf("%s: %w", ev.ID, err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), events.DefaultTimeout)
 	defer cancel()
 	if err := o.Store.EventPublished(ctx, ev); err != nil {
-		return fmt.Errorf("%w: %s published, but not marked so (it will be published again): %w", ErrPublish, ev.ID, err)
+		return fmt.Errorf("%w: %s published, but not marked so (it will be published again): %w", events.ErrPublish, ev.ID, err)
 	}
 	return nil
 }
@@ -124,7 +117,7 @@ func (o *Outbox) Send(ctx context.Context, ev ledger.Event) error {
 		return nil
 	}
 	if _, err := o.Record(ctx, ev); err != nil {
-		return fmt.Errorf("%w: record %s: %w", ErrPublish, ev.ID, err)
+		return fmt.Errorf("%w: record %s: %w", events.ErrPublish, ev.ID, err)
 	}
 	return o.Deliver(ctx, ev)
 }
