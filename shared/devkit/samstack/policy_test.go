@@ -277,6 +277,9 @@ func TestAccountRecordWrites(t *testing.T) {
 			for _, r := range []request{
 				{"dynamodb:UpdateItem", "P#acct_policytestpolicy#events", []string{"pk", "sk", "state", "doc"}, "ALL_NEW"},
 				{"dynamodb:UpdateItem", "STATS", []string{"pk", "sk", "exports"}, "NONE"},
+				// The event outbox: an event recorded, then marked published.
+				{"dynamodb:PutItem", "OB#acct_policytestpolicy#events#2026-11-19", []string{"pk", "sk", "detail"}, ""},
+				{"dynamodb:UpdateItem", "OB#acct_policytestpolicy#events#2026-11-19", []string{"pk", "sk", "published_at", "due_key"}, "NONE"},
 			} {
 				if ok, _ := allows(t, sts, r); !ok {
 					t.Errorf("%v is denied", r)
