@@ -1,6 +1,6 @@
 package main
 
-// The change log and the outbox of a committed generation (issue 22 §2).
+// The change log (R4) and the outbox (R2) of a committed generation.
 // After _SUCCESS, and before Complete, a run writes the generation's
 // change-log entry into the bucket (layout.ChangeKey: the same key for the
 // same generation, so a second write replaces it) and records its
