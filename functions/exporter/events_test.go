@@ -131,7 +131,7 @@ func TestCommittedEvents(t *testing.T) {
 		wantReason := map[key]string{{testDay.String(), 1}: "scheduled", {testDay.String(), 2}: "manual", {other.String(), 1}: "scheduled"}[k]
 		if d.Version != events.DetailVersion || d.Account != e.acct.ID || d.Dataset != "events" || d.Bucket != e.acct.Destination.Bucket ||
 			d.ManifestKey != pp+layout.ManifestName || d.Reason != wantReason || d.Restated || d.Restatement != nil || d.Reseed ||
-			d.SchemaVersion != 1 || d.RunID == "" || d.CommittedAt.IsZero() {
+			d.SchemaVersion != 1 || d.RunID == "" || d.CommittedAt.IsZero() || d.ID != events.CommittedID(e.acct.ID, "events", d.Day, d.Generation) {
 			t.Errorf("detail %+v", d)
 		}
 		if d.Day == testDay.String() && d.Generation == m.Generation {
@@ -183,7 +183,7 @@ func TestStoppedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.Account != e.acct.ID || d.Dataset != "events" || d.Day != testDay.String() || d.Attempts != 3 || d.Cause != partition.StopFailed ||
-		d.Generation != 0 || d.StoppedAt.IsZero() || d.Version != events.DetailVersion {
+		d.Generation != 0 || d.StoppedAt.IsZero() || d.Version != events.DetailVersion || d.ID != events.StoppedID(e.acct.ID, "events", d.Day, 0, d.StoppedAt) {
 		t.Fatalf("stopped detail %+v", d)
 	}
 	if strings.Contains(string(got[0].Detail), "no such table") {
