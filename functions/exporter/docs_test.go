@@ -212,6 +212,8 @@ func TestNothingInternalInTheBucket(t *testing.T) {
 			kinds["_SUCCESS"]++
 		case strings.Contains(key, "/_load/"):
 			kinds["load script"]++
+		case strings.Contains(key, "/"+layout.ChangesDir+"/"):
+			kinds["change-log entry"]++
 		default:
 			t.Errorf("unexpected object %s", key)
 		}
@@ -220,7 +222,8 @@ func TestNothingInternalInTheBucket(t *testing.T) {
 			t.Error(p)
 		}
 	}
-	want := map[string]int{"readme": 1, "schema": 3, "delivery manifest": 3, "manifest": 4, "_SUCCESS": 4, "load script": 4 * 6}
+	want := map[string]int{"readme": 1, "schema": 3, "delivery manifest": 3, "manifest": 4, "_SUCCESS": 4, "load script": 4 * 6,
+		"change-log entry": 5} // one per committed generation: the re-export's too
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d %s objects scanned, want %d (all: %v)", kinds[k], k, n, kinds)

@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -63,7 +64,7 @@ func (e *env) eventQueue() func() []routedEvent {
 		e.t.Fatal(err)
 	}
 	e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate,
-		Events: &events.Publisher{API: eb, Bus: bus, Now: e.clk.Now}}
+		Outbox: &outbox.Outbox{Store: e.led, Bus: &events.Publisher{API: eb, Bus: bus, Now: e.clk.Now}, On: true}}
 	return func() []routedEvent {
 		e.t.Helper()
 		var got []routedEvent
@@ -130,7 +131,7 @@ func TestCommittedEvents(t *testing.T) {
 		wantReason := map[key]string{{testDay.String(), 1}: "scheduled", {testDay.String(), 2}: "manual", {other.String(), 1}: "scheduled"}[k]
 		if d.Version != events.DetailVersion || d.Account != e.acct.ID || d.Dataset != "events" || d.Bucket != e.acct.Destination.Bucket ||
 			d.ManifestKey != pp+layout.ManifestName || d.Reason != wantReason || d.Restated || d.Restatement != nil || d.Reseed ||
-			d.SchemaVersion != 1 || d.RunID == "" || d.CommittedAt.IsZero() {
+			d.SchemaVersion != 1 || d.RunID == "" || d.CommittedAt.IsZero() || d.ID != events.CommittedID(e.acct.ID, "events", d.Day, d.Generation) {
 			t.Errorf("detail %+v", d)
 		}
 		if d.Day == testDay.String() && d.Generation == m.Generation {
@@ -153,7 +154,7 @@ func TestStoppedEvent(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	drain := e.eventQueue()
 	cfg := e.led.Config()
-	cfg.Stopped = stoppedHook(e.svc.Lifecycle.Events, nil, e.svc.Log)
+	cfg.Stopped = stoppedHook(e.svc.Lifecycle.Outbox, nil, e.svc.Log)
 	led, err := ledger.New(serial, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestStoppedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.Account != e.acct.ID || d.Dataset != "events" || d.Day != testDay.String() || d.Attempts != 3 || d.Cause != partition.StopFailed ||
-		d.Generation != 0 || d.StoppedAt.IsZero() || d.Version != events.DetailVersion {
+		d.Generation != 0 || d.StoppedAt.IsZero() || d.Version != events.DetailVersion || d.ID != events.StoppedID(e.acct.ID, "events", d.Day, 0, d.StoppedAt) {
 		t.Fatalf("stopped detail %+v", d)
 	}
 	if strings.Contains(string(got[0].Detail), "no such table") {
@@ -204,7 +205,7 @@ func TestPublishFailureKeepsTheExport(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	metricLines := e.withLifecycle()
 	api := &failingEvents{}
-	e.svc.Lifecycle.Events = &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led, Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
 	var logs bytes.Buffer
 	e.svc.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	e.insert("events", genRows("events", testDay, 4)...)

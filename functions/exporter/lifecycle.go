@@ -5,7 +5,7 @@ package main
 // events of committed and stopped partitions (publish.go). Service reaches
 // them through a few calls: Process hands their messages to lifecycle, a
 // run's finish fills a completed generation's late-data fields (lateData,
-// restate.go) and seed epoch (seedEpoch), publishes it (publishCommitted)
+// restate.go) and seed epoch (seedEpoch), records and publishes it (recordCommitted, deliver)
 // and counts it for a reseed (seedDayDone), and the delivery manifest asks
 // annotate.
 
@@ -17,10 +17,10 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -37,20 +37,14 @@ type LifecycleLedger interface {
 
 var _ LifecycleLedger = (*ledger.Ledger)(nil)
 
-// Publisher publishes partition events.
-type Publisher interface {
-	Publish(ctx context.Context, detailType string, detail any) error
-}
-
-var _ Publisher = (*events.Publisher)(nil)
-
 // Lifecycle configures restatement checks, reseeds and events. A Service
 // without one still exports (and stores fingerprints), but schedules no
 // check, refuses lifecycle messages and publishes nothing.
 type Lifecycle struct {
 	Ledger LifecycleLedger
-	// Events receives committed partitions; nil publishes nothing.
-	Events  Publisher
+	// Outbox records and publishes the partition events (changes.go);
+	// nil records and publishes nothing.
+	Outbox  *outbox.Outbox
 	Restate ledger.RestateConfig
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/netguard"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
@@ -92,12 +93,14 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	}
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
-	cfg.Ledger.Stopped = stoppedHook(pub, em, log)
+	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
+	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		return Handler{}, err
 	}
+	ob.Store = led
 	queue := sqs.NewFromConfig(awsCfg)
 	svc := &Service{
 		Ledger:   withSettle{led, cfg.SettleDelay},
@@ -120,7 +123,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		Now:         time.Now,
 		Metrics:     em,
 		SettleDelay: cfg.SettleDelay,
-		Lifecycle:   &Lifecycle{Ledger: led, Events: pub, Restate: cfg.Restate},
+		Lifecycle:   &Lifecycle{Ledger: led, Outbox: ob, Restate: cfg.Restate},
 	}
 	h := Handler{Processor: svc, Log: log}
 	if cfg.DLQURL != "" {

@@ -141,7 +141,11 @@ func (r *run) export(ctx context.Context) (*Written, error) {
 
 // NoteCommitted records a generation the run found committed in the bucket
 // without a Complete (Committer.Begin), under the run's claim.
+// Its change-log entry and event are recovered first (changes.go).
 func (r *run) NoteCommitted(ctx context.Context, generation int64) error {
+	if err := r.recoverCommitted(ctx, generation); err != nil {
+		return err
+	}
 	return r.s.Ledger.NoteCommitted(ctx, r.Claim.Key, r.Claim.Token, generation)
 }
 
@@ -217,10 +221,16 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 	}
 	r.lateData(&res, w)
 	res.SeedEpoch = r.seedEpoch(ctx)
-	_, err := s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
-	// The generation is in the bucket whatever Complete said: its event
-	// goes out; the reseed counts the day once Complete recorded it.
-	r.publishCommitted(ctx, w, res)
+	// The generation is in the bucket whatever Complete says: its
+	// change-log entry and event are recorded first (changes.go), and the
+	// event goes out after; the reseed counts the day once Complete
+	// recorded it.
+	ev, err := r.recordCommitted(ctx, r.committedDetail(w.Manifest, w.ManifestKey, w.Bytes, res.SeedEpoch))
+	if err != nil {
+		return r.failed(ctx, fmt.Errorf("generation %d committed: %w", w.Manifest.Generation, err))
+	}
+	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
+	r.deliver(ctx, ev)
 	if err == nil {
 		r.seedDayDone(ctx, res.SeedEpoch)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 )
 
 // meteredLedger is newLedger on a request-counting client.
@@ -75,6 +76,12 @@ func (*idleQueues) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesIn
 		"ApproximateNumberOfMessagesNotVisible": "0", "ApproximateNumberOfMessagesDelayed": "0"}}, nil
 }
 
+// discardBus is an event bus that takes every event: the deployed
+// function's outbox is on whenever a bus is configured.
+type discardBus struct{}
+
+func (discardBus) Publish(context.Context, string, any) error { return nil }
+
 // deployedHandler is the function as main wires it (wire), with the
 // template's default settings, on l (an isolate: the package's tests share
 // the table).
@@ -86,7 +93,7 @@ func deployedHandler(t *testing.T, l FunctionLedger, q Queues, clk *clock) Handl
 		t.Fatal(err)
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return wire(cfg, l, q, clk.Now, &metrics.Emitter{W: io.Discard, Stage: "test"}, discard)
+	return wire(cfg, l, q, &outbox.Outbox{Store: l, Bus: discardBus{}, On: true}, clk.Now, &metrics.Emitter{W: io.Discard, Stage: "test"}, discard)
 }
 
 // TestIdleAccountsCostNothing: the deployed function's DynamoDB requests do
@@ -139,8 +146,8 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	if cost[10].Requests != cost[100].Requests {
 		t.Errorf("requests grow with idle accounts: %d for 10, %d for 100", cost[10].Requests, cost[100].Requests)
 	}
-	if want := 3*ledger.FleetShards + 1; cost[100].Requests != want {
-		t.Errorf("%d requests, want %d (wake shards, stopped shards, stats, restate shards)", cost[100].Requests, want)
+	if want := 3*ledger.FleetShards + 1 + ledger.OutboxShards; cost[100].Requests != want {
+		t.Errorf("%d requests, want %d (wake shards, stopped shards, stats, restate shards, outbox shards)", cost[100].Requests, want)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 )
 
 // benchLatency is the DynamoDB latency the fleet benchmark injects and
@@ -177,7 +178,7 @@ func fleetRun(b *testing.B, cfg aws.Config, tmpl string, n int, stage string, sc
 		b.Fatal(err)
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := wire(fcfg, led, q, clk.Now, &metrics.Emitter{W: io.Discard, Stage: stage}, discard)
+	h := wire(fcfg, led, q, &outbox.Outbox{Store: led, Bus: discardBus{}, On: true}, clk.Now, &metrics.Emitter{W: io.Discard, Stage: stage}, discard)
 	datasets := []string{"daily_stats", "events", "profiles"}
 	// The idle fleet: every account materialized through 03-31, its next
 	// wake 04-01's close (04-02 02:00 with the 2 h settle delay).

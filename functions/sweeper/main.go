@@ -22,6 +22,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 )
 
 func main() {
@@ -43,14 +44,17 @@ func main() {
 		os.Exit(2)
 	}
 	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
-	cfg.Ledger.Stopped = stoppedHook(&events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}, em, log)
+	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
+	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
+	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		log.Error("ledger", "error", err.Error())
 		os.Exit(2)
 	}
-	lambda.Start(wire(cfg, led, sqs.NewFromConfig(awsCfg), time.Now, em, log).Invoke)
+	ob.Store = led
+	lambda.Start(wire(cfg, led, sqs.NewFromConfig(awsCfg), ob, time.Now, em, log).Invoke)
 }
 
 // Queues is what the sweeper sends to (jobs, shard messages, checks) and
@@ -67,15 +71,17 @@ var _ Queues = (*sqs.Client)(nil)
 type FunctionLedger interface {
 	LedgerAPI
 	RestateLedger
+	outbox.Store
 	Config() ledger.Config
 }
 
 var _ FunctionLedger = (*ledger.Ledger)(nil)
 
 // wire is the deployed function as main runs it: the sweep with its claim
-// budget and fan-out, followed by the restatement pass, behind the handler.
-// The fleet tests and benchmark run this, not a part of it.
-func wire(cfg Config, led FunctionLedger, q Queues, now func() time.Time, em *metrics.Emitter, log *slog.Logger) Handler {
+// budget and fan-out, followed by the restatement pass and the outbox's
+// republishing, behind the handler. The fleet tests and benchmark run this,
+// not a part of it.
+func wire(cfg Config, led FunctionLedger, q Queues, ob *outbox.Outbox, now func() time.Time, em *metrics.Emitter, log *slog.Logger) Handler {
 	lc := led.Config()
 	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
@@ -102,5 +108,7 @@ func wire(cfg Config, led FunctionLedger, q Queues, now func() time.Time, em *me
 		DefaultSettleDelay: cfg.SettleDelay, Now: now, Log: log}}
 	// The restatement pass follows each scheduled sweep; shard messages of a
 	// fanned-out sweep run without it (the scheduled sweep already ran it).
-	return Handler{Sweeper: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Shards: sw, Log: log, Metrics: em}
+	// The outbox's pending events go out after both.
+	swept := withRepublish{Runner: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Outbox: ob, Now: now, Metrics: em, Log: log}
+	return Handler{Sweeper: swept, Shards: sw, Log: log, Metrics: em}
 }

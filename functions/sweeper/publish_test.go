@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -31,26 +33,35 @@ func (p *recordingPublisher) Publish(_ context.Context, detailType string, detai
 		p.fail--
 		return errors.New("bus unavailable")
 	}
-	if s, ok := detail.(events.Stopped); ok && detailType == events.DetailStopped {
-		p.stopped = append(p.stopped, s)
+	raw, ok := detail.(json.RawMessage) // the outbox publishes the recorded detail
+	if !ok || detailType != events.DetailStopped {
+		return nil
 	}
+	var s events.Stopped
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	p.stopped = append(p.stopped, s)
 	return nil
 }
 
 // TestRetirementPublishesStopped: a sweep that retires dead claims on their
 // last attempt publishes one stopped event for each; a publish that fails
-// is logged and counted, and the sweep goes on.
+// is logged and counted, and the sweep goes on; the event stays pending in
+// the outbox, and the sweep after the grace publishes it, once.
 func TestRetirementPublishesStopped(t *testing.T) {
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	pub := &recordingPublisher{}
 	var lines, logs bytes.Buffer
 	cfg := newLedger(t, clk, "l").Config()
-	cfg.Stopped = stoppedHook(pub, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	ob := &outbox.Outbox{Bus: pub, On: true}
+	cfg.Stopped = stoppedHook(ob, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	l, err := ledger.New(serial, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ob.Store = l
 	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
@@ -85,7 +96,27 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		t.Fatalf("stopped events %+v, want one (the other publish failed)", pub.stopped)
 	}
 	st := pub.stopped[0]
-	if st.Account != a.ID || st.Dataset != "events" || st.Attempts != cfg.MaxAttempts || st.Cause != partition.StopLeaseExpired || st.StoppedAt.IsZero() {
+	if st.Account != a.ID || st.Dataset != "events" || st.Attempts != cfg.MaxAttempts || st.Cause != partition.StopLeaseExpired || st.StoppedAt.IsZero() ||
+		st.ID != events.StoppedID(a.ID, "events", st.Day, 0, st.StoppedAt) {
 		t.Fatalf("stopped detail %+v", st)
+	}
+
+	// The failed one is pending, recorded a grace ago: the next sweep
+	// publishes it, and no sweep after publishes anything again.
+	rp := withRepublish{Runner: s, Outbox: ob, Now: clk.Now, Metrics: &metrics.Emitter{W: &lines, Stage: "test"}, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	for range 2 {
+		if _, err := rp.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(RepublishGrace)
+	}
+	if len(pub.stopped) != 2 || pub.stopped[1].Day == st.Day {
+		t.Fatalf("after the republishing sweeps: %+v, want the other day's once", pub.stopped)
+	}
+	for _, d := range []string{"2026-03-30", "2026-03-31"} {
+		evs, err := l.Events(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse(d)})
+		if err != nil || len(evs) != 1 || evs[0].Pending() || evs[0].Publishes != 1 || evs[0].Kind != ledger.EventStopped {
+			t.Fatalf("outbox of %s: %+v %v, want one published stopped event", d, evs, err)
+		}
 	}
 }

@@ -358,10 +358,16 @@ func TestNoInternals(t *testing.T) {
 		{"p/v1/_schemas/events.json", `"from": "inserted_at"`},
 		{"p/v1/events/dt=2026-01-01/_manifest.json", `"query": "SELECT 1"`},
 		{"p/v1/_manifests/dt=2026-01-01/manifest.json", `"owner": "123456789012"`},
+		// A README's sql examples may query; its prose may not carry SQL.
+		{"p/v1/README.md", "we run SELECT * FROM events\n```sql\nSELECT 1;\n```\n"},
+		{"p/v1/README.md", "```sql\nSELECT day FROM read_json('x') WHERE account_id = 'a'\n```\n"},
 	} {
 		if len(leakcheck.Scan(tc.key, []byte(tc.body))) == 0 {
 			t.Errorf("Scan(%s, %q) found nothing", tc.key, tc.body)
 		}
+	}
+	if p := leakcheck.Scan("p/v1/README.md", []byte("see below:\n```sql\nSELECT dataset FROM read_json('x');\n```\n")); len(p) != 0 {
+		t.Errorf("a README's sql example was refused: %v", p)
 	}
 	if p := leakcheck.Scan("p/v1/events/dt=2026-01-01/_load/duckdb.sql", []byte("INSERT INTO t SELECT * FROM read_parquet('x')")); len(p) != 0 {
 		t.Errorf("a load script's own SQL was refused: %v", p)

@@ -33,6 +33,7 @@ func README(in Input) ([]byte, error) {
 	w.tableSection()
 	w.reseedSection()
 	w.changesSection()
+	w.changeLogSection()
 	w.verifySection()
 	return []byte(w.b.String()), nil
 }
@@ -140,6 +141,7 @@ func (w *mdWriter) layoutSection() {
 		"  README.md                                   this file",
 		"  _schemas/<dataset>.json                     a dataset's columns, types and meaning",
 		"  _manifests/dt=YYYY-MM-DD/manifest.json      what was delivered for the day, and what not",
+		"  _changes/<time>_<dataset>_<day>_<gen>.json  one entry per committed generation (the change log)",
 		"  <dataset>/dt=YYYY-MM-DD/",
 		"    part-00000"+ext+", part-00001"+ext+", ...   the data",
 		"    _manifest.json                            the partition's files, rows, checksums and schema",

@@ -10,7 +10,10 @@ const DetailVersion = 1
 // of one partition, committed (its `_SUCCESS` written) into the account's
 // bucket.
 type Committed struct {
-	Version int    `json:"version"`
+	Version int `json:"version"`
+	// ID is the event's stable id (CommittedID): every publish of the
+	// event carries it, so a consumer drops a repeat.
+	ID      string `json:"id"`
 	Account string `json:"account"`
 	Dataset string `json:"dataset"`
 	Day     string `json:"day"`
@@ -50,7 +53,9 @@ type Restatement struct {
 // Stopped is the detail of `daybook.partition.stopped`: a partition failed
 // on its last attempt and stopped retrying until an operator requeues it.
 type Stopped struct {
-	Version  int    `json:"version"`
+	Version int `json:"version"`
+	// ID is the event's stable id (StoppedID).
+	ID       string `json:"id"`
 	Account  string `json:"account"`
 	Dataset  string `json:"dataset"`
 	Day      string `json:"day"`

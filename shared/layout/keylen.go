@@ -2,6 +2,7 @@ package layout
 
 import (
 	"strings"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -35,6 +36,7 @@ func LongestKey(prefix string, datasets []string) string {
 			SuccessKey(prefix, ds, day),
 			LoadKey(prefix, ds, day, engine),
 			SchemaKey(prefix, ds),
+			ChangeKey(prefix, time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC), ds, day, 1<<40),
 		)
 	}
 	longest := ""

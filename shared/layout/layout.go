@@ -8,6 +8,7 @@
 //	<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json       per-account delivery manifest (F4)
 //	<prefix>/v1/README.md                                     how to read the bucket, for the customer
 //	<prefix>/v1/_schemas/<dataset>.json                       each dataset's columns and meaning
+//	<prefix>/v1/_changes/<commit time>_<dataset>_<day>_<generation>.json   change log: one per committed generation
 //
 // `v1` is the contract version. Data files start with `part-` and metadata with
 // `_`, so a loader globbing `dt=*/part-*` never reads a manifest or a script.
@@ -25,6 +26,7 @@ package layout
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 )
@@ -50,6 +52,8 @@ const (
 	ReadmeName = "README.md"
 	// SchemasDir is the contract-root folder of per-dataset schema documents.
 	SchemasDir = "_schemas"
+	// ChangesDir is the contract-root folder of the change log.
+	ChangesDir = "_changes"
 )
 
 func clean(prefix string) string { return strings.TrimSuffix(prefix, "/") }
@@ -108,6 +112,18 @@ func SchemaKey(prefix, dataset string) string {
 // DeliveryManifestKey is `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json` (F4).
 func DeliveryManifestKey(prefix string, day civil.Date) string {
 	return clean(prefix) + "/" + Version + "/" + DeliveryManifestsDir + "/dt=" + day.String() + "/manifest.json"
+}
+
+// ChangesPrefix is `<prefix>/v1/_changes/`.
+func ChangesPrefix(prefix string) string { return ContractPrefix(prefix) + ChangesDir + "/" }
+
+// ChangeKey is the change-log key of one committed generation,
+// `<prefix>/v1/_changes/<YYYYMMDDTHHMMSSZ>_<dataset>_<day>_<generation>.json`
+// with the commit time in UTC and the generation zero-padded to ten
+// digits: keys sort by commit time, and the same generation always has the
+// same key, so writing its entry again replaces it.
+func ChangeKey(prefix string, committedAt time.Time, dataset string, day civil.Date, generation int64) string {
+	return fmt.Sprintf("%s%s_%s_%s_%010d.json", ChangesPrefix(prefix), committedAt.UTC().Format("20060102T150405Z"), dataset, day, generation)
 }
 
 // IsDataKey reports whether key is a data file of a partition: its last segment

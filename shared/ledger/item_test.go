@@ -26,6 +26,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[eventRecord](),
 	reflect.TypeFor[sliceRecord](),
 	reflect.TypeFor[tokenRecord](),
+	reflect.TypeFor[outboxRecord](),
 }
 
 // recordTags maps every dynamodbav tag of the record types to the types that

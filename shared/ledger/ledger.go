@@ -3,7 +3,7 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds twelve kinds of item:
+// One table (template.yaml, LedgerTable) holds thirteen kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
 //	                                                         account_id, updated_at, wake_seq,
@@ -38,6 +38,8 @@
 //	isolation guard: pk=GUARDS             sk=<guard key>    owner, under, what: one per store, bucket and
 //	                                                         prefix segment, and per role (accountwrite.go)
 //	account change:  pk=AE#<account>       sk=<at>#<version> who changed what of an account (accountwrite.go)
+//	outbox event:    pk=OB#<acct>#<ds>#<day>  sk=C#<gen> | S#<gen>#<at>  one partition event, recorded once,
+//	                                                         pending (due_account=OB#<n>) until published (outbox.go)
 //
 // A history item records how one attempt ended (history.go); it is written
 // after the transition that ended it ([Ledger.Complete], [Ledger.Fail], or a [Ledger.Claim] or

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
@@ -268,5 +269,48 @@ func TestOverdueClaims(t *testing.T) {
 	}
 	if _, _, again := overdueClaims(waiting, rows, 6); len(again) != 1 || !strings.Contains(again[0], "2026-03-02") {
 		t.Errorf("a sweep later: %q, want 2026-03-02 overdue", again)
+	}
+}
+
+// TestChangeProblems: the check of events and change-log entries reports
+// a committed generation without its event or entry, one recorded twice,
+// an id that is not the stable one, and records of a generation that was
+// never committed; a partition in order has none.
+func TestChangeProblems(t *testing.T) {
+	k := partition.Key{AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", Day: civil.MustParse("2026-03-05")}
+	seq := []Commit{{Generation: 1, RunID: "a"}, {Generation: 2, RunID: "b"}, {Generation: 2, RunID: "b"}}
+	ev := func(g int64) ledger.Event {
+		return ledger.Event{Key: k, Kind: ledger.EventCommitted, Generation: g, ID: events.CommittedID(k.AccountID, k.Dataset, k.Day.String(), g)}
+	}
+	ch := func(g int64) events.Change {
+		return events.Change{Dataset: k.Dataset, Day: k.Day.String(), Generation: g}
+	}
+	stopped := ledger.Event{Key: k, Kind: ledger.EventStopped, Generation: 2, ID: "x"}
+	badID := ev(2)
+	badID.ID = "acct_aaaaaaaaaaaaaaaa/events/2"
+	for _, tc := range []struct {
+		name    string
+		evs     []ledger.Event
+		entries []events.Change
+		want    []string
+	}{
+		{"in order", []ledger.Event{ev(1), ev(2), stopped}, []events.Change{ch(2), ch(1)}, nil},
+		{"an event missing", []ledger.Event{ev(1)}, []events.Change{ch(1), ch(2)}, []string{"generation 2 committed, 0 events recorded, want 1"}},
+		{"an entry twice", []ledger.Event{ev(1), ev(2)}, []events.Change{ch(1), ch(2), ch(2)}, []string{"generation 2 committed, 2 change-log entries, want 1"}},
+		{"an entry missing", []ledger.Event{ev(1), ev(2)}, []events.Change{ch(1)}, []string{"generation 2 committed, 0 change-log entries, want 1"}},
+		{"a wrong id", []ledger.Event{ev(1), badID}, []events.Change{ch(1), ch(2)}, []string{`the event of generation 2 has id "acct_aaaaaaaaaaaaaaaa/events/2"`}},
+		{"never committed", []ledger.Event{ev(1), ev(2), ev(3)}, []events.Change{ch(1), ch(2), ch(3)}, []string{"generation 3 was never committed, yet has 1 events and 1 change-log entries"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := changeProblems(k, seq, tc.evs, tc.entries)
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems %q, want %q", got, tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) || !strings.HasPrefix(got[i], k.String()+": ") {
+					t.Errorf("problem %q, want it to say %q", got[i], w)
+				}
+			}
+		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/sourcetest"
+	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -47,6 +48,9 @@ var rowKeys = map[string][]string{"events": {"event_id"}, "profiles": {"profile_
 //     higher generation than the one before (a retried PUT repeats the same
 //     run's), so no generation is committed twice, and the last is the
 //     ledger's;
+//   - every generation committed (every distinct _SUCCESS) has exactly one
+//     committed event recorded in the outbox and exactly one change-log
+//     entry, and nothing else has either (changes.go);
 //   - every day's delivery manifest agrees with the ledger;
 //   - no incomplete multipart upload is left in any bucket;
 //   - no account's object lies under another's prefix (accounts.go);
@@ -72,11 +76,17 @@ func (p *pipeline) check(ctx context.Context) error {
 		commits[cm.Partition] = append(commits[cm.Partition], cm)
 	}
 	days := map[string]map[civil.Date]bool{}
+	logs := map[string]map[partition.Key][]events.Change{}
 	for _, r := range rows {
 		a := p.account(r.AccountID)
 		prefix, err := a.Prefix(p.stage)
 		if err != nil {
 			return err
+		}
+		if logs[a.ID] == nil {
+			if logs[a.ID], err = p.changeLog(ctx, a, prefix); err != nil {
+				return err
+			}
 		}
 		if days[a.ID] == nil {
 			days[a.ID] = map[civil.Date]bool{}
@@ -91,6 +101,9 @@ func (p *pipeline) check(ctx context.Context) error {
 			return err
 		}
 		p.checkGenerations(r, pp, commits[pp])
+		if err := p.checkChanges(ctx, r.Key, commits[pp], logs[a.ID][r.Key]); err != nil {
+			return err
+		}
 		c.Partitions++
 	}
 	for _, a := range p.accounts {

@@ -52,6 +52,9 @@ type Checked struct {
 	AtRest      int   // manifests of days at rest compared after each round
 	Buckets     int   // buckets checked for incomplete uploads
 	Reclaimed   int   // expired claims seen reclaimed within two sweeps (reclaim.go)
+	// Events counts the committed events recorded in the outbox, of which
+	// EventsPending were not published yet; Changes the change-log entries.
+	Events, EventsPending, Changes int
 }
 
 // Print writes the report: the figures, the faults by kind and step, and
@@ -90,6 +93,7 @@ func (r *Report) Print(w io.Writer) {
 	c := r.Checked
 	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads, %d expired claims reclaimed within two sweeps\n",
 		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets, c.Reclaimed)
+	fmt.Fprintf(w, "  events: %d committed events recorded (%d still pending), %d change-log entries\n", c.Events, c.EventsPending, c.Changes)
 	a := r.Accounts
 	fmt.Fprintf(w, "  accounts: %d race rounds, %d overlapping creates (%d committed, %d refused as overlapping), %d controls created; %d objects checked against %d accounts' prefixes\n",
 		a.Rounds, a.Creates, a.Created, a.Refused, a.Controls, a.Objects, a.Accounts)

@@ -52,6 +52,14 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 		return err
 	}
 	want = append(want, part+": "+strings.TrimPrefix(m.Files[0].Key, part)+": listed in the manifest but missing")
+	// Its change-log entry lost.
+	a0 := p.account(picked[0].AccountID)
+	prefix0, _ := a0.Prefix(p.stage)
+	changeKey := layout.ChangeKey(prefix0, m.FinishedAt, picked[0].Dataset, picked[0].Day, m.Generation)
+	if _, err := p.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &changeKey}); err != nil {
+		return err
+	}
+	want = append(want, fmt.Sprintf("%s: generation %d committed, 0 change-log entries, want 1", picked[0].Key, m.Generation))
 	// An upload nobody finished.
 	bucket, part = pp(picked[1])
 	if _, err := p.s3.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(part + "part-00099.parquet")}); err != nil {

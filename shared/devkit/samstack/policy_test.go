@@ -279,6 +279,9 @@ func TestAccountRecordWrites(t *testing.T) {
 				{"dynamodb:UpdateItem", "STATS", []string{"pk", "sk", "exports"}, "NONE"},
 				// the claim budget concurrent sweeps share (ledger.ReserveClaims)
 				{"dynamodb:UpdateItem", "STATS", []string{"budget_total", "budget_until", "budget_used", "pk", "sk", "updated_at"}, "ALL_NEW"},
+				// The event outbox: an event recorded, then marked published.
+				{"dynamodb:PutItem", "OB#acct_policytestpolicy#events#2026-11-19", []string{"pk", "sk", "detail"}, ""},
+				{"dynamodb:UpdateItem", "OB#acct_policytestpolicy#events#2026-11-19", []string{"pk", "sk", "published_at", "due_key"}, "NONE"},
 			} {
 				if ok, _ := allows(t, sts, r); !ok {
 					t.Errorf("%v is denied", r)
