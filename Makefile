@@ -91,12 +91,13 @@ demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/
 	@.ci/tools go "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
-tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader (npm ci), headless Chromium (apt-get)
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader (npm ci), headless Chromium and qemu-user-static (apt-get)
 	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION) same-go
 	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION) same-go
 	@.ci/tools vulndb $(VULNDB_MODULE) $(VULNDB_VERSION)
 	@.ci/tools go "$(MINIO_SERVER)" $(MINIO_MODULE) $(MINIO_VERSION)
 	@.ci/tools chromium
+	@.ci/tools qemu
 	@if command -v node >/dev/null && cmp -s $(JS_READER)/package-lock.json $(JS_STAMP); then :; else \
 	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
 	  echo "installing the JavaScript Parquet reader: npm ci in $(JS_READER)"; \
@@ -134,9 +135,26 @@ demo: demo-tools build ## the whole pipeline on the embedded demo source; files 
 	$(DAYBOOK_DEV) demo --dir .demo --bin $(LOCAL)/bin
 
 # --- checks --------------------------------------------------------------------
-.PHONY: test fmt-check vet lint deadcode unit bench vulncheck
-test: tools fmt-check vet lint deadcode vulncheck ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, unit and integration tests
+.PHONY: test test-arm64 fmt-check vet lint deadcode unit bench vulncheck
+test: tools fmt-check vet lint deadcode vulncheck test-arm64 ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, the arm64 run, unit and integration tests
 	$(GO) test -count=1 -timeout 20m ./...
+
+# The Lambdas ship as linux/arm64 (Graviton); the other tests run on this machine's
+# architecture. This runs the encoders', the upload path's, the layout's and the
+# manifest's tests as arm64 binaries under qemu-aarch64-static, and one whole export
+# of every dataset in three formats to the in-memory bucket, whose files must be
+# byte-identical to the ones the same test writes here (checksums compared). Tests
+# that link DuckDB (a cgo library) cannot be cross-built and carry the build tag
+# !noduckdb; they run in the main pass. The rows per CPU-second it logs under
+# emulation are a sanity figure, never a speed. vet ran on this code in make vet.
+ARM64_PKGS := ./shared/encode/ ./shared/upload/ ./shared/dataset/ ./shared/layout/ ./shared/manifest/ ./shared/fileformat/
+ARM64_SUMS := $(LOCAL)/arm64/export.sums
+test-arm64: ## the encoders, the upload path and one whole export as arm64 binaries under qemu (the Lambdas' architecture), files byte-identical to this machine's
+	@mkdir -p $(LOCAL)/arm64
+	@command -v qemu-aarch64-static >/dev/null || { echo "qemu-aarch64-static is missing: run make tools (Debian package qemu-user-static)"; exit 1; }
+	$(GO) test -count=1 -run '^TestExportBytesAcrossArchitectures$$' ./functions/exporter/ -args -sums-out=$(CURDIR)/$(ARM64_SUMS)
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -vet=off -tags noduckdb -exec qemu-aarch64-static $(ARM64_PKGS)
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -vet=off -tags noduckdb -exec qemu-aarch64-static -run '^TestExportBytesAcrossArchitectures$$' -v ./functions/exporter/ -args -sums=$(CURDIR)/$(ARM64_SUMS)
 
 # Every function in the programs' packages is reachable from a main: code only
 # tests call belongs in a _test.go file or a test-support package.

@@ -50,6 +50,22 @@ type ExportConfig struct {
 	// the slices of a day (0: DefaultMaxSlices).
 	SliceRows int64
 	MaxSlices int
+	// Pipeline is how many batches the source may read ahead of the
+	// encoder, on its own goroutine (pipeline.go): 0 chooses from the CPUs
+	// the process may use (pipelineDepth), a negative value reads and
+	// encodes on one goroutine.
+	Pipeline int
+}
+
+// pipelineDepth is the configured read-ahead, or the one for this process.
+func (c ExportConfig) pipelineDepth() int {
+	switch {
+	case c.Pipeline < 0:
+		return 0
+	case c.Pipeline > 0:
+		return c.Pipeline
+	}
+	return pipelineDepth()
 }
 
 // DefaultMaxFileBytes is the file size past which an export rolls to the
@@ -441,7 +457,7 @@ func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q
 		step = int(n)
 	}
 	var chunk dataset.Batch
-	prov, err := e.Source.Batches(ctx, q, func(b *dataset.Batch) error {
+	write := func(b *dataset.Batch) error {
 		for lo := 0; lo < b.Len(); lo += step {
 			if cur == nil {
 				if err := open(); err != nil {
@@ -458,7 +474,18 @@ func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q
 			}
 		}
 		return nil
-	})
+	}
+	var (
+		prov source.Provenance
+		err  error
+	)
+	if depth := e.Config.pipelineDepth(); depth > 0 {
+		p := startPipeline(q.Dataset, depth, write)
+		prov, err = e.Source.Batches(ctx, q, p.feed)
+		err = p.close(err)
+	} else {
+		prov, err = e.Source.Batches(ctx, q, write)
+	}
 	if err == nil && len(files) == 0 && cur == nil && slice <= 0 {
 		err = open()
 	}

@@ -154,6 +154,18 @@ func (b *Batch) Reset(firstRow int64) {
 	}
 }
 
+// Swap exchanges the rows of b and o, two batches of one dataset (made by
+// NewBatch): no value is copied. A consumer handed b that must keep its
+// rows past the call swaps it with an empty batch of its own, leaving the
+// source that empty batch to fill next; the consumer then owns the rows
+// (the exporter's pipeline does, so reading overlaps encoding).
+func (b *Batch) Swap(o *Batch) {
+	b.Cols, o.Cols = o.Cols, b.Cols
+	b.n, o.n = o.n, b.n
+	b.cap, o.cap = o.cap, b.cap
+	b.FirstRow, o.FirstRow = o.FirstRow, b.FirstRow
+}
+
 // EndRow closes the row the vectors were appended to: every vector must
 // have had exactly one Append call since the previous EndRow.
 func (b *Batch) EndRow() { b.n++ }

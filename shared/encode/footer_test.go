@@ -1,3 +1,5 @@
+//go:build !noduckdb
+
 package encode_test
 
 import (

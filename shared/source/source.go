@@ -80,7 +80,8 @@ type Source interface {
 	// order, columns as q.Dataset declares them, values already checked
 	// against the dataset value model (see dataset.Batch). The source owns
 	// the batch and reuses it for the next one: fn must not keep it or its
-	// slices after it returns. An error from fn stops the read and is
+	// slices after it returns, except by swapping its rows into a batch of
+	// its own (dataset.Batch.Swap); the source then fills the batch fn left. An error from fn stops the read and is
 	// returned as is. An empty partition calls fn never.
 	Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) error) (Provenance, error)
 }
@@ -171,6 +172,14 @@ func NewSQL(db *sql.DB, dialect, name string) (*SQL, error) {
 		return nil, fmt.Errorf("sql source: dialect %q: %w", dialect, dataset.ErrUnknownDialect)
 	}
 	return &SQL{db: db, dialect: dialect, name: redact(name), now: time.Now}, nil
+}
+
+// WithClock returns a copy of s that takes the provenance's snapshot and
+// finish times from now instead of the wall clock.
+func (s *SQL) WithClock(now func() time.Time) *SQL {
+	c := *s
+	c.now = now
+	return &c
 }
 
 // Name returns the source's name for errors and logs.

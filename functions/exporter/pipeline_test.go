@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/source"
+)
+
+// feedRows plays a source: n batches of one row each (the row's event_id
+// names the batch) through one reused batch, as source.batcher does; it
+// stops at the first error fn returns, or returns readErr after batch
+// failAt.
+func feedRows(t *testing.T, ds dataset.Dataset, n, failAt int, readErr error, fn func(*dataset.Batch) error) (int, error) {
+	t.Helper()
+	b := dataset.NewBatch(ds, source.BatchRows)
+	b.Reset(1)
+	for i := range n {
+		if i == failAt {
+			return i, readErr
+		}
+		row := []any{fmt.Sprintf("e%03d", i), "click", testDayStart, testDayStart, nil, nil, nil, nil, false, nil}
+		if err := b.AppendRow(row); err != nil {
+			t.Fatal(err)
+		}
+		if err := fn(b); err != nil {
+			return i, err
+		}
+		b.Reset(int64(i) + 2)
+	}
+	return n, nil
+}
+
+var testDayStart = testDay.Start(time.UTC)
+
+func TestPipeline(t *testing.T) {
+	ds := mustDataset(t, "events")
+	errWrite, errRead := errors.New("write failed"), errors.New("read failed")
+	cases := []struct {
+		name      string
+		failWrite int // batch whose write fails (-1: none)
+		failRead  int // batch before which the read fails (-1: none)
+		want      error
+	}{
+		{"every batch in order", -1, -1, nil},
+		{"a write error stops the read and is the export's", 3, -1, errWrite},
+		{"a read error is the export's", -1, 5, errRead},
+		{"a write error before the read's", 2, 30, errWrite},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen []string
+			write := func(b *dataset.Batch) error {
+				id := string(b.Cols[0].BytesAt(0))
+				if b.Len() != 1 || b.FirstRow != int64(len(seen))+1 {
+					t.Errorf("batch %s: %d rows from row %d", id, b.Len(), b.FirstRow)
+				}
+				if len(seen) == tc.failWrite {
+					return errWrite
+				}
+				seen = append(seen, id)
+				return nil
+			}
+			p := startPipeline(ds, 2, write)
+			fed, err := feedRows(t, ds, 40, tc.failRead, errRead, p.feed)
+			err = p.close(err)
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			for i, id := range seen {
+				if want := fmt.Sprintf("e%03d", i); id != want {
+					t.Fatalf("batch %d written was %s", i, id)
+				}
+			}
+			if tc.want == nil && len(seen) != 40 {
+				t.Errorf("wrote %d of 40 batches", len(seen))
+			}
+			// A failed write stops the read within the batches in flight.
+			if errors.Is(tc.want, errWrite) && fed > tc.failWrite+3 {
+				t.Errorf("the read went on to batch %d after write %d failed", fed, tc.failWrite)
+			}
+		})
+	}
+}
