@@ -126,7 +126,7 @@ func exportSums(t *testing.T, pipeline int) string {
 		}
 	}
 	spent := cpu.Elapsed()
-	t.Logf("%s/%s, pipeline %d: %d rows in %v of CPU (%.0f rows per CPU-second; under emulation this is a sanity figure, not a speed)",
+	t.Logf("%s/%s, pipeline %d: %d rows in %v of CPU (%.0f rows per CPU-second; under qemu a sanity figure, never a speed)",
 		runtime.GOOS, runtime.GOARCH, pipeline, exported, spent.Round(time.Millisecond), float64(exported)/spent.Seconds())
 	return strings.Join(lines, "\n") + "\n"
 }
