@@ -76,6 +76,18 @@ build: ## host builds of the bootstraps, the operator CLI (daybook) and the loca
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK_DEV) ./cmd/daybook-dev
 
+# The operator CLI for the systems customers and operators use; customers need
+# only `daybook verify --bucket ...`. One static binary per system in dist/.
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+.PHONY: release
+release: ## static daybook CLI binaries for linux and darwin (amd64, arm64) into dist/ (daybook-<os>-<arch>), with SHA256SUMS
+	@mkdir -p dist
+	@set -e; for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+		echo "dist/daybook-$$os-$$arch"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o dist/daybook-$$os-$$arch ./cmd/daybook; \
+	done
+	cd dist && sha256sum daybook-* > SHA256SUMS
+
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools demo-tools
 demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/SAM translator/cfn-lint (.local/venv)
