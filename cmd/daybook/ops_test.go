@@ -89,9 +89,17 @@ func TestRequeue(t *testing.T) {
 	if n := rows(); n != 29 {
 		t.Errorf("%d rows, want 29", n)
 	}
-	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29")
+	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "--requested-by", "ops-alice")
 	if r.code != 0 || !strings.Contains(r.stdout, "queued 1 days of events 2026-11-29..2026-11-29") {
 		t.Errorf("requeue table output:\n%s%s", r.stdout, r.stderr)
+	}
+	// Who asked is in the ledger: history says it, table and JSON.
+	if r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29"); !strings.Contains(r.stdout, "requested by ops-alice") {
+		t.Errorf("history does not say who requeued:\n%s%s", r.stdout, r.stderr)
+	}
+	var h historyOut
+	if r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "-o", "json"); json.Unmarshal([]byte(r.stdout), &h) != nil || h.Current == nil || h.Current.RequestedBy != "ops-alice" {
+		t.Errorf("history -o json: %+v\n%s", h.Current, r.stdout)
 	}
 
 	// A disabled account is refused.

@@ -94,18 +94,20 @@ func (a *app) checkRequest(c *cobra.Command, p partitionFlags, maxDays int) (*op
 
 func (a *app) requeueCommand() *cobra.Command {
 	var p partitionFlags
-	var reason string
+	var reason, by string
 	c := &cobra.Command{
 		Use:   "requeue --account ID --dataset NAME (--day DAY | --from DAY --to DAY)",
 		Short: "Queue days for export: a backfill, or a retry of partitions that stopped retrying",
 		Long: `Mark days queued in the ledger: the sweeper claims queued days first, oldest first, within its
 per-account and per-sweep caps, so a long backfill is paced. Missing rows are created; stopped
 rows get a fresh attempt count; a row that is running now is marked to run again
-when it finishes.`,
+when it finishes. Who asked (your AWS identity unless --requested-by) is recorded in the
+ledger, shown by daybook history and written into each exported day's _manifest.json.`,
 		Example: "  daybook requeue --account acct_localdemoaccount --dataset events --from 2026-09-01 --to 2026-09-30",
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
+	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the rows (default: your AWS identity's ARN)")
 	c.Flags().StringVar(&reason, "reason", string(partition.ReasonBackfill), "backfill or manual (recorded in the manifest)")
 	_ = c.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions([]string{"backfill", "manual"}, cobra.ShellCompDirectiveNoFileComp))
 	out := outputFlag(c)
@@ -130,7 +132,7 @@ when it finishes.`,
 		}
 		days := civil.Range(from, to)
 		bar := a.progress(len(days), "requeue")
-		res, err := ops.Requeue(ctx, e.ledger, acct.ID, p.dataset, days, partition.Reason(reason), bar)
+		res, err := ops.Requeue(ctx, e.ledger, acct.ID, p.dataset, days, partition.Reason(reason), a.requestedBy(ctx, e.sts, by), bar)
 		bar.Finish()
 		if err != nil {
 			return err
@@ -159,8 +161,8 @@ func (a *app) reexportCommand() *cobra.Command {
 		Long: fmt.Sprintf(`Send one manual re-export request per day to the jobs queue. The exporter claims each day in
 the ledger (a day running now runs again after it finishes) and writes the next generation.
 At most %d days per command; larger backfills go through daybook requeue, which the sweeper
-paces. requested_by in the ledger and the manifest is the caller's AWS identity unless
---requested-by is given.`, jobs.MaxManualRangeDays),
+paces. Who asked (your AWS identity unless --requested-by) is recorded in the ledger, shown by
+daybook history and the console, and written into the day's _manifest.json (provenance).`, jobs.MaxManualRangeDays),
 		Example: "  daybook reexport --account acct_localdemoaccount --dataset events --day 2026-11-20",
 	}
 	a.deploymentFlags(c)

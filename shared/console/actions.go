@@ -272,7 +272,7 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err)
 		return
 	}
-	res, err := ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, days, partition.ReasonManual, nil)
+	res, err := ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, days, partition.ReasonManual, by, nil)
 	s.cfg.Log.Info("console action", "action", "requeue", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
 		"requested_by", by, "queued", res.Queued, "rerun_requested", res.RerunRequested, "error", errText(err))
 	if err != nil {
