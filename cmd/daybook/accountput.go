@@ -228,6 +228,11 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 			newExternalID, acct.Destination.RoleARN)
 	}
 	a.writeBack(file, orig, stored, generated, stored.Destination.ExternalID != "" && needsExternalID)
+	if exists && len(changes) > 0 {
+		if err := a.startMoved(ctx, e.ledger, e.settle, old, stored); err != nil {
+			return err
+		}
+	}
 	return printJSON(a.stdout, stored)
 }
 
