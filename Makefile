@@ -18,7 +18,8 @@ DEADCODE_VERSION := v0.52.0
 DEADCODE    := $(GOBIN)/deadcode
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 LOCAL       := .local
-EVENT       ?= events/exporter-manual.json
+# local up writes the manual samples with the local account's own days.
+EVENT       ?= $(LOCAL)/events/exporter-manual.json
 DAYBOOK     := $(LOCAL)/bin/daybook
 DAYBOOK_DEV := $(LOCAL)/bin/daybook-dev
 
@@ -120,7 +121,7 @@ local-down: ## stop what local-up started (by pid)
 invoke-sweeper: build ## run the sweeper bootstrap once under the runtime emulator (or sam local invoke)
 	@$(MAKE) --no-print-directory _invoke FN=SweeperFunction EVENT=events/sweeper-schedule.json
 
-invoke-exporter: build ## run the exporter bootstrap on EVENT=events/<file>.json (default: a manual re-export)
+invoke-exporter: build ## run the exporter bootstrap on EVENT=<file>.json (default: .local/events/exporter-manual.json, a re-export of the local account's newest closed day)
 	@$(MAKE) --no-print-directory _invoke FN=ExporterFunction EVENT=$(EVENT)
 
 .PHONY: _invoke
