@@ -63,4 +63,3 @@ func (a *app) startMoved(ctx context.Context, l *ledger.Ledger, settle time.Dura
 	}
 	return nil
 }
-
