@@ -186,7 +186,7 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 		}, cli.ExitError, "a.json:4:1: invalid character '}'", nil},
 		{"unknown field", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "UTC", "timezone": "UTC"})
-		}, cli.ExitError, `unknown field "timezone"; valid fields:`, nil},
+		}, cli.ExitError, `timezone: unknown field; valid fields here: created_at, datasets, destination,`, nil},
 		{"invalid values", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "Mars/Olympus", "datasets": []string{}})
 		}, cli.ExitError, `time_zone "Mars/Olympus": not an IANA time zone`, nil},
