@@ -90,7 +90,7 @@ func TestRequeue(t *testing.T) {
 		t.Errorf("%d rows, want 29", n)
 	}
 	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "--requested-by", "ops-alice")
-	if r.code != 0 || !strings.Contains(r.stdout, "queued 1 days of events 2026-11-29..2026-11-29") {
+	if r.code != 0 || !strings.Contains(r.stdout, "queued 1 partition (1 day 2026-11-29..2026-11-29, events)") {
 		t.Errorf("requeue table output:\n%s%s", r.stdout, r.stderr)
 	}
 	// Who asked is in the ledger: history says it, table and JSON.
@@ -185,6 +185,42 @@ func TestReexport(t *testing.T) {
 	}
 	if msgs := s.receiveAll(t, queue); len(msgs) != 1 || !strings.Contains(aws.ToString(msgs[0].Body), `"requested_by":"ticket OPS-12"`) {
 		t.Errorf("--requested-by: %v", msgs)
+	}
+
+	// Without --dataset: every dataset of the account, one message per day
+	// and dataset.
+	two := s.newAccount(t, map[string]any{"datasets": []string{"events", "daily_stats"}})
+	r = s.run(t, a, "reexport", "--account", two.ID, "--from", "2026-11-19", "--to", "2026-11-20")
+	if r.code != 0 || !strings.Contains(r.stdout, "sent 4 re-export requests for "+two.ID+" (events, daily_stats) 2026-11-19..2026-11-20") {
+		t.Errorf("every dataset: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var got []string
+	for _, m := range s.receiveAll(t, queue) {
+		if msg, err := jobs.Parse(aws.ToString(m.Body)); err == nil && msg.Manual != nil {
+			got = append(got, msg.Manual.Dataset+" "+msg.Manual.Day)
+		}
+	}
+	if strings.Join(sorted(got), ",") != "daily_stats 2026-11-19,daily_stats 2026-11-20,events 2026-11-19,events 2026-11-20" {
+		t.Errorf("messages without --dataset: %v", got)
+	}
+}
+
+// TestRequeueEveryDataset: requeue without --dataset queues the days of
+// every dataset of the account.
+func TestRequeueEveryDataset(t *testing.T) {
+	s := deployed(t)
+	acct := s.newAccount(t, map[string]any{"datasets": []string{"events", "daily_stats"}})
+	a, _, _ := testApp(t)
+	r := s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "-o", "json")
+	var res requeued
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 6 || strings.Join(res.Datasets, ",") != "events,daily_stats" {
+		t.Fatalf("requeue every dataset: exit %d %+v %v\n%s", r.code, res, err, r.stderr)
+	}
+	l := s.ledgerAt(t, testNow, 6)
+	for _, ds := range res.Datasets {
+		if n, err := l.Count(context.Background(), acct.ID, ds, civil.MustParse("2026-11-20"), civil.MustParse("2026-11-22")); err != nil || n != 3 {
+			t.Errorf("%s: %d rows, %v", ds, n, err)
+		}
 	}
 }
 
