@@ -72,7 +72,7 @@ message whose reason contains --reason, whose body contains --body, or that is m
 (--malformed: a body the exporter cannot read). Filters combine. Without --yes nothing is
 deleted: the command lists what it would delete and says to run it again with --yes.`,
 		Example: "  daybook dlq delete 7b0c9f3e-2d5a-4e1b-8c6f-1a2b3c4d5e6f --yes\n  daybook dlq delete --malformed --yes\n  daybook dlq delete --reason \"before start date\"",
-		Args: cobra.ArbitraryArgs,
+		Args:    cobra.ArbitraryArgs,
 	}
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&which, "queue", "jobs", "jobs or sweeper")
