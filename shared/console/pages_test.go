@@ -178,7 +178,10 @@ func TestAccountPage(t *testing.T) {
 		`<a class="hm-cell p-completed" href="/accounts/`+troubled+`/partitions/events/2026-11-24" title="events 2026-11-24: completed · generation 2 · 1,234 rows · 55.5 KiB · attempts 2">`,
 		`class="hm-cell p-stopped" href="/accounts/`+troubled+`/partitions/events/2026-11-25" title="events 2026-11-25: stopped retrying · attempts 6 · error: source unreachable"><span aria-hidden="true">X</span>`,
 		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-pending"`,
-		"stopped retrying after 6 attempts",
+		// The failed and stopped partitions, grouped by reason code, the
+		// raw errors behind a toggle.
+		`<div class="failure-group" data-code="internal">`, "(2 partitions, 1 stopped retrying)",
+		`<details><summary>Raw errors (2 distinct)</summary>`, `<pre class="error-text">source unreachable</pre>`,
 		`href="/actions/requeue?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Requeue 2 failed or stopped events partitions`,
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
 	)

@@ -29,6 +29,10 @@ var funcs = template.FuncMap{
 	"countsText": ops.CountsText,
 	"plural":     plural,
 	"shortTime":  shortTime,
+	"causeCode":  func(e string) string { c, _, _ := ops.CauseOfError(e); return string(c) },
+	"causeWhat":  func(e string) string { _, w, _ := ops.CauseOfError(e); return w },
+	"causeFix":   func(e string) string { _, _, f := ops.CauseOfError(e); return f },
+	"rawError":   ops.RawError,
 }
 
 func loadPages() (*pages, error) {
