@@ -223,6 +223,7 @@ daybook history and the console, and written into the day's _manifest.json (prov
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
+	c.Flags().Lookup("from").Usage = fmt.Sprintf("first day of a range, YYYY-MM-DD (the range at most %d days)", jobs.MaxManualRangeDays)
 	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the request (default: your AWS identity's ARN)")
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
