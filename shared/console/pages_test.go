@@ -331,3 +331,28 @@ func TestPartitionPageShowsSlices(t *testing.T) {
 		t.Error("the slices of an earlier claim are shown")
 	}
 }
+
+// TestPagesSayWhenAndRefresh: every page says when it read the ledger (ISO
+// 8601, UTC); the read pages reload themselves, a confirmation does not; a
+// refused action links back to the account page that holds its form.
+func TestPagesSayWhenAndRefresh(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	asOf := "as of " + testNow.UTC().Format("2006-01-02T15:04:05Z")
+	for path, refresh := range map[string]bool{
+		"/": true, "/accounts/" + troubled: true, "/accounts/" + troubled + "/partitions/events/2026-11-24": true,
+		"/actions/reexport?account=" + troubled + "&dataset=events&day=2026-11-24": false,
+	} {
+		res := f.get(path)
+		if !strings.Contains(res.body, asOf) {
+			t.Errorf("%s lacks %q", path, asOf)
+		}
+		if got := strings.Contains(res.body, `<meta http-equiv="refresh" content="60">`); got != refresh {
+			t.Errorf("%s: refreshes %v, want %v", path, got, refresh)
+		}
+	}
+	res := f.get("/actions/reexport?account=" + troubled + "&dataset=events&day=2026-13-01")
+	if !strings.Contains(res.body, `<a class="button secondary" href="/accounts/`+troubled+`">Back</a>`) {
+		t.Errorf("a refused action does not link back to its form (status %d):\n%s", res.code, res.body)
+	}
+}
