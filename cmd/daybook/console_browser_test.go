@@ -244,7 +244,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// behind a toggle.
 	badFile := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(badFile, []byte(`{"name": "Bad bucket", "enabled": true, "start_date": "`+exported[0]+`", "datasets": ["events"],
-		"destination": {"bucket": "daybook-no-such-bucket"}}`), 0o644); err != nil {
+		"destination": {"bucket": "daybook-exports-no-such-bucket"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var bad struct {
