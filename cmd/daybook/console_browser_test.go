@@ -264,8 +264,10 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	groups := eval[[]string](t, bctx, `Array.from(document.querySelectorAll('.failure-group')).map(g => g.dataset.code + ' | ' + g.querySelector('h3').innerText + ' | ' + g.querySelector('.fix').innerText)`)
-	if len(groups) != 1 || !strings.HasPrefix(groups[0], "destination_missing | destination_missing: bucket does not exist (3 partitions") || !strings.Contains(groups[0], "check destination.bucket") {
-		t.Errorf("failure groups %q, want one destination_missing group of 3", groups)
+	// Every day of the account failed (the sweep materializes the rest from
+	// its start date): one group however many.
+	if len(groups) != 1 || !strings.HasPrefix(groups[0], "destination_missing | destination_missing: bucket does not exist (") || !strings.Contains(groups[0], "check destination.bucket") {
+		t.Errorf("failure groups %q, want one destination_missing group", groups)
 	}
 	if open := eval[bool](t, bctx, `document.querySelector('.failure-group details').open`); open {
 		t.Error("the raw error is shown without its toggle")
@@ -280,7 +282,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 	shot(t, bctx, "failures")
-	if out := l.cli("status", "--account", bad.ID, "--env-file", l.env); !strings.Contains(out, "FAILED destination_missing: bucket does not exist (3 partitions") {
+	if out := l.cli("status", "--account", bad.ID, "--env-file", l.env); !strings.Contains(out, "FAILED destination_missing: bucket does not exist (") {
 		t.Errorf("status does not show the group:\n%s", out)
 	}
 	var h ops.PartitionHistory
