@@ -18,7 +18,8 @@ DEADCODE_VERSION := v0.52.0
 DEADCODE    := $(GOBIN)/deadcode
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 LOCAL       := .local
-EVENT       ?= events/exporter-manual.json
+# local up writes the manual samples with the local account's own days.
+EVENT       ?= $(LOCAL)/events/exporter-manual.json
 DAYBOOK     := $(LOCAL)/bin/daybook
 DAYBOOK_DEV := $(LOCAL)/bin/daybook-dev
 
@@ -85,6 +86,18 @@ build: ## host builds of the bootstraps, the operator CLI (daybook) and the loca
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK_DEV) ./cmd/daybook-dev
 
+# The operator CLI for the systems customers and operators use; customers need
+# only `daybook verify --bucket ...`. One static binary per system in dist/.
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+.PHONY: release
+release: ## static daybook CLI binaries for linux and darwin (amd64, arm64) into dist/ (daybook-<os>-<arch>), with SHA256SUMS
+	@mkdir -p dist
+	@set -e; for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+		echo "dist/daybook-$$os-$$arch"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o dist/daybook-$$os-$$arch ./cmd/daybook; \
+	done
+	cd dist && sha256sum daybook-* > SHA256SUMS
+
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools demo-tools
 demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/SAM translator/cfn-lint (.local/venv)
@@ -118,7 +131,7 @@ local-down: ## stop what local-up started (by pid)
 invoke-sweeper: build ## run the sweeper bootstrap once under the runtime emulator (or sam local invoke)
 	@$(MAKE) --no-print-directory _invoke FN=SweeperFunction EVENT=events/sweeper-schedule.json
 
-invoke-exporter: build ## run the exporter bootstrap on EVENT=events/<file>.json (default: a manual re-export)
+invoke-exporter: build ## run the exporter bootstrap on EVENT=<file>.json (default: .local/events/exporter-manual.json, a re-export of the local account's newest closed day)
 	@$(MAKE) --no-print-directory _invoke FN=ExporterFunction EVENT=$(EVENT)
 
 .PHONY: _invoke

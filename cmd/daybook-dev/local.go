@@ -20,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
 // Functions are the template's Lambda logical ids.
@@ -161,7 +162,7 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	if o.noDemo {
 		return nil
 	}
-	return a.seedLocal(ctx, d, cfg, o.sourceDSN == "")
+	return a.seedLocal(ctx, d, cfg, o.sourceDSN == "", envvar.From(env["ExporterFunction"]).SettleDelay())
 }
 
 // running reports the URL of a moto_server a previous `local up` started

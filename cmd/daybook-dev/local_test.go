@@ -22,8 +22,8 @@ import (
 // the operator CLI beside the bootstraps), then daybook account put,
 // requeue, make invoke-sweeper (the sweeper's bootstrap under the runtime
 // emulator), status, make local-drain (local drain), make invoke-exporter
-// EVENT=events/exporter-manual.json (a manual re-export of the local
-// account's 2026-11-20), history, verify, make local-down.
+// (the sample local up wrote: a manual re-export of the local account's
+// newest closed day), history, verify, make local-down.
 func TestLocalDevCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -92,41 +92,26 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("status after the drain:\n%s", out)
 	}
 
-	// The sample event re-exports 2026-11-20, and a day before the
-	// account's start date is refused (jobs.CheckRequest): the local account
-	// starts 7 closed days back, so its start date moves back to that day.
-	b, err := os.ReadFile(filepath.Join(dir, "account.json"))
+	// make invoke-exporter: the sample local up wrote re-exports the local
+	// account's newest closed day, whatever today's date is.
+	b, err := os.ReadFile(filepath.Join(dir, "events", "day"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var local map[string]any
-	if err := json.Unmarshal(b, &local); err != nil {
-		t.Fatal(err)
-	}
-	local["start_date"] = "2026-11-20"
-	if b, err = json.Marshal(local); err != nil {
-		t.Fatal(err)
-	}
-	localFile := filepath.Join(dir, "account.json.sample")
-	if err := os.WriteFile(localFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cli("account", "put", "--file", localFile, "--update", "--env-file", env)
-
-	// make invoke-exporter EVENT=events/exporter-manual.json
-	out = dev("local", "invoke", "ExporterFunction", "--dir", dir, "--event", "../../events/exporter-manual.json")
+	day := strings.TrimSpace(string(b))
+	out = dev("local", "invoke", "ExporterFunction", "--dir", dir, "--event", filepath.Join(dir, "events", "exporter-manual.json"))
 	var resp struct {
 		Failures []any `json:"batchItemFailures"`
 	}
 	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Failures) != 0 {
 		t.Errorf("manual re-export response %q (%v)", out, err)
 	}
-	out = cli("history", "--account", LocalAccountID, "--dataset", "events", "--day", "2026-11-20", "--env-file", env, "-o", "json")
+	out = cli("history", "--account", LocalAccountID, "--dataset", "events", "--day", day, "--env-file", env, "-o", "json")
 	var h ops.PartitionHistory
-	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Attempts) != 1 || h.Attempts[0].Outcome != "completed" || h.Attempts[0].Reason != "manual" {
+	if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Attempts) != 1 || h.Attempts[0].Outcome != "completed" || h.Attempts[0].Reason != "manual" || h.Attempts[0].RequestedBy != "cli:ops" {
 		t.Errorf("history of the re-exported day: %v\n%s", err, out)
 	}
-	if out := cli("verify", "--account", LocalAccountID, "--dataset", "events", "--day", "2026-11-20", "--env-file", env); !strings.Contains(out, "OK, generation 1") {
+	if out := cli("verify", "--account", LocalAccountID, "--dataset", "events", "--day", day, "--env-file", env); !strings.Contains(out, "OK, generation 1") {
 		t.Errorf("verify: %s", out)
 	}
 

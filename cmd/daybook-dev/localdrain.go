@@ -21,6 +21,7 @@ func (a *app) localDrainCommand() *cobra.Command {
 	dir := a.localDir
 	var sweep bool
 	var maxSweeps int
+	var bin string
 	c := &cobra.Command{
 		Use:   "drain [--sweep]",
 		Short: "Feed the jobs queue to the exporter under the runtime emulator until the queue is empty",
@@ -28,14 +29,25 @@ func (a *app) localDrainCommand() *cobra.Command {
 the exporter's bootstrap under the runtime emulator with it, delete what it reports done, until
 no message is left. Failed messages stay hidden for the queue's visibility timeout, as in AWS.
 With --sweep, also play the scheduler: sweep, drain, and repeat until a sweep claims nothing.
-Function output is appended to <dir>/<Function>.log.`,
+Function output is appended to <dir>/<Function>.log. The bootstraps are read from <dir>/bin
+(make build writes .local/bin) unless --bin names another directory: a kept demo's state is in
+.demo and its bootstraps in .local/bin, so daybook-dev local drain --dir .demo --bin .local/bin
+runs what the console queued there.`,
 	}
 	c.Flags().StringVar(&dir, "dir", dir, "state directory")
+	c.Flags().StringVar(&bin, "bin", "", "directory of the functions' bootstraps (<Function>/bootstrap; default <dir>/bin)")
 	c.Flags().BoolVar(&sweep, "sweep", false, "sweep and drain until no work is due")
 	c.Flags().IntVar(&maxSweeps, "max-sweeps", 50, "with --sweep: give up after this many sweeps")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		ctx := c.Context()
 		d := localDir(dir)
+		bootstrap := d.bootstrap
+		if bin != "" {
+			bootstrap = func(fn string) string { return filepath.Join(bin, fn, "bootstrap") }
+		}
+		if _, err := os.Stat(bootstrap("ExporterFunction")); err != nil {
+			return fmt.Errorf("no exporter bootstrap at %s (make build writes .local/bin; name another directory with --bin): %w", bootstrap("ExporterFunction"), err)
+		}
 		env, err := a.readLocalEnv(ctx, d)
 		if err != nil {
 			return err
@@ -57,7 +69,7 @@ Function output is appended to <dir>/<Function>.log.`,
 				return nil, err
 			}
 			// The file stays open for the child; it is closed when the command exits.
-			return runtimeemulator.Start(ctx, d.bootstrap(fn), runtimeemulator.Options{Name: fn, Env: env[fn], Log: logf, Timeout: 900 * time.Second})
+			return runtimeemulator.Start(ctx, bootstrap(fn), runtimeemulator.Options{Name: fn, Env: env[fn], Log: logf, Timeout: 900 * time.Second})
 		}
 		exporter, err := start("ExporterFunction")
 		if err != nil {

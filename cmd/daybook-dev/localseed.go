@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -32,7 +34,7 @@ const (
 // seedLocal creates the demo source (when the stack reads it), the local
 // account's bucket, and registers the account with the operator CLI's
 // `account put`.
-func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source bool) error {
+func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source bool, settle time.Duration) error {
 	now := a.now()
 	if source {
 		if _, err := demosource.Generate(ctx, demosource.Options{
@@ -55,12 +57,7 @@ func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source 
 	if err != nil {
 		return err
 	}
-	acct := account.Account{
-		ID: LocalAccountID, Name: "Local demo account", Enabled: true,
-		StartDate:   civil.Of(now.UTC()).AddDays(-localBackfillDays),
-		Datasets:    names,
-		Destination: account.Destination{Bucket: localBucket, Region: demosource.Region, Format: fileformat.Default},
-	}
+	acct := localAccount(names, now)
 	b, err := json.MarshalIndent(acct, "", "  ")
 	if err != nil {
 		return err
@@ -73,5 +70,22 @@ func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source 
 	}
 	fmt.Fprintf(a.stdout, "account %s registered from %s: %s from %s, into s3://%s\n",
 		LocalAccountID, d.accountFile(), strings.Join(names, ", "), acct.StartDate, localBucket)
+	day, err := writeLocalEvents(d, acct, settle, now)
+	if err != nil {
+		return fmt.Errorf("sample events: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "sample manual requests for the local account in %s: %s re-exports %s (make invoke-exporter; the day is in %s)\n",
+		d.eventsDir(), localManualEvent, day, filepath.Join(d.eventsDir(), localDayFile))
 	return nil
+}
+
+// localAccount is the local stack's account at now: every dataset, the last
+// localBackfillDays days.
+func localAccount(datasets []string, now time.Time) account.Account {
+	return account.Account{
+		ID: LocalAccountID, Name: "Local demo account", Enabled: true,
+		StartDate:   civil.Of(now.UTC()).AddDays(-localBackfillDays),
+		Datasets:    datasets,
+		Destination: account.Destination{Bucket: localBucket, Region: demosource.Region, Format: fileformat.Default},
+	}
 }

@@ -34,6 +34,9 @@ func readAccountFile(path string, stdin io.Reader) (account.Account, []byte, err
 	if path == "-" {
 		name = "stdin"
 	}
+	if err := formProblems(name, b); err != nil {
+		return account.Account{}, nil, err
+	}
 	if err := decodeJSON(name, b, &a, true); err != nil {
 		return account.Account{}, nil, fmt.Errorf("account file %w", err)
 	}

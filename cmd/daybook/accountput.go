@@ -2,8 +2,10 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +25,7 @@ type putFlags struct {
 	argID, id        string
 	update, allowDup bool
 	dryRun           bool
+	saveDisabled     bool
 }
 
 func (a *app) accountPutCommand() *cobra.Command {
@@ -55,7 +58,14 @@ only where ALLOW_PRIVATE_ENDPOINTS is true, and no other account may share its b
 id. The ledger enforces the last two itself when it writes, so two commands run at once cannot
 both take overlapping prefixes. A second account with the same name is refused unless
 --allow-duplicate-name is given. A refusal names each field and value and changes nothing:
-neither the ledger nor the file. The stored account is printed on stdout as JSON.`,
+neither the ledger nor the file.
+
+Before an enabled account is saved with a new or changed destination (or is enabled), its
+destination is tested as daybook account test does: the bucket exists, and a write, a read, a
+multipart upload started and aborted, the listings and a delete succeed under its prefix. A
+failure refuses the account and names the step and the permission; --save-disabled saves it
+disabled instead (daybook account enable ID once the destination works). --dry-run skips the
+test, which writes into the bucket. The stored account is printed on stdout as JSON.`,
 		Example: "  daybook account put --file account.json\n  daybook account put --file account.json --update\n" +
 			"  daybook account put acct_localdemoaccount --file account.json --dry-run",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -88,6 +98,7 @@ neither the ledger nor the file. The stored account is printed on stdout as JSON
 	c.Flags().StringVar(&p.id, "id", "", "update this account (when the file has no id); implies --update")
 	c.Flags().BoolVar(&p.dryRun, "dry-run", false, "check the file and show what would change; write nothing")
 	c.Flags().BoolVar(&p.allowDup, "allow-duplicate-name", false, "create the account even if another one has the same name")
+	c.Flags().BoolVar(&p.saveDisabled, "save-disabled", false, "when the destination test fails, save the account disabled instead of refusing it")
 	_ = c.MarkFlagFilename("file", "json")
 	return c
 }
@@ -196,8 +207,16 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 		a.printChanges(acct, changes)
 	}
 	if p.dryRun {
-		fmt.Fprintf(a.stderr, "daybook: --dry-run: nothing written\n")
+		fmt.Fprintf(a.stderr, "daybook: --dry-run: nothing written (the destination was not tested)\n")
 		return printJSON(a.stdout, acct)
+	}
+	if acct.Enabled && (!exists || !old.Enabled || !reflect.DeepEqual(old.Destination, acct.Destination)) {
+		if err := a.checkDestination(ctx, e, &acct, p.saveDisabled); err != nil {
+			return err
+		}
+		if exists {
+			changes = account.Diff(old, acct)
+		}
 	}
 	var stored account.Account
 	switch {
@@ -228,6 +247,11 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 			newExternalID, acct.Destination.RoleARN)
 	}
 	a.writeBack(file, orig, stored, generated, stored.Destination.ExternalID != "" && needsExternalID)
+	if exists && len(changes) > 0 {
+		if err := a.startMoved(ctx, e.ledger, e.settle, old, stored); err != nil {
+			return err
+		}
+	}
 	return printJSON(a.stdout, stored)
 }
 
@@ -323,4 +347,33 @@ func fileProblems(file string, err error, skip func(*account.FieldError) bool) e
 
 func sameName(a, b string) bool {
 	return strings.EqualFold(strings.Join(strings.Fields(a), " "), strings.Join(strings.Fields(b), " "))
+}
+
+// errDestination is a destination the account test refused on put.
+var errDestination = errors.New("the destination test failed")
+
+// checkDestination runs account test's checks on acct's destination before
+// it is saved enabled. A failure refuses the account, naming the step and
+// permission, or with saveDisabled saves it disabled and says so.
+func (a *app) checkDestination(ctx context.Context, e *opsEnv, acct *account.Account, saveDisabled bool) error {
+	checks, err := a.testDestination(ctx, e, *acct)
+	if err == nil {
+		fmt.Fprintf(a.stderr, "daybook: destination s3://%s tested: %d steps ok\n", acct.Destination.Bucket, len(checks))
+		return nil
+	}
+	problem := err.Error()
+	for _, ch := range checks {
+		if !ch.OK {
+			problem = fmt.Sprintf("%s failed (needs %s): %s", ch.Step, ch.Permission, ch.Problem)
+			break
+		}
+	}
+	if saveDisabled {
+		acct.Enabled = false
+		fmt.Fprintf(a.stderr, "daybook: %s: %s; saving the account disabled (--save-disabled): fix the destination, then daybook account test %s and daybook account enable %s\n",
+			errDestination, problem, acct.ID, acct.ID)
+		return nil
+	}
+	return fmt.Errorf("%w for destination.bucket %q: %s; nothing was saved. Fix the bucket or its permissions (daybook account test shows every step once saved), or pass --save-disabled to save the account disabled",
+		errDestination, acct.Destination.Bucket, problem)
 }

@@ -145,6 +145,7 @@ func TestConcurrentPutsOfOneRoleOneWins(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range codes {
 		a, done := gate.app(t)
+		s.createBucket(t, fmt.Sprintf("acme-race-%d", i))
 		file := writeAccount(t, t.TempDir(), map[string]any{"destination": map[string]any{
 			"bucket": fmt.Sprintf("acme-race-%d", i), "role_arn": role, "external_id": "race-ext"}})
 		wg.Add(1)

@@ -29,7 +29,7 @@ var (
 )
 
 func (a *app) accountCommand() *cobra.Command {
-	return cli.Group("account", "Register, update, show, test, enable, disable and delete accounts",
+	return cli.Group("account", "Register (put), get, list, test, enable, disable and delete accounts",
 		a.accountPutCommand(), a.accountGetCommand(), a.accountHistoryCommand(), a.accountListCommand(), a.accountTestCommand(),
 		a.accountEnableCommand(true), a.accountEnableCommand(false), a.accountDeleteCommand())
 }

@@ -162,12 +162,14 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 	// Accounts a new one may not collide with.
 	neighbour := s.newAccount(t, nil)
 	const sharedRole = "arn:aws:iam::123456789012:role/daybook-export-shared"
+	s.createBucket(t, "acme-shared-exports")
 	roleHolder := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "acme-shared-exports",
 		"role_arn": sharedRole, "external_id": "shared-ext-1"}})
 	// An existing account, updated from a file with a refused change.
 	existing := s.newAccount(t, nil)
-	// An account on a local S3-compatible store.
-	onMinio := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "tenants-minio",
+	// An account on a local S3-compatible store, disabled: no store answers
+	// there, and account put tests an enabled account's destination.
+	onMinio := s.newAccount(t, map[string]any{"enabled": false, "destination": map[string]any{"bucket": "tenants-minio",
 		"endpoint": "http://127.0.0.1:9000", "prefix": "t/{{.AccountID}}",
 		"role_arn": "arn:aws:iam::123456789012:role/daybook-export-minio", "external_id": "minio-1"}})
 	tests := []struct {
@@ -184,7 +186,7 @@ func TestAccountPutRefusesBadFilesAndChangesNothing(t *testing.T) {
 		}, cli.ExitError, "a.json:4:1: invalid character '}'", nil},
 		{"unknown field", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "UTC", "timezone": "UTC"})
-		}, cli.ExitError, `unknown field "timezone"; valid fields:`, nil},
+		}, cli.ExitError, `timezone: unknown field; valid fields here: created_at, datasets, destination,`, nil},
 		{"invalid values", func(dir string) string {
 			return writeAccount(t, dir, map[string]any{"time_zone": "Mars/Olympus", "datasets": []string{}})
 		}, cli.ExitError, `time_zone "Mars/Olympus": not an IANA time zone`, nil},
@@ -273,6 +275,7 @@ func TestAccountPutGeneratesTheExternalID(t *testing.T) {
 	a, _, _ := testApp(t)
 	dir := t.TempDir()
 	role := "arn:aws:iam::123456789012:role/daybook-export-" + strings.ToLower(strings.ReplaceAll(uniqueName(t), " #", "-"))
+	s.createBucket(t, "acme-role-exports")
 	file := writeAccount(t, dir, map[string]any{"destination": map[string]any{"bucket": "acme-role-exports", "role_arn": role}})
 	orig, _ := os.ReadFile(file)
 
@@ -455,9 +458,24 @@ func TestAccountDelete(t *testing.T) {
 func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	s := deployed(t)
 	bucket := "daybook-exports-test-" + strings.ToLower(time.Now().Format("150405")) + "x"
-	acct := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": bucket}})
 	a, _, _ := testApp(t)
-	r := s.run(t, a, "account", "test", acct.ID)
+	// account put runs the same test and refuses a bucket that does not
+	// exist; --save-disabled saves the account disabled instead.
+	before := len(s.accounts(t))
+	file := writeAccount(t, t.TempDir(), map[string]any{"destination": map[string]any{"bucket": bucket}})
+	r := s.run(t, a, "account", "put", "--file", file)
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, `the destination test failed for destination.bucket "`+bucket+`": bucket does not exist`) || !strings.Contains(r.stderr, "--save-disabled") {
+		t.Errorf("put of a missing bucket: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := len(s.accounts(t)); n != before {
+		t.Errorf("a refused put saved an account: %d accounts, %d before", n, before)
+	}
+	r = s.run(t, a, "account", "put", "--file", file, "--save-disabled")
+	var acct account.Account
+	if err := json.Unmarshal([]byte(r.stdout), &acct); err != nil || r.code != 0 || acct.Enabled || !strings.Contains(r.stderr, "saving the account disabled (--save-disabled)") {
+		t.Fatalf("put --save-disabled: exit %d, enabled %v, %v\n%s", r.code, acct.Enabled, err, r.stderr)
+	}
+	r = s.run(t, a, "account", "test", acct.ID)
 	if r.code != cli.ExitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || strings.Contains(r.stderr, "missing s3:") {
 		t.Errorf("missing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

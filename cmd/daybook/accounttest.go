@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/destination"
 )
@@ -69,16 +70,10 @@ this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
 		if err != nil {
 			return err
 		}
-		owner, err := e.bucketOwner(acct)
-		if err != nil {
-			return err
+		checks, cerr := a.testDestination(ctx, e, acct)
+		if errors.Is(cerr, errBucketMissing) {
+			return fmt.Errorf("account %s: %w", acct.ID, cerr)
 		}
-		api := e.buckets.Client(acct.ID, acct.Destination)
-		region := cmp.Or(acct.Destination.Region, e.cfg.Region)
-		if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
-			return fmt.Errorf("account %s: %w", acct.ID, err)
-		}
-		checks, cerr := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
 		if *out == outputJSON {
 			if err := printJSON(a.stdout, map[string]any{
 				"account": acct.ID, "bucket": acct.Destination.Bucket, "prefix": prefix, "ok": cerr == nil, "checks": checks,
@@ -102,4 +97,25 @@ this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
 		return cerr
 	}
 	return c
+}
+
+// testDestination runs account test's checks on acct's destination: the
+// bucket exists (errBucketMissing), then a write, a read, a multipart upload
+// started and aborted, the listings and a delete, each naming its
+// permission. It returns the checks done and the first failure.
+func (a *app) testDestination(ctx context.Context, e *opsEnv, acct account.Account) ([]destination.Check, error) {
+	prefix, err := acct.Prefix(e.stage)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := e.bucketOwner(acct)
+	if err != nil {
+		return nil, err
+	}
+	api := e.buckets.Client(acct.ID, acct.Destination)
+	region := cmp.Or(acct.Destination.Region, e.cfg.Region)
+	if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
+		return nil, err
+	}
+	return destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -240,6 +241,9 @@ func TestRequestedBy(t *testing.T) {
 
 // readmeCommands are the command lines of README.md and docs/*.md that run
 // prog (after one of prefixes), comments and optional brackets dropped.
+// shellSubst is a quoted command substitution in a README command line.
+var shellSubst = regexp.MustCompile(`"\$\([^)]*\)"`)
+
 func readmeCommands(t *testing.T, prefixes ...string) [][]string {
 	t.Helper()
 	files, _ := filepath.Glob("../../docs/*.md")
@@ -259,6 +263,7 @@ func readmeCommands(t *testing.T, prefixes ...string) [][]string {
 				rest, _, _ = strings.Cut(rest, "#")
 				rest, _, _ = strings.Cut(rest, "`")
 				rest, _, _ = strings.Cut(rest, "&&")
+				rest = shellSubst.ReplaceAllString(rest, "VALUE") // "$(cat .local/events/day)" is one argument
 				out = append(out, strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(rest)))
 			}
 		}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,6 +80,9 @@ func (a *app) serveConsole(ctx context.Context, listen string, readOnly bool) er
 	if e.queueURL != "" {
 		cfg.Queue, cfg.QueueURL = e.sqs, e.queueURL
 	}
+	if e.dep.local() {
+		cfg.QueueNote = localQueueNote(a.target.envFile)
+	}
 	srv, err := console.New(cfg)
 	if err != nil {
 		ln.Close()
@@ -119,4 +124,12 @@ func consoleBuckets(e *opsEnv) console.Buckets {
 		}
 		return bucket.New(api, acct.Destination.Bucket, bucket.Options{ExpectedOwner: owner}), nil
 	})
+}
+
+// localQueueNote is what the console says after an action on a local stack:
+// nothing takes its queue by itself, so it names the command that does.
+func localQueueNote(envFile string) string {
+	dir := filepath.Dir(cmp.Or(envFile, filepath.Join(".local", "env.json")))
+	return "This is a local stack: no event source or scheduler runs here. To export what was queued, run: " +
+		".local/bin/daybook-dev local drain --dir " + dir + " --bin .local/bin --sweep"
 }

@@ -213,6 +213,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	if h := eval[string](t, bctx, `document.querySelector('h1').innerText`); h != "Sent 1 re-export request for events of "+localAccountID {
 		t.Errorf("result heading %q", h)
 	}
+	// A local stack has no event source: the page names what runs the queue.
+	if body := eval[string](t, bctx, `document.querySelector('main').innerText`); !strings.Contains(body, "daybook-dev local drain --dir "+l.dir+" --bin .local/bin") {
+		t.Errorf("the done page does not say what runs the queue:\n%s", body)
+	}
 	shot(t, bctx, "done")
 
 	// The exporter takes the request; the generation goes up.
@@ -230,6 +234,57 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("%d attempts listed, want the first export and the re-export", n)
 	}
 	shot(t, bctx, "partition-reexported")
+	if n := eval[int](t, bctx, `Array.from(document.querySelectorAll('table.attempts td.requested-by')).filter(td => td.innerText.startsWith('arn:')).length`); n != 1 {
+		t.Errorf("%d attempts name who asked, want the re-export", n)
+	}
+
+	// A bad bucket: an account saved disabled (its destination test fails),
+	// enabled, three days requeued and tried. The account page shows one
+	// failure group, destination_missing, with its fix; the raw error is
+	// behind a toggle.
+	badFile := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(badFile, []byte(`{"name": "Bad bucket", "enabled": true, "start_date": "`+exported[0]+`", "datasets": ["events"],
+		"destination": {"bucket": "daybook-exports-no-such-bucket"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var bad struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(l.cli("account", "put", "--file", badFile, "--save-disabled", "--env-file", l.env)), &bad); err != nil {
+		t.Fatal(err)
+	}
+	l.cli("account", "enable", bad.ID, "--env-file", l.env)
+	l.cli("requeue", "--account", bad.ID, "--from", exported[0], "--to", exported[2], "--env-file", l.env)
+	// The drain exits 1: its messages failed.
+	drain := exec.CommandContext(ctx, filepath.Join(l.dir, "bin", "daybook-dev"), "local", "drain", "--sweep", "--dir", l.dir)
+	if out, err := drain.CombinedOutput(); err == nil {
+		t.Errorf("drain of the bad bucket's days succeeded:\n%s", out)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/accounts/"+bad.ID)); err != nil {
+		t.Fatal(err)
+	}
+	groups := eval[[]string](t, bctx, `Array.from(document.querySelectorAll('.failure-group')).map(g => g.dataset.code + ' | ' + g.querySelector('h3').innerText + ' | ' + g.querySelector('.fix').innerText)`)
+	// Every day of the account failed (the sweep materializes the rest from
+	// its start date): one group however many.
+	if len(groups) != 1 || !strings.HasPrefix(groups[0], "destination_missing | destination_missing: bucket does not exist (") || !strings.Contains(groups[0], "check destination.bucket") {
+		t.Errorf("failure groups %q, want one destination_missing group", groups)
+	}
+	if open := eval[bool](t, bctx, `document.querySelector('.failure-group details').open`); open {
+		t.Error("the raw error is shown without its toggle")
+	}
+	if p := os.Getenv("DAYBOOK_FAILURES_SCREENSHOT"); p != "" {
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shot(t, bctx, "failures")
+	if out := l.cli("status", "--account", bad.ID, "--env-file", l.env); !strings.Contains(out, "FAILED destination_missing: bucket does not exist (") {
+		t.Errorf("status does not show the group:\n%s", out)
+	}
 	var h ops.PartitionHistory
 	if err := json.Unmarshal([]byte(l.cli("history", "--account", localAccountID, "--dataset", "events", "--day", day, "--env-file", l.env, "-o", "json")), &h); err != nil ||
 		h.Current == nil || h.Current.Generation != 2 || !strings.HasPrefix(h.Attempts[len(h.Attempts)-1].Reason, "manual") {

@@ -39,7 +39,7 @@ type dlqMessage struct {
 }
 
 func (a *app) dlqCommand() *cobra.Command {
-	return cli.Group("dlq", "List and redrive the dead-letter queues", a.dlqListCommand(), a.dlqRedriveCommand())
+	return cli.Group("dlq", "List, redrive and delete dead letters", a.dlqListCommand(), a.dlqRedriveCommand(), a.dlqDeleteCommand(), a.dlqPurgeCommand())
 }
 
 // dlqURL picks the queue --queue names.
@@ -222,8 +222,11 @@ old reason dropped), and only then deleted from the dead-letter queue. A message
 fails stays where it was. If the command dies between a send and its delete, the message is in
 both queues; running it twice is harmless (a duplicated job is dropped by its claim token, a
 duplicated re-export request exports the day once more). This uses receive, send and delete,
-not SQS StartMessageMoveTask, so it works on every SQS-compatible endpoint. A malformed
-message comes straight back: fix the cause first (daybook dlq list shows it).`,
+not SQS StartMessageMoveTask, so it works on every SQS-compatible endpoint. A message that
+would fail the same way stays in the dead-letter queue, and the command says why: a body the
+exporter cannot read, or a re-export request its check refuses now (no such account, disabled,
+a dataset it does not export, a day before the start date). Fix the cause (then redrive again)
+or delete it: daybook dlq delete.`,
 	}
 	a.deploymentFlags(c)
 	c.Flags().IntVar(&most, "max", 1000, "move at most this many")
@@ -251,27 +254,45 @@ message comes straight back: fix the cause first (daybook dlq list shows it).`,
 			}
 		}
 		bar := a.progress(total, "redrive")
-		moved, err := redrive(ctx, e.sqs, from, e.queueURL, most, bar.Add)
+		moved, left, err := redrive(ctx, e.sqs, from, e.queueURL, most, a.redriveCheck(ctx, e), bar.Add)
 		bar.Finish()
 		fmt.Fprintf(a.stdout, "moved %d messages from %s to %s\n", moved, lastSegment(from), lastSegment(e.queueURL))
+		for _, l := range left {
+			fmt.Fprintf(a.stdout, "left %s in %s: it would fail the same way (%s)\n", l[0], lastSegment(from), printable(l[1]))
+		}
+		if len(left) > 0 {
+			fmt.Fprintf(a.stdout, "%d messages left: fix their cause and redrive again, or delete them (daybook dlq delete MESSAGE_ID --yes)\n", len(left))
+		}
 		return err
 	}
 	return c
 }
 
 // redrive moves up to most messages from one queue to another: receive,
-// send, then delete; a failed send releases the message where it was.
-func redrive(ctx context.Context, api dlqAPI, from, to string, most int, step func(int)) (int, error) {
-	moved := 0
+// send, then delete; a failed send releases the message where it was. A
+// message check names a reason for stays (made visible again at the end)
+// and is returned as [id, reason].
+func redrive(ctx context.Context, api dlqAPI, from, to string, most int, check func(sqstypes.Message) string, step func(int)) (moved int, left [][2]string, err error) {
+	var kept []sqstypes.Message
+	defer func() {
+		if rerr := release(ctx, api, from, kept); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
 	for moved < most {
 		batch, err := receiveBatch(ctx, api, from, most-moved, 2*time.Minute)
 		if err != nil {
-			return moved, err
+			return moved, left, err
 		}
 		if len(batch) == 0 {
-			return moved, nil
+			return moved, left, nil
 		}
 		for i, m := range batch {
+			if why := check(m); why != "" {
+				kept = append(kept, m)
+				left = append(left, [2]string{aws.ToString(m.MessageId), why})
+				continue
+			}
 			attrs := map[string]sqstypes.MessageAttributeValue{}
 			for k, v := range m.MessageAttributes {
 				if !strings.HasPrefix(k, "daybook_") {
@@ -281,18 +302,18 @@ func redrive(ctx context.Context, api dlqAPI, from, to string, most int, step fu
 			attrs["daybook_redriven_from"] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: m.MessageId}
 			if _, err := api.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(to), MessageBody: m.Body, MessageAttributes: attrs}); err != nil {
 				rerr := release(ctx, api, from, batch[i:])
-				return moved, fmt.Errorf("send message %s to %s (it stays in %s): %w%s", aws.ToString(m.MessageId), lastSegment(to), lastSegment(from), err, errSuffix(rerr))
+				return moved, left, fmt.Errorf("send message %s to %s (it stays in %s): %w%s", aws.ToString(m.MessageId), lastSegment(to), lastSegment(from), err, errSuffix(rerr))
 			}
 			if _, err := api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(from), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				rerr := release(ctx, api, from, batch[i+1:])
-				return moved, fmt.Errorf("message %s was sent to %s but not deleted from %s, so it is in both (harmless; delete it by hand or let it be redriven again): %w%s",
+				return moved, left, fmt.Errorf("message %s was sent to %s but not deleted from %s, so it is in both (harmless; delete it by hand or let it be redriven again): %w%s",
 					aws.ToString(m.MessageId), lastSegment(to), lastSegment(from), err, errSuffix(rerr))
 			}
 			moved++
 			step(1)
 		}
 	}
-	return moved, nil
+	return moved, left, nil
 }
 
 func errSuffix(err error) string {

@@ -11,7 +11,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/jobs"
 )
 
 // outputFormat is the -o flag of read commands.
@@ -134,7 +133,7 @@ func (p *partitionFlags) register(c *cobra.Command, ranges bool) {
 	c.Flags().StringVar(&p.day, "day", "", "one day, YYYY-MM-DD")
 	completeDatasets(c, "dataset")
 	if ranges {
-		c.Flags().StringVar(&p.from, "from", "", fmt.Sprintf("first day of a range, YYYY-MM-DD (at most %d days with reexport)", jobs.MaxManualRangeDays))
+		c.Flags().StringVar(&p.from, "from", "", "first day of a range, YYYY-MM-DD")
 		c.Flags().StringVar(&p.to, "to", "", "last day of a range, YYYY-MM-DD")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -267,5 +268,48 @@ func TestProgressOnlyOnTerminals(t *testing.T) {
 				t.Errorf("bar drawn %v, want %v: %q", drawn, tt.drawn, stderr.String())
 			}
 		})
+	}
+}
+
+// TestAccountFileFormProblemsAtOnce: every type problem of an account file
+// is reported at once, each with its line and column, the field's path, what
+// the file has and the form wanted with an example; no Go type names.
+func TestAccountFileFormProblemsAtOnce(t *testing.T) {
+	file := `{
+  "name": "Acme",
+  "enabled": "yes",
+  "start_date": "2026-11-31",
+  "settle_delay": 7200,
+  "datasets": ["events", 3],
+  "colour": "blue",
+  "destination": {"bucket": 42, "region": "eu-west-1", "endpiont": "http://x"}
+}`
+	err := formProblems("acct.json", []byte(file))
+	var fe *fileError
+	if !errors.As(err, &fe) {
+		t.Fatalf("formProblems: %v", err)
+	}
+	want := []string{
+		`acct.json:3:3: enabled: the string "yes", want true or false`,
+		`acct.json:4:3: start_date: the string "2026-11-31" is not a date, YYYY-MM-DD (e.g. "2026-11-01")`,
+		`acct.json:5:3: settle_delay: the number 7200, want a duration (e.g. "2h" or "90m")`,
+		`acct.json:6:3: datasets[1]: the number 3, want a string`,
+		`acct.json:7:3: colour: unknown field; valid fields here: created_at, datasets,`,
+		`acct.json:8:19: destination.bucket: the number 42, want a string`,
+		`acct.json:8:56: destination.endpiont: unknown field; valid fields here: bucket, checksums,`,
+	}
+	if len(fe.errs) != len(want) {
+		t.Errorf("%d problems, want %d:\n%v", len(fe.errs), len(want), err)
+	}
+	for i, w := range want {
+		if i < len(fe.errs) && !strings.HasPrefix(fe.errs[i].Error(), w) {
+			t.Errorf("problem %d: %q, want it to begin %q", i+1, fe.errs[i], w)
+		}
+	}
+	if strings.Contains(err.Error(), "account.") || strings.Contains(err.Error(), "civil.") || strings.Contains(err.Error(), "*") {
+		t.Errorf("a Go type name in %v", err)
+	}
+	if err := formProblems("acct.json", []byte(`{"name": "a", "enabled": true, "start_date": "2026-11-01", "settle_delay": "2h", "datasets": ["events"], "destination": {"bucket": "b"}}`)); err != nil {
+		t.Errorf("a good file: %v", err)
 	}
 }

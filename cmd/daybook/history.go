@@ -23,7 +23,7 @@ func (a *app) historyCommand() *cobra.Command {
 		Use:   "history --account ID --dataset NAME --day DAY",
 		Short: "Show every attempt and generation of one partition",
 		Long: `Show every attempt of one partition: when it started, how long it ran, rows, bytes and files
-written, the generation it committed, and how it ended (completed, failed, stopped, or
+written, the generation it committed, who asked for it (a re-export or requeue), and how it ended (completed, failed, stopped, or
 lease_expired when the exporter died). The ledger keeps one history item per attempt for
 400 days; partitions exported before it kept history show their current state only.`,
 		Example: "  daybook history --account acct_localdemoaccount --dataset events --day 2026-11-20",
@@ -59,7 +59,11 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		if res.Current == nil {
 			fmt.Fprintln(w, "no ledger row (the day was never materialized, requeued or re-exported)")
 		} else {
-			fmt.Fprintln(w, printable(describe(*res.Current)))
+			line := describe(*res.Current)
+			if res.Current.RequestedBy != "" {
+				line += "; requested by " + res.Current.RequestedBy
+			}
+			fmt.Fprintln(w, printable(line))
 		}
 		if err := printSlices(w, res.Slices); err != nil {
 			return err
@@ -70,13 +74,13 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		}
 		fmt.Fprintln(w)
 		tw := newTable(w)
-		tw.header("STARTED\tATTEMPT\tREASON\tDURATION\tOUTCOME\tGENERATION\tROWS\tBYTES\tFILES\tERROR")
+		tw.header("STARTED\tATTEMPT\tREASON\tREQUESTED BY\tDURATION\tOUTCOME\tGENERATION\tROWS\tBYTES\tFILES\tERROR")
 		for _, h := range res.Attempts {
 			gen, rows, size, files := "-", "-", "-", "-"
 			if h.Outcome == string(ledger.OutcomeCompleted) {
 				gen, rows, size, files = fmt.Sprint(h.Generation), fmt.Sprint(h.Rows), humanBytes(h.Bytes), fmt.Sprint(h.Files)
 			}
-			tw.row(cmp.Or(h.StartedAt, h.ClaimedAt), h.Attempt, h.Reason,
+			tw.row(cmp.Or(h.StartedAt, h.ClaimedAt), h.Attempt, h.Reason, cmp.Or(h.RequestedBy, "-"),
 				fmtDuration(h.DurationMS), h.Outcome, gen, rows, size, files, h.Error)
 		}
 		return tw.Flush()

@@ -67,6 +67,9 @@ func deployed(t *testing.T) stack {
 		}
 		theStack = stack{cfg: cfg, outputs: outs, envFile: envFile}
 	})
+	// account put tests an enabled account's destination: the accounts
+	// writeAccount makes write into this bucket.
+	theStack.createBucket(t, "daybook-exports-clitest")
 	return theStack
 }
 

@@ -89,9 +89,17 @@ func TestRequeue(t *testing.T) {
 	if n := rows(); n != 29 {
 		t.Errorf("%d rows, want 29", n)
 	}
-	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29")
-	if r.code != 0 || !strings.Contains(r.stdout, "queued 1 days of events 2026-11-29..2026-11-29") {
+	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "--requested-by", "ops-alice")
+	if r.code != 0 || !strings.Contains(r.stdout, "queued 1 partition (1 day 2026-11-29..2026-11-29, events)") {
 		t.Errorf("requeue table output:\n%s%s", r.stdout, r.stderr)
+	}
+	// Who asked is in the ledger: history says it, table and JSON.
+	if r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29"); !strings.Contains(r.stdout, "requested by ops-alice") {
+		t.Errorf("history does not say who requeued:\n%s%s", r.stdout, r.stderr)
+	}
+	var h historyOut
+	if r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "-o", "json"); json.Unmarshal([]byte(r.stdout), &h) != nil || h.Current == nil || h.Current.RequestedBy != "ops-alice" {
+		t.Errorf("history -o json: %+v\n%s", h.Current, r.stdout)
 	}
 
 	// A disabled account is refused.
@@ -178,6 +186,42 @@ func TestReexport(t *testing.T) {
 	if msgs := s.receiveAll(t, queue); len(msgs) != 1 || !strings.Contains(aws.ToString(msgs[0].Body), `"requested_by":"ticket OPS-12"`) {
 		t.Errorf("--requested-by: %v", msgs)
 	}
+
+	// Without --dataset: every dataset of the account, one message per day
+	// and dataset.
+	two := s.newAccount(t, map[string]any{"datasets": []string{"events", "daily_stats"}})
+	r = s.run(t, a, "reexport", "--account", two.ID, "--from", "2026-11-19", "--to", "2026-11-20")
+	if r.code != 0 || !strings.Contains(r.stdout, "sent 4 re-export requests for "+two.ID+" (events, daily_stats) 2026-11-19..2026-11-20") {
+		t.Errorf("every dataset: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var got []string
+	for _, m := range s.receiveAll(t, queue) {
+		if msg, err := jobs.Parse(aws.ToString(m.Body)); err == nil && msg.Manual != nil {
+			got = append(got, msg.Manual.Dataset+" "+msg.Manual.Day)
+		}
+	}
+	if strings.Join(sorted(got), ",") != "daily_stats 2026-11-19,daily_stats 2026-11-20,events 2026-11-19,events 2026-11-20" {
+		t.Errorf("messages without --dataset: %v", got)
+	}
+}
+
+// TestRequeueEveryDataset: requeue without --dataset queues the days of
+// every dataset of the account.
+func TestRequeueEveryDataset(t *testing.T) {
+	s := deployed(t)
+	acct := s.newAccount(t, map[string]any{"datasets": []string{"events", "daily_stats"}})
+	a, _, _ := testApp(t)
+	r := s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "-o", "json")
+	var res requeued
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 6 || strings.Join(res.Datasets, ",") != "events,daily_stats" {
+		t.Fatalf("requeue every dataset: exit %d %+v %v\n%s", r.code, res, err, r.stderr)
+	}
+	l := s.ledgerAt(t, testNow, 6)
+	for _, ds := range res.Datasets {
+		if n, err := l.Count(context.Background(), acct.ID, ds, civil.MustParse("2026-11-20"), civil.MustParse("2026-11-22")); err != nil || n != 3 {
+			t.Errorf("%s: %d rows, %v", ds, n, err)
+		}
+	}
 }
 
 func sorted(s []string) []string {
@@ -236,26 +280,56 @@ func TestDLQListAndRedrive(t *testing.T) {
 		t.Errorf("bad --queue: exit %d\n%s", r.code, r.stderr)
 	}
 
+	// A valid job goes back; the two malformed messages would fail the same
+	// way, so they stay, and the command says why.
+	job := `{"kind":"job","account_id":"acct_localdemoaccount","dataset":"events","day":"2026-11-27","claim_token":"9d6f0c2b7e4a1358c0ffee42deadbeef","attempt":1,"generation":1,"reason":"scheduled"}`
+	if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String(job)}); err != nil {
+		t.Fatal(err)
+	}
 	r = s.run(t, a, "dlq", "redrive")
-	if r.code != 0 || !strings.Contains(r.stdout, "moved 2 messages from daybook-clitest-jobs-dlq to daybook-clitest-jobs") {
+	if r.code != 0 || !strings.Contains(r.stdout, "moved 1 messages from daybook-clitest-jobs-dlq to daybook-clitest-jobs") ||
+		strings.Count(r.stdout, "it would fail the same way (malformed: ") != 2 || !strings.Contains(r.stdout, "2 messages left") {
 		t.Fatalf("redrive: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if left := s.receiveAll(t, dlq); len(left) != 0 {
-		t.Errorf("%d messages left in the DLQ", len(left))
-	}
 	moved := s.receiveAll(t, queue)
-	var got []string
+	if len(moved) != 1 || aws.ToString(moved[0].Body) != job {
+		t.Errorf("moved %d messages, want the job", len(moved))
+	}
 	for _, m := range moved {
-		got = append(got, aws.ToString(m.Body))
-		if _, ok := m.MessageAttributes["daybook_error"]; ok {
-			t.Errorf("the old reason travelled with the message: %v", m.MessageAttributes)
-		}
 		if _, ok := m.MessageAttributes["daybook_redriven_from"]; !ok {
 			t.Errorf("no daybook_redriven_from: %v", m.MessageAttributes)
 		}
 	}
-	if strings.Join(sorted(got), "|") != strings.Join(sorted(bodies), "|") {
-		t.Errorf("moved bodies %q, want %q", got, bodies)
+
+	// dlq delete: nothing without --yes, then the malformed ones.
+	r = s.run(t, a, "dlq", "delete", "--malformed")
+	if r.code != 0 || !strings.Contains(r.stdout, "2 of 2 messages in daybook-clitest-jobs-dlq would be deleted; nothing was deleted") {
+		t.Errorf("delete without --yes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = s.run(t, a, "dlq", "list", "-o", "json")
+	var msgs []dlqMessage
+	if err := json.Unmarshal([]byte(r.stdout), &msgs); err != nil || len(msgs) != 2 {
+		t.Fatalf("after a delete without --yes, dlq list: %v\n%s", err, r.stdout)
+	}
+	r = s.run(t, a, "dlq", "delete", msgs[0].MessageID, "--yes")
+	if r.code != 0 || !strings.Contains(r.stdout, "delete: deleted 1 of 2 messages") {
+		t.Errorf("delete by id: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := s.run(t, a, "dlq", "delete", "not-an-id", "--yes"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, `"not-an-id": not a message id`) {
+		t.Errorf("delete a malformed id: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := s.run(t, a, "dlq", "delete", "--yes"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "name the messages") {
+		t.Errorf("delete without a filter: exit %d\n%s", r.code, r.stderr)
+	}
+	// dlq purge: every message, only with --yes.
+	if r := s.run(t, a, "dlq", "purge"); r.code != 0 || !strings.Contains(r.stdout, "1 of 1 messages in daybook-clitest-jobs-dlq would be deleted") {
+		t.Errorf("purge without --yes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := s.run(t, a, "dlq", "purge", "--yes"); r.code != 0 || !strings.Contains(r.stdout, "purge: deleted 1 of 1 messages") {
+		t.Errorf("purge: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left := s.receiveAll(t, dlq); len(left) != 0 {
+		t.Errorf("%d messages left after purge", len(left))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -92,29 +93,77 @@ func (a *app) checkRequest(c *cobra.Command, p partitionFlags, maxDays int) (*op
 	return e, acct, nil
 }
 
+// checkRequests is checkRequest for --dataset, or, without it, for every
+// dataset of the account; it returns the datasets checked.
+func (a *app) checkRequests(c *cobra.Command, p partitionFlags, maxDays int) (*opsEnv, account.Account, []string, error) {
+	if p.dataset != "" {
+		e, acct, err := a.checkRequest(c, p, maxDays)
+		return e, acct, []string{p.dataset}, err
+	}
+	names := datasetNames()
+	if len(names) == 0 {
+		return nil, account.Account{}, nil, errors.New("the dataset catalog is empty")
+	}
+	q := p
+	q.dataset = names[0] // the form alone: any dataset of the catalog
+	m := jobs.Manual{Kind: jobs.KindManual, AccountID: q.account, Dataset: q.dataset, Day: q.day, From: q.from, To: q.to}
+	if err := ops.CheckForm(m, jobs.Limits{Now: a.now(), MaxDays: maxDays}); err != nil {
+		return nil, account.Account{}, nil, flagError(c, err)
+	}
+	e, err := a.open(c.Context())
+	if err != nil {
+		return nil, account.Account{}, nil, err
+	}
+	acct, err := e.ledger.GetAccount(c.Context(), p.account)
+	if errors.Is(err, ledger.ErrNotFound) {
+		_, _, err = a.checkRequest(c, q, maxDays) // words the refusal with --account
+		return nil, account.Account{}, nil, err
+	}
+	if err != nil {
+		return nil, account.Account{}, nil, err
+	}
+	for _, ds := range acct.Datasets {
+		q.dataset = ds
+		if _, _, err := a.checkRequest(c, q, maxDays); err != nil {
+			return nil, account.Account{}, nil, err
+		}
+	}
+	return e, acct, acct.Datasets, nil
+}
+
+// requeued is what requeue did, over the datasets it queued.
+type requeued struct {
+	ledger.RequeueResult
+	Datasets []string `json:"datasets"`
+}
+
 func (a *app) requeueCommand() *cobra.Command {
 	var p partitionFlags
-	var reason string
+	var reason, by string
 	c := &cobra.Command{
-		Use:   "requeue --account ID --dataset NAME (--day DAY | --from DAY --to DAY)",
+		Use:   "requeue --account ID [--dataset NAME] (--day DAY | --from DAY --to DAY)",
 		Short: "Queue days for export: a backfill, or a retry of partitions that stopped retrying",
-		Long: `Mark days queued in the ledger: the sweeper claims queued days first, oldest first, within its
+		Long: `Mark days queued in the ledger, for every dataset of the account or only --dataset: the sweeper claims queued days first, oldest first, within its
 per-account and per-sweep caps, so a long backfill is paced. Missing rows are created; stopped
 rows get a fresh attempt count; a row that is running now is marked to run again
-when it finishes.`,
-		Example: "  daybook requeue --account acct_localdemoaccount --dataset events --from 2026-09-01 --to 2026-09-30",
+when it finishes. Who asked (your AWS identity unless --requested-by) is recorded in the
+ledger, shown by daybook history and written into each exported day's _manifest.json.`,
+		Example: "  daybook requeue --account acct_localdemoaccount --from 2026-09-01 --to 2026-09-30\n  daybook requeue --account acct_localdemoaccount --dataset events --day 2026-09-14",
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
+	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the rows (default: your AWS identity's ARN)")
 	c.Flags().StringVar(&reason, "reason", string(partition.ReasonBackfill), "backfill or manual (recorded in the manifest)")
 	_ = c.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions([]string{"backfill", "manual"}, cobra.ShellCompDirectiveNoFileComp))
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := requireFlags(c, "account", "dataset"); err != nil {
+		if err := requireFlags(c, "account"); err != nil {
 			return err
 		}
-		if _, err := datasetFlag(c, p.dataset); err != nil {
-			return err
+		if p.dataset != "" {
+			if _, err := datasetFlag(c, p.dataset); err != nil {
+				return err
+			}
 		}
 		if r := partition.Reason(reason); r != partition.ReasonBackfill && r != partition.ReasonManual {
 			return cli.Usagef(c, "--reason %q: want backfill or manual", reason)
@@ -124,22 +173,30 @@ when it finishes.`,
 			return err
 		}
 		ctx := c.Context()
-		e, acct, err := a.checkRequest(c, p, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
+		e, acct, datasets, err := a.checkRequests(c, p, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
 		if err != nil {
 			return err
 		}
 		days := civil.Range(from, to)
-		bar := a.progress(len(days), "requeue")
-		res, err := ops.Requeue(ctx, e.ledger, acct.ID, p.dataset, days, partition.Reason(reason), bar)
-		bar.Finish()
-		if err != nil {
-			return err
+		who := a.requestedBy(ctx, e.sts, by)
+		bar := a.progress(len(days)*len(datasets), "requeue")
+		res := requeued{Datasets: datasets}
+		for _, ds := range datasets {
+			r, err := ops.Requeue(ctx, e.ledger, acct.ID, ds, days, partition.Reason(reason), who, bar)
+			res.Queued += r.Queued
+			res.Created += r.Created
+			res.RerunRequested += r.RerunRequested
+			if err != nil {
+				bar.Finish()
+				return fmt.Errorf("%s: %w", ds, err)
+			}
 		}
+		bar.Finish()
 		if *out == outputJSON {
 			return printJSON(a.stdout, res)
 		}
-		_, err = fmt.Fprintf(a.stdout, "queued %d days of %s %s..%s for account %s (%d new rows, %d running now and marked to run again); the sweeper claims them next\n",
-			res.Queued, p.dataset, from, to, acct.ID, res.Created, res.RerunRequested)
+		_, err = fmt.Fprintf(a.stdout, "queued %s (%s %s..%s, %s) for account %s (%d new rows, %d running now and marked to run again); the sweeper claims them next\n",
+			countOf(res.Queued, "partition"), countOf(len(days), "day"), from, to, strings.Join(datasets, ", "), acct.ID, res.Created, res.RerunRequested)
 		return err
 	}
 	return c
@@ -154,25 +211,29 @@ func (a *app) reexportCommand() *cobra.Command {
 	var p partitionFlags
 	var by string
 	c := &cobra.Command{
-		Use:   "reexport --account ID --dataset NAME (--day DAY | --from DAY --to DAY)",
+		Use:   "reexport --account ID [--dataset NAME] (--day DAY | --from DAY --to DAY)",
 		Short: "Re-export a day or a range now, through the jobs queue",
-		Long: fmt.Sprintf(`Send one manual re-export request per day to the jobs queue. The exporter claims each day in
+		Long: fmt.Sprintf(`Send one manual re-export request per day and dataset to the jobs queue: every dataset of the
+account, or only --dataset. The exporter claims each day in
 the ledger (a day running now runs again after it finishes) and writes the next generation.
 At most %d days per command; larger backfills go through daybook requeue, which the sweeper
-paces. requested_by in the ledger and the manifest is the caller's AWS identity unless
---requested-by is given.`, jobs.MaxManualRangeDays),
-		Example: "  daybook reexport --account acct_localdemoaccount --dataset events --day 2026-11-20",
+paces. Who asked (your AWS identity unless --requested-by) is recorded in the ledger, shown by
+daybook history and the console, and written into the day's _manifest.json (provenance).`, jobs.MaxManualRangeDays),
+		Example: "  daybook reexport --account acct_localdemoaccount --day 2026-11-20\n  daybook reexport --account acct_localdemoaccount --dataset events --from 2026-11-18 --to 2026-11-20",
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
+	c.Flags().Lookup("from").Usage = fmt.Sprintf("first day of a range, YYYY-MM-DD (the range at most %d days)", jobs.MaxManualRangeDays)
 	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the request (default: your AWS identity's ARN)")
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := requireFlags(c, "account", "dataset"); err != nil {
+		if err := requireFlags(c, "account"); err != nil {
 			return err
 		}
-		if _, err := datasetFlag(c, p.dataset); err != nil {
-			return err
+		if p.dataset != "" {
+			if _, err := datasetFlag(c, p.dataset); err != nil {
+				return err
+			}
 		}
 		from, to, err := dayRange(c, p.day, p.from, p.to)
 		if err != nil {
@@ -182,14 +243,23 @@ paces. requested_by in the ledger and the manifest is the caller's AWS identity 
 			return cli.Usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
 		}
 		ctx := c.Context()
-		e, acct, err := a.checkRequest(c, p, jobs.MaxManualRangeDays)
+		e, acct, datasets, err := a.checkRequests(c, p, jobs.MaxManualRangeDays)
 		if err != nil {
 			return err
 		}
 		if e.queueURL == "" {
 			return fmt.Errorf("%s names no jobs queue (JOBS_QUEUE_URL, or the stack output JobsQueueUrl)", e.dep.desc)
 		}
-		sent, err := a.sendReexports(ctx, e.sqs, e.queueURL, acct.ID, p.dataset, civil.Range(from, to), a.requestedBy(ctx, e.sts, by))
+		who := a.requestedBy(ctx, e.sts, by)
+		var sent []sentRequest
+		for _, ds := range datasets {
+			s, serr := a.sendReexports(ctx, e.sqs, e.queueURL, acct.ID, ds, civil.Range(from, to), who)
+			sent = append(sent, s...)
+			if serr != nil {
+				err = fmt.Errorf("%s: %w", ds, serr)
+				break
+			}
+		}
 		if *out == outputJSON {
 			if perr := printJSON(a.stdout, nonNil(sent)); perr != nil {
 				return perr
@@ -197,7 +267,7 @@ paces. requested_by in the ledger and the manifest is the caller's AWS identity 
 		} else if len(sent) == 1 {
 			fmt.Fprintf(a.stdout, "sent %s (message %s)\n", sent[0].Body, sent[0].MessageID)
 		} else if len(sent) > 1 {
-			fmt.Fprintf(a.stdout, "sent %d re-export requests for %s %s %s..%s\n", len(sent), acct.ID, p.dataset, sent[0].Day, sent[len(sent)-1].Day)
+			fmt.Fprintf(a.stdout, "sent %d re-export requests for %s (%s) %s..%s\n", len(sent), acct.ID, strings.Join(datasets, ", "), from, to)
 		}
 		return err
 	}
@@ -209,4 +279,12 @@ func (a *app) sendReexports(ctx context.Context, api sendAPI, queueURL, acct, ds
 	bar := a.progress(len(days), "reexport")
 	defer bar.Finish()
 	return ops.SendReexports(ctx, api, queueURL, acct, ds, days, by, bar)
+}
+
+// countOf is "1 day", "3 days".
+func countOf(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -51,7 +51,7 @@ func legend(color bool) string {
 	for _, p := range phases {
 		parts = append(parts, paint(color, p, string(p.Symbol()))+" "+p.Legend())
 	}
-	return strings.Join(parts, "  ")
+	return strings.Join(parts, "  ") + "  (blank) no ledger row"
 }
 
 // paint colours s for p when color is on.

@@ -149,8 +149,10 @@ func TestStatusOfAnAccount(t *testing.T) {
 		"\n        Nov 2026\n        23\n",
 		"events    Xx~>.  running 1, claimed 1, pending 1, failed 1, stopped 1", // two days with no row, then the five
 		"~ claimed, waiting in the queue",
-		"events 2026-11-25  stopped retrying after 1 attempts",
-		"events 2026-11-26  failed on attempt 1, next attempt",
+		// Failed and stopped partitions, grouped by reason code, with the fix
+		// and the raw error once.
+		"FAILED internal: unexpected error inside daybook (2 partitions, 1 stopped retrying)\n  events 2026-11-25, events 2026-11-26\n  fix: read the raw error",
+		"  error: source unreachable\n",
 		"events 2026-11-27  claimed at 2026-11-30T11:00:00Z, its job waits in the queue (lease until 2026-11-30T11:20:00Z, expired: the next sweep claims it again)",
 		"events 2026-11-28  running attempt 1 since 2026-11-30T11:00:00Z (lease until 2026-11-30T11:20:00Z, expired: the next sweep claims it again)",
 	} {

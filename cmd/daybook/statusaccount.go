@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -83,6 +85,8 @@ func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, stat
 			fmt.Fprintf(w, "%s after %s: %s (show them with --to)\n", ds.Dataset, to, countsText(ds.After))
 		}
 	}
+	groups := ops.GroupFailures(res.Datasets)
+	printFailureGroups(w, groups)
 	var lines []string
 	for _, ds := range res.Datasets {
 		for _, d := range ds.Days {
@@ -107,7 +111,9 @@ func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, stat
 // listed partition when the view is filtered by state), or returns "".
 func attention(ds string, d dayStatus, all bool) string {
 	switch d.State {
-	case phaseFailed, phaseStopped, phaseClaimed, phaseRunning:
+	case phaseFailed, phaseStopped:
+		return "" // in their failure group
+	case phaseClaimed, phaseRunning:
 	default:
 		if !all {
 			return ""
@@ -118,3 +124,35 @@ func attention(ds string, d dayStatus, all bool) string {
 
 // describe says what a partition is doing, in a sentence.
 func describe(d dayStatus) string { return ops.Describe(d) }
+
+// printFailureGroups shows the failed and stopped partitions grouped by
+// reason code, as the console's account page does: the code, what happened,
+// the partitions, the fix and the most common raw error.
+func printFailureGroups(w io.Writer, groups []ops.FailureGroup) {
+	for _, g := range groups {
+		var days []string
+		for i, p := range g.Partitions {
+			if i == 8 {
+				days = append(days, fmt.Sprintf("... and %d more", len(g.Partitions)-i))
+				break
+			}
+			days = append(days, p.Dataset+" "+p.Day)
+		}
+		stopped := ""
+		if g.Stopped > 0 {
+			stopped = fmt.Sprintf(", %d stopped retrying", g.Stopped)
+		}
+		fmt.Fprintf(w, "\nFAILED %s: %s (%s%s)\n", g.Code, cmp.Or(g.What, "see the error"), countOf(len(g.Partitions), "partition"), stopped)
+		fmt.Fprintf(w, "  %s\n", strings.Join(days, ", "))
+		if g.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", g.Fix)
+		}
+		if len(g.Errors) > 0 {
+			more := ""
+			if len(g.Errors) > 1 {
+				more = fmt.Sprintf(" (and %d other errors; -o json lists them)", len(g.Errors)-1)
+			}
+			fmt.Fprintf(w, "  error: %s%s\n", printable(clip(g.Errors[0], 300)), more)
+		}
+	}
+}

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
 
@@ -23,22 +30,56 @@ type verified struct {
 	Problems   []string `json:"problems,omitempty"`
 }
 
+// verifyFlags are verify's flags besides the partition's: the customer's
+// form names the bucket itself.
+type verifyFlags struct {
+	partitionFlags
+	bucket, prefix, endpoint string
+	download                 bool
+}
+
 func (a *app) verifyCommand() *cobra.Command {
-	var p partitionFlags
+	var p verifyFlags
 	c := &cobra.Command{
-		Use:   "verify --account ID [--dataset NAME] (--day DAY | --from DAY --to DAY)",
+		Use:   "verify (--account ID | --bucket NAME --prefix PREFIX) [--dataset NAME] (--day DAY | --from DAY --to DAY)",
 		Short: "Check delivered partitions against their manifests (files, sizes, checksums, row counts)",
 		Long: `Check delivered partitions against their manifests: every data file listed, no other file,
-sizes, CRC32C and SHA-256, and row counts read back from the files. Without --dataset, every
-dataset of the account. Exits 1 when a partition has a problem or is not committed (no _SUCCESS).`,
-		Example: "  daybook verify --account acct_localdemoaccount --dataset events --day 2026-11-20\n  daybook verify --account acct_localdemoaccount --from 2026-11-01 --to 2026-11-30",
+sizes, CRC32C and SHA-256, and row counts read back from the files. Exits 1 when a partition has
+a problem or is not committed (no _SUCCESS).
+
+Two ways to name the partitions:
+  --account ID               an account of the deployment (the operator's view); every file is
+                             read in full
+  --bucket NAME --prefix P   the bucket itself, with read access to it alone (the customer's
+                             view): no deployment, credentials from the usual AWS chain
+                             (--profile, --region; --endpoint for an S3-compatible store). Files
+                             are read in full only with --download; otherwise S3's stored
+                             checksums and the Parquet footers are used.
+Without --dataset, every dataset of the account, or every dataset folder under the prefix.
+
+Install it without the repository: go install github.com/daybook-dev/daybook/cmd/daybook@latest,
+or a release binary (make release builds them into dist/).`,
+		Example: `  daybook verify --account acct_localdemoaccount --dataset events --day 2026-11-20
+  daybook verify --account acct_localdemoaccount --from 2026-11-01 --to 2026-11-30
+  daybook verify --bucket my-exports --prefix daybook/acct_7f3a9c --dataset events --day 2026-11-20 --download`,
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
+	c.Flags().StringVar(&p.bucket, "bucket", "", "the bucket to read (instead of --account): read access is enough")
+	c.Flags().StringVar(&p.prefix, "prefix", "", "with --bucket: the part of every key before /v1/")
+	c.Flags().StringVar(&p.endpoint, "endpoint", "", "with --bucket: an S3-compatible endpoint URL")
+	c.Flags().BoolVar(&p.download, "download", false, "with --bucket: read every data file in full (checksums recomputed, every row counted)")
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := requireFlags(c, "account"); err != nil {
-			return err
+		switch {
+		case p.account != "" && p.bucket != "":
+			return cli.Usagef(c, "give --account or --bucket, not both")
+		case p.account == "" && p.bucket == "":
+			return cli.Usagef(c, "--account (an account of the deployment) or --bucket and --prefix (the bucket itself) is required")
+		case p.bucket != "" && p.prefix == "":
+			return cli.Usagef(c, "--prefix is required with --bucket (the part of every key before /v1/)")
+		case p.bucket == "" && (p.prefix != "" || p.endpoint != "" || p.download):
+			return cli.Usagef(c, "--prefix, --endpoint and --download go with --bucket")
 		}
 		if p.dataset != "" {
 			if _, err := datasetFlag(c, p.dataset); err != nil {
@@ -49,43 +90,107 @@ dataset of the account. Exits 1 when a partition has a problem or is not committ
 		if err != nil {
 			return err
 		}
-		ctx := c.Context()
-		e, acct, err := a.account(ctx, p.account, "--account")
+		var src verifySource
+		if p.bucket != "" {
+			src, err = a.bucketSource(c, p)
+		} else {
+			src, err = a.accountSource(c.Context(), p.account)
+		}
 		if err != nil {
 			return err
 		}
-		datasets := acct.Datasets
-		if p.dataset != "" {
-			datasets = []string{p.dataset}
-		}
-		prefix, err := acct.Prefix(e.stage)
-		if err != nil {
-			return err
-		}
-		api, owner, err := e.bucketClient(acct)
-		if err != nil {
-			return err
-		}
-		days := civil.Range(from, to)
-		bar := a.progress(len(days)*len(datasets), "verify")
-		var results []verified
-		for _, ds := range datasets {
-			for _, d := range days {
-				t := verify.Target{Bucket: acct.Destination.Bucket, Owner: owner, Prefix: prefix, Dataset: ds, Day: d}
-				r, err := verify.Check(ctx, api, t, verify.Options{Download: true})
-				if err != nil {
-					bar.Finish()
-					return fmt.Errorf("verify %s: %w", t.URI(), err)
-				}
-				results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(),
-					Committed: r.Committed(), OK: r.Status == verify.StatusOK, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems()})
-				bar.Add(1)
-			}
-		}
-		bar.Finish()
-		return a.printVerified(*out, results)
+		return a.verifyDays(c.Context(), src, p.dataset, from, to, *out)
 	}
 	return c
+}
+
+// verifySource is where verify reads: a bucket, a prefix and the datasets
+// to check without --dataset.
+type verifySource struct {
+	api      verify.ReadAPI
+	target   verify.Target // Bucket, Owner and Prefix
+	datasets []string
+	opts     verify.Options
+}
+
+func (a *app) accountSource(ctx context.Context, id string) (verifySource, error) {
+	e, acct, err := a.account(ctx, id, "--account")
+	if err != nil {
+		return verifySource{}, err
+	}
+	prefix, err := acct.Prefix(e.stage)
+	if err != nil {
+		return verifySource{}, err
+	}
+	api, owner, err := e.bucketClient(acct)
+	if err != nil {
+		return verifySource{}, err
+	}
+	return verifySource{api: api, target: verify.Target{Bucket: acct.Destination.Bucket, Owner: owner, Prefix: prefix},
+		datasets: acct.Datasets, opts: verify.Options{Download: true}}, nil
+}
+
+// bucketSource is the customer's form: the bucket alone, credentials from
+// the SDK's chain, no deployment.
+func (a *app) bucketSource(c *cobra.Command, p verifyFlags) (verifySource, error) {
+	ctx := c.Context()
+	prefix := strings.Trim(p.prefix, "/")
+	if err := layout.ValidateRendered(prefix); err != nil {
+		return verifySource{}, cli.Usagef(c, "--prefix %q: %v", p.prefix, err)
+	}
+	cfg, err := a.awsConfig(ctx, a.target.region, a.target.profile)
+	if err != nil {
+		return verifySource{}, err
+	}
+	if p.endpoint != "" {
+		if u, err := url.Parse(p.endpoint); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return verifySource{}, cli.Usagef(c, "--endpoint %q: not a URL (want http(s)://host[:port])", p.endpoint)
+		}
+		cfg.BaseEndpoint = aws.String(p.endpoint)
+	}
+	if err := haveCredentials(ctx, cfg, "reading s3://"+p.bucket); err != nil {
+		return verifySource{}, err
+	}
+	api := awsclient.NewS3(cfg)
+	t := verify.Target{Bucket: p.bucket, Prefix: prefix}
+	src := verifySource{api: api, target: t, opts: verify.Options{Download: p.download}}
+	if p.dataset == "" {
+		if src.datasets, err = verify.Datasets(ctx, api, t); err != nil {
+			return verifySource{}, err
+		}
+		if len(src.datasets) == 0 {
+			return verifySource{}, fmt.Errorf("s3://%s/%s: no dataset folders (is --prefix right?)", p.bucket, layout.ContractPrefix(prefix))
+		}
+	}
+	return src, nil
+}
+
+// verifyDays checks every day from..to of each dataset (only dataset when
+// set) and prints the results.
+func (a *app) verifyDays(ctx context.Context, src verifySource, dataset string, from, to civil.Date, out outputFormat) error {
+	datasets := src.datasets
+	if dataset != "" {
+		datasets = []string{dataset}
+	}
+	days := civil.Range(from, to)
+	bar := a.progress(len(days)*len(datasets), "verify")
+	var results []verified
+	for _, ds := range datasets {
+		for _, d := range days {
+			t := src.target
+			t.Dataset, t.Day = ds, d
+			r, err := verify.Check(ctx, src.api, t, src.opts)
+			if err != nil {
+				bar.Finish()
+				return fmt.Errorf("verify %s: %w", t.URI(), err)
+			}
+			results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(),
+				Committed: r.Committed(), OK: r.Status == verify.StatusOK, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems()})
+			bar.Add(1)
+		}
+	}
+	bar.Finish()
+	return a.printVerified(out, results)
 }
 
 func (a *app) printVerified(out outputFormat, results []verified) error {

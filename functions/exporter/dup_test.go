@@ -199,3 +199,29 @@ func TestManualRangeFansOut(t *testing.T) {
 	}
 	e.committed("daily_stats", civil.MustParse("2026-03-01"))
 }
+
+// TestManualRecordsWhoAsked: a manual request's requested_by reaches the
+// manifest's provenance and the attempt's history; a scheduled export names
+// nobody.
+func TestManualRecordsWhoAsked(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 10)...)
+	if err := e.process(jobBody(t, e.claim("events", testDay, ""))); err != nil {
+		t.Fatal(err)
+	}
+	if m := e.committed("events", testDay); m.Provenance.RequestedBy != "" {
+		t.Errorf("a scheduled generation requested by %q", m.Provenance.RequestedBy)
+	}
+	by := "arn:aws:sts::123456789012:assumed-role/ops/alice"
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String(), RequestedBy: by})); err != nil {
+		t.Fatal(err)
+	}
+	m := e.committed("events", testDay)
+	if m.Generation != 2 || m.Provenance.RequestedBy != by || m.Reason != "manual" {
+		t.Errorf("re-exported manifest: generation %d, reason %s, requested by %q", m.Generation, m.Reason, m.Provenance.RequestedBy)
+	}
+	h, err := e.led.History(e.ctx, e.key("events", testDay))
+	if err != nil || len(h) == 0 || h[len(h)-1].RequestedBy != by {
+		t.Errorf("history %+v, %v: the last attempt does not name %q", h, err, by)
+	}
+}

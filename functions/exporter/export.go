@@ -362,7 +362,7 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 		StartedAt:     c.started,
 		Schema:        manifest.SchemaOf(t.Dataset),
 		Files:         c.files,
-		Provenance:    c.prov,
+		Provenance:    manifest.Provenance{Provenance: c.prov, RequestedBy: t.Claim.RequestedBy},
 		Restatement:   restatementOf(t.Claim, c.files),
 	}
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)

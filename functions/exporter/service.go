@@ -176,6 +176,9 @@ func (s *Service) deliverAtRest(ctx context.Context, acct account.Account, row l
 // with the reason, when it fails.
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
 	log = log.With("account", m.AccountID, "dataset", m.Dataset)
+	if m.RequestedBy != "" {
+		log = log.With("requested_by", m.RequestedBy)
+	}
 	var acct *account.Account
 	a, err := s.Ledger.GetAccount(ctx, m.AccountID)
 	switch {
@@ -193,7 +196,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	}
 	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: from}
 	log = log.With("day", from.String())
-	claim, err := s.Ledger.ClaimManual(ctx, key)
+	claim, err := s.Ledger.ClaimManual(ledger.WithRequestedBy(ctx, m.RequestedBy), key)
 	if errors.Is(err, ledger.ErrBusy) {
 		log.InfoContext(ctx, "partition is running; the re-export is recorded and runs after it")
 		return nil

@@ -24,6 +24,7 @@ func README(in Input) ([]byte, error) {
 	}
 	w := &mdWriter{in: in, root: layout.ContractPrefix(in.Prefix)}
 	w.intro()
+	w.quickStart()
 	w.layoutSection()
 	w.readySection()
 	w.deliverySection()

@@ -110,11 +110,16 @@ func (w *mdWriter) verifySection() {
 	root := w.root
 	bucketARN := "arn:aws:s3:::" + w.in.Bucket
 	w.h2("Verify a partition yourself")
-	w.p("You can check any partition with read access to the bucket alone, for example with the `daybook`",
-		"command-line tool:")
+	w.p("You can check any partition with read access to the bucket alone, with the `daybook`",
+		"command-line tool. Install it with Go (1.27 or later), or take the release binary for your",
+		"system from whoever sends you this data:")
+	w.block("sh", "go install github.com/daybook-dev/daybook/cmd/daybook@latest")
+	w.p("Then, for one day (`--from YYYY-MM-DD --to YYYY-MM-DD` for a range; without `--dataset`, every",
+		"dataset under the prefix):")
 	w.block("sh",
 		"daybook verify --bucket "+w.in.Bucket+" --prefix "+strings.TrimSuffix(w.in.Prefix, "/")+" \\",
 		"  --dataset <dataset> --day YYYY-MM-DD [--region <region>] [--endpoint <url>] [--download]")
+	w.p("It exits 0 when every partition checked is committed and matches its manifest, and 1 otherwise.")
 	w.p("It reads `_SUCCESS` and checks that it names `_manifest.json` by its SHA-256 and generation;",
 		"lists the partition and checks that the data files are exactly those of the manifest, with its",
 		"sizes; compares each file's CRC32C with the manifest (the checksum S3 stored for the object when",

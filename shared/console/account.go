@@ -38,6 +38,17 @@ type attentionRow struct {
 	Phase                    ops.Phase
 }
 
+// failureGroup is a reason code's failed and stopped partitions, as the
+// account page lists them: the first ones linked, the rest counted.
+type failureGroup struct {
+	ops.FailureGroup
+	Links []attentionRow
+	More  int
+}
+
+// mostGroupLinks is how many partitions a failure group links.
+const mostGroupLinks = 12
+
 // requeueLink offers to requeue the failed and stopped partitions of a
 // dataset in the window.
 type requeueLink struct {
@@ -56,7 +67,10 @@ type accountPage struct {
 	From, To    string
 	Ranges      []rangeLink
 	Outside     []string
-	Attention   []attentionRow
+	// Failures are the failed and stopped partitions grouped by reason
+	// code; Attention the claimed and running ones to look at.
+	Failures  []failureGroup
+	Attention []attentionRow
 	// AttentionMore counts the ones left out of a long list.
 	AttentionMore int
 	Requeue       []requeueLink
@@ -148,7 +162,7 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 		stuck := 0
 		for _, d := range ds.Days {
 			switch d.State {
-			case ops.Failed, ops.Stopped, ops.Claimed, ops.Running:
+			case ops.Claimed, ops.Running:
 				p.Attention = append(p.Attention, attentionRow{Dataset: ds.Dataset, Day: d.Day, Phase: d.State,
 					Href: partitionHref(acct.ID, ds.Dataset, d.Day), Text: ops.Describe(d)})
 			}
@@ -169,6 +183,17 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 			v := url.Values{"account": {acct.ID}, "dataset": {ds.Dataset}, "from": {f.String()}, "to": {t.String()}}
 			p.Requeue = append(p.Requeue, requeueLink{Dataset: ds.Dataset, Count: stuck, Href: "/actions/requeue?" + v.Encode()})
 		}
+	}
+	for _, g := range ops.GroupFailures(v.Datasets) {
+		fg := failureGroup{FailureGroup: g}
+		for i, fp := range g.Partitions {
+			if i == mostGroupLinks {
+				fg.More = len(g.Partitions) - i
+				break
+			}
+			fg.Links = append(fg.Links, attentionRow{Dataset: fp.Dataset, Day: fp.Day, Phase: fp.Phase, Href: partitionHref(acct.ID, fp.Dataset, fp.Day)})
+		}
+		p.Failures = append(p.Failures, fg)
 	}
 	if len(p.Attention) > mostAttention {
 		p.Attention, p.AttentionMore = p.Attention[:mostAttention], len(p.Attention)-mostAttention

@@ -200,7 +200,7 @@ func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
 	items, more := listed(items)
 	s.render(w, r, http.StatusOK, "done", "Re-export sent", s.actionCrumbs(acct, "Re-export"), donePage{
 		Heading: fmt.Sprintf("Sent %s for %s of %s", plural(len(sent), "re-export request"), ds, acct.ID),
-		Lines:   []string{"Requested by " + by + ". The exporter takes them from the queue; the generation goes up when each day is written again."},
+		Lines:   s.withQueueNote("Requested by " + by + ". The exporter takes them from the queue; the generation goes up when each day is written again."),
 		Items:   items, More: more,
 		Links: []link{{"The partition", partitionOrAccount(acct.ID, ds, from, to)}, {"The account", "/accounts/" + url.PathEscape(acct.ID)}},
 	})
@@ -272,7 +272,7 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err)
 		return
 	}
-	res, err := ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, days, partition.ReasonManual, nil)
+	res, err := ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, days, partition.ReasonManual, by, nil)
 	s.cfg.Log.Info("console action", "action", "requeue", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
 		"requested_by", by, "queued", res.Queued, "rerun_requested", res.RerunRequested, "error", errText(err))
 	if err != nil {
@@ -282,8 +282,8 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 	items, more := listed(dayStrings(days))
 	s.render(w, r, http.StatusOK, "done", "Requeued", s.actionCrumbs(acct, "Requeue"), donePage{
 		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, ds+" partition"), acct.ID),
-		Lines: []string{fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
-			by, res.RerunRequested)},
+		Lines: s.withQueueNote(fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
+			by, res.RerunRequested)),
 		Items: items, More: more,
 		Links: []link{{"The account", "/accounts/" + url.PathEscape(acct.ID)}},
 	})
@@ -371,4 +371,12 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// withQueueNote adds Config.QueueNote, when set, to a done page's lines.
+func (s *Server) withQueueNote(lines ...string) []string {
+	if s.cfg.QueueNote != "" {
+		lines = append(lines, s.cfg.QueueNote)
+	}
+	return lines
 }

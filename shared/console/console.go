@@ -75,6 +75,9 @@ type Config struct {
 	// offers no re-export.
 	Queue    ops.SendAPI
 	QueueURL string
+	// QueueNote, when set, says after a re-export or requeue what runs the
+	// queued work: a local stack has no event source or scheduler.
+	QueueNote string
 	// Stage renders account prefixes ({{.Stage}}); SettleDelay is the
 	// deployment's default.
 	Stage       string

@@ -178,7 +178,10 @@ func TestAccountPage(t *testing.T) {
 		`<a class="hm-cell p-completed" href="/accounts/`+troubled+`/partitions/events/2026-11-24" title="events 2026-11-24: completed · generation 2 · 1,234 rows · 55.5 KiB · attempts 2">`,
 		`class="hm-cell p-stopped" href="/accounts/`+troubled+`/partitions/events/2026-11-25" title="events 2026-11-25: stopped retrying · attempts 6 · error: source unreachable"><span aria-hidden="true">X</span>`,
 		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-pending"`,
-		"stopped retrying after 6 attempts",
+		// The failed and stopped partitions, grouped by reason code, the
+		// raw errors behind a toggle.
+		`<div class="failure-group" data-code="internal">`, "(2 partitions, 1 stopped retrying)",
+		`<details><summary>Raw errors (2 distinct)</summary>`, `<pre class="error-text">source unreachable</pre>`,
 		`href="/actions/requeue?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Requeue 2 failed or stopped events partitions`,
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
 	)
@@ -326,5 +329,30 @@ func TestPartitionPageShowsSlices(t *testing.T) {
 	f.ledger.mu.Unlock()
 	if res := f.get("/accounts/" + troubled + "/partitions/events/2026-11-28"); strings.Contains(res.body, "Slices</h2>") {
 		t.Error("the slices of an earlier claim are shown")
+	}
+}
+
+// TestPagesSayWhenAndRefresh: every page says when it read the ledger (ISO
+// 8601, UTC); the read pages reload themselves, a confirmation does not; a
+// refused action links back to the account page that holds its form.
+func TestPagesSayWhenAndRefresh(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	asOf := "as of " + testNow.UTC().Format("2006-01-02T15:04:05Z")
+	for path, refresh := range map[string]bool{
+		"/": true, "/accounts/" + troubled: true, "/accounts/" + troubled + "/partitions/events/2026-11-24": true,
+		"/actions/reexport?account=" + troubled + "&dataset=events&day=2026-11-24": false,
+	} {
+		res := f.get(path)
+		if !strings.Contains(res.body, asOf) {
+			t.Errorf("%s lacks %q", path, asOf)
+		}
+		if got := strings.Contains(res.body, `<meta http-equiv="refresh" content="60">`); got != refresh {
+			t.Errorf("%s: refreshes %v, want %v", path, got, refresh)
+		}
+	}
+	res := f.get("/actions/reexport?account=" + troubled + "&dataset=events&day=2026-13-01")
+	if !strings.Contains(res.body, `<a class="button secondary" href="/accounts/`+troubled+`">Back</a>`) {
+		t.Errorf("a refused action does not link back to its form (status %d):\n%s", res.code, res.body)
 	}
 }

@@ -29,6 +29,10 @@ var funcs = template.FuncMap{
 	"countsText": ops.CountsText,
 	"plural":     plural,
 	"shortTime":  shortTime,
+	"causeCode":  func(e string) string { c, _, _ := ops.CauseOfError(e); return string(c) },
+	"causeWhat":  func(e string) string { _, w, _ := ops.CauseOfError(e); return w },
+	"causeFix":   func(e string) string { _, _, f := ops.CauseOfError(e); return f },
+	"rawError":   ops.RawError,
 }
 
 func loadPages() (*pages, error) {
@@ -52,7 +56,18 @@ type view struct {
 	CSRF       string
 	Crumbs     []crumb
 	Page       any
+	// AsOf is when the page was read (UTC, ISO 8601); Refresh, on the read
+	// pages, reloads them every RefreshSeconds.
+	AsOf    string
+	Refresh int
 }
+
+// RefreshSeconds is how often the fleet, account and partition pages
+// reload themselves.
+const RefreshSeconds = 60
+
+// refreshed are the pages that reload themselves: they only read.
+var refreshed = map[string]bool{"fleet": true, "account": true, "partition": true}
 
 // crumb is one link of the breadcrumb trail; the last has no Href.
 type crumb struct{ Text, Href string }
@@ -64,6 +79,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name, 
 	v := view{
 		Title: title, Deployment: s.cfg.Deployment, ReadOnly: s.cfg.ReadOnly, Identity: s.cfg.Identity(r),
 		CSRF: s.csrfToken(w, r), Crumbs: crumbs, Page: data,
+		AsOf: s.cfg.Now().UTC().Format("2006-01-02T15:04:05Z"),
+	}
+	if refreshed[name] {
+		v.Refresh = RefreshSeconds
 	}
 	var buf bytes.Buffer
 	if err := s.pages.t[name].ExecuteTemplate(&buf, "layout", v); err != nil {
@@ -101,6 +120,9 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, code int, msg s
 	back := ""
 	if ref, err := url.Parse(r.Header.Get("Referer")); err == nil && ref.Host == r.Host && strings.HasPrefix(ref.Path, "/") && ref.RequestURI() != r.URL.RequestURI() {
 		back = ref.RequestURI()
+	}
+	if acct := r.URL.Query().Get("account"); back == "" && strings.HasPrefix(r.URL.Path, "/actions/") && acct != "" {
+		back = "/accounts/" + url.PathEscape(acct) // the account page holds the action's form
 	}
 	heading := problemHeadings[code]
 	if heading == "" {

@@ -94,7 +94,7 @@ func seed(f *fixture) {
 	m := &manifest.Manifest{FormatVersion: manifest.FormatVersion, Contract: layout.Version, AccountID: troubled, Dataset: "events", SchemaVersion: 1,
 		Day: "2026-11-24", Generation: 2, RunID: "run-24-2", Reason: "retry", Attempt: 2, Format: "parquet", Compression: "snappy",
 		Files:      []manifest.File{{Key: layout.DataKey(prefix, "events", day("2026-11-24"), 0, ".parquet"), Rows: 1234, Bytes: 56789, CRC32C: "q1w2e3==", SHA256: "ab"}},
-		Provenance: source.Provenance{Source: "postgres", Relation: "events", RowCount: 1234}}
+		Provenance: manifest.Provenance{Provenance: source.Provenance{Source: "postgres", Relation: "events", RowCount: 1234}}}
 	m.Sum()
 	mb, err := m.Encode()
 	if err != nil {

@@ -115,7 +115,7 @@ func (l *Ledger) Claim(ctx context.Context, key partition.Key, reason partition.
 	}
 	l.noteDeadClaim(ctx, prev, now)
 	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.nextGeneration(),
-		Reason: cmp.Or(reason, prev.Reason, partition.ReasonScheduled), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+		Reason: cmp.Or(reason, prev.Reason, partition.ReasonScheduled), RequestedBy: prev.RequestedBy, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 }
 
 // refusedClaim explains a failed claim condition from the row as the refused

@@ -86,7 +86,7 @@ func attemptFromItem(key partition.Key, item map[string]types.AttributeValue) (A
 	a := Attempt{
 		Key: key, Attempt: r.Attempt, Outcome: Outcome(r.Outcome), Reason: partition.Reason(r.Reason),
 		Generation: r.Generation, Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, DurationMS: r.DurationMS,
-		ManifestKey: r.ManifestKey, Error: r.Error,
+		ManifestKey: r.ManifestKey, Error: r.Error, RequestedBy: r.RequestedBy,
 	}
 	for _, f := range []struct {
 		attr, value string
@@ -124,6 +124,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		ManifestKey:    r.ManifestKey,
 		DurationMS:     r.DurationMS,
 		Reason:         partition.Reason(r.Reason),
+		RequestedBy:    r.RequestedBy,
 		RerunRequested: r.RerunRequested,
 		DueKey:         r.DueKey,
 	}

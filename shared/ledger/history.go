@@ -75,6 +75,8 @@ type Attempt struct {
 	DurationMS  int64
 	ManifestKey string
 	Error       string
+	// RequestedBy is who asked for the attempt's manual action, if any.
+	RequestedBy string
 }
 
 func historyPK(k partition.Key) string {
@@ -93,7 +95,7 @@ func (l *Ledger) noteCompleted(ctx context.Context, item map[string]types.Attrib
 		Key: row.Key, Attempt: row.Attempts, Outcome: OutcomeCompleted, Reason: row.Reason,
 		ClaimedAt: row.ClaimedAt, StartedAt: row.StartedAt, FinishedAt: row.CompletedAt,
 		Generation: row.Generation, Rows: row.Rows, Bytes: row.Bytes, Files: row.Files,
-		DurationMS: row.DurationMS, ManifestKey: row.ManifestKey,
+		DurationMS: row.DurationMS, ManifestKey: row.ManifestKey, RequestedBy: row.RequestedBy,
 	})
 }
 
@@ -113,6 +115,7 @@ func (l *Ledger) noteFailed(ctx context.Context, item map[string]types.Attribute
 	a := Attempt{
 		Key: row.Key, Attempt: attempt, Outcome: outcome, Reason: row.Reason,
 		ClaimedAt: row.ClaimedAt, StartedAt: row.StartedAt, FinishedAt: row.UpdatedAt, Error: row.LastError,
+		RequestedBy: row.RequestedBy,
 	}
 	l.putAttempt(ctx, a)
 	l.notifyStopped(ctx, a, row.Generation)
@@ -127,7 +130,7 @@ func (l *Ledger) noteDeadClaim(ctx context.Context, prev Row, now time.Time) {
 	}
 	l.putAttempt(ctx, Attempt{
 		Key: prev.Key, Attempt: prev.Attempts, Outcome: OutcomeLeaseExpired, Reason: prev.Reason,
-		ClaimedAt: prev.ClaimedAt, StartedAt: prev.StartedAt, FinishedAt: prev.LeaseUntil,
+		ClaimedAt: prev.ClaimedAt, StartedAt: prev.StartedAt, FinishedAt: prev.LeaseUntil, RequestedBy: prev.RequestedBy,
 		Error: fmt.Sprintf("the run did not finish: its claim lease expired at %s (the exporter timed out or crashed)", fmtTime(prev.LeaseUntil)),
 	})
 }
@@ -153,7 +156,7 @@ func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
 		AccountID: a.AccountID, Dataset: a.Dataset, Day: a.Day.String(), Attempt: a.Attempt,
 		Outcome: string(a.Outcome), Reason: string(a.Reason), FinishedAt: fmtTime(finished),
 		Generation: a.Generation, Rows: a.Rows, Bytes: a.Bytes, Files: a.Files, DurationMS: a.DurationMS,
-		ManifestKey: a.ManifestKey, Error: a.Error, ExpiresAt: finished.Add(HistoryRetention).Unix(),
+		ManifestKey: a.ManifestKey, Error: a.Error, RequestedBy: a.RequestedBy, ExpiresAt: finished.Add(HistoryRetention).Unix(),
 	}
 	if !a.ClaimedAt.IsZero() {
 		rec.ClaimedAt = fmtTime(a.ClaimedAt)

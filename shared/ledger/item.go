@@ -54,6 +54,7 @@ const (
 	attrDurationMS     = "duration_ms"
 	attrCompletedAt    = "completed_at"
 	attrReason         = "reason"
+	attrRequestedBy    = "requested_by"
 	attrRerunRequested = "rerun_requested"
 	attrUpdatedAt      = "updated_at"
 	attrEnabled        = "enabled"        // account records
@@ -161,6 +162,7 @@ type rowRecord struct {
 	DurationMS     int64  `dynamodbav:"duration_ms"`
 	CompletedAt    string `dynamodbav:"completed_at"`
 	Reason         string `dynamodbav:"reason"`
+	RequestedBy    string `dynamodbav:"requested_by"`
 	RerunRequested bool   `dynamodbav:"rerun_requested"`
 	UpdatedAt      string `dynamodbav:"updated_at"`
 	DueAccount     string `dynamodbav:"due_account"`
@@ -254,6 +256,7 @@ type attemptRecord struct {
 	Attempt     int    `dynamodbav:"attempt"`
 	Outcome     string `dynamodbav:"outcome"`
 	Reason      string `dynamodbav:"reason,omitempty"`
+	RequestedBy string `dynamodbav:"requested_by,omitempty"`
 	ClaimedAt   string `dynamodbav:"claimed_at,omitempty"`
 	StartedAt   string `dynamodbav:"started_at,omitempty"`
 	FinishedAt  string `dynamodbav:"finished_at"`

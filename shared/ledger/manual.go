@@ -39,6 +39,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
 			Remove(name(attrStopped))
+		upd = setRequestedBy(upd, requestedBy(ctx))
 		upd = unmarkStopped(upd)
 		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
@@ -55,7 +56,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 			_ = l.Wake(ctx, key.AccountID, lease)
 			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
-				Reason: partition.ReasonManual, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+				Reason: partition.ReasonManual, RequestedBy: requestedBy(ctx), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}
 		if !errors.Is(err, errCondition) {
 			return Claim{}, err
@@ -75,6 +76,9 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 // requestRerun sets rerun_requested on a row running under a live claim.
 func (l *Ledger) requestRerun(ctx context.Context, key partition.Key, nowS string) (bool, error) {
 	upd := expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS))
+	if by := requestedBy(ctx); by != "" {
+		upd = upd.Set(name(attrRequestedBy), val(by))
+	}
 	_, err := l.update(ctx, rowKey(key), upd, live(nowS), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return false, nil
@@ -121,6 +125,7 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 				Set(name(attrUpdatedAt), val(nowS)).
 				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 				Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
+			upd = setRequestedBy(upd, requestedBy(ctx))
 			upd = unmarkStopped(upd)
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 			if err == nil {
@@ -150,4 +155,13 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 		l.wakeAfter(ctx, accountID, l.now())
 	}
 	return res, err
+}
+
+// setRequestedBy records who asks on a manual transition's update, or
+// clears an earlier requester when nobody is named.
+func setRequestedBy(upd expression.UpdateBuilder, by string) expression.UpdateBuilder {
+	if by == "" {
+		return upd.Remove(name(attrRequestedBy))
+	}
+	return upd.Set(name(attrRequestedBy), val(by))
 }

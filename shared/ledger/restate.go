@@ -270,7 +270,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key partition.Key, gene
 		Set(name(AttrDueAccount), val(key.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(StateQueued, key.Day, key.Dataset, time.Time{}))).
 		Set(name(attrUpdatedAt), val(nowS)).
-		Remove(name(AttrRestateAccount)).Remove(name(AttrRestateKey)).
+		Remove(name(AttrRestateAccount)).Remove(name(AttrRestateKey)).Remove(name(attrRequestedBy)).
 		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 		Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 	cond := expression.And(name(attrState).Equal(val(string(StateCompleted))),

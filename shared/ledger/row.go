@@ -54,14 +54,17 @@ type Row struct {
 	Generation    int64
 	// GenReserved is the highest generation found committed in the bucket
 	// without a Complete (NoteCommitted); the next claim is numbered above it.
-	GenReserved    int64
-	Rows           int64
-	Bytes          int64
-	Files          int
-	ManifestKey    string
-	DurationMS     int64
-	CompletedAt    time.Time
-	Reason         partition.Reason
+	GenReserved int64
+	Rows        int64
+	Bytes       int64
+	Files       int
+	ManifestKey string
+	DurationMS  int64
+	CompletedAt time.Time
+	Reason      partition.Reason
+	// RequestedBy is who asked for the manual action the row is queued or
+	// running for (requester.go); "" for scheduled work.
+	RequestedBy    string
 	RerunRequested bool
 	UpdatedAt      time.Time
 	// DueKey is the row's key in the due index ("" when not due).
@@ -83,8 +86,10 @@ type Claim struct {
 	Attempt    int
 	Generation int64
 	Reason     partition.Reason
-	ClaimedAt  time.Time
-	LeaseUntil time.Time
+	// RequestedBy is who asked for a manual claim ("" for scheduled work).
+	RequestedBy string
+	ClaimedAt   time.Time
+	LeaseUntil  time.Time
 	// Prev is the row as it was before the claim (State "" if it did not
 	// exist); Release restores its due state.
 	Prev Row

@@ -54,7 +54,7 @@ func (l *Ledger) Start(ctx context.Context, key partition.Key, token string) (Cl
 // the attempt it counts, the generation it will commit, its reason.
 func (r Row) started(token string) Claim {
 	return Claim{Key: r.Key, Token: token, Attempt: r.Attempts, Generation: r.nextGeneration(), Reason: cmp.Or(r.Reason, partition.ReasonScheduled),
-		ClaimedAt: r.ClaimedAt, LeaseUntil: r.LeaseUntil, Prev: r}
+		RequestedBy: r.RequestedBy, ClaimedAt: r.ClaimedAt, LeaseUntil: r.LeaseUntil, Prev: r}
 }
 
 // NoteCommitted records a generation found committed in the bucket that the

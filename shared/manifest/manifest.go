@@ -54,10 +54,18 @@ type Manifest struct {
 	// the manifest may see it: the kind of source, the relation read, the
 	// window (UTC), the snapshot time and the row count; never the source's
 	// name, address, user, query or bound values (see source.Provenance).
-	Provenance source.Provenance `json:"provenance"`
+	Provenance Provenance `json:"provenance"`
 	// Restatement is set when this generation replaces one whose day
 	// changed in the source after it was exported (see restate.go).
 	Restatement *Restatement `json:"restatement,omitempty"`
+}
+
+// Provenance is the source's provenance (source.Provenance, its fields
+// inline) and, for a generation someone asked for (a re-export, a requeue,
+// a reseed), who asked.
+type Provenance struct {
+	source.Provenance
+	RequestedBy string `json:"requested_by,omitempty"`
 }
 
 // Column is one schema column as written.

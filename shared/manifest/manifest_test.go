@@ -13,15 +13,16 @@ import (
 
 // TestManifestProvenance: a manifest's provenance is the source's, field
 // for field: the kind of source, the relation, the UTC window, the snapshot
-// and finish times and the row count. Nothing else has a place in it, so the
-// source's name (a DSN may carry a host, a user and a database), its query
-// and its bound values cannot reach the bucket.
+// and finish times and the row count, and who asked for a manual generation.
+// Nothing else has a place in it, so the source's name (a DSN may carry a
+// host, a user and a database), its query and its bound values cannot reach
+// the bucket.
 func TestManifestProvenance(t *testing.T) {
 	start := time.Date(2026, 3, 4, 23, 0, 0, 0, time.UTC)
 	prov := source.Provenance{Source: "postgres", Relation: "analytics.events",
 		WindowStart: start, WindowEnd: start.Add(24 * time.Hour), SnapshotAt: start.Add(25 * time.Hour),
 		FinishedAt: start.Add(26 * time.Hour), RowCount: 42}
-	m := &Manifest{FormatVersion: FormatVersion, Provenance: prov}
+	m := &Manifest{FormatVersion: FormatVersion, Provenance: Provenance{Provenance: prov}}
 	b, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,16 @@ func TestManifestProvenance(t *testing.T) {
 		t.Errorf("provenance %v", doc.Provenance)
 	}
 	back, err := Decode(b)
-	if err != nil || back.Provenance != prov {
+	if err != nil || back.Provenance != m.Provenance {
 		t.Fatalf("decoded %+v, %v; want %+v", back.Provenance, err, prov)
+	}
+
+	m.Provenance.RequestedBy = "arn:aws:iam::123456789012:user/ops"
+	if b, err = m.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	doc.Provenance = nil
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Provenance["requested_by"] != m.Provenance.RequestedBy || doc.Provenance["source"] != "postgres" {
+		t.Errorf("a requested generation's provenance %v (%v)", doc.Provenance, err)
 	}
 }

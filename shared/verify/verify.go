@@ -153,3 +153,31 @@ func Days(ctx context.Context, api ReadAPI, t Target) (days []civil.Date, strays
 	sort.Strings(strays)
 	return days, strays, nil
 }
+
+// Datasets lists, sorted, the dataset folders under t.Prefix's contract
+// (`<prefix>/v1/<dataset>/`), leaving out daybook's own folders (`_manifests`,
+// `_schemas`, ...); t.Dataset and t.Day are not used.
+func Datasets(ctx context.Context, api ReadAPI, t Target) ([]string, error) {
+	if t.Bucket == "" {
+		return nil, errors.New("verify: bucket is empty")
+	}
+	if err := layout.ValidateRendered(t.Prefix); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	cp := layout.ContractPrefix(t.Prefix)
+	var names []string
+	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &t.Bucket, Prefix: &cp, Delimiter: aws.String("/"), ExpectedBucketOwner: t.owner()})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", t.Bucket, cp, err)
+		}
+		for _, cpfx := range page.CommonPrefixes {
+			if name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cpfx.Prefix), cp), "/"); datasetNameRE.MatchString(name) {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}

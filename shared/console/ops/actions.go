@@ -40,9 +40,11 @@ const requeueChunk = 7
 
 // Requeue marks days queued (Ledger.Requeue: missing rows created, stopped
 // rows given fresh attempts, running rows marked to run again), one call
-// per run of consecutive days of at most a week. days must be sorted. On an
+// per run of consecutive days of at most a week, recorded as requested by
+// by. days must be sorted. On an
 // error the result counts what was done before it.
-func Requeue(ctx context.Context, l Requeuer, accountID, dataset string, days []civil.Date, reason partition.Reason, p Progress) (ledger.RequeueResult, error) {
+func Requeue(ctx context.Context, l Requeuer, accountID, dataset string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
+	ctx = ledger.WithRequestedBy(ctx, by) // recorded on the rows and their attempts
 	var res ledger.RequeueResult
 	for start := 0; start < len(days); {
 		end := start + 1

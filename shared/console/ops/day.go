@@ -26,6 +26,9 @@ type Day struct {
 	CompletedAt    string `json:"completed_at,omitempty"`
 	ManifestKey    string `json:"manifest_key,omitempty"`
 	RerunRequested bool   `json:"rerun_requested,omitempty"`
+	// RequestedBy is who asked for the manual action the partition is
+	// queued, running or was last exported for.
+	RequestedBy string `json:"requested_by,omitempty"`
 	// LeaseExpired: a claimed or running partition whose lease ran out (its
 	// exporter died or its job waited too long); a sweep claims it again.
 	LeaseExpired bool `json:"lease_expired,omitempty"`
@@ -37,7 +40,7 @@ func DayOf(r ledger.Row, now time.Time) Day {
 		Day: r.Day.String(), State: Of(r), Attempts: r.Attempts, Reason: string(r.Reason), Generation: r.Generation,
 		Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, Error: r.LastError, ClaimedAt: FormatTime(r.ClaimedAt),
 		StartedAt: FormatTime(r.StartedAt), LeaseUntil: FormatTime(r.LeaseUntil), NextAttemptAt: FormatTime(r.NextAttemptAt),
-		CompletedAt: FormatTime(r.CompletedAt), ManifestKey: r.ManifestKey, RerunRequested: r.RerunRequested,
+		CompletedAt: FormatTime(r.CompletedAt), ManifestKey: r.ManifestKey, RerunRequested: r.RerunRequested, RequestedBy: r.RequestedBy,
 		LeaseExpired: r.State == ledger.StateRunning && !r.LeaseUntil.IsZero() && r.LeaseUntil.Before(now),
 	}
 }

@@ -24,6 +24,8 @@ type Attempt struct {
 	Files       int    `json:"files,omitempty"`
 	ManifestKey string `json:"manifest_key,omitempty"`
 	Error       string `json:"error,omitempty"`
+	// RequestedBy is who asked for the attempt's manual action, if any.
+	RequestedBy string `json:"requested_by,omitempty"`
 }
 
 // PartitionHistory is a partition's current row and every recorded attempt.
@@ -126,7 +128,7 @@ func History(ctx context.Context, r Reader, key partition.Key, now time.Time) (P
 		res.Attempts = append(res.Attempts, Attempt{
 			Attempt: h.Attempt, Outcome: string(h.Outcome), Reason: string(h.Reason), ClaimedAt: FormatTime(h.ClaimedAt),
 			StartedAt: FormatTime(h.StartedAt), FinishedAt: FormatTime(h.FinishedAt), DurationMS: dur, Generation: h.Generation,
-			Rows: h.Rows, Bytes: h.Bytes, Files: h.Files, ManifestKey: h.ManifestKey, Error: h.Error,
+			Rows: h.Rows, Bytes: h.Bytes, Files: h.Files, ManifestKey: h.ManifestKey, Error: h.Error, RequestedBy: h.RequestedBy,
 		})
 	}
 	return res, nil

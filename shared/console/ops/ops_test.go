@@ -175,14 +175,14 @@ func TestRequeueCallsPerRunOfDays(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &requeuer{}
 			var p count
-			res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, &p)
+			res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, "tester", &p)
 			if err != nil || strings.Join(q.calls, " ") != tt.calls || res.Queued != len(tt.days) || int(p) != len(tt.days) {
 				t.Errorf("calls %q, queued %d, progress %d (%v); want %q", q.calls, res.Queued, p, err, tt.calls)
 			}
 		})
 	}
 	q := &requeuer{fail: 2}
-	res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), partition.ReasonManual, nil)
+	res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), partition.ReasonManual, "tester", nil)
 	if err == nil || !strings.Contains(err.Error(), "requeue stopped after 7 of 20 days: throttled") || res.Queued != 7 || len(q.calls) != 2 {
 		t.Errorf("a failure part way: %+v %v, calls %v", res, err, q.calls)
 	}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/bucketdocs"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/encode"
+	"github.com/daybook-dev/daybook/shared/fileformat"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/upload"
+)
+
+// commitPartition writes a committed Parquet partition of ds (one file of
+// rows rows) as the exporter would: data, _manifest.json, _SUCCESS.
+func commitPartition(t *testing.T, api *s3.Client, bkt, prefix string, ds dataset.Dataset, day civil.Date, rows int) {
+	t.Helper()
+	ctx := t.Context()
+	put := func(key string, body []byte) {
+		if _, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bkt, Key: &key, Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	format := fileformat.Parquet
+	m := &manifest.Manifest{FormatVersion: manifest.FormatVersion, Contract: layout.Version, AccountID: "acct_verifytest", Dataset: ds.Name,
+		SchemaVersion: ds.Version, Day: day.String(), Partition: ds.Partition, Mode: ds.Mode, Read: ds.Read, Generation: 1,
+		RunID: "run_1", Reason: "scheduled", Format: string(format), Compression: string(format.DefaultCodec()), Schema: manifest.SchemaOf(ds)}
+	key := layout.DataKey(prefix, ds.Name, day, 0, format.Extension())
+	w := bucket.New(api, bkt, bucket.Options{}).NewWriter(ctx, key, upload.Options{ContentType: format.ContentType()})
+	enc, err := encode.New(format, w, ds, encode.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range datasettest.Varied(ds, rows) {
+		if err := enc.Write(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := w.Result()
+	m.Files = append(m.Files, manifest.File{Key: key, Rows: enc.Rows(), Bytes: r.Bytes, CRC32C: r.CRC32C, SHA256: r.SHA256})
+	m.Sum()
+	body, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := layout.PartitionPrefix(prefix, ds.Name, day)
+	put(pp+layout.ManifestName, body)
+	put(pp+layout.SuccessName, manifest.NewSuccess(m.Generation, m.RunID, pp+layout.ManifestName, body, time.Unix(0, 0)).Encode())
+}
+
+// readmeVerifyCommand is the verify command line the bucket README gives
+// the customer, its placeholders filled in and its optional flags chosen.
+func readmeVerifyCommand(t *testing.T, in bucketdocs.Input, fill map[string]string) []string {
+	t.Helper()
+	files, err := bucketdocs.Files(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(files[len(files)-1].Body)
+	for _, f := range files {
+		if strings.HasSuffix(f.Key, "README.md") {
+			readme = string(f.Body)
+		}
+	}
+	i := strings.Index(readme, "daybook verify --bucket")
+	if i < 0 {
+		t.Fatalf("the bucket README gives no verify command:\n%s", readme)
+	}
+	if !strings.Contains(readme, "go install github.com/daybook-dev/daybook/cmd/daybook@latest") {
+		t.Error("the bucket README does not say how to install daybook")
+	}
+	line := readme[i:]
+	line = line[:strings.Index(line, "\n```")]
+	line = strings.ReplaceAll(line, "\\\n", " ")
+	for k, v := range fill {
+		line = strings.ReplaceAll(line, k, v)
+	}
+	var args []string
+	for _, f := range strings.Fields(line)[1:] {
+		if f = strings.Trim(f, "[]"); f != "" {
+			args = append(args, f)
+		}
+	}
+	return args
+}
+
+// TestCustomerVerifyAsTheBucketREADMESays runs the verify command the
+// bucket README gives, as written, against the emulated bucket: with read
+// access alone and no deployment, it verifies a committed day and says 1 for
+// a day that is not.
+func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
+	s := deployed(t)
+	bkt := fmt.Sprintf("verify-readme-%d", nameSeq.Add(1))
+	s.createBucket(t, bkt)
+	api := awsclient.NewS3(s.cfg)
+	ds, err := dataset.Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "daybook/acct_verifytest"
+	day := civil.MustParse("2026-11-20")
+	commitPartition(t, api, bkt, prefix, ds, day, 40)
+	in := bucketdocs.Input{Bucket: bkt, Prefix: prefix, Format: fileformat.Parquet, TimeZone: "UTC", Datasets: []dataset.Dataset{ds}}
+
+	a, _, _ := testApp(t)
+	// The customer's own credentials: moto's, through no deployment.
+	a.awsConfig = func(context.Context, string, string) (aws.Config, error) {
+		c := s.cfg.Copy()
+		c.BaseEndpoint = nil
+		return c, nil
+	}
+	fill := map[string]string{"<dataset>": "events", "YYYY-MM-DD": day.String(), "--region <region>": "--region us-east-1", "<url>": srv.URL}
+	args := readmeVerifyCommand(t, in, fill)
+	r := execute(t, a, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "OK, generation 1, 1 files, 40 rows match the manifest") {
+		t.Errorf("%q: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "using") {
+		t.Errorf("the customer's verify opened a deployment: %s", r.stderr)
+	}
+
+	fill["YYYY-MM-DD"] = "2026-11-21"
+	r = execute(t, a, readmeVerifyCommand(t, in, fill)...)
+	if r.code != cli.ExitError || !strings.Contains(r.stdout, "no _SUCCESS") {
+		t.Errorf("a day not delivered: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Without --dataset, a range: every dataset folder under the prefix.
+	r = execute(t, a, "verify", "--bucket", bkt, "--prefix", prefix, "--endpoint", srv.URL, "--from", "2026-11-20", "--to", "2026-11-21")
+	if r.code != cli.ExitError || !strings.Contains(r.stdout, "2 partitions: 1 OK, 1 not committed, 0 with problems") {
+		t.Errorf("a range of every dataset: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestVerifyRefusesMixedForms(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--account", "acct_x", "--bucket", "b", "--day", "2026-11-20"}, "give --account or --bucket, not both"},
+		{[]string{"--day", "2026-11-20"}, "--account (an account of the deployment) or --bucket and --prefix"},
+		{[]string{"--bucket", "b", "--day", "2026-11-20"}, "--prefix is required with --bucket"},
+		{[]string{"--account", "acct_x", "--download", "--day", "2026-11-20"}, "go with --bucket"},
+		{[]string{"--bucket", "b", "--prefix", "p", "--endpoint", "nope", "--day", "2026-11-20"}, `--endpoint "nope": not a URL`},
+	}
+	for _, tt := range tests {
+		a, _, _ := testApp(t)
+		r := execute(t, a, append([]string{"verify"}, tt.args...)...)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("verify %q: exit %d, stderr %q, want %q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+}

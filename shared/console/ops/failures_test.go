@@ -1,0 +1,49 @@
+package ops
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/manifest"
+)
+
+// TestGroupFailures: a bad bucket that failed 22 partitions is one group,
+// destination_missing, with its explanation and fix and its raw error once;
+// another cause is its own group; completed and running days are in none.
+func TestGroupFailures(t *testing.T) {
+	missing := manifest.CauseText(manifest.CodeDestinationMissing, fmt.Errorf("operation error S3: PutObject, https response error StatusCode: 404, RequestID: X, api error NoSuchBucket: The specified bucket does not exist"))
+	var events, stats DatasetDays
+	events.Dataset, stats.Dataset = "events", "daily_stats"
+	for i := range 11 {
+		day := fmt.Sprintf("2026-11-%02d", i+1)
+		state := Failed
+		if i < 3 {
+			state = Stopped
+		}
+		events.Days = append(events.Days, Day{Day: day, State: state, Error: missing})
+		stats.Days = append(stats.Days, Day{Day: day, State: Failed, Error: missing})
+	}
+	stats.Days = append(stats.Days,
+		Day{Day: "2026-11-20", State: Failed, Error: "source_unavailable: dial tcp 10.0.0.5:5432: i/o timeout"},
+		Day{Day: "2026-11-21", State: Completed},
+		Day{Day: "2026-11-22", State: Running})
+	groups := GroupFailures([]DatasetDays{events, stats})
+	if len(groups) != 2 {
+		t.Fatalf("%d groups, want 2: %+v", len(groups), groups)
+	}
+	g := groups[0]
+	if g.Code != manifest.CodeDestinationMissing || len(g.Partitions) != 22 || g.Stopped != 3 || len(g.Errors) != 1 ||
+		g.What != "bucket does not exist" || !strings.Contains(g.Fix, "destination.bucket") || !strings.Contains(g.Fix, "requeue") ||
+		strings.HasPrefix(g.Errors[0], "destination_missing") {
+		t.Errorf("bad bucket group %+v", g)
+	}
+	if g := groups[1]; g.Code != manifest.CodeSourceUnavailable || len(g.Partitions) != 1 || g.Errors[0] != "dial tcp 10.0.0.5:5432: i/o timeout" {
+		t.Errorf("source group %+v", g)
+	}
+	for _, code := range manifest.Codes() {
+		if code.IsCause() && (causes[code].what == "" || causes[code].fix == "") {
+			t.Errorf("cause %s has no explanation or fix", code)
+		}
+	}
+}
