@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/dataset/example"
+
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
@@ -14,7 +16,7 @@ import (
 func writeCatalog(t *testing.T, dir, name string, edit func(string) string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	doc := edit(string(dataset.ExampleCatalog()))
+	doc := edit(string(example.YAML()))
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestCatalogShow(t *testing.T) {
 	}
 	// DAYBOOK_CATALOG names the CLI's catalog.
 	own := filepath.Join(dir, "own.yaml")
-	if err := os.WriteFile(own, []byte(strings.Replace(string(dataset.ExampleCatalog()), "name: daily_stats", "name: daily_totals", 1)), 0o644); err != nil {
+	if err := os.WriteFile(own, []byte(strings.Replace(string(example.YAML()), "name: daily_stats", "name: daily_totals", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	a.getenv = func(k string) string {

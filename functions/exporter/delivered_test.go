@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/dataset/example"
+
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -14,7 +16,7 @@ import (
 // catalog until the test ends.
 func useCatalog(t *testing.T, edit func(string) string) {
 	t.Helper()
-	s, err := dataset.Parse([]byte(edit(string(dataset.ExampleCatalog()))))
+	s, err := dataset.Parse([]byte(edit(string(example.YAML()))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/daybook-dev/daybook/shared/dataset/example"
 	"sigs.k8s.io/yaml"
 )
 
@@ -17,12 +18,6 @@ import (
 // read once at start-up (Load, then Use). The shipped example is the
 // demo's three datasets, embedded, and the catalog every process uses
 // until one calls Use.
-
-//go:embed example/catalog.yaml
-var exampleCatalog []byte
-
-// ExampleCatalog returns the shipped example catalog file's bytes.
-func ExampleCatalog() []byte { return append([]byte(nil), exampleCatalog...) }
 
 // EnvCatalog names the environment variable a process reads its catalog
 // file from: a path, relative to the Lambda task root (LAMBDA_TASK_ROOT)
@@ -99,10 +94,10 @@ func FromEnv(lookup func(string) (string, bool)) (*Set, error) {
 	return s, nil
 }
 
-var example = sync.OnceValues(func() (*Set, error) { return Parse(exampleCatalog) })
+var exampleSet = sync.OnceValues(func() (*Set, error) { return Parse(example.YAML()) })
 
 // Example returns the shipped example catalog.
-func Example() (*Set, error) { return example() }
+func Example() (*Set, error) { return exampleSet() }
 
 // current is the catalog of this process (Use); nil means the example.
 var current atomic.Pointer[Set]
@@ -140,9 +135,6 @@ func (s *Set) Names() []string {
 	}
 	return names
 }
-
-// Len is the number of datasets.
-func (s *Set) Len() int { return len(s.datasets) }
 
 // Get returns a copy of the dataset called name, or an error wrapping
 // ErrUnknownDataset.

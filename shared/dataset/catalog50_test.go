@@ -14,8 +14,8 @@ func TestFiftyDatasets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Len() != 50 {
-		t.Fatalf("%d datasets", s.Len())
+	if len(s.Names()) != 50 {
+		t.Fatalf("%d datasets", len(s.Names()))
 	}
 	for _, d := range s.Datasets() {
 		for _, dialect := range dataset.Dialects {

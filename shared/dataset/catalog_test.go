@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/dataset/example"
 )
 
 const yamlDataset = `
@@ -146,10 +148,10 @@ func TestLoadAndUse(t *testing.T) {
 		t.Fatalf("bad file: %v", err)
 	}
 	ex, err := FromEnv(env(nil))
-	if err != nil || ex.Len() != 3 {
+	if err != nil || len(ex.Names()) != 3 {
 		t.Fatalf("example: %v, %v", ex, err)
 	}
-	if s, err := FromEnv(env(map[string]string{"LAMBDA_TASK_ROOT": t.TempDir()})); err != nil || s.Len() != 3 {
+	if s, err := FromEnv(env(map[string]string{"LAMBDA_TASK_ROOT": t.TempDir()})); err != nil || len(s.Names()) != 3 {
 		t.Fatalf("a task root without a bundled catalog: %v, %v", s, err)
 	}
 	if err := os.Rename(path, filepath.Join(dir, BundledName)); err != nil {
@@ -174,7 +176,7 @@ func TestLoadAndUse(t *testing.T) {
 func TestCheckAgainst(t *testing.T) {
 	ex, _ := Example()
 	delivered := ex.Datasets()
-	dropped := strings.Replace(string(ExampleCatalog()), "      - {name: user_id, type: \"string\", nullable: true, description: \"Identified user, if any.\"}\n", "", 1)
+	dropped := strings.Replace(string(example.YAML()), "      - {name: user_id, type: \"string\", nullable: true, description: \"Identified user, if any.\"}\n", "", 1)
 	s, err := Parse([]byte(dropped))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/dataset/example"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 )
@@ -40,7 +42,7 @@ func yamlValue(t *testing.T, doc string) any {
 // field, an unknown partition, a bad type, queries and tenant_column both.
 func TestCatalogJSONSchema(t *testing.T) {
 	s := compileSchema(t)
-	for name, doc := range map[string]string{"example": string(ExampleCatalog()), "generated": yamlDataset} {
+	for name, doc := range map[string]string{"example": string(example.YAML()), "generated": yamlDataset} {
 		if err := s.Validate(yamlValue(t, doc)); err != nil {
 			t.Errorf("%s catalog does not validate: %v", name, err)
 		}
