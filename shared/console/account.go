@@ -74,9 +74,12 @@ type accountPage struct {
 	// AttentionMore counts the ones left out of a long list.
 	AttentionMore int
 	Requeue       []requeueLink
-	CanReexport   bool
-	ToggleHref    string
-	Query         string
+	// RequeueAll requeues the failed and stopped partitions of every
+	// dataset, when more than one has some.
+	RequeueAll  *requeueLink
+	CanReexport bool
+	ToggleHref  string
+	Query       string
 }
 
 // windowOf reads ?from=, ?to= and ?days= for acct; the error is said to the
@@ -183,6 +186,17 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 			v := url.Values{"account": {acct.ID}, "dataset": {ds.Dataset}, "from": {f.String()}, "to": {t.String()}}
 			p.Requeue = append(p.Requeue, requeueLink{Dataset: ds.Dataset, Count: stuck, Href: "/actions/requeue?" + v.Encode()})
 		}
+	}
+	if len(p.Requeue) > 1 {
+		all := requeueLink{}
+		for _, l := range p.Requeue {
+			all.Count += l.Count
+		}
+		u, _ := url.Parse(p.Requeue[0].Href)
+		q := u.Query()
+		q.Del("dataset")
+		all.Href = "/actions/requeue?" + q.Encode()
+		p.RequeueAll = &all
 	}
 	for _, g := range ops.GroupFailures(v.Datasets) {
 		fg := failureGroup{FailureGroup: g}

@@ -184,6 +184,8 @@ func TestAccountPage(t *testing.T) {
 		`<details><summary>Raw errors (2 distinct)</summary>`, `<pre class="error-text">source unreachable</pre>`,
 		`href="/actions/requeue?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Requeue 2 failed or stopped events partitions`,
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
+		// The re-export form covers every dataset unless one is chosen.
+		`<select name="dataset"><option value="" selected>all datasets</option><option>events</option></select>`,
 	)
 	if n := strings.Count(res.body, `class="hm-cell p-`) + strings.Count(res.body, `class="hm-cell empty"`); n != 12 {
 		t.Errorf("%d cells, want one a day for 12 days", n)
