@@ -57,16 +57,20 @@ func TestFleetPage(t *testing.T) {
 		`2026-11-29 <small class="muted" title="completed at 2026-11-30T02:30:00Z">11-30 02:30Z</small>`, // the healthy account's last export
 		`aria-sort="descending"`,
 	)
-	// The troubled account: completed 5, running 1, claimed 1, queued 0,
-	// pending 1, failed 1, stopped 1, oldest due 25th, 6 failures.
+	// The troubled account: completed 5, running 1, claimed 1, queued 1
+	// (the ledger's pending day: one word, as daybook status says it),
+	// failed 1, stopped 1, oldest due 25th, 6 failures.
 	row := regexp.MustCompile(`(?s)<tr>\s*<td><span class="health h-stopped".*?</tr>`).FindString(res.body)
 	cells := regexp.MustCompile(`<td class="num[^"]*">([^<]*)</td>`).FindAllStringSubmatch(row, -1)
 	var got []string
 	for _, c := range cells {
 		got = append(got, c[1])
 	}
-	if strings.Join(got, " ") != "5 1 1 0 1 1 1 6" {
-		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 0 1 1 1 and 6 failures\n%s", got, row)
+	if strings.Join(got, " ") != "5 1 1 1 1 1 6" {
+		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 1 1 1 and 6 failures\n%s", got, row)
+	}
+	if strings.Contains(strings.ToLower(res.body), "pending") {
+		t.Error("the fleet page says pending; status and the console say queued")
 	}
 	if !strings.Contains(row, `<td class="nowrap">2026-11-25</td>`) {
 		t.Errorf("troubled row without its oldest due day:\n%s", row)
@@ -177,13 +181,15 @@ func TestAccountPage(t *testing.T) {
 		`<span class="hm-cell empty" title="events 2026-11-18: no ledger row"></span>`,
 		`<a class="hm-cell p-completed" href="/accounts/`+troubled+`/partitions/events/2026-11-24" title="events 2026-11-24: completed · generation 2 · 1,234 rows · 55.5 KiB · attempts 2">`,
 		`class="hm-cell p-stopped" href="/accounts/`+troubled+`/partitions/events/2026-11-25" title="events 2026-11-25: stopped retrying · attempts 6 · error: source unreachable"><span aria-hidden="true">X</span>`,
-		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-pending"`,
+		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-queued"`,
 		// The failed and stopped partitions, grouped by reason code, the
 		// raw errors behind a toggle.
 		`<div class="failure-group" data-code="internal">`, "(2 partitions, 1 stopped retrying)",
 		`<details><summary>Raw errors (2 distinct)</summary>`, `<pre class="error-text">source unreachable</pre>`,
 		`href="/actions/requeue?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Requeue 2 failed or stopped events partitions`,
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
+		// The legend says what a blank cell is, in the CLI's words.
+		"blank: no ledger row: before the start date, or not scheduled by a sweep yet</li>",
 		// The re-export form covers every dataset unless one is chosen.
 		`<select name="dataset"><option value="" selected>all datasets</option><option>events</option></select>`,
 	)
