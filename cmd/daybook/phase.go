@@ -49,7 +49,7 @@ func legend(color bool) string {
 	for _, p := range phases {
 		parts = append(parts, paint(color, p, string(p.Symbol()))+" "+p.Legend())
 	}
-	return strings.Join(parts, "  ") + "  (blank) "+ops.BlankLegend
+	return strings.Join(parts, "  ") + "  (blank) " + ops.BlankLegend
 }
 
 // paint colours s for p when color is on.

@@ -28,9 +28,9 @@ const (
 	// pending) or one asked for by an operator or a backfill (the ledger's
 	// queued, which a sweep takes first). One word for both, in the CLI
 	// and the console alike.
-	Queued Phase = "queued"
-	Failed    Phase = "failed"  // will retry after its backoff
-	Stopped   Phase = "stopped" // failed too often; waits for a requeue
+	Queued  Phase = "queued"
+	Failed  Phase = "failed"  // will retry after its backoff
+	Stopped Phase = "stopped" // failed too often; waits for a requeue
 )
 
 // Phases in display order.
