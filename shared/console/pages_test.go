@@ -54,7 +54,7 @@ func TestFleetPage(t *testing.T) {
 		`<span class="health h-stopped" title="stopped retrying">X stopped</span>`,
 		`<a href="/accounts/acct_troubled22222222"><code>acct_troubled22222222</code></a>`,
 		`Paused Inc <span class="badge off">disabled</span>`,
-		`2026-11-29 <small class="muted" title="completed at 2026-11-30T02:30:00Z">11-30 02:30Z</small>`, // the healthy account's last export
+		`2026-11-29 <small class="muted" title="completed at 2026-11-30T02:30:00Z">2026-11-30 02:30Z</small>`, // the healthy account's last export
 		`aria-sort="descending"`,
 	)
 	// The troubled account: completed 5, running 1, claimed 1, queued 1
@@ -212,6 +212,44 @@ func TestAccountPage(t *testing.T) {
 	if strings.Contains(res.body, `aria-label="events, one cell a day"`) || !strings.Contains(res.body, `aria-label="profiles, one cell a day"`) ||
 		!strings.Contains(res.body, `<input type="checkbox" name="dataset" value="profiles" checked>`) {
 		t.Errorf("dataset filter:\n%s", res.body)
+	}
+}
+
+// TestAccountPageDefaultWindow: without from, to or days the heatmap runs
+// from the account's start date through its last closed day (the last 800
+// days of an older account; the start date alone for one starting today),
+// dates in ISO form in text inputs, never the browser's locale format.
+func TestAccountPageDefaultWindow(t *testing.T) {
+	const (
+		young  = "acct_younger222222222"
+		old    = "acct_older2222222222a"
+		future = "acct_startstoday2222a"
+	)
+	for _, tt := range []struct {
+		id, start, want string
+	}{
+		{troubled, "2026-11-20", "Partitions by day: 2026-11-20 to 2026-11-29"},
+		{young, "2026-06-01", "Partitions by day: 2026-06-01 to 2026-11-29"}, // longer than 90 days: still from the start
+		{old, "2020-01-01", "Partitions by day: 2024-09-21 to 2026-11-29"},   // the last 800 days
+		{future, "2026-11-30", "Partitions by day: 2026-11-30 to 2026-11-30"}, // starts today: nothing closed yet
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			f := newFixture(t)
+			seed(f)
+			if tt.id != troubled {
+				f.ledger.accounts[tt.id] = account.Account{ID: tt.id, Name: "New", Enabled: true, StartDate: day(tt.start), Datasets: []string{"events"},
+					Destination: account.Destination{Bucket: "daybook-exports-test"}}
+			}
+			res := f.get("/accounts/" + tt.id)
+			if res.code != http.StatusOK {
+				t.Fatalf("status %d\n%s", res.code, res.body)
+			}
+			wantContains(t, res.body, tt.want, `aria-current="true">since the start date</a>`,
+				`<input type="text" name="from" value="`+tt.want[len("Partitions by day: "):][:10]+`" inputmode="numeric" pattern="[0-9]{4}-[0-9]{2}-[0-9]{2}" placeholder="YYYY-MM-DD"`)
+			if strings.Contains(res.body, `type="date"`) {
+				t.Error("a date input: the browser shows it in its locale's format, not YYYY-MM-DD")
+			}
+		})
 	}
 }
 

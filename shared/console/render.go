@@ -168,10 +168,11 @@ func plural(n int, word string) string {
 	return thousands(n) + " " + word + "s"
 }
 
-// shortTime shortens a UTC timestamp of FormatTime to "11-30 09:00Z".
+// shortTime shortens a UTC timestamp of FormatTime to "2026-11-30
+// 09:00Z": the date stays whole (ISO), the seconds go.
 func shortTime(ts string) string {
 	if len(ts) != len("2006-01-02T15:04:05Z") {
 		return ts
 	}
-	return ts[5:10] + " " + ts[11:16] + "Z"
+	return ts[:10] + " " + ts[11:16] + "Z"
 }
