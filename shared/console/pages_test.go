@@ -229,8 +229,8 @@ func TestAccountPageDefaultWindow(t *testing.T) {
 		id, start, want string
 	}{
 		{troubled, "2026-11-20", "Partitions by day: 2026-11-20 to 2026-11-29"},
-		{young, "2026-06-01", "Partitions by day: 2026-06-01 to 2026-11-29"}, // longer than 90 days: still from the start
-		{old, "2020-01-01", "Partitions by day: 2024-09-21 to 2026-11-29"},   // the last 800 days
+		{young, "2026-06-01", "Partitions by day: 2026-06-01 to 2026-11-29"},  // longer than 90 days: still from the start
+		{old, "2020-01-01", "Partitions by day: 2024-09-21 to 2026-11-29"},    // the last 800 days
 		{future, "2026-11-30", "Partitions by day: 2026-11-30 to 2026-11-30"}, // starts today: nothing closed yet
 	} {
 		t.Run(tt.id, func(t *testing.T) {
