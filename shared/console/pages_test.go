@@ -190,6 +190,7 @@ func TestAccountPage(t *testing.T) {
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
 		// The legend says what a blank cell is, in the CLI's words.
 		"blank: no ledger row: before the start date, or not scheduled by a sweep yet</li>",
+		`<span class="hm-cell sample p-completed no-rows" aria-hidden="true">0</span>completed with 0 rows (lighter, hatched)</li>`,
 		// The re-export form covers every dataset unless one is chosen.
 		`<select name="dataset"><option value="" selected>all datasets</option><option>events</option></select>`,
 	)
@@ -309,6 +310,35 @@ func TestPartitionPage(t *testing.T) {
 	// A day without a row, a dataset the account does not export.
 	res = f.get("/accounts/" + troubled + "/partitions/profiles/2026-11-24")
 	wantContains(t, res.body, "no ledger row", "The account does not export profiles now", "No attempts recorded")
+
+	// The day before and after, and the same day of the other datasets,
+	// within the start date and the last closed day.
+	for _, tt := range []struct {
+		path    string
+		want    []string
+		notWant []string
+	}{
+		{"/accounts/" + healthy + "/partitions/events/2026-11-15", []string{
+			`<a rel="prev" href="/accounts/` + healthy + `/partitions/events/2026-11-14">← 2026-11-14</a>`,
+			`<a rel="next" href="/accounts/` + healthy + `/partitions/events/2026-11-16">2026-11-16 →</a>`,
+			`The same day of <a href="/accounts/` + healthy + `/partitions/profiles/2026-11-15">profiles</a>`}, nil},
+		{"/accounts/" + healthy + "/partitions/profiles/2026-11-01", []string{ // the start date
+			`<a rel="next" href="/accounts/` + healthy + `/partitions/profiles/2026-11-02">`,
+			`The same day of <a href="/accounts/` + healthy + `/partitions/events/2026-11-01">events</a>`}, []string{`rel="prev"`}},
+		{"/accounts/" + troubled + "/partitions/events/2026-11-29", []string{ // the last closed day; no other dataset
+			`<a rel="prev" href="/accounts/` + troubled + `/partitions/events/2026-11-28">`}, []string{`rel="next"`, "The same day of"}},
+	} {
+		res := f.get(tt.path)
+		if res.code != http.StatusOK {
+			t.Fatalf("%s: status %d", tt.path, res.code)
+		}
+		wantContains(t, res.body, tt.want...)
+		for _, s := range tt.notWant {
+			if strings.Contains(res.body, s) {
+				t.Errorf("%s has %s", tt.path, s)
+			}
+		}
+	}
 }
 
 func TestPartitionPageSaysTheBucketIsUnreachable(t *testing.T) {
