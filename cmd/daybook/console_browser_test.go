@@ -164,6 +164,21 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !strings.Contains(title, "events "+day+": completed · generation 1 · ") || !strings.Contains(title, "rows") {
 		t.Errorf("the cell's title %q", title)
 	}
+	// The days as the browser holds and shows them: YYYY-MM-DD, the
+	// window from the account's first day; the re-export form's default is
+	// every dataset.
+	inputs := eval[[]string](t, bctx, `Array.from(document.querySelectorAll('input[name=from], input[name=to]')).map(i => i.type + ' ' + i.value)`)
+	for _, in := range inputs {
+		if !regexp.MustCompile(`^text \d{4}-\d{2}-\d{2}$`).MatchString(in) {
+			t.Errorf("a day input %q: want a text input holding YYYY-MM-DD", in)
+		}
+	}
+	if len(inputs) == 0 || inputs[0] > "text "+exported[0] {
+		t.Errorf("day inputs %v: the default window does not reach the first exported day %s", inputs, exported[0])
+	}
+	if v := eval[string](t, bctx, `(document.querySelector('form[action="/actions/reexport"] select[name=dataset]') || {value: 'none'}).value`); v != "" {
+		t.Errorf("the re-export form's dataset %q, want every dataset (\"\")", v)
+	}
 	shot(t, bctx, "account")
 
 	// The keyboard: the heatmap is one tab stop, and the arrow keys move

@@ -181,7 +181,7 @@ func TestPhaseOf(t *testing.T) {
 		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now}, phaseClaimed},
 		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now, StartedAt: now}, phaseRunning},
 		{ledger.Row{State: ledger.StateQueued}, phaseQueued},
-		{ledger.Row{State: ledger.StatePending}, phasePending},
+		{ledger.Row{State: ledger.StatePending}, phaseQueued}, // one word for both: waiting for a sweep
 		{ledger.Row{State: ledger.StateFailed, NextAttemptAt: now}, phaseFailed},
 		{ledger.Row{State: ledger.StateFailed, Stopped: true}, phaseStopped},
 		{ledger.Row{State: ledger.StateFailed, DueKey: "9#2026-11-01#events"}, phaseStopped}, // from the index

@@ -16,7 +16,6 @@ const (
 	phaseRunning   = ops.Running
 	phaseClaimed   = ops.Claimed
 	phaseQueued    = ops.Queued
-	phasePending   = ops.Pending
 	phaseFailed    = ops.Failed
 	phaseStopped   = ops.Stopped
 )
@@ -30,7 +29,6 @@ var phaseColor = map[phase]string{
 	phaseRunning:   "34;1",
 	phaseClaimed:   "36",
 	phaseQueued:    "33",
-	phasePending:   "90",
 	phaseFailed:    "31",
 	phaseStopped:   "35;1",
 }
@@ -51,7 +49,7 @@ func legend(color bool) string {
 	for _, p := range phases {
 		parts = append(parts, paint(color, p, string(p.Symbol()))+" "+p.Legend())
 	}
-	return strings.Join(parts, "  ") + "  (blank) no ledger row"
+	return strings.Join(parts, "  ") + "  (blank) " + ops.BlankLegend
 }
 
 // paint colours s for p when color is on.

@@ -34,14 +34,15 @@ daybook requeue), the oldest day not exported and the newest day exported.
 
 With --account: a map of dataset by day with a date axis, one character per day (in colour on
 a terminal), the days before the window summed up, and the partitions that need attention.
---state narrows both views to partitions in those states; --from/--to (or --days, default the
+--state (a comma-separated list, or repeated) shows only partitions in those states in both
+views; --from/--to (or --days, default the
 last 90 closed days) set the window.`,
 		Example: "  daybook status\n  daybook status --state failed,stopped\n  daybook status --account acct_localdemoaccount --from 2026-09-01 --to 2026-11-30",
 	}
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&f.account, "account", "", "one account's datasets by day")
 	c.Flags().StringSliceVar(&f.datasets, "dataset", nil, "only these datasets (repeat or comma-separate): "+strings.Join(datasetNames(), ", "))
-	c.Flags().StringSliceVar(&f.states, "state", nil, "only partitions in these states: "+phaseNames())
+	c.Flags().StringSliceVar(&f.states, "state", nil, "only partitions in these states (repeat or comma-separate): "+phaseNames())
 	c.Flags().StringVar(&f.from, "from", "", "first day shown, YYYY-MM-DD")
 	c.Flags().StringVar(&f.to, "to", "", "last day shown, YYYY-MM-DD (default: the last closed day)")
 	c.Flags().IntVar(&f.days, "days", 0, "show the last N closed days (with --account; default 90)")
@@ -114,7 +115,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 			last = l.LastExport + " at " + l.LastExportAt
 		}
 		tw.row(l.Account, name, strings.Join(l.Datasets, ","),
-			l.Counts[phaseCompleted], l.Counts[phaseQueued]+l.Counts[phasePending], l.Counts[phaseClaimed], l.Counts[phaseRunning],
+			l.Counts[phaseCompleted], l.Counts[phaseQueued], l.Counts[phaseClaimed], l.Counts[phaseRunning],
 			l.Counts[phaseFailed], l.Counts[phaseStopped], cmp.Or(l.OldestDue, "-"), last)
 	}
 	if err := tw.Flush(); err != nil {

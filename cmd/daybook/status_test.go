@@ -18,7 +18,7 @@ import (
 
 // statusFixture: a healthy account with three completed days, and a
 // troubled one with, for 2026-11-25..29: stopped, failed, claimed (its job
-// in the queue), running, pending.
+// in the queue), running, queued (the ledger's pending).
 type statusFixture struct {
 	healthy, troubled string
 }
@@ -90,7 +90,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	if h < 0 || tr < 0 || tr > h {
 		t.Fatalf("troubled account at %d, healthy at %d: want both, troubled first", tr, h)
 	}
-	want := map[phase]int{phaseStopped: 1, phaseFailed: 1, phaseClaimed: 1, phaseRunning: 1, phasePending: 1}
+	want := map[phase]int{phaseStopped: 1, phaseFailed: 1, phaseClaimed: 1, phaseRunning: 1, phaseQueued: 1}
 	for p, n := range want {
 		if lines[tr].Counts[p] != n {
 			t.Errorf("troubled %s = %d, want %d (%v)", p, lines[tr].Counts[p], n, lines[tr].Counts)
@@ -117,6 +117,11 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	json.Unmarshal([]byte(r.stdout), &lines)
 	if at(f.troubled) < 0 || at(f.healthy) >= 0 {
 		t.Errorf("--state stopped: troubled at %d, healthy at %d", at(f.troubled), at(f.healthy))
+	}
+	// and counts only the partitions in those states.
+	r = s.run(t, a, "status", "--state", "failed,stopped")
+	if fields := strings.Fields(lineWith(r.stdout, f.troubled)); len(fields) < 11 || !slices.Equal(fields[len(fields)-8:len(fields)-2], []string{"0", "0", "0", "0", "1", "1"}) {
+		t.Errorf("--state failed,stopped: troubled row %q, want only failed 1 and stopped 1 counted", lineWith(r.stdout, f.troubled))
 	}
 	// --from/--to count the window only.
 	r = s.run(t, a, "status", "--from", "2026-11-28", "--to", "2026-11-29", "-o", "json")
@@ -147,8 +152,12 @@ func TestStatusOfAnAccount(t *testing.T) {
 	for _, want := range []string{
 		"days 2026-11-23..2026-11-29 (7)",
 		"\n        Nov 2026\n        23\n",
-		"events    Xx~>.  running 1, claimed 1, pending 1, failed 1, stopped 1", // two days with no row, then the five
+		"events    Xx~>.  running 1, claimed 1, queued 1, failed 1, stopped 1", // two days with no row, then the five
 		"~ claimed, waiting in the queue",
+		// One word for the ledger's queued and pending, and a blank cell
+		// explained, as the console's legend says them.
+		". queued, waiting for a sweep  ",
+		"(blank) no ledger row: before the start date, or not scheduled by a sweep yet",
 		// Failed and stopped partitions, grouped by reason code, with the fix
 		// and the raw error once.
 		"FAILED internal: unexpected error inside daybook (2 partitions, 1 stopped retrying)\n  events 2026-11-25, events 2026-11-26\n  fix: read the raw error",
@@ -195,7 +204,7 @@ func TestStatusOfAnAccount(t *testing.T) {
 	for _, d := range res.Datasets[0].Days {
 		got = append(got, d.Day[8:]+":"+string(d.State))
 	}
-	if want := "25:stopped 26:failed 27:claimed 28:running 29:pending"; strings.Join(got, " ") != want {
+	if want := "25:stopped 26:failed 27:claimed 28:running 29:queued"; strings.Join(got, " ") != want {
 		t.Errorf("days %v, want %s", got, want)
 	}
 	if d := res.Datasets[0].Days[0]; d.Error != "source unreachable" || d.Attempts != 1 {

@@ -19,7 +19,8 @@ const maxWindowDays = 800
 // mostAttention is how many partitions the attention list shows.
 const mostAttention = 60
 
-// quickRanges are the window links above the heatmap.
+// quickRanges are the window links above the heatmap, after the default
+// (since the start date).
 var quickRanges = []int{30, 90, 400}
 
 type option struct {
@@ -74,9 +75,12 @@ type accountPage struct {
 	// AttentionMore counts the ones left out of a long list.
 	AttentionMore int
 	Requeue       []requeueLink
-	CanReexport   bool
-	ToggleHref    string
-	Query         string
+	// RequeueAll requeues the failed and stopped partitions of every
+	// dataset, when more than one has some.
+	RequeueAll  *requeueLink
+	CanReexport bool
+	ToggleHref  string
+	Query       string
 }
 
 // windowOf reads ?from=, ?to= and ?days= for acct; the error is said to the
@@ -102,6 +106,20 @@ func (s *Server) windowOf(q url.Values, acct account.Account) (civil.Date, civil
 		if !from.IsZero() || !to.IsZero() {
 			return from, to, 0, fmt.Errorf("give days, or from and to, not both")
 		}
+	}
+	if days == 0 && from.IsZero() && to.IsZero() {
+		// The default: from the account's start date through its last
+		// closed day, the last maxWindowDays of them for an older account;
+		// an account that starts today or later shows its start date.
+		to = acct.WithDefaults(s.cfg.SettleDelay).ClosedThrough(s.now())
+		if to.Before(acct.StartDate) {
+			to = acct.StartDate
+		}
+		from = acct.StartDate
+		if from.DaysUntil(to)+1 > maxWindowDays {
+			from = to.AddDays(-maxWindowDays + 1)
+		}
+		return from, to, 0, nil
 	}
 	from, to = ops.Window(acct, s.cfg.SettleDelay, s.now(), from, to, days)
 	switch n := from.DaysUntil(to) + 1; {
@@ -147,10 +165,16 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 	}
 	keep := url.Values{"dataset": q["dataset"]}
 	p.Query = keep.Encode()
+	since := "/accounts/" + url.PathEscape(acct.ID)
+	if p.Query != "" {
+		since += "?" + p.Query
+	}
+	p.Ranges = append(p.Ranges, rangeLink{Text: "since the start date", Href: since,
+		Current: days == 0 && q.Get("from") == "" && q.Get("to") == ""})
 	for _, n := range quickRanges {
 		v := url.Values{"dataset": q["dataset"], "days": {strconv.Itoa(n)}}
 		p.Ranges = append(p.Ranges, rangeLink{Text: fmt.Sprintf("last %d days", n), Href: "/accounts/" + url.PathEscape(acct.ID) + "?" + v.Encode(),
-			Current: days == n || (days == 0 && q.Get("from") == "" && q.Get("to") == "" && n == 90)})
+			Current: days == n})
 	}
 	for _, ds := range v.Datasets {
 		if len(ds.Before) > 0 {
@@ -183,6 +207,17 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 			v := url.Values{"account": {acct.ID}, "dataset": {ds.Dataset}, "from": {f.String()}, "to": {t.String()}}
 			p.Requeue = append(p.Requeue, requeueLink{Dataset: ds.Dataset, Count: stuck, Href: "/actions/requeue?" + v.Encode()})
 		}
+	}
+	if len(p.Requeue) > 1 {
+		all := requeueLink{}
+		for _, l := range p.Requeue {
+			all.Count += l.Count
+		}
+		u, _ := url.Parse(p.Requeue[0].Href)
+		q := u.Query()
+		q.Del("dataset")
+		all.Href = "/actions/requeue?" + q.Encode()
+		p.RequeueAll = &all
 	}
 	for _, g := range ops.GroupFailures(v.Datasets) {
 		fg := failureGroup{FailureGroup: g}

@@ -10,7 +10,9 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -126,6 +128,63 @@ func (s *Server) request(r *http.Request, v url.Values, maxDays int) (account.Ac
 	return ops.CheckRequest(r.Context(), s.cfg.Ledger, m, jobs.Limits{Now: s.now(), SettleDelay: s.cfg.SettleDelay, MaxDays: maxDays})
 }
 
+// requests is request for the dataset asked for or, without one (the
+// forms' default), for every dataset of the account, as the CLI does; it
+// returns the datasets checked.
+func (s *Server) requests(r *http.Request, v url.Values, maxDays int) (account.Account, civil.Date, civil.Date, []string, error) {
+	if ds := v.Get("dataset"); ds != "" {
+		acct, from, to, err := s.request(r, v, maxDays)
+		return acct, from, to, []string{ds}, err
+	}
+	q := url.Values{}
+	for k, vs := range v {
+		q[k] = vs
+	}
+	var datasets []string
+	if account.ValidID(v.Get("account")) {
+		got, err := s.cfg.Ledger.GetAccount(r.Context(), v.Get("account"))
+		switch {
+		case err == nil:
+			datasets = got.Datasets
+		case !errors.Is(err, ledger.ErrNotFound):
+			return account.Account{}, civil.Date{}, civil.Date{}, nil, err
+		}
+	}
+	if len(datasets) == 0 {
+		// No account to take the datasets from: any dataset of the catalog
+		// words the refusal (the account id, or no such account).
+		names, err := dataset.Names()
+		if err != nil || len(names) == 0 {
+			return account.Account{}, civil.Date{}, civil.Date{}, nil, fmt.Errorf("dataset catalog: %v", err)
+		}
+		q.Set("dataset", names[0])
+		acct, from, to, err := s.request(r, q, maxDays)
+		if err == nil {
+			err = &jobs.FieldError{Field: "account", Value: acct.ID, Reason: "exports no dataset", Kind: jobs.ErrRefused}
+		}
+		return acct, from, to, nil, err
+	}
+	var acct account.Account
+	var from, to civil.Date
+	for _, ds := range datasets {
+		q.Set("dataset", ds)
+		var err error
+		if acct, from, to, err = s.request(r, q, maxDays); err != nil {
+			return acct, from, to, nil, err
+		}
+	}
+	return acct, from, to, datasets, nil
+}
+
+// datasetsText names the datasets of an action: one by name, or every
+// dataset of the account.
+func datasetsText(datasets []string, all bool) string {
+	if all {
+		return "every dataset (" + strings.Join(datasets, ", ") + ")"
+	}
+	return strings.Join(datasets, ", ")
+}
+
 func requestFields(v url.Values) []hidden {
 	var out []hidden
 	for _, k := range []string{"account", "dataset", "day", "from", "to"} {
@@ -157,21 +216,22 @@ func (s *Server) confirmReexport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := values(r)
-	acct, from, to, err := s.request(r, v, jobs.MaxManualRangeDays)
+	acct, from, to, datasets, err := s.requests(r, v, jobs.MaxManualRangeDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
-	ds := v.Get("dataset")
-	s.render(w, r, http.StatusOK, "confirm", "Re-export "+ds, s.actionCrumbs(acct, "Re-export"), confirmPage{
-		Heading: fmt.Sprintf("Re-export %s of %s, %s?", ds, acct.Name, span(from, to)),
+	what := datasetsText(datasets, v.Get("dataset") == "")
+	n := len(datasets) * (from.DaysUntil(to) + 1)
+	s.render(w, r, http.StatusOK, "confirm", "Re-export "+what, s.actionCrumbs(acct, "Re-export"), confirmPage{
+		Heading: fmt.Sprintf("Re-export %s of %s, %s?", what, acct.Name, span(from, to)),
 		Lines: []string{
-			"One manual re-export request per day goes to the jobs queue. The exporter claims each day in the ledger " +
+			"One manual re-export request per day and dataset goes to the jobs queue. The exporter claims each day in the ledger " +
 				"(a day running now runs again after it finishes) and writes the next generation into " + acct.Destination.Bucket + ".",
 			"Readers of the partition see it disappear (no _SUCCESS) while it is written again.",
 		},
-		Action: "/actions/reexport", Fields: requestFields(v), Button: "Re-export " + span(from, to),
-		Cancel: partitionOrAccount(acct.ID, ds, from, to), By: s.cfg.Identity(r),
+		Action: "/actions/reexport", Fields: requestFields(v), Button: "Re-export " + plural(n, "partition") + ", " + span(from, to),
+		Cancel: actionHref(acct.ID, datasets, v.Get("dataset") == "", from, to), By: s.cfg.Identity(r),
 	})
 }
 
@@ -180,108 +240,152 @@ func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := values(r)
-	acct, from, to, err := s.request(r, v, jobs.MaxManualRangeDays)
+	acct, from, to, datasets, err := s.requests(r, v, jobs.MaxManualRangeDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
-	ds, by := v.Get("dataset"), s.cfg.Identity(r)
-	sent, err := ops.SendReexports(r.Context(), s.cfg.Queue, s.cfg.QueueURL, acct.ID, ds, civil.Range(from, to), by, nil)
-	s.cfg.Log.Info("console action", "action", "reexport", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
-		"requested_by", by, "sent", len(sent), "error", errText(err))
+	by := s.cfg.Identity(r)
+	var items []string
+	count := 0
+	for _, ds := range datasets {
+		var sent []ops.SentRequest
+		sent, err = ops.SendReexports(r.Context(), s.cfg.Queue, s.cfg.QueueURL, acct.ID, ds, civil.Range(from, to), by, nil)
+		s.cfg.Log.Info("console action", "action", "reexport", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
+			"requested_by", by, "sent", len(sent), "error", errText(err))
+		count += len(sent)
+		for _, m := range sent {
+			items = append(items, ds+" "+m.Day+": message "+m.MessageID)
+		}
+		if err != nil {
+			break
+		}
+	}
 	if err != nil {
-		s.failed(w, r, err)
+		s.failed(w, r, fmt.Errorf("%d requests sent before: %w", count, err))
 		return
 	}
-	var items []string
-	for _, m := range sent {
-		items = append(items, m.Day+": message "+m.MessageID)
-	}
 	items, more := listed(items)
+	all := v.Get("dataset") == ""
 	s.render(w, r, http.StatusOK, "done", "Re-export sent", s.actionCrumbs(acct, "Re-export"), donePage{
-		Heading: fmt.Sprintf("Sent %s for %s of %s", plural(len(sent), "re-export request"), ds, acct.ID),
+		Heading: fmt.Sprintf("Sent %s for %s of %s", plural(count, "re-export request"), datasetsText(datasets, all), acct.ID),
 		Lines:   s.withQueueNote("Requested by " + by + ". The exporter takes them from the queue; the generation goes up when each day is written again."),
 		Items:   items, More: more,
-		Links: []link{{"The partition", partitionOrAccount(acct.ID, ds, from, to)}, {"The account", "/accounts/" + url.PathEscape(acct.ID)}},
+		Links: []link{{"The partitions", actionHref(acct.ID, datasets, all, from, to)}, {"The account", "/accounts/" + url.PathEscape(acct.ID)}},
 	})
 }
 
-// stuckDays are the failed and stopped days of (account, dataset) from
-// `from` through `to`.
-func (s *Server) stuckDays(r *http.Request, acct account.Account, ds string, from, to civil.Date) ([]civil.Date, error) {
-	rows, err := s.cfg.Ledger.List(r.Context(), acct.ID, ds, from, to)
-	if err != nil {
-		return nil, err
-	}
-	var days []civil.Date
-	for _, row := range rows {
-		if p := ops.Of(row); p == ops.Failed || p == ops.Stopped {
-			days = append(days, row.Day)
+// stuckDay is a failed or stopped partition.
+type stuckDay struct {
+	Dataset string
+	Day     civil.Date
+}
+
+// stuckDays are the failed and stopped days of the account's datasets
+// from `from` through `to`.
+func (s *Server) stuckDays(r *http.Request, acct account.Account, datasets []string, from, to civil.Date) ([]stuckDay, error) {
+	var days []stuckDay
+	for _, ds := range datasets {
+		rows, err := s.cfg.Ledger.List(r.Context(), acct.ID, ds, from, to)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			if p := ops.Of(row); p == ops.Failed || p == ops.Stopped {
+				days = append(days, stuckDay{ds, row.Day})
+			}
 		}
 	}
 	return days, nil
 }
 
-func dayStrings(days []civil.Date) []string {
+// stuckStrings lists days by day, or by dataset and day when the action
+// covers more than one dataset.
+func stuckStrings(days []stuckDay, datasets []string) []string {
 	out := make([]string, len(days))
 	for i, d := range days {
-		out[i] = d.String()
+		out[i] = d.Day.String()
+		if len(datasets) > 1 {
+			out[i] = d.Dataset + " " + out[i]
+		}
 	}
 	return out
 }
 
 func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
 	v := values(r)
-	acct, from, to, err := s.request(r, v, maxWindowDays)
+	acct, from, to, datasets, err := s.requests(r, v, maxWindowDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
-	ds := v.Get("dataset")
-	days, err := s.stuckDays(r, acct, ds, from, to)
+	all := v.Get("dataset") == ""
+	what := datasetsText(datasets, all)
+	pre, post := datasets[0]+" ", ""
+	if all {
+		pre, post = "", ", "+what
+	}
+	days, err := s.stuckDays(r, acct, datasets, from, to)
 	if err != nil {
 		s.failed(w, r, err)
 		return
 	}
 	p := confirmPage{
-		Heading: fmt.Sprintf("Requeue the failed and stopped %s partitions of %s, %s?", ds, acct.Name, span(from, to)),
-		Action:  "/actions/requeue", Fields: requestFields(v), Cancel: partitionOrAccount(acct.ID, ds, from, to), By: s.cfg.Identity(r),
+		Heading: fmt.Sprintf("Requeue the failed and stopped %spartitions of %s%s, %s?", pre, acct.Name, post, span(from, to)),
+		Action:  "/actions/requeue", Fields: requestFields(v), Cancel: actionHref(acct.ID, datasets, all, from, to), By: s.cfg.Identity(r),
 		Button: "Requeue " + plural(len(days), "partition"),
 	}
 	if len(days) == 0 {
-		p.Heading = fmt.Sprintf("Nothing to requeue: no %s partition of %s is failed or stopped, %s.", ds, acct.ID, span(from, to))
+		p.Heading = fmt.Sprintf("Nothing to requeue: no %spartition of %s%s is failed or stopped, %s.", pre, acct.ID, post, span(from, to))
 		p.Nothing = true
 	} else {
 		p.Lines = []string{"Each partition below is marked queued with a fresh count of attempts; the sweeper claims queued partitions first, " +
 			"oldest first, within its caps. A partition that is running by then is marked to run again when it finishes."}
-		p.Items, p.More = listed(dayStrings(days))
+		p.Items, p.More = listed(stuckStrings(days, datasets))
 	}
-	s.render(w, r, http.StatusOK, "confirm", "Requeue "+ds, s.actionCrumbs(acct, "Requeue"), p)
+	s.render(w, r, http.StatusOK, "confirm", "Requeue "+what, s.actionCrumbs(acct, "Requeue"), p)
 }
 
 func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 	v := values(r)
-	acct, from, to, err := s.request(r, v, maxWindowDays)
+	acct, from, to, datasets, err := s.requests(r, v, maxWindowDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
-	ds, by := v.Get("dataset"), s.cfg.Identity(r)
-	days, err := s.stuckDays(r, acct, ds, from, to)
+	by := s.cfg.Identity(r)
+	days, err := s.stuckDays(r, acct, datasets, from, to)
 	if err != nil {
 		s.failed(w, r, err)
 		return
 	}
-	res, err := ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, days, partition.ReasonManual, by, nil)
-	s.cfg.Log.Info("console action", "action", "requeue", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
-		"requested_by", by, "queued", res.Queued, "rerun_requested", res.RerunRequested, "error", errText(err))
-	if err != nil {
-		s.failed(w, r, err)
-		return
+	var res ledger.RequeueResult
+	for _, ds := range datasets {
+		var dd []civil.Date
+		for _, d := range days {
+			if d.Dataset == ds {
+				dd = append(dd, d.Day)
+			}
+		}
+		var got ledger.RequeueResult
+		got, err = ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, dd, partition.ReasonManual, by, nil)
+		res.Queued += got.Queued
+		res.Created += got.Created
+		res.RerunRequested += got.RerunRequested
+		s.cfg.Log.Info("console action", "action", "requeue", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
+			"requested_by", by, "queued", got.Queued, "rerun_requested", got.RerunRequested, "error", errText(err))
+		if err != nil {
+			s.failed(w, r, fmt.Errorf("%s: %w", ds, err))
+			return
+		}
 	}
-	items, more := listed(dayStrings(days))
+	items, more := listed(stuckStrings(days, datasets))
+	word := "partition"
+	if len(datasets) == 1 {
+		word = datasets[0] + " partition"
+	}
 	s.render(w, r, http.StatusOK, "done", "Requeued", s.actionCrumbs(acct, "Requeue"), donePage{
-		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, ds+" partition"), acct.ID),
+		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, word), acct.ID),
 		Lines: s.withQueueNote(fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
 			by, res.RerunRequested)),
 		Items: items, More: more,
@@ -355,6 +459,15 @@ func (s *Server) postEnable(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) actionCrumbs(acct account.Account, what string) []crumb {
 	return []crumb{{Text: "Fleet", Href: "/"}, {Text: acct.Name + " (" + acct.ID + ")", Href: "/accounts/" + url.PathEscape(acct.ID)}, {Text: what}}
+}
+
+// actionHref links what an action covers: partitionOrAccount for one
+// dataset, the account page of the range for every dataset.
+func actionHref(accountID string, datasets []string, all bool, from, to civil.Date) string {
+	if !all && len(datasets) == 1 {
+		return partitionOrAccount(accountID, datasets[0], from, to)
+	}
+	return "/accounts/" + url.PathEscape(accountID) + "?" + url.Values{"from": {from.String()}, "to": {to.String()}}.Encode()
 }
 
 // partitionOrAccount links one day's partition page, or the account page

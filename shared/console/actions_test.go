@@ -45,6 +45,10 @@ func TestConfirmationPagesChangeNothing(t *testing.T) {
 			[]string{"Requeue the failed and stopped events partitions", "<li>2026-11-25</li>", "<li>2026-11-26</li>", "Requeue 2 partitions"}, true},
 		{"requeue with nothing to do", "/actions/requeue?" + form("account", healthy, "dataset", "events", "from", "2026-11-01", "to", "2026-11-29").Encode(),
 			[]string{"Nothing to requeue: no events partition of " + healthy + " is failed or stopped"}, false},
+		{"re-export without a dataset: every dataset of the account", "/actions/reexport?" + form("account", healthy, "day", "2026-11-24").Encode(),
+			[]string{"Re-export every dataset (events, profiles) of Healthy Co, 2026-11-24 (1 day)?", "Re-export 2 partitions, 2026-11-24 (1 day)"}, true},
+		{"requeue without a dataset: every dataset of the account", "/actions/requeue?" + form("account", healthy, "from", "2026-11-01", "to", "2026-11-29").Encode(),
+			[]string{"Nothing to requeue: no partition of " + healthy + ", every dataset (events, profiles) is failed or stopped"}, false},
 		{"disable", "/actions/account?" + form("account", healthy, "enabled", "false").Encode(),
 			[]string{"Disable account Healthy Co (" + healthy + ")?", "The sweeper skips the account"}, true},
 		{"enable an enabled account", "/actions/account?" + form("account", healthy, "enabled", "true").Encode(),
@@ -95,6 +99,33 @@ func TestActions(t *testing.T) {
 		}
 		if !strings.Contains(f.log.String(), "requested_by=arn:aws:iam::123456789012:user/alice") {
 			t.Errorf("the action is not logged with who asked:\n%s", f.log.String())
+		}
+	})
+	t.Run("re-export without a dataset sends every dataset of the account", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		res := f.post("/actions/reexport", form("account", healthy, "from", "2026-11-23", "to", "2026-11-24"), f.session())
+		if res.code != http.StatusOK || !strings.Contains(res.body, "Sent 4 re-export requests for every dataset (events, profiles) of "+healthy) {
+			t.Fatalf("status %d\n%s", res.code, res.body)
+		}
+		var got []string
+		for _, body := range f.queue.sent() {
+			m, err := jobs.Parse(body)
+			if err != nil || m.Manual == nil {
+				t.Fatalf("message %s (%v)", body, err)
+			}
+			got = append(got, m.Manual.Dataset+" "+m.Manual.Day)
+		}
+		if want := "events 2026-11-23,events 2026-11-24,profiles 2026-11-23,profiles 2026-11-24"; strings.Join(got, ",") != want {
+			t.Errorf("sent %v, want %s", got, want)
+		}
+	})
+	t.Run("requeue without a dataset covers every dataset", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		res := f.post("/actions/requeue", form("account", troubled, "from", "2026-11-20", "to", "2026-11-29"), f.session())
+		if res.code != http.StatusOK || !strings.Contains(res.body, "Requeued 2 events partitions of "+troubled) {
+			t.Fatalf("status %d\n%s", res.code, res.body)
 		}
 	})
 	t.Run("requeue queues the failed and stopped days only", func(t *testing.T) {

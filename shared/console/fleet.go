@@ -49,7 +49,6 @@ var sortKeys = []sortKey{
 	{name: "running", title: "Running", desc: true, num: true, less: byCount(ops.Running)},
 	{name: "claimed", title: "Claimed", desc: true, num: true, less: byCount(ops.Claimed)},
 	{name: "queued", title: "Queued", desc: true, num: true, less: byCount(ops.Queued)},
-	{name: "pending", title: "Pending", desc: true, num: true, less: byCount(ops.Pending)},
 	{name: "failed", title: "Failed", desc: true, num: true, less: byCount(ops.Failed)},
 	{name: "stopped", title: "Stopped", desc: true, num: true, less: byCount(ops.Stopped)},
 	{name: "oldest_due", title: "Oldest due", less: func(a, b ops.FleetLine) int { return emptyLast(a.OldestDue, b.OldestDue) }},

@@ -22,6 +22,9 @@ const (
 	heatmapPx = 1000
 )
 
+// noRowsSymbol marks a completed day of 0 rows in a wide heatmap.
+const noRowsSymbol = "0"
+
 // heatmap is an account's datasets by day: a column per day.
 type heatmap struct {
 	Wide     bool
@@ -40,7 +43,10 @@ type heatRow struct {
 
 // heatCell is one partition; Phase is "" for a day without a ledger row.
 type heatCell struct {
-	Phase  ops.Phase
+	Phase ops.Phase
+	// NoRows: completed with 0 rows, drawn lighter (and marked 0 when
+	// wide) so an empty day does not pass for a full one.
+	NoRows bool
 	Symbol string
 	Title  string
 	Href   string
@@ -88,7 +94,11 @@ func buildHeatmap(v ops.AccountDays, from, to civil.Date) heatmap {
 				continue
 			}
 			c := heatCell{Phase: d.State, Title: cellTitle(ds.Dataset, d), Href: partitionHref(v.Account, ds.Dataset, d.Day)}
-			if h.Wide && d.State != ops.Completed {
+			c.NoRows = d.State == ops.Completed && d.Rows == 0
+			switch {
+			case h.Wide && c.NoRows:
+				c.Symbol = noRowsSymbol
+			case h.Wide && d.State != ops.Completed:
 				// Completed is the one plain full cell; every other phase is
 				// marked, so the exceptions stand out.
 				c.Symbol = string(d.State.Symbol())

@@ -59,6 +59,7 @@ func TestHeatmapCells(t *testing.T) {
 		Days: []ops.Day{
 			{Day: "2026-11-02", State: ops.Completed, Generation: 3, Rows: 1500, Bytes: 2048, Attempts: 1},
 			{Day: "2026-11-03", State: ops.Failed, Attempts: 2, Error: "boom"},
+			{Day: "2026-11-04", State: ops.Completed, Generation: 1, Rows: 0, Attempts: 1},
 		}}}}
 	for _, tt := range []struct {
 		name    string
@@ -66,8 +67,8 @@ func TestHeatmapCells(t *testing.T) {
 		wide    bool
 		symbols string
 	}{
-		{"a few days: symbols on all but completed", "2026-11-03", true, ",,x"},
-		{"many days: no symbols", "2027-02-01", false, ",,"},
+		{"a few days: symbols on all but completed, 0 on a day of no rows", "2026-11-04", true, ",,x,0"},
+		{"many days: no symbols", "2027-02-01", false, ",,,"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := buildHeatmap(v, civil.MustParse("2026-11-01"), civil.MustParse(tt.to))
@@ -75,7 +76,7 @@ func TestHeatmapCells(t *testing.T) {
 				t.Fatalf("wide %v, %d rows", h.Wide, len(h.Rows))
 			}
 			c := h.Rows[0].Cells
-			if got := c[0].Symbol + "," + c[1].Symbol + "," + c[2].Symbol; got != tt.symbols {
+			if got := c[0].Symbol + "," + c[1].Symbol + "," + c[2].Symbol + "," + c[3].Symbol; got != tt.symbols {
 				t.Errorf("symbols %q, want %q", got, tt.symbols)
 			}
 			if c[0].Phase != "" || c[0].Href != "" || c[0].Title != "events 2026-11-01: no ledger row" {
@@ -87,6 +88,11 @@ func TestHeatmapCells(t *testing.T) {
 			}
 			if c[2].Title != "events 2026-11-03: failed, will retry · attempts 2 · error: boom" {
 				t.Errorf("failed cell %+v", c[2])
+			}
+			// A day of 0 rows is told apart from a full one, also where
+			// the cells are too narrow for a symbol.
+			if !c[3].NoRows || c[1].NoRows || c[3].Title != "events 2026-11-04: completed · generation 1 · 0 rows · 0 B · attempts 1" {
+				t.Errorf("0-row cell %+v, full cell %+v", c[3], c[1])
 			}
 		})
 	}

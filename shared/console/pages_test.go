@@ -54,19 +54,23 @@ func TestFleetPage(t *testing.T) {
 		`<span class="health h-stopped" title="stopped retrying">X stopped</span>`,
 		`<a href="/accounts/acct_troubled22222222"><code>acct_troubled22222222</code></a>`,
 		`Paused Inc <span class="badge off">disabled</span>`,
-		`2026-11-29 <small class="muted" title="completed at 2026-11-30T02:30:00Z">11-30 02:30Z</small>`, // the healthy account's last export
+		`2026-11-29 <small class="muted" title="completed at 2026-11-30T02:30:00Z">2026-11-30 02:30Z</small>`, // the healthy account's last export
 		`aria-sort="descending"`,
 	)
-	// The troubled account: completed 5, running 1, claimed 1, queued 0,
-	// pending 1, failed 1, stopped 1, oldest due 25th, 6 failures.
+	// The troubled account: completed 5, running 1, claimed 1, queued 1
+	// (the ledger's pending day: one word, as daybook status says it),
+	// failed 1, stopped 1, oldest due 25th, 6 failures.
 	row := regexp.MustCompile(`(?s)<tr>\s*<td><span class="health h-stopped".*?</tr>`).FindString(res.body)
 	cells := regexp.MustCompile(`<td class="num[^"]*">([^<]*)</td>`).FindAllStringSubmatch(row, -1)
 	var got []string
 	for _, c := range cells {
 		got = append(got, c[1])
 	}
-	if strings.Join(got, " ") != "5 1 1 0 1 1 1 6" {
-		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 0 1 1 1 and 6 failures\n%s", got, row)
+	if strings.Join(got, " ") != "5 1 1 1 1 1 6" {
+		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 1 1 1 and 6 failures\n%s", got, row)
+	}
+	if strings.Contains(strings.ToLower(res.body), "pending") {
+		t.Error("the fleet page says pending; status and the console say queued")
 	}
 	if !strings.Contains(row, `<td class="nowrap">2026-11-25</td>`) {
 		t.Errorf("troubled row without its oldest due day:\n%s", row)
@@ -177,13 +181,18 @@ func TestAccountPage(t *testing.T) {
 		`<span class="hm-cell empty" title="events 2026-11-18: no ledger row"></span>`,
 		`<a class="hm-cell p-completed" href="/accounts/`+troubled+`/partitions/events/2026-11-24" title="events 2026-11-24: completed · generation 2 · 1,234 rows · 55.5 KiB · attempts 2">`,
 		`class="hm-cell p-stopped" href="/accounts/`+troubled+`/partitions/events/2026-11-25" title="events 2026-11-25: stopped retrying · attempts 6 · error: source unreachable"><span aria-hidden="true">X</span>`,
-		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-pending"`,
+		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-queued"`,
 		// The failed and stopped partitions, grouped by reason code, the
 		// raw errors behind a toggle.
 		`<div class="failure-group" data-code="internal">`, "(2 partitions, 1 stopped retrying)",
 		`<details><summary>Raw errors (2 distinct)</summary>`, `<pre class="error-text">source unreachable</pre>`,
 		`href="/actions/requeue?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Requeue 2 failed or stopped events partitions`,
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
+		// The legend says what a blank cell is, in the CLI's words.
+		"blank: no ledger row: before the start date, or not scheduled by a sweep yet</li>",
+		`<span class="hm-cell sample p-completed no-rows" aria-hidden="true">0</span>completed with 0 rows (lighter, hatched)</li>`,
+		// The re-export form covers every dataset unless one is chosen.
+		`<select name="dataset"><option value="" selected>all datasets</option><option>events</option></select>`,
 	)
 	if n := strings.Count(res.body, `class="hm-cell p-`) + strings.Count(res.body, `class="hm-cell empty"`); n != 12 {
 		t.Errorf("%d cells, want one a day for 12 days", n)
@@ -204,6 +213,44 @@ func TestAccountPage(t *testing.T) {
 	if strings.Contains(res.body, `aria-label="events, one cell a day"`) || !strings.Contains(res.body, `aria-label="profiles, one cell a day"`) ||
 		!strings.Contains(res.body, `<input type="checkbox" name="dataset" value="profiles" checked>`) {
 		t.Errorf("dataset filter:\n%s", res.body)
+	}
+}
+
+// TestAccountPageDefaultWindow: without from, to or days the heatmap runs
+// from the account's start date through its last closed day (the last 800
+// days of an older account; the start date alone for one starting today),
+// dates in ISO form in text inputs, never the browser's locale format.
+func TestAccountPageDefaultWindow(t *testing.T) {
+	const (
+		young  = "acct_younger222222222"
+		old    = "acct_older2222222222a"
+		future = "acct_startstoday2222a"
+	)
+	for _, tt := range []struct {
+		id, start, want string
+	}{
+		{troubled, "2026-11-20", "Partitions by day: 2026-11-20 to 2026-11-29"},
+		{young, "2026-06-01", "Partitions by day: 2026-06-01 to 2026-11-29"},  // longer than 90 days: still from the start
+		{old, "2020-01-01", "Partitions by day: 2024-09-21 to 2026-11-29"},    // the last 800 days
+		{future, "2026-11-30", "Partitions by day: 2026-11-30 to 2026-11-30"}, // starts today: nothing closed yet
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			f := newFixture(t)
+			seed(f)
+			if tt.id != troubled {
+				f.ledger.accounts[tt.id] = account.Account{ID: tt.id, Name: "New", Enabled: true, StartDate: day(tt.start), Datasets: []string{"events"},
+					Destination: account.Destination{Bucket: "daybook-exports-test"}}
+			}
+			res := f.get("/accounts/" + tt.id)
+			if res.code != http.StatusOK {
+				t.Fatalf("status %d\n%s", res.code, res.body)
+			}
+			wantContains(t, res.body, tt.want, `aria-current="true">since the start date</a>`,
+				`<input type="text" name="from" value="`+tt.want[len("Partitions by day: "):][:10]+`" inputmode="numeric" pattern="[0-9]{4}-[0-9]{2}-[0-9]{2}" placeholder="YYYY-MM-DD"`)
+			if strings.Contains(res.body, `type="date"`) {
+				t.Error("a date input: the browser shows it in its locale's format, not YYYY-MM-DD")
+			}
+		})
 	}
 }
 
@@ -263,6 +310,35 @@ func TestPartitionPage(t *testing.T) {
 	// A day without a row, a dataset the account does not export.
 	res = f.get("/accounts/" + troubled + "/partitions/profiles/2026-11-24")
 	wantContains(t, res.body, "no ledger row", "The account does not export profiles now", "No attempts recorded")
+
+	// The day before and after, and the same day of the other datasets,
+	// within the start date and the last closed day.
+	for _, tt := range []struct {
+		path    string
+		want    []string
+		notWant []string
+	}{
+		{"/accounts/" + healthy + "/partitions/events/2026-11-15", []string{
+			`<a rel="prev" href="/accounts/` + healthy + `/partitions/events/2026-11-14">← 2026-11-14</a>`,
+			`<a rel="next" href="/accounts/` + healthy + `/partitions/events/2026-11-16">2026-11-16 →</a>`,
+			`The same day of <a href="/accounts/` + healthy + `/partitions/profiles/2026-11-15">profiles</a>`}, nil},
+		{"/accounts/" + healthy + "/partitions/profiles/2026-11-01", []string{ // the start date
+			`<a rel="next" href="/accounts/` + healthy + `/partitions/profiles/2026-11-02">`,
+			`The same day of <a href="/accounts/` + healthy + `/partitions/events/2026-11-01">events</a>`}, []string{`rel="prev"`}},
+		{"/accounts/" + troubled + "/partitions/events/2026-11-29", []string{ // the last closed day; no other dataset
+			`<a rel="prev" href="/accounts/` + troubled + `/partitions/events/2026-11-28">`}, []string{`rel="next"`, "The same day of"}},
+	} {
+		res := f.get(tt.path)
+		if res.code != http.StatusOK {
+			t.Fatalf("%s: status %d", tt.path, res.code)
+		}
+		wantContains(t, res.body, tt.want...)
+		for _, s := range tt.notWant {
+			if strings.Contains(res.body, s) {
+				t.Errorf("%s has %s", tt.path, s)
+			}
+		}
+	}
 }
 
 func TestPartitionPageSaysTheBucketIsUnreachable(t *testing.T) {

@@ -60,6 +60,11 @@ type partitionPage struct {
 	ReexportHref string
 	RequeueHref  string
 	Stuck        bool
+	// Prev and Next are the dataset's day before and after, within the
+	// account's start date and its last closed day; Others the account's
+	// other datasets of the same day.
+	Prev, Next *link
+	Others     []link
 }
 
 // partition is one partition's page: its row, its attempts, the manifest
@@ -97,6 +102,17 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 		p.Stuck = hist.Current.State == ops.Failed || hist.Current.State == ops.Stopped
 	} else {
 		p.Describe = "no ledger row: the day was never materialized, requeued or re-exported"
+	}
+	if prev := day.AddDays(-1); !prev.Before(acct.StartDate) {
+		p.Prev = &link{prev.String(), partitionHref(acct.ID, dsName, prev.String())}
+	}
+	if next := day.AddDays(1); !next.After(s.closedThrough(acct)) {
+		p.Next = &link{next.String(), partitionHref(acct.ID, dsName, next.String())}
+	}
+	for _, ds := range acct.Datasets {
+		if ds != dsName {
+			p.Others = append(p.Others, link{ds, partitionHref(acct.ID, ds, day.String())})
+		}
 	}
 	q := url.Values{"account": {acct.ID}, "dataset": {dsName}, "day": {day.String()}}
 	if s.cfg.Queue != nil && s.cfg.QueueURL != "" {

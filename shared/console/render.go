@@ -19,20 +19,21 @@ var pageNames = []string{"fleet", "account", "partition", "confirm", "done", "pr
 type pages struct{ t map[string]*template.Template }
 
 var funcs = template.FuncMap{
-	"bytes":      ops.HumanBytes,
-	"duration":   ops.FormatDuration,
-	"num":        thousands,
-	"symbol":     func(p ops.Phase) string { return string(p.Symbol()) },
-	"legend":     func(p ops.Phase) string { return p.Legend() },
-	"phases":     func() []ops.Phase { return ops.Phases },
-	"count":      func(m map[ops.Phase]int, p ops.Phase) int { return m[p] },
-	"countsText": ops.CountsText,
-	"plural":     plural,
-	"shortTime":  shortTime,
-	"causeCode":  func(e string) string { c, _, _ := ops.CauseOfError(e); return string(c) },
-	"causeWhat":  func(e string) string { _, w, _ := ops.CauseOfError(e); return w },
-	"causeFix":   func(e string) string { _, _, f := ops.CauseOfError(e); return f },
-	"rawError":   ops.RawError,
+	"bytes":       ops.HumanBytes,
+	"duration":    ops.FormatDuration,
+	"num":         thousands,
+	"symbol":      func(p ops.Phase) string { return string(p.Symbol()) },
+	"legend":      func(p ops.Phase) string { return p.Legend() },
+	"blankLegend": func() string { return ops.BlankLegend },
+	"phases":      func() []ops.Phase { return ops.Phases },
+	"count":       func(m map[ops.Phase]int, p ops.Phase) int { return m[p] },
+	"countsText":  ops.CountsText,
+	"plural":      plural,
+	"shortTime":   shortTime,
+	"causeCode":   func(e string) string { c, _, _ := ops.CauseOfError(e); return string(c) },
+	"causeWhat":   func(e string) string { _, w, _ := ops.CauseOfError(e); return w },
+	"causeFix":    func(e string) string { _, _, f := ops.CauseOfError(e); return f },
+	"rawError":    ops.RawError,
 }
 
 func loadPages() (*pages, error) {
@@ -167,10 +168,11 @@ func plural(n int, word string) string {
 	return thousands(n) + " " + word + "s"
 }
 
-// shortTime shortens a UTC timestamp of FormatTime to "11-30 09:00Z".
+// shortTime shortens a UTC timestamp of FormatTime to "2026-11-30
+// 09:00Z": the date stays whole (ISO), the seconds go.
 func shortTime(ts string) string {
 	if len(ts) != len("2006-01-02T15:04:05Z") {
 		return ts
 	}
-	return ts[5:10] + " " + ts[11:16] + "Z"
+	return ts[:10] + " " + ts[11:16] + "Z"
 }

@@ -29,7 +29,7 @@ func day(s string) civil.Date { return civil.MustParse(s) }
 //   - troubled: events from 2026-11-20: completed 20..24 (the 24th on its
 //     second attempt, after a failure 5 h ago), stopped 25 (six failed
 //     attempts, four of them in the last 24 h), failed 26 (1 h ago),
-//     claimed 27, running 28, pending 29; its 24th is in the bucket with a
+//     claimed 27, running 28, queued 29 (ledger pending); its 24th is in the bucket with a
 //     manifest and the day's delivery manifest;
 //   - disabled: no rows.
 //

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -80,7 +81,8 @@ type FleetOptions struct {
 	Datasets []string
 	// From and To bound the days counted; zero means unbounded.
 	From, To civil.Date
-	// States, if any, keeps only accounts with partitions in these phases.
+	// States, if any, keeps only accounts with partitions in these phases,
+	// and counts only those.
 	States map[Phase]bool
 	// FailuresSince, if set, counts the failed attempts since then (from the
 	// attempt history of the partitions that changed since).
@@ -116,6 +118,9 @@ func Fleet(ctx context.Context, r Reader, o FleetOptions) ([]FleetLine, error) {
 		}
 		lines[i] = l
 		keep[i] = len(o.States) == 0 || slices.ContainsFunc(Phases, func(p Phase) bool { return o.States[p] && l.Counts[p] > 0 })
+		if len(o.States) > 0 {
+			maps.DeleteFunc(lines[i].Counts, func(p Phase, _ int) bool { return !o.States[p] })
+		}
 		return nil
 	})
 	if err != nil {

@@ -120,7 +120,7 @@ func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
 	if l := lines[1]; l.Counts[Completed] != 3 || l.Counts[Failed] != 1 || l.OldestDue != "2026-11-29" || l.LastExport != "2026-11-29" {
 		t.Errorf("a: %+v", l)
 	}
-	if l := lines[0]; l.Counts[Stopped] != 1 || l.Counts[Pending] != 1 || l.OldestDue != "2026-11-20" || l.LastExport != "" {
+	if l := lines[0]; l.Counts[Stopped] != 1 || l.Counts[Queued] != 1 || l.OldestDue != "2026-11-20" || l.LastExport != "" {
 		t.Errorf("b: %+v", l)
 	}
 
@@ -251,10 +251,10 @@ func TestParsePhases(t *testing.T) {
 	if err != nil || len(got) != 3 || !got[Failed] || !got[Stopped] || !got[Running] {
 		t.Errorf("%v %v", got, err)
 	}
-	if _, err := ParsePhases([]string{"done"}); err == nil || !strings.Contains(err.Error(), `"done": unknown state; valid: completed, running, claimed, queued, pending, failed, stopped`) {
+	if _, err := ParsePhases([]string{"done"}); err == nil || !strings.Contains(err.Error(), `"done": unknown state; valid: completed, running, claimed, queued, failed, stopped`) {
 		t.Errorf("error %v", err)
 	}
-	if !slices.Equal(Phases, []Phase{Completed, Running, Claimed, Queued, Pending, Failed, Stopped}) {
+	if !slices.Equal(Phases, []Phase{Completed, Running, Claimed, Queued, Failed, Stopped}) {
 		t.Error("display order changed")
 	}
 }

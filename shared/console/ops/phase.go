@@ -24,14 +24,17 @@ const (
 	Completed Phase = "completed"
 	Running   Phase = "running" // an exporter started it
 	Claimed   Phase = "claimed" // a sweep claimed it; its job waits in the queue
-	Queued    Phase = "queued"  // asked for by an operator or a backfill; goes first
-	Pending   Phase = "pending" // closed, not tried yet
-	Failed    Phase = "failed"  // will retry after its backoff
-	Stopped   Phase = "stopped" // failed too often; waits for a requeue
+	// Queued waits for a sweep: a closed day not tried yet (the ledger's
+	// pending) or one asked for by an operator or a backfill (the ledger's
+	// queued, which a sweep takes first). One word for both, in the CLI
+	// and the console alike.
+	Queued  Phase = "queued"
+	Failed  Phase = "failed"  // will retry after its backoff
+	Stopped Phase = "stopped" // failed too often; waits for a requeue
 )
 
 // Phases in display order.
-var Phases = []Phase{Completed, Running, Claimed, Queued, Pending, Failed, Stopped}
+var Phases = []Phase{Completed, Running, Claimed, Queued, Failed, Stopped}
 
 // info is how a phase is shown: a symbol for plain text, and a legend.
 var info = map[Phase]struct {
@@ -41,11 +44,14 @@ var info = map[Phase]struct {
 	Completed: {'#', "completed"},
 	Running:   {'>', "running"},
 	Claimed:   {'~', "claimed, waiting in the queue"},
-	Queued:    {'q', "queued"},
-	Pending:   {'.', "pending"},
+	Queued:    {'.', "queued, waiting for a sweep"},
 	Failed:    {'x', "failed, will retry"},
 	Stopped:   {'X', "stopped retrying"},
 }
+
+// BlankLegend says what a day without a ledger row (a blank cell) means,
+// in the CLI's legend and the console's alike.
+const BlankLegend = "no ledger row: before the start date, or not scheduled by a sweep yet"
 
 // Symbol is the phase's one-character mark in text views.
 func (p Phase) Symbol() byte { return info[p].symbol }
@@ -66,10 +72,8 @@ func Of(r ledger.Row) Phase {
 			return Claimed
 		}
 		return Running
-	case ledger.StateQueued:
+	case ledger.StateQueued, ledger.StatePending:
 		return Queued
-	case ledger.StatePending:
-		return Pending
 	case ledger.StateFailed:
 		if r.Stopped || strings.HasPrefix(r.DueKey, "9#") {
 			return Stopped
