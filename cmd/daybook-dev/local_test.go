@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
 // TestLocalDevCommands runs the README's local loop through both CLIs, the
@@ -82,9 +86,22 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("status after the sweep:\n%s", out)
 	}
 
-	// make local-drain: the enqueued jobs go to the exporter.
+	// make local-drain: the enqueued jobs go to the exporter; a message that
+	// can never succeed goes to the dead-letter queue and is not counted done.
+	vars, err := samstack.ReadEnvFile(localDir(dir).envFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := motoserver.ConfigFor(ctx, vars["ExporterFunction"]["AWS_ENDPOINT_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqs.NewFromConfig(cfg).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(vars["ExporterFunction"]["JOBS_QUEUE_URL"]),
+		MessageBody: aws.String(`{"kind":"no such kind"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	out = dev("local", "drain", "--dir", dir)
-	if !strings.Contains(out, "done, 0 failed") {
+	if !strings.Contains(out, "done, 0 failed, 1 moved to the dead-letter queue") || !strings.Contains(out, "daybook dlq list") {
 		t.Errorf("local drain: %s", out)
 	}
 	if out := cli("status", "--account", acct.ID, "--env-file", env, "-o", "json"); !strings.Contains(out, `"state": "completed"`) ||

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,6 +82,14 @@ runs what the console queued there.`,
 		if err := sweepQueue(ctx, q, drv, env["SweeperFunction"]["SWEEP_QUEUE_URL"]); err != nil {
 			return err
 		}
+		// The exporter moves a message that can never succeed (malformed, or a
+		// request it refuses) to the dead-letter queue and reports it handled:
+		// those are counted apart from the done ones.
+		dlqURL := vars["JOBS_DLQ_URL"]
+		before, err := queueDepth(ctx, q, dlqURL)
+		if err != nil {
+			return err
+		}
 		var p eventsource.Progress
 		if sweep {
 			sweeper, err := start("SweeperFunction")
@@ -99,8 +108,16 @@ runs what the console queued there.`,
 		if sweep {
 			fmt.Fprintf(a.stdout, "%d sweeps claimed %d partitions; ", p.Sweeps, p.Claimed)
 		}
-		fmt.Fprintf(a.stdout, "the exporter took %d messages: %d done, %d failed; logs in %s\n",
-			p.Messages, p.Done, p.Failed, filepath.Join(dir, "ExporterFunction.log"))
+		after, err := queueDepth(ctx, q, dlqURL)
+		if err != nil {
+			return err
+		}
+		dead := min(max(after-before, 0), p.Done)
+		fmt.Fprintf(a.stdout, "the exporter took %d messages: %d done, %d failed, %d moved to the dead-letter queue; logs in %s\n",
+			p.Messages, p.Done-dead, p.Failed, dead, filepath.Join(dir, "ExporterFunction.log"))
+		if dead > 0 {
+			fmt.Fprintf(a.stdout, "%d messages can never succeed as sent: see daybook dlq list (each says why), then daybook dlq delete or purge\n", dead)
+		}
 		if p.Failed > 0 {
 			return fmt.Errorf("%d messages failed: they stay hidden for the queue's visibility timeout, then come back; see %s and daybook status",
 				p.Failed, filepath.Join(dir, "ExporterFunction.log"))
@@ -126,4 +143,26 @@ func sweepQueue(ctx context.Context, q *sqs.Client, drv *eventsource.Driver, url
 	}
 	drv.SweepQueueURL, drv.SweepQueueARN = url, qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
 	return nil
+}
+
+// queueDepth is the messages in the queue at url (visible and in flight);
+// 0 when url is empty (a stack without that queue).
+func queueDepth(ctx context.Context, q *sqs.Client, url string) (int, error) {
+	if url == "" {
+		return 0, nil
+	}
+	out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter queue %s: %w", url, err)
+	}
+	n := 0
+	for _, a := range []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible} {
+		v, err := strconv.Atoi(out.Attributes[string(a)])
+		if err != nil {
+			return 0, fmt.Errorf("dead-letter queue %s: %s %q: %w", url, a, out.Attributes[string(a)], err)
+		}
+		n += v
+	}
+	return n, nil
 }
