@@ -46,12 +46,12 @@ runs what the console queued there.`,
 		if bin != "" {
 			bootstrap = func(fn string) string { return filepath.Join(bin, fn, "bootstrap") }
 		}
-		if _, err := os.Stat(bootstrap("ExporterFunction")); err != nil {
-			return fmt.Errorf("no exporter bootstrap at %s (make build writes .local/bin; name another directory with --bin): %w", bootstrap("ExporterFunction"), err)
-		}
 		env, err := a.readLocalEnv(ctx, d)
 		if err != nil {
 			return err
+		}
+		if _, err := os.Stat(bootstrap("ExporterFunction")); err != nil {
+			return fmt.Errorf("no exporter bootstrap at %s (make build writes .local/bin; name another directory with --bin): %w", bootstrap("ExporterFunction"), err)
 		}
 		vars := env["ExporterFunction"]
 		cfg, err := motoserver.ConfigFor(ctx, vars["AWS_ENDPOINT_URL"])

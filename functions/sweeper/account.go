@@ -37,7 +37,7 @@ func (h *handled) wakeBy(t time.Time) {
 
 // sweepAccounts handles woken accounts (materialize, read due work), claims
 // and sends under budget, and sets each handled account's next wake time.
-func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, budget int, now time.Time, sum *Summary, p *problems) {
+func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, budget int, shared bool, now time.Time, sum *Summary, p *problems) {
 	var woken []ledger.Woken
 	for _, ws := range shards {
 		woken = append(woken, ws...)
@@ -54,9 +54,9 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, bu
 	}
 	sum.Budget = budget
 	selected := selectRows(queues, budget, rotation(now, len(queues)))
-	if len(selected) > 0 {
-		// Concurrent sweeps share one budget: keep the rows granted, the
-		// first ones in the order of selection.
+	if len(selected) > 0 && shared {
+		// The workers of concurrent fanned-out sweeps share one budget: keep
+		// the rows granted, the first ones in the order of selection.
 		n, err := s.reserve(ctx, budget, len(selected))
 		p.add(err)
 		selected = selected[:n]

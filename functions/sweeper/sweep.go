@@ -113,11 +113,12 @@ type SweepConfig struct {
 	// Reserve is the time kept before the invocation's deadline: no account
 	// is started later (default 60 s).
 	Reserve time.Duration
-	// BudgetWindow, if set, makes the sweeps that run within it of each
-	// other (two scheduled sweeps at once and their fan-out workers) draw
-	// their claims from one budget, the first one's (ledger.ReserveClaims);
-	// zero: each sweep claims up to its own budget. BudgetScope names that
-	// budget (default "claims").
+	// BudgetWindow, if set, makes the fan-out workers of the sweeps that
+	// fan out within it of each other (a scheduled sweep delivered twice,
+	// two ticks at once) draw their claims from one budget, the first
+	// sweep's (ledger.ReserveClaims); zero, or a sweep that does not fan
+	// out: each claims up to its own budget. BudgetScope names that budget
+	// (default "claims").
 	BudgetWindow time.Duration
 	BudgetScope  string
 	// Now is the clock (default time.Now).
@@ -266,7 +267,10 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 		p.add(err)
 		sum.FanOut = n
 	} else {
-		s.sweepAccounts(ctx, woken, budget, now, &sum, p)
+		// A sweep that does not fan out claims from its own budget, which
+		// the jobs still queued already reduce (Capacity): one that follows
+		// it a minute later, as a demo's or an operator's does, sees them.
+		s.sweepAccounts(ctx, woken, budget, false, now, &sum, p)
 	}
 	s.countStopped(ctx, &sum, p)
 	return sum, errors.Join(p.errs...)
@@ -287,7 +291,7 @@ func (s *Sweeper) RunShards(ctx context.Context, job ShardJob) (sum Summary, err
 	now := s.now()
 	woken, _, err := s.readShards(ctx, job.Shards, now, 0, &sum)
 	p.add(err)
-	s.sweepAccounts(ctx, woken, job.Budget, now, &sum, p)
+	s.sweepAccounts(ctx, woken, job.Budget, true, now, &sum, p)
 	return sum, errors.Join(p.errs...)
 }
 
