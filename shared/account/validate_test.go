@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/layout"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/envvar"
 )
@@ -36,14 +38,18 @@ func roleDest() Destination {
 	return Destination{Bucket: "acme-exports", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme", ExternalID: "ext-1"}
 }
 
+// longestSuffix is how far the longest key daybook writes for the test
+// account's datasets reaches past its rendered prefix ("/" included).
+var longestSuffix = len(layout.LongestKey("x", valid().Datasets)) - len("x")
+
 func TestValidateAcceptsValid(t *testing.T) {
 	if err := valid().Validate(testRules); err != nil {
 		t.Fatalf("valid account: %v", err)
 	}
 	// Prefixes whose longest key is exactly 1,024 bytes (with the longest stage).
 	for _, prefix := range []string{
-		strings.Repeat("p", 1024-53-len("/acct_abcdefghijklmnop")) + "/{{.AccountID}}",
-		strings.Repeat("p", 1024-53-len("/ssssssssssssssss/acct_abcdefghijklmnop")) + "/{{.Stage}}/{{.AccountID}}",
+		strings.Repeat("p", 1024-longestSuffix-len("/acct_abcdefghijklmnop")) + "/{{.AccountID}}",
+		strings.Repeat("p", 1024-longestSuffix-len("/ssssssssssssssss/acct_abcdefghijklmnop")) + "/{{.Stage}}/{{.AccountID}}",
 	} {
 		a := valid()
 		a.Destination.Prefix = prefix
@@ -96,11 +102,12 @@ func TestValidateAcceptsValid(t *testing.T) {
 // TestValidateRefuses: one row per refusal; each names the field and the
 // value, as a *FieldError.
 func TestValidateRefuses(t *testing.T) {
-	// The longest key here is <prefix>/v1/profiles/dt=YYYY-MM-DD/_load/<16>.sql:
-	// 53 bytes after the prefix.
-	fits := strings.Repeat("p", 1024-53-len("/acct_abcdefghijklmnop")) + "/{{.AccountID}}"
+	// The longest key here is the change log's entry of a profiles day
+	// (<prefix>/v1/_changes/<time>_profiles_<day>_<generation>.json):
+	// longestSuffix bytes after the prefix.
+	fits := strings.Repeat("p", 1024-longestSuffix-len("/acct_abcdefghijklmnop")) + "/{{.AccountID}}"
 	long := "p" + fits
-	fitsStage := strings.Repeat("p", 1024-53-len("/ssssssssssssssss/acct_abcdefghijklmnop")) + "/{{.Stage}}/{{.AccountID}}"
+	fitsStage := strings.Repeat("p", 1024-longestSuffix-len("/ssssssssssssssss/acct_abcdefghijklmnop")) + "/{{.Stage}}/{{.AccountID}}"
 	cases := []struct {
 		name          string
 		mut           func(*Account, *Rules)
