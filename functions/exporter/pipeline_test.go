@@ -12,15 +12,14 @@ import (
 
 // feedRows plays a source: n batches of one row each (the row's event_id
 // names the batch) through one reused batch, as source.batcher does; it
-// stops at the first error fn returns, or returns readErr after batch
-// failAt.
-func feedRows(t *testing.T, ds dataset.Dataset, n, failAt int, readErr error, fn func(*dataset.Batch) error) (int, error) {
+// stops at the first error fn returns, or fails as fail says.
+func feedRows(t *testing.T, ds dataset.Dataset, n int, fail readFault, fn func(*dataset.Batch) error) (int, error) {
 	t.Helper()
 	b := dataset.NewBatch(ds, source.BatchRows)
 	b.Reset(1)
 	for i := range n {
-		if i == failAt {
-			return i, readErr
+		if i == fail.at {
+			return i, fail.err
 		}
 		row := []any{fmt.Sprintf("e%03d", i), "click", testDayStart, testDayStart, nil, nil, nil, nil, false, nil}
 		if err := b.AppendRow(row); err != nil {
@@ -32,6 +31,12 @@ func feedRows(t *testing.T, ds dataset.Dataset, n, failAt int, readErr error, fn
 		b.Reset(int64(i) + 2)
 	}
 	return n, nil
+}
+
+// readFault is a read that fails with err before batch at (-1: never).
+type readFault struct {
+	at  int
+	err error
 }
 
 var testDayStart = testDay.Start(time.UTC)
@@ -65,7 +70,7 @@ func TestPipeline(t *testing.T) {
 				return nil
 			}
 			p := startPipeline(ds, 2, write)
-			fed, err := feedRows(t, ds, 40, tc.failRead, errRead, p.feed)
+			fed, err := feedRows(t, ds, 40, readFault{tc.failRead, errRead}, p.feed)
 			err = p.close(err)
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("error %v, want %v", err, tc.want)

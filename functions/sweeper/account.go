@@ -35,9 +35,18 @@ func (h *handled) wakeBy(t time.Time) {
 	}
 }
 
+// claimBudget is how many claims a sweep may make, and whether it draws
+// them from the budget concurrent fanned-out sweeps share (a fan-out
+// worker) or claims from its own.
+type claimBudget struct {
+	claims int
+	shared bool
+}
+
 // sweepAccounts handles woken accounts (materialize, read due work), claims
 // and sends under budget, and sets each handled account's next wake time.
-func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, budget int, shared bool, now time.Time, sum *Summary, p *problems) {
+func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, b claimBudget, now time.Time, sum *Summary, p *problems) {
+	budget := b.claims
 	var woken []ledger.Woken
 	for _, ws := range shards {
 		woken = append(woken, ws...)
@@ -54,7 +63,7 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, bu
 	}
 	sum.Budget = budget
 	selected := selectRows(queues, budget, rotation(now, len(queues)))
-	if len(selected) > 0 && shared {
+	if len(selected) > 0 && b.shared {
 		// The workers of concurrent fanned-out sweeps share one budget: keep
 		// the rows granted, the first ones in the order of selection.
 		n, err := s.reserve(ctx, budget, len(selected))

@@ -93,7 +93,8 @@ func deployedHandler(t *testing.T, l FunctionLedger, q Queues, clk *clock) Handl
 		t.Fatal(err)
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return wire(cfg, l, q, &outbox.Outbox{Store: l, Bus: discardBus{}, On: true}, clk.Now, &metrics.Emitter{W: io.Discard, Stage: "test"}, discard)
+	return wire(cfg, wiring{Ledger: l, Queues: q, Outbox: &outbox.Outbox{Store: l, Bus: discardBus{}, On: true}, Now: clk.Now,
+		Metrics: &metrics.Emitter{W: io.Discard, Stage: "test"}, Log: discard})
 }
 
 // TestIdleAccountsCostNothing: the deployed function's DynamoDB requests do

@@ -146,14 +146,23 @@ func BenchmarkFleet(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for i := range b.N {
-				rows = append(rows, fleetRun(b, cfg, tmpl, n, fmt.Sprintf("bench%d-%d", n, i), scenarios)...)
+				rows = append(rows, fleetRun(b, fleetBench{cfg: cfg, tmpl: tmpl, scenarios: scenarios}, n, fmt.Sprintf("bench%d-%d", n, i))...)
 			}
 		})
 	}
 	printFleet(os.Stdout, rows)
 }
 
-func fleetRun(b *testing.B, cfg aws.Config, tmpl string, n int, stage string, scenarios map[string]bool) []fleetRow {
+// fleetBench is what every fleet run shares: the local DynamoDB, the
+// template its tables come from and the scenarios to run (nil: all).
+type fleetBench struct {
+	cfg       aws.Config
+	tmpl      string
+	scenarios map[string]bool
+}
+
+func fleetRun(b *testing.B, fb fleetBench, n int, stage string) []fleetRow {
+	cfg, tmpl, scenarios := fb.cfg, fb.tmpl, fb.scenarios
 	ctx := context.Background()
 	client := dynamodb.NewFromConfig(cfg)
 	names, err := samstacktest.CreateTables(ctx, client, tmpl, cfg.Region, map[string]string{"Stage": stage})
@@ -178,7 +187,8 @@ func fleetRun(b *testing.B, cfg aws.Config, tmpl string, n int, stage string, sc
 		b.Fatal(err)
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := wire(fcfg, led, q, &outbox.Outbox{Store: led, Bus: discardBus{}, On: true}, clk.Now, &metrics.Emitter{W: io.Discard, Stage: stage}, discard)
+	h := wire(fcfg, wiring{Ledger: led, Queues: q, Outbox: &outbox.Outbox{Store: led, Bus: discardBus{}, On: true}, Now: clk.Now,
+		Metrics: &metrics.Emitter{W: io.Discard, Stage: stage}, Log: discard})
 	datasets := []string{"daily_stats", "events", "profiles"}
 	// The idle fleet: every account materialized through 03-31, its next
 	// wake 04-01's close (04-02 02:00 with the 2 h settle delay).

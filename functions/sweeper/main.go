@@ -54,7 +54,7 @@ func main() {
 		os.Exit(2)
 	}
 	ob.Store = led
-	lambda.Start(wire(cfg, led, sqs.NewFromConfig(awsCfg), ob, time.Now, em, log).Invoke)
+	lambda.Start(wire(cfg, wiring{Ledger: led, Queues: sqs.NewFromConfig(awsCfg), Outbox: ob, Now: time.Now, Metrics: em, Log: log}).Invoke)
 }
 
 // Queues is what the sweeper sends to (jobs, shard messages, checks) and
@@ -77,11 +77,23 @@ type FunctionLedger interface {
 
 var _ FunctionLedger = (*ledger.Ledger)(nil)
 
+// wiring is what the function is wired with: its clients, clock, metrics
+// and log.
+type wiring struct {
+	Ledger  FunctionLedger
+	Queues  Queues
+	Outbox  *outbox.Outbox
+	Now     func() time.Time
+	Metrics *metrics.Emitter
+	Log     *slog.Logger
+}
+
 // wire is the deployed function as main runs it: the sweep with its claim
 // budget and fan-out, followed by the restatement pass and the outbox's
 // republishing, behind the handler. The fleet tests and benchmark run this,
 // not a part of it.
-func wire(cfg Config, led FunctionLedger, q Queues, ob *outbox.Outbox, now func() time.Time, em *metrics.Emitter, log *slog.Logger) Handler {
+func wire(cfg Config, d wiring) Handler {
+	led, q, ob, now, em, log := d.Ledger, d.Queues, d.Outbox, d.Now, d.Metrics, d.Log
 	lc := led.Config()
 	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,

@@ -270,7 +270,7 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 		// A sweep that does not fan out claims from its own budget, which
 		// the jobs still queued already reduce (Capacity): one that follows
 		// it a minute later, as a demo's or an operator's does, sees them.
-		s.sweepAccounts(ctx, woken, budget, false, now, &sum, p)
+		s.sweepAccounts(ctx, woken, claimBudget{claims: budget}, now, &sum, p)
 	}
 	s.countStopped(ctx, &sum, p)
 	return sum, errors.Join(p.errs...)
@@ -291,7 +291,7 @@ func (s *Sweeper) RunShards(ctx context.Context, job ShardJob) (sum Summary, err
 	now := s.now()
 	woken, _, err := s.readShards(ctx, job.Shards, now, 0, &sum)
 	p.add(err)
-	s.sweepAccounts(ctx, woken, job.Budget, true, now, &sum, p)
+	s.sweepAccounts(ctx, woken, claimBudget{claims: job.Budget, shared: true}, now, &sum, p)
 	return sum, errors.Join(p.errs...)
 }
 
