@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +15,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
+	"github.com/daybook-dev/daybook/shared/jobs"
 )
 
 func (a *app) localDrainCommand() *cobra.Command {
@@ -151,18 +151,9 @@ func queueDepth(ctx context.Context, q *sqs.Client, url string) (int, error) {
 	if url == "" {
 		return 0, nil
 	}
-	out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	n, err := jobs.Depth(ctx, q, url, jobs.Waiting, jobs.InFlight)
 	if err != nil {
 		return 0, fmt.Errorf("dead-letter queue %s: %w", url, err)
-	}
-	n := 0
-	for _, a := range []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible} {
-		v, err := strconv.Atoi(out.Attributes[string(a)])
-		if err != nil {
-			return 0, fmt.Errorf("dead-letter queue %s: %s %q: %w", url, a, out.Attributes[string(a)], err)
-		}
-		n += v
 	}
 	return n, nil
 }

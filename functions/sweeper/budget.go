@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
+	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -73,24 +69,11 @@ func (s *Sweeper) budget(ctx context.Context, stats ledger.FleetStats) (int, err
 
 // queueDepth returns the jobs queue's messages waiting, in flight and delayed.
 func (s *Sweeper) queueDepth(ctx context.Context) (int, error) {
-	names := []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-	}
-	out, err := s.Queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.Config.QueueURL), AttributeNames: names})
+	n, err := jobs.Depth(ctx, s.Queue, s.Config.QueueURL, jobs.Waiting, jobs.InFlight, jobs.Delayed)
 	if err != nil {
 		return 0, fmt.Errorf("jobs queue depth: %w", err)
 	}
-	total := 0
-	for _, n := range names {
-		v, err := strconv.Atoi(out.Attributes[string(n)])
-		if err != nil {
-			return 0, fmt.Errorf("jobs queue %s=%q: %w", n, out.Attributes[string(n)], err)
-		}
-		total += v
-	}
-	return total, nil
+	return n, nil
 }
 
 func cmpOr(v, def int64) int64 {
