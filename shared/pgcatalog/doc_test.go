@@ -1,12 +1,12 @@
 package pgcatalog_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/doctable"
 
 	"github.com/daybook-dev/daybook/shared/pgcatalog"
 )
@@ -15,37 +15,9 @@ import (
 // docs/types.md, cells trimmed and backticks dropped.
 func docTable(t *testing.T, heading string) [][]string {
 	t.Helper()
-	b, err := os.ReadFile("../../docs/types.md")
+	rows, err := doctable.Rows("../../docs/types.md", heading)
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(b), "\n"+heading+"\n")
-	if !ok {
-		t.Fatalf("docs/types.md has no heading %q", heading)
-	}
-	var rows [][]string
-	sc := bufio.NewScanner(strings.NewReader(after))
-	header := true
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "|") {
-			if len(rows) > 0 || !header {
-				break
-			}
-			continue
-		}
-		if header || strings.HasPrefix(line, "|---") {
-			header = false
-			continue
-		}
-		var cells []string
-		for _, c := range strings.Split(strings.Trim(line, "|"), "|") {
-			cells = append(cells, strings.ReplaceAll(strings.TrimSpace(c), "`", ""))
-		}
-		rows = append(rows, cells)
-	}
-	if len(rows) == 0 {
-		t.Fatalf("docs/types.md: no rows under %q", heading)
 	}
 	return rows
 }
