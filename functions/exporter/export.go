@@ -180,6 +180,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	var rows int64
 	c.fp, rows = e.fingerprint(ctx, q, log)
 	if plan, ok := e.planFor(t, pending.Generation(), rows, c); ok {
+		e.placeBounds(ctx, q, &plan, log)
 		return &Written{Planned: &plan, Fingerprint: c.fp}, nil
 	}
 	if c.files, c.prov, err = e.writeData(ctx, t, pending, q, wholeDay); err != nil {
