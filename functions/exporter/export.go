@@ -112,6 +112,10 @@ type Exporter struct {
 	// (DEPLOYMENT_ACCOUNT_ID): the expected owner of a bucket written with
 	// daybook's own role (destination.Owner).
 	DeploymentAccountID string
+
+	// docs remembers the bucket documents found current (docs.go); nil
+	// checks them at every export.
+	docs *docsSeen
 }
 
 // Partition is one export to do: an account, its dataset and a claimed day.

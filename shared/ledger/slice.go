@@ -49,6 +49,9 @@ const (
 	skSlicePlan   = "PLAN"
 	skSlicePrefix = "S#"
 	sliceLifetime = 30 * 24 * time.Hour
+	// attrSlicePlanned is on a partition row a plan was ever recorded for
+	// (Row.SlicePlanned).
+	attrSlicePlanned = "slice_planned"
 )
 
 // SlicePlan is a partition's plan for one sliced generation.
@@ -183,7 +186,9 @@ func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
 	if err := p.checkBounds(); err != nil {
 		return err
 	}
-	if err := l.renewPartition(ctx, p.Key, p.Token); err != nil {
+	// The row is marked before any slice exists: a later run of the
+	// partition reads SliceFence only for a row so marked.
+	if err := l.holdPartition(ctx, p.Key, p.Token, true); err != nil {
 		return fmt.Errorf("plan %s: %w", p.Key, err)
 	}
 	// The plan is on record under its token before any slice message
@@ -298,7 +303,8 @@ func (l *Ledger) PlanOf(ctx context.Context, key partition.Key) (SlicePlan, erro
 }
 
 // SliceFence returns until when a slice run may still be writing into the
-// partition, unless it belongs to the plan of the claim token (pass "" for
+// partition (a run need not ask for a row that is not Row.SlicePlanned:
+// no slice of it ever existed), unless it belongs to the plan of the claim token (pass "" for
 // every plan): the latest lease of a running slice, zero if none. A run of
 // the partition starts writing only after it: the claim that held the
 // partition before is gone, but its slices may outlive it up to their

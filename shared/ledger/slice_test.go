@@ -243,10 +243,11 @@ func TestExpireClaimEndsItsSlices(t *testing.T) {
 	}
 }
 
-// TestSliceBoundsStored (issue 25 §2): a plan's bounds give each slice
-// its own range, which every attempt of the slice reads back; bounds that
-// do not cut the plan into its slices are refused, naming the field and
-// value, with nothing written.
+// TestSliceBoundsStored (issue 25 §2, §3): a plan's bounds give each
+// slice its own range, which every attempt of the slice reads back; bounds
+// that do not cut the plan into its slices are refused, naming the field
+// and value, with nothing written; a recorded plan marks the partition's
+// row SlicePlanned (the exporter reads SliceFence only then).
 func TestSliceBoundsStored(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
@@ -273,10 +274,17 @@ func TestSliceBoundsStored(t *testing.T) {
 	if _, err := l.PlanOf(ctx, c.Key); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after refused plans: %v, want no plan", err)
 	}
+	if r, err := l.Get(ctx, c.Key); err != nil || r.SlicePlanned {
+		t.Fatalf("row after refused plans: SlicePlanned %v, %v; want unmarked", r.SlicePlanned, err)
+	}
 	plan := base
 	plan.Bounds = []time.Time{b0, b1}
 	if err := l.PlanSlices(ctx, plan); err != nil {
 		t.Fatal(err)
+	}
+	// The row is marked: a later run of the partition reads the fence.
+	if r, err := l.Get(ctx, c.Key); err != nil || !r.SlicePlanned {
+		t.Fatalf("row after the plan: SlicePlanned %v, %v; want marked", r.SlicePlanned, err)
 	}
 	got, err := l.PlanOf(ctx, c.Key)
 	if err != nil || len(got.Bounds) != 2 || !got.Bounds[0].Equal(b0) || !got.Bounds[1].Equal(b1) {
