@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -27,8 +28,53 @@ const (
 // eat into the time the ledger writes need.
 const docsTimeout = 15 * time.Second
 
+// DocsRecheck is how long a function trusts documents it found or wrote
+// current before it HEADs the README again: a warm function checks an
+// account's documents once in that time, not at every export, and a
+// document replaced by hand is put back within it.
+const DocsRecheck = time.Hour
+
+// docsSeen remembers, per destination, the documents' set hash the
+// function last found or wrote, and when (the Exporter's clock). Safe for
+// concurrent use; the zero value is empty, and a nil one remembers
+// nothing.
+type docsSeen struct {
+	mu sync.Mutex
+	m  map[string]docsMark
+}
+
+type docsMark struct {
+	set string
+	at  time.Time
+}
+
+// current reports whether set was found or written at key less than
+// DocsRecheck before now.
+func (d *docsSeen) current(key, set string, now time.Time) bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m, ok := d.m[key]
+	return ok && m.set == set && now.Sub(m.at) < DocsRecheck && !now.Before(m.at)
+}
+
+func (d *docsSeen) note(key, set string, now time.Time) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = map[string]docsMark{}
+	}
+	d.m[key] = docsMark{set: set, at: now}
+}
+
 // writeDocs brings the account's bucket documents (bucketdocs) up to date
 // after a committed export. When nothing they describe changed, it costs
+// nothing if this function found them current within DocsRecheck, else
 // one HEAD of the README; otherwise it rewrites each schema document whose
 // SHA-256 differs from the stored one, then the README, last, marked with
 // the hash of the set. The partition is committed when this runs: a
@@ -59,9 +105,14 @@ func (e *Exporter) putDocs(ctx context.Context, t *target, log *slog.Logger) (in
 	}
 	set := bucketdocs.Hash(files)
 	readme := files[len(files)-1] // Files puts the README last
+	seen, now := t.destination+"\x00"+readme.Key, e.Now()
+	if e.docs.current(seen, set, now) {
+		return 0, nil
+	}
 	info, err := b.Head(ctx, readme.Key)
 	switch {
 	case err == nil && info.Metadata[metaDocsSHA256] == set:
+		e.docs.note(seen, set, now)
 		return 0, nil
 	case err != nil && !bucket.IsNotFound(err):
 		return 0, err
@@ -83,6 +134,7 @@ func (e *Exporter) putDocs(ctx context.Context, t *target, log *slog.Logger) (in
 	if err := putDoc(ctx, b, readme, map[string]string{metaDocsSHA256: set}); err != nil {
 		return wrote, err
 	}
+	e.docs.note(seen, set, now)
 	return wrote + 1, nil
 }
 

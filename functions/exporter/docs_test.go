@@ -58,10 +58,12 @@ func (e *env) checkDocs(files []bucketdocs.File) {
 }
 
 // TestBucketDocs: the first export writes the README and the schema
-// documents; later exports only HEAD the README while nothing changed; a
-// change of what the account receives rewrites the README and writes only
-// the schema documents that changed; a document replaced by hand is put
-// back; and a failed documents write never fails a committed export.
+// documents; later exports make no request for them while nothing changed
+// (issue 25 §3: the function remembers them current for DocsRecheck); a
+// change of what the account receives HEADs and rewrites the README and
+// writes only the schema documents that changed; a document replaced by
+// hand is put back once DocsRecheck has passed; and a failed documents
+// write never fails a committed export.
 func TestBucketDocs(t *testing.T) {
 	e := newEnv(t, envOpts{datasets: []string{"events"}})
 	readme, evSchema, prSchema := layout.ReadmeKey(e.prefix), layout.SchemaKey(e.prefix, "events"), layout.SchemaKey(e.prefix, "profiles")
@@ -78,22 +80,24 @@ func TestBucketDocs(t *testing.T) {
 		want      []string // the account's datasets the documents describe
 		putReadme int      // README PUTs by this export
 		putSchema map[string]int
+		heads     int // README HEADs by this export
 	}{
-		{"first export writes them", nil, "events", []string{"events"}, 1, map[string]int{evSchema: 1}},
-		{"nothing changed: one HEAD", nil, "events", []string{"events"}, 0, map[string]int{evSchema: 0}},
+		{"first export writes them", nil, "events", []string{"events"}, 1, map[string]int{evSchema: 1}, 1},
+		{"nothing changed: no request", nil, "events", []string{"events"}, 0, map[string]int{evSchema: 0}, 0},
 		{"a dataset enabled", func() {
 			e.acct.Datasets = []string{"events", "profiles"}
 			if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
 				t.Fatal(err)
 			}
-		}, "profiles", []string{"events", "profiles"}, 1, map[string]int{evSchema: 0, prSchema: 1}},
+		}, "profiles", []string{"events", "profiles"}, 1, map[string]int{evSchema: 0, prSchema: 1}, 1},
 		{"README replaced by hand", func() {
 			if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &readme,
 				Body: strings.NewReader("# edited\n")}); err != nil {
 				t.Fatal(err)
 			}
-		}, "events", []string{"events", "profiles"}, 1, map[string]int{evSchema: 0, prSchema: 0}},
-		{"unchanged again", nil, "profiles", []string{"events", "profiles"}, 0, map[string]int{evSchema: 0, prSchema: 0}},
+			e.clk.Advance(DocsRecheck)
+		}, "events", []string{"events", "profiles"}, 1, map[string]int{evSchema: 0, prSchema: 0}, 1},
+		{"unchanged again", nil, "profiles", []string{"events", "profiles"}, 0, map[string]int{evSchema: 0, prSchema: 0}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.before != nil {
@@ -107,8 +111,8 @@ func TestBucketDocs(t *testing.T) {
 			if row := e.export(tc.ds, testDay.AddDays(-i)); row.State != ledger.StateCompleted {
 				t.Fatalf("export: %+v", row)
 			}
-			if n := e.faults.Calls(buckettest.OpHead, readme) - heads; n != 1 {
-				t.Errorf("%d HEADs of the README, want 1", n)
+			if n := e.faults.Calls(buckettest.OpHead, readme) - heads; n != tc.heads {
+				t.Errorf("%d HEADs of the README, want %d", n, tc.heads)
 			}
 			if n := puts(readme) - readmePuts; n != tc.putReadme {
 				t.Errorf("%d README PUTs, want %d", n, tc.putReadme)

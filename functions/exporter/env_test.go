@@ -150,6 +150,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		// moto's account: the expected owner of a bucket written with
 		// daybook's own role, as DEPLOYMENT_ACCOUNT_ID is in a deployment.
 		DeploymentAccountID: buckettest.Owner,
+		docs:                &docsSeen{},
 	}
 	e.svc = &Service{
 		Ledger:   withSettle{led, 0},

@@ -112,6 +112,10 @@ type Exporter struct {
 	// (DEPLOYMENT_ACCOUNT_ID): the expected owner of a bucket written with
 	// daybook's own role (destination.Owner).
 	DeploymentAccountID string
+
+	// docs remembers the bucket documents found current (docs.go); nil
+	// checks them at every export.
+	docs *docsSeen
 }
 
 // Partition is one export to do: an account, its dataset and a claimed day.
@@ -180,6 +184,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	var rows int64
 	c.fp, rows = e.fingerprint(ctx, q, log)
 	if plan, ok := e.planFor(t, pending.Generation(), rows, c); ok {
+		e.placeBounds(ctx, q, &plan, log)
 		return &Written{Planned: &plan, Fingerprint: c.fp}, nil
 	}
 	if c.files, c.prov, err = e.writeData(ctx, t, pending, q, wholeDay); err != nil {

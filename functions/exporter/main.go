@@ -118,6 +118,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 			Config:              cfg.Export(),
 			Now:                 time.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
+			docs:                &docsSeen{},
 		},
 		Log:         log,
 		Now:         time.Now,

@@ -2,7 +2,7 @@ package main
 
 // Days larger than one exporter run (E7). A Lambda stops at 15 minutes; a
 // day whose expected size passes ExportConfig.SliceRows is exported in
-// slices, time ranges of the day's window, each on its own invocation
+// slices, ranges of the day's window, each on its own invocation
 // (the messages are slicerun.go's):
 //
 //  1. the partition's run (a claimed job or a manual request) waits for no
@@ -10,8 +10,10 @@ package main
 //     begins the generation as any export does (the old _SUCCESS is
 //     removed), takes the day's fingerprint, whose first column is its row
 //     count (or, with none, uses the previous generation's rows), and when
-//     that passes the target plans n slices (ledger.PlanSlices, under the
-//     partition's claim, with the account's destination) and sends one
+//     that passes the target plans n slices, their boundaries at row
+//     quantiles when the source can find them (placeBounds), else equal
+//     time ranges (ledger.PlanSlices, under the partition's claim, with the
+//     account's destination; each slice item keeps its range) and sends one
 //     slice message per slice to its own queue; the partition stays running;
 //  2. each slice message claims its slice in the ledger (StartSlice: a run
 //     token, a lease and an attempt; the partition's hold renewed), writes
@@ -95,6 +97,46 @@ var errDestinationChanged = errors.New("the account's destination changed since 
 // backoff.
 const maxSliceDelay = 15 * time.Minute
 
+// placeBounds places the plan's slice boundaries at row quantiles of the
+// day when the source can say (source.Slicer: a walk of the partition
+// column's index), so a day whose rows crowd into an hour still gives
+// slices of about equal rows. It may plan fewer slices than asked, when
+// the day holds fewer rows than expected. When the source cannot say, or
+// fails, or finds fewer than two slices, the plan keeps equal time ranges.
+func (e *Exporter) placeBounds(ctx context.Context, q source.Query, plan *ledger.SlicePlan, log *slog.Logger) {
+	s, ok := e.Source.(source.Slicer)
+	if !ok {
+		return
+	}
+	bounds, err := s.SliceBounds(ctx, q, plan.Slices, plan.ExpectedRows)
+	switch {
+	case errors.Is(err, source.ErrNoBounds):
+		log.DebugContext(ctx, "slices are equal time ranges", "reason", err.Error())
+		return
+	case err != nil:
+		log.WarnContext(ctx, "slice boundaries not found from the rows; the slices are equal time ranges", "error", err.Error())
+		return
+	case len(bounds) == 0:
+		return
+	}
+	plan.Bounds, plan.Slices = bounds, len(bounds)+1
+}
+
+// sliceRange is the query of slice sl of the day q: its own range when the
+// plan placed its bounds, else its equal time range (sliceQuery).
+func sliceRange(q source.Query, sl ledger.Slice) source.Query {
+	if sl.From.IsZero() && sl.To.IsZero() {
+		return sliceQuery(q, sl.Index, sl.Slices)
+	}
+	if !sl.From.IsZero() {
+		q.Start = sl.From
+	}
+	if !sl.To.IsZero() {
+		q.End = sl.To
+	}
+	return q
+}
+
 // sliceQuery is slice i of n of q: the i-th of n equal time ranges of its
 // window, in whole microseconds (the timestamps' precision), contiguous and
 // half-open, so every row of the window is in exactly one slice.
@@ -131,7 +173,7 @@ func (e *Exporter) ExportSlice(ctx context.Context, p Partition, sl ledger.Slice
 	}
 	pending := t.committer.Resume(sl.Generation)
 	defer pending.Abort(ctx)
-	q := sliceQuery(partitionQuery(p.Account, p.Dataset, p.Day), sl.Index, sl.Slices)
+	q := sliceRange(partitionQuery(p.Account, p.Dataset, p.Day), sl)
 	files, prov, err := e.writeData(ctx, t, pending, q, sl.Index)
 	return sliceOutput{Files: files, Provenance: prov}, err
 }

@@ -233,6 +233,58 @@ func TestSlicedDayCommitsOnceWithACrashedSlice(t *testing.T) {
 	}
 }
 
+// TestSkewedDaySlicesEvenly (issue 25 §2): a day with 80% of its rows in
+// one hour is planned from its rows (the source's index), each slice item
+// carrying its own range, and its slices hold within 1.25x of the mean
+// rows, where equal time ranges would put most of the day into one; every
+// row is delivered once.
+func TestSkewedDaySlicesEvenly(t *testing.T) {
+	e, queue := slicedEnv(t, 750)
+	const rows = 3000
+	in := genRows("events", testDay, rows)
+	hot := testDay.Start(time.UTC).Add(14 * time.Hour)
+	for i, r := range in {
+		if i%5 != 0 {
+			ts := hot.Add(time.Duration(int64(i)*2654435761%3_600_000_000) * time.Microsecond)
+			r[2], r[3] = ts, ts.Add(time.Second)
+		}
+	}
+	e.insert("events", in...)
+	_, bodies := e.planned(queue, 4)
+	for i := range 4 {
+		if err := e.process(bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, sls, err := e.led.SlicesOf(e.ctx, e.key("events", testDay))
+	if err != nil || len(plan.Bounds) != 3 || len(sls) != 4 {
+		t.Fatalf("plan %+v, %d slices, %v: want 3 bounds from the rows", plan, len(sls), err)
+	}
+	var counts, equal []int64
+	for _, sl := range sls {
+		counts = append(counts, sl.Rows)
+	}
+	q := partitionQuery(e.acct, mustDataset(t, "events"), testDay)
+	for i := range 4 {
+		sq, n := sliceQuery(q, i, 4), int64(0)
+		for _, r := range in {
+			if ts := r[2].(time.Time); !ts.Before(sq.Start) && ts.Before(sq.End) {
+				n++
+			}
+		}
+		equal = append(equal, n)
+	}
+	t.Logf("rows per slice %v; equal time ranges would give %v", counts, equal)
+	largest := func(c []int64) float64 { return float64(slices.Max(c)) * 4 / rows }
+	if l := largest(counts); l > 1.25 {
+		t.Errorf("the largest slice holds %.2fx the mean rows, want at most 1.25x: %v", l, counts)
+	}
+	if l := largest(equal); l <= 1.25 {
+		t.Errorf("equal time ranges give %.2fx: the day is not skewed", l)
+	}
+	e.exactlyOnce(rows)
+}
+
 // TestShrunkDayExportsInOneRun: a day exported in slices that later holds
 // fewer rows than the target is exported in one run (sized by the source's
 // row count, not the previous generation's), and its commit removes the

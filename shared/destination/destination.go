@@ -58,6 +58,9 @@ type Clients struct {
 	// role and this policy allow. Nil: the role's own permissions. The
 	// console, which only reads, sets ReadObjectsPolicy.
 	SessionPolicy func(d account.Destination) string
+	// Now is the clock assumed-role credentials are checked against
+	// (nil: time.Now).
+	Now func() time.Time
 
 	mu      sync.Mutex
 	clients map[clientKey]*s3.Client
@@ -71,8 +74,8 @@ type clientKey struct {
 }
 
 // Client returns an S3 client acting in the destination's account. With a
-// role, credentials come from AssumeRole with the external id (cached and
-// refreshed by the SDK); without one, daybook's own credentials are used —
+// role, credentials come from AssumeRole with the external id, kept until
+// RefreshMargin before they expire (roleCredentials); without one, daybook's own credentials are used —
 // the explicit fallback of C1.
 func (f *Clients) Client(accountID string, d account.Destination) *s3.Client {
 	key := clientKey{accountID, d.Region, d.RoleARN, d.ExternalID, d.Endpoint}
@@ -99,7 +102,7 @@ func (f *Clients) newClient(accountID string, d account.Destination) *s3.Client 
 		if api == nil {
 			api = sts.NewFromConfig(f.Base)
 		}
-		cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(api, d.RoleARN, func(o *stscreds.AssumeRoleOptions) {
+		cfg.Credentials = &roleCredentials{now: f.now, p: stscreds.NewAssumeRoleProvider(api, d.RoleARN, func(o *stscreds.AssumeRoleOptions) {
 			if d.ExternalID != "" {
 				o.ExternalID = aws.String(d.ExternalID)
 			}
@@ -108,13 +111,53 @@ func (f *Clients) newClient(accountID string, d account.Destination) *s3.Client 
 			if f.SessionPolicy != nil {
 				o.Policy = aws.String(f.SessionPolicy(d))
 			}
-		}))
+		})}
 	}
 	if d.Endpoint != "" {
 		cfg.BaseEndpoint = aws.String(d.Endpoint)
 		cfg.HTTPClient = f.guardedHTTPClient()
 	}
 	return awsclient.NewS3(cfg)
+}
+
+func (f *Clients) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// RefreshMargin is how long before assumed-role credentials expire they
+// are replaced: a request signed with them must still reach S3 while they
+// are valid, and a multipart upload signs a request per part.
+const RefreshMargin = 5 * time.Minute
+
+// roleCredentials keeps a role's credentials until RefreshMargin before
+// they expire, by the Clients' clock: one AssumeRole per destination while
+// they are valid, however many requests and runs a warm function makes.
+type roleCredentials struct {
+	p   aws.CredentialsProvider
+	now func() time.Time
+	mu  sync.Mutex
+	c   aws.Credentials
+}
+
+var _ aws.CredentialsProvider = (*roleCredentials)(nil)
+
+// Retrieve implements aws.CredentialsProvider. Concurrent callers wait for
+// one AssumeRole.
+func (r *roleCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.c.HasKeys() && (!r.c.CanExpire || r.now().Before(r.c.Expires.Add(-RefreshMargin))) {
+		return r.c, nil
+	}
+	c, err := r.p.Retrieve(ctx)
+	if err != nil {
+		return aws.Credentials{}, err
+	}
+	r.c = c
+	return c, nil
 }
 
 // ReadObjectsPolicy is a session policy that allows s3:GetObject on the

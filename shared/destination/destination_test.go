@@ -173,3 +173,44 @@ func TestSessionPolicy(t *testing.T) {
 		t.Errorf("own role's policy %s: want the aws partition", got)
 	}
 }
+
+// TestRoleCredentialsKept (issue 25 §3): a destination's assumed-role
+// credentials serve every request until RefreshMargin before they expire,
+// by the injected clock: one AssumeRole for many requests, and a fresh one
+// from then on.
+func TestRoleCredentialsKept(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := srv.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
+	rec := &recordingSTS{Client: sts.NewFromConfig(cfg)}
+	f := &destination.Clients{Base: cfg, STS: rec, Now: clock}
+	d := account.Destination{Bucket: "dest-keep-test", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-k", ExternalID: "ext-k"}
+	creds := f.Client("acct_k", d).Options().Credentials
+	first, err := creds.Retrieve(ctx)
+	if err != nil || !first.CanExpire {
+		t.Fatalf("first credentials %+v, %v: want expiring ones", first, err)
+	}
+	calls := func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.inputs) }
+	for _, tc := range []struct {
+		at    time.Time
+		calls int
+	}{
+		{now, 1},
+		{first.Expires.Add(-destination.RefreshMargin - time.Second), 1},
+		{first.Expires.Add(-destination.RefreshMargin), 2},
+	} {
+		set(tc.at)
+		if _, err := f.Client("acct_k", d).Options().Credentials.Retrieve(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := calls(); n != tc.calls {
+			t.Errorf("at %s (credentials expire %s): %d AssumeRole calls, want %d", tc.at.Format(time.RFC3339), first.Expires.Format(time.RFC3339), n, tc.calls)
+		}
+	}
+}

@@ -116,6 +116,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		ClaimToken:     r.ClaimToken,
 		LastError:      r.LastError,
 		Stopped:        r.Stopped,
+		SlicePlanned:   r.SlicePlanned,
 		Generation:     r.Generation,
 		GenReserved:    r.GenReserved,
 		Rows:           r.Rows,

@@ -152,7 +152,8 @@ type rowRecord struct {
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`
-	Stopped        bool   `dynamodbav:"exhausted"` // attrStopped
+	Stopped        bool   `dynamodbav:"exhausted"`               // attrStopped
+	SlicePlanned   bool   `dynamodbav:"slice_planned,omitempty"` // attrSlicePlanned (slice.go)
 	Generation     int64  `dynamodbav:"generation"`
 	GenReserved    int64  `dynamodbav:"generation_reserved"`
 	Rows           int64  `dynamodbav:"rows"`

@@ -51,7 +51,12 @@ type Row struct {
 	NextAttemptAt time.Time
 	LastError     string
 	Stopped       bool
-	Generation    int64
+	// SlicePlanned: a plan of slices was recorded for the partition at
+	// some point (PlanSlices sets it, nothing clears it), so a slice of an
+	// earlier plan may still write into it: only then does a run need
+	// SliceFence.
+	SlicePlanned bool
+	Generation   int64
 	// GenReserved is the highest generation found committed in the bucket
 	// without a Complete (NoteCommitted); the next claim is numbered above it.
 	GenReserved int64

@@ -49,6 +49,9 @@ const (
 	skSlicePlan   = "PLAN"
 	skSlicePrefix = "S#"
 	sliceLifetime = 30 * 24 * time.Hour
+	// attrSlicePlanned is on a partition row a plan was ever recorded for
+	// (Row.SlicePlanned).
+	attrSlicePlanned = "slice_planned"
 )
 
 // SlicePlan is a partition's plan for one sliced generation.
@@ -59,8 +62,15 @@ type SlicePlan struct {
 	Token      string
 	Generation int64
 	Slices     int
-	RunID      string
-	StartedAt  time.Time
+	// Bounds are the Slices-1 instants that cut the day's window into the
+	// slices' ranges, strictly increasing: slice i is [Bounds[i-1],
+	// Bounds[i]), the first starting and the last ending at the window's
+	// edges. Found from the rows (source.Slicer); nil slices the window
+	// into equal time ranges. Each slice item stores its own range, so a
+	// retry of a slice reads exactly what its first attempt read.
+	Bounds    []time.Time
+	RunID     string
+	StartedAt time.Time
 	// ExpectedRows is the size the plan was made for.
 	ExpectedRows int64
 	// Destination names where the plan's files go (the exporter's key of
@@ -80,6 +90,9 @@ type SlicePlan struct {
 type Slice struct {
 	partition.Key
 	Index int
+	// From and To are the slice's range from the plan's Bounds, zero at
+	// the window's edge; both zero in a plan of equal time ranges.
+	From, To time.Time
 	// Slices, Generation and Destination are the plan's.
 	Slices      int
 	Generation  int64
@@ -109,34 +122,37 @@ type SliceResult struct {
 // sliceRecord is the stored form of a plan (sk=PLAN) and of a slice
 // (sk=S#<nnnn>).
 type sliceRecord struct {
-	PK               string `dynamodbav:"pk"`
-	SK               string `dynamodbav:"sk"`
-	AccountID        string `dynamodbav:"account_id"`
-	Dataset          string `dynamodbav:"dataset"`
-	Day              string `dynamodbav:"day"`
-	PartitionToken   string `dynamodbav:"partition_token"`
-	Slice            int    `dynamodbav:"slice_index"`
-	Slices           int    `dynamodbav:"slice_count"`
-	Generation       int64  `dynamodbav:"generation,omitempty"`
-	RunID            string `dynamodbav:"run_id,omitempty"`
-	ExpectedRows     int64  `dynamodbav:"expected_rows,omitempty"`
-	Destination      string `dynamodbav:"destination,omitempty"`
-	Fingerprint      string `dynamodbav:"fingerprint,omitempty"`
-	FingerprintAt    string `dynamodbav:"fingerprint_at,omitempty"`
-	CommitToken      string `dynamodbav:"commit_token,omitempty"`
-	CommitLeaseUntil string `dynamodbav:"commit_lease_until,omitempty"`
-	State            string `dynamodbav:"state,omitempty"`
-	ClaimToken       string `dynamodbav:"claim_token,omitempty"`
-	Attempts         int    `dynamodbav:"attempts"`
-	StartedAt        string `dynamodbav:"started_at,omitempty"`
-	LeaseUntil       string `dynamodbav:"lease_until,omitempty"`
-	FinishedAt       string `dynamodbav:"finished_at,omitempty"`
-	LastError        string `dynamodbav:"last_error,omitempty"`
-	Rows             int64  `dynamodbav:"rows"`
-	Bytes            int64  `dynamodbav:"bytes"`
-	SliceFiles       string `dynamodbav:"slice_files,omitempty"`
-	UpdatedAt        string `dynamodbav:"updated_at"`
-	ExpiresAt        int64  `dynamodbav:"expires_at"`
+	PK               string  `dynamodbav:"pk"`
+	SK               string  `dynamodbav:"sk"`
+	AccountID        string  `dynamodbav:"account_id"`
+	Dataset          string  `dynamodbav:"dataset"`
+	Day              string  `dynamodbav:"day"`
+	PartitionToken   string  `dynamodbav:"partition_token"`
+	Slice            int     `dynamodbav:"slice_index"`
+	Slices           int     `dynamodbav:"slice_count"`
+	SliceFromUS      int64   `dynamodbav:"slice_from_us,omitempty"` // unix microseconds; none: the window's start
+	SliceToUS        int64   `dynamodbav:"slice_to_us,omitempty"`   // none: the window's end
+	SliceBoundsUS    []int64 `dynamodbav:"slice_bounds_us,omitempty"`
+	Generation       int64   `dynamodbav:"generation,omitempty"`
+	RunID            string  `dynamodbav:"run_id,omitempty"`
+	ExpectedRows     int64   `dynamodbav:"expected_rows,omitempty"`
+	Destination      string  `dynamodbav:"destination,omitempty"`
+	Fingerprint      string  `dynamodbav:"fingerprint,omitempty"`
+	FingerprintAt    string  `dynamodbav:"fingerprint_at,omitempty"`
+	CommitToken      string  `dynamodbav:"commit_token,omitempty"`
+	CommitLeaseUntil string  `dynamodbav:"commit_lease_until,omitempty"`
+	State            string  `dynamodbav:"state,omitempty"`
+	ClaimToken       string  `dynamodbav:"claim_token,omitempty"`
+	Attempts         int     `dynamodbav:"attempts"`
+	StartedAt        string  `dynamodbav:"started_at,omitempty"`
+	LeaseUntil       string  `dynamodbav:"lease_until,omitempty"`
+	FinishedAt       string  `dynamodbav:"finished_at,omitempty"`
+	LastError        string  `dynamodbav:"last_error,omitempty"`
+	Rows             int64   `dynamodbav:"rows"`
+	Bytes            int64   `dynamodbav:"bytes"`
+	SliceFiles       string  `dynamodbav:"slice_files,omitempty"`
+	UpdatedAt        string  `dynamodbav:"updated_at"`
+	ExpiresAt        int64   `dynamodbav:"expires_at"`
 }
 
 func slicePK(k partition.Key) string {
@@ -167,7 +183,12 @@ func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
 	if p.Generation < 1 || p.Token == "" {
 		return fmt.Errorf("ledger: plan %s: generation %d, token %q", p.Key, p.Generation, p.Token)
 	}
-	if err := l.renewPartition(ctx, p.Key, p.Token); err != nil {
+	if err := p.checkBounds(); err != nil {
+		return err
+	}
+	// The row is marked before any slice exists: a later run of the
+	// partition reads SliceFence only for a row so marked.
+	if err := l.holdPartition(ctx, p.Key, p.Token, true); err != nil {
 		return fmt.Errorf("plan %s: %w", p.Key, err)
 	}
 	// The plan is on record under its token before any slice message
@@ -189,17 +210,48 @@ func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
 		plan.FingerprintAt = fmtTime(p.Fingerprint.At)
 	}
 	plan.StartedAt = fmtTime(p.StartedAt)
+	for _, b := range p.Bounds {
+		plan.SliceBoundsUS = append(plan.SliceBoundsUS, b.UnixMicro())
+	}
 	// The slices first, the plan last: a plan item names a complete plan.
 	for i := range p.Slices {
 		r := base
 		r.SK = sliceSK(i)
 		r.Slice = i
 		r.State = string(StateQueued)
+		if len(p.Bounds) > 0 {
+			if i > 0 {
+				r.SliceFromUS = p.Bounds[i-1].UnixMicro()
+			}
+			if i < len(p.Bounds) {
+				r.SliceToUS = p.Bounds[i].UnixMicro()
+			}
+		}
 		if err := l.putSlice(ctx, r); err != nil {
 			return err
 		}
 	}
 	return l.putSlice(ctx, plan)
+}
+
+// checkBounds refuses bounds that do not cut the plan into its slices:
+// Slices-1 of them, strictly increasing, in whole microseconds.
+func (p SlicePlan) checkBounds() error {
+	if len(p.Bounds) == 0 {
+		return nil
+	}
+	if len(p.Bounds) != p.Slices-1 {
+		return fmt.Errorf("ledger: plan %s: %d bounds for %d slices, want %d", p.Key, len(p.Bounds), p.Slices, p.Slices-1)
+	}
+	for i, b := range p.Bounds {
+		switch {
+		case b.UnixMicro() <= 0 || !b.Equal(time.UnixMicro(b.UnixMicro())):
+			return fmt.Errorf("ledger: plan %s: bounds[%d] %s: want a whole microsecond after 1970", p.Key, i, b.Format(time.RFC3339Nano))
+		case i > 0 && !b.After(p.Bounds[i-1]):
+			return fmt.Errorf("ledger: plan %s: bounds[%d] %s is not after bounds[%d] %s", p.Key, i, b.Format(time.RFC3339Nano), i-1, p.Bounds[i-1].Format(time.RFC3339Nano))
+		}
+	}
+	return nil
 }
 
 func (l *Ledger) putSlice(ctx context.Context, r sliceRecord) error {
@@ -251,7 +303,8 @@ func (l *Ledger) PlanOf(ctx context.Context, key partition.Key) (SlicePlan, erro
 }
 
 // SliceFence returns until when a slice run may still be writing into the
-// partition, unless it belongs to the plan of the claim token (pass "" for
+// partition (a run need not ask for a row that is not Row.SlicePlanned:
+// no slice of it ever existed), unless it belongs to the plan of the claim token (pass "" for
 // every plan): the latest lease of a running slice, zero if none. A run of
 // the partition starts writing only after it: the claim that held the
 // partition before is gone, but its slices may outlive it up to their
@@ -368,6 +421,9 @@ func planFromItem(item map[string]types.AttributeValue) (SlicePlan, error) {
 	}
 	p := SlicePlan{Key: k, Token: r.PartitionToken, Generation: r.Generation, Slices: r.Slices, RunID: r.RunID, Destination: r.Destination,
 		ExpectedRows: r.ExpectedRows, CommitToken: r.CommitToken, Fingerprint: Fingerprint{Value: r.Fingerprint}}
+	for _, us := range r.SliceBoundsUS {
+		p.Bounds = append(p.Bounds, time.UnixMicro(us).UTC())
+	}
 	return p, parseTimes(item, sliceTime{attrStartedAt, r.StartedAt, &p.StartedAt}, sliceTime{attrFingerprintAt, r.FingerprintAt, &p.Fingerprint.At},
 		sliceTime{attrCommitLeaseUntil, r.CommitLeaseUntil, &p.CommitLeaseUntil})
 }
@@ -382,6 +438,12 @@ func sliceFromItem(item map[string]types.AttributeValue) (Slice, error) {
 	}
 	sl := Slice{Key: k, Index: r.Slice, Slices: r.Slices, Generation: r.Generation, Destination: r.Destination, Token: r.PartitionToken,
 		RunToken: r.ClaimToken, State: State(r.State), Attempts: r.Attempts, LastError: r.LastError, Rows: r.Rows, Bytes: r.Bytes, Files: r.SliceFiles}
+	if r.SliceFromUS != 0 {
+		sl.From = time.UnixMicro(r.SliceFromUS).UTC()
+	}
+	if r.SliceToUS != 0 {
+		sl.To = time.UnixMicro(r.SliceToUS).UTC()
+	}
 	return sl, parseTimes(item, sliceTime{attrStartedAt, r.StartedAt, &sl.StartedAt}, sliceTime{attrLeaseUntil, r.LeaseUntil, &sl.LeaseUntil},
 		sliceTime{attrFinishedAt, r.FinishedAt, &sl.FinishedAt})
 }

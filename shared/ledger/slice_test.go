@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,5 +240,71 @@ func TestExpireClaimEndsItsSlices(t *testing.T) {
 	}
 	if _, err := l.Claim(ctx, c.Key, partition.ReasonRetry); err != nil {
 		t.Fatalf("claim after ExpireClaim: %v", err)
+	}
+}
+
+// TestSliceBoundsStored (issue 25 §2, §3): a plan's bounds give each
+// slice its own range, which every attempt of the slice reads back; bounds
+// that do not cut the plan into its slices are refused, naming the field
+// and value, with nothing written; a recorded plan marks the partition's
+// row SlicePlanned (the exporter reads SliceFence only then).
+func TestSliceBoundsStored(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	c := startedPartition(t, l, "b")
+	b0 := time.Date(2026, 11, 28, 10, 17, 0, 123456000, time.UTC)
+	b1 := b0.Add(time.Microsecond)
+	base := SlicePlan{Key: c.Key, Token: c.Token, Generation: c.Generation, Slices: 3, RunID: "run_1", StartedAt: clk.Now()}
+	for _, tc := range []struct {
+		bounds []time.Time
+		want   string
+	}{
+		{[]time.Time{b0}, "1 bounds for 3 slices, want 2"},
+		{[]time.Time{b1, b0}, "bounds[1] 2026-11-28T10:17:00.123456Z is not after bounds[0]"},
+		{[]time.Time{b0, b0}, "bounds[1] 2026-11-28T10:17:00.123456Z is not after"},
+		{[]time.Time{b0, b1.Add(time.Nanosecond)}, "bounds[1] 2026-11-28T10:17:00.123457001Z: want a whole microsecond"},
+	} {
+		bad := base
+		bad.Bounds = tc.bounds
+		if err := l.PlanSlices(ctx, bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("PlanSlices(bounds %v) = %v, want an error containing %q", tc.bounds, err, tc.want)
+		}
+	}
+	if _, err := l.PlanOf(ctx, c.Key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after refused plans: %v, want no plan", err)
+	}
+	if r, err := l.Get(ctx, c.Key); err != nil || r.SlicePlanned {
+		t.Fatalf("row after refused plans: SlicePlanned %v, %v; want unmarked", r.SlicePlanned, err)
+	}
+	plan := base
+	plan.Bounds = []time.Time{b0, b1}
+	if err := l.PlanSlices(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	// The row is marked: a later run of the partition reads the fence.
+	if r, err := l.Get(ctx, c.Key); err != nil || !r.SlicePlanned {
+		t.Fatalf("row after the plan: SlicePlanned %v, %v; want marked", r.SlicePlanned, err)
+	}
+	got, err := l.PlanOf(ctx, c.Key)
+	if err != nil || len(got.Bounds) != 2 || !got.Bounds[0].Equal(b0) || !got.Bounds[1].Equal(b1) {
+		t.Fatalf("PlanOf = %+v, %v, want bounds %s, %s", got, err, b0, b1)
+	}
+	want := [][2]time.Time{{{}, b0}, {b0, b1}, {b1, {}}}
+	for i, w := range want {
+		sl, err := l.StartSlice(ctx, c.Key, c.Token, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sl.From.Equal(w[0]) || !sl.To.Equal(w[1]) {
+			t.Errorf("slice %d: [%s, %s), want [%s, %s)", i, sl.From, sl.To, w[0], w[1])
+		}
+		// A retry reads the same range.
+		if sl, err = l.FailSlice(ctx, c.Key, c.Token, i, sl.RunToken, errors.New("boom")); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := l.StartSlice(ctx, c.Key, c.Token, i); err != nil || !again.From.Equal(w[0]) || !again.To.Equal(w[1]) || again.Attempts != 2 {
+			t.Errorf("slice %d again: %+v, %v", i, again, err)
+		}
 	}
 }

@@ -20,12 +20,21 @@ import (
 // whose run died waits to come back from the queue: the sweeper takes a
 // sliced partition over only when no slice was heard of for that long.
 func (l *Ledger) renewPartition(ctx context.Context, key partition.Key, token string) error {
+	return l.holdPartition(ctx, key, token, false)
+}
+
+// holdPartition is renewPartition, marking the row SlicePlanned when
+// planned.
+func (l *Ledger) holdPartition(ctx context.Context, key partition.Key, token string, planned bool) error {
 	now := l.now()
 	lease := now.Add(l.cfg.SliceHold)
 	upd := expression.Set(name(attrLeaseUntil), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(key.AccountID)).
 		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).
 		Set(name(attrUpdatedAt), val(fmtTime(now)))
+	if planned {
+		upd = upd.Set(name(attrSlicePlanned), val(true))
+	}
 	_, err := l.update(ctx, rowKey(key), upd, holds(token), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return fmt.Errorf("%w: %s is no longer held by the plan's claim", ErrClaimLost, key)

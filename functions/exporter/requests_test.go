@@ -1,0 +1,125 @@
+//go:build !noduckdb
+
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/daybook-dev/daybook/shared/awsclient"
+
+	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/devkit/awscount"
+	"github.com/daybook-dev/daybook/shared/events"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/outbox"
+)
+
+var updateDocs = flag.Bool("update", false, "rewrite the request-count rows of docs/performance.md from the counts")
+
+// counted makes e's exporter reach AWS through clients that count into c,
+// as main wires them: its own ledger client, the destination's S3 client
+// assumed through STS with the account's role, the jobs queue, and the
+// event bus with the outbox on. The test's own ledger (e.led: claims,
+// reads) is not counted.
+func (e *env) counted(c *awscount.Counter) {
+	e.t.Helper()
+	base, out := deployed(e.t)
+	cfg := c.Config(base)
+	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{
+		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3,
+		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: e.clk.Now, Rand: &lockedReader{r: seeded(e.t, "counted")},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.acct.Destination.RoleARN = "arn:aws:iam::" + awsclient.LocalAccountID + ":role/daybook-writer"
+	e.acct.Destination.ExternalID = "daybook-" + strings.TrimPrefix(e.acct.ID, "acct_")
+	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+		e.t.Fatal(err)
+	}
+	e.exp.Buckets = buckets{&destination.Clients{Base: cfg}}
+	e.svc.Ledger = withSettle{led, 0}
+	e.svc.Queue = sqs.NewFromConfig(cfg)
+	ob := &outbox.Outbox{Store: led, Bus: &events.Publisher{API: eventbridge.NewFromConfig(cfg), Bus: out["EventBusName"], Now: e.clk.Now}, On: true}
+	e.svc.Lifecycle = &Lifecycle{Ledger: led, Restate: testRestate, Outbox: ob}
+}
+
+// TestRequestCounts (issue 25 §3): the AWS requests the exporter makes,
+// by service and kind, for one export, one export in slices and one
+// restatement check, counted on the emulated stack, are the rows of the
+// table in docs/performance.md (which the cost model prices): a count that
+// changes fails naming its row, and -update rewrites the rows.
+func TestRequestCounts(t *testing.T) {
+	var rows []awscount.Row
+	row := func(scenario string, c *awscount.Counter) {
+		t.Helper()
+		t.Logf("%s: %s", scenario, strings.Join(awscount.Ops(c.Counts()), ", "))
+		r, err := awscount.RowOf(scenario, "exporter", c.Counts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+
+	// One export: 3,000 events in one file, the account's role assumed.
+	c := &awscount.Counter{}
+	e := newEnv(t, envOpts{})
+	e.counted(c)
+	e.insert("events", genRows("events", testDay, 3000)...)
+	claim := e.claim("events", testDay, "")
+	c.Reset()
+	if err := e.process(jobBody(t, claim)); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateCompleted {
+		t.Fatalf("export: %+v", r)
+	}
+	row("one export (1 file)", c)
+
+	// One restatement check of that day, unchanged.
+	c.Reset()
+	if err := e.process(checkBody(t, e.row("events", testDay))); err != nil {
+		t.Fatal(err)
+	}
+	row("one restatement check (unchanged)", c)
+
+	// The next day's export on the same warm function.
+	next := testDay.AddDays(1)
+	e.insert("events", genRows("events", next, 3000)...)
+	claim = e.claim("events", next, "")
+	c.Reset()
+	if err := e.process(jobBody(t, claim)); err != nil {
+		t.Fatal(err)
+	}
+	row("one export, warm (1 file)", c)
+
+	// One export in 3 slices: the planning run and the three slices'
+	// (the last commits).
+	c = &awscount.Counter{}
+	se, queue := slicedEnv(t, 1000)
+	se.counted(c)
+	se.svc.QueueURL = queue
+	se.insert("events", genRows("events", testDay, 3000)...)
+	claim = se.claim("events", testDay, "")
+	c.Reset()
+	if err := se.process(jobBody(t, claim)); err != nil {
+		t.Fatal(err)
+	}
+	bodies := se.receive(queue)
+	for i := range 3 {
+		if err := se.process(bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := se.row("events", testDay); r.State != ledger.StateCompleted {
+		t.Fatalf("sliced export: %+v", r)
+	}
+	row("one export in 3 slices (4 invocations)", c)
+	awscount.CheckDoc(t, "../../docs/performance.md", rows, *updateDocs)
+}
