@@ -201,12 +201,16 @@ func redact(name string) string {
 }
 
 // Params returns the values the dataset's query in dialect binds for q, in
-// order: (account, start, end). Per partition semantics the window is
+// order: (account, start, end), or (account) alone for a snapshot. Per partition semantics the window is
 // instants or days; per dialect it is typed values (postgres) or the
 // canonical text the SQLite schema stores, because SQLite compares TEXT and
 // the driver's own time format would not order correctly. Anything that runs
 // a dataset query outside SQL.Rows (the demo source's row counts) binds these.
 func (q Query) Params(dialect string) []any {
+	if q.Dataset.IsSnapshot() {
+		// A snapshot copies the tenant's current rows: no window.
+		return []any{q.AccountID}
+	}
 	if q.Dataset.Partition == dataset.PartitionStatDate {
 		// A stat_date day is a calendar day, not an instant window: zone
 		// offsets must not shift it.
