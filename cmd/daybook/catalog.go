@@ -83,7 +83,11 @@ func writeDataset(w io.Writer, d dataset.Dataset) {
 	if d.IsSnapshot() {
 		on = " (a complete copy per day)"
 	}
-	fmt.Fprintf(w, "%s (version %d): %s, partition %s%s, %s, read %s\n", d.Name, d.Version, d.Relation, d.Partition, on, d.Mode, d.Read)
+	from := ""
+	if d.Source != "" {
+		from = " (source " + d.Source + ")"
+	}
+	fmt.Fprintf(w, "%s (version %d): %s%s, partition %s%s, %s, read %s\n", d.Name, d.Version, d.Relation, from, d.Partition, on, d.Mode, d.Read)
 	for _, c := range d.Columns {
 		null := "required"
 		if c.Nullable {

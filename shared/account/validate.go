@@ -176,6 +176,11 @@ func (a Account) shape() problems {
 	if a.SettleDelay != nil && (a.SettleDelay.D() < 0 || a.SettleDelay.D() > 7*24*time.Hour) {
 		p.add("settle_delay", a.SettleDelay.D().String(), "must be between 0 and 168h")
 	}
+	if a.SourceShard != "" {
+		if err := dataset.ValidShardName(a.SourceShard); err != nil {
+			p.add("source_shard", a.SourceShard, "%v", err)
+		}
+	}
 	a.checkDatasets(&p)
 	d := a.Destination
 	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {

@@ -177,8 +177,14 @@ type Dataset struct {
 	// Relation is the source table or view the queries read, named in the
 	// manifest's provenance; every query reads FROM it.
 	Relation string `json:"relation"`
-	Mode     string `json:"mode"`
-	Read     string `json:"read"`
+	// Source names the source database the relation is in ("source" in
+	// the catalog; omitted: the deployment's default source, DefaultSource):
+	// the deployment supplies one connection string per source, and per
+	// shard of a sharded source (see source.Router). Provenance names it,
+	// never its connection string.
+	Source string `json:"source,omitempty"`
+	Mode   string `json:"mode"`
+	Read   string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
 	// datasets (Q3): the newest OrderColumn value wins per IDColumn.
 	IDColumn    string   `json:"id_column,omitempty"`
@@ -335,6 +341,9 @@ func (d Dataset) Validate() error {
 		if err := d.validatePartitionColumn(); err != nil {
 			return err
 		}
+	}
+	if err := ValidSourceName(d.Source); d.Source != "" && err != nil {
+		return fmt.Errorf("dataset %s: source %q: %w", d.Name, d.Source, err)
 	}
 	if !relationRE.MatchString(d.Relation) {
 		return fmt.Errorf("dataset %s: relation %q must match %s", d.Name, d.Relation, relationRE)

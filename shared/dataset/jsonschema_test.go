@@ -42,13 +42,15 @@ func yamlValue(t *testing.T, doc string) any {
 // field, an unknown partition, a bad type, queries and tenant_column both.
 func TestCatalogJSONSchema(t *testing.T) {
 	s := compileSchema(t)
-	for name, doc := range map[string]string{"example": string(example.YAML()), "generated": yamlDataset, "snapshot": yamlSnapshot} {
+	for name, doc := range map[string]string{"example": string(example.YAML()), "generated": yamlDataset, "snapshot": yamlSnapshot,
+		"named source": strings.Replace(yamlSnapshot, "    relation: app.members\n", "    relation: app.members\n    source: billing\n", 1)} {
 		if err := s.Validate(yamlValue(t, doc)); err != nil {
 			t.Errorf("%s catalog does not validate: %v", name, err)
 		}
 	}
 	for _, tt := range []struct{ doc, name, from, to string }{
 		{yamlSnapshot, "snapshot with a partition column", "    relation: app.members\n", "    relation: app.members\n    partition_column: joined_at\n"},
+		{yamlSnapshot, "bad source name", "    relation: app.members\n", "    relation: app.members\n    source: Billing\n"},
 		{yamlSnapshot, "snapshot read as a union", "read: latest_snapshot", "read: union_all_partitions"},
 		{yamlDataset, "event_time as a full refresh", "mode: incremental_append", "mode: full_refresh"},
 		{yamlDataset, "no partition column", "    partition_column: created_at\n", ""},
