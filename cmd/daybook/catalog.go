@@ -79,7 +79,15 @@ names, else the shipped example. -o json prints the datasets as loaded, queries 
 }
 
 func writeDataset(w io.Writer, d dataset.Dataset) {
-	fmt.Fprintf(w, "%s (version %d): %s, partition %s on %s, %s, read %s\n", d.Name, d.Version, d.Relation, d.Partition, d.PartitionColumn, d.Mode, d.Read)
+	on := " on " + d.PartitionColumn
+	if d.IsSnapshot() {
+		on = " (a complete copy per day)"
+	}
+	from := ""
+	if d.Source != "" {
+		from = " (source " + d.Source + ")"
+	}
+	fmt.Fprintf(w, "%s (version %d): %s%s, partition %s%s, %s, read %s\n", d.Name, d.Version, d.Relation, from, d.Partition, on, d.Mode, d.Read)
 	for _, c := range d.Columns {
 		null := "required"
 		if c.Nullable {

@@ -17,20 +17,22 @@ import (
 )
 
 // initPartitions are the --partition values of catalog init.
-var initPartitions = []string{dataset.PartitionEventTime, dataset.PartitionStatDate, dataset.PartitionActivity}
+var initPartitions = []string{dataset.PartitionEventTime, dataset.PartitionStatDate, dataset.PartitionActivity, dataset.PartitionSnapshot}
 
 func (a *app) catalogInitCommand() *cobra.Command {
 	var o pgcatalog.EntryOptions
 	var dsn, table string
 	c := &cobra.Command{
-		Use:   "init --source DSN --table T --tenant-column C --partition-column P [--partition event_time|stat_date|activity]",
+		Use:   "init --source DSN --table T --tenant-column C --partition-column P [--partition event_time|stat_date|activity|snapshot]",
 		Short: "Print a catalog entry derived from a source table",
 		Long: `Print a catalog entry for a PostgreSQL table or view, derived from the database's own catalog:
 its columns in order (all but the tenant column), their types through the mapping in
 docs/types.md, NOT NULL as required, COMMENT ON COLUMN as descriptions, enums as
 low-cardinality strings. A view does not say which columns are NOT NULL: its partition and id
 columns are declared required, the others nullable. The entry's queries read one tenant's
-day by the partition column.
+day by the partition column. With --partition snapshot (a table such as plans, users or
+settings, delivered as a complete copy every day) there is no partition column: the query
+reads the tenant's whole current table.
 A column whose type has no catalog type is named, with what to do instead, and nothing is
 printed. A table with timestamp without time zone columns needs --source-time-zone: the
 zone those wall-clock times are in is never guessed. Review the entry, then add it to the
@@ -49,7 +51,11 @@ catalog's "datasets" list.`,
 	f.StringVar(&o.Name, "name", "", "dataset name (default: the table's name)")
 	_ = c.RegisterFlagCompletionFunc("partition", cobra.FixedCompletions(initPartitions, cobra.ShellCompDirectiveNoFileComp))
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		if err := requireFlags(c, "source", "table", "tenant-column", "partition-column"); err != nil {
+		required := []string{"source", "table", "tenant-column", "partition-column"}
+		if o.Partition == dataset.PartitionSnapshot {
+			required = required[:3]
+		}
+		if err := requireFlags(c, required...); err != nil {
 			return err
 		}
 		if !slices.Contains(initPartitions, o.Partition) {

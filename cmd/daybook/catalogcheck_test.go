@@ -35,6 +35,8 @@ func TestCatalogInitThenCheck(t *testing.T) {
 	for _, args := range [][]string{
 		{"--table", "invoices", "--tenant-column", "org_id", "--partition-column", "created_at", "--source-time-zone", platformsource.Zone},
 		{"--table", "seat_snapshots", "--tenant-column", "org_id", "--partition-column", "snapshot_date", "--partition", "stat_date"},
+		// A dimension table as a snapshot: no partition column.
+		{"--table", "members", "--tenant-column", "org_id", "--partition", "snapshot", "--source-time-zone", platformsource.Zone},
 	} {
 		r := execute(t, a, append([]string{"catalog", "init", "--source", srv.DSN}, args...)...)
 		if r.code != 0 {
@@ -70,18 +72,18 @@ func TestCatalogInitThenCheck(t *testing.T) {
 		}
 		return rep
 	}
-	if rep := check(0); rep.Datasets != 2 || rep.Errors != 0 {
+	if rep := check(0); rep.Datasets != 3 || rep.Errors != 0 {
 		t.Fatalf("check of init's entries: %+v", rep)
 	}
 	text := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file)
-	if text.code != 0 || !strings.Contains(text.stdout, "2 dataset(s) checked: 0 error(s)") {
+	if text.code != 0 || !strings.Contains(text.stdout, "3 dataset(s) checked: 0 error(s)") {
 		t.Errorf("catalog check (table): exit %d\n%s", text.code, text.stdout)
 	}
 
 	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "--dataset", "seat_snapshots", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"datasets": 1`) {
 		t.Errorf("catalog check --dataset seat_snapshots: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "--dataset", "nope"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, `--dataset "nope": not in the catalog; valid: invoices, seat_snapshots`) {
+	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", file, "--dataset", "nope"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, `--dataset "nope": not in the catalog; valid: invoices, seat_snapshots, members`) {
 		t.Errorf("catalog check --dataset nope: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := execute(t, a, "catalog", "check", "--source", srv.DSN, "--catalog", filepath.Join(t.TempDir(), "missing.json")); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--catalog") {
@@ -136,6 +138,7 @@ func TestCatalogInitRefuses(t *testing.T) {
 		{[]string{"--table", "invoices", "--partition-column", "created_at"}, cli.ExitError, "column created_at: timestamp without time zone holds wall-clock times without a zone"},
 		{[]string{"--table", "odd", "--partition-column", "at"}, cli.ExitError, "column span: interval has no catalog type"},
 		{[]string{"--table", "nope", "--partition-column", "at"}, cli.ExitError, "relation nope: no such relation"},
+		{[]string{"--table", "members", "--partition", "snapshot", "--partition-column", "joined_at", "--source-time-zone", platformsource.Zone}, cli.ExitError, `partition column "joined_at": a snapshot has none`},
 	} {
 		r := execute(t, a, append(base, tc.args...)...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) || r.stdout != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
+	"github.com/daybook-dev/daybook/shared/source"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
@@ -24,6 +25,10 @@ type Config struct {
 	SourceDriver string
 	SourceDSN    string // SOURCE_DSN, or read from SSM SOURCE_DSN_PARAMETER
 	DSNParameter string
+	// Sources are the connection strings of every source and shard, the
+	// default one (SOURCE_DSN or SOURCE_DSN_PARAMETER) included: main.go
+	// reads them from the environment (source.DSNsFromEnv).
+	Sources      map[source.Key]source.DSN
 	MaxFileBytes int64
 	PartSize     int64
 	Concurrency  int

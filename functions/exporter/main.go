@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -53,6 +54,12 @@ func main() {
 		os.Exit(2)
 	}
 	dataset.Use(cat)
+	// SOURCE_DSN[_PARAMETER] and one per further source or shard
+	// (SOURCE_DSN_<SOURCE>[__<SHARD>], SOURCE_DSN_PARAMETER_..., SOURCE_DSN_PARAMETERS).
+	if cfg.Sources, err = source.DSNsFromEnv(os.Environ()); err != nil {
+		log.Error("configuration", "error", err.Error())
+		os.Exit(2)
+	}
 	h, err := wire(context.Background(), cfg, log)
 	if err != nil {
 		log.Error("start-up", "error", err.Error())
@@ -71,23 +78,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	if err != nil {
 		return Handler{}, err
 	}
-	dsn := cfg.SourceDSN
-	if dsn == "" {
-		out, err := ssm.NewFromConfig(awsCfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(cfg.DSNParameter), WithDecryption: aws.Bool(true)})
-		if err != nil {
-			return Handler{}, fmt.Errorf("read source DSN from SSM parameter %s (SOURCE_DSN_PARAMETER): %w", cfg.DSNParameter, err)
-		}
-		dsn = aws.ToString(out.Parameter.Value)
-	}
-	dialect := map[string]string{"pgx": "postgres", "sqlite": "sqlite"}[cfg.SourceDriver]
-	if dialect == "" {
-		return Handler{}, fmt.Errorf("environment variable SOURCE_DRIVER=%q: want pgx or sqlite", cfg.SourceDriver)
-	}
-	db, err := sql.Open(cfg.SourceDriver, dsn)
-	if err != nil {
-		return Handler{}, fmt.Errorf("open source (SOURCE_DRIVER=%s): %w", cfg.SourceDriver, err)
-	}
-	src, err := source.NewSQL(db, dialect, cfg.SourceDriver)
+	src, err := openSources(ctx, cfg, ssm.NewFromConfig(awsCfg))
 	if err != nil {
 		return Handler{}, err
 	}
@@ -131,6 +122,49 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		h.DeadLetters, h.DLQURL = queue, cfg.DLQURL
 	}
 	return h, nil
+}
+
+// openSources opens one SQL source per connection string cfg.Sources
+// names (an SSM parameter is read here, once) and checks every dataset of
+// the catalog has its source. Errors name the variable.
+func openSources(ctx context.Context, cfg Config, params *ssm.Client) (*source.Router, error) {
+	dialect := map[string]string{"pgx": "postgres", "sqlite": "sqlite"}[cfg.SourceDriver]
+	if dialect == "" {
+		return nil, fmt.Errorf("environment variable SOURCE_DRIVER=%q: want pgx or sqlite", cfg.SourceDriver)
+	}
+	if len(cfg.Sources) == 0 {
+		return nil, errors.New("environment variable SOURCE_DSN is required (or SOURCE_DSN_PARAMETER)")
+	}
+	srcs := map[source.Key]*source.SQL{}
+	for k, d := range cfg.Sources {
+		dsn := d.Value
+		if dsn == "" {
+			out, err := params.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(d.Parameter), WithDecryption: aws.Bool(true)})
+			if err != nil {
+				return nil, fmt.Errorf("read the DSN of source %s from SSM parameter %s (%s): %w", k, d.Parameter, d.Var, err)
+			}
+			dsn = aws.ToString(out.Parameter.Value)
+		}
+		db, err := sql.Open(cfg.SourceDriver, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open source %s (%s, SOURCE_DRIVER=%s): %w", k, d.Var, cfg.SourceDriver, err)
+		}
+		if srcs[k], err = source.NewSQL(db, dialect, cfg.SourceDriver+":"+k.String()); err != nil {
+			return nil, err
+		}
+	}
+	r, err := source.NewRouter(srcs)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := dataset.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Covers(cat); err != nil {
+		return nil, fmt.Errorf("the catalog's sources: %w", err)
+	}
+	return r, nil
 }
 
 // buckets adapts destination.Clients to Buckets.

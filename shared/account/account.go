@@ -47,6 +47,11 @@ type Account struct {
 	// SettleDelay is waited after midnight for late data (L4). Nil means the
 	// deployment default (SETTLE_DELAY), applied by WithDefaults.
 	SettleDelay *Duration `json:"settle_delay,omitempty"`
+	// SourceShard is the shard of the deployment's sharded sources that
+	// holds this tenant's rows, for platforms that shard tenants across
+	// databases (one connection string per shard: source.Router); empty
+	// for none. A source without shards ignores it.
+	SourceShard string `json:"source_shard,omitempty"`
 	// Datasets are the exported (enabled) datasets.
 	Datasets    []string    `json:"datasets"`
 	Destination Destination `json:"destination"`

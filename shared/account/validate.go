@@ -176,6 +176,11 @@ func (a Account) shape() problems {
 	if a.SettleDelay != nil && (a.SettleDelay.D() < 0 || a.SettleDelay.D() > 7*24*time.Hour) {
 		p.add("settle_delay", a.SettleDelay.D().String(), "must be between 0 and 168h")
 	}
+	if a.SourceShard != "" {
+		if err := dataset.ValidShardName(a.SourceShard); err != nil {
+			p.add("source_shard", a.SourceShard, "%v", err)
+		}
+	}
 	a.checkDatasets(&p)
 	d := a.Destination
 	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
@@ -211,6 +216,9 @@ func (a Account) shape() problems {
 		p.add("destination.table_format", d.TableFormat, "needs parquet files, and the format is %s", d.Format)
 	case d.TableFormat == TableFormatIceberg && cmp.Or(a.TimeZone, DefaultTimeZone) != DefaultTimeZone:
 		p.add("destination.table_format", d.TableFormat, "partitions its table by UTC day, and time_zone is %s", a.TimeZone)
+	}
+	if d.TableFormat == TableFormatIceberg {
+		a.checkIcebergDatasets(&p)
 	}
 	switch d.Checksums {
 	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
@@ -264,6 +272,17 @@ func (a Account) checkDatasets(p *problems) {
 			p.add("datasets", ds, "listed twice")
 		}
 		seen[ds] = true
+	}
+}
+
+// checkIcebergDatasets refuses a snapshot dataset (a complete copy per
+// day, no partition column) in an account with Iceberg tables, which are
+// partitioned on a dataset's partition column.
+func (a Account) checkIcebergDatasets(p *problems) {
+	for _, name := range a.Datasets {
+		if ds, err := dataset.Get(name); err == nil && ds.IsSnapshot() {
+			p.add("destination.table_format", a.Destination.TableFormat, "dataset %s is a snapshot (a complete copy per day, no partition column), which Iceberg tables do not take: export it without table_format", name)
+		}
 	}
 }
 

@@ -59,6 +59,7 @@ func TestValidateAcceptsValid(t *testing.T) {
 	}
 	full := valid()
 	full.TimeZone = "America/Sao_Paulo"
+	full.SourceShard = "01"
 	full.Destination = Destination{Bucket: "acme-exports", Region: "eu-west-1", Prefix: "{{.Stage}}/exports!_(x).v-1/{{.AccountID}}/",
 		RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme", ExternalID: "ext-1_+=,.@:/-", ExpectedBucketOwner: "444455556666",
 		Format: "ndjson", Compression: "gzip"}
@@ -119,6 +120,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"zone", func(a *Account, _ *Rules) { a.TimeZone = "Mars/Olympus" }, "time_zone", "Mars/Olympus", "IANA", true},
 		{"local zone", func(a *Account, _ *Rules) { a.TimeZone = "Local" }, "time_zone", "Local", "IANA", true},
 		{"settle", func(a *Account, _ *Rules) { d := Duration(-time.Hour); a.SettleDelay = &d }, "settle_delay", "-1h0m0s", "between 0 and 168h", true},
+		{"source shard", func(a *Account, _ *Rules) { a.SourceShard = "EU-2" }, "source_shard", "EU-2", "lower case letters, digits and _", true},
+		{"source shard with a double underscore", func(a *Account, _ *Rules) { a.SourceShard = "eu__2" }, "source_shard", "eu__2", "no double underscore", true},
 		{"no start", func(a *Account, _ *Rules) { a.StartDate = civil.Date{} }, "start_date", "", "required", true},
 		{"bucket", func(a *Account, _ *Rules) { a.Destination.Bucket = "Bad_Bucket" }, "destination.bucket", "Bad_Bucket", "not an S3 bucket name", true},
 		{"region", func(a *Account, _ *Rules) { a.Destination.Region = "eu-west-1.evil.com#" }, "destination.region", "eu-west-1.evil.com#", "not a region", true},

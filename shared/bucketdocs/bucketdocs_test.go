@@ -247,7 +247,7 @@ func TestEveryValueDescribed(t *testing.T) {
 		values []string
 		text   map[string]string
 	}{
-		{"partition", []string{dataset.PartitionEventTime, dataset.PartitionActivity, dataset.PartitionStatDate}, partitionMeaning},
+		{"partition", []string{dataset.PartitionEventTime, dataset.PartitionActivity, dataset.PartitionStatDate, dataset.PartitionSnapshot}, partitionMeaning},
 		{"mode", []string{dataset.ModeIncrementalAppend, dataset.ModeFullRefresh}, modeMeaning},
 		{"read", []string{dataset.ReadUnionAllPartitions, dataset.ReadLatestSnapshot}, readMeaning},
 		{"engine", loadsql.Engines, engineText},

@@ -247,6 +247,9 @@ func (w *mdWriter) dataset(ds dataset.Dataset) {
 		items = append(items, "- **Current state**: "+currentStateRule(ds)+
 			" Every `_load/<engine>.sql` of this dataset ends with that query, as a comment, for its engine.")
 	}
+	if ds.IsSnapshot() {
+		items = append(items, "- **Latest copy**: "+latestSnapshotRule(ds))
+	}
 	items = append(items, fmt.Sprintf("- **Schema**: version %d, `%s%s/%s.json`.", ds.Version, w.root, layout.SchemasDir, ds.Name))
 	w.p(items...)
 	rows := make([][]string, len(ds.Columns))

@@ -20,20 +20,23 @@ type SchemaDoc struct {
 	Description   string `json:"description"`
 	// SchemaVersion is the dataset's current schema version; every
 	// partition's _manifest.json says the version it was written with.
-	SchemaVersion int              `json:"schema_version"`
-	Partition     SchemaPartition  `json:"partition"`
-	Mode          SchemaEnum       `json:"mode"`
-	Read          SchemaEnum       `json:"read"`
-	CurrentState  *SchemaCurrent   `json:"current_state,omitempty"`
-	Columns       []SchemaColumn   `json:"columns"`
-	Files         SchemaFileLayout `json:"files"`
+	SchemaVersion int             `json:"schema_version"`
+	Partition     SchemaPartition `json:"partition"`
+	Mode          SchemaEnum      `json:"mode"`
+	Read          SchemaEnum      `json:"read"`
+	CurrentState  *SchemaCurrent  `json:"current_state,omitempty"`
+	// LatestSnapshot is set for a snapshot dataset: how to read its newest
+	// copy.
+	LatestSnapshot *SchemaLatest    `json:"latest_snapshot,omitempty"`
+	Columns        []SchemaColumn   `json:"columns"`
+	Files          SchemaFileLayout `json:"files"`
 }
 
 // SchemaPartition is the day column the path carries and what it means.
 type SchemaPartition struct {
 	Column    string `json:"column"`    // "dt"
 	Type      string `json:"type"`      // "date"
-	Semantics string `json:"semantics"` // event_time | activity | stat_date
+	Semantics string `json:"semantics"` // event_time | activity | stat_date | snapshot
 	Meaning   string `json:"meaning"`
 }
 
@@ -48,6 +51,14 @@ type SchemaCurrent struct {
 	IDColumn    string `json:"id_column"`
 	OrderColumn string `json:"order_column"`
 	Rule        string `json:"rule"`
+}
+
+// SchemaLatest says how to read a snapshot dataset (read
+// latest_snapshot): the day column whose newest committed value is the
+// table, and in words.
+type SchemaLatest struct {
+	DayColumn string `json:"day_column"` // "dt"
+	Rule      string `json:"rule"`
 }
 
 // SchemaColumn is one column, in file order.
@@ -98,6 +109,9 @@ func NewSchemaDoc(ds dataset.Dataset) (SchemaDoc, error) {
 	}
 	if ds.Partition == dataset.PartitionActivity {
 		d.CurrentState = &SchemaCurrent{IDColumn: ds.IDColumn, OrderColumn: ds.OrderColumn, Rule: currentStateRule(ds)}
+	}
+	if ds.IsSnapshot() {
+		d.LatestSnapshot = &SchemaLatest{DayColumn: "dt", Rule: latestSnapshotRule(ds)}
 	}
 	for _, c := range ds.Columns {
 		col := SchemaColumn{Name: c.Name, Type: c.Type.String(), Nullable: c.Nullable, Description: c.Description, Since: c.SinceVersion()}

@@ -15,6 +15,7 @@ var partitionMeaning = map[string]string{
 	dataset.PartitionEventTime: "A row is in the day on which its event happened, in the export's time zone. An event that arrives after its day was exported lands in that same day when the day is exported again; it never moves to the day it arrived.",
 	dataset.PartitionActivity:  "A record appears in every day on which it was active, in the export's time zone, with its state as of its last activity that day. Activity on a later day never changes an earlier day's row, so re-exporting a day gives the same rows.",
 	dataset.PartitionStatDate:  "A day holds the statistics of exactly that day, in the export's time zone, computed once the day has closed.",
+	dataset.PartitionSnapshot:  "A day is a complete copy of the table's current rows, taken once the day has closed (the day is the date of the copy; when it was taken is provenance.snapshot_at in its _manifest.json). A copy is never restated: a change made after it is in the next day's copy.",
 }
 
 // modeMeaning is what a day adds to the table.
@@ -26,7 +27,13 @@ var modeMeaning = map[string]string{
 // readMeaning is how a reader turns the days into a table.
 var readMeaning = map[string]string{
 	dataset.ReadUnionAllPartitions: "The table is the union of all days: load every day and query them together. Loading a day again replaces that day; never keep only the latest day, which holds only its own rows.",
-	dataset.ReadLatestSnapshot:     "The table is the latest day that has _SUCCESS; older days are history you may keep or drop.",
+	dataset.ReadLatestSnapshot:     "The table is the latest day that has _SUCCESS; older days are history you may keep or drop. Never union the days: each repeats every row.",
+}
+
+// latestSnapshotRule says how the load scripts keep the newest day of a
+// snapshot dataset.
+func latestSnapshotRule(ds dataset.Dataset) string {
+	return fmt.Sprintf("Every _load/<engine>.sql of %s loads its day and then keeps only the newest day loaded, so running the scripts of committed days in any order leaves the newest copy; Athena, which reads the files in place, gets the view %s_latest over the newest registered day.", ds.Name, ds.Name)
 }
 
 // currentStateRule says how to get one row per id from an activity dataset.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -21,6 +22,12 @@ const (
 	PartitionEventTime = "event_time" // by when the event happened
 	PartitionActivity  = "activity"   // incremental feed: a record lands in each day it was active
 	PartitionStatDate  = "stat_date"  // pre-aggregated daily statistics
+	// PartitionSnapshot: the day is the date of a complete copy of the
+	// tenant's current rows (a dimension table: plans, users, settings),
+	// taken once the day has closed. Its query has no time window, it has
+	// no partition column, and it is delivered as mode full_refresh, read
+	// latest_snapshot (see snapshot.go).
+	PartitionSnapshot = "snapshot"
 )
 
 // Delivery modes (F4).
@@ -170,8 +177,14 @@ type Dataset struct {
 	// Relation is the source table or view the queries read, named in the
 	// manifest's provenance; every query reads FROM it.
 	Relation string `json:"relation"`
-	Mode     string `json:"mode"`
-	Read     string `json:"read"`
+	// Source names the source database the relation is in ("source" in
+	// the catalog; omitted: the deployment's default source, DefaultSource):
+	// the deployment supplies one connection string per source, and per
+	// shard of a sharded source (see source.Router). Provenance names it,
+	// never its connection string.
+	Source string `json:"source,omitempty"`
+	Mode   string `json:"mode"`
+	Read   string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
 	// datasets (Q3): the newest OrderColumn value wins per IDColumn.
 	IDColumn    string   `json:"id_column,omitempty"`
@@ -242,7 +255,7 @@ func (d Dataset) Validate() error {
 		return fmt.Errorf("dataset %s: version %d must be >= 1", d.Name, d.Version)
 	}
 	switch d.Partition {
-	case PartitionEventTime, PartitionActivity, PartitionStatDate:
+	case PartitionEventTime, PartitionActivity, PartitionStatDate, PartitionSnapshot:
 	default:
 		return fmt.Errorf("dataset %s: unknown partition %q", d.Name, d.Partition)
 	}
@@ -300,8 +313,12 @@ func (d Dataset) Validate() error {
 		// D3: tenant custom fields go in one JSON column.
 		return fmt.Errorf("dataset %s: missing json column %q", d.Name, "attributes")
 	}
-	// An incremental feed is read by a union of its partitions; only a
-	// full refresh may be read as its latest snapshot (F4 "read").
+	// Partition, mode and read agree (snapshot.go). An incremental feed is
+	// read by a union of its partitions; only a full refresh may be read as
+	// its latest snapshot (F4 "read").
+	if err := d.validateSnapshot(); err != nil {
+		return err
+	}
 	if d.Mode == ModeIncrementalAppend && d.Read != ReadUnionAllPartitions {
 		return fmt.Errorf("dataset %s: mode %s needs read %q", d.Name, d.Mode, ReadUnionAllPartitions)
 	}
@@ -320,8 +337,13 @@ func (d Dataset) Validate() error {
 			}
 		}
 	}
-	if err := d.validatePartitionColumn(); err != nil {
-		return err
+	if d.Partition != PartitionSnapshot {
+		if err := d.validatePartitionColumn(); err != nil {
+			return err
+		}
+	}
+	if err := ValidSourceName(d.Source); d.Source != "" && err != nil {
+		return fmt.Errorf("dataset %s: source %q: %w", d.Name, d.Source, err)
 	}
 	if !relationRE.MatchString(d.Relation) {
 		return fmt.Errorf("dataset %s: relation %q must match %s", d.Name, d.Relation, relationRE)
@@ -337,7 +359,7 @@ func (d Dataset) Validate() error {
 		if q == "" {
 			return fmt.Errorf("dataset %s: queries.%s: no query (give one, or tenant_column to have it generated)", d.Name, dialect)
 		}
-		if err := checkPlaceholders(dialect, q); err != nil {
+		if err := d.checkPlaceholders(dialect, q); err != nil {
 			return fmt.Errorf("dataset %s: queries.%s: %w", d.Name, dialect, err)
 		}
 		if !from.MatchString(q) {
@@ -400,21 +422,26 @@ func (d Dataset) validateVersions(c Column, prevSince int) error {
 
 // checkPlaceholders makes sure the query binds exactly (account, start, end)
 // and nothing else, so no caller is tempted to build SQL from strings (D5).
-func checkPlaceholders(dialect, q string) error {
+// A snapshot's query binds the account alone: it has no window.
+func (d Dataset) checkPlaceholders(dialect, q string) error {
+	want, bound := []string{"$1", "$2", "$3"}, "$1 account, $2 day start, $3 day end"
+	if d.Partition == PartitionSnapshot {
+		want, bound = want[:1], "$1 account: a snapshot reads the whole current table, with no day window"
+	}
 	switch dialect {
 	case DialectSQLite:
-		if n := strings.Count(q, "?"); n != 3 {
-			return fmt.Errorf("want 3 ? placeholders, found %d", n)
+		if n := strings.Count(q, "?"); n != len(want) {
+			return fmt.Errorf("want %d ? placeholders, found %d (bind only %s)", len(want), n, bound)
 		}
 	case DialectPostgres:
 		seen := map[string]bool{}
 		for _, m := range pgParamRE.FindAllString(q, -1) {
-			if m != "$1" && m != "$2" && m != "$3" {
-				return fmt.Errorf("unexpected placeholder %s (bind only $1 account, $2 day start, $3 day end)", m)
+			if !slices.Contains(want, m) {
+				return fmt.Errorf("unexpected placeholder %s (bind only %s)", m, bound)
 			}
 			seen[m] = true
 		}
-		for _, p := range []string{"$1", "$2", "$3"} {
+		for _, p := range want {
 			if !seen[p] {
 				return fmt.Errorf("missing placeholder %s", p)
 			}

@@ -37,6 +37,9 @@ func (d Dataset) validateFingerprint() error {
 	if len(d.Fingerprint) == 0 {
 		return nil
 	}
+	if d.Partition == PartitionSnapshot {
+		return fmt.Errorf("dataset %s: fingerprint: a snapshot dataset has none (partition %s): a snapshot day is the table as it was when it was taken and is never restated, so there is nothing to check", d.Name, d.Partition)
+	}
 	for dialect := range d.Fingerprint {
 		if !isDialect(dialect) {
 			return fmt.Errorf("dataset %s: fingerprint: unknown dialect %q (want one of %s)", d.Name, dialect, strings.Join(Dialects, ", "))
@@ -50,7 +53,7 @@ func (d Dataset) validateFingerprint() error {
 		if !strings.HasPrefix(strings.ToUpper(q), "SELECT ") {
 			return fmt.Errorf("dataset %s: fingerprint.%s: must be a SELECT", d.Name, dialect)
 		}
-		if err := checkPlaceholders(dialect, q); err != nil {
+		if err := d.checkPlaceholders(dialect, q); err != nil {
 			return fmt.Errorf("dataset %s: fingerprint.%s: %w", d.Name, dialect, err)
 		}
 	}

@@ -14,6 +14,9 @@ import (
 //	WHERE <tenant_column> = $1 AND <partition_column> >= $2 AND <partition_column> < $3
 //	ORDER BY <order_by, or the partition column>
 //
+// (a snapshot dataset's query has no window: WHERE <tenant_column> = $1,
+// ORDER BY <order_by, or its first column>; see snapshot.go)
+//
 // and, when it gives no fingerprint either, the fingerprint
 //
 //	SELECT count(*)[, max(<changed_column>)] FROM <relation> WHERE <the same>
@@ -43,12 +46,19 @@ func (d *Dataset) generate() error {
 	if len(d.Queries) > 0 {
 		return fmt.Errorf("dataset %s: give queries or tenant_column (to have them generated), not both", d.Name)
 	}
-	if _, ok := d.Column(d.PartitionColumn); !ok {
-		return fmt.Errorf("dataset %s: partition_column %q is not a column", d.Name, d.PartitionColumn)
-	}
 	order := d.OrderBy
-	if len(order) == 0 {
-		order = []string{d.PartitionColumn}
+	switch {
+	case d.IsSnapshot():
+		if len(order) == 0 && len(d.Columns) > 0 {
+			order = []string{d.Columns[0].Name}
+		}
+	default:
+		if _, ok := d.Column(d.PartitionColumn); !ok {
+			return fmt.Errorf("dataset %s: partition_column %q is not a column", d.Name, d.PartitionColumn)
+		}
+		if len(order) == 0 {
+			order = []string{d.PartitionColumn}
+		}
 	}
 	for i, c := range order {
 		if _, ok := d.Column(c); !ok {
@@ -67,7 +77,9 @@ func (d *Dataset) generate() error {
 	if d.ChangedColumn != "" {
 		agg += ", max(" + quoteIdent(d.ChangedColumn) + ")"
 	}
-	genFP := len(d.Fingerprint) == 0
+	// A snapshot has no fingerprint (snapshot.go): none is generated, and
+	// Validate refuses a declared one.
+	genFP := len(d.Fingerprint) == 0 && !d.IsSnapshot()
 	d.Queries = map[string]string{}
 	if genFP {
 		d.Fingerprint = map[string]string{}
@@ -88,6 +100,9 @@ func (d Dataset) where(dialect string) string {
 		p = [3]string{"$1", "$2", "$3"}
 	}
 	t, c := quoteIdent(d.TenantColumn), quoteIdent(d.PartitionColumn)
+	if d.IsSnapshot() {
+		return t + " = " + p[0]
+	}
 	return t + " = " + p[0] + " AND " + c + " >= " + p[1] + " AND " + c + " < " + p[2]
 }
 

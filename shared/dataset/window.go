@@ -25,6 +25,10 @@ type Window struct {
 // Window returns the check for day, whose instants are [start, end) in the
 // account's zone. A stat_date partition holds exactly the rows dated day.
 func (d Dataset) Window(day civil.Date, start, end time.Time) (*Window, error) {
+	if d.IsSnapshot() {
+		// A snapshot's rows are the tenant's current rows: no window.
+		return &Window{ds: d, col: -1, day: day, start: start.UTC(), end: end.UTC()}, nil
+	}
 	for i, c := range d.Columns {
 		if c.Name == d.PartitionColumn {
 			if k := c.Type.Kind; k != KindTimestamp && k != KindDate {
@@ -43,6 +47,9 @@ func (d Dataset) Window(day civil.Date, start, end time.Time) (*Window, error) {
 // vector and allocates nothing unless a row is refused. A NULL partition
 // value is refused too (the catalog declares the column required).
 func (w *Window) CheckBatch(b *Batch) error {
+	if w.col < 0 {
+		return nil // a snapshot: nothing to check
+	}
 	if w.col >= len(b.Cols) {
 		return &RowError{Dataset: w.ds.Name, Row: b.FirstRow, Reason: fmt.Sprintf("got %d columns, want %d", len(b.Cols), len(w.ds.Columns))}
 	}
@@ -87,7 +94,7 @@ func (w *Window) refuse(b *Batch, i int) error {
 // Sliceable reports whether a day of the dataset can be exported in slices
 // (E7): its partition column is a timestamp, so sub-ranges of the day's
 // window partition its rows. A date column puts every row of the day on one
-// value.
+// value, and a snapshot has no partition column at all.
 func (d Dataset) Sliceable() bool {
 	for _, c := range d.Columns {
 		if c.Name == d.PartitionColumn {

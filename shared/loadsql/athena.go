@@ -60,7 +60,7 @@ func athenaType(t dataset.Type) string {
 func (g *gen) athena() string {
 	var b strings.Builder
 	loc := g.uri(g.root)
-	lines := []string{
+	lines := append(g.snapshotHeader(),
 		"Athena / Trino (Hive connector). Run each statement on its own, in order.",
 		"Athena reads every object under a partition's LOCATION: no file list is",
 		"possible. The exporter deletes every object of an older generation before it",
@@ -69,7 +69,7 @@ func (g *gen) athena() string {
 		"ignored by Athena.",
 		"Athena's TIMESTAMP has millisecond precision: the microseconds of the",
 		"timestamps in the files are not shown.",
-	}
+	)
 	if g.p.Format == fileformat.NDJSON {
 		lines = append(lines,
 			"For Athena, prefer this dataset as Parquet. Athena documents that the OpenX",
@@ -120,6 +120,7 @@ func (g *gen) athena() string {
 		b.WriteString("-- After adding columns, register the day again so that it has them.\n")
 		g.athenaPartition(&b, table, true)
 	}
+	g.athenaLatest(&b)
 	g.currentStateComment(&b)
 	return b.String()
 }

@@ -53,14 +53,14 @@ func bigqueryType(t dataset.Type) string {
 // and LOAD DATA then names every column of the evolved table.
 func (g *gen) bigquery() string {
 	var b strings.Builder
-	b.WriteString(g.header(
+	b.WriteString(g.header(append(g.snapshotHeader(),
 		"BigQuery reads Amazon S3 through a BigQuery Omni connection (cross-cloud",
 		"transfer). REPLACE the placeholder in WITH CONNECTION below:",
 		"    "+BigQueryConnection,
 		"and qualify the table with its dataset (or SET @@dataset_id first).",
 		"Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/load-statements",
 		"      https://cloud.google.com/bigquery/docs/load-data-using-cross-cloud-transfer",
-	))
+	)...))
 	q := quoteBigQuery
 	table := quoteTable(q, g.table)
 	cols := g.ds.Columns
@@ -100,6 +100,10 @@ func (g *gen) bigquery() string {
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "WITH PARTITION COLUMNS (%s DATE)\n", q(dtColumn))
 	fmt.Fprintf(&b, "WITH CONNECTION %s;\n", q(BigQueryConnection))
+	if g.ds.IsSnapshot() {
+		b.WriteString("\n")
+		g.snapshotPrune(&b, q, table)
+	}
 	g.currentStateComment(&b)
 	return b.String()
 }

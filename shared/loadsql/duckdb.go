@@ -43,12 +43,12 @@ func duckdbType(t dataset.Type) string {
 //	ALTER TABLE:   https://duckdb.org/docs/stable/sql/statements/alter_table
 func (g *gen) duckdb() string {
 	var b strings.Builder
-	b.WriteString(g.header(
+	b.WriteString(g.header(append(g.snapshotHeader(),
 		"s3:// URIs need the httpfs extension and credentials, e.g.",
 		"    CREATE SECRET (TYPE s3, PROVIDER credential_chain)",
 		"Docs: https://duckdb.org/docs/stable/data/parquet/overview",
 		"      https://duckdb.org/docs/stable/data/json/loading_json",
-	))
+	)...))
 	q := quoteDouble
 	table := quoteTable(q, g.table)
 	cols := g.ds.Columns
@@ -92,6 +92,7 @@ func (g *gen) duckdb() string {
 		})
 		b.WriteString("    }\n);\n")
 	}
+	g.snapshotPrune(&b, q, table)
 	b.WriteString("COMMIT;\n")
 	g.currentStateComment(&b)
 	return b.String()

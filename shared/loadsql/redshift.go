@@ -67,11 +67,11 @@ func (g *gen) redshiftStageType(t dataset.Type) string {
 func (g *gen) redshift() string {
 	var b strings.Builder
 	manifest := g.uri(RedshiftManifestKey(g.p))
-	lines := []string{
-		"REPLACE " + RedshiftIAMRole + " with a role Redshift can assume to read the bucket.",
-		"COPY reads the COPY manifest _load/" + RedshiftManifestName + " beside this script, which",
+	lines := append(g.snapshotHeader(),
+		"REPLACE "+RedshiftIAMRole+" with a role Redshift can assume to read the bucket.",
+		"COPY reads the COPY manifest _load/"+RedshiftManifestName+" beside this script, which",
 		"lists exactly the data files above (never a prefix, which would load stale files).",
-	}
+	)
 	lines = append(lines, g.redshiftLimits()...)
 	lines = append(lines,
 		"Docs: https://docs.aws.amazon.com/redshift/latest/dg/r_COPY.html",
@@ -134,6 +134,10 @@ func (g *gen) redshift() string {
 	})
 	fmt.Fprintf(&b, "FROM %s;\n\n", stage)
 	fmt.Fprintf(&b, "DROP TABLE %s;\n\n", stage)
+	if g.ds.IsSnapshot() {
+		g.snapshotPrune(&b, q, table)
+		b.WriteString("\n")
+	}
 	b.WriteString("COMMIT;\n")
 	g.currentStateComment(&b)
 	return b.String()

@@ -55,7 +55,7 @@ const snowflakeFilesPerCopy = 1000
 //	ALTER TABLE:       https://docs.snowflake.com/en/sql-reference/sql/alter-table-column
 func (g *gen) snowflake() string {
 	var b strings.Builder
-	b.WriteString(g.header(
+	b.WriteString(g.header(append(g.snapshotHeader(),
 		"Reads from the external stage @"+SnowflakeStage+", which must point at the bucket root:",
 		"    CREATE STAGE "+SnowflakeStage+" URL = "+literal(EngineSnowflake, g.uri(""))+" STORAGE_INTEGRATION = <your_integration>",
 		"Names are unquoted (stored upper case). Reserved words are quoted in upper case.",
@@ -65,7 +65,7 @@ func (g *gen) snowflake() string {
 		"to restore the session time zone.",
 		"Docs: https://docs.snowflake.com/en/sql-reference/sql/copy-into-table",
 		"      https://docs.snowflake.com/en/user-guide/data-load-transform",
-	))
+	)...))
 	q := quoteSnowflake
 	table := quoteTable(q, g.table)
 	cols := g.ds.Columns
@@ -85,6 +85,7 @@ func (g *gen) snowflake() string {
 		end := min(start+snowflakeFilesPerCopy, len(g.names))
 		g.snowflakeCopy(&b, table, g.names[start:end])
 	}
+	g.snapshotPrune(&b, q, table)
 	b.WriteString("COMMIT;\n\n")
 	b.WriteString(snowflakeRestoreTimezone)
 	g.currentStateComment(&b)

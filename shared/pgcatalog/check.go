@@ -154,8 +154,11 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 		}
 	}
 	start, end := "2000-01-01T00:00:00Z", "2000-01-02T00:00:00Z"
-	if d.Partition == dataset.PartitionStatDate {
+	switch d.Partition {
+	case dataset.PartitionStatDate:
 		start, end = "2000-01-01", "2000-01-02"
+	case dataset.PartitionSnapshot:
+		start, end = "", "" // bound to the tenant alone
 	}
 	if err := runEmpty(ctx, conn, query, start); err != nil {
 		add(SeverityError, "query", "", "", "", "the export query fails on an empty window: %v", err)
@@ -167,6 +170,8 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 		add(SeverityError, "plan", "", "", "", "%v", err)
 	case !ok:
 		add(SeverityWarning, "plan", "", "", "", "the plan does not read %s itself (a view?): check the tables under it have an index on tenant and %s", d.Relation, d.PartitionColumn)
+	case d.IsSnapshot():
+		snapshotPlan(add, d, t, scan)
 	case scan.Node == "Seq Scan":
 		sev := SeverityWarning
 		if t.EstimatedRows >= SeqScanRows {
@@ -218,8 +223,13 @@ func isComputed(query, name string) bool {
 // reads its result: the query runs, binds its parameters and returns no
 // row.
 func runEmpty(ctx context.Context, conn *sql.Conn, query, at string) error {
-	// A NULL tenant: whatever the tenant column's type, it binds.
-	rows, err := conn.QueryContext(ctx, query, nil, at, at)
+	// A NULL tenant: whatever the tenant column's type, it binds. A
+	// snapshot's query (at "") binds the tenant alone.
+	args := []any{nil, at, at}
+	if at == "" {
+		args = args[:1]
+	}
+	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -245,4 +255,22 @@ func HasErrors(fs []Finding) bool {
 		}
 	}
 	return false
+}
+
+// snapshotPlan checks the plan of a snapshot's query, which reads the
+// tenant's whole table every day: an index on the tenant column is what
+// keeps one tenant's copy from reading every tenant's rows.
+func snapshotPlan(add func(sev Severity, check, col, declared, found, format string, args ...any), d dataset.Dataset, t Table, scan Scan) {
+	switch {
+	case scan.Node == "Seq Scan":
+		sev := SeverityWarning
+		if t.EstimatedRows >= SeqScanRows {
+			sev = SeverityError
+		}
+		add(sev, "plan", d.TenantColumn, "index on the tenant column", "sequential scan",
+			"the snapshot query reads %s with a sequential scan (%s); every day's copy of one tenant reads every tenant's rows: add an index on the tenant column", d.Relation, estimate(t.EstimatedRows))
+	case !strings.Contains(scan.IndexCond, "$1"):
+		add(SeverityWarning, "plan", d.TenantColumn, "index on the tenant column", "index "+scan.Index,
+			"the snapshot query uses index %s, whose condition %s does not bound the tenant", scan.Index, scan.IndexCond)
+	}
 }

@@ -16,7 +16,7 @@ type EntryOptions struct {
 	Name            string // the dataset name; the relation's name when empty
 	TenantColumn    string
 	PartitionColumn string
-	Partition       string // dataset.PartitionEventTime, PartitionStatDate or PartitionActivity
+	Partition       string // dataset.PartitionEventTime, PartitionStatDate, PartitionActivity or PartitionSnapshot
 	IDColumn        string // activity only: the column identifying a record
 	// SourceTimeZone is the zone of the table's timestamp without time
 	// zone columns; required when it has any.
@@ -42,6 +42,13 @@ func Entry(t Table, o EntryOptions) (dataset.Dataset, error) {
 		Name: name, Version: 1, Description: t.Comment,
 		Partition: o.Partition, PartitionColumn: o.PartitionColumn, Relation: t.Relation,
 		Mode: dataset.ModeIncrementalAppend, Read: dataset.ReadUnionAllPartitions,
+	}
+	if o.Partition == dataset.PartitionSnapshot {
+		// A complete copy of the tenant's rows per day (dataset/snapshot.go).
+		d.Mode, d.Read = dataset.ModeFullRefresh, dataset.ReadLatestSnapshot
+		if o.PartitionColumn != "" {
+			return dataset.Dataset{}, fmt.Errorf("partition column %q: a snapshot has none (the day is the date the copy is taken)", o.PartitionColumn)
+		}
 	}
 	if o.Partition == dataset.PartitionActivity {
 		d.IDColumn, d.OrderColumn = o.IDColumn, o.PartitionColumn
@@ -106,6 +113,17 @@ func Entry(t Table, o EntryOptions) (dataset.Dataset, error) {
 		end = "($3::timestamptz AT TIME ZONE " + zone + ")"
 	}
 	cols := strings.Join(names, ", ")
+	if d.IsSnapshot() && len(names) > 0 {
+		// No window: the tenant's whole current table, in the order of its
+		// first column.
+		pg := fmt.Sprintf("SELECT %s FROM %s WHERE %s = $1 ORDER BY %s", cols, t.Relation, tenant, names[0])
+		lite := fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? ORDER BY %s", cols, t.Relation, tenant, names[0])
+		d.Queries = map[string]string{dataset.DialectPostgres: pg, dataset.DialectSQLite: lite}
+		if err := d.Validate(); err != nil {
+			return dataset.Dataset{}, err
+		}
+		return d, nil
+	}
 	pg := fmt.Sprintf("SELECT %s FROM %s WHERE %s = $1 AND %s >= %s AND %s < %s ORDER BY %s", cols, t.Relation, tenant, part, start, part, end, order)
 	lite := fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? AND %s >= ? AND %s < ? ORDER BY %s", cols, t.Relation, tenant, part, part, order)
 	d.Queries = map[string]string{dataset.DialectPostgres: pg, dataset.DialectSQLite: lite}

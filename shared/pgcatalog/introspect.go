@@ -275,7 +275,11 @@ func Explain(ctx context.Context, conn *sql.Conn, relation, query string, start,
 	var doc string
 	// EXECUTE takes no bound parameters: the window is inlined, quoted.
 	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	if err := queryRow(ctx, conn, "EXPLAIN (FORMAT JSON) EXECUTE daybook_catalog_check(NULL, "+lit(start)+", "+lit(end)+")", nil, &doc); err != nil {
+	params := "NULL, " + lit(start) + ", " + lit(end)
+	if start == "" && end == "" {
+		params = "NULL" // a snapshot's query binds the tenant alone
+	}
+	if err := queryRow(ctx, conn, "EXPLAIN (FORMAT JSON) EXECUTE daybook_catalog_check("+params+")", nil, &doc); err != nil {
 		return Scan{}, false, fmt.Errorf("explain: %w", err)
 	}
 	var plans []struct {

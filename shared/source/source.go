@@ -24,6 +24,9 @@ type Query struct {
 	// Start and End are the half-open day window in the account's time zone,
 	// computed by the caller (the source knows nothing about zones).
 	Start, End time.Time
+	// Shard is the account's source shard (account.Account.SourceShard),
+	// "" for none: a Router reads a sharded source's shard of that name.
+	Shard string
 }
 
 // Validate checks the query is well formed before it reaches a database.
@@ -48,6 +51,12 @@ func (q Query) Validate() error {
 type Provenance struct {
 	Source   string `json:"source"`   // kind of source: "postgres" or "sqlite"
 	Relation string `json:"relation"` // the table or view the rows were read from
+	// SourceName and SourceShard say which of the deployment's sources
+	// (dataset.Dataset.SourceName) and which shard of it the rows came
+	// from, by name (set by a Router; the shard only when the source is
+	// sharded).
+	SourceName  string `json:"source_name,omitempty"`
+	SourceShard string `json:"source_shard,omitempty"`
 	// WindowStart and WindowEnd are the day's half-open window, in UTC.
 	WindowStart time.Time `json:"window_start"`
 	WindowEnd   time.Time `json:"window_end"`
@@ -201,12 +210,16 @@ func redact(name string) string {
 }
 
 // Params returns the values the dataset's query in dialect binds for q, in
-// order: (account, start, end). Per partition semantics the window is
+// order: (account, start, end), or (account) alone for a snapshot. Per partition semantics the window is
 // instants or days; per dialect it is typed values (postgres) or the
 // canonical text the SQLite schema stores, because SQLite compares TEXT and
 // the driver's own time format would not order correctly. Anything that runs
 // a dataset query outside SQL.Rows (the demo source's row counts) binds these.
 func (q Query) Params(dialect string) []any {
+	if q.Dataset.IsSnapshot() {
+		// A snapshot copies the tenant's current rows: no window.
+		return []any{q.AccountID}
+	}
 	if q.Dataset.Partition == dataset.PartitionStatDate {
 		// A stat_date day is a calendar day, not an instant window: zone
 		// offsets must not shift it.

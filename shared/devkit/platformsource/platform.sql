@@ -49,3 +49,20 @@ CREATE TABLE seat_snapshots (
 );
 COMMENT ON COLUMN seat_snapshots.snapshot_date IS 'Day the snapshot was taken.';
 COMMENT ON COLUMN seat_snapshots.seats IS 'Seats paid for.';
+
+-- A dimension table: the organisation's current members, no history. It is
+-- delivered as a snapshot: a complete copy of each organisation's rows
+-- every day.
+CREATE TYPE member_role AS ENUM ('owner', 'admin', 'member');
+
+CREATE TABLE members (
+    org_id      text        NOT NULL,
+    member_id   uuid        NOT NULL,
+    email       text        NOT NULL,
+    role        member_role NOT NULL,
+    joined_at   timestamp   NOT NULL,
+    attributes  jsonb,
+    PRIMARY KEY (org_id, member_id)
+);
+COMMENT ON TABLE members IS 'Members of an organisation, as they are now.';
+COMMENT ON COLUMN members.email IS 'Sign-in address.';

@@ -2,7 +2,8 @@
 // demo's: a multi-tenant PostgreSQL schema as a SaaS platform writes it
 // (tenant column org_id; wall-clock timestamps without time zone
 // in the platform's zone; numeric(20,10) money; an enum; inet and cidr;
-// jsonb; a text[]; a daily snapshot table), and rows for it with every
+// jsonb; a text[]; a daily snapshot table; a members dimension table
+// delivered as a snapshot), and rows for it with every
 // awkward value of those types.
 package platformsource
 
