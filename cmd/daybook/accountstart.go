@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -34,6 +35,9 @@ func (a *app) startMoved(ctx context.Context, l *ledger.Ledger, settle time.Dura
 		for _, ds := range stored.Datasets {
 			if !slices.Contains(old.Datasets, ds) {
 				continue // a new dataset: the sweeper materializes it from the start date
+			}
+			if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() {
+				continue // a snapshot dataset: a copy taken now cannot be an older day's
 			}
 			n, err := l.Materialize(ctx, stored.ID, ds, stored.StartDate, to)
 			created += n

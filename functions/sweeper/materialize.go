@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
@@ -47,6 +48,15 @@ func (s *Sweeper) materialize(ctx context.Context, h *handled) (int, int, error)
 		}
 		if err := errors.Join(errs...); err != nil {
 			return 0, items, err
+		}
+	}
+	// A snapshot dataset's copy can only be taken now: it is the newest
+	// closed day's, and the days before it (a new account's history, or
+	// days a stopped sweeper missed) are never created, or each would be
+	// today's table labelled as an older day.
+	for i, ds := range a.Datasets {
+		if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() && froms[i].Before(h.closed) {
+			froms[i] = h.closed
 		}
 	}
 	// The newest closed day of a live account (one that closed after the
