@@ -52,6 +52,10 @@ const (
 	// attrSlicePlanned is on a partition row a plan was ever recorded for
 	// (Row.SlicePlanned).
 	attrSlicePlanned = "slice_planned"
+	// The slice items' ranges (unix microseconds; PlanSlices).
+	attrSliceFromUS   = "slice_from_us"   // slice items: the range's start, none at the window's
+	attrSliceToUS     = "slice_to_us"     // slice items: the range's end, none at the window's
+	attrSliceBoundsUS = "slice_bounds_us" // slice plans: every bound
 )
 
 // SlicePlan is a partition's plan for one sliced generation.
