@@ -56,9 +56,9 @@ type childSpec struct {
 	Day     string `json:"day"`
 	// PartHold, when set, makes the bucket a slow S3 that holds every part
 	// until upload.DefaultConcurrency parts are held at once, so every
-	// upload slot is taken however fast the encoder runs, or for PartHold
-	// at most (a file's last parts, which cannot fill the slots): see
-	// holdS3.
+	// upload slot is taken however fast or slow the encoder runs, or until
+	// the file's last part arrives (its earlier parts cannot fill the
+	// slots), or for PartHold at most: see holdCount.
 	PartHold time.Duration `json:"part_hold"`
 }
 
@@ -185,28 +185,30 @@ type holdS3 struct {
 }
 
 // holdCount counts the parts, those held now and the most held at once,
-// and releases the held parts together once slots are held.
+// and releases the held parts together once slots are held or a file's
+// last part (shorter than the others) arrives.
 type holdCount struct {
 	parts, max atomic.Int64
 	slots      int64
 	mu         sync.Mutex
 	now        int64
-	full       chan struct{} // closed when slots parts are held
+	partLen    int64         // the longest part seen: every part but a file's last
+	full       chan struct{} // closed to release the held parts
 }
 
-// hold holds one part until slots parts are held at once, or for d.
-func (h *holdCount) hold(d time.Duration) {
+// hold holds one part of n bytes until slots parts are held at once, the
+// file's last part arrives, or d passed (a last part as long as the others).
+func (h *holdCount) hold(n int64, d time.Duration) {
 	h.parts.Add(1)
 	h.mu.Lock()
 	h.now++
-	if h.now > h.max.Load() {
-		h.max.Store(h.now)
-	}
+	h.max.Store(max(h.max.Load(), h.now))
 	if h.full == nil {
 		h.full = make(chan struct{})
 	}
 	full := h.full
-	if h.now >= h.slots {
+	h.partLen = max(h.partLen, n)
+	if h.now >= h.slots || n < h.partLen {
 		close(full)
 		h.full = nil
 	}
@@ -227,11 +229,12 @@ func (holdS3) CreateMultipartUpload(_ context.Context, _ *s3.CreateMultipartUplo
 }
 
 func (h holdS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	if _, err := io.Copy(io.Discard, in.Body); err != nil {
+	n, err := io.Copy(io.Discard, in.Body)
+	if err != nil {
 		return nil, err
 	}
 	if h.hold > 0 {
-		h.count.hold(h.hold)
+		h.count.hold(n, h.hold)
 	} else {
 		h.count.parts.Add(1)
 	}
