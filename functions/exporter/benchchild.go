@@ -19,9 +19,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +39,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/source"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // benchChildEnv carries the export to run (a childSpec as JSON); the result
@@ -51,16 +54,21 @@ type childSpec struct {
 	DSN     string `json:"dsn"`
 	Account string `json:"account"`
 	Day     string `json:"day"`
-	// PartHold is how long the bucket holds each part before acknowledging
-	// it: a slow S3, so every upload slot is taken (see holdS3).
+	// PartHold, when set, makes the bucket a slow S3 that holds every part
+	// until upload.DefaultConcurrency parts are held at once, so every
+	// upload slot is taken however fast or slow the encoder runs, or until
+	// the file's last part arrives (its earlier parts cannot fill the
+	// slots), or for PartHold at most: see holdCount.
 	PartHold time.Duration `json:"part_hold"`
 }
 
 type childOutcome struct {
-	Rows    int64         `json:"rows"`
-	Bytes   int64         `json:"bytes"`
-	Files   int           `json:"files"`
-	CPU     time.Duration `json:"cpu"`
+	Rows  int64         `json:"rows"`
+	Bytes int64         `json:"bytes"`
+	Files int           `json:"files"`
+	CPU   time.Duration `json:"cpu"`
+	// Wall is the export's elapsed time, from Export's call to its return.
+	Wall    time.Duration `json:"wall"`
 	PeakRSS int64         `json:"peak_rss"`
 	// Parts counts the UploadPart calls; PartsInFlight is the most the
 	// bucket held at once.
@@ -104,7 +112,7 @@ func runBenchChild(spec string) error {
 	}
 	a := account.Account{ID: c.Account, Name: "bench", Enabled: true, StartDate: day.AddDays(-1), Datasets: []string{"events"},
 		Destination: account.Destination{Bucket: "bench", Format: fileformat.Parquet}}
-	held := &holdCount{}
+	held := &holdCount{slots: upload.DefaultConcurrency}
 	e := &Exporter{
 		Source:  src,
 		Buckets: holdBuckets{f: buckettest.NewFake("bench"), hold: c.PartHold, count: held},
@@ -117,8 +125,14 @@ func runBenchChild(spec string) error {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()
+	// One profile per account, GOMAXPROCS and hold: the benchmark runs
+	// each day several ways.
+	name := fmt.Sprintf("export-%s-gomaxprocs%d", c.Account, runtime.GOMAXPROCS(0))
+	if c.PartHold > 0 {
+		name += "-held"
+	}
 	if dir := os.Getenv("DAYBOOK_BENCH_CPUPROFILE"); dir != "" {
-		f, err := os.Create(filepath.Join(dir, "export-"+c.Account+".prof"))
+		f, err := os.Create(filepath.Join(dir, name+".prof"))
 		if err != nil {
 			return err
 		}
@@ -128,16 +142,16 @@ func runBenchChild(spec string) error {
 		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
 	if dir := os.Getenv("DAYBOOK_BENCH_MEMPROFILE"); dir != "" {
-		h, err := startHeapWatch(dir, "export-"+c.Account)
+		h, err := startHeapWatch(dir, name)
 		if err != nil {
 			return err
 		}
 		stops = append(stops, h.stop)
 	}
-	cpu := cputime.Start()
+	cpu, start := cputime.Start(), time.Now()
 	w, err := e.Export(context.Background(), Partition{Account: a, Dataset: ds, Day: day,
 		Claim: ledger.Claim{Generation: 1, Attempt: 1}, RunID: "bench"}, log)
-	elapsed := cpu.Elapsed()
+	elapsed, wall := cpu.Elapsed(), time.Since(start)
 	for _, stop := range stops {
 		stop()
 	}
@@ -145,7 +159,7 @@ func runBenchChild(spec string) error {
 		return err
 	}
 	line, _ := json.Marshal(childOutcome{Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: len(w.Manifest.Files),
-		CPU: elapsed, PeakRSS: cputime.PeakRSS(),
+		CPU: elapsed, Wall: wall, PeakRSS: cputime.PeakRSS(),
 		Parts: held.parts.Load(), PartsInFlight: held.max.Load()})
 	fmt.Println(benchChildResult + string(line))
 	return nil
@@ -170,23 +184,60 @@ type holdS3 struct {
 	count *holdCount
 }
 
-// holdCount counts the parts, those held now and the most held at once.
-type holdCount struct{ parts, now, max atomic.Int64 }
+// holdCount counts the parts, those held now and the most held at once,
+// and releases the held parts together once slots are held or a file's
+// last part (shorter than the others) arrives.
+type holdCount struct {
+	parts, max atomic.Int64
+	slots      int64
+	mu         sync.Mutex
+	now        int64
+	partLen    int64         // the longest part seen: every part but a file's last
+	full       chan struct{} // closed to release the held parts
+}
+
+// hold holds one part of n bytes until slots parts are held at once, the
+// file's last part arrives, or d passed (a last part as long as the others).
+func (h *holdCount) hold(n int64, d time.Duration) {
+	h.parts.Add(1)
+	h.mu.Lock()
+	h.now++
+	h.max.Store(max(h.max.Load(), h.now))
+	if h.full == nil {
+		h.full = make(chan struct{})
+	}
+	full := h.full
+	h.partLen = max(h.partLen, n)
+	if h.now >= h.slots || n < h.partLen {
+		close(full)
+		h.full = nil
+	}
+	h.mu.Unlock()
+	t := time.NewTimer(d)
+	select {
+	case <-full:
+	case <-t.C:
+	}
+	t.Stop()
+	h.mu.Lock()
+	h.now--
+	h.mu.Unlock()
+}
 
 func (holdS3) CreateMultipartUpload(_ context.Context, _ *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
 	return &s3.CreateMultipartUploadOutput{UploadId: aws.String("discard")}, nil
 }
 
 func (h holdS3) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	if _, err := io.Copy(io.Discard, in.Body); err != nil {
+	n, err := io.Copy(io.Discard, in.Body)
+	if err != nil {
 		return nil, err
 	}
-	h.count.parts.Add(1)
-	n := h.count.now.Add(1)
-	for m := h.count.max.Load(); n > m && !h.count.max.CompareAndSwap(m, n); m = h.count.max.Load() {
+	if h.hold > 0 {
+		h.count.hold(n, h.hold)
+	} else {
+		h.count.parts.Add(1)
 	}
-	time.Sleep(h.hold)
-	h.count.now.Add(-1)
 	return &s3.UploadPartOutput{ETag: aws.String(fmt.Sprintf(`"part-%d"`, aws.ToInt32(in.PartNumber))), ChecksumCRC32C: in.ChecksumCRC32C}, nil
 }
 

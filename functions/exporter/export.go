@@ -53,7 +53,8 @@ type ExportConfig struct {
 	// Pipeline is how many batches the source may read ahead of the
 	// encoder, on its own goroutine (pipeline.go): 0 chooses from the CPUs
 	// the process may use (pipelineDepth), a negative value reads and
-	// encodes on one goroutine.
+	// encodes on one goroutine. A pipelined export also encodes a Parquet
+	// file's columns on several goroutines (encodeWorkers).
 	Pipeline int
 }
 
@@ -325,7 +326,7 @@ func (e *Exporter) targetOf(p Partition) (*target, error) {
 		// A row group is buffered until flushed; keep it well under the
 		// file size so files roll close to MaxFileBytes.
 		encode: encode.Options{MaxRowGroupRows: e.Config.RowGroupRows, Profile: profile,
-			MaxRowGroupBytes: min(64<<20, max(1<<20, e.Config.maxFileBytes()/4))},
+			MaxRowGroupBytes: min(64<<20, max(1<<20, e.Config.maxFileBytes()/4)), Workers: e.Config.encodeWorkers()},
 	}
 	if format == fileformat.Parquet && d.Compression != "" {
 		t.encode.Compression = d.Compression

@@ -39,6 +39,18 @@ func pipelineDepth() int {
 	return 2
 }
 
+// encodeWorkers is how many goroutines encode a Parquet file's columns
+// (encode.Options.Workers): one when the export reads and encodes on one
+// goroutine, else one for each CPU the process may use, at least two. The
+// reading goroutine takes a share of the CPUs too; the scheduler spreads
+// the three goroutines of a two-CPU run over both.
+func (c ExportConfig) encodeWorkers() int {
+	if c.pipelineDepth() == 0 {
+		return 1
+	}
+	return max(2, runtime.GOMAXPROCS(0))
+}
+
 // startPipeline starts write's goroutine with depth empty batches of ds.
 func startPipeline(ds dataset.Dataset, depth int, write func(*dataset.Batch) error) *pipeline {
 	p := &pipeline{

@@ -45,6 +45,11 @@ type Options struct {
 	Profile Profile
 	// GzipLevel is the NDJSON gzip level (0: default, 6).
 	GzipLevel int
+	// Workers is how many goroutines encode a Parquet row group's columns
+	// side by side, the caller's among them: 0 or 1 encodes every column
+	// on the caller's. The file's bytes are the same for any value. Ignored
+	// for NDJSON.
+	Workers int
 
 	// tuning is set only by this package's tests (export_test.go), so a
 	// small file exercises what only a large one would otherwise.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -38,7 +40,7 @@ type parquetWriter struct {
 	ds         dataset.Dataset
 	pw         *parquet.Writer
 	plan       []colPlan
-	vals       []parquet.Value // one column chunk's values, reused
+	vals       [][]parquet.Value // one column chunk's values per worker, reused
 	rowBuf     rowBuffer
 	rows       int64 // rows handed to parquet-go
 	inGroup    int64
@@ -57,6 +59,16 @@ type parquetWriter struct {
 	// pageCut plus one chunk's values.
 	pending []int64
 	pageCut int64
+
+	// A segment's chunks (their ends) and the pending bytes they leave
+	// (planChunks); the columns in the order workers take them, the next
+	// one's index in order, and each column's error (encodeSegment).
+	ends    []int
+	planned []int64
+	workers int
+	order   []int
+	next    atomic.Int64
+	errs    []error
 }
 
 // ColumnIndexTruncateLength is the most bytes of a string's minimum or
@@ -120,18 +132,49 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		p.dict = dictionaryEncoded(c) // see columnNode
 		plan[i] = p
 	}
+	workers := min(max(1, opts.Workers), len(ds.Columns))
+	vals := make([][]parquet.Value, workers)
+	for k := range vals {
+		vals[k] = make([]parquet.Value, 0, chunkRows)
+	}
 	pwr := &parquetWriter{
 		pending:  make([]int64, len(ds.Columns)),
+		planned:  make([]int64, len(ds.Columns)),
+		errs:     make([]error, len(ds.Columns)),
 		pageCut:  max(1, dictLimit/4),
 		ds:       ds,
 		pw:       pw,
 		plan:     plan,
-		vals:     make([]parquet.Value, 0, chunkRows),
+		vals:     vals,
+		workers:  workers,
+		order:    columnOrder(plan),
 		rowBuf:   rowBuffer{ds: ds},
 		maxRows:  cmp.Or(max(opts.MaxRowGroupRows, 0), DefaultMaxRowGroupRows),
 		maxBytes: cmp.Or(max(opts.MaxRowGroupBytes, 0), DefaultMaxRowGroupBytes),
 	}
 	return pwr, nil
+}
+
+// columnOrder is the order the workers take a segment's columns in, the
+// dearest first so that the last one taken is short: dictionary-encoded
+// strings and JSON (a map lookup a value), then the other variable-length
+// columns, then fixed-width ones, each in declared order.
+func columnOrder(plan []colPlan) []int {
+	cost := func(p colPlan) int {
+		switch {
+		case p.dict:
+			return 0
+		case p.storage == dataset.StorageBytes:
+			return 1
+		}
+		return 2
+	}
+	order := make([]int, len(plan))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cost(plan[order[a]]) < cost(plan[order[b]]) })
+	return order
 }
 
 // Write buffers one row into the writer's own batch; a full batch is
@@ -161,32 +204,26 @@ func (w *parquetWriter) WriteBatch(b *dataset.Batch) error {
 	return w.writeBatch(b)
 }
 
+// writeBatch encodes b a segment at a time: the rows up to the next size
+// check or the end of the row group. A segment is cut into chunks first
+// (chunkEnd, from the column offsets alone), then each column writes its
+// chunks (encodeColumn), on up to w.workers goroutines side by side: every
+// column's writer sees the calls the one-goroutine order would make, and
+// the row group's size is read only once every column has its segment,
+// so the file's bytes do not depend on the workers.
 func (w *parquetWriter) writeBatch(b *dataset.Batch) error {
 	if err := checkBatch(w.ds, b); err != nil {
 		return err
 	}
-	cols := w.pw.ColumnWriters()
 	for lo := 0; lo < b.Len(); {
-		hi := w.chunkEnd(b, lo)
-		cut := false
-		for i := range w.plan {
-			p, v := &w.plan[i], &b.Cols[i]
-			if _, err := cols[i].WriteRowValues(w.values(p, v, lo, hi)); err != nil {
-				return fmt.Errorf("encode parquet dataset %s rows %d..%d column %s: %w", w.ds.Name, b.RowNum(lo), b.RowNum(hi-1), v.Column.Name, err)
-			}
-			if p.dict {
-				w.pending[i] += int64(v.Offsets[hi] - v.Offsets[lo])
-				cut = cut || w.pending[i] >= w.pageCut
-			}
+		hi := min(b.Len(), lo+int(w.maxRows-w.inGroup), lo+int(sizeCheckRows-w.inGroup%sizeCheckRows))
+		w.planChunks(b, lo, hi)
+		if err := w.encodeSegment(b, lo); err != nil {
+			return err
 		}
 		w.rows += int64(hi - lo)
 		w.inGroup += int64(hi - lo)
 		lo = hi
-		if cut {
-			if err := w.endDictionaryPages(); err != nil {
-				return err
-			}
-		}
 		if w.inGroup >= w.maxRows || (w.inGroup%sizeCheckRows == 0 && w.pw.Size()-w.groupStart > w.maxBytes) {
 			if err := w.endRowGroup(); err != nil {
 				return err
@@ -196,18 +233,102 @@ func (w *parquetWriter) writeBatch(b *dataset.Batch) error {
 	return nil
 }
 
+// planChunks sets w.ends to the ends of the chunks of rows [lo, hi) of b,
+// following in w.planned the bytes each dictionary column will have taken
+// since its last page (what encodeColumn does to w.pending).
+func (w *parquetWriter) planChunks(b *dataset.Batch, lo, hi int) {
+	w.ends = w.ends[:0]
+	copy(w.planned, w.pending)
+	for lo < hi {
+		end := w.chunkEnd(b, lo, hi)
+		for i := range w.plan {
+			if w.plan[i].dict {
+				offs := b.Cols[i].Offsets
+				if w.planned[i] += int64(offs[end] - offs[lo]); w.planned[i] >= w.pageCut {
+					w.planned[i] = 0
+				}
+			}
+		}
+		w.ends = append(w.ends, end)
+		lo = end
+	}
+}
+
+// encodeSegment writes the planned chunks of every column, the columns
+// taken in w.order by up to w.workers goroutines.
+func (w *parquetWriter) encodeSegment(b *dataset.Batch, lo int) error {
+	if w.workers <= 1 {
+		for _, i := range w.order {
+			if err := w.encodeColumn(b, i, lo, w.vals[0]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w.next.Store(0)
+	clear(w.errs)
+	var wg sync.WaitGroup
+	for k := 1; k < w.workers; k++ {
+		wg.Go(func() { w.encodeColumns(b, lo, w.vals[k]) })
+	}
+	w.encodeColumns(b, lo, w.vals[0])
+	wg.Wait()
+	for _, err := range w.errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeColumns takes columns from w.order until none is left.
+func (w *parquetWriter) encodeColumns(b *dataset.Batch, lo int, vals []parquet.Value) {
+	for {
+		k := int(w.next.Add(1)) - 1
+		if k >= len(w.order) {
+			return
+		}
+		i := w.order[k]
+		w.errs[i] = w.encodeColumn(b, i, lo, vals)
+	}
+}
+
+// encodeColumn writes column i's chunks of the segment starting at row
+// lo, ending the column's page after a chunk that took its dictionary
+// pageCut bytes since its last page: ending a page is when parquet-go
+// checks the dictionary against its limit and falls back to PLAIN.
+func (w *parquetWriter) encodeColumn(b *dataset.Batch, i, lo int, vals []parquet.Value) error {
+	col := w.pw.ColumnWriters()[i]
+	p, v := &w.plan[i], &b.Cols[i]
+	for _, hi := range w.ends {
+		if _, err := col.WriteRowValues(w.values(p, v, lo, hi, vals)); err != nil {
+			return fmt.Errorf("encode parquet dataset %s rows %d..%d column %s: %w", w.ds.Name, b.RowNum(lo), b.RowNum(hi-1), v.Column.Name, err)
+		}
+		if p.dict {
+			if w.pending[i] += int64(v.Offsets[hi] - v.Offsets[lo]); w.pending[i] >= w.pageCut {
+				if err := col.Flush(); err != nil {
+					return fmt.Errorf("encode parquet dataset %s column %s: end page: %w", w.ds.Name, v.Column.Name, err)
+				}
+				w.pending[i] = 0
+			}
+		}
+		lo = hi
+	}
+	return nil
+}
+
 // chunkEnd returns the end of the chunk of b starting at row lo: at most
-// chunkRows rows, ending at the row group's row limit, at the next size
-// check, and at the row after which a dictionary column has taken pageCut
-// bytes since its last page.
-func (w *parquetWriter) chunkEnd(b *dataset.Batch, lo int) int {
-	hi := min(b.Len(), lo+chunkRows, lo+int(w.maxRows-w.inGroup), lo+int(sizeCheckRows-w.inGroup%sizeCheckRows))
+// chunkRows rows, ending at the segment's end, and at the row after which
+// a dictionary column has taken pageCut bytes since its last page (as
+// planned: see planChunks).
+func (w *parquetWriter) chunkEnd(b *dataset.Batch, lo, end int) int {
+	hi := min(end, lo+chunkRows)
 	for i := range w.plan {
 		if !w.plan[i].dict {
 			continue
 		}
 		offs := b.Cols[i].Offsets
-		need := w.pageCut - w.pending[i]
+		need := w.pageCut - w.planned[i]
 		if int64(offs[hi]-offs[lo]) < need {
 			continue
 		}
@@ -217,14 +338,14 @@ func (w *parquetWriter) chunkEnd(b *dataset.Batch, lo int) int {
 	return hi
 }
 
-// values returns rows [lo, hi) of v as parquet values in w.vals, a NULL as
+// values returns rows [lo, hi) of v as parquet values in vals, a NULL as
 // the column's null value and any other with its definition level: the
 // only level parquet-go reads from values written to one column (the
 // repetition level is 0, and the column is the writer's), set with
 // SetDefinitionLevel rather than Level, which also sets the column index
 // and does not inline. Byte values alias v's memory: parquet-go copies them.
-func (w *parquetWriter) values(p *colPlan, v *dataset.Vector, lo, hi int) []parquet.Value {
-	out := w.vals[:hi-lo]
+func (w *parquetWriter) values(p *colPlan, v *dataset.Vector, lo, hi int, vals []parquet.Value) []parquet.Value {
+	out := vals[:hi-lo]
 	if v.Null == nil {
 		return w.requiredValues(p, v, lo, hi, out)
 	}
@@ -334,21 +455,4 @@ func (w *parquetWriter) requiredValues(p *colPlan, v *dataset.Vector, lo, hi int
 		}
 	}
 	return out
-}
-
-// endDictionaryPages ends the current page of every column that took
-// pageCut value bytes since its last one: ending a page is when parquet-go
-// checks the dictionary against its limit and falls back to PLAIN.
-func (w *parquetWriter) endDictionaryPages() error {
-	cols := w.pw.ColumnWriters()
-	for i, n := range w.pending {
-		if n < w.pageCut {
-			continue
-		}
-		if err := cols[i].Flush(); err != nil {
-			return fmt.Errorf("encode parquet dataset %s column %s: end page: %w", w.ds.Name, w.ds.Columns[i].Name, err)
-		}
-		w.pending[i] = 0
-	}
-	return nil
 }

@@ -1,0 +1,135 @@
+package encode
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/fileformat"
+)
+
+// TestWorkersWriteTheSameBytes: a Parquet file encoded with its columns on
+// several goroutines (Options.Workers) is byte for byte the file encoded on
+// one, in both profiles and both codecs, at limits small enough that the
+// file has the cuts a day of millions has: row groups ended by their row
+// limit and by their byte limit, several dictionary pages in a chunk, and
+// a dictionary that falls back to PLAIN. The test checks the cuts
+// happened, so it cannot pass on a file that has none. Run it with -race:
+// the workers share the writer.
+func TestWorkersWriteTheSameBytes(t *testing.T) {
+	cases := []struct {
+		name     string
+		ds       dataset.Dataset
+		rows     [][]any
+		maxRows  int64
+		maxBytes int64
+	}{
+		{"events by rows", mustGet(t, "events"), eventRows(6000), 2048, 64 << 20},
+		{"events by bytes", mustGet(t, "events"), eventRows(6000), 1 << 20, 96 << 10},
+		{"all types", datasettest.AllTypes(), append(datasettest.Edge(datasettest.AllTypes()), datasettest.Varied(datasettest.AllTypes(), 5000)...), 1500, 64 << 20},
+	}
+	for _, c := range cases {
+		for _, profile := range Profiles() {
+			for _, codec := range []fileformat.Codec{fileformat.Snappy, fileformat.Zstd} {
+				opts := Tuned(Options{Compression: codec, Profile: profile, MaxRowGroupRows: c.maxRows, MaxRowGroupBytes: c.maxBytes}, 16<<10, 8<<10)
+				t.Run(fmt.Sprintf("%s/%s/%s", c.name, profile, codec), func(t *testing.T) {
+					one := encodeWith(t, c.ds, opts, 1, c.rows)
+					checkCuts(t, one)
+					for _, workers := range []int{2, 3, len(c.ds.Columns) + 4} {
+						if got := encodeWith(t, c.ds, opts, workers, c.rows); !bytes.Equal(got, one) {
+							t.Fatalf("%d workers wrote %d bytes, one wrote %d: not the same file", workers, len(got), len(one))
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func mustGet(t *testing.T, name string) dataset.Dataset {
+	t.Helper()
+	ds, err := dataset.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func eventRows(n int) [][]any {
+	g := newEventGen(3)
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = g.next()
+	}
+	return rows
+}
+
+// encodeWith writes rows in batches of 1000 with workers goroutines.
+func encodeWith(t *testing.T, ds dataset.Dataset, opts Options, workers int, rows [][]any) []byte {
+	t.Helper()
+	opts.Workers = workers
+	var out bytes.Buffer
+	w, err := New(fileformat.Parquet, &out, ds, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := dataset.NewBatch(ds, 1000)
+	for lo := 0; lo < len(rows); lo += 1000 {
+		b.Reset(int64(lo) + 1)
+		for _, r := range rows[lo:min(lo+1000, len(rows))] {
+			if err := b.AppendRow(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.WriteBatch(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// checkCuts fails unless the file has several row groups (with maxRows
+// past the rows, the byte limit cut them), a column chunk with several
+// dictionary-indexed pages and one whose dictionary fell back to PLAIN.
+func checkCuts(t *testing.T, file []byte) {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.RowGroups()); n < 2 {
+		t.Fatalf("%d row groups: the test needs several", n)
+	}
+	several, fallback := false, false
+	for _, g := range f.RowGroups() {
+		for _, ch := range g.ColumnChunks() {
+			indexed, plain := 0, 0
+			pages := ch.Pages()
+			for {
+				p, err := pages.ReadPage()
+				if err != nil {
+					break
+				}
+				if p.Dictionary() != nil {
+					indexed++
+				} else {
+					plain++
+				}
+				parquet.Release(p)
+			}
+			pages.Close()
+			several = several || indexed > 1
+			fallback = fallback || (indexed > 0 && plain > 0)
+		}
+	}
+	if !several || !fallback {
+		t.Fatalf("several dictionary pages in a chunk: %v, a dictionary fallen back to PLAIN: %v; the test needs both", several, fallback)
+	}
+}
