@@ -69,6 +69,12 @@ func newStatusFixture(t *testing.T, s stack) statusFixture {
 		t.Fatal(err)
 	}
 	run(l, "2026-11-28", false)
+	// What the next sweep does: the fleet view reads the refreshed summaries.
+	for _, id := range []string{f.healthy, f.troubled} {
+		if _, err := l.Refresh(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return f
 }
 
@@ -77,14 +83,16 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	f := newStatusFixture(t, s)
 	a, _, _ := testApp(t)
 
-	r := s.run(t, a, "status", "-o", "json")
+	// The table holds other tests' accounts: one page of them all.
+	r := s.run(t, a, "status", "--limit", "500", "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	var lines []fleetLine
-	if err := json.Unmarshal([]byte(r.stdout), &lines); err != nil {
+	var page fleetPage
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
 		t.Fatal(err)
 	}
+	lines := page.Accounts
 	at := func(id string) int { return slices.IndexFunc(lines, func(l fleetLine) bool { return l.Account == id }) }
 	h, tr := at(f.healthy), at(f.troubled)
 	if h < 0 || tr < 0 || tr > h {
@@ -103,7 +111,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 		t.Errorf("healthy %+v", lines[h])
 	}
 
-	r = s.run(t, a, "status")
+	r = s.run(t, a, "status", "--limit", "500")
 	if !strings.Contains(r.stdout, "ACCOUNT") || !strings.Contains(r.stdout, "OLDEST DUE") || !strings.Contains(r.stdout, "claimed: job waiting in the queue") {
 		t.Errorf("fleet table:\n%s", r.stdout)
 	}
@@ -113,21 +121,79 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	}
 
 	// --state keeps the accounts with partitions in those states.
-	r = s.run(t, a, "status", "--state", "stopped", "-o", "json")
-	json.Unmarshal([]byte(r.stdout), &lines)
+	r = s.run(t, a, "status", "--state", "stopped", "--limit", "500", "-o", "json")
+	page = fleetPage{}
+	json.Unmarshal([]byte(r.stdout), &page)
+	lines = page.Accounts
 	if at(f.troubled) < 0 || at(f.healthy) >= 0 {
 		t.Errorf("--state stopped: troubled at %d, healthy at %d", at(f.troubled), at(f.healthy))
 	}
 	// and counts only the partitions in those states.
-	r = s.run(t, a, "status", "--state", "failed,stopped")
+	r = s.run(t, a, "status", "--state", "failed,stopped", "--limit", "500")
 	if fields := strings.Fields(lineWith(r.stdout, f.troubled)); len(fields) < 11 || !slices.Equal(fields[len(fields)-8:len(fields)-2], []string{"0", "0", "0", "0", "1", "1"}) {
 		t.Errorf("--state failed,stopped: troubled row %q, want only failed 1 and stopped 1 counted", lineWith(r.stdout, f.troubled))
 	}
 	// --from/--to count the window only.
-	r = s.run(t, a, "status", "--from", "2026-11-28", "--to", "2026-11-29", "-o", "json")
-	json.Unmarshal([]byte(r.stdout), &lines)
+	r = s.run(t, a, "status", "--from", "2026-11-28", "--to", "2026-11-29", "--limit", "500", "-o", "json")
+	page = fleetPage{}
+	json.Unmarshal([]byte(r.stdout), &page)
+	lines = page.Accounts
 	if i := at(f.healthy); i < 0 || lines[i].Counts[phaseCompleted] != 2 {
 		t.Errorf("window of two days: %+v", lines)
+	}
+}
+
+// TestStatusFleetPages: --limit pages the fleet view, each page printing
+// the command for the next; --search finds an account by id; a made-up
+// token is refused naming the flag.
+func TestStatusFleetPages(t *testing.T) {
+	s := deployed(t)
+	f := newStatusFixture(t, s)
+	a, _, _ := testApp(t)
+
+	seen := map[string]int{}
+	args := []string{"status", "--limit", "1"}
+	for pages := 0; ; pages++ {
+		if pages > 500 {
+			t.Fatal("more than 500 pages of one account")
+		}
+		r := s.run(t, a, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		n := 0
+		for _, id := range []string{f.healthy, f.troubled} {
+			if lineWith(r.stdout, id) != "" {
+				seen[id]++
+				n++
+			}
+		}
+		next := lineWith(r.stdout, "More accounts: daybook status ")
+		if next == "" {
+			break
+		}
+		fields := strings.Fields(strings.TrimPrefix(next, "More accounts: daybook "))
+		if !slices.Equal(fields[:3], []string{"status", "--limit", "1"}) || fields[3] != "--page-token" {
+			t.Fatalf("next page line %q", next)
+		}
+		args = fields
+	}
+	if seen[f.healthy] != 1 || seen[f.troubled] != 1 {
+		t.Errorf("pages of one showed the fixture's accounts %v times, want once each", seen)
+	}
+
+	r := s.run(t, a, "status", "--search", f.healthy, "-o", "json")
+	var page fleetPage
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Accounts) == 0 || page.Accounts[0].Account != f.healthy {
+		t.Errorf("--search %s: %s %v", f.healthy, r.stdout, err)
+	}
+	r = s.run(t, a, "status", "--page-token", "bogus")
+	if r.code == 0 || !strings.Contains(r.stderr, `--page-token "bogus"`) {
+		t.Errorf("a made-up token: exit %d\n%s", r.code, r.stderr)
+	}
+	r = s.run(t, a, "status", "--limit", "0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--limit 0") {
+		t.Errorf("--limit 0: exit %d\n%s", r.code, r.stderr)
 	}
 }
 

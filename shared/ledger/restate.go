@@ -275,7 +275,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key partition.Key, gene
 		Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 	cond := expression.And(name(attrState).Equal(val(string(StateCompleted))),
 		name(attrGeneration).Equal(val(generation)), name(attrFingerprint).Equal(val(exported)))
-	out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+	out, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
 		if len(out) == 0 {
 			return Row{}, fmt.Errorf("%w: requeue restatement of %s: no such row", ErrNotFound, key)
