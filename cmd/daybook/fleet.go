@@ -17,7 +17,7 @@ const rebuildConcurrency = 8
 func (a *app) fleetCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "fleet",
-		Short: "The account summaries behind the fleet view (daybook status, the console's fleet page)",
+		Short: "Rebuild the account summaries the fleet view reads",
 	}
 	var id string
 	c := &cobra.Command{
