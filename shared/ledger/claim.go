@@ -163,7 +163,9 @@ func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.T
 			Set(name(AttrDueKey), val(stoppedDueKey(key.Day, key.Dataset))).
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)), key)
 		cond := sameClaim(row).And(name(attrStartedAt).AttributeExists())
-		if _, err := l.transition(ctx, key, upd, cond, types.ReturnValueNone); err != nil {
+		st := partition.Stop{Key: key, Attempts: row.Attempts, Generation: row.Generation, Reason: row.Reason,
+			Cause: partition.StopLeaseExpired, Error: msg, At: now}
+		if _, err := l.stopTransition(ctx, key, upd, cond, st); err != nil {
 			if errors.Is(err, errCondition) {
 				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
 			}

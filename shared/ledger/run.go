@@ -256,7 +256,14 @@ func (l *Ledger) FailAfter(ctx context.Context, key partition.Key, token string,
 				Set(name(AttrDueKey), val(dueKey(StateFailed, key.Day, key.Dataset, next)))
 		}
 		cond := expression.And(holds(token), name(attrAttempts).Equal(val(row.Attempts)), rerunIs(row.RerunRequested))
-		out, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
+		var out map[string]types.AttributeValue
+		if !row.RerunRequested && attempts >= l.cfg.MaxAttempts {
+			// Stopping: its event is recorded in the same write.
+			out, err = l.stopTransition(ctx, key, upd, cond, partition.Stop{Key: key, Attempts: attempts, Generation: row.Generation,
+				Reason: row.Reason, Cause: partition.StopFailed, Error: msg, At: now})
+		} else {
+			out, err = l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
+		}
 		if errors.Is(err, errCondition) {
 			continue // a re-run request landed in between, or the claim was lost: look again
 		}
