@@ -404,3 +404,49 @@ func TestHistoryShowsSlices(t *testing.T) {
 		t.Errorf("json history slices %+v (%v)\n%s", h.Slices, err, r.stdout)
 	}
 }
+
+// TestFleetRebuild: an account whose summary was never built (as after an
+// upgrade) is missing from the fleet view until daybook fleet rebuild
+// builds it from its rows; --account names one, and an unknown one is
+// refused naming the flag.
+func TestFleetRebuild(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	l := s.ledgerAt(t, testNow, 3)
+	id := s.newAccount(t, nil).ID
+	if _, err := l.Materialize(ctx, id, "events", civil.MustParse("2026-11-27"), civil.MustParse("2026-11-29")); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := testApp(t)
+	listed := func() (fleetLine, bool) {
+		t.Helper()
+		r := s.run(t, a, "status", "--limit", "500", "-o", "json")
+		var page fleetPage
+		if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
+			t.Fatalf("%v\n%s", err, r.stdout)
+		}
+		i := slices.IndexFunc(page.Accounts, func(l fleetLine) bool { return l.Account == id })
+		if i < 0 {
+			return fleetLine{}, false
+		}
+		return page.Accounts[i], true
+	}
+	if _, ok := listed(); ok {
+		t.Fatal("an account without a summary is in the fleet view: the test does not start as an upgrade does")
+	}
+	r := s.run(t, a, "fleet", "rebuild", "--account", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 account summaries rebuilt") {
+		t.Fatalf("fleet rebuild --account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if l, ok := listed(); !ok || l.Counts[phaseQueued] != 3 || l.OldestDue != "2026-11-27" {
+		t.Errorf("after the rebuild: %+v (listed %v), want 3 queued from 2026-11-27", l, ok)
+	}
+	r = s.run(t, a, "fleet", "rebuild")
+	if r.code != 0 || !strings.Contains(r.stdout, " account summaries rebuilt") {
+		t.Errorf("fleet rebuild: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = s.run(t, a, "fleet", "rebuild", "--account", "acct_nosuchaccount0000")
+	if r.code != 2 || !strings.Contains(r.stderr, "--account acct_nosuchaccount0000") {
+		t.Errorf("an unknown account: exit %d\n%s", r.code, r.stderr)
+	}
+}
