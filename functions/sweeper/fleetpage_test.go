@@ -42,7 +42,8 @@ type fleetPageCost struct {
 // summaries of n accounts as the ledger writes them (one real account's,
 // built by ledger.Refresh from its rows, copied under n ids) and measures
 // the fleet view's reads, with latency injected before each request.
-func measureFleetPage(t testing.TB, cfg aws.Config, tmpl string, n int, stage string, latency time.Duration) fleetPageCost {
+func measureFleetPage(t testing.TB, fb fleetBench, n int, stage string, latency time.Duration) fleetPageCost {
+	cfg, tmpl := fb.cfg, fb.tmpl
 	ctx := context.Background()
 	client := dynamodb.NewFromConfig(cfg)
 	names, err := samstacktest.CreateTables(ctx, client, tmpl, cfg.Region, map[string]string{"Stage": stage})
@@ -184,8 +185,8 @@ func startDynalite(t testing.TB) (aws.Config, string) {
 // page read every account's rows (a query per dataset of each).
 func TestFleetPageCostsTheSameAtAnySize(t *testing.T) {
 	cfg, tmpl := startDynalite(t)
-	small := measureFleetPage(t, cfg, tmpl, 200, "pagesmall", 0)
-	large := measureFleetPage(t, cfg, tmpl, 2000, "pagelarge", 0)
+	small := measureFleetPage(t, fleetBench{cfg: cfg, tmpl: tmpl}, 200, "pagesmall", 0)
+	large := measureFleetPage(t, fleetBench{cfg: cfg, tmpl: tmpl}, 2000, "pagelarge", 0)
 	for _, c := range []struct {
 		what     string
 		small, l dynamometer.Counts
@@ -217,7 +218,7 @@ func BenchmarkFleetPage(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for i := range b.N {
-				rows = append(rows, measureFleetPage(b, cfg, tmpl, n, fmt.Sprintf("page%d-%d", n, i), benchLatency))
+				rows = append(rows, measureFleetPage(b, fleetBench{cfg: cfg, tmpl: tmpl}, n, fmt.Sprintf("page%d-%d", n, i), benchLatency))
 			}
 		})
 	}
