@@ -30,7 +30,9 @@ partition marks its account's summary, and each sweep rebuilds the marked ones.
 rebuild builds the summaries again from the accounts' partitions now: every account's, or
 --account's. Run it once after upgrading from a release without summaries (until then an
 account appears in the fleet view after its next change, or when searched for by id), or
-when a summary looks wrong. It reads each account's partitions once.`,
+when a summary looks wrong. It reads each account's partitions once. It also moves the
+account's late-data checks written before their index was sharded, which no sweep reads, to
+where the sweeps read them.`,
 		Example: "  daybook fleet rebuild\n  daybook fleet rebuild --account acct_localdemoaccount",
 		Args:    cobra.NoArgs,
 	}
@@ -57,8 +59,8 @@ when a summary looks wrong. It reads each account's partitions once.`,
 				ids = append(ids, acct.ID)
 			}
 		}
-		n, err := rebuild(ctx, e, ids)
-		if _, perr := fmt.Fprintf(a.stdout, "%d of %d account summaries rebuilt\n", n, len(ids)); perr != nil && err == nil {
+		n, moved, err := rebuild(ctx, e, ids)
+		if _, perr := fmt.Fprintf(a.stdout, "%d of %d account summaries rebuilt; %d late-data checks moved to their shard\n", n, len(ids), moved); perr != nil && err == nil {
 			err = perr
 		}
 		return err
@@ -67,11 +69,12 @@ when a summary looks wrong. It reads each account's partitions once.`,
 	return root
 }
 
-// rebuild refreshes the summaries of ids, rebuildConcurrency at once, and
-// returns how many it refreshed; it goes on past a failure and returns the
-// first.
-func rebuild(ctx context.Context, e *opsEnv, ids []string) (int, error) {
-	var done atomic.Int64
+// rebuild refreshes the summaries of ids and shards their unsharded
+// restatement checks, rebuildConcurrency accounts at once, and returns how
+// many summaries it refreshed and checks it moved; it goes on past a
+// failure and returns the first.
+func rebuild(ctx context.Context, e *opsEnv, ids []string) (int, int, error) {
+	var done, moved atomic.Int64
 	var g errgroup.Group
 	g.SetLimit(rebuildConcurrency)
 	for _, id := range ids {
@@ -80,9 +83,14 @@ func rebuild(ctx context.Context, e *opsEnv, ids []string) (int, error) {
 				return fmt.Errorf("account %s: %w", id, err)
 			}
 			done.Add(1)
+			n, err := e.ledger.ShardRestateChecks(ctx, id)
+			moved.Add(int64(n))
+			if err != nil {
+				return fmt.Errorf("account %s: %w", id, err)
+			}
 			return nil
 		})
 	}
 	err := g.Wait()
-	return int(done.Load()), err
+	return int(done.Load()), int(moved.Load()), err
 }

@@ -435,7 +435,7 @@ func TestFleetRebuild(t *testing.T) {
 		t.Fatal("an account without a summary is in the fleet view: the test does not start as an upgrade does")
 	}
 	r := s.run(t, a, "fleet", "rebuild", "--account", id)
-	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 account summaries rebuilt") {
+	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 account summaries rebuilt; 0 late-data checks moved to their shard") {
 		t.Fatalf("fleet rebuild --account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if l, ok := listed(); !ok || l.Counts[phaseQueued] != 3 || l.OldestDue != "2026-11-27" {
