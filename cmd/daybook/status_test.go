@@ -69,6 +69,12 @@ func newStatusFixture(t *testing.T, s stack) statusFixture {
 		t.Fatal(err)
 	}
 	run(l, "2026-11-28", false)
+	// What the next sweep does: the fleet view reads the refreshed summaries.
+	for _, id := range []string{f.healthy, f.troubled} {
+		if _, err := l.Refresh(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return f
 }
 
@@ -77,14 +83,16 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	f := newStatusFixture(t, s)
 	a, _, _ := testApp(t)
 
-	r := s.run(t, a, "status", "-o", "json")
+	// The table holds other tests' accounts: one page of them all.
+	r := s.run(t, a, "status", "--limit", "500", "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	var lines []fleetLine
-	if err := json.Unmarshal([]byte(r.stdout), &lines); err != nil {
+	var page fleetPage
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
 		t.Fatal(err)
 	}
+	lines := page.Accounts
 	at := func(id string) int { return slices.IndexFunc(lines, func(l fleetLine) bool { return l.Account == id }) }
 	h, tr := at(f.healthy), at(f.troubled)
 	if h < 0 || tr < 0 || tr > h {
@@ -103,7 +111,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 		t.Errorf("healthy %+v", lines[h])
 	}
 
-	r = s.run(t, a, "status")
+	r = s.run(t, a, "status", "--limit", "500")
 	if !strings.Contains(r.stdout, "ACCOUNT") || !strings.Contains(r.stdout, "OLDEST DUE") || !strings.Contains(r.stdout, "claimed: job waiting in the queue") {
 		t.Errorf("fleet table:\n%s", r.stdout)
 	}
@@ -113,21 +121,79 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	}
 
 	// --state keeps the accounts with partitions in those states.
-	r = s.run(t, a, "status", "--state", "stopped", "-o", "json")
-	json.Unmarshal([]byte(r.stdout), &lines)
+	r = s.run(t, a, "status", "--state", "stopped", "--limit", "500", "-o", "json")
+	page = fleetPage{}
+	json.Unmarshal([]byte(r.stdout), &page)
+	lines = page.Accounts
 	if at(f.troubled) < 0 || at(f.healthy) >= 0 {
 		t.Errorf("--state stopped: troubled at %d, healthy at %d", at(f.troubled), at(f.healthy))
 	}
 	// and counts only the partitions in those states.
-	r = s.run(t, a, "status", "--state", "failed,stopped")
+	r = s.run(t, a, "status", "--state", "failed,stopped", "--limit", "500")
 	if fields := strings.Fields(lineWith(r.stdout, f.troubled)); len(fields) < 11 || !slices.Equal(fields[len(fields)-8:len(fields)-2], []string{"0", "0", "0", "0", "1", "1"}) {
 		t.Errorf("--state failed,stopped: troubled row %q, want only failed 1 and stopped 1 counted", lineWith(r.stdout, f.troubled))
 	}
 	// --from/--to count the window only.
-	r = s.run(t, a, "status", "--from", "2026-11-28", "--to", "2026-11-29", "-o", "json")
-	json.Unmarshal([]byte(r.stdout), &lines)
+	r = s.run(t, a, "status", "--from", "2026-11-28", "--to", "2026-11-29", "--limit", "500", "-o", "json")
+	page = fleetPage{}
+	json.Unmarshal([]byte(r.stdout), &page)
+	lines = page.Accounts
 	if i := at(f.healthy); i < 0 || lines[i].Counts[phaseCompleted] != 2 {
 		t.Errorf("window of two days: %+v", lines)
+	}
+}
+
+// TestStatusFleetPages: --limit pages the fleet view, each page printing
+// the command for the next; --search finds an account by id; a made-up
+// token is refused naming the flag.
+func TestStatusFleetPages(t *testing.T) {
+	s := deployed(t)
+	f := newStatusFixture(t, s)
+	a, _, _ := testApp(t)
+
+	seen := map[string]int{}
+	args := []string{"status", "--limit", "1"}
+	for pages := 0; ; pages++ {
+		if pages > 500 {
+			t.Fatal("more than 500 pages of one account")
+		}
+		r := s.run(t, a, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		n := 0
+		for _, id := range []string{f.healthy, f.troubled} {
+			if lineWith(r.stdout, id) != "" {
+				seen[id]++
+				n++
+			}
+		}
+		next := lineWith(r.stdout, "More accounts: daybook status ")
+		if next == "" {
+			break
+		}
+		fields := strings.Fields(strings.TrimPrefix(next, "More accounts: daybook "))
+		if !slices.Equal(fields[:3], []string{"status", "--limit", "1"}) || fields[3] != "--page-token" {
+			t.Fatalf("next page line %q", next)
+		}
+		args = fields
+	}
+	if seen[f.healthy] != 1 || seen[f.troubled] != 1 {
+		t.Errorf("pages of one showed the fixture's accounts %v times, want once each", seen)
+	}
+
+	r := s.run(t, a, "status", "--search", f.healthy, "-o", "json")
+	var page fleetPage
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Accounts) == 0 || page.Accounts[0].Account != f.healthy {
+		t.Errorf("--search %s: %s %v", f.healthy, r.stdout, err)
+	}
+	r = s.run(t, a, "status", "--page-token", "bogus")
+	if r.code == 0 || !strings.Contains(r.stderr, `--page-token "bogus"`) {
+		t.Errorf("a made-up token: exit %d\n%s", r.code, r.stderr)
+	}
+	r = s.run(t, a, "status", "--limit", "0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--limit 0") {
+		t.Errorf("--limit 0: exit %d\n%s", r.code, r.stderr)
 	}
 }
 
@@ -336,5 +402,51 @@ func TestHistoryShowsSlices(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &h); err != nil || h.Slices == nil || len(h.Slices.Slices) != 3 || h.Slices.Completed != 1 ||
 		h.Slices.Slices[1].State != "failed" || h.Slices.Slices[2].State != "running" {
 		t.Errorf("json history slices %+v (%v)\n%s", h.Slices, err, r.stdout)
+	}
+}
+
+// TestFleetRebuild: an account whose summary was never built (as after an
+// upgrade) is missing from the fleet view until daybook fleet rebuild
+// builds it from its rows; --account names one, and an unknown one is
+// refused naming the flag.
+func TestFleetRebuild(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	l := s.ledgerAt(t, testNow, 3)
+	id := s.newAccount(t, nil).ID
+	if _, err := l.Materialize(ctx, id, "events", civil.MustParse("2026-11-27"), civil.MustParse("2026-11-29")); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := testApp(t)
+	listed := func() (fleetLine, bool) {
+		t.Helper()
+		r := s.run(t, a, "status", "--limit", "500", "-o", "json")
+		var page fleetPage
+		if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
+			t.Fatalf("%v\n%s", err, r.stdout)
+		}
+		i := slices.IndexFunc(page.Accounts, func(l fleetLine) bool { return l.Account == id })
+		if i < 0 {
+			return fleetLine{}, false
+		}
+		return page.Accounts[i], true
+	}
+	if _, ok := listed(); ok {
+		t.Fatal("an account without a summary is in the fleet view: the test does not start as an upgrade does")
+	}
+	r := s.run(t, a, "fleet", "rebuild", "--account", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 account summaries rebuilt; 0 late-data checks moved to their shard") {
+		t.Fatalf("fleet rebuild --account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if l, ok := listed(); !ok || l.Counts[phaseQueued] != 3 || l.OldestDue != "2026-11-27" {
+		t.Errorf("after the rebuild: %+v (listed %v), want 3 queued from 2026-11-27", l, ok)
+	}
+	r = s.run(t, a, "fleet", "rebuild")
+	if r.code != 0 || !strings.Contains(r.stdout, " account summaries rebuilt") {
+		t.Errorf("fleet rebuild: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = s.run(t, a, "fleet", "rebuild", "--account", "acct_nosuchaccount0000")
+	if r.code != 2 || !strings.Contains(r.stderr, "--account acct_nosuchaccount0000") {
+		t.Errorf("an unknown account: exit %d\n%s", r.code, r.stderr)
 	}
 }

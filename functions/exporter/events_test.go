@@ -155,6 +155,7 @@ func TestStoppedEvent(t *testing.T) {
 	drain := e.eventQueue()
 	cfg := e.led.Config()
 	cfg.Stopped = stoppedHook(e.svc.Lifecycle.Outbox, nil, e.svc.Log)
+	cfg.StoppedEvent = outbox.StoppedEvent // as main wires it
 	led, err := ledger.New(serial, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +189,51 @@ func TestStoppedEvent(t *testing.T) {
 	}
 	if strings.Contains(string(got[0].Detail), "no such table") {
 		t.Fatalf("the stopped event carries the source's error: %s", got[0].Detail)
+	}
+}
+
+// TestStoppedEventSurvivesACrash: the function dies right after the
+// transition that stops the partition, before its Stopped hook runs: the
+// event was recorded in that transition's own write, pending, and a
+// sweep's republish publishes it once. On the code before, the event was
+// recorded by the hook only: none survived.
+func TestStoppedEventSurvivesACrash(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	drain := e.eventQueue()
+	cfg := e.led.Config()
+	cfg.Stopped = nil // the crash: nothing runs after the transition
+	cfg.StoppedEvent = outbox.StoppedEvent
+	led, err := ledger.New(serial, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc.Ledger = withSettle{led, 0}
+	if _, err := e.db.Exec(`DROP TABLE events`); err != nil { // every read fails
+		t.Fatal(err)
+	}
+	c := e.claim("events", testDay, "")
+	if err := e.process(jobBody(t, c)); err != nil {
+		t.Fatal(err)
+	}
+	e.retry("events", testDay)
+	if r := e.retry("events", testDay); !r.Stopped {
+		t.Fatalf("after the last attempt: %+v", r)
+	}
+	if got := drain(); len(got) != 0 {
+		t.Fatalf("published before any republish: %+v", got)
+	}
+	key := partition.Key{AccountID: e.acct.ID, Dataset: "events", Day: testDay}
+	evs, err := led.Events(context.Background(), key)
+	if err != nil || len(evs) != 1 || evs[0].Kind != ledger.EventStopped || !evs[0].Pending() {
+		t.Fatalf("recorded events %+v, %v: want one pending stopped event", evs, err)
+	}
+	rp, err := e.svc.Lifecycle.Outbox.Republish(context.Background(), evs[0].RecordedAt.Add(time.Hour), time.Minute)
+	if err != nil || rp.Published != 1 {
+		t.Fatalf("republish: %+v, %v", rp, err)
+	}
+	got := drain()
+	if len(got) != 1 || got[0].DetailType != events.DetailStopped || !strings.Contains(string(got[0].Detail), evs[0].ID) {
+		t.Fatalf("events %+v, want the stopped one, %s", got, evs[0].ID)
 	}
 }
 

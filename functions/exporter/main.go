@@ -86,6 +86,9 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
 	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
+	if ob.On {
+		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
+	}
 	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {

@@ -10,21 +10,14 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// stoppedHook is the ledger's Stopped hook: it records
-// `daybook.partition.stopped` in the outbox and publishes it for every
-// partition that stops retrying in this function (Fail on the last
-// attempt), counting a failure; one not published stays pending for the
-// sweeper.
+// stoppedHook is the ledger's Stopped hook (outbox.Outbox.StoppedHook):
+// it publishes `daybook.partition.stopped` for every partition that stops
+// retrying in this function (Fail on the last attempt), counting a
+// failure; one not published stays pending for the sweeper.
 func stoppedHook(o *outbox.Outbox, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
-	return func(ctx context.Context, st partition.Stop) {
-		ev, err := outbox.StoppedEvent(st)
-		if err == nil {
-			err = o.Send(ctx, ev)
-		}
-		if err != nil {
-			publishFailed(ctx, m, log.With("account", st.AccountID, "dataset", st.Dataset, "day", st.Day.String()), events.DetailStopped, err)
-		}
-	}
+	return o.StoppedHook(func(ctx context.Context, st partition.Stop, err error) {
+		publishFailed(ctx, m, log.With("account", st.AccountID, "dataset", st.Dataset, "day", st.Day.String()), events.DetailStopped, err)
+	})
 }
 
 func publishFailed(ctx context.Context, m *metrics.Emitter, log *slog.Logger, detailType string, err error) {

@@ -315,7 +315,7 @@ func restateItems(ids []string, days []civil.Date, dataset string, checkAt time.
 }
 
 // batchWrite puts (or deletes) items 25 to a request, 8 requests at once.
-func batchWrite(b *testing.B, client *dynamodb.Client, table string, items []map[string]dbtypes.AttributeValue, del bool) {
+func batchWrite(b testing.TB, client *dynamodb.Client, table string, items []map[string]dbtypes.AttributeValue, del bool) {
 	ctx := context.Background()
 	n := (len(items) + 24) / 25
 	parallel(b, n, 8, func(i int) error {
@@ -339,7 +339,7 @@ func batchWrite(b *testing.B, client *dynamodb.Client, table string, items []map
 }
 
 // parallel runs fn(0..n-1), conc at a time, failing b on the first error.
-func parallel(b *testing.B, n, conc int, fn func(int) error) {
+func parallel(b testing.TB, n, conc int, fn func(int) error) {
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error

@@ -47,6 +47,9 @@ func main() {
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
 	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
+	if ob.On {
+		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
+	}
 	cfg.Ledger.ReportFailures(em, log)
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
@@ -67,11 +70,12 @@ type Queues interface {
 var _ Queues = (*sqs.Client)(nil)
 
 // FunctionLedger is what the deployed function needs from the ledger: the
-// sweep's and the restatement pass's.
+// sweep's, the restatement pass's, the outbox's and the fleet summaries'.
 type FunctionLedger interface {
 	LedgerAPI
 	RestateLedger
 	outbox.Store
+	Refresher
 	Config() ledger.Config
 }
 
@@ -120,7 +124,9 @@ func wire(cfg Config, d wiring) Handler {
 		DefaultSettleDelay: cfg.SettleDelay, Now: now, Log: log}}
 	// The restatement pass follows each scheduled sweep; shard messages of a
 	// fanned-out sweep run without it (the scheduled sweep already ran it).
-	// The outbox's pending events go out after both.
-	swept := withRepublish{Runner: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Outbox: ob, Now: now, Metrics: em, Log: log}
+	// The outbox's pending events go out after both, and the fleet
+	// summaries of the accounts changed are refreshed last.
+	swept := withSummaries{Runner: withRepublish{Runner: withRestate{Runner: sw, Restate: rs, Metrics: em, Log: log}, Outbox: ob, Now: now, Metrics: em, Log: log},
+		Summaries: led, Log: log}
 	return Handler{Sweeper: swept, Shards: sw, Log: log, Metrics: em}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/jobs"
@@ -116,42 +117,57 @@ func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
 	case err != nil:
 		fail(err)
 	}
+	// Each due check is one conditional write (drop, or move an interval
+	// ahead), restateWrites at once; the outcomes are counted in due order.
+	const (
+		dropped = iota + 1
+		deferred
+		disabled
+		check
+	)
+	kinds := make([]int, len(due))
+	werrs := make([]error, len(due))
+	var g errgroup.Group
+	g.SetLimit(restateWrites)
+	for i, row := range due {
+		g.Go(func() error {
+			a, ok := accounts[row.AccountID]
+			switch {
+			case gone[row.AccountID]:
+				kinds[i], werrs[i] = dropped, r.Ledger.DropRestateCheck(ctx, row)
+			case !ok:
+				// Its record could not be read: the check waits an interval,
+				// so that an account that stays unreadable cannot hold the
+				// oldest places under the cap and starve every other check.
+				kinds[i], werrs[i] = deferred, r.Ledger.MoveRestateCheck(ctx, row, next)
+			case !a.Enabled:
+				// Not checked while disabled; kept, an interval ahead, for when
+				// it is enabled again.
+				kinds[i], werrs[i] = disabled, r.Ledger.MoveRestateCheck(ctx, row, next)
+			case row.State != ledger.StateCompleted || !c.Restate.InWindow(row.Day, a.ClosedThrough(now)) || !exports(a, row.Dataset):
+				kinds[i], werrs[i] = dropped, r.Ledger.DropRestateCheck(ctx, row)
+			default:
+				kinds[i], werrs[i] = check, r.Ledger.MoveRestateCheck(ctx, row, next)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
 	var checks []ledger.Row
-	for _, row := range due {
-		a, ok := accounts[row.AccountID]
-		var err error
-		switch {
-		case gone[row.AccountID]:
-			if err = r.Ledger.DropRestateCheck(ctx, row); err == nil {
-				sum.Dropped++
-			}
-		case !ok:
-			// Its record could not be read: the check waits an interval,
-			// so that an account that stays unreadable cannot hold the
-			// oldest places under the cap and starve every other check.
-			if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
-				sum.Deferred++
-			}
-		case !a.Enabled:
-			// Not checked while disabled; kept, an interval ahead, for when
-			// it is enabled again.
-			if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
-				sum.Disabled++
-			}
-		case row.State != ledger.StateCompleted || !c.Restate.InWindow(row.Day, a.ClosedThrough(now)) || !exports(a, row.Dataset):
-			if err = r.Ledger.DropRestateCheck(ctx, row); err == nil {
-				sum.Dropped++
-			}
-		default:
-			if err = r.Ledger.MoveRestateCheck(ctx, row, next); err == nil {
-				checks = append(checks, row)
-			}
-		}
-		switch {
+	for i, row := range due {
+		switch err := werrs[i]; {
 		case errors.Is(err, ledger.ErrConflict):
 			sum.Skipped++
 		case err != nil:
 			fail(fmt.Errorf("restate check %s: %w", row.Key, err))
+		case kinds[i] == dropped:
+			sum.Dropped++
+		case kinds[i] == deferred:
+			sum.Deferred++
+		case kinds[i] == disabled:
+			sum.Disabled++
+		case kinds[i] == check:
+			checks = append(checks, row)
 		}
 	}
 	sent, sendErrs := r.send(ctx, checks, next)
@@ -241,6 +257,9 @@ func exports(a account.Account, ds string) bool {
 	}
 	return false
 }
+
+// restateWrites bounds the restate index writes a pass makes at once.
+const restateWrites = 8
 
 // send queues the checks in batches of 10. A check whose message was not
 // accepted is moved back to its old time, so the next sweep queues it.

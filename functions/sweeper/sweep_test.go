@@ -209,6 +209,18 @@ func (i isolate) StoppedByAccount(ctx context.Context, shard int) (map[string]in
 
 func (i isolate) ClaimReconcile(context.Context, time.Duration) (bool, error) { return false, nil }
 
+// StaleSummaries keeps the marks of the test's accounts, at most limit.
+func (i isolate) StaleSummaries(ctx context.Context, shard, limit int) ([]ledger.StaleMark, ledger.ReadStats, error) {
+	all, st, err := i.Ledger.StaleSummaries(ctx, shard, 1<<16)
+	var out []ledger.StaleMark
+	for _, m := range all {
+		if i.ids[m.Account] && len(out) < limit {
+			out = append(out, m)
+		}
+	}
+	return out, st, err
+}
+
 // RestateDue keeps the test's accounts' due checks of the shard, at most
 // limit of them.
 func (i isolate) RestateDue(ctx context.Context, shard, limit int) ([]ledger.Row, ledger.ReadStats, error) {

@@ -41,6 +41,7 @@ var staticFS embed.FS
 // UpdateAccount.
 type Ledger interface {
 	ops.Reader
+	ops.FleetIndex
 	ops.Requeuer
 	UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error)
 }
@@ -71,6 +72,9 @@ func (f BucketsFunc) Reader(acct account.Account) (ObjectReader, error) { return
 type Config struct {
 	Ledger  Ledger
 	Buckets Buckets
+	// FleetPageSize is the accounts on a page of the fleet (default
+	// ops.DefaultFleetLimit).
+	FleetPageSize int
 	// Queue and QueueURL send re-export requests; without them the console
 	// offers no re-export.
 	Queue    ops.SendAPI

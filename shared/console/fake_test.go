@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,7 +43,9 @@ type fakeLedger struct {
 	history  map[partition.Key][]ledger.Attempt
 	plans    map[partition.Key]ledger.SlicePlan // days running in slices
 	slices   map[partition.Key][]ledger.Slice
-	failList error // List fails with it
+	failList error // List and the fleet index fail with it
+	// fleetReads counts the fleet index reads.
+	fleetReads int
 }
 
 func newFakeLedger() *fakeLedger {
@@ -131,6 +135,93 @@ func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.
 		res.Queued++
 	}
 	return res, nil
+}
+
+// The fake's fleet index: every account summarized from its rows and
+// history as ledger.Refresh does (ledger.Summarize), worst first, paged
+// by offset. fleetReads counts the index reads.
+func (f *fakeLedger) summaries() ([]ledger.Summary, error) {
+	accts, _ := f.ListAccounts(context.Background())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fleetReads++
+	if f.failList != nil {
+		return nil, f.failList
+	}
+	var out []ledger.Summary
+	for _, a := range accts {
+		var rows []ledger.Row
+		var hist []ledger.Attempt
+		for k, r := range f.rows {
+			if k.AccountID == a.ID && slices.Contains(a.Datasets, k.Dataset) {
+				rows = append(rows, r)
+				if ledger.MayHaveFailedSince(r, testNow.Add(-ledger.FailureWindow)) {
+					hist = append(hist, f.history[k]...)
+				}
+			}
+		}
+		out = append(out, ledger.Summarize(a, rows, hist, testNow))
+	}
+	slices.SortFunc(out, func(x, y ledger.Summary) int {
+		if c := y.Severity() - x.Severity(); c != 0 {
+			return c
+		}
+		if c := strings.Compare(cmp.Or(x.OldestDue, "~"), cmp.Or(y.OldestDue, "~")); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Account, y.Account)
+	})
+	return out, nil
+}
+
+func pageOf(all []ledger.Summary, token string, limit int) (ledger.FleetPage, error) {
+	from := 0
+	if token != "" {
+		if _, err := fmt.Sscan(token, &from); err != nil || from < 0 || from > len(all) {
+			return ledger.FleetPage{}, fmt.Errorf("%w: %q", ledger.ErrBadPageToken, token)
+		}
+	}
+	to := min(from+limit, len(all))
+	p := ledger.FleetPage{Summaries: all[from:to]}
+	if to < len(all) {
+		p.Next = fmt.Sprint(to)
+	}
+	return p, nil
+}
+
+func (f *fakeLedger) FleetPage(_ context.Context, token string, limit int) (ledger.FleetPage, error) {
+	all, err := f.summaries()
+	if err != nil {
+		return ledger.FleetPage{}, err
+	}
+	return pageOf(all, token, limit)
+}
+
+func (f *fakeLedger) SearchFleet(_ context.Context, prefix, token string, limit int) (ledger.FleetPage, error) {
+	all, err := f.summaries()
+	if err != nil {
+		return ledger.FleetPage{}, err
+	}
+	all = slices.DeleteFunc(all, func(s ledger.Summary) bool {
+		return !strings.HasPrefix(strings.ToLower(s.Name), strings.ToLower(prefix))
+	})
+	slices.SortFunc(all, func(x, y ledger.Summary) int {
+		return strings.Compare(strings.ToLower(x.Name), strings.ToLower(y.Name))
+	})
+	return pageOf(all, token, limit)
+}
+
+func (f *fakeLedger) FleetSummary(_ context.Context, id string) (ledger.Summary, error) {
+	all, err := f.summaries()
+	if err != nil {
+		return ledger.Summary{}, err
+	}
+	for _, s := range all {
+		if s.Account == id {
+			return s, nil
+		}
+	}
+	return ledger.Summary{}, fmt.Errorf("%w: account %s", ledger.ErrNotFound, id)
 }
 
 // snapshot is the whole fake as text, to show that nothing changed.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"cmp"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 // recentWindow is how far back the fleet counts failed attempts.
@@ -115,6 +117,10 @@ type fleetPage struct {
 	Failures int
 	Since    string
 	Disabled int
+	// Search is the id or name prefix searched for; Next links the next
+	// page, First the first one (on a later page).
+	Search      string
+	Next, First string
 }
 
 func health(l ops.FleetLine) (string, string) {
@@ -129,8 +135,9 @@ func health(l ops.FleetLine) (string, string) {
 	return "up to date", "ok"
 }
 
-// fleet is the fleet page: every account, worst first unless ?sort= and
-// ?order= say otherwise.
+// fleet is the fleet page: a page of accounts (?page=), worst first across
+// the fleet, or those found by ?q= (an account id, or the start of a
+// name); ?sort= and ?order= reorder the page.
 func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	name := cmp.Or(q.Get("sort"), "worst")
@@ -152,14 +159,21 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, http.StatusBadRequest, "Unknown order “"+o+"”: asc or desc.")
 		return
 	}
+	search := strings.TrimSpace(q.Get("q"))
+	token := q.Get("page")
 	since := s.now().Add(-recentWindow)
-	lines, err := ops.Fleet(r.Context(), s.cfg.Ledger, ops.FleetOptions{FailuresSince: since})
+	res, err := ops.Fleet(r.Context(), s.cfg.Ledger, ops.FleetOptions{FailuresSince: since, Search: search, Token: token, Limit: s.cfg.FleetPageSize})
+	if errors.Is(err, ledger.ErrBadPageToken) {
+		s.problem(w, r, http.StatusBadRequest, "Unknown page “"+token+"”; start again from the first page.")
+		return
+	}
 	if err != nil {
 		s.failed(w, r, err)
 		return
 	}
+	lines := res.Lines
 	sortFleet(lines, key, desc)
-	p := fleetPage{Totals: map[ops.Phase]int{}, Since: ops.FormatTime(since)}
+	p := fleetPage{Totals: map[ops.Phase]int{}, Since: ops.FormatTime(since), Search: search}
 	for _, l := range lines {
 		h, lvl := health(l)
 		p.Rows = append(p.Rows, fleetRow{FleetLine: l, Href: "/accounts/" + url.PathEscape(l.Account), Health: h, Level: lvl})
@@ -170,6 +184,36 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 		if !l.Enabled {
 			p.Disabled++
 		}
+	}
+	// Links keep the search and the sort; a column's keeps the page too
+	// (it sorts this page).
+	keep := func(v url.Values) string {
+		if search != "" {
+			v.Set("q", search)
+		}
+		if len(v) == 0 {
+			return "/"
+		}
+		return "/?" + v.Encode()
+	}
+	with := func(page string) string {
+		v := url.Values{}
+		if name != "worst" {
+			v.Set("sort", key.name)
+		}
+		if o := q.Get("order"); o != "" {
+			v.Set("order", o)
+		}
+		if page != "" {
+			v.Set("page", page)
+		}
+		return keep(v)
+	}
+	if res.Next != "" {
+		p.Next = with(res.Next)
+	}
+	if token != "" {
+		p.First = with("")
 	}
 	for _, k := range sortKeys {
 		c := column{Title: k.title, Num: k.num}
@@ -187,10 +231,10 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 				v.Set("order", map[bool]string{true: "desc", false: "asc"}[next])
 			}
 		}
-		c.Href = "/"
-		if len(v) > 0 {
-			c.Href += "?" + v.Encode()
+		if token != "" {
+			v.Set("page", token)
 		}
+		c.Href = keep(v)
 		p.Columns = append(p.Columns, c)
 	}
 	s.render(w, r, http.StatusOK, "fleet", "Fleet", []crumb{{Text: "Fleet"}}, p)

@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -119,6 +120,44 @@ func TestFleetSorts(t *testing.T) {
 		if res.code != http.StatusBadRequest || !strings.Contains(res.body, "Unknown") {
 			t.Errorf("%s: status %d, want 400 with the reason\n%s", q, res.code, res.body)
 		}
+	}
+}
+
+// TestFleetPagesAndSearch: the fleet comes a page at a time, worst first
+// across pages, each page one read of the fleet index and a link to the
+// next; a search finds an account by id or by the start of its name (any
+// case); a made-up page is refused.
+func TestFleetPagesAndSearch(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.FleetPageSize = 2 })
+	seed(f)
+	res := f.get("/")
+	wantContains(t, res.body, "2 accounts on this page", `<a href="/?page=2" rel="next">Next page</a>`)
+	if pos := order(res.body, `<a href="/accounts/`+troubled+`">`, `<a href="/accounts/`+disabled+`">`); !increasing(pos) || strings.Contains(res.body, `/accounts/`+healthy+`"`) {
+		t.Errorf("first page: want troubled then disabled, not healthy\n%s", res.body)
+	}
+	f.ledger.fleetReads = 0
+	res = f.get("/?page=2")
+	wantContains(t, res.body, "1 account on this page", `<a href="/">First page</a>`, `<a href="/accounts/`+healthy+`">`)
+	if strings.Contains(res.body, "Next page") || f.ledger.fleetReads != 1 {
+		t.Errorf("last page: a next link, or %d fleet reads (want 1)\n%s", f.ledger.fleetReads, res.body)
+	}
+	// A column sorts the page it is on, and keeps it.
+	wantContains(t, f.get("/?page=2").body, `<a href="/?page=2&amp;sort=account">Account`)
+
+	for _, tt := range []struct{ q, want, not string }{
+		{healthy, healthy, troubled},   // the id
+		{"healthy", healthy, troubled}, // the start of the name, any case
+		{"TROUB", troubled, healthy},
+	} {
+		res := f.get("/?q=" + url.QueryEscape(tt.q))
+		wantContains(t, res.body, `<a href="/accounts/`+tt.want+`">`, `value="`+tt.q+`"`, `Show the whole fleet`)
+		if strings.Contains(res.body, `/accounts/`+tt.not+`"`) {
+			t.Errorf("search %q shows %s", tt.q, tt.not)
+		}
+	}
+	wantContains(t, f.get("/?q=nobody").body, "No account has the id “nobody” or a name starting with it.")
+	if res := f.get("/?page=bogus"); res.code != http.StatusBadRequest || !strings.Contains(res.body, "Unknown page") {
+		t.Errorf("a made-up page: status %d\n%s", res.code, res.body)
 	}
 }
 

@@ -220,6 +220,7 @@ func (l *Ledger) saveAccount(ctx context.Context, old *storedAccount, a account.
 		return a, err
 	}
 	items := append([]types.TransactWriteItem{acctItem, evItem}, gops...)
+	items = append(items, types.TransactWriteItem{Put: l.staleMark(a.ID)}) // its fleet summary changes too (summary.go)
 	for attempt := 1; ; attempt++ {
 		_, err = l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		var tce *types.TransactionCanceledException

@@ -102,7 +102,7 @@ func (l *Ledger) Claim(ctx context.Context, key partition.Key, reason partition.
 	if reason != "" {
 		upd = upd.Set(name(attrReason), val(string(reason)))
 	}
-	old, err := l.update(ctx, rowKey(key), upd, l.claimableNow(nowS), types.ReturnValueAllOld)
+	old, err := l.transition(ctx, key, upd, l.claimableNow(nowS), types.ReturnValueAllOld)
 	if errors.Is(err, errCondition) {
 		return Claim{}, l.refusedClaim(ctx, key, now, old)
 	}
@@ -145,7 +145,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.T
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 			Remove(name(attrStartedAt)).Remove(name(attrRerunRequested))
 		cond := sameClaim(row)
-		_, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
+		_, err := l.transition(ctx, key, upd, cond, types.ReturnValueNone)
 		switch {
 		case err == nil:
 			l.wakeAfter(ctx, key.AccountID, now)
@@ -163,7 +163,9 @@ func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.T
 			Set(name(AttrDueKey), val(stoppedDueKey(key.Day, key.Dataset))).
 			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)), key)
 		cond := sameClaim(row).And(name(attrStartedAt).AttributeExists())
-		if _, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone); err != nil {
+		st := partition.Stop{Key: key, Attempts: row.Attempts, Generation: row.Generation, Reason: row.Reason,
+			Cause: partition.StopLeaseExpired, Error: msg, At: now}
+		if _, err := l.stopTransition(ctx, key, upd, cond, st); err != nil {
 			if errors.Is(err, errCondition) {
 				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
 			}
@@ -221,7 +223,7 @@ func (l *Ledger) Release(ctx context.Context, c Claim) error {
 	case c.Prev.Reason != "":
 		upd = upd.Set(name(attrReason), val(string(c.Prev.Reason)))
 	}
-	old, err := l.update(ctx, rowKey(c.Key), upd, holdsUnstarted(c.Token), types.ReturnValueNone)
+	old, err := l.transition(ctx, c.Key, upd, holdsUnstarted(c.Token), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		// Refused: the claim is no longer held unstarted, whatever the row
 		// now says, so the error is ErrClaimLost even if it cannot be read.

@@ -42,6 +42,8 @@ var (
 	ErrMalformed = errors.New("ledger: malformed item")
 	// ErrNoDelete: the ledger's client cannot delete items.
 	ErrNoDelete = errors.New("ledger: the DynamoDB client given to New cannot delete items")
+	// ErrBadPageToken: a fleet page token the ledger did not return.
+	ErrBadPageToken = errors.New("ledger: bad page token")
 )
 
 // errCondition marks a failed condition check inside the package (dynamo.go

@@ -102,6 +102,7 @@ const (
 	attrCommitLeaseUntil = "commit_lease_until" // slice plans
 	attrSliceFiles       = "slice_files"        // slice items: the completed slice's files
 	attrTokenJob         = "token_job"          // issued tokens: Claim's, carried by a job message
+	attrAsOf             = "as_of"              // account summaries (summary.go): when the refresh began to read
 
 	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
 	// DynamoDB TTL reads: history items, export-stats buckets and slice items carry it.

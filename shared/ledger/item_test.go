@@ -23,6 +23,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[seedRecord](),
 	reflect.TypeFor[budgetRecord](),
 	reflect.TypeFor[guardRecord](),
+	reflect.TypeFor[summaryRecord](),
 	reflect.TypeFor[eventRecord](),
 	reflect.TypeFor[sliceRecord](),
 	reflect.TypeFor[tokenRecord](),

@@ -3,7 +3,7 @@
 //
 // # Table layout
 //
-// One table (template.yaml, LedgerTable) holds thirteen kinds of item:
+// One table (template.yaml, LedgerTable) holds these kinds of item:
 //
 //	account record:  pk=ACCOUNTS           sk=<account id>   doc (JSON of account.Account), enabled,
 //	                                                         account_id, updated_at, wake_seq,
@@ -40,6 +40,9 @@
 //	account change:  pk=AE#<account>       sk=<at>#<version> who changed what of an account (accountwrite.go)
 //	outbox event:    pk=OB#<acct>#<ds>#<day>  sk=C#<gen> | S#<gen>#<at>  one partition event, recorded once,
 //	                                                         pending (due_account=OB#<n>) until published (outbox.go)
+//	fleet summary:   pk=FS#<account>       sk=SUMMARY | NAME | STALE  the account's line of the fleet view, its
+//	                                                         name entry and its stale mark, in the fleet index
+//	                                                         under F#<nn>, N#<nn>, Z#<nn> (summary.go)
 //
 // A history item records how one attempt ended (history.go); it is written
 // after the transition that ended it ([Ledger.Complete], [Ledger.Fail], or a [Ledger.Claim] or
@@ -90,7 +93,10 @@
 // <account>#<dataset>#<day>), nn = [Shard](account) of [FleetShards], so a sweep
 // reads the accounts that may have work, and the stopped level, in a fixed
 // number of queries whatever the fleet. wake.go describes who moves the wake
-// time and how no wake-up is lost; stopped.go the stopped entries.
+// time and how no wake-up is lost; stopped.go the stopped entries. The index
+// also holds the accounts' fleet summaries worst first (F#<nn>), by name
+// (N#<nn>), and the marks of the summaries to refresh (Z#<nn>), so a page of
+// the fleet view is FleetShards queries whatever the fleet (summary.go).
 //
 // # States and transitions (L1, L2)
 //
@@ -203,6 +209,11 @@ type Config struct {
 	// after the transition (Fail on the last attempt, or Claim retiring a
 	// dead claim on its last attempt); see stopped.go.
 	Stopped func(ctx context.Context, s partition.Stop)
+	// StoppedEvent, if set, makes the outbox event of a partition that
+	// stops retrying; the ledger records it, pending, in the same
+	// transaction as the transition that stops the partition, so a crash
+	// right after that transition loses no event (stophook.go).
+	StoppedEvent func(s partition.Stop) (Event, error)
 	// WakeFailed is told when a transition was recorded but the account's
 	// wake time could not be lowered after it (wake.go). The transition
 	// stands and returns nil: a sweep finds the row at the account's next

@@ -41,7 +41,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 			Remove(name(attrStopped))
 		upd = setRequestedBy(upd, requestedBy(ctx))
 		upd = unmarkStopped(upd)
-		old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
+		old, err := l.transition(ctx, key, upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
 			prev := Row{Key: key}
 			if len(old) > 0 {
@@ -104,6 +104,9 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 	days := civil.Range(from, to)
 	if len(days) == 0 {
 		return RequeueResult{}, fmt.Errorf("ledger: requeue range %s..%s is empty", from, to)
+	}
+	if err := l.markStale(ctx, accountID); err != nil {
+		return RequeueResult{}, err
 	}
 	var queued, created, rerun atomic.Int64
 	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {

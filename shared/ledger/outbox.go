@@ -133,6 +133,26 @@ func (l *Ledger) RecordEvent(ctx context.Context, ev Event) (bool, error) {
 	case ev.ID == "" || ev.DetailType == "" || len(ev.Detail) == 0:
 		return false, fmt.Errorf("%w: %s generation %d: id %q, detail type %q, %d bytes of detail", ErrEventInvalid, ev.Key, ev.Generation, ev.ID, ev.DetailType, len(ev.Detail))
 	}
+	put, err := l.outboxPut(ev)
+	if err != nil {
+		return false, err
+	}
+	_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: put.TableName, Item: put.Item,
+		ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames,
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("ledger: record event %s: %w", ev.ID, err)
+	}
+	return true, nil
+}
+
+// outboxPut is the conditional put that records ev, pending, unless it is
+// recorded already.
+func (l *Ledger) outboxPut(ev Event) (*types.Put, error) {
 	now := l.now()
 	pk, sk := outboxPK(ev.Key), outboxSK(ev)
 	rec := outboxRecord{
@@ -143,23 +163,14 @@ func (l *Ledger) RecordEvent(ctx context.Context, ev Event) (bool, error) {
 	}
 	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {
-		return false, fmt.Errorf("ledger: encode outbox item %s/%s: %w", pk, sk, err)
+		return nil, fmt.Errorf("ledger: encode outbox item %s/%s: %w", pk, sk, err)
 	}
 	expr, err := expression.NewBuilder().WithCondition(name(AttrPK).AttributeNotExists()).Build()
 	if err != nil {
-		return false, fmt.Errorf("ledger: build expression: %w", err)
+		return nil, fmt.Errorf("ledger: build expression: %w", err)
 	}
-	_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(l.cfg.Table), Item: item,
-		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names(),
-	})
-	if isConditionFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("ledger: record event %s: %w", ev.ID, err)
-	}
-	return true, nil
+	return &types.Put{TableName: aws.String(l.cfg.Table), Item: item,
+		ConditionExpression: expr.Condition(), ExpressionAttributeNames: expr.Names()}, nil
 }
 
 // EventPublished marks ev published after a successful publish: it leaves

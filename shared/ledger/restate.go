@@ -275,7 +275,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key partition.Key, gene
 		Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 	cond := expression.And(name(attrState).Equal(val(string(StateCompleted))),
 		name(attrGeneration).Equal(val(generation)), name(attrFingerprint).Equal(val(exported)))
-	out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+	out, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
 		if len(out) == 0 {
 			return Row{}, fmt.Errorf("%w: requeue restatement of %s: no such row", ErrNotFound, key)
@@ -297,4 +297,33 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key partition.Key, gene
 	// The row is due now: wake the account (after the row, like Requeue).
 	l.wakeAfter(ctx, key.AccountID, l.now())
 	return row, nil
+}
+
+// ShardRestateChecks moves accountID's restatement checks written before
+// the restate index was sharded (restate_account = the account id, which
+// no sweep reads) to the account's shard, and returns how many it moved:
+// one Query of the index under the account id (nothing, once moved), and
+// a conditional write per check. daybook fleet rebuild runs it for every
+// account, once after the upgrade.
+func (l *Ledger) ShardRestateChecks(ctx context.Context, accountID string) (int, error) {
+	if accountID == "" || strings.Contains(accountID, "#") {
+		return 0, fmt.Errorf("ledger: account id %q", accountID)
+	}
+	var rows []Row
+	kc := expression.Key(AttrRestateAccount).Equal(val(accountID))
+	if _, err := l.queryPages(ctx, "unsharded restate checks of "+accountID, IndexRestate, kc, "", 0, appendRows(&rows)); err != nil {
+		return 0, err
+	}
+	moved := 0
+	for _, r := range rows {
+		upd := expression.Set(name(AttrRestateAccount), val(restateShard(Shard(accountID))))
+		_, err := l.update(ctx, rowKey(r.Key), upd, name(AttrRestateAccount).Equal(val(accountID)), types.ReturnValueNone)
+		switch {
+		case err == nil:
+			moved++
+		case !errors.Is(err, errCondition): // changed meanwhile: rewritten by its own transition
+			return moved, err
+		}
+	}
+	return moved, nil
 }

@@ -348,3 +348,45 @@ func restateDueOf(ctx context.Context, l *Ledger, acct string, limit int) ([]Row
 	rows = slices.DeleteFunc(rows, func(r Row) bool { return r.AccountID != acct })
 	return rows[:min(limit, len(rows))], stats, err
 }
+
+// TestShardRestateChecks: a check written before the index was sharded
+// (restate_account = the account id) is never due to a sweep until
+// ShardRestateChecks moves it to the account's shard; a second run moves
+// nothing.
+func TestShardRestateChecks(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, db := newTestLedger(t, clk)
+	acct := testAccount(t, "old")
+	now := clk.Now()
+	k := partition.Key{AccountID: acct, Dataset: "events", Day: day1}
+	complete(t, l, k, Result{Rows: 5, Fingerprint: Fingerprint{Value: "f", At: now, CheckAt: now.Add(time.Hour)}})
+	// As a release before the sharding wrote it.
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(l.Config().Table), Key: rowKey(k),
+		UpdateExpression:          aws.String("SET #a = :a"),
+		ExpressionAttributeNames:  map[string]string{"#a": AttrRestateAccount},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberS{Value: acct}}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Hour)
+	due := func() int {
+		t.Helper()
+		rows, _, err := restateDueOf(ctx, l, acct, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows)
+	}
+	if n := due(); n != 0 {
+		t.Fatalf("an unsharded check is due to a sweep: %d", n)
+	}
+	if n, err := l.ShardRestateChecks(ctx, acct); err != nil || n != 1 {
+		t.Fatalf("ShardRestateChecks = %d, %v; want 1", n, err)
+	}
+	if n := due(); n != 1 {
+		t.Errorf("after the move: %d due, want 1", n)
+	}
+	if n, err := l.ShardRestateChecks(ctx, acct); err != nil || n != 0 {
+		t.Errorf("second run moved %d, %v", n, err)
+	}
+}

@@ -36,7 +36,7 @@ func (l *Ledger) Start(ctx context.Context, key partition.Key, token string) (Cl
 		Set(name(AttrDueKey), val(dueKey(StateRunning, key.Day, key.Dataset, lease))).
 		Set(name(attrUpdatedAt), val(nowS))
 	cond := holdsUnstarted(token)
-	out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+	out, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
 		return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
 	}
@@ -143,7 +143,7 @@ func (l *Ledger) Complete(ctx context.Context, key partition.Key, token string, 
 	}
 	rerun := false // the common case; a refusal says which it is
 	for range 3 {
-		out, err := l.update(ctx, rowKey(key), upd(rerun), cond(rerun), types.ReturnValueAllNew)
+		out, err := l.transition(ctx, key, upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
 			row, err := readBack("complete", key, out)
 			if err == nil && rerun {
@@ -256,7 +256,14 @@ func (l *Ledger) FailAfter(ctx context.Context, key partition.Key, token string,
 				Set(name(AttrDueKey), val(dueKey(StateFailed, key.Day, key.Dataset, next)))
 		}
 		cond := expression.And(holds(token), name(attrAttempts).Equal(val(row.Attempts)), rerunIs(row.RerunRequested))
-		out, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+		var out map[string]types.AttributeValue
+		if !row.RerunRequested && attempts >= l.cfg.MaxAttempts {
+			// Stopping: its event is recorded in the same write.
+			out, err = l.stopTransition(ctx, key, upd, cond, partition.Stop{Key: key, Attempts: attempts, Generation: row.Generation,
+				Reason: row.Reason, Cause: partition.StopFailed, Error: msg, At: now})
+		} else {
+			out, err = l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
+		}
 		if errors.Is(err, errCondition) {
 			continue // a re-run request landed in between, or the claim was lost: look again
 		}

@@ -166,6 +166,11 @@ func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []
 		}
 		res.Watermarks++
 	}
+	for _, sk := range []string{skSummary, skSummaryName, skSummaryStale} { // its fleet summary (summary.go)
+		if err := del(summaryPK(accountID), sk); err != nil {
+			return res, err
+		}
+	}
 	evs, err := keysOf(pkEventPrefix + accountID)
 	if err != nil {
 		return res, err

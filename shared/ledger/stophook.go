@@ -2,6 +2,13 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/partition"
 )
@@ -30,4 +37,44 @@ func (l *Ledger) notifyStopped(ctx context.Context, a Attempt, generation int64)
 	}
 	l.cfg.Stopped(context.WithoutCancel(ctx), partition.Stop{Key: a.Key, Attempts: a.Attempt, Generation: generation,
 		Reason: a.Reason, Cause: cause, Error: a.Error, At: at})
+}
+
+// stopTransition is a transition that stops the partition (Fail on the
+// last attempt, Claim retiring a dead claim on its last attempt): with
+// Config.StoppedEvent, one transaction of the row's conditional update and
+// the conditional put of st's outbox event, so the event is recorded if
+// and only if the partition stopped; without it, the update alone. It
+// returns the row as written (read back after the transaction, which
+// cannot return it), or errCondition when the row's condition failed.
+func (l *Ledger) stopTransition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, st partition.Stop) (map[string]types.AttributeValue, error) {
+	if l.cfg.StoppedEvent == nil {
+		return l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
+	}
+	ev, err := l.cfg.StoppedEvent(st)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: stopped event of %s: %w", key, err)
+	}
+	put, err := l.outboxPut(ev)
+	if err != nil {
+		return nil, err
+	}
+	rowUpd, err := l.updateItem(rowKey(key), upd, cond)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.markStale(ctx, key.AccountID); err != nil {
+		return nil, err
+	}
+	_, err = l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{rowUpd, {Put: put}}})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		if len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+			return nil, errCondition
+		}
+		return nil, fmt.Errorf("ledger: stop %s with its event %s: %w", key, ev.ID, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: stop %s with its event %s: %w", key, ev.ID, err)
+	}
+	return l.getItem(ctx, rowKey(key))
 }

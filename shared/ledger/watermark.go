@@ -39,6 +39,11 @@ func (l *Ledger) materialize(ctx context.Context, accountID, dataset string, day
 			return 0, err
 		}
 	}
+	if len(days) > 0 {
+		if err := l.markStale(ctx, accountID); err != nil {
+			return 0, err
+		}
+	}
 	var created atomic.Int64
 	nowS := fmtTime(l.now())
 	err := forEach(ctx, l.cfg.Concurrency, days, func(d civil.Date) error {

@@ -2,9 +2,11 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +77,26 @@ func (l FleetLine) Worse(m FleetLine) bool {
 	return l.Account < m.Account
 }
 
+// FleetIndex is where the fleet view reads its pages: account summaries
+// worst first, by name prefix, or by id; *ledger.Ledger has it.
+type FleetIndex interface {
+	FleetPage(ctx context.Context, token string, limit int) (ledger.FleetPage, error)
+	SearchFleet(ctx context.Context, prefix, token string, limit int) (ledger.FleetPage, error)
+	FleetSummary(ctx context.Context, accountID string) (ledger.Summary, error)
+}
+
+var _ FleetIndex = (*ledger.Ledger)(nil)
+
+// FleetReader is what the fleet view reads.
+type FleetReader interface {
+	Reader
+	FleetIndex
+}
+
+// DefaultFleetLimit is the accounts on a page of the fleet view unless
+// FleetOptions.Limit says otherwise.
+const DefaultFleetLimit = 50
+
 // FleetOptions narrow the fleet view.
 type FleetOptions struct {
 	// Datasets, if any, counts only these datasets.
@@ -84,56 +106,121 @@ type FleetOptions struct {
 	// States, if any, keeps only accounts with partitions in these phases,
 	// and counts only those.
 	States map[Phase]bool
-	// FailuresSince, if set, counts the failed attempts since then (from the
-	// attempt history of the partitions that changed since).
+	// FailuresSince, if set, counts the failed attempts since then.
 	FailuresSince time.Time
-	// Concurrency bounds the accounts read at once (default 8).
+	// Search, if set, finds the account with this id and the accounts
+	// whose name starts with it (any case), instead of the worst first.
+	Search string
+	// Token is the page: "" for the first, else a FleetResult.Next.
+	Token string
+	// Limit is the accounts read per page (default DefaultFleetLimit).
+	Limit int
+	// Concurrency bounds the accounts read at once with Datasets, From or
+	// To (default 8).
 	Concurrency int
 }
 
-// Fleet summarizes every account, worst first. It reads each account's rows
-// once (a Query per dataset), and with FailuresSince the attempt history of
-// the rows that changed since then.
-func Fleet(ctx context.Context, r Reader, o FleetOptions) ([]FleetLine, error) {
+// FleetResult is one page of the fleet view.
+type FleetResult struct {
+	Lines []FleetLine
+	// Next is the token of the following page, "" on the last.
+	Next string
+}
+
+// Fleet reads one page of the fleet view, worst first (or a search), from
+// the accounts' summaries: a bounded number of reads whatever the fleet
+// size. With Datasets, From or To it counts the page's accounts from their
+// rows instead (a Query per dataset of each). With States, accounts with
+// no partition in those states are left out of the page.
+func Fleet(ctx context.Context, r FleetReader, o FleetOptions) (FleetResult, error) {
+	if o.Limit <= 0 {
+		o.Limit = DefaultFleetLimit
+	}
+	var res FleetResult
+	var sums []ledger.Summary
+	if o.Search == "" {
+		page, err := r.FleetPage(ctx, o.Token, o.Limit)
+		if err != nil {
+			return res, err
+		}
+		sums, res.Next = page.Summaries, page.Next
+	} else {
+		if o.Token == "" && !strings.ContainsAny(o.Search, "# ") {
+			sum, err := r.FleetSummary(ctx, o.Search)
+			switch {
+			case err == nil:
+				sums = append(sums, sum)
+			case !errors.Is(err, ledger.ErrNotFound):
+				return res, err
+			}
+		}
+		page, err := r.SearchFleet(ctx, o.Search, o.Token, o.Limit)
+		if err != nil {
+			return res, err
+		}
+		for _, s := range page.Summaries {
+			if len(sums) == 0 || s.Account != sums[0].Account || o.Token != "" {
+				sums = append(sums, s)
+			}
+		}
+		res.Next = page.Next
+	}
+	lines := make([]FleetLine, len(sums))
+	recount := len(o.Datasets) > 0 || !o.From.IsZero() || !o.To.IsZero()
 	if o.From.IsZero() {
 		o.From = FirstDay
 	}
 	if o.To.IsZero() {
 		o.To = LastDay
 	}
-	accts, err := r.ListAccounts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	lines := make([]FleetLine, len(accts))
-	keep := make([]bool, len(accts))
-	idx := make([]int, len(accts))
+	idx := make([]int, len(sums))
 	for i := range idx {
 		idx[i] = i
 	}
-	err = forEach(ctx, o.Concurrency, idx, func(i int) error {
-		l, err := fleetLine(ctx, r, accts[i], o)
-		if err != nil {
-			return err
+	err := forEach(ctx, o.Concurrency, idx, func(i int) error {
+		if !recount {
+			lines[i] = lineOf(sums[i], o.FailuresSince)
+			return nil
 		}
+		s := sums[i]
+		l, err := fleetLine(ctx, r, account.Account{ID: s.Account, Name: s.Name, Enabled: s.Enabled, Datasets: s.Datasets}, o)
 		lines[i] = l
-		keep[i] = len(o.States) == 0 || slices.ContainsFunc(Phases, func(p Phase) bool { return o.States[p] && l.Counts[p] > 0 })
-		if len(o.States) > 0 {
-			maps.DeleteFunc(lines[i].Counts, func(p Phase, _ int) bool { return !o.States[p] })
-		}
-		return nil
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return res, err
 	}
-	var out []FleetLine
-	for i, l := range lines {
-		if keep[i] {
-			out = append(out, l)
+	for _, l := range lines {
+		if len(o.States) > 0 {
+			if !slices.ContainsFunc(Phases, func(p Phase) bool { return o.States[p] && l.Counts[p] > 0 }) {
+				continue
+			}
+			maps.DeleteFunc(l.Counts, func(p Phase, _ int) bool { return !o.States[p] })
+		}
+		res.Lines = append(res.Lines, l)
+	}
+	if o.Search == "" {
+		sort.SliceStable(res.Lines, func(i, j int) bool { return res.Lines[i].Worse(res.Lines[j]) })
+	}
+	return res, nil
+}
+
+// lineOf is a summary as a line of the fleet view.
+func lineOf(s ledger.Summary, since time.Time) FleetLine {
+	l := FleetLine{Account: s.Account, Name: s.Name, Enabled: s.Enabled, Datasets: s.Datasets, Counts: map[Phase]int{},
+		OldestDue: s.OldestDue, LastExport: s.LastExport}
+	for p, n := range s.Counts {
+		if n > 0 {
+			l.Counts[Phase(p)] = n
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Worse(out[j]) })
-	return out, nil
+	if !s.LastExportAt.IsZero() {
+		l.LastExportAt = FormatTime(s.LastExportAt)
+	}
+	if !since.IsZero() {
+		l.RecentFailures = s.FailuresSince(since)
+	}
+	return l
 }
 
 func fleetLine(ctx context.Context, r Reader, acct account.Account, o FleetOptions) (FleetLine, error) {
@@ -162,7 +249,7 @@ func fleetLine(ctx context.Context, r Reader, acct account.Account, o FleetOptio
 					l.LastExport, l.LastExportAt = d, at
 				}
 			}
-			if !o.FailuresSince.IsZero() && mayHaveFailedSince(row, o.FailuresSince) {
+			if !o.FailuresSince.IsZero() && ledger.MayHaveFailedSince(row, o.FailuresSince) {
 				recent = append(recent, row.Key)
 			}
 		}
@@ -175,16 +262,6 @@ func fleetLine(ctx context.Context, r Reader, acct account.Account, o FleetOptio
 		l.RecentFailures = n
 	}
 	return l, nil
-}
-
-// mayHaveFailedSince: a row that ended an attempt in failure since t was
-// updated since t (every transition sets updated_at). A row completed on its
-// first attempt of a scheduled run had no failure since it was created.
-func mayHaveFailedSince(r ledger.Row, t time.Time) bool {
-	if r.UpdatedAt.Before(t) {
-		return false
-	}
-	return !(r.State == ledger.StateCompleted && r.Attempts <= 1 && r.Reason == partition.ReasonScheduled)
 }
 
 // failuresSince counts the attempts of keys that ended in failure (failed,

@@ -64,6 +64,94 @@ func (r *reader) History(_ context.Context, k partition.Key) ([]ledger.Attempt, 
 	return r.history[k], nil
 }
 
+// The reader's fleet index: every account summarized from its rows and
+// history as ledger.Refresh does, worst first, paged by offset.
+func (r *reader) summaries(ctx context.Context) ([]ledger.Summary, error) {
+	var out []ledger.Summary
+	for _, a := range r.accounts {
+		var rows []ledger.Row
+		var hist []ledger.Attempt
+		for _, ds := range a.Datasets {
+			rs, _ := r.List(ctx, a.ID, ds, FirstDay, LastDay)
+			rows = append(rows, rs...)
+			for _, row := range rs {
+				if ledger.MayHaveFailedSince(row, now.Add(-ledger.FailureWindow)) {
+					hist = append(hist, r.history[row.Key]...) // not counted: the ledger's Refresh reads these
+				}
+			}
+		}
+		out = append(out, ledger.Summarize(a, rows, hist, now))
+	}
+	slices.SortFunc(out, func(x, y ledger.Summary) int {
+		if c := y.Severity() - x.Severity(); c != 0 {
+			return c
+		}
+		ox, oy := cmpOrTilde(x.OldestDue), cmpOrTilde(y.OldestDue)
+		if c := strings.Compare(ox, oy); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Account, y.Account)
+	})
+	return out, nil
+}
+
+func cmpOrTilde(s string) string {
+	if s == "" {
+		return "~"
+	}
+	return s
+}
+
+func pageOf(all []ledger.Summary, token string, limit int) (ledger.FleetPage, error) {
+	from := 0
+	if token != "" {
+		if _, err := fmt.Sscan(token, &from); err != nil {
+			return ledger.FleetPage{}, fmt.Errorf("%w: %q", ledger.ErrBadPageToken, token)
+		}
+	}
+	to := min(from+limit, len(all))
+	p := ledger.FleetPage{Summaries: all[from:to]}
+	if to < len(all) {
+		p.Next = fmt.Sprint(to)
+	}
+	return p, nil
+}
+
+func (r *reader) FleetPage(ctx context.Context, token string, limit int) (ledger.FleetPage, error) {
+	all, err := r.summaries(ctx)
+	if err != nil {
+		return ledger.FleetPage{}, err
+	}
+	return pageOf(all, token, limit)
+}
+
+func (r *reader) SearchFleet(ctx context.Context, prefix, token string, limit int) (ledger.FleetPage, error) {
+	all, err := r.summaries(ctx)
+	if err != nil {
+		return ledger.FleetPage{}, err
+	}
+	all = slices.DeleteFunc(all, func(s ledger.Summary) bool {
+		return !strings.HasPrefix(strings.ToLower(s.Name), strings.ToLower(prefix))
+	})
+	slices.SortFunc(all, func(x, y ledger.Summary) int {
+		return strings.Compare(strings.ToLower(x.Name), strings.ToLower(y.Name))
+	})
+	return pageOf(all, token, limit)
+}
+
+func (r *reader) FleetSummary(ctx context.Context, id string) (ledger.Summary, error) {
+	all, err := r.summaries(ctx)
+	if err != nil {
+		return ledger.Summary{}, err
+	}
+	for _, s := range all {
+		if s.Account == id {
+			return s, nil
+		}
+	}
+	return ledger.Summary{}, fmt.Errorf("%w: account %s", ledger.ErrNotFound, id)
+}
+
 func row(acct, ds, d string, st ledger.State, mod func(*ledger.Row)) ledger.Row {
 	r := ledger.Row{Key: partition.Key{AccountID: acct, Dataset: ds, Day: civil.MustParse(d)}, State: st, Attempts: 1, Reason: partition.ReasonScheduled,
 		UpdatedAt: now.Add(-48 * time.Hour)}
@@ -104,18 +192,19 @@ func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
 		{Outcome: ledger.OutcomeFailed, FinishedAt: now.Add(-30 * time.Hour)}, {Outcome: ledger.OutcomeLeaseExpired, FinishedAt: now.Add(-time.Hour)}}
 	r.history[k(b, "events", "2026-11-20")] = []ledger.Attempt{{Outcome: ledger.OutcomeStopped, FinishedAt: now.Add(-48 * time.Hour)}}
 
-	lines, err := Fleet(context.Background(), r, FleetOptions{FailuresSince: now.Add(-24 * time.Hour)})
+	res, err := Fleet(context.Background(), r, FleetOptions{FailuresSince: now.Add(-24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	lines := res.Lines
 	if len(lines) != 2 || lines[0].Account != b || lines[1].Account != a {
 		t.Fatalf("order %+v, want b (stopped) before a (failed)", lines)
 	}
 	if lines[1].RecentFailures != 2 || lines[0].RecentFailures != 0 {
 		t.Errorf("recent failures a=%d b=%d, want 2 and 0", lines[1].RecentFailures, lines[0].RecentFailures)
 	}
-	if n := r.histReads.Load(); n != 2 {
-		t.Errorf("%d history reads, want 2 (the rows that changed and may have failed)", n)
+	if n := r.histReads.Load(); n != 0 {
+		t.Errorf("%d history reads by the fleet view, want 0 (the summaries count the failures)", n)
 	}
 	if l := lines[1]; l.Counts[Completed] != 3 || l.Counts[Failed] != 1 || l.OldestDue != "2026-11-29" || l.LastExport != "2026-11-29" {
 		t.Errorf("a: %+v", l)
@@ -126,7 +215,8 @@ func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
 
 	// Without FailuresSince nothing is read from the history; filters narrow.
 	r.histReads.Store(0)
-	lines, err = Fleet(context.Background(), r, FleetOptions{Datasets: []string{"profiles"}, States: map[Phase]bool{Failed: true}})
+	res, err = Fleet(context.Background(), r, FleetOptions{Datasets: []string{"profiles"}, States: map[Phase]bool{Failed: true}})
+	lines = res.Lines
 	if err != nil || len(lines) != 1 || lines[0].Account != a || lines[0].Counts[Completed] != 0 || r.histReads.Load() != 0 {
 		t.Errorf("filtered: %+v %v, %d history reads", lines, err, r.histReads.Load())
 	}

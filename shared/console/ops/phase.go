@@ -63,25 +63,7 @@ func (p Phase) Legend() string { return info[p].legend }
 func (p Phase) Valid() bool { _, ok := info[p]; return ok }
 
 // Of is the phase of a ledger row (a full row, or one from the due index).
-func Of(r ledger.Row) Phase {
-	switch r.State {
-	case ledger.StateCompleted:
-		return Completed
-	case ledger.StateRunning:
-		if r.StartedAt.IsZero() {
-			return Claimed
-		}
-		return Running
-	case ledger.StateQueued, ledger.StatePending:
-		return Queued
-	case ledger.StateFailed:
-		if r.Stopped || strings.HasPrefix(r.DueKey, "9#") {
-			return Stopped
-		}
-		return Failed
-	}
-	return Phase(r.State)
-}
+func Of(r ledger.Row) Phase { return Phase(ledger.PhaseOf(r)) }
 
 // Names lists the phases, comma-separated, in display order.
 func Names() string {

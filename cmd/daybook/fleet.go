@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/daybook-dev/daybook/shared/cli"
+)
+
+// rebuildConcurrency bounds the accounts fleet rebuild reads at once.
+const rebuildConcurrency = 8
+
+func (a *app) fleetCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fleet",
+		Short: "Rebuild the account summaries the fleet view reads",
+	}
+	var id string
+	c := &cobra.Command{
+		Use:   "rebuild [--account ID]",
+		Short: "Rebuild the account summaries from the accounts' partitions",
+		Long: `The fleet view reads one summary per account: its partitions by state, its oldest day not
+exported, its newest export and its failures of the last 24 hours. Every change of a
+partition marks its account's summary, and each sweep rebuilds the marked ones.
+
+rebuild builds the summaries again from the accounts' partitions now: every account's, or
+--account's. Run it once after upgrading from a release without summaries (until then an
+account appears in the fleet view after its next change, or when searched for by id), or
+when a summary looks wrong. It reads each account's partitions once. It also moves the
+account's late-data checks written before their index was sharded, which no sweep reads, to
+where the sweeps read them.`,
+		Example: "  daybook fleet rebuild\n  daybook fleet rebuild --account acct_localdemoaccount",
+		Args:    cobra.NoArgs,
+	}
+	a.deploymentFlags(c)
+	c.Flags().StringVar(&id, "account", "", "only this account")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		ctx := c.Context()
+		e, err := a.open(ctx)
+		if err != nil {
+			return err
+		}
+		ids := []string{id}
+		if id != "" {
+			if _, err := e.ledger.GetAccount(ctx, id); err != nil {
+				return cli.Usagef(c, "--account %s: %v", id, err)
+			}
+		} else {
+			accts, err := e.ledger.ListAccounts(ctx)
+			if err != nil {
+				return err
+			}
+			ids = ids[:0]
+			for _, acct := range accts {
+				ids = append(ids, acct.ID)
+			}
+		}
+		n, moved, err := rebuild(ctx, e, ids)
+		if _, perr := fmt.Fprintf(a.stdout, "%d of %d account summaries rebuilt; %d late-data checks moved to their shard\n", n, len(ids), moved); perr != nil && err == nil {
+			err = perr
+		}
+		return err
+	}
+	root.AddCommand(c)
+	return root
+}
+
+// rebuild refreshes the summaries of ids and shards their unsharded
+// restatement checks, rebuildConcurrency accounts at once, and returns how
+// many summaries it refreshed and checks it moved; it goes on past a
+// failure and returns the first.
+func rebuild(ctx context.Context, e *opsEnv, ids []string) (int, int, error) {
+	var done, moved atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(rebuildConcurrency)
+	for _, id := range ids {
+		g.Go(func() error {
+			if _, err := e.ledger.Refresh(ctx, id); err != nil {
+				return fmt.Errorf("account %s: %w", id, err)
+			}
+			done.Add(1)
+			n, err := e.ledger.ShardRestateChecks(ctx, id)
+			moved.Add(int64(n))
+			if err != nil {
+				return fmt.Errorf("account %s: %w", id, err)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	return int(done.Load()), int(moved.Load()), err
+}

@@ -1,0 +1,399 @@
+package ledger
+
+// Account summaries: the fleet view at any fleet size (issue 22 §3).
+//
+//	summary:     pk=FS#<account>  sk=SUMMARY  doc (JSON of Summary), as_of,
+//	                                          fleet_shard=F#<nn>, fleet_key=<rank>
+//	name entry:  pk=FS#<account>  sk=NAME     the same, fleet_shard=N#<nn>,
+//	                                          fleet_key=<lower-case name>#<account>
+//	stale mark:  pk=FS#<account>  sk=STALE    fleet_shard=Z#<nn>, fleet_key=<stamp>#<account>
+//
+// The summary holds an account's partitions by phase, its oldest day not
+// exported, its newest export and its failures of the last day. It is
+// computed from the account's own rows (Refresh: a Query per dataset, and
+// the history of the rows that changed in the last day), never by adding
+// deltas: a transition's condition often admits several states (Claim,
+// Requeue, ClaimManual), and an UpdateItem returns the old or the new item,
+// not both, so an ADD would have to know a from-state the write does not
+// tell. A recomputation cannot drift, whatever retries, races and refused
+// conditions did.
+//
+// Who asks for it: every transition that can change a row's phase puts the
+// stale mark (one small write, idempotent) before its own write, and an
+// account write puts it in the same transaction. Each sweep refreshes the
+// marked accounts (StaleSummaries, RefreshMarked) and removes the marks at least
+// StaleSettle old: by then the transition that marked has landed, and the
+// refresh read it. A younger mark stays, so its account is refreshed again
+// by the next sweep; a mark moved by a later transition stays too (a mark
+// is removed only if it is the one read). A crash between the mark and the
+// transition leaves a mark whose refresh finds nothing new.
+//
+// The summaries are in the fleet index, FleetShards shards sorted worst
+// first (rank), so a page of the fleet view reads FleetShards queries of at
+// most a page each, whatever the number of accounts (FleetPage); the name
+// entries make a name-prefix search as bounded (SearchFleet), and the
+// summary's key makes an account id one GetItem (FleetSummary). A summary
+// that is missing (an account not changed since summaries exist) is built
+// on its first read by id, or when the account next changes.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/partition"
+)
+
+const (
+	pkSummaryPrefix = "FS#"
+	skSummary       = "SUMMARY"
+	skSummaryName   = "NAME"
+	skSummaryStale  = "STALE"
+	fleetSummary    = "F#"
+	fleetName       = "N#"
+	fleetStale      = "Z#"
+	asOfFormat      = "2006-01-02T15:04:05.000000000Z" // fixed width: string order is time order
+
+	// StaleSettle is how old a stale mark must be before a sweep refreshes
+	// the account: longer than a transition takes to land after its mark.
+	StaleSettle = time.Minute
+	// FailureWindow is how far back a summary keeps failed attempts.
+	FailureWindow = 24 * time.Hour
+)
+
+// The phases of a partition row, as the fleet view counts them.
+const (
+	PhaseCompleted = "completed"
+	PhaseRunning   = "running" // started by an exporter
+	PhaseClaimed   = "claimed" // claimed by a sweep, its job in the queue
+	PhaseQueued    = "queued"  // pending or queued: waits for a sweep
+	PhaseFailed    = "failed"  // will retry after its backoff
+	PhaseStopped   = "stopped" // failed too often; waits for a requeue
+)
+
+// PhaseOf is the phase of a row (a full row, or one from the due index).
+func PhaseOf(r Row) string {
+	switch r.State {
+	case StateCompleted:
+		return PhaseCompleted
+	case StateRunning:
+		if r.StartedAt.IsZero() {
+			return PhaseClaimed
+		}
+		return PhaseRunning
+	case StateQueued, StatePending:
+		return PhaseQueued
+	case StateFailed:
+		if r.Stopped || strings.HasPrefix(r.DueKey, dueStopped) {
+			return PhaseStopped
+		}
+		return PhaseFailed
+	}
+	return string(r.State)
+}
+
+// Summary is one account's line of the fleet view, as of its last refresh.
+type Summary struct {
+	Account  string         `json:"account"`
+	Name     string         `json:"name"`
+	Enabled  bool           `json:"enabled"`
+	Datasets []string       `json:"datasets"`
+	Counts   map[string]int `json:"counts"` // by PhaseOf
+	// OldestDue is the oldest day not completed; LastExport the newest
+	// completed day, LastExportAt when it completed.
+	OldestDue    string    `json:"oldest_due,omitempty"`
+	LastExport   string    `json:"last_export,omitempty"`
+	LastExportAt time.Time `json:"last_export_at,omitzero"`
+	// Failures are when attempts ended failed, stopped or with their lease
+	// expired, in the FailureWindow before AsOf, newest first.
+	Failures []time.Time `json:"failures,omitempty"`
+	AsOf     time.Time   `json:"as_of"`
+}
+
+// Severity orders accounts worst first: stopped partitions (3), failed
+// ones (2), days not exported (1), none (0).
+func (s Summary) Severity() int {
+	switch {
+	case s.Counts[PhaseStopped] > 0:
+		return 3
+	case s.Counts[PhaseFailed] > 0:
+		return 2
+	case s.OldestDue != "":
+		return 1
+	}
+	return 0
+}
+
+// rank is the summary's fleet key: worst first, then the oldest due day
+// (none last), then the account id.
+func (s Summary) rank() string {
+	return fmt.Sprintf("%d#%s#%s", 3-s.Severity(), cmpOr(s.OldestDue, "~"), s.Account)
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// FailuresSince counts the failures at or after t.
+func (s Summary) FailuresSince(t time.Time) int {
+	n := 0
+	for _, f := range s.Failures {
+		if !f.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// Summarize computes an account's summary from its rows and the attempt
+// history of those rows, as of asOf.
+func Summarize(a account.Account, rows []Row, attempts []Attempt, asOf time.Time) Summary {
+	s := Summary{Account: a.ID, Name: a.Name, Enabled: a.Enabled, Datasets: slices.Clone(a.Datasets), Counts: map[string]int{}, AsOf: asOf.UTC()}
+	for _, r := range rows {
+		p := PhaseOf(r)
+		s.Counts[p]++
+		d := r.Day.String()
+		if p != PhaseCompleted && (s.OldestDue == "" || d < s.OldestDue) {
+			s.OldestDue = d
+		}
+		if p == PhaseCompleted && (d > s.LastExport || (d == s.LastExport && r.CompletedAt.After(s.LastExportAt))) {
+			s.LastExport, s.LastExportAt = d, r.CompletedAt.UTC()
+		}
+	}
+	since := asOf.Add(-FailureWindow)
+	for _, at := range attempts {
+		if at.Outcome != OutcomeCompleted && !at.FinishedAt.Before(since) {
+			s.Failures = append(s.Failures, at.FinishedAt.UTC())
+		}
+	}
+	slices.SortFunc(s.Failures, func(x, y time.Time) int { return y.Compare(x) })
+	return s
+}
+
+// MayHaveFailedSince reports whether r can have an attempt that failed at
+// or after t: a row that ended an attempt in failure since t was updated
+// since t (every transition sets updated_at), and a row completed on its
+// first attempt of a scheduled run had no failure since it was created.
+func MayHaveFailedSince(r Row, t time.Time) bool {
+	if r.UpdatedAt.Before(t) {
+		return false
+	}
+	return !(r.State == StateCompleted && r.Attempts <= 1 && r.Reason == partition.ReasonScheduled)
+}
+
+// summaryRecord is the stored form of a summary and of its name entry.
+type summaryRecord struct {
+	PK         string `dynamodbav:"pk"`
+	SK         string `dynamodbav:"sk"`
+	AccountID  string `dynamodbav:"account_id"`
+	Doc        string `dynamodbav:"doc"`
+	AsOf       string `dynamodbav:"as_of"`
+	FleetShard string `dynamodbav:"fleet_shard"`
+	FleetKey   string `dynamodbav:"fleet_key"`
+}
+
+func summaryPK(accountID string) string { return pkSummaryPrefix + accountID }
+
+func summaryShard(prefix string, shard int) string { return fmt.Sprintf("%s%02d", prefix, shard) }
+
+func nameKey(name, accountID string) string { return strings.ToLower(name) + "#" + accountID }
+
+// staleMark is the write that asks for a refresh of accountID's summary.
+func (l *Ledger) staleMark(accountID string) *types.Put {
+	now := l.now()
+	item := tableKey(summaryPK(accountID), skSummaryStale)
+	item[attrAccountID] = s(accountID)
+	item[AttrFleetShard] = s(summaryShard(fleetStale, Shard(accountID)))
+	item[AttrFleetKey] = s(fmtTime(now) + "#" + accountID)
+	return &types.Put{TableName: aws.String(l.cfg.Table), Item: item}
+}
+
+// markStale puts accountID's stale mark; every transition that may change
+// a row's phase calls it before its own write.
+func (l *Ledger) markStale(ctx context.Context, accountID string) error {
+	p := l.staleMark(accountID)
+	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item}); err != nil {
+		return fmt.Errorf("ledger: mark the summary of %s stale: %w", accountID, err)
+	}
+	return nil
+}
+
+// transition is a row's conditional write that may change its phase: the
+// stale mark of its account, then the write.
+func (l *Ledger) transition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
+	if err := l.markStale(ctx, key.AccountID); err != nil {
+		return nil, err
+	}
+	return l.update(ctx, rowKey(key), upd, cond, rv)
+}
+
+// Refresh recomputes accountID's summary from its rows (a Query per
+// dataset, and the history of the rows that changed in the last
+// FailureWindow) and stores it, unless a refresh that read later stored
+// one already. A deleted account's summary leaves the fleet index.
+func (l *Ledger) Refresh(ctx context.Context, accountID string) (Summary, error) {
+	asOf := l.cfg.Now().UTC()
+	a, err := l.GetAccount(ctx, accountID)
+	if errors.Is(err, ErrNotFound) {
+		return Summary{}, l.dropSummary(ctx, accountID)
+	}
+	if err != nil {
+		return Summary{}, err
+	}
+	var rows []Row
+	for _, ds := range a.Datasets {
+		kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, ds)))
+		if _, err := l.queryPages(ctx, "summary rows of "+accountID+"/"+ds, "", kc, "", 0, appendRows(&rows)); err != nil {
+			return Summary{}, err
+		}
+	}
+	var attempts []Attempt
+	for _, r := range rows {
+		if !MayHaveFailedSince(r, asOf.Add(-FailureWindow)) {
+			continue
+		}
+		h, err := l.History(ctx, r.Key)
+		if err != nil {
+			return Summary{}, err
+		}
+		attempts = append(attempts, h...)
+	}
+	sum := Summarize(a, rows, attempts, asOf)
+	doc, err := json.Marshal(sum)
+	if err != nil {
+		return Summary{}, fmt.Errorf("ledger: encode summary of %s: %w", accountID, err)
+	}
+	for _, e := range []struct{ sk, shard, key string }{
+		{skSummary, summaryShard(fleetSummary, Shard(accountID)), sum.rank()},
+		{skSummaryName, summaryShard(fleetName, Shard(accountID)), nameKey(a.Name, accountID)},
+	} {
+		rec := summaryRecord{PK: summaryPK(accountID), SK: e.sk, AccountID: accountID, Doc: string(doc),
+			AsOf: asOf.Format(asOfFormat), FleetShard: e.shard, FleetKey: e.key}
+		item, err := attributevalue.MarshalMap(rec)
+		if err != nil {
+			return Summary{}, fmt.Errorf("ledger: encode summary of %s: %w", accountID, err)
+		}
+		_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 aws.String(l.cfg.Table),
+			Item:                      item,
+			ConditionExpression:       aws.String("attribute_not_exists(#a) OR #a < :a"),
+			ExpressionAttributeNames:  map[string]string{"#a": attrAsOf},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": s(rec.AsOf)},
+		})
+		if isConditionFailed(err) {
+			continue // a refresh that read later wrote it
+		}
+		if err != nil {
+			return Summary{}, fmt.Errorf("ledger: write summary of %s: %w", accountID, err)
+		}
+	}
+	return sum, nil
+}
+
+// dropSummary takes a deleted account's summary and name entry out of the
+// fleet index.
+func (l *Ledger) dropSummary(ctx context.Context, accountID string) error {
+	for _, sk := range []string{skSummary, skSummaryName} {
+		upd := expression.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
+		_, err := l.update(ctx, tableKey(summaryPK(accountID), sk), upd, name(AttrPK).AttributeExists(), types.ReturnValueNone)
+		if err != nil && !errors.Is(err, errCondition) {
+			return err
+		}
+	}
+	return nil
+}
+
+// StaleMark is an account whose summary a transition marked stale.
+type StaleMark struct {
+	Account string
+	key     string // the mark's fleet key as read
+}
+
+// StaleSummaries reads the marks of shard (one of FleetShards), at most
+// limit (one query when there are fewer).
+func (l *Ledger) StaleSummaries(ctx context.Context, shard, limit int) ([]StaleMark, ReadStats, error) {
+	var marks []StaleMark
+	kc := expression.Key(AttrFleetShard).Equal(val(summaryShard(fleetStale, shard)))
+	st, err := l.queryPages(ctx, "stale summaries of "+summaryShard(fleetStale, shard), IndexFleet, kc, "", limit,
+		func(page *dynamodb.QueryOutput) error {
+			for _, it := range page.Items {
+				key := avString(it[AttrFleetKey])
+				_, acct, _ := strings.Cut(key, "#")
+				marks = append(marks, StaleMark{Account: acct, key: key})
+			}
+			return nil
+		})
+	return marks, st, err
+}
+
+// RefreshMarked refreshes a marked account's summary, then removes the
+// mark if it is at least StaleSettle old and no later transition moved
+// it. A younger mark may belong to a transition that has not landed yet:
+// it stays, and the next sweep refreshes the account again. A failed
+// refresh keeps the mark.
+func (l *Ledger) RefreshMarked(ctx context.Context, m StaleMark) error {
+	settled := fmtTime(l.now().Add(-StaleSettle)) + dueUpperBound
+	if _, err := l.Refresh(ctx, m.Account); err != nil {
+		return err
+	}
+	if m.key >= settled {
+		return nil
+	}
+	upd := expression.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
+	_, err := l.update(ctx, tableKey(summaryPK(m.Account), skSummaryStale), upd, name(AttrFleetKey).Equal(val(m.key)), types.ReturnValueNone)
+	if errors.Is(err, errCondition) {
+		return nil // moved by a later transition: the next sweep takes it
+	}
+	return err
+}
+
+// FleetSummary returns one account's summary (one GetItem), building it
+// from the account's rows if it is missing.
+func (l *Ledger) FleetSummary(ctx context.Context, accountID string) (Summary, error) {
+	if accountID == "" || strings.Contains(accountID, "#") {
+		return Summary{}, fmt.Errorf("ledger: account id %q", accountID)
+	}
+	item, err := l.getItem(ctx, tableKey(summaryPK(accountID), skSummary))
+	if errors.Is(err, ErrNotFound) {
+		if _, err := l.GetAccount(ctx, accountID); err != nil {
+			return Summary{}, err
+		}
+		return l.Refresh(ctx, accountID)
+	}
+	if err != nil {
+		return Summary{}, err
+	}
+	if _, ok := item[AttrFleetShard]; !ok {
+		return Summary{}, fmt.Errorf("%w: account %s", ErrNotFound, accountID)
+	}
+	return summaryFromItem(item)
+}
+
+func summaryFromItem(item map[string]types.AttributeValue) (Summary, error) {
+	rec, err := decodeItem[summaryRecord](item)
+	if err != nil {
+		return Summary{}, err
+	}
+	var sum Summary
+	if err := json.Unmarshal([]byte(rec.Doc), &sum); err != nil {
+		return Summary{}, fmt.Errorf("ledger: %s/%s: attribute %s: %w", rec.PK, rec.SK, attrDoc, err)
+	}
+	if sum.Counts == nil {
+		sum.Counts = map[string]int{}
+	}
+	return sum, nil
+}
