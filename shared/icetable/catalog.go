@@ -185,8 +185,8 @@ func newCatalog(store Store, location string) *catalog {
 	return &catalog{store: store, loc: location, keepVersions: keepMetadataVersions}
 }
 
-// versionOf is the version of a metadata file's location (0: not one).
-func versionOf(loc string) int {
+// VersionOf is the version of a metadata file's location (0: not one).
+func VersionOf(loc string) int {
 	name := loc[strings.LastIndexByte(loc, '/')+1:]
 	n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "v"), ".metadata.json"))
 	return n

@@ -225,7 +225,7 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 }
 
 func resultOf(tbl *table.Table, changed bool, n int) Result {
-	r := Result{Changed: changed, Version: versionOf(tbl.MetadataLocation()), Attempts: n}
+	r := Result{Changed: changed, Version: VersionOf(tbl.MetadataLocation()), Attempts: n}
 	if s := tbl.CurrentSnapshot(); s != nil {
 		r.SnapshotID = s.SnapshotID
 	}
@@ -253,35 +253,40 @@ func (t *Table) create(ctx context.Context, cat *catalog) (*table.Table, error) 
 	return cat.create(ctx, sc, spec, maps.Clone(tableProperties))
 }
 
-// dayFiles are the data files of day in the table's current snapshot.
+// dayFiles are the data files of day in the table's current snapshot:
+// every live entry of its data manifests whose partition is day. (A scan
+// would miss a day's zero-row file: scan planning drops files whose record
+// count shows they hold no rows, and a file left in the table then blocks
+// the day's next generation, which reuses its name.)
 func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) ([]iceberg.DataFile, error) {
-	if tbl.CurrentSnapshot() == nil {
+	s := tbl.CurrentSnapshot()
+	if s == nil {
 		return nil, nil
 	}
-	tasks, err := tbl.Scan(table.WithRowFilter(t.dayFilter(day))).PlanFiles(ctx)
+	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plan the files of %s: %w", day, err)
+		return nil, err
+	}
+	manifests, err := s.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read the manifest list of %s: %w", day, err)
 	}
 	var files []iceberg.DataFile
-	for _, task := range tasks {
-		if v, ok := task.File.Partition()[partitionFieldID]; ok && dateOf(v) == day.EpochDays() {
-			files = append(files, task.File)
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, fmt.Errorf("read the files of %s: %w", day, err)
+		}
+		for _, e := range entries {
+			if v, ok := e.DataFile().Partition()[partitionFieldID]; ok && dateOf(v) == day.EpochDays() {
+				files = append(files, e.DataFile())
+			}
 		}
 	}
 	return files, nil
-}
-
-// dayFilter selects day's partition through the partition column.
-func (t *Table) dayFilter(day civil.Date) iceberg.BooleanExpression {
-	col := iceberg.Reference(t.Dataset.PartitionColumn)
-	for _, c := range t.Dataset.Columns {
-		if c.Name == t.Dataset.PartitionColumn && c.Type.Kind == dataset.KindTimestamp {
-			start := day.Start(time.UTC)
-			return iceberg.NewAnd(iceberg.GreaterThanEqual(col, iceberg.Timestamp(start.UnixMicro())),
-				iceberg.LessThan(col, iceberg.Timestamp(start.AddDate(0, 0, 1).UnixMicro())))
-		}
-	}
-	return iceberg.EqualTo(col, iceberg.Date(day.EpochDays()))
 }
 
 func dateOf(v any) int32 {
