@@ -113,6 +113,9 @@ type Result struct {
 	SnapshotID int64
 	// Attempts is how many commits were tried (conflicts retried).
 	Attempts int
+	// Table is the table as committed, or as found when nothing changed
+	// (nil: no table).
+	Table *table.Table
 }
 
 // Withdraw removes day's files from the table's current snapshot, if it
@@ -225,7 +228,7 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 }
 
 func resultOf(tbl *table.Table, changed bool, n int) Result {
-	r := Result{Changed: changed, Version: VersionOf(tbl.MetadataLocation()), Attempts: n}
+	r := Result{Changed: changed, Version: VersionOf(tbl.MetadataLocation()), Attempts: n, Table: tbl}
 	if s := tbl.CurrentSnapshot(); s != nil {
 		r.SnapshotID = s.SnapshotID
 	}
