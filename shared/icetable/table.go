@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -218,7 +219,7 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 		}
 		committed, err := txn.Commit(ctx)
 		if err == nil {
-			t.dropManifestLists(ctx, tbl.Metadata(), committed.Metadata())
+			t.dropExpired(ctx, tbl.Metadata(), committed.Metadata())
 			return resultOf(committed, true, n), nil
 		}
 		if !errors.Is(err, table.ErrCommitFailed) || n >= attempts {
@@ -256,12 +257,27 @@ func (t *Table) create(ctx context.Context, cat *catalog) (*table.Table, error) 
 	return cat.create(ctx, sc, spec, maps.Clone(tableProperties))
 }
 
-// dayFiles are the data files of day in the table's current snapshot:
-// every live entry of its data manifests whose partition is day. (A scan
-// would miss a day's zero-row file: scan planning drops files whose record
-// count shows they hold no rows, and a file left in the table then blocks
-// the day's next generation, which reuses its name.)
+// dayFiles are the data files of day in the table's current snapshot.
 func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) ([]iceberg.DataFile, error) {
+	all, err := LiveFiles(ctx, tbl)
+	if err != nil {
+		return nil, fmt.Errorf("the files of %s: %w", day, err)
+	}
+	var files []iceberg.DataFile
+	for _, f := range all {
+		if DayOf(f) == day {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// LiveFiles are the data files of the table's current snapshot: every live
+// entry of its data manifests. (A scan's plan is not that: it drops files
+// whose record count shows they hold no rows, such as an empty day's one
+// valid empty file, which is still the day's file, and which the day's next
+// generation, reusing its name, must replace.)
+func LiveFiles(ctx context.Context, tbl *table.Table) ([]iceberg.DataFile, error) {
 	s := tbl.CurrentSnapshot()
 	if s == nil {
 		return nil, nil
@@ -272,7 +288,7 @@ func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) 
 	}
 	manifests, err := s.Manifests(fs)
 	if err != nil {
-		return nil, fmt.Errorf("read the manifest list of %s: %w", day, err)
+		return nil, fmt.Errorf("read the manifest list: %w", err)
 	}
 	var files []iceberg.DataFile
 	for _, m := range manifests {
@@ -281,15 +297,24 @@ func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) 
 		}
 		entries, err := m.FetchEntries(fs, true)
 		if err != nil {
-			return nil, fmt.Errorf("read the files of %s: %w", day, err)
+			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 		}
 		for _, e := range entries {
-			if v, ok := e.DataFile().Partition()[partitionFieldID]; ok && dateOf(v) == day.EpochDays() {
-				files = append(files, e.DataFile())
-			}
+			files = append(files, e.DataFile())
 		}
 	}
 	return files, nil
+}
+
+// DayOf is the day of a data file's dt partition (the zero date if it has
+// none).
+func DayOf(f iceberg.DataFile) civil.Date {
+	if v, ok := f.Partition()[partitionFieldID]; ok {
+		if d := dateOf(v); d != -1<<31 {
+			return civil.FromEpochDays(d)
+		}
+	}
+	return civil.Date{}
 }
 
 func dateOf(v any) int32 {
@@ -348,21 +373,89 @@ func missing(have, want *iceberg.Schema) bool {
 	return false
 }
 
-// dropManifestLists deletes the manifest list of each snapshot the commit
-// from before to after expired: a manifest list belongs to its snapshot
-// alone. Manifests stay (a later snapshot may carry one on), and so do data
-// files. A failed delete leaves an unreferenced object, nothing worse.
-func (t *Table) dropManifestLists(ctx context.Context, before, after table.Metadata) {
+// maxDeletesPerCommit bounds the objects a commit deletes after it (the
+// expired snapshots' manifests and manifest lists): with the default
+// retention a commit expires about one snapshot, so this is never reached
+// but after a change of the retention rule; what it leaves is an
+// unreferenced object, never a missing one.
+const maxDeletesPerCommit = 64
+
+// dropExpired deletes, after a commit from before to after, what only the
+// snapshots it expired needed: their manifest lists (a list belongs to its
+// snapshot alone) and the manifests no retained snapshot lists. The table's
+// history is one line and a manifest, once a snapshot stops listing it, is
+// never listed again (a merge or rewrite writes new ones), so the snapshots
+// that list a manifest are consecutive: a manifest an expired snapshot lists
+// is needed by a retained one exactly when the oldest retained snapshot
+// lists it. That is one manifest list read per expired snapshot and one
+// more, and nothing is listed. Data files are never deleted (their names are
+// reused by the day's next generation). A failed read or delete leaves
+// unreferenced objects, nothing worse.
+func (t *Table) dropExpired(ctx context.Context, before, after table.Metadata) {
 	kept := map[int64]bool{}
-	for _, s := range after.Snapshots() {
+	var oldest *table.Snapshot
+	for i, s := range after.Snapshots() {
 		kept[s.SnapshotID] = true
-	}
-	fs := &fsys{ctx: ctx, store: t.Store}
-	for _, s := range before.Snapshots() {
-		if !kept[s.SnapshotID] && s.ManifestList != "" {
-			_ = fs.Remove(s.ManifestList)
+		if oldest == nil || s.SequenceNumber < oldest.SequenceNumber {
+			oldest = &after.Snapshots()[i]
 		}
 	}
+	var expired []table.Snapshot
+	for _, s := range before.Snapshots() {
+		if !kept[s.SnapshotID] {
+			expired = append(expired, s)
+		}
+	}
+	if len(expired) == 0 {
+		return
+	}
+	fs := &fsys{ctx: ctx, store: t.Store}
+	var drop []string
+	if needed, ok := manifestPaths(fs, oldest); ok {
+		seen := map[string]bool{}
+		for _, s := range expired {
+			if oldest == nil || s.SequenceNumber >= oldest.SequenceNumber {
+				drop = nil // not a prefix of the history: keep every manifest
+				break
+			}
+			paths, ok := manifestPaths(fs, &s)
+			if !ok {
+				continue
+			}
+			for p := range paths {
+				if !needed[p] && !seen[p] {
+					seen[p] = true
+					drop = append(drop, p)
+				}
+			}
+		}
+	}
+	slices.Sort(drop)
+	for _, s := range expired {
+		if s.ManifestList != "" {
+			drop = append(drop, s.ManifestList) // after the manifests it names
+		}
+	}
+	for _, p := range drop[:min(len(drop), maxDeletesPerCommit)] {
+		_ = fs.Remove(p)
+	}
+}
+
+// manifestPaths are the manifests s lists (none for a nil snapshot); false
+// when its manifest list cannot be read.
+func manifestPaths(fs *fsys, s *table.Snapshot) (map[string]bool, bool) {
+	out := map[string]bool{}
+	if s == nil {
+		return out, true
+	}
+	ms, err := s.Manifests(fs)
+	if err != nil {
+		return nil, false
+	}
+	for _, m := range ms {
+		out[m.FilePath()] = true
+	}
+	return out, true
 }
 
 // expire stages the retention rule on txn.

@@ -590,3 +590,69 @@ func TestZeroRowDayIsReplaced(t *testing.T) {
 	mustDeliver(t, tb, w.export(day1, 4, 1, 5))
 	w.check(day1, day2)
 }
+
+// TestRetentionDropsWhatNoSnapshotNeeds: with a short retention, after
+// every commit metadata/ holds exactly what the retained snapshots need
+// (their manifest lists and manifests: none missing, none left over) and
+// at most the kept metadata versions, and every retained snapshot's
+// manifests read. Before, expired snapshots' manifests stayed forever.
+func TestRetentionDropsWhatNoSnapshotNeeds(t *testing.T) {
+	w := newWorld(t, true)
+	tb := w.table()
+	tb.Retention = Retention{MaxAge: 365 * 24 * time.Hour, MaxSnapshots: 4}
+	days := []civil.Date{day1, day2, day2.AddDays(1)}
+	for n := range 30 {
+		day, gen := days[n%len(days)], int64(n/len(days)+1)
+		if n%2 == 1 {
+			mustWithdraw(t, tb, day, gen)
+		}
+		mustDeliver(t, tb, w.export(day, gen, 1+n%2, 10))
+		tbl := w.load()
+		fs := &fsys{ctx: w.ctx, store: w.b}
+		need := map[string]bool{}
+		for _, s := range tbl.Metadata().Snapshots() {
+			need[s.ManifestList] = true
+			paths, ok := manifestPaths(fs, &s)
+			if !ok {
+				t.Fatalf("commit %d: snapshot %d's manifest list %s is unreadable", n, s.SnapshotID, s.ManifestList)
+			}
+			for p := range paths {
+				need[p] = true
+			}
+			ms, err := s.Manifests(fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ms { // every retained snapshot's manifests read
+				if _, err := m.FetchEntries(fs, false); err != nil {
+					t.Fatalf("commit %d: snapshot %d: %v", n, s.SnapshotID, err)
+				}
+			}
+		}
+		objs, err := w.b.List(w.ctx, tb.Location+"/"+MetadataDir+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		versions := 0
+		for _, o := range objs {
+			switch {
+			case strings.HasSuffix(o.Key, ".avro"):
+				have[uri(w.b, o.Key)] = true
+				if !need[uri(w.b, o.Key)] {
+					t.Fatalf("commit %d: %s is left, and no retained snapshot needs it", n, o.Key)
+				}
+			case strings.HasSuffix(o.Key, ".metadata.json"):
+				versions++
+			}
+		}
+		for p := range need {
+			if !have[p] {
+				t.Fatalf("commit %d: a retained snapshot needs %s, which is gone", n, p)
+			}
+		}
+		if versions > keepMetadataVersions+1 {
+			t.Fatalf("commit %d: %d metadata files, want at most %d", n, versions, keepMetadataVersions+1)
+		}
+	}
+}

@@ -121,35 +121,33 @@ func (c *tableCheck) run(ctx context.Context, completed []ledger.Row, readRows b
 		return nil
 	}
 	got := map[civil.Date]map[string]tableFile{}
-	if tbl.CurrentSnapshot() != nil {
-		tasks, err := tbl.Scan().PlanFiles(ctx)
-		if err != nil {
-			c.problem("unreadable: plan the current snapshot: %v", err)
-			return nil
+	files, err := icetable.LiveFiles(ctx, tbl)
+	if err != nil {
+		c.problem("unreadable: %v", err)
+		return nil
+	}
+	for _, f := range files {
+		key := strings.TrimPrefix(f.FilePath(), "s3://"+c.a.Destination.Bucket+"/")
+		info, err := store.Head(ctx, key)
+		switch {
+		case bucket.IsNotFound(err):
+			c.problem("the current snapshot references %s, which is missing", key)
+		case err != nil:
+			return err
+		case info.Size != f.FileSizeBytes():
+			c.problem("the current snapshot references %s as %d bytes; it is %d", key, f.FileSizeBytes(), info.Size)
+		default:
+			c.p.rep.Checked.Table.Files++
 		}
-		for _, task := range tasks {
-			key := strings.TrimPrefix(task.File.FilePath(), "s3://"+c.a.Destination.Bucket+"/")
-			info, err := store.Head(ctx, key)
-			switch {
-			case bucket.IsNotFound(err):
-				c.problem("the current snapshot references %s, which is missing", key)
-			case err != nil:
-				return err
-			case info.Size != task.File.FileSizeBytes():
-				c.problem("the current snapshot references %s as %d bytes; it is %d", key, task.File.FileSizeBytes(), info.Size)
-			default:
-				c.p.rep.Checked.Table.Files++
-			}
-			day, ok := dayOfFile(key)
-			if !ok {
-				c.problem("data file %s is not in a dt= folder", key)
-				continue
-			}
-			if got[day] == nil {
-				got[day] = map[string]tableFile{}
-			}
-			got[day][key] = tableFile{task.File.Count(), task.File.FileSizeBytes()}
+		day, ok := dayOfFile(key)
+		if !ok || day != icetable.DayOf(f) {
+			c.problem("data file %s is not in the dt= folder of its partition %s", key, icetable.DayOf(f))
+			continue
 		}
+		if got[day] == nil {
+			got[day] = map[string]tableFile{}
+		}
+		got[day][key] = tableFile{f.Count(), f.FileSizeBytes()}
 	}
 	want := map[civil.Date]int64{}
 	for _, r := range completed {
