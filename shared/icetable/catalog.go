@@ -13,13 +13,14 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/layout"
 )
 
 // The table's metadata folder, beside its data: the layout of Iceberg's
 // file-system ("Hadoop") tables, which DuckDB's iceberg_scan, Spark's path
 // load and the version-hint readers find by themselves.
 const (
-	MetadataDir     = "metadata"
+	MetadataDir     = layout.TableDir
 	VersionHintName = "version-hint.text"
 	// maxProbe bounds how far past the version hint a load looks for newer
 	// metadata files: each commit writes the hint right after its metadata

@@ -25,6 +25,7 @@ package icetable
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -257,9 +258,10 @@ func (t *Table) create(ctx context.Context, cat *catalog) (*table.Table, error) 
 	return cat.create(ctx, sc, spec, maps.Clone(tableProperties))
 }
 
-// dayFiles are the data files of day in the table's current snapshot.
+// dayFiles are the data files of day in the table's current snapshot; a
+// manifest whose partition summary leaves day out is not read.
 func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) ([]iceberg.DataFile, error) {
-	all, err := LiveFiles(ctx, tbl)
+	all, err := liveFiles(ctx, tbl, func(m iceberg.ManifestFile) bool { return mayHold(m, day) })
 	if err != nil {
 		return nil, fmt.Errorf("the files of %s: %w", day, err)
 	}
@@ -278,6 +280,11 @@ func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) 
 // valid empty file, which is still the day's file, and which the day's next
 // generation, reusing its name, must replace.)
 func LiveFiles(ctx context.Context, tbl *table.Table) ([]iceberg.DataFile, error) {
+	return liveFiles(ctx, tbl, func(iceberg.ManifestFile) bool { return true })
+}
+
+// liveFiles are LiveFiles of the manifests read says to read.
+func liveFiles(ctx context.Context, tbl *table.Table, read func(iceberg.ManifestFile) bool) ([]iceberg.DataFile, error) {
 	s := tbl.CurrentSnapshot()
 	if s == nil {
 		return nil, nil
@@ -292,7 +299,7 @@ func LiveFiles(ctx context.Context, tbl *table.Table) ([]iceberg.DataFile, error
 	}
 	var files []iceberg.DataFile
 	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData {
+		if m.ManifestContent() != iceberg.ManifestContentData || !read(m) {
 			continue
 		}
 		entries, err := m.FetchEntries(fs, true)
@@ -304,6 +311,19 @@ func LiveFiles(ctx context.Context, tbl *table.Table) ([]iceberg.DataFile, error
 		}
 	}
 	return files, nil
+}
+
+// mayHold reports whether manifest m may list files of day: false only
+// when its summary of the dt partition field (the table's one, a date:
+// 4 bytes little-endian, Iceberg's single-value serialization) has bounds
+// that leave day out.
+func mayHold(m iceberg.ManifestFile, day civil.Date) bool {
+	ps := m.Partitions()
+	if len(ps) != 1 || ps[0].LowerBound == nil || ps[0].UpperBound == nil || len(*ps[0].LowerBound) != 4 || len(*ps[0].UpperBound) != 4 {
+		return true
+	}
+	lo, hi := int32(binary.LittleEndian.Uint32(*ps[0].LowerBound)), int32(binary.LittleEndian.Uint32(*ps[0].UpperBound))
+	return lo <= day.EpochDays() && day.EpochDays() <= hi
 }
 
 // DayOf is the day of a data file's dt partition (the zero date if it has
