@@ -160,15 +160,17 @@ func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 		} else if t.same(current, d.Files) {
 			return nil, nil
 		}
-		spec := tbl.Spec()
+		sc := tbl.Schema()
+		if staged, err := txn.StagedTable(); err == nil {
+			sc = staged.Schema() // with the columns the transaction added
+		}
 		files := make([]iceberg.DataFile, 0, len(d.Files))
 		for _, f := range d.Files {
-			b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, uri(t.Store, f.Key), iceberg.ParquetFile,
-				map[int]any{partitionFieldID: iceberg.Date(d.Day.EpochDays())}, nil, nil, f.Rows, f.Bytes)
+			df, err := t.dataFile(ctx, tbl, sc, d.Day, f)
 			if err != nil {
-				return nil, fmt.Errorf("data file %s: %w", f.Key, err)
+				return nil, err
 			}
-			files = append(files, b.Build())
+			files = append(files, df)
 		}
 		props := iceberg.Properties{PropOperation: "deliver", PropDay: d.Day.String(),
 			PropGeneration: strconv.FormatInt(d.Generation, 10), PropReason: d.Reason, PropRunID: d.RunID,

@@ -3,6 +3,7 @@ package icetable
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -430,12 +432,12 @@ func TestCommitCostIsFlat(t *testing.T) {
 	for g := int64(1); g <= gens; g++ {
 		for i := range days {
 			day := day1.AddDays(i)
+			d := w.export(day, g, 1, 2) // the folder's writes are not the table's
 			before := w.calls()
 			if g > 1 && withdraw {
 				mustWithdraw(t, tb, day, g)
 			}
-			mustDeliver(t, tb, Delivery{Day: day, Generation: g, ManifestKey: layout.ManifestKey(prefix, "events", day),
-				Files: []manifest.File{{Key: layout.DataKey(prefix, "events", day, 0, ".parquet"), Rows: 10, Bytes: 1000}}})
+			mustDeliver(t, tb, d)
 			n := w.calls() - before
 			if g == 1 && i < 20 {
 				maxEarly = max(maxEarly, n)
@@ -665,4 +667,46 @@ func TestRetentionDropsWhatNoSnapshotNeeds(t *testing.T) {
 			t.Fatalf("commit %d: %d metadata files, want at most %d", n, versions, keepMetadataVersions+1)
 		}
 	}
+}
+
+// TestDataFilesCarryColumnStatistics: each delivered data file carries the
+// column statistics of its Parquet footer (value and null counts, lower
+// and upper bounds), read by a ranged GET of the file's tail, so a filter
+// on a value no file holds plans no file. Before, the table listed files
+// with row counts only, and every scan read every file.
+func TestDataFilesCarryColumnStatistics(t *testing.T) {
+	w := newWorld(t, true)
+	tb := w.table()
+	gets := w.faults.Count(buckettest.OpGet)
+	mustDeliver(t, tb, w.export(day1, 1, 2, 50))
+	tbl := w.load()
+	files, err := LiveFiles(w.ctx, tbl)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("%d files, %v", len(files), err)
+	}
+	start, end := day1.Start(time.UTC).UnixMicro(), day1.AddDays(1).Start(time.UTC).UnixMicro()
+	for _, f := range files {
+		lo, hi := f.LowerBoundValues()[3], f.UpperBoundValues()[3] // occurred_at
+		if f.ValueCounts()[1] != 50 || f.NullValueCounts()[1] != 0 || len(lo) != 8 || len(hi) != 8 {
+			t.Fatalf("%s: value counts %v, null counts %v, occurred_at bounds %x..%x", f.FilePath(), f.ValueCounts(), f.NullValueCounts(), lo, hi)
+		}
+		if l, h := int64(binary.LittleEndian.Uint64(lo)), int64(binary.LittleEndian.Uint64(hi)); l < start || h >= end || l > h {
+			t.Fatalf("%s: occurred_at bounds %d..%d outside the day %d..%d", f.FilePath(), l, h, start, end)
+		}
+	}
+	plan := func(id string) int {
+		t.Helper()
+		tasks, err := tbl.Scan(table.WithRowFilter(iceberg.EqualTo(iceberg.Reference("event_id"), id))).PlanFiles(w.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(tasks)
+	}
+	if n := plan("zzz-no-such-event"); n != 0 {
+		t.Fatalf("a filter no file's bounds admit plans %d files", n)
+	}
+	if n := plan(w.ids[day1][0]); n < 1 {
+		t.Fatalf("a filter on an existing id plans %d files", n)
+	}
+	t.Logf("%d GETs for the delivery of 2 files (one footer read each, and the table's own)", w.faults.Count(buckettest.OpGet)-gets)
 }
