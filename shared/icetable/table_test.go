@@ -428,11 +428,29 @@ func TestCommitCostIsFlat(t *testing.T) {
 		days, gens, tb.Retention, withdraw = v, int64(max(g, 1)), DefaultRetention, false
 	}
 	maxSnapshots := cmpOr(tb.Retention.MaxSnapshots, DefaultRetention.MaxSnapshots)
+	// Two data files encoded once (2 rows, 1 row), written as each day's
+	// file in turn: the test pays for commits, not for encoding.
+	var bodies [2][]byte
+	for i, rows := range []int{2, 1} {
+		w.export(day1, int64(i+1), 1, rows)
+		b, err := w.b.Get(w.ctx, layout.DataKey(prefix, "events", day1, 0, ".parquet"), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[i] = b
+	}
 	var maxEarly, maxLate int
 	for g := int64(1); g <= gens; g++ {
 		for i := range days {
 			day := day1.AddDays(i)
-			d := w.export(day, g, 1, 2) // the folder's writes are not the table's
+			// Consecutive generations differ (1 row, 2 rows), so each
+			// delivery commits; the folder's write is not the table's.
+			body := bodies[g%2]
+			d := Delivery{Day: day, Generation: g, ManifestKey: layout.ManifestKey(prefix, "events", day),
+				Files: []manifest.File{{Key: layout.DataKey(prefix, "events", day, 0, ".parquet"), Rows: 2 - g%2, Bytes: int64(len(body))}}}
+			if err := w.b.Put(w.ctx, d.Files[0].Key, body, "application/vnd.apache.parquet"); err != nil {
+				t.Fatal(err)
+			}
 			before := w.calls()
 			if g > 1 && withdraw {
 				mustWithdraw(t, tb, day, g)
