@@ -260,33 +260,23 @@ func (t *Table) create(ctx context.Context, cat *catalog) (*table.Table, error) 
 	return cat.create(ctx, sc, spec, maps.Clone(tableProperties))
 }
 
-// dayFiles are the data files of day in the table's current snapshot; a
-// manifest whose partition summary leaves day out is not read.
+// dayFiles are the data files of day in the table's current snapshot.
 func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) ([]iceberg.DataFile, error) {
-	all, err := liveFiles(ctx, tbl, func(m iceberg.ManifestFile) bool { return mayHold(m, day) })
+	files, err := LiveFiles(ctx, tbl, day)
 	if err != nil {
 		return nil, fmt.Errorf("the files of %s: %w", day, err)
-	}
-	var files []iceberg.DataFile
-	for _, f := range all {
-		if DayOf(f) == day {
-			files = append(files, f)
-		}
 	}
 	return files, nil
 }
 
 // LiveFiles are the data files of the table's current snapshot: every live
-// entry of its data manifests. (A scan's plan is not that: it drops files
-// whose record count shows they hold no rows, such as an empty day's one
-// valid empty file, which is still the day's file, and which the day's next
-// generation, reusing its name, must replace.)
-func LiveFiles(ctx context.Context, tbl *table.Table) ([]iceberg.DataFile, error) {
-	return liveFiles(ctx, tbl, func(iceberg.ManifestFile) bool { return true })
-}
-
-// liveFiles are LiveFiles of the manifests read says to read.
-func liveFiles(ctx context.Context, tbl *table.Table, read func(iceberg.ManifestFile) bool) ([]iceberg.DataFile, error) {
+// entry of its data manifests, of the given days only when days are given
+// (a manifest whose dt summary leaves them out is then not read). A scan's
+// plan is not that: it drops files whose record count shows they hold no
+// rows, such as an empty day's one valid empty file, which is still the
+// day's file, and which the day's next generation, reusing its name, must
+// replace.
+func LiveFiles(ctx context.Context, tbl *table.Table, days ...civil.Date) ([]iceberg.DataFile, error) {
 	s := tbl.CurrentSnapshot()
 	if s == nil {
 		return nil, nil
@@ -299,9 +289,11 @@ func liveFiles(ctx context.Context, tbl *table.Table, read func(iceberg.Manifest
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest list: %w", err)
 	}
+	wanted := func(d civil.Date) bool { return len(days) == 0 || slices.Contains(days, d) }
 	var files []iceberg.DataFile
 	for _, m := range manifests {
-		if m.ManifestContent() != iceberg.ManifestContentData || !read(m) {
+		if m.ManifestContent() != iceberg.ManifestContentData ||
+			(len(days) > 0 && !slices.ContainsFunc(days, func(d civil.Date) bool { return mayHold(m, d) })) {
 			continue
 		}
 		entries, err := m.FetchEntries(fs, true)
@@ -309,7 +301,9 @@ func liveFiles(ctx context.Context, tbl *table.Table, read func(iceberg.Manifest
 			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 		}
 		for _, e := range entries {
-			files = append(files, e.DataFile())
+			if wanted(DayOf(e.DataFile())) {
+				files = append(files, e.DataFile())
+			}
 		}
 	}
 	return files, nil
