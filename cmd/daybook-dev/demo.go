@@ -59,6 +59,10 @@ type demoOptions struct {
 	// Self is how the summary names this program in the commands it prints;
 	// the operator CLI it names is the one in BinDir.
 	Self string
+	// WhileUp, when set, runs after the verify step while moto_server still
+	// serves the buckets (the end-to-end test reads the tables with a
+	// second reader there).
+	WhileUp func(ctx context.Context, srv *motoserver.Server, res *demoResult) error
 }
 
 // demoResult is what the demo delivered, for the summary and the test.
@@ -75,6 +79,7 @@ type demoResult struct {
 	Expected   map[string]map[string]map[string]int64 // source rows per account, dataset, day
 	Pids       []int                                  // every process the demo started
 	Sliced     []string                               // partition folders of the mirror exported in slices
+	Tables     []demoTable                            // the Iceberg tables of the account that keeps them, read back
 }
 
 func (a *app) demoCommand() *cobra.Command {
@@ -159,6 +164,9 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := withTable(&src.Accounts[demoTableAccount]); err != nil {
+		return nil, err
+	}
 	res.Accounts = src.Accounts
 	res.Expected = src.Rows
 	absDB, err := filepath.Abs(src.Path)
@@ -195,6 +203,9 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		how := "own role"
 		if a.Destination.RoleARN != "" {
 			how = "assumes " + a.Destination.RoleARN
+		}
+		if a.Destination.TableFormat != "" {
+			how += ", " + a.Destination.TableFormat + " table"
 		}
 		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
 			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.Bucket, how)
@@ -308,8 +319,22 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	}
 	fmt.Fprintf(out, "    %d partitions committed and verified (files, sizes, CRC32C, row counts), %d problems; %d days above %d rows exported in slices (part-sNNNN files)\n",
 		committed, len(res.Problems), len(res.Sliced), sliceRows)
+	tables, problems, err := checkTables(ctx, s3c, src.Accounts[demoTableAccount], stage, res.Rows)
+	if err != nil {
+		return nil, err
+	}
+	res.Tables, res.Problems = tables, append(res.Problems, problems...)
+	for _, t := range tables {
+		fmt.Fprintf(out, "    Iceberg table s3://%s/%s: metadata v%d, %d days with rows, %d rows read back with iceberg-go, as the ledger's\n",
+			t.Bucket, t.Location, t.Version, t.Days, t.Rows)
+	}
 	for _, p := range res.Problems {
 		fmt.Fprintln(out, "    PROBLEM:", p)
+	}
+	if o.WhileUp != nil {
+		if err := o.WhileUp(ctx, srv, res); err != nil {
+			return nil, err
+		}
 	}
 
 	step("summary")
@@ -319,6 +344,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
 	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
+	printTableQuery(out, res.Mirror, res.Tables)
 	if kept, err = keepOrSay(out, o, op, srv); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,6 +39,7 @@ func TestEndToEnd(t *testing.T) {
 	defer cancel()
 	o := e2eDemo
 	o.Dir, o.Template, o.BinDir, o.Now, o.Out = dir, "../../template.yaml", bin, func() time.Time { return now }, &out
+	o.WhileUp = e2eTableReader
 	res, err := demo(ctx, o)
 	t.Log(out.String())
 	if err != nil {
@@ -120,6 +122,36 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("the first account keeps Iceberg tables holding every committed day; the DuckDB query names the table's current metadata", func(t *testing.T) {
+		a := res.Accounts[demoTableAccount]
+		if a.Destination.TableFormat != "iceberg" || len(res.Tables) != len(a.Datasets) {
+			t.Fatalf("table format %q, %d tables read back for %d datasets", a.Destination.TableFormat, len(res.Tables), len(a.Datasets))
+		}
+		for _, tb := range res.Tables {
+			var want int64
+			for d, n := range res.Expected[a.ID][tb.Dataset] {
+				if day := civil.MustParse(d); !day.Before(a.StartDate) && !day.After(a.WithDefaults(0).ClosedThrough(now)) {
+					want += n
+				}
+			}
+			if tb.Rows != want || tb.Version < 2 {
+				t.Errorf("%s table: %d rows read back at metadata v%d, the source has %d", tb.Dataset, tb.Rows, tb.Version, want)
+			}
+		}
+		i := slices.IndexFunc(res.Tables, func(tb demoTable) bool { return tb.Dataset == "events" })
+		meta := filepath.Join(res.Mirror, a.Destination.Bucket, filepath.FromSlash(res.Tables[i].MetadataKey()))
+		if _, err := os.Stat(meta); err != nil {
+			t.Error(err)
+		}
+		if !strings.Contains(out.String(), "INSTALL iceberg; LOAD iceberg; SELECT ") || !strings.Contains(out.String(), "FROM iceberg_scan('"+meta+"', allow_moved_paths = true)") {
+			t.Errorf("no DuckDB query over %s in the output", meta)
+		}
+		if e2eTableReader != nil && icebirdRead == 0 {
+			t.Error("icebird read no rows")
+		}
+		t.Logf("icebird read %d rows of the events table (0: built with noduckdb, not read)", icebirdRead)
+	})
+
 	t.Run("it ends with the command that keeps a run for the console, and the commands it names work", func(t *testing.T) {
 		operator := filepath.Join(bin, "daybook")
 		if !strings.Contains(out.String(), "demo --dir "+dir+" --bin "+bin+" --keep && "+operator+" console --env-file "+filepath.Join(dir, "env.json")+"\n") ||
@@ -150,6 +182,13 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 }
+
+// e2eTableReader reads the demo's tables with a second reader while moto
+// serves them (demoiceberg_test.go), and icebirdRead is how many rows it read.
+var (
+	e2eTableReader func(context.Context, *motoserver.Server, *demoResult) error
+	icebirdRead    int
+)
 
 // e2eDemo is the end-to-end test's demo: smaller than make demo's.
 var e2eDemo = demoOptions{Days: 4, EventsPerDay: 60, Seed: 7}

@@ -63,8 +63,10 @@ type envOpts struct {
 	// relaxed creates the source tables without NOT NULL constraints, as a
 	// source that does not enforce them (a view, another database) would be.
 	relaxed bool
-	// tableFormat is the destination's table_format (default none).
+	// tableFormat is the destination's table_format (default none), and
+	// glue its destination.glue (registered through moto's Glue).
 	tableFormat string
+	glue        *account.GlueTables
 }
 
 // env is one test's world: its own account, bucket and SQLite source, on
@@ -118,7 +120,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		o.datasets = []string{"events"}
 	}
 	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
-		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format), ParquetProfile: fileformat.ParquetProfile(o.profile), TableFormat: o.tableFormat}}
+		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format), ParquetProfile: fileformat.ParquetProfile(o.profile), TableFormat: o.tableFormat, Glue: o.glue}}
 	if err := led.PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +153,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		// daybook's own role, as DEPLOYMENT_ACCOUNT_ID is in a deployment.
 		DeploymentAccountID: buckettest.Owner,
 		docs:                &docsSeen{},
+		Catalogs:            buckets{&destination.Clients{Base: cfg}},
 	}
 	e.svc = &Service{
 		Ledger:   withSettle{led, 0},

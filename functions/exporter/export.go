@@ -113,6 +113,9 @@ type Exporter struct {
 	// (DEPLOYMENT_ACCOUNT_ID): the expected owner of a bucket written with
 	// daybook's own role (destination.Owner).
 	DeploymentAccountID string
+	// Catalogs registers the accounts' Iceberg tables in Glue
+	// (destination.glue); nil registers none.
+	Catalogs Catalogs
 
 	// docs remembers the bucket documents found current (docs.go); nil
 	// checks them at every export.
@@ -286,7 +289,8 @@ type target struct {
 	format     fileformat.Format
 	bucket     *bucket.Bucket
 	committer  *Committer
-	table      *icetable.Table // the account's Iceberg table of the dataset; nil: none
+	table      *icetable.Table        // the account's Iceberg table of the dataset; nil: none
+	glue       *icetable.Registration // where the table is registered in Glue; nil: nowhere
 	// destination names where and in what form the files go: bucket,
 	// prefix, format, compression and Parquet profile. A plan of slices
 	// records it; its slices and its commit must find the same.
@@ -331,7 +335,7 @@ func (e *Exporter) targetOf(p Partition) (*target, error) {
 	if format == fileformat.Parquet && d.Compression != "" {
 		t.encode.Compression = d.Compression
 	}
-	t.useTable()
+	t.useTable(e.Catalogs)
 	return t, nil
 }
 

@@ -37,16 +37,29 @@ import (
 // done). A day is in the table while its _SUCCESS is, except between a
 // crash and the run that follows it.
 
+// Catalogs gives the Glue client acting in an account's destination, for
+// the accounts that register their tables (destination.glue).
+type Catalogs interface {
+	Glue(accountID string, d account.Destination) icetable.GlueAPI
+}
+
+var _ Catalogs = buckets{}
+
 // useTable sets the target's table and the withdrawal its committer runs,
-// when the account keeps one.
-func (t *target) useTable() {
-	if t.Account.Destination.TableFormat != account.TableFormatIceberg {
+// when the account keeps one, and where the table is registered in Glue,
+// when the account asks for it and cats is set.
+func (t *target) useTable(cats Catalogs) {
+	d := t.Account.Destination
+	if d.TableFormat != account.TableFormatIceberg {
 		return
 	}
 	t.table = &icetable.Table{
 		Store:    t.bucket,
 		Location: tableLocation(t.prefix, t.Dataset.Name),
 		Dataset:  t.Dataset,
+	}
+	if d.Glue != nil && cats != nil {
+		t.glue = &icetable.Registration{API: cats.Glue(t.Account.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(t.Dataset.Name)}
 	}
 	day := t.Day
 	t.committer.Withdraw = func(ctx context.Context, generation int64) error {
@@ -93,5 +106,25 @@ func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey 
 	}
 	log.InfoContext(ctx, "table committed", "table_version", r.Version, "snapshot_id", r.SnapshotID,
 		"changed", r.Changed, "attempts", r.Attempts)
+	t.register(ctx, r, log)
 	return nil
+}
+
+// register points the table's Glue entry at the metadata the delivery left
+// current. A failure is logged and fails nothing: the generation is
+// committed, and the table's next delivery (of this day or any other, also
+// one that finds the table already as it should be) registers it again.
+func (t *target) register(ctx context.Context, r icetable.Result, log *slog.Logger) {
+	if t.glue == nil || r.Table == nil {
+		return
+	}
+	wrote, err := t.glue.Register(ctx, r.Table)
+	if err != nil {
+		log.WarnContext(ctx, "table not registered in Glue; its next delivery tries again", "glue_database", t.glue.Database,
+			"glue_table", t.glue.Name, "table_version", r.Version, "error", err.Error())
+		return
+	}
+	if wrote {
+		log.InfoContext(ctx, "table registered in Glue", "glue_database", t.glue.Database, "glue_table", t.glue.Name, "table_version", r.Version)
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/glue"
+	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -230,5 +232,53 @@ func TestIcebergSlicedDayIsOneSnapshot(t *testing.T) {
 	}
 	if m := e.committed("events", testDay); deliveries != 1 || m.Generation != 2 || !strings.Contains(m.Files[0].Key, "part-s0000-") {
 		t.Fatalf("%d deliveries of generation 2; manifest generation %d, files %v", deliveries, m.Generation, m.Files)
+	}
+}
+
+// TestIcebergGlueRegistration: with destination.glue the table is
+// registered in Glue (moto's) as Athena reads an Iceberg table. While the
+// database is missing every export still commits (the table too) and only
+// the registration fails; once it exists, the table's next delivery
+// registers the current metadata, and each later one moves the entry on.
+func TestIcebergGlueRegistration(t *testing.T) {
+	db := fmt.Sprintf("daybook_glue_%d", runs.Add(1))
+	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg, glue: &account.GlueTables{Database: db, TablePrefix: "acme_"}})
+	cfg, _ := deployed(t)
+	gc := glue.NewFromConfig(cfg)
+	name := "acme_events"
+	registered := func() string {
+		t.Helper()
+		out, err := gc.GetTable(e.ctx, &glue.GetTableInput{DatabaseName: &db, Name: &name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := out.Table.Parameters; p[icetable.GlueParamTableType] != icetable.GlueIceberg {
+			t.Fatalf("registered as %v", p)
+		}
+		return out.Table.Parameters[icetable.GlueParamMetadata]
+	}
+	day2 := testDay.AddDays(1)
+	e.insert("events", genRows("events", testDay, 200)...)
+	e.insert("events", genRows("events", day2, 100)...)
+	if r := e.export("events", testDay); r.State != ledger.StateCompleted {
+		t.Fatalf("with no Glue database the export is %s: %s", r.State, r.LastError)
+	}
+	e.wantTable(testDay)
+	if _, err := gc.GetTable(e.ctx, &glue.GetTableInput{DatabaseName: &db, Name: &name}); err == nil {
+		t.Fatal("a table was registered in a database that does not exist")
+	}
+	if _, err := gc.CreateDatabase(e.ctx, &glue.CreateDatabaseInput{DatabaseInput: &gluetypes.DatabaseInput{Name: &db}}); err != nil {
+		t.Fatal(err)
+	}
+	e.export("events", day2)
+	if got, want := registered(), e.icebergTable().MetadataLocation(); got != want {
+		t.Fatalf("Glue names %s, the table is at %s", got, want)
+	}
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	e.wantTable(testDay, day2)
+	if got, want := registered(), e.icebergTable().MetadataLocation(); got != want {
+		t.Fatalf("after the re-export Glue names %s, the table is at %s", got, want)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/events"
+	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -96,18 +97,19 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	}
 	ob.Store = led
 	queue := sqs.NewFromConfig(awsCfg)
+	// Custom endpoints dial through the guard: private addresses only where
+	// the deployment allows them, loopback only on a local stack.
+	dest := buckets{&destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{
+		AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
+	}}}
 	svc := &Service{
 		Ledger:   withSettle{led, cfg.SettleDelay},
 		Queue:    queue,
 		QueueURL: cfg.QueueURL,
 		Exporter: &Exporter{
-			Source: src,
-			// Custom endpoints dial through the guard: private addresses
-			// only where the deployment allows them, loopback only on a
-			// local stack.
-			Buckets: buckets{&destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{
-				AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
-			}}},
+			Source:              src,
+			Buckets:             dest,
+			Catalogs:            dest,
 			Scripts:             loadScripts,
 			Config:              cfg.Export(),
 			Now:                 time.Now,
@@ -174,3 +176,6 @@ func openSources(ctx context.Context, cfg Config, params *ssm.Client) (*source.R
 type buckets struct{ f *destination.Clients }
 
 func (b buckets) Client(id string, d account.Destination) bucket.API { return b.f.Client(id, d) }
+
+// Glue is the Glue client acting in the destination, for Catalogs.
+func (b buckets) Glue(id string, d account.Destination) icetable.GlueAPI { return b.f.Glue(id, d) }

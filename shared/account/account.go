@@ -98,10 +98,26 @@ type Destination struct {
 	// per dataset whose data files are the folders' part files
 	// (shared/icetable). It needs Parquet files and UTC days.
 	TableFormat string `json:"table_format,omitempty"`
+	// Glue, optional with the Iceberg table format, also registers each
+	// dataset's table in the AWS Glue Data Catalog of the destination's
+	// account and region, through the same role, so Athena queries it by
+	// name.
+	Glue *GlueTables `json:"glue,omitempty"`
 }
 
 // TableFormatIceberg is Destination.TableFormat's one table format.
 const TableFormatIceberg = "iceberg"
+
+// GlueTables is where the account's tables are registered in Glue: in
+// Database, each dataset's table named TablePrefix + the dataset's name.
+// The database must exist; daybook creates and updates the tables only.
+type GlueTables struct {
+	Database    string `json:"database"`
+	TablePrefix string `json:"table_prefix,omitempty"`
+}
+
+// TableName is the Glue table of dataset ds.
+func (g GlueTables) TableName(ds string) string { return g.TablePrefix + ds }
 
 // Checksum modes of Destination.Checksums.
 const (

@@ -220,6 +220,20 @@ func (a Account) shape() problems {
 	if d.TableFormat == TableFormatIceberg {
 		a.checkIcebergDatasets(&p)
 	}
+	if g := d.Glue; g != nil {
+		switch {
+		case d.TableFormat != TableFormatIceberg:
+			p.add("destination.glue.database", g.Database, "registers the Iceberg tables, and table_format is %q", d.TableFormat)
+		case !glueName.MatchString(g.Database):
+			p.add("destination.glue.database", g.Database, "want 1 to 255 lowercase letters, digits and underscores")
+		case g.TablePrefix != "" && !glueName.MatchString(g.TablePrefix):
+			p.add("destination.glue.table_prefix", g.TablePrefix, "want lowercase letters, digits and underscores")
+		case len(g.TablePrefix) > maxGluePrefixLen:
+			p.add("destination.glue.table_prefix", g.TablePrefix, "want at most %d characters", maxGluePrefixLen)
+		case d.Endpoint != "":
+			p.add("destination.glue.database", g.Database, "registers tables in AWS Glue, and the bucket is at the custom endpoint %s", d.Endpoint)
+		}
+	}
 	switch d.Checksums {
 	case "", ChecksumsFullObject, ChecksumsComposite, ChecksumsNone:
 	default:
@@ -227,6 +241,13 @@ func (a Account) shape() problems {
 	}
 	return p
 }
+
+// glueName is a Glue database or table name as Athena reads it: lowercase
+// letters, digits and underscores, at most 255.
+var glueName = regexp.MustCompile(`^[a-z0-9_]{1,255}$`)
+
+// maxGluePrefixLen leaves the longest dataset name room in Glue's 255.
+const maxGluePrefixLen = 128
 
 // MaxNameLen is the longest account name, in characters.
 const MaxNameLen = 128

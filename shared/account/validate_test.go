@@ -138,6 +138,18 @@ func TestValidateRefuses(t *testing.T) {
 		}, "destination.table_format", "iceberg", "needs parquet files, and the format is ndjson", true},
 		{"iceberg off UTC", func(a *Account, _ *Rules) { a.Destination.TableFormat, a.TimeZone = "iceberg", "Europe/Paris" },
 			"destination.table_format", "iceberg", "UTC day, and time_zone is Europe/Paris", true},
+		{"glue without a table", func(a *Account, _ *Rules) { a.Destination.Glue = &GlueTables{Database: "analytics"} },
+			"destination.glue.database", "analytics", `registers the Iceberg tables, and table_format is ""`, true},
+		{"glue database name", func(a *Account, _ *Rules) {
+			a.Destination.TableFormat, a.Destination.Glue = "iceberg", &GlueTables{Database: "Analytics-1"}
+		}, "destination.glue.database", "Analytics-1", "lowercase letters, digits and underscores", true},
+		{"glue table prefix", func(a *Account, _ *Rules) {
+			a.Destination.TableFormat, a.Destination.Glue = "iceberg", &GlueTables{Database: "analytics", TablePrefix: "acme."}
+		}, "destination.glue.table_prefix", "acme.", "lowercase letters", true},
+		{"glue at a custom endpoint", func(a *Account, _ *Rules) {
+			a.Destination.TableFormat, a.Destination.Endpoint = "iceberg", "https://minio.example.com"
+			a.Destination.Glue = &GlueTables{Database: "analytics"}
+		}, "destination.glue.database", "analytics", "custom endpoint https://minio.example.com", true},
 
 		// Datasets against the catalog (6).
 		{"no datasets", func(a *Account, _ *Rules) { a.Datasets = nil }, "datasets", "", "at least one", true},

@@ -198,6 +198,17 @@ func (b *Bucket) Get(ctx context.Context, key string, limit int64) ([]byte, erro
 	return GetObject(ctx, b.api, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + key), ExpectedBucketOwner: b.owner}, limit)
 }
 
+// GetTail reads the last n bytes of the object at key (all of it when it
+// is shorter), with a suffix Range: what a reader of a file's trailer, a
+// Parquet footer, needs without downloading the file.
+func (b *Bucket) GetTail(ctx context.Context, key string, n int64) ([]byte, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("get the last %d bytes of s3://%s/%s%s: want a positive length", n, b.name, b.prefix, key)
+	}
+	return GetObject(ctx, b.api, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + key), ExpectedBucketOwner: b.owner,
+		Range: aws.String(fmt.Sprintf("bytes=-%d", n))}, n)
+}
+
 // Getter is the one S3 call GetObject makes.
 type Getter interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)

@@ -13,13 +13,14 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/layout"
 )
 
 // The table's metadata folder, beside its data: the layout of Iceberg's
 // file-system ("Hadoop") tables, which DuckDB's iceberg_scan, Spark's path
 // load and the version-hint readers find by themselves.
 const (
-	MetadataDir     = "metadata"
+	MetadataDir     = layout.TableDir
 	VersionHintName = "version-hint.text"
 	// maxProbe bounds how far past the version hint a load looks for newer
 	// metadata files: each commit writes the hint right after its metadata
@@ -185,8 +186,8 @@ func newCatalog(store Store, location string) *catalog {
 	return &catalog{store: store, loc: location, keepVersions: keepMetadataVersions}
 }
 
-// versionOf is the version of a metadata file's location (0: not one).
-func versionOf(loc string) int {
+// VersionOf is the version of a metadata file's location (0: not one).
+func VersionOf(loc string) int {
 	name := loc[strings.LastIndexByte(loc, '/')+1:]
 	n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "v"), ".metadata.json"))
 	return n

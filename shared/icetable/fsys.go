@@ -21,6 +21,8 @@ import (
 type Store interface {
 	Name() string
 	Get(ctx context.Context, key string, limit int64) ([]byte, error)
+	// GetTail reads the last n bytes of the object (all of a shorter one).
+	GetTail(ctx context.Context, key string, n int64) ([]byte, error)
 	Put(ctx context.Context, key string, body []byte, contentType string) error
 	// PutIfAbsent writes only where no object is (If-None-Match: *); an
 	// object already there is bucket.ErrExists.

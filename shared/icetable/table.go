@@ -25,9 +25,11 @@ package icetable
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -113,6 +115,9 @@ type Result struct {
 	SnapshotID int64
 	// Attempts is how many commits were tried (conflicts retried).
 	Attempts int
+	// Table is the table as committed, or as found when nothing changed
+	// (nil: no table).
+	Table *table.Table
 }
 
 // Withdraw removes day's files from the table's current snapshot, if it
@@ -155,15 +160,17 @@ func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 		} else if t.same(current, d.Files) {
 			return nil, nil
 		}
-		spec := tbl.Spec()
+		sc := tbl.Schema()
+		if staged, err := txn.StagedTable(); err == nil {
+			sc = staged.Schema() // with the columns the transaction added
+		}
 		files := make([]iceberg.DataFile, 0, len(d.Files))
 		for _, f := range d.Files {
-			b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, uri(t.Store, f.Key), iceberg.ParquetFile,
-				map[int]any{partitionFieldID: iceberg.Date(d.Day.EpochDays())}, nil, nil, f.Rows, f.Bytes)
+			df, err := t.dataFile(ctx, tbl, sc, d.Day, f)
 			if err != nil {
-				return nil, fmt.Errorf("data file %s: %w", f.Key, err)
+				return nil, err
 			}
-			files = append(files, b.Build())
+			files = append(files, df)
 		}
 		props := iceberg.Properties{PropOperation: "deliver", PropDay: d.Day.String(),
 			PropGeneration: strconv.FormatInt(d.Generation, 10), PropReason: d.Reason, PropRunID: d.RunID,
@@ -215,7 +222,7 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 		}
 		committed, err := txn.Commit(ctx)
 		if err == nil {
-			t.dropManifestLists(ctx, tbl.Metadata(), committed.Metadata())
+			t.dropExpired(ctx, tbl.Metadata(), committed.Metadata())
 			return resultOf(committed, true, n), nil
 		}
 		if !errors.Is(err, table.ErrCommitFailed) || n >= attempts {
@@ -225,7 +232,7 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 }
 
 func resultOf(tbl *table.Table, changed bool, n int) Result {
-	r := Result{Changed: changed, Version: versionOf(tbl.MetadataLocation()), Attempts: n}
+	r := Result{Changed: changed, Version: VersionOf(tbl.MetadataLocation()), Attempts: n, Table: tbl}
 	if s := tbl.CurrentSnapshot(); s != nil {
 		r.SnapshotID = s.SnapshotID
 	}
@@ -255,33 +262,75 @@ func (t *Table) create(ctx context.Context, cat *catalog) (*table.Table, error) 
 
 // dayFiles are the data files of day in the table's current snapshot.
 func (t *Table) dayFiles(ctx context.Context, tbl *table.Table, day civil.Date) ([]iceberg.DataFile, error) {
-	if tbl.CurrentSnapshot() == nil {
+	files, err := LiveFiles(ctx, tbl, day)
+	if err != nil {
+		return nil, fmt.Errorf("the files of %s: %w", day, err)
+	}
+	return files, nil
+}
+
+// LiveFiles are the data files of the table's current snapshot: every live
+// entry of its data manifests, of the given days only when days are given
+// (a manifest whose dt summary leaves them out is then not read). A scan's
+// plan is not that: it drops files whose record count shows they hold no
+// rows, such as an empty day's one valid empty file, which is still the
+// day's file, and which the day's next generation, reusing its name, must
+// replace.
+func LiveFiles(ctx context.Context, tbl *table.Table, days ...civil.Date) ([]iceberg.DataFile, error) {
+	s := tbl.CurrentSnapshot()
+	if s == nil {
 		return nil, nil
 	}
-	tasks, err := tbl.Scan(table.WithRowFilter(t.dayFilter(day))).PlanFiles(ctx)
+	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plan the files of %s: %w", day, err)
+		return nil, err
 	}
+	manifests, err := s.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read the manifest list: %w", err)
+	}
+	wanted := func(d civil.Date) bool { return len(days) == 0 || slices.Contains(days, d) }
 	var files []iceberg.DataFile
-	for _, task := range tasks {
-		if v, ok := task.File.Partition()[partitionFieldID]; ok && dateOf(v) == day.EpochDays() {
-			files = append(files, task.File)
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData ||
+			(len(days) > 0 && !slices.ContainsFunc(days, func(d civil.Date) bool { return mayHold(m, d) })) {
+			continue
+		}
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		}
+		for _, e := range entries {
+			if wanted(DayOf(e.DataFile())) {
+				files = append(files, e.DataFile())
+			}
 		}
 	}
 	return files, nil
 }
 
-// dayFilter selects day's partition through the partition column.
-func (t *Table) dayFilter(day civil.Date) iceberg.BooleanExpression {
-	col := iceberg.Reference(t.Dataset.PartitionColumn)
-	for _, c := range t.Dataset.Columns {
-		if c.Name == t.Dataset.PartitionColumn && c.Type.Kind == dataset.KindTimestamp {
-			start := day.Start(time.UTC)
-			return iceberg.NewAnd(iceberg.GreaterThanEqual(col, iceberg.Timestamp(start.UnixMicro())),
-				iceberg.LessThan(col, iceberg.Timestamp(start.AddDate(0, 0, 1).UnixMicro())))
+// mayHold reports whether manifest m may list files of day: false only
+// when its summary of the dt partition field (the table's one, a date:
+// 4 bytes little-endian, Iceberg's single-value serialization) has bounds
+// that leave day out.
+func mayHold(m iceberg.ManifestFile, day civil.Date) bool {
+	ps := m.Partitions()
+	if len(ps) != 1 || ps[0].LowerBound == nil || ps[0].UpperBound == nil || len(*ps[0].LowerBound) != 4 || len(*ps[0].UpperBound) != 4 {
+		return true
+	}
+	lo, hi := int32(binary.LittleEndian.Uint32(*ps[0].LowerBound)), int32(binary.LittleEndian.Uint32(*ps[0].UpperBound))
+	return lo <= day.EpochDays() && day.EpochDays() <= hi
+}
+
+// DayOf is the day of a data file's dt partition (the zero date if it has
+// none).
+func DayOf(f iceberg.DataFile) civil.Date {
+	if v, ok := f.Partition()[partitionFieldID]; ok {
+		if d := dateOf(v); d != -1<<31 {
+			return civil.FromEpochDays(d)
 		}
 	}
-	return iceberg.EqualTo(col, iceberg.Date(day.EpochDays()))
+	return civil.Date{}
 }
 
 func dateOf(v any) int32 {
@@ -340,21 +389,89 @@ func missing(have, want *iceberg.Schema) bool {
 	return false
 }
 
-// dropManifestLists deletes the manifest list of each snapshot the commit
-// from before to after expired: a manifest list belongs to its snapshot
-// alone. Manifests stay (a later snapshot may carry one on), and so do data
-// files. A failed delete leaves an unreferenced object, nothing worse.
-func (t *Table) dropManifestLists(ctx context.Context, before, after table.Metadata) {
+// maxDeletesPerCommit bounds the objects a commit deletes after it (the
+// expired snapshots' manifests and manifest lists): with the default
+// retention a commit expires about one snapshot, so this is never reached
+// but after a change of the retention rule; what it leaves is an
+// unreferenced object, never a missing one.
+const maxDeletesPerCommit = 64
+
+// dropExpired deletes, after a commit from before to after, what only the
+// snapshots it expired needed: their manifest lists (a list belongs to its
+// snapshot alone) and the manifests no retained snapshot lists. The table's
+// history is one line and a manifest, once a snapshot stops listing it, is
+// never listed again (a merge or rewrite writes new ones), so the snapshots
+// that list a manifest are consecutive: a manifest an expired snapshot lists
+// is needed by a retained one exactly when the oldest retained snapshot
+// lists it. That is one manifest list read per expired snapshot and one
+// more, and nothing is listed. Data files are never deleted (their names are
+// reused by the day's next generation). A failed read or delete leaves
+// unreferenced objects, nothing worse.
+func (t *Table) dropExpired(ctx context.Context, before, after table.Metadata) {
 	kept := map[int64]bool{}
-	for _, s := range after.Snapshots() {
+	var oldest *table.Snapshot
+	for i, s := range after.Snapshots() {
 		kept[s.SnapshotID] = true
-	}
-	fs := &fsys{ctx: ctx, store: t.Store}
-	for _, s := range before.Snapshots() {
-		if !kept[s.SnapshotID] && s.ManifestList != "" {
-			_ = fs.Remove(s.ManifestList)
+		if oldest == nil || s.SequenceNumber < oldest.SequenceNumber {
+			oldest = &after.Snapshots()[i]
 		}
 	}
+	var expired []table.Snapshot
+	for _, s := range before.Snapshots() {
+		if !kept[s.SnapshotID] {
+			expired = append(expired, s)
+		}
+	}
+	if len(expired) == 0 {
+		return
+	}
+	fs := &fsys{ctx: ctx, store: t.Store}
+	var drop []string
+	if needed, ok := manifestPaths(fs, oldest); ok {
+		seen := map[string]bool{}
+		for _, s := range expired {
+			if oldest == nil || s.SequenceNumber >= oldest.SequenceNumber {
+				drop = nil // not a prefix of the history: keep every manifest
+				break
+			}
+			paths, ok := manifestPaths(fs, &s)
+			if !ok {
+				continue
+			}
+			for p := range paths {
+				if !needed[p] && !seen[p] {
+					seen[p] = true
+					drop = append(drop, p)
+				}
+			}
+		}
+	}
+	slices.Sort(drop)
+	for _, s := range expired {
+		if s.ManifestList != "" {
+			drop = append(drop, s.ManifestList) // after the manifests it names
+		}
+	}
+	for _, p := range drop[:min(len(drop), maxDeletesPerCommit)] {
+		_ = fs.Remove(p)
+	}
+}
+
+// manifestPaths are the manifests s lists (none for a nil snapshot); false
+// when its manifest list cannot be read.
+func manifestPaths(fs *fsys, s *table.Snapshot) (map[string]bool, bool) {
+	out := map[string]bool{}
+	if s == nil {
+		return out, true
+	}
+	ms, err := s.Manifests(fs)
+	if err != nil {
+		return nil, false
+	}
+	for _, m := range ms {
+		out[m.FilePath()] = true
+	}
+	return out, true
 }
 
 // expire stages the retention rule on txn.

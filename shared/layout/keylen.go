@@ -13,7 +13,8 @@ import (
 // widest arguments (data file part-99999 with the longest extension of any
 // format, a load script of an engine name MaxEngineNameLen long, the
 // partition's metadata, the delivery manifest, the README and the schemas).
-// The day is always 10 characters.
+// The day is always 10 characters. The table files of a dataset's Iceberg
+// table (TableFileKey) count too, at their longest name.
 // maxSliceNumber is the highest slice number a sliced export names
 // (partition.MaxSlices - 1; layout depends on nothing of daybook's).
 const maxSliceNumber = 999
@@ -37,6 +38,7 @@ func LongestKey(prefix string, datasets []string) string {
 			LoadKey(prefix, ds, day, engine),
 			SchemaKey(prefix, ds),
 			ChangeKey(prefix, time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC), ds, day, 1<<40),
+			TableFileKey(prefix, ds, strings.Repeat("t", MaxTableFileNameLen)),
 		)
 	}
 	longest := ""
@@ -58,4 +60,20 @@ func CheckKeyLength(prefix string, datasets []string) error {
 			strings.TrimPrefix(k, clean(prefix)+"/"), n, MaxKeyBytes, n-MaxKeyBytes)
 	}
 	return nil
+}
+
+// TableDir is the folder of a dataset's Iceberg table files, beside its dt=
+// folders (shared/icetable).
+const TableDir = "metadata"
+
+// MaxTableFileNameLen is the longest name of a file in TableDir. The
+// longest the table library writes is a manifest list,
+// snap-<snapshot id, at most 19 digits>-<attempt>-<uuid>.avro, counted with
+// a 3-digit attempt; the metadata files v<N>.metadata.json, the version
+// hint and the manifests <uuid>-m<n>.avro are shorter.
+const MaxTableFileNameLen = len("snap-") + 19 + len("-999-") + 36 + len(".avro")
+
+// TableFileKey is the key of the table file name of dataset's table.
+func TableFileKey(prefix, dataset, name string) string {
+	return ContractPrefix(prefix) + dataset + "/" + TableDir + "/" + name
 }

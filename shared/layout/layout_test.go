@@ -3,8 +3,14 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -211,6 +217,63 @@ func TestValidateRendered(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.prefix)) {
 			t.Errorf("error %v does not name the prefix", err)
+		}
+	}
+}
+
+// TestLongestKeyCoversEveryKey: every exported function of this package
+// that makes a key (its name ends in Key, it returns a string) is called
+// here with its widest arguments, and none is longer than LongestKey. A new
+// key function fails the test until it is added here, and to LongestKey
+// where it is longer. The Iceberg table's files (TableFileKey) were
+// missing from LongestKey.
+func TestLongestKeyCoversEveryKey(t *testing.T) {
+	base, ds := "p/acct_x", "daily_stats"
+	d := civil.MustParse("2026-09-05")
+	longest := len(LongestKey(base, []string{ds}))
+	ext := fileformat.NDJSON.Extension()
+	widest := map[string]string{
+		"DataKey":             DataKey(base, ds, d, maxPartNumber, ext),
+		"SliceDataKey":        SliceDataKey(base, ds, d, maxSliceNumber, maxPartNumber, ext),
+		"ManifestKey":         ManifestKey(base, ds, d),
+		"SuccessKey":          SuccessKey(base, ds, d),
+		"LoadKey":             LoadKey(base, ds, d, strings.Repeat("e", MaxEngineNameLen)),
+		"SchemaKey":           SchemaKey(base, ds),
+		"ReadmeKey":           ReadmeKey(base),
+		"DeliveryManifestKey": DeliveryManifestKey(base, d),
+		"ChangeKey":           ChangeKey(base, time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.UTC), ds, d, 1<<62),
+		"TableFileKey":        TableFileKey(base, ds, strings.Repeat("t", MaxTableFileNameLen)),
+		"LongestKey":          LongestKey(base, []string{ds}),
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range af.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !strings.HasSuffix(fn.Name.Name, "Key") {
+				continue
+			}
+			if r := fn.Type.Results; r == nil || len(r.List) != 1 || types.ExprString(r.List[0].Type) != "string" {
+				continue
+			}
+			if _, ok := widest[fn.Name.Name]; !ok {
+				t.Errorf("%s: %s makes keys and is not checked against LongestKey here", f, fn.Name.Name)
+			}
+		}
+	}
+	for name, k := range widest {
+		if len(k) > longest {
+			t.Errorf("%s: %q (%d bytes) is longer than LongestKey (%d)", name, k, len(k), longest)
 		}
 	}
 }

@@ -179,10 +179,25 @@ func (f *Fake) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*
 		return nil, err
 	}
 	h := o.head(in.ChecksumMode)
+	data := o.data
+	if n, ok := suffixRange(aws.ToString(in.Range)); ok {
+		data = data[len(data)-min(n, len(data)):]
+		h.ContentLength = aws.Int64(int64(len(data)))
+	}
 	return &s3.GetObjectOutput{
-		Body: io.NopCloser(bytes.NewReader(slices.Clone(o.data))), ContentLength: h.ContentLength, ContentType: h.ContentType,
+		Body: io.NopCloser(bytes.NewReader(slices.Clone(data))), ContentLength: h.ContentLength, ContentType: h.ContentType,
 		ContentEncoding: h.ContentEncoding, Metadata: h.Metadata, ETag: h.ETag, ChecksumCRC32C: h.ChecksumCRC32C, ChecksumType: h.ChecksumType,
 	}, nil
+}
+
+// suffixRange is n of a Range of the last n bytes, "bytes=-n" (the one
+// form the fake serves; any other Range reads the whole object).
+func suffixRange(r string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscanf(r, "bytes=-%d", &n); err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 func (f *Fake) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {

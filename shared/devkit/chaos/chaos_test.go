@@ -156,6 +156,9 @@ func run(t *testing.T, o Options) *Report {
 	if rep.Kills < o.Kills || rep.Checked.Partitions == 0 || rep.Checked.Commits < rep.Checked.Partitions {
 		t.Fatalf("the run did not do what it was asked: %d kills, %d partitions checked, %d commits", rep.Kills, rep.Checked.Partitions, rep.Checked.Commits)
 	}
+	if tc := rep.Checked.Table; tc.Checks == 0 || tc.Days == 0 || tc.Files == 0 || tc.Rows == 0 {
+		t.Fatalf("the Iceberg table check covered nothing: %+v", tc)
+	}
 	if a := rep.Accounts; a.Rounds == 0 || a.Created == 0 || a.Refused == 0 || a.Objects == 0 {
 		t.Fatalf("the account races did not run: %+v", a)
 	}

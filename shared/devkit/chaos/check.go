@@ -54,6 +54,9 @@ var rowKeys = map[string][]string{"events": {"event_id"}, "profiles": {"profile_
 //   - every day's delivery manifest agrees with the ledger;
 //   - no incomplete multipart upload is left in any bucket;
 //   - no account's object lies under another's prefix (accounts.go);
+//   - the Iceberg table of the account that keeps one holds every
+//     completed day as its manifest lists it, and reads back its rows
+//     (iceberg.go; also after every round);
 //   - and, after each round's sweeps, every claim whose lease ended was
 //     reclaimed within two sweeps (reclaim.go).
 func (p *pipeline) check(ctx context.Context) error {
@@ -122,6 +125,9 @@ func (p *pipeline) check(ctx context.Context) error {
 		c.Buckets++
 	}
 	if err := p.checkAccountPrefixes(ctx); err != nil {
+		return err
+	}
+	if err := p.checkTables(ctx, "", true); err != nil {
 		return err
 	}
 	c.Commits = len(p.faults.Commits())

@@ -54,6 +54,9 @@ func (p *pipeline) drive(ctx context.Context) error {
 		if err := p.checkAtRestDeliveries(ctx, round); err != nil {
 			return err
 		}
+		if err := p.checkTables(ctx, fmt.Sprintf("after round %d: ", round), false); err != nil {
+			return err
+		}
 		if round <= forgedRounds {
 			if err := p.forge(ctx, round); err != nil {
 				return err

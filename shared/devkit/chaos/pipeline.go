@@ -279,6 +279,7 @@ func (p *pipeline) up(ctx context.Context) error {
 		a.StartDate = a.WithDefaults(0).ClosedThrough(p.started).AddDays(1 - p.o.Days)
 	}
 	p.accounts = demo.Accounts
+	icebergAccount(p.accounts)
 	if p.o.BigRows > 0 {
 		a := p.accounts[0]
 		p.big = &partition.Key{AccountID: a.ID, Dataset: "events", Day: a.WithDefaults(0).ClosedThrough(p.started)}

@@ -55,6 +55,8 @@ type Checked struct {
 	// Events counts the committed events recorded in the outbox, of which
 	// EventsPending were not published yet; Changes the change-log entries.
 	Events, EventsPending, Changes int
+	// Table is the Iceberg table check (iceberg.go).
+	Table TableChecks
 }
 
 // Print writes the report: the figures, the faults by kind and step, and
@@ -94,6 +96,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads, %d expired claims reclaimed within two sweeps\n",
 		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets, c.Reclaimed)
 	fmt.Fprintf(w, "  events: %d committed events recorded (%d still pending), %d change-log entries\n", c.Events, c.EventsPending, c.Changes)
+	fmt.Fprintf(w, "  iceberg table: %d checks (after every round and at the end), %d days as their manifests list them, %d data files found, %d rows read back\n",
+		c.Table.Checks, c.Table.Days, c.Table.Files, c.Table.Rows)
 	a := r.Accounts
 	fmt.Fprintf(w, "  accounts: %d race rounds, %d overlapping creates (%d committed, %d refused as overlapping), %d controls created; %d objects checked against %d accounts' prefixes\n",
 		a.Rounds, a.Creates, a.Created, a.Refused, a.Controls, a.Objects, a.Accounts)

@@ -97,6 +97,12 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	}
 	want = append(want, r.Key.String()+": not completed (queued)")
 
+	broken, err := p.breakTables(ctx, picked[1:2]) // picked[1] is requeued above
+	if err != nil {
+		return err
+	}
+	want = append(want, broken...)
+
 	foreign, err := p.plantForeign(ctx)
 	if err != nil {
 		return err
