@@ -64,8 +64,13 @@ func TestIdleSweepRequests(t *testing.T) {
 		accts = append(accts, a)
 	}
 	clk.Advance(15 * time.Minute)
+	set := only(l, accts...)
+	// As the sweeps after their creation left them: summaries refreshed.
+	if _, err := refreshSummaries(ctx, set); err != nil {
+		t.Fatal(err)
+	}
 	q := &countedQueues{}
-	h := deployedHandler(t, only(l, accts...), q, clk)
+	h := deployedHandler(t, set, q, clk)
 	meter.Reset()
 	if _, err := h.Invoke(ctx, json.RawMessage(`{"source":"scheduler"}`)); err != nil {
 		t.Fatal(err)
