@@ -122,7 +122,7 @@ func TestExitCodesAndStreams(t *testing.T) {
 	}{
 		{"root help", []string{"--help"}, 0, "The export ledger:", "", false},
 		{"root -h", []string{"-h"}, 0, "Usage:", "", false},
-		{"help command", []string{"help", "status"}, 0, "daybook status [--account ID]", "", false},
+		{"help command", []string{"help", "status"}, 0, "daybook status [--account ID | --search TEXT]", "", false},
 		{"group help", []string{"account", "-h"}, 0, "daybook account COMMAND", "", false},
 		{"leaf -h", []string{"account", "put", "-h"}, 0, "--allow-duplicate-name", "", false},
 		{"nested -h", []string{"dlq", "list", "-h"}, 0, "--queue", "", false},

@@ -59,7 +59,7 @@ func TestForgedNameIsEscapedEverywhere(t *testing.T) {
 	}
 	a, _, _ := testApp(t)
 	for _, args := range [][]string{
-		{"status"}, {"status", "--account", acct.ID}, {"account", "list"}, {"account", "get", acct.ID},
+		{"status", "--search", acct.ID}, {"status", "--account", acct.ID}, {"account", "list"}, {"account", "get", acct.ID},
 		{"account", "history", acct.ID},
 	} {
 		r := s.run(t, a, args...)
