@@ -43,6 +43,9 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 		Datasets: []string{"events"}, Destination: account.Destination{Bucket: "daybook-exports-consolefn"}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := led.Refresh(ctx, id); err != nil { // as the next sweep would
+		t.Fatal(err)
+	}
 
 	bin := filepath.Join(t.TempDir(), "bootstrap")
 	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", bin, ".")
