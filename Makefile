@@ -104,7 +104,7 @@ demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/
 	@.ci/tools go "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
-tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader (npm ci), headless Chromium and qemu-user-static (apt-get)
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader and the fleet tests' dynalite (npm ci), headless Chromium and qemu-user-static (apt-get)
 	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION) same-go
 	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION) same-go
 	@.ci/tools vulndb $(VULNDB_MODULE) $(VULNDB_VERSION)
@@ -197,6 +197,8 @@ $(FLEET_DYNALITE): bench/fleet/package.json bench/fleet/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20+ with npm (the fleet benchmark runs dynalite with it)"; exit 1; }
 	npm ci --prefix bench/fleet --no-audit --no-fund --loglevel=error
 	@touch $@
+# make test needs it too: the fleet page's cost test runs on dynalite.
+tools: $(FLEET_DYNALITE)
 
 # The full fault run: SIGKILLed exporters, duplicate deliveries, concurrent sweeps, S3 errors and
 # lost responses, then every invariant checked (shared/devkit/chaos). Not part of `make test`, which
