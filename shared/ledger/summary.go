@@ -124,12 +124,20 @@ type Summary struct {
 // Severity orders accounts worst first: stopped partitions (3), failed
 // ones (2), days not exported (1), none (0).
 func (s Summary) Severity() int {
+	return Severity(s.Counts[PhaseStopped], s.Counts[PhaseFailed], s.OldestDue)
+}
+
+// Severity is the worst-first rank of an account with stopped and failed
+// partitions and its oldest day not exported (empty: none): 3 with any
+// stopped, else 2 with any failed, else 1 with a day due, else 0. The
+// fleet index sorts by it, and the console's pages order by it.
+func Severity(stopped, failed int, oldestDue string) int {
 	switch {
-	case s.Counts[PhaseStopped] > 0:
+	case stopped > 0:
 		return 3
-	case s.Counts[PhaseFailed] > 0:
+	case failed > 0:
 		return 2
-	case s.OldestDue != "":
+	case oldestDue != "":
 		return 1
 	}
 	return 0

@@ -54,15 +54,7 @@ type FleetLine struct {
 // Severity orders accounts worst first: stopped partitions, then failed
 // ones, then work not exported yet, then none.
 func (l FleetLine) Severity() int {
-	switch {
-	case l.Counts[Stopped] > 0:
-		return 3
-	case l.Counts[Failed] > 0:
-		return 2
-	case l.OldestDue != "":
-		return 1
-	}
-	return 0
+	return ledger.Severity(l.Counts[Stopped], l.Counts[Failed], l.OldestDue)
 }
 
 // Worse reports whether l goes before m in the worst-first order: higher
