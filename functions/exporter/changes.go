@@ -117,7 +117,7 @@ func (r *run) recoverCommitted(ctx context.Context, generation int64) error {
 	if err != nil || m == nil {
 		return err
 	}
-	d := r.committedDetail(m, t.committer.manifestKey(), m.Totals.Bytes, 0)
+	d := r.committedDetail(m, t.committer.manifestKey(), m.Totals.Bytes, r.seedEpochAt(ctx, m.StartedAt))
 	ev, err := r.recordCommitted(ctx, d)
 	if err != nil {
 		return fmt.Errorf("recover generation %d: %w", generation, err)

@@ -304,3 +304,55 @@ func TestChangeLogAsTheReadmeShows(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveredEventKeepsItsReseed: a run of a reseed commits its day and
+// dies before it records the event; the retry recovers the event from the
+// committed manifest, and that event still says which reseed the
+// generation was made for (it said reseed false before). The retry's own
+// generation counts for the reseed too.
+func TestRecoveredEventKeepsItsReseed(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"profiles"}})
+	e.withLifecycle()
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led, Bus: &countingBus{}, On: true}
+	e.svc.Queue = &recordingQueue{}
+	e.acct.StartDate = testDay
+	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+		t.Fatal(err)
+	}
+	e.insert("profiles", genRows("profiles", testDay, 3)...)
+	if err := e.process(reseedBody(t, e.acct.ID, "profiles", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Second)
+	e.crashOnceAfter(putOf(layout.SuccessName))
+	if r := e.export("profiles", testDay); r.State != ledger.StateFailed {
+		t.Fatalf("the run that died after _SUCCESS: %+v", r)
+	}
+	e.faults.Set(nil, nil)
+	if r := e.retry("profiles", testDay); r.State != ledger.StateCompleted || r.SeedEpoch != 1 {
+		t.Fatalf("the retry: %+v", r)
+	}
+	evs, err := e.led.Events(e.ctx, e.key("profiles", testDay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]events.Committed{}
+	for _, ev := range evs {
+		if ev.Kind != ledger.EventCommitted {
+			continue
+		}
+		var d events.Committed
+		if err := json.Unmarshal(ev.Detail, &d); err != nil {
+			t.Fatalf("event detail %s: %v", ev.Detail, err)
+		}
+		seen[ev.Generation] = d
+	}
+	if len(seen) != 2 {
+		t.Fatalf("committed events %v, want generations 1 and 2", seen)
+	}
+	for g, d := range seen {
+		if !d.Reseed || d.SeedEpoch != 1 {
+			t.Errorf("the event of generation %d says reseed %v, epoch %d; want reseed true, epoch 1", g, d.Reseed, d.SeedEpoch)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -69,9 +70,14 @@ func (s *Service) lifecycle(ctx context.Context, msg jobs.Message, log *slog.Log
 // seedEpoch is the seed epoch a generation of the run rebuilds its day
 // for: the running reseed's of the dataset when the run began after it
 // began, 0 otherwise.
-func (r *run) seedEpoch(ctx context.Context) int64 {
+func (r *run) seedEpoch(ctx context.Context) int64 { return r.seedEpochAt(ctx, r.began) }
+
+// seedEpochAt is the seed epoch of a generation of the run's day whose
+// export began at started: a generation an earlier run committed (and
+// died before recording) keeps the reseed it was made for.
+func (r *run) seedEpochAt(ctx context.Context, started time.Time) int64 {
 	seed, ok := r.s.seed(ctx, r.Claim.AccountID, r.Claim.Dataset, r.log)
-	if ok && seed.Counts(r.Claim.Day, r.began.UTC()) {
+	if ok && seed.Counts(r.Claim.Day, started.UTC()) {
 		return seed.Epoch
 	}
 	return 0
