@@ -148,6 +148,10 @@ type Written struct {
 	// and nothing is written; the caller records the plan and sends its
 	// slices, which write the data, and the last of them commits.
 	Planned *ledger.SlicePlan
+	// Unregistered: the account's Iceberg table committed the generation,
+	// and its Glue registration failed (the run counts it; the table's next
+	// delivery registers it again).
+	Unregistered bool
 }
 
 // content is what a generation commits: its data files in order, where
@@ -391,11 +395,12 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	}
 	log.InfoContext(ctx, "partition committed", "files", len(c.files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", c.prov.RowCount, "manifest", manifestKey)
-	if err := t.deliver(ctx, m, manifestKey, log); err != nil {
+	unregistered, err := t.deliver(ctx, m, manifestKey, log)
+	if err != nil {
 		return nil, err
 	}
 	e.writeDocs(ctx, t, log)
-	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp}, nil
+	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp, Unregistered: unregistered}, nil
 }
 
 // restatementOf is the restatement a run of claim makes, for its

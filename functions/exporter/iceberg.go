@@ -90,41 +90,44 @@ func (t *target) withTableScripts(files map[string][]byte) (map[string][]byte, e
 }
 
 // deliver adds the committed generation m to the account's table; it does
-// nothing when the account keeps none.
-func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) error {
+// nothing when the account keeps none. unregistered reports a table
+// committed whose Glue registration failed (register).
+func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) (unregistered bool, err error) {
 	if t.table == nil {
-		return nil
+		return false, nil
 	}
 	day, err := civil.Parse(m.Day)
 	if err != nil {
-		return fmt.Errorf("manifest day %q: %w", m.Day, err)
+		return false, fmt.Errorf("manifest day %q: %w", m.Day, err)
 	}
 	r, err := t.table.Deliver(ctx, icetable.Delivery{Day: day, Generation: m.Generation, Reason: m.Reason,
 		RunID: m.RunID, ManifestKey: manifestKey, Files: m.Files})
 	if err != nil {
-		return fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
+		return false, fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
 	}
 	log.InfoContext(ctx, "table committed", "table_version", r.Version, "snapshot_id", r.SnapshotID,
 		"changed", r.Changed, "attempts", r.Attempts)
-	t.register(ctx, r, log)
-	return nil
+	return !t.register(ctx, r, log), nil
 }
 
 // register points the table's Glue entry at the metadata the delivery left
-// current. A failure is logged and fails nothing: the generation is
-// committed, and the table's next delivery (of this day or any other, also
-// one that finds the table already as it should be) registers it again.
-func (t *target) register(ctx context.Context, r icetable.Result, log *slog.Logger) {
+// current, and reports false when that failed. A failure is logged (and
+// counted by the run: GlueRegistrationFailures) and fails nothing: the
+// generation is committed, and the table's next delivery (of this day or
+// any other, also one that finds the table already as it should be)
+// registers it again.
+func (t *target) register(ctx context.Context, r icetable.Result, log *slog.Logger) bool {
 	if t.glue == nil || r.Table == nil {
-		return
+		return true
 	}
 	wrote, err := t.glue.Register(ctx, r.Table)
 	if err != nil {
 		log.WarnContext(ctx, "table not registered in Glue; its next delivery tries again", "glue_database", t.glue.Database,
 			"glue_table", t.glue.Name, "table_version", r.Version, "error", err.Error())
-		return
+		return false
 	}
 	if wrote {
 		log.InfoContext(ctx, "table registered in Glue", "glue_database", t.glue.Database, "glue_table", t.glue.Name, "table_version", r.Version)
 	}
+	return true
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,6 +28,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 // icebergTable reads the account's events table as a reader would.
@@ -257,11 +259,17 @@ func TestIcebergGlueRegistration(t *testing.T) {
 		}
 		return out.Table.Parameters[icetable.GlueParamMetadata]
 	}
+	var lines bytes.Buffer
+	e.svc.Metrics = &metrics.Emitter{W: &lines, Now: e.clk.Now, Stage: testStage}
+	failures := func() int { return strings.Count(lines.String(), `"GlueRegistrationFailures":1`) }
 	day2 := testDay.AddDays(1)
 	e.insert("events", genRows("events", testDay, 200)...)
 	e.insert("events", genRows("events", day2, 100)...)
 	if r := e.export("events", testDay); r.State != ledger.StateCompleted {
 		t.Fatalf("with no Glue database the export is %s: %s", r.State, r.LastError)
+	}
+	if n := failures(); n != 1 {
+		t.Fatalf("the failed registration is counted %d times, want once:\n%s", n, lines.String())
 	}
 	e.wantTable(testDay)
 	if _, err := gc.GetTable(e.ctx, &glue.GetTableInput{DatabaseName: &db, Name: &name}); err == nil {
@@ -280,5 +288,8 @@ func TestIcebergGlueRegistration(t *testing.T) {
 	e.wantTable(testDay, day2)
 	if got, want := registered(), e.icebergTable().MetadataLocation(); got != want {
 		t.Fatalf("after the re-export Glue names %s, the table is at %s", got, want)
+	}
+	if n := failures(); n != 1 {
+		t.Errorf("registrations that worked are counted as failures: %d in all, want 1", n)
 	}
 }

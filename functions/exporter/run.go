@@ -247,10 +247,14 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 	}
 	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": w.Manifest.Generation, "run_id": r.RunID}
 	log.InfoContext(ctx, "partition exported", "generation", w.Manifest.Generation, "rows", w.Manifest.Totals.Rows, "bytes", w.Bytes, "duration_ms", took.Milliseconds())
-	_ = s.Metrics.Emit(props,
-		metrics.Metric{Name: "PartitionsExported", Unit: metrics.Count, Value: 1},
-		metrics.Metric{Name: "RowsExported", Unit: metrics.Count, Value: float64(w.Manifest.Totals.Rows)},
-		metrics.Metric{Name: "BytesExported", Unit: metrics.Bytes, Value: float64(w.Bytes)},
-		metrics.Metric{Name: "ExportDuration", Unit: metrics.Seconds, Value: took.Seconds()})
+	ms := []metrics.Metric{
+		{Name: "PartitionsExported", Unit: metrics.Count, Value: 1},
+		{Name: "RowsExported", Unit: metrics.Count, Value: float64(w.Manifest.Totals.Rows)},
+		{Name: "BytesExported", Unit: metrics.Bytes, Value: float64(w.Bytes)},
+		{Name: "ExportDuration", Unit: metrics.Seconds, Value: took.Seconds()}}
+	if w.Unregistered {
+		ms = append(ms, metrics.Metric{Name: "GlueRegistrationFailures", Unit: metrics.Count, Value: 1})
+	}
+	_ = s.Metrics.Emit(props, ms...)
 	return s.writeDelivery(ctx, r.Account, claim.Day, log)
 }
