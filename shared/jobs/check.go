@@ -154,7 +154,8 @@ type Limits struct {
 //     not printable;
 //   - ErrRefused, not for this account now: no such account, a disabled
 //     account, a dataset the account does not export, a day before its start
-//     date, a day not closed yet (after account.ClosedThrough(lim.Now)).
+//     date, a day not closed yet (after account.ClosedThrough(lim.Now)),
+//     a day of a snapshot dataset other than the last closed one.
 //
 // It reads nothing and changes nothing.
 func CheckRequest(m Manual, acct *account.Account, lim Limits) (from, to civil.Date, err error) {
@@ -187,9 +188,17 @@ func CheckRequest(m Manual, acct *account.Account, lim Limits) (from, to civil.D
 		return from, to, refused(fromField, fromValue, "is before account %s's start date %s", acct.ID, acct.StartDate)
 	}
 	a := acct.WithDefaults(lim.SettleDelay)
-	if closed := a.ClosedThrough(lim.Now); to.After(closed) {
+	closed := a.ClosedThrough(lim.Now)
+	if to.After(closed) {
 		return from, to, refused(toField, toValue, "is not closed yet for account %s (time zone %s, settle delay %s): the last closed day is %s; today is never exported",
 			a.ID, a.TimeZone, a.SettleDelay.D(), closed)
+	}
+	// A snapshot dataset's day is a copy of the whole table taken when the
+	// day is exported: one taken now is the newest closed day's, and under
+	// an older day's label it would be today's table with a wrong date.
+	if ds, err := dataset.Get(m.Dataset); err == nil && ds.IsSnapshot() && from != closed {
+		return from, to, refused(fromField, fromValue, "is not the last closed day %s: %s is a snapshot dataset (a complete copy of the table per day), and a copy taken now is that day's only",
+			closed, m.Dataset)
 	}
 	return from, to, nil
 }

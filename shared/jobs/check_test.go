@@ -8,6 +8,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/example"
 )
 
 // TestCheckRequest: one row per refusal of a manual re-export or requeue;
@@ -88,6 +90,63 @@ func TestCheckRequest(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.reason) || c.value != "" && !strings.Contains(err.Error(), `"`+c.value+`"`) {
 				t.Errorf("error %q, want it to name %q and say %q", err, c.value, c.reason)
+			}
+		})
+	}
+}
+
+// TestCheckRequestSnapshotDataset: a snapshot dataset's day holds a copy
+// of the whole table taken when it was exported, so only the last closed
+// day can be taken again; an older day (alone or in a range) is refused
+// naming the day, where it used to take today's table under the older
+// day's label. An incremental dataset's older day is still accepted.
+func TestCheckRequestSnapshotDataset(t *testing.T) {
+	s, err := dataset.Parse(append(example.YAML(), `
+  - name: members
+    version: 1
+    description: "Members, a complete copy per day."
+    partition: snapshot
+    relation: members
+    mode: full_refresh
+    read: latest_snapshot
+    tenant_column: account_id
+    order_by: [member_id]
+    columns:
+      - {name: member_id, type: string}
+      - {name: attributes, type: json, nullable: true}
+`...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := dataset.Example()
+	dataset.Use(s)
+	t.Cleanup(func() { dataset.Use(ex) })
+
+	lim := Limits{Now: time.Date(2026, 3, 10, 5, 0, 0, 0, time.UTC), SettleDelay: 2 * time.Hour} // 2026-03-09 is the last closed day
+	acct := account.Account{ID: acctA, Enabled: true, StartDate: civil.MustParse("2026-01-15"), TimeZone: "UTC",
+		Datasets: []string{"events", "members"}, Destination: account.Destination{Bucket: "acme-exports"}}
+	for _, c := range []struct {
+		name         string
+		m            Manual
+		field, value string // "": accepted
+	}{
+		{"the last closed day", Manual{AccountID: acctA, Dataset: "members", Day: "2026-03-09"}, "", ""},
+		{"an older day", Manual{AccountID: acctA, Dataset: "members", Day: "2026-03-01"}, "day", "2026-03-01"},
+		{"a range to the last closed day", Manual{AccountID: acctA, Dataset: "members", From: "2026-03-08", To: "2026-03-09"}, "from", "2026-03-08"},
+		{"an incremental dataset's older day", Manual{AccountID: acctA, Dataset: "events", Day: "2026-03-01"}, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := CheckRequest(c.m, &acct, lim)
+			if c.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.Is(err, ErrRefused) || !errors.As(err, &fe) || fe.Field != c.field || fe.Value != c.value ||
+				!strings.Contains(err.Error(), "snapshot dataset") || !strings.Contains(err.Error(), "2026-03-09") {
+				t.Fatalf("CheckRequest = %v; want a refusal naming %s %q, the snapshot and the last closed day", err, c.field, c.value)
 			}
 		})
 	}
