@@ -32,11 +32,10 @@ import (
 func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dynamometer.Client) {
 	t.Helper()
 	newLedger(t, clk, salt) // deploys and sets up serial
-	cfg, out := deployed(t)
-	_ = cfg
+	_, table := ledgerTable(t)
 	m := &dynamometer.Client{API: serial}
 	l, err := ledger.New(m, ledger.Config{
-		Table: out["LedgerTableName"], Lease: lease, MaxAttempts: 3,
+		Table: table, Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
 	})
 	if err != nil {
@@ -48,8 +47,8 @@ func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dyna
 // rawDB is the deployed table's client, for writing what validation would
 // refuse.
 func rawDB(t *testing.T) (*dynamodb.Client, string) {
-	cfg, out := deployed(t)
-	return dynamodb.NewFromConfig(cfg), out["LedgerTableName"]
+	cfg, table := ledgerTable(t)
+	return dynamodb.NewFromConfig(cfg), table
 }
 
 func setAttr(t *testing.T, key map[string]types.AttributeValue, attr string, v types.AttributeValue) {
