@@ -47,14 +47,14 @@ func deployed(t *testing.T) (aws.Config, map[string]string) {
 	return samstacktest.Stack(t, srv, "sweeptest")
 }
 
-// ledgerTable is the ledger table of t's top-level test (template.yaml's,
-// created for it on the package's moto server): each test reads and
+// ledgerTable is the ledger table of t's top-level test (created for it
+// like the deployed stack's, on the package's moto server): each test reads and
 // writes its own items only, so none pays for another's (moto reads the
 // whole table for an index query and copies it for each item of a
 // transaction).
 func ledgerTable(t *testing.T) (aws.Config, string) {
-	cfg, _ := deployed(t)
-	return cfg, samstacktest.OwnTable(t, cfg, "LedgerTable")
+	cfg, out := deployed(t)
+	return cfg, samstacktest.OwnTable(t, cfg, out["LedgerTableName"])
 }
 
 type clock struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // A table of one test: moto answers an index query by reading every item of
@@ -22,19 +23,15 @@ var (
 	ownMu     sync.Mutex
 	ownTables = map[string]string{} // top-level test name -> table name
 	ownSeq    atomic.Int64
-
-	inputsOnce sync.Once
-	inputs     map[string]*dynamodb.CreateTableInput
-	inputsErr  error
 )
 
-// OwnTable returns the name of a table created from template.yaml's
-// resource logicalID (e.g. "LedgerTable", with its indexes) on cfg's
-// DynamoDB for t's top-level test: every call from that test and its
-// subtests gets the same table, and another test another table. The
-// table is deleted when the top-level test ends (if it asked first). The
-// template is translated once per process.
-func OwnTable(t testing.TB, cfg aws.Config, logicalID string) string {
+// OwnTable returns the name of a table with the layout of the table like
+// (keys, attributes, indexes and their projections, as DescribeTable gives
+// them; e.g. a deployed stack's ledger table) on cfg's DynamoDB, created
+// for t's top-level test: every call from that test and its subtests gets
+// the same table, and another test another table. The table is deleted
+// when the top-level test ends (if it asked first).
+func OwnTable(t testing.TB, cfg aws.Config, like string) string {
 	t.Helper()
 	root, _, _ := strings.Cut(t.Name(), "/")
 	ownMu.Lock()
@@ -43,35 +40,34 @@ func OwnTable(t testing.TB, cfg aws.Config, logicalID string) string {
 		return name
 	}
 	ctx := context.Background()
-	inputsOnce.Do(func() {
-		tmpl, err := Template()
-		if err != nil {
-			inputsErr = err
-			return
-		}
-		inputs, inputsErr = TableInputs(ctx, tmpl, cfg.Region, map[string]string{"Stage": "own"})
-	})
-	if inputsErr != nil {
-		t.Fatal(inputsErr)
-	}
-	in, ok := inputs[logicalID]
-	if !ok {
-		t.Fatalf("template.yaml has no table %s", logicalID)
-	}
-	cp := *in
-	cp.TableName = aws.String(fmt.Sprintf("%s-%d", aws.ToString(in.TableName), ownSeq.Add(1)))
 	client := dynamodb.NewFromConfig(cfg)
-	if _, err := client.CreateTable(ctx, &cp); err != nil {
-		t.Fatalf("create table %s: %v", aws.ToString(cp.TableName), err)
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(like)})
+	if err != nil {
+		t.Fatalf("the layout of table %s: %v", like, err)
 	}
-	ownTables[root] = aws.ToString(cp.TableName)
+	src := desc.Table
+	in := &dynamodb.CreateTableInput{
+		TableName:            aws.String(fmt.Sprintf("%s-own-%d", like, ownSeq.Add(1))),
+		AttributeDefinitions: src.AttributeDefinitions,
+		KeySchema:            src.KeySchema,
+		BillingMode:          types.BillingModePayPerRequest,
+	}
+	for _, g := range src.GlobalSecondaryIndexes {
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection})
+	}
+	if _, err := client.CreateTable(ctx, in); err != nil {
+		t.Fatalf("create table %s: %v", aws.ToString(in.TableName), err)
+	}
+	name := aws.ToString(in.TableName)
+	ownTables[root] = name
 	if t.Name() == root {
 		t.Cleanup(func() {
 			ownMu.Lock()
 			delete(ownTables, root)
 			ownMu.Unlock()
-			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: cp.TableName})
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		})
 	}
-	return aws.ToString(cp.TableName)
+	return name
 }
