@@ -242,6 +242,13 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 		verb = "left unchanged"
 	}
 	fmt.Fprintf(a.stderr, "daybook: %s account %s (%s)\n", verb, stored.ID, printable(stored.Name))
+	if verb != "left unchanged" {
+		// The fleet view shows the account as written at once; the write
+		// also marked it, so the next sweep refreshes it if this fails.
+		if _, err := e.ledger.Refresh(ctx, stored.ID); err != nil {
+			fmt.Fprintf(a.stderr, "daybook: the fleet view shows account %s as it was until the next sweep: %v\n", stored.ID, err)
+		}
+	}
 	if newExternalID != "" {
 		fmt.Fprintf(a.stderr, "daybook: generated external id %s for role %s: put it in the role's trust policy (condition sts:ExternalId); it is shown here once\n",
 			newExternalID, acct.Destination.RoleARN)

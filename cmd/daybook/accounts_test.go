@@ -140,6 +140,46 @@ func TestAccountPutCreatesAndUpdatesOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+// TestAccountPutShowsInTheFleetViewAtOnce: a created account, and then a
+// renamed one, is found by its name in the fleet view without a sweep (before,
+// the fleet view showed an account's name only after a sweep refreshed it).
+func TestAccountPutShowsInTheFleetViewAtOnce(t *testing.T) {
+	s := deployed(t)
+	a, _, _ := testApp(t)
+	dir := t.TempDir()
+	name := uniqueName(t)
+	file := writeAccount(t, dir, map[string]any{"name": name})
+	search := func(text string) []fleetLine {
+		t.Helper()
+		r := s.run(t, a, "status", "--search", text, "-o", "json")
+		var page fleetPage
+		if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
+			t.Fatalf("status --search %q: %v\n%s%s", text, err, r.stdout, r.stderr)
+		}
+		return page.Accounts
+	}
+	r := s.run(t, a, "account", "put", "--file", file)
+	var created account.Account
+	if err := json.Unmarshal([]byte(r.stdout), &created); r.code != 0 || err != nil {
+		t.Fatalf("put: exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if got := search(name); len(got) != 1 || got[0].Account != created.ID || got[0].Name != name {
+		t.Fatalf("the fleet view after the put, searched by %q: %+v", name, got)
+	}
+	withID, _ := os.ReadFile(file)
+	renamed := "Renamed " + name
+	os.WriteFile(file, []byte(strings.Replace(string(withID), `"name": "`+name+`"`, `"name": "`+renamed+`"`, 1)), 0o644)
+	if r = s.run(t, a, "account", "put", "--file", file, "--update"); r.code != 0 {
+		t.Fatalf("rename: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := search(renamed); len(got) != 1 || got[0].Account != created.ID || got[0].Name != renamed {
+		t.Errorf("the fleet view after the rename, searched by the new name: %+v", got)
+	}
+	if got := search(name); len(got) != 0 {
+		t.Errorf("the old name still finds %+v", got)
+	}
+}
+
 func TestAccountPutFromStdinPrintsTheFlag(t *testing.T) {
 	s := deployed(t)
 	a, _, _ := testApp(t)

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
@@ -32,15 +29,7 @@ func TestIdleCostWithFiftyDatasets(t *testing.T) {
 	l, meter := meteredLedger(t, clk, "fifty")
 	tomorrow := clk.Now().Add(24 * time.Hour)
 	idle := func(n int, salt string) isolate {
-		var accts []account.Account
-		for i := range n {
-			a := storeAccount(t, l, accountSpec{salt: fmt.Sprint(salt, i), start: "2026-03-01", tz: "UTC", datasets: s.Names()})
-			if ok, err := l.SetNextWake(ctx, ledger.Woken{ID: a.ID, Seq: 1}, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
-				t.Fatalf("idle %s: SetNextWake = %v, %v", a.ID, ok, err)
-			}
-			accts = append(accts, a)
-		}
-		return only(l, accts...)
+		return idleAccounts(t, l, n, accountSpec{salt: salt, start: "2026-03-01", tz: "UTC", datasets: s.Names()}, tomorrow, clk.Now())
 	}
 	small, large := idle(10, "small50-"), idle(100, "large50-")
 	clk.Advance(15 * time.Minute)

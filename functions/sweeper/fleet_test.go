@@ -32,11 +32,10 @@ import (
 func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dynamometer.Client) {
 	t.Helper()
 	newLedger(t, clk, salt) // deploys and sets up serial
-	cfg, out := deployed(t)
-	_ = cfg
+	_, table := ledgerTable(t)
 	m := &dynamometer.Client{API: serial}
 	l, err := ledger.New(m, ledger.Config{
-		Table: out["LedgerTableName"], Lease: lease, MaxAttempts: 3,
+		Table: table, Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
 	})
 	if err != nil {
@@ -48,8 +47,8 @@ func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dyna
 // rawDB is the deployed table's client, for writing what validation would
 // refuse.
 func rawDB(t *testing.T) (*dynamodb.Client, string) {
-	cfg, out := deployed(t)
-	return dynamodb.NewFromConfig(cfg), out["LedgerTableName"]
+	cfg, table := ledgerTable(t)
+	return dynamodb.NewFromConfig(cfg), table
 }
 
 func setAttr(t *testing.T, key map[string]types.AttributeValue, attr string, v types.AttributeValue) {
@@ -97,6 +96,46 @@ func deployedHandler(t *testing.T, l FunctionLedger, q Queues, clk *clock) Handl
 		Metrics: &metrics.Emitter{W: io.Discard, Stage: "test"}, Log: discard})
 }
 
+// idleAccounts is n idle accounts: one stored by the ledger (spec) and
+// left as a sweep leaves an account with nothing due before wake, and n-1
+// copies of its record under other ids (as fleetpage_test.go copies
+// summaries). A sweep reads the records only; a copy is one write on moto,
+// where an account put is a transaction that moto runs by copying the
+// whole table for each of its items.
+func idleAccounts(t *testing.T, l *ledger.Ledger, n int, spec accountSpec, wake, now time.Time) isolate {
+	t.Helper()
+	ctx := context.Background()
+	model := storeAccount(t, l, spec)
+	db, table := rawDB(t)
+	if ok, err := l.SetNextWake(ctx, ledger.Woken{ID: model.ID, Seq: 1}, wake, civil.MustParse("2026-03-31"), now); err != nil || !ok {
+		// Seen once in a full run, never alone: say what the account
+		// record held, for the next one to look at.
+		item, gerr := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: accountKey(model.ID), ConsistentRead: aws.Bool(true)})
+		t.Fatalf("idle %s: SetNextWake = %v, %v; the account record: %v (%v)", model.ID, ok, err, item, gerr)
+	}
+	rec, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: accountKey(model.ID), ConsistentRead: aws.Bool(true)})
+	if err != nil || len(rec.Item) == 0 {
+		t.Fatalf("the model account's record: %v", err)
+	}
+	accts := []account.Account{model}
+	var items []map[string]types.AttributeValue
+	for i := range n - 1 {
+		id, err := account.NewID(seeded(t, fmt.Sprint("idle/", spec.salt, "/", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, cloneSummary(rec.Item, model.ID, id)) // fleet_shard W#<its own shard>
+		accts = append(accts, account.Account{ID: id})
+	}
+	batchWrite(t, db, table, items, false)
+	for _, a := range accts[1:] {
+		if got, err := l.GetAccount(ctx, a.ID); err != nil || got.ID != a.ID || !got.Enabled || len(got.Datasets) != len(model.Datasets) {
+			t.Fatalf("copied account %s: %+v, %v", a.ID, got, err)
+		}
+	}
+	return only(l, accts...)
+}
+
 // TestIdleAccountsCostNothing: the deployed function's DynamoDB requests do
 // not grow with idle accounts (L6): 10 or 100 idle accounts, the same
 // requests, a few dozen: the sweep's 16 wake shards, 16 stopped shards and
@@ -110,21 +149,7 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	l, meter := meteredLedger(t, clk, "l")
 	tomorrow := clk.Now().Add(24 * time.Hour)
 	idle := func(n int, salt string) isolate {
-		var accts []account.Account
-		for i := range n {
-			a := newAccount(t, l, fmt.Sprint(salt, i), "2026-03-01")
-			// As a sweep leaves an account with nothing due before tomorrow.
-			w := ledger.Woken{ID: a.ID, Seq: 1}
-			if ok, err := l.SetNextWake(ctx, w, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
-				// Seen once in a full run, never alone: say what the
-				// account record held, for the next one to look at.
-				db, table := rawDB(t)
-				item, gerr := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: accountKey(a.ID), ConsistentRead: aws.Bool(true)})
-				t.Fatalf("idle %s: SetNextWake = %v, %v; the account record: %v (%v)", a.ID, ok, err, item, gerr)
-			}
-			accts = append(accts, a)
-		}
-		return only(l, accts...)
+		return idleAccounts(t, l, n, accountSpec{salt: salt, start: "2026-03-01", tz: "UTC"}, tomorrow, clk.Now())
 	}
 	small, large := idle(10, "small"), idle(100, "large")
 	clk.Advance(15 * time.Minute)

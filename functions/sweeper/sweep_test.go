@@ -47,6 +47,16 @@ func deployed(t *testing.T) (aws.Config, map[string]string) {
 	return samstacktest.Stack(t, srv, "sweeptest")
 }
 
+// ledgerTable is the ledger table of t's top-level test (created for it
+// like the deployed stack's, on the package's moto server): each test reads and
+// writes its own items only, so none pays for another's (moto reads the
+// whole table for an index query and copies it for each item of a
+// transaction).
+func ledgerTable(t *testing.T) (aws.Config, string) {
+	cfg, out := deployed(t)
+	return cfg, samstacktest.OwnTable(t, cfg, out["LedgerTableName"])
+}
+
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -72,12 +82,12 @@ const lease = 20 * time.Minute
 
 func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
 	t.Helper()
-	cfg, out := deployed(t)
+	cfg, table := ledgerTable(t)
 	serialOnce.Do(func() {
 		serial = &ledgertest.SerialDB{Client: dynamodb.NewFromConfig(cfg), KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
 	})
 	l, err := ledger.New(serial, ledger.Config{
-		Table: out["LedgerTableName"], Lease: lease, MaxAttempts: 3,
+		Table: table, Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
 	})
 	if err != nil {

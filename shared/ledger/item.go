@@ -103,6 +103,8 @@ const (
 	attrSliceFiles       = "slice_files"        // slice items: the completed slice's files
 	attrTokenJob         = "token_job"          // issued tokens: Claim's, carried by a job message
 	attrAsOf             = "as_of"              // account summaries (summary.go): when the refresh began to read
+	attrAccountVersion   = "account_version"    // account summaries: the account's version the refresh read
+	attrRowsAt           = "rows_at"            // account summaries: the newest updated_at of the rows it read
 
 	// AttrExpiresAt is the table's TTL attribute (epoch seconds), the one
 	// DynamoDB TTL reads: history items, export-stats buckets and slice items carry it.

@@ -18,7 +18,8 @@
 //	                                                         files, manifest_key, duration_ms, completed_at,
 //	                                                         reason, rerun_requested, updated_at,
 //	                                                         due_account, due_key (while due),
-//	                                                         fleet_shard, fleet_key (while stopped)
+//	                                                         fleet_shard, fleet_key (while stopped, or
+//	                                                         marked stale by a transition: summary.go)
 //	history item:    pk=H#<account>#<ds>#<day>               account_id, dataset, day, attempt, outcome,
 //	                 sk=<started_at>#<attempt>               reason, claimed_at, started_at, finished_at,
 //	                                                         generation, rows, bytes, files, duration_ms,
@@ -96,7 +97,9 @@
 // time and how no wake-up is lost; stopped.go the stopped entries. The index
 // also holds the accounts' fleet summaries worst first (F#<nn>), by name
 // (N#<nn>), and the marks of the summaries to refresh (Z#<nn>), so a page of
-// the fleet view is FleetShards queries whatever the fleet (summary.go).
+// the fleet view is FleetShards queries whatever the fleet (summary.go); a
+// row that a transition changed is itself a mark until a sweep refreshed
+// its account.
 //
 // # States and transitions (L1, L2)
 //

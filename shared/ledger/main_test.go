@@ -19,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 )
 
 var (
@@ -103,9 +104,14 @@ func hexN(v uint64) string {
 
 const testLease = 20 * time.Minute
 
+// newTestLedger is a ledger on the table of t's top-level test (created
+// for it like the deployed one): moto reads the whole table for an
+// index query and copies it for each item of a transaction, so a test on
+// the package's shared table paid for every other test's items.
 func newTestLedger(t *testing.T, c *clock, mut ...func(*Config)) (*Ledger, *dynamodb.Client) {
 	t.Helper()
-	cfg, table := deployed(t)
+	cfg, deployedTable := deployed(t)
+	table := samstacktest.OwnTable(t, cfg, deployedTable)
 	db := dynamodb.NewFromConfig(cfg)
 	serialOnce.Do(func() { serial = &ledgertest.SerialDB{Client: db, KeyAttrs: []string{AttrPK, AttrSK}} })
 	lc := Config{

@@ -39,8 +39,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
 			Remove(name(attrStopped))
-		upd = setRequestedBy(upd, requestedBy(ctx))
-		upd = unmarkStopped(upd)
+		upd = setRequestedBy(upd, requestedBy(ctx)) // the transition's stale mark replaces a stopped row's entry (stopped.go)
 		old, err := l.transition(ctx, key, upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
 			prev := Row{Key: key}

@@ -40,15 +40,22 @@ func (l *Ledger) notifyStopped(ctx context.Context, a Attempt, generation int64)
 }
 
 // stopTransition is a transition that stops the partition (Fail on the
-// last attempt, Claim retiring a dead claim on its last attempt): with
-// Config.StoppedEvent, one transaction of the row's conditional update and
-// the conditional put of st's outbox event, so the event is recorded if
-// and only if the partition stopped; without it, the update alone. It
-// returns the row as written (read back after the transaction, which
-// cannot return it), or errCondition when the row's condition failed.
+// last attempt, Claim retiring a dead claim on its last attempt). A
+// stopped row's fleet entry is its stopped one (stopped.go), so its
+// account's stale mark is a separate put: with Config.StoppedEvent, one
+// transaction of the row's conditional update, the mark and the
+// conditional put of st's outbox event, so the event and the mark are
+// recorded if and only if the partition stopped; without it, the mark,
+// then the update (a crash between leaves a mark whose refresh finds
+// nothing new). It returns the row as written (read back after a
+// transaction, which cannot return it), or errCondition when the row's
+// condition failed.
 func (l *Ledger) stopTransition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, st partition.Stop) (map[string]types.AttributeValue, error) {
 	if l.cfg.StoppedEvent == nil {
-		return l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
+		if err := l.markStale(ctx, key.AccountID); err != nil {
+			return nil, err
+		}
+		return l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
 	}
 	ev, err := l.cfg.StoppedEvent(st)
 	if err != nil {
@@ -62,10 +69,8 @@ func (l *Ledger) stopTransition(ctx context.Context, key partition.Key, upd expr
 	if err != nil {
 		return nil, err
 	}
-	if err := l.markStale(ctx, key.AccountID); err != nil {
-		return nil, err
-	}
-	_, err = l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{rowUpd, {Put: put}}})
+	items := []types.TransactWriteItem{rowUpd, {Put: put}, {Put: l.staleMark(key.AccountID)}}
+	_, err = l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		if len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {

@@ -3,7 +3,8 @@ package ledger
 // The stopped half of the fleet index. A failed row that stopped retrying
 // (Stopped, due key 9#) also carries fleet_shard=X#<nn> and
 // fleet_key=<account>#<dataset>#<day>, nn = Shard(account); Requeue and
-// ClaimManual, the only ways out of that state, remove them. The sweeper
+// ClaimManual, the only ways out of that state, remove them (ClaimManual's
+// stale mark, summary.go, replaces them). The sweeper
 // reads the level of stopped partitions of the whole fleet from the
 // FleetShards shards, whatever the number of accounts (O3, L6).
 

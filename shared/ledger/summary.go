@@ -7,6 +7,7 @@ package ledger
 //	name entry:  pk=FS#<account>  sk=NAME     the same, fleet_shard=N#<nn>,
 //	                                          fleet_key=<lower-case name>#<account>
 //	stale mark:  pk=FS#<account>  sk=STALE    fleet_shard=Z#<nn>, fleet_key=<stamp>#<account>
+//	row's mark:  a partition row  fleet_shard=Z#<nn>, fleet_key=<stamp>#<account>#<dataset>#<day>
 //
 // The summary holds an account's partitions by phase, its oldest day not
 // exported, its newest export and its failures of the last day. It is
@@ -18,15 +19,19 @@ package ledger
 // tell. A recomputation cannot drift, whatever retries, races and refused
 // conditions did.
 //
-// Who asks for it: every transition that can change a row's phase puts the
-// stale mark (one small write, idempotent) before its own write, and an
-// account write puts it in the same transaction. Each sweep refreshes the
-// marked accounts (StaleSummaries, RefreshMarked) and removes the marks at least
-// StaleSettle old: by then the transition that marked has landed, and the
-// refresh read it. A younger mark stays, so its account is refreshed again
-// by the next sweep; a mark moved by a later transition stays too (a mark
-// is removed only if it is the one read). A crash between the mark and the
-// transition leaves a mark whose refresh finds nothing new.
+// Who asks for it: every transition that can change a row's phase marks
+// the row itself in the same write (fleet_shard=Z#<nn>, fleet_key=
+// <stamp>#<account>#<dataset>#<day>), so the mark exists if and only if the
+// transition landed; a transition that stops a row (whose fleet entry is
+// its stopped one) puts the account's mark in the transaction that records
+// its event (stophook.go), and an account write in its own transaction. A write of many rows (MaterializeDays, Requeue) puts
+// the account's mark once, before its writes: a crash between the two
+// leaves a mark whose refresh finds nothing new. Each sweep refreshes the
+// marked accounts, once each (StaleSummaries, RefreshMarked), and removes
+// the marks at least StaleSettle old: by then the write that marked has
+// landed and the refresh's reads see it. A younger mark stays, so its
+// account is refreshed again by the next sweep; a mark moved by a later
+// transition stays too (a mark is removed only if it is the one read).
 //
 // The summaries are in the fleet index, FleetShards shards sorted worst
 // first (rank), so a page of the fleet view reads FleetShards queries of at
@@ -205,13 +210,15 @@ func MayHaveFailedSince(r Row, t time.Time) bool {
 
 // summaryRecord is the stored form of a summary and of its name entry.
 type summaryRecord struct {
-	PK         string `dynamodbav:"pk"`
-	SK         string `dynamodbav:"sk"`
-	AccountID  string `dynamodbav:"account_id"`
-	Doc        string `dynamodbav:"doc"`
-	AsOf       string `dynamodbav:"as_of"`
-	FleetShard string `dynamodbav:"fleet_shard"`
-	FleetKey   string `dynamodbav:"fleet_key"`
+	PK             string `dynamodbav:"pk"`
+	SK             string `dynamodbav:"sk"`
+	AccountID      string `dynamodbav:"account_id"`
+	Doc            string `dynamodbav:"doc"`
+	AsOf           string `dynamodbav:"as_of"`
+	AccountVersion int64  `dynamodbav:"account_version"`
+	RowsAt         string `dynamodbav:"rows_at"`
+	FleetShard     string `dynamodbav:"fleet_shard"`
+	FleetKey       string `dynamodbav:"fleet_key"`
 }
 
 func summaryPK(accountID string) string { return pkSummaryPrefix + accountID }
@@ -230,8 +237,9 @@ func (l *Ledger) staleMark(accountID string) *types.Put {
 	return &types.Put{TableName: aws.String(l.cfg.Table), Item: item}
 }
 
-// markStale puts accountID's stale mark; every transition that may change
-// a row's phase calls it before its own write.
+// markStale puts accountID's stale mark; a write of many rows
+// (MaterializeDays, Requeue) calls it before its own writes, so that it
+// marks the account once rather than each row.
 func (l *Ledger) markStale(ctx context.Context, accountID string) error {
 	p := l.staleMark(accountID)
 	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item}); err != nil {
@@ -240,19 +248,32 @@ func (l *Ledger) markStale(ctx context.Context, accountID string) error {
 	return nil
 }
 
-// transition is a row's conditional write that may change its phase: the
-// stale mark of its account, then the write.
+// rowMark adds the row's own stale mark to a transition's update: the row
+// enters the fleet index under Z#<nn> with fleet_key <stamp>#<account>#<dataset>#<day>.
+// A stopped row's entry (X#, stopped.go) is replaced, so only a transition
+// out of the stopped state, or one that cannot start from it, takes one.
+func (l *Ledger) rowMark(upd expression.UpdateBuilder, key partition.Key) expression.UpdateBuilder {
+	return upd.Set(name(AttrFleetShard), val(summaryShard(fleetStale, Shard(key.AccountID)))).
+		Set(name(AttrFleetKey), val(fmtTime(l.now())+"#"+stoppedKey(key)))
+}
+
+// transition is a row's conditional write that may change its phase; the
+// write marks the row stale in the same update (rowMark), so the mark
+// exists if and only if the transition landed: a refused transition leaves
+// none, and no crash can come between the two.
 func (l *Ledger) transition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
-	if err := l.markStale(ctx, key.AccountID); err != nil {
-		return nil, err
-	}
-	return l.update(ctx, rowKey(key), upd, cond, rv)
+	return l.update(ctx, rowKey(key), l.rowMark(upd, key), cond, rv)
 }
 
 // Refresh recomputes accountID's summary from its rows (a Query per
 // dataset, and the history of the rows that changed in the last
-// FailureWindow) and stores it, unless a refresh that read later stored
-// one already. A deleted account's summary leaves the fleet index.
+// FailureWindow) and stores it, unless a refresh that read newer inputs
+// stored one already: inputs are ordered by the account's version, then
+// the newest updated_at of its rows, then the time the refresh began to
+// read (summaryNewer). Two refreshes at one instant both store, so a
+// refresh right after an account write (at the same clock reading as the
+// sweep's) is never refused. A deleted account's summary leaves the fleet
+// index.
 func (l *Ledger) Refresh(ctx context.Context, accountID string) (Summary, error) {
 	asOf := l.cfg.Now().UTC()
 	a, err := l.GetAccount(ctx, accountID)
@@ -280,6 +301,10 @@ func (l *Ledger) Refresh(ctx context.Context, accountID string) (Summary, error)
 		}
 		attempts = append(attempts, h...)
 	}
+	rowsAt := ""
+	for _, r := range rows {
+		rowsAt = max(rowsAt, fmtTime(r.UpdatedAt))
+	}
 	sum := Summarize(a, rows, attempts, asOf)
 	doc, err := json.Marshal(sum)
 	if err != nil {
@@ -290,17 +315,21 @@ func (l *Ledger) Refresh(ctx context.Context, accountID string) (Summary, error)
 		{skSummaryName, summaryShard(fleetName, Shard(accountID)), nameKey(a.Name, accountID)},
 	} {
 		rec := summaryRecord{PK: summaryPK(accountID), SK: e.sk, AccountID: accountID, Doc: string(doc),
-			AsOf: asOf.Format(asOfFormat), FleetShard: e.shard, FleetKey: e.key}
+			AsOf: asOf.Format(asOfFormat), AccountVersion: a.Version, RowsAt: rowsAt, FleetShard: e.shard, FleetKey: e.key}
 		item, err := attributevalue.MarshalMap(rec)
 		if err != nil {
 			return Summary{}, fmt.Errorf("ledger: encode summary of %s: %w", accountID, err)
 		}
+		expr, err := expression.NewBuilder().WithCondition(summaryNewer(rec)).Build()
+		if err != nil {
+			return Summary{}, fmt.Errorf("ledger: build expression: %w", err)
+		}
 		_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:                 aws.String(l.cfg.Table),
 			Item:                      item,
-			ConditionExpression:       aws.String("attribute_not_exists(#a) OR #a < :a"),
-			ExpressionAttributeNames:  map[string]string{"#a": attrAsOf},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":a": s(rec.AsOf)},
+			ConditionExpression:       expr.Condition(),
+			ExpressionAttributeNames:  expr.Names(),
+			ExpressionAttributeValues: expr.Values(),
 		})
 		if isConditionFailed(err) {
 			continue // a refresh that read later wrote it
@@ -310,6 +339,18 @@ func (l *Ledger) Refresh(ctx context.Context, accountID string) (Summary, error)
 		}
 	}
 	return sum, nil
+}
+
+// summaryNewer is the condition under which rec replaces the stored
+// summary: none is stored (or one stored before summaries kept their
+// inputs), or rec read a newer account version, or the same version and
+// newer rows, or the same inputs at the same time or later.
+func summaryNewer(rec summaryRecord) expression.ConditionBuilder {
+	v, r, a := name(attrAccountVersion), name(attrRowsAt), name(attrAsOf)
+	return expression.Or(v.AttributeNotExists(),
+		v.LessThan(val(rec.AccountVersion)),
+		expression.And(v.Equal(val(rec.AccountVersion)), r.LessThan(val(rec.RowsAt))),
+		expression.And(v.Equal(val(rec.AccountVersion)), r.Equal(val(rec.RowsAt)), a.LessThanEqual(val(rec.AsOf))))
 }
 
 // dropSummary takes a deleted account's summary and name entry out of the
@@ -325,48 +366,72 @@ func (l *Ledger) dropSummary(ctx context.Context, accountID string) error {
 	return nil
 }
 
-// StaleMark is an account whose summary a transition marked stale.
+// StaleMark is an account whose summary a transition marked stale, with
+// the marks read: its account's mark, or rows' own marks.
 type StaleMark struct {
 	Account string
-	key     string // the mark's fleet key as read
+	marks   []markRef
 }
 
-// StaleSummaries reads the marks of shard (one of FleetShards), at most
-// limit (one query when there are fewer).
+// markRef is one mark as read: the item that carries it and its fleet key.
+type markRef struct{ pk, sk, key string }
+
+// staleReadItems is how many marks StaleSummaries reads at least (one
+// query page): an account's rows mark themselves, so an account may have
+// many marks.
+const staleReadItems = 1000
+
+// StaleSummaries reads the marks of shard (one of FleetShards), oldest
+// first, and returns the marked accounts, at most limit of them, each
+// with its marks (one query when there are fewer than max(limit,
+// staleReadItems) marks).
 func (l *Ledger) StaleSummaries(ctx context.Context, shard, limit int) ([]StaleMark, ReadStats, error) {
 	var marks []StaleMark
+	at := map[string]int{}
 	kc := expression.Key(AttrFleetShard).Equal(val(summaryShard(fleetStale, shard)))
-	st, err := l.queryPages(ctx, "stale summaries of "+summaryShard(fleetStale, shard), IndexFleet, kc, "", limit,
+	st, err := l.queryPages(ctx, "stale summaries of "+summaryShard(fleetStale, shard), IndexFleet, kc, "", max(limit, staleReadItems),
 		func(page *dynamodb.QueryOutput) error {
 			for _, it := range page.Items {
 				key := avString(it[AttrFleetKey])
-				_, acct, _ := strings.Cut(key, "#")
-				marks = append(marks, StaleMark{Account: acct, key: key})
+				_, rest, _ := strings.Cut(key, "#")
+				acct, _, _ := strings.Cut(rest, "#")
+				i, ok := at[acct]
+				if !ok {
+					if len(marks) == limit {
+						continue
+					}
+					i, at[acct] = len(marks), len(marks)
+					marks = append(marks, StaleMark{Account: acct})
+				}
+				marks[i].marks = append(marks[i].marks, markRef{pk: avString(it[AttrPK]), sk: avString(it[AttrSK]), key: key})
 			}
 			return nil
 		})
 	return marks, st, err
 }
 
-// RefreshMarked refreshes a marked account's summary, then removes the
-// mark if it is at least StaleSettle old and no later transition moved
-// it. A younger mark may belong to a transition that has not landed yet:
-// it stays, and the next sweep refreshes the account again. A failed
-// refresh keeps the mark.
+// RefreshMarked refreshes a marked account's summary, then removes each of
+// its marks that is at least StaleSettle old and that no later transition
+// moved. A younger account mark may belong to a transition that has not
+// landed yet, and a younger row mark to a write the refresh's (eventually
+// consistent) reads may not have seen: it stays, and the next sweep
+// refreshes the account again. A failed refresh keeps the marks.
 func (l *Ledger) RefreshMarked(ctx context.Context, m StaleMark) error {
 	settled := fmtTime(l.now().Add(-StaleSettle)) + dueUpperBound
 	if _, err := l.Refresh(ctx, m.Account); err != nil {
 		return err
 	}
-	if m.key >= settled {
-		return nil
+	for _, r := range m.marks {
+		if r.key >= settled {
+			continue
+		}
+		upd := expression.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
+		_, err := l.update(ctx, tableKey(r.pk, r.sk), upd, name(AttrFleetKey).Equal(val(r.key)), types.ReturnValueNone)
+		if err != nil && !errors.Is(err, errCondition) { // a condition failed: moved by a later transition, the next sweep takes it
+			return err
+		}
 	}
-	upd := expression.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
-	_, err := l.update(ctx, tableKey(summaryPK(m.Account), skSummaryStale), upd, name(AttrFleetKey).Equal(val(m.key)), types.ReturnValueNone)
-	if errors.Is(err, errCondition) {
-		return nil // moved by a later transition: the next sweep takes it
-	}
-	return err
+	return nil
 }
 
 // FleetSummary returns one account's summary (one GetItem), building it

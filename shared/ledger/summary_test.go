@@ -162,7 +162,7 @@ func TestFleetSummaries(t *testing.T) {
 
 // TestSummaryRefreshes: a transition's mark is refreshed by the next
 // sweep's RefreshStale and kept while younger than StaleSettle; a refused
-// transition changes no count; a refresh that read earlier never
+// transition leaves no mark and changes no count; a refresh that read earlier never
 // overwrites one that read later; a missing summary is built on its read
 // by id.
 func TestSummaryRefreshes(t *testing.T) {
@@ -171,12 +171,11 @@ func TestSummaryRefreshes(t *testing.T) {
 	l := f.l
 	marked := func(acct string) bool {
 		t.Helper()
-		it, err := l.getItem(ctx, tableKey(summaryPK(acct), skSummaryStale))
+		marks, _, err := l.StaleSummaries(ctx, Shard(acct), 1<<16)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, ok := it[AttrFleetShard]
-		return ok
+		return slices.ContainsFunc(marks, func(m StaleMark) bool { return m.Account == acct })
 	}
 	// No refresh yet: the summary is built on its first read by id.
 	s, err := l.FleetSummary(ctx, f.failing)
@@ -199,8 +198,8 @@ func TestSummaryRefreshes(t *testing.T) {
 		t.Error("a settled mark stayed after its refresh")
 	}
 
-	// A claim refused by its condition, then a refresh: the counts are
-	// unchanged.
+	// A claim refused by its condition leaves no mark (the mark is part of
+	// the transition's write), and a refresh finds the counts unchanged.
 	before, _ := l.FleetSummary(ctx, f.fine)
 	k := partition.Key{AccountID: f.fine, Dataset: "events", Day: civil.MustParse("2026-03-02")}
 	if _, err := l.Claim(ctx, k, ""); !errors.Is(err, ErrConflict) {
@@ -209,13 +208,13 @@ func TestSummaryRefreshes(t *testing.T) {
 	if _, err := l.Complete(ctx, k, "not-the-token", Result{}); !errors.Is(err, ErrClaimLost) && !errors.Is(err, ErrConflict) {
 		t.Fatalf("complete without the claim: %v", err)
 	}
-	f.clk.Advance(2 * StaleSettle)
-	if err := refreshStale(ctx, l); err != nil {
-		t.Fatal(err)
+	if marked(f.fine) {
+		t.Error("refused transitions left a stale mark")
 	}
-	after, _ := l.FleetSummary(ctx, f.fine)
-	if !mapsEqual(before.Counts, after.Counts) || !after.AsOf.After(before.AsOf) {
-		t.Errorf("refused transitions changed the counts: %v -> %v (as of %s -> %s)", before.Counts, after.Counts, before.AsOf, after.AsOf)
+	f.clk.Advance(2 * StaleSettle)
+	after, err := l.Refresh(ctx, f.fine)
+	if err != nil || !mapsEqual(before.Counts, after.Counts) || !after.AsOf.After(before.AsOf) {
+		t.Errorf("refused transitions changed the counts: %v -> %v (as of %s -> %s), %v", before.Counts, after.Counts, before.AsOf, after.AsOf, err)
 	}
 
 	// The failing day is retried and completes; a refresh that read before
@@ -271,4 +270,56 @@ func mapsEqual(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// TestSummaryRefreshesAtOneInstant: with the clock standing still, a
+// refresh after a rename, and one after a transition, both store (the
+// condition compared the refreshes' start times only, and refused the
+// second at the same instant); a refresh of the same inputs that began to
+// read earlier is still refused.
+func TestSummaryRefreshesAtOneInstant(t *testing.T) {
+	ctx := context.Background()
+	f := newSummaryFixture(t)
+	l := f.l
+	if _, err := l.Refresh(ctx, f.fine); err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.GetAccount(ctx, f.fine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Name = "Alpine Renamed"
+	if _, err := l.UpdateAccount(ctx, a, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Refresh(ctx, f.fine); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.FleetSummary(ctx, f.fine); err != nil || got.Name != "Alpine Renamed" {
+		t.Errorf("after a rename and a refresh at the same instant: %+v, %v", got, err)
+	}
+	p, err := l.SearchFleet(ctx, "alpine ren", "", 10)
+	if err != nil || len(p.Summaries) != 1 || p.Summaries[0].Account != f.fine {
+		t.Errorf("search by the new name: %+v, %v", p.Summaries, err)
+	}
+
+	k := partition.Key{AccountID: f.fine, Dataset: "events", Day: civil.MustParse("2026-03-02")}
+	if _, err := l.Requeue(ctx, k.AccountID, k.Dataset, k.Day, k.Day, partition.ReasonManual); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Refresh(ctx, f.fine); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := l.FleetSummary(ctx, f.fine); got.Counts[PhaseQueued] != 1 || got.Counts[PhaseCompleted] != 1 {
+		t.Errorf("after a requeue and a refresh at the same instant: %v", got.Counts)
+	}
+
+	stored, _ := l.FleetSummary(ctx, f.fine)
+	f.clk.Advance(-time.Minute)
+	if _, err := l.Refresh(ctx, f.fine); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := l.FleetSummary(ctx, f.fine); !got.AsOf.Equal(stored.AsOf) {
+		t.Errorf("a refresh of the same inputs that read earlier stored as of %s over %s", got.AsOf, stored.AsOf)
+	}
 }

@@ -282,6 +282,11 @@ func TestAccountRecordWrites(t *testing.T) {
 				// The event outbox: an event recorded, then marked published.
 				{"dynamodb:PutItem", "OB#acct_policytestpolicy#events#2026-11-19", []string{"pk", "sk", "detail"}, ""},
 				{"dynamodb:UpdateItem", "OB#acct_policytestpolicy#events#2026-11-19", []string{"pk", "sk", "published_at", "due_key"}, "NONE"},
+				// The fleet view: a stale mark (put by a transition that stops a
+				// partition; the sweeper's materialization) and the account's
+				// summary, refreshed by the sweeper, which removes the mark.
+				{"dynamodb:PutItem", "FS#acct_policytestpolicy", []string{"pk", "sk", "account_id", "fleet_shard", "fleet_key"}, ""},
+				{"dynamodb:UpdateItem", "FS#acct_policytestpolicy", []string{"pk", "sk", "fleet_shard", "fleet_key"}, "NONE"},
 			} {
 				if ok, _ := allows(t, sts, r); !ok {
 					t.Errorf("%v is denied", r)
