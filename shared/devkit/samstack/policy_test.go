@@ -331,6 +331,10 @@ func TestConsolePolicies(t *testing.T) {
 		{request{"dynamodb:UpdateItem", "GUARDS", []string{"pk", "sk", "owner"}, "NONE"}, true},
 		{request{"dynamodb:PutItem", "P#acct_x#events", []string{"pk", "sk"}, ""}, false},
 		{request{"dynamodb:PutItem", "GUARDS", []string{"pk", "sk"}, ""}, false},
+		// requeue and enable/disable mark the account's fleet summary stale
+		// (ledger.staleMark), which the role did not allow before
+		{request{"dynamodb:PutItem", "FS#acct_x", []string{"pk", "sk", "account_id", "fleet_shard", "fleet_key"}, ""}, true},
+		{request{"dynamodb:UpdateItem", "FS#acct_x", []string{"pk", "sk", "name"}, "NONE"}, false},
 	} {
 		if ok, sid := allows(t, sts, tt.r); ok != tt.ok {
 			t.Errorf("%v allowed %v (by %s), want %v", tt.r, ok, sid, tt.ok)
