@@ -92,30 +92,52 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 			pc.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	for rr.NextRow() {
-		if err := bt.room(); err != nil {
+	rd := &pgRowDecoder{ds: ds, decs: decs, fields: sd.Fields, formats: formats}
+	if depth := s.decodeDepth(); depth > 0 {
+		if err := decodeAhead(rr, rd, bt, depth); err != nil {
 			return err
 		}
-		b := bt.b
-		for i, v := range rr.Values() {
-			vec := &b.Cols[i]
-			if v == nil {
-				if !vec.Column.Nullable {
-					return &dataset.RowError{Dataset: ds.Name, Row: b.RowNum(b.Len()), Column: vec.Column.Name, Reason: "null in required column"}
-				}
-				vec.AppendNull()
-				continue
+	} else {
+		for rr.NextRow() {
+			if err := bt.room(); err != nil {
+				return err
 			}
-			if reason := decs[i].decode(vec, v); reason != "" {
-				return &dataset.RowError{Dataset: ds.Name, Row: b.RowNum(b.Len()), Column: vec.Column.Name,
-					Value: pgValue(sd.Fields[i].DataTypeOID, formats[i], v), Reason: reason}
+			if err := rd.row(bt.b, rr.Values()); err != nil {
+				return err
 			}
 		}
-		b.EndRow()
 	}
 	if _, err := rr.Close(); err != nil {
 		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, unavailable{err})
 	}
+	return nil
+}
+
+// pgRowDecoder decodes one result row's values into a batch.
+type pgRowDecoder struct {
+	ds      dataset.Dataset
+	decs    []pgColumn
+	fields  []pgconn.FieldDescription
+	formats []int16
+}
+
+// row appends the values of one row (nil for NULL) to b and ends the row.
+func (d *pgRowDecoder) row(b *dataset.Batch, vals [][]byte) error {
+	for i, v := range vals {
+		vec := &b.Cols[i]
+		if v == nil {
+			if !vec.Column.Nullable {
+				return &dataset.RowError{Dataset: d.ds.Name, Row: b.RowNum(b.Len()), Column: vec.Column.Name, Reason: "null in required column"}
+			}
+			vec.AppendNull()
+			continue
+		}
+		if reason := d.decs[i].decode(vec, v); reason != "" {
+			return &dataset.RowError{Dataset: d.ds.Name, Row: b.RowNum(b.Len()), Column: vec.Column.Name,
+				Value: pgValue(d.fields[i].DataTypeOID, d.formats[i], v), Reason: reason}
+		}
+	}
+	b.EndRow()
 	return nil
 }
 
