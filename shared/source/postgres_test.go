@@ -461,6 +461,48 @@ func TestPostgresJSONNotUTF8(t *testing.T) {
 	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "attributes" || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Fatalf("want row 2's attributes refused as not UTF-8, got %v", err)
 	}
+	// A text value from such a server is checked too (from a UTF8 one only
+	// its length is: TestPostgresLongString).
+	pgExec(t, db, `UPDATE events SET attributes = NULL, session_id = E'caf\xe9' WHERE event_id = 'bad'`)
+	_, err = Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return nil })
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "session_id" || !strings.Contains(err.Error(), "string is not valid UTF-8") {
+		t.Fatalf("want row 2's session_id refused as not UTF-8, got %v", err)
+	}
+}
+
+// TestPostgresLongString: from a server that guarantees UTF-8 a text value
+// is not checked for UTF-8 again, but one longer than a string may hold is
+// still refused, naming the row, column and length; one of the longest
+// length is read whole.
+func TestPostgresLongString(t *testing.T) {
+	db := pgDB(t, false)
+	for i, id := range []string{"longest", "too long"} {
+		at := utc("2026-11-28T01:00:00Z").Add(time.Duration(i) * time.Hour)
+		insertPGEvent(t, db, pgEvent{account: "a", id: id, typ: "page_view", occurred: at, received: at, in: at,
+			session: strings.Repeat("é", dataset.MaxStringBytes/2) + strings.Repeat("x", i+dataset.MaxStringBytes%2)})
+	}
+	var got []any
+	_, err := Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func(row []any) error {
+		got = append(got, row[4])
+		return nil
+	})
+	var rowErr *dataset.RowError
+	want := fmt.Sprintf("string of %d bytes is longer than the %d bytes", dataset.MaxStringBytes+1, dataset.MaxStringBytes)
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "session_id" || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want row 2's session_id refused as %q, got %v", want, err)
+	}
+	// The refused row fails its batch: nothing is handed on. The longest
+	// value alone reads whole.
+	if len(got) != 0 {
+		t.Fatalf("%d rows handed on, want 0", len(got))
+	}
+	pgExec(t, db, `DELETE FROM events WHERE event_id = 'too long'`)
+	if _, err := Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func(row []any) error {
+		got = append(got, row[4])
+		return nil
+	}); err != nil || len(got) != 1 || len(got[0].(string)) != dataset.MaxStringBytes {
+		t.Fatalf("the longest string: %d rows, %v", len(got), err)
+	}
 }
 
 // TestPostgresDecodeAhead: decoding on a goroutine of its own (decodeAhead,
