@@ -18,8 +18,8 @@ import (
 // values (plus one row) circulate between the two, and a reader that gets
 // ahead waits for one to come back.
 const (
-	wireRowsMax   = 1024      // rows in one wireRows
-	wireRowsBytes = 256 << 10 // value bytes past which a wireRows is full
+	wireRowsMax   = 1024     // rows in one wireRows
+	wireRowsBytes = 64 << 10 // value bytes past which a wireRows is full
 )
 
 // decodeDepth is how many wireRows the reader may have filled ahead of the
