@@ -506,7 +506,7 @@ func TestPostgresLongString(t *testing.T) {
 }
 
 // TestPostgresDecodeAhead: decoding on a goroutine of its own (decodeAhead,
-// as a process with two CPUs or more reads) hands on the batches the
+// as a process with three CPUs or more reads) hands on the batches the
 // one-goroutine path makes, batch for batch and value for value; a refused
 // value fails at the same row with the same rows handed on, and an error of
 // the batch callback stops the read and is returned. The day holds NULLs,
