@@ -75,6 +75,15 @@ func TestDecoderForJSON(t *testing.T) {
 			t.Errorf("decoderFor(json, %d, %v) = %d, want %d", tc.oid, tc.trust, got, tc.want)
 		}
 	}
+	str := dataset.Type{Kind: dataset.KindString}
+	for _, tc := range []struct {
+		trust bool
+		want  pgDecoder
+	}{{true, pgStringUTF8}, {false, pgString}} {
+		if got := decoderFor(str, pgtype.TextOID, tc.trust); got != tc.want {
+			t.Errorf("decoderFor(string, text, %v) = %d, want %d", tc.trust, got, tc.want)
+		}
+	}
 	for _, f := range []pgDecoder{pgFloat4, pgFloat8} {
 		vec := &dataset.NewBatch(dataset.Dataset{Columns: []dataset.Column{{Name: "f", Type: dataset.Type{Kind: dataset.KindDouble}}}}, 1).Cols[0]
 		nan := []byte{0x7f, 0xc0, 0, 0}

@@ -75,8 +75,8 @@ const (
 )
 
 // planColumn chooses how column c, whose result has type st, is read.
-func planColumn(c dataset.Column, f pgconn.FieldDescription, st pgcatalog.SourceType, trustJSON bool) pgColumn {
-	p := pgColumn{dec: decoderFor(c.Type, f.DataTypeOID, trustJSON), format: pgtype.BinaryFormatCode}
+func planColumn(c dataset.Column, f pgconn.FieldDescription, st pgcatalog.SourceType, trustText bool) pgColumn {
+	p := pgColumn{dec: decoderFor(c.Type, f.DataTypeOID, trustText), format: pgtype.BinaryFormatCode}
 	switch {
 	case c.Type.Kind == dataset.KindTimestamp && st.Name == "timestamp" && !st.IsArray():
 		p.dec, p.loc = pgTimestampLocal, c.SourceLocation()

@@ -461,4 +461,134 @@ func TestPostgresJSONNotUTF8(t *testing.T) {
 	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "attributes" || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Fatalf("want row 2's attributes refused as not UTF-8, got %v", err)
 	}
+	// A text value from such a server is checked too (from a UTF8 one only
+	// its length is: TestPostgresLongString).
+	pgExec(t, db, `UPDATE events SET attributes = NULL, session_id = E'caf\xe9' WHERE event_id = 'bad'`)
+	_, err = Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func([]any) error { return nil })
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "session_id" || !strings.Contains(err.Error(), "string is not valid UTF-8") {
+		t.Fatalf("want row 2's session_id refused as not UTF-8, got %v", err)
+	}
+}
+
+// TestPostgresLongString: from a server that guarantees UTF-8 a text value
+// is not checked for UTF-8 again, but one longer than a string may hold is
+// still refused, naming the row, column and length; one of the longest
+// length is read whole.
+func TestPostgresLongString(t *testing.T) {
+	db := pgDB(t, false)
+	for i, id := range []string{"longest", "too long"} {
+		at := utc("2026-11-28T01:00:00Z").Add(time.Duration(i) * time.Hour)
+		insertPGEvent(t, db, pgEvent{account: "a", id: id, typ: "page_view", occurred: at, received: at, in: at,
+			session: strings.Repeat("é", dataset.MaxStringBytes/2) + strings.Repeat("x", i+dataset.MaxStringBytes%2)})
+	}
+	var got []any
+	_, err := Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func(row []any) error {
+		got = append(got, row[4])
+		return nil
+	})
+	var rowErr *dataset.RowError
+	want := fmt.Sprintf("string of %d bytes is longer than the %d bytes", dataset.MaxStringBytes+1, dataset.MaxStringBytes)
+	if !errors.As(err, &rowErr) || rowErr.Row != 2 || rowErr.Column != "session_id" || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want row 2's session_id refused as %q, got %v", want, err)
+	}
+	// The refused row fails its batch: nothing is handed on. The longest
+	// value alone reads whole.
+	if len(got) != 0 {
+		t.Fatalf("%d rows handed on, want 0", len(got))
+	}
+	pgExec(t, db, `DELETE FROM events WHERE event_id = 'too long'`)
+	if _, err := Rows(context.Background(), newPGSource(t, db), dayQuery(mustDataset(t, "events"), "a", time.UTC), func(row []any) error {
+		got = append(got, row[4])
+		return nil
+	}); err != nil || len(got) != 1 || len(got[0].(string)) != dataset.MaxStringBytes {
+		t.Fatalf("the longest string: %d rows, %v", len(got), err)
+	}
+}
+
+// TestPostgresDecodeAhead: decoding on a goroutine of its own (decodeAhead,
+// as a process with three CPUs or more reads) hands on the batches the
+// one-goroutine path makes, batch for batch and value for value; a refused
+// value fails at the same row with the same rows handed on, and an error of
+// the batch callback stops the read and is returned. The day holds NULLs,
+// empty strings, long values (wireRows that fill by bytes, batches by
+// MaxBatchBytes) and more rows than one batch.
+func TestPostgresDecodeAhead(t *testing.T) {
+	db := pgDB(t, false)
+	pgExec(t, db, `INSERT INTO events (account_id, event_id, event_type, occurred_at, received_at, inserted_at,
+		session_id, user_id, value, amount, is_test, attributes)
+		SELECT 'a', 'e' || i, (ARRAY['page_view', 'purchase', 'signup'])[1 + i % 3],
+			'2026-11-28T00:00:00Z'::timestamptz + i * interval '1 second', '2026-11-28T00:00:00Z'::timestamptz + i * interval '1 second',
+			'2026-11-29T00:00:00Z',
+			CASE WHEN i % 7 = 0 THEN NULL WHEN i % 7 = 1 THEN '' ELSE 's' || (i / 10) END,
+			CASE WHEN i % 5 = 0 THEN NULL WHEN i % 500 = 3 THEN repeat('u', 40000 + i) ELSE 'u' || (i % 97) END,
+			CASE WHEN i % 4 = 0 THEN NULL ELSE i / 3.0 END, CASE WHEN i % 6 = 0 THEN NULL ELSE (i % 1000) / 100.0 END,
+			i % 2 = 0, CASE WHEN i % 3 = 0 THEN NULL ELSE ('{"i": ' || i || ', "pad": "' || repeat('p', i % 50) || '"}')::jsonb END
+		FROM generate_series(1, 9000) AS i`)
+	ds := mustDataset(t, "events")
+	q := dayQuery(ds, "a", time.UTC)
+	// read returns every batch handed on, as text, and the outcome.
+	read := func(ahead int, fail func(n int) error) ([]string, Provenance, error) {
+		src := newPGSource(t, db)
+		src.ahead = ahead
+		var got []string
+		prov, err := src.Batches(context.Background(), q, func(b *dataset.Batch) error {
+			var text strings.Builder
+			fmt.Fprintf(&text, "first row %d, %d rows:\n", b.FirstRow, b.Len())
+			row := make([]any, len(b.Cols))
+			for i := range b.Len() {
+				fmt.Fprintf(&text, "%#v\n", b.Row(i, row))
+			}
+			got = append(got, text.String())
+			if fail != nil {
+				return fail(len(got))
+			}
+			return nil
+		})
+		return got, prov, err
+	}
+	want, prov, err := read(-1, nil)
+	if err != nil || prov.RowCount != 9000 || len(want) < 3 {
+		t.Fatalf("one goroutine: %d batches, %d rows, %v; want 9000 rows in 3 batches or more", len(want), prov.RowCount, err)
+	}
+	for _, depth := range []int{1, 2} {
+		got, prov, err := read(depth, nil)
+		if err != nil || prov.RowCount != 9000 {
+			t.Fatalf("depth %d: %d rows, %v", depth, prov.RowCount, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("depth %d: %d batches differ from the one-goroutine path's %d", depth, len(got), len(want))
+		}
+	}
+
+	stop := errors.New("the encoder stopped")
+	for _, depth := range []int{-1, 2} {
+		got, _, err := read(depth, func(n int) error {
+			if n == 2 {
+				return stop
+			}
+			return nil
+		})
+		if !errors.Is(err, stop) || len(got) != 2 {
+			t.Errorf("depth %d: a callback failing on batch 2: %d batches, %v; want 2 and its error", depth, len(got), err)
+		}
+	}
+
+	pgExec(t, db, `UPDATE events SET value = 'NaN' WHERE event_id = 'e6001'`)
+	type outcome struct {
+		batches int
+		read    int64
+		err     string
+	}
+	var outcomes []outcome
+	for _, depth := range []int{-1, 2} {
+		got, prov, err := read(depth, nil)
+		var rowErr *dataset.RowError
+		if !errors.As(err, &rowErr) || rowErr.Row != 6001 || rowErr.Column != "value" {
+			t.Fatalf("depth %d: want row 6001's value refused, got %v", depth, err)
+		}
+		outcomes = append(outcomes, outcome{len(got), prov.RowCount, err.Error()})
+	}
+	if outcomes[0] != outcomes[1] {
+		t.Errorf("a refused value: one goroutine %+v, decoding ahead %+v", outcomes[0], outcomes[1])
+	}
 }

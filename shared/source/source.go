@@ -166,6 +166,7 @@ type SQL struct {
 	dialect string
 	name    string
 	now     func() time.Time
+	ahead   int // wireRows a PostgreSQL read decodes behind it: 0 from GOMAXPROCS, see decodeDepth
 }
 
 // NewSQL returns a source reading db with the dataset queries of dialect
