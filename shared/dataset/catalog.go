@@ -137,10 +137,12 @@ func (s *Set) Names() []string {
 }
 
 // Get returns a copy of the dataset called name, or an error wrapping
-// ErrUnknownDataset.
+// ErrUnknownDataset. name may be a ledger name (LedgerName): its contract
+// is not checked (Resolve checks it).
 func (s *Set) Get(name string) (Dataset, error) {
+	bare, _ := SplitLedgerName(name)
 	for _, d := range s.datasets {
-		if d.Name == name {
+		if d.Name == bare {
 			return d.clone(), nil
 		}
 	}
