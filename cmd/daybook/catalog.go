@@ -115,7 +115,9 @@ func (a *app) catalogDiffCommand() *cobra.Command {
 directory of schema documents as a bucket's _schemas/ holds them (one <dataset>.json each), or
 one such document. Each dataset of OLD must still be in NEW, with its columns in their order,
 names and types; NEW may append nullable columns (raising the version, with since set to it)
-and loosen a required column to nullable (with nullable_since). A refusal names the dataset and
+and loosen a required column to nullable (with nullable_since). Any other change needs a new
+contract: set contract: v2 on the dataset, and it is delivered again from its first day under
+v2/ while v1/ stays as it is (a contract never goes back down). A refusal names the dataset and
 the column and exits 1; an accepted change prints what each dataset gains.`,
 		Example: "  aws s3 cp --recursive s3://BUCKET/PREFIX/v1/_schemas/ delivered/\n  daybook catalog diff delivered/ catalog.yaml",
 		Args:    cli.ExactArgs("OLD", "NEW"),
@@ -135,6 +137,9 @@ the column and exits 1; an accepted change prints what each dataset gains.`,
 		for _, o := range old {
 			n, _ := next.Get(o.Name)
 			switch {
+			case n.ContractVersion() != o.ContractVersion():
+				fmt.Fprintf(a.stdout, "%s: new contract %s -> %s: delivered again from its first day under %s/, %s/%s/ stays as it is\n",
+					o.Name, o.ContractVersion(), n.ContractVersion(), n.ContractVersion(), o.ContractVersion(), o.Name)
 			case len(n.Columns) > len(o.Columns):
 				fmt.Fprintf(a.stdout, "%s: version %d -> %d, appends %s\n", o.Name, o.Version, n.Version, strings.Join(n.ColumnNames()[len(o.Columns):], ", "))
 			case n.Version != o.Version:

@@ -94,6 +94,7 @@ func TestCatalogDiff(t *testing.T) {
 	old := writeCatalog(t, dir, "old.yaml", same)
 	dropped := writeCatalog(t, dir, "dropped.yaml", dropUserID)
 	appended := writeCatalog(t, dir, "appended.yaml", appendNote)
+	v2 := writeCatalog(t, dir, "v2.yaml", func(s string) string { return toV2(dropUserID(s)) })
 	schemas := filepath.Join(dir, "_schemas")
 	if err := os.Mkdir(schemas, 0o755); err != nil {
 		t.Fatal(err)
@@ -119,6 +120,12 @@ func TestCatalogDiff(t *testing.T) {
 		{"drop against one schema document", filepath.Join(schemas, "events.json"), dropped, 1, `column "user_id" removed`},
 		{"append against _schemas/", schemas, appended, 0, "events: version 1 -> 2, appends note"},
 		{"unchanged", old, old, 0, "profiles: unchanged contract"},
+		{"drop with contract v2 against the old file", old, v2, 0, "events: new contract v1 -> v2: delivered again from its first day under v2/, v1/events/ stays as it is"},
+		{"drop with contract v2 against _schemas/", schemas, v2, 0, "events: new contract v1 -> v2"},
+		{"drop at v2 after v2", v2, writeCatalog(t, dir, "v2more.yaml", func(s string) string {
+			return strings.Replace(toV2(dropUserID(s)), "      - {name: session_id,", "      - {name: session_idx,", 1)
+		}), 1, `dataset events: column "session_id"`},
+		{"back to v1 after v2", v2, dropped, 1, "dataset events: contract lowered from v2 to v1"},
 		{"a delivered dataset removed", appended, writeCatalog(t, dir, "two.yaml", func(s string) string { return s[:strings.Index(s, "  - name: daily_stats")] }), 1, "dataset daily_stats: removed from the catalog"},
 		{"OLD missing", filepath.Join(dir, "nope"), old, 2, `OLD "` + filepath.Join(dir, "nope") + `"`},
 	}
@@ -130,4 +137,9 @@ func TestCatalogDiff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toV2 moves events to contract v2.
+func toV2(s string) string {
+	return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
 }

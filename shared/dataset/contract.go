@@ -3,6 +3,7 @@ package dataset
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -95,4 +96,44 @@ func (d Dataset) validateContract() error {
 		return fmt.Errorf("dataset %s: contract %q must be v1, v2, ... (%s)", d.Name, d.Contract, contractRE)
 	}
 	return nil
+}
+
+// CompatibleContract is Compatible within one contract. Across contracts
+// any change is accepted, since the new contract's tree starts empty, as
+// long as the contract goes up: a catalog that goes back to an earlier
+// contract is refused, since that tree is no longer written.
+func CompatibleContract(prev, next Dataset) error {
+	pc, nc := prev.ContractVersion(), next.ContractVersion()
+	switch {
+	case pc == nc:
+		return Compatible(prev, next)
+	case contractNumber(nc) < contractNumber(pc):
+		return fmt.Errorf("dataset %s: contract lowered from %s to %s (%s/%s/ is no longer written): %w", prev.Name, pc, nc, pc, prev.Name, ErrIncompatible)
+	}
+	return nil
+}
+
+// contractNumber is N of vN (validated by validateContract).
+func contractNumber(c string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(c, "v"))
+	return n
+}
+
+// newestContracts keeps, per dataset name, the entry of the highest
+// contract, in first-seen order: what a dataset delivered under several
+// contracts is held to now.
+func newestContracts(ds []Dataset) []Dataset {
+	at := map[string]int{}
+	var out []Dataset
+	for _, d := range ds {
+		i, ok := at[d.Name]
+		switch {
+		case !ok:
+			at[d.Name] = len(out)
+			out = append(out, d)
+		case contractNumber(d.ContractVersion()) > contractNumber(out[i].ContractVersion()):
+			out[i] = d
+		}
+	}
+	return out
 }
