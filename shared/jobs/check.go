@@ -52,7 +52,7 @@ func refused(field, value, format string, args ...any) error {
 }
 
 var (
-	claimTokenRE  = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	claimTokenRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 	// A dataset name, or a ledger name `<name>.<contract>` of a dataset at a
 	// later contract than v1 (dataset.LedgerName).
 	datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}(\.v[1-9][0-9]{0,2})?$`)
