@@ -15,8 +15,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-const dropUserIDLine = "      - {name: user_id, type: \"string\", nullable: true, description: \"Identified user, if any.\"}\n"
-
 // TestContractTwoBesideOne: a catalog that drops a delivered column of
 // events is refused at v1 (schema_mismatch, the column named); the same
 // catalog with contract: v2 exports every day again under v2/events/ from
