@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/ledger"
 
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -142,4 +145,63 @@ func TestCatalogDiff(t *testing.T) {
 // toV2 moves events to contract v2.
 func toV2(s string) string {
 	return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
+}
+
+// TestCatalogDiffDeployed: `catalog diff --deployed NEW` compares NEW with
+// the schemas the deployment's ledger records as delivered, reading no
+// bucket: a dropped column is refused naming it, the same drop with
+// contract: v2 is accepted, and once v2 is recorded, going back to v1 is
+// refused.
+func TestCatalogDiffDeployed(t *testing.T) {
+	s := deployed(t)
+	l := s.ledgerAt(t, testNow, 3)
+	ex, _ := dataset.Example()
+	record := func(d dataset.Dataset) {
+		t.Helper()
+		b, err := bucketdocs.Schema(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if _, err := l.RecordSchema(t.Context(), ledger.DeliveredSchema{Dataset: d.Name, Contract: d.ContractVersion(), Version: d.Version, Doc: b, SHA256: hex.EncodeToString(sum[:])}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range ex.Datasets() {
+		record(d)
+	}
+	dir := t.TempDir()
+	dropped := writeCatalog(t, dir, "dropped.yaml", dropUserID)
+	v2 := writeCatalog(t, dir, "v2.yaml", func(s string) string { return toV2(dropUserID(s)) })
+	a, _, _ := testApp(t)
+	for _, c := range []struct {
+		name string
+		file string
+		code int
+		want string
+	}{
+		{"drop at v1", dropped, 1, `dataset events: column "user_id" removed`},
+		{"drop with v2", v2, 0, "events: new contract v1 -> v2"},
+		{"no NEW", "", 2, "NEW"},
+	} {
+		args := []string{"catalog", "diff", "--deployed"}
+		if c.file != "" {
+			args = append(args, c.file)
+		}
+		if r := s.run(t, a, args...); r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) {
+			t.Errorf("%s: exit %d, want %d with %q:\n%s%s", c.name, r.code, c.code, c.want, r.stdout, r.stderr)
+		}
+	}
+	s2, err := dataset.Load(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := s2.Get("events")
+	record(events)
+	if r := s.run(t, a, "catalog", "diff", "--deployed", dropped); r.code != 1 || !strings.Contains(r.stderr, "dataset events: contract lowered from v2 to v1") {
+		t.Errorf("back to v1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := s.run(t, a, "catalog", "diff", "--deployed", v2); r.code != 0 || !strings.Contains(r.stdout, "events: unchanged contract") {
+		t.Errorf("v2 against v2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

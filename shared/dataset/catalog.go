@@ -189,7 +189,7 @@ var ErrCatalogIncompatible = errors.New("catalog incompatible with the delivered
 // customers' tables would stop receiving days without a word.
 func (s *Set) CheckAgainst(delivered []Dataset) error {
 	var errs []error
-	for _, old := range newestContracts(delivered) {
+	for _, old := range NewestContracts(delivered) {
 		cur, err := s.Get(old.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dataset %s: removed from the catalog: %w", old.Name, ErrIncompatible))

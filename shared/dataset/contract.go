@@ -119,10 +119,10 @@ func contractNumber(c string) int {
 	return n
 }
 
-// newestContracts keeps, per dataset name, the entry of the highest
+// NewestContracts keeps, per dataset name, the entry of the highest
 // contract, in first-seen order: what a dataset delivered under several
 // contracts is held to now.
-func newestContracts(ds []Dataset) []Dataset {
+func NewestContracts(ds []Dataset) []Dataset {
 	at := map[string]int{}
 	var out []Dataset
 	for _, d := range ds {
