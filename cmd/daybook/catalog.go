@@ -88,6 +88,7 @@ func writeDataset(w io.Writer, d dataset.Dataset) {
 		from = " (source " + d.Source + ")"
 	}
 	fmt.Fprintf(w, "%s (version %d): %s%s, partition %s%s, %s, read %s\n", d.Name, d.Version, d.Relation, from, d.Partition, on, d.Mode, d.Read)
+	fmt.Fprintf(w, "  contract %s: delivered under <prefix>/%s/%s/\n", d.ContractVersion(), d.ContractVersion(), d.Name)
 	for _, c := range d.Columns {
 		null := "required"
 		if c.Nullable {

@@ -192,6 +192,9 @@ func TestCatalogDiffDeployed(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d with %q:\n%s%s", c.name, r.code, c.code, c.want, r.stdout, r.stderr)
 		}
 	}
+	if r := execute(t, a, "catalog", "show", "--catalog", v2, "--dataset", "events"); r.code != 0 || !strings.Contains(r.stdout, "  contract v2: delivered under <prefix>/v2/events/") {
+		t.Errorf("catalog show of a v2 dataset: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	s2, err := dataset.Load(v2)
 	if err != nil {
 		t.Fatal(err)
