@@ -64,7 +64,7 @@ func checkTables(ctx context.Context, api *s3.Client, a account.Account, stage s
 		if err != nil {
 			return nil, nil, err
 		}
-		t := demoTable{Dataset: name, Bucket: a.Destination.Bucket, Location: strings.TrimSuffix(layout.ContractPrefix(prefix), "/") + "/" + name}
+		t := demoTable{Dataset: name, Bucket: a.Destination.Bucket, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, name), "/")}
 		where := fmt.Sprintf("table s3://%s/%s", t.Bucket, t.Location)
 		tbl, err := icetable.Load(ctx, store, t.Location)
 		if errors.Is(err, icetable.ErrNoTable) {

@@ -88,6 +88,7 @@ func writeDataset(w io.Writer, d dataset.Dataset) {
 		from = " (source " + d.Source + ")"
 	}
 	fmt.Fprintf(w, "%s (version %d): %s%s, partition %s%s, %s, read %s\n", d.Name, d.Version, d.Relation, from, d.Partition, on, d.Mode, d.Read)
+	fmt.Fprintf(w, "  contract %s: delivered under <prefix>/%s/%s/\n", d.ContractVersion(), d.ContractVersion(), d.Name)
 	for _, c := range d.Columns {
 		null := "required"
 		if c.Nullable {
@@ -109,32 +110,55 @@ func writeDataset(w io.Writer, d dataset.Dataset) {
 
 func (a *app) catalogDiffCommand() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "diff OLD NEW",
+		Use:   "diff OLD NEW | diff --deployed NEW",
 		Short: "Refuse a catalog that breaks what customers already have",
 		Long: `Compare NEW, a catalog file, with OLD: the catalog file it replaces, or what was delivered, a
 directory of schema documents as a bucket's _schemas/ holds them (one <dataset>.json each), or
-one such document. Each dataset of OLD must still be in NEW, with its columns in their order,
+one such document. With --deployed, OLD is what the deployment has delivered, as its ledger
+table records it (the newest contract of each dataset), and no bucket is read. Each dataset of OLD must still be in NEW, with its columns in their order,
 names and types; NEW may append nullable columns (raising the version, with since set to it)
-and loosen a required column to nullable (with nullable_since). A refusal names the dataset and
+and loosen a required column to nullable (with nullable_since). Any other change needs a new
+contract: set contract: v2 on the dataset, and it is delivered again from its first day under
+v2/ while v1/ stays as it is (a contract never goes back down). A refusal names the dataset and
 the column and exits 1; an accepted change prints what each dataset gains.`,
-		Example: "  aws s3 cp --recursive s3://BUCKET/PREFIX/v1/_schemas/ delivered/\n  daybook catalog diff delivered/ catalog.yaml",
-		Args:    cli.ExactArgs("OLD", "NEW"),
+		Example: "  aws s3 cp --recursive s3://BUCKET/PREFIX/v1/_schemas/ delivered/\n  daybook catalog diff delivered/ catalog.yaml\n" +
+			"  daybook catalog diff --deployed catalog.yaml --stack daybook-prod",
+	}
+	deployed := c.Flags().Bool("deployed", false, "compare NEW with the schemas the deployment recorded as delivered (no OLD)")
+	a.deploymentFlags(c)
+	c.Args = func(c *cobra.Command, args []string) error {
+		if *deployed {
+			return cli.ExactArgs("NEW")(c, args)
+		}
+		return cli.ExactArgs("OLD", "NEW")(c, args)
 	}
 	c.RunE = func(c *cobra.Command, args []string) error {
-		old, err := readDelivered(args[0])
-		if err != nil {
-			return cli.Usagef(c, "OLD %q: %v", args[0], err)
+		var old []dataset.Dataset
+		var err error
+		if *deployed {
+			old, err = a.deployedSchemas(c)
+			if err != nil {
+				return err
+			}
+		} else {
+			if old, err = readDelivered(args[0]); err != nil {
+				return cli.Usagef(c, "OLD %q: %v", args[0], err)
+			}
+			args = args[1:]
 		}
-		next, err := dataset.Load(args[1])
+		next, err := dataset.Load(args[0])
 		if err != nil {
-			return cli.Usagef(c, "NEW %q: %v", args[1], err)
+			return cli.Usagef(c, "NEW %q: %v", args[0], err)
 		}
 		if err := next.CheckAgainst(old); err != nil {
 			return err
 		}
-		for _, o := range old {
+		for _, o := range dataset.NewestContracts(old) {
 			n, _ := next.Get(o.Name)
 			switch {
+			case n.ContractVersion() != o.ContractVersion():
+				fmt.Fprintf(a.stdout, "%s: new contract %s -> %s: delivered again from its first day under %s/, %s/%s/ stays as it is\n",
+					o.Name, o.ContractVersion(), n.ContractVersion(), n.ContractVersion(), o.ContractVersion(), o.Name)
 			case len(n.Columns) > len(o.Columns):
 				fmt.Fprintf(a.stdout, "%s: version %d -> %d, appends %s\n", o.Name, o.Version, n.Version, strings.Join(n.ColumnNames()[len(o.Columns):], ", "))
 			case n.Version != o.Version:

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/ledger"
 
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -94,6 +97,7 @@ func TestCatalogDiff(t *testing.T) {
 	old := writeCatalog(t, dir, "old.yaml", same)
 	dropped := writeCatalog(t, dir, "dropped.yaml", dropUserID)
 	appended := writeCatalog(t, dir, "appended.yaml", appendNote)
+	v2 := writeCatalog(t, dir, "v2.yaml", func(s string) string { return toV2(dropUserID(s)) })
 	schemas := filepath.Join(dir, "_schemas")
 	if err := os.Mkdir(schemas, 0o755); err != nil {
 		t.Fatal(err)
@@ -119,6 +123,12 @@ func TestCatalogDiff(t *testing.T) {
 		{"drop against one schema document", filepath.Join(schemas, "events.json"), dropped, 1, `column "user_id" removed`},
 		{"append against _schemas/", schemas, appended, 0, "events: version 1 -> 2, appends note"},
 		{"unchanged", old, old, 0, "profiles: unchanged contract"},
+		{"drop with contract v2 against the old file", old, v2, 0, "events: new contract v1 -> v2: delivered again from its first day under v2/, v1/events/ stays as it is"},
+		{"drop with contract v2 against _schemas/", schemas, v2, 0, "events: new contract v1 -> v2"},
+		{"drop at v2 after v2", v2, writeCatalog(t, dir, "v2more.yaml", func(s string) string {
+			return strings.Replace(toV2(dropUserID(s)), "      - {name: session_id,", "      - {name: session_idx,", 1)
+		}), 1, `dataset events: column "session_id"`},
+		{"back to v1 after v2", v2, dropped, 1, "dataset events: contract lowered from v2 to v1"},
 		{"a delivered dataset removed", appended, writeCatalog(t, dir, "two.yaml", func(s string) string { return s[:strings.Index(s, "  - name: daily_stats")] }), 1, "dataset daily_stats: removed from the catalog"},
 		{"OLD missing", filepath.Join(dir, "nope"), old, 2, `OLD "` + filepath.Join(dir, "nope") + `"`},
 	}
@@ -129,5 +139,72 @@ func TestCatalogDiff(t *testing.T) {
 				t.Fatalf("exit %d, want %d with %q:\n%s%s", r.code, tt.code, tt.want, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// toV2 moves events to contract v2.
+func toV2(s string) string {
+	return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
+}
+
+// TestCatalogDiffDeployed: `catalog diff --deployed NEW` compares NEW with
+// the schemas the deployment's ledger records as delivered, reading no
+// bucket: a dropped column is refused naming it, the same drop with
+// contract: v2 is accepted, and once v2 is recorded, going back to v1 is
+// refused.
+func TestCatalogDiffDeployed(t *testing.T) {
+	s := deployed(t)
+	l := s.ledgerAt(t, testNow, 3)
+	ex, _ := dataset.Example()
+	record := func(d dataset.Dataset) {
+		t.Helper()
+		b, err := bucketdocs.Schema(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if _, err := l.RecordSchema(t.Context(), ledger.DeliveredSchema{Dataset: d.Name, Contract: d.ContractVersion(), Version: d.Version, Doc: b, SHA256: hex.EncodeToString(sum[:])}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range ex.Datasets() {
+		record(d)
+	}
+	dir := t.TempDir()
+	dropped := writeCatalog(t, dir, "dropped.yaml", dropUserID)
+	v2 := writeCatalog(t, dir, "v2.yaml", func(s string) string { return toV2(dropUserID(s)) })
+	a, _, _ := testApp(t)
+	for _, c := range []struct {
+		name string
+		file string
+		code int
+		want string
+	}{
+		{"drop at v1", dropped, 1, `dataset events: column "user_id" removed`},
+		{"drop with v2", v2, 0, "events: new contract v1 -> v2"},
+		{"no NEW", "", 2, "NEW"},
+	} {
+		args := []string{"catalog", "diff", "--deployed"}
+		if c.file != "" {
+			args = append(args, c.file)
+		}
+		if r := s.run(t, a, args...); r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) {
+			t.Errorf("%s: exit %d, want %d with %q:\n%s%s", c.name, r.code, c.code, c.want, r.stdout, r.stderr)
+		}
+	}
+	if r := execute(t, a, "catalog", "show", "--catalog", v2, "--dataset", "events"); r.code != 0 || !strings.Contains(r.stdout, "  contract v2: delivered under <prefix>/v2/events/") {
+		t.Errorf("catalog show of a v2 dataset: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	s2, err := dataset.Load(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := s2.Get("events")
+	record(events)
+	if r := s.run(t, a, "catalog", "diff", "--deployed", dropped); r.code != 1 || !strings.Contains(r.stderr, "dataset events: contract lowered from v2 to v1") {
+		t.Errorf("back to v1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := s.run(t, a, "catalog", "diff", "--deployed", v2); r.code != 0 || !strings.Contains(r.stdout, "events: unchanged contract") {
+		t.Errorf("v2 against v2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

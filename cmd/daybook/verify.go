@@ -13,6 +13,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
@@ -56,6 +57,8 @@ Two ways to name the partitions:
                              are read in full only with --download; otherwise S3's stored
                              checksums and the Parquet footers are used.
 Without --dataset, every dataset of the account, or every dataset folder under the prefix.
+With --account a dataset is checked under its current contract; with --bucket, events is the
+v1/events/ folder and events.v2 the v2/events/ one.
 
 Install it without the repository: go install github.com/daybook-dev/daybook/cmd/daybook@latest,
 or a release binary (make release builds them into dist/).`,
@@ -111,6 +114,19 @@ type verifySource struct {
 	target   verify.Target // Bucket, Owner and Prefix
 	datasets []string
 	opts     verify.Options
+	// current: the names are the catalog's datasets, checked under their
+	// current contract (--account); otherwise a bare name is the v1 folder
+	// and events.v2 the v2 one, as the bucket shows them.
+	current bool
+}
+
+// currentTree is the folder name of the catalog's dataset under its
+// current contract (events, or events.v2 once it is at v2).
+func currentTree(name string) string {
+	if d, err := dataset.Get(name); err == nil {
+		return d.LedgerName()
+	}
+	return name
 }
 
 func (a *app) accountSource(ctx context.Context, id string) (verifySource, error) {
@@ -127,7 +143,7 @@ func (a *app) accountSource(ctx context.Context, id string) (verifySource, error
 		return verifySource{}, err
 	}
 	return verifySource{api: api, target: verify.Target{Bucket: acct.Destination.Bucket, Owner: owner, Prefix: prefix},
-		datasets: acct.Datasets, opts: verify.Options{Download: true}}, nil
+		datasets: acct.Datasets, opts: verify.Options{Download: true}, current: true}, nil
 }
 
 // bucketSource is the customer's form: the bucket alone, credentials from
@@ -176,6 +192,9 @@ func (a *app) verifyDays(ctx context.Context, src verifySource, dataset string, 
 	bar := a.progress(len(days)*len(datasets), "verify")
 	var results []verified
 	for _, ds := range datasets {
+		if src.current {
+			ds = currentTree(ds)
+		}
 		for _, d := range days {
 			t := src.target
 			t.Dataset, t.Day = ds, d

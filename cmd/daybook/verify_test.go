@@ -39,7 +39,7 @@ func commitPartition(t *testing.T, api *s3.Client, bkt, prefix string, ds datase
 	m := &manifest.Manifest{FormatVersion: manifest.FormatVersion, Contract: layout.Version, AccountID: "acct_verifytest", Dataset: ds.Name,
 		SchemaVersion: ds.Version, Day: day.String(), Partition: ds.Partition, Mode: ds.Mode, Read: ds.Read, Generation: 1,
 		RunID: "run_1", Reason: "scheduled", Format: string(format), Compression: string(format.DefaultCodec()), Schema: manifest.SchemaOf(ds)}
-	key := layout.DataKey(prefix, ds.Name, day, 0, format.Extension())
+	key := layout.DataKey(prefix, ds.LedgerName(), day, 0, format.Extension())
 	w := bucket.New(api, bkt, bucket.Options{}).NewWriter(ctx, key, upload.Options{ContentType: format.ContentType()})
 	enc, err := encode.New(format, w, ds, encode.Options{})
 	if err != nil {
@@ -63,7 +63,7 @@ func commitPartition(t *testing.T, api *s3.Client, bkt, prefix string, ds datase
 	if err != nil {
 		t.Fatal(err)
 	}
-	pp := layout.PartitionPrefix(prefix, ds.Name, day)
+	pp := layout.PartitionPrefix(prefix, ds.LedgerName(), day)
 	put(pp+layout.ManifestName, body)
 	put(pp+layout.SuccessName, manifest.NewSuccess(m.Generation, m.RunID, pp+layout.ManifestName, body, time.Unix(0, 0)).Encode())
 }
@@ -149,6 +149,45 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 	r = execute(t, a, "verify", "--bucket", bkt, "--prefix", prefix, "--endpoint", srv.URL, "--from", "2026-11-20", "--to", "2026-11-21")
 	if r.code != cli.ExitError || !strings.Contains(r.stdout, "2 partitions: 1 OK, 1 not committed, 0 with problems") {
 		t.Errorf("a range of every dataset: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestVerifyBothContracts: with --bucket, verify checks v1/events/ and
+// v2/events/ as the help says: --dataset events.v2 is the v2 folder, and
+// without --dataset both folders are checked.
+func TestVerifyBothContracts(t *testing.T) {
+	s := deployed(t)
+	bkt := fmt.Sprintf("verify-contracts-%d", nameSeq.Add(1))
+	s.createBucket(t, bkt)
+	api := awsclient.NewS3(s.cfg)
+	v1, err := dataset.Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := v1
+	v2.Contract = "v2"
+	const prefix = "daybook/acct_verifytest"
+	day := civil.MustParse("2026-11-20")
+	commitPartition(t, api, bkt, prefix, v1, day, 40)
+	commitPartition(t, api, bkt, prefix, v2, day, 25)
+	a, _, _ := testApp(t)
+	a.awsConfig = func(context.Context, string, string) (aws.Config, error) {
+		c := s.cfg.Copy()
+		c.BaseEndpoint = nil
+		return c, nil
+	}
+	base := []string{"verify", "--bucket", bkt, "--prefix", prefix, "--endpoint", srv.URL}
+	for _, c := range []struct {
+		ds, want string
+	}{{"events.v2", "25 rows match the manifest"}, {"events", "40 rows match the manifest"}} {
+		r := execute(t, a, append(base, "--dataset", c.ds, "--day", day.String())...)
+		if r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Errorf("--dataset %s: exit %d\n%s%s", c.ds, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := execute(t, a, append(base, "--from", day.String(), "--to", day.String())...)
+	if r.code != 0 || !strings.Contains(r.stdout, "2 partitions: 2 OK") || !strings.Contains(r.stdout, "events.v2  2026-11-20  OK") {
+		t.Errorf("every folder: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 // the customer's contract (a column renamed, removed, reordered or retyped
 // is refused, naming the column; appending a nullable column is not). It
 // runs before Begin, so a refused run leaves the partition as it was. A
-// bucket without the document (nothing delivered yet) is not checked.
+// bucket without the document (nothing delivered yet) is not checked, and
+// the document is the one of the dataset's contract: a dataset moved to a
+// new contract starts that contract's tree, so any change is accepted.
 func (e *Exporter) checkDelivered(ctx context.Context, t *target) error {
 	key := layout.SchemaKey(t.prefix, t.Dataset.Name)
 	b, err := t.bucket.Get(ctx, key, bucketdocs.MaxSchemaBytes)
@@ -30,7 +32,7 @@ func (e *Exporter) checkDelivered(ctx context.Context, t *target) error {
 	if err != nil {
 		return fmt.Errorf("the delivered schema %s: %w", key, err)
 	}
-	if err := dataset.Compatible(old, t.Dataset); err != nil {
+	if err := dataset.CompatibleContract(old, t.Dataset); err != nil {
 		return fmt.Errorf("the catalog does not keep the schema delivered to this bucket (%s): %w", key, err)
 	}
 	return nil

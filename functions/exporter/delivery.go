@@ -91,10 +91,11 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 	statuses := make([]manifest.PartitionStatus, 0, len(acct.Datasets))
 	for _, name := range acct.Datasets {
 		st := manifest.PartitionStatus{Name: name}
+		key := name // a dataset at a later contract has rows of its own (dataset.LedgerName)
 		if ds, err := dataset.Get(name); err == nil {
-			st.Dataset = &ds
+			st.Dataset, key = &ds, ds.LedgerName()
 		}
-		row, err := s.Ledger.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: name, Day: day})
+		row, err := s.Ledger.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: key, Day: day})
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 		case err != nil:

@@ -51,7 +51,7 @@ func TestDeliveryManifest(t *testing.T) {
 		}
 		m := e.committed("events", testDay)
 		ds := mustDataset(t, "events")
-		want := manifest.DeliveredDataset{Name: "events", SchemaVersion: ds.Version, Generation: 1, Mode: ds.Mode,
+		want := manifest.DeliveredDataset{Name: "events", Contract: "v1", SchemaVersion: ds.Version, Generation: 1, Mode: ds.Mode,
 			Read: ds.Read, Rows: 5, Files: 1, Manifest: layout.ManifestKey(e.prefix, "events", testDay),
 			CommittedAt: e.row("events", testDay).CompletedAt}
 		if got := d.DatasetsDelivered[0]; got != want || got.Rows != m.Totals.Rows {

@@ -153,6 +153,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 		// daybook's own role, as DEPLOYMENT_ACCOUNT_ID is in a deployment.
 		DeploymentAccountID: buckettest.Owner,
 		docs:                &docsSeen{},
+		Schemas:             led,
+		schemas:             &schemasSeen{},
 		Catalogs:            buckets{&destination.Clients{Base: cfg}},
 	}
 	e.svc = &Service{

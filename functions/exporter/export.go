@@ -120,6 +120,10 @@ type Exporter struct {
 	// docs remembers the bucket documents found current (docs.go); nil
 	// checks them at every export.
 	docs *docsSeen
+	// Schemas records each committed dataset's schema in the ledger
+	// (schemarecord.go); nil records none. schemas remembers what it saw.
+	Schemas SchemaLedger
+	schemas *schemasSeen
 }
 
 // Partition is one export to do: an account, its dataset and a claimed day.
@@ -400,6 +404,7 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 		return nil, err
 	}
 	e.writeDocs(ctx, t, log)
+	e.recordSchema(ctx, t.Dataset, log)
 	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp, Unregistered: unregistered}, nil
 }
 

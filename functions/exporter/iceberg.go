@@ -70,9 +70,9 @@ func (t *target) useTable(cats Catalogs) {
 	}
 }
 
-// tableLocation is the key of a dataset's table: its folder, <prefix>/v1/<dataset>.
+// tableLocation is the key of a dataset's table: its folder, <prefix>/<contract>/<dataset>.
 func tableLocation(prefix, ds string) string {
-	return strings.TrimSuffix(layout.ContractPrefix(prefix), "/") + "/" + ds
+	return strings.TrimSuffix(layout.DatasetPrefix(prefix, ds), "/")
 }
 
 // withTableScripts adds the table-format scripts to a partition's load

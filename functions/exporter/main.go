@@ -115,6 +115,8 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 			Now:                 time.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
 			docs:                &docsSeen{},
+			Schemas:             led,
+			schemas:             &schemasSeen{},
 		},
 		Log:         log,
 		Now:         time.Now,

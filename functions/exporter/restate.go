@@ -71,7 +71,7 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	case row.Fingerprint.Value == "":
 		return drop("its generation was exported without a fingerprint")
 	}
-	ds, err := dataset.Get(c.Dataset)
+	ds, err := dataset.Resolve(c.Dataset)
 	if err != nil {
 		return drop(err.Error())
 	}

@@ -120,7 +120,7 @@ func (r *run) export(ctx context.Context) (*Written, error) {
 		// Claimed before the account was disabled: record it, write nothing.
 		return nil, fmt.Errorf("account %s is disabled", r.Claim.AccountID)
 	}
-	if r.Dataset, err = dataset.Get(r.Claim.Dataset); err != nil {
+	if r.Dataset, err = dataset.Resolve(r.Claim.Dataset); err != nil {
 		return nil, err
 	}
 	// A slice of an earlier attempt may outlive it: nothing is written

@@ -228,7 +228,7 @@ var errNeverRuns = errors.New("the partition cannot be exported")
 // sliced day (a slice's or the commit's).
 func (r *run) load(ctx context.Context) error {
 	key := r.Claim.Key
-	ds, err := dataset.Get(key.Dataset)
+	ds, err := dataset.Resolve(key.Dataset)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNeverRuns, err)
 	}

@@ -27,14 +27,32 @@ func (s *Sweeper) materialize(ctx context.Context, h *handled) (int, int, error)
 		return 0, 0, nil
 	}
 	froms := make([]civil.Date, len(a.Datasets))
+	keys := ledgerNames(a.Datasets)
 	items := 0
 	if ct := h.w.ClosedThrough; !ct.IsZero() && !ct.Before(h.start.AddDays(-1)) {
 		for i := range froms {
 			froms[i] = maxDate(ct.AddDays(1), h.start)
 		}
+		// A dataset at a later contract may be new since closed_through
+		// was written (a catalog change, not an account change): its own
+		// watermark says, one read per such dataset.
+		for i, key := range keys {
+			if key == a.Datasets[i] {
+				continue
+			}
+			wm, err := s.Ledger.Watermark(ctx, a.ID, key)
+			items++
+			if err != nil {
+				return 0, items, fmt.Errorf("dataset %s: watermark: %w", key, err)
+			}
+			froms[i] = h.start
+			if !wm.IsZero() && !wm.Before(h.start) {
+				froms[i] = wm.AddDays(1)
+			}
+		}
 	} else {
 		var errs []error
-		for i, ds := range a.Datasets {
+		for i, ds := range keys {
 			wm, err := s.Ledger.Watermark(ctx, a.ID, ds)
 			items++
 			if err != nil {
@@ -75,7 +93,7 @@ func (s *Sweeper) materialize(ctx context.Context, h *handled) (int, int, error)
 		errs    []error
 	)
 	h.complete = true
-	for i, ds := range a.Datasets {
+	for i, ds := range keys {
 		c := plan[i]
 		if froms[i].Before(h.closed.AddDays(1)) && c.through.Before(h.closed) {
 			h.complete = false
@@ -155,4 +173,17 @@ func planChunks(froms []civil.Date, closed, priority civil.Date, budget int) []c
 		}
 	}
 	return out
+}
+
+// ledgerNames are the ledger names of the account's datasets: a dataset at
+// a later contract than v1 has rows of its own (dataset.LedgerName).
+func ledgerNames(names []string) []string {
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = n
+		if d, err := dataset.Get(n); err == nil {
+			keys[i] = d.LedgerName()
+		}
+	}
+	return keys
 }

@@ -132,7 +132,7 @@ func Files(in Input) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, newFile(layout.SchemaKey(in.Prefix, ds.Name), b, ContentTypeJSON))
+		out = append(out, newFile(layout.ContractSchemaKey(in.Prefix, ds.ContractVersion(), ds.Name), b, ContentTypeJSON))
 	}
 	readme, err := README(in)
 	if err != nil {

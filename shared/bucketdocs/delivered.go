@@ -8,7 +8,7 @@ import (
 )
 
 // Delivered reads a schema document back into the contract part of the
-// dataset it describes (name, version, partition semantics, mode, read,
+// dataset it describes (name, contract, version, partition semantics, mode, read,
 // columns with their types and version bookkeeping): what a customer
 // already has, for dataset.Compatible to compare a catalog with. Queries
 // and source fields are not in it.
@@ -21,7 +21,7 @@ func Delivered(b []byte) (dataset.Dataset, error) {
 		return dataset.Dataset{}, fmt.Errorf("read schema document: not a dataset schema (dataset %q, schema_version %d, %d columns)", doc.Dataset, doc.SchemaVersion, len(doc.Columns))
 	}
 	d := dataset.Dataset{Name: doc.Dataset, Version: doc.SchemaVersion, Partition: doc.Partition.Semantics,
-		Mode: doc.Mode.Value, Read: doc.Read.Value}
+		Mode: doc.Mode.Value, Read: doc.Read.Value, Contract: doc.Contract}
 	if doc.CurrentState != nil {
 		d.IDColumn, d.OrderColumn = doc.CurrentState.IDColumn, doc.CurrentState.OrderColumn
 	}

@@ -149,7 +149,10 @@ func (w *mdWriter) layoutSection() {
 		"    _load/<engine>.sql                        a load script per engine",
 		"    _SUCCESS                                  written last, once the partition is complete")
 	w.p("- `v1` is the contract version. A change that would break a reader (a column renamed, removed,",
-		"  reordered or retyped) is published under `v2/` beside it; `v1/` stays as it is.",
+		"  reordered or retyped) is published as a new contract: the dataset is delivered again, from its",
+		"  first day, under `v2/<dataset>/` beside `v1/`, with its schema in `v2/_schemas/<dataset>.json`;",
+		"  `v1/<dataset>/` stays in place and is no longer written. This README, `_manifests/` and `_changes/`",
+		"  stay here under `v1/`, and each dataset below names its current contract.",
 		"- `dt=YYYY-MM-DD` is a Hive-style partition folder: Spark and DuckDB read it as a `dt` column of",
 		"  type DATE from the path without configuration, and so does Athena once the day's partition is",
 		"  added (see Loading). `dt` is not stored in the files.",
@@ -250,7 +253,7 @@ func (w *mdWriter) dataset(ds dataset.Dataset) {
 	if ds.IsSnapshot() {
 		items = append(items, "- **Latest copy**: "+latestSnapshotRule(ds))
 	}
-	items = append(items, fmt.Sprintf("- **Schema**: version %d, `%s%s/%s.json`.", ds.Version, w.root, layout.SchemasDir, ds.Name))
+	items = append(items, w.contractItems(ds)...)
 	w.p(items...)
 	rows := make([][]string, len(ds.Columns))
 	for i, c := range ds.Columns {

@@ -75,7 +75,7 @@ type SchemaColumn struct {
 }
 
 // SchemaFileLayout is where the dataset's partitions are, relative to the
-// contract root `<prefix>/v1/`.
+// root of its contract, `<prefix>/<contract>/`.
 type SchemaFileLayout struct {
 	Partition string `json:"partition"` // "<dataset>/dt=YYYY-MM-DD/"
 	Data      string `json:"data"`      // "part-*"
@@ -91,7 +91,7 @@ func NewSchemaDoc(ds dataset.Dataset) (SchemaDoc, error) {
 	}
 	d := SchemaDoc{
 		FormatVersion: FormatVersion,
-		Contract:      layout.Version,
+		Contract:      ds.ContractVersion(),
 		Dataset:       ds.Name,
 		Description:   ds.Description,
 		SchemaVersion: ds.Version,

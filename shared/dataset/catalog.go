@@ -137,10 +137,12 @@ func (s *Set) Names() []string {
 }
 
 // Get returns a copy of the dataset called name, or an error wrapping
-// ErrUnknownDataset.
+// ErrUnknownDataset. name may be a ledger name (LedgerName): its contract
+// is not checked (Resolve checks it).
 func (s *Set) Get(name string) (Dataset, error) {
+	bare, _ := SplitLedgerName(name)
 	for _, d := range s.datasets {
-		if d.Name == name {
+		if d.Name == bare {
 			return d.clone(), nil
 		}
 	}
@@ -180,18 +182,20 @@ func Get(name string) (Dataset, error) {
 var ErrCatalogIncompatible = errors.New("catalog incompatible with the delivered schema")
 
 // CheckAgainst compares every dataset of s that delivered also has with
-// delivered's (Compatible): the first refusal names the dataset and the
-// column. A dataset delivered and no longer in s is refused too: its
+// delivered's (CompatibleContract: at the same contract, Compatible; a new
+// contract may change anything): the first refusal names the dataset and
+// the column. A dataset delivered under several contracts is held to its
+// newest. A dataset delivered and no longer in s is refused too: its
 // customers' tables would stop receiving days without a word.
 func (s *Set) CheckAgainst(delivered []Dataset) error {
 	var errs []error
-	for _, old := range delivered {
+	for _, old := range NewestContracts(delivered) {
 		cur, err := s.Get(old.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dataset %s: removed from the catalog: %w", old.Name, ErrIncompatible))
 			continue
 		}
-		if err := Compatible(old, cur); err != nil {
+		if err := CompatibleContract(old, cur); err != nil {
 			errs = append(errs, err)
 		}
 	}

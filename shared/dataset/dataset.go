@@ -183,8 +183,11 @@ type Dataset struct {
 	// shard of a sharded source (see source.Router). Provenance names it,
 	// never its connection string.
 	Source string `json:"source,omitempty"`
-	Mode   string `json:"mode"`
-	Read   string `json:"read"`
+	// Contract is the layout contract the dataset is delivered under
+	// ("contract" in the catalog; omitted: v1): see contract.go.
+	Contract string `json:"contract,omitempty"`
+	Mode     string `json:"mode"`
+	Read     string `json:"read"`
 	// IDColumn and OrderColumn identify "the latest row per id" for activity
 	// datasets (Q3): the newest OrderColumn value wins per IDColumn.
 	IDColumn    string   `json:"id_column,omitempty"`
@@ -253,6 +256,9 @@ func (d Dataset) Validate() error {
 	}
 	if d.Version < 1 {
 		return fmt.Errorf("dataset %s: version %d must be >= 1", d.Name, d.Version)
+	}
+	if err := d.validateContract(); err != nil {
+		return err
 	}
 	switch d.Partition {
 	case PartitionEventTime, PartitionActivity, PartitionStatDate, PartitionSnapshot:

@@ -52,8 +52,10 @@ func refused(field, value, format string, args ...any) error {
 }
 
 var (
-	claimTokenRE  = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+	claimTokenRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	// A dataset name, or a ledger name `<name>.<contract>` of a dataset at a
+	// later contract than v1 (dataset.LedgerName).
+	datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}(\.v[1-9][0-9]{0,2})?$`)
 )
 
 func checkAccountID(id string) error {
@@ -71,7 +73,7 @@ func checkDatasetName(ds string) error {
 	case strings.TrimSpace(ds) == "":
 		return malformed("dataset", "", "is required")
 	case !datasetNameRE.MatchString(ds):
-		return malformed("dataset", ds, "is not a dataset name (lowercase letters, digits, _)")
+		return malformed("dataset", ds, "is not a dataset name (lowercase letters, digits, _; .v2 and on for a later contract)")
 	}
 	return nil
 }
@@ -84,7 +86,7 @@ func checkDatasetKnown(ds string) error {
 	if err != nil {
 		return fmt.Errorf("dataset catalog: %w", err)
 	}
-	if !slices.Contains(names, ds) {
+	if bare, _ := dataset.SplitLedgerName(ds); !slices.Contains(names, bare) {
 		return malformed("dataset", ds, "is not a dataset (unknown dataset; known: "+strings.Join(names, ", ")+")")
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 // The day is always 10 characters. The table files of a dataset's Iceberg
 // table (TableFileKey) count too, at their longest name.
 // maxSliceNumber is the highest slice number a sliced export names
-// (partition.MaxSlices - 1; layout depends on nothing of daybook's).
+// (partition.MaxSlices - 1; layout does not import partition).
 const maxSliceNumber = 999
 
 func LongestKey(prefix string, datasets []string) string {
@@ -74,6 +74,6 @@ const TableDir = "metadata"
 const MaxTableFileNameLen = len("snap-") + 19 + len("-999-") + 36 + len(".avro")
 
 // TableFileKey is the key of the table file name of dataset's table.
-func TableFileKey(prefix, dataset, name string) string {
-	return ContractPrefix(prefix) + dataset + "/" + TableDir + "/" + name
+func TableFileKey(prefix, ds, name string) string {
+	return DatasetPrefix(prefix, ds) + TableDir + "/" + name
 }

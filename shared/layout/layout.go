@@ -10,7 +10,12 @@
 //	<prefix>/v1/_schemas/<dataset>.json                       each dataset's columns and meaning
 //	<prefix>/v1/_changes/<commit time>_<dataset>_<day>_<generation>.json   change log: one per committed generation
 //
-// `v1` is the contract version. Data files start with `part-` and metadata with
+// `v1` is the dataset's contract version (dataset.Dataset.Contract): a
+// dataset at `contract: v2` is delivered under `<prefix>/v2/<dataset>/`, with
+// its schema at `<prefix>/v2/_schemas/<dataset>.json`, and its `v1/` tree
+// stays as it was. The account-level documents (README, `_manifests`,
+// `_changes`) stay at `<prefix>/v1/`, the bucket's one entry point: each
+// entry in them names its dataset's contract and keys. Data files start with `part-` and metadata with
 // `_`, so a loader globbing `dt=*/part-*` never reads a manifest or a script.
 //
 // The prefix is a template with two placeholders only, {{.AccountID}} and
@@ -29,10 +34,12 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
-// Version is the layout contract version, the `v1` segment.
-const Version = "v1"
+// Version is the first layout contract, the `v1` segment: the contract of a
+// dataset that declares none, and the root of the account-level documents.
+const Version = dataset.DefaultContract
 
 // Placeholders accepted in a prefix template.
 const (
@@ -58,10 +65,24 @@ const (
 
 func clean(prefix string) string { return strings.TrimSuffix(prefix, "/") }
 
-// PartitionPrefix is `<prefix>/v1/<dataset>/dt=YYYY-MM-DD/` (trailing slash).
-// prefix is a rendered prefix (RenderPrefix).
-func PartitionPrefix(prefix, dataset string, day civil.Date) string {
-	return clean(prefix) + "/" + Version + "/" + dataset + "/dt=" + day.String() + "/"
+// PartitionPrefix is `<prefix>/<contract>/<dataset>/dt=YYYY-MM-DD/` (trailing slash).
+// prefix is a rendered prefix (RenderPrefix); ds is a dataset or ledger
+// name (DatasetPrefix).
+func PartitionPrefix(prefix, ds string, day civil.Date) string {
+	return DatasetPrefix(prefix, ds) + "dt=" + day.String() + "/"
+}
+
+// DatasetPrefix is `<prefix>/<contract>/<dataset>/` (trailing slash): the
+// dataset's folder under its contract, the contract ds carries as a ledger
+// name or else the catalog's (dataset.ContractOf).
+func DatasetPrefix(prefix, ds string) string {
+	name, _ := dataset.SplitLedgerName(ds)
+	return ContractRoot(prefix, dataset.ContractOf(ds)) + name + "/"
+}
+
+// ContractRoot is `<prefix>/<contract>/` (trailing slash).
+func ContractRoot(prefix, contract string) string {
+	return clean(prefix) + "/" + contract + "/"
 }
 
 // DataKey is the key of data file n: `.../part-00000.parquet`. ext is the
@@ -93,10 +114,11 @@ func LoadKey(prefix, dataset string, day civil.Date, engine string) string {
 	return PartitionPrefix(prefix, dataset, day) + LoadDir + "/" + engine + ".sql"
 }
 
-// ContractPrefix is `<prefix>/v1/` (trailing slash): every key daybook
-// writes for the account is under it.
+// ContractPrefix is `<prefix>/v1/` (trailing slash), the root of the
+// account-level documents; a dataset at a later contract has its folder
+// and schema under that contract's root (ContractRoot).
 func ContractPrefix(prefix string) string {
-	return clean(prefix) + "/" + Version + "/"
+	return ContractRoot(prefix, Version)
 }
 
 // ReadmeKey is `<prefix>/v1/README.md`.
@@ -104,9 +126,16 @@ func ReadmeKey(prefix string) string {
 	return ContractPrefix(prefix) + ReadmeName
 }
 
-// SchemaKey is `<prefix>/v1/_schemas/<dataset>.json`.
-func SchemaKey(prefix, dataset string) string {
-	return ContractPrefix(prefix) + SchemasDir + "/" + dataset + ".json"
+// SchemaKey is `<prefix>/<contract>/_schemas/<dataset>.json`, under the
+// dataset's contract (as DatasetPrefix).
+func SchemaKey(prefix, ds string) string {
+	name, _ := dataset.SplitLedgerName(ds)
+	return ContractSchemaKey(prefix, dataset.ContractOf(ds), name)
+}
+
+// ContractSchemaKey is `<prefix>/<contract>/_schemas/<dataset>.json`.
+func ContractSchemaKey(prefix, contract, name string) string {
+	return ContractRoot(prefix, contract) + SchemasDir + "/" + name + ".json"
 }
 
 // DeliveryManifestKey is `<prefix>/v1/_manifests/dt=YYYY-MM-DD/manifest.json` (F4).
@@ -122,8 +151,9 @@ func ChangesPrefix(prefix string) string { return ContractPrefix(prefix) + Chang
 // with the commit time in UTC and the generation zero-padded to ten
 // digits: keys sort by commit time, and the same generation always has the
 // same key, so writing its entry again replaces it.
-func ChangeKey(prefix string, committedAt time.Time, dataset string, day civil.Date, generation int64) string {
-	return fmt.Sprintf("%s%s_%s_%s_%010d.json", ChangesPrefix(prefix), committedAt.UTC().Format("20060102T150405Z"), dataset, day, generation)
+func ChangeKey(prefix string, committedAt time.Time, ds string, day civil.Date, generation int64) string {
+	name, _ := dataset.SplitLedgerName(ds)
+	return fmt.Sprintf("%s%s_%s_%s_%010d.json", ChangesPrefix(prefix), committedAt.UTC().Format("20060102T150405Z"), name, day, generation)
 }
 
 // IsDataKey reports whether key is a data file of a partition: its last segment

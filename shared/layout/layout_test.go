@@ -239,6 +239,7 @@ func TestLongestKeyCoversEveryKey(t *testing.T) {
 		"SuccessKey":          SuccessKey(base, ds, d),
 		"LoadKey":             LoadKey(base, ds, d, strings.Repeat("e", MaxEngineNameLen)),
 		"SchemaKey":           SchemaKey(base, ds),
+		"ContractSchemaKey":   ContractSchemaKey(base, "v1", ds),
 		"ReadmeKey":           ReadmeKey(base),
 		"DeliveryManifestKey": DeliveryManifestKey(base, d),
 		"ChangeKey":           ChangeKey(base, time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.UTC), ds, d, 1<<62),
@@ -274,6 +275,26 @@ func TestLongestKeyCoversEveryKey(t *testing.T) {
 	for name, k := range widest {
 		if len(k) > longest {
 			t.Errorf("%s: %q (%d bytes) is longer than LongestKey (%d)", name, k, len(k), longest)
+		}
+	}
+}
+
+// A dataset at a later contract has its folder and schema under that
+// contract's root; the account-level documents stay at v1/.
+func TestContractTwoKeys(t *testing.T) {
+	d := civil.MustParse("2026-09-05")
+	for _, c := range []struct{ got, want string }{
+		{PartitionPrefix("p/acct_x", "events.v2", d), "p/acct_x/v2/events/dt=2026-09-05/"},
+		{SuccessKey("p/acct_x", "events.v2", d), "p/acct_x/v2/events/dt=2026-09-05/_SUCCESS"},
+		{SchemaKey("p/acct_x", "events.v2"), "p/acct_x/v2/_schemas/events.json"},
+		{SchemaKey("p/acct_x", "events"), "p/acct_x/v1/_schemas/events.json"},
+		{TableFileKey("p/acct_x", "events.v2", "v1.metadata.json"), "p/acct_x/v2/events/metadata/v1.metadata.json"},
+		{ReadmeKey("p/acct_x"), "p/acct_x/v1/README.md"},
+		{DeliveryManifestKey("p/acct_x", d), "p/acct_x/v1/_manifests/dt=2026-09-05/manifest.json"},
+		{ChangeKey("p/acct_x", time.Date(2026, 9, 6, 1, 2, 3, 0, time.UTC), "events.v2", d, 3), "p/acct_x/v1/_changes/20260906T010203Z_events_2026-09-05_0000000003.json"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %s, want %s", c.got, c.want)
 		}
 	}
 }

@@ -27,6 +27,7 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[eventRecord](),
 	reflect.TypeFor[sliceRecord](),
 	reflect.TypeFor[tokenRecord](),
+	reflect.TypeFor[schemaRecord](),
 	reflect.TypeFor[outboxRecord](),
 }
 

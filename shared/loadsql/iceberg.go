@@ -11,7 +11,7 @@ import (
 // Table-format scripts: written beside the load scripts when the account
 // keeps an Iceberg table of the dataset (shared/icetable). They query the
 // table in place instead of loading the folder: the table's location is
-// the dataset's folder, <prefix>/v1/<dataset>, its metadata in metadata/
+// the dataset's folder, <prefix>/<contract>/<dataset>, its metadata in metadata/
 // (vN.metadata.json and version-hint.text), so no catalog is needed.
 // Each selects the partition's day through the partition column; drop the
 // WHERE clause to query every day.

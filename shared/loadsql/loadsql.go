@@ -96,7 +96,7 @@ type Partition struct {
 	Compression fileformat.Codec
 	Bucket      string
 	// PartitionPrefix is the key prefix of the partition, ending in
-	// `<prefix>/v1/<dataset>/dt=YYYY-MM-DD/`.
+	// `<prefix>/<contract>/<dataset>/dt=YYYY-MM-DD/`, the dataset's contract.
 	PartitionPrefix string
 	// Files are exactly the manifest's data files, in manifest order.
 	Files []File
@@ -194,7 +194,7 @@ type gen struct {
 	ds     dataset.Dataset
 	day    string   // YYYY-MM-DD
 	table  []string // table name parts
-	root   string   // key prefix of the dataset: <prefix>/v1/<dataset>/
+	root   string   // key prefix of the dataset: <prefix>/<contract>/<dataset>/
 	rows   int64
 	bytes  int64
 	names  []string // file names relative to PartitionPrefix
@@ -285,9 +285,10 @@ func newGen(engine string, p Partition) (*gen, error) {
 	}
 	dayDir := "dt=" + g.day + "/"
 	root, ok := strings.CutSuffix(p.PartitionPrefix, dayDir)
-	if !ok || !(root == "v1/"+ds.Name+"/" || strings.HasSuffix(root, "/v1/"+ds.Name+"/")) || strings.HasPrefix(root, "/") {
-		return nil, fmt.Errorf("%w: dataset %s day %s: PartitionPrefix %q must end in v1/%s/%s",
-			ErrInvalid, ds.Name, g.day, p.PartitionPrefix, ds.Name, dayDir)
+	tail := ds.ContractVersion() + "/" + ds.Name + "/"
+	if !ok || !(root == tail || strings.HasSuffix(root, "/"+tail)) || strings.HasPrefix(root, "/") {
+		return nil, fmt.Errorf("%w: dataset %s day %s: PartitionPrefix %q must end in %s%s",
+			ErrInvalid, ds.Name, g.day, p.PartitionPrefix, tail, dayDir)
 	}
 	g.root = root
 	if len(p.Files) == 0 {

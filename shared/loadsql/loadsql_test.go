@@ -387,3 +387,35 @@ func TestSnowflakeFileChunks(t *testing.T) {
 		t.Fatal("want one transaction with one DELETE")
 	}
 }
+
+// A dataset at contract v2 is loaded from its v2/ folder by every engine,
+// and a partition prefix under v1/ is refused for it (and v2/ for a v1
+// dataset): a script never mixes the two trees.
+func TestContractRoot(t *testing.T) {
+	v1, _ := dataset.Get("events")
+	v2 := v1
+	v2.Contract = "v2"
+	for _, engine := range Engines {
+		p := goldenPartition(t, v2, fileformat.Parquet)
+		if _, err := Generate(engine, p); err == nil || !strings.Contains(err.Error(), "must end in v2/events/dt=2026-11-28/") {
+			t.Errorf("%s: v2 dataset under v1/: err = %v", engine, err)
+		}
+		p.PartitionPrefix = strings.Replace(p.PartitionPrefix, "/v1/", "/v2/", 1)
+		for i := range p.Files {
+			p.Files[i].Key = strings.Replace(p.Files[i].Key, "/v1/", "/v2/", 1)
+		}
+		sql, err := Generate(engine, p)
+		if err != nil {
+			t.Fatalf("%s: v2 dataset under v2/: %v", engine, err)
+		}
+		if strings.Contains(sql, "/v1/") || !strings.Contains(sql, "/v2/events/") {
+			t.Errorf("%s: the v2 script does not read only v2/events/:\n%s", engine, sql)
+		}
+		q := goldenPartition(t, v1, fileformat.Parquet)
+		q.PartitionPrefix = p.PartitionPrefix
+		q.Files = p.Files
+		if _, err := Generate(engine, q); err == nil || !strings.Contains(err.Error(), "must end in v1/events/") {
+			t.Errorf("%s: v1 dataset under v2/: err = %v", engine, err)
+		}
+	}
+}

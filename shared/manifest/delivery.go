@@ -27,7 +27,7 @@ const ReasonReseed = "reseed"
 // fails, from the ledger rows of the day.
 type Delivery struct {
 	FormatVersion int    `json:"format_version"`
-	Contract      string `json:"contract"` // layout version, "v1"
+	Contract      string `json:"contract"` // the contract root it is under, "v1"; each delivered dataset names its own
 	AccountID     string `json:"account_id"`
 	Day           string `json:"day"`
 	// Complete is true when every enabled dataset of the account is
@@ -40,7 +40,10 @@ type Delivery struct {
 
 // DeliveredDataset is one committed partition of the day.
 type DeliveredDataset struct {
-	Name          string `json:"name"`
+	Name string `json:"name"`
+	// Contract is the layout contract the partition is delivered under:
+	// its files are under <prefix>/<contract>/<name>/.
+	Contract      string `json:"contract"`
 	SchemaVersion int    `json:"schema_version"`
 	Generation    int64  `json:"generation"`
 	Mode          string `json:"mode"` // full_refresh | incremental_append
@@ -122,6 +125,7 @@ func NewDelivery(accountID, day string, statuses []PartitionStatus, now time.Tim
 		if st.Dataset != nil && st.Exists && st.State == "completed" {
 			d.DatasetsDelivered = append(d.DatasetsDelivered, DeliveredDataset{
 				Name:          st.Name,
+				Contract:      st.Dataset.ContractVersion(),
 				SchemaVersion: st.Dataset.Version,
 				Generation:    st.Generation,
 				Mode:          st.Dataset.Mode,

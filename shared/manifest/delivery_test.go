@@ -61,7 +61,7 @@ func TestNewDelivery(t *testing.T) {
 				if !d.Complete || len(d.DatasetsDelivered) != 1 || len(d.DatasetsMissing) != 0 {
 					t.Fatalf("want delivered: %+v", d)
 				}
-				want := DeliveredDataset{Name: "events", SchemaVersion: 1, Generation: 2, Mode: "incremental_append",
+				want := DeliveredDataset{Name: "events", Contract: "v1", SchemaVersion: 1, Generation: 2, Mode: "incremental_append",
 					Read: "union_all_partitions", Rows: 10, Files: 1, Manifest: completed.ManifestKey, CommittedAt: done}
 				if got := d.DatasetsDelivered[0]; got != want {
 					t.Errorf("delivered\n got %+v\nwant %+v", got, want)

@@ -214,7 +214,7 @@ func (c *checker) manifestHeader(m *manifest.Manifest, succ manifest.Success) {
 	if m.Generation != succ.Generation {
 		bad = append(bad, fmt.Sprintf("generation %d, _SUCCESS says %d", m.Generation, succ.Generation))
 	}
-	if m.Dataset != c.t.Dataset {
+	if m.Dataset != c.t.name() {
 		bad = append(bad, fmt.Sprintf("dataset %q", m.Dataset))
 	}
 	if m.Day != c.t.Day.String() {

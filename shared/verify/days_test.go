@@ -49,3 +49,47 @@ func TestDays(t *testing.T) {
 		t.Errorf("Days of a bad dataset = %v after %v, want an error naming it before any call", err, rec.ops)
 	}
 }
+
+// A dataset moved to contract v2 has two folders, v1/events/ and
+// v2/events/: Datasets lists both (events, events.v2), and Check and Days
+// read each tree on its own.
+func TestBothContractTrees(t *testing.T) {
+	cfg, err := srv.Config(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := awsclient.NewS3(cfg)
+	v1 := mustDataset(t, "events")
+	f1 := commit(t, api, v1, fileformat.Parquet, 1, 5)
+	v2 := v1
+	v2.Contract = "v2"
+	f2 := commitTo(t, api, f1.target.Bucket, v2, fileformat.Parquet, 2, 3)
+	if f2.target.PartitionPrefix() != fixturePrefix+"/v2/events/dt=2026-03-05/" || f1.target.PartitionPrefix() != fixturePrefix+"/v1/events/dt=2026-03-05/" {
+		t.Fatalf("partitions %s and %s", f1.target.PartitionPrefix(), f2.target.PartitionPrefix())
+	}
+	names, err := verify.Datasets(t.Context(), api, verify.Target{Bucket: f1.target.Bucket, Prefix: fixturePrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"events", "events.v2"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("Datasets = %q, want %q", names, want)
+	}
+	for _, c := range []struct {
+		f    *fixture
+		rows int64
+	}{{f1, 5}, {f2, 6}} {
+		r, err := verify.Check(t.Context(), api, c.f.target, verify.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rows != c.rows || len(r.Problems()) != 0 {
+			var b strings.Builder
+			_ = r.WriteText(&b)
+			t.Errorf("%s: rows %d (want %d), report:\n%s", c.f.target.Dataset, r.Rows, c.rows, b.String())
+		}
+		days, _, err := verify.Days(t.Context(), api, c.f.target)
+		if err != nil || !reflect.DeepEqual(days, []civil.Date{fixtureDay}) {
+			t.Errorf("%s: days %v, %v", c.f.target.Dataset, days, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/manifest"
 )
@@ -33,8 +34,8 @@ func (c *checker) delivery() error {
 		day = "day complete"
 	}
 	for _, x := range d.DatasetsDelivered {
-		if x.Name != c.t.Dataset {
-			continue
+		if x.Name != c.t.name() || x.Contract != "" && dataset.LedgerName(x.Name, x.Contract) != c.t.Dataset {
+			continue // another dataset, or this one's folder under another contract
 		}
 		reseed := ""
 		if x.Reseed {
@@ -53,7 +54,7 @@ func (c *checker) delivery() error {
 		return nil
 	}
 	for _, x := range d.DatasetsMissing {
-		if x.Name == c.t.Dataset {
+		if x.Name == c.t.name() {
 			c.r.add(LevelNote, deliverySubject, "missing: %s (%s)", x.Reason, day)
 			return nil
 		}

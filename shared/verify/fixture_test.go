@@ -55,19 +55,26 @@ var fixtureDay = civil.MustParse("2026-03-05")
 // commit writes a partition of ds: files data files of rows rows each.
 func commit(t *testing.T, api *s3.Client, ds dataset.Dataset, format fileformat.Format, files, rows int) *fixture {
 	t.Helper()
-	ctx := t.Context()
 	name := fmt.Sprintf("verify-%d", bucketSeq.Add(1))
-	if _, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {
+	if _, err := api.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, api: api, target: verify.Target{Bucket: name, Prefix: fixturePrefix, Dataset: ds.Name, Day: fixtureDay}}
+	return commitTo(t, api, name, ds, format, files, rows)
+}
+
+// commitTo writes the partition of ds into the bucket name, under ds's
+// contract.
+func commitTo(t *testing.T, api *s3.Client, name string, ds dataset.Dataset, format fileformat.Format, files, rows int) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	f := &fixture{t: t, ctx: ctx, api: api, target: verify.Target{Bucket: name, Prefix: fixturePrefix, Dataset: ds.LedgerName(), Day: fixtureDay}}
 	b := bucket.New(api, name, bucket.Options{})
 	m := &manifest.Manifest{FormatVersion: manifest.FormatVersion, Contract: layout.Version, AccountID: "acct_7f3a9c", Dataset: ds.Name,
 		SchemaVersion: ds.Version, Day: fixtureDay.String(), Partition: ds.Partition, Mode: ds.Mode, Read: ds.Read, Generation: 3,
 		RunID: "run_1", Reason: "scheduled", Format: string(format), Compression: string(format.DefaultCodec()), Schema: manifest.SchemaOf(ds)}
 	all := datasettest.Varied(ds, files*rows)
 	for n := range files {
-		key := layout.DataKey(fixturePrefix, ds.Name, fixtureDay, n, format.Extension())
+		key := layout.DataKey(fixturePrefix, ds.LedgerName(), fixtureDay, n, format.Extension())
 		w := b.NewWriter(ctx, key, uploadOptions(format))
 		enc, err := encode.New(format, w, ds, encode.Options{})
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 
@@ -47,13 +48,32 @@ type Target struct {
 	Owner string
 	// Prefix is the part of every key before `/v1/` (the account's
 	// rendered prefix).
-	Prefix  string
+	Prefix string
+	// Dataset is the dataset's name, or `<name>.<contract>` for its folder
+	// under a later contract than v1 (`events.v2` is `<prefix>/v2/events/`);
+	// a bare name is the v1 folder, whatever the catalog says now.
 	Dataset string
 	Day     civil.Date
 }
 
+// name is the target's dataset name, without its contract.
+func (t Target) name() string {
+	n, _ := dataset.SplitLedgerName(t.Dataset)
+	return n
+}
+
+// tree is `<name>.<contract>`, the contract always explicit (v1 for a bare
+// name), for the layout functions.
+func (t Target) tree() string {
+	n, c := dataset.SplitLedgerName(t.Dataset)
+	if c == "" {
+		c = layout.Version
+	}
+	return n + "." + c
+}
+
 // PartitionPrefix is the key prefix of the target's partition.
-func (t Target) PartitionPrefix() string { return layout.PartitionPrefix(t.Prefix, t.Dataset, t.Day) }
+func (t Target) PartitionPrefix() string { return layout.PartitionPrefix(t.Prefix, t.tree(), t.Day) }
 
 // URI is the target's partition as an s3:// URI.
 func (t Target) URI() string { return "s3://" + t.Bucket + "/" + t.PartitionPrefix() }
@@ -65,7 +85,10 @@ func (t Target) owner() *string {
 	return &t.Owner
 }
 
-var datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+var (
+	datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.v[1-9][0-9]{0,2})?$`)
+	contractDirRE = regexp.MustCompile(`^v[1-9][0-9]{0,2}$`)
+)
 
 // validateDataset checks everything but the day.
 func (t Target) validateDataset() error {
@@ -127,7 +150,7 @@ func Days(ctx context.Context, api ReadAPI, t Target) (days []civil.Date, strays
 	if err := t.validateDataset(); err != nil {
 		return nil, nil, err
 	}
-	dp := layout.ContractPrefix(t.Prefix) + t.Dataset + "/"
+	dp := layout.DatasetPrefix(t.Prefix, t.tree())
 	seen := map[string]bool{}
 	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &t.Bucket, Prefix: &dp, ExpectedBucketOwner: t.owner()})
 	for p.HasMorePages() {
@@ -143,7 +166,7 @@ func Days(ctx context.Context, api ReadAPI, t Target) (days []civil.Date, strays
 	}
 	for seg := range seen {
 		d, err := civil.Parse(strings.TrimPrefix(seg, "dt="))
-		if err != nil || layout.PartitionPrefix(t.Prefix, t.Dataset, d) != dp+seg+"/" {
+		if err != nil || layout.PartitionPrefix(t.Prefix, t.tree(), d) != dp+seg+"/" {
 			strays = append(strays, dp+seg+"/")
 			continue
 		}
@@ -154,9 +177,11 @@ func Days(ctx context.Context, api ReadAPI, t Target) (days []civil.Date, strays
 	return days, strays, nil
 }
 
-// Datasets lists, sorted, the dataset folders under t.Prefix's contract
-// (`<prefix>/v1/<dataset>/`), leaving out daybook's own folders (`_manifests`,
-// `_schemas`, ...); t.Dataset and t.Day are not used.
+// Datasets lists, sorted, the dataset folders under every contract of
+// t.Prefix (`<prefix>/v1/<dataset>/`, `<prefix>/v2/<dataset>/`, ...), as
+// Target.Dataset names them (`events`, `events.v2`), leaving out daybook's
+// own folders (`_manifests`, `_schemas`, ...); t.Dataset and t.Day are not
+// used.
 func Datasets(ctx context.Context, api ReadAPI, t Target) ([]string, error) {
 	if t.Bucket == "" {
 		return nil, errors.New("verify: bucket is empty")
@@ -164,7 +189,31 @@ func Datasets(ctx context.Context, api ReadAPI, t Target) ([]string, error) {
 	if err := layout.ValidateRendered(t.Prefix); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	cp := layout.ContractPrefix(t.Prefix)
+	roots, err := listDirs(ctx, api, t, strings.TrimSuffix(t.Prefix, "/")+"/")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, c := range roots {
+		if !contractDirRE.MatchString(c) {
+			continue
+		}
+		dirs, err := listDirs(ctx, api, t, layout.ContractRoot(t.Prefix, c))
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range dirs {
+			if name = dataset.LedgerName(name, c); datasetNameRE.MatchString(name) {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// listDirs lists the folder names directly under cp.
+func listDirs(ctx context.Context, api ReadAPI, t Target, cp string) ([]string, error) {
 	var names []string
 	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &t.Bucket, Prefix: &cp, Delimiter: aws.String("/"), ExpectedBucketOwner: t.owner()})
 	for p.HasMorePages() {
@@ -173,11 +222,8 @@ func Datasets(ctx context.Context, api ReadAPI, t Target) ([]string, error) {
 			return nil, fmt.Errorf("list s3://%s/%s: %w", t.Bucket, cp, err)
 		}
 		for _, cpfx := range page.CommonPrefixes {
-			if name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cpfx.Prefix), cp), "/"); datasetNameRE.MatchString(name) {
-				names = append(names, name)
-			}
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cpfx.Prefix), cp), "/"))
 		}
 	}
-	sort.Strings(names)
 	return names, nil
 }

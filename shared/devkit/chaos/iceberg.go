@@ -54,7 +54,7 @@ func (p *pipeline) tableStore(a account.Account) *bucket.Bucket {
 }
 
 func tableLocation(prefix, ds string) string {
-	return strings.TrimSuffix(layout.ContractPrefix(prefix), "/") + "/" + ds
+	return strings.TrimSuffix(layout.DatasetPrefix(prefix, ds), "/")
 }
 
 // checkTables checks the table of every account that keeps one against

@@ -1,0 +1,116 @@
+//go:build !noduckdb
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
+)
+
+// TestContractTwoBesideOne: a catalog that drops a delivered column of
+// events is refused at v1 (schema_mismatch, the column named); the same
+// catalog with contract: v2 exports every day again under v2/events/ from
+// rows of its own (events.v2), writes v2/_schemas/events.json, and leaves
+// every byte under v1/ of events as it was, even when a v1 row of the
+// dataset is claimed after the move. Both contracts' duckdb.sql load in
+// DuckDB: v1's with user_id, v2's without.
+func TestContractTwoBesideOne(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"events"}})
+	days := []civil.Date{testDay.AddDays(-1), testDay}
+	for _, d := range append(days, testDay.AddDays(-2)) {
+		e.insert("events", genRows("events", d, 3)...)
+	}
+	for _, d := range days {
+		if row := e.export("events", d); row.State != ledger.StateCompleted {
+			t.Fatalf("v1 export of %s: %+v", d, row)
+		}
+	}
+	v1 := func() map[string][]byte {
+		out := map[string][]byte{}
+		for _, p := range []string{layout.ContractPrefix(e.prefix) + "events/", layout.ContractSchemaKey(e.prefix, "v1", "events")} {
+			for k := range e.list(p) {
+				out[k] = e.get(k)
+			}
+		}
+		return out
+	}
+	before := v1()
+	if len(before) < 2*4 {
+		t.Fatalf("v1 tree: %d objects", len(before))
+	}
+
+	useCatalog(t, func(s string) string { return strings.Replace(s, dropUserIDLine, "", 1) })
+	row := e.export("events", testDay.AddDays(-2))
+	if row.State != ledger.StateFailed {
+		t.Fatalf("v1 export with a dropped column: %+v", row)
+	}
+	contains(t, "ledger error", row.LastError, "schema_mismatch: ", `column "user_id" removed`)
+
+	useCatalog(t, func(s string) string {
+		s = strings.Replace(s, dropUserIDLine, "", 1)
+		return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
+	})
+	for _, d := range days {
+		if row := e.export("events.v2", d); row.State != ledger.StateCompleted {
+			t.Fatalf("v2 export of %s: %+v", d, row)
+		}
+		if m := e.committed("events.v2", d); m.Dataset != "events" || strings.Contains(string(e.get(layout.ManifestKey(e.prefix, "events.v2", d))), "user_id") {
+			t.Errorf("v2 manifest of %s: dataset %q, or it names user_id", d, m.Dataset)
+		}
+		if d := e.delivery(d); len(d.DatasetsDelivered) != 1 || d.DatasetsDelivered[0].Contract != "v2" || !strings.HasPrefix(d.DatasetsDelivered[0].Manifest, e.prefix+"/v2/events/") {
+			t.Errorf("delivery manifest: %+v", d.DatasetsDelivered)
+		}
+	}
+	doc := string(e.get(layout.ContractSchemaKey(e.prefix, "v2", "events")))
+	if !strings.Contains(doc, `"contract": "v2"`) || strings.Contains(doc, "user_id") {
+		t.Errorf("v2 schema document:\n%s", doc)
+	}
+	// A v1 row of the dataset claimed after the move writes nothing.
+	if row := e.export("events", testDay.AddDays(-3)); row.State == ledger.StateCompleted {
+		t.Errorf("a retired v1 row exported: %+v", row)
+	}
+	after := v1()
+	if len(after) != len(before) {
+		t.Errorf("v1 tree: %d objects before, %d after", len(before), len(after))
+	}
+	for k, b := range before {
+		if !bytes.Equal(after[k], b) {
+			t.Errorf("%s changed", k)
+		}
+	}
+
+	// Load each contract's day as its duckdb.sql says, from a copy of the bucket.
+	dir := e.download()
+	root := strings.TrimSuffix(filepath.ToSlash(dir), e.prefix)
+	for _, c := range []struct {
+		tree   string
+		userID bool
+	}{{"events.v1", true}, {"events.v2", false}} {
+		duck := duckcheck.Open(t)
+		for _, d := range days {
+			b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(layout.LoadKey(e.prefix, c.tree, d, "duckdb"))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := duck.Exec(strings.ReplaceAll(string(b), "s3://"+e.acct.Destination.Bucket+"/", root)); err != nil {
+				t.Fatalf("%s duckdb.sql of %s: %v", c.tree, d, err)
+			}
+		}
+		var n int
+		if err := duck.QueryRow(`SELECT count(*) FROM events`).Scan(&n); err != nil || n != 6 {
+			t.Errorf("%s: %d rows loaded (%v), want 6", c.tree, n, err)
+		}
+		var has int
+		if err := duck.QueryRow(`SELECT count(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'user_id'`).Scan(&has); err != nil || (has == 1) != c.userID {
+			t.Errorf("%s: user_id column present %v, want %v (%v)", c.tree, has == 1, c.userID, err)
+		}
+	}
+}
