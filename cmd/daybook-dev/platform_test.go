@@ -107,7 +107,13 @@ func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
 
 	// The user's working directory: template.yaml, .local/bin from make build.
 	work := t.TempDir()
+	start := time.Now()
 	buildBinaries(t, filepath.Join(work, ".local", "bin")) // before the directory changes: go build needs the module
+	t.Logf("built in %v", time.Since(start).Round(time.Millisecond))
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(work)
 	if err := os.Symlink(filepath.Join(repoRoot, "template.yaml"), "template.yaml"); err != nil {
 		t.Fatal(err)
@@ -153,7 +159,12 @@ func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
 	sh.env["SOURCE_DSN"] = pg.DSN
 	var status string
 	for _, line := range commands {
+		start := time.Now()
 		status = sh.run(line)
+		t.Logf("%s: %v", line, time.Since(start).Round(time.Millisecond))
+	}
+	if err := os.Chdir(wd); err != nil { // the JavaScript reader is found from the module
+		t.Fatal(err)
 	}
 	if !strings.Contains(status, "invoices") || !strings.Contains(status, "members") {
 		t.Errorf("status after the drain:\n%s", status)
