@@ -33,8 +33,12 @@ import (
 )
 
 // platformTenant is the account id README's "Bring your own tables"
-// account file gives.
-const platformTenant = "acct_platformtenantaa"
+// account file gives, and platformOrg its tenant_key: the org_id of its
+// rows.
+const (
+	platformTenant = "acct_platformtenantaa"
+	platformOrg    = "org-acme"
+)
 
 // TestPlatformCatalogThroughTheDeployedFunctions is the second catalog
 // through the real binaries: the platform schema (org_id tenants, Berlin
@@ -45,9 +49,11 @@ const platformTenant = "acct_platformtenantaa"
 // written (the account file's start date and the DSN filled in):
 // template.yaml deployed into moto with the catalog and the DSN, the
 // account put, the sweeper and exporter bootstraps under the runtime
-// emulator. Every delivered value is read back from the bucket by DuckDB
-// and Arrow (and the JavaScript reader), the snapshot dataset's too; another
-// tenant's rows are not delivered.
+// emulator. The account's tenant_key names its organisation's org_id.
+// Every delivered value is read back from the bucket by DuckDB and Arrow
+// (and the JavaScript reader), the snapshot dataset's too; other
+// organisations' rows (one whose org_id is the account id) are not
+// delivered.
 func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -76,19 +82,22 @@ func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustInsert(platformTenant, append(in, outside...)...)
+	mustInsert(platformOrg, append(in, outside...)...)
+	// Rows of another organisation, and rows whose org_id is the account
+	// id: neither is the account's tenant.
 	mustInsert("acct_someoneelseaaaaa", rows[0].In)
+	mustInsert(platformTenant, rows[1].In)
 	exec1 := func(q string, args ...any) {
 		t.Helper()
 		if _, err := db.ExecContext(ctx, q, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	exec1(`INSERT INTO seat_snapshots VALUES ($1, $2, 'team', 12, 9, '{"region": "eu"}'), ($3, $2, 'free', 1, 1, NULL)`, platformTenant, day.String(), "acct_someoneelseaaaaa")
+	exec1(`INSERT INTO seat_snapshots VALUES ($1, $2, 'team', 12, 9, '{"region": "eu"}'), ($3, $2, 'free', 1, 1, NULL)`, platformOrg, day.String(), "acct_someoneelseaaaaa")
 	seatsWant := [][]any{{day, "team", int64(12), int64(9), json.RawMessage(`{"region": "eu"}`)}}
 	exec1(`INSERT INTO members VALUES ($1, '00000000-0000-0000-0000-00000000000a', 'ana@example.com', 'owner', '2019-06-01 09:00:00', '{"sso": true}'),
 		($1, '00000000-0000-0000-0000-00000000000b', 'ben@example.com', 'member', '2026-03-05 23:30:00', NULL),
-		($2, '00000000-0000-0000-0000-00000000000c', 'cy@example.com', 'owner', '2026-03-05 23:30:00', NULL)`, platformTenant, "acct_someoneelseaaaaa")
+		($2, '00000000-0000-0000-0000-00000000000c', 'cy@example.com', 'owner', '2026-03-05 23:30:00', NULL)`, platformOrg, platformTenant)
 	loc, err := time.LoadLocation(platformsource.Zone)
 	if err != nil {
 		t.Fatal(err)
