@@ -55,6 +55,10 @@ const (
 // organisations' rows (one whose org_id is the account id) are not
 // delivered.
 func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
+	work := t.TempDir()
+	start := time.Now()
+	buildBinaries(t, filepath.Join(work, ".local", "bin")) // before the directory changes: go build needs the module
+	t.Logf("built in %v", time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pg := pgserver.New(t)
@@ -115,10 +119,6 @@ func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
 	}
 
 	// The user's working directory: template.yaml, .local/bin from make build.
-	work := t.TempDir()
-	start := time.Now()
-	buildBinaries(t, filepath.Join(work, ".local", "bin")) // before the directory changes: go build needs the module
-	t.Logf("built in %v", time.Since(start).Round(time.Millisecond))
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
