@@ -257,7 +257,13 @@ func (a *app) loadCheckCatalog(c *cobra.Command, file string, names []string) ([
 	return out, nil
 }
 
-func hasErrors(fs []sourceFinding) bool { return countSeverity(fs, pgcatalog.SeverityError) > 0 }
+func hasErrors(fs []sourceFinding) bool {
+	plain := make([]pgcatalog.Finding, len(fs))
+	for i, f := range fs {
+		plain[i] = f.Finding
+	}
+	return pgcatalog.HasErrors(plain)
+}
 
 func countSeverity(fs []sourceFinding, s pgcatalog.Severity) int {
 	n := 0
