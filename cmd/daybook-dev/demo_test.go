@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -192,14 +191,6 @@ var (
 
 // e2eDemo is the end-to-end test's demo: smaller than make demo's.
 var e2eDemo = demoOptions{Days: 4, EventsPerDay: 60, Seed: 7}
-
-// buildBinaries builds both functions' host bootstraps and the operator CLI
-// into dir, the layout `make build` uses.
-func buildBinaries(t *testing.T, dir string) {
-	t.Helper()
-	hostbuild.Bootstraps(t, dir, Functions...)
-	hostbuild.Command(t, dir, operatorName)
-}
 
 func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
 	dir := t.TempDir()

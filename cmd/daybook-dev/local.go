@@ -17,6 +17,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
@@ -62,7 +63,10 @@ func (a *app) localCommand() *cobra.Command {
 // localOptions configure `local up`.
 type localOptions struct {
 	dir, template, stage, sourceDSN string
-	noDemo                          bool
+	// catalog is the deployment's catalog file (DAYBOOK_CATALOG), empty
+	// for the shipped example; sourceDriver is SOURCE_DRIVER.
+	catalog, sourceDriver string
+	noDemo                bool
 }
 
 func (a *app) localUpCommand() *cobra.Command {
@@ -77,20 +81,45 @@ sam local invoke --env-vars format), which the other commands read by default.
 Unless --no-demo: generate a small demo SQLite source (<dir>/demo.db, %d days of data), create
 the bucket %s and register the local account %s (its file is <dir>/account.json; the sample
 events in events/ use this id) with %d closed days to export, with the operator CLI
-<dir>/bin/daybook (make build).`, localDemoDays, localBucket, LocalAccountID, localBackfillDays),
+<dir>/bin/daybook (make build).
+
+With --catalog FILE the functions read your catalog instead of the example and --source-dsn
+your database (--source-driver pgx for PostgreSQL): no demo source or account is made, only the
+bucket %[2]s; register your accounts with daybook account put.`, localDemoDays, localBucket, LocalAccountID, localBackfillDays),
 	}
 	c.Flags().StringVar(&o.dir, "dir", o.dir, "state directory (pid, log, env.json, demo source)")
 	c.Flags().StringVar(&o.template, "template", "template.yaml", "SAM template to deploy")
 	c.Flags().StringVar(&o.stage, "stage", "local", "Stage parameter")
 	c.Flags().StringVar(&o.sourceDSN, "source-dsn", "", "SOURCE_DSN for the exporter (default: the demo SQLite file in the state directory)")
+	c.Flags().StringVar(&o.catalog, "catalog", "", "the deployment's catalog file (DAYBOOK_CATALOG; default: the shipped example)")
+	c.Flags().StringVar(&o.sourceDriver, "source-driver", "sqlite", "SOURCE_DRIVER: sqlite or pgx (PostgreSQL)")
 	c.Flags().BoolVar(&o.noDemo, "no-demo", false, "deploy only: no demo source, bucket or account")
-	c.RunE = func(c *cobra.Command, _ []string) error { return a.localUp(c.Context(), o) }
+	_ = c.MarkFlagFilename("catalog", "yaml", "yml", "json")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if o.sourceDriver != "sqlite" && o.sourceDriver != "pgx" {
+			return cli.Usagef(c, "--source-driver %q: want sqlite or pgx", o.sourceDriver)
+		}
+		if o.catalog != "" {
+			if o.sourceDSN == "" {
+				return cli.Usagef(c, "--catalog %s needs --source-dsn: the demo source holds the example's tables only", o.catalog)
+			}
+			abs, err := filepath.Abs(o.catalog)
+			if err != nil {
+				return err
+			}
+			if _, err := dataset.Load(abs); err != nil {
+				return fmt.Errorf("--catalog %s: %w", o.catalog, err)
+			}
+			o.catalog = abs
+		}
+		return a.localUp(c.Context(), o)
+	}
 	return c
 }
 
 func (a *app) localUp(ctx context.Context, o localOptions) error {
 	d := localDir(o.dir)
-	if !o.noDemo {
+	if !o.noDemo && o.catalog == "" {
 		// Before anything starts: the account is registered with it.
 		if _, err := operatorIn(d.binDir()); err != nil {
 			return err
@@ -129,7 +158,7 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	if err != nil {
 		return err
 	}
-	st, err := samstack.Up(ctx, cfg, o.template, o.stage, map[string]string{"SourceDriver": "sqlite"})
+	st, err := samstack.Up(ctx, cfg, o.template, o.stage, map[string]string{"SourceDriver": o.sourceDriver})
 	if err != nil {
 		return err
 	}
@@ -145,6 +174,9 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	// pattern from the same file (the functions ignore them); the account
 	// rules are in the functions' own environment.
 	extra := map[string]string{"SOURCE_DSN": dsn}
+	if o.catalog != "" {
+		extra[dataset.EnvCatalog] = o.catalog
+	}
 	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN"} {
 		if st.Outputs[out] != "" {
 			extra[v] = st.Outputs[out]
@@ -161,6 +193,9 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 		st.Name, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"], d.envFile())
 	if o.noDemo {
 		return nil
+	}
+	if o.catalog != "" {
+		return a.localBucketFor(ctx, d, cfg, o.catalog)
 	}
 	return a.seedLocal(ctx, d, cfg, o.sourceDSN == "", envvar.From(env["ExporterFunction"]).SettleDelay())
 }

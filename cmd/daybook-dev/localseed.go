@@ -45,9 +45,8 @@ func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source 
 		}
 		fmt.Fprintf(a.stdout, "demo source %s: %d days of events, profiles and daily_stats\n", d.sourceDB(), localDemoDays)
 	}
-	api := awsclient.NewS3(cfg)
-	if _, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(localBucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlready") {
-		return fmt.Errorf("create bucket %s: %w", localBucket, err)
+	if err := createLocalBucket(ctx, cfg); err != nil {
+		return err
 	}
 	names, err := dataset.Names()
 	if err != nil {
@@ -88,4 +87,28 @@ func localAccount(datasets []string, now time.Time) account.Account {
 		Datasets:    datasets,
 		Destination: account.Destination{Bucket: localBucket, Region: demosource.Region, Format: fileformat.Default},
 	}
+}
+
+func createLocalBucket(ctx context.Context, cfg aws.Config) error {
+	api := awsclient.NewS3(cfg)
+	if _, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(localBucket)}); err != nil && !strings.Contains(err.Error(), "BucketAlready") {
+		return fmt.Errorf("create bucket %s: %w", localBucket, err)
+	}
+	return nil
+}
+
+// localBucketFor is local up with the deployment's own catalog: the local
+// bucket, and what to do next. The accounts are the platform's, so none is
+// registered.
+func (a *app) localBucketFor(ctx context.Context, d localDir, cfg aws.Config, catalog string) error {
+	if err := createLocalBucket(ctx, cfg); err != nil {
+		return err
+	}
+	set, err := dataset.Load(catalog)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "catalog %s: %s\nbucket s3://%s; register an account with DAYBOOK_CATALOG=%s daybook account put --file account.json --env-file %s\n",
+		catalog, strings.Join(set.Names(), ", "), localBucket, catalog, d.envFile())
+	return nil
 }

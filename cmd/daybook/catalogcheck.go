@@ -85,62 +85,134 @@ catalog's "datasets" list.`,
 }
 
 func (a *app) catalogCheckCommand() *cobra.Command {
-	var dsn, catalogFile string
+	var sources []string
+	var catalogFile string
 	var names []string
 	c := &cobra.Command{
-		Use:   "check --source DSN [--catalog FILE] [--dataset NAME]... [-o json]",
-		Short: "Check every dataset of the catalog against the live source database",
-		Long: `Check every dataset of the catalog against the live source database: its relation and every
-declared column exist; each source type maps to the declared type (a narrower or wider
+		Use:   "check --source [NAME=]DSN... [--catalog FILE] [--dataset NAME]... [-o json]",
+		Short: "Check every dataset of the catalog against the live source databases",
+		Long: `Check every dataset of the catalog against the live source database it reads: its relation and
+every declared column exist; each source type maps to the declared type (a narrower or wider
 decimal, a type without a catalog type, a missing source time zone are named); a column
-declared required that the source allows to be NULL is reported; the export query's result
-columns are the declared ones; the query runs on an empty window; and its plan reads the
-relation through an index on the partition column (a sequential scan is reported with the
-table's estimated rows). Each finding names the dataset, the column, what is declared and
-what was found. Exit 1 when any finding is an error; warnings alone exit 0. Nothing is
-written to the database.`,
-		Example: "  daybook catalog check --source postgres://reader@db/app -o json",
+declared required that the source allows to be NULL is reported; the tenant the query binds is
+of the declared tenant_type; the export query's result columns are the declared ones; the
+query runs on an empty window; and its plan reads the relation through an index on the
+partition column (a sequential scan is reported with the table's estimated rows). Each finding
+names the dataset, its source, the column, what is declared and what was found. Exit 1 when
+any finding is an error; warnings alone exit 0. Nothing is written to the database.
+--source takes one connection string per source the catalog names: NAME=DSN (repeat it), a
+bare DSN for the default source. A dataset whose source was given none is an error finding.`,
+		Example: "  daybook catalog check --source postgres://reader@db/app -o json\n" +
+			"  daybook catalog check --source postgres://reader@db/app --source billing=postgres://reader@billing/db",
 	}
 	f := c.Flags()
-	f.StringVar(&dsn, "source", "", "PostgreSQL connection string of the source database")
-	f.StringVar(&catalogFile, "catalog", "", "catalog file (JSON with a \"datasets\" list; default: the shipped catalog)")
+	f.StringArrayVar(&sources, "source", nil, "PostgreSQL connection string of a source: NAME=DSN, or a bare DSN for the default source (repeatable)")
+	f.StringVar(&catalogFile, "catalog", "", "catalog file (YAML or JSON; default: the catalog this CLI runs with)")
 	f.StringArrayVar(&names, "dataset", nil, "check only this dataset (repeatable)")
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if err := requireFlags(c, "source"); err != nil {
 			return err
 		}
+		dsns, err := sourceFlags(c, sources)
+		if err != nil {
+			return err
+		}
 		ds, err := a.loadCheckCatalog(c, catalogFile, names)
 		if err != nil {
 			return err
 		}
-		db, err := openSource(c, dsn)
+		findings, err := checkSources(c, ds, dsns)
 		if err != nil {
 			return err
-		}
-		defer db.Close()
-		conn, err := db.Conn(c.Context())
-		if err != nil {
-			return fmt.Errorf("catalog check: connect: %w", err)
-		}
-		defer conn.Close()
-		findings := []pgcatalog.Finding{}
-		for _, d := range ds {
-			fs, err := pgcatalog.CheckDataset(c.Context(), conn, d)
-			if err != nil {
-				return fmt.Errorf("catalog check: dataset %s: %w", d.Name, err)
-			}
-			findings = append(findings, fs...)
 		}
 		if err := printFindings(a, *out, len(ds), findings); err != nil {
 			return err
 		}
-		if pgcatalog.HasErrors(findings) {
+		if hasErrors(findings) {
 			return fmt.Errorf("catalog check: %d error(s) in %d dataset(s)", countSeverity(findings, pgcatalog.SeverityError), len(ds))
 		}
 		return nil
 	}
 	return c
+}
+
+// sourceFinding is a finding with the name of the source the dataset
+// reads.
+type sourceFinding struct {
+	pgcatalog.Finding
+	Source string `json:"source"`
+}
+
+// sourceFlags reads the --source values: NAME=DSN, or a bare DSN for the
+// default source. A name twice, or a name that is not a source name, is a
+// usage error naming the value.
+func sourceFlags(c *cobra.Command, values []string) (map[string]string, error) {
+	dsns := map[string]string{}
+	for _, v := range values {
+		name, dsn := dataset.DefaultSource, v
+		if n, d, ok := strings.Cut(v, "="); ok && dataset.ValidSourceName(n) == nil && (d == "" || namedDSN(d)) {
+			name, dsn = n, d
+		}
+		if dsn == "" {
+			return nil, cli.Usagef(c, "--source %q: no connection string", v)
+		}
+		if _, dup := dsns[name]; dup {
+			return nil, cli.Usagef(c, "--source %q: source %s given twice", v, name)
+		}
+		dsns[name] = dsn
+	}
+	return dsns, nil
+}
+
+// namedDSN reports whether rest, what follows NAME= in a --source value, is
+// a whole connection string: a URL, or key=value pairs. Otherwise the
+// value is itself a bare key=value connection string ("host=db
+// dbname=app": host is not a source).
+func namedDSN(rest string) bool {
+	first, _, _ := strings.Cut(rest, " ")
+	return strings.Contains(rest, "://") || strings.Contains(first, "=")
+}
+
+// checkSources checks each dataset against its own source's database; a
+// dataset whose source has no DSN is an error finding.
+func checkSources(c *cobra.Command, ds []dataset.Dataset, dsns map[string]string) ([]sourceFinding, error) {
+	findings := []sourceFinding{}
+	conns := map[string]*sql.Conn{}
+	defer func() {
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}()
+	for _, d := range ds {
+		name := d.SourceName()
+		dsn, ok := dsns[name]
+		if !ok {
+			findings = append(findings, sourceFinding{Source: name, Finding: pgcatalog.Finding{Severity: pgcatalog.SeverityError, Dataset: d.Name, Check: "source",
+				Message: fmt.Sprintf("dataset %s reads source %s, which has no --source %s=DSN: it was not checked", d.Name, name, name)}})
+			continue
+		}
+		conn, ok := conns[name]
+		if !ok {
+			db, err := openSource(c, dsn)
+			if err != nil {
+				return nil, fmt.Errorf("source %s: %w", name, err)
+			}
+			defer db.Close()
+			if conn, err = db.Conn(c.Context()); err != nil {
+				return nil, fmt.Errorf("catalog check: connect to source %s: %w", name, err)
+			}
+			conns[name] = conn
+		}
+		fs, err := pgcatalog.CheckDataset(c.Context(), conn, d)
+		if err != nil {
+			return nil, fmt.Errorf("catalog check: dataset %s (source %s): %w", d.Name, name, err)
+		}
+		for _, f := range fs {
+			findings = append(findings, sourceFinding{Finding: f, Source: name})
+		}
+	}
+	return findings, nil
 }
 
 // openSource opens the --source database and checks it answers.
@@ -185,7 +257,15 @@ func (a *app) loadCheckCatalog(c *cobra.Command, file string, names []string) ([
 	return out, nil
 }
 
-func countSeverity(fs []pgcatalog.Finding, s pgcatalog.Severity) int {
+func hasErrors(fs []sourceFinding) bool {
+	plain := make([]pgcatalog.Finding, len(fs))
+	for i, f := range fs {
+		plain[i] = f.Finding
+	}
+	return pgcatalog.HasErrors(plain)
+}
+
+func countSeverity(fs []sourceFinding, s pgcatalog.Severity) int {
 	n := 0
 	for _, f := range fs {
 		if f.Severity == s {
@@ -195,21 +275,21 @@ func countSeverity(fs []pgcatalog.Finding, s pgcatalog.Severity) int {
 	return n
 }
 
-func printFindings(a *app, out outputFormat, datasets int, fs []pgcatalog.Finding) error {
+func printFindings(a *app, out outputFormat, datasets int, fs []sourceFinding) error {
 	errs, warns := countSeverity(fs, pgcatalog.SeverityError), countSeverity(fs, pgcatalog.SeverityWarning)
 	if out == outputJSON {
 		return printJSON(a.stdout, struct {
-			Datasets int                 `json:"datasets"`
-			Errors   int                 `json:"errors"`
-			Warnings int                 `json:"warnings"`
-			Findings []pgcatalog.Finding `json:"findings"`
+			Datasets int             `json:"datasets"`
+			Errors   int             `json:"errors"`
+			Warnings int             `json:"warnings"`
+			Findings []sourceFinding `json:"findings"`
 		}{datasets, errs, warns, fs})
 	}
 	if len(fs) > 0 {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEVERITY\tDATASET\tCOLUMN\tDECLARED\tFOUND\tFINDING")
+		fmt.Fprintln(tw, "SEVERITY\tDATASET\tSOURCE\tCOLUMN\tDECLARED\tFOUND\tFINDING")
 		for _, f := range fs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Dataset, dash(f.Column), dash(f.Declared), dash(f.Found), f.Message)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Dataset, f.Source, dash(f.Column), dash(f.Declared), dash(f.Found), f.Message)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -146,3 +146,134 @@ func TestCatalogInitRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogCheckSeveralSources: a catalog whose members dataset reads
+// the billing source is checked with one --source per source, each
+// dataset against its own database (two PostgreSQL schemas here); the
+// findings name the source. A source given no DSN is an error finding for
+// each of its datasets, not a silent skip; a source given the wrong
+// database reports the missing relation under that source.
+func TestCatalogCheckSeveralSources(t *testing.T) {
+	srv := pgserver.New(t)
+	db, err := sql.Open("pgx", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dsn := map[string]string{}
+	for _, schema := range []string{"app", "billing"} {
+		if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+			t.Fatal(err)
+		}
+		dsn[schema] = srv.DSN + " search_path=" + schema
+		sdb, err := sql.Open("pgx", dsn[schema])
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = platformsource.Create(context.Background(), sdb)
+		sdb.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec("DROP TABLE app.members"); err != nil { // members live in billing only
+		t.Fatal(err)
+	}
+	a, _, _ := testApp(t)
+	init := func(source string, args ...string) map[string]any {
+		t.Helper()
+		r := execute(t, a, append([]string{"catalog", "init", "--source", dsn[source], "--tenant-column", "org_id", "--source-time-zone", platformsource.Zone}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("catalog init %v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	invoices := init("app", "--table", "invoices", "--partition-column", "created_at")
+	members := init("billing", "--table", "members", "--partition", "snapshot")
+	members["source"] = "billing"
+	doc, err := json.Marshal(map[string]any{"datasets": []any{invoices, members}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(file, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type finding struct {
+		pgcatalog.Finding
+		Source string `json:"source"`
+	}
+	type report struct {
+		Datasets, Errors, Warnings int
+		Findings                   []finding
+	}
+	check := func(wantCode int, sources ...string) report {
+		t.Helper()
+		args := []string{"catalog", "check", "--catalog", file, "-o", "json"}
+		for _, s := range sources {
+			args = append(args, "--source", s)
+		}
+		r := execute(t, a, args...)
+		if r.code != wantCode {
+			t.Fatalf("catalog check %v: exit %d, want %d\n%s%s", sources, r.code, wantCode, r.stdout, r.stderr)
+		}
+		var rep report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("catalog check -o json: %v\n%s", err, r.stdout)
+		}
+		return rep
+	}
+	errorsOf := func(rep report) []finding {
+		var out []finding
+		for _, f := range rep.Findings {
+			if f.Severity == pgcatalog.SeverityError {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+
+	if rep := check(0, dsn["app"], "billing="+dsn["billing"]); rep.Datasets != 2 || rep.Errors != 0 {
+		t.Errorf("both sources: %+v", rep)
+	} else {
+		for _, f := range rep.Findings {
+			if want := map[string]string{"invoices": "default", "members": "billing"}[f.Dataset]; f.Source != want {
+				t.Errorf("finding %+v: source %q, want %q", f, f.Source, want)
+			}
+		}
+	}
+	// The default source named as such is the bare DSN.
+	if rep := check(0, "default="+dsn["app"], "billing="+dsn["billing"]); rep.Errors != 0 {
+		t.Errorf("default= and billing=: %+v", rep)
+	}
+	if errs := errorsOf(check(1, dsn["app"])); len(errs) != 1 || errs[0].Dataset != "members" || errs[0].Source != "billing" || errs[0].Check != "source" ||
+		!strings.Contains(errs[0].Message, "--source billing=DSN") {
+		t.Errorf("billing without a DSN: errors %+v; want one naming members and source billing", errs)
+	}
+	if errs := errorsOf(check(1, dsn["app"], "billing="+dsn["app"])); len(errs) != 1 || errs[0].Dataset != "members" || errs[0].Source != "billing" || errs[0].Check != "relation" {
+		t.Errorf("billing pointed at the app schema: errors %+v; want members' relation missing under billing", errs)
+	}
+	text := execute(t, a, "catalog", "check", "--catalog", file, "--source", dsn["app"], "--source", "billing="+dsn["billing"])
+	if text.code != 0 || !strings.Contains(text.stdout, "2 dataset(s) checked: 0 error(s)") {
+		t.Errorf("catalog check (table): exit %d\n%s%s", text.code, text.stdout, text.stderr)
+	}
+	for _, tc := range []struct {
+		sources []string
+		stderr  string
+	}{
+		{[]string{"billing="}, `--source "billing=": no connection string`},
+		{[]string{dsn["app"], "default=" + dsn["billing"]}, "source default given twice"},
+	} {
+		args := []string{"catalog", "check", "--catalog", file}
+		for _, s := range tc.sources {
+			args = append(args, "--source", s)
+		}
+		if r := execute(t, a, args...); r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error %q", tc.sources, r.code, r.stderr, tc.stderr)
+		}
+	}
+}

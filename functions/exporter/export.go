@@ -208,7 +208,7 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 // partitionQuery is the source query of a day, as Export builds it.
 func partitionQuery(a account.Account, ds dataset.Dataset, day civil.Date) source.Query {
 	start, end := a.Window(day)
-	return source.Query{AccountID: a.ID, Dataset: ds, Day: civil.Of(day.Start(time.UTC)), Start: start, End: end, Shard: a.SourceShard}
+	return source.Query{AccountID: a.ID, TenantKey: a.TenantKey, Dataset: ds, Day: civil.Of(day.Start(time.UTC)), Start: start, End: end, Shard: a.SourceShard}
 }
 
 // errNoFingerprint: the source cannot fingerprint a day, or the dataset

@@ -29,14 +29,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
-// platformRow is one invoices row: what is inserted (SQL text, nil for
-// NULL, in table order after org_id) and what the files must hold (the
-// value model, in catalog order).
-type platformRow struct {
-	in   []any
-	want []any
-}
-
+// berlin is the instant of a wall-clock time in the platform's zone.
 func berlin(t *testing.T, wall string) time.Time {
 	t.Helper()
 	loc, err := time.LoadLocation(platformsource.Zone)
@@ -50,60 +43,10 @@ func berlin(t *testing.T, wall string) time.Time {
 	return ts.UTC()
 }
 
-func dec(t *testing.T, s string, scale int) dataset.Decimal {
-	t.Helper()
-	d, err := dataset.ParseDecimal(s, scale)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// platformInvoices are the rows of testDay (2026-03-05, the account's zone
-// UTC) in created_at order, with the awkward values of every type, and two
-// rows just outside the day in Berlin wall time.
-func platformInvoices(t *testing.T) (day []platformRow, outside [][]any) {
-	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
-	day = []platformRow{
-		{
-			in: []any{"0B9C1F4E-5A3D-4C2B-9E8F-7A6B5C4D3E2F", "2026-03-05 01:00:00", "1234567890.0123456789", "EUR", "enterprise",
-				"192.168.0.1", "10.0.0.0/8", `{a,"b c","quote\"d",NULL}`, "2147483647", "32767", "0.1", "true", "9999-12-31",
-				"Grüße 👋 \"q\"", "2026-03-05 12:34:56.789012+00", `{"vip": true, "plan": {"seats": [1, 2.5, "x"]}}`},
-			want: []any{"0b9c1f4e-5a3d-4c2b-9e8f-7a6b5c4d3e2f", berlin(t, "2026-03-05 01:00:00"), dec(t, "1234567890.0123456789", 10), "EUR", "enterprise",
-				"192.168.0.1", "10.0.0.0/8", raw(`["a","b c","quote\"d",null]`), int64(2147483647), int64(32767), float64(float32(0.1)), true,
-				civil.MustParse("9999-12-31"), "Grüße 👋 \"q\"", time.Date(2026, 3, 5, 12, 34, 56, 789012000, time.UTC), raw(`{"vip": true, "plan": {"seats": [1, 2.5, "x"]}}`)},
-		},
-		{
-			in: []any{"00000000-0000-0000-0000-000000000001", "2026-03-05 13:30:00.5", "-9999999999.9999999999", "US", "free",
-				"2001:db8::1/64", nil, "{}", "-2147483648", nil, nil, "false", nil, nil, nil, nil},
-			want: []any{"00000000-0000-0000-0000-000000000001", berlin(t, "2026-03-05 13:30:00.5"), dec(t, "-9999999999.9999999999", 10), "US ", "free",
-				"2001:db8::1/64", nil, raw(`[]`), int64(-2147483648), nil, nil, false, nil, nil, nil, nil},
-		},
-		{
-			in: []any{"ffffffff-ffff-ffff-ffff-ffffffffffff", "2026-03-06 00:59:59.999999", "0.0000000001", "JPY", "team",
-				nil, nil, nil, "0", "-1", "-3.4e+38", "true", "2026-03-31", "tab\there", nil, `[]`},
-			want: []any{"ffffffff-ffff-ffff-ffff-ffffffffffff", berlin(t, "2026-03-06 00:59:59.999999"), dec(t, "0.0000000001", 10), "JPY", "team",
-				nil, nil, nil, int64(0), int64(-1), float64(float32(-3.4e38)), true, civil.MustParse("2026-03-31"), "tab\there", nil, raw(`[]`)},
-		},
-	}
-	// 00:59:59 on the 5th in Berlin is 23:59:59Z on the 4th; 01:00 on the
-	// 6th is midnight UTC, the next day.
-	for i, wall := range []string{"2026-03-05 00:59:59.999999", "2026-03-06 01:00:00"} {
-		outside = append(outside, []any{"11111111-1111-1111-1111-11111111111" + string(rune('0'+i)), wall, "1", "EUR", "free",
-			nil, nil, nil, "1", nil, nil, "false", nil, nil, nil, nil})
-	}
-	return day, outside
-}
-
-const invoiceColumns = "org_id, invoice_id, created_at, amount, currency, tier, client_ip, network, labels, line_count, quantity, weight, paid, due_on, note, paid_at, attributes"
-
 func insertInvoices(t *testing.T, db *sql.DB, org string, rows ...[]any) {
 	t.Helper()
-	for i, r := range rows {
-		args := append([]any{org}, r...)
-		if _, err := db.Exec("INSERT INTO invoices ("+invoiceColumns+") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)", args...); err != nil {
-			t.Fatalf("insert invoice %d: %v", i, err)
-		}
+	if err := platformsource.Insert(t.Context(), db, org, rows...); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -128,13 +71,16 @@ func TestPlatformCatalogEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	org := e.acct.ID
-	dayRows, outside := platformInvoices(t)
+	dayRows, outside, err := platformsource.Invoices(testDay)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var in [][]any
 	for _, r := range dayRows {
-		in = append(in, r.in)
+		in = append(in, r.In)
 	}
 	insertInvoices(t, db, org, append(in, outside...)...)
-	insertInvoices(t, db, "acct_someoneelse", dayRows[0].in) // another tenant's row, same day
+	insertInvoices(t, db, "acct_someoneelse", dayRows[0].In) // another tenant's row, same day
 	if _, err := db.Exec(`INSERT INTO seat_snapshots VALUES ($1, '2026-03-05', 'team', 12, 9, '{"region": "eu"}'), ($1, '2026-03-04', 'team', 11, 9, NULL)`, org); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +146,7 @@ func TestPlatformCatalogEndToEnd(t *testing.T) {
 	}
 	var want [][]any
 	for _, r := range dayRows {
-		want = append(want, r.want)
+		want = append(want, r.Want)
 	}
 
 	duck := duckcheck.Open(t)

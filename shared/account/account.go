@@ -52,6 +52,12 @@ type Account struct {
 	// databases (one connection string per shard: source.Router); empty
 	// for none. A source without shards ignores it.
 	SourceShard string `json:"source_shard,omitempty"`
+	// TenantKey is the tenant's own id in the source, bound to every
+	// dataset's tenant column, for platforms whose tenants are not keyed
+	// by the daybook account id (a uuid or bigint organisation id); empty
+	// binds the account id. It must be of each enabled dataset's
+	// tenant_type. Object keys and provenance still use the account id.
+	TenantKey string `json:"tenant_key,omitempty"`
 	// Datasets are the exported (enabled) datasets.
 	Datasets    []string    `json:"datasets"`
 	Destination Destination `json:"destination"`

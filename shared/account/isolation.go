@@ -25,7 +25,9 @@ import (
 //     endpoint's host and port: one bucket name on two endpoints is two
 //     buckets;
 //   - its role ARN (compared case-insensitively, as IAM role names are) and
-//     external id are another's.
+//     external id are another's;
+//   - its tenant key (Tenant: tenant_key, else the id) and source shard are
+//     another's: both would export that tenant's rows.
 //
 // An account with candidate's id in others is the candidate's stored
 // version: an update does not conflict with itself. Each conflict is a
@@ -58,6 +60,9 @@ func CheckIsolation(candidate Account, others []Account, stage string) error {
 			case layout.Within(mine, theirs):
 				p.add("destination.prefix", mine, "is inside account %s's prefix %q in bucket %s", o.ID, theirs, d.Bucket)
 			}
+		}
+		if candidate.Tenant() == o.Tenant() && candidate.SourceShard == o.SourceShard {
+			p.add("tenant_key", candidate.Tenant(), "is account %s's tenant key: both accounts would export the same tenant's rows", o.ID)
 		}
 		if d.RoleARN != "" && strings.EqualFold(d.RoleARN, od.RoleARN) && d.ExternalID == od.ExternalID {
 			p.add("destination.external_id", d.ExternalID, "account %s already uses role %s with this external id; each account needs its own", o.ID, od.RoleARN)

@@ -182,6 +182,7 @@ func (a Account) shape() problems {
 		}
 	}
 	a.checkDatasets(&p)
+	a.checkTenantKey(&p)
 	d := a.Destination
 	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
 		p.add("destination.bucket", d.Bucket, "not an S3 bucket name")
@@ -295,6 +296,42 @@ func (a Account) checkDatasets(p *problems) {
 		seen[ds] = true
 	}
 }
+
+// TenantKeyMax is the longest tenant_key accepted.
+const TenantKeyMax = 200
+
+// checkTenantKey: a key of printable characters, of every enabled
+// dataset's tenant type (the account id is the key when none is given).
+func (a Account) checkTenantKey(p *problems) {
+	if k := a.TenantKey; k != "" {
+		switch {
+		case len(k) > TenantKeyMax:
+			p.add("tenant_key", k, "longer than %d bytes", TenantKeyMax)
+			return
+		case strings.TrimSpace(k) != k || strings.IndexFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+			p.add("tenant_key", k, "has leading or trailing space or a control character")
+			return
+		}
+	}
+	for _, name := range a.Datasets {
+		ds, err := dataset.Get(name)
+		if err != nil {
+			continue // named by checkDatasets
+		}
+		if _, err := ds.TenantValue(a.Tenant()); err != nil {
+			if a.TenantKey == "" {
+				p.add("tenant_key", "", "%v: give the tenant's key in the source", err)
+			} else {
+				p.add("tenant_key", a.TenantKey, "%v", err)
+			}
+			return
+		}
+	}
+}
+
+// Tenant is the value bound to the datasets' tenant column: TenantKey,
+// else the account id.
+func (a Account) Tenant() string { return cmp.Or(a.TenantKey, a.ID) }
 
 // checkIcebergDatasets refuses a snapshot dataset (a complete copy per
 // day, no partition column) in an account with Iceberg tables, which are

@@ -199,7 +199,11 @@ type Dataset struct {
 	// the export (default: the partition column) and a source column whose
 	// maximum changes whenever a row of the day changes (an insertion or
 	// update instant), for the fingerprint.
-	TenantColumn  string            `json:"tenant_column,omitempty"`
+	TenantColumn string `json:"tenant_column,omitempty"`
+	// TenantType is what the tenant column holds (TenantString, the
+	// default, TenantUUID or TenantInt64): an account whose key is not of
+	// that type is refused, and the key is bound as that type.
+	TenantType    string            `json:"tenant_type,omitempty"`
 	OrderBy       []string          `json:"order_by,omitempty"`
 	ChangedColumn string            `json:"changed_column,omitempty"`
 	Queries       map[string]string `json:"queries,omitempty"`
@@ -274,6 +278,9 @@ func (d Dataset) Validate() error {
 	case ReadUnionAllPartitions, ReadLatestSnapshot:
 	default:
 		return fmt.Errorf("dataset %s: unknown read %q", d.Name, d.Read)
+	}
+	if err := d.validateTenantType(); err != nil {
+		return err
 	}
 	if len(d.Columns) == 0 {
 		return fmt.Errorf("dataset %s: no columns", d.Name)

@@ -132,6 +132,7 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 		add(SeverityError, "query", "", "", "", "the export query does not prepare: %v", err)
 		return out, nil
 	}
+	checkTenant(ctx, conn, add, d, query)
 	if names := resultNames(res); strings.Join(names, ",") != strings.Join(d.ColumnNames(), ",") {
 		add(SeverityError, "query", "", strings.Join(d.ColumnNames(), ", "), strings.Join(names, ", "), "the export query's result columns are not the declared columns in order")
 	} else {

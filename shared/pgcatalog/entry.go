@@ -55,8 +55,16 @@ func Entry(t Table, o EntryOptions) (dataset.Dataset, error) {
 	} else if o.IDColumn != "" {
 		return dataset.Dataset{}, fmt.Errorf("id column %q: only an activity dataset has one", o.IDColumn)
 	}
-	if _, ok := t.Column(o.TenantColumn); !ok {
+	tc, ok := t.Column(o.TenantColumn)
+	if !ok {
 		return dataset.Dataset{}, fmt.Errorf("tenant column %q: relation %s has no such column", o.TenantColumn, t.Relation)
+	}
+	tenantType, err := TenantType(tc.Type)
+	if err != nil {
+		return dataset.Dataset{}, fmt.Errorf("tenant column %q: %w", o.TenantColumn, err)
+	}
+	if tenantType != dataset.TenantString {
+		d.TenantType = tenantType
 	}
 	var errs []error
 	var names []string

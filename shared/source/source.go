@@ -19,6 +19,10 @@ import (
 // Query names one partition to read.
 type Query struct {
 	AccountID string
+	// TenantKey is the value bound to the dataset's tenant column
+	// (account.Account.TenantKey); empty binds AccountID. Paths and
+	// provenance use AccountID either way.
+	TenantKey string
 	Dataset   dataset.Dataset
 	Day       civil.Date
 	// Start and End are the half-open day window in the account's time zone,
@@ -36,6 +40,9 @@ func (q Query) Validate() error {
 	}
 	if q.Dataset.Name == "" {
 		return errors.New("source query: no dataset")
+	}
+	if _, err := q.Dataset.TenantValue(q.tenantKey()); err != nil {
+		return fmt.Errorf("source query: account %s: tenant_key: %w", q.AccountID, err)
 	}
 	if !q.Start.Before(q.End) {
 		return fmt.Errorf("source query: window start %s not before end %s",
@@ -217,19 +224,32 @@ func redact(name string) string {
 // the driver's own time format would not order correctly. Anything that runs
 // a dataset query outside SQL.Rows (the demo source's row counts) binds these.
 func (q Query) Params(dialect string) []any {
+	tenant, err := q.Dataset.TenantValue(q.tenantKey())
+	if err != nil {
+		tenant = q.tenantKey() // refused by Validate; the database refuses it too
+	}
 	if q.Dataset.IsSnapshot() {
 		// A snapshot copies the tenant's current rows: no window.
-		return []any{q.AccountID}
+		return []any{tenant}
 	}
 	if q.Dataset.Partition == dataset.PartitionStatDate {
 		// A stat_date day is a calendar day, not an instant window: zone
 		// offsets must not shift it.
-		return []any{q.AccountID, q.Day.String(), q.Day.AddDays(1).String()}
+		return []any{tenant, q.Day.String(), q.Day.AddDays(1).String()}
 	}
 	if dialect == dataset.DialectPostgres {
-		return []any{q.AccountID, q.Start.UTC(), q.End.UTC()}
+		return []any{tenant, q.Start.UTC(), q.End.UTC()}
 	}
-	return []any{q.AccountID, dataset.FormatTimestamp(q.Start), dataset.FormatTimestamp(q.End)}
+	return []any{tenant, dataset.FormatTimestamp(q.Start), dataset.FormatTimestamp(q.End)}
+}
+
+// tenantKey is the key bound to the tenant column: TenantKey, else the
+// account id.
+func (q Query) tenantKey() string {
+	if q.TenantKey != "" {
+		return q.TenantKey
+	}
+	return q.AccountID
 }
 
 // Batches implements Source. A PostgreSQL source opened with pgx's

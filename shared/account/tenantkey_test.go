@@ -1,0 +1,137 @@
+package account
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/example"
+)
+
+// useTenantCatalog makes the example plus a uuid-keyed and a bigint-keyed
+// dataset the process catalog for the test.
+func useTenantCatalog(t *testing.T) {
+	t.Helper()
+	doc := string(example.YAML()) + `
+  - name: invoices
+    version: 1
+    partition: event_time
+    partition_column: created_at
+    relation: invoices
+    mode: incremental_append
+    read: union_all_partitions
+    tenant_column: org_id
+    tenant_type: uuid
+    columns:
+      - {name: created_at, type: timestamp}
+      - {name: attributes, type: json, nullable: true}
+  - name: tickets
+    version: 1
+    partition: event_time
+    partition_column: created_at
+    relation: tickets
+    mode: incremental_append
+    read: union_all_partitions
+    tenant_column: org_id
+    tenant_type: int64
+    columns:
+      - {name: created_at, type: timestamp}
+      - {name: attributes, type: json, nullable: true}
+`
+	s, err := dataset.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := dataset.Example()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataset.Use(s)
+	t.Cleanup(func() { dataset.Use(ex) })
+}
+
+// TestTenantKeyMatchesTheTenantType: an account's tenant_key (else its id)
+// must be of every enabled dataset's tenant_type; a refusal names the
+// field and the value.
+func TestTenantKeyMatchesTheTenantType(t *testing.T) {
+	useTenantCatalog(t)
+	const u = "6f1c2a4e-0d3b-4e5f-8a9b-1c2d3e4f5a6b"
+	for _, tc := range []struct {
+		name, key string
+		datasets  []string
+		value     string // the refused value; "" accepted (with reason "")
+		reason    string
+	}{
+		{"string tenant, no key", "", []string{"events"}, "", ""},
+		{"string tenant, any key", "org 42/ü", []string{"events"}, "", ""},
+		{"uuid tenant, uuid key", u, []string{"invoices"}, "", ""},
+		{"uuid tenant, upper case", strings.ToUpper(u), []string{"invoices"}, "", ""},
+		{"uuid tenant, no key", "", []string{"invoices"}, "", `"acct_abcdefghijklmnop" is not a uuid: give the tenant's key`},
+		{"uuid tenant, not a uuid", "6f1c2a4e", []string{"events", "invoices"}, "6f1c2a4e", `dataset invoices reads a uuid tenant column org_id: "6f1c2a4e" is not a uuid`},
+		{"bigint tenant, integer key", "-42", []string{"tickets"}, "", ""},
+		{"bigint tenant, uuid key", u, []string{"tickets"}, u, "is not a 64-bit integer"},
+		{"bigint tenant, overflow", "9223372036854775808", []string{"tickets"}, "9223372036854775808", "is not a 64-bit integer"},
+		{"two types, one key", u, []string{"invoices", "tickets"}, u, "dataset tickets"},
+		{"control character", "org\n1", []string{"events"}, "org\n1", "control character"},
+		{"padded", " org", []string{"events"}, " org", "leading or trailing space"},
+		{"too long", strings.Repeat("x", TenantKeyMax+1), []string{"events"}, strings.Repeat("x", TenantKeyMax+1), "longer than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := valid()
+			a.TenantKey, a.Datasets = tc.key, tc.datasets
+			err := a.Validate(testRules)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != "tenant_key" || fe.Value != tc.value || !strings.Contains(fe.Reason, tc.reason) {
+				t.Fatalf("got %v; want tenant_key %q refused with %q", err, tc.value, tc.reason)
+			}
+		})
+	}
+}
+
+// TestTenantKeyIsolation: two accounts that would bind the same tenant key
+// on the same shard export the same tenant's rows: the second is refused,
+// naming tenant_key, the key and the other account. A key equal to another
+// account's id (which that account binds) is the same tenant too.
+func TestTenantKeyIsolation(t *testing.T) {
+	a, b := acct(idA, "bucket-a", ""), acct(idB, "bucket-b", "")
+	a.TenantKey = "org-1"
+	for _, tc := range []struct {
+		name      string
+		key, shrd string
+		value     string
+	}{
+		{"same key", "org-1", "", "org-1"},
+		{"the other's id as key", "", "", ""},
+		{"same key, another shard", "org-1", "eu", ""},
+		{"another key", "org-2", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := b
+			c.TenantKey, c.SourceShard = tc.key, tc.shrd
+			other := a
+			if tc.name == "the other's id as key" {
+				other.TenantKey = idB
+				c.TenantKey = ""
+				tc.value = idB
+			}
+			err := CheckIsolation(c, []Account{other}, "test")
+			if tc.value == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != "tenant_key" || fe.Value != tc.value || !strings.Contains(fe.Reason, "account "+idA) {
+				t.Fatalf("got %v; want tenant_key %q refused naming %s", err, tc.value, idA)
+			}
+		})
+	}
+}
