@@ -46,8 +46,8 @@ type Storage uint8
 //	              decimal up to 18 digits: the unscaled value
 //	StorageDouble double
 //	StorageBool   boolean
-//	StorageBytes  string (UTF-8), json (one JSON value) and decimal above 18
-//	              digits (the unscaled value, 16 bytes big-endian two's
+//	StorageBytes  string (UTF-8), json (one JSON value), binary (the bytes)
+//	              and decimal above 18 digits (the unscaled value, 16 bytes big-endian two's
 //	              complement)
 const (
 	StorageInt32 Storage = iota
@@ -337,6 +337,8 @@ func (v *Vector) appendModel(x any) string {
 		v.AppendString(x)
 	case json.RawMessage:
 		v.AppendBytes(x)
+	case []byte:
+		v.AppendBytes(x)
 	case Decimal:
 		if v.Storage == StorageInt64 {
 			n, _ := x.Int64() // CheckRow checked the precision
@@ -380,6 +382,8 @@ func (b *Batch) Row(i int, dst []any) []any {
 			x = string(v.BytesAt(i))
 		case KindJSON:
 			x = json.RawMessage(append([]byte(nil), v.BytesAt(i)...))
+		case KindBinary:
+			x = append([]byte{}, v.BytesAt(i)...)
 		case KindDecimal:
 			x = v.Decimal(i)
 		}

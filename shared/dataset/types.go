@@ -46,7 +46,7 @@ func DecimalType(precision, scale int) Type {
 func ParseType(s string) (Type, error) {
 	s = strings.TrimSpace(s)
 	switch k := Kind(s); k {
-	case KindDate, KindTimestamp, KindInt64, KindDouble, KindBoolean, KindString, KindJSON:
+	case KindDate, KindTimestamp, KindInt64, KindDouble, KindBoolean, KindString, KindJSON, KindBinary:
 		return Type{Kind: k}, nil
 	}
 	inner, ok := strings.CutPrefix(s, "decimal(")

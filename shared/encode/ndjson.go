@@ -129,6 +129,8 @@ func (w *ndjsonWriter) appendRow(line []byte, b *dataset.Batch, r int) ([]byte, 
 			line = strconv.AppendBool(line, v.Bool[r])
 		case dataset.KindString:
 			line = appendJSONString(line, v.BytesAt(r))
+		case dataset.KindBinary:
+			line = appendBase64(line, v.BytesAt(r))
 		case dataset.KindJSON:
 			j := v.BytesAt(r)
 			if bytes.ContainsAny(j, "\r\n") {

@@ -61,6 +61,8 @@ func columnNode(c dataset.Column, profile Profile) (parquet.Node, error) {
 		}
 	case dataset.KindBoolean:
 		node = parquet.Leaf(parquet.BooleanType)
+	case dataset.KindBinary:
+		node = binaryNode()
 	case dataset.KindString, dataset.KindJSON:
 		// Every string and JSON column, declared low-cardinality or not: a
 		// dictionary is what makes repeated ids and attribute objects small,

@@ -82,8 +82,11 @@ const ColumnIndexTruncateLength = 64
 // column whose values may be large carries none: JSON, up to
 // dataset.MaxJSONBytes a value, whose bounds (the least and greatest JSON
 // text, byte by byte) no engine prunes with. Its chunks keep their null
-// count. A string (dataset.MaxStringBytes at most) keeps its bounds.
-func HasBounds(c dataset.Column) bool { return c.Type.Kind != dataset.KindJSON }
+// count. So does binary (dataset.MaxBinaryBytes a value). A string
+// (dataset.MaxStringBytes at most) keeps its bounds.
+func HasBounds(c dataset.Column) bool {
+	return c.Type.Kind != dataset.KindJSON && c.Type.Kind != dataset.KindBinary
+}
 
 func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, error) {
 	schema, err := Schema(ds, opts)

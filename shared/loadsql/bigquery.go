@@ -31,6 +31,8 @@ func bigqueryType(t dataset.Type) string {
 		return "BOOL"
 	case dataset.KindJSON:
 		return "JSON"
+	case dataset.KindBinary:
+		return "BYTES" // base64 in NDJSON, as BigQuery loads BYTES from JSON
 	default:
 		return "STRING"
 	}

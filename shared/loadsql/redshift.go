@@ -31,6 +31,8 @@ func redshiftType(t dataset.Type) string {
 		return "BOOLEAN"
 	case dataset.KindJSON:
 		return "SUPER"
+	case dataset.KindBinary:
+		return "VARBYTE(8388608)" // dataset.MaxBinaryBytes
 	default:
 		return "VARCHAR(65535)"
 	}
@@ -44,6 +46,9 @@ func redshiftType(t dataset.Type) string {
 func (g *gen) redshiftStageType(t dataset.Type) string {
 	if t.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 		return "VARCHAR(65535)"
+	}
+	if g.ndjsonBinary(t) {
+		return redshiftBinaryStage
 	}
 	return redshiftType(t)
 }
@@ -129,6 +134,9 @@ func (g *gen) redshift() string {
 		c := cols[i]
 		if c.Type.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 			return "JSON_PARSE(" + q(c.Name) + ")"
+		}
+		if g.ndjsonBinary(c.Type) {
+			return "TO_VARBYTE(" + q(c.Name) + ", 'base64')"
 		}
 		return q(c.Name)
 	})

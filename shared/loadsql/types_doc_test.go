@@ -2,6 +2,7 @@ package loadsql
 
 import (
 	"bytes"
+	"encoding/base64"
 	"compress/gzip"
 	"encoding/json"
 	"io"
@@ -91,6 +92,16 @@ func ndjsonKind(t *testing.T, ds dataset.Dataset) string {
 		return "JSON value"
 	}
 	switch v := rec["c"]; {
+	case ds.Columns[0].Type.Kind == dataset.KindBinary:
+		var s string
+		b, err := []byte(nil), json.Unmarshal(v, &s)
+		if err == nil {
+			b, err = base64.StdEncoding.DecodeString(s)
+		}
+		if err != nil || !bytes.Equal(b, datasettest.Edge(ds)[2][0].([]byte)) {
+			t.Fatalf("binary written as %s (%v), not the base64 of the value", v, err)
+		}
+		return "base64 string"
 	case len(v) > 0 && v[0] == '"':
 		return "string"
 	case string(v) == "true" || string(v) == "false":

@@ -71,6 +71,7 @@ var scalar = map[string]dataset.Kind{
 	"timestamp":   dataset.KindTimestamp,
 	"json":        dataset.KindJSON,
 	"jsonb":       dataset.KindJSON,
+	"bytea":       dataset.KindBinary,
 }
 
 // ArrayElements are the element types an array may have to be exported (as

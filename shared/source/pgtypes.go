@@ -72,6 +72,7 @@ const (
 	pgStringText                            // text format of a type mapped to string (inet, cidr, citext, enum) → string
 	pgArrayJSON                             // array → json array
 	pgNumericWide                           // numeric → decimal above 18 digits
+	pgBytea                                 // bytea → binary, the bytes as they are
 )
 
 // planColumn chooses how column c, whose result has type st, is read.
@@ -89,6 +90,8 @@ func planColumn(c dataset.Column, f pgconn.FieldDescription, st pgcatalog.Source
 		p.dec = pgStringText
 	case c.Type.Kind == dataset.KindDecimal && c.Type.Precision > 18 && st.Name == "numeric" && !st.IsArray():
 		p.dec = pgNumericWide
+	case c.Type.Kind == dataset.KindBinary && st.Name == "bytea" && !st.IsArray():
+		p.dec = pgBytea
 	case c.Type.Kind == dataset.KindJSON && st.IsArray():
 		p.dec, p.elem = pgArrayJSON, st.Elem.Name
 		if st.Elem.Type == 'e' {
@@ -145,6 +148,11 @@ func (p *pgColumn) decode(vec *dataset.Vector, v []byte) string {
 			return reason
 		}
 		vec.AppendBytes(b[:])
+	case pgBytea:
+		if reason := dataset.CheckBinary(v); reason != "" {
+			return reason
+		}
+		vec.AppendBytes(v)
 	default:
 		return p.dec.decode(vec, v)
 	}

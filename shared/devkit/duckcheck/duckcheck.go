@@ -49,6 +49,8 @@ func Type(ty dataset.Type) string {
 		return "VARCHAR"
 	case dataset.KindJSON:
 		return "JSON"
+	case dataset.KindBinary:
+		return "BLOB"
 	}
 	return "?"
 }
