@@ -2,8 +2,8 @@ package loadsql
 
 import (
 	"bytes"
-	"encoding/base64"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"testing"
