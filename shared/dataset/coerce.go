@@ -90,6 +90,7 @@ func truncate(s string) string {
 //	string    string (valid UTF-8)
 //	json      json.RawMessage holding one valid JSON value, valid UTF-8
 //	binary    []byte (empty is not NULL)
+//	list<T>   []any of T's model values, nil for a NULL element (empty is not NULL)
 //	NULL      nil
 //
 // Accepted inputs: the model types themselves; []byte alone for binary;
@@ -283,6 +284,8 @@ func checkModel(c Column, v any) string {
 		_, ok = v.(string)
 	case KindJSON:
 		_, ok = v.(json.RawMessage)
+	case KindList:
+		return checkListModel(c, v)
 	case KindBinary:
 		var p []byte
 		if p, ok = v.([]byte); ok {
@@ -488,6 +491,8 @@ func coerceValue(t Type, v any) (any, string) {
 			return nil, reason
 		}
 		return json.RawMessage(append([]byte(nil), raw...)), ""
+	case KindList:
+		return coerceList(t, v)
 	case KindBinary:
 		p, ok := v.([]byte)
 		if !ok {

@@ -27,6 +27,8 @@ func athenaType(t dataset.Type) string {
 		return "BOOLEAN"
 	case dataset.KindBinary:
 		return "BINARY"
+	case dataset.KindList:
+		return listType(t, athenaType, "ARRAY<", ">")
 	default: // string, json
 		return "STRING"
 	}

@@ -30,6 +30,8 @@ func duckdbType(t dataset.Type) string {
 		return "JSON"
 	case dataset.KindBinary:
 		return "BLOB"
+	case dataset.KindList:
+		return listType(t, duckdbType, "", "[]")
 	default:
 		return "VARCHAR"
 	}

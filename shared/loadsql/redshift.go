@@ -33,6 +33,8 @@ func redshiftType(t dataset.Type) string {
 		return "SUPER"
 	case dataset.KindBinary:
 		return "VARBYTE(8388608)" // dataset.MaxBinaryBytes
+	case dataset.KindList:
+		return "SUPER"
 	default:
 		return "VARCHAR(65535)"
 	}
@@ -111,6 +113,7 @@ func (g *gen) redshift() string {
 	fmt.Fprintf(&b, "IAM_ROLE %s\n", literal(EngineRedshift, RedshiftIAMRole))
 	if g.p.Format == fileformat.Parquet {
 		b.WriteString("FORMAT AS PARQUET\n")
+		b.WriteString(g.redshiftParquetLists())
 	} else {
 		b.WriteString("FORMAT AS JSON 'auto'\n")
 		b.WriteString("GZIP\n")

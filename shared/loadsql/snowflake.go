@@ -36,6 +36,8 @@ func snowflakeType(t dataset.Type) string {
 		return "VARIANT"
 	case dataset.KindBinary:
 		return "BINARY"
+	case dataset.KindList:
+		return "ARRAY"
 	default:
 		return "VARCHAR"
 	}

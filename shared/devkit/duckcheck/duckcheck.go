@@ -51,6 +51,8 @@ func Type(ty dataset.Type) string {
 		return "JSON"
 	case dataset.KindBinary:
 		return "BLOB"
+	case dataset.KindList:
+		return Type(ty.ElemType()) + "[]"
 	}
 	return "?"
 }

@@ -90,6 +90,8 @@ func ReadBack(t testing.TB, db *sql.DB, from string, ds dataset.Dataset, orderBy
 			exprs = append(exprs, q)
 		case dataset.KindBinary:
 			exprs = append(exprs, "lower(hex("+q+"))")
+		case dataset.KindList:
+			exprs = append(exprs, listExpr(q, c.Type))
 		default:
 			exprs = append(exprs, "CAST("+q+" AS VARCHAR)")
 		}
@@ -136,6 +138,8 @@ func Expect(v any) any {
 		return string(x)
 	case []byte:
 		return hex.EncodeToString(x)
+	case []any:
+		return expectList(x)
 	case fmt.Stringer:
 		return x.String()
 	case int64:
@@ -156,7 +160,7 @@ func Same(c dataset.Column, got, want any, semanticJSON bool) bool {
 		w, ok := want.(float64)
 		return ok && (g == w && (semanticJSON || math.Signbit(g) == math.Signbit(w)) || math.IsNaN(g) && math.IsNaN(w))
 	}
-	if semanticJSON && c.Type.Kind == dataset.KindJSON && got != nil && want != nil {
+	if (semanticJSON && c.Type.Kind == dataset.KindJSON || c.Type.Kind == dataset.KindList) && got != nil && want != nil {
 		gs, ok1 := got.(string)
 		ws, ok2 := want.(string)
 		var a, b any
