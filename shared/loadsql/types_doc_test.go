@@ -91,6 +91,9 @@ func ndjsonKind(t *testing.T, ds dataset.Dataset) string {
 	if ds.Columns[0].Type.Kind == dataset.KindJSON {
 		return "JSON value"
 	}
+	if v := rec["c"]; len(v) > 0 && v[0] == '[' {
+		return "JSON array"
+	}
 	switch v := rec["c"]; {
 	case ds.Columns[0].Type.Kind == dataset.KindBinary:
 		var s string

@@ -108,6 +108,11 @@ func edge(c dataset.Column, v int) any {
 			all[i] = byte(i)
 		}
 		return [][]byte{{}, all, {0xde, 0xad, 0xbe, 0xef}, {}}[v]
+	case dataset.KindList:
+		// Empty, the element's extremes around a NULL element, a typical
+		// one, and a lone NULL element.
+		e := c.ElemColumn()
+		return [][]any{{}, {edge(e, 1), nil, edge(e, 3)}, {edge(e, 2)}, {nil}}[v]
 	}
 	panic("datasettest: unknown kind " + c.Type.Kind)
 }
@@ -172,6 +177,9 @@ func varied(c dataset.Column, i int, base time.Time) any {
 		return json.RawMessage(`{"i":` + strconv.Itoa(i) + `,"tag":"` + vocabulary[i%len(vocabulary)] + `"}`)
 	case dataset.KindBinary:
 		return []byte{byte(i), byte(i >> 8), 0, 0xff}
+	case dataset.KindList:
+		l := []any{varied(c.ElemColumn(), i, base), varied(c.ElemColumn(), i+1, base)}
+		return l[:i%3] // empty, one element or two
 	}
 	panic("datasettest: unknown kind " + c.Type.Kind)
 }

@@ -22,6 +22,7 @@
 package parquetreaders
 
 import (
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -81,6 +82,14 @@ type Table struct {
 func WantColumns(ds dataset.Dataset) []Column {
 	out := make([]Column, len(ds.Columns))
 	for i, c := range ds.Columns {
+		if c.Type.Kind == dataset.KindList {
+			// The leaf of a three-level LIST: element, OPTIONAL; Logical
+			// says it is a list of the element's type.
+			e := WantColumns(dataset.Dataset{Columns: []dataset.Column{c.ElemColumn()}})[0]
+			e.Logical = "LIST of " + cmp.Or(e.Logical, e.Physical)
+			out[i] = e
+			continue
+		}
 		col := Column{Name: c.Name, Repetition: "REQUIRED"}
 		if c.Nullable {
 			col.Repetition = "OPTIONAL"
