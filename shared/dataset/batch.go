@@ -118,25 +118,23 @@ func NewBatch(ds Dataset, capacity int) *Batch {
 
 // init makes v's storage for capacity rows.
 func (v *Vector) init(capacity int) {
-	{
-		if v.Column.Nullable {
-			v.Null = make([]bool, 0, capacity)
-		}
-		switch v.Storage {
-		case StorageInt32:
-			v.Int32 = make([]int32, 0, capacity)
-		case StorageInt64:
-			v.Int64 = make([]int64, 0, capacity)
-		case StorageDouble:
-			v.Double = make([]float64, 0, capacity)
-		case StorageBool:
-			v.Bool = make([]bool, 0, capacity)
-		case StorageBytes:
-			v.Offsets = append(make([]uint32, 0, capacity+1), 0)
-		case StorageList:
-			v.ListOffsets = append(make([]uint32, 0, capacity+1), 0)
-			v.Elem = newListVector(v.Column, capacity)
-		}
+	if v.Column.Nullable {
+		v.Null = make([]bool, 0, capacity)
+	}
+	switch v.Storage {
+	case StorageInt32:
+		v.Int32 = make([]int32, 0, capacity)
+	case StorageInt64:
+		v.Int64 = make([]int64, 0, capacity)
+	case StorageDouble:
+		v.Double = make([]float64, 0, capacity)
+	case StorageBool:
+		v.Bool = make([]bool, 0, capacity)
+	case StorageBytes:
+		v.Offsets = append(make([]uint32, 0, capacity+1), 0)
+	case StorageList:
+		v.ListOffsets = append(make([]uint32, 0, capacity+1), 0)
+		v.Elem = newListVector(v.Column, capacity)
 	}
 }
 
@@ -411,40 +409,38 @@ func (b *Batch) Row(i int, dst []any) []any {
 
 // valueAt returns value i in the value model (nil for NULL).
 func (v *Vector) valueAt(i int) any {
-	{
-		if v.IsNull(i) {
-			return nil
-		}
-		var x any
-		switch v.Column.Type.Kind {
-		case KindDate:
-			x = civil.FromEpochDays(v.Int32[i])
-		case KindTimestamp:
-			x = time.UnixMicro(v.Int64[i]).UTC()
-		case KindInt64:
-			x = v.Int64[i]
-		case KindDouble:
-			x = v.Double[i]
-		case KindBoolean:
-			x = v.Bool[i]
-		case KindString:
-			x = string(v.BytesAt(i))
-		case KindJSON:
-			x = json.RawMessage(append([]byte(nil), v.BytesAt(i)...))
-		case KindBinary:
-			x = append([]byte{}, v.BytesAt(i)...)
-		case KindDecimal:
-			x = v.Decimal(i)
-		case KindList:
-			lo, hi := v.List(i)
-			l := make([]any, 0, hi-lo)
-			for j := lo; j < hi; j++ {
-				l = append(l, v.Elem.valueAt(j))
-			}
-			x = l
-		}
-		return x
+	if v.IsNull(i) {
+		return nil
 	}
+	var x any
+	switch v.Column.Type.Kind {
+	case KindDate:
+		x = civil.FromEpochDays(v.Int32[i])
+	case KindTimestamp:
+		x = time.UnixMicro(v.Int64[i]).UTC()
+	case KindInt64:
+		x = v.Int64[i]
+	case KindDouble:
+		x = v.Double[i]
+	case KindBoolean:
+		x = v.Bool[i]
+	case KindString:
+		x = string(v.BytesAt(i))
+	case KindJSON:
+		x = json.RawMessage(append([]byte(nil), v.BytesAt(i)...))
+	case KindBinary:
+		x = append([]byte{}, v.BytesAt(i)...)
+	case KindDecimal:
+		x = v.Decimal(i)
+	case KindList:
+		lo, hi := v.List(i)
+		l := make([]any, 0, hi-lo)
+		for j := lo; j < hi; j++ {
+			l = append(l, v.Elem.valueAt(j))
+		}
+		x = l
+	}
+	return x
 }
 
 // TwosComplement writes v into dst as a big-endian two's complement number

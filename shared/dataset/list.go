@@ -42,6 +42,9 @@ func parseList(s string) (Type, bool, error) {
 	if err != nil {
 		return Type{}, true, fmt.Errorf("parse type %q: element: %w", s, err)
 	}
+	if elem.Kind == KindList {
+		return Type{}, true, fmt.Errorf("parse type %q: a list has one dimension (declare the column json to deliver nested arrays)", s)
+	}
 	t := ListType(elem)
 	if err := t.validate(); err != nil {
 		return Type{}, true, fmt.Errorf("parse type %q: %w", s, err)
