@@ -60,6 +60,7 @@ var typeRows = []typeRow{
 	{dataset.KindBoolean, "boolean", "BOOLEAN", "true or false"},
 	{dataset.KindString, "string", "BYTE_ARRAY annotated STRING (UTF-8)", "string"},
 	{dataset.KindJSON, "json", "BYTE_ARRAY annotated JSON (UTF-8 JSON text)", "the JSON value itself, embedded"},
+	{dataset.KindBinary, "binary", "BYTE_ARRAY, no annotation (the bytes as they are)", `string, the bytes in base64 (RFC 4648, standard alphabet, padded); "" is empty, null is NULL`},
 }
 
 // formatLabel names the files of a format and codec for a reader.

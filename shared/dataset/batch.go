@@ -46,8 +46,8 @@ type Storage uint8
 //	              decimal up to 18 digits: the unscaled value
 //	StorageDouble double
 //	StorageBool   boolean
-//	StorageBytes  string (UTF-8), json (one JSON value) and decimal above 18
-//	              digits (the unscaled value, 16 bytes big-endian two's
+//	StorageBytes  string (UTF-8), json (one JSON value), binary (the bytes)
+//	              and decimal above 18 digits (the unscaled value, 16 bytes big-endian two's
 //	              complement)
 const (
 	StorageInt32 Storage = iota
@@ -55,6 +55,10 @@ const (
 	StorageDouble
 	StorageBool
 	StorageBytes
+	// StorageList: a list; row i holds the elements
+	// Elem[ListOffsets[i]:ListOffsets[i+1]], a vector of the element type
+	// (nullable: a NULL element is a NULL in Elem).
+	StorageList
 )
 
 // WideDecimalBytes is the size of a decimal above 18 digits in a Vector.
@@ -76,6 +80,8 @@ func StorageOf(t Type) Storage {
 		return StorageDouble
 	case KindBoolean:
 		return StorageBool
+	case KindList:
+		return StorageList
 	}
 	return StorageBytes
 }
@@ -93,6 +99,9 @@ type Vector struct {
 	Bool    []bool
 	Bytes   []byte
 	Offsets []uint32 // row i is Bytes[Offsets[i]:Offsets[i+1]]; len rows+1
+	// A list's elements and where each row's start: len rows+1.
+	Elem        *Vector
+	ListOffsets []uint32
 }
 
 // NewBatch returns an empty batch of ds for up to capacity rows.
@@ -102,23 +111,31 @@ func NewBatch(ds Dataset, capacity int) *Batch {
 	for i, c := range ds.Columns {
 		v := &b.Cols[i]
 		v.Column, v.Storage = c, StorageOf(c.Type)
-		if c.Nullable {
-			v.Null = make([]bool, 0, capacity)
-		}
-		switch v.Storage {
-		case StorageInt32:
-			v.Int32 = make([]int32, 0, capacity)
-		case StorageInt64:
-			v.Int64 = make([]int64, 0, capacity)
-		case StorageDouble:
-			v.Double = make([]float64, 0, capacity)
-		case StorageBool:
-			v.Bool = make([]bool, 0, capacity)
-		case StorageBytes:
-			v.Offsets = append(make([]uint32, 0, capacity+1), 0)
-		}
+		v.init(capacity)
 	}
 	return b
+}
+
+// init makes v's storage for capacity rows.
+func (v *Vector) init(capacity int) {
+	if v.Column.Nullable {
+		v.Null = make([]bool, 0, capacity)
+	}
+	switch v.Storage {
+	case StorageInt32:
+		v.Int32 = make([]int32, 0, capacity)
+	case StorageInt64:
+		v.Int64 = make([]int64, 0, capacity)
+	case StorageDouble:
+		v.Double = make([]float64, 0, capacity)
+	case StorageBool:
+		v.Bool = make([]bool, 0, capacity)
+	case StorageBytes:
+		v.Offsets = append(make([]uint32, 0, capacity+1), 0)
+	case StorageList:
+		v.ListOffsets = append(make([]uint32, 0, capacity+1), 0)
+		v.Elem = newListVector(v.Column, capacity)
+	}
 }
 
 // Len returns the number of rows.
@@ -134,7 +151,8 @@ func (b *Batch) Full() bool {
 		return true
 	}
 	for i := range b.Cols {
-		if len(b.Cols[i].Bytes) >= MaxBatchBytes {
+		v := &b.Cols[i]
+		if len(v.Bytes) >= MaxBatchBytes || v.Elem != nil && len(v.Elem.Bytes) >= MaxBatchBytes {
 			return true
 		}
 	}
@@ -146,11 +164,18 @@ func (b *Batch) Full() bool {
 func (b *Batch) Reset(firstRow int64) {
 	b.n, b.FirstRow = 0, firstRow
 	for i := range b.Cols {
-		v := &b.Cols[i]
-		v.Null, v.Int32, v.Int64, v.Double, v.Bool, v.Bytes = v.Null[:0], v.Int32[:0], v.Int64[:0], v.Double[:0], v.Bool[:0], v.Bytes[:0]
-		if v.Offsets != nil {
-			v.Offsets = v.Offsets[:1]
-		}
+		b.Cols[i].reset()
+	}
+}
+
+func (v *Vector) reset() {
+	v.Null, v.Int32, v.Int64, v.Double, v.Bool, v.Bytes = v.Null[:0], v.Int32[:0], v.Int64[:0], v.Double[:0], v.Bool[:0], v.Bytes[:0]
+	if v.Offsets != nil {
+		v.Offsets = v.Offsets[:1]
+	}
+	if v.Elem != nil {
+		v.ListOffsets = v.ListOffsets[:1]
+		v.Elem.reset()
 	}
 }
 
@@ -195,6 +220,8 @@ func (b *Batch) View(lo, hi int, dst *Batch) *Batch {
 		case StorageBytes:
 			v.Offsets = v.Offsets[lo : hi+1 : hi+1]
 			v.Bytes = v.Bytes[:len(v.Bytes):len(v.Bytes)]
+		case StorageList: // element offsets stay those of b; Elem is b's
+			v.ListOffsets = v.ListOffsets[lo : hi+1 : hi+1]
 		}
 		cols = append(cols, v)
 	}
@@ -216,6 +243,8 @@ func (v *Vector) AppendNull() {
 		v.Bool = append(v.Bool, false)
 	case StorageBytes:
 		v.Offsets = append(v.Offsets, uint32(len(v.Bytes)))
+	case StorageList:
+		v.ListOffsets = append(v.ListOffsets, uint32(v.Elem.Len()))
 	}
 }
 
@@ -296,23 +325,30 @@ func (b *Batch) AppendRow(row []any) error {
 // last whole row.
 func (b *Batch) truncate(cols int) {
 	for i := range cols {
-		v := &b.Cols[i]
-		if v.Null != nil {
-			v.Null = v.Null[:b.n]
-		}
-		switch v.Storage {
-		case StorageInt32:
-			v.Int32 = v.Int32[:b.n]
-		case StorageInt64:
-			v.Int64 = v.Int64[:b.n]
-		case StorageDouble:
-			v.Double = v.Double[:b.n]
-		case StorageBool:
-			v.Bool = v.Bool[:b.n]
-		case StorageBytes:
-			v.Offsets = v.Offsets[:b.n+1]
-			v.Bytes = v.Bytes[:v.Offsets[b.n]]
-		}
+		b.Cols[i].truncateTo(b.n)
+	}
+}
+
+// truncateTo drops the values after the first n.
+func (v *Vector) truncateTo(n int) {
+	if v.Null != nil {
+		v.Null = v.Null[:n]
+	}
+	switch v.Storage {
+	case StorageInt32:
+		v.Int32 = v.Int32[:n]
+	case StorageInt64:
+		v.Int64 = v.Int64[:n]
+	case StorageDouble:
+		v.Double = v.Double[:n]
+	case StorageBool:
+		v.Bool = v.Bool[:n]
+	case StorageBytes:
+		v.Offsets = v.Offsets[:n+1]
+		v.Bytes = v.Bytes[:v.Offsets[n]]
+	case StorageList:
+		v.ListOffsets = v.ListOffsets[:n+1]
+		v.Elem.truncateTo(int(v.ListOffsets[n]))
 	}
 }
 
@@ -337,6 +373,13 @@ func (v *Vector) appendModel(x any) string {
 		v.AppendString(x)
 	case json.RawMessage:
 		v.AppendBytes(x)
+	case []byte:
+		v.AppendBytes(x)
+	case []any:
+		if v.Storage != StorageList {
+			return fmt.Sprintf("want %s value", v.Column.Type)
+		}
+		return v.listModel(x)
 	case Decimal:
 		if v.Storage == StorageInt64 {
 			n, _ := x.Int64() // CheckRow checked the precision
@@ -359,33 +402,45 @@ func (v *Vector) appendModel(x any) string {
 func (b *Batch) Row(i int, dst []any) []any {
 	dst = dst[:0]
 	for c := range b.Cols {
-		v := &b.Cols[c]
-		if v.IsNull(i) {
-			dst = append(dst, nil)
-			continue
-		}
-		var x any
-		switch v.Column.Type.Kind {
-		case KindDate:
-			x = civil.FromEpochDays(v.Int32[i])
-		case KindTimestamp:
-			x = time.UnixMicro(v.Int64[i]).UTC()
-		case KindInt64:
-			x = v.Int64[i]
-		case KindDouble:
-			x = v.Double[i]
-		case KindBoolean:
-			x = v.Bool[i]
-		case KindString:
-			x = string(v.BytesAt(i))
-		case KindJSON:
-			x = json.RawMessage(append([]byte(nil), v.BytesAt(i)...))
-		case KindDecimal:
-			x = v.Decimal(i)
-		}
-		dst = append(dst, x)
+		dst = append(dst, b.Cols[c].valueAt(i))
 	}
 	return dst
+}
+
+// valueAt returns value i in the value model (nil for NULL).
+func (v *Vector) valueAt(i int) any {
+	if v.IsNull(i) {
+		return nil
+	}
+	var x any
+	switch v.Column.Type.Kind {
+	case KindDate:
+		x = civil.FromEpochDays(v.Int32[i])
+	case KindTimestamp:
+		x = time.UnixMicro(v.Int64[i]).UTC()
+	case KindInt64:
+		x = v.Int64[i]
+	case KindDouble:
+		x = v.Double[i]
+	case KindBoolean:
+		x = v.Bool[i]
+	case KindString:
+		x = string(v.BytesAt(i))
+	case KindJSON:
+		x = json.RawMessage(append([]byte(nil), v.BytesAt(i)...))
+	case KindBinary:
+		x = append([]byte{}, v.BytesAt(i)...)
+	case KindDecimal:
+		x = v.Decimal(i)
+	case KindList:
+		lo, hi := v.List(i)
+		l := make([]any, 0, hi-lo)
+		for j := lo; j < hi; j++ {
+			l = append(l, v.Elem.valueAt(j))
+		}
+		x = l
+	}
+	return x
 }
 
 // TwosComplement writes v into dst as a big-endian two's complement number

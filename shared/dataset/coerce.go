@@ -89,10 +89,12 @@ func truncate(s string) string {
 //	boolean   bool
 //	string    string (valid UTF-8)
 //	json      json.RawMessage holding one valid JSON value, valid UTF-8
+//	binary    []byte (empty is not NULL)
+//	list<T>   []any of T's model values, nil for a NULL element (empty is not NULL)
 //	NULL      nil
 //
-// Accepted inputs: the model types themselves; string and []byte for every
-// type (text forms: YYYY-MM-DD, RFC 3339 or "YYYY-MM-DD HH:MM:SS[.f][zone]",
+// Accepted inputs: the model types themselves; []byte alone for binary;
+// string and []byte for every other type (text forms: YYYY-MM-DD, RFC 3339 or "YYYY-MM-DD HH:MM:SS[.f][zone]",
 // decimal literals, true/false/1/0, any JSON); integers for int64, double,
 // decimal, boolean (0/1) and timestamps (unix time, unit by magnitude, see
 // ParseUnix); float64 for double, for integral int64 and for decimal;
@@ -282,6 +284,15 @@ func checkModel(c Column, v any) string {
 		_, ok = v.(string)
 	case KindJSON:
 		_, ok = v.(json.RawMessage)
+	case KindList:
+		return checkListModel(c, v)
+	case KindBinary:
+		var p []byte
+		if p, ok = v.([]byte); ok {
+			if reason := CheckBinary(p); reason != "" {
+				return reason
+			}
+		}
 	}
 	if !ok {
 		return fmt.Sprintf("want %s value", c.Type)
@@ -309,7 +320,7 @@ func CheckDouble(f float64) string {
 }
 
 func coerceValue(t Type, v any) (any, string) {
-	if b, ok := v.([]byte); ok && t.Kind != KindJSON {
+	if b, ok := v.([]byte); ok && t.Kind != KindJSON && t.Kind != KindBinary {
 		v = string(b) // copies: drivers may reuse the buffer
 	}
 	switch t.Kind {
@@ -480,6 +491,17 @@ func coerceValue(t Type, v any) (any, string) {
 			return nil, reason
 		}
 		return json.RawMessage(append([]byte(nil), raw...)), ""
+	case KindList:
+		return coerceList(t, v)
+	case KindBinary:
+		p, ok := v.([]byte)
+		if !ok {
+			return nil, "wrong type, want binary bytes"
+		}
+		if reason := CheckBinary(p); reason != "" {
+			return nil, reason
+		}
+		return append([]byte{}, p...), "" // drivers may reuse the buffer
 	}
 	return nil, "unsupported column type " + t.String()
 }

@@ -32,7 +32,9 @@ const MaxDecimalPrecision = 38
 // decimals. It marshals to the text form used in the catalog file, e.g.
 // "timestamp" or "decimal(18,2)".
 type Type struct {
-	Kind      Kind
+	Kind Kind
+	// Elem is a list's element kind (see KindList); "" otherwise.
+	Elem      Kind
 	Precision int
 	Scale     int
 }
@@ -45,8 +47,11 @@ func DecimalType(precision, scale int) Type {
 // ParseType parses the text form of a type.
 func ParseType(s string) (Type, error) {
 	s = strings.TrimSpace(s)
+	if t, ok, err := parseList(s); ok {
+		return t, err
+	}
 	switch k := Kind(s); k {
-	case KindDate, KindTimestamp, KindInt64, KindDouble, KindBoolean, KindString, KindJSON:
+	case KindDate, KindTimestamp, KindInt64, KindDouble, KindBoolean, KindString, KindJSON, KindBinary:
 		return Type{Kind: k}, nil
 	}
 	inner, ok := strings.CutPrefix(s, "decimal(")
@@ -73,6 +78,12 @@ func ParseType(s string) (Type, error) {
 }
 
 func (t Type) validate() error {
+	if t.Kind == KindList {
+		return t.validateList()
+	}
+	if t.Elem != "" {
+		return fmt.Errorf("type %s has no element type", t.Kind)
+	}
 	if t.Kind != KindDecimal {
 		if t.Precision != 0 || t.Scale != 0 {
 			return fmt.Errorf("type %s takes no precision or scale", t.Kind)
@@ -90,8 +101,11 @@ func (t Type) validate() error {
 
 // String returns the text form, e.g. "decimal(18,2)".
 func (t Type) String() string {
-	if t.Kind == KindDecimal {
+	switch t.Kind {
+	case KindDecimal:
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
+	case KindList:
+		return "list<" + t.ElemType().String() + ">"
 	}
 	return string(t.Kind)
 }

@@ -147,6 +147,8 @@ func compareValues(a, b any) int {
 		return strings.Compare(x, b.(string))
 	case json.RawMessage:
 		return strings.Compare(string(x), string(b.(json.RawMessage)))
+	case []byte:
+		return strings.Compare(string(x), string(b.([]byte)))
 	}
 	panic(fmt.Sprintf("no order for %T", a))
 }

@@ -108,43 +108,56 @@ func (w *ndjsonWriter) appendRow(line []byte, b *dataset.Batch, r int) ([]byte, 
 			line = append(line, "null"...)
 			continue
 		}
-		switch v.Column.Type.Kind {
-		case dataset.KindDate:
-			line = append(line, '"')
-			line = civil.FromEpochDays(v.Int32[r]).AppendText(line)
-			line = append(line, '"')
-		case dataset.KindTimestamp:
-			line = append(line, '"')
-			line = dataset.AppendTimestamp(line, time.UnixMicro(v.Int64[r]))
-			line = append(line, '"')
-		case dataset.KindInt64:
-			line = strconv.AppendInt(line, v.Int64[r], 10)
-		case dataset.KindDouble:
-			line = appendFloat(line, v.Double[r])
-		case dataset.KindDecimal:
-			line = append(line, '"')
-			line = v.Decimal(r).AppendText(line)
-			line = append(line, '"')
-		case dataset.KindBoolean:
-			line = strconv.AppendBool(line, v.Bool[r])
-		case dataset.KindString:
-			line = appendJSONString(line, v.BytesAt(r))
-		case dataset.KindJSON:
-			j := v.BytesAt(r)
-			if bytes.ContainsAny(j, "\r\n") {
-				// A newline inside a pretty-printed value would split
-				// the record; compacting keeps one object per line.
-				var cb bytes.Buffer
-				if err := json.Compact(&cb, j); err != nil {
-					return line, &dataset.RowError{Dataset: w.ds.Name, Row: b.RowNum(r), Column: v.Column.Name,
-						Value: json.RawMessage(j), Reason: "invalid json"}
-				}
-				j = cb.Bytes()
-			}
-			line = append(line, j...)
+		var err error
+		if line, err = w.appendValue(line, b, v, r); err != nil {
+			return line, err
 		}
 	}
 	return append(line, '}', '\n'), nil
+}
+
+// appendValue appends row r of v, not NULL, as a JSON value.
+func (w *ndjsonWriter) appendValue(line []byte, b *dataset.Batch, v *dataset.Vector, r int) ([]byte, error) {
+	switch v.Column.Type.Kind {
+	case dataset.KindDate:
+		line = append(line, '"')
+		line = civil.FromEpochDays(v.Int32[r]).AppendText(line)
+		line = append(line, '"')
+	case dataset.KindTimestamp:
+		line = append(line, '"')
+		line = dataset.AppendTimestamp(line, time.UnixMicro(v.Int64[r]))
+		line = append(line, '"')
+	case dataset.KindInt64:
+		line = strconv.AppendInt(line, v.Int64[r], 10)
+	case dataset.KindDouble:
+		line = appendFloat(line, v.Double[r])
+	case dataset.KindDecimal:
+		line = append(line, '"')
+		line = v.Decimal(r).AppendText(line)
+		line = append(line, '"')
+	case dataset.KindBoolean:
+		line = strconv.AppendBool(line, v.Bool[r])
+	case dataset.KindString:
+		line = appendJSONString(line, v.BytesAt(r))
+	case dataset.KindBinary:
+		line = appendBase64(line, v.BytesAt(r))
+	case dataset.KindJSON:
+		j := v.BytesAt(r)
+		if bytes.ContainsAny(j, "\r\n") {
+			// A newline inside a pretty-printed value would split
+			// the record; compacting keeps one object per line.
+			var cb bytes.Buffer
+			if err := json.Compact(&cb, j); err != nil {
+				return line, &dataset.RowError{Dataset: w.ds.Name, Row: b.RowNum(r), Column: v.Column.Name,
+					Value: json.RawMessage(j), Reason: "invalid json"}
+			}
+			j = cb.Bytes()
+		}
+		line = append(line, j...)
+	case dataset.KindList:
+		return w.appendList(line, b, v, r)
+	}
+	return line, nil
 }
 
 func appendFloat(b []byte, f float64) []byte {

@@ -38,6 +38,9 @@ func errProfile(p Profile) error { return fmt.Errorf("parquet profile %s: %w", p
 // no library default (parquet-go would pick DELTA_LENGTH_BYTE_ARRAY for
 // strings) decides what a reader must decode.
 func columnNode(c dataset.Column, profile Profile) (parquet.Node, error) {
+	if c.Type.Kind == dataset.KindList {
+		return listNode(c, profile)
+	}
 	var node parquet.Node
 	var enc encoding.Encoding // nil: PLAIN, or DELTA_BINARY_PACKED in the compact profile
 	switch c.Type.Kind {
@@ -61,6 +64,8 @@ func columnNode(c dataset.Column, profile Profile) (parquet.Node, error) {
 		}
 	case dataset.KindBoolean:
 		node = parquet.Leaf(parquet.BooleanType)
+	case dataset.KindBinary:
+		node = binaryNode()
 	case dataset.KindString, dataset.KindJSON:
 		// Every string and JSON column, declared low-cardinality or not: a
 		// dictionary is what makes repeated ids and attribute objects small,

@@ -34,6 +34,7 @@ type colPlan struct {
 	int32   bool          // a decimal stored as INT32 (precision up to 9)
 	flba    int           // fixed length of a wide decimal
 	dict    bool          // dictionary-encoded: counts bytes towards a page cut
+	list    *listPlan     // a list column (list.go)
 }
 
 type parquetWriter struct {
@@ -82,8 +83,11 @@ const ColumnIndexTruncateLength = 64
 // column whose values may be large carries none: JSON, up to
 // dataset.MaxJSONBytes a value, whose bounds (the least and greatest JSON
 // text, byte by byte) no engine prunes with. Its chunks keep their null
-// count. A string (dataset.MaxStringBytes at most) keeps its bounds.
-func HasBounds(c dataset.Column) bool { return c.Type.Kind != dataset.KindJSON }
+// count. So does binary (dataset.MaxBinaryBytes a value). A string
+// (dataset.MaxStringBytes at most) keeps its bounds.
+func HasBounds(c dataset.Column) bool {
+	return c.Type.Kind != dataset.KindJSON && c.Type.Kind != dataset.KindBinary
+}
 
 func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, error) {
 	schema, err := Schema(ds, opts)
@@ -130,6 +134,9 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 			}
 		}
 		p.dict = dictionaryEncoded(c) // see columnNode
+		if c.Type.Kind == dataset.KindList {
+			p.list = newListPlan(c, i)
+		}
 		plan[i] = p
 	}
 	workers := min(max(1, opts.Workers), len(ds.Columns))
@@ -345,6 +352,9 @@ func (w *parquetWriter) chunkEnd(b *dataset.Batch, lo, end int) int {
 // SetDefinitionLevel rather than Level, which also sets the column index
 // and does not inline. Byte values alias v's memory: parquet-go copies them.
 func (w *parquetWriter) values(p *colPlan, v *dataset.Vector, lo, hi int, vals []parquet.Value) []parquet.Value {
+	if p.list != nil {
+		return p.list.values(v, lo, hi)
+	}
 	out := vals[:hi-lo]
 	if v.Null == nil {
 		return w.requiredValues(p, v, lo, hi, out)

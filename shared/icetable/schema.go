@@ -34,6 +34,8 @@ func typeOf(c dataset.Column) (iceberg.Type, error) {
 		return iceberg.PrimitiveTypes.Bool, nil
 	case dataset.KindString, dataset.KindJSON:
 		return iceberg.PrimitiveTypes.String, nil
+	case dataset.KindBinary:
+		return iceberg.PrimitiveTypes.Binary, nil
 	}
 	return nil, fmt.Errorf("column %s: type %s has no Iceberg type here", c.Name, c.Type.Kind)
 }

@@ -25,6 +25,10 @@ func athenaType(t dataset.Type) string {
 		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
 	case dataset.KindBoolean:
 		return "BOOLEAN"
+	case dataset.KindBinary:
+		return "BINARY"
+	case dataset.KindList:
+		return listType(t, athenaType, "ARRAY<", ">")
 	default: // string, json
 		return "STRING"
 	}
@@ -91,7 +95,7 @@ func (g *gen) athena() string {
 	fmt.Fprintf(&b, "CREATE EXTERNAL TABLE IF NOT EXISTS %s (\n", table)
 	cols := g.ds.Columns
 	columnList(&b, "    ", len(cols), func(i int) string {
-		return q(cols[i].Name) + " " + athenaType(cols[i].Type)
+		return q(cols[i].Name) + " " + g.athenaColumnType(cols[i].Type)
 	})
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "PARTITIONED BY (%s DATE)\n", q(dtColumn))
@@ -196,7 +200,7 @@ func (g *gen) athenaEvolution(b *strings.Builder, table string) bool {
 		}
 		fmt.Fprintf(b, "ALTER TABLE %s ADD COLUMNS (\n", table)
 		columnList(b, "    ", len(group), func(k int) string {
-			return q(group[k].Name) + " " + athenaType(group[k].Type)
+			return q(group[k].Name) + " " + g.athenaColumnType(group[k].Type)
 		})
 		b.WriteString(");\n\n")
 		i = j

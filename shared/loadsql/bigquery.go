@@ -31,6 +31,10 @@ func bigqueryType(t dataset.Type) string {
 		return "BOOL"
 	case dataset.KindJSON:
 		return "JSON"
+	case dataset.KindBinary:
+		return "BYTES" // base64 in NDJSON, as BigQuery loads BYTES from JSON
+	case dataset.KindList:
+		return listType(t, bigqueryType, "ARRAY<", ">")
 	default:
 		return "STRING"
 	}
@@ -53,7 +57,7 @@ func bigqueryType(t dataset.Type) string {
 // and LOAD DATA then names every column of the evolved table.
 func (g *gen) bigquery() string {
 	var b strings.Builder
-	b.WriteString(g.header(append(g.snapshotHeader(),
+	b.WriteString(g.header(append(append(g.snapshotHeader(), g.bigqueryListNote()...),
 		"BigQuery reads Amazon S3 through a BigQuery Omni connection (cross-cloud",
 		"transfer). REPLACE the placeholder in WITH CONNECTION below:",
 		"    "+BigQueryConnection,
@@ -69,7 +73,7 @@ func (g *gen) bigquery() string {
 		if i == len(cols) {
 			return q(dtColumn) + " DATE NOT NULL"
 		}
-		return q(cols[i].Name) + " " + bigqueryType(cols[i].Type) + notNull(cols[i])
+		return q(cols[i].Name) + " " + bigqueryType(cols[i].Type) + bigqueryNotNull(cols[i])
 	})
 	fmt.Fprintf(&b, ")\nPARTITION BY %s;\n\n", q(dtColumn))
 	g.standardEvolution(&b, q, bigqueryType, "https://cloud.google.com/bigquery/docs/reference/standard-sql/data-definition-language#alter_table_add_column_statement")
@@ -78,7 +82,7 @@ func (g *gen) bigquery() string {
 	// require INTO, not OVERWRITE, with a PARTITIONS clause).
 	fmt.Fprintf(&b, "LOAD DATA INTO %s (\n", table)
 	columnList(&b, "    ", len(cols), func(i int) string {
-		return q(cols[i].Name) + " " + bigqueryType(cols[i].Type) + notNull(cols[i])
+		return q(cols[i].Name) + " " + bigqueryType(cols[i].Type) + bigqueryNotNull(cols[i])
 	})
 	b.WriteString(")\n")
 	fmt.Fprintf(&b, "OVERWRITE PARTITIONS (%s = DATE %s)\n", q(dtColumn), literal(EngineBigQuery, g.day))
@@ -86,6 +90,9 @@ func (g *gen) bigquery() string {
 	b.WriteString("FROM FILES (\n")
 	if g.p.Format == fileformat.Parquet {
 		b.WriteString("    format = 'PARQUET',\n")
+		if g.hasList() {
+			b.WriteString("    enable_list_inference = true,\n")
+		}
 		if g.hasDecimal() {
 			b.WriteString("    decimal_target_types = ['NUMERIC', 'BIGNUMERIC'],\n")
 		}

@@ -28,6 +28,10 @@ func duckdbType(t dataset.Type) string {
 		return "BOOLEAN"
 	case dataset.KindJSON:
 		return "JSON"
+	case dataset.KindBinary:
+		return "BLOB"
+	case dataset.KindList:
+		return listType(t, duckdbType, "", "[]")
 	default:
 		return "VARCHAR"
 	}
@@ -77,7 +81,7 @@ func (g *gen) duckdb() string {
 		if i == len(cols) {
 			return dayLit + " AS " + q(dtColumn)
 		}
-		return "CAST(" + q(cols[i].Name) + " AS " + duckdbType(cols[i].Type) + ")"
+		return g.duckdbSelect(cols[i])
 	})
 	uris := literalList(EngineDuckDB, "    ", g.fileURIs())
 	if g.p.Format == fileformat.Parquet {
@@ -88,7 +92,7 @@ func (g *gen) duckdb() string {
 		b.WriteString("    compression = 'gzip',\n")
 		b.WriteString("    columns = {\n")
 		columnList(&b, "        ", len(cols), func(i int) string {
-			return literal(EngineDuckDB, cols[i].Name) + ": " + literal(EngineDuckDB, duckdbType(cols[i].Type))
+			return literal(EngineDuckDB, cols[i].Name) + ": " + literal(EngineDuckDB, g.duckdbReadType(cols[i].Type))
 		})
 		b.WriteString("    }\n);\n")
 	}

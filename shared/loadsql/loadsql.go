@@ -230,7 +230,7 @@ func checkColumns(ds dataset.Dataset) error {
 		seen[c.Name] = true
 		switch c.Type.Kind {
 		case dataset.KindDate, dataset.KindTimestamp, dataset.KindInt64, dataset.KindDouble,
-			dataset.KindBoolean, dataset.KindString, dataset.KindJSON:
+			dataset.KindBoolean, dataset.KindString, dataset.KindJSON, dataset.KindBinary, dataset.KindList:
 		case dataset.KindDecimal:
 			if c.Type.Precision < 1 || c.Type.Precision > dataset.MaxDecimalPrecision || c.Type.Scale < 0 || c.Type.Scale > c.Type.Precision {
 				return fmt.Errorf("%w: dataset %q: column %s: invalid type %s", ErrInvalid, ds.Name, c.Name, c.Type)

@@ -31,6 +31,10 @@ func redshiftType(t dataset.Type) string {
 		return "BOOLEAN"
 	case dataset.KindJSON:
 		return "SUPER"
+	case dataset.KindBinary:
+		return "VARBYTE(8388608)" // dataset.MaxBinaryBytes
+	case dataset.KindList:
+		return "SUPER"
 	default:
 		return "VARCHAR(65535)"
 	}
@@ -44,6 +48,9 @@ func redshiftType(t dataset.Type) string {
 func (g *gen) redshiftStageType(t dataset.Type) string {
 	if t.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 		return "VARCHAR(65535)"
+	}
+	if g.ndjsonBinary(t) {
+		return redshiftBinaryStage
 	}
 	return redshiftType(t)
 }
@@ -106,6 +113,7 @@ func (g *gen) redshift() string {
 	fmt.Fprintf(&b, "IAM_ROLE %s\n", literal(EngineRedshift, RedshiftIAMRole))
 	if g.p.Format == fileformat.Parquet {
 		b.WriteString("FORMAT AS PARQUET\n")
+		b.WriteString(g.redshiftParquetLists())
 	} else {
 		b.WriteString("FORMAT AS JSON 'auto'\n")
 		b.WriteString("GZIP\n")
@@ -129,6 +137,9 @@ func (g *gen) redshift() string {
 		c := cols[i]
 		if c.Type.Kind == dataset.KindJSON && g.p.Format == fileformat.Parquet {
 			return "JSON_PARSE(" + q(c.Name) + ")"
+		}
+		if g.ndjsonBinary(c.Type) {
+			return "TO_VARBYTE(" + q(c.Name) + ", 'base64')"
 		}
 		return q(c.Name)
 	})

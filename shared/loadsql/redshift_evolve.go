@@ -33,7 +33,7 @@ func (g *gen) redshiftLimits() []string {
 			"before JSON_PARSE into SUPER, so their JSON text has the same 65,535-byte limit.",
 		)
 	}
-	return out
+	return append(out, g.redshiftBinaryLimits()...)
 }
 
 // redshiftEvolution brings an existing table up to the schema version.

@@ -34,6 +34,10 @@ func snowflakeType(t dataset.Type) string {
 		return "BOOLEAN"
 	case dataset.KindJSON:
 		return "VARIANT"
+	case dataset.KindBinary:
+		return "BINARY"
+	case dataset.KindList:
+		return "ARRAY"
 	default:
 		return "VARCHAR"
 	}
@@ -146,6 +150,9 @@ func (g *gen) snowflakeCopy(b *strings.Builder, table string, names []string) {
 				return "PARSE_JSON(" + path + "::VARCHAR)"
 			}
 			return path // NDJSON: the value already is a VARIANT
+		}
+		if g.ndjsonBinary(c.Type) {
+			return "BASE64_DECODE_BINARY(" + path + "::VARCHAR)"
 		}
 		return path + "::" + snowflakeType(c.Type)
 	})

@@ -3,6 +3,7 @@ package loadsql
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"testing"
@@ -90,7 +91,20 @@ func ndjsonKind(t *testing.T, ds dataset.Dataset) string {
 	if ds.Columns[0].Type.Kind == dataset.KindJSON {
 		return "JSON value"
 	}
+	if v := rec["c"]; len(v) > 0 && v[0] == '[' {
+		return "JSON array"
+	}
 	switch v := rec["c"]; {
+	case ds.Columns[0].Type.Kind == dataset.KindBinary:
+		var s string
+		b, err := []byte(nil), json.Unmarshal(v, &s)
+		if err == nil {
+			b, err = base64.StdEncoding.DecodeString(s)
+		}
+		if err != nil || !bytes.Equal(b, datasettest.Edge(ds)[2][0].([]byte)) {
+			t.Fatalf("binary written as %s (%v), not the base64 of the value", v, err)
+		}
+		return "base64 string"
 	case len(v) > 0 && v[0] == '"':
 		return "string"
 	case string(v) == "true" || string(v) == "false":

@@ -71,6 +71,7 @@ var scalar = map[string]dataset.Kind{
 	"timestamp":   dataset.KindTimestamp,
 	"json":        dataset.KindJSON,
 	"jsonb":       dataset.KindJSON,
+	"bytea":       dataset.KindBinary,
 }
 
 // ArrayElements are the element types an array may have to be exported (as
@@ -100,6 +101,13 @@ func Map(t SourceType) (Mapping, error) {
 		e := *t.Elem
 		if e.Type == 'e' || elementOK(e.Name) {
 			return Mapping{Type: dataset.Type{Kind: dataset.KindJSON}, Enum: e.Type == 'e'}, nil
+		}
+		if lt, err := ListType(t); err == nil {
+			// Arrays of dates, instants and decimals have no JSON form
+			// here: they are lists (see ListElements).
+			return Mapping{Type: lt}, nil
+		} else if e.Name == "numeric" {
+			return Mapping{}, err
 		}
 		return Mapping{}, fmt.Errorf("%s: arrays of %s have no catalog type (arrays of %s export as JSON); convert it in the query, e.g. to_jsonb(column): %w",
 			t.Display, e.Display, strings.Join(ArrayElements, ", "), ErrUnmapped)
@@ -155,6 +163,9 @@ const (
 // silent. Everything else that differs is an error, narrowing first of all
 // (numeric(20,10) into decimal(18,2)).
 func CheckColumn(c dataset.Column, t SourceType) (Severity, string) {
+	if c.Type.Kind == dataset.KindList {
+		return checkList(c, t)
+	}
 	want := c.Type
 	m, err := Map(t)
 	if err != nil {

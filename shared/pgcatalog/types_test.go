@@ -72,7 +72,8 @@ func TestMap(t *testing.T) {
 		{in: arr(enum), want: "json", enum: true},
 		{in: arr(base("jsonb")), err: "arrays of jsonb have no catalog type"},
 		{in: base("interval"), err: "interval has no catalog type"},
-		{in: base("bytea"), err: "bytea has no catalog type"},
+		{in: base("bytea"), want: "binary"},
+		{in: arr(base("bytea")), err: "arrays of bytea have no catalog type"},
 	} {
 		m, err := pgcatalog.Map(tc.in)
 		if tc.want == "" {
@@ -121,6 +122,9 @@ func TestCheckColumn(t *testing.T) {
 		{"local without zone", col("timestamp"), base("timestamp"), pgcatalog.SeverityError, "declare the zone"},
 		{"local with zone", local, base("timestamp"), "", ""},
 		{"zone on instants", local, base("timestamptz"), pgcatalog.SeverityError, "only for timestamp without time zone"},
+		{"bytea", col("binary"), base("bytea"), "", ""},
+		{"bytea into string", col("string"), base("bytea"), pgcatalog.SeverityError, "maps to binary, not the declared string"},
+		{"text into binary", col("binary"), base("text"), pgcatalog.SeverityError, "maps to string, not the declared binary"},
 		{"unmapped", col("string"), base("interval"), pgcatalog.SeverityError, "interval has no catalog type"},
 	} {
 		sev, msg := pgcatalog.CheckColumn(tc.c, tc.in)

@@ -62,6 +62,7 @@ type pgColumn struct {
 	loc    *time.Location // pgTimestampLocal: the declared source_time_zone
 	elem   string         // pgArrayJSON: the element's base type name
 	buf    []byte         // pgArrayJSON: the value being built, reused
+	list   *pgColumn      // pgList: how each element is read
 }
 
 // More decoders, for the types whose reading depends on more than the
@@ -72,6 +73,8 @@ const (
 	pgStringText                            // text format of a type mapped to string (inet, cidr, citext, enum) → string
 	pgArrayJSON                             // array → json array
 	pgNumericWide                           // numeric → decimal above 18 digits
+	pgBytea                                 // bytea → binary, the bytes as they are
+	pgList                                  // one-dimensional array → list<T>
 )
 
 // planColumn chooses how column c, whose result has type st, is read.
@@ -89,6 +92,10 @@ func planColumn(c dataset.Column, f pgconn.FieldDescription, st pgcatalog.Source
 		p.dec = pgStringText
 	case c.Type.Kind == dataset.KindDecimal && c.Type.Precision > 18 && st.Name == "numeric" && !st.IsArray():
 		p.dec = pgNumericWide
+	case c.Type.Kind == dataset.KindBinary && st.Name == "bytea" && !st.IsArray():
+		p.dec = pgBytea
+	case c.Type.Kind == dataset.KindList && st.IsArray():
+		planList(&p, c, st, trustJSON)
 	case c.Type.Kind == dataset.KindJSON && st.IsArray():
 		p.dec, p.elem = pgArrayJSON, st.Elem.Name
 		if st.Elem.Type == 'e' {
@@ -145,6 +152,13 @@ func (p *pgColumn) decode(vec *dataset.Vector, v []byte) string {
 			return reason
 		}
 		vec.AppendBytes(b[:])
+	case pgList:
+		return p.decodeList(vec, v)
+	case pgBytea:
+		if reason := dataset.CheckBinary(v); reason != "" {
+			return reason
+		}
+		vec.AppendBytes(v)
 	default:
 		return p.dec.decode(vec, v)
 	}

@@ -36,6 +36,7 @@ func AllTypes() dataset.Dataset {
 	add("tag", dataset.Type{Kind: dataset.KindString}, dataset.DictionaryOn)
 	add("id", dataset.Type{Kind: dataset.KindString}, dataset.DictionaryOff)
 	add("j", dataset.Type{Kind: dataset.KindJSON}, none)
+	add("bin", dataset.Type{Kind: dataset.KindBinary}, none)
 	return ds
 }
 
@@ -98,6 +99,20 @@ func edge(c dataset.Column, v int) any {
 		return []string{"", "héllo \"q\" \\ \n\t\x01 \u2028 ✓ 😀", "page_view", "日本語 ∑ 𝄞"}[v]
 	case dataset.KindJSON:
 		return json.RawMessage([]string{`{}`, `{"nested":{"a":[1,2.5,"x\"y"]},"u":"é😀"}`, `[1,"two",null]`, `"just a string"`}[v])
+	case dataset.KindBinary:
+		// Empty (in row 3 also where the column is nullable, so a NULL
+		// and an empty value meet in one column), every byte value (NUL,
+		// invalid UTF-8), a typical hash prefix, and empty again.
+		all := make([]byte, 256)
+		for i := range all {
+			all[i] = byte(i)
+		}
+		return [][]byte{{}, all, {0xde, 0xad, 0xbe, 0xef}, {}}[v]
+	case dataset.KindList:
+		// Empty, the element's extremes around a NULL element, a typical
+		// one, and a lone NULL element.
+		e := c.ElemColumn()
+		return [][]any{{}, {edge(e, 1), nil, edge(e, 3)}, {edge(e, 2)}, {nil}}[v]
 	}
 	panic("datasettest: unknown kind " + c.Type.Kind)
 }
@@ -160,6 +175,11 @@ func varied(c dataset.Column, i int, base time.Time) any {
 		return "id-" + strconv.Itoa(1_000_000+i) + "-✓"
 	case dataset.KindJSON:
 		return json.RawMessage(`{"i":` + strconv.Itoa(i) + `,"tag":"` + vocabulary[i%len(vocabulary)] + `"}`)
+	case dataset.KindBinary:
+		return []byte{byte(i), byte(i >> 8), 0, 0xff}
+	case dataset.KindList:
+		l := []any{varied(c.ElemColumn(), i, base), varied(c.ElemColumn(), i+1, base)}
+		return l[:i%3] // empty, one element or two
 	}
 	panic("datasettest: unknown kind " + c.Type.Kind)
 }

@@ -49,6 +49,10 @@ func Type(ty dataset.Type) string {
 		return "VARCHAR"
 	case dataset.KindJSON:
 		return "JSON"
+	case dataset.KindBinary:
+		return "BLOB"
+	case dataset.KindList:
+		return Type(ty.ElemType()) + "[]"
 	}
 	return "?"
 }

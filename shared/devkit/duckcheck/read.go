@@ -2,6 +2,7 @@ package duckcheck
 
 import (
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -25,10 +26,22 @@ func Parquet(glob string, hive bool) string {
 // as a warehouse load would; with hive, as Parquet.
 func NDJSON(glob string, ds dataset.Dataset, hive bool) string {
 	cols := make([]string, len(ds.Columns))
+	var decode []string
 	for i, c := range ds.Columns {
-		cols[i] = fmt.Sprintf("'%s': '%s'", c.Name, Type(c.Type))
+		typ := Type(c.Type)
+		if c.Type.Kind == dataset.KindBinary {
+			// A binary value is a base64 string in NDJSON: read the text,
+			// then decode it, as the load script does.
+			typ = "VARCHAR"
+			decode = append(decode, fmt.Sprintf(`from_base64("%s") AS "%s"`, c.Name, c.Name))
+		}
+		cols[i] = fmt.Sprintf("'%s': '%s'", c.Name, typ)
 	}
-	return fmt.Sprintf("read_ndjson('%s', columns={%s}%s)", glob, strings.Join(cols, ", "), hiveOpt(hive))
+	from := fmt.Sprintf("read_ndjson('%s', columns={%s}%s)", glob, strings.Join(cols, ", "), hiveOpt(hive))
+	if len(decode) == 0 {
+		return from
+	}
+	return fmt.Sprintf("(SELECT * REPLACE (%s) FROM %s)", strings.Join(decode, ", "), from)
 }
 
 func hiveOpt(hive bool) string {
@@ -75,6 +88,10 @@ func ReadBack(t testing.TB, db *sql.DB, from string, ds dataset.Dataset, orderBy
 			exprs = append(exprs, "epoch_us("+q+")")
 		case dataset.KindDouble:
 			exprs = append(exprs, q)
+		case dataset.KindBinary:
+			exprs = append(exprs, "lower(hex("+q+"))")
+		case dataset.KindList:
+			exprs = append(exprs, listExpr(q, c.Type))
 		default:
 			exprs = append(exprs, "CAST("+q+" AS VARCHAR)")
 		}
@@ -119,6 +136,10 @@ func Expect(v any) any {
 		return x
 	case json.RawMessage:
 		return string(x)
+	case []byte:
+		return hex.EncodeToString(x)
+	case []any:
+		return expectList(x)
 	case fmt.Stringer:
 		return x.String()
 	case int64:
@@ -139,7 +160,7 @@ func Same(c dataset.Column, got, want any, semanticJSON bool) bool {
 		w, ok := want.(float64)
 		return ok && (g == w && (semanticJSON || math.Signbit(g) == math.Signbit(w)) || math.IsNaN(g) && math.IsNaN(w))
 	}
-	if semanticJSON && c.Type.Kind == dataset.KindJSON && got != nil && want != nil {
+	if (semanticJSON && c.Type.Kind == dataset.KindJSON || c.Type.Kind == dataset.KindList) && got != nil && want != nil {
 		gs, ok1 := got.(string)
 		ws, ok2 := want.(string)
 		var a, b any

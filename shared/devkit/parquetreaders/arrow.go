@@ -2,6 +2,7 @@ package parquetreaders
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -51,7 +52,7 @@ func ReadArrow(path string) (*Table, error) {
 		row := 0
 		for _, chunk := range tbl.Column(c).Data().Chunks() {
 			for i := range chunk.Len() {
-				v, err := arrowValue(chunk, i)
+				v, err := arrowValue(chunk, i, col.Logical == "")
 				if err != nil {
 					return nil, fmt.Errorf("arrow: %s: column %s row %d: %w", path, col.Name, row+1, err)
 				}
@@ -107,7 +108,9 @@ func timeUnit(u schema.TimeUnitType) string {
 	return "unknown"
 }
 
-func arrowValue(a arrow.Array, i int) (Value, error) {
+// arrowValue is row i of a as canonical text; binaryColumn says a byte
+// array without an annotation (binary, as hex) rather than JSON (text).
+func arrowValue(a arrow.Array, i int, binaryColumn bool) (Value, error) {
 	if a.IsNull(i) {
 		return Null, nil
 	}
@@ -131,6 +134,9 @@ func arrowValue(a arrow.Array, i int) (Value, error) {
 	case *array.String:
 		return Text(x.Value(i)), nil
 	case *array.Binary:
+		if binaryColumn {
+			return Text(hex.EncodeToString(x.Value(i))), nil
+		}
 		return Text(string(x.Value(i))), nil
 	}
 	return Null, fmt.Errorf("unexpected arrow array %s", a.DataType())

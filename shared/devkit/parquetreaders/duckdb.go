@@ -67,6 +67,8 @@ func ReadDuckDB(db *sql.DB, path string) (*Table, error) {
 			exprs[i] = "CAST(epoch_us(" + q + ") AS VARCHAR)"
 		case typ == "DOUBLE":
 			exprs[i] = q
+		case typ == "BLOB":
+			exprs[i] = "lower(hex(" + q + "))"
 		default: // integers, decimals, booleans, VARCHAR, JSON: DuckDB's text is canonical
 			exprs[i] = "CAST(" + q + " AS VARCHAR)"
 		}

@@ -15,12 +15,15 @@
 //	DECIMAL     exact, exactly scale fractional digits: "-0.05", "12.30"
 //	BOOLEAN     "true" or "false"
 //	STRING/JSON the text itself, byte for byte
+//	BYTE_ARRAY  without an annotation (binary): lower-case hex, "" when empty
 //
 // Canonical gives the same text for a value of the dataset value model, so a
 // test compares what it wrote with what each reader read, value by value.
 package parquetreaders
 
 import (
+	"cmp"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -79,6 +82,14 @@ type Table struct {
 func WantColumns(ds dataset.Dataset) []Column {
 	out := make([]Column, len(ds.Columns))
 	for i, c := range ds.Columns {
+		if c.Type.Kind == dataset.KindList {
+			// The leaf of a three-level LIST: element, OPTIONAL; Logical
+			// says it is a list of the element's type.
+			e := WantColumns(dataset.Dataset{Columns: []dataset.Column{c.ElemColumn()}})[0]
+			e.Logical = "LIST of " + cmp.Or(e.Logical, e.Physical)
+			out[i] = e
+			continue
+		}
 		col := Column{Name: c.Name, Repetition: "REQUIRED"}
 		if c.Nullable {
 			col.Repetition = "OPTIONAL"
@@ -98,6 +109,8 @@ func WantColumns(ds dataset.Dataset) []Column {
 			col.Physical, col.Logical = "BYTE_ARRAY", "STRING"
 		case dataset.KindJSON:
 			col.Physical, col.Logical = "BYTE_ARRAY", "JSON"
+		case dataset.KindBinary:
+			col.Physical = "BYTE_ARRAY"
 		case dataset.KindDecimal:
 			p, s := c.Type.Precision, c.Type.Scale
 			col.Logical = fmt.Sprintf("DECIMAL(%d,%d)", p, s)
@@ -147,7 +160,7 @@ func ArrowType(t dataset.Type) string {
 		return "bool"
 	case dataset.KindString:
 		return "utf8"
-	case dataset.KindJSON:
+	case dataset.KindJSON, dataset.KindBinary:
 		return "binary"
 	}
 	return "?"
@@ -175,6 +188,8 @@ func Canonical(v any) Value {
 		return Text(x)
 	case json.RawMessage:
 		return Text(string(x))
+	case []byte:
+		return Text(hex.EncodeToString(x))
 	}
 	panic(fmt.Sprintf("parquetreaders: no canonical form for %T", v))
 }

@@ -67,6 +67,7 @@ function decimalText(n, scale) {
 function text(v, col, e) {
   if (v === null || v === undefined) return null
   if (col.logical.startsWith('DECIMAL')) return decimalText(unscaled(v), e.scale ?? e.logical_type.scale)
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('hex') // binary
   switch (typeof v) {
     case 'string': return v
     case 'bigint': return v.toString()
@@ -99,7 +100,8 @@ async function read(path) {
   }
   let rows = []
   await parquetRead({
-    file, metadata: raw, compressors: { ZSTD: compressors.ZSTD }, parsers,
+    // utf8: false keeps a byte array without annotation (binary) as bytes.
+    file, metadata: raw, compressors: { ZSTD: compressors.ZSTD }, parsers, utf8: false,
     rowFormat: 'array', onComplete: r => { rows = r },
   })
   return {
