@@ -110,7 +110,13 @@ func TestListsAndBinaryEndToEnd(t *testing.T) {
 		}
 		return x
 	}
-	d := func(s string, scale int) dataset.Decimal { return dec(t, s, scale) }
+	d := func(s string, scale int) dataset.Decimal {
+		x, err := dataset.ParseDecimal(s, scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
 	l := func(v ...any) []any { return append([]any{}, v...) }
 	nulls := func() []any { return []any{nil} }
 	want := [][]any{

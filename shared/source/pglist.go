@@ -25,7 +25,7 @@ var elemOIDs = map[string]uint32{
 // in binary format (the array's elements are always binary in a binary
 // array). It reports false when the element has no binary decoder (the
 // type check refused such a column before).
-func planList(p *pgColumn, c dataset.Column, st pgcatalog.SourceType, trustJSON bool) bool {
+func planList(p *pgColumn, c dataset.Column, st pgcatalog.SourceType, trustText bool) bool {
 	e := *st.Elem
 	oid, ok := elemOIDs[e.Name]
 	if e.Type == 'e' {
@@ -34,7 +34,7 @@ func planList(p *pgColumn, c dataset.Column, st pgcatalog.SourceType, trustJSON 
 	if !ok {
 		return false
 	}
-	ep := planColumn(c.ElemColumn(), pgconn.FieldDescription{DataTypeOID: oid, TypeModifier: e.Mod}, e, trustJSON)
+	ep := planColumn(c.ElemColumn(), pgconn.FieldDescription{DataTypeOID: oid, TypeModifier: e.Mod}, e, trustText)
 	if ep.dec == pgAsText {
 		return false
 	}

@@ -95,7 +95,7 @@ func planColumn(c dataset.Column, f pgconn.FieldDescription, st pgcatalog.Source
 	case c.Type.Kind == dataset.KindBinary && st.Name == "bytea" && !st.IsArray():
 		p.dec = pgBytea
 	case c.Type.Kind == dataset.KindList && st.IsArray():
-		planList(&p, c, st, trustJSON)
+		planList(&p, c, st, trustText)
 	case c.Type.Kind == dataset.KindJSON && st.IsArray():
 		p.dec, p.elem = pgArrayJSON, st.Elem.Name
 		if st.Elem.Type == 'e' {
