@@ -26,8 +26,11 @@ import (
 //     buckets;
 //   - its role ARN (compared case-insensitively, as IAM role names are) and
 //     external id are another's;
-//   - its tenant key (Tenant: tenant_key, else the id) and source shard are
-//     another's: both would export that tenant's rows.
+//   - its tenant key (Tenant: tenant_key, else the id) is another's, on any
+//     source shard: both would export that tenant's rows. Another shard is
+//     no separation, since a dataset whose source is not sharded reads one
+//     database for every account (source.Router), and which sources are
+//     sharded is the deployment's, unknown here.
 //
 // An account with candidate's id in others is the candidate's stored
 // version: an update does not conflict with itself. Each conflict is a
@@ -61,8 +64,8 @@ func CheckIsolation(candidate Account, others []Account, stage string) error {
 				p.add("destination.prefix", mine, "is inside account %s's prefix %q in bucket %s", o.ID, theirs, d.Bucket)
 			}
 		}
-		if candidate.Tenant() == o.Tenant() && candidate.SourceShard == o.SourceShard {
-			p.add("tenant_key", candidate.Tenant(), "is account %s's tenant key: both accounts would export the same tenant's rows", o.ID)
+		if candidate.Tenant() == o.Tenant() {
+			p.add("tenant_key", candidate.Tenant(), "is account %s's tenant key: both accounts would export the same tenant's rows (on another source shard too: a source that is not sharded is one database for every account)", o.ID)
 		}
 		if d.RoleARN != "" && strings.EqualFold(d.RoleARN, od.RoleARN) && d.ExternalID == od.ExternalID {
 			p.add("destination.external_id", d.ExternalID, "account %s already uses role %s with this external id; each account needs its own", o.ID, od.RoleARN)

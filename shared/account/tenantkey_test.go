@@ -96,9 +96,12 @@ func TestTenantKeyMatchesTheTenantType(t *testing.T) {
 }
 
 // TestTenantKeyIsolation: two accounts that would bind the same tenant key
-// on the same shard export the same tenant's rows: the second is refused,
-// naming tenant_key, the key and the other account. A key equal to another
-// account's id (which that account binds) is the same tenant too.
+// export the same tenant's rows: the second is refused, naming tenant_key,
+// the key and the other account. A key equal to another account's id
+// (which that account binds) is the same tenant too, and so is the same key
+// on another source shard: a dataset whose source is not sharded reads one
+// database for both (it was accepted, and such an account read the other's
+// rows of that source).
 func TestTenantKeyIsolation(t *testing.T) {
 	a, b := acct(idA, "bucket-a", ""), acct(idB, "bucket-b", "")
 	a.TenantKey = "org-1"
@@ -109,7 +112,7 @@ func TestTenantKeyIsolation(t *testing.T) {
 	}{
 		{"same key", "org-1", "", "org-1"},
 		{"the other's id as key", "", "", ""},
-		{"same key, another shard", "org-1", "eu", ""},
+		{"same key, another shard", "org-1", "eu", "org-1"},
 		{"another key", "org-2", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
