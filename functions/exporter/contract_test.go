@@ -11,6 +11,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -113,4 +114,30 @@ func TestContractTwoBesideOne(t *testing.T) {
 			t.Errorf("%s: user_id column present %v, want %v (%v)", c.tree, has == 1, c.userID, err)
 		}
 	}
+}
+
+// TestReexportAfterTheMoveReachesTheNewContract: after a dataset moves to
+// v2, an operator's re-export of `events` (the catalog name, as daybook
+// reexport and the console send it) exports the v2 partition. Before, it
+// was refused as not enabled for the account, and a requeue reached the
+// retired v1 row, which the exporter never exports again.
+func TestReexportAfterTheMoveReachesTheNewContract(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"events"}})
+	e.insert("events", genRows("events", testDay, 3)...)
+	useCatalog(t, func(s string) string {
+		return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
+	})
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatalf("re-export of events after the move: %v", err)
+	}
+	if r := e.row("events.v2", testDay); r.State != ledger.StateCompleted || r.Rows != 3 {
+		t.Fatalf("the v2 row after the re-export: %+v", r)
+	}
+	if m := e.committed("events.v2", testDay); m.Dataset != "events" || !strings.HasPrefix(e.manifestKeyOf("events.v2", testDay), e.prefix+"/v2/events/") {
+		t.Fatalf("committed %q at %s", m.Dataset, e.manifestKeyOf("events.v2", testDay))
+	}
+}
+
+func (e *env) manifestKeyOf(ds string, day civil.Date) string {
+	return layout.ManifestKey(e.prefix, ds, day)
 }

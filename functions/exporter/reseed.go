@@ -26,6 +26,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -37,6 +38,7 @@ const deliveryConcurrency = 4
 
 // reseed starts (or, for a redelivered request, continues) a reseed.
 func (s *Service) reseed(ctx context.Context, r jobs.Reseed, log *slog.Logger) error {
+	r.Dataset = dataset.Current(r.Dataset)
 	log = log.With("account", r.AccountID, "dataset", r.Dataset, "request_id", r.RequestID)
 	var acct *account.Account
 	switch a, err := s.Ledger.GetAccount(ctx, r.AccountID); {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -175,6 +176,7 @@ func (s *Service) deliverAtRest(ctx context.Context, acct account.Account, row l
 // closed day, the range bound) and rejects it, to the dead-letter queue
 // with the reason, when it fails.
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
+	m.Dataset = dataset.Current(m.Dataset)
 	log = log.With("account", m.AccountID, "dataset", m.Dataset)
 	if m.RequestedBy != "" {
 		log = log.With("requested_by", m.RequestedBy)

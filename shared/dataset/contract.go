@@ -49,6 +49,24 @@ func LedgerName(name, contract string) string {
 	return name + "." + contract
 }
 
+// Current is the ledger name of the partitions the catalog delivers for
+// name now: a bare catalog name of a dataset at a later contract than v1 is
+// its LedgerName (events → events.v2), so an operator's re-export, requeue
+// or reseed of `events` reaches the rows that are still delivered, not the
+// retired v1 rows that are never exported again. A name that carries a
+// contract, or that the catalog does not know, is returned as given (the
+// caller's checks refuse what is wrong with it).
+func Current(name string) string {
+	if _, c := SplitLedgerName(name); c != "" {
+		return name
+	}
+	d, err := Get(name)
+	if err != nil {
+		return name
+	}
+	return d.LedgerName()
+}
+
 // SplitLedgerName splits a ledger name into the dataset name and its
 // contract ("" when the name carries none: a catalog name, or a v1 row).
 func SplitLedgerName(key string) (name, contract string) {

@@ -184,7 +184,7 @@ func CheckRequest(m Manual, acct *account.Account, lim Limits) (from, to civil.D
 		return from, to, fmt.Errorf("jobs: CheckRequest for account_id %q was given account %s", m.AccountID, acct.ID)
 	case !acct.Enabled:
 		return from, to, refused("account_id", m.AccountID, "is disabled")
-	case !slices.Contains(acct.Datasets, m.Dataset):
+	case !slices.Contains(acct.Datasets, bareName(m.Dataset)):
 		return from, to, refused("dataset", m.Dataset, "is not enabled for account %s (enabled: %s)", acct.ID, strings.Join(acct.Datasets, ", "))
 	case from.Before(acct.StartDate):
 		return from, to, refused(fromField, fromValue, "is before account %s's start date %s", acct.ID, acct.StartDate)
@@ -198,9 +198,17 @@ func CheckRequest(m Manual, acct *account.Account, lim Limits) (from, to civil.D
 	// A snapshot dataset's day is a copy of the whole table taken when the
 	// day is exported: one taken now is the newest closed day's, and under
 	// an older day's label it would be today's table with a wrong date.
-	if ds, err := dataset.Get(m.Dataset); err == nil && ds.IsSnapshot() && from != closed {
+	if ds, err := dataset.Get(bareName(m.Dataset)); err == nil && ds.IsSnapshot() && from != closed {
 		return from, to, refused(fromField, fromValue, "is not the last closed day %s: %s is a snapshot dataset (a complete copy of the table per day), and a copy taken now is that day's only",
 			closed, m.Dataset)
 	}
 	return from, to, nil
+}
+
+// bareName is the catalog name of a dataset named in a request, which may
+// be its ledger name at a later contract (events.v2): an account enables
+// the catalog name.
+func bareName(ds string) string {
+	name, _ := dataset.SplitLedgerName(ds)
+	return name
 }

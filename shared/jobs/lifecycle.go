@@ -167,7 +167,7 @@ func CheckReseed(r Reseed, acct *account.Account, lim Limits) (from, through civ
 		return from, through, fmt.Errorf("jobs: CheckReseed for account_id %q was given account %s", r.AccountID, acct.ID)
 	case !acct.Enabled:
 		return from, through, refused("account_id", r.AccountID, "is disabled")
-	case !slices.Contains(acct.Datasets, r.Dataset):
+	case !slices.Contains(acct.Datasets, bareName(r.Dataset)):
 		return from, through, refused("dataset", r.Dataset, "is not enabled for account %s (enabled: %s)", acct.ID, strings.Join(acct.Datasets, ", "))
 	}
 	a := acct.WithDefaults(lim.SettleDelay)

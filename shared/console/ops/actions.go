@@ -14,6 +14,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -43,7 +44,7 @@ const requeueChunk = 7
 // per run of consecutive days of at most a week, recorded as requested by
 // by. days must be sorted. On an
 // error the result counts what was done before it.
-func Requeue(ctx context.Context, l Requeuer, accountID, dataset string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
+func Requeue(ctx context.Context, l Requeuer, accountID, ds string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
 	ctx = ledger.WithRequestedBy(ctx, by) // recorded on the rows and their attempts
 	var res ledger.RequeueResult
 	for start := 0; start < len(days); {
@@ -51,7 +52,7 @@ func Requeue(ctx context.Context, l Requeuer, accountID, dataset string, days []
 		for end < len(days) && end-start < requeueChunk && days[end] == days[end-1].AddDays(1) {
 			end++
 		}
-		r, err := l.Requeue(ctx, accountID, dataset, days[start], days[end-1], reason)
+		r, err := l.Requeue(ctx, accountID, dataset.Current(ds), days[start], days[end-1], reason)
 		res.Queued += r.Queued
 		res.Created += r.Created
 		res.RerunRequested += r.RerunRequested
