@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -71,13 +73,18 @@ func TestMetricsPerOutcome(t *testing.T) {
 
 // stallingSource streams large events rows until the exporter has opened a
 // multipart upload, then holds the export open until its context ends, as a
-// slow source query would when the invocation runs out of time.
+// slow source query would when the invocation runs out of time. Each row's
+// attributes are 4,000 characters that do not compress (seeded random hex),
+// so a few thousand rows fill a part: with one repeated blob the encoder
+// compressed it away and needed some 200,000 rows, which a loaded machine
+// did not write within the export's time, and the test failed.
 type stallingSource struct {
 	opened func() bool
 }
 
 func (s stallingSource) Batches(ctx context.Context, q source.Query, fn func(*dataset.Batch) error) (source.Provenance, error) {
-	attrs := json.RawMessage(`{"blob":"` + strings.Repeat("x", 4000) + `"}`)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, 2000)
 	b := dataset.NewBatch(q.Dataset, 256)
 	b.Reset(1)
 	for i := 0; ; i++ {
@@ -85,6 +92,10 @@ func (s stallingSource) Batches(ctx context.Context, q source.Query, fn func(*da
 			<-ctx.Done()
 			return source.Provenance{}, ctx.Err()
 		}
+		for j := range raw {
+			raw[j] = byte(rnd.Uint32())
+		}
+		attrs := json.RawMessage(`{"blob":"` + hex.EncodeToString(raw) + `"}`)
 		ts := q.Start.Add(time.Duration(i) * time.Millisecond)
 		if err := b.AppendRow([]any{fmt.Sprintf("ev-%08d", i), "page_view", ts, ts, nil, nil, nil, nil, false, attrs}); err != nil {
 			return source.Provenance{}, err
@@ -107,7 +118,7 @@ func TestDeadlineRecordsFailure(t *testing.T) {
 	c := e.claim("events", testDay, "")
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
-	e.svc.Reserve = time.Minute - 2*time.Second // the export itself gets about 2s
+	e.svc.Reserve = time.Minute - 3*time.Second // the export itself gets about 3s
 	if err := e.svc.Process(ctx, "msg-deadline", jobBody(t, c)); err != nil {
 		t.Fatalf("Process = %v; the failure should be recorded, not redelivered", err)
 	}
