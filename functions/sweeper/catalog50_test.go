@@ -29,7 +29,7 @@ func TestIdleCostWithFiftyDatasets(t *testing.T) {
 	l, meter := meteredLedger(t, clk, "fifty")
 	tomorrow := clk.Now().Add(24 * time.Hour)
 	idle := func(n int, salt string) isolate {
-		return idleAccounts(t, l, n, accountSpec{salt: salt, start: "2026-03-01", tz: "UTC", datasets: s.Names()}, tomorrow, clk.Now())
+		return idleAccounts(t, l, n, accountSpec{salt: salt, start: "2026-03-01", tz: "UTC", datasets: s.Names()}, idleAt{wake: tomorrow, now: clk.Now()})
 	}
 	small, large := idle(10, "small50-"), idle(100, "large50-")
 	clk.Advance(15 * time.Minute)

@@ -96,14 +96,18 @@ func deployedHandler(t *testing.T, l FunctionLedger, q Queues, clk *clock) Handl
 		Metrics: &metrics.Emitter{W: io.Discard, Stage: "test"}, Log: discard})
 }
 
+// idleAt is when a sweep left an idle account (now) asleep until (wake).
+type idleAt struct{ wake, now time.Time }
+
 // idleAccounts is n idle accounts: one stored by the ledger (spec) and
 // left as a sweep leaves an account with nothing due before wake, and n-1
 // copies of its record under other ids (as fleetpage_test.go copies
 // summaries). A sweep reads the records only; a copy is one write on moto,
 // where an account put is a transaction that moto runs by copying the
 // whole table for each of its items.
-func idleAccounts(t *testing.T, l *ledger.Ledger, n int, spec accountSpec, wake, now time.Time) isolate {
+func idleAccounts(t *testing.T, l *ledger.Ledger, n int, spec accountSpec, at idleAt) isolate {
 	t.Helper()
+	wake, now := at.wake, at.now
 	ctx := context.Background()
 	model := storeAccount(t, l, spec)
 	db, table := rawDB(t)
@@ -149,7 +153,7 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 	l, meter := meteredLedger(t, clk, "l")
 	tomorrow := clk.Now().Add(24 * time.Hour)
 	idle := func(n int, salt string) isolate {
-		return idleAccounts(t, l, n, accountSpec{salt: salt, start: "2026-03-01", tz: "UTC"}, tomorrow, clk.Now())
+		return idleAccounts(t, l, n, accountSpec{salt: salt, start: "2026-03-01", tz: "UTC"}, idleAt{wake: tomorrow, now: clk.Now()})
 	}
 	small, large := idle(10, "small"), idle(100, "large")
 	clk.Advance(15 * time.Minute)
