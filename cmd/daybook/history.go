@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
@@ -47,7 +48,7 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		if err != nil {
 			return err
 		}
-		res, err := ops.History(ctx, e.ledger, partition.Key{AccountID: acct.ID, Dataset: p.dataset, Day: day}, a.now())
+		res, err := ops.History(ctx, e.ledger, partition.Key{AccountID: acct.ID, Dataset: dataset.Current(p.dataset), Day: day}, a.now())
 		if err != nil {
 			return err
 		}

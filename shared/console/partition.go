@@ -89,7 +89,7 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 			day, acct.ID, acct.WithDefaults(s.cfg.SettleDelay).TimeZone, closed))
 		return
 	}
-	key := partition.Key{AccountID: acct.ID, Dataset: dsName, Day: day}
+	key := partition.Key{AccountID: acct.ID, Dataset: dataset.Current(dsName), Day: day} // at a later contract, its rows
 	hist, err := ops.History(r.Context(), s.cfg.Ledger, key, s.now())
 	if err != nil {
 		s.failed(w, r, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
 // DatasetDays is one dataset's partitions in an account view: the days in
@@ -75,7 +76,7 @@ func AccountView(ctx context.Context, r Reader, acct account.Account, settle tim
 		}
 	}
 	for _, ds := range shown {
-		rows, err := r.List(ctx, acct.ID, ds, FirstDay, LastDay)
+		rows, err := r.List(ctx, acct.ID, dataset.Current(ds), FirstDay, LastDay) // the rows still delivered, at a later contract too
 		if err != nil {
 			return res, err
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/example"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -384,4 +386,31 @@ func TestSetEnabled(t *testing.T) {
 
 func (r *reader) SlicesOf(_ context.Context, k partition.Key) (ledger.SlicePlan, []ledger.Slice, error) {
 	return ledger.SlicePlan{}, nil, ledger.ErrNotFound
+}
+
+// TestAccountViewAtALaterContract: once a dataset moves to contract v2 its
+// partitions are the events.v2 rows; the account view (console and
+// daybook status --account) shows those under the dataset's name, not the
+// retired v1 rows, which it showed before.
+func TestAccountViewAtALaterContract(t *testing.T) {
+	s, err := dataset.Parse([]byte(strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := dataset.Example()
+	dataset.Use(s)
+	t.Cleanup(func() { dataset.Use(ex) })
+	day := civil.MustParse("2026-11-20")
+	a := account.Account{ID: "acct_contractcontract", Enabled: true, StartDate: day, Datasets: []string{"events"}}
+	r := &reader{accounts: []account.Account{a}, rows: []ledger.Row{
+		{Key: partition.Key{AccountID: a.ID, Dataset: "events", Day: day}, State: ledger.StateCompleted, Generation: 1},
+		{Key: partition.Key{AccountID: a.ID, Dataset: "events.v2", Day: day}, State: ledger.StateFailed, Generation: 1},
+	}}
+	v, err := AccountView(context.Background(), r, a, 0, now, nil, nil, day, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Datasets) != 1 || v.Datasets[0].Dataset != "events" || len(v.Datasets[0].Days) != 1 || v.Datasets[0].Counts[Failed] != 1 {
+		t.Fatalf("the view of events at v2: %+v", v.Datasets)
+	}
 }
