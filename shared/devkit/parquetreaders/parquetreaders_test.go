@@ -106,6 +106,7 @@ func TestDuckLogical(t *testing.T) {
 		{"TimestampType(isAdjustedToUTC=0, unit=TimeUnit(MILLIS=MilliSeconds(), MICROS=<null>, NANOS=<null>))", 0, 0, "TIMESTAMP(MILLIS,LOCAL)"},
 		{"IntType(bitWidth=@, isSigned=1)", 0, 0, "INTEGER(64,signed)"},
 		{"IntType(bitWidth= , isSigned=0)", 0, 0, "INTEGER(32,unsigned)"},
+		{"ListType()", 0, 0, "LIST"},
 		{"UUIDType()", 0, 0, "other:UUIDType()"},
 	}
 	for _, tt := range tests {
