@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/parquetreaders"
 	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -60,7 +62,8 @@ CREATE INDEX ON typed (org_id, at);
 // an array of every list element type, declared as catalog init writes it
 // with each array turned into list<T> (attributes, a text[], stays
 // json, the other choice), through the exporter to Parquet and NDJSON; DuckDB reads every
-// value back from both, and the bucket's duckdb.sql loads the Parquet day.
+// value back from both, Arrow and hyparquet from the Parquet file, and the
+// bucket's duckdb.sql loads the Parquet day.
 // A NULL list, an empty list and a NULL element stay distinct, as do NULL
 // and empty bytes. A two-dimensional array fails the partition naming the
 // column.
@@ -216,6 +219,23 @@ func TestListsAndBinaryEndToEnd(t *testing.T) {
 			}
 			duckcheck.CheckRows(t, ds, duckcheck.ReadBack(t, duck, from, ds, `"at"`), want, format == fileformat.NDJSON)
 		})
+		if format != fileformat.Parquet {
+			continue
+		}
+		t.Run("parquet/arrow", func(t *testing.T) {
+			got, err := parquetreaders.ReadArrow(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReadTable(t, ds, got, want, parquetreaders.ArrowType)
+		})
+		t.Run("parquet/hyparquet", func(t *testing.T) {
+			got, err := parquetreaders.ReadHyparquet(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReadTable(t, ds, got[0], want, nil)
+		})
 	}
 
 	// The Parquet day (the last generation) loaded by the bucket's own
@@ -240,5 +260,44 @@ func TestListsAndBinaryEndToEnd(t *testing.T) {
 	_, err = export(fileformat.Parquet)
 	if err == nil || !strings.Contains(err.Error(), "ints") || !strings.Contains(err.Error(), "multi-dimensional") {
 		t.Fatalf("export with a 2-D array: %v; want a refusal naming ints and the dimensions", err)
+	}
+}
+
+// checkReadTable compares a Parquet file as one of parquetreaders' readers
+// decoded it with ds's declared columns (and, unless engine is nil, the
+// reader's own type of each) and with want, every value, the rows in the
+// order of their first column (an instant).
+func checkReadTable(t *testing.T, ds dataset.Dataset, got *parquetreaders.Table, want [][]any, engine func(dataset.Type) string) {
+	t.Helper()
+	cols := parquetreaders.WantColumns(ds)
+	if len(got.Columns) != len(cols) {
+		t.Fatalf("%d columns, want %d: %+v", len(got.Columns), len(cols), got.Columns)
+	}
+	for i, w := range cols {
+		g := got.Columns[i]
+		if engine != nil {
+			w.Engine = engine(ds.Columns[i].Type)
+		} else {
+			g.Engine = ""
+		}
+		if g != w {
+			t.Errorf("column %d:\n got %+v\nwant %+v", i, g, w)
+		}
+	}
+	if len(got.Rows) != len(want) {
+		t.Fatalf("read %d rows, want %d", len(got.Rows), len(want))
+	}
+	rows := slices.Clone(got.Rows)
+	slices.SortFunc(rows, func(a, b []parquetreaders.Value) int {
+		x, _ := strconv.ParseInt(a[0].Text, 10, 64)
+		y, _ := strconv.ParseInt(b[0].Text, 10, 64)
+		return cmp.Compare(x, y)
+	})
+	for r, row := range want {
+		for c, v := range row {
+			if w := parquetreaders.Canonical(v); rows[r][c] != w {
+				t.Errorf("%s: row %d column %s: read %v, want %v", got.Reader, r+1, ds.Columns[c].Name, rows[r][c], w)
+			}
+		}
 	}
 }
