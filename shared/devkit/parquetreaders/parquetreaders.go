@@ -22,9 +22,10 @@
 //
 // A list column (a three-level LIST group) is described by its group: Name
 // and Repetition are the group's, Physical is the element's physical type,
-// and Logical is "LIST<" + the element's logical type (its physical type
-// when it has none) + ">", with "REQUIRED " before the element's type when
-// the element is not OPTIONAL.
+// and Logical is "LIST of " + the element's logical type (its physical type
+// when it has none), e.g. "LIST of DECIMAL(9,2)", with "REQUIRED " before
+// the element's type when the element is not OPTIONAL (as docs/types.md
+// spells it).
 //
 // Canonical gives the same text for a value of the dataset value model, so a
 // test compares what it wrote with what each reader read, value by value.
@@ -144,7 +145,7 @@ func ListLogical(e Column) string {
 	if e.Repetition != "OPTIONAL" {
 		t = "REQUIRED " + t
 	}
-	return "LIST<" + t + ">"
+	return "LIST of " + t
 }
 
 // decimalBytes is the fewest bytes that hold every unscaled value of

@@ -155,8 +155,8 @@ func TestWantColumnsList(t *testing.T) {
 		{Name: "flags", Type: dataset.ListType(dataset.Type{Kind: dataset.KindBoolean})},
 	}}
 	want := []Column{
-		{Name: "prices", Physical: "INT32", Logical: "LIST<DECIMAL(9,2)>", Repetition: "OPTIONAL"},
-		{Name: "flags", Physical: "BOOLEAN", Logical: "LIST<BOOLEAN>", Repetition: "REQUIRED"},
+		{Name: "prices", Physical: "INT32", Logical: "LIST of DECIMAL(9,2)", Repetition: "OPTIONAL"},
+		{Name: "flags", Physical: "BOOLEAN", Logical: "LIST of BOOLEAN", Repetition: "REQUIRED"},
 	}
 	got := WantColumns(ds)
 	for i := range want {

@@ -11,9 +11,9 @@
 // Decimals are read as their stored unscaled integers and scaled here with
 // BigInt: hyparquet itself converts decimals to lossy JavaScript numbers.
 // A list column (a three-level LIST group) is described by its group, its
-// logical type LIST<element's> as the Go package's comment says, and each
-// list value is a JSON array of its elements' texts (null for a NULL
-// element), which the Go side spells canonically.
+// logical type "LIST of " and the element's, as the Go package's comment
+// says, and each list value is a JSON array of its elements' texts (null
+// for a NULL element), which the Go side spells canonically.
 import { asyncBufferFromFile, parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import { compressors } from 'hyparquet-compressors'
 
@@ -93,7 +93,7 @@ function column(node) {
   const leaf = rep.children[0].element
   const elem = leafColumn(leaf)
   col.physical = elem.physical
-  col.logical = `LIST<${elem.repetition === 'OPTIONAL' ? '' : 'REQUIRED '}${elem.logical || elem.physical}>`
+  col.logical = `LIST of ${elem.repetition === 'OPTIONAL' ? '' : 'REQUIRED '}${elem.logical || elem.physical}`
   return { col, leaf, elem }
 }
 
