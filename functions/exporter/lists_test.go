@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/parquetreaders"
 	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -60,7 +62,8 @@ CREATE INDEX ON typed (org_id, at);
 // an array of every list element type, declared as catalog init writes it
 // with each array turned into list<T> (attributes, a text[], stays
 // json, the other choice), through the exporter to Parquet and NDJSON; DuckDB reads every
-// value back from both, and the bucket's duckdb.sql loads the Parquet day.
+// value back from both, Arrow and hyparquet from the Parquet file, and the
+// bucket's duckdb.sql loads the Parquet day.
 // A NULL list, an empty list and a NULL element stay distinct, as do NULL
 // and empty bytes. A two-dimensional array fails the partition naming the
 // column.
@@ -216,6 +219,28 @@ func TestListsAndBinaryEndToEnd(t *testing.T) {
 			}
 			duckcheck.CheckRows(t, ds, duckcheck.ReadBack(t, duck, from, ds, `"at"`), want, format == fileformat.NDJSON)
 		})
+		if format != fileformat.Parquet {
+			continue
+		}
+		t.Run("parquet/arrow", func(t *testing.T) {
+			got, err := parquetreaders.ReadArrow(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPlatformTable(t, ds, want, sortedByInstant(got))
+			for i, c := range got.Columns {
+				if w := parquetreaders.ArrowType(ds.Columns[i].Type); c.Engine != w {
+					t.Errorf("column %s: Arrow reads %s, want %s", c.Name, c.Engine, w)
+				}
+			}
+		})
+		t.Run("parquet/hyparquet", func(t *testing.T) {
+			got, err := parquetreaders.ReadHyparquet(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPlatformTable(t, ds, want, sortedByInstant(got[0]))
+		})
 	}
 
 	// The Parquet day (the last generation) loaded by the bucket's own
@@ -241,4 +266,17 @@ func TestListsAndBinaryEndToEnd(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ints") || !strings.Contains(err.Error(), "multi-dimensional") {
 		t.Fatalf("export with a 2-D array: %v; want a refusal naming ints and the dimensions", err)
 	}
+}
+
+// sortedByInstant returns got with its rows in the order of their first
+// column, an instant (ReadBack orders DuckDB's by it too).
+func sortedByInstant(got *parquetreaders.Table) *parquetreaders.Table {
+	out := *got
+	out.Rows = slices.Clone(got.Rows)
+	slices.SortFunc(out.Rows, func(a, b []parquetreaders.Value) int {
+		x, _ := strconv.ParseInt(a[0].Text, 10, 64)
+		y, _ := strconv.ParseInt(b[0].Text, 10, 64)
+		return cmp.Compare(x, y)
+	})
+	return &out
 }

@@ -79,8 +79,19 @@ func checkStats(t *testing.T, ds dataset.Dataset, rows [][]any, ch parquetreader
 	group := rows[ch.RowGroup*matrixRowGroupRows : min(len(rows), (ch.RowGroup+1)*matrixRowGroupRows)]
 	var nulls int64
 	var lo, hi any
+	var values []any // the leaf values: a list's elements, one NULL for a NULL or empty list
 	for _, r := range group {
-		v := r[c]
+		l, isList := r[c].([]any)
+		switch {
+		case ds.Columns[c].Type.Kind != dataset.KindList:
+			values = append(values, r[c])
+		case !isList || len(l) == 0:
+			values = append(values, nil)
+		default:
+			values = append(values, l...)
+		}
+	}
+	for _, v := range values {
 		switch {
 		case v == nil:
 			nulls++

@@ -14,7 +14,8 @@ import (
 // AllTypes is a dataset with every column kind both required and nullable,
 // decimals of each Parquet storage (INT32 up to 9 digits, INT64 up to 18,
 // fixed-length bytes above), a string declared low-cardinality and one
-// declared high-cardinality (written without a dictionary).
+// declared high-cardinality (written without a dictionary), and a list of
+// every list element type (decimal elements of each storage).
 func AllTypes() dataset.Dataset {
 	ds := dataset.Dataset{Name: "all_types", Version: 1}
 	add := func(name string, t dataset.Type, dict dataset.DictionaryHint) {
@@ -37,6 +38,22 @@ func AllTypes() dataset.Dataset {
 	add("id", dataset.Type{Kind: dataset.KindString}, dataset.DictionaryOff)
 	add("j", dataset.Type{Kind: dataset.KindJSON}, none)
 	add("bin", dataset.Type{Kind: dataset.KindBinary}, none)
+	for _, e := range []struct {
+		name string
+		t    dataset.Type
+	}{
+		{"l_b", dataset.Type{Kind: dataset.KindBoolean}},
+		{"l_i", dataset.Type{Kind: dataset.KindInt64}},
+		{"l_f", dataset.Type{Kind: dataset.KindDouble}},
+		{"l_s", dataset.Type{Kind: dataset.KindString}},
+		{"l_d", dataset.Type{Kind: dataset.KindDate}},
+		{"l_ts", dataset.Type{Kind: dataset.KindTimestamp}},
+		{"l_dec9", dataset.DecimalType(9, 2)},
+		{"l_dec18", dataset.DecimalType(18, 4)},
+		{"l_dec38", dataset.DecimalType(38, 10)},
+	} {
+		add(e.name, dataset.ListType(e.t), none)
+	}
 	return ds
 }
 

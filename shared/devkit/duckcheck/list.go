@@ -2,6 +2,7 @@ package duckcheck
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 
@@ -39,4 +40,29 @@ func expectList(l []any) string {
 	}
 	b, _ := json.Marshal(out)
 	return string(b)
+}
+
+// sameDoubles compares two lists of doubles read by listExpr or rendered by
+// expectList element by element as numbers (DuckDB's text of a double is
+// not Go's: "-50.0"), as Same compares doubles: the sign of zero too unless
+// signBlind (a JSON reader parses an NDJSON -0 as zero).
+func sameDoubles(got, want string, signBlind bool) bool {
+	var g, w []*string
+	if json.Unmarshal([]byte(got), &g) != nil || json.Unmarshal([]byte(want), &w) != nil || len(g) != len(w) {
+		return false
+	}
+	for i := range g {
+		if g[i] == nil || w[i] == nil {
+			if g[i] != w[i] {
+				return false
+			}
+			continue
+		}
+		a, err1 := strconv.ParseFloat(*g[i], 64)
+		b, err2 := strconv.ParseFloat(*w[i], 64)
+		if err1 != nil || err2 != nil || a != b || !signBlind && math.Signbit(a) != math.Signbit(b) {
+			return false
+		}
+	}
+	return true
 }

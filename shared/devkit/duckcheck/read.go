@@ -160,6 +160,11 @@ func Same(c dataset.Column, got, want any, semanticJSON bool) bool {
 		w, ok := want.(float64)
 		return ok && (g == w && (semanticJSON || math.Signbit(g) == math.Signbit(w)) || math.IsNaN(g) && math.IsNaN(w))
 	}
+	if c.Type.Kind == dataset.KindList && c.Type.Elem == dataset.KindDouble && got != nil && want != nil {
+		gs, ok1 := got.(string)
+		ws, ok2 := want.(string)
+		return ok1 && ok2 && sameDoubles(gs, ws, semanticJSON)
+	}
 	if (semanticJSON && c.Type.Kind == dataset.KindJSON || c.Type.Kind == dataset.KindList) && got != nil && want != nil {
 		gs, ok1 := got.(string)
 		ws, ok2 := want.(string)

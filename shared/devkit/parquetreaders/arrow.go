@@ -45,14 +45,18 @@ func ReadArrow(path string) (*Table, error) {
 		out.Rows[r] = make([]Value, tbl.NumCols())
 	}
 	for c := range int(tbl.NumCols()) {
-		col := arrowColumn(sc.Column(c))
+		leaf := arrowColumn(sc.Column(c))
+		col := leaf
+		if root := sc.ColumnRoot(c); root.Type() == schema.Group {
+			col = arrowList(root, leaf)
+		}
 		field := tbl.Schema().Field(c)
 		col.Engine = field.Type.String()
 		out.Columns = append(out.Columns, col)
 		row := 0
 		for _, chunk := range tbl.Column(c).Data().Chunks() {
 			for i := range chunk.Len() {
-				v, err := arrowValue(chunk, i, col.Logical == "")
+				v, err := arrowValue(chunk, i, leaf.Logical == "")
 				if err != nil {
 					return nil, fmt.Errorf("arrow: %s: column %s row %d: %w", path, col.Name, row+1, err)
 				}
@@ -96,6 +100,28 @@ func arrowColumn(c *schema.Column) Column {
 	return col
 }
 
+// arrowList describes a top-level group: a three-level LIST (see the
+// package comment) whose leaf is elem, or "other:" what it is instead.
+func arrowList(root schema.Node, elem Column) Column {
+	col := Column{Name: root.Name(), Physical: elem.Physical, Repetition: "REQUIRED"}
+	if root.RepetitionType() == parquet.Repetitions.Optional {
+		col.Repetition = "OPTIONAL"
+	}
+	g := root.(*schema.GroupNode)
+	_, isList := g.LogicalType().(schema.ListLogicalType)
+	if !isList || g.NumFields() != 1 {
+		col.Logical = "other:group " + g.LogicalType().String()
+		return col
+	}
+	rep, ok := g.Field(0).(*schema.GroupNode)
+	if !ok || rep.RepetitionType() != parquet.Repetitions.Repeated || rep.NumFields() != 1 || rep.Field(0).Type() != schema.Primitive {
+		col.Logical = "other:LIST not of three levels"
+		return col
+	}
+	col.Logical = ListLogical(elem)
+	return col
+}
+
 func timeUnit(u schema.TimeUnitType) string {
 	switch u {
 	case schema.TimeUnitMillis:
@@ -109,12 +135,27 @@ func timeUnit(u schema.TimeUnitType) string {
 }
 
 // arrowValue is row i of a as canonical text; binaryColumn says a byte
-// array without an annotation (binary, as hex) rather than JSON (text).
+// array without an annotation (binary, as hex) rather than JSON (text). A
+// list's elements are read the same way (its leaf's annotation).
 func arrowValue(a arrow.Array, i int, binaryColumn bool) (Value, error) {
 	if a.IsNull(i) {
 		return Null, nil
 	}
 	switch x := a.(type) {
+	case *array.List:
+		lo, hi := x.ValueOffsets(i)
+		elems := make([]Value, 0, hi-lo)
+		for j := lo; j < hi; j++ {
+			if _, nested := x.ListValues().(*array.List); nested {
+				return Null, fmt.Errorf("a list of lists")
+			}
+			e, err := arrowValue(x.ListValues(), int(j), binaryColumn)
+			if err != nil {
+				return Null, fmt.Errorf("element %d: %w", j-lo, err)
+			}
+			elems = append(elems, e)
+		}
+		return ListText(elems), nil
 	case *array.Date32:
 		return Text(strconv.FormatInt(int64(x.Value(i)), 10)), nil
 	case *array.Timestamp:

@@ -18,7 +18,7 @@ import (
 // describe it, read with Arrow's metadata API and page reader.
 type Chunk struct {
 	RowGroup int
-	Column   string
+	Column   string // the top-level column (a list column's, not its leaf's)
 	Physical string
 	// Encodings is the column chunk metadata's list of encodings.
 	Encodings []string
@@ -72,7 +72,7 @@ func Footer(path string) ([]Chunk, error) {
 			if err != nil {
 				return nil, fmt.Errorf("footer: %s row group %d column %d: %w", path, g, c, err)
 			}
-			ch := Chunk{RowGroup: g, Column: sc.Column(c).Name(), Physical: md.Type().String(), Values: md.NumValues()}
+			ch := Chunk{RowGroup: g, Column: sc.ColumnRoot(c).Name(), Physical: md.Type().String(), Values: md.NumValues()}
 			for _, e := range md.Encodings() {
 				ch.Encodings = append(ch.Encodings, e.String())
 			}

@@ -90,6 +90,45 @@ func checkInstall(dir string) (node string, err error) {
 	return node, nil
 }
 
+// jsValue is one value read.mjs printed: null, a string, or (a list) an
+// array of strings and nulls. double says the text is JavaScript's text of a
+// double; Go parses every form it prints ("Infinity", "-0", "1e+21").
+func jsValue(raw json.RawMessage, double bool) (Value, error) {
+	if len(raw) > 0 && raw[0] == '[' {
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return Null, err
+		}
+		vals := make([]Value, len(elems))
+		for i, e := range elems {
+			if len(e) > 0 && e[0] == '[' {
+				return Null, fmt.Errorf("element %d: a list of lists", i)
+			}
+			v, err := jsValue(e, double)
+			if err != nil {
+				return Null, fmt.Errorf("element %d: %w", i, err)
+			}
+			vals[i] = v
+		}
+		return ListText(vals), nil
+	}
+	var s *string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return Null, err
+	}
+	if s == nil {
+		return Null, nil
+	}
+	if !double {
+		return Text(*s), nil
+	}
+	d, err := strconv.ParseFloat(*s, 64)
+	if err != nil {
+		return Null, err
+	}
+	return Text(FormatDouble(d)), nil
+}
+
 func readJS(dir string, paths []string) ([]*Table, error) {
 	node, err := checkInstall(dir)
 	if err != nil {
@@ -107,7 +146,7 @@ func readJS(dir string, paths []string) ([]*Table, error) {
 	var files []struct {
 		Path    string
 		Columns []struct{ Name, Physical, Logical, Repetition string }
-		Rows    [][]*string
+		Rows    [][]json.RawMessage
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &files); err != nil {
 		return nil, fmt.Errorf("hyparquet: output: %w", err)
@@ -123,20 +162,12 @@ func readJS(dir string, paths []string) ([]*Table, error) {
 		}
 		for r, row := range f.Rows {
 			vals := make([]Value, len(row))
-			for c, v := range row {
-				if v == nil {
-					continue
+			for c, raw := range row {
+				v, err := jsValue(raw, t.Columns[c].Physical == "DOUBLE")
+				if err != nil {
+					return nil, fmt.Errorf("hyparquet: %s row %d column %s: %w", f.Path, r+1, t.Columns[c].Name, err)
 				}
-				vals[c] = Text(*v)
-				if t.Columns[c].Physical == "DOUBLE" {
-					// JavaScript's text of a double; Go parses every form it
-					// prints ("Infinity", "-0", "1e+21").
-					d, err := strconv.ParseFloat(*v, 64)
-					if err != nil {
-						return nil, fmt.Errorf("hyparquet: %s row %d column %s: %w", f.Path, r+1, t.Columns[c].Name, err)
-					}
-					vals[c] = Text(FormatDouble(d))
-				}
+				vals[c] = v
 			}
 			t.Rows = append(t.Rows, vals)
 		}

@@ -16,6 +16,16 @@
 //	BOOLEAN     "true" or "false"
 //	STRING/JSON the text itself, byte for byte
 //	BYTE_ARRAY  without an annotation (binary): lower-case hex, "" when empty
+//	LIST        a JSON array of the elements' canonical texts, null for a
+//	            NULL element: `["1","-2",null]`, `[]` when empty (a NULL list
+//	            is NULL); written by ListText, so every reader spells it alike
+//
+// A list column (a three-level LIST group) is described by its group: Name
+// and Repetition are the group's, Physical is the element's physical type,
+// and Logical is "LIST of " + the element's logical type (its physical type
+// when it has none), e.g. "LIST of DECIMAL(9,2)", with "REQUIRED " before
+// the element's type when the element is not OPTIONAL (as docs/types.md
+// spells it).
 //
 // Canonical gives the same text for a value of the dataset value model, so a
 // test compares what it wrote with what each reader read, value by value.
@@ -83,11 +93,12 @@ func WantColumns(ds dataset.Dataset) []Column {
 	out := make([]Column, len(ds.Columns))
 	for i, c := range ds.Columns {
 		if c.Type.Kind == dataset.KindList {
-			// The leaf of a three-level LIST: element, OPTIONAL; Logical
-			// says it is a list of the element's type.
+			// The group of a three-level LIST, its element OPTIONAL.
 			e := WantColumns(dataset.Dataset{Columns: []dataset.Column{c.ElemColumn()}})[0]
-			e.Logical = "LIST of " + cmp.Or(e.Logical, e.Physical)
-			out[i] = e
+			out[i] = Column{Name: c.Name, Physical: e.Physical, Logical: ListLogical(e), Repetition: "REQUIRED"}
+			if c.Nullable {
+				out[i].Repetition = "OPTIONAL"
+			}
 			continue
 		}
 		col := Column{Name: c.Name, Repetition: "REQUIRED"}
@@ -128,6 +139,15 @@ func WantColumns(ds dataset.Dataset) []Column {
 	return out
 }
 
+// ListLogical is the Logical of a list column whose element is e.
+func ListLogical(e Column) string {
+	t := cmp.Or(e.Logical, e.Physical)
+	if e.Repetition != "OPTIONAL" {
+		t = "REQUIRED " + t
+	}
+	return "LIST of " + t
+}
+
 // decimalBytes is the fewest bytes that hold every unscaled value of
 // precision p in two's complement.
 func decimalBytes(p int) int {
@@ -162,6 +182,8 @@ func ArrowType(t dataset.Type) string {
 		return "utf8"
 	case dataset.KindJSON, dataset.KindBinary:
 		return "binary"
+	case dataset.KindList:
+		return "list<element: " + ArrowType(t.ElemType()) + ", nullable>"
 	}
 	return "?"
 }
@@ -190,8 +212,35 @@ func Canonical(v any) Value {
 		return Text(string(x))
 	case []byte:
 		return Text(hex.EncodeToString(x))
+	case []any:
+		elems := make([]Value, len(x))
+		for i, e := range x {
+			if _, ok := e.([]any); ok {
+				panic("parquetreaders: a list of lists has no canonical form")
+			}
+			elems[i] = Canonical(e)
+		}
+		return ListText(elems)
 	}
 	panic(fmt.Sprintf("parquetreaders: no canonical form for %T", v))
+}
+
+// ListText is the canonical text of a list of the canonical values elems
+// (never NULL: a NULL list is Null).
+func ListText(elems []Value) Value {
+	b := []byte{'['}
+	for i, e := range elems {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if !e.Valid {
+			b = append(b, "null"...)
+			continue
+		}
+		q, _ := json.Marshal(e.Text) // a string always marshals
+		b = append(b, q...)
+	}
+	return Text(string(append(b, ']')))
 }
 
 // FormatDouble is the canonical text of a double.

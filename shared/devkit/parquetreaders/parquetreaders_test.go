@@ -106,6 +106,7 @@ func TestDuckLogical(t *testing.T) {
 		{"TimestampType(isAdjustedToUTC=0, unit=TimeUnit(MILLIS=MilliSeconds(), MICROS=<null>, NANOS=<null>))", 0, 0, "TIMESTAMP(MILLIS,LOCAL)"},
 		{"IntType(bitWidth=@, isSigned=1)", 0, 0, "INTEGER(64,signed)"},
 		{"IntType(bitWidth= , isSigned=0)", 0, 0, "INTEGER(32,unsigned)"},
+		{"ListType()", 0, 0, "LIST"},
 		{"UUIDType()", 0, 0, "other:UUIDType()"},
 	}
 	for _, tt := range tests {
@@ -135,10 +136,32 @@ func TestCanonical(t *testing.T) {
 		{true, Text("true")},
 		{"", Text("")},
 		{json.RawMessage(`{"a": 1}`), Text(`{"a": 1}`)},
+		{[]any{}, Text(`[]`)},
+		{[]any{nil}, Text(`[null]`)},
+		{[]any{int64(1), int64(-2), nil}, Text(`["1","-2",null]`)},
+		{[]any{"a \"q\"", "", nil, "é"}, Text(`["a \"q\"","",null,"é"]`)},
+		{[]any{dataset.NewDecimal(-5, 2), civil.FromEpochDays(-1), math.Copysign(0, -1), false}, Text(`["-0.05","-1","-0","false"]`)},
 	}
 	for _, tt := range tests {
 		if got := Canonical(tt.in); got != tt.want {
 			t.Errorf("Canonical(%#v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestWantColumnsList(t *testing.T) {
+	ds := dataset.Dataset{Columns: []dataset.Column{
+		{Name: "prices", Type: dataset.ListType(dataset.DecimalType(9, 2)), Nullable: true},
+		{Name: "flags", Type: dataset.ListType(dataset.Type{Kind: dataset.KindBoolean})},
+	}}
+	want := []Column{
+		{Name: "prices", Physical: "INT32", Logical: "LIST of DECIMAL(9,2)", Repetition: "OPTIONAL"},
+		{Name: "flags", Physical: "BOOLEAN", Logical: "LIST of BOOLEAN", Repetition: "REQUIRED"},
+	}
+	got := WantColumns(ds)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("column %d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}
 }

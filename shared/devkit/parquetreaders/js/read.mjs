@@ -10,7 +10,11 @@
 // JavaScript's text ("NaN", "Infinity", "-0" ...), which the Go side parses.
 // Decimals are read as their stored unscaled integers and scaled here with
 // BigInt: hyparquet itself converts decimals to lossy JavaScript numbers.
-import { asyncBufferFromFile, parquetMetadataAsync, parquetRead } from 'hyparquet'
+// A list column (a three-level LIST group) is described by its group, its
+// logical type "LIST of " and the element's, as the Go package's comment
+// says, and each list value is a JSON array of its elements' texts (null
+// for a NULL element), which the Go side spells canonically.
+import { asyncBufferFromFile, parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet'
 import { compressors } from 'hyparquet-compressors'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -64,8 +68,41 @@ function decimalText(n, scale) {
   return (neg ? '-' : '') + digits
 }
 
-function text(v, col, e) {
+function leafColumn(e) {
+  return {
+    name: e.name,
+    physical: e.type === 'FIXED_LEN_BYTE_ARRAY' ? `${e.type}(${e.type_length})` : e.type,
+    logical: logicalName(e),
+    repetition: e.repetition_type,
+  }
+}
+
+// column describes a top-level schema node; leaf is its leaf's element, elem
+// (for a list) the leaf's own description.
+function column(node) {
+  const e = node.element
+  if (!node.children.length) return { col: leafColumn(e), leaf: e }
+  const rep = node.children[0]
+  const col = { name: e.name, repetition: e.repetition_type, physical: '', logical: '' }
+  const isList = e.logical_type?.type === 'LIST' || e.converted_type === 'LIST'
+  if (!isList || node.children.length !== 1 || rep.element.repetition_type !== 'REPEATED' ||
+      rep.children.length !== 1 || rep.children[0].children.length) {
+    col.logical = 'other:group ' + (e.logical_type?.type ?? e.converted_type ?? '')
+    return { col, leaf: e }
+  }
+  const leaf = rep.children[0].element
+  const elem = leafColumn(leaf)
+  col.physical = elem.physical
+  col.logical = `LIST of ${elem.repetition === 'OPTIONAL' ? '' : 'REQUIRED '}${elem.logical || elem.physical}`
+  return { col, leaf, elem }
+}
+
+function text(v, col, e, elem) {
   if (v === null || v === undefined) return null
+  if (elem) {
+    if (!Array.isArray(v)) throw new Error(`column ${col.name}: a list read as ${typeof v}`)
+    return v.map(x => text(x, elem, e))
+  }
   if (col.logical.startsWith('DECIMAL')) return decimalText(unscaled(v), e.scale ?? e.logical_type.scale)
   if (v instanceof Uint8Array) return Buffer.from(v).toString('hex') // binary
   switch (typeof v) {
@@ -82,13 +119,8 @@ function text(v, col, e) {
 async function read(path) {
   const file = await asyncBufferFromFile(path)
   const metadata = await parquetMetadataAsync(file)
-  const leaves = metadata.schema.filter(e => !e.num_children)
-  const columns = leaves.map(e => ({
-    name: e.name,
-    physical: e.type === 'FIXED_LEN_BYTE_ARRAY' ? `${e.type}(${e.type_length})` : e.type,
-    logical: logicalName(e),
-    repetition: e.repetition_type,
-  }))
+  const tops = parquetSchema(metadata).children.map(column)
+  const columns = tops.map(t => t.col)
   // Read decimals as their stored integers: drop the annotation from a copy
   // of the metadata (the reader still decodes every page of the column).
   const raw = structuredClone(metadata)
@@ -107,7 +139,7 @@ async function read(path) {
   return {
     path,
     columns,
-    rows: rows.map(row => row.map((v, i) => text(v, columns[i], leaves[i]))),
+    rows: rows.map(row => row.map((v, i) => text(v, columns[i], tops[i].leaf, tops[i].elem))),
   }
 }
 
