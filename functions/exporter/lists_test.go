@@ -4,7 +4,6 @@ package main
 
 import (
 	"cmp"
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path"
@@ -21,7 +20,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/parquetreaders"
-	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -69,12 +67,7 @@ CREATE INDEX ON typed (org_id, at);
 // column.
 func TestListsAndBinaryEndToEnd(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	srv := pgserver.New(t)
-	db, err := sql.Open("pgx", srv.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := pgDB(t, "")
 	if _, err := db.Exec(typedSQL); err != nil {
 		t.Fatal(err)
 	}

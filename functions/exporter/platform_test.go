@@ -61,15 +61,7 @@ func insertInvoices(t *testing.T, db *sql.DB, org string, rows ...[]any) {
 // types.
 func TestPlatformCatalogEndToEnd(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	srv := pgserver.New(t)
-	db, err := sql.Open("pgx", srv.DSN+" timezone=Asia/Tokyo") // the session zone must not matter
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := platformsource.Create(e.ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := platformDB(t, e, " timezone=Asia/Tokyo") // the session zone must not matter
 	org := e.acct.ID
 	dayRows, outside, err := platformsource.Invoices(testDay)
 	if err != nil {
@@ -256,4 +248,26 @@ func checkPlatformTable(t *testing.T, ds dataset.Dataset, rows [][]any, got *par
 			}
 		}
 	}
+}
+
+// pgDB is a database of a PostgreSQL server of the test's own (pgserver),
+// opened with the DSN options given ("" for none) and closed when t ends.
+func pgDB(t *testing.T, options string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", pgserver.New(t).DSN+options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// platformDB is pgDB holding the platform schema (platformsource.Create).
+func platformDB(t *testing.T, e *env, options string) *sql.DB {
+	t.Helper()
+	db := pgDB(t, options)
+	if err := platformsource.Create(e.ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
-	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 	"github.com/daybook-dev/daybook/shared/devkit/platformsource"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -36,15 +34,7 @@ import (
 // only.
 func TestSnapshotDatasetTwoDays(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	srv := pgserver.New(t)
-	db, err := sql.Open("pgx", srv.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := platformsource.Create(e.ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := platformDB(t, e, "")
 	org := e.acct.ID
 	for _, m := range [][]any{
 		{org, "00000000-0000-0000-0000-00000000000a", "ana@example.com", "owner", "2019-06-01 09:00:00", `{"sso": true}`},

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
-	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 	"github.com/daybook-dev/daybook/shared/devkit/platformsource"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -31,15 +29,7 @@ import (
 // tenant_key and the value, before the source is read.
 func TestUUIDTenantKey(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	srv := pgserver.New(t)
-	db, err := sql.Open("pgx", srv.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := platformsource.Create(e.ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := platformDB(t, e, "")
 	if _, err := db.Exec(`ALTER TABLE invoices ALTER COLUMN org_id TYPE uuid USING org_id::uuid`); err != nil {
 		t.Fatal(err)
 	}
