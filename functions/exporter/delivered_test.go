@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -16,16 +16,7 @@ import (
 // catalog until the test ends.
 func useCatalog(t *testing.T, edit func(string) string) {
 	t.Helper()
-	s, err := dataset.Parse([]byte(edit(string(example.YAML()))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := dataset.Example()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataset.Use(s)
-	t.Cleanup(func() { dataset.Use(ex) })
+	datasettest.Use(t, []byte(edit(string(example.YAML()))))
 }
 
 // TestExporterRefusesABrokenContract: after a day was delivered, a catalog

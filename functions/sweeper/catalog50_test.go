@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/dynamometer"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -16,13 +15,7 @@ import (
 // example catalog (TestIdleAccountsCostNothing): the same requests for 10
 // and for 100 idle accounts, the wake and stopped shards and the stats.
 func TestIdleCostWithFiftyDatasets(t *testing.T) {
-	s, err := dataset.Parse(datasettest.GeneratedCatalog(50))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, _ := dataset.Example()
-	dataset.Use(s)
-	t.Cleanup(func() { dataset.Use(ex) })
+	s := datasettest.Use(t, datasettest.GeneratedCatalog(50))
 
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")

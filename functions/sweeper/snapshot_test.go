@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // members is a snapshot dataset (a complete copy of a dimension table per
@@ -34,13 +34,7 @@ const members = `
 // under a wrong date. On the old code the snapshot dataset got all three
 // days.
 func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
-	s, err := dataset.Parse(append(example.YAML(), members...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, _ := dataset.Example()
-	dataset.Use(s)
-	t.Cleanup(func() { dataset.Use(ex) })
+	datasettest.Use(t, append(example.YAML(), members...))
 
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")

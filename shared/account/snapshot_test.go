@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // TestIcebergRefusesSnapshotDatasets: an account with Iceberg tables
@@ -26,23 +26,14 @@ func TestIcebergRefusesSnapshotDatasets(t *testing.T) {
       - {name: member_id, type: string}
       - {name: attributes, type: json, nullable: true}
 `
-	s, err := dataset.Parse([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := dataset.Example()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataset.Use(s)
-	t.Cleanup(func() { dataset.Use(ex) })
+	datasettest.Use(t, []byte(doc))
 	a := valid()
 	a.Datasets = []string{"events", "members"}
 	if err := a.Validate(testRules); err != nil {
 		t.Fatalf("a snapshot dataset without Iceberg: %v", err)
 	}
 	a.Destination.TableFormat = TableFormatIceberg
-	err = a.Validate(testRules)
+	err := a.Validate(testRules)
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "destination.table_format" || fe.Value != "iceberg" || !strings.Contains(err.Error(), "dataset members is a snapshot") {
 		t.Fatalf("got %v, want destination.table_format iceberg refused naming members", err)

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // useTenantCatalog makes the example plus a uuid-keyed and a bigint-keyed
@@ -39,16 +39,7 @@ func useTenantCatalog(t *testing.T) {
       - {name: created_at, type: timestamp}
       - {name: attributes, type: json, nullable: true}
 `
-	s, err := dataset.Parse([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := dataset.Example()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataset.Use(s)
-	t.Cleanup(func() { dataset.Use(ex) })
+	datasettest.Use(t, []byte(doc))
 }
 
 // TestTenantKeyMatchesTheTenantType: an account's tenant_key (else its id)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // TestCheckRequest: one row per refusal of a manual re-export or requeue;
@@ -101,7 +101,7 @@ func TestCheckRequest(t *testing.T) {
 // naming the day, where it used to take today's table under the older
 // day's label. An incremental dataset's older day is still accepted.
 func TestCheckRequestSnapshotDataset(t *testing.T) {
-	s, err := dataset.Parse(append(example.YAML(), `
+	datasettest.Use(t, append(example.YAML(), `
   - name: members
     version: 1
     description: "Members, a complete copy per day."
@@ -115,12 +115,6 @@ func TestCheckRequestSnapshotDataset(t *testing.T) {
       - {name: member_id, type: string}
       - {name: attributes, type: json, nullable: true}
 `...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, _ := dataset.Example()
-	dataset.Use(s)
-	t.Cleanup(func() { dataset.Use(ex) })
 
 	lim := Limits{Now: time.Date(2026, 3, 10, 5, 0, 0, 0, time.UTC), SettleDelay: 2 * time.Hour} // 2026-03-09 is the last closed day
 	acct := account.Account{ID: acctA, Enabled: true, StartDate: civil.MustParse("2026-01-15"), TimeZone: "UTC",

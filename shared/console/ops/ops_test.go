@@ -12,8 +12,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -393,13 +393,7 @@ func (r *reader) SlicesOf(_ context.Context, k partition.Key) (ledger.SlicePlan,
 // daybook status --account) shows those under the dataset's name, not the
 // retired v1 rows, which it showed before.
 func TestAccountViewAtALaterContract(t *testing.T) {
-	s, err := dataset.Parse([]byte(strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, _ := dataset.Example()
-	dataset.Use(s)
-	t.Cleanup(func() { dataset.Use(ex) })
+	datasettest.Use(t, []byte(strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)))
 	day := civil.MustParse("2026-11-20")
 	a := account.Account{ID: "acct_contractcontract", Enabled: true, StartDate: day, Datasets: []string{"events"}}
 	r := &reader{accounts: []account.Account{a}, rows: []ledger.Row{
