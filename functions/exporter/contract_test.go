@@ -14,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // TestContractTwoBesideOne: a catalog that drops a delivered column of
@@ -140,4 +141,29 @@ func TestReexportAfterTheMoveReachesTheNewContract(t *testing.T) {
 
 func (e *env) manifestKeyOf(ds string, day civil.Date) string {
 	return layout.ManifestKey(e.prefix, ds, day)
+}
+
+// TestReseedAfterTheMoveReachesTheNewContract: a reseed of profiles (the
+// catalog name) after it moved to v2 rebuilds the profiles.v2 rows: the
+// seed is the v2 dataset's, and its days are queued as v2 rows.
+func TestReseedAfterTheMoveReachesTheNewContract(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"profiles"}})
+	e.withLifecycle()
+	e.svc.Queue = &recordingQueue{}
+	e.acct.StartDate = testDay
+	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+		t.Fatal(err)
+	}
+	useCatalog(t, func(s string) string {
+		return strings.Replace(s, "  - name: profiles\n    version: 1\n", "  - name: profiles\n    version: 1\n    contract: v2\n", 1)
+	})
+	if err := e.process(reseedBody(t, e.acct.ID, "profiles", "r1")); err != nil {
+		t.Fatalf("reseed of profiles after the move: %v", err)
+	}
+	if seed, err := e.led.Seed(e.ctx, e.acct.ID, "profiles.v2"); err != nil || !seed.Running() {
+		t.Fatalf("the v2 seed: %+v, %v", seed, err)
+	}
+	if r := e.row("profiles.v2", testDay); r.State != ledger.StateQueued || r.Reason != partition.ReasonReseed {
+		t.Fatalf("the v2 row of %s: %+v", testDay, r)
+	}
 }

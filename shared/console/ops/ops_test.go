@@ -226,12 +226,14 @@ func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
 
 // requeuer records the ranges it is asked for.
 type requeuer struct {
-	calls []string
-	fail  int // fail on this call (1-based), 0 never
+	calls    []string
+	datasets []string // the dataset of each call, as the ledger is asked
+	fail     int      // fail on this call (1-based), 0 never
 }
 
 func (q *requeuer) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error) {
 	q.calls = append(q.calls, from.String()+".."+to.String())
+	q.datasets = append(q.datasets, ds)
 	if len(q.calls) == q.fail {
 		return ledger.RequeueResult{}, errors.New("throttled")
 	}
@@ -406,5 +408,10 @@ func TestAccountViewAtALaterContract(t *testing.T) {
 	}
 	if len(v.Datasets) != 1 || v.Datasets[0].Dataset != "events" || len(v.Datasets[0].Days) != 1 || v.Datasets[0].Counts[Failed] != 1 {
 		t.Fatalf("the view of events at v2: %+v", v.Datasets)
+	}
+	// A requeue of events (the CLI's and the console's) asks for the v2 rows.
+	q := &requeuer{}
+	if _, err := Requeue(context.Background(), q, a.ID, "events", []civil.Date{day}, partition.ReasonManual, "tester", nil); err != nil || len(q.datasets) != 1 || q.datasets[0] != "events.v2" {
+		t.Fatalf("requeue of events at v2 asked the ledger for %v (%v); want events.v2", q.datasets, err)
 	}
 }
