@@ -26,6 +26,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -36,6 +38,27 @@ const port = 5432
 // chunkMax is the most bytes one recorded chunk holds: chunks with the same
 // tag are coalesced up to it, so a replay writes large blocks.
 const chunkMax = 1 << 20
+
+// closeWait is how long Stop and Close wait for the clients to close their
+// connections before they close them (an error: the session had not ended).
+const closeWait = 10 * time.Second
+
+// drain waits for conns; when that takes longer than closeWait it calls
+// closeAll and waits again, and reports that it had to.
+func drain(conns *sync.WaitGroup, closeAll func()) bool {
+	done := make(chan struct{})
+	go func() { conns.Wait(); close(done) }()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return false
+	case <-t.C:
+	}
+	closeAll()
+	<-done
+	return true
+}
 
 // Chunk is bytes the server sent on one connection, and After, the number
 // of bytes the client had sent on it before they arrived.

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +133,22 @@ func TestReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, rp.DSN) // the start-up is the recording's
+		cfg, err := pgx.ParseConfig(rp.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		socket := make(chan net.Conn, 1)
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				select {
+				case socket <- c: // the session's; pgx dials again for a cancel request
+				default:
+				}
+			}
+			return c, err
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg) // the start-up is the recording's
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,13 +161,42 @@ func TestReplay(t *testing.T) {
 		}
 		// pgx now closes the connection in the background: it sends a
 		// cancel request (a connection the recording does not have) and
-		// waits up to 15 s for the server to hang up. Closing the replay
-		// hangs up; the connection still waits for a chunk.
-		err = rp.Close()
+		// waits up to 15 s for the server to hang up. Hang up from the
+		// client's side.
+		(<-socket).Close()
 		<-conn.PgConn().CleanupDone()
+		err = rp.Close()
 		t.Logf("the replay reports: %v", err)
-		if err == nil || !strings.Contains(err.Error(), "connection 0: client sent") || !strings.Contains(err.Error(), "waits for") {
+		if err == nil || !strings.Contains(err.Error(), "connection 0: client sent") || !strings.Contains(err.Error(), "stopped (closed); chunk 1") {
 			t.Fatalf("replay of a different session: %v", err)
+		}
+	})
+
+	t.Run("the replay does not look at the bytes, only counts them", func(t *testing.T) {
+		for _, extra := range []int64{0, 10} {
+			rp, err := StartReplayer(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := net.Dial("unix", filepath.Join(rp.dir, ".s.PGSQL.5432"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write(make([]byte, rec.Conns[0].ClientBytes+extra)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(io.LimitReader(c, rec.Conns[0].ServerBytes()))
+			if err != nil || int64(len(got)) != rec.Conns[0].ServerBytes() {
+				t.Fatalf("read %d of %d server bytes: %v", len(got), rec.Conns[0].ServerBytes(), err)
+			}
+			c.Close()
+			err = rp.Close()
+			if extra == 0 && err != nil {
+				t.Fatalf("a client sending the recorded byte count: %v", err)
+			}
+			if extra > 0 && (err == nil || !strings.Contains(err.Error(), "bytes in all, the recorded one")) {
+				t.Fatalf("a client sending %d bytes more: %v", extra, err)
+			}
 		}
 	})
 

@@ -21,8 +21,10 @@ type Recorder struct {
 	network, addr string
 	dir           string
 	ln            net.Listener
-	wg            sync.WaitGroup
-	stopping      atomic.Bool
+	accepted      chan struct{}  // closed when the accept loop has ended
+	proxying      sync.WaitGroup // a connection's goroutines
+	stopping      atomic.Bool    // Stop has closed the listener
+	forced        atomic.Bool    // Stop has closed the connections
 	stopOnce      sync.Once
 
 	mu    sync.Mutex
@@ -54,8 +56,7 @@ func StartRecorder(upstreamDSN string) (*Recorder, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	r := &Recorder{DSN: dsn, network: network, addr: addr, dir: dir, ln: ln}
-	r.wg.Add(1)
+	r := &Recorder{DSN: dsn, network: network, addr: addr, dir: dir, ln: ln, accepted: make(chan struct{})}
 	go r.accept()
 	return r, nil
 }
@@ -77,7 +78,7 @@ func NewRecorder(tb testing.TB, upstreamDSN string) *Recorder {
 }
 
 func (r *Recorder) accept() {
-	defer r.wg.Done()
+	defer close(r.accepted)
 	for {
 		c, err := r.ln.Accept()
 		if err != nil {
@@ -96,17 +97,13 @@ func (r *Recorder) accept() {
 		r.mu.Lock()
 		i := len(r.conns)
 		r.conns = append(r.conns, rc)
-		if r.stopping.Load() {
-			c.Close() // Stop has closed the others already
-			s.Close()
-		}
 		r.mu.Unlock()
 		var both sync.WaitGroup
 		both.Add(2)
-		r.wg.Add(3)
-		go func() { defer r.wg.Done(); defer both.Done(); r.forward(i, rc) }()
-		go func() { defer r.wg.Done(); defer both.Done(); r.record(i, rc) }()
-		go func() { defer r.wg.Done(); both.Wait(); c.Close(); s.Close() }()
+		r.proxying.Add(3)
+		go func() { defer r.proxying.Done(); defer both.Done(); r.forward(i, rc) }()
+		go func() { defer r.proxying.Done(); defer both.Done(); r.record(i, rc) }()
+		go func() { defer r.proxying.Done(); both.Wait(); c.Close(); s.Close() }()
 	}
 }
 
@@ -166,7 +163,7 @@ func closeWrite(c net.Conn) {
 // connErr records an error of connection i unless it is the end of the
 // stream or comes from Stop closing the connection.
 func (r *Recorder) connErr(i int, op string, err error) {
-	if errors.Is(err, io.EOF) || (r.stopping.Load() && errors.Is(err, net.ErrClosed)) {
+	if errors.Is(err, io.EOF) || (r.forced.Load() && errors.Is(err, net.ErrClosed)) {
 		return
 	}
 	r.fail(fmt.Errorf("pgreplay: recorder connection %d: %s: %w", i, op, err))
@@ -178,22 +175,28 @@ func (r *Recorder) fail(err error) {
 	r.mu.Unlock()
 }
 
-// Stop closes the listener and any connection still open (clients should
-// have closed theirs), waits for the proxy's goroutines and returns the
-// recording and the errors the proxy met. Safe to call more than once;
-// later calls return the same recording and no error.
+// Stop closes the listener, waits for the clients to close their
+// connections (for closeWait at most: then it closes them, an error) and
+// for the proxy's goroutines, and returns the recording and the errors the
+// proxy met. Safe to call more than once; later calls return the same
+// recording and no error.
 func (r *Recorder) Stop() (*Recording, error) {
 	var err error
 	r.stopOnce.Do(func() {
 		r.stopping.Store(true)
 		r.ln.Close()
-		r.mu.Lock()
-		for _, rc := range r.conns {
-			rc.client.Close()
-			rc.server.Close()
+		<-r.accepted
+		if drain(&r.proxying, func() {
+			r.forced.Store(true)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, rc := range r.conns {
+				rc.client.Close()
+				rc.server.Close()
+			}
+		}) {
+			r.fail(fmt.Errorf("pgreplay: recorder: connections still open %s after Stop: closed them", closeWait))
 		}
-		r.mu.Unlock()
-		r.wg.Wait()
 		os.RemoveAll(r.dir)
 		err = errors.Join(r.errs...)
 	})

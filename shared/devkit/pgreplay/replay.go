@@ -20,8 +20,10 @@ type Replayer struct {
 	rec       *Recording
 	dir       string
 	ln        net.Listener
-	wg        sync.WaitGroup
-	closing   atomic.Bool
+	accepted  chan struct{} // closed when the accept loop has ended
+	serving   sync.WaitGroup // a connection's serve
+	closing   atomic.Bool    // Close has closed the listener
+	forced    atomic.Bool    // Close has closed the connections
 	closeOnce sync.Once
 	closeErr  error
 
@@ -43,8 +45,7 @@ func StartReplayer(rec *Recording) (*Replayer, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	r := &Replayer{DSN: dsn, rec: rec, dir: dir, ln: ln}
-	r.wg.Add(1)
+	r := &Replayer{DSN: dsn, rec: rec, dir: dir, ln: ln, accepted: make(chan struct{})}
 	go r.accept()
 	return r, nil
 }
@@ -66,7 +67,7 @@ func NewReplayer(tb testing.TB, rec *Recording) *Replayer {
 }
 
 func (r *Replayer) accept() {
-	defer r.wg.Done()
+	defer close(r.accepted)
 	for {
 		c, err := r.ln.Accept()
 		if err != nil {
@@ -78,17 +79,14 @@ func (r *Replayer) accept() {
 		r.mu.Lock()
 		i := len(r.conns)
 		r.conns = append(r.conns, c)
-		if r.closing.Load() {
-			c.Close() // Close has closed the others already
-		}
 		r.mu.Unlock()
 		if i >= len(r.rec.Conns) {
 			c.Close()
 			r.fail(fmt.Errorf("pgreplay: replayer connection %d: the recording has %d connections", i, len(r.rec.Conns)))
 			continue
 		}
-		r.wg.Add(1)
-		go func() { defer r.wg.Done(); r.serve(i, c, &r.rec.Conns[i]) }()
+		r.serving.Add(1)
+		go func() { defer r.serving.Done(); r.serve(i, c, &r.rec.Conns[i]) }()
 	}
 }
 
@@ -130,7 +128,8 @@ func (p *progress) read(c net.Conn) {
 }
 
 // serve replays rc on connection i: each chunk once the client has sent
-// its After, then reads until the client closes.
+// its After, then reads until the client closes, which must be after as
+// many bytes as the recorded client sent.
 func (r *Replayer) serve(i int, c net.Conn, rc *Conn) {
 	defer c.Close()
 	p := &progress{notify: make(chan struct{}, 1)}
@@ -144,7 +143,7 @@ func (r *Replayer) serve(i int, c net.Conn, rc *Conn) {
 		if end == next {
 			if ended {
 				r.fail(fmt.Errorf("pgreplay: replayer connection %d: client sent %d bytes and stopped (%v); chunk %d of %d waits for %d",
-					i, sent, readReason(err, r.closing.Load()), next, len(rc.Chunks), rc.Chunks[next].After))
+					i, sent, readReason(err, r.forced.Load()), next, len(rc.Chunks), rc.Chunks[next].After))
 				return
 			}
 			<-p.notify
@@ -155,7 +154,7 @@ func (r *Replayer) serve(i int, c net.Conn, rc *Conn) {
 			bufs = append(bufs, ch.Data)
 		}
 		if _, err := bufs.WriteTo(c); err != nil {
-			if !r.closing.Load() || !errors.Is(err, net.ErrClosed) {
+			if !r.forced.Load() || !errors.Is(err, net.ErrClosed) {
 				r.fail(fmt.Errorf("pgreplay: replayer connection %d: write chunks %d-%d of %d: %w", i, next, end-1, len(rc.Chunks), err))
 			} else {
 				r.fail(fmt.Errorf("pgreplay: replayer connection %d: closed by Close with chunks %d-%d of %d unsent", i, next, end-1, len(rc.Chunks)))
@@ -165,8 +164,15 @@ func (r *Replayer) serve(i int, c net.Conn, rc *Conn) {
 		next = end
 	}
 	<-readDone
-	if _, _, err := p.state(); !errors.Is(err, io.EOF) && !(r.closing.Load() && errors.Is(err, net.ErrClosed)) {
+	sent, _, err := p.state()
+	if !errors.Is(err, io.EOF) && !(r.forced.Load() && errors.Is(err, net.ErrClosed)) {
 		r.fail(fmt.Errorf("pgreplay: replayer connection %d: read after the last chunk: %w", i, err))
+		return
+	}
+	if errors.Is(err, io.EOF) && sent != rc.ClientBytes {
+		// A client that sent more than the recorded client did got
+		// answers early: not the recorded session.
+		r.fail(fmt.Errorf("pgreplay: replayer connection %d: client sent %d bytes in all, the recorded one %d", i, sent, rc.ClientBytes))
 	}
 }
 
@@ -194,21 +200,27 @@ func (r *Replayer) Connections() int {
 	return len(r.conns)
 }
 
-// Close stops listening, closes any connection still open (one still
-// waiting for chunks is an error), waits for the replay's goroutines and
-// returns every error the replay met: more connections than recorded, a
-// client that stopped before its chunks were released, a failed read or
-// write. Safe to call more than once.
+// Close stops listening, waits for the clients to close their connections
+// (for closeWait at most: then it closes them, an error), waits for the
+// replay's goroutines and returns every error the replay met: more
+// connections than recorded, a client that stopped before its chunks were
+// released or that sent another number of bytes than the recorded one, a
+// failed read or write. Safe to call more than once.
 func (r *Replayer) Close() error {
 	r.closeOnce.Do(func() {
 		r.closing.Store(true)
 		r.ln.Close()
-		r.mu.Lock()
-		for _, c := range r.conns {
-			c.Close()
+		<-r.accepted
+		if drain(&r.serving, func() {
+			r.forced.Store(true)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, c := range r.conns {
+				c.Close()
+			}
+		}) {
+			r.fail(fmt.Errorf("pgreplay: replayer: connections still open %s after Close: closed them", closeWait))
 		}
-		r.mu.Unlock()
-		r.wg.Wait()
 		os.RemoveAll(r.dir)
 		r.closeErr = errors.Join(r.errs...)
 	})
