@@ -20,7 +20,7 @@ type Replayer struct {
 	rec       *Recording
 	dir       string
 	ln        net.Listener
-	accepted  chan struct{} // closed when the accept loop has ended
+	accepted  chan struct{}  // closed when the accept loop has ended
 	serving   sync.WaitGroup // a connection's serve
 	closing   atomic.Bool    // Close has closed the listener
 	forced    atomic.Bool    // Close has closed the connections
