@@ -69,6 +69,10 @@ type childSpec struct {
 	// rows: the raw read, measured in a process of its own (the test
 	// process may hold the server, a replay of one).
 	RawCopy string `json:"raw_copy"`
+	// Label, when set, ends the names of the profiles the child writes,
+	// so runs of one account, GOMAXPROCS and hold (a replay's) do not
+	// overwrite each other's.
+	Label string `json:"label"`
 }
 
 type childOutcome struct {
@@ -145,6 +149,9 @@ func runBenchChild(spec string) error {
 	name := fmt.Sprintf("export-%s-gomaxprocs%d", c.Account, runtime.GOMAXPROCS(0))
 	if c.PartHold > 0 {
 		name += "-held"
+	}
+	if c.Label != "" {
+		name += "-" + c.Label
 	}
 	if dir := os.Getenv("DAYBOOK_BENCH_CPUPROFILE"); dir != "" {
 		f, err := os.Create(filepath.Join(dir, name+".prof"))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/cputime"
 	"github.com/daybook-dev/daybook/shared/devkit/pgreplay"
 )
 
@@ -32,6 +33,8 @@ type replayRow struct {
 	duck         time.Duration
 	one, two     benchResult
 	on, off      []benchResult
+	recorded     string        // what the recordings hold
+	serve        time.Duration // the test process's CPU while the GOMAXPROCS 2 export ran: the replayer's, and starting the child
 }
 
 // aheadPairs is how many exports with decode-ahead on and off, taken in
@@ -39,21 +42,34 @@ type replayRow struct {
 const aheadPairs = 3
 
 // recordedDay is one export session of a day (the child at GOMAXPROCS 1)
-// and one raw read of it (the child's RawCopy), recorded.
-type recordedDay struct{ export, raw *pgreplay.Recording }
+// and one raw read of it (the child's RawCopy), recorded, with what the
+// child reported of each.
+type recordedDay struct {
+	export, raw       *pgreplay.Recording
+	exportRes, rawRes benchResult
+}
 
 // recordDay records the export of acct's benchDay and its raw read
 // through a pgreplay.Recorder in front of dsn.
-func recordDay(tb testing.TB, child, dsn, acct string) (recordedDay, benchResult) {
+func recordDay(tb testing.TB, child, dsn, acct string) recordedDay {
 	var d recordedDay
-	var res benchResult
 	d.export = recordSession(tb, dsn, func(dsn string) {
-		res = runExportChild(tb, child, benchChild{DSN: dsn, Account: acct, Day: benchDay.String()}, 1)
+		d.exportRes = runExportChild(tb, child, benchChild{DSN: dsn, Account: acct, Day: benchDay.String(), Label: "recording"}, 1)
 	})
 	d.raw = recordSession(tb, dsn, func(dsn string) {
-		runExportChild(tb, child, benchChild{DSN: dsn, RawCopy: rawCopy(acct)}, 1)
+		d.rawRes = runExportChild(tb, child, benchChild{DSN: dsn, RawCopy: rawCopy(acct)}, 1)
 	})
-	return d, res
+	return d
+}
+
+// describe says what a recording holds.
+func describe(r *pgreplay.Recording) string {
+	var client, server int64
+	chunks := 0
+	for i := range r.Conns {
+		client, server, chunks = client+r.Conns[i].ClientBytes, server+r.Conns[i].ServerBytes(), chunks+len(r.Conns[i].Chunks)
+	}
+	return fmt.Sprintf("%d connection(s), %d client bytes, %.1f MB from the server in %d chunks", len(r.Conns), client, float64(server)/1e6, chunks)
 }
 
 // recordSession records what run does through a proxy's DSN.
@@ -82,18 +98,23 @@ func replayRun(tb testing.TB, child string, rec *pgreplay.Recording, c benchChil
 // replay; real is the day's row from the real server, whose rows and
 // file bytes every export must match.
 func replayDay(tb testing.TB, child, dsn, acct string, real benchRow) replayRow {
-	d, recorded := recordDay(tb, child, dsn, acct)
-	r := replayRow{rows: real.rows, duck: real.duck}
-	spec := benchChild{Account: acct, Day: benchDay.String()}
+	d := recordDay(tb, child, dsn, acct)
+	r := replayRow{rows: real.rows, duck: real.duck, recorded: "export " + describe(d.export) + "; raw read " + describe(d.raw)}
+	spec := benchChild{Account: acct, Day: benchDay.String(), Label: "replay"}
 	raw := replayRun(tb, child, d.raw, benchChild{RawCopy: rawCopy(acct)}, 1)
+	if raw.Bytes != d.rawRes.Bytes {
+		tb.Fatalf("the raw read from the replay copied %d bytes, from the server %d", raw.Bytes, d.rawRes.Bytes)
+	}
 	r.raw, r.rawWall = raw.CPU, raw.Wall
 	r.one = replayRun(tb, child, d.export, spec, 1)
+	serve := cputime.Start()
 	r.two = replayRun(tb, child, d.export, spec, 2)
-	for range aheadPairs {
+	r.serve = serve.Elapsed()
+	for i := range aheadPairs {
 		for _, on := range []bool{true, false} {
-			spec.DecodeAhead = -1
+			spec.DecodeAhead, spec.Label = -1, fmt.Sprintf("replay-inline%d", i)
 			if on {
-				spec.DecodeAhead = 2 // the depth decodeDepth turns on at GOMAXPROCS 3
+				spec.DecodeAhead, spec.Label = 2, fmt.Sprintf("replay-ahead%d", i) // the depth decodeDepth turns on at GOMAXPROCS 3
 			}
 			res := replayRun(tb, child, d.export, spec, 2)
 			if on {
@@ -103,7 +124,7 @@ func replayDay(tb testing.TB, child, dsn, acct string, real benchRow) replayRow 
 			}
 		}
 	}
-	for _, res := range append([]benchResult{recorded, r.one, r.two}, append(r.on, r.off...)...) {
+	for _, res := range append([]benchResult{d.exportRes, r.one, r.two}, append(r.on, r.off...)...) {
 		if res.Rows != int64(real.rows) || res.Bytes != real.bytes {
 			tb.Fatalf("from the recorded source: %d rows in %d bytes, from the server %d in %d", res.Rows, res.Bytes, real.rows, real.bytes)
 		}
@@ -116,6 +137,9 @@ func replayDay(tb testing.TB, child, dsn, acct string, real benchRow) replayRow 
 func replayTable(rows []replayRow) string {
 	var t strings.Builder
 	fmt.Fprintf(&t, "\nThe same day from a recorded source (replayed from memory: the client is the bottleneck); raw read in a child at GOMAXPROCS 1, DuckDB encode as above\n")
+	for _, r := range rows {
+		fmt.Fprintf(&t, "Recorded for %d rows: %s. Replaying the export at GOMAXPROCS 2 cost the test process %.2f CPU s\n", r.rows, r.recorded, r.serve.Seconds())
+	}
 	fmt.Fprintf(&t, "| rows | replay raw read CPU s | wall s | daybook CPU s, GOMAXPROCS 1 | 2 | wall s, GOMAXPROCS 1 | 2 | wall 2 ÷ wall 1 | target | wall 2 ÷ replay raw read | CPU ÷ (replay raw read + DuckDB), 1 | 2 |\n")
 	fmt.Fprintf(&t, "|-----:|----------------------:|-------:|----------------------------:|--:|---------------------:|--:|----------------:|-------:|-------------------------:|------------------------------------:|--:|\n")
 	for _, r := range rows {
@@ -168,11 +192,9 @@ func runList(rs []benchResult, f func(benchResult) time.Duration) string {
 // the same byte counts (what a byte-count replay needs), and the export
 // and the raw read from a replay give what the server gave (real).
 func checkReplay(t *testing.T, child, dsn, acct string, real benchResult) {
-	d, _ := recordDay(t, child, dsn, acct)
-	again, _ := recordDay(t, child, dsn, acct)
+	d, again := recordDay(t, child, dsn, acct), recordDay(t, child, dsn, acct)
 	for _, pair := range [][2]*pgreplay.Recording{{d.export, again.export}, {d.raw, again.raw}} {
 		a, b := clientBytes(pair[0]), clientBytes(pair[1])
-		t.Logf("connections' client bytes %v, server bytes %v", a, serverBytes(pair[0]))
 		if !slices.Equal(a, b) {
 			t.Errorf("two recordings of one session: connections' client bytes %v and %v", a, b)
 		}
@@ -187,8 +209,8 @@ func checkReplay(t *testing.T, child, dsn, acct string, real benchResult) {
 	if res := replayRun(t, child, d.export, spec, 2); res.Rows != real.Rows || res.Bytes != real.Bytes {
 		t.Errorf("export from the replay, decoding ahead: %d rows in %d bytes, from the server %d in %d", res.Rows, res.Bytes, real.Rows, real.Bytes)
 	}
-	if raw := replayRun(t, child, d.raw, benchChild{RawCopy: rawCopy(acct)}, 1); raw.Bytes == 0 || raw.CPU <= 0 {
-		t.Errorf("raw read from the replay: %+v", raw)
+	if raw := replayRun(t, child, d.raw, benchChild{RawCopy: rawCopy(acct)}, 1); raw.Bytes == 0 || raw.Bytes != d.rawRes.Bytes || raw.CPU <= 0 {
+		t.Errorf("raw read from the replay: %+v, from the server %d bytes", raw, d.rawRes.Bytes)
 	}
 }
 
@@ -196,14 +218,6 @@ func clientBytes(r *pgreplay.Recording) []int64 {
 	var n []int64
 	for _, c := range r.Conns {
 		n = append(n, c.ClientBytes)
-	}
-	return n
-}
-
-func serverBytes(r *pgreplay.Recording) []int64 {
-	var n []int64
-	for i := range r.Conns {
-		n = append(n, r.Conns[i].ServerBytes())
 	}
 	return n
 }

@@ -67,10 +67,11 @@ type benchChild struct {
 	Day      string        `json:"day"`
 	PartHold time.Duration `json:"part_hold"`
 	// DecodeAhead forces the read's decode-ahead goroutine on (> 0) or
-	// off (< 0); RawCopy makes the child run only that raw read
-	// (benchchild.go).
+	// off (< 0); RawCopy makes the child run only that raw read; Label
+	// ends the child's profile names (benchchild.go).
 	DecodeAhead int    `json:"decode_ahead,omitempty"`
 	RawCopy     string `json:"raw_copy,omitempty"`
+	Label       string `json:"label,omitempty"` // ends the child's profile names
 }
 
 type benchResult struct {
