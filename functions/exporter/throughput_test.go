@@ -71,7 +71,7 @@ type benchChild struct {
 	// ends the child's profile names (benchchild.go).
 	DecodeAhead int    `json:"decode_ahead,omitempty"`
 	RawCopy     string `json:"raw_copy,omitempty"`
-	Label       string `json:"label,omitempty"` // ends the child's profile names
+	Label       string `json:"label,omitempty"`
 }
 
 type benchResult struct {
