@@ -29,6 +29,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -60,6 +61,18 @@ type childSpec struct {
 	// the file's last part arrives (its earlier parts cannot fill the
 	// slots), or for PartHold at most: see holdCount.
 	PartHold time.Duration `json:"part_hold"`
+	// DecodeAhead, when not 0, forces the PostgreSQL read's decode-ahead
+	// goroutine on (> 0, that depth) or off (< 0): source.SQL.WithDecodeAhead.
+	DecodeAhead int `json:"decode_ahead"`
+	// RawCopy, when set, makes the child run no export but this COPY ...
+	// TO STDOUT statement on a pgx connection into a sink that drops the
+	// rows: the raw read, measured in a process of its own (the test
+	// process may hold the server, a replay of one).
+	RawCopy string `json:"raw_copy"`
+	// Label, when set, ends the names of the profiles the child writes,
+	// so runs of one account, GOMAXPROCS and hold (a replay's) do not
+	// overwrite each other's.
+	Label string `json:"label"`
 }
 
 type childOutcome struct {
@@ -100,6 +113,9 @@ func runBenchChild(spec string) error {
 	if err := json.Unmarshal([]byte(spec), &c); err != nil {
 		return err
 	}
+	if c.RawCopy != "" {
+		return rawCopyChild(c)
+	}
 	day, err := civil.Parse(c.Day)
 	if err != nil {
 		return err
@@ -116,6 +132,9 @@ func runBenchChild(spec string) error {
 	src, err := source.NewSQL(db, dataset.DialectPostgres, "pg")
 	if err != nil {
 		return err
+	}
+	if c.DecodeAhead != 0 {
+		src = src.WithDecodeAhead(c.DecodeAhead)
 	}
 	a := account.Account{ID: c.Account, Name: "bench", Enabled: true, StartDate: day.AddDays(-1), Datasets: []string{"events"},
 		Destination: account.Destination{Bucket: "bench", Format: fileformat.Parquet}}
@@ -137,6 +156,9 @@ func runBenchChild(spec string) error {
 	name := fmt.Sprintf("export-%s-gomaxprocs%d", c.Account, runtime.GOMAXPROCS(0))
 	if c.PartHold > 0 {
 		name += "-held"
+	}
+	if c.Label != "" {
+		name += "-" + c.Label
 	}
 	if dir := os.Getenv("DAYBOOK_BENCH_CPUPROFILE"); dir != "" {
 		f, err := os.Create(filepath.Join(dir, name+".prof"))
@@ -170,6 +192,34 @@ func runBenchChild(spec string) error {
 		Parts: held.parts.Load(), PartsInFlight: held.max.Load()})
 	fmt.Println(benchChildResult + string(line))
 	return nil
+}
+
+// rawCopyChild runs c.RawCopy into a sink that drops the rows and prints
+// its CPU and wall time and the bytes read.
+func rawCopyChild(c childSpec) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.DSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	runtime.GC()
+	cpu, start := cputime.Start(), time.Now()
+	var n countWriter
+	if _, err := conn.PgConn().CopyTo(ctx, &n, c.RawCopy); err != nil {
+		return err
+	}
+	line, _ := json.Marshal(childOutcome{Bytes: int64(n), CPU: cpu.Elapsed(), Wall: time.Since(start), PeakRSS: cputime.PeakRSS()})
+	fmt.Println(benchChildResult + string(line))
+	return nil
+}
+
+// countWriter counts the bytes written to it and drops them.
+type countWriter int64
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
+	return len(p), nil
 }
 
 // holdBuckets hands out a bucket whose multipart uploads (the data files)

@@ -66,6 +66,12 @@ type benchChild struct {
 	Account  string        `json:"account"`
 	Day      string        `json:"day"`
 	PartHold time.Duration `json:"part_hold"`
+	// DecodeAhead forces the read's decode-ahead goroutine on (> 0) or
+	// off (< 0); RawCopy makes the child run only that raw read; Label
+	// ends the child's profile names (benchchild.go).
+	DecodeAhead int    `json:"decode_ahead,omitempty"`
+	RawCopy     string `json:"raw_copy,omitempty"`
+	Label       string `json:"label,omitempty"`
 }
 
 type benchResult struct {
@@ -110,7 +116,9 @@ const (
 // the raw read of the same rows, COPY (query) TO STDOUT (FORMAT binary)
 // through pgx into a discarding sink (CPU and wall time), and (b) DuckDB's
 // single-thread Parquet encode of the same rows with the same codec, and
-// prints the figures and their ratios as a table.
+// prints the figures and their ratios as a table. Then it does the same
+// from a recording of the server's bytes served from memory, where the
+// client and not the server is the bottleneck (replayDay).
 //
 // The child is the exporter's own binary built with the daybook_benchchild
 // tag (benchchild.go), so its RSS holds what the Lambda's does and not
@@ -139,24 +147,28 @@ func BenchmarkExportPostgres(b *testing.B) {
 	defer db.Close()
 	createSourceTables(b, db)
 	var results []benchRow
+	var replays []replayRow
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			acct := benchAccount(n)
 			loadEvents(b, dsn, acct, n)
 			var r benchRow
+			var rp replayRow
 			for b.Loop() {
 				r = exportDay(b, child, db, dsn, acct)
 				r.duck = duckEncode(b, n, acct)
+				rp = replayDay(b, child, dsn, acct, r) // replay_bench_test.go
 			}
 			b.ReportMetric(float64(r.rows)/r.one.CPU.Seconds(), "daybook-rows/cpu-s")
 			b.ReportMetric(r.one.CPU.Seconds()/(r.raw+r.duck).Seconds(), "x-(read+duckdb)")
 			b.ReportMetric(r.two.Wall.Seconds()/r.one.Wall.Seconds(), "wall2/wall1")
 			b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-RSS-MiB")
-			results = append(results, r)
+			b.ReportMetric(rp.two.Wall.Seconds()/rp.one.Wall.Seconds(), "replay-wall2/wall1")
+			results, replays = append(results, r), append(replays, rp)
 		})
 	}
 	if len(results) > 0 {
-		fmt.Print(benchTable(results))
+		fmt.Print(benchTable(results) + replayTable(replays))
 	}
 }
 
@@ -319,14 +331,6 @@ func dayCount(tb testing.TB, db *sql.DB, acct string) int64 {
 // (query) TO STDOUT (FORMAT binary) through pgx into a sink that drops them.
 func rawRead(tb testing.TB, dsn, acct string) (cpu, wall time.Duration) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	text, q := dayQuery(acct)
-	for i, p := range q.Params(dataset.DialectPostgres) {
-		lit := fmt.Sprint(p)
-		if ts, ok := p.(time.Time); ok {
-			lit = dataset.FormatTimestamp(ts)
-		}
-		text = strings.Replace(text, "$"+strconv.Itoa(i+1), "'"+strings.ReplaceAll(lit, "'", "''")+"'", 1)
-	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -335,10 +339,24 @@ func rawRead(tb testing.TB, dsn, acct string) (cpu, wall time.Duration) {
 	defer conn.Close(ctx)
 	runtime.GC()
 	c, start := cputime.Start(), time.Now()
-	if _, err := conn.PgConn().CopyTo(ctx, io.Discard, "COPY ("+text+") TO STDOUT (FORMAT binary)"); err != nil {
+	if _, err := conn.PgConn().CopyTo(ctx, io.Discard, rawCopy(acct)); err != nil {
 		tb.Fatal(err)
 	}
 	return c.Elapsed(), time.Since(start)
+}
+
+// rawCopy is the raw read's statement: the day's query, its parameters
+// inlined, in COPY (query) TO STDOUT (FORMAT binary).
+func rawCopy(acct string) string {
+	text, q := dayQuery(acct)
+	for i, p := range q.Params(dataset.DialectPostgres) {
+		lit := fmt.Sprint(p)
+		if ts, ok := p.(time.Time); ok {
+			lit = dataset.FormatTimestamp(ts)
+		}
+		text = strings.Replace(text, "$"+strconv.Itoa(i+1), "'"+strings.ReplaceAll(lit, "'", "''")+"'", 1)
+	}
+	return "COPY (" + text + ") TO STDOUT (FORMAT binary)"
 }
 
 // duckEncode is the CPU time of DuckDB writing the generated rows of the
@@ -454,4 +472,5 @@ func TestBenchChild(t *testing.T) {
 	if in := dayCount(t, db, acct); res.Rows != in || res.Files != 1 || res.Bytes == 0 || res.PeakRSS == 0 || res.CPU <= 0 || res.Wall <= 0 {
 		t.Fatalf("child export %+v, want the day's %d rows in one file, with its CPU, wall time and peak RSS", res, in)
 	}
+	checkReplay(t, bin, srv.DSN, acct, res)
 }

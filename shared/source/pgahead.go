@@ -30,7 +30,7 @@ const (
 // server on the same machine: 1.08x the CPU and 1.17x the wall time of
 // decoding inline in whole-process pairs, 1.15x the CPU and 4.5 MiB more
 // peak RSS for a 10M-row day (docs/performance.md). s.ahead, set only by
-// tests, overrides it (negative: 0).
+// tests and benchmarks (WithDecodeAhead), overrides it (negative: 0).
 func (s *SQL) decodeDepth() int {
 	if s.ahead != 0 {
 		return max(0, s.ahead)

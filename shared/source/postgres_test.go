@@ -528,8 +528,7 @@ func TestPostgresDecodeAhead(t *testing.T) {
 	q := dayQuery(ds, "a", time.UTC)
 	// read returns every batch handed on, as text, and the outcome.
 	read := func(ahead int, fail func(n int) error) ([]string, Provenance, error) {
-		src := newPGSource(t, db)
-		src.ahead = ahead
+		src := newPGSource(t, db).WithDecodeAhead(ahead)
 		var got []string
 		prov, err := src.Batches(context.Background(), q, func(b *dataset.Batch) error {
 			var text strings.Builder

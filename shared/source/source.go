@@ -173,7 +173,7 @@ type SQL struct {
 	dialect string
 	name    string
 	now     func() time.Time
-	ahead   int // wireRows a PostgreSQL read decodes behind it: 0 from GOMAXPROCS, see decodeDepth
+	ahead   int // wireRows a PostgreSQL read decodes behind it: 0 from GOMAXPROCS, see decodeDepth and WithDecodeAhead
 }
 
 // NewSQL returns a source reading db with the dataset queries of dialect
@@ -196,6 +196,17 @@ func NewSQL(db *sql.DB, dialect, name string) (*SQL, error) {
 func (s *SQL) WithClock(now func() time.Time) *SQL {
 	c := *s
 	c.now = now
+	return &c
+}
+
+// WithDecodeAhead returns a copy of s whose PostgreSQL reads decode on a
+// goroutine of their own with depth wireRows ahead when depth > 0, on the
+// reading goroutine when depth < 0, and as GOMAXPROCS decides when 0 (see
+// decodeDepth). It is for benchmarks that compare the two paths; the
+// exporter never sets it.
+func (s *SQL) WithDecodeAhead(depth int) *SQL {
+	c := *s
+	c.ahead = depth
 	return &c
 }
 
