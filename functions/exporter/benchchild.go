@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -169,6 +170,16 @@ func runBenchChild(spec string) error {
 			return err
 		}
 		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	if dir := os.Getenv("DAYBOOK_BENCH_TRACE"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, name+".trace"))
+		if err != nil {
+			return err
+		}
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
 	}
 	if dir := os.Getenv("DAYBOOK_BENCH_MEMPROFILE"); dir != "" {
 		h, err := startHeapWatch(dir, name)

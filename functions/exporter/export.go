@@ -35,8 +35,11 @@ type Buckets interface {
 type Scripts func(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPrefix string) (map[string][]byte, error)
 
 // rollCheckRows is the most rows written between two checks of a data
-// file's size against MaxFileBytes (see writeData).
-const rollCheckRows = 1024
+// file's size against MaxFileBytes (see writeData): a whole batch of the
+// source's. The size grows only when a row group is written out (128k rows
+// by default), so checking more often would only cut the encoder's work
+// into smaller pieces: each piece is one start of its column workers.
+const rollCheckRows = source.BatchRows
 
 // ExportConfig sets file sizes and upload concurrency.
 type ExportConfig struct {

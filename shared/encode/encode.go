@@ -60,6 +60,7 @@ type Options struct {
 type tuning struct {
 	dictionaryLimit int64 // DictionaryLimit
 	pageBytes       int   // parquet-go's page buffer size
+	everySizeCheck  bool  // make every size check (none skipped: see segmentEnd)
 }
 
 var (

@@ -48,6 +48,9 @@ type parquetWriter struct {
 	maxRows    int64
 	maxBytes   int64
 	closed     bool
+	hasList    bool  // a list column: every size check is made (segmentEnd)
+	everyCheck bool  // tests: every size check is made
+	segments   int   // segments encoded so far (tests read it)
 	groupStart int64 // pw.Size() after the last flush; Size minus it estimates the buffered group
 
 	// parquet-go compares a dictionary with its limit only when it ends a
@@ -159,6 +162,10 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		maxRows:  cmp.Or(max(opts.MaxRowGroupRows, 0), DefaultMaxRowGroupRows),
 		maxBytes: cmp.Or(max(opts.MaxRowGroupBytes, 0), DefaultMaxRowGroupBytes),
 	}
+	for _, c := range ds.Columns {
+		pwr.hasList = pwr.hasList || c.Type.Kind == dataset.KindList
+	}
+	pwr.everyCheck = opts.tuning.everySizeCheck
 	return pwr, nil
 }
 
@@ -223,7 +230,8 @@ func (w *parquetWriter) writeBatch(b *dataset.Batch) error {
 		return err
 	}
 	for lo := 0; lo < b.Len(); {
-		hi := min(b.Len(), lo+int(w.maxRows-w.inGroup), lo+int(sizeCheckRows-w.inGroup%sizeCheckRows))
+		hi := w.segmentEnd(b, lo)
+		w.segments++
 		w.planChunks(b, lo, hi)
 		if err := w.encodeSegment(b, lo); err != nil {
 			return err
