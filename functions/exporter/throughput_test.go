@@ -123,7 +123,8 @@ const (
 // The child is the exporter's own binary built with the daybook_benchchild
 // tag (benchchild.go), so its RSS holds what the Lambda's does and not
 // DuckDB or the test fakes.
-// DAYBOOK_BENCH_CPUPROFILE=dir writes a CPU profile of each export there;
+// DAYBOOK_BENCH_CPUPROFILE=dir writes a CPU profile of each export there,
+// DAYBOOK_BENCH_TRACE=dir an execution trace;
 // DAYBOOK_BENCH_MEMPROFILE=dir writes a heap profile at each export's
 // highest resident set and its memory over time (see heapWatch).
 // DAYBOOK_BENCH_DSN=<pgx DSN> uses that PostgreSQL server instead of a
