@@ -38,7 +38,9 @@ type Scripts func(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPre
 // file's size against MaxFileBytes (see writeData): a whole batch of the
 // source's. The size grows only when a row group is written out (128k rows
 // by default), so checking more often would only cut the encoder's work
-// into smaller pieces: each piece is one start of its column workers.
+// into smaller pieces: each piece is one start of its column workers. A
+// row group that ends inside a batch and takes the file past MaxFileBytes
+// leaves the rest of the batch to the same file, a short row group.
 const rollCheckRows = source.BatchRows
 
 // ExportConfig sets file sizes and upload concurrency.

@@ -16,10 +16,11 @@ import (
 
 // chunkRows is the most rows handed to parquet-go per column call. Chunks
 // end where a row group must end, where a dictionary column's page must be
-// cut, and every sizeCheckRows rows of a row group, when the buffered size
-// is checked against MaxRowGroupBytes (the estimate walks every column:
+// cut, and every sizeCheckRows rows of a row group, where the buffered size
+// may be checked against MaxRowGroupBytes (the estimate walks every column:
 // every 1024 rows is often enough to stay near the byte limit and cheap
-// enough not to show).
+// enough not to show; segmentEnd skips the checks that cannot end the row
+// group, the chunks stay the same).
 const (
 	chunkRows     = 512
 	sizeCheckRows = 1024
@@ -219,7 +220,8 @@ func (w *parquetWriter) WriteBatch(b *dataset.Batch) error {
 }
 
 // writeBatch encodes b a segment at a time: the rows up to the next size
-// check or the end of the row group. A segment is cut into chunks first
+// check that could end the row group, the end of the row group or the end
+// of the batch (segmentEnd). A segment is cut into chunks first
 // (chunkEnd, from the column offsets alone), then each column writes its
 // chunks (encodeColumn), on up to w.workers goroutines side by side: every
 // column's writer sees the calls the one-goroutine order would make, and
@@ -254,8 +256,12 @@ func (w *parquetWriter) writeBatch(b *dataset.Batch) error {
 func (w *parquetWriter) planChunks(b *dataset.Batch, lo, hi int) {
 	w.ends = w.ends[:0]
 	copy(w.planned, w.pending)
+	start := lo
 	for lo < hi {
-		end := w.chunkEnd(b, lo, hi)
+		// No chunk spans a size check, made or skipped (segmentEnd): the
+		// columns see the calls of a writer making every check.
+		check := lo + int(sizeCheckRows-(w.inGroup+int64(lo-start))%sizeCheckRows)
+		end := w.chunkEnd(b, lo, min(hi, check))
 		for i := range w.plan {
 			if w.plan[i].dict {
 				offs := b.Cols[i].Offsets

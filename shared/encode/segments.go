@@ -5,12 +5,14 @@ import "github.com/daybook-dev/daybook/shared/dataset"
 // Bounds on how much one row can grow parquet-go's estimate of the
 // buffered row group (Writer.Size: encoded pages, buffered values, the
 // dictionary), used to skip size checks that cannot end a row group (see
-// segmentEnd): a value's own bytes at most growthPerByte times (buffered,
-// in a dictionary, a page's minimum and maximum, and compression that does
-// not shrink it), plus growthPerValue for its length, index and levels,
-// plus growthPerChunk for each column's page header a chunk may end.
+// segmentEnd): a value's own bytes at most growthPerByte times (buffered
+// or in a dictionary, in a page that compression does not shrink, and as a
+// page's minimum and maximum, which the page header holds twice: in the
+// deprecated min/max fields and in min_value/max_value), plus
+// growthPerValue for its length, index and levels, plus growthPerChunk for
+// each column's page header a chunk may end.
 const (
-	growthPerByte  = 4
+	growthPerByte  = 7
 	growthPerValue = 32
 	growthPerChunk = 1024
 )
@@ -20,9 +22,11 @@ const (
 // (every sizeCheckRows rows of a row group) that could end the row group.
 // A check is skipped when the rows up to it cannot grow the buffered row
 // group past maxBytes, however they encode (growthBound): it could not
-// have ended the row group, so the file is the one checking every
-// sizeCheckRows rows writes, and the columns' workers are started once per
-// segment instead of once per check. Nothing here depends on the workers.
+// have ended the row group. The chunks still end at every check
+// (planChunks), so the file is the one a writer making every check writes
+// (TestSkippedSizeChecksKeepRowGroups), and the columns' workers are
+// started once per segment instead of once per check. Nothing here
+// depends on the workers.
 func (w *parquetWriter) segmentEnd(b *dataset.Batch, lo int) int {
 	limit := min(b.Len(), lo+int(w.maxRows-w.inGroup))
 	hi := min(limit, lo+int(sizeCheckRows-w.inGroup%sizeCheckRows))
