@@ -390,21 +390,7 @@ func TestWriteBatchSameAsWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			w, _ = New(f, &byBatch, ds, Options{MaxRowGroupRows: 1000})
-			b := dataset.NewBatch(ds, 700)
-			for lo := 0; lo < len(rows); lo += 700 {
-				b.Reset(int64(lo) + 1)
-				for _, r := range rows[lo:min(lo+700, len(rows))] {
-					if err := b.AppendRow(r); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := w.WriteBatch(b); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeBatches(t, w, ds, rows, 700)
 			if w.Rows() != int64(len(rows)) || !bytes.Equal(byRow.Bytes(), byBatch.Bytes()) {
 				t.Fatalf("batches: %d rows, %d bytes; rows: %d bytes", w.Rows(), byBatch.Len(), byRow.Len())
 			}

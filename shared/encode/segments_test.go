@@ -68,22 +68,7 @@ func encodeBatches(t *testing.T, ds dataset.Dataset, opts Options, rows [][]any)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const batch = 4096
-	b := dataset.NewBatch(ds, batch)
-	for lo := 0; lo < len(rows); lo += batch {
-		b.Reset(int64(lo) + 1)
-		for _, r := range rows[lo:min(lo+batch, len(rows))] {
-			if err := b.AppendRow(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.WriteBatch(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeBatches(t, w, ds, rows, 4096)
 	return out.Bytes(), w.segments
 }
 

@@ -77,10 +77,24 @@ func encodeWith(t *testing.T, ds dataset.Dataset, opts Options, workers int, row
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := dataset.NewBatch(ds, 1000)
-	for lo := 0; lo < len(rows); lo += 1000 {
+	writeBatches(t, w, ds, rows, 1000)
+	return out.Bytes()
+}
+
+// batchWriter is what writeBatches writes to: an encoder.
+type batchWriter interface {
+	WriteBatch(*dataset.Batch) error
+	Close() error
+}
+
+// writeBatches writes rows of ds to w in batches of size rows, then
+// closes w.
+func writeBatches(t *testing.T, w batchWriter, ds dataset.Dataset, rows [][]any, size int) {
+	t.Helper()
+	b := dataset.NewBatch(ds, size)
+	for lo := 0; lo < len(rows); lo += size {
 		b.Reset(int64(lo) + 1)
-		for _, r := range rows[lo:min(lo+1000, len(rows))] {
+		for _, r := range rows[lo:min(lo+size, len(rows))] {
 			if err := b.AppendRow(r); err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +106,6 @@ func encodeWith(t *testing.T, ds dataset.Dataset, opts Options, workers int, row
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return out.Bytes()
 }
 
 // checkCuts fails unless the file has several row groups (with maxRows
