@@ -161,25 +161,15 @@ func runBenchChild(spec string) error {
 	if c.Label != "" {
 		name += "-" + c.Label
 	}
-	if dir := os.Getenv("DAYBOOK_BENCH_CPUPROFILE"); dir != "" {
-		f, err := os.Create(filepath.Join(dir, name+".prof"))
+	for _, c := range []capture{
+		{env: "DAYBOOK_BENCH_CPUPROFILE", ext: ".prof", start: pprof.StartCPUProfile, stop: pprof.StopCPUProfile},
+		{env: "DAYBOOK_BENCH_TRACE", ext: ".trace", start: trace.Start, stop: trace.Stop},
+	} {
+		stop, err := c.run(name)
 		if err != nil {
 			return err
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
-	}
-	if dir := os.Getenv("DAYBOOK_BENCH_TRACE"); dir != "" {
-		f, err := os.Create(filepath.Join(dir, name+".trace"))
-		if err != nil {
-			return err
-		}
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		stops = append(stops, func() { trace.Stop(); f.Close() })
+		stops = append(stops, stop)
 	}
 	if dir := os.Getenv("DAYBOOK_BENCH_MEMPROFILE"); dir != "" {
 		h, err := startHeapWatch(dir, name)
@@ -231,6 +221,32 @@ type countWriter int64
 func (w *countWriter) Write(p []byte) (int, error) {
 	*w += countWriter(len(p))
 	return len(p), nil
+}
+
+// capture is a runtime recording the child writes to a file when its
+// variable names a directory: the CPU profile or the execution trace.
+type capture struct {
+	env, ext string
+	start    func(io.Writer) error
+	stop     func()
+}
+
+// run starts c into <dir>/<name><ext> and returns what ends it (nothing
+// to end when c's variable is unset).
+func (c capture) run(name string) (func(), error) {
+	dir := os.Getenv(c.env)
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, name+c.ext))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { c.stop(); f.Close() }, nil
 }
 
 // holdBuckets hands out a bucket whose multipart uploads (the data files)

@@ -482,4 +482,23 @@ func TestBenchChild(t *testing.T) {
 		t.Fatalf("child export %+v, want the day's %d rows in one file, with its CPU, wall time and peak RSS", res, in)
 	}
 	checkReplay(t, bin, srv.DSN, acct, res)
+	checkCaptures(t, bin, benchChild{DSN: srv.DSN, Account: acct, Day: benchDay.String(), Label: "captured"})
+}
+
+// checkCaptures: with DAYBOOK_BENCH_CPUPROFILE and DAYBOOK_BENCH_TRACE
+// naming a directory, as docs/performance.md says, the child writes a CPU
+// profile (gzip-compressed protobuf) and an execution trace ("go 1.N
+// trace" header) of its export there.
+func checkCaptures(t *testing.T, bin string, c benchChild) {
+	dir := t.TempDir()
+	t.Setenv("DAYBOOK_BENCH_CPUPROFILE", dir)
+	t.Setenv("DAYBOOK_BENCH_TRACE", dir)
+	runExportChild(t, bin, c, 2)
+	name := fmt.Sprintf("export-%s-gomaxprocs2-%s", c.Account, c.Label)
+	for ext, magic := range map[string]string{".prof": "\x1f\x8b", ".trace": "go 1."} {
+		b, err := os.ReadFile(filepath.Join(dir, name+ext))
+		if err != nil || !strings.HasPrefix(string(b), magic) {
+			t.Errorf("%s%s: %v, %d bytes starting %q, want them to start %q", name, ext, err, len(b), b[:min(len(b), 8)], magic)
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,22 +13,13 @@ import (
 // Recorder is a proxy that forwards each connection to the upstream server
 // and records what the server sends on it (see the package comment).
 type Recorder struct {
-	// DSN is a pgx keyword/value DSN that connects through the proxy: the
-	// upstream DSN with its host and port replaced.
-	DSN string
+	socketServer // DSN connects through the proxy
 
 	network, addr string
-	dir           string
-	ln            net.Listener
-	accepted      chan struct{}  // closed when the accept loop has ended
-	proxying      sync.WaitGroup // a connection's goroutines
-	stopping      atomic.Bool    // Stop has closed the listener
-	forced        atomic.Bool    // Stop has closed the connections
-	stopOnce      sync.Once
+	reported      atomic.Bool // Stop has returned the errors once
 
-	mu    sync.Mutex
-	conns []*recordConn // in accept order
-	errs  []error
+	connsMu sync.Mutex
+	conns   []*recordConn // in accept order
 }
 
 // recordConn is one proxied connection and its recording.
@@ -46,18 +36,10 @@ func StartRecorder(upstreamDSN string) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, ln, err := listen("pgrec-")
-	if err != nil {
+	r := &Recorder{network: network, addr: addr}
+	if err := r.start("recorder", upstreamDSN, r.proxy); err != nil {
 		return nil, err
 	}
-	dsn, err := withHost(upstreamDSN, dir)
-	if err != nil {
-		ln.Close()
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	r := &Recorder{DSN: dsn, network: network, addr: addr, dir: dir, ln: ln, accepted: make(chan struct{})}
-	go r.accept()
 	return r, nil
 }
 
@@ -77,75 +59,59 @@ func NewRecorder(tb testing.TB, upstreamDSN string) *Recorder {
 	return r
 }
 
-func (r *Recorder) accept() {
-	defer close(r.accepted)
-	for {
-		c, err := r.ln.Accept()
-		if err != nil {
-			if !r.stopping.Load() {
-				r.fail(fmt.Errorf("pgreplay: recorder accept: %w", err))
-			}
-			return
-		}
-		s, err := net.Dial(r.network, r.addr)
-		if err != nil {
-			c.Close()
-			r.fail(fmt.Errorf("pgreplay: recorder: dial upstream %s %s: %w", r.network, r.addr, err))
-			continue
-		}
-		rc := &recordConn{client: c, server: s}
-		r.mu.Lock()
-		i := len(r.conns)
-		r.conns = append(r.conns, rc)
-		r.mu.Unlock()
-		var both sync.WaitGroup
-		both.Add(2)
-		r.proxying.Add(3)
-		go func() { defer r.proxying.Done(); defer both.Done(); r.forward(i, rc) }()
-		go func() { defer r.proxying.Done(); defer both.Done(); r.record(i, rc) }()
-		go func() { defer r.proxying.Done(); both.Wait(); c.Close(); s.Close() }()
+// proxy connects client connection i to the upstream server and copies
+// both ways, recording what the server sends.
+func (r *Recorder) proxy(i int, c net.Conn) {
+	s, err := net.Dial(r.network, r.addr)
+	if err != nil {
+		c.Close()
+		r.fail(fmt.Errorf("pgreplay: recorder: dial upstream %s %s: %w", r.network, r.addr, err))
+		return
 	}
+	r.track(s)
+	rc := &recordConn{client: c, server: s}
+	r.connsMu.Lock()
+	r.conns = append(r.conns, rc)
+	r.connsMu.Unlock()
+	var both sync.WaitGroup
+	both.Add(2)
+	r.handlers.Add(3)
+	// The client's bytes are counted before they are forwarded: a chunk
+	// the server sends after the count was read cannot be an answer to
+	// bytes the count leaves out.
+	toServer := leg{from: "client", to: "server", src: c, dst: s, buf: 64 << 10, seen: func(b []byte) { rc.sent.Add(int64(len(b))) }}
+	toClient := leg{from: "server", to: "client", src: s, dst: c, buf: 256 << 10, seen: func(b []byte) { rc.rec.add(rc.sent.Load(), b) }}
+	go func() { defer r.handlers.Done(); defer both.Done(); r.pump(i, toServer) }()
+	go func() { defer r.handlers.Done(); defer both.Done(); r.pump(i, toClient) }()
+	go func() { defer r.handlers.Done(); both.Wait(); c.Close(); s.Close() }()
 }
 
-// forward copies the client's bytes to the server, counting each read
-// before it is forwarded: a chunk the server sends after the count was
-// read cannot be an answer to bytes the count leaves out.
-func (r *Recorder) forward(i int, rc *recordConn) {
-	buf := make([]byte, 64<<10)
+// leg is one direction of a proxied connection: seen is called with each
+// read before it is written on.
+type leg struct {
+	from, to string
+	src, dst net.Conn
+	buf      int
+	seen     func([]byte)
+}
+
+// pump copies l.src to l.dst until either fails or l.src ends, which it
+// passes on.
+func (r *Recorder) pump(i int, l leg) {
+	buf := make([]byte, l.buf)
 	for {
-		n, err := rc.client.Read(buf)
+		n, err := l.src.Read(buf)
 		if n > 0 {
-			rc.sent.Add(int64(n))
-			if _, werr := rc.server.Write(buf[:n]); werr != nil {
-				r.connErr(i, "write to server", werr)
-				rc.client.Close()
+			l.seen(buf[:n])
+			if _, werr := l.dst.Write(buf[:n]); werr != nil {
+				r.connErr(i, "write to "+l.to, werr)
+				l.src.Close()
 				return
 			}
 		}
 		if err != nil {
-			r.connErr(i, "read from client", err)
-			closeWrite(rc.server)
-			return
-		}
-	}
-}
-
-// record copies the server's bytes to the client and records them.
-func (r *Recorder) record(i int, rc *recordConn) {
-	buf := make([]byte, 256<<10)
-	for {
-		n, err := rc.server.Read(buf)
-		if n > 0 {
-			rc.rec.add(rc.sent.Load(), buf[:n])
-			if _, werr := rc.client.Write(buf[:n]); werr != nil {
-				r.connErr(i, "write to client", werr)
-				rc.server.Close()
-				return
-			}
-		}
-		if err != nil {
-			r.connErr(i, "read from server", err)
-			closeWrite(rc.client)
+			r.connErr(i, "read from "+l.from, err)
+			closeWrite(l.dst)
 			return
 		}
 	}
@@ -163,16 +129,10 @@ func closeWrite(c net.Conn) {
 // connErr records an error of connection i unless it is the end of the
 // stream or comes from Stop closing the connection.
 func (r *Recorder) connErr(i int, op string, err error) {
-	if errors.Is(err, io.EOF) || (r.forced.Load() && errors.Is(err, net.ErrClosed)) {
+	if errors.Is(err, io.EOF) || r.closedByStop(err) {
 		return
 	}
 	r.fail(fmt.Errorf("pgreplay: recorder connection %d: %s: %w", i, op, err))
-}
-
-func (r *Recorder) fail(err error) {
-	r.mu.Lock()
-	r.errs = append(r.errs, err)
-	r.mu.Unlock()
 }
 
 // Stop closes the listener, waits for the clients to close their
@@ -181,28 +141,13 @@ func (r *Recorder) fail(err error) {
 // proxy met. Safe to call more than once; later calls return the same
 // recording and no error.
 func (r *Recorder) Stop() (*Recording, error) {
-	var err error
-	r.stopOnce.Do(func() {
-		r.stopping.Store(true)
-		r.ln.Close()
-		<-r.accepted
-		if drain(&r.proxying, func() {
-			r.forced.Store(true)
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			for _, rc := range r.conns {
-				rc.client.Close()
-				rc.server.Close()
-			}
-		}) {
-			r.fail(fmt.Errorf("pgreplay: recorder: connections still open %s after Stop: closed them", closeWait))
-		}
-		os.RemoveAll(r.dir)
-		err = errors.Join(r.errs...)
-	})
+	err := r.stop("Stop")
+	if r.reported.Swap(true) {
+		err = nil
+	}
 	rec := &Recording{dsn: r.DSN}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
 	for _, rc := range r.conns {
 		c := rc.rec
 		c.ClientBytes = rc.sent.Load()

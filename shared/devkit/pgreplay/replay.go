@@ -5,48 +5,24 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 )
 
 // Replayer serves a Recording from memory (see the package comment).
 type Replayer struct {
-	// DSN is a pgx keyword/value DSN that connects to the replay: the
-	// recorded DSN with its host and port replaced.
-	DSN string
+	socketServer // DSN connects to the replay
 
-	rec       *Recording
-	dir       string
-	ln        net.Listener
-	accepted  chan struct{}  // closed when the accept loop has ended
-	serving   sync.WaitGroup // a connection's serve
-	closing   atomic.Bool    // Close has closed the listener
-	forced    atomic.Bool    // Close has closed the connections
-	closeOnce sync.Once
-	closeErr  error
-
-	mu    sync.Mutex
-	conns []net.Conn
-	errs  []error
+	rec *Recording
 }
 
 // StartReplayer serves rec on a fresh socket. Close must be called to end
 // it; it returns what went wrong with the replay.
 func StartReplayer(rec *Recording) (*Replayer, error) {
-	dir, ln, err := listen("pgrep-")
-	if err != nil {
+	r := &Replayer{rec: rec}
+	if err := r.start("replayer", rec.dsn, r.replay); err != nil {
 		return nil, err
 	}
-	dsn, err := withHost(rec.dsn, dir)
-	if err != nil {
-		ln.Close()
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	r := &Replayer{DSN: dsn, rec: rec, dir: dir, ln: ln, accepted: make(chan struct{})}
-	go r.accept()
 	return r, nil
 }
 
@@ -66,28 +42,15 @@ func NewReplayer(tb testing.TB, rec *Recording) *Replayer {
 	return r
 }
 
-func (r *Replayer) accept() {
-	defer close(r.accepted)
-	for {
-		c, err := r.ln.Accept()
-		if err != nil {
-			if !r.closing.Load() {
-				r.fail(fmt.Errorf("pgreplay: replayer accept: %w", err))
-			}
-			return
-		}
-		r.mu.Lock()
-		i := len(r.conns)
-		r.conns = append(r.conns, c)
-		r.mu.Unlock()
-		if i >= len(r.rec.Conns) {
-			c.Close()
-			r.fail(fmt.Errorf("pgreplay: replayer connection %d: the recording has %d connections", i, len(r.rec.Conns)))
-			continue
-		}
-		r.serving.Add(1)
-		go func() { defer r.serving.Done(); r.serve(i, c, &r.rec.Conns[i]) }()
+// replay serves connection i its recording, if the recording has one.
+func (r *Replayer) replay(i int, c net.Conn) {
+	if i >= len(r.rec.Conns) {
+		c.Close()
+		r.fail(fmt.Errorf("pgreplay: replayer connection %d: the recording has %d connections", i, len(r.rec.Conns)))
+		return
 	}
+	r.handlers.Add(1)
+	go func() { defer r.handlers.Done(); r.serve(i, c, &r.rec.Conns[i]) }()
 }
 
 // progress is what the reading side of a replayed connection tells the
@@ -154,7 +117,7 @@ func (r *Replayer) serve(i int, c net.Conn, rc *Conn) {
 			bufs = append(bufs, ch.Data)
 		}
 		if _, err := bufs.WriteTo(c); err != nil {
-			if !r.forced.Load() || !errors.Is(err, net.ErrClosed) {
+			if !r.closedByStop(err) {
 				r.fail(fmt.Errorf("pgreplay: replayer connection %d: write chunks %d-%d of %d: %w", i, next, end-1, len(rc.Chunks), err))
 			} else {
 				r.fail(fmt.Errorf("pgreplay: replayer connection %d: closed by Close with chunks %d-%d of %d unsent", i, next, end-1, len(rc.Chunks)))
@@ -165,7 +128,7 @@ func (r *Replayer) serve(i int, c net.Conn, rc *Conn) {
 	}
 	<-readDone
 	sent, _, err := p.state()
-	if !errors.Is(err, io.EOF) && !(r.forced.Load() && errors.Is(err, net.ErrClosed)) {
+	if !errors.Is(err, io.EOF) && !r.closedByStop(err) {
 		r.fail(fmt.Errorf("pgreplay: replayer connection %d: read after the last chunk: %w", i, err))
 		return
 	}
@@ -187,18 +150,8 @@ func readReason(err error, closing bool) string {
 	return err.Error()
 }
 
-func (r *Replayer) fail(err error) {
-	r.mu.Lock()
-	r.errs = append(r.errs, err)
-	r.mu.Unlock()
-}
-
 // Connections is the number of connections accepted so far.
-func (r *Replayer) Connections() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.conns)
-}
+func (r *Replayer) Connections() int { return r.connections() }
 
 // Close stops listening, waits for the clients to close their connections
 // (for closeWait at most: then it closes them, an error), waits for the
@@ -206,23 +159,4 @@ func (r *Replayer) Connections() int {
 // connections than recorded, a client that stopped before its chunks were
 // released or that sent another number of bytes than the recorded one, a
 // failed read or write. Safe to call more than once.
-func (r *Replayer) Close() error {
-	r.closeOnce.Do(func() {
-		r.closing.Store(true)
-		r.ln.Close()
-		<-r.accepted
-		if drain(&r.serving, func() {
-			r.forced.Store(true)
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			for _, c := range r.conns {
-				c.Close()
-			}
-		}) {
-			r.fail(fmt.Errorf("pgreplay: replayer: connections still open %s after Close: closed them", closeWait))
-		}
-		os.RemoveAll(r.dir)
-		r.closeErr = errors.Join(r.errs...)
-	})
-	return r.closeErr
-}
+func (r *Replayer) Close() error { return r.stop("Close") }
