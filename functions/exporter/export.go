@@ -460,8 +460,12 @@ func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q
 		cur   *dataFile
 	)
 	maxFile := e.Config.maxFileBytes()
+	depth, opts := e.Config.pipelineDepth(), t.encode
+	if depth > 0 && opts.Workers > 1 {
+		opts.Assist = encode.NewAssist() // the reader helps the files' encoders in turn
+	}
 	open := func() error {
-		f, err := openFile(ctx, t, pending, t.dataKey(slice, len(files)))
+		f, err := openFile(ctx, t, pending, t.dataKey(slice, len(files)), opts)
 		cur = f
 		return err
 	}
@@ -504,8 +508,12 @@ func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q
 		prov source.Provenance
 		err  error
 	)
-	if depth := e.Config.pipelineDepth(); depth > 0 {
-		p := startPipeline(q.Dataset, depth, write)
+	if depth > 0 {
+		var help func() bool
+		if opts.Assist != nil {
+			help = opts.Assist.Help
+		}
+		p := startPipeline(q.Dataset, depth, write, help)
 		prov, err = e.Source.Batches(ctx, q, p.feed)
 		err = p.close(err)
 	} else {
@@ -530,11 +538,11 @@ type dataFile struct {
 	enc encode.Writer
 }
 
-// openFile starts the data file at key with the target's upload and
-// encoder options.
-func openFile(ctx context.Context, t *target, pending *Pending, key string) (*dataFile, error) {
+// openFile starts the data file at key with the target's upload and the
+// encoder options opts.
+func openFile(ctx context.Context, t *target, pending *Pending, key string, opts encode.Options) (*dataFile, error) {
 	w := pending.NewDataFile(ctx, key, t.upload)
-	enc, err := encode.New(t.format, w, t.Dataset, t.encode)
+	enc, err := encode.New(t.format, w, t.Dataset, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ type pipeline struct {
 	free   chan *dataset.Batch // empty batches the reader swaps rows into
 	full   chan *dataset.Batch // batches for write, in order
 	failed chan struct{}       // closed once write failed
+	help   func() bool         // the encoder's encode.Assist.Help, or nil
 	done   chan struct{}       // closed when write has seen every batch
 	err    error               // write's first error; read after failed or done
 }
@@ -52,10 +53,12 @@ func (c ExportConfig) encodeWorkers() int {
 }
 
 // startPipeline starts write's goroutine with depth empty batches of ds.
-func startPipeline(ds dataset.Dataset, depth int, write func(*dataset.Batch) error) *pipeline {
+// help, when not nil, is called by a reader that finds no empty batch
+// before it waits for one (see feed).
+func startPipeline(ds dataset.Dataset, depth int, write func(*dataset.Batch) error, help func() bool) *pipeline {
 	p := &pipeline{
 		free: make(chan *dataset.Batch, depth), full: make(chan *dataset.Batch, depth),
-		failed: make(chan struct{}), done: make(chan struct{}),
+		failed: make(chan struct{}), done: make(chan struct{}), help: help,
 	}
 	for range depth {
 		p.free <- dataset.NewBatch(ds, source.BatchRows)
@@ -77,7 +80,23 @@ func startPipeline(ds dataset.Dataset, depth int, write func(*dataset.Batch) err
 
 // feed is the source's batch callback: it takes b's rows for write and
 // leaves the source an empty batch, waiting while depth batches are ahead.
+// Before it waits it helps encode the batches ahead (p.help) for as long as
+// the encoder has columns to give.
 func (p *pipeline) feed(b *dataset.Batch) error {
+	for p.help != nil {
+		select {
+		case spare := <-p.free:
+			b.Swap(spare)
+			p.full <- spare
+			return nil
+		case <-p.failed:
+			return errPipelineStopped
+		default:
+		}
+		if !p.help() {
+			break
+		}
+	}
 	select {
 	case spare := <-p.free:
 		b.Swap(spare)

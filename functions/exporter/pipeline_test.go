@@ -69,7 +69,7 @@ func TestPipeline(t *testing.T) {
 				seen = append(seen, id)
 				return nil
 			}
-			p := startPipeline(ds, 2, write)
+			p := startPipeline(ds, 2, write, nil)
 			fed, err := feedRows(t, ds, 40, readFault{tc.failRead, errRead}, p.feed)
 			err = p.close(err)
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -88,5 +88,38 @@ func TestPipeline(t *testing.T) {
 				t.Errorf("the read went on to batch %d after write %d failed", fed, tc.failWrite)
 			}
 		})
+	}
+}
+
+// TestPipelineHelpsBeforeWaiting: a reader that finds every batch ahead of
+// it still held by write calls help before it waits, and only then: here
+// write holds the first batch until help is called, so the read could not
+// go on without it.
+func TestPipelineHelpsBeforeWaiting(t *testing.T) {
+	ds := mustDataset(t, "events")
+	gate := make(chan struct{})
+	written := 0
+	write := func(*dataset.Batch) error {
+		<-gate
+		written++
+		return nil
+	}
+	calls, firstAt := 0, -1
+	help := func() bool {
+		calls++
+		if calls > 1 {
+			return false // nothing left to take: the reader waits
+		}
+		firstAt = written // written only by write's goroutine, which is held
+		close(gate)
+		return true
+	}
+	p := startPipeline(ds, 2, write, help)
+	fed, err := feedRows(t, ds, 40, readFault{at: -1}, p.feed)
+	if err = p.close(err); err != nil || fed != 40 || written != 40 {
+		t.Fatalf("fed %d, wrote %d, error %v", fed, written, err)
+	}
+	if firstAt != 0 {
+		t.Fatalf("help first called with %d batches written, want 0 (the reader had two ahead and none free)", firstAt)
 	}
 }

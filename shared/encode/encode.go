@@ -50,6 +50,11 @@ type Options struct {
 	// on the caller's. The file's bytes are the same for any value. Ignored
 	// for NDJSON.
 	Workers int
+	// Assist, when set with Workers above 1, offers each segment's
+	// columns to goroutines that call its Help while they wait for the
+	// encoder (see Assist). The file's bytes are the same. Ignored for
+	// NDJSON.
+	Assist *Assist
 
 	// tuning is set only by this package's tests (export_test.go), so a
 	// small file exercises what only a large one would otherwise.
@@ -58,9 +63,10 @@ type Options struct {
 
 // tuning overrides Parquet writer limits; zero fields mean the defaults.
 type tuning struct {
-	dictionaryLimit int64 // DictionaryLimit
-	pageBytes       int   // parquet-go's page buffer size
-	everySizeCheck  bool  // make every size check (none skipped: see segmentEnd)
+	dictionaryLimit int64  // DictionaryLimit
+	pageBytes       int    // parquet-go's page buffer size
+	everySizeCheck  bool   // make every size check (none skipped: see segmentEnd)
+	segmentOpen     func() // called once a segment is offered to Options.Assist
 }
 
 var (

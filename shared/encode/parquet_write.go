@@ -39,20 +39,21 @@ type colPlan struct {
 }
 
 type parquetWriter struct {
-	ds         dataset.Dataset
-	pw         *parquet.Writer
-	plan       []colPlan
-	vals       [][]parquet.Value // one column chunk's values per worker, reused
-	rowBuf     rowBuffer
-	rows       int64 // rows handed to parquet-go
-	inGroup    int64
-	maxRows    int64
-	maxBytes   int64
-	closed     bool
-	hasList    bool  // a list column: every size check is made (segmentEnd)
-	everyCheck bool  // tests: every size check is made
-	segments   int   // segments encoded so far (tests read it)
-	groupStart int64 // pw.Size() after the last flush; Size minus it estimates the buffered group
+	ds          dataset.Dataset
+	pw          *parquet.Writer
+	plan        []colPlan
+	vals        [][]parquet.Value // one column chunk's values per worker, reused
+	rowBuf      rowBuffer
+	rows        int64 // rows handed to parquet-go
+	inGroup     int64
+	maxRows     int64
+	maxBytes    int64
+	closed      bool
+	hasList     bool   // a list column: every size check is made (segmentEnd)
+	everyCheck  bool   // tests: every size check is made
+	segmentOpen func() // tests: see tuning
+	segments    int    // segments encoded so far (tests read it)
+	groupStart  int64  // pw.Size() after the last flush; Size minus it estimates the buffered group
 
 	// parquet-go compares a dictionary with its limit only when it ends a
 	// page, and a page of dictionary indexes holds up to 64k values
@@ -71,6 +72,7 @@ type parquetWriter struct {
 	ends    []int
 	planned []int64
 	workers int
+	assist  *Assist // Options.Assist: nil, or helpers beside the workers
 	order   []int
 	next    atomic.Int64
 	errs    []error
@@ -158,6 +160,7 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 		plan:     plan,
 		vals:     vals,
 		workers:  workers,
+		assist:   opts.Assist,
 		order:    columnOrder(plan),
 		rowBuf:   rowBuffer{ds: ds},
 		maxRows:  cmp.Or(max(opts.MaxRowGroupRows, 0), DefaultMaxRowGroupRows),
@@ -166,7 +169,7 @@ func newParquet(w io.Writer, ds dataset.Dataset, opts Options) (*parquetWriter, 
 	for _, c := range ds.Columns {
 		pwr.hasList = pwr.hasList || c.Type.Kind == dataset.KindList
 	}
-	pwr.everyCheck = opts.tuning.everySizeCheck
+	pwr.everyCheck, pwr.segmentOpen = opts.tuning.everySizeCheck, opts.tuning.segmentOpen
 	return pwr, nil
 }
 
@@ -289,10 +292,15 @@ func (w *parquetWriter) encodeSegment(b *dataset.Batch, lo int) error {
 	w.next.Store(0)
 	clear(w.errs)
 	var wg sync.WaitGroup
+	w.assist.open(w, b, lo, &wg)
+	if w.segmentOpen != nil {
+		w.segmentOpen()
+	}
 	for k := 1; k < w.workers; k++ {
 		wg.Go(func() { w.encodeColumns(b, lo, w.vals[k]) })
 	}
 	w.encodeColumns(b, lo, w.vals[0])
+	w.assist.close()
 	wg.Wait()
 	for _, err := range w.errs {
 		if err != nil {
@@ -302,12 +310,13 @@ func (w *parquetWriter) encodeSegment(b *dataset.Batch, lo int) error {
 	return nil
 }
 
-// encodeColumns takes columns from w.order until none is left.
-func (w *parquetWriter) encodeColumns(b *dataset.Batch, lo int, vals []parquet.Value) {
-	for {
+// encodeColumns takes columns from w.order until none is left and returns
+// how many it took.
+func (w *parquetWriter) encodeColumns(b *dataset.Batch, lo int, vals []parquet.Value) (n int) {
+	for ; ; n++ {
 		k := int(w.next.Add(1)) - 1
 		if k >= len(w.order) {
-			return
+			return n
 		}
 		i := w.order[k]
 		w.errs[i] = w.encodeColumn(b, i, lo, vals)

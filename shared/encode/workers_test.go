@@ -50,6 +50,49 @@ func TestWorkersWriteTheSameBytes(t *testing.T) {
 	}
 }
 
+// TestAssistWritesTheSameBytes: columns taken by a goroutine calling
+// Assist.Help are encoded as the writer's own are. Each segment is offered
+// to a helper that takes every column before the writer takes one (it runs
+// while the writer waits), and then to the writer's own goroutines: the
+// file is the one-worker file, every segment was helped, and Help finds
+// nothing once the writer is done.
+func TestAssistWritesTheSameBytes(t *testing.T) {
+	ds := mustGet(t, "events")
+	rows := eventRows(6000)
+	for _, c := range []struct {
+		name     string
+		maxBytes int64
+	}{{"by rows", 64 << 20}, {"by bytes", 96 << 10}} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := Tuned(Options{MaxRowGroupRows: 2048, MaxRowGroupBytes: c.maxBytes}, 16<<10, 8<<10)
+			one := encodeWith(t, ds, opts, 1, rows)
+			a := NewAssist()
+			helped, segments := 0, 0
+			opts.Assist = a
+			opts.tuning.segmentOpen = func() {
+				segments++
+				done := make(chan bool)
+				go func() { done <- a.Help() }()
+				if <-done {
+					helped++
+				}
+			}
+			if got := encodeWith(t, ds, opts, 2, rows); !bytes.Equal(got, one) {
+				t.Fatalf("helped writer wrote %d bytes, one worker %d: not the same file", len(got), len(one))
+			}
+			if segments == 0 || helped != segments {
+				t.Fatalf("Help encoded columns in %d of %d segments, want all", helped, segments)
+			}
+			if a.Help() {
+				t.Fatal("Help encoded a column after the file was closed")
+			}
+		})
+	}
+	if (*Assist)(nil).Help() || NewAssist().Help() {
+		t.Fatal("Help with no segment open encoded a column")
+	}
+}
+
 func mustGet(t *testing.T, name string) dataset.Dataset {
 	t.Helper()
 	ds, err := dataset.Get(name)

@@ -53,6 +53,7 @@ func (w *Writer) putObject() error {
 	var body io.ReadSeeker = bytes.NewReader(nil)
 	var pb *partBody
 	if w.buf != nil {
+		w.sha.Write(w.buf.b[:w.fill]) // the only part: none was handed off
 		pb = newPartBody(w.buf, w.fill)
 		body = pb
 	}

@@ -61,11 +61,12 @@ type Writer struct {
 	arena    *arena
 
 	// Owned by the calling goroutine.
-	buf      *partBuffer // current part, nil until the first Write
-	fill     int         // bytes used in buf
-	partCRC  uint32      // CRC32C of buf[:fill]
-	crc      uint32      // CRC32C of the parts already handed off
-	sha      hash.Hash
+	buf      *partBuffer   // current part, nil until the first Write
+	fill     int           // bytes used in buf
+	partCRC  uint32        // CRC32C of buf[:fill]
+	crc      uint32        // CRC32C of the parts already handed off
+	sha      hash.Hash     // the object's SHA-256: the parts' goroutines write it in turn (startPart)
+	hashed   chan struct{} // closed once sha has every part handed off; nil before the first
 	written  atomic.Int64
 	uploadID *string
 	nextPart int32
@@ -152,7 +153,6 @@ func (w *Writer) Write(p []byte) (int, error) {
 		c := copy(b[w.fill:], p)
 		chunk := b[w.fill : w.fill+c]
 		w.partCRC = crc32.Update(w.partCRC, castagnoli, chunk)
-		w.sha.Write(chunk)
 		w.fill += c
 		w.written.Add(int64(c))
 		n += c
@@ -316,10 +316,21 @@ func (w *Writer) startPart() {
 	w.mu.Lock()
 	w.parts = append(w.parts, types.CompletedPart{PartNumber: aws.Int32(num)})
 	w.mu.Unlock()
+	// The part's goroutine adds it to the object's SHA-256 once the part
+	// before it has been added, so the hash follows the object's order and
+	// leaves the writing goroutine: hashing the parts is off the
+	// encoder's path and runs on a CPU the encoder leaves idle.
+	prev, hashed := w.hashed, make(chan struct{})
+	w.hashed = hashed
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		defer func() { <-w.sem }()
+		if prev != nil {
+			<-prev
+		}
+		w.sha.Write(buf.b[:size])
+		close(hashed)
 		body := newPartBody(buf, size)
 		if err := w.uploadPart(body, size, crc, num); err != nil {
 			// The transport may still read a failed request's body after

@@ -42,12 +42,24 @@ func NewReplayer(tb testing.TB, rec *Recording) *Replayer {
 	return r
 }
 
+// sendWindow is the send buffer the replayer asks for on each connection
+// (the kernel doubles it, up to net.core.wmem_max): the bytes a client finds
+// waiting without the replaying process running, as a TCP connection to a
+// database on other hardware has its receive window in flight. With the
+// default (208 KiB) a client reading faster than the replaying process is
+// scheduled, on the same cores, waits for it every fifth of a megabyte.
+const sendWindow = 4 << 20
+
 // replay serves connection i its recording, if the recording has one.
 func (r *Replayer) replay(i int, c net.Conn) {
 	if i >= len(r.rec.Conns) {
 		c.Close()
 		r.fail(fmt.Errorf("pgreplay: replayer connection %d: the recording has %d connections", i, len(r.rec.Conns)))
 		return
+	}
+	if uc, ok := c.(*net.UnixConn); ok {
+		// Best effort: past net.core.wmem_max the kernel keeps its maximum.
+		_ = uc.SetWriteBuffer(sendWindow)
 	}
 	r.handlers.Add(1)
 	go func() { defer r.handlers.Done(); r.serve(i, c, &r.rec.Conns[i]) }()
