@@ -149,8 +149,16 @@ demo: demo-tools build ## the whole pipeline on the embedded demo source; files 
 
 # --- checks --------------------------------------------------------------------
 .PHONY: test test-arm64 fmt-check vet lint deadcode unit bench vulncheck
-test: tools fmt-check vet lint deadcode vulncheck test-arm64 ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, the arm64 run, unit and integration tests
+test: tools fmt-check vet lint deadcode vulncheck test-arm64 test-race ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, the arm64 run, the race detector on the concurrent encode path, unit and integration tests
 	$(GO) test -count=1 -timeout 20m ./...
+
+# The encoder's column workers and helpers, the upload's part goroutines and
+# the exporter's read/encode pipeline hand state between goroutines; their
+# tests run under the race detector too, which fails a missing hand-off the
+# byte comparisons could miss.
+test-race: ## the encoder, the upload path and the export pipeline's tests under the race detector
+	$(GO) test -count=1 -race ./shared/encode/ ./shared/upload/
+	$(GO) test -count=1 -race -run '^TestPipeline' ./functions/exporter/
 
 # The Lambdas ship as linux/arm64 (Graviton); the other tests run on this machine's
 # architecture. This runs the encoders', the upload path's, the layout's and the

@@ -461,7 +461,7 @@ func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q
 	)
 	maxFile := e.Config.maxFileBytes()
 	depth, opts := e.Config.pipelineDepth(), t.encode
-	if depth > 0 && opts.Workers > 1 {
+	if depth > 0 && opts.Workers > 1 && t.format == fileformat.Parquet {
 		opts.Assist = encode.NewAssist() // the reader helps the files' encoders in turn
 	}
 	open := func() error {
@@ -529,34 +529,4 @@ func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q
 		return nil, prov, fmt.Errorf("write data: %w", err)
 	}
 	return files, prov, nil
-}
-
-// dataFile is one data file: the encoder writing into the upload.
-type dataFile struct {
-	key string
-	w   *upload.Writer
-	enc encode.Writer
-}
-
-// openFile starts the data file at key with the target's upload and the
-// encoder options opts.
-func openFile(ctx context.Context, t *target, pending *Pending, key string, opts encode.Options) (*dataFile, error) {
-	w := pending.NewDataFile(ctx, key, t.upload)
-	enc, err := encode.New(t.format, w, t.Dataset, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &dataFile{key: key, w: w, enc: enc}, nil
-}
-
-// close flushes the encoder and commits the file's upload.
-func (f *dataFile) close() (manifest.File, error) {
-	if err := f.enc.Close(); err != nil {
-		return manifest.File{}, fmt.Errorf("%s: %w", f.key, err)
-	}
-	if err := f.w.Close(); err != nil {
-		return manifest.File{}, fmt.Errorf("%s: %w", f.key, err)
-	}
-	r := f.w.Result()
-	return manifest.File{Key: f.key, Rows: f.enc.Rows(), Bytes: r.Bytes, CRC32C: r.CRC32C, SHA256: r.SHA256}, nil
 }

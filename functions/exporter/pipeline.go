@@ -10,9 +10,10 @@ import (
 
 // pipeline hands the source's batches to write on a goroutine of its own,
 // so that reading and decoding the next batch (the source's goroutine)
-// overlaps encoding, compressing and hashing the one before (write's).
-// Memory stays bounded: depth batches of the source's size circulate
-// between the two, and a reader that gets ahead waits for one to come back.
+// overlaps encoding and compressing the one before (write's; the upload's
+// goroutines hash the parts). Memory stays bounded: depth batches of the
+// source's size circulate between the two, and a reader that gets ahead
+// helps encode them (help) and then waits for one to come back.
 // write sees every batch in the source's order, so the files are the bytes
 // the one-goroutine path writes (TestExportBytesAcrossArchitectures).
 type pipeline struct {

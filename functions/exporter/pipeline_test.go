@@ -105,7 +105,11 @@ func TestPipelineHelpsBeforeWaiting(t *testing.T) {
 		return nil
 	}
 	calls, firstAt := 0, -1
+	var p *pipeline
 	help := func() bool {
+		if n := len(p.free); n != 0 {
+			t.Errorf("help called with %d empty batches free", n)
+		}
 		calls++
 		if calls > 1 {
 			return false // nothing left to take: the reader waits
@@ -114,7 +118,9 @@ func TestPipelineHelpsBeforeWaiting(t *testing.T) {
 		close(gate)
 		return true
 	}
-	p := startPipeline(ds, 2, write, help)
+	// A feed that never called help would hang here (write holds the
+	// first batch until it does) and fail by the test binary's timeout.
+	p = startPipeline(ds, 2, write, help)
 	fed, err := feedRows(t, ds, 40, readFault{at: -1}, p.feed)
 	if err = p.close(err); err != nil || fed != 40 || written != 40 {
 		t.Fatalf("fed %d, wrote %d, error %v", fed, written, err)

@@ -52,14 +52,17 @@ func (a *Assist) Help() bool {
 		return false
 	}
 	a.helping = true
-	wg.Add(1) // before open's Wait: close takes the lock first
+	wg.Add(1) // before the writer's Wait: its close takes the lock first
 	a.mu.Unlock()
-	n := w.encodeColumns(b, lo, a.vals)
-	wg.Done()
-	a.mu.Lock()
-	a.helping = false
-	a.mu.Unlock()
-	return n > 0
+	defer func() {
+		// Deferred: a panic in a column must not leave the writer
+		// waiting for this goroutine, nor the Assist taken.
+		wg.Done()
+		a.mu.Lock()
+		a.helping = false
+		a.mu.Unlock()
+	}()
+	return w.encodeColumns(b, lo, a.vals) > 0
 }
 
 // open offers w's segment of b from row lo to helpers, who join wg.

@@ -226,7 +226,8 @@ func (w *parquetWriter) WriteBatch(b *dataset.Batch) error {
 // check that could end the row group, the end of the row group or the end
 // of the batch (segmentEnd). A segment is cut into chunks first
 // (chunkEnd, from the column offsets alone), then each column writes its
-// chunks (encodeColumn), on up to w.workers goroutines side by side: every
+// chunks (encodeColumn), on up to w.workers goroutines side by side and a
+// goroutine helping through Options.Assist: every
 // column's writer sees the calls the one-goroutine order would make, and
 // the row group's size is read only once every column has its segment,
 // so the file's bytes do not depend on the workers.
@@ -279,7 +280,7 @@ func (w *parquetWriter) planChunks(b *dataset.Batch, lo, hi int) {
 }
 
 // encodeSegment writes the planned chunks of every column, the columns
-// taken in w.order by up to w.workers goroutines.
+// taken in w.order by up to w.workers goroutines and an Assist's helper.
 func (w *parquetWriter) encodeSegment(b *dataset.Batch, lo int) error {
 	if w.workers <= 1 {
 		for _, i := range w.order {

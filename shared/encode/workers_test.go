@@ -3,6 +3,7 @@ package encode
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -51,40 +52,50 @@ func TestWorkersWriteTheSameBytes(t *testing.T) {
 }
 
 // TestAssistWritesTheSameBytes: columns taken by a goroutine calling
-// Assist.Help are encoded as the writer's own are. Each segment is offered
-// to a helper that takes every column before the writer takes one (it runs
-// while the writer waits), and then to the writer's own goroutines: the
-// file is the one-worker file, every segment was helped, and Help finds
-// nothing once the writer is done.
+// Assist.Help are encoded as the writer's own are, and the writer waits
+// for them. "first" offers each segment to a helper that takes every
+// column before the writer takes one (the writer waits for it): every
+// segment must be helped. "alongside" starts a helper each segment and
+// lets the writer go on at once, so the two take columns side by side
+// (under -race too). Either way the file is the one-worker file, and once
+// the writer is done no segment is left open.
 func TestAssistWritesTheSameBytes(t *testing.T) {
 	ds := mustGet(t, "events")
 	rows := eventRows(6000)
 	for _, c := range []struct {
 		name     string
 		maxBytes int64
-	}{{"by rows", 64 << 20}, {"by bytes", 96 << 10}} {
+		first    bool
+	}{{"by rows, first", 64 << 20, true}, {"by bytes, first", 96 << 10, true}, {"by bytes, alongside", 96 << 10, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			opts := Tuned(Options{MaxRowGroupRows: 2048, MaxRowGroupBytes: c.maxBytes}, 16<<10, 8<<10)
 			one := encodeWith(t, ds, opts, 1, rows)
 			a := NewAssist()
+			var helpers sync.WaitGroup
 			helped, segments := 0, 0
 			opts.Assist = a
 			opts.tuning.segmentOpen = func() {
 				segments++
+				if !c.first {
+					helpers.Go(func() { a.Help() })
+					return
+				}
 				done := make(chan bool)
 				go func() { done <- a.Help() }()
 				if <-done {
 					helped++
 				}
 			}
-			if got := encodeWith(t, ds, opts, 2, rows); !bytes.Equal(got, one) {
+			got := encodeWith(t, ds, opts, 2, rows)
+			helpers.Wait()
+			if !bytes.Equal(got, one) {
 				t.Fatalf("helped writer wrote %d bytes, one worker %d: not the same file", len(got), len(one))
 			}
-			if segments == 0 || helped != segments {
+			if c.first && (segments == 0 || helped != segments) {
 				t.Fatalf("Help encoded columns in %d of %d segments, want all", helped, segments)
 			}
-			if a.Help() {
-				t.Fatal("Help encoded a column after the file was closed")
+			if a.w != nil || a.wg != nil || a.helping {
+				t.Fatal("a segment is still open, or a helper still in, after the file was closed")
 			}
 		})
 	}

@@ -65,7 +65,6 @@ type Writer struct {
 	fill     int           // bytes used in buf
 	partCRC  uint32        // CRC32C of buf[:fill]
 	crc      uint32        // CRC32C of the parts already handed off
-	sha      hash.Hash     // the object's SHA-256: the parts' goroutines write it in turn (startPart)
 	hashed   chan struct{} // closed once sha has every part handed off; nil before the first
 	written  atomic.Int64
 	uploadID *string
@@ -74,6 +73,11 @@ type Writer struct {
 	done     bool // Close or fail has finished; result/err final
 	released bool // buffers handed back to the arena
 	result   Result
+
+	// The object's SHA-256: written by the parts' goroutines in turn
+	// (startPart), or by the calling goroutine for a single-part object
+	// (putObject, when no part was handed off); read after they are done.
+	sha hash.Hash
 
 	sem  chan struct{}    // one token per UploadPart in flight
 	free chan *partBuffer // this writer's idle buffers
@@ -319,7 +323,9 @@ func (w *Writer) startPart() {
 	// The part's goroutine adds it to the object's SHA-256 once the part
 	// before it has been added, so the hash follows the object's order and
 	// leaves the writing goroutine: hashing the parts is off the
-	// encoder's path and runs on a CPU the encoder leaves idle.
+	// encoder's path and runs on a CPU the encoder leaves idle. A part's
+	// UploadPart therefore starts once the parts before it are hashed, and
+	// after a failure the parts queued still hash before they see it.
 	prev, hashed := w.hashed, make(chan struct{})
 	w.hashed = hashed
 	w.wg.Add(1)

@@ -42,12 +42,14 @@ func NewReplayer(tb testing.TB, rec *Recording) *Replayer {
 	return r
 }
 
-// sendWindow is the send buffer the replayer asks for on each connection
-// (the kernel doubles it, up to net.core.wmem_max): the bytes a client finds
-// waiting without the replaying process running, as a TCP connection to a
-// database on other hardware has its receive window in flight. With the
-// default (208 KiB) a client reading faster than the replaying process is
-// scheduled, on the same cores, waits for it every fifth of a megabyte.
+// sendWindow is the send buffer the replayer asks for on each connection:
+// the bytes a client finds waiting without the replaying process running,
+// as a TCP connection to a database on other hardware has its receive
+// window in flight. Linux caps the request at net.core.wmem_max, then
+// doubles it: 8 MiB where wmem_max is 4 MiB, 416 KiB where it was left at
+// the 208 KiB default. With the default send buffer a client reading
+// faster than the replaying process is scheduled, on the same cores, waits
+// for it every fifth of a megabyte.
 const sendWindow = 4 << 20
 
 // replay serves connection i its recording, if the recording has one.
@@ -58,7 +60,7 @@ func (r *Replayer) replay(i int, c net.Conn) {
 		return
 	}
 	if uc, ok := c.(*net.UnixConn); ok {
-		// Best effort: past net.core.wmem_max the kernel keeps its maximum.
+		// Best effort: the kernel caps it (see sendWindow).
 		_ = uc.SetWriteBuffer(sendWindow)
 	}
 	r.handlers.Add(1)

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/daybook-dev/daybook/shared/encode"
+	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/upload"
+)
+
+// dataFile is one data file: the encoder writing into the upload.
+type dataFile struct {
+	key string
+	w   *upload.Writer
+	enc encode.Writer
+}
+
+// openFile starts the data file at key with the target's upload and the
+// encoder options opts.
+func openFile(ctx context.Context, t *target, pending *Pending, key string, opts encode.Options) (*dataFile, error) {
+	w := pending.NewDataFile(ctx, key, t.upload)
+	enc, err := encode.New(t.format, w, t.Dataset, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &dataFile{key: key, w: w, enc: enc}, nil
+}
+
+// close flushes the encoder and commits the file's upload.
+func (f *dataFile) close() (manifest.File, error) {
+	if err := f.enc.Close(); err != nil {
+		return manifest.File{}, fmt.Errorf("%s: %w", f.key, err)
+	}
+	if err := f.w.Close(); err != nil {
+		return manifest.File{}, fmt.Errorf("%s: %w", f.key, err)
+	}
+	r := f.w.Result()
+	return manifest.File{Key: f.key, Rows: f.enc.Rows(), Bytes: r.Bytes, CRC32C: r.CRC32C, SHA256: r.SHA256}, nil
+}
