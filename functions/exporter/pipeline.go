@@ -84,29 +84,28 @@ func startPipeline(ds dataset.Dataset, depth int, write func(*dataset.Batch) err
 // Before it waits it helps encode the batches ahead (p.help) for as long as
 // the encoder has columns to give.
 func (p *pipeline) feed(b *dataset.Batch) error {
-	for p.help != nil {
+	var spare *dataset.Batch
+	for helping := p.help != nil; spare == nil; {
+		if !helping {
+			select {
+			case spare = <-p.free:
+			case <-p.failed:
+				return errPipelineStopped
+			}
+			break
+		}
 		select {
-		case spare := <-p.free:
-			b.Swap(spare)
-			p.full <- spare
-			return nil
+		case spare = <-p.free:
 		case <-p.failed:
 			return errPipelineStopped
 		default:
-		}
-		if !p.help() {
-			break
+			helping = p.help() // false: nothing to take, so wait
 		}
 	}
-	select {
-	case spare := <-p.free:
-		b.Swap(spare)
-		// full holds depth batches, and only depth circulate: never blocks.
-		p.full <- spare
-		return nil
-	case <-p.failed:
-		return errPipelineStopped
-	}
+	b.Swap(spare)
+	// full holds depth batches, and only depth circulate: never blocks.
+	p.full <- spare
+	return nil
 }
 
 // close waits until write has seen every batch fed and returns its error.
