@@ -43,7 +43,7 @@ the local stack (template.yaml deployed into moto_server on 127.0.0.1, the funct
 bootstraps run under the runtime emulator) and the demo. What an operator does on it (account
 put, status, reexport, console) is the daybook CLI's, built beside the bootstraps by make build;
 daybook-dev runs that binary where it needs it.`, a.stdout, a.stderr)
-	root.AddCommand(a.localCommand(), a.demoCommand())
+	root.AddCommand(a.localCommand(), a.demoCommand(), a.traceCommand())
 	cli.Finish(root, a.stdout)
 	return root
 }

@@ -43,7 +43,7 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"demo -h", []string{"demo", "-h"}, 0, "--keep", "", false},
 		{"version flag", []string{"--version"}, 0, "daybook-dev ", "", false},
 		{"version command", []string{"version"}, 0, "daybook-dev ", "", false},
-		{"no command", nil, 2, "", "daybook-dev needs a command: completion, demo, local, version", true},
+		{"no command", nil, 2, "", "daybook-dev needs a command: completion, demo, local, trace, version", true},
 		{"unknown command", []string{"dmeo"}, 2, "", "did you mean demo?", true},
 		{"unknown subcommand", []string{"local", "start"}, 2, "", `unknown command "start" for daybook-dev local; valid: down, drain, invoke, up`, true},
 		{"operator command", []string{"status"}, 2, "", `unknown command "status" for daybook-dev`, true},
