@@ -104,7 +104,7 @@ func TestPipelineHelpsBeforeWaiting(t *testing.T) {
 		written++
 		return nil
 	}
-	calls, firstAt := 0, -1
+	feeds, calls, firstAt := 0, 0, -1
 	var p *pipeline
 	help := func() bool {
 		if n := len(p.free); n != 0 {
@@ -114,18 +114,23 @@ func TestPipelineHelpsBeforeWaiting(t *testing.T) {
 		if calls > 1 {
 			return false // nothing left to take: the reader waits
 		}
-		firstAt = written // written only by write's goroutine, which is held
+		firstAt = feeds // feeds counts on this goroutine, the reader's
 		close(gate)
 		return true
 	}
 	// A feed that never called help would hang here (write holds the
 	// first batch until it does) and fail by the test binary's timeout.
 	p = startPipeline(ds, 2, write, help)
-	fed, err := feedRows(t, ds, 40, readFault{at: -1}, p.feed)
+	fed, err := feedRows(t, ds, 40, readFault{at: -1}, func(b *dataset.Batch) error {
+		feeds++
+		return p.feed(b)
+	})
 	if err = p.close(err); err != nil || fed != 40 || written != 40 {
 		t.Fatalf("fed %d, wrote %d, error %v", fed, written, err)
 	}
-	if firstAt != 0 {
-		t.Fatalf("help first called with %d batches written, want 0 (the reader had two ahead and none free)", firstAt)
+	// Feeds 1 and 2 find the two empty batches; the third finds none
+	// (write holds the first, the second waits for it) and helps.
+	if firstAt != 3 {
+		t.Fatalf("help first called in feed %d, want 3 (the first with two batches ahead and none free)", firstAt)
 	}
 }

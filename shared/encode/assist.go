@@ -22,12 +22,17 @@ import (
 // would make, in the same order.
 type Assist struct {
 	mu      sync.Mutex
-	w       *parquetWriter // the writer whose segment is open, or nil
-	b       *dataset.Batch
-	lo      int
+	open    *segment        // the segment offered, or nil
 	helping bool            // a goroutine is in Help
 	vals    []parquet.Value // its chunk of values, reused
-	wg      *sync.WaitGroup // the segment's: Help joins it
+}
+
+// segment is a writer's segment of b from row lo; helpers join wg.
+type segment struct {
+	w  *parquetWriter
+	b  *dataset.Batch
+	lo int
+	wg *sync.WaitGroup
 }
 
 // NewAssist returns an Assist with no segment open.
@@ -46,42 +51,42 @@ func (a *Assist) Help() bool {
 		return false
 	}
 	a.mu.Lock()
-	w, b, lo, wg := a.w, a.b, a.lo, a.wg
-	if w == nil || a.helping {
+	s := a.open
+	if s == nil || a.helping {
 		a.mu.Unlock()
 		return false
 	}
 	a.helping = true
-	wg.Add(1) // before the writer's Wait: its close takes the lock first
+	s.wg.Add(1) // before the writer's Wait: its withdraw takes the lock first
 	a.mu.Unlock()
 	defer func() {
 		// Deferred: a panic in a column must not leave the writer
 		// waiting for this goroutine, nor the Assist taken.
-		wg.Done()
+		s.wg.Done()
 		a.mu.Lock()
 		a.helping = false
 		a.mu.Unlock()
 	}()
-	return w.encodeColumns(b, lo, a.vals) > 0
+	return s.w.encodeColumns(s.b, s.lo, a.vals) > 0
 }
 
-// open offers w's segment of b from row lo to helpers, who join wg.
-func (a *Assist) open(w *parquetWriter, b *dataset.Batch, lo int, wg *sync.WaitGroup) {
+// offer opens s to helpers.
+func (a *Assist) offer(s *segment) {
 	if a == nil {
 		return
 	}
 	a.mu.Lock()
-	a.w, a.b, a.lo, a.wg = w, b, lo, wg
+	a.open = s
 	a.mu.Unlock()
 }
 
-// close withdraws the segment: a helper that has not joined its wait
-// group by now finds none. The caller then waits on the group.
-func (a *Assist) close() {
+// withdraw closes the open segment: a helper that has not joined its
+// wait group by now finds none. The caller then waits on the group.
+func (a *Assist) withdraw() {
 	if a == nil {
 		return
 	}
 	a.mu.Lock()
-	a.w, a.b, a.wg = nil, nil, nil
+	a.open = nil
 	a.mu.Unlock()
 }

@@ -293,7 +293,7 @@ func (w *parquetWriter) encodeSegment(b *dataset.Batch, lo int) error {
 	w.next.Store(0)
 	clear(w.errs)
 	var wg sync.WaitGroup
-	w.assist.open(w, b, lo, &wg)
+	w.assist.offer(&segment{w: w, b: b, lo: lo, wg: &wg})
 	if w.segmentOpen != nil {
 		w.segmentOpen()
 	}
@@ -301,7 +301,7 @@ func (w *parquetWriter) encodeSegment(b *dataset.Batch, lo int) error {
 		wg.Go(func() { w.encodeColumns(b, lo, w.vals[k]) })
 	}
 	w.encodeColumns(b, lo, w.vals[0])
-	w.assist.close()
+	w.assist.withdraw()
 	wg.Wait()
 	for _, err := range w.errs {
 		if err != nil {

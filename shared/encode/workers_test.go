@@ -94,7 +94,7 @@ func TestAssistWritesTheSameBytes(t *testing.T) {
 			if c.first && (segments == 0 || helped != segments) {
 				t.Fatalf("Help encoded columns in %d of %d segments, want all", helped, segments)
 			}
-			if a.w != nil || a.wg != nil || a.helping {
+			if a.open != nil || a.helping {
 				t.Fatal("a segment is still open, or a helper still in, after the file was closed")
 			}
 		})
