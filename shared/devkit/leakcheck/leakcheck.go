@@ -86,7 +86,9 @@ func Internals() ([]string, error) { return internals() }
 
 // Scan returns one line per problem found in the object at key: a
 // catalog-derived internal string, a requirement id, an AWS account id, or
-// one of extra. Source SQL is refused everywhere; "SELECT " is allowed only
+// one of extra, found as a whole word: not inside a longer run of letters
+// and digits, so a port such as 5432 is not found inside a checksum or a
+// run id's random hex. Source SQL is refused everywhere; "SELECT " is allowed only
 // in load scripts (under `_load/`), which are SQL by design, and in the
 // README's fenced sql examples (the customer's own queries); bare
 // requirement ids are looked for in prose documents (README, `_schemas/`),
@@ -99,8 +101,13 @@ func Scan(key string, body []byte, extra ...string) []string {
 	if err != nil {
 		return []string{key + ": " + err.Error()}
 	}
-	for _, s := range append(slices.Clone(ins), extra...) {
+	for _, s := range ins {
 		if s != "" && strings.Contains(text, s) {
+			bad("contains %q", s)
+		}
+	}
+	for _, s := range extra {
+		if containsWord(text, s) {
 			bad("contains %q", s)
 		}
 	}
@@ -140,4 +147,32 @@ func withoutSQLExamples(key, text string) string {
 		}
 	}
 	return b.String()
+}
+
+// containsWord reports whether s occurs in text with no letter or digit
+// right before or after it.
+func containsWord(text, s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], s)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(s)
+		if !isAlnum(text, start-1) && !isAlnum(text, end) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// isAlnum reports whether text holds an ASCII letter or digit at i.
+func isAlnum(text string, i int) bool {
+	if i < 0 || i >= len(text) {
+		return false
+	}
+	c := text[i]
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
