@@ -16,7 +16,14 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 DEADCODE_MODULE  := golang.org/x/tools/cmd/deadcode
 DEADCODE_VERSION := v0.52.0
 DEADCODE    := $(GOBIN)/deadcode
-LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
+# The Lambda builds' tags: lambda.norpc leaves out aws-lambda-go's net/rpc server (the provided
+# runtimes do not use it); grpcnotrace keeps gRPC (linked through the Iceberg library's Arrow
+# Parquet reader, never called) from importing golang.org/x/net/trace and with it text/template,
+# whose calls to methods by name stop the linker dropping every unused exported method: without it
+# the exporter binary is half as large again. shared/devkit/hostbuild.Tags says the same for the
+# tests' builds, and a test holds the two equal.
+LAMBDA_TAGS  := lambda.norpc,grpcnotrace
+LAMBDA_FLAGS := -tags $(LAMBDA_TAGS) -trimpath -ldflags "-s -w"
 LOCAL       := .local
 # local up writes the manual samples with the local account's own days.
 EVENT       ?= $(LOCAL)/events/exporter-manual.json

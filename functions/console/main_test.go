@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -48,7 +50,7 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 	}
 
 	bin := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", bin, ".")
+	build := exec.Command("go", "build", "-tags", hostbuild.Tags, "-trimpath", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -422,7 +424,7 @@ func buildChild(tb testing.TB) string {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	bin := filepath.Join(tb.TempDir(), "exporter")
-	cmd := exec.Command(goTool, "build", "-tags", "lambda.norpc,daybook_benchchild", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	cmd := exec.Command(goTool, "build", "-tags", hostbuild.Tags+",daybook_benchchild", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("build the exporter child: %v\n%s", err, out)
 	}

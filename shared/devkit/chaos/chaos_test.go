@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -123,7 +125,7 @@ func buildBootstraps(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	for fn, pkg := range map[string]string{"SweeperFunction": "sweeper", "ExporterFunction": "exporter"} {
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", filepath.Join(dir, fn, "bootstrap"), "../../../functions/"+pkg)
+		cmd := exec.Command("go", "build", "-tags", hostbuild.Tags, "-trimpath", "-o", filepath.Join(dir, fn, "bootstrap"), "../../../functions/"+pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", fn, err, out)

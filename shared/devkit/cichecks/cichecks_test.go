@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -317,7 +318,7 @@ func devkitDeps(t *testing.T, tags string, pkgs ...string) []string {
 // shared/devkit for the tests and daybook-dev. The development CLI, which
 // does link it, shows the check finds such an import.
 func TestShippedBinariesLinkNoDevkit(t *testing.T) {
-	for _, tags := range []string{"", "lambda.norpc"} {
+	for _, tags := range []string{"", hostbuild.Tags} {
 		if found := devkitDeps(t, tags, "./cmd/daybook", "./functions/..."); len(found) > 0 {
 			t.Errorf("with tags %q, ./cmd/daybook or ./functions/... links the development tooling: %s", tags, strings.Join(found, ", "))
 		}

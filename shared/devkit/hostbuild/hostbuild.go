@@ -12,6 +12,11 @@ import (
 	"testing"
 )
 
+// Tags are the build tags of every Lambda bootstrap: the Makefile's
+// LAMBDA_TAGS (which says why each is there), and a test holds them equal,
+// so the binaries the tests run are the binaries that ship.
+const Tags = "lambda.norpc,grpcnotrace"
+
 // functions are the template's Lambda logical ids and their packages.
 var functions = map[string]string{
 	"SweeperFunction":  "./functions/sweeper",
@@ -28,7 +33,7 @@ func Bootstraps(t testing.TB, dir string, logicalIDs ...string) {
 		if !ok {
 			t.Fatalf("hostbuild: no function %q", fn)
 		}
-		build(t, filepath.Join(dir, fn, "bootstrap"), pkg, "-tags", "lambda.norpc")
+		build(t, filepath.Join(dir, fn, "bootstrap"), pkg, "-tags", Tags)
 	}
 }
 

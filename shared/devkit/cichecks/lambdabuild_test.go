@@ -1,0 +1,77 @@
+package cichecks
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
+)
+
+// TestLambdaTagsAreTheTestedOnes: the tags `make build` and `sam build`
+// give the Lambda bootstraps (the Makefile's LAMBDA_TAGS) are the tags the
+// tests build them with (hostbuild.Tags), and every bootstrap build line
+// uses them.
+func TestLambdaTagsAreTheTestedOnes(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^LAMBDA_TAGS\s*:=\s*(\S+)\s*$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("the Makefile sets no LAMBDA_TAGS")
+	}
+	if got := string(m[1]); got != hostbuild.Tags {
+		t.Errorf("Makefile LAMBDA_TAGS %q, hostbuild.Tags %q: the tests build other binaries than ship", got, hostbuild.Tags)
+	}
+	if !regexp.MustCompile(`(?m)^LAMBDA_FLAGS\s*:=\s*-tags \$\(LAMBDA_TAGS\) `).Match(b) {
+		t.Error("the Makefile's LAMBDA_FLAGS does not pass -tags $(LAMBDA_TAGS)")
+	}
+	builds := regexp.MustCompile(`(?m)^\t.*\$\(GO\) build .*\./functions/\S+$`).FindAll(b, -1)
+	if len(builds) == 0 {
+		t.Fatal("no function build line found in the Makefile")
+	}
+	for _, line := range builds {
+		if !strings.Contains(string(line), "$(LAMBDA_FLAGS)") {
+			t.Errorf("a function is built without $(LAMBDA_FLAGS): %s", strings.TrimSpace(string(line)))
+		}
+	}
+}
+
+// TestDataFunctionsLinkNoTemplates: built with the Lambda tags, the
+// sweeper and the exporter link neither text/template nor html/template.
+// Templates call methods by name, and a binary that can do that keeps
+// every exported method of every type it links (the exporter's Glue client
+// alone carries ~900): the exporter would be half as large again, and its
+// resident set at a day's peak larger. The exporter built without
+// grpcnotrace links them (through gRPC's golang.org/x/net/trace), which
+// shows the check can tell.
+func TestDataFunctionsLinkNoTemplates(t *testing.T) {
+	templates := func(tags string, pkgs ...string) []string {
+		t.Helper()
+		cmd := exec.Command("go", append([]string{"list", "-deps", "-tags", tags}, pkgs...)...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps -tags %s %s: %v", tags, strings.Join(pkgs, " "), err)
+		}
+		var found []string
+		for _, p := range strings.Fields(string(out)) {
+			if p == "text/template" || p == "html/template" {
+				found = append(found, p)
+			}
+		}
+		slices.Sort(found)
+		return slices.Compact(found)
+	}
+	if found := templates(hostbuild.Tags, "./functions/sweeper", "./functions/exporter"); len(found) > 0 {
+		t.Errorf("with tags %s, the sweeper or the exporter links %s", hostbuild.Tags, strings.Join(found, ", "))
+	}
+	if found := templates("lambda.norpc", "./functions/exporter"); len(found) == 0 {
+		t.Error("the exporter built without grpcnotrace links no template package: the check cannot tell")
+	}
+}
