@@ -295,17 +295,24 @@ const devkit = "github.com/daybook-dev/daybook/shared/devkit"
 // (go list -deps, test files not included), built with tags.
 func devkitDeps(t *testing.T, tags string, pkgs ...string) []string {
 	t.Helper()
+	return linked(t, tags, func(p string) bool { return p == devkit || strings.HasPrefix(p, devkit+"/") }, pkgs...)
+}
+
+// linked lists the packages that pkgs link (go list -deps, test files not
+// included), built with tags, for which keep is true.
+func linked(t *testing.T, tags string, keep func(string) bool, pkgs ...string) []string {
+	t.Helper()
 	cmd := exec.Command("go", append([]string{"list", "-deps", "-tags", tags}, pkgs...)...)
 	cmd.Dir = root
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", strings.Join(pkgs, " "), err, stderr.String())
+		t.Fatalf("go list -deps -tags %q %s: %v\n%s", tags, strings.Join(pkgs, " "), err, stderr.String())
 	}
 	var found []string
 	for _, p := range strings.Fields(string(out)) {
-		if p == devkit || strings.HasPrefix(p, devkit+"/") {
+		if keep(p) {
 			found = append(found, p)
 		}
 	}

@@ -2,10 +2,8 @@ package cichecks
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -53,20 +51,7 @@ func TestLambdaTagsAreTheTestedOnes(t *testing.T) {
 func TestDataFunctionsLinkNoTemplates(t *testing.T) {
 	templates := func(tags string, pkgs ...string) []string {
 		t.Helper()
-		cmd := exec.Command("go", append([]string{"list", "-deps", "-tags", tags}, pkgs...)...)
-		cmd.Dir = root
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps -tags %s %s: %v", tags, strings.Join(pkgs, " "), err)
-		}
-		var found []string
-		for _, p := range strings.Fields(string(out)) {
-			if p == "text/template" || p == "html/template" {
-				found = append(found, p)
-			}
-		}
-		slices.Sort(found)
-		return slices.Compact(found)
+		return linked(t, tags, func(p string) bool { return p == "text/template" || p == "html/template" }, pkgs...)
 	}
 	if found := templates(hostbuild.Tags, "./functions/sweeper", "./functions/exporter"); len(found) > 0 {
 		t.Errorf("with tags %s, the sweeper or the exporter links %s", hostbuild.Tags, strings.Join(found, ", "))
