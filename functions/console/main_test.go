@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,12 +48,9 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", hostbuild.Tags, "-trimpath", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	dir := t.TempDir()
+	hostbuild.Bootstraps(t, dir, "ConsoleFunction")
+	bin := filepath.Join(dir, "ConsoleFunction", "bootstrap")
 	env := map[string]string{
 		"LEDGER_TABLE": outs["LedgerTableName"], "JOBS_QUEUE_URL": outs["JobsQueueUrl"], "DAYBOOK_STAGE": "consolefn",
 		"DEPLOYMENT_ACCOUNT_ID": motoserver.AccountID, "CONSOLE_ACTIONS": "false",

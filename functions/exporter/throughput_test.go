@@ -419,15 +419,8 @@ func duckEncode(tb testing.TB, n int, acct string) time.Duration {
 // buildChild builds the exporter binary with the benchmark's hook
 // (benchchild.go), with the Lambda build's flags.
 func buildChild(tb testing.TB) string {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	bin := filepath.Join(tb.TempDir(), "exporter")
-	cmd := exec.Command(goTool, "build", "-tags", hostbuild.Tags+",daybook_benchchild", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build the exporter child: %v\n%s", err, out)
-	}
+	hostbuild.Lambda(tb, bin, "./functions/exporter", "daybook_benchchild")
 	return bin
 }
 

@@ -3,7 +3,6 @@ package chaos
 import (
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -124,13 +123,7 @@ func buildBootstraps(t *testing.T) string {
 		return dir
 	}
 	dir := t.TempDir()
-	for fn, pkg := range map[string]string{"SweeperFunction": "sweeper", "ExporterFunction": "exporter"} {
-		cmd := exec.Command("go", "build", "-tags", hostbuild.Tags, "-trimpath", "-o", filepath.Join(dir, fn, "bootstrap"), "../../../functions/"+pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", fn, err, out)
-		}
-	}
+	hostbuild.Bootstraps(t, dir, "SweeperFunction", "ExporterFunction")
 	return dir
 }
 

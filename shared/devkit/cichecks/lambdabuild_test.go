@@ -1,6 +1,7 @@
 package cichecks
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,8 +13,8 @@ import (
 
 // TestLambdaTagsAreTheTestedOnes: the tags `make build` and `sam build`
 // give the Lambda bootstraps (the Makefile's LAMBDA_TAGS) are the tags the
-// tests build them with (hostbuild.Tags), and every bootstrap build line
-// uses them.
+// tests build them with (hostbuild.Tags), its LAMBDA_FLAGS hostbuild's
+// flags, and every bootstrap build line uses them.
 func TestLambdaTagsAreTheTestedOnes(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
@@ -26,8 +27,9 @@ func TestLambdaTagsAreTheTestedOnes(t *testing.T) {
 	if got := string(m[1]); got != hostbuild.Tags {
 		t.Errorf("Makefile LAMBDA_TAGS %q, hostbuild.Tags %q: the tests build other binaries than ship", got, hostbuild.Tags)
 	}
-	if !regexp.MustCompile(`(?m)^LAMBDA_FLAGS\s*:=\s*-tags \$\(LAMBDA_TAGS\) `).Match(b) {
-		t.Error("the Makefile's LAMBDA_FLAGS does not pass -tags $(LAMBDA_TAGS)")
+	want := `-tags $(LAMBDA_TAGS) -trimpath -ldflags "` + hostbuild.LDFlags + `"`
+	if f := regexp.MustCompile(`(?m)^LAMBDA_FLAGS\s*:=\s*(.*?)\s*$`).FindSubmatch(b); f == nil || string(f[1]) != want {
+		t.Errorf("the Makefile's LAMBDA_FLAGS is not %s (hostbuild's flags): %q", want, bytes.Join(f, []byte(" | ")))
 	}
 	builds := regexp.MustCompile(`(?m)^\t.*\$\(GO\) build .*\./functions/\S+$`).FindAll(b, -1)
 	if len(builds) == 0 {

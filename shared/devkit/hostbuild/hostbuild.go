@@ -12,10 +12,14 @@ import (
 	"testing"
 )
 
-// Tags are the build tags of every Lambda bootstrap: the Makefile's
-// LAMBDA_TAGS (which says why each is there), and a test holds them equal,
-// so the binaries the tests run are the binaries that ship.
-const Tags = "lambda.norpc,grpcnotrace"
+// Tags and LDFlags are the build tags and linker flags of every Lambda
+// bootstrap: the Makefile's LAMBDA_TAGS (which says why each tag is there)
+// and LAMBDA_FLAGS, and a test holds them equal, so the binaries the tests
+// run are the binaries that ship.
+const (
+	Tags    = "lambda.norpc,grpcnotrace"
+	LDFlags = "-s -w"
+)
 
 // functions are the template's Lambda logical ids and their packages.
 var functions = map[string]string{
@@ -33,8 +37,16 @@ func Bootstraps(t testing.TB, dir string, logicalIDs ...string) {
 		if !ok {
 			t.Fatalf("hostbuild: no function %q", fn)
 		}
-		build(t, filepath.Join(dir, fn, "bootstrap"), pkg, "-tags", Tags)
+		Lambda(t, filepath.Join(dir, fn, "bootstrap"), pkg)
 	}
+}
+
+// Lambda builds pkg (a path from the module root) into out with the Lambda
+// bootstraps' flags, extraTags added to Tags (the benchmark's child adds
+// its hook's).
+func Lambda(t testing.TB, out, pkg string, extraTags ...string) {
+	t.Helper()
+	build(t, out, pkg, "-tags", strings.Join(append([]string{Tags}, extraTags...), ","), "-ldflags", LDFlags)
 }
 
 // Command builds ./cmd/<name> into dir/<name>.
