@@ -401,6 +401,18 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
 	if m := count("members"); m != 1 {
 		t.Errorf("members rows %d, want the newest closed day's", m)
 	}
+	// reexport alike: one request per day of events, one for members.
+	queue := s.outputs["JobsQueueUrl"]
+	s.purge(t, queue)
+	r = s.run(t, a, "reexport", "--account", acct.ID, "--from", "2026-11-28", "--to", "2026-11-29")
+	if r.code != 0 || !strings.Contains(r.stdout, "sent 3 re-export requests for "+acct.ID+" (events, members) 2026-11-28..2026-11-29") ||
+		!strings.Contains(r.stdout, "left out members: a snapshot dataset is copied for the newest closed day only: 2026-11-29 alone") {
+		t.Errorf("reexport of a range: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(s.receiveAll(t, queue)); n != 3 {
+		t.Errorf("%d messages queued, want 3", n)
+	}
+	s.purge(t, queue)
 
 	// --dataset names the snapshot: refused as ever; an account with the
 	// snapshot alone has nothing to queue in an older range.
