@@ -148,3 +148,26 @@ func TestTenantKeyIsolation(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredNonCanonicalKeyKeepsWorking: a key stored before keys had to
+// be canonical passes ValidateShape, the ledger's own check on every save
+// (so the account is still enabled, disabled and exported: its key binds
+// its canonical value), while Validate, what `account put` saves, asks for
+// the canonical form.
+func TestStoredNonCanonicalKeyKeepsWorking(t *testing.T) {
+	useTenantCatalog(t)
+	for _, tc := range []struct{ key, ds, canonical string }{
+		{"0007", "tickets", "7"},
+		{"+7", "tickets", "7"},
+		{"6F1C2A4E-0D3B-4E5F-8A9B-1C2D3E4F5A6B", "invoices", "6f1c2a4e-0d3b-4e5f-8a9b-1c2d3e4f5a6b"},
+	} {
+		a := valid()
+		a.TenantKey, a.Datasets = tc.key, []string{tc.ds}
+		if err := a.ValidateShape(); err != nil {
+			t.Errorf("%q: ValidateShape: %v", tc.key, err)
+		}
+		if err := a.Validate(testRules); err == nil || !strings.Contains(err.Error(), `write "`+tc.canonical+`"`) {
+			t.Errorf("%q: Validate: %v, want the canonical form %q asked for", tc.key, err, tc.canonical)
+		}
+	}
+}
