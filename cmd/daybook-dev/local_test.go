@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
@@ -101,7 +105,7 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = dev("local", "drain", "--dir", dir)
-	if !strings.Contains(out, "done, 0 failed, 1 moved to the dead-letter queue") || !strings.Contains(out, "daybook dlq list") {
+	if !strings.Contains(out, "0 failed, 1 moved to the dead-letter queue): "+fmt.Sprint(sum.Claimed)+" partitions exported, 0 failed") || !strings.Contains(out, "daybook dlq list") {
 		t.Errorf("local drain: %s", out)
 	}
 	if out := cli("status", "--account", acct.ID, "--env-file", env, "-o", "json"); !strings.Contains(out, `"state": "completed"`) ||
@@ -130,6 +134,52 @@ func TestLocalDevCommands(t *testing.T) {
 	}
 	if out := cli("verify", "--account", LocalAccountID, "--dataset", "events", "--day", day, "--env-file", env); !strings.Contains(out, "OK, generation 1") {
 		t.Errorf("verify: %s", out)
+	}
+
+	// A drain whose exports fail says so and exits 1. The exporter records
+	// a failed export in the ledger and reports its message handled, so the
+	// queue alone counted it done: on the old code an account whose every
+	// export failed (here its bucket holds a delivered schema the catalog
+	// breaks, so each day fails as schema_mismatch) drained as "N done, 0
+	// failed", exit 0.
+	broken := filepath.Join(dir, "account.json.broken")
+	if err := os.WriteFile(broken, []byte(`{"name":"broken contract","enabled":true,"start_date":"`+closed+`",
+		"datasets":["events"],"destination":{"bucket":"daybook-exports-local"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b2 struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(cli("account", "put", "--file", broken, "--env-file", env)), &b2); err != nil {
+		t.Fatal(err)
+	}
+	s3c := awsclient.NewS3(cfg)
+	doc, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("daybook-exports-local"), Key: aws.String("daybook/" + acct.ID + "/v1/_schemas/events.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	err = json.NewDecoder(doc.Body).Decode(&schema)
+	doc.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := schema["columns"].([]any)
+	extra := map[string]any{}
+	for k, v := range cols[len(cols)-1].(map[string]any) {
+		extra[k] = v
+	}
+	extra["name"] = "a_column_the_catalog_dropped"
+	schema["columns"] = append(cols, extra)
+	body, _ := json.Marshal(schema)
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("daybook-exports-local"), Key: aws.String("daybook/" + b2.ID + "/v1/_schemas/events.json"), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	var drainOut, drainErr bytes.Buffer
+	code := newApp(&drainOut, &drainErr).execute(ctx, []string{"local", "drain", "--sweep", "--dir", dir})
+	if code != 1 || !regexp.MustCompile(`\(\d+ handled, 0 failed, 0 moved to the dead-letter queue\): \d+ partitions exported, [1-9]\d* failed`).MatchString(drainOut.String()) ||
+		!strings.Contains(drainErr.String(), "partitions failed: daybook status --state failed says why") {
+		t.Errorf("a drain whose exports failed: exit %d\n%s%s", code, drainOut.String(), drainErr.String())
 	}
 
 	dev("local", "down", "--dir", dir)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
@@ -16,6 +18,8 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func (a *app) localDrainCommand() *cobra.Command {
@@ -113,18 +117,71 @@ runs what the console queued there.`,
 			return err
 		}
 		dead := min(max(after-before, 0), p.Done)
-		fmt.Fprintf(a.stdout, "the exporter took %d messages: %d done, %d failed, %d moved to the dead-letter queue; logs in %s\n",
-			p.Messages, p.Done-dead, p.Failed, dead, filepath.Join(dir, "ExporterFunction.log"))
+		// A failed export is recorded in the ledger and its message handled,
+		// so the queue cannot tell an export that failed from one that
+		// succeeded: the partitions' rows do.
+		led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: vars["LEDGER_TABLE"], Lease: time.Hour})
+		if err != nil {
+			return err
+		}
+		out, err := outcomes(ctx, led, p.Partitions)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "the exporter took %d messages (%d handled, %d failed, %d moved to the dead-letter queue): %s; logs in %s\n",
+			p.Messages, p.Done-dead, p.Failed, dead, out, filepath.Join(dir, "ExporterFunction.log"))
 		if dead > 0 {
 			fmt.Fprintf(a.stdout, "%d messages can never succeed as sent: see daybook dlq list (each says why), then daybook dlq delete or purge\n", dead)
 		}
-		if p.Failed > 0 {
-			return fmt.Errorf("%d messages failed: they stay hidden for the queue's visibility timeout, then come back; see %s and daybook status",
-				p.Failed, filepath.Join(dir, "ExporterFunction.log"))
+		var errs []error
+		if out.failed > 0 {
+			errs = append(errs, fmt.Errorf("%d of %d partitions failed: daybook status --state failed says why; each is retried after its backoff (local drain --sweep claims the retries)",
+				out.failed, len(p.Partitions)))
 		}
-		return nil
+		if p.Failed > 0 {
+			errs = append(errs, fmt.Errorf("%d messages failed: they stay hidden for the queue's visibility timeout, then come back; see %s and daybook status",
+				p.Failed, filepath.Join(dir, "ExporterFunction.log")))
+		}
+		return errors.Join(errs...)
 	}
 	return c
+}
+
+// drained is what became of the partitions a drain's messages named, by
+// their ledger rows.
+type drained struct{ exported, failed, other int }
+
+func (d drained) String() string {
+	s := fmt.Sprintf("%d partitions exported, %d failed", d.exported, d.failed)
+	if d.other > 0 {
+		s += fmt.Sprintf(", %d not finished (queued again, or waiting for a retry)", d.other)
+	}
+	return s
+}
+
+// outcomes reads the ledger row of each partition: completed is exported,
+// failed (retried later, or stopped) failed.
+func outcomes(ctx context.Context, led *ledger.Ledger, keys []partition.Key) (drained, error) {
+	var d drained
+	for _, k := range keys {
+		r, err := led.Get(ctx, k)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			d.other++
+			continue
+		case err != nil:
+			return d, fmt.Errorf("ledger row of %s %s %s: %w", k.AccountID, k.Dataset, k.Day, err)
+		}
+		switch r.State {
+		case ledger.StateCompleted:
+			d.exported++
+		case ledger.StateFailed:
+			d.failed++
+		default:
+			d.other++
+		}
+	}
+	return d, nil
 }
 
 // sweepQueue points drv at the sweeper's fan-out queue (the stack's

@@ -207,3 +207,59 @@ func TestDisableDoesNotRevertAConcurrentChange(t *testing.T) {
 		t.Errorf("after disable: prefix %q, enabled %v; want the concurrent move kept and the account disabled", got.Destination.Prefix, got.Enabled)
 	}
 }
+
+// TestConcurrentPutsOfOneTenantOneWins: three `account put`s at once name
+// one tenant, as "N", "00N" and "+N" (one integer to an integer tenant
+// column; a string dataset takes all three forms) on different source
+// shards, and all read and check before any writes: exactly one is
+// created, each other refused naming tenant_key. On the old code all three
+// were created: tenant keys had no guard item, and the command's own check
+// compared raw strings.
+func TestConcurrentPutsOfOneTenantOneWins(t *testing.T) {
+	s := deployed(t)
+	sum := sha256.Sum256([]byte(uniqueName(t)))
+	n := fmt.Sprint(1 + int64(sum[0])<<16 | int64(sum[1])<<8 | int64(sum[2]))
+	keys := []string{n, "00" + n, "+" + n}
+	shards := []string{"", "eu", "us"}
+	gate := newWriteGate(len(keys))
+	outs := make([]result, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		a, done := gate.app(t)
+		fields := map[string]any{"tenant_key": key}
+		if shards[i] != "" {
+			fields["source_shard"] = shards[i]
+		}
+		file := writeAccount(t, t.TempDir(), fields)
+		wg.Go(func() {
+			defer done()
+			outs[i] = s.run(t, a, "account", "put", "--file", file)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for i, o := range outs {
+		switch o.code {
+		case 0:
+			won++
+		case cli.ExitError:
+			if !strings.Contains(o.stderr, fmt.Sprintf("tenant_key %q", keys[i])) || !strings.Contains(o.stderr, "the same tenant's rows") {
+				t.Errorf("put of tenant key %s refused without naming tenant_key:\n%s", keys[i], o.stderr)
+			}
+		default:
+			t.Errorf("put of tenant key %s: exit %d\n%s", keys[i], o.code, o.stderr)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d puts of one tenant succeeded, want exactly 1", won, len(keys))
+	}
+	stored := 0
+	for _, a := range s.accounts(t) {
+		if slices.Contains(keys, a.TenantKey) {
+			stored++
+		}
+	}
+	if stored != 1 {
+		t.Errorf("%d accounts of tenant %s stored, want one", stored, n)
+	}
+}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -346,5 +348,80 @@ func TestVerifyRange(t *testing.T) {
 	var res []verified
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 1 || res[0].Committed || r.code != cli.ExitError {
 		t.Errorf("verify one day -o json: exit %d %+v\n%s", r.code, res, r.stdout)
+	}
+}
+
+// TestRequeueEveryDatasetWithASnapshot: requeue without --dataset over a
+// range, for an account that also receives a snapshot dataset (copied for
+// the newest closed day only): the days of the other datasets are queued,
+// the snapshot dataset takes the newest closed day alone when the range
+// holds it and is left out otherwise, each said with why; a range that
+// leaves every dataset out is refused, naming why. On the old code the
+// whole request was refused because of the snapshot dataset.
+func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
+	datasettest.Use(t, append(example.YAML(), `
+  - name: members
+    version: 1
+    partition: snapshot
+    relation: members
+    mode: full_refresh
+    read: latest_snapshot
+    tenant_column: org_id
+    columns:
+      - {name: email, type: string}
+      - {name: attributes, type: json, nullable: true}
+`...))
+	s := deployed(t)
+	ctx := context.Background()
+	acct := s.newAccount(t, map[string]any{"datasets": []string{"events", "members"}})
+	l := s.ledgerAt(t, testNow, 6)
+	count := func(ds string) int {
+		n, err := l.Count(ctx, acct.ID, ds, firstDay, lastDay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, _, _ := testApp(t)
+	r := s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22")
+	if r.code != 0 || !strings.Contains(r.stdout, "queued 3 partitions (3 days 2026-11-20..2026-11-22, events)") ||
+		!strings.Contains(r.stdout, "left out members: a snapshot dataset is copied for the newest closed day only (2026-11-29), which is outside 2026-11-20..2026-11-22") {
+		t.Errorf("a range before the newest closed day: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if e, m := count("events"), count("members"); e != 3 || m != 0 {
+		t.Errorf("rows: events %d, members %d; want 3 and 0", e, m)
+	}
+
+	r = s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-28", "--to", "2026-11-29", "-o", "json")
+	var res requeued
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 3 || strings.Join(res.Datasets, ",") != "events,members" ||
+		len(res.LeftOut) != 1 || res.LeftOut[0].Dataset != "members" || !strings.Contains(res.LeftOut[0].Reason, "2026-11-29 alone") {
+		t.Errorf("a range ending on the newest closed day: exit %d %+v %v\n%s%s", r.code, res, err, r.stdout, r.stderr)
+	}
+	if m := count("members"); m != 1 {
+		t.Errorf("members rows %d, want the newest closed day's", m)
+	}
+	// reexport alike: one request per day of events, one for members.
+	queue := s.outputs["JobsQueueUrl"]
+	s.purge(t, queue)
+	r = s.run(t, a, "reexport", "--account", acct.ID, "--from", "2026-11-28", "--to", "2026-11-29")
+	if r.code != 0 || !strings.Contains(r.stdout, "sent 3 re-export requests for "+acct.ID+" (events, members) 2026-11-28..2026-11-29") ||
+		!strings.Contains(r.stdout, "left out members: a snapshot dataset is copied for the newest closed day only: 2026-11-29 alone") {
+		t.Errorf("reexport of a range: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(s.receiveAll(t, queue)); n != 3 {
+		t.Errorf("%d messages queued, want 3", n)
+	}
+	s.purge(t, queue)
+
+	// --dataset names the snapshot: refused as ever; an account with the
+	// snapshot alone has nothing to queue in an older range.
+	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "members", "--day", "2026-11-20"); r.code != cli.ExitError || !strings.Contains(r.stderr, "is not the last closed day 2026-11-29") {
+		t.Errorf("--dataset members --day 2026-11-20: exit %d\n%s", r.code, r.stderr)
+	}
+	only := s.newAccount(t, map[string]any{"datasets": []string{"members"}})
+	if r := s.run(t, a, "requeue", "--account", only.ID, "--from", "2026-11-20", "--to", "2026-11-22"); r.code != cli.ExitError ||
+		!strings.Contains(r.stderr, "nothing to queue for account "+only.ID+": members: a snapshot dataset is copied for the newest closed day only") {
+		t.Errorf("only a snapshot, an older range: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -93,48 +94,100 @@ func (a *app) checkRequest(c *cobra.Command, p partitionFlags, maxDays int) (*op
 	return e, acct, nil
 }
 
+// planned is the days of one dataset a request covers.
+type planned struct {
+	dataset  string
+	from, to civil.Date
+}
+
+func (p planned) days() []civil.Date { return civil.Range(p.from, p.to) }
+
+// leftOut is a dataset, or some of its days, that a request for every
+// dataset of the account leaves out, and why.
+type leftOut struct {
+	Dataset string `json:"dataset"`
+	Reason  string `json:"reason"`
+}
+
 // checkRequests is checkRequest for --dataset, or, without it, for every
-// dataset of the account; it returns the datasets checked.
-func (a *app) checkRequests(c *cobra.Command, p partitionFlags, maxDays int) (*opsEnv, account.Account, []string, error) {
+// dataset of the account over from..to; it returns the days of each
+// dataset to queue. A snapshot dataset has a copy of the newest closed day
+// only (a copy taken now of an older day would be today's table under that
+// date), so without --dataset it takes that day alone when the range holds
+// it and is left out otherwise, said in the []leftOut, instead of refusing
+// the whole request; with --dataset it is refused as ever. A request that
+// leaves every dataset out is refused, naming why.
+func (a *app) checkRequests(c *cobra.Command, p partitionFlags, from, to civil.Date, maxDays int) (*opsEnv, account.Account, []planned, []leftOut, error) {
 	if p.dataset != "" {
 		e, acct, err := a.checkRequest(c, p, maxDays)
-		return e, acct, []string{p.dataset}, err
+		return e, acct, []planned{{p.dataset, from, to}}, nil, err
 	}
 	names := datasetNames()
 	if len(names) == 0 {
-		return nil, account.Account{}, nil, errors.New("the dataset catalog is empty")
+		return nil, account.Account{}, nil, nil, errors.New("the dataset catalog is empty")
 	}
 	q := p
 	q.dataset = names[0] // the form alone: any dataset of the catalog
 	m := jobs.Manual{Kind: jobs.KindManual, AccountID: q.account, Dataset: q.dataset, Day: q.day, From: q.from, To: q.to}
 	if err := ops.CheckForm(m, jobs.Limits{Now: a.now(), MaxDays: maxDays}); err != nil {
-		return nil, account.Account{}, nil, flagError(c, err)
+		return nil, account.Account{}, nil, nil, flagError(c, err)
 	}
 	e, err := a.open(c.Context())
 	if err != nil {
-		return nil, account.Account{}, nil, err
+		return nil, account.Account{}, nil, nil, err
 	}
 	acct, err := e.ledger.GetAccount(c.Context(), p.account)
 	if errors.Is(err, ledger.ErrNotFound) {
 		_, _, err = a.checkRequest(c, q, maxDays) // words the refusal with --account
-		return nil, account.Account{}, nil, err
+		return nil, account.Account{}, nil, nil, err
 	}
 	if err != nil {
-		return nil, account.Account{}, nil, err
+		return nil, account.Account{}, nil, nil, err
 	}
+	newest := acct.WithDefaults(e.settle).ClosedThrough(a.now())
+	var plan []planned
+	var out []leftOut
 	for _, ds := range acct.Datasets {
+		q := p
 		q.dataset = ds
-		if _, _, err := a.checkRequest(c, q, maxDays); err != nil {
-			return nil, account.Account{}, nil, err
+		pl := planned{ds, from, to}
+		if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() && (from != newest || to != newest) {
+			if newest.Before(from) || to.Before(newest) {
+				out = append(out, leftOut{ds, fmt.Sprintf("a snapshot dataset is copied for the newest closed day only (%s), which is outside %s..%s", newest, from, to)})
+				continue
+			}
+			out = append(out, leftOut{ds, fmt.Sprintf("a snapshot dataset is copied for the newest closed day only: %s alone, the other days of %s..%s left out", newest, from, to)})
+			q.day, q.from, q.to = newest.String(), "", ""
+			pl.from, pl.to = newest, newest
 		}
+		if _, _, err := a.checkRequest(c, q, maxDays); err != nil {
+			return nil, account.Account{}, nil, nil, err
+		}
+		plan = append(plan, pl)
 	}
-	return e, acct, acct.Datasets, nil
+	if len(plan) == 0 {
+		reasons := make([]string, len(out))
+		for i, l := range out {
+			reasons[i] = l.Dataset + ": " + l.Reason
+		}
+		return nil, account.Account{}, nil, nil, fmt.Errorf("nothing to queue for account %s: %s", acct.ID, strings.Join(reasons, "; "))
+	}
+	return e, acct, plan, out, nil
+}
+
+func plannedNames(plan []planned) []string {
+	out := make([]string, len(plan))
+	for i, p := range plan {
+		out[i] = p.dataset
+	}
+	return out
 }
 
 // requeued is what requeue did, over the datasets it queued.
 type requeued struct {
 	ledger.RequeueResult
-	Datasets []string `json:"datasets"`
+	Datasets []string  `json:"datasets"`
+	LeftOut  []leftOut `json:"left_out,omitempty"`
 }
 
 func (a *app) requeueCommand() *cobra.Command {
@@ -147,7 +200,10 @@ func (a *app) requeueCommand() *cobra.Command {
 per-account and per-sweep caps, so a long backfill is paced. Missing rows are created; stopped
 rows get a fresh attempt count; a row that is running now is marked to run again
 when it finishes. Who asked (your AWS identity unless --requested-by) is recorded in the
-ledger, shown by daybook history and written into each exported day's _manifest.json.`,
+ledger, shown by daybook history and written into each exported day's _manifest.json.
+Without --dataset, a snapshot dataset (copied for the newest closed day only) is queued for
+that day alone when the range holds it and left out otherwise; the output says what was left
+out and why.`,
 		Example: "  daybook requeue --account acct_localdemoaccount --from 2026-09-01 --to 2026-09-30\n  daybook requeue --account acct_localdemoaccount --dataset events --day 2026-09-14",
 	}
 	a.deploymentFlags(c)
@@ -173,31 +229,37 @@ ledger, shown by daybook history and written into each exported day's _manifest.
 			return err
 		}
 		ctx := c.Context()
-		e, acct, datasets, err := a.checkRequests(c, p, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
+		e, acct, plan, left, err := a.checkRequests(c, p, from, to, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
 		if err != nil {
 			return err
 		}
 		days := civil.Range(from, to)
 		who := a.requestedBy(ctx, e.sts, by)
-		bar := a.progress(len(days)*len(datasets), "requeue")
-		res := requeued{Datasets: datasets}
-		for _, ds := range datasets {
-			r, err := ops.Requeue(ctx, e.ledger, acct.ID, ds, days, partition.Reason(reason), who, bar)
+		total := 0
+		for _, pl := range plan {
+			total += len(pl.days())
+		}
+		bar := a.progress(total, "requeue")
+		res := requeued{Datasets: plannedNames(plan), LeftOut: left}
+		for _, pl := range plan {
+			r, err := ops.Requeue(ctx, e.ledger, acct.ID, pl.dataset, pl.days(), partition.Reason(reason), who, bar)
 			res.Queued += r.Queued
 			res.Created += r.Created
 			res.RerunRequested += r.RerunRequested
 			if err != nil {
 				bar.Finish()
-				return fmt.Errorf("%s: %w", ds, err)
+				return fmt.Errorf("%s: %w", pl.dataset, err)
 			}
 		}
 		bar.Finish()
 		if *out == outputJSON {
 			return printJSON(a.stdout, res)
 		}
-		_, err = fmt.Fprintf(a.stdout, "queued %s (%s %s..%s, %s) for account %s (%d new rows, %d running now and marked to run again); the sweeper claims them next\n",
-			countOf(res.Queued, "partition"), countOf(len(days), "day"), from, to, strings.Join(datasets, ", "), acct.ID, res.Created, res.RerunRequested)
-		return err
+		if _, err := fmt.Fprintf(a.stdout, "queued %s (%s %s..%s, %s) for account %s (%d new rows, %d running now and marked to run again); the sweeper claims them next\n",
+			countOf(res.Queued, "partition"), countOf(len(days), "day"), from, to, strings.Join(res.Datasets, ", "), acct.ID, res.Created, res.RerunRequested); err != nil {
+			return err
+		}
+		return printLeftOut(a, left)
 	}
 	return c
 }
@@ -218,7 +280,9 @@ account, or only --dataset. The exporter claims each day in
 the ledger (a day running now runs again after it finishes) and writes the next generation.
 At most %d days per command; larger backfills go through daybook requeue, which the sweeper
 paces. Who asked (your AWS identity unless --requested-by) is recorded in the ledger, shown by
-daybook history and the console, and written into the day's _manifest.json (provenance).`, jobs.MaxManualRangeDays),
+daybook history and the console, and written into the day's _manifest.json (provenance).
+Without --dataset, a snapshot dataset (copied for the newest closed day only) is re-exported
+for that day alone when the range holds it and left out otherwise, as the output says.`, jobs.MaxManualRangeDays),
 		Example: "  daybook reexport --account acct_localdemoaccount --day 2026-11-20\n  daybook reexport --account acct_localdemoaccount --dataset events --from 2026-11-18 --to 2026-11-20",
 	}
 	a.deploymentFlags(c)
@@ -243,20 +307,21 @@ daybook history and the console, and written into the day's _manifest.json (prov
 			return cli.Usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
 		}
 		ctx := c.Context()
-		e, acct, datasets, err := a.checkRequests(c, p, jobs.MaxManualRangeDays)
+		e, acct, plan, left, err := a.checkRequests(c, p, from, to, jobs.MaxManualRangeDays)
 		if err != nil {
 			return err
 		}
+		datasets := plannedNames(plan)
 		if e.queueURL == "" {
 			return fmt.Errorf("%s names no jobs queue (JOBS_QUEUE_URL, or the stack output JobsQueueUrl)", e.dep.desc)
 		}
 		who := a.requestedBy(ctx, e.sts, by)
 		var sent []sentRequest
-		for _, ds := range datasets {
-			s, serr := a.sendReexports(ctx, e.sqs, e.queueURL, acct.ID, ds, civil.Range(from, to), who)
+		for _, pl := range plan {
+			s, serr := a.sendReexports(ctx, e.sqs, e.queueURL, acct.ID, pl.dataset, pl.days(), who)
 			sent = append(sent, s...)
 			if serr != nil {
-				err = fmt.Errorf("%s: %w", ds, serr)
+				err = fmt.Errorf("%s: %w", pl.dataset, serr)
 				break
 			}
 		}
@@ -269,9 +334,23 @@ daybook history and the console, and written into the day's _manifest.json (prov
 		} else if len(sent) > 1 {
 			fmt.Fprintf(a.stdout, "sent %d re-export requests for %s (%s) %s..%s\n", len(sent), acct.ID, strings.Join(datasets, ", "), from, to)
 		}
+		if *out != outputJSON {
+			err = errors.Join(err, printLeftOut(a, left))
+		}
 		return err
 	}
 	return c
+}
+
+// printLeftOut says which datasets (or days) a request for every dataset
+// left out, and why.
+func printLeftOut(a *app, left []leftOut) error {
+	for _, l := range left {
+		if _, err := fmt.Fprintf(a.stdout, "left out %s: %s\n", l.Dataset, l.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sendReexports sends one manual request per day, ten per batch.

@@ -20,11 +20,14 @@ import (
 
 // verified is one partition's verification, for output.
 type verified struct {
-	Dataset    string   `json:"dataset"`
-	Day        string   `json:"day"`
-	Location   string   `json:"location"`
-	Committed  bool     `json:"committed"`
-	OK         bool     `json:"ok"`
+	Dataset   string `json:"dataset"`
+	Day       string `json:"day"`
+	Location  string `json:"location"`
+	Committed bool   `json:"committed"`
+	OK        bool   `json:"ok"`
+	// LatestOnly: a snapshot dataset's older day, which has no copy by
+	// design (verify.StatusLatestOnly); not a failure.
+	LatestOnly bool     `json:"latest_only,omitempty"`
 	Generation int64    `json:"generation,omitempty"`
 	Files      int      `json:"files,omitempty"`
 	Rows       int64    `json:"rows,omitempty"`
@@ -118,6 +121,9 @@ type verifySource struct {
 	// current contract (--account); otherwise a bare name is the v1 folder
 	// and events.v2 the v2 one, as the bucket shows them.
 	current bool
+	// newest is the account's newest closed day (--account): a snapshot
+	// dataset's copy is taken for it only (verify.Options.LatestOnlyBefore).
+	newest civil.Date
 }
 
 // currentTree is the folder name of the catalog's dataset under its
@@ -143,7 +149,8 @@ func (a *app) accountSource(ctx context.Context, id string) (verifySource, error
 		return verifySource{}, err
 	}
 	return verifySource{api: api, target: verify.Target{Bucket: acct.Destination.Bucket, Owner: owner, Prefix: prefix},
-		datasets: acct.Datasets, opts: verify.Options{Download: true}, current: true}, nil
+		datasets: acct.Datasets, opts: verify.Options{Download: true}, current: true,
+		newest: acct.WithDefaults(e.settle).ClosedThrough(a.now())}, nil
 }
 
 // bucketSource is the customer's form: the bucket alone, credentials from
@@ -181,30 +188,34 @@ func (a *app) bucketSource(c *cobra.Command, p verifyFlags) (verifySource, error
 	return src, nil
 }
 
-// verifyDays checks every day from..to of each dataset (only dataset when
+// verifyDays checks every day from..to of each dataset (only that one when
 // set) and prints the results.
-func (a *app) verifyDays(ctx context.Context, src verifySource, dataset string, from, to civil.Date, out outputFormat) error {
+func (a *app) verifyDays(ctx context.Context, src verifySource, only string, from, to civil.Date, out outputFormat) error {
 	datasets := src.datasets
-	if dataset != "" {
-		datasets = []string{dataset}
+	if only != "" {
+		datasets = []string{only}
 	}
 	days := civil.Range(from, to)
 	bar := a.progress(len(days)*len(datasets), "verify")
 	var results []verified
 	for _, ds := range datasets {
+		opts := src.opts
 		if src.current {
+			if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() {
+				opts.LatestOnlyBefore = src.newest
+			}
 			ds = currentTree(ds)
 		}
 		for _, d := range days {
 			t := src.target
 			t.Dataset, t.Day = ds, d
-			r, err := verify.Check(ctx, src.api, t, src.opts)
+			r, err := verify.Check(ctx, src.api, t, opts)
 			if err != nil {
 				bar.Finish()
 				return fmt.Errorf("verify %s: %w", t.URI(), err)
 			}
-			results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(),
-				Committed: r.Committed(), OK: r.Status == verify.StatusOK, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems()})
+			results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(), Committed: r.Committed(), OK: r.Status == verify.StatusOK,
+				LatestOnly: r.Status == verify.StatusLatestOnly, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems()})
 			bar.Add(1)
 		}
 	}
@@ -213,9 +224,11 @@ func (a *app) verifyDays(ctx context.Context, src verifySource, dataset string, 
 }
 
 func (a *app) printVerified(out outputFormat, results []verified) error {
-	var notCommitted, bad int
+	var notCommitted, bad, latestOnly int
 	for _, r := range results {
 		switch {
+		case r.LatestOnly:
+			latestOnly++
 		case !r.Committed:
 			notCommitted++
 		case !r.OK:
@@ -229,6 +242,8 @@ func (a *app) printVerified(out outputFormat, results []verified) error {
 	} else if len(results) == 1 {
 		r := results[0]
 		switch {
+		case r.LatestOnly:
+			fmt.Fprintf(a.stdout, "%s: no copy of this day by design (a snapshot dataset is copied for the newest closed day only): read its latest day with _SUCCESS\n", r.Location)
 		case !r.Committed:
 			fmt.Fprintf(a.stdout, "%s: no _SUCCESS (not exported yet, in progress, or failed)\n", r.Location)
 		case r.OK:
@@ -243,6 +258,8 @@ func (a *app) printVerified(out outputFormat, results []verified) error {
 		for _, r := range results {
 			res := "OK"
 			switch {
+			case r.LatestOnly:
+				res = "latest only"
 			case !r.Committed:
 				res = "not committed"
 			case !r.OK:
@@ -256,7 +273,11 @@ func (a *app) printVerified(out outputFormat, results []verified) error {
 				fmt.Fprintf(a.stdout, "PROBLEM: %s %s: %s\n", r.Dataset, r.Day, printable(fmt.Sprint(p)))
 			}
 		}
-		fmt.Fprintf(a.stdout, "%d partitions: %d OK, %d not committed, %d with problems\n", len(results), len(results)-notCommitted-bad, notCommitted, bad)
+		only := ""
+		if latestOnly > 0 {
+			only = fmt.Sprintf(", %d latest only (snapshot datasets, copied for the newest closed day only)", latestOnly)
+		}
+		fmt.Fprintf(a.stdout, "%d partitions: %d OK, %d not committed, %d with problems%s\n", len(results), len(results)-notCommitted-bad-latestOnly, notCommitted, bad, only)
 	}
 	switch {
 	case len(results) == 1 && notCommitted == 1:

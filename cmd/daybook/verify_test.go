@@ -17,6 +17,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/dataset/example"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -208,5 +209,90 @@ func TestVerifyRefusesMixedForms(t *testing.T) {
 		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("verify %q: exit %d, stderr %q, want %q", tt.args, r.code, r.stderr, tt.want)
 		}
+	}
+}
+
+// TestVerifySnapshotOlderDays: a snapshot dataset's copy is taken for the
+// newest closed day only, so its older days have no _SUCCESS by design.
+// verify --from --to counts them "latest only", not "not committed", and
+// exits 0: in the customer's form because the day's delivery manifest
+// lists the dataset in datasets_latest_only, in the operator's form also
+// without a delivery manifest (an account whose datasets are all
+// snapshots), from the catalog and the account's newest closed day. On the
+// old code both exited 1.
+func TestVerifySnapshotOlderDays(t *testing.T) {
+	datasettest.Use(t, append(example.YAML(), `
+  - name: members
+    version: 1
+    partition: snapshot
+    relation: members
+    mode: full_refresh
+    read: latest_snapshot
+    tenant_column: org_id
+    columns:
+      - {name: email, type: string}
+      - {name: attributes, type: json, nullable: true}
+`...))
+	s := deployed(t)
+	api := awsclient.NewS3(s.cfg)
+	events, _ := dataset.Get("events")
+	members, _ := dataset.Get("members")
+
+	// The customer's form.
+	bkt := fmt.Sprintf("verify-snapshot-%d", nameSeq.Add(1))
+	s.createBucket(t, bkt)
+	const prefix = "daybook/acct_verifytest"
+	d1, d2 := civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21")
+	for _, d := range []civil.Date{d1, d2} {
+		commitPartition(t, api, bkt, prefix, events, d, 10)
+	}
+	commitPartition(t, api, bkt, prefix, members, d2, 3)
+	for _, d := range []civil.Date{d1, d2} {
+		sts := []manifest.PartitionStatus{
+			{Name: "events", Dataset: &events, Exists: true, State: "completed", Generation: 1},
+			{Name: "members", Dataset: &members, Exists: d == d2, State: "completed", Generation: 1, LatestOnly: d == d1},
+		}
+		body, err := manifest.NewDelivery("acct_verifytest", d.String(), sts, testNow).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bkt, Key: aws.String(layout.DeliveryManifestKey(prefix, d)), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _, _ := testApp(t)
+	a.awsConfig = func(context.Context, string, string) (aws.Config, error) {
+		c := s.cfg.Copy()
+		c.BaseEndpoint = nil
+		return c, nil
+	}
+	r := execute(t, a, "verify", "--bucket", bkt, "--prefix", prefix, "--endpoint", srv.URL, "--from", d1.String(), "--to", d2.String())
+	if r.code != 0 || !strings.Contains(r.stdout, "4 partitions: 3 OK, 0 not committed, 0 with problems, 1 latest only") ||
+		!strings.Contains(r.stdout, "members  2026-11-20  latest only") {
+		t.Errorf("the customer's form: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = execute(t, a, "verify", "--bucket", bkt, "--prefix", prefix, "--endpoint", srv.URL, "--dataset", "members", "--day", d1.String())
+	if r.code != 0 || !strings.Contains(r.stdout, "no copy of this day by design") {
+		t.Errorf("one latest-only day: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// The operator's form, on an account whose one dataset is a snapshot:
+	// no delivery manifest at all.
+	acct := s.newAccount(t, map[string]any{"datasets": []string{"members"}})
+	newest := civil.MustParse("2026-11-29") // at testNow, noon UTC, with any settle delay under 12 hours
+	p, err := acct.Prefix("clitest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitPartition(t, api, acct.Destination.Bucket, p, members, newest, 3)
+	a, _, _ = testApp(t)
+	r = s.run(t, a, "verify", "--account", acct.ID, "--from", newest.AddDays(-2).String(), "--to", newest.String())
+	if r.code != 0 || !strings.Contains(r.stdout, "3 partitions: 1 OK, 0 not committed, 0 with problems, 2 latest only") {
+		t.Errorf("the operator's form: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The newest closed day without its copy is not committed.
+	r = s.run(t, a, "verify", "--account", acct.ID, "--dataset", "members", "--day", newest.AddDays(1).String())
+	if r.code != cli.ExitError || !strings.Contains(r.stdout, "no _SUCCESS") {
+		t.Errorf("a day after the newest closed day: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

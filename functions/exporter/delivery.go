@@ -87,7 +87,12 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 }
 
 // delivery reads the ledger rows of day for every enabled dataset of acct.
+// A snapshot dataset without a row on a day older than the account's
+// newest closed day has no copy of the day by design (the sweep takes a
+// snapshot's copy for the newest closed day only): it is latest-only, not
+// missing.
 func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.Date) (*manifest.Delivery, error) {
+	newest := acct.WithDefaults(s.SettleDelay).ClosedThrough(s.Now())
 	statuses := make([]manifest.PartitionStatus, 0, len(acct.Datasets))
 	for _, name := range acct.Datasets {
 		st := manifest.PartitionStatus{Name: name}
@@ -98,6 +103,7 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 		row, err := s.Ledger.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: key, Day: day})
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
+			st.LatestOnly = st.Dataset != nil && st.Dataset.IsSnapshot() && day.Before(newest)
 		case err != nil:
 			return nil, fmt.Errorf("delivery manifest: read %s/%s/%s: %w", acct.ID, name, day, err)
 		default:

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 
@@ -26,12 +27,22 @@ import (
 //     GuardUnder: nobody may own it, though any number of accounts may be
 //     below it;
 //   - for a role, the (role ARN lowercased, external id) pair, held as
-//     GuardOwn.
+//     GuardOwn;
+//   - for its tenant key (Tenant: tenant_key, else the id), the key's
+//     identity (dataset.TenantIdentity: "0007", "+7" and "7" are one, and
+//     so are a uuid in upper and lower case), held as GuardOwn on every
+//     source shard at once, as CheckIsolation compares it.
 //
 // Two accounts whose prefixes are equal both want GuardOwn of one item; if
 // one is inside the other, the inner one wants GuardUnder of the item the
 // outer one owns. Either way the two transactions touch one item and its
-// condition lets only one of them hold it.
+// condition lets only one of them hold it. Two accounts of one tenant both
+// want GuardOwn of the tenant's item.
+//
+// Guards is the one function that says which items an account holds: the
+// ledger's save path writes them, and a migration that gives accounts
+// saved before a kind of guard existed their missing items computes them
+// with it too.
 
 // Hold is how an account holds a guard.
 type Hold string
@@ -42,15 +53,19 @@ const (
 	GuardUnder Hold = "under"
 )
 
+// GuardTenant begins the key of a tenant key's guard.
+const GuardTenant = "t#"
+
 // Guard is one item an account holds.
 type Guard struct {
-	// Key identifies the guarded thing: "p#" or "r#" and a SHA-256 of what
-	// it names (a prefix may be longer than a DynamoDB sort key).
+	// Key identifies the guarded thing: "p#" (prefix), "r#" (role) or "t#"
+	// (tenant key) and a SHA-256 of what it names (a prefix may be longer
+	// than a DynamoDB sort key).
 	Key  string
 	Hold Hold
 	// Field and Value are what a conflict on it is reported as
-	// (destination.prefix and the rendered prefix, or
-	// destination.external_id), Desc the guarded thing in words.
+	// (destination.prefix and the rendered prefix, destination.external_id,
+	// or tenant_key and the key), Desc the guarded thing in words.
 	Field, Value, Desc string
 }
 
@@ -85,6 +100,12 @@ func (a Account) Guards(stage string) ([]Guard, error) {
 			Desc: fmt.Sprintf("role %s with this external id", d.RoleARN),
 		})
 	}
+	id := dataset.TenantIdentity(a.Tenant())
+	out = append(out, Guard{
+		Key: GuardTenant + digest(id), Hold: GuardOwn,
+		Field: "tenant_key", Value: a.Tenant(),
+		Desc: fmt.Sprintf("tenant key %q", id),
+	})
 	slices.SortFunc(out, func(x, y Guard) int { return strings.Compare(x.Key, y.Key) })
 	return out, nil
 }

@@ -3,8 +3,10 @@ package account
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"strings"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 
@@ -26,7 +28,9 @@ import (
 //     buckets;
 //   - its role ARN (compared case-insensitively, as IAM role names are) and
 //     external id are another's;
-//   - its tenant key (Tenant: tenant_key, else the id) is another's, on any
+//   - its tenant key (Tenant: tenant_key, else the id) is another's,
+//     compared by identity (dataset.TenantIdentity: "0007", "+7" and "7"
+//     bind one integer, a uuid in upper and lower case one uuid), on any
 //     source shard: both would export that tenant's rows. Another shard is
 //     no separation, since a dataset whose source is not sharded reads one
 //     database for every account (source.Router), and which sources are
@@ -64,8 +68,12 @@ func CheckIsolation(candidate Account, others []Account, stage string) error {
 				p.add("destination.prefix", mine, "is inside account %s's prefix %q in bucket %s", o.ID, theirs, d.Bucket)
 			}
 		}
-		if candidate.Tenant() == o.Tenant() {
-			p.add("tenant_key", candidate.Tenant(), "is account %s's tenant key: both accounts would export the same tenant's rows (on another source shard too: a source that is not sharded is one database for every account)", o.ID)
+		if mine, theirs := candidate.Tenant(), o.Tenant(); dataset.TenantIdentity(mine) == dataset.TenantIdentity(theirs) {
+			same := ""
+			if mine != theirs {
+				same = fmt.Sprintf(" (%q, which names the same tenant)", theirs)
+			}
+			p.add("tenant_key", mine, "is account %s's tenant key%s: both accounts would export the same tenant's rows (on another source shard too: a source that is not sharded is one database for every account)", o.ID, same)
 		}
 		if d.RoleARN != "" && strings.EqualFold(d.RoleARN, od.RoleARN) && d.ExternalID == od.ExternalID {
 			p.add("destination.external_id", d.ExternalID, "account %s already uses role %s with this external id; each account needs its own", o.ID, od.RoleARN)

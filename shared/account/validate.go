@@ -100,13 +100,15 @@ var (
 )
 
 // Validate checks the account as it is about to be saved: every field's own
-// form (ValidateShape), the deployment's rules (role pattern, bucket owner,
+// form (ValidateShape), a tenant key written canonically (see
+// checkCanonicalKey), the deployment's rules (role pattern, bucket owner,
 // private endpoints) and, when rules.Now is set, the start date against
 // today and the backfill limit (ValidateStart). Each problem is a
 // *FieldError naming the field and the value; they are joined. It changes
 // nothing. Checking the account against the others is CheckIsolation's job.
 func (a Account) Validate(rules Rules) error {
 	p := a.shape()
+	a.checkCanonicalKey(&p)
 	p = append(p, a.deploymentRules(rules)...)
 	if !rules.Now.IsZero() {
 		p = append(p, a.startRule(rules.Now, rules.MaxBackfillDays)...)
@@ -326,6 +328,33 @@ func (a Account) checkTenantKey(p *problems) {
 			}
 			return
 		}
+	}
+}
+
+// checkCanonicalKey refuses a tenant key that an enabled dataset's tenant
+// type writes otherwise ("0007" or "+7" for the integer 7, an upper-case
+// uuid), naming both forms: one tenant has one key, so the key an operator
+// reads in the account is the one the source is asked for. It is part of
+// Validate (what `account put` saves) and not of ValidateShape (the ledger's
+// last guard), so an account stored before this rule is still enabled,
+// disabled and exported (its key binds its canonical value, and the guards
+// compare identities); its next put must write the key canonically.
+func (a Account) checkCanonicalKey(p *problems) {
+	if a.TenantKey == "" {
+		return
+	}
+	for _, name := range a.Datasets {
+		ds, err := dataset.Get(name)
+		if err != nil {
+			continue // named by checkDatasets
+		}
+		canon, err := ds.CanonicalTenantKey(a.TenantKey)
+		if err != nil || canon == a.TenantKey {
+			continue // a key of another type is checkTenantKey's
+		}
+		p.add("tenant_key", a.TenantKey, "dataset %s binds the tenant as %s, written %q: write %q (a tenant has one key: integers without a plus sign or leading zeros, uuids in lower case)",
+			ds.Name, ds.TenantKind(), canon, canon)
+		return
 	}
 }
 

@@ -203,9 +203,10 @@ func (w *mdWriter) deliverySection() {
 		"a dataset of that day is delivered or fails, so it always says where the day stands.")
 	w.table([]string{"field", "meaning"}, [][]string{
 		{"`day`", "the day, YYYY-MM-DD"},
-		{"`complete`", "`true` when every dataset you receive is delivered for the day. `false` means the day is partial: for each missing dataset, fall back to the latest day whose `_SUCCESS` exists."},
+		{"`complete`", "`true` when every dataset you receive is delivered for the day (a snapshot dataset listed in `datasets_latest_only` is not missing). `false` means the day is partial: for each missing dataset, fall back to the latest day whose `_SUCCESS` exists."},
 		{"`datasets_delivered[]`", "one entry per delivered dataset: `name`, `schema_version`, `generation`, `mode`, `read`, `reseed`, `rows`, `files`, `manifest` (the key of its `_manifest.json`) and `committed_at`; `restatement` when the generation restated the day (see Late data), and `seed_epoch` when it belongs to a rebuild (see Reseeds)"},
 		{"`datasets_missing[]`", "one entry per dataset not delivered: `name`, `state` (where its export stands: `pending`, `queued`, `running`, `failed`, or empty before its first export is scheduled), `code` (why it is missing, one of the codes below), `cause` (only when `state` is `failed`: the code of the last attempt's failure) and `reason` (the same for people, in words); `reseed: true` while the dataset is being rebuilt (see Reseeds)"},
+		{"`datasets_latest_only[]`", "present on a day older than the newest closed day when you receive a snapshot dataset (`read`: `latest_snapshot`): one entry per such dataset, `name` and `reason`. A snapshot's copy is the whole table as it was when taken, and one is taken for the newest closed day only, so an older day has none by design, and none will come: read the dataset's latest day whose `_SUCCESS` exists. `daybook verify` counts such a day \"latest only\", not missing"},
 		{"`updated_at`", "when the document was last written"},
 	})
 	w.p("A dataset counts as delivered only while its `_SUCCESS` exists; a day being exported again is",

@@ -20,11 +20,12 @@ import (
 // Every write of an account goes through saveAccount: one DynamoDB
 // transaction holding the account record (conditional on the version it was
 // read at, or on there being none), the account's isolation guards
-// (account.Guards: one item per prefix segment and one per role and
-// external id, each conditional on nobody else holding it in a conflicting
-// way) and an event in the account's history. Of two writes that would
-// nest two accounts' prefixes, or give them one role and external id, at
-// most one commits, however they interleave (C4); of two writes of one
+// (account.Guards: one item per prefix segment, one per role and external
+// id, one for the tenant key's identity, each conditional on nobody else
+// holding it in a conflicting way) and an event in the account's history.
+// Of two writes that would nest two accounts' prefixes, give them one role
+// and external id, or one tenant ("7" and "0007" alike), at most one
+// commits, however they interleave (C4); of two writes of one
 // account read at one version, one commits and the other is ErrChanged, so
 // a write never reverts a change it did not see.
 
@@ -448,6 +449,8 @@ func (l *Ledger) guardConflict(ctx context.Context, id string, g account.Guard) 
 		fe.Reason = fmt.Sprintf("conflicts with another account on %s (which one cannot be read: %v)", g.Desc, err)
 	case rec.Owner != "" && rec.Owner != id && strings.HasPrefix(g.Key, "r#"):
 		fe.Reason = fmt.Sprintf("account %s already uses %s; each account needs its own", rec.Owner, g.Desc)
+	case rec.Owner != "" && rec.Owner != id && strings.HasPrefix(g.Key, account.GuardTenant):
+		fe.Reason = fmt.Sprintf("is account %s's %s: both accounts would export the same tenant's rows", rec.Owner, g.Desc)
 	case rec.Owner != "" && rec.Owner != id && g.Hold == account.GuardOwn:
 		fe.Reason = fmt.Sprintf("is account %s's %s", rec.Owner, g.Desc)
 	case rec.Owner != "" && rec.Owner != id:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -113,5 +114,121 @@ func TestAccountWritesAreGuarded(t *testing.T) {
 	want := []string{"create by alice", `update by carol destination.prefix:"g/{{.AccountID}}"->"h/{{.AccountID}}"`, "delete by "}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("history:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTenantKeyGuard: the table refuses, by itself, a second account of one
+// tenant, compared by the key's identity: of five accounts created at once
+// with "7", "07", "0007", "+7" and "+0007" (each a valid key for a string
+// tenant column, all the integer 7 for an integer one) exactly one is
+// stored, each other refused naming tenant_key and the holder; an upper-case
+// uuid is the lower-case one's tenant; a key given up by an update or a
+// delete is free again. On the old code all five were created (tenant keys
+// had no guard: only `account put` compared them, as raw strings).
+func TestTenantKeyGuard(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t, newClock(t0))
+	r := seededRand(t)
+	newAcct := func(key string) account.Account {
+		id, err := account.NewID(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return account.Account{ID: id, Name: id, Enabled: true, StartDate: day1, Datasets: []string{"events"}, TenantKey: key,
+			Destination: account.Destination{Bucket: "daybook-exports-test", Prefix: "tenants/{{.AccountID}}"}}
+	}
+	refused := func(err error, key, holder string) {
+		t.Helper()
+		fes := account.Fields(err)
+		if !errors.Is(err, ErrIsolation) || len(fes) != 1 || fes[0].Field != "tenant_key" || fes[0].Value != key ||
+			!strings.Contains(fes[0].Reason, "is account "+holder+"'s tenant key") {
+			t.Errorf("key %q: got %v, want ErrIsolation on tenant_key %q naming %s", key, err, key, holder)
+		}
+	}
+
+	keys := []string{"7", "07", "0007", "+7", "+0007"}
+	errs := make([]error, len(keys))
+	accts := make([]account.Account, len(keys))
+	for i, k := range keys {
+		accts[i] = newAcct(k)
+	}
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() { _, errs[i] = l.CreateAccount(ctx, accts[i], "ops") })
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			if winner >= 0 {
+				t.Errorf("keys %q and %q were both stored", keys[winner], keys[i])
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no account of the five was stored: %v", errs)
+	}
+	for i, err := range errs {
+		if i != winner {
+			refused(err, keys[i], accts[winner].ID)
+		}
+	}
+	stored := 0
+	all, err := l.ListAccounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range all {
+		for _, b := range accts {
+			if a.ID == b.ID {
+				stored++
+			}
+		}
+	}
+	if stored != 1 {
+		t.Errorf("%d of the five accounts stored, want 1", stored)
+	}
+
+	// Another tenant is free; the winner's update that keeps its key does
+	// not conflict with itself, and one that moves it frees the old one.
+	if _, err := l.CreateAccount(ctx, newAcct("8"), "ops"); err != nil {
+		t.Errorf("another tenant: %v", err)
+	}
+	w, err := l.GetAccount(ctx, accts[winner].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Enabled = false
+	if w, err = l.UpdateAccount(ctx, w, "ops"); err != nil {
+		t.Fatalf("update keeping the key: %v", err)
+	}
+	nine, err := l.CreateAccount(ctx, newAcct("9"), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.TenantKey = "009"
+	_, err = l.UpdateAccount(ctx, w, "ops")
+	refused(err, "009", nine.ID)
+	w.TenantKey = "10"
+	if _, err := l.UpdateAccount(ctx, w, "ops"); err != nil {
+		t.Fatalf("moving the key: %v", err)
+	}
+	if _, err := l.CreateAccount(ctx, newAcct("0007"), "ops"); err != nil {
+		t.Errorf("the key given up by an update: %v", err)
+	}
+
+	const u = "6f1c2a4e-0d3b-4e5f-8a9b-1c2d3e4f5a6b"
+	lower, err := l.CreateAccount(ctx, newAcct(u), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.CreateAccount(ctx, newAcct(strings.ToUpper(u)), "ops")
+	refused(err, strings.ToUpper(u), lower.ID)
+	if err := l.DeleteAccount(ctx, lower.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateAccount(ctx, newAcct(strings.ToUpper(u)), "ops"); err != nil {
+		t.Errorf("the key given up by a delete: %v", err)
 	}
 }

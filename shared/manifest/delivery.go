@@ -31,12 +31,29 @@ type Delivery struct {
 	AccountID     string `json:"account_id"`
 	Day           string `json:"day"`
 	// Complete is true when every enabled dataset of the account is
-	// committed for the day (DatasetsMissing is empty).
+	// committed for the day, or is a snapshot dataset with no copy of the
+	// day by design (DatasetsMissing is empty).
 	Complete          bool               `json:"complete"`
 	DatasetsDelivered []DeliveredDataset `json:"datasets_delivered"`
 	DatasetsMissing   []MissingDataset   `json:"datasets_missing"`
-	UpdatedAt         time.Time          `json:"updated_at"`
+	// DatasetsLatestOnly are the snapshot datasets that have no copy of
+	// this day and never will: a copy is the whole table when it is taken,
+	// and only the newest closed day's is taken (PartitionStatus.LatestOnly).
+	// They are not missing: their newest day is the table.
+	DatasetsLatestOnly []LatestOnlyDataset `json:"datasets_latest_only,omitempty"`
+	UpdatedAt          time.Time           `json:"updated_at"`
 }
+
+// LatestOnlyDataset is a snapshot dataset with no copy of the day by
+// design, and what to read instead (LatestOnlyReason).
+type LatestOnlyDataset struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// LatestOnlyReason is the reason of every LatestOnlyDataset, for the
+// customer who reads the bucket.
+const LatestOnlyReason = "This is a snapshot dataset: each copy is the whole table as it was when the copy was taken, and a copy is taken for the newest closed day only, so this day has none. Read the latest day of the dataset whose _SUCCESS exists."
 
 // DeliveredDataset is one committed partition of the day.
 type DeliveredDataset struct {
@@ -85,7 +102,13 @@ type PartitionStatus struct {
 	// build's catalog.
 	Dataset *dataset.Dataset
 	// Exists is false when the ledger has no row for the partition.
-	Exists   bool
+	Exists bool
+	// LatestOnly is set by the caller for a snapshot dataset with no row
+	// on a day older than the account's newest closed day: the sweep takes
+	// a snapshot's copy for the newest closed day only, so this day never
+	// gets one (a copy taken later would be a later table under this date).
+	LatestOnly bool
+
 	State    string // pending | queued | running | completed | failed
 	Attempts int
 	Stopped  bool
@@ -122,6 +145,10 @@ func NewDelivery(accountID, day string, statuses []PartitionStatus, now time.Tim
 		UpdatedAt:         now.UTC(),
 	}
 	for _, st := range statuses {
+		if st.Dataset != nil && st.Dataset.IsSnapshot() && !st.Exists && st.LatestOnly {
+			d.DatasetsLatestOnly = append(d.DatasetsLatestOnly, LatestOnlyDataset{Name: st.Name, Reason: LatestOnlyReason})
+			continue
+		}
 		if st.Dataset != nil && st.Exists && st.State == "completed" {
 			d.DatasetsDelivered = append(d.DatasetsDelivered, DeliveredDataset{
 				Name:          st.Name,

@@ -165,3 +165,33 @@ func TestCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveryLatestOnly: a snapshot dataset without a row that the caller
+// marks latest-only is listed in datasets_latest_only and does not make the
+// day partial; the mark means nothing for a dataset that is not a snapshot
+// or has a row (which says where it stands).
+func TestDeliveryLatestOnly(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	events := mustDS(t, "events")
+	members := *events
+	members.Name, members.Partition, members.PartitionColumn, members.Mode, members.Read = "members", dataset.PartitionSnapshot, "", dataset.ModeFullRefresh, dataset.ReadLatestSnapshot
+	done := PartitionStatus{Name: "events", Dataset: events, Exists: true, State: "completed", Generation: 1}
+	d := NewDelivery("acct_x", "2026-03-05", []PartitionStatus{done, {Name: "members", Dataset: &members, LatestOnly: true}}, now)
+	if !d.Complete || len(d.DatasetsMissing) != 0 || !reflect.DeepEqual(d.DatasetsLatestOnly, []LatestOnlyDataset{{Name: "members", Reason: LatestOnlyReason}}) {
+		t.Errorf("older day: %+v", d)
+	}
+	for _, st := range []PartitionStatus{
+		{Name: "members", Dataset: &members},                                                  // the newest closed day: not taken yet
+		{Name: "members", Dataset: &members, Exists: true, State: "failed", LatestOnly: true}, // a row says where it stands
+		{Name: "events", Dataset: events, LatestOnly: true},                                   // not a snapshot
+	} {
+		d := NewDelivery("acct_x", "2026-03-05", []PartitionStatus{done, st}, now)
+		if d.Complete || len(d.DatasetsMissing) != 1 || len(d.DatasetsLatestOnly) != 0 {
+			t.Errorf("%+v: %+v", st, d)
+		}
+	}
+	b, err := NewDelivery("acct_x", "2026-03-05", []PartitionStatus{done}, now).Encode()
+	if err != nil || strings.Contains(string(b), "datasets_latest_only") {
+		t.Errorf("a day without latest-only datasets: %s %v", b, err)
+	}
+}

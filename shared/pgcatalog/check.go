@@ -161,7 +161,7 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 	case dataset.PartitionSnapshot:
 		start, end = "", "" // bound to the tenant alone
 	}
-	if err := runEmpty(ctx, conn, query, start); err != nil {
+	if err := runEmpty(ctx, conn, d, query, start); err != nil {
 		add(SeverityError, "query", "", "", "", "the export query fails on an empty window: %v", err)
 		return out, nil
 	}
@@ -222,30 +222,60 @@ func isComputed(query, name string) bool {
 
 // runEmpty runs the export query on an empty window (start = end) and
 // reads its result: the query runs, binds its parameters and returns no
-// row.
-func runEmpty(ctx context.Context, conn *sql.Conn, query, at string) error {
-	// A NULL tenant: whatever the tenant column's type, it binds. A
-	// snapshot's query (at "") binds the tenant alone.
-	args := []any{nil, at, at}
-	if at == "" {
-		args = args[:1]
-	}
-	rows, err := conn.QueryContext(ctx, query, args...)
+// row. The tenant is a key of the dataset's tenant type (probeKey), and
+// every parameter is bound as the exporter binds it (dataset.ParamText, in
+// text format on pgx's extended protocol), so a tenant the exporter could
+// not bind fails here too. A snapshot's query (at "") binds the tenant
+// alone.
+func runEmpty(ctx context.Context, conn *sql.Conn, d dataset.Dataset, query, at string) error {
+	tenant, err := d.TenantValue(probeKey(d))
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		n++
+	args := []any{tenant, at, at}
+	if at == "" {
+		args = args[:1]
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		if params[i], err = dataset.ParamText(a); err != nil {
+			return fmt.Errorf("parameter %d: %w", i+1, err)
+		}
 	}
-	if n > 0 {
-		return fmt.Errorf("an empty window returned %d rows: the query does not bound the day by $2 and $3", n)
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("connection of driver %T, want pgx", dc)
+		}
+		pc := c.Conn().PgConn()
+		if _, err := pc.Prepare(ctx, "", query, nil); err != nil {
+			return err
+		}
+		rr := pc.ExecPrepared(ctx, "", params, nil, nil)
+		n := 0
+		for rr.NextRow() {
+			n++
+		}
+		if _, err := rr.Close(); err != nil {
+			return fmt.Errorf("the tenant bound as the %s %q: %w", d.TenantKind(), params[0], err)
+		}
+		if n > 0 {
+			return fmt.Errorf("an empty window returned %d rows: the query does not bound the day by $2 and $3", n)
+		}
+		return nil
+	})
+}
+
+// probeKey is a key of d's tenant type for the probe: a tenant no
+// platform has.
+func probeKey(d dataset.Dataset) string {
+	switch d.TenantKind() {
+	case dataset.TenantInt64:
+		return "0"
+	case dataset.TenantUUID:
+		return "00000000-0000-0000-0000-000000000000"
 	}
-	return nil
+	return "daybook catalog check"
 }
 
 // HasErrors reports whether any finding is an error.

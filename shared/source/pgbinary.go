@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -73,13 +72,8 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 	}
 	params := make([][]byte, len(args))
 	for i, a := range args {
-		switch v := a.(type) {
-		case time.Time:
-			params[i] = []byte(dataset.FormatTimestamp(v))
-		case string:
-			params[i] = []byte(v)
-		default:
-			return fmt.Errorf("sql source %s: dataset %s: parameter %d of type %T", s.name, ds.Name, i+1, a)
+		if params[i], err = dataset.ParamText(a); err != nil {
+			return fmt.Errorf("sql source %s: dataset %s: parameter %d: %w", s.name, ds.Name, i+1, err)
 		}
 	}
 

@@ -27,6 +27,12 @@ const (
 	StatusNotCommitted Status = "not_committed"
 	// StatusFailed: committed, but something does not match.
 	StatusFailed Status = "failed"
+	// StatusLatestOnly: no _SUCCESS, and none is coming: the dataset is a
+	// snapshot, whose copy is taken for the newest closed day only, and
+	// this day is older (the day's delivery manifest lists it in
+	// datasets_latest_only, or Options.LatestOnlyBefore says so). Not a
+	// fault: its newest day is the table.
+	StatusLatestOnly Status = "latest_only"
 )
 
 // Level grades one Finding.
@@ -69,8 +75,10 @@ func (r *Result) Problems() []string {
 }
 
 // Committed reports whether the partition had _SUCCESS when read (its
-// Status is not StatusNotCommitted).
-func (r *Result) Committed() bool { return r.Status != StatusNotCommitted }
+// Status is neither StatusNotCommitted nor StatusLatestOnly).
+func (r *Result) Committed() bool {
+	return r.Status != StatusNotCommitted && r.Status != StatusLatestOnly
+}
 
 func (r *Result) add(l Level, subject, format string, args ...any) {
 	r.Findings = append(r.Findings, Finding{Level: l, Subject: subject, Detail: fmt.Sprintf(format, args...)})
@@ -87,6 +95,9 @@ type checker struct {
 	keys map[string]int64 // listed key -> size
 	// committed is whether _SUCCESS was there when read.
 	committed bool
+	// latestOnly: the day's delivery manifest lists the dataset as a
+	// snapshot with no copy of the day; listedMissing: as missing.
+	latestOnly, listedMissing bool
 }
 
 // Check verifies one partition with read access only: `_SUCCESS` names the
@@ -115,6 +126,11 @@ func Check(ctx context.Context, api ReadAPI, t Target, o Options) (*Result, erro
 		return nil, err
 	}
 	switch {
+	case !c.committed && c.latestOnly:
+		c.r.Status = StatusLatestOnly
+	case !c.committed && !c.listedMissing && !o.LatestOnlyBefore.IsZero() && t.Day.Before(o.LatestOnlyBefore):
+		c.r.add(LevelNote, deliverySubject, "%s is a snapshot dataset, copied for the newest closed day (%s) only: this older day has no copy by design", t.name(), o.LatestOnlyBefore)
+		c.r.Status = StatusLatestOnly
 	case !c.committed:
 		c.r.Status = StatusNotCommitted
 	case len(c.r.Problems()) > 0:

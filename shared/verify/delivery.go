@@ -55,7 +55,15 @@ func (c *checker) delivery() error {
 	}
 	for _, x := range d.DatasetsMissing {
 		if x.Name == c.t.name() {
+			c.listedMissing = true
 			c.r.add(LevelNote, deliverySubject, "missing: %s (%s)", x.Reason, day)
+			return nil
+		}
+	}
+	for _, x := range d.DatasetsLatestOnly {
+		if x.Name == c.t.name() {
+			c.latestOnly = !c.committed
+			c.r.add(LevelNote, deliverySubject, "not delivered for this day by design: %s (%s)", x.Reason, day)
 			return nil
 		}
 	}

@@ -26,6 +26,8 @@ func (r *Result) Verdict() string {
 		return fmt.Sprintf("OK: generation %d, %d file(s), %d rows, %d bytes match the manifest", r.Generation, r.Files, r.Rows, r.Bytes)
 	case StatusNotCommitted:
 		return "NOT COMMITTED: no _SUCCESS; do not read this partition now (fall back to the latest day that has _SUCCESS)"
+	case StatusLatestOnly:
+		return "LATEST ONLY: a snapshot dataset has no copy of this day by design; read its latest day that has _SUCCESS"
 	}
 	return fmt.Sprintf("FAILED: %d problem(s); do not trust this partition", len(r.Problems()))
 }

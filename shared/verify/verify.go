@@ -116,6 +116,14 @@ func (t Target) validate() error {
 
 // Options tunes how much Check reads.
 type Options struct {
+	// LatestOnlyBefore, set by a caller that knows from the catalog that
+	// the dataset is a snapshot, is the account's newest closed day: a
+	// snapshot's copy is taken for that day only, so a day before it with
+	// no _SUCCESS is StatusLatestOnly, unless the day's delivery manifest
+	// lists the dataset missing (its copy was taken when the day was the
+	// newest, and failed). A customer without the catalog relies on the
+	// delivery manifest alone.
+	LatestOnlyBefore civil.Date
 	// Download reads every data file in full: its CRC32C and SHA-256 are
 	// recomputed from the bytes and its rows are counted, whatever its
 	// format. Without it, a file's CRC32C is the one S3 stored for the

@@ -18,6 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/jobs"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // Invoker runs one function invocation and returns its response.
@@ -66,13 +70,50 @@ type Driver struct {
 
 // Progress counts what the driver did so far.
 type Progress struct {
-	Sweeps    int
-	Claimed   int
-	Batches   int
-	Messages  int
-	Done      int
-	Failed    int
-	LastSweep SweepSummary
+	Sweeps   int
+	Claimed  int
+	Batches  int
+	Messages int
+	// Done and Failed count messages: handled (deleted), or reported
+	// failed (left for redelivery). A message whose export failed is
+	// handled: the failure is recorded in the ledger, with its retry.
+	Done, Failed int
+	// Partitions are the partitions the exporter's messages named (a
+	// claimed job, a slice of one, a manual request of one day and
+	// dataset), each once, in the order first seen: their ledger rows say
+	// how each export went, which the queue cannot.
+	Partitions []partition.Key
+	seen       map[partition.Key]bool
+	LastSweep  SweepSummary
+}
+
+// note adds the partition body names, if any, to p.Partitions.
+func (p *Progress) note(body string) {
+	m, err := jobs.Parse(body)
+	if err != nil {
+		return
+	}
+	var acct, ds, day string
+	switch {
+	case m.Job != nil:
+		acct, ds, day = m.Job.AccountID, m.Job.Dataset, m.Job.Day
+	case m.Slice != nil:
+		acct, ds, day = m.Slice.AccountID, m.Slice.Dataset, m.Slice.Day
+	case m.Manual != nil && m.Manual.Dataset != "":
+		acct, ds, day = m.Manual.AccountID, m.Manual.Dataset, m.Manual.Day
+	}
+	d, err := civil.Parse(day)
+	if acct == "" || ds == "" || err != nil {
+		return // not one partition's message (a range, a lifecycle message)
+	}
+	k := partition.Key{AccountID: acct, Dataset: ds, Day: d}
+	if p.seen == nil {
+		p.seen = map[partition.Key]bool{}
+	}
+	if !p.seen[k] {
+		p.seen[k] = true
+		p.Partitions = append(p.Partitions, k)
+	}
 }
 
 // Sweep invokes the sweeper once with a scheduler-shaped event.
@@ -150,6 +191,7 @@ func (d *Driver) deliver(ctx context.Context, msgs []sqstypes.Message, p *Progre
 	var del []sqstypes.DeleteMessageBatchRequestEntry
 	var again []sqstypes.ChangeMessageVisibilityBatchRequestEntry
 	for i, m := range msgs {
+		p.note(aws.ToString(m.Body))
 		id := strconv.Itoa(i)
 		if failed[aws.ToString(m.MessageId)] {
 			again = append(again, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(id), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
