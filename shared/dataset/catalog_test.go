@@ -98,7 +98,9 @@ func TestCatalogLoadRefuses(t *testing.T) {
 		{"order_by an undeclared column", strings.Replace(yamlDataset, "[created_at, order_id]", "[created_at, ordered]", 1), `order_by[1] "ordered" is not a column`},
 		{"changed_column not an identifier", strings.Replace(yamlDataset, "changed_column: updated_at", "changed_column: now()", 1), `changed_column "now()" must match`},
 		{"the second dataset is named by position", second, `datasets[1]: dataset second: unknown partition`},
-		{"unknown field", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    colour: red\n", 1), `unknown field "colour"`},
+		{"unknown field", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    colour: red\n", 1), `datasets[0]: dataset orders: unknown field "colour"`},
+		{"unknown field of the second dataset", strings.Replace(second, "{name: second, version: 1}", "{name: second, version: 1, relaton: x}", 1), `datasets[1]: dataset second: unknown field "relaton"`},
+		{"unknown top-level field", "dataset:\n  - name: x\n", `unknown field "dataset"`},
 		{"duplicate key", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    version: 2\n", 1), `"version" already set`},
 		{"unknown dialect", strings.Replace(explicit, "      sqlite:", "      oracle: SELECT 1\n      sqlite:", 1), `queries: unknown dialect "oracle"`},
 	}
