@@ -195,3 +195,75 @@ func TestCheckAgainst(t *testing.T) {
 		t.Fatalf("removed datasets: %v", err)
 	}
 }
+
+// TestGeneratedQueriesFollowTheSourceZone: a wall-clock partition column
+// (source_time_zone) is compared with the day window converted to its
+// zone in the generated PostgreSQL export and fingerprint queries, so
+// changing the zone in the catalog changes the queries with it; SQLite,
+// which reads no wall-clock column, is left as it is.
+func TestGeneratedQueriesFollowTheSourceZone(t *testing.T) {
+	doc := strings.Replace(yamlDataset, "{name: created_at, type: timestamp}", "{name: created_at, type: timestamp, source_time_zone: Europe/Berlin}", 1)
+	for _, zone := range []string{"Europe/Berlin", "America/Sao_Paulo"} {
+		s, err := Parse([]byte(strings.Replace(doc, "Europe/Berlin", zone, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := s.Get("orders")
+		where := `WHERE tenant_id = $1 AND created_at >= ($2::timestamptz AT TIME ZONE '` + zone + `') AND created_at < ($3::timestamptz AT TIME ZONE '` + zone + `')`
+		if got, want := d.Queries[DialectPostgres], `SELECT order_id, created_at, "order", attributes FROM shop.orders `+where+` ORDER BY created_at, order_id`; got != want {
+			t.Errorf("%s: postgres query\n got %s\nwant %s", zone, got, want)
+		}
+		if got, want := d.Fingerprint[DialectPostgres], `SELECT count(*), max(updated_at) FROM shop.orders `+where; got != want {
+			t.Errorf("%s: postgres fingerprint\n got %s\nwant %s", zone, got, want)
+		}
+		if got := d.Queries[DialectSQLite]; strings.Contains(got, "ZONE") {
+			t.Errorf("%s: sqlite query %s", zone, got)
+		}
+	}
+}
+
+// TestHandWrittenWindowZone: a hand-written query converting the window to
+// a zone other than the partition column's source_time_zone is refused
+// when the catalog loads (so by catalog show, check and diff, and by the
+// functions at start), naming the dataset, the query and both zones; the
+// same zone, or UTC spelt another way, is accepted.
+func TestHandWrittenWindowZone(t *testing.T) {
+	doc := func(colZone, queryZone string) string {
+		return `
+datasets:
+  - name: visits
+    version: 1
+    partition: event_time
+    partition_column: seen_at
+    relation: app.visits
+    mode: incremental_append
+    read: union_all_partitions
+    columns:
+      - {name: seen_at, type: timestamp, source_time_zone: ` + colZone + `}
+    queries:
+      sqlite: SELECT seen_at FROM app.visits WHERE org = ? AND seen_at >= ? AND seen_at < ?
+      postgres: SELECT seen_at FROM app.visits WHERE org = $1 AND seen_at >= ($2::timestamptz AT TIME ZONE '` + queryZone + `') AND seen_at < ($3 AT TIME ZONE '` + queryZone + `')
+    fingerprint:
+      sqlite: SELECT count(*) FROM app.visits WHERE org = ? AND seen_at >= ? AND seen_at < ?
+      postgres: SELECT count(*) FROM app.visits WHERE org = $1 AND seen_at >= $2::timestamp with time zone AT TIME ZONE '` + queryZone + `' AND seen_at < $3::timestamptz AT TIME ZONE '` + queryZone + `'
+`
+	}
+	for _, tc := range []struct{ col, query, want string }{
+		{"Europe/Berlin", "Europe/Berlin", ""},
+		{"UTC", "Etc/UTC", ""},
+		{"Europe/Berlin", "UTC", `datasets[0]: dataset visits: queries.postgres: converts the day window with AT TIME ZONE 'UTC', but partition_column seen_at declares source_time_zone "Europe/Berlin"`},
+		{"America/Sao_Paulo", "Europe/Berlin", `converts the day window with AT TIME ZONE 'Europe/Berlin', but partition_column seen_at declares source_time_zone "America/Sao_Paulo"`},
+	} {
+		_, err := Parse([]byte(doc(tc.col, tc.query)))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("column in %s, query in %s: %v, want %q", tc.col, tc.query, err, tc.want)
+		}
+	}
+	// The fingerprint is held to the same zone.
+	d := doc("Europe/Berlin", "Europe/Berlin")
+	i := strings.Index(d, "    fingerprint:")
+	_, err := Parse([]byte(d[:i] + strings.ReplaceAll(d[i:], "'Europe/Berlin'", "'UTC'")))
+	if err == nil || !strings.Contains(err.Error(), "fingerprint.postgres: converts the day window with AT TIME ZONE 'UTC'") {
+		t.Errorf("fingerprint in UTC: %v", err)
+	}
+}

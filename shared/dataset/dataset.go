@@ -397,6 +397,12 @@ func (d Dataset) Validate() error {
 			return fmt.Errorf("dataset %s: queries.%s: %w", d.Name, dialect, err)
 		}
 	}
+	if err := d.checkWindowZone("queries."+DialectPostgres, d.Queries[DialectPostgres]); err != nil {
+		return err
+	}
+	if err := d.checkWindowZone("fingerprint."+DialectPostgres, d.Fingerprint[DialectPostgres]); err != nil {
+		return err
+	}
 	return d.validateFingerprint()
 }
 
