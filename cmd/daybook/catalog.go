@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -89,12 +90,21 @@ func writeDataset(w io.Writer, d dataset.Dataset) {
 	}
 	fmt.Fprintf(w, "%s (version %d): %s%s, partition %s%s, %s, read %s\n", d.Name, d.Version, d.Relation, from, d.Partition, on, d.Mode, d.Read)
 	fmt.Fprintf(w, "  contract %s: delivered under <prefix>/%s/%s/\n", d.ContractVersion(), d.ContractVersion(), d.Name)
+	bound := "$1 of its queries"
+	if d.TenantColumn != "" {
+		bound = "tenant_column " + d.TenantColumn
+	}
+	fmt.Fprintf(w, "  tenant_type %s: each account's tenant_key (else its id) is bound to %s\n", d.TenantKind(), bound)
 	for _, c := range d.Columns {
 		null := "required"
 		if c.Nullable {
 			null = "nullable"
 		}
-		fmt.Fprintf(w, "  %-24s %-16s %s, since %d\n", c.Name, c.Type, null, c.SinceVersion())
+		zone := ""
+		if c.SourceTimeZone != "" {
+			zone = ", source_time_zone " + c.SourceTimeZone
+		}
+		fmt.Fprintf(w, "  %-24s %-16s %s, since %d%s\n", c.Name, c.Type, null, c.SinceVersion(), zone)
 	}
 	how := "declared"
 	if d.TenantColumn != "" {
@@ -172,6 +182,7 @@ the column and exits 1; an accepted change prints what each dataset gains.`,
 				fmt.Fprintf(a.stdout, "%s: new dataset\n", n)
 			}
 		}
+		zoneChanges(a.stdout, old, next)
 		return nil
 	}
 	return c
@@ -222,4 +233,24 @@ func readDelivered(path string) ([]dataset.Dataset, error) {
 		return nil, err
 	}
 	return s.Datasets(), nil
+}
+
+// zoneChanges says which wall-clock columns of OLD (a catalog file: the
+// delivered schemas do not carry the zone) NEW reads in another zone: the
+// days delivered so far hold instants read in the old one.
+func zoneChanges(w io.Writer, old []dataset.Dataset, next *dataset.Set) {
+	for _, o := range old {
+		n, err := next.Get(o.Name)
+		if err != nil {
+			continue
+		}
+		for _, oc := range o.Columns {
+			nc, ok := n.Column(oc.Name)
+			if !ok || oc.SourceTimeZone == "" || nc.SourceTimeZone == oc.SourceTimeZone {
+				continue
+			}
+			fmt.Fprintf(w, "%s: column %s: source_time_zone %s -> %s: the days delivered so far were read as wall times in %s; requeue them (daybook requeue --account ID --dataset %s --from DAY --to DAY) to deliver them read in %s\n",
+				o.Name, oc.Name, oc.SourceTimeZone, cmp.Or(nc.SourceTimeZone, "none (instants)"), oc.SourceTimeZone, o.Name, cmp.Or(nc.SourceTimeZone, "none"))
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -265,5 +266,70 @@ datasets:
 	_, err := Parse([]byte(d[:i] + strings.ReplaceAll(d[i:], "'Europe/Berlin'", "'UTC'")))
 	if err == nil || !strings.Contains(err.Error(), "fingerprint.postgres: converts the day window with AT TIME ZONE 'UTC'") {
 		t.Errorf("fingerprint in UTC: %v", err)
+	}
+}
+
+// TestYAMLRoundTrip: the catalog's YAML form (catalog init's output) reads
+// back to the same datasets: the shipped example's (queries written out),
+// a generated entry, a snapshot, and awkward descriptions and names.
+func TestYAMLRoundTrip(t *testing.T) {
+	ex, err := Example()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := Parse([]byte(yamlDataset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := gen.Datasets()[0]
+	entry.Queries, entry.Fingerprint = nil, nil // as catalog init writes it
+	entry.Description = `Orders: "placed", # not a comment, {braces}, [brackets], yes, 100%, é, tab	here` + "\nand a second line"
+	entry.Columns[0].Description = "no"
+	entry.Columns[1].SourceTimeZone = "Etc/GMT+3"
+	entry.TenantType = TenantInt64
+	snap, err := Parse([]byte(yamlSnapshot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snap.Datasets()[0]
+	s.Queries = nil
+	var ds []Dataset
+	for _, d := range ex.Datasets() {
+		if d.TenantColumn != "" {
+			d.Queries, d.Fingerprint = nil, nil // regenerated on load
+		}
+		ds = append(ds, d)
+	}
+	ds = append(ds, entry, s)
+	doc := CatalogYAML(ds)
+	back, err := Parse(doc)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	want, err := json.Marshal(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []Dataset
+	for _, d := range back.Datasets() {
+		if d.TenantColumn != "" {
+			d.Queries, d.Fingerprint = nil, nil
+		}
+		again = append(again, d)
+	}
+	got, err := json.Marshal(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("round trip\n got %s\nwant %s\nyaml:\n%s", got, want, doc)
+	}
+	// Items indented as the file's own list is.
+	flat := AppendYAML([]byte("datasets:\n"), []Dataset{entry}, 0)
+	if !strings.HasPrefix(string(flat), "datasets:\n- name: orders\n  version: 1\n") {
+		t.Errorf("indent 0:\n%s", flat)
+	}
+	if _, err := Parse(flat); err != nil {
+		t.Errorf("indent 0: %v", err)
 	}
 }

@@ -235,21 +235,15 @@ func ParseCatalog(b []byte) ([]Dataset, error) {
 		if err := decodeDataset(raw, d); err != nil {
 			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
 		}
-		for j := range d.Columns {
-			// "since" defaults to 1: the catalog always carries it, so the
-			// schema snapshot records every column's version explicitly.
-			d.Columns[j].Since = d.Columns[j].SinceVersion()
-		}
 		if seen[d.Name] {
 			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: dataset %q declared twice", i, d.Name)
 		}
 		seen[d.Name] = true
-		if err := d.generate(); err != nil {
+		r, err := ResolveEntry(*d)
+		if err != nil {
 			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
 		}
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
-		}
+		*d = r
 	}
 	return out, nil
 }
