@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -73,13 +74,8 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 	}
 	params := make([][]byte, len(args))
 	for i, a := range args {
-		switch v := a.(type) {
-		case time.Time:
-			params[i] = []byte(dataset.FormatTimestamp(v))
-		case string:
-			params[i] = []byte(v)
-		default:
-			return fmt.Errorf("sql source %s: dataset %s: parameter %d of type %T", s.name, ds.Name, i+1, a)
+		if params[i], err = pgParam(a); err != nil {
+			return fmt.Errorf("sql source %s: dataset %s: parameter %d: %w", s.name, ds.Name, i+1, err)
 		}
 	}
 
@@ -111,6 +107,22 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, unavailable{err})
 	}
 	return nil
+}
+
+// pgParam is a's text form, as the extended protocol's parameters are sent
+// (format 0): the server parses it as the type it inferred for the
+// parameter, so an integer tenant key binds a bigint, integer or smallint
+// tenant column alike (Query.Params: text, int64 or time.Time).
+func pgParam(a any) ([]byte, error) {
+	switch v := a.(type) {
+	case time.Time:
+		return []byte(dataset.FormatTimestamp(v)), nil
+	case string:
+		return []byte(v), nil
+	case int64:
+		return strconv.AppendInt(nil, v, 10), nil
+	}
+	return nil, fmt.Errorf("a value of type %T cannot be bound", a)
 }
 
 // pgRowDecoder decodes one result row's values into a batch.
