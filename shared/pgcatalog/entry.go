@@ -3,6 +3,7 @@ package pgcatalog
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -87,6 +88,11 @@ func Entry(t Table, o EntryOptions) (dataset.Dataset, error) {
 		if c.Name == o.TenantColumn {
 			continue
 		}
+		if !columnNameRE.MatchString(c.Name) {
+			errs = append(errs, fmt.Errorf("column %q: a catalog column is named in lower snake case (it becomes a Parquet, Hive and SQL identifier in every engine): rename it in a view (%s AS %s) and describe the view",
+				c.Name, quoteIdent(c.Name), suggestName(c.Name)))
+			continue
+		}
 		m, err := Map(c.Type)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("column %s: %w", c.Name, err))
@@ -131,6 +137,20 @@ func Entry(t Table, o EntryOptions) (dataset.Dataset, error) {
 	}
 	return d, nil
 }
+
+// columnNameRE is what a catalog column name must match (dataset.Validate).
+var columnNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// suggestName is name in lower snake case.
+func suggestName(name string) string {
+	s := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(name), "_"), "_")
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		s = "c_" + s
+	}
+	return s
+}
+
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // tenantTypeOf is TenantType without its error.
 func tenantTypeOf(t SourceType) (string, bool) {
