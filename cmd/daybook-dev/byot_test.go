@@ -235,7 +235,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 // your own tables" steps.
 type readmeBlocks struct {
 	init, check, local, requeue []string // steps 1, 2, 5 and 6
-	yaml, account                 string
+	yaml, account               string
 }
 
 // readmeSteps reads README's "Bring your own tables" steps: its code
