@@ -47,7 +47,8 @@ dataset: its version, relation, partition, columns, and the export and fingerpri
 every source dialect, the ones daybook writes for a dataset that gives tenant_column instead of
 queries included. Without --catalog, the catalog this CLI runs with: the file DAYBOOK_CATALOG
 names, else the shipped example. -o json prints the datasets as loaded, queries filled in.`,
-		Example: "  daybook catalog show --catalog catalog.yaml --dataset orders",
+		Example:     "  daybook catalog show --catalog catalog.yaml --dataset orders",
+		Annotations: map[string]string{ownCatalog: "true"}, // without --catalog it reads DAYBOOK_CATALOG and says why it cannot
 	}
 	c.Flags().StringVar(&path, "catalog", "", "catalog file (YAML or JSON)")
 	c.Flags().StringVar(&name, "dataset", "", "show only this dataset")
@@ -133,6 +134,7 @@ v2/ while v1/ stays as it is (a contract never goes back down). A refusal names 
 the column and exits 1; an accepted change prints what each dataset gains.`,
 		Example: "  aws s3 cp --recursive s3://BUCKET/PREFIX/v1/_schemas/ delivered/\n  daybook catalog diff delivered/ catalog.yaml\n" +
 			"  daybook catalog diff --deployed catalog.yaml --stack daybook-prod",
+		Annotations: map[string]string{ownCatalog: "true"},
 	}
 	deployed := c.Flags().Bool("deployed", false, "compare NEW with the schemas the deployment recorded as delivered (no OLD)")
 	a.deploymentFlags(c)

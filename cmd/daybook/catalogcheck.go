@@ -36,6 +36,7 @@ any finding is an error; warnings alone exit 0. Nothing is written to the databa
 bare DSN for the default source. A dataset whose source was given none is an error finding.`,
 		Example: "  daybook catalog check --source postgres://reader@db/app -o json\n" +
 			"  daybook catalog check --source postgres://reader@db/app --source billing=postgres://reader@billing/db",
+		Annotations: map[string]string{ownCatalog: "true"},
 	}
 	f := c.Flags()
 	f.StringArrayVar(&sources, "source", nil, "PostgreSQL connection string of a source: NAME=DSN, or a bare DSN for the default source (repeatable)")

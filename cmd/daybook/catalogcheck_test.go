@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -413,5 +414,38 @@ func TestCatalogInitTablesAsTheyAre(t *testing.T) {
 	}
 	if len(rep.Findings) != 1 || rep.Findings[0].Dataset != "signups" || rep.Findings[0].Column != "created_at" || rep.Findings[0].Check != "nullability" || rep.Findings[0].Severity != pgcatalog.SeverityWarning {
 		t.Errorf("findings %+v; want one warning: signups' created_at allows NULL", rep.Findings)
+	}
+}
+
+// TestCatalogCommandsWithoutTheProcessCatalog: when DAYBOOK_CATALOG does
+// not load (catalog.yaml moved away to be written again, or broken),
+// every command that reads it fails with why, but catalog init, show,
+// check and diff, which read files of their own, still run, and help
+// still helps.
+func TestCatalogCommandsWithoutTheProcessCatalog(t *testing.T) {
+	a, _, _ := testApp(t)
+	a.catalogErr = errors.New(`environment variable DAYBOOK_CATALOG="catalog.yaml": no such file`)
+	if r := execute(t, a, "status", "--account", "acct_aaaaaaaaaaaaaaaa"); r.code != cli.ExitError || !strings.Contains(r.stderr, "DAYBOOK_CATALOG") {
+		t.Errorf("status: exit %d %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"--help"}, {"help", "status"}, {"status", "--help"}} {
+		if r := execute(t, a, args...); r.code != 0 || r.stdout == "" {
+			t.Errorf("%v: exit %d %s", args, r.code, r.stderr)
+		}
+	}
+	dir := t.TempDir()
+	file := zoned(t, dir, "c.yaml", "UTC", "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"catalog", "init", "--table", "x", "--tenant-column", "t", "--partition-column", "p"}, "--source is required"},
+		{[]string{"catalog", "show", "--catalog", file}, "visits (version 1)"},
+		{[]string{"catalog", "diff", file, file}, "visits: unchanged contract"},
+	} {
+		r := execute(t, a, tc.args...)
+		if !strings.Contains(r.stdout+r.stderr, tc.want) || strings.Contains(r.stderr, "DAYBOOK_CATALOG") {
+			t.Errorf("%v: exit %d\n%s%s; want %q", tc.args, r.code, r.stdout, r.stderr, tc.want)
+		}
 	}
 }

@@ -54,6 +54,7 @@ changed_column, a nullable partition column) is said on stderr: review it.`,
 			"      --partition-column clicked_at --source-time-zone UTC --append catalog.yaml\n" +
 			"  daybook catalog init --source \"$SOURCE_DSN\" --table campaigns --table ads --tenant-column company_id \\\n" +
 			"      --partition snapshot --source-time-zone UTC --append catalog.yaml",
+		Annotations: map[string]string{ownCatalog: "true"},
 	}
 	f := c.Flags()
 	f.StringVar(&dsn, "source", "", "PostgreSQL connection string of the source database")
