@@ -28,8 +28,12 @@ every declared column exist; each source type maps to the declared type (a narro
 decimal, a type without a catalog type, a missing source time zone are named); a column
 declared required that the source allows to be NULL is reported; the tenant the query binds is
 of the declared tenant_type; the export query's result columns are the declared ones; the
-query runs on an empty window; and its plan reads the relation through an index on the
-partition column (a sequential scan is reported with the table's estimated rows). Each finding
+query runs on an empty window; and the relation can be read through an index: for generated
+queries (tenant_column), the table (or each partition of a partitioned table) has an index
+whose keys begin with the tenant column and then the partition column (the tenant column
+alone for a snapshot), read from the database's catalog whatever the table's size today (none
+is reported with the table's estimated rows); for hand-written queries, the generic plan with
+sequential scans off reads the relation through an index bounding the tenant and the day. Each finding
 names the dataset, its source, the column, what is declared and what was found. Exit 1 when
 any finding is an error; warnings alone exit 0. Nothing is written to the database.
 --source takes one connection string per source the catalog names: NAME=DSN (repeat it), a
