@@ -77,7 +77,9 @@ func (s *readmeShell) run(line string) string {
 			s.t.Fatalf("%s: exit %d\n%s%s", line, code, out.String(), errw.String())
 		}
 		return out.String()
-	case args[0] == ".local/bin/daybook":
+	case args[0] == ".local/bin/daybook", args[0] == "daybook":
+		// daybook is the installed CLI; make build writes the same
+		// binary to .local/bin.
 		return s.daybook(args[1:]...)
 	}
 	s.t.Fatalf("README command %q: not a daybook command", line)
@@ -87,6 +89,16 @@ func (s *readmeShell) run(line string) string {
 // daybook runs the built operator CLI with the shell's exports.
 func (s *readmeShell) daybook(args ...string) string {
 	s.t.Helper()
+	out, errw, err := s.try(args...)
+	if err != nil {
+		s.t.Fatalf("daybook %s: %v\n%s%s", strings.Join(args, " "), err, out, errw)
+	}
+	return out
+}
+
+// try runs the built operator CLI and returns what it wrote and how it
+// exited.
+func (s *readmeShell) try(args ...string) (stdout, stderr string, err error) {
 	var out, errw bytes.Buffer
 	cmd := exec.CommandContext(s.ctx, filepath.Join(s.dir, ".local", "bin", operatorName), args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = s.dir, &out, &errw
@@ -94,10 +106,8 @@ func (s *readmeShell) daybook(args ...string) string {
 	for k, v := range s.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	if err := cmd.Run(); err != nil {
-		s.t.Fatalf("daybook %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errw.String())
-	}
-	return out.String()
+	err = cmd.Run()
+	return out.String(), errw.String(), err
 }
 
 // shellWords splits a command line on spaces, keeping double-quoted words

@@ -39,9 +39,19 @@ type app struct {
 	// env.json is the default deployment.
 	localDir string
 
+	// catalogErr is why this process's catalog (DAYBOOK_CATALOG) did not
+	// load: every command that reads it fails with it, but the catalog
+	// commands that read a file of their own (ownCatalog) still run, so a
+	// missing or broken catalog can be written again.
+	catalogErr error
+
 	target targetFlags
 	ops    *opsEnv // opened once per run, on first use
 }
+
+// ownCatalog marks a command that reads its catalog from a file of its own
+// (or none), not the process's (DAYBOOK_CATALOG).
+const ownCatalog = "daybook/own-catalog"
 
 func newApp(stdout, stderr io.Writer) *app {
 	return &app{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +47,8 @@ dataset: its version, relation, partition, columns, and the export and fingerpri
 every source dialect, the ones daybook writes for a dataset that gives tenant_column instead of
 queries included. Without --catalog, the catalog this CLI runs with: the file DAYBOOK_CATALOG
 names, else the shipped example. -o json prints the datasets as loaded, queries filled in.`,
-		Example: "  daybook catalog show --catalog catalog.yaml --dataset orders",
+		Example:     "  daybook catalog show --catalog catalog.yaml --dataset orders",
+		Annotations: map[string]string{ownCatalog: "true"}, // without --catalog it reads DAYBOOK_CATALOG and says why it cannot
 	}
 	c.Flags().StringVar(&path, "catalog", "", "catalog file (YAML or JSON)")
 	c.Flags().StringVar(&name, "dataset", "", "show only this dataset")
@@ -89,12 +91,21 @@ func writeDataset(w io.Writer, d dataset.Dataset) {
 	}
 	fmt.Fprintf(w, "%s (version %d): %s%s, partition %s%s, %s, read %s\n", d.Name, d.Version, d.Relation, from, d.Partition, on, d.Mode, d.Read)
 	fmt.Fprintf(w, "  contract %s: delivered under <prefix>/%s/%s/\n", d.ContractVersion(), d.ContractVersion(), d.Name)
+	bound := "$1 of its queries"
+	if d.TenantColumn != "" {
+		bound = "tenant_column " + d.TenantColumn
+	}
+	fmt.Fprintf(w, "  tenant_type %s: each account's tenant_key (else its id) is bound to %s\n", d.TenantKind(), bound)
 	for _, c := range d.Columns {
 		null := "required"
 		if c.Nullable {
 			null = "nullable"
 		}
-		fmt.Fprintf(w, "  %-24s %-16s %s, since %d\n", c.Name, c.Type, null, c.SinceVersion())
+		zone := ""
+		if c.SourceTimeZone != "" {
+			zone = ", source_time_zone " + c.SourceTimeZone
+		}
+		fmt.Fprintf(w, "  %-24s %-16s %s, since %d%s\n", c.Name, c.Type, null, c.SinceVersion(), zone)
 	}
 	how := "declared"
 	if d.TenantColumn != "" {
@@ -123,6 +134,7 @@ v2/ while v1/ stays as it is (a contract never goes back down). A refusal names 
 the column and exits 1; an accepted change prints what each dataset gains.`,
 		Example: "  aws s3 cp --recursive s3://BUCKET/PREFIX/v1/_schemas/ delivered/\n  daybook catalog diff delivered/ catalog.yaml\n" +
 			"  daybook catalog diff --deployed catalog.yaml --stack daybook-prod",
+		Annotations: map[string]string{ownCatalog: "true"},
 	}
 	deployed := c.Flags().Bool("deployed", false, "compare NEW with the schemas the deployment recorded as delivered (no OLD)")
 	a.deploymentFlags(c)
@@ -172,6 +184,7 @@ the column and exits 1; an accepted change prints what each dataset gains.`,
 				fmt.Fprintf(a.stdout, "%s: new dataset\n", n)
 			}
 		}
+		zoneChanges(a.stdout, old, next)
 		return nil
 	}
 	return c
@@ -222,4 +235,24 @@ func readDelivered(path string) ([]dataset.Dataset, error) {
 		return nil, err
 	}
 	return s.Datasets(), nil
+}
+
+// zoneChanges says which wall-clock columns of OLD (a catalog file: the
+// delivered schemas do not carry the zone) NEW reads in another zone: the
+// days delivered so far hold instants read in the old one.
+func zoneChanges(w io.Writer, old []dataset.Dataset, next *dataset.Set) {
+	for _, o := range old {
+		n, err := next.Get(o.Name)
+		if err != nil {
+			continue
+		}
+		for _, oc := range o.Columns {
+			nc, ok := n.Column(oc.Name)
+			if !ok || oc.SourceTimeZone == "" || nc.SourceTimeZone == oc.SourceTimeZone {
+				continue
+			}
+			fmt.Fprintf(w, "%s: column %s: source_time_zone %s -> %s: the days delivered so far were read as wall times in %s; requeue them (daybook requeue --account ID --dataset %s --from DAY --to DAY) to deliver them read in %s\n",
+				o.Name, oc.Name, oc.SourceTimeZone, cmp.Or(nc.SourceTimeZone, "none (instants)"), oc.SourceTimeZone, o.Name, cmp.Or(nc.SourceTimeZone, "none"))
+		}
+	}
 }

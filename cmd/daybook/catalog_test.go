@@ -48,7 +48,8 @@ func TestCatalogShow(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, w := range []string{"events (version 1)", "export postgres (generated):", "WHERE account_id = $1 AND occurred_at >= $2 AND occurred_at < $3 ORDER BY occurred_at, event_id", "SELECT count(*), max(inserted_at) FROM events"} {
+	for _, w := range []string{"events (version 1)", "export postgres (generated):", "WHERE account_id = $1 AND occurred_at >= $2 AND occurred_at < $3 ORDER BY occurred_at, event_id", "SELECT count(*), max(inserted_at) FROM events",
+		"  tenant_type string: each account's tenant_key (else its id) is bound to tenant_column account_id\n"} {
 		if !strings.Contains(r.stdout, w) {
 			t.Errorf("output lacks %q:\n%s", w, r.stdout)
 		}
@@ -82,6 +83,20 @@ func TestCatalogShow(t *testing.T) {
 		t.Fatalf("DAYBOOK_CATALOG: exit %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	a.getenv = func(string) string { return "" }
+	// What a catalog init entry declares is shown: the tenant's type and
+	// the zone of a wall-clock column.
+	int64s := filepath.Join(dir, "int64.yaml")
+	if err := os.WriteFile(int64s, []byte(strings.Replace(mustRead(t, zoned(t, dir, "z.yaml", "Europe/Berlin", "")), "    tenant_column: org\n", "    tenant_column: org\n    tenant_type: int64\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = execute(t, a, "catalog", "show", "--catalog", int64s)
+	for _, w := range []string{"  tenant_type int64: each account's tenant_key (else its id) is bound to tenant_column org\n",
+		"  seen_at                  timestamp        required, since 1, source_time_zone Europe/Berlin\n",
+		"seen_at >= ($2::timestamptz AT TIME ZONE 'Europe/Berlin')"} {
+		if r.code != 0 || !strings.Contains(r.stdout, w) {
+			t.Errorf("catalog show: exit %d, output lacks %q:\n%s%s", r.code, w, r.stdout, r.stderr)
+		}
+	}
 	r = execute(t, a, "catalog", "show", "--dataset", "nope")
 	if r.code != 2 || !strings.Contains(r.stderr, `--dataset "nope": not in the catalog; valid: events, profiles, daily_stats`) {
 		t.Fatalf("unknown dataset: exit %d %s", r.code, r.stderr)
@@ -131,6 +146,14 @@ func TestCatalogDiff(t *testing.T) {
 		{"back to v1 after v2", v2, dropped, 1, "dataset events: contract lowered from v2 to v1"},
 		{"a delivered dataset removed", appended, writeCatalog(t, dir, "two.yaml", func(s string) string { return s[:strings.Index(s, "  - name: daily_stats")] }), 1, "dataset daily_stats: removed from the catalog"},
 		{"OLD missing", filepath.Join(dir, "nope"), old, 2, `OLD "` + filepath.Join(dir, "nope") + `"`},
+		// A hand-written query keeps its own zone when source_time_zone
+		// changes: refused, naming both zones. A generated one follows
+		// the zone, and diff says the delivered days were read in the
+		// old one.
+		{"a hand-written query left in the old zone", zoned(t, dir, "utc.yaml", "UTC", "UTC"), zoned(t, dir, "berlin.yaml", "Europe/Berlin", "UTC"), 2,
+			`dataset visits: queries.postgres: converts the day window with AT TIME ZONE 'UTC', but partition_column seen_at declares source_time_zone "Europe/Berlin"`},
+		{"a generated query follows the zone", zoned(t, dir, "gen-utc.yaml", "UTC", ""), zoned(t, dir, "gen-berlin.yaml", "Europe/Berlin", ""), 0,
+			"visits: column seen_at: source_time_zone UTC -> Europe/Berlin: the days delivered so far were read as wall times in UTC"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,4 +230,44 @@ func TestCatalogDiffDeployed(t *testing.T) {
 	if r := s.run(t, a, "catalog", "diff", "--deployed", v2); r.code != 0 || !strings.Contains(r.stdout, "events: unchanged contract") {
 		t.Errorf("v2 against v2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// zoned writes a catalog of one dataset whose partition column holds wall
+// times in colZone: its queries hand-written in queryZone, or generated
+// when queryZone is "".
+func zoned(t *testing.T, dir, name, colZone, queryZone string) string {
+	t.Helper()
+	doc := `datasets:
+  - name: visits
+    version: 1
+    partition: event_time
+    partition_column: seen_at
+    relation: app.visits
+    mode: incremental_append
+    read: union_all_partitions
+`
+	if queryZone == "" {
+		doc += "    tenant_column: org\n"
+	}
+	doc += "    columns:\n      - {name: seen_at, type: timestamp, source_time_zone: " + colZone + "}\n"
+	if queryZone != "" {
+		doc += `    queries:
+      sqlite: SELECT seen_at FROM app.visits WHERE org = ? AND seen_at >= ? AND seen_at < ?
+      postgres: SELECT seen_at FROM app.visits WHERE org = $1 AND seen_at >= ($2::timestamptz AT TIME ZONE '` + queryZone + `') AND seen_at < ($3::timestamptz AT TIME ZONE '` + queryZone + `')
+`
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -16,74 +16,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/pgcatalog"
 )
 
-// initPartitions are the --partition values of catalog init.
-var initPartitions = []string{dataset.PartitionEventTime, dataset.PartitionStatDate, dataset.PartitionActivity, dataset.PartitionSnapshot}
-
-func (a *app) catalogInitCommand() *cobra.Command {
-	var o pgcatalog.EntryOptions
-	var dsn, table string
-	c := &cobra.Command{
-		Use:   "init --source DSN --table T --tenant-column C --partition-column P [--partition event_time|stat_date|activity|snapshot]",
-		Short: "Print a catalog entry derived from a source table",
-		Long: `Print a catalog entry for a PostgreSQL table or view, derived from the database's own catalog:
-its columns in order (all but the tenant column), their types through the mapping in
-docs/types.md, NOT NULL as required, COMMENT ON COLUMN as descriptions, enums as
-low-cardinality strings. A view does not say which columns are NOT NULL: its partition and id
-columns are declared required, the others nullable. The entry's queries read one tenant's
-day by the partition column. With --partition snapshot (a table such as plans, users or
-settings, delivered as a complete copy every day) there is no partition column: the query
-reads the tenant's whole current table.
-A column whose type has no catalog type is named, with what to do instead, and nothing is
-printed. A table with timestamp without time zone columns needs --source-time-zone: the
-zone those wall-clock times are in is never guessed. Review the entry, then add it to the
-catalog's "datasets" list.`,
-		Example: "  daybook catalog init --source postgres://reader@db/app --table invoices --tenant-column org_id \\\n" +
-			"      --partition-column created_at --source-time-zone Europe/Berlin",
-	}
-	f := c.Flags()
-	f.StringVar(&dsn, "source", "", "PostgreSQL connection string of the source database")
-	f.StringVar(&table, "table", "", "table or view to describe (schema.table or table on the search path)")
-	f.StringVar(&o.TenantColumn, "tenant-column", "", "column holding the tenant (bound to the account id)")
-	f.StringVar(&o.PartitionColumn, "partition-column", "", "column whose value decides a row's day")
-	f.StringVar(&o.Partition, "partition", dataset.PartitionEventTime, "what the day means: "+strings.Join(initPartitions, ", "))
-	f.StringVar(&o.IDColumn, "id-column", "", "activity only: the column identifying a record (its newest row is its state)")
-	f.StringVar(&o.SourceTimeZone, "source-time-zone", "", "IANA zone of the table's timestamp without time zone columns")
-	f.StringVar(&o.Name, "name", "", "dataset name (default: the table's name)")
-	_ = c.RegisterFlagCompletionFunc("partition", cobra.FixedCompletions(initPartitions, cobra.ShellCompDirectiveNoFileComp))
-	c.RunE = func(c *cobra.Command, _ []string) error {
-		required := []string{"source", "table", "tenant-column", "partition-column"}
-		if o.Partition == dataset.PartitionSnapshot {
-			required = required[:3]
-		}
-		if err := requireFlags(c, required...); err != nil {
-			return err
-		}
-		if !slices.Contains(initPartitions, o.Partition) {
-			return cli.Usagef(c, "--partition %q: unknown partition; valid: %s", o.Partition, strings.Join(initPartitions, ", "))
-		}
-		if o.SourceTimeZone != "" {
-			if _, err := time.LoadLocation(o.SourceTimeZone); err != nil || o.SourceTimeZone == "Local" {
-				return cli.Usagef(c, "--source-time-zone %q: not an IANA time zone", o.SourceTimeZone)
-			}
-		}
-		db, err := openSource(c, dsn)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		t, err := pgcatalog.ReadTable(c.Context(), db, table)
-		if err != nil {
-			return fmt.Errorf("catalog init: %w", err)
-		}
-		d, err := pgcatalog.Entry(t, o)
-		if err != nil {
-			return fmt.Errorf("catalog init: table %s:\n%w", table, err)
-		}
-		return printJSON(a.stdout, d)
-	}
-	return c
-}
-
 func (a *app) catalogCheckCommand() *cobra.Command {
 	var sources []string
 	var catalogFile string
@@ -96,14 +28,19 @@ every declared column exist; each source type maps to the declared type (a narro
 decimal, a type without a catalog type, a missing source time zone are named); a column
 declared required that the source allows to be NULL is reported; the tenant the query binds is
 of the declared tenant_type; the export query's result columns are the declared ones; the
-query runs on an empty window; and its plan reads the relation through an index on the
-partition column (a sequential scan is reported with the table's estimated rows). Each finding
+query runs on an empty window; and the relation can be read through an index: for generated
+queries (tenant_column), the table (or each partition of a partitioned table) has an index
+whose keys begin with the tenant column and then the partition column (the tenant column
+alone for a snapshot), read from the database's catalog whatever the table's size today (none
+is reported with the table's estimated rows); for hand-written queries, the generic plan with
+sequential scans off reads the relation through an index bounding the tenant and the day. Each finding
 names the dataset, its source, the column, what is declared and what was found. Exit 1 when
 any finding is an error; warnings alone exit 0. Nothing is written to the database.
 --source takes one connection string per source the catalog names: NAME=DSN (repeat it), a
 bare DSN for the default source. A dataset whose source was given none is an error finding.`,
 		Example: "  daybook catalog check --source postgres://reader@db/app -o json\n" +
 			"  daybook catalog check --source postgres://reader@db/app --source billing=postgres://reader@billing/db",
+		Annotations: map[string]string{ownCatalog: "true"},
 	}
 	f := c.Flags()
 	f.StringArrayVar(&sources, "source", nil, "PostgreSQL connection string of a source: NAME=DSN, or a bare DSN for the default source (repeatable)")

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 
@@ -15,14 +14,17 @@ import (
 )
 
 func main() {
+	a := newApp(os.Stdout, os.Stderr)
 	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "daybook: %v\n", err)
-		os.Exit(1)
+		// Refused by every command that reads the catalog; catalog init,
+		// show, check and diff read their own.
+		a.catalogErr = err
+	} else {
+		dataset.Use(cat)
 	}
-	dataset.Use(cat)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := newApp(os.Stdout, os.Stderr).execute(ctx, os.Args[1:])
+	code := a.execute(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

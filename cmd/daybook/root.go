@@ -36,6 +36,14 @@ that talks to a deployment says which one on stderr.`, a.stdout, a.stderr)
 	add("accounts", a.accountCommand())
 	add("delivery", a.verifyCommand(), a.sqlCommand())
 	add("catalog", a.catalogCommand())
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		for p := c; p != nil; p = p.Parent() {
+			if p.Annotations[ownCatalog] != "" || p.Name() == "help" || p.Name() == "completion" {
+				return nil
+			}
+		}
+		return a.catalogErr
+	}
 	cli.Finish(root, a.stdout)
 	return root
 }

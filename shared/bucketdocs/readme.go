@@ -253,6 +253,8 @@ func (w *mdWriter) dataset(ds dataset.Dataset) {
 	}
 	if ds.IsSnapshot() {
 		items = append(items, "- **Latest copy**: "+latestSnapshotRule(ds))
+	} else {
+		items = append(items, "- **Late data**: "+lateDataRule[ds.LateData()])
 	}
 	items = append(items, w.contractItems(ds)...)
 	w.p(items...)

@@ -67,7 +67,7 @@ func (w *mdWriter) reseedSection() {
 		"Both `_manifest.json` and the day's entry in `datasets_delivered` then carry `restatement`:",
 		"the generation it replaces (`previous_generation`), that generation's row count",
 		"(`previous_rows`) and the new one (`rows`). Load the day again: the load scripts replace the",
-		"day, so nothing is counted twice.")
+		"day, so nothing is counted twice. Each dataset above says which changes its check notices.")
 	w.h2("Reseeds")
 	var feeds []string
 	for _, ds := range w.in.Datasets {

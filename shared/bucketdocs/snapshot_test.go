@@ -67,3 +67,67 @@ datasets:
 		t.Errorf("%s has latest_snapshot %+v", inc.Dataset, inc.LatestSnapshot)
 	}
 }
+
+// TestLateDataPerDataset: each dataset's section says which late changes
+// deliver a day again, as its fingerprint sees them: updates too with a
+// changed_column, rows added or removed with the generated count alone,
+// nothing without a fingerprint.
+func TestLateDataPerDataset(t *testing.T) {
+	s, err := dataset.Parse([]byte(`
+datasets:
+  - name: orders
+    version: 1
+    partition: event_time
+    partition_column: created_at
+    relation: orders
+    mode: incremental_append
+    read: union_all_partitions
+    tenant_column: org_id
+    changed_column: updated_at
+    columns:
+      - {name: created_at, type: timestamp}
+  - name: clicks
+    version: 1
+    partition: event_time
+    partition_column: clicked_at
+    relation: clicks
+    mode: incremental_append
+    read: union_all_partitions
+    tenant_column: company_id
+    tenant_type: int64
+    columns:
+      - {name: clicked_at, type: timestamp, source_time_zone: UTC}
+  - name: visits
+    version: 1
+    partition: event_time
+    partition_column: at
+    relation: visits
+    mode: incremental_append
+    read: union_all_partitions
+    columns:
+      - {name: at, type: timestamp}
+    queries:
+      sqlite: SELECT at FROM visits WHERE org = ? AND at >= ? AND at < ?
+      postgres: SELECT at FROM visits WHERE org = $1 AND at >= $2 AND at < $3
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := s.Datasets()
+	b, err := README(Input{Bucket: "b", Prefix: "p", Format: "parquet", TimeZone: "UTC", Datasets: ds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for name, want := range map[string]string{
+		"orders": "- **Late data**: each recently closed day is checked again a few times a day; a day whose rows were added, removed or changed since it was exported is delivered again",
+		"clicks": "A row changed in place without a row added or removed is not noticed",
+		"visits": "- **Late data**: days are not checked again",
+	} {
+		i := strings.Index(readme, "### "+name+"\n")
+		j := strings.Index(readme[i+1:], "\n#")
+		if i < 0 || j < 0 || !strings.Contains(readme[i:i+1+j], want) {
+			t.Errorf("the README's %s section lacks %q", name, want)
+		}
+	}
+}

@@ -84,3 +84,11 @@ func sizeLabel(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// lateDataRule says, per dataset.Dataset.LateData, which changes to a day
+// after its export deliver it again (the README's Late data section).
+var lateDataRule = map[string]string{
+	dataset.LateChanges: "each recently closed day is checked again a few times a day; a day whose rows were added, removed or changed since it was exported is delivered again (see Late data).",
+	dataset.LateRows:    "each recently closed day is checked again a few times a day; a day to which rows were added, or from which rows were removed, since it was exported is delivered again (see Late data). A row changed in place without a row added or removed is not noticed: that day keeps the row as it was exported.",
+	dataset.LateNone:    "days are not checked again: a day is delivered again only when the sender re-exports it, so a change made after a day was exported is not delivered on its own.",
+}

@@ -50,6 +50,25 @@ func Parse(b []byte) (*Set, error) {
 	return &Set{datasets: ds}, nil
 }
 
+// ResolveEntry completes one catalog entry as the loader does (its queries
+// generated when it names tenant_column) and validates it; d is not
+// changed.
+func ResolveEntry(d Dataset) (Dataset, error) {
+	d = d.clone()
+	for j := range d.Columns {
+		// "since" defaults to 1: the catalog always carries it, so the
+		// schema snapshot records every column's version explicitly.
+		d.Columns[j].Since = d.Columns[j].SinceVersion()
+	}
+	if err := d.generate(); err != nil {
+		return Dataset{}, err
+	}
+	if err := d.Validate(); err != nil {
+		return Dataset{}, err
+	}
+	return d, nil
+}
+
 // Load reads and parses the catalog file at path; the error names it.
 func Load(path string) (*Set, error) {
 	b, err := os.ReadFile(path)

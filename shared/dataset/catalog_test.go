@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -98,7 +99,9 @@ func TestCatalogLoadRefuses(t *testing.T) {
 		{"order_by an undeclared column", strings.Replace(yamlDataset, "[created_at, order_id]", "[created_at, ordered]", 1), `order_by[1] "ordered" is not a column`},
 		{"changed_column not an identifier", strings.Replace(yamlDataset, "changed_column: updated_at", "changed_column: now()", 1), `changed_column "now()" must match`},
 		{"the second dataset is named by position", second, `datasets[1]: dataset second: unknown partition`},
-		{"unknown field", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    colour: red\n", 1), `unknown field "colour"`},
+		{"unknown field", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    colour: red\n", 1), `datasets[0]: dataset orders: unknown field "colour"`},
+		{"unknown field of the second dataset", strings.Replace(second, "{name: second, version: 1}", "{name: second, version: 1, relaton: x}", 1), `datasets[1]: dataset second: unknown field "relaton"`},
+		{"unknown top-level field", "dataset:\n  - name: x\n", `unknown field "dataset"`},
 		{"duplicate key", strings.Replace(yamlDataset, "    version: 1\n", "    version: 1\n    version: 2\n", 1), `"version" already set`},
 		{"unknown dialect", strings.Replace(explicit, "      sqlite:", "      oracle: SELECT 1\n      sqlite:", 1), `queries: unknown dialect "oracle"`},
 	}
@@ -191,5 +194,142 @@ func TestCheckAgainst(t *testing.T) {
 	only, _ := Parse([]byte(yamlDataset))
 	if err := only.CheckAgainst(delivered); err == nil || !strings.Contains(err.Error(), "dataset profiles: removed from the catalog") {
 		t.Fatalf("removed datasets: %v", err)
+	}
+}
+
+// TestGeneratedQueriesFollowTheSourceZone: a wall-clock partition column
+// (source_time_zone) is compared with the day window converted to its
+// zone in the generated PostgreSQL export and fingerprint queries, so
+// changing the zone in the catalog changes the queries with it; SQLite,
+// which reads no wall-clock column, is left as it is.
+func TestGeneratedQueriesFollowTheSourceZone(t *testing.T) {
+	doc := strings.Replace(yamlDataset, "{name: created_at, type: timestamp}", "{name: created_at, type: timestamp, source_time_zone: Europe/Berlin}", 1)
+	for _, zone := range []string{"Europe/Berlin", "America/Sao_Paulo"} {
+		s, err := Parse([]byte(strings.Replace(doc, "Europe/Berlin", zone, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := s.Get("orders")
+		where := `WHERE tenant_id = $1 AND created_at >= ($2::timestamptz AT TIME ZONE '` + zone + `') AND created_at < ($3::timestamptz AT TIME ZONE '` + zone + `')`
+		if got, want := d.Queries[DialectPostgres], `SELECT order_id, created_at, "order", attributes FROM shop.orders `+where+` ORDER BY created_at, order_id`; got != want {
+			t.Errorf("%s: postgres query\n got %s\nwant %s", zone, got, want)
+		}
+		if got, want := d.Fingerprint[DialectPostgres], `SELECT count(*), max(updated_at) FROM shop.orders `+where; got != want {
+			t.Errorf("%s: postgres fingerprint\n got %s\nwant %s", zone, got, want)
+		}
+		if got := d.Queries[DialectSQLite]; strings.Contains(got, "ZONE") {
+			t.Errorf("%s: sqlite query %s", zone, got)
+		}
+	}
+}
+
+// TestHandWrittenWindowZone: a hand-written query converting the window to
+// a zone other than the partition column's source_time_zone is refused
+// when the catalog loads (so by catalog show, check and diff, and by the
+// functions at start), naming the dataset, the query and both zones; the
+// same zone, or UTC spelt another way, is accepted.
+func TestHandWrittenWindowZone(t *testing.T) {
+	doc := func(colZone, queryZone string) string {
+		return `
+datasets:
+  - name: visits
+    version: 1
+    partition: event_time
+    partition_column: seen_at
+    relation: app.visits
+    mode: incremental_append
+    read: union_all_partitions
+    columns:
+      - {name: seen_at, type: timestamp, source_time_zone: ` + colZone + `}
+    queries:
+      sqlite: SELECT seen_at FROM app.visits WHERE org = ? AND seen_at >= ? AND seen_at < ?
+      postgres: SELECT seen_at FROM app.visits WHERE org = $1 AND seen_at >= ($2::timestamptz AT TIME ZONE '` + queryZone + `') AND seen_at < ($3 AT TIME ZONE '` + queryZone + `')
+    fingerprint:
+      sqlite: SELECT count(*) FROM app.visits WHERE org = ? AND seen_at >= ? AND seen_at < ?
+      postgres: SELECT count(*) FROM app.visits WHERE org = $1 AND seen_at >= $2::timestamp with time zone AT TIME ZONE '` + queryZone + `' AND seen_at < $3::timestamptz AT TIME ZONE '` + queryZone + `'
+`
+	}
+	for _, tc := range []struct{ col, query, want string }{
+		{"Europe/Berlin", "Europe/Berlin", ""},
+		{"UTC", "Etc/UTC", ""},
+		{"Europe/Berlin", "UTC", `datasets[0]: dataset visits: queries.postgres: converts the day window with AT TIME ZONE 'UTC', but partition_column seen_at declares source_time_zone "Europe/Berlin"`},
+		{"America/Sao_Paulo", "Europe/Berlin", `converts the day window with AT TIME ZONE 'Europe/Berlin', but partition_column seen_at declares source_time_zone "America/Sao_Paulo"`},
+	} {
+		_, err := Parse([]byte(doc(tc.col, tc.query)))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("column in %s, query in %s: %v, want %q", tc.col, tc.query, err, tc.want)
+		}
+	}
+	// The fingerprint is held to the same zone.
+	d := doc("Europe/Berlin", "Europe/Berlin")
+	i := strings.Index(d, "    fingerprint:")
+	_, err := Parse([]byte(d[:i] + strings.ReplaceAll(d[i:], "'Europe/Berlin'", "'UTC'")))
+	if err == nil || !strings.Contains(err.Error(), "fingerprint.postgres: converts the day window with AT TIME ZONE 'UTC'") {
+		t.Errorf("fingerprint in UTC: %v", err)
+	}
+}
+
+// TestYAMLRoundTrip: the catalog's YAML form (catalog init's output) reads
+// back to the same datasets: the shipped example's (queries written out),
+// a generated entry, a snapshot, and awkward descriptions and names.
+func TestYAMLRoundTrip(t *testing.T) {
+	ex, err := Example()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := Parse([]byte(yamlDataset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := gen.Datasets()[0]
+	entry.Queries, entry.Fingerprint = nil, nil // as catalog init writes it
+	entry.Description = `Orders: "placed", # not a comment, {braces}, [brackets], yes, 100%, é, tab	here` + "\nand a second line"
+	entry.Columns[0].Description = "no"
+	entry.Columns[1].SourceTimeZone = "Etc/GMT+3"
+	entry.TenantType = TenantInt64
+	snap, err := Parse([]byte(yamlSnapshot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snap.Datasets()[0]
+	s.Queries = nil
+	var ds []Dataset
+	for _, d := range ex.Datasets() {
+		if d.TenantColumn != "" {
+			d.Queries, d.Fingerprint = nil, nil // regenerated on load
+		}
+		ds = append(ds, d)
+	}
+	ds = append(ds, entry, s)
+	doc := CatalogYAML(ds)
+	back, err := Parse(doc)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	want, err := json.Marshal(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []Dataset
+	for _, d := range back.Datasets() {
+		if d.TenantColumn != "" {
+			d.Queries, d.Fingerprint = nil, nil
+		}
+		again = append(again, d)
+	}
+	got, err := json.Marshal(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("round trip\n got %s\nwant %s\nyaml:\n%s", got, want, doc)
+	}
+	// Items indented as the file's own list is.
+	flat := AppendYAML([]byte("datasets:\n"), []Dataset{entry}, 0)
+	if !strings.HasPrefix(string(flat), "datasets:\n- name: orders\n  version: 1\n") {
+		t.Errorf("indent 0:\n%s", flat)
+	}
+	if _, err := Parse(flat); err != nil {
+		t.Errorf("indent 0: %v", err)
 	}
 }

@@ -217,36 +217,53 @@ var ddlFS embed.FS
 
 // ParseCatalog decodes and validates a JSON catalog document (Parse takes
 // YAML too); it refuses unknown fields so a typo in the catalog fails its
-// load, not an export. Errors name the dataset and its position.
+// load, not an export. Errors name the dataset and its position
+// (datasets[i]).
 func ParseCatalog(b []byte) ([]Dataset, error) {
 	var doc struct {
-		Datasets []Dataset `json:"datasets"`
+		Datasets []json.RawMessage `json:"datasets"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("parse dataset catalog: %w", err)
 	}
+	out := make([]Dataset, len(doc.Datasets))
 	seen := map[string]bool{}
-	for i := range doc.Datasets {
-		d := &doc.Datasets[i]
-		for j := range d.Columns {
-			// "since" defaults to 1: the catalog always carries it, so the
-			// schema snapshot records every column's version explicitly.
-			d.Columns[j].Since = d.Columns[j].SinceVersion()
+	for i, raw := range doc.Datasets {
+		d := &out[i]
+		if err := decodeDataset(raw, d); err != nil {
+			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
 		}
 		if seen[d.Name] {
 			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: dataset %q declared twice", i, d.Name)
 		}
 		seen[d.Name] = true
-		if err := d.generate(); err != nil {
+		r, err := ResolveEntry(*d)
+		if err != nil {
 			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
 		}
-		if err := d.Validate(); err != nil {
-			return nil, fmt.Errorf("parse dataset catalog: datasets[%d]: %w", i, err)
-		}
+		*d = r
 	}
-	return doc.Datasets, nil
+	return out, nil
+}
+
+// decodeDataset decodes one datasets[] entry strictly; its error names the
+// dataset when the entry has a name.
+func decodeDataset(raw json.RawMessage, d *Dataset) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(d)
+	if err == nil {
+		return nil
+	}
+	var named struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &named) == nil && named.Name != "" {
+		return fmt.Errorf("dataset %s: %s", named.Name, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return err
 }
 
 var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -286,7 +303,6 @@ func (d Dataset) Validate() error {
 		return fmt.Errorf("dataset %s: no columns", d.Name)
 	}
 	seen := map[string]bool{}
-	hasAttributes := false
 	since := 1
 	for i, c := range d.Columns {
 		if !identRE.MatchString(c.Name) {
@@ -318,13 +334,6 @@ func (d Dataset) Validate() error {
 			return err
 		}
 		since = c.SinceVersion()
-		if c.Name == "attributes" && c.Type.Kind == KindJSON {
-			hasAttributes = true
-		}
-	}
-	if !hasAttributes {
-		// D3: tenant custom fields go in one JSON column.
-		return fmt.Errorf("dataset %s: missing json column %q", d.Name, "attributes")
 	}
 	// Partition, mode and read agree (snapshot.go). An incremental feed is
 	// read by a union of its partitions; only a full refresh may be read as
@@ -381,6 +390,12 @@ func (d Dataset) Validate() error {
 		if err := d.checkSelectList(q); err != nil {
 			return fmt.Errorf("dataset %s: queries.%s: %w", d.Name, dialect, err)
 		}
+	}
+	if err := d.checkWindowZone("queries."+DialectPostgres, d.Queries[DialectPostgres]); err != nil {
+		return err
+	}
+	if err := d.checkWindowZone("fingerprint."+DialectPostgres, d.Fingerprint[DialectPostgres]); err != nil {
+		return err
 	}
 	return d.validateFingerprint()
 }

@@ -90,9 +90,13 @@ func TestParseCatalogRefuses(t *testing.T) {
 	"queries":{"sqlite":"select at, attributes FROM src.x where a = ? and at >= ? and at < ?","postgres":"select at, attributes from src.x where a = $1 and at >= $2 and at < $3"}}`
 	tests := []struct{ name, doc, want string }{
 		{"valid", ok, ""},
-		{"unknown field", strings.Replace(ok, `"version":1`, `"version":1,"colour":"red"`, 1), "unknown field"},
+		{"unknown field", strings.Replace(ok, `"version":1`, `"version":1,"colour":"red"`, 1), `datasets[0]: dataset x: unknown field "colour"`},
+		{"unknown column field", strings.Replace(ok, `{"name":"at","type":"timestamp"}`, `{"name":"at","tpye":"timestamp"}`, 1), `datasets[0]: dataset x: unknown field "tpye"`},
 		{"bad type", strings.Replace(ok, `"type":"json"`, `"type":"decimal(40,2)"`, 1), "decimal precision 40"},
-		{"no attributes", strings.Replace(ok, `"name":"attributes"`, `"name":"extra"`, 1), `missing json column "attributes"`},
+		// A dataset's columns are its table's: a JSON column holds per-tenant
+		// custom fields when the table has them, and none is required.
+		{"no json column", strings.ReplaceAll(strings.Replace(ok, `,{"name":"attributes","type":"json","nullable":true}`, ``, 1), `select at, attributes`, `select at`), ""},
+		{"a json column of another name", strings.ReplaceAll(strings.Replace(ok, `"name":"attributes"`, `"name":"user_data"`, 1), `attributes`, `user_data`), ""},
 		{"bad partition", strings.Replace(ok, `event_time`, `hourly`, 1), `unknown partition "hourly"`},
 		{"too few params", strings.Replace(ok, `at >= ? and`, `at >= 1 and`, 1), "queries.sqlite: want 3 ? placeholders"},
 		{"a fourth parameter", strings.Replace(ok, `at < $3`, `at < $3 + $4`, 1), "queries.postgres: unexpected placeholder $4"},

@@ -79,3 +79,25 @@ func isDialect(s string) bool {
 func (d Dataset) Reseedable() bool {
 	return d.Mode == ModeIncrementalAppend && d.Partition == PartitionActivity
 }
+
+// What a dataset's late-data check sees (LateData).
+const (
+	LateNone    = ""        // no fingerprint (a snapshot, or none declared): never checked
+	LateRows    = "rows"    // the generated row count: rows added or removed
+	LateChanges = "changes" // a changed_column's max() or a declared fingerprint: any change it summarises
+)
+
+// LateData says what the restatement check of a recently closed day can
+// see change: nothing without a fingerprint, rows added or removed with
+// the generated count(*) alone (no changed_column), and rows changed in
+// place too with changed_column or a fingerprint of the catalog's own.
+func (d Dataset) LateData() string {
+	q, err := d.FingerprintQuery(DialectPostgres)
+	switch {
+	case err != nil:
+		return LateNone
+	case d.TenantColumn != "" && d.ChangedColumn == "" && q == "SELECT count(*) FROM "+d.Relation+" WHERE "+d.where(DialectPostgres):
+		return LateRows
+	}
+	return LateChanges
+}

@@ -23,7 +23,16 @@ import (
 //
 // Without changed_column the fingerprint is the day's row count alone: a
 // restatement check then finds rows added or removed, not rows updated in
-// place. `daybook catalog show` prints the queries a catalog resolves to.
+// place. A partition column of wall-clock times (a PostgreSQL timestamp
+// without time zone, declared with source_time_zone) is compared with the
+// window converted to that zone's wall clock, on the column's side of the
+// index:
+//
+//	<partition_column> >= ($2::timestamptz AT TIME ZONE '<source_time_zone>')
+//
+// so the zone is the catalog field and never query text of its own:
+// changing source_time_zone changes the query with it. `daybook catalog
+// show` prints the queries a catalog resolves to.
 
 // generate fills Queries (and Fingerprint) from TenantColumn; a dataset
 // without TenantColumn is left as declared.
@@ -103,7 +112,48 @@ func (d Dataset) where(dialect string) string {
 	if d.IsSnapshot() {
 		return t + " = " + p[0]
 	}
+	if col, ok := d.Column(d.PartitionColumn); ok && col.SourceTimeZone != "" && dialect == DialectPostgres {
+		// The window is two instants; the column holds wall times in its
+		// zone: compare like with like.
+		zone := "'" + strings.ReplaceAll(col.SourceTimeZone, "'", "''") + "'"
+		p[1] = "(" + p[1] + "::timestamptz AT TIME ZONE " + zone + ")"
+		p[2] = "(" + p[2] + "::timestamptz AT TIME ZONE " + zone + ")"
+	}
 	return t + " = " + p[0] + " AND " + c + " >= " + p[1] + " AND " + c + " < " + p[2]
+}
+
+// windowZoneRE finds a conversion of the day window ($2, $3) to a zone's
+// wall clock in a PostgreSQL query: `$2::timestamptz AT TIME ZONE 'X'`,
+// with or without the cast and parentheses.
+var windowZoneRE = regexp.MustCompile(`(?i)\$[23]\s*(?:::\s*(?:timestamptz|timestamp\s+with\s+time\s+zone))?\s*\)?\s*AT\s+TIME\s+ZONE\s+'([^']*)'`)
+
+// checkWindowZone refuses a PostgreSQL query (hand-written: a generated
+// one converts with the column's own zone) that converts the day window to
+// a zone other than the partition column's source_time_zone: its rows
+// would be read with every instant shifted by the difference, which no
+// check of the values could see.
+func (d Dataset) checkWindowZone(what, q string) error {
+	col, ok := d.Column(d.PartitionColumn)
+	if !ok || col.SourceTimeZone == "" {
+		return nil
+	}
+	for _, m := range windowZoneRE.FindAllStringSubmatch(q, -1) {
+		if !sameZone(m[1], col.SourceTimeZone) {
+			return fmt.Errorf("dataset %s: %s: converts the day window with AT TIME ZONE '%s', but partition_column %s declares source_time_zone %q: convert with '%s' (or give tenant_column instead of queries: the generated query converts with source_time_zone)",
+				d.Name, what, m[1], col.Name, col.SourceTimeZone, col.SourceTimeZone)
+		}
+	}
+	return nil
+}
+
+// utcNames are the zone names PostgreSQL and the tz database both read as
+// UTC.
+var utcNames = map[string]bool{"utc": true, "etc/utc": true, "uct": true, "etc/uct": true, "universal": true, "etc/universal": true,
+	"zulu": true, "etc/zulu": true, "gmt": true, "etc/gmt": true, "gmt0": true, "etc/gmt0": true, "etc/gmt+0": true, "etc/gmt-0": true,
+	"greenwich": true, "etc/greenwich": true}
+
+func sameZone(a, b string) bool {
+	return strings.EqualFold(a, b) || utcNames[strings.ToLower(a)] && utcNames[strings.ToLower(b)]
 }
 
 // reserved are the words both dialects refuse as a bare column name; a

@@ -7,8 +7,9 @@ import (
 )
 
 // TestReadmeCatalogExample: the README's "Bring your own tables" catalog
-// loads, validates against the JSON Schema, and gets the generated queries
-// the README describes.
+// (catalog init's entry for the Citus tutorial's clicks) loads, validates
+// against the JSON Schema, and gets the generated queries the README
+// describes, the window converted to the column's zone.
 func TestReadmeCatalogExample(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -32,11 +33,15 @@ func TestReadmeCatalogExample(t *testing.T) {
 	if err := compileSchema(t).Validate(yamlValue(t, doc.String())); err != nil {
 		t.Fatalf("README catalog against the JSON Schema: %v", err)
 	}
-	d, _ := s.Get("orders")
-	if got, want := d.Queries[DialectPostgres], "SELECT order_id, created_at, total, attributes FROM shop.orders WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at, order_id"; got != want {
+	d, _ := s.Get("clicks")
+	where := "WHERE company_id = $1 AND clicked_at >= ($2::timestamptz AT TIME ZONE 'UTC') AND clicked_at < ($3::timestamptz AT TIME ZONE 'UTC')"
+	if got, want := d.Queries[DialectPostgres], "SELECT id, ad_id, clicked_at, site_url, cost_per_click_usd, user_ip, user_data FROM clicks "+where+" ORDER BY clicked_at, id"; got != want {
 		t.Errorf("query\n got %s\nwant %s", got, want)
 	}
-	if got, want := d.Fingerprint[DialectPostgres], "SELECT count(*), max(updated_at) FROM shop.orders WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3"; got != want {
+	if got, want := d.Fingerprint[DialectPostgres], "SELECT count(*) FROM clicks "+where; got != want {
 		t.Errorf("fingerprint\n got %s\nwant %s", got, want)
+	}
+	if d.TenantKind() != TenantInt64 || d.LateData() != LateRows {
+		t.Errorf("tenant %s, late data %q", d.TenantKind(), d.LateData())
 	}
 }

@@ -1,10 +1,12 @@
 package pgcatalog
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -116,8 +118,11 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 		}
 		if !c.Nullable && !sc.NotNull {
 			sev, why := SeverityError, "the export fails on the first NULL: add NOT NULL to the column or declare it nullable"
-			if isView(t.Kind) {
+			switch {
+			case isView(t.Kind):
 				sev, why = SeverityWarning, "a view does not say whether it can be; the export fails on the first NULL"
+			case c.Name == d.PartitionColumn && d.TenantColumn != "":
+				sev, why = SeverityWarning, "a row whose "+c.Name+" is NULL is in no day: the generated query's window leaves it out, so it is never delivered"
 			}
 			add(sev, "nullability", c.Name, "required", "nullable", "column is declared required but the source allows NULL: %s", why)
 		}
@@ -163,6 +168,13 @@ func CheckDataset(ctx context.Context, conn *sql.Conn, d dataset.Dataset) ([]Fin
 	}
 	if err := runEmpty(ctx, conn, d, query, start); err != nil {
 		add(SeverityError, "query", "", "", "", "the export query fails on an empty window: %v", err)
+		return out, nil
+	}
+	if d.TenantColumn != "" && t.Kind != "v" {
+		// The query is generated: the tenant and partition columns are
+		// known, so the indexes are read from the catalog, whatever the
+		// planner prefers for a table of a few rows today.
+		checkIndexes(add, d, t)
 		return out, nil
 	}
 	scan, ok, err := Explain(ctx, conn, d.Relation, query, start, end)
@@ -304,4 +316,80 @@ func snapshotPlan(add func(sev Severity, check, col, declared, found, format str
 		add(SeverityWarning, "plan", d.TenantColumn, "index on the tenant column", "index "+scan.Index,
 			"the snapshot query uses index %s, whose condition %s does not bound the tenant", scan.Index, scan.IndexCond)
 	}
+}
+
+// checkIndexes checks that every relation a generated query reads (the
+// table, or each leaf partition of a partitioned table) has a B-tree index
+// whose keys begin with the tenant column and then the partition column
+// (the tenant column alone for a snapshot), from the database's catalog:
+// a plan of a table that is small today would read it sequentially
+// whatever its indexes. A relation without one is a sequential scan of
+// every tenant's rows (an error from SeqScanRows estimated rows on); an
+// index on the tenant alone reads the tenant's whole history every day,
+// one on the partition column first every tenant's rows of the day
+// (warnings).
+func checkIndexes(add func(sev Severity, check, col, declared, found, format string, args ...any), d dataset.Dataset, t Table) {
+	keys := []string{d.TenantColumn}
+	if !d.IsSnapshot() {
+		keys = append(keys, d.PartitionColumn)
+	}
+	want := "index on (" + strings.Join(keys, ", ") + ")"
+	rels := t.Leaves
+	if t.Kind != "p" {
+		rels = []string{""} // the relation's own indexes
+	}
+	for _, rel := range rels {
+		where, on := t.Relation, "the table"
+		if rel != "" {
+			where, on = rel, "partition "+rel
+		}
+		var tenantFirst, partFirst *Index
+		good := false
+		for i := range t.Indexes {
+			ix := &t.Indexes[i]
+			if rel != "" && ix.On != rel {
+				continue
+			}
+			switch {
+			case len(ix.Columns) >= len(keys) && slices.Equal(ix.Columns[:len(keys)], keys):
+				good = true
+			case ix.Columns[0] == d.TenantColumn && tenantFirst == nil:
+				tenantFirst = ix
+			case !d.IsSnapshot() && ix.Columns[0] == d.PartitionColumn && partFirst == nil:
+				partFirst = ix
+			}
+		}
+		switch {
+		case good:
+		case tenantFirst != nil:
+			add(SeverityWarning, "index", d.PartitionColumn, want, indexLabel(*tenantFirst),
+				"%s has index %s on the tenant but not then %s: every day's export reads the tenant's whole history: add an index on (%s)", on, indexLabel(*tenantFirst), d.PartitionColumn, strings.Join(keys, ", "))
+		case partFirst != nil:
+			add(SeverityWarning, "index", d.TenantColumn, want, indexLabel(*partFirst),
+				"%s has index %s, which does not begin with the tenant: every day's export reads every tenant's rows of the day: add an index on (%s)", on, indexLabel(*partFirst), strings.Join(keys, ", "))
+		default:
+			sev := SeverityWarning
+			if t.EstimatedRows >= SeqScanRows {
+				sev = SeverityError
+			}
+			what := "every day's export"
+			if d.IsSnapshot() {
+				what = "every day's copy of one tenant"
+			}
+			add(sev, "index", d.TenantColumn, want, "no index on "+d.TenantColumn,
+				"%s (%s, %s) has no index beginning with the tenant column %s: %s reads every tenant's rows: add an index on (%s)", on, where, estimate(t.EstimatedRows), d.TenantColumn, what, strings.Join(keys, ", "))
+		}
+	}
+}
+
+func indexLabel(ix Index) string {
+	cols := make([]string, len(ix.Columns))
+	for i, c := range ix.Columns {
+		cols[i] = cmp.Or(c, "(expression)")
+	}
+	name := ix.Name
+	if ix.Primary {
+		name += " (primary key)"
+	}
+	return name + " on (" + strings.Join(cols, ", ") + ")"
 }

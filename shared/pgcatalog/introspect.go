@@ -104,8 +104,30 @@ type Table struct {
 	Comment  string
 	Columns  []Column
 	// EstimatedRows is pg_class.reltuples (-1 when never analyzed, as
-	// PostgreSQL 14 and later report it).
+	// PostgreSQL 14 and later report it); for a partitioned table, the sum
+	// of its leaf partitions' (-1 when none was analyzed).
 	EstimatedRows int64
+	// PrimaryKey are the primary key's columns in key order; nil when the
+	// relation has none (a view, a table without one).
+	PrimaryKey []string
+	// Indexes are the B-tree indexes a query on the relation can read:
+	// its own, or for a partitioned table each leaf partition's (Index.On
+	// names the partition). Indexes with a predicate are left out.
+	Indexes []Index
+	// Leaves are a partitioned table's leaf partitions; nil for any other
+	// relation.
+	Leaves []string
+}
+
+// Index is one B-tree index of a relation.
+type Index struct {
+	Name string
+	// On is the relation the index is on: the table, or a leaf partition.
+	On string
+	// Columns are its key columns in order (INCLUDE columns left out); an
+	// expression key is "".
+	Columns []string
+	Primary bool
 }
 
 // Column returns the column called name.
@@ -134,6 +156,9 @@ FROM pg_class c WHERE c.oid = to_regclass($1)`, []any{relation}, &oid, &t.Kind, 
 		return Table{}, fmt.Errorf("relation %s: %w", relation, err)
 	}
 	t.EstimatedRows = int64(rows)
+	if err := readKeys(ctx, q, &t, oid); err != nil {
+		return Table{}, fmt.Errorf("relation %s: %w", relation, err)
+	}
 	rs, err := q.QueryContext(ctx, `SELECT a.attname::text, a.atttypid::int8, a.atttypmod::int4, a.attnotnull, coalesce(col_description(a.attrelid, a.attnum), '')
 FROM pg_attribute a WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, strconv.FormatInt(oid, 10))
 	if err != nil {
@@ -201,6 +226,96 @@ FROM pg_attribute a WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisd
 	return t, nil
 }
 
+// indexesQuery lists the key columns of the B-tree indexes without a
+// predicate of the relations $1 (an oid[]), one row per key column in
+// order: relation oid and name, index, primary, position, column (""
+// for an expression).
+const indexesQuery = `SELECT x.indrelid::int8, x.indrelid::regclass::text, i.relname::text, x.indisprimary, k.o::int4, coalesce(a.attname::text, '')
+FROM pg_index x
+JOIN pg_class i ON i.oid = x.indexrelid
+JOIN pg_am am ON am.oid = i.relam AND am.amname = 'btree'
+JOIN pg_class c ON c.oid = x.indrelid
+CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(n, o)
+LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.n AND k.n > 0
+WHERE x.indrelid = ANY($1::oid[]) AND x.indpred IS NULL AND k.o <= x.indnkeyatts
+ORDER BY 2, x.indisprimary DESC, i.relname, k.o`
+
+// readKeys reads the relation's primary key and the indexes a query on it
+// can use: for a partitioned table, its leaf partitions' (the parent's own
+// are partitioned indexes, one per partition), and their summed estimate.
+func readKeys(ctx context.Context, q Querier, t *Table, oid int64) error {
+	rels := "{" + strconv.FormatInt(oid, 10) + "}"
+	if t.Kind == "p" {
+		rs, err := q.QueryContext(ctx, `SELECT p.relid::regclass::text, p.relid::int8, c.reltuples::float8
+FROM pg_partition_tree($1::oid) p JOIN pg_class c ON c.oid = p.relid WHERE p.isleaf ORDER BY 1`, strconv.FormatInt(oid, 10))
+		if err != nil {
+			return fmt.Errorf("partitions: %w", err)
+		}
+		var ids []string
+		sum, analyzed := 0.0, false
+		for rs.Next() {
+			var name string
+			var id int64
+			var n float64
+			if err := rs.Scan(&name, &id, &n); err != nil {
+				rs.Close()
+				return fmt.Errorf("partitions: %w", err)
+			}
+			t.Leaves, ids = append(t.Leaves, name), append(ids, strconv.FormatInt(id, 10))
+			if n >= 0 {
+				sum, analyzed = sum+n, true
+			}
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return fmt.Errorf("partitions: %w", err)
+		}
+		t.EstimatedRows = -1
+		if analyzed {
+			t.EstimatedRows = int64(sum)
+		}
+		rels = "{" + strconv.FormatInt(oid, 10) + "," + strings.Join(ids, ",") + "}"
+	}
+	rs, err := q.QueryContext(ctx, indexesQuery, rels)
+	if err != nil {
+		return fmt.Errorf("indexes: %w", err)
+	}
+	defer rs.Close()
+	own := map[int]bool{} // indexes on the relation itself
+	for rs.Next() {
+		var rel int64
+		var on, name, col string
+		var primary bool
+		var pos int32
+		if err := rs.Scan(&rel, &on, &name, &primary, &pos, &col); err != nil {
+			return fmt.Errorf("indexes: %w", err)
+		}
+		if pos == 1 {
+			own[len(t.Indexes)] = rel == oid
+			t.Indexes = append(t.Indexes, Index{Name: name, On: on, Primary: primary})
+		}
+		ix := &t.Indexes[len(t.Indexes)-1]
+		ix.Columns = append(ix.Columns, col)
+	}
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("indexes: %w", err)
+	}
+	// The primary key is the relation's own. A partitioned table's own
+	// indexes are partitioned indexes that no plan reads: its partitions'
+	// copies of them are read, and are listed.
+	read := t.Indexes[:0:0]
+	for i, ix := range t.Indexes {
+		if own[i] && ix.Primary {
+			t.PrimaryKey = ix.Columns
+		}
+		if !own[i] || t.Kind != "p" {
+			read = append(read, ix)
+		}
+	}
+	t.Indexes = read
+	return nil
+}
+
 func enumLabels(ctx context.Context, q Querier, oid uint32) ([]string, error) {
 	rs, err := q.QueryContext(ctx, `SELECT enumlabel::text FROM pg_enum WHERE enumtypid = $1::oid ORDER BY enumsortorder`, strconv.FormatUint(uint64(oid), 10))
 	if err != nil {
@@ -263,14 +378,20 @@ func Explain(ctx context.Context, conn *sql.Conn, relation, query string, start,
 	defer func() {
 		_, err1 := conn.ExecContext(context.WithoutCancel(ctx), "DEALLOCATE daybook_catalog_check")
 		_, err2 := conn.ExecContext(context.WithoutCancel(ctx), "RESET plan_cache_mode")
+		_, err3 := conn.ExecContext(context.WithoutCancel(ctx), "RESET enable_seqscan")
 		if err == nil {
-			if err = errors.Join(err1, err2); err != nil {
+			if err = errors.Join(err1, err2, err3); err != nil {
 				err = fmt.Errorf("explain: %w", err)
 			}
 		}
 	}()
-	if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		return Scan{}, false, fmt.Errorf("explain: %w", err)
+	// enable_seqscan off makes the planner read through an index whenever
+	// one applies, so a table that is small today does not hide whether
+	// the query can use one; with none it still scans.
+	for _, set := range []string{"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"} {
+		if _, err := conn.ExecContext(ctx, set); err != nil {
+			return Scan{}, false, fmt.Errorf("explain: %w", err)
+		}
 	}
 	var doc string
 	// EXECUTE takes no bound parameters: the window is inlined, quoted.
