@@ -93,7 +93,11 @@ func TestCredentialsRefused(t *testing.T) {
 			"destination.azure.secret_arn", testSecretARN, "only with credential_mode secret"},
 		{"azure secret mode with a tenant", azureAcct(AzureAccess{CredentialMode: CredentialSecret, SecretARN: testSecretARN, TenantID: testTenant}), credRules,
 			"destination.azure.tenant_id", testTenant, "is for credential_mode federated"},
-		{"both stores", func() Account { a := gcsAcct(fed); a.Destination.Azure = &AzureAccess{TenantID: testTenant, ClientID: testClient}; return a }(), credRules,
+		{"both stores", func() Account {
+			a := gcsAcct(fed)
+			a.Destination.Azure = &AzureAccess{TenantID: testTenant, ClientID: testClient}
+			return a
+		}(), credRules,
 			"destination.azure", "", "a destination is one store"},
 	}
 	for _, c := range cases {
