@@ -70,6 +70,8 @@ func newFakes(t *testing.T) *fakes {
 
 var federated = account.AzureAccess{TenantID: tenant, ClientID: client}
 
+var tokenOptions = policy.TokenRequestOptions{Scopes: []string{azureauth.Scope}}
+
 // TestFederatedToken: the exporter's AWS web identity token becomes an
 // Azure Storage access token for the customer's application, each exchange
 // carrying what the real endpoint checks (the fakes refuse anything else),

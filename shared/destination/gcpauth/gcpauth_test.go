@@ -124,20 +124,21 @@ func TestFederatedToken(t *testing.T) {
 // reaches daybook as the endpoint's refusal, which names it.
 func TestFederationRefusals(t *testing.T) {
 	cases := []struct {
-		name string
-		set  func(g *tokenfake.Google, f *gcpauth.Federation)
-		want string
+		name  string
+		set   func(g *tokenfake.Google, f *gcpauth.Federation)
+		want  string
+		words string // what gcpauth.Explain says of it
 	}{
 		{"service account not bound", func(g *tokenfake.Google, _ *gcpauth.Federation) { g.Bindings = nil },
-			"iam.serviceAccounts.getAccessToken"},
+			"iam.serviceAccounts.getAccessToken", "gcloud iam service-accounts add-iam-policy-binding " + sa + " --role=roles/iam.workloadIdentityUser --member=\"" + roleSet + "\""},
 		{"provider trusts another AWS account", func(g *tokenfake.Google, _ *gcpauth.Federation) { g.Providers[audience] = "444455556666" },
-			"unauthorized_client"},
+			"unauthorized_client", "its --account-id must be this deployment's AWS account"},
 		{"no such provider", func(g *tokenfake.Google, _ *gcpauth.Federation) { delete(g.Providers, audience) },
-			"invalid_target"},
+			"invalid_target", "the workload identity provider " + provider + " does not exist"},
 		{"a signature AWS would refuse", func(_ *tokenfake.Google, f *gcpauth.Federation) {
 			f.AWS = credentials.NewStaticCredentialsProvider(akid, "another-secret", session)
-		}, "SignatureDoesNotMatch"},
-		{"a lifetime over an hour", func(_ *tokenfake.Google, f *gcpauth.Federation) { f.Lifetime = 2 * time.Hour }, "want 1m to 1h"},
+		}, "SignatureDoesNotMatch", "Google's STS refused daybook's signed AWS request"},
+		{"a lifetime over an hour", func(_ *tokenfake.Google, f *gcpauth.Federation) { f.Lifetime = 2 * time.Hour }, "want 1m to 1h", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,6 +150,10 @@ func TestFederationRefusals(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			words := gcpauth.Explain(err, gcpauth.Target{Bucket: "acme-exports", Access: federated, Principal: gcpauth.PrincipalSet(provider, "arn:aws:iam::"+deployment+":role/"+role)})
+			if !strings.Contains(words, c.words) {
+				t.Errorf("Explain = %q, want it to contain %q", words, c.words)
 			}
 		})
 	}
