@@ -77,7 +77,9 @@ func TestExplainFederationErrors(t *testing.T) {
 		set  func(*fakes)
 		want string
 	}{
-		{"no matching credential", func(f *fakes) { f.entra.Apps[client].Credentials[0].Subject = "arn:aws:iam::" + deployment + ":role/other" },
+		{"no matching credential", func(f *fakes) {
+			f.entra.Apps[client].Credentials[0].Subject = "arn:aws:iam::" + deployment + ":role/other"
+		},
 			"no federated credential of application " + client + " in tenant " + tenant + " matches daybook's token (issuer ISSUER, subject " + roleARN},
 		{"wrong audience", func(f *fakes) { f.entra.Apps[client].Credentials[0].Audiences = []string{"api://other"} },
 			`its audiences must be ["api://AzureADTokenExchange"]`},
