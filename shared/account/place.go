@@ -92,3 +92,12 @@ func (p Place) String() string {
 	}
 	return "bucket " + p.Bucket
 }
+
+// AzureAccount is an Azure destination's storage account as Place reads it
+// from the endpoint ("" for another store).
+func (d Destination) AzureAccount() string {
+	if d.StoreKind() != StoreKindAzure {
+		return ""
+	}
+	return azureAccount(d)
+}
