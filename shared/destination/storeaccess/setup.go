@@ -1,4 +1,10 @@
-package destination
+// Package storeaccess is a GCS or Azure destination's access from the
+// customer's side: the commands that grant it (CustomerSetup, printed by
+// `daybook account put` and `account test`, shown in docs/stores.md) and
+// the connection test that checks it is granted (CheckStore), with each
+// store's words for what is missing. The credentials themselves are built
+// by gcpauth and azureauth.
+package storeaccess
 
 import (
 	"encoding/json"
@@ -101,8 +107,10 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 	}
 	// projects/<number>/locations/global/workloadIdentityPools/<pool>/providers/<provider>
 	parts := strings.Split(a.WorkloadIdentityProvider, "/")
-	pool, provider := parts[5], parts[7]
-	project := ""
+	number, pool, provider := parts[1], parts[5], parts[7]
+	// The pool is in the provider's project (gcloud takes its number as
+	// --project); the service account in the project its email names.
+	project, poolProject := "", " --project="+number
 	if m := saProjectRE.FindStringSubmatch(sa); m != nil {
 		project = " --project=" + m[2]
 	}
@@ -110,10 +118,10 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 	assumed := "arn:" + role.Partition + ":sts::" + role.AccountID + ":assumed-role/" + name
 	s.Steps = []SetupStep{
 		{customer, "Create a workload identity pool (once; skip if it exists)",
-			fmt.Sprintf("gcloud iam workload-identity-pools create %s%s --location=global --display-name=daybook", pool, project)},
+			fmt.Sprintf("gcloud iam workload-identity-pools create %s%s --location=global --display-name=daybook", pool, poolProject)},
 		{customer, "Add an AWS provider trusting daybook's AWS account " + role.AccountID + ", for its exporter role only",
 			fmt.Sprintf("gcloud iam workload-identity-pools providers create-aws %s%s --location=global --workload-identity-pool=%s --account-id=%s --attribute-condition=%q",
-				provider, project, pool, role.AccountID, "attribute.aws_role=='"+assumed+"'")},
+				provider, poolProject, pool, role.AccountID, "attribute.aws_role=='"+assumed+"'")},
 		{customer, "Create the service account daybook writes as (skip if it exists)",
 			fmt.Sprintf("gcloud iam service-accounts create %s%s --display-name=daybook", strings.Split(sa, "@")[0], project)},
 		bucketBinding,
