@@ -125,8 +125,6 @@ func (s *AWSSTS) fail(w http.ResponseWriter, e Exchange, status int, code, msg s
 	_ = xml.NewEncoder(w).Encode(stsError{Type: "Sender", Code: code, Message: msg})
 }
 
-var assumedRole = assumedRoleRE
-
 func (s *AWSSTS) query(w http.ResponseWriter, r *http.Request) {
 	e := Exchange{Endpoint: "sts GetWebIdentityToken", Fields: map[string]string{}}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -185,7 +183,7 @@ func (s *AWSSTS) query(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, e, 400, "ValidationError", "DurationSeconds must be between 60 and 3600")
 		return
 	}
-	m := assumedRole.FindStringSubmatch(sig.Key.ARN)
+	m := assumedRoleRE.FindStringSubmatch(sig.Key.ARN)
 	if m == nil {
 		s.fail(w, e, 403, "AccessDenied", sig.Key.ARN+" is not a role session")
 		return
