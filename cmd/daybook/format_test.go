@@ -26,7 +26,7 @@ func TestDecodeJSONNamesLineAndColumn(t *testing.T) {
 		{"trailing comma", "{\n  \"name\": \"a\",\n}", "acct.json:3:1: invalid character '}'"},
 		{"wrong type", "{\n  \"name\": \"a\",\n  \"destination\": {\"bucket\": 7}\n}", "acct.json:3:29: destination.bucket: a JSON number where a string is expected"},
 		{"unknown field", "{\n  \"name\": \"a\",\n  \"bukcet\": \"b\"\n}", `acct.json:3:3: unknown field "bukcet"`},
-		{"unknown field lists valid ones", "{\"bukcet\": \"b\"}", `unknown field "bukcet"; valid fields: created_at, datasets, destination, destination.bucket`},
+		{"unknown field lists valid ones", "{\"bukcet\": \"b\"}", `unknown field "bukcet"; valid fields: created_at, datasets, destination, destination.azure, destination.bucket`},
 		{"bad date", "{\n  \"start_date\": \"2026-13-01\"\n}", `acct.json:2:17: start_date: day "2026-13-01": want YYYY-MM-DD`},
 		{"truncated", "{\n  \"name\": \"a\"", "acct.json:2:14: the file ends before the JSON document does"},
 		{"two documents", "{}\n{}", "acct.json:2:2: unexpected { after the JSON document"},
@@ -296,7 +296,7 @@ func TestAccountFileFormProblemsAtOnce(t *testing.T) {
 		`acct.json:6:3: datasets[1]: the number 3, want a string`,
 		`acct.json:7:3: colour: unknown field; valid fields here: created_at, datasets,`,
 		`acct.json:8:19: destination.bucket: the number 42, want a string`,
-		`acct.json:8:56: destination.endpiont: unknown field; valid fields here: bucket, checksums,`,
+		`acct.json:8:56: destination.endpiont: unknown field; valid fields here: azure, bucket, checksums,`,
 	}
 	if len(fe.errs) != len(want) {
 		t.Errorf("%d problems, want %d:\n%v", len(fe.errs), len(want), err)

@@ -70,24 +70,26 @@ func (a *app) deploymentFlags(c *cobra.Command) {
 
 // stackOutputVars maps the template's outputs to the variables the
 // functions read, so the three sources give the same configuration.
-// CustomerRoleArnPattern, DeploymentAccountId, AllowPrivateEndpoints and
-// MaxBackfillDays are the deployment's account rules (account.RulesFromEnv).
+// CustomerRoleArnPattern, DestinationSecretPattern, DeploymentAccountId,
+// AllowPrivateEndpoints and MaxBackfillDays are the deployment's account
+// rules (account.RulesFromEnv).
 var stackOutputVars = map[string]string{
-	"LedgerTableName":        "LEDGER_TABLE",
-	"JobsQueueUrl":           "JOBS_QUEUE_URL",
-	"JobsDLQUrl":             "JOBS_DLQ_URL",
-	"SweeperDLQUrl":          "SWEEPER_DLQ_URL",
-	"Stage":                  "DAYBOOK_STAGE",
-	"SettleDelay":            "SETTLE_DELAY",
-	"ExporterTimeoutSeconds": "EXPORTER_TIMEOUT_SECONDS",
-	"LeaseMarginSeconds":     "LEASE_MARGIN_SECONDS",
-	"MaxAttempts":            "MAX_ATTEMPTS",
-	"DirectBucketPattern":    "DIRECT_BUCKET_PATTERN",
-	"CustomerRoleArnPattern": account.EnvCustomerRolePattern,
-	"DeploymentAccountId":    account.EnvDeploymentAccountID,
-	"AllowPrivateEndpoints":  account.EnvAllowPrivateEndpoints,
-	"MaxBackfillDays":        "MAX_BACKFILL_DAYS",
-	"SweepQueueUrl":          "SWEEP_QUEUE_URL",
+	"LedgerTableName":          "LEDGER_TABLE",
+	"JobsQueueUrl":             "JOBS_QUEUE_URL",
+	"JobsDLQUrl":               "JOBS_DLQ_URL",
+	"SweeperDLQUrl":            "SWEEPER_DLQ_URL",
+	"Stage":                    "DAYBOOK_STAGE",
+	"SettleDelay":              "SETTLE_DELAY",
+	"ExporterTimeoutSeconds":   "EXPORTER_TIMEOUT_SECONDS",
+	"LeaseMarginSeconds":       "LEASE_MARGIN_SECONDS",
+	"MaxAttempts":              "MAX_ATTEMPTS",
+	"DirectBucketPattern":      "DIRECT_BUCKET_PATTERN",
+	"CustomerRoleArnPattern":   account.EnvCustomerRolePattern,
+	"DestinationSecretPattern": account.EnvDestinationSecretPattern,
+	"DeploymentAccountId":      account.EnvDeploymentAccountID,
+	"AllowPrivateEndpoints":    account.EnvAllowPrivateEndpoints,
+	"MaxBackfillDays":          "MAX_BACKFILL_DAYS",
+	"SweepQueueUrl":            "SWEEP_QUEUE_URL",
 }
 
 // deployment is where a command points, resolved.

@@ -109,6 +109,11 @@ type Destination struct {
 	// account and region, through the same role, so Athena queries it by
 	// name.
 	Glue *GlueTables `json:"glue,omitempty"`
+	// GCS and Azure are how daybook reaches a Google Cloud Storage bucket
+	// or an Azure Blob Storage container: federation from its AWS identity
+	// (the default) or a key in AWS Secrets Manager (credentials.go).
+	GCS   *GCSAccess   `json:"gcs,omitempty"`
+	Azure *AzureAccess `json:"azure,omitempty"`
 }
 
 // TableFormatIceberg is Destination.TableFormat's one table format.

@@ -24,15 +24,23 @@ const (
 	// EnvAllowPrivateEndpoints is "true" where custom endpoints may be on
 	// private addresses.
 	EnvAllowPrivateEndpoints = "ALLOW_PRIVATE_ENDPOINTS"
+	// EnvDestinationSecretPattern is the ARN pattern of the Secrets
+	// Manager secrets the exporter may read for GCS and Azure destinations
+	// in credential_mode secret, the same string as in its IAM policy.
+	EnvDestinationSecretPattern = "DESTINATION_SECRET_PATTERN"
 )
 
 // rolePatternRE is the form of a customer role pattern: a role ARN in which
 // the partition, the account and the name may use IAM's * and ? wildcards.
 var rolePatternRE = regexp.MustCompile(`^arn:[a-z*?-]+:iam::[0-9*?]*:role/[\w+=,.@/*?-]+$`)
 
+// secretPatternRE is the form of a destination secret pattern: a Secrets
+// Manager secret ARN whose parts may use IAM's wildcards.
+var secretPatternRE = regexp.MustCompile(`^arn:[a-z*?-]+:secretsmanager:[a-z0-9*?-]+:[0-9*?]+:secret:[A-Za-z0-9/_+=.@*?-]+$`)
+
 // RulesFromEnv reads the deployment's Rules through lookup (os.LookupEnv, or
-// a map from an env.json): DeploymentAccountID, RolePattern and
-// AllowPrivateEndpoints from the variables above, where an unset variable
+// a map from an env.json): DeploymentAccountID, RolePattern, SecretPattern
+// and AllowPrivateEndpoints from the variables above, where an unset variable
 // leaves the zero value, and MaxBackfillDays from MAX_BACKFILL_DAYS, read as
 // the ledger reads it (envvar: unset is envvar.DefaultMaxBackfillDays).
 // Every malformed variable is named in the error. Now is the caller's.
@@ -46,6 +54,7 @@ func RulesFromEnv(lookup func(string) (string, bool)) (Rules, error) {
 	r := Rules{
 		DeploymentAccountID: get(EnvDeploymentAccountID),
 		RolePattern:         get(EnvCustomerRolePattern),
+		SecretPattern:       get(EnvDestinationSecretPattern),
 		MaxBackfillDays:     env.MaxBackfillDays(),
 	}
 	errs = append(errs, env.Err())
@@ -54,6 +63,9 @@ func RulesFromEnv(lookup func(string) (string, bool)) (Rules, error) {
 	}
 	if v := r.RolePattern; v != "" && !rolePatternRE.MatchString(v) {
 		bad(EnvCustomerRolePattern, v, "want an IAM role ARN pattern such as arn:aws:iam::*:role/daybook-export-*")
+	}
+	if v := r.SecretPattern; v != "" && !secretPatternRE.MatchString(v) {
+		bad(EnvDestinationSecretPattern, v, "want a Secrets Manager ARN pattern such as arn:aws:secretsmanager:eu-west-1:123456789012:secret:daybook/destinations/*")
 	}
 	if v := get(EnvAllowPrivateEndpoints); v != "" {
 		b, err := strconv.ParseBool(v)

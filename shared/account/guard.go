@@ -21,7 +21,7 @@ import (
 // ledger writes in the same transaction as the account, each conditional on
 // nobody else holding it in a conflicting way:
 //
-//   - for its (store, bucket, rendered prefix), the prefix itself, held as
+//   - for its (place, rendered prefix), the prefix itself, held as
 //     GuardOwn: nobody else may own it or be below it;
 //   - for every ancestor of the prefix (a, a/b for a/b/c), held as
 //     GuardUnder: nobody may own it, though any number of accounts may be
@@ -78,7 +78,7 @@ func (a Account) Guards(stage string) ([]Guard, error) {
 		return nil, &FieldError{Field: "destination.prefix", Value: tmpl, Reason: reason(err)}
 	}
 	d := a.Destination
-	store := d.Store()
+	place := d.Place()
 	segs := layout.Segments(prefix)
 	var out []Guard
 	for i := range segs {
@@ -88,9 +88,9 @@ func (a Account) Guards(stage string) ([]Guard, error) {
 			hold = GuardOwn
 		}
 		out = append(out, Guard{
-			Key: "p#" + digest(store, d.Bucket, p), Hold: hold,
+			Key: "p#" + digest(place.Namespace, place.Bucket, p), Hold: hold,
 			Field: "destination.prefix", Value: prefix,
-			Desc: fmt.Sprintf("prefix %q of bucket %s on store %s", p, d.Bucket, store),
+			Desc: fmt.Sprintf("prefix %q of %s on store %s", p, place, place.Namespace),
 		})
 	}
 	if d.RoleARN != "" {

@@ -21,11 +21,12 @@ import (
 // credentials with one of others (every other stored account, enabled or
 // not: a disabled account's files are still there):
 //
-//   - its (store, bucket) is another's and its rendered prefix equals,
-//     contains or is contained in the other's, compared by whole segments
-//     (`a/b` contains `a/b/c`, not `a/bc`). The store is AWS S3, or a custom
-//     endpoint's host and port: one bucket name on two endpoints is two
-//     buckets;
+//   - its place (Destination.Place: the store's bucket namespace and the
+//     bucket) is another's and its rendered prefix equals, contains or is
+//     contained in the other's, compared by whole segments (`a/b` contains
+//     `a/b/c`, not `a/bc`). The namespace is AWS S3 or a custom endpoint's
+//     host and port (one bucket name on two endpoints is two buckets), GCS,
+//     or an Azure storage account (a container is its account's);
 //   - its role ARN (compared case-insensitively, as IAM role names are) and
 //     external id are another's;
 //   - its tenant key (Tenant: tenant_key, else the id) is another's,
@@ -57,15 +58,15 @@ func CheckIsolation(candidate Account, others []Account, stage string) error {
 			continue
 		}
 		od := o.Destination
-		if d.Store() == od.Store() && d.Bucket == od.Bucket {
+		if place := d.Place(); place == od.Place() {
 			theirs := renderLoose(o, stage)
 			switch {
 			case layout.Within(theirs, mine) && layout.Within(mine, theirs):
-				p.add("destination.prefix", mine, "is account %s's prefix in bucket %s", o.ID, d.Bucket)
+				p.add("destination.prefix", mine, "is account %s's prefix in %s", o.ID, place)
 			case layout.Within(theirs, mine):
-				p.add("destination.prefix", mine, "contains account %s's prefix %q in bucket %s", o.ID, theirs, d.Bucket)
+				p.add("destination.prefix", mine, "contains account %s's prefix %q in %s", o.ID, theirs, place)
 			case layout.Within(mine, theirs):
-				p.add("destination.prefix", mine, "is inside account %s's prefix %q in bucket %s", o.ID, theirs, d.Bucket)
+				p.add("destination.prefix", mine, "is inside account %s's prefix %q in %s", o.ID, theirs, place)
 			}
 		}
 		if mine, theirs := candidate.Tenant(), o.Tenant(); dataset.TenantIdentity(mine) == dataset.TenantIdentity(theirs) {

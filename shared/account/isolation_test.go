@@ -84,3 +84,86 @@ func TestCheckIsolationNeedsAStage(t *testing.T) {
 	bad := acct(idA, "b", "no-id-here")
 	wantField(t, CheckIsolation(bad, nil, "prod"), "destination.prefix", "no-id-here", "must contain {{.AccountID}}")
 }
+
+// TestIsolationAcrossStores: the overlap rule compares places (a store's
+// bucket namespace and the bucket), with the same guard items. On the old
+// code, which compared (endpoint store, bucket) only, an S3 bucket and a
+// GCS bucket of one name were one bucket, and two Azure storage accounts'
+// containers of one name were one container.
+func TestIsolationAcrossStores(t *testing.T) {
+	gcs := func(a Account) Account {
+		a.Destination.GCS = &GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: testSA}
+		return a
+	}
+	azure := func(a Account, endpoint string) Account {
+		a.Destination.Azure = &AzureAccess{TenantID: testTenant, ClientID: testClient}
+		a.Destination.Endpoint = endpoint
+		return a
+	}
+	inner, outer := acct(idB, "shared", "x/"+idA+"/{{.AccountID}}"), acct(idA, "shared", "x/{{.AccountID}}")
+	cases := []struct {
+		name             string
+		candidate, other Account
+		reason           string // empty: no conflict
+	}{
+		{"an S3 bucket named like a GCS bucket", inner, gcs(outer), ""},
+		{"a GCS bucket named like an S3 bucket", gcs(inner), outer, ""},
+		{"two accounts in one GCS bucket", gcs(inner), gcs(outer), "is inside account " + idA + `'s prefix "x/` + idA + `" in GCS bucket shared`},
+		{"one container name in two storage accounts", azure(inner, "https://acme.blob.core.windows.net"), azure(outer, "https://other.blob.core.windows.net"), ""},
+		{"one storage account through its blob and dfs endpoints", azure(inner, "https://acme.dfs.core.windows.net/"), azure(outer, "https://ACME.blob.core.windows.net"),
+			"in container shared of storage account acme"},
+		{"an emulator's account spelled two ways", azure(inner, "http://127.0.0.1:10000/devstoreaccount1"), azure(outer, "http://localhost:10000/devstoreaccount1/"),
+			"in container shared of storage account loopback:10000/devstoreaccount1"},
+		{"two emulator accounts", azure(inner, "http://127.0.0.1:10000/devstoreaccount1"), azure(outer, "http://127.0.0.1:10000/otheraccount"), ""},
+		{"an Azure container named like a GCS bucket", azure(inner, "https://acme.blob.core.windows.net"), gcs(outer), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckIsolation(c.candidate, []Account{c.other}, "prod")
+			if c.reason == "" {
+				if err != nil {
+					t.Fatalf("CheckIsolation = %v, want no conflict", err)
+				}
+			} else {
+				wantField(t, err, "destination.prefix", "x/"+idA+"/"+idB, c.reason)
+			}
+			// The guards agree: a conflict is a shared item, no conflict none.
+			mine, err1 := c.candidate.Guards("prod")
+			theirs, err2 := c.other.Guards("prod")
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			shared := false
+			for _, g := range mine {
+				for _, o := range theirs {
+					shared = shared || g.Key == o.Key
+				}
+			}
+			if shared != (c.reason != "") {
+				t.Errorf("guards shared %v, conflict %v", shared, c.reason != "")
+			}
+		})
+	}
+}
+
+// TestS3GuardKeysUnchanged: an S3 account's guard items keep the keys
+// they were stored under before other stores existed (store, bucket,
+// prefix segment), or the ledger would stop seeing stored accounts'
+// guards.
+func TestS3GuardKeysUnchanged(t *testing.T) {
+	for _, d := range []Destination{{Bucket: "shared"}, {Bucket: "shared", Endpoint: "http://localhost:9000"}, {Bucket: "shared", Region: "cn-north-1"}} {
+		a := acct(idA, d.Bucket, "x/{{.AccountID}}")
+		a.Destination = d
+		a.Destination.Prefix = "x/{{.AccountID}}"
+		gs, err := a.Guards("prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{"p#" + digest(d.Store(), "shared", "x"): true, "p#" + digest(d.Store(), "shared", "x/"+idA): true}
+		for _, g := range gs {
+			if !want[g.Key] {
+				t.Errorf("%+v: guard %s (%s) is not the old key", d, g.Key, g.Desc)
+			}
+		}
+	}
+}

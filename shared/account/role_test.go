@@ -111,13 +111,14 @@ func TestRulesFromEnv(t *testing.T) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
 	r, err := RulesFromEnv(env(map[string]string{
-		EnvDeploymentAccountID:   deployment,
-		EnvCustomerRolePattern:   "arn:aws:iam::*:role/daybook-export-*",
-		EnvAllowPrivateEndpoints: "true",
-		"MAX_BACKFILL_DAYS":      "90",
+		EnvDeploymentAccountID:      deployment,
+		EnvCustomerRolePattern:      "arn:aws:iam::*:role/daybook-export-*",
+		EnvAllowPrivateEndpoints:    "true",
+		"MAX_BACKFILL_DAYS":         "90",
+		EnvDestinationSecretPattern: "arn:aws:secretsmanager:eu-west-1:" + deployment + ":secret:daybook/destinations/*",
 	}))
 	if err != nil || r.DeploymentAccountID != deployment || r.RolePattern != "arn:aws:iam::*:role/daybook-export-*" || !r.AllowPrivateEndpoints ||
-		r.MaxBackfillDays != 90 {
+		r.MaxBackfillDays != 90 || r.SecretPattern != "arn:aws:secretsmanager:eu-west-1:"+deployment+":secret:daybook/destinations/*" {
 		t.Fatalf("RulesFromEnv = %+v, %v", r, err)
 	}
 	// Unset: the zero rules, but the deployment default backfill limit, as
@@ -126,13 +127,14 @@ func TestRulesFromEnv(t *testing.T) {
 		t.Errorf("unset: %+v, %v", r, err)
 	}
 	_, err = RulesFromEnv(env(map[string]string{
-		EnvDeploymentAccountID:   "12345",
-		EnvCustomerRolePattern:   "daybook-export-*",
-		EnvAllowPrivateEndpoints: "maybe",
-		"MAX_BACKFILL_DAYS":      "a year",
+		EnvDeploymentAccountID:      "12345",
+		EnvCustomerRolePattern:      "daybook-export-*",
+		EnvAllowPrivateEndpoints:    "maybe",
+		"MAX_BACKFILL_DAYS":         "a year",
+		EnvDestinationSecretPattern: "daybook/destinations/*",
 	}))
 	for _, want := range []string{`DEPLOYMENT_ACCOUNT_ID="12345"`, `CUSTOMER_ROLE_PATTERN="daybook-export-*"`, `ALLOW_PRIVATE_ENDPOINTS="maybe"`,
-		`MAX_BACKFILL_DAYS="a year"`} {
+		`MAX_BACKFILL_DAYS="a year"`, `DESTINATION_SECRET_PATTERN="daybook/destinations/*"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want one naming %s", err, want)
 		}

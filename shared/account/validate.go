@@ -44,6 +44,11 @@ type Rules struct {
 	// AllowPrivateEndpoints allows custom endpoints on private addresses
 	// (RFC 1918, fc00::/7, 100.64.0.0/10). False: refused (C3).
 	AllowPrivateEndpoints bool
+	// SecretPattern is the ARN pattern of the AWS Secrets Manager secrets
+	// the exporter may read for destinations in credential_mode secret,
+	// exactly as in its IAM policy (`*` and `?` wildcards). Empty: no
+	// secret_arn is accepted.
+	SecretPattern string
 }
 
 // MaxStageLen is the longest deployment stage (template.yaml's Stage
@@ -113,7 +118,7 @@ func (a Account) Validate(rules Rules) error {
 	if !rules.Now.IsZero() {
 		p = append(p, a.startRule(rules.Now, rules.MaxBackfillDays)...)
 	}
-	return errors.Join(p...)
+	return errors.Join(a.redactSecrets(p)...)
 }
 
 // ValidateStart checks the start date against now (L6): it may be neither
@@ -157,7 +162,7 @@ func EarliestStart(today civil.Date, maxBackfillDays int) civil.Date {
 // prefix template and key length, role ARN and external id form, endpoint
 // form, format. The ledger uses it as its last guard; saving an account goes
 // through Validate with the deployment's Rules.
-func (a Account) ValidateShape() error { return errors.Join(a.shape()...) }
+func (a Account) ValidateShape() error { return errors.Join(a.redactSecrets(a.shape())...) }
 
 func (a Account) shape() problems {
 	var p problems
@@ -194,6 +199,8 @@ func (a Account) shape() problems {
 	}
 	a.checkPrefix(&p)
 	d.checkRole(&p)
+	d.checkAccess(&p)
+	a.checkNoSecrets(&p)
 	if d.ExpectedBucketOwner != "" && !ownerRE.MatchString(d.ExpectedBucketOwner) {
 		p.add("destination.expected_bucket_owner", d.ExpectedBucketOwner, "want a 12-digit AWS account id")
 	}
@@ -423,7 +430,11 @@ func (a Account) deploymentRules(rules Rules) problems {
 	if d.RoleARN != "" && rules.RolePattern != "" && roleARNRE.MatchString(d.RoleARN) && !MatchWildcard(rules.RolePattern, d.RoleARN) {
 		p.add("destination.role_arn", d.RoleARN, "outside the roles this deployment may assume (%s); the customer's role must be named to match it", rules.RolePattern)
 	}
-	d.checkOwner(&p, rules.DeploymentAccountID)
+	if d.GCS == nil && d.Azure == nil {
+		// An AWS account owns an S3 bucket; a GCS or Azure one has none.
+		d.checkOwner(&p, rules.DeploymentAccountID)
+	}
+	d.checkSecretRule(&p, rules.SecretPattern)
 	if d.Endpoint != "" {
 		d.checkEndpointAddress(&p, rules.AllowPrivateEndpoints)
 	}

@@ -58,6 +58,12 @@ type Input struct {
 	// Iceberg: each dataset is also an Apache Iceberg table in its folder
 	// (destination.table_format iceberg).
 	Iceberg bool
+	// Store is where the bucket is: loadsql.StoreS3 (when empty),
+	// loadsql.StoreGCS or loadsql.StoreAzure (Bucket is then the
+	// container of the storage account AzureAccount). It decides which
+	// load scripts there are.
+	Store        string
+	AzureAccount string
 }
 
 // File is one generated document and where it goes.

@@ -423,3 +423,50 @@ func TestFiftyDatasetDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeNamesTheStoresEngines: a bucket in GCS or Azure documents the
+// scripts its partitions carry, reading the store by its own URIs, and
+// says for each engine without one why: a reader never looks for a
+// script that is not there.
+func TestReadmeNamesTheStoresEngines(t *testing.T) {
+	cases := []struct {
+		store, account string
+		format         fileformat.Format
+		has, hasNot    []string
+	}{
+		{loadsql.StoreGCS, "", fileformat.Parquet,
+			[]string{"`_load/bigquery.sql`", "straight from `gs://`", "`_load/snowflake.sql`", "(`gcs://`)", "Reading `gs://`", `spark.read.parquet("gs://acme-exports/`,
+				"- Athena / Trino: Athena reads Amazon S3 only.", "- Redshift: Redshift's COPY reads Amazon S3", "- Microsoft Fabric: Fabric's COPY INTO reads Azure storage"},
+			[]string{"`_load/athena.sql`", "`_load/redshift.sql`", "`_load/fabric.sql`", "s3://", "s3a://"}},
+		{loadsql.StoreAzure, "acmedata", fileformat.Parquet,
+			[]string{"`_load/fabric.sql`", "`_load/databricks.sql`", "Omni connection to Azure", "(`azure://`)", "Reading `az://`",
+				`spark.read.parquet("abfss://acme-exports@acmedata.dfs.core.windows.net/`, "- Athena / Trino: Athena reads Amazon S3 only."},
+			[]string{"`_load/athena.sql`", "`_load/redshift.sql`", "s3://", "s3a://"}},
+		{loadsql.StoreAzure, "acmedata", fileformat.NDJSON,
+			[]string{"`_load/databricks.sql`", "- Microsoft Fabric: Fabric's COPY INTO reads Parquet and CSV files, not JSON."},
+			[]string{"`_load/fabric.sql`"}},
+	}
+	for _, c := range cases {
+		in := goldenInput(t, c.format)
+		in.Store, in.AzureAccount = c.store, c.account
+		b, err := README(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The Loading section (the rest of the README names the bucket's
+		// URIs as the stores' drivers give them).
+		s := string(b)
+		s = s[strings.Index(s, "## Loading"):]
+		s = s[:strings.Index(s[3:], "\n## ")+3]
+		for _, w := range c.has {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s %s README lacks %q", c.store, c.format, w)
+			}
+		}
+		for _, w := range c.hasNot {
+			if strings.Contains(s, w) {
+				t.Errorf("%s %s README has %q", c.store, c.format, w)
+			}
+		}
+	}
+}

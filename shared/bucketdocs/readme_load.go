@@ -3,6 +3,7 @@ package bucketdocs
 import (
 	"strings"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/loadsql"
 )
@@ -27,6 +28,39 @@ var engineText = map[string]string{
 	loadsql.EngineDuckDB: "**DuckDB**: `_load/duckdb.sql` deletes the day and inserts it from the exact list of files " +
 		"in one transaction. Reading `s3://` needs the httpfs extension and credentials (`CREATE SECRET`); the script " +
 		"reads a local copy as well once its URIs are edited.",
+	loadsql.EngineFabric: "**Microsoft Fabric** (Warehouse; the same statement loads a Synapse dedicated SQL pool): " +
+		"`_load/fabric.sql` deletes the day and copies it in with `COPY INTO` from the files' blob URLs, in one " +
+		"transaction. Replace the SAS placeholder, or remove the credential to read as your Entra ID identity. " +
+		"Written for Parquet datasets without list columns, which `COPY INTO` cannot load.",
+	loadsql.EngineDatabricks: "**Databricks**: `_load/databricks.sql` creates a Delta table partitioned by `dt`, deletes " +
+		"the day and loads it with `COPY INTO` from `abfss://`, exactly the manifest's files. The two statements commit " +
+		"one after the other: run the script again if it stops between them.",
+}
+
+// storeEngineText replaces engineText's paragraph of an engine for a
+// store other than S3, where it reads the store another way.
+var storeEngineText = map[string]map[string]string{
+	loadsql.StoreGCS: {
+		loadsql.EngineBigQuery: "**BigQuery**: `_load/bigquery.sql` creates a table partitioned by `dt` and loads the day " +
+			"with `LOAD DATA ... OVERWRITE PARTITIONS` straight from `gs://`.",
+		loadsql.EngineSnowflake: "**Snowflake**: `_load/snowflake.sql` deletes the day and copies it in (`COPY INTO` " +
+			"with the exact list of files) in one transaction, from an external stage named `" + loadsql.SnowflakeStage +
+			"` whose URL is the bucket root (`gcs://`); the script's header shows how to create it once.",
+		loadsql.EngineDuckDB: "**DuckDB**: `_load/duckdb.sql` deletes the day and inserts it from the exact list of files " +
+			"in one transaction. Reading `gs://` needs the httpfs extension and an HMAC key of the bucket (`CREATE SECRET " +
+			"(TYPE gcs, ...)`); the script reads a local copy as well once its URIs are edited.",
+	},
+	loadsql.StoreAzure: {
+		loadsql.EngineBigQuery: "**BigQuery**: `_load/bigquery.sql` creates a table partitioned by `dt` and loads the day " +
+			"with `LOAD DATA ... OVERWRITE PARTITIONS`, reading the container through a BigQuery Omni connection to Azure. " +
+			"Replace the connection placeholder in the script.",
+		loadsql.EngineSnowflake: "**Snowflake**: `_load/snowflake.sql` deletes the day and copies it in (`COPY INTO` " +
+			"with the exact list of files) in one transaction, from an external stage named `" + loadsql.SnowflakeStage +
+			"` whose URL is the container (`azure://`); the script's header shows how to create it once.",
+		loadsql.EngineDuckDB: "**DuckDB**: `_load/duckdb.sql` deletes the day and inserts it from the exact list of files " +
+			"in one transaction. Reading `az://` needs the azure extension and credentials (`CREATE SECRET (TYPE azure, ...)`); " +
+			"the script reads a local copy as well once its URIs are edited.",
+	},
 }
 
 func (w *mdWriter) loadSection() {
@@ -39,12 +73,16 @@ func (w *mdWriter) loadSection() {
 		"the day (delete and insert in one transaction, or an overwrite of the day's partition): running one",
 		"twice, or a later generation's script after an earlier one, leaves each row of the day once.",
 		"Each script's header says which placeholder, if any, to replace.")
-	items := make([]string, 0, len(loadsql.Engines)+1)
-	for _, e := range loadsql.Engines {
-		items = append(items, "- "+engineText[e])
+	engines, absent := w.engines()
+	items := make([]string, 0, len(engines)+1)
+	for _, e := range engines {
+		text := engineText[e]
+		if t, ok := storeEngineText[w.in.Store][e]; ok {
+			text = t
+		}
+		items = append(items, "- "+text)
 	}
-	spark := "- **Spark** (no script): read the dataset's folder, e.g. `spark.read.parquet(\"s3a://" +
-		w.in.Bucket + "/" + w.root + "events/\")`; Spark finds `dt` in the folder names, as a DATE, and skips the " +
+	spark := "- **Spark** (no script): read the dataset's folder, e.g. `spark.read.parquet(\"" + w.sparkRoot() + w.root + "events/\")`; Spark finds `dt` in the folder names, as a DATE, and skips the " +
 		"`_` files. Filter to days whose `_SUCCESS` exists."
 	if w.in.Format == fileformat.NDJSON {
 		spark = strings.Replace(spark, "spark.read.parquet", "spark.read.json", 1)
@@ -53,6 +91,9 @@ func (w *mdWriter) loadSection() {
 		spark = strings.Replace(spark, "/events/", "/"+w.in.Datasets[0].Name+"/", 1)
 	}
 	w.p(append(items, spark)...)
+	if len(absent) > 0 {
+		w.p(append([]string{"There is no script for:"}, absent...)...)
+	}
 	if w.in.Format == fileformat.NDJSON {
 		w.p("With gzipped NDJSON, Athena's JSON SerDes have known limits (each `_load/athena.sql` explains them);",
 			"if you query with Athena, ask the sender for Parquet.")
@@ -141,4 +182,54 @@ func (w *mdWriter) verifySection() {
 	w.p("Without the tool, the same checks by hand: the SHA-256 of `_manifest.json` equals `_SUCCESS`'s",
 		"`manifest_sha256`; listing the partition shows exactly the manifest's `files`, with its `bytes`;",
 		"and each file's SHA-256 equals the manifest's `sha256`.")
+}
+
+// engines are the engines whose scripts this bucket's partitions carry
+// (some dataset's, in loadsql.Engines' order), and a line for each engine
+// that has none here, saying why.
+func (w *mdWriter) engines() (have, absent []string) {
+	got := map[string]bool{}
+	for _, ds := range w.in.Datasets {
+		for _, e := range loadsql.EnginesFor(w.in.Store, w.in.Format, ds) {
+			got[e] = true
+		}
+	}
+	if len(w.in.Datasets) == 0 {
+		for _, e := range loadsql.EnginesFor(w.in.Store, w.in.Format, dataset.Dataset{}) {
+			got[e] = true
+		}
+	}
+	for _, e := range loadsql.Engines {
+		switch {
+		case got[e]:
+			have = append(have, e)
+		case w.in.Store == "" || w.in.Store == loadsql.StoreS3:
+			// S3 names the engines it has only, as it always did.
+		default:
+			why := loadsql.Why(e, w.in.Store, w.in.Format, dataset.Dataset{})
+			if why == "" && len(w.in.Datasets) > 0 {
+				why = loadsql.Why(e, w.in.Store, w.in.Format, w.in.Datasets[0])
+			}
+			absent = append(absent, "- "+engineNames[e]+": "+why+".")
+		}
+	}
+	return have, absent
+}
+
+// engineNames are the engines as the README names them.
+var engineNames = map[string]string{
+	loadsql.EngineAthena: "Athena / Trino", loadsql.EngineBigQuery: "BigQuery", loadsql.EngineSnowflake: "Snowflake",
+	loadsql.EngineRedshift: "Redshift", loadsql.EngineDuckDB: "DuckDB", loadsql.EngineFabric: "Microsoft Fabric",
+	loadsql.EngineDatabricks: "Databricks",
+}
+
+// sparkRoot is the bucket's root as Spark reads it.
+func (w *mdWriter) sparkRoot() string {
+	switch w.in.Store {
+	case loadsql.StoreGCS:
+		return "gs://" + w.in.Bucket + "/"
+	case loadsql.StoreAzure:
+		return "abfss://" + w.in.Bucket + "@" + w.in.AzureAccount + ".dfs.core.windows.net/"
+	}
+	return "s3a://" + w.in.Bucket + "/"
 }

@@ -57,14 +57,7 @@ func bigqueryType(t dataset.Type) string {
 // and LOAD DATA then names every column of the evolved table.
 func (g *gen) bigquery() string {
 	var b strings.Builder
-	b.WriteString(g.header(append(append(g.snapshotHeader(), g.bigqueryListNote()...),
-		"BigQuery reads Amazon S3 through a BigQuery Omni connection (cross-cloud",
-		"transfer). REPLACE the placeholder in WITH CONNECTION below:",
-		"    "+BigQueryConnection,
-		"and qualify the table with its dataset (or SET @@dataset_id first).",
-		"Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/load-statements",
-		"      https://cloud.google.com/bigquery/docs/load-data-using-cross-cloud-transfer",
-	)...))
+	b.WriteString(g.header(append(append(g.snapshotHeader(), g.bigqueryListNote()...), g.bigqueryReach()...)...))
 	q := quoteBigQuery
 	table := quoteTable(q, g.table)
 	cols := g.ds.Columns
@@ -105,8 +98,11 @@ func (g *gen) bigquery() string {
 	b.WriteString("    ],\n")
 	fmt.Fprintf(&b, "    hive_partition_uri_prefix = %s\n", literal(EngineBigQuery, strings.TrimSuffix(g.uri(g.root), "/")))
 	b.WriteString(")\n")
-	fmt.Fprintf(&b, "WITH PARTITION COLUMNS (%s DATE)\n", q(dtColumn))
-	fmt.Fprintf(&b, "WITH CONNECTION %s;\n", q(BigQueryConnection))
+	fmt.Fprintf(&b, "WITH PARTITION COLUMNS (%s DATE)", q(dtColumn))
+	if conn := g.bigqueryConnection(); conn != "" {
+		fmt.Fprintf(&b, "\nWITH CONNECTION %s", q(conn))
+	}
+	b.WriteString(";\n")
 	if g.ds.IsSnapshot() {
 		b.WriteString("\n")
 		g.snapshotPrune(&b, q, table)
@@ -122,4 +118,45 @@ func (g *gen) hasDecimal() bool {
 		}
 	}
 	return false
+}
+
+// BigQueryAzureConnection stands for the BigQuery Omni (Azure) connection.
+const BigQueryAzureConnection = "<PROJECT_ID>.<AZURE_LOCATION e.g. azure-eastus2>.<CONNECTION_ID>"
+
+// bigqueryConnection is the Omni connection the script names: S3 and Azure
+// are read through one (cross-cloud transfer), GCS natively.
+func (g *gen) bigqueryConnection() string {
+	switch g.p.Store {
+	case StoreGCS:
+		return ""
+	case StoreAzure:
+		return BigQueryAzureConnection
+	}
+	return BigQueryConnection
+}
+
+// bigqueryReach is the header's lines on how BigQuery reads the store.
+func (g *gen) bigqueryReach() []string {
+	docs := []string{"Docs: https://cloud.google.com/bigquery/docs/reference/standard-sql/load-statements"}
+	switch g.p.Store {
+	case StoreGCS:
+		return append([]string{
+			"BigQuery reads Cloud Storage directly (the caller needs storage.objects.get",
+			"and storage.objects.list on the bucket). Qualify the table with its dataset",
+			"(or SET @@dataset_id first).",
+		}, docs...)
+	case StoreAzure:
+		return append([]string{
+			"BigQuery reads Azure Blob Storage through a BigQuery Omni connection (cross-cloud",
+			"transfer). REPLACE the placeholder in WITH CONNECTION below:",
+			"    " + BigQueryAzureConnection,
+			"and qualify the table with its dataset (or SET @@dataset_id first).",
+		}, append(docs, "      https://cloud.google.com/bigquery/docs/load-data-using-cross-cloud-transfer")...)
+	}
+	return append([]string{
+		"BigQuery reads Amazon S3 through a BigQuery Omni connection (cross-cloud",
+		"transfer). REPLACE the placeholder in WITH CONNECTION below:",
+		"    " + BigQueryConnection,
+		"and qualify the table with its dataset (or SET @@dataset_id first).",
+	}, append(docs, "      https://cloud.google.com/bigquery/docs/load-data-using-cross-cloud-transfer")...)
 }

@@ -47,9 +47,7 @@ func duckdbType(t dataset.Type) string {
 //	ALTER TABLE:   https://duckdb.org/docs/stable/sql/statements/alter_table
 func (g *gen) duckdb() string {
 	var b strings.Builder
-	b.WriteString(g.header(append(g.snapshotHeader(),
-		"s3:// URIs need the httpfs extension and credentials, e.g.",
-		"    CREATE SECRET (TYPE s3, PROVIDER credential_chain)",
+	b.WriteString(g.header(append(append(g.snapshotHeader(), g.duckdbSecret()...),
 		"Docs: https://duckdb.org/docs/stable/data/parquet/overview",
 		"      https://duckdb.org/docs/stable/data/json/loading_json",
 	)...))
@@ -100,4 +98,28 @@ func (g *gen) duckdb() string {
 	b.WriteString("COMMIT;\n")
 	g.currentStateComment(&b)
 	return b.String()
+}
+
+// duckdbSecret is the header's lines on reading the store: the extension
+// and the secret its URIs need.
+//
+//	S3 and GCS (httpfs):  https://duckdb.org/docs/stable/core_extensions/httpfs/s3api
+//	Azure (azure):        https://duckdb.org/docs/stable/core_extensions/azure
+func (g *gen) duckdbSecret() []string {
+	switch g.p.Store {
+	case StoreGCS:
+		return []string{
+			"gs:// URIs need the httpfs extension and an HMAC key of Cloud Storage, e.g.",
+			"    CREATE SECRET (TYPE gcs, KEY_ID '<HMAC access id>', SECRET '<HMAC secret>')",
+		}
+	case StoreAzure:
+		return []string{
+			"az:// URIs need the azure extension and credentials, e.g.",
+			"    CREATE SECRET (TYPE azure, PROVIDER credential_chain, ACCOUNT_NAME " + literal(EngineDuckDB, g.p.AzureAccount) + ")",
+		}
+	}
+	return []string{
+		"s3:// URIs need the httpfs extension and credentials, e.g.",
+		"    CREATE SECRET (TYPE s3, PROVIDER credential_chain)",
+	}
 }

@@ -52,11 +52,17 @@ const (
 	EngineSnowflake = "snowflake"
 	EngineRedshift  = "redshift"
 	EngineDuckDB    = "duckdb"
+	// EngineFabric is Microsoft Fabric's Warehouse (T-SQL COPY INTO from
+	// the blob URL); the same COPY statement serves a Synapse dedicated
+	// SQL pool.
+	EngineFabric = "fabric"
+	// EngineDatabricks is Databricks SQL (COPY INTO a Delta table).
+	EngineDatabricks = "databricks"
 )
 
-// Engines lists every engine a script is generated for, in the order the
-// exporter writes them.
-var Engines = []string{EngineAthena, EngineBigQuery, EngineSnowflake, EngineRedshift, EngineDuckDB}
+// Engines lists every engine daybook writes scripts for, in the order the
+// exporter writes them; a partition gets those of EnginesFor.
+var Engines = []string{EngineAthena, EngineBigQuery, EngineSnowflake, EngineRedshift, EngineDuckDB, EngineFabric, EngineDatabricks}
 
 // Placeholders the user replaces before running a script. Each script's
 // header says which one it uses.
@@ -104,8 +110,14 @@ type Partition struct {
 	// qualified ("schema.table", "project.dataset.table"); each part is
 	// quoted on its own.
 	TableName string
-	// BaseURI, when set, replaces "s3://<bucket>/" in every URI a script
-	// names, e.g. "/tmp/mirror/bucket/" so DuckDB reads a local mirror.
+	// Store is where the files are: StoreS3 (when empty), StoreGCS or
+	// StoreAzure. Bucket is then the S3 or GCS bucket, or the Azure
+	// container of the storage account AzureAccount.
+	Store        string
+	AzureAccount string
+	// BaseURI, when set, replaces the store's base URI ("s3://<bucket>/",
+	// "gs://<bucket>/", ...) in every URI a script names, e.g.
+	// "/tmp/mirror/bucket/" so DuckDB reads a local mirror.
 	BaseURI string
 }
 
@@ -127,6 +139,10 @@ func Generate(engine string, p Partition) (string, error) {
 		return g.snowflake(), nil
 	case EngineRedshift:
 		return g.redshift(), nil
+	case EngineFabric:
+		return g.fabric(), nil
+	case EngineDatabricks:
+		return g.databricks(), nil
 	default: // EngineDuckDB; newGen refused anything else
 		return g.duckdb(), nil
 	}
@@ -280,6 +296,12 @@ func newGen(engine string, p Partition) (*gen, error) {
 	if p.Bucket == "" {
 		return nil, fmt.Errorf("%w: dataset %s day %s: Bucket is empty", ErrInvalid, ds.Name, g.day)
 	}
+	if err := checkStore(p); err != nil {
+		return nil, fmt.Errorf("%w: dataset %s day %s: %v", ErrInvalid, ds.Name, g.day, err)
+	}
+	if why := Why(engine, p.Store, p.Format, ds); why != "" {
+		return nil, fmt.Errorf("%w: dataset %s day %s: no %s script: %s", ErrInvalid, ds.Name, g.day, engine, why)
+	}
 	if p.Generation < 1 {
 		return nil, fmt.Errorf("%w: dataset %s day %s: Generation %d must be >= 1", ErrInvalid, ds.Name, g.day, p.Generation)
 	}
@@ -321,11 +343,12 @@ func newGen(engine string, p Partition) (*gen, error) {
 	return g, nil
 }
 
-// uri is the URI of key: BaseURI+key, or s3://bucket/key.
+// uri is the URI of key: BaseURI+key, or the store's URI of it as the
+// engine reads it (stores.go).
 func (g *gen) uri(key string) string {
 	base := g.p.BaseURI
 	if base == "" {
-		base = "s3://" + g.p.Bucket + "/"
+		base = storeBase(g.engine, g.p)
 	} else if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,6 +64,30 @@ func goldenPartition(t testing.TB, ds dataset.Dataset, format fileformat.Format)
 		p.Compression = fileformat.Snappy
 	}
 	return p
+}
+
+// goldenAccount is the Azure storage account of the golden partitions on
+// Azure.
+const goldenAccount = "acmedata"
+
+// onStore moves p to store (the bucket is the GCS bucket or Azure
+// container of the same name).
+func onStore(p Partition, store string) Partition {
+	p.Store = store
+	if store == StoreAzure {
+		p.AzureAccount = goldenAccount
+	}
+	return p
+}
+
+// forEngine returns p on a store engine reads (S3 for all but Fabric and
+// Databricks, which read Azure), and whether engine writes a script for
+// it at all (Fabric: not for NDJSON or lists).
+func forEngine(engine string, p Partition) (Partition, bool) {
+	if engine == EngineFabric || engine == EngineDatabricks {
+		p = onStore(p, StoreAzure)
+	}
+	return p, Why(engine, p.Store, p.Format, p.Dataset) == ""
 }
 
 func goldenDatasets(t *testing.T) []dataset.Dataset {
@@ -125,7 +150,7 @@ func TestGolden(t *testing.T) {
 			if format == fileformat.NDJSON {
 				name += ".ndjson"
 			}
-			for _, engine := range Engines {
+			for _, engine := range EnginesFor(StoreS3, format, ds) {
 				t.Run(engine+"/"+name, func(t *testing.T) {
 					got, err := Generate(engine, p)
 					if err != nil {
@@ -147,7 +172,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, engine := range Engines {
+	for _, engine := range EnginesFor(StoreS3, fileformat.Parquet, ds) {
 		t.Run(engine+"/profiles.current_state", func(t *testing.T) {
 			got, err := CurrentState(engine, goldenPartition(t, ds, fileformat.Parquet))
 			if err != nil {
@@ -161,8 +186,11 @@ func TestGolden(t *testing.T) {
 // Every script carries the header the brief and the exporter rely on.
 func TestHeader(t *testing.T) {
 	for _, ds := range goldenDatasets(t) {
-		p := goldenPartition(t, ds, fileformat.Parquet)
 		for _, engine := range Engines {
+			p, ok := forEngine(engine, goldenPartition(t, ds, fileformat.Parquet))
+			if !ok {
+				continue
+			}
 			s, err := Generate(engine, p)
 			if err != nil {
 				t.Fatal(err)
@@ -185,8 +213,8 @@ func TestHeader(t *testing.T) {
 			// The script names every manifest file and no glob.
 			if engine != EngineAthena && engine != EngineRedshift {
 				for _, f := range p.Files {
-					name := "s3://" + goldenBucket + "/" + f.Key
-					if engine == EngineSnowflake {
+					name := storeBase(engine, p) + f.Key
+					if engine == EngineSnowflake || engine == EngineDatabricks {
 						name = strings.TrimPrefix(f.Key, p.PartitionPrefix)
 					}
 					if !strings.Contains(s, "'"+name) {
@@ -285,13 +313,16 @@ func TestTableName(t *testing.T) {
 	p := goldenPartition(t, ds, fileformat.Parquet)
 	p.TableName = "analytics.events_raw"
 	want := map[string]string{
-		EngineAthena:    "CREATE EXTERNAL TABLE IF NOT EXISTS `analytics`.`events_raw` (",
-		EngineBigQuery:  "CREATE TABLE IF NOT EXISTS `analytics`.`events_raw` (",
-		EngineSnowflake: "CREATE TABLE IF NOT EXISTS analytics.events_raw (",
-		EngineRedshift:  `CREATE TABLE IF NOT EXISTS "analytics"."events_raw" (`,
-		EngineDuckDB:    `CREATE TABLE IF NOT EXISTS "analytics"."events_raw" (`,
+		EngineAthena:     "CREATE EXTERNAL TABLE IF NOT EXISTS `analytics`.`events_raw` (",
+		EngineBigQuery:   "CREATE TABLE IF NOT EXISTS `analytics`.`events_raw` (",
+		EngineSnowflake:  "CREATE TABLE IF NOT EXISTS analytics.events_raw (",
+		EngineRedshift:   `CREATE TABLE IF NOT EXISTS "analytics"."events_raw" (`,
+		EngineDuckDB:     `CREATE TABLE IF NOT EXISTS "analytics"."events_raw" (`,
+		EngineFabric:     `CREATE TABLE [analytics].[events_raw] (`,
+		EngineDatabricks: "CREATE TABLE IF NOT EXISTS `analytics`.`events_raw` (",
 	}
 	for _, engine := range Engines {
+		p, _ := forEngine(engine, p)
 		s, err := Generate(engine, p)
 		if err != nil {
 			t.Fatal(err)
@@ -396,7 +427,10 @@ func TestContractRoot(t *testing.T) {
 	v2 := v1
 	v2.Contract = "v2"
 	for _, engine := range Engines {
-		p := goldenPartition(t, v2, fileformat.Parquet)
+		p, ok := forEngine(engine, goldenPartition(t, v2, fileformat.Parquet))
+		if !ok {
+			continue
+		}
 		if _, err := Generate(engine, p); err == nil || !strings.Contains(err.Error(), "must end in v2/events/dt=2026-11-28/") {
 			t.Errorf("%s: v2 dataset under v1/: err = %v", engine, err)
 		}
@@ -411,11 +445,86 @@ func TestContractRoot(t *testing.T) {
 		if strings.Contains(sql, "/v1/") || !strings.Contains(sql, "/v2/events/") {
 			t.Errorf("%s: the v2 script does not read only v2/events/:\n%s", engine, sql)
 		}
-		q := goldenPartition(t, v1, fileformat.Parquet)
+		q, _ := forEngine(engine, goldenPartition(t, v1, fileformat.Parquet))
 		q.PartitionPrefix = p.PartitionPrefix
 		q.Files = p.Files
 		if _, err := Generate(engine, q); err == nil || !strings.Contains(err.Error(), "must end in v1/events/") {
 			t.Errorf("%s: v1 dataset under v2/: err = %v", engine, err)
 		}
+	}
+}
+
+// TestGoldenStores: the scripts of a partition in GCS and in Azure, for
+// every engine that reads the store (golden files under
+// testdata/golden/<store>/), and no script for an engine that cannot: each
+// refusal names why. S3's are TestGolden's.
+func TestGoldenStores(t *testing.T) {
+	profiles, err := dataset.Get("profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, store := range []string{StoreGCS, StoreAzure} {
+		for _, ds := range goldenDatasets(t) {
+			formats := []fileformat.Format{fileformat.Parquet}
+			if ds.Name == "events" || ds.Name == "group" {
+				formats = append(formats, fileformat.NDJSON)
+			}
+			for _, format := range formats {
+				p := onStore(goldenPartition(t, ds, format), store)
+				name := ds.Name
+				if format == fileformat.NDJSON {
+					name += ".ndjson"
+				}
+				for _, engine := range Engines {
+					t.Run(store+"/"+engine+"/"+name, func(t *testing.T) {
+						got, err := Generate(engine, p)
+						if why := Why(engine, store, format, ds); why != "" {
+							if err == nil || !strings.Contains(err.Error(), why) {
+								t.Fatalf("Generate = %v, want the refusal %q", err, why)
+							}
+							return
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						checkGolden(t, filepath.Join(store, engine, name+".sql"), got)
+					})
+				}
+				scripts, err := Scripts(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := scripts[RedshiftManifestName]; ok {
+					t.Errorf("%s: a Redshift manifest for a partition Redshift cannot read", store)
+				}
+				if len(scripts) != len(EnginesFor(store, format, ds)) {
+					t.Errorf("%s/%s: %d scripts, want one per engine of %v", store, name, len(scripts), EnginesFor(store, format, ds))
+				}
+			}
+		}
+		for _, engine := range EnginesFor(store, fileformat.Parquet, profiles) {
+			if store == StoreGCS || engine == EngineFabric || engine == EngineDatabricks {
+				t.Run(store+"/"+engine+"/profiles.current_state", func(t *testing.T) {
+					got, err := CurrentState(engine, onStore(goldenPartition(t, profiles, fileformat.Parquet), store))
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkGolden(t, filepath.Join(store, engine, "profiles.current_state.sql"), got)
+				})
+			}
+		}
+	}
+	want := map[string][]string{
+		StoreS3:    {EngineAthena, EngineBigQuery, EngineSnowflake, EngineRedshift, EngineDuckDB},
+		StoreGCS:   {EngineBigQuery, EngineSnowflake, EngineDuckDB},
+		StoreAzure: {EngineBigQuery, EngineSnowflake, EngineDuckDB, EngineFabric, EngineDatabricks},
+	}
+	for store, engines := range want {
+		if got := EnginesFor(store, fileformat.Parquet, syntheticDataset()); !slices.Equal(got, engines) {
+			t.Errorf("EnginesFor(%s) = %v, want %v", store, got, engines)
+		}
+	}
+	if got := EnginesFor(StoreAzure, fileformat.NDJSON, syntheticDataset()); slices.Contains(got, EngineFabric) {
+		t.Errorf("a Fabric script for NDJSON: %v", got)
 	}
 }

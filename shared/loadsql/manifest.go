@@ -1,6 +1,8 @@
 package loadsql
 
 import (
+	"slices"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -25,21 +27,25 @@ func ForManifest(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPref
 }
 
 // Scripts renders every file of a partition's `_load/` folder, keyed by file
-// name: one `<engine>.sql` per engine, plus the Redshift COPY manifest that
-// redshift.sql loads from.
+// name: one `<engine>.sql` per engine that reads the partition
+// (EnginesFor), plus, on S3, the Redshift COPY manifest that redshift.sql
+// loads from.
 func Scripts(p Partition) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(Engines)+1)
-	for _, e := range Engines {
+	engines := EnginesFor(p.Store, p.Format, p.Dataset)
+	out := make(map[string][]byte, len(engines)+1)
+	for _, e := range engines {
 		s, err := Generate(e, p)
 		if err != nil {
 			return nil, err
 		}
 		out[e+".sql"] = []byte(s)
 	}
-	rm, err := RedshiftCopyManifest(p)
-	if err != nil {
-		return nil, err
+	if slices.Contains(engines, EngineRedshift) {
+		rm, err := RedshiftCopyManifest(p)
+		if err != nil {
+			return nil, err
+		}
+		out[RedshiftManifestName] = rm
 	}
-	out[RedshiftManifestName] = rm
 	return out, nil
 }

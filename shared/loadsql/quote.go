@@ -36,6 +36,13 @@ func quoteDouble(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
+// quoteBracket is T-SQL's delimited identifier (Fabric): brackets, a ]
+// doubled inside.
+// https://learn.microsoft.com/sql/relational-databases/databases/database-identifiers
+func quoteBracket(name string) string {
+	return "[" + strings.ReplaceAll(name, "]", "]]") + "]"
+}
+
 func quoteAthenaDDL(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
@@ -79,6 +86,12 @@ func identQuoter(engine string) func(string) string {
 		return quoteBigQuery
 	case EngineSnowflake:
 		return quoteSnowflake
+	case EngineFabric:
+		return quoteBracket
+	case EngineDatabricks:
+		// Backticks, a backtick doubled inside, as Athena DDL.
+		// https://docs.databricks.com/sql/language-manual/sql-ref-identifiers.html
+		return quoteAthenaDDL
 	default:
 		return quoteDouble
 	}
@@ -120,10 +133,14 @@ func init() {
 //   https://cloud.google.com/bigquery/docs/reference/standard-sql/lexical#string_and_bytes_literals
 //   https://docs.snowflake.com/en/sql-reference/data-types-text#escape-sequences-in-single-quoted-string-constants
 //   https://docs.aws.amazon.com/redshift/latest/dg/r_Literals.html
+// Databricks treats a backslash as an escape, as BigQuery does; T-SQL
+// (Fabric) only doubles quotes, as DuckDB does.
+//   https://docs.databricks.com/sql/language-manual/data-types/string-type.html
+//   https://learn.microsoft.com/sql/t-sql/data-types/constants-transact-sql
 
 func literal(engine, s string) string {
 	switch engine {
-	case EngineAthena, EngineBigQuery:
+	case EngineAthena, EngineBigQuery, EngineDatabricks:
 		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 	case EngineSnowflake, EngineRedshift:
 		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"

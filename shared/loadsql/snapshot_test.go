@@ -89,11 +89,13 @@ func TestSnapshotScriptsEveryEngine(t *testing.T) {
 	m := mirror{root: t.TempDir(), bucket: "b"}
 	p := m.write(t, ds, fileformat.Parquet, mustDay(t, "2026-03-05"), 1, []int{1})
 	want := map[string]string{
-		EngineDuckDB:    `DELETE FROM "members" WHERE "dt" < (SELECT MAX("dt") FROM "members");` + "\nCOMMIT;",
-		EngineSnowflake: `DELETE FROM members WHERE dt < (SELECT MAX(dt) FROM members);` + "\nCOMMIT;",
-		EngineRedshift:  `DELETE FROM "members" WHERE "dt" < (SELECT MAX("dt") FROM "members");` + "\n\nCOMMIT;",
-		EngineBigQuery:  "DELETE FROM `members` WHERE `dt` < (SELECT MAX(`dt`) FROM `members`);",
-		EngineAthena:    `CREATE OR REPLACE VIEW "members_latest" AS` + "\n" + `SELECT * FROM "members" WHERE "dt" = (SELECT MAX("dt") FROM "members");`,
+		EngineDuckDB:     `DELETE FROM "members" WHERE "dt" < (SELECT MAX("dt") FROM "members");` + "\nCOMMIT;",
+		EngineSnowflake:  `DELETE FROM members WHERE dt < (SELECT MAX(dt) FROM members);` + "\nCOMMIT;",
+		EngineRedshift:   `DELETE FROM "members" WHERE "dt" < (SELECT MAX("dt") FROM "members");` + "\n\nCOMMIT;",
+		EngineBigQuery:   "DELETE FROM `members` WHERE `dt` < (SELECT MAX(`dt`) FROM `members`);",
+		EngineAthena:     `CREATE OR REPLACE VIEW "members_latest" AS` + "\n" + `SELECT * FROM "members" WHERE "dt" = (SELECT MAX("dt") FROM "members");`,
+		EngineFabric:     `DELETE FROM [members] WHERE [dt] < (SELECT MAX([dt]) FROM [members]);` + "\nCOMMIT TRANSACTION;",
+		EngineDatabricks: "DELETE FROM `members` WHERE `dt` < (SELECT MAX(`dt`) FROM `members`);",
 	}
 	inc := p
 	inc.Dataset = syntheticDataset()
@@ -103,6 +105,10 @@ func TestSnapshotScriptsEveryEngine(t *testing.T) {
 		inc.Files[i].Key = strings.Replace(p.Files[i].Key, "/members/", "/"+inc.Dataset.Name+"/", 1)
 	}
 	for _, engine := range Engines {
+		p, ok := forEngine(engine, p)
+		if !ok {
+			continue
+		}
 		s, err := Generate(engine, p)
 		if err != nil {
 			t.Fatal(err)
@@ -113,6 +119,7 @@ func TestSnapshotScriptsEveryEngine(t *testing.T) {
 		if !strings.Contains(s, "keeps only the newest day loaded") {
 			t.Errorf("%s script's header does not say it keeps the newest day", engine)
 		}
+		inc, _ := forEngine(engine, inc)
 		s, err = Generate(engine, inc)
 		if err != nil {
 			t.Fatal(err)

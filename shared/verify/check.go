@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -220,7 +222,7 @@ func (c *checker) partition() (bool, error) {
 	if err := c.files(m); err != nil {
 		return true, err
 	}
-	c.loadScripts()
+	c.loadScripts(fileformat.Format(m.Format))
 	return true, nil
 }
 
@@ -254,10 +256,12 @@ func (c *checker) manifestHeader(m *manifest.Manifest, succ manifest.Success) {
 }
 
 // loadScripts notes the load scripts the partition lacks; their absence
-// does not make the data wrong.
-func (c *checker) loadScripts() {
+// does not make the data wrong. The bucket is in S3, where the engines do
+// not depend on the dataset's columns.
+func (c *checker) loadScripts(format fileformat.Format) {
+	engines := loadsql.EnginesFor(loadsql.StoreS3, format, dataset.Dataset{})
 	var missing []string
-	for _, e := range loadsql.Engines {
+	for _, e := range engines {
 		if _, ok := c.keys[c.pp+layout.LoadDir+"/"+e+".sql"]; !ok {
 			missing = append(missing, e+".sql")
 		}
@@ -266,7 +270,7 @@ func (c *checker) loadScripts() {
 		c.r.add(LevelNote, layout.LoadDir+"/", "no %s", strings.Join(missing, ", "))
 		return
 	}
-	c.r.add(LevelOK, layout.LoadDir+"/", "%s", strings.Join(loadsql.Engines, ", "))
+	c.r.add(LevelOK, layout.LoadDir+"/", "%s", strings.Join(engines, ", "))
 }
 
 // files checks the data files against the manifest, then lists what else

@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/destination/azureauth"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
@@ -339,5 +341,41 @@ func TestConsolePolicies(t *testing.T) {
 		if ok, sid := allows(t, sts, tt.r); ok != tt.ok {
 			t.Errorf("%v allowed %v (by %s), want %v", tt.r, ok, sid, tt.ok)
 		}
+	}
+}
+
+// TestExporterStoreCredentials: the exporter's statements for GCS and Azure
+// credentials are exactly what azureauth requests and storekey reads: web
+// identity tokens for Entra ID's audience of at most the lifetime azureauth
+// asks for (the tokenfake.AWSSTS the tests use is configured the same),
+// and the secrets under the deployment's prefix that DESTINATION_SECRET_PATTERN
+// names.
+func TestExporterStoreCredentials(t *testing.T) {
+	var tokens, secrets *statement
+	for _, s := range policies(t)["ExporterFunctionRole"] {
+		switch s.Sid {
+		case "OutboundIdentityTokens":
+			tokens = &s
+		case "DestinationSecrets":
+			secrets = &s
+		}
+	}
+	if tokens == nil || secrets == nil {
+		t.Fatalf("the exporter role lacks OutboundIdentityTokens or DestinationSecrets")
+	}
+	if got := strs(tokens.Action); !slices.Equal(got, []string{"sts:GetWebIdentityToken"}) {
+		t.Errorf("OutboundIdentityTokens actions %v", got)
+	}
+	if got := strs(tokens.Condition["ForAllValues:StringEquals"]["sts:IdentityTokenAudience"]); !slices.Equal(got, []string{azureauth.Audience}) {
+		t.Errorf("token audiences %v, want [%s]", got, azureauth.Audience)
+	}
+	if got := strs(tokens.Condition["NumericLessThanEquals"]["sts:DurationSeconds"]); !slices.Equal(got, []string{strconv.Itoa(int(azureauth.DefaultAssertionLifetime / time.Second))}) {
+		t.Errorf("token lifetime at most %v, want %s", got, azureauth.DefaultAssertionLifetime)
+	}
+	if got := strs(secrets.Action); !slices.Equal(got, []string{"secretsmanager:GetSecretValue"}) {
+		t.Errorf("DestinationSecrets actions %v", got)
+	}
+	if got := strings.Join(strs(secrets.Resource), ""); !strings.Contains(got, "secret:${DestinationSecretPrefix}*") {
+		t.Errorf("DestinationSecrets resource %s", got)
 	}
 }

@@ -154,14 +154,16 @@ func TestDeployTemplate(t *testing.T) {
 		// The deployment's account rules, in the functions' environment and
 		// in the outputs the CLI's --stack reads.
 		rules, err := account.RulesFromEnv(func(k string) (string, bool) { v, ok := back["ExporterFunction"][k]; return v, ok })
+		secrets := "arn:aws:secretsmanager:" + motoserver.Region + ":" + motoserver.AccountID + ":secret:daybook/destinations/*"
 		want := account.Rules{DeploymentAccountID: motoserver.AccountID, RolePattern: "arn:aws:iam::*:role/daybook-export-*",
-			MaxBackfillDays: envvar.DefaultMaxBackfillDays}
+			MaxBackfillDays: envvar.DefaultMaxBackfillDays, SecretPattern: secrets}
 		if err != nil || rules != want {
 			t.Errorf("rules from the exporter's env: %+v (%v), want %+v", rules, err, want)
 		}
 		for out, v := range map[string]string{"DeploymentAccountId": motoserver.AccountID,
 			"CustomerRoleArnPattern": "arn:aws:iam::*:role/daybook-export-*", "AllowPrivateEndpoints": "false",
-			"MaxBackfillDays": strconv.Itoa(envvar.DefaultMaxBackfillDays), "SweepQueueUrl": back["SweeperFunction"]["SWEEP_QUEUE_URL"]} {
+			"MaxBackfillDays": strconv.Itoa(envvar.DefaultMaxBackfillDays), "SweepQueueUrl": back["SweeperFunction"]["SWEEP_QUEUE_URL"],
+			"DestinationSecretPattern": secrets} {
 			if st.Outputs[out] != v {
 				t.Errorf("output %s=%q, want %q", out, st.Outputs[out], v)
 			}
