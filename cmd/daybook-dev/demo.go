@@ -177,8 +177,10 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if sliceRows == 0 {
 		sliceRows = demoSliceRows(src.Accounts, src.Rows, o.Now())
 	}
-	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro",
-		"SLICE_ROWS": fmt.Sprint(sliceRows)}))
+	// The same file as local up's, so the operator CLI finds the same
+	// deployment in it (dead-letter queues, the direct-bucket pattern).
+	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, cliVars(st, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro",
+		"SLICE_ROWS": fmt.Sprint(sliceRows)})))
 	if err != nil {
 		return nil, err
 	}

@@ -170,17 +170,9 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 		}
 		dsn = "file:" + abs + "?mode=ro"
 	}
-	// The CLI reads the sweeper's dead-letter queue and the direct-bucket
-	// pattern from the same file (the functions ignore them); the account
-	// rules are in the functions' own environment.
-	extra := map[string]string{"SOURCE_DSN": dsn}
+	extra := cliVars(st, map[string]string{"SOURCE_DSN": dsn})
 	if o.catalog != "" {
 		extra[dataset.EnvCatalog] = o.catalog
-	}
-	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN"} {
-		if st.Outputs[out] != "" {
-			extra[v] = st.Outputs[out]
-		}
 	}
 	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(url, extra))
 	if err != nil {
@@ -198,6 +190,20 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 		return a.localBucketFor(ctx, d, cfg, o.catalog)
 	}
 	return a.seedLocal(ctx, d, cfg, o.sourceDSN == "", envvar.From(env["ExporterFunction"]).SettleDelay())
+}
+
+// cliVars adds to vars what the operator CLI reads from an env file besides
+// the functions' own environment (which the functions ignore): the sweeper's
+// dead-letter queue, the direct-bucket pattern and the exporter's role (the
+// principal customers' roles trust), from the stack's outputs. The account
+// rules are in the functions' environment already.
+func cliVars(st *samstack.Stack, vars map[string]string) map[string]string {
+	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN", "ExporterRoleArn": "EXPORTER_ROLE_ARN"} {
+		if st.Outputs[out] != "" {
+			vars[v] = st.Outputs[out]
+		}
+	}
+	return vars
 }
 
 // running reports the URL of a moto_server a previous `local up` started

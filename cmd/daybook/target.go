@@ -88,6 +88,7 @@ var stackOutputVars = map[string]string{
 	"AllowPrivateEndpoints":  account.EnvAllowPrivateEndpoints,
 	"MaxBackfillDays":        "MAX_BACKFILL_DAYS",
 	"SweepQueueUrl":          "SWEEP_QUEUE_URL",
+	"ExporterRoleArn":        "EXPORTER_ROLE_ARN",
 }
 
 // deployment is where a command points, resolved.
@@ -305,6 +306,9 @@ type opsEnv struct {
 	stage         string
 	settle        time.Duration
 	bucketPattern string
+	// exporterRole is the exporter's role ARN, the principal a customer's
+	// role trusts (EXPORTER_ROLE_ARN, the stack output ExporterRoleArn).
+	exporterRole string
 	// rules are the deployment's account rules (account.RulesFromEnv), read
 	// when the deployment is opened; rulesErr names a malformed variable,
 	// and only the commands that need the rules refuse for it.
@@ -382,6 +386,7 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 		dlqURL:        r.StringOr("JOBS_DLQ_URL", ""),
 		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),
 		bucketPattern: r.StringOr("DIRECT_BUCKET_PATTERN", ""),
+		exporterRole:  r.StringOr("EXPORTER_ROLE_ARN", ""),
 	}
 	e.rules, e.rulesErr = readRules(dep)
 	lcfg := ledger.ConfigFromEnv(r)
