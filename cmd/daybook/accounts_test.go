@@ -519,7 +519,19 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	if r.code != cli.ExitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || strings.Contains(r.stderr, "missing s3:") {
 		t.Errorf("missing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Enabling it tests the destination first: it stays disabled (on the
+	// old code account enable enabled it untested).
+	r = s.run(t, a, "account", "enable", acct.ID)
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || !strings.Contains(r.stderr, "stays disabled") {
+		t.Errorf("enable with a missing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, _ := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID); got.Enabled {
+		t.Errorf("account enable enabled an untested destination")
+	}
 	s.createBucket(t, bucket)
+	if r = s.run(t, a, "account", "enable", acct.ID); r.code != 0 || !strings.Contains(r.stderr, "tested: 6 steps ok") || !strings.Contains(r.stdout, "enabled") {
+		t.Errorf("enable with the bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = s.run(t, a, "account", "test", acct.ID)
 	if r.code != 0 || strings.Count(r.stdout, "\tok")+strings.Count(r.stdout, " ok") < 6 {
 		t.Errorf("existing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
