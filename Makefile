@@ -22,6 +22,12 @@ DEADCODE    := $(GOBIN)/deadcode
 # whose calls to methods by name stop the linker dropping every unused exported method: without it
 # the exporter binary is half as large again. shared/devkit/hostbuild.Tags says the same for the
 # tests' builds, and a test holds the two equal.
+# The version `daybook --version` and `daybook-dev --version` print, stamped by the linker into
+# every build of the CLIs (build and release): git describe (a tag, commits since, the commit,
+# -dirty), else the VERSION file of a tree without git. A checkout built with -buildvcs=false (as
+# CI builds) records no VCS revision of its own.
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || cat VERSION 2>/dev/null || echo unknown)
+CLI_LDFLAGS  := -X github.com/daybook-dev/daybook/shared/cli.stamped=$(VERSION)
 LAMBDA_TAGS  := lambda.norpc,grpcnotrace
 LAMBDA_FLAGS := -tags $(LAMBDA_TAGS) -trimpath -ldflags "-s -w"
 LOCAL       := .local
@@ -90,8 +96,8 @@ build: ## host builds of the bootstraps, the operator CLI (daybook) and the loca
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/SweeperFunction/bootstrap ./functions/sweeper
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ExporterFunction/bootstrap ./functions/exporter
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ConsoleFunction/bootstrap ./functions/console
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK_DEV) ./cmd/daybook-dev
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(CLI_LDFLAGS)" -o $(DAYBOOK) ./cmd/daybook
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(CLI_LDFLAGS)" -o $(DAYBOOK_DEV) ./cmd/daybook-dev
 
 # The operator CLI for the systems customers and operators use; customers need
 # only `daybook verify --bucket ...`. One static binary per system in dist/.
@@ -101,7 +107,7 @@ release: ## static daybook CLI binaries for linux and darwin (amd64, arm64) into
 	@mkdir -p dist
 	@set -e; for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
 		echo "dist/daybook-$$os-$$arch"; \
-		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o dist/daybook-$$os-$$arch ./cmd/daybook; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(CLI_LDFLAGS)" -o dist/daybook-$$os-$$arch ./cmd/daybook; \
 	done
 	cd dist && sha256sum daybook-* > SHA256SUMS
 
