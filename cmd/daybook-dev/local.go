@@ -170,7 +170,11 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 		}
 		dsn = "file:" + abs + "?mode=ro"
 	}
-	extra := cliVars(st, map[string]string{"SOURCE_DSN": dsn})
+	start, drain := selfCommand()+" local up --dir "+string(d), selfCommand()+" local drain --dir "+string(d)
+	if filepath.Clean(string(d)) == ".local" {
+		start, drain = "make local-up", "make local-drain"
+	}
+	extra := cliVars(st, map[string]string{"SOURCE_DSN": dsn, envLocalStart: start, envLocalDrain: drain})
 	if o.catalog != "" {
 		extra[dataset.EnvCatalog] = o.catalog
 	}
@@ -205,6 +209,14 @@ func cliVars(st *samstack.Stack, vars map[string]string) map[string]string {
 	}
 	return vars
 }
+
+// Variables of the env file the operator CLI reads for its hints (the
+// functions ignore them): the command that starts this stack again, and the
+// one that feeds its queues to the functions.
+const (
+	envLocalStart = "DAYBOOK_LOCAL_START"
+	envLocalDrain = "DAYBOOK_LOCAL_DRAIN"
+)
 
 // running reports the URL of a moto_server a previous `local up` started
 // that still answers.
@@ -288,14 +300,19 @@ func (a *app) readLocalEnv(ctx context.Context, d localDir) (map[string]map[stri
 }
 
 func (a *app) localInvokeCommand() *cobra.Command {
-	dir, event := a.localDir, ""
+	dir, event, bin := a.localDir, "", ""
 	c := &cobra.Command{
-		Use:       "invoke SweeperFunction|ExporterFunction [--event FILE]",
-		Short:     "Run a function's bootstrap once under the runtime emulator with <dir>/env.json",
+		Use:   "invoke SweeperFunction|ExporterFunction [--event FILE] [--dir DIR] [--bin DIR]",
+		Short: "Run a function's bootstrap once under the runtime emulator with <dir>/env.json",
+		Long: `Run a function's bootstrap once under the runtime emulator with <dir>/env.json, the event as its
+payload. The bootstraps are read from <dir>/bin (make build writes .local/bin) unless --bin names
+another directory: a kept demo's state is in .demo and its bootstraps in .local/bin, so
+daybook-dev local invoke ExporterFunction --dir .demo --bin .local/bin --event FILE.`,
 		Args:      cli.ExactArgs("FUNCTION"),
 		ValidArgs: Functions,
 	}
 	c.Flags().StringVar(&dir, "dir", dir, "state directory")
+	c.Flags().StringVar(&bin, "bin", "", "directory of the functions' bootstraps (<Function>/bootstrap; default <dir>/bin)")
 	c.Flags().StringVar(&event, "event", "", "event JSON file (default {})")
 	_ = c.MarkFlagFilename("event", "json")
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -320,7 +337,14 @@ func (a *app) localInvokeCommand() *cobra.Command {
 			return err
 		}
 		defer logf.Close()
-		f, err := runtimeemulator.Start(ctx, d.bootstrap(fn), runtimeemulator.Options{Name: fn, Env: env[fn], Log: io.MultiWriter(logf, a.stderr)})
+		bootstrap := d.bootstrap(fn)
+		if bin != "" {
+			bootstrap = filepath.Join(bin, fn, "bootstrap")
+		}
+		if _, err := os.Stat(bootstrap); err != nil {
+			return fmt.Errorf("no %s bootstrap at %s (make build writes .local/bin; name another directory with --bin): %w", fn, bootstrap, err)
+		}
+		f, err := runtimeemulator.Start(ctx, bootstrap, runtimeemulator.Options{Name: fn, Env: env[fn], Log: io.MultiWriter(logf, a.stderr)})
 		if err != nil {
 			return err
 		}

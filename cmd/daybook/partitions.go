@@ -197,6 +197,9 @@ ledger, shown by daybook history and written into each exported day's _manifest.
 		}
 		_, err = fmt.Fprintf(a.stdout, "queued %s (%s %s..%s, %s) for account %s (%d new rows, %d running now and marked to run again); the sweeper claims them next\n",
 			countOf(res.Queued, "partition"), countOf(len(days), "day"), from, to, strings.Join(datasets, ", "), acct.ID, res.Created, res.RerunRequested)
+		if h := e.dep.drainHint(); h != "" && err == nil {
+			fmt.Fprintf(a.stderr, "daybook: a local stack has no scheduler: %s --sweep sweeps and exports them\n", h)
+		}
 		return err
 	}
 	return c
@@ -268,6 +271,9 @@ daybook history and the console, and written into the day's _manifest.json (prov
 			fmt.Fprintf(a.stdout, "sent %s (message %s)\n", sent[0].Body, sent[0].MessageID)
 		} else if len(sent) > 1 {
 			fmt.Fprintf(a.stdout, "sent %d re-export requests for %s (%s) %s..%s\n", len(sent), acct.ID, strings.Join(datasets, ", "), from, to)
+		}
+		if h := e.dep.drainHint(); h != "" && len(sent) > 0 {
+			fmt.Fprintf(a.stderr, "daybook: queued: a local stack has no event source, so nothing runs the requests until %s feeds the queue to the exporter\n", h)
 		}
 		return err
 	}
