@@ -147,10 +147,15 @@ invoke-sweeper: build ## run the sweeper bootstrap once under the runtime emulat
 invoke-exporter: build ## run the exporter bootstrap on EVENT=<file>.json (default: .local/events/exporter-manual.json, a re-export of the local account's newest closed day)
 	@$(MAKE) --no-print-directory _invoke FN=ExporterFunction EVENT=$(EVENT)
 
+# sam local invoke runs the bootstrap in a Docker container: --docker-network host lets it reach
+# moto on the host's 127.0.0.1 (Linux; with Docker Desktop, put host.docker.internal in place of
+# 127.0.0.1 in .local/sam-env.json), and the demo source is copied into the build directory SAM
+# mounts at /var/task, where sam-env.json's SOURCE_DSN points.
 .PHONY: _invoke
 _invoke:
 	@if command -v sam >/dev/null && docker info >/dev/null 2>&1; then \
-	  sam build $(FN) >/dev/null && sam local invoke $(FN) --event $(EVENT) --env-vars $(LOCAL)/env.json; \
+	  sam build $(FN) >/dev/null && cp $(LOCAL)/demo.db .aws-sam/build/$(FN)/demo.db && \
+	  sam local invoke $(FN) --event $(EVENT) --env-vars $(LOCAL)/sam-env.json --docker-network host; \
 	else \
 	  $(DAYBOOK_DEV) local invoke $(FN) --dir $(LOCAL) --event $(EVENT); \
 	fi

@@ -35,6 +35,10 @@ func (d localDir) envFile() string     { return filepath.Join(string(d), "env.js
 func (d localDir) logFile() string     { return filepath.Join(string(d), "moto.log") }
 func (d localDir) sourceDB() string    { return filepath.Join(string(d), "demo.db") }
 func (d localDir) accountFile() string { return filepath.Join(string(d), "account.json") }
+
+// samEnvFile is env.json for `sam local invoke`'s containers: see
+// containerEnv.
+func (d localDir) samEnvFile() string { return filepath.Join(string(d), "sam-env.json") }
 func (d localDir) binDir() string      { return filepath.Join(string(d), "bin") }
 func (d localDir) bootstrap(fn string) string {
 	return filepath.Join(d.binDir(), fn, "bootstrap")
@@ -185,6 +189,11 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	if err := samstack.WriteEnvFile(d.envFile(), env); err != nil {
 		return err
 	}
+	if o.sourceDSN == "" {
+		if err := samstack.WriteEnvFile(d.samEnvFile(), containerEnv(env)); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(a.stdout, "stack %s deployed: table %s, queue %s\nenv file %s (sam local invoke --env-vars format)\n",
 		st.Name, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"], d.envFile())
 	if o.noDemo {
@@ -194,6 +203,31 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 		return a.localBucketFor(ctx, d, cfg, o.catalog)
 	}
 	return a.seedLocal(ctx, d, cfg, o.sourceDSN == "", envvar.From(env["ExporterFunction"]).SettleDelay())
+}
+
+// containerSourceDB is where `make invoke-*` puts the demo source for `sam
+// local invoke`: SAM mounts the function's build directory at /var/task
+// and nothing else of the host.
+const containerSourceDB = "/var/task/demo.db"
+
+// containerEnv is env for `sam local invoke` (make invoke-sweeper and
+// invoke-exporter where sam and Docker exist): the same, except that the
+// exporter reads the demo source at containerSourceDB, which the Makefile
+// copies into the build directory SAM mounts. The endpoint stays
+// 127.0.0.1: the Makefile runs the container with --docker-network host,
+// where the host's loopback is the container's.
+func containerEnv(env map[string]map[string]string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for fn, vars := range env {
+		out[fn] = map[string]string{}
+		for k, v := range vars {
+			out[fn][k] = v
+		}
+		if _, ok := vars["SOURCE_DSN"]; ok {
+			out[fn]["SOURCE_DSN"] = "file:" + containerSourceDB + "?mode=ro"
+		}
+	}
+	return out
 }
 
 // cliVars adds to vars what the operator CLI reads from an env file besides
