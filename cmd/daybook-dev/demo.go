@@ -181,7 +181,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	// deployment in it (dead-letter queues, the direct-bucket pattern).
 	self := cmp.Or(o.Self, selfCommand())
 	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(srv.URL, cliVars(st, map[string]string{"SOURCE_DSN": "file:" + absDB + "?mode=ro",
-		"SLICE_ROWS": fmt.Sprint(sliceRows),
+		"SLICE_ROWS":  fmt.Sprint(sliceRows),
 		envLocalStart: self + " demo --dir " + o.Dir + " --bin " + o.BinDir + " --keep",
 		envLocalDrain: self + " local drain --dir " + o.Dir + " --bin " + o.BinDir})))
 	if err != nil {

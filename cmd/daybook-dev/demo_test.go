@@ -43,7 +43,9 @@ func TestEndToEnd(t *testing.T) {
 	// Kept, as the README's console lines keep it: the kept demo's checks
 	// run on it below, then local down stops it.
 	o.Keep, o.Self = true, "daybook-dev"
-	t.Cleanup(func() { _ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", dir}) })
+	t.Cleanup(func() {
+		_ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", dir})
+	})
 	res, err := demo(ctx, o)
 	t.Log(out.String())
 	if err != nil {

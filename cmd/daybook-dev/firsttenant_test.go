@@ -122,7 +122,9 @@ func TestFirstTenantChecklist(t *testing.T) {
 		t.Fatalf("step 1: %q", steps[0].shLines)
 	}
 	dir := filepath.Join(work, ".local")
-	t.Cleanup(func() { _ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", dir}) })
+	t.Cleanup(func() {
+		_ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", dir})
+	})
 	var upOut, upErr bytes.Buffer
 	if code := newApp(&upOut, &upErr).execute(ctx, []string{"local", "up", "--dir", dir, "--template", filepath.Join(repoRoot, "template.yaml"),
 		"--stage", "prod", "--no-demo", "--source-driver", "pgx", "--source-dsn", pg.DSN}); code != 0 {

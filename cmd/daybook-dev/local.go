@@ -39,7 +39,7 @@ func (d localDir) accountFile() string { return filepath.Join(string(d), "accoun
 // samEnvFile is env.json for `sam local invoke`'s containers: see
 // containerEnv.
 func (d localDir) samEnvFile() string { return filepath.Join(string(d), "sam-env.json") }
-func (d localDir) binDir() string      { return filepath.Join(string(d), "bin") }
+func (d localDir) binDir() string     { return filepath.Join(string(d), "bin") }
 func (d localDir) bootstrap(fn string) string {
 	return filepath.Join(d.binDir(), fn, "bootstrap")
 }

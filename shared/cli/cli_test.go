@@ -10,8 +10,8 @@ func TestVersionString(t *testing.T) {
 		name  string
 		stamp string
 		bi    *debug.BuildInfo
-		ok   bool
-		want string
+		ok    bool
+		want  string
 	}{
 		{"stamped by the build", "v0.9.0-12-g7c8a4b5", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "v0.9.0-12-g7c8a4b5"},
 		{"no build info", "", nil, false, "(unknown: built without module information)"},
