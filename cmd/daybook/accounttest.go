@@ -82,6 +82,17 @@ permissions policy on the bucket and prefix (Glue tables with glue, the bucket's
 		}
 		checks, cerr := a.testDestination(ctx, e, acct)
 		if errors.Is(cerr, errBucketMissing) {
+			// The customer may not have made the bucket yet: what they
+			// paste is printed all the same.
+			switch {
+			case hasRole && *out == outputJSON:
+				if err := printJSON(a.stdout, map[string]any{"account": acct.ID, "bucket": acct.Destination.Bucket, "prefix": prefix, "ok": false,
+					"problem": cerr.Error(), "trust_policy": pol.Trust, "permissions_policy": pol.Permissions}); err != nil {
+					return err
+				}
+			case hasRole:
+				printPolicies(a.stdout, acct, pol, *kmsKey)
+			}
 			return fmt.Errorf("account %s: %w", acct.ID, cerr)
 		}
 		if *out == outputJSON {
