@@ -331,8 +331,11 @@ func TestAccountPutGeneratesTheExternalID(t *testing.T) {
 	if !strings.HasPrefix(ext, account.ExternalIDPrefix) || !account.ValidExternalID(ext) {
 		t.Fatalf("external id %q", ext)
 	}
-	if strings.Count(r.stderr, ext) != 1 || !strings.Contains(r.stderr, "generated external id "+ext+" for role "+role) || !strings.Contains(r.stderr, "sts:ExternalId") {
-		t.Errorf("the external id should be announced once on stderr:\n%s", r.stderr)
+	// Announced once, then in the customer's documents (the trust policy's
+	// condition, and the line naming the role).
+	if strings.Count(r.stderr, "generated external id") != 1 || !strings.Contains(r.stderr, "generated external id "+ext+" for role "+role) ||
+		!strings.Contains(r.stderr, `"sts:ExternalId": "`+ext+`"`) || strings.Count(r.stderr, ext) != 3 {
+		t.Errorf("the external id should be announced once on stderr, then in the role's trust policy:\n%s", r.stderr)
 	}
 	stored, err := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID)
 	if err != nil || stored.Destination.ExternalID != ext {
