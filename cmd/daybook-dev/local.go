@@ -310,6 +310,13 @@ func (a *app) localDownCommand() *cobra.Command {
 		for i := 0; i < 100 && alive(pid); i++ {
 			time.Sleep(50 * time.Millisecond) // waiting for another process to exit; nothing to select on
 		}
+		if alive(pid) {
+			// Not gone 5 s after SIGTERM (a loaded machine): its group is killed.
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			for i := 0; i < 100 && alive(pid); i++ {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
 		_ = os.Remove(d.pidFile())
 		_ = os.Remove(d.urlFile())
 		_, err = fmt.Fprintf(a.stdout, "stopped moto_server (pid %d)\n", pid)
