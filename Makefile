@@ -22,6 +22,12 @@ DEADCODE    := $(GOBIN)/deadcode
 # whose calls to methods by name stop the linker dropping every unused exported method: without it
 # the exporter binary is half as large again. shared/devkit/hostbuild.Tags says the same for the
 # tests' builds, and a test holds the two equal.
+# The version `daybook --version` and `daybook-dev --version` print, stamped by the linker into
+# every build of the CLIs (build and release): git describe (a tag, commits since, the commit,
+# -dirty), else the VERSION file of a tree without git. A checkout built with -buildvcs=false (as
+# CI builds) records no VCS revision of its own.
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || cat VERSION 2>/dev/null || echo unknown)
+CLI_LDFLAGS  := -X github.com/daybook-dev/daybook/shared/cli.stamped=$(VERSION)
 LAMBDA_TAGS  := lambda.norpc,grpcnotrace
 LAMBDA_FLAGS := -tags $(LAMBDA_TAGS) -trimpath -ldflags "-s -w"
 LOCAL       := .local
@@ -90,8 +96,8 @@ build: ## host builds of the bootstraps, the operator CLI (daybook) and the loca
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/SweeperFunction/bootstrap ./functions/sweeper
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ExporterFunction/bootstrap ./functions/exporter
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(LOCAL)/bin/ConsoleFunction/bootstrap ./functions/console
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK) ./cmd/daybook
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(DAYBOOK_DEV) ./cmd/daybook-dev
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(CLI_LDFLAGS)" -o $(DAYBOOK) ./cmd/daybook
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(CLI_LDFLAGS)" -o $(DAYBOOK_DEV) ./cmd/daybook-dev
 
 # The operator CLI for the systems customers and operators use; customers need
 # only `daybook verify --bucket ...`. One static binary per system in dist/.
@@ -101,7 +107,7 @@ release: ## static daybook CLI binaries for linux and darwin (amd64, arm64) into
 	@mkdir -p dist
 	@set -e; for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
 		echo "dist/daybook-$$os-$$arch"; \
-		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o dist/daybook-$$os-$$arch ./cmd/daybook; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(CLI_LDFLAGS)" -o dist/daybook-$$os-$$arch ./cmd/daybook; \
 	done
 	cd dist && sha256sum daybook-* > SHA256SUMS
 
@@ -141,10 +147,15 @@ invoke-sweeper: build ## run the sweeper bootstrap once under the runtime emulat
 invoke-exporter: build ## run the exporter bootstrap on EVENT=<file>.json (default: .local/events/exporter-manual.json, a re-export of the local account's newest closed day)
 	@$(MAKE) --no-print-directory _invoke FN=ExporterFunction EVENT=$(EVENT)
 
+# sam local invoke runs the bootstrap in a Docker container: --docker-network host lets it reach
+# moto on the host's 127.0.0.1 (Linux; with Docker Desktop, put host.docker.internal in place of
+# 127.0.0.1 in .local/sam-env.json), and the demo source is copied into the build directory SAM
+# mounts at /var/task, where sam-env.json's SOURCE_DSN points.
 .PHONY: _invoke
 _invoke:
 	@if command -v sam >/dev/null && docker info >/dev/null 2>&1; then \
-	  sam build $(FN) >/dev/null && sam local invoke $(FN) --event $(EVENT) --env-vars $(LOCAL)/env.json; \
+	  sam build $(FN) >/dev/null && cp $(LOCAL)/demo.db .aws-sam/build/$(FN)/demo.db && \
+	  sam local invoke $(FN) --event $(EVENT) --env-vars $(LOCAL)/sam-env.json --docker-network host; \
 	else \
 	  $(DAYBOOK_DEV) local invoke $(FN) --dir $(LOCAL) --event $(EVENT); \
 	fi

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +39,12 @@ func TestEndToEnd(t *testing.T) {
 	o := e2eDemo
 	o.Dir, o.Template, o.BinDir, o.Now, o.Out = dir, "../../template.yaml", bin, func() time.Time { return now }, &out
 	o.WhileUp = e2eTableReader
+	// Kept, as the README's console lines keep it: the kept demo's checks
+	// run on it below, then local down stops it.
+	o.Keep, o.Self = true, "daybook-dev"
+	t.Cleanup(func() {
+		_ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", dir})
+	})
 	res, err := demo(ctx, o)
 	t.Log(out.String())
 	if err != nil {
@@ -151,22 +157,34 @@ func TestEndToEnd(t *testing.T) {
 		t.Logf("icebird read %d rows of the events table (0: built with noduckdb, not read)", icebirdRead)
 	})
 
-	t.Run("it ends with the command that keeps a run for the console, and the commands it names work", func(t *testing.T) {
+	t.Run("the bucket README's Quick start runs as written on a copy of each account's bucket", func(t *testing.T) {
+		if e2eQuickStart == nil {
+			t.Fatal("built with noduckdb: the Quick start's DuckDB is the Go binding's, linked through cgo")
+		}
+		e2eQuickStart(t, res)
+	})
+
+	t.Run("the kept demo behaves like a deployment", func(t *testing.T) {
+		keptDemo(t, ctx, res, dir, bin)
+	})
+
+	t.Run("it ends with the console command on the kept run; after local down the CLI names the command that starts it again", func(t *testing.T) {
 		operator := filepath.Join(bin, "daybook")
-		if !strings.Contains(out.String(), "demo --dir "+dir+" --bin "+bin+" --keep && "+operator+" console --env-file "+filepath.Join(dir, "env.json")+"\n") ||
-			!strings.Contains(out.String(), " local down --dir "+dir+" stops moto_server") {
+		if !strings.Contains(out.String(), "      "+operator+" console --env-file "+filepath.Join(dir, "env.json")+"\n") ||
+			!strings.Contains(out.String(), "daybook-dev local down --dir "+dir) {
 			t.Errorf("no console command at the end:\n%s", out.String())
 		}
-		// The operator CLI takes the console command as printed; the demo
-		// stopped its moto_server, so the console says the stack is down.
+		var down bytes.Buffer
+		if code := newApp(&down, &down).execute(ctx, []string{"local", "down", "--dir", dir}); code != 0 || !strings.Contains(down.String(), "stopped moto_server") {
+			t.Errorf("local down --dir %s: exit %d\n%s", dir, code, down.String())
+		}
+		// The operator CLI takes the console command as printed; the stack
+		// is down, and it says how to start this one (it said make local-up).
 		msg, err := exec.CommandContext(ctx, operator, "console", "--env-file", filepath.Join(dir, "env.json"), "--listen", "127.0.0.1:0").CombinedOutput()
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(msg), "the local stack is not running") {
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 ||
+			!strings.Contains(string(msg), "is not running: start it with daybook-dev demo --dir "+dir+" --bin "+bin+" --keep") {
 			t.Errorf("%s console --env-file: %v\n%s", operator, err, msg)
-		}
-		var down bytes.Buffer
-		if code := newApp(&down, &down).execute(ctx, []string{"local", "down", "--dir", dir}); code != 0 || !strings.Contains(down.String(), "nothing to stop") {
-			t.Errorf("local down --dir %s: exit %d\n%s", dir, code, down.String())
 		}
 	})
 
@@ -175,7 +193,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("pids %v", res.Pids)
 		}
 		for _, pid := range res.Pids {
-			if err := syscall.Kill(pid, 0); err == nil {
+			if alive(pid) { // a child stopped by local down stays a zombie of this process: gone
 				t.Errorf("pid %d still running", pid)
 			}
 		}
@@ -187,6 +205,9 @@ func TestEndToEnd(t *testing.T) {
 var (
 	e2eTableReader func(context.Context, *motoserver.Server, *demoResult) error
 	icebirdRead    int
+	// e2eQuickStart runs each account's bucket README Quick start on the
+	// mirror (quickstart_test.go; DuckDB through cgo).
+	e2eQuickStart func(*testing.T, *demoResult)
 )
 
 // e2eDemo is the end-to-end test's demo: smaller than make demo's.
@@ -205,6 +226,13 @@ func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	// Without --keep it prints the commands that keep a run for the console.
+	var said bytes.Buffer
+	o.Keep = false
+	if kept, err := keepOrSay(&said, o, ".local/bin/daybook", &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242}); err != nil || kept ||
+		!strings.Contains(said.String(), ".local/bin/daybook-dev demo --dir "+dir+" --bin .local/bin --keep && .local/bin/daybook console --env-file "+filepath.Join(dir, "env.json")+"\n") {
+		t.Errorf("without --keep: kept %v, %v\n%s", kept, err, said.String())
 	}
 	// local down finds it where local up leaves its own.
 	if pid, err := readPid(localDir(dir)); err != nil || pid != 4242 {

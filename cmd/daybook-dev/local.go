@@ -35,7 +35,11 @@ func (d localDir) envFile() string     { return filepath.Join(string(d), "env.js
 func (d localDir) logFile() string     { return filepath.Join(string(d), "moto.log") }
 func (d localDir) sourceDB() string    { return filepath.Join(string(d), "demo.db") }
 func (d localDir) accountFile() string { return filepath.Join(string(d), "account.json") }
-func (d localDir) binDir() string      { return filepath.Join(string(d), "bin") }
+
+// samEnvFile is env.json for `sam local invoke`'s containers: see
+// containerEnv.
+func (d localDir) samEnvFile() string { return filepath.Join(string(d), "sam-env.json") }
+func (d localDir) binDir() string     { return filepath.Join(string(d), "bin") }
 func (d localDir) bootstrap(fn string) string {
 	return filepath.Join(d.binDir(), fn, "bootstrap")
 }
@@ -170,17 +174,13 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 		}
 		dsn = "file:" + abs + "?mode=ro"
 	}
-	// The CLI reads the sweeper's dead-letter queue and the direct-bucket
-	// pattern from the same file (the functions ignore them); the account
-	// rules are in the functions' own environment.
-	extra := map[string]string{"SOURCE_DSN": dsn}
+	start, drain := selfCommand()+" local up --dir "+string(d), selfCommand()+" local drain --dir "+string(d)
+	if filepath.Clean(string(d)) == ".local" {
+		start, drain = "make local-up", "make local-drain"
+	}
+	extra := cliVars(st, map[string]string{"SOURCE_DSN": dsn, envLocalStart: start, envLocalDrain: drain})
 	if o.catalog != "" {
 		extra[dataset.EnvCatalog] = o.catalog
-	}
-	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN"} {
-		if st.Outputs[out] != "" {
-			extra[v] = st.Outputs[out]
-		}
 	}
 	env, err := samstack.FunctionEnv(ctx, cfg, st, Functions, localEnv(url, extra))
 	if err != nil {
@@ -188,6 +188,11 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	}
 	if err := samstack.WriteEnvFile(d.envFile(), env); err != nil {
 		return err
+	}
+	if o.sourceDSN == "" {
+		if err := samstack.WriteEnvFile(d.samEnvFile(), containerEnv(env)); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(a.stdout, "stack %s deployed: table %s, queue %s\nenv file %s (sam local invoke --env-vars format)\n",
 		st.Name, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"], d.envFile())
@@ -199,6 +204,53 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	}
 	return a.seedLocal(ctx, d, cfg, o.sourceDSN == "", envvar.From(env["ExporterFunction"]).SettleDelay())
 }
+
+// containerSourceDB is where `make invoke-*` puts the demo source for `sam
+// local invoke`: SAM mounts the function's build directory at /var/task
+// and nothing else of the host.
+const containerSourceDB = "/var/task/demo.db"
+
+// containerEnv is env for `sam local invoke` (make invoke-sweeper and
+// invoke-exporter where sam and Docker exist): the same, except that the
+// exporter reads the demo source at containerSourceDB, which the Makefile
+// copies into the build directory SAM mounts. The endpoint stays
+// 127.0.0.1: the Makefile runs the container with --docker-network host,
+// where the host's loopback is the container's.
+func containerEnv(env map[string]map[string]string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for fn, vars := range env {
+		out[fn] = map[string]string{}
+		for k, v := range vars {
+			out[fn][k] = v
+		}
+		if _, ok := vars["SOURCE_DSN"]; ok {
+			out[fn]["SOURCE_DSN"] = "file:" + containerSourceDB + "?mode=ro"
+		}
+	}
+	return out
+}
+
+// cliVars adds to vars what the operator CLI reads from an env file besides
+// the functions' own environment (which the functions ignore): the sweeper's
+// dead-letter queue, the direct-bucket pattern and the exporter's role (the
+// principal customers' roles trust), from the stack's outputs. The account
+// rules are in the functions' environment already.
+func cliVars(st *samstack.Stack, vars map[string]string) map[string]string {
+	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN", "ExporterRoleArn": "EXPORTER_ROLE_ARN"} {
+		if st.Outputs[out] != "" {
+			vars[v] = st.Outputs[out]
+		}
+	}
+	return vars
+}
+
+// Variables of the env file the operator CLI reads for its hints (the
+// functions ignore them): the command that starts this stack again, and the
+// one that feeds its queues to the functions.
+const (
+	envLocalStart = "DAYBOOK_LOCAL_START"
+	envLocalDrain = "DAYBOOK_LOCAL_DRAIN"
+)
 
 // running reports the URL of a moto_server a previous `local up` started
 // that still answers.
@@ -258,6 +310,13 @@ func (a *app) localDownCommand() *cobra.Command {
 		for i := 0; i < 100 && alive(pid); i++ {
 			time.Sleep(50 * time.Millisecond) // waiting for another process to exit; nothing to select on
 		}
+		if alive(pid) {
+			// Not gone 5 s after SIGTERM (a loaded machine): its group is killed.
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			for i := 0; i < 100 && alive(pid); i++ {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
 		_ = os.Remove(d.pidFile())
 		_ = os.Remove(d.urlFile())
 		_, err = fmt.Fprintf(a.stdout, "stopped moto_server (pid %d)\n", pid)
@@ -282,14 +341,19 @@ func (a *app) readLocalEnv(ctx context.Context, d localDir) (map[string]map[stri
 }
 
 func (a *app) localInvokeCommand() *cobra.Command {
-	dir, event := a.localDir, ""
+	dir, event, bin := a.localDir, "", ""
 	c := &cobra.Command{
-		Use:       "invoke SweeperFunction|ExporterFunction [--event FILE]",
-		Short:     "Run a function's bootstrap once under the runtime emulator with <dir>/env.json",
+		Use:   "invoke SweeperFunction|ExporterFunction [--event FILE] [--dir DIR] [--bin DIR]",
+		Short: "Run a function's bootstrap once under the runtime emulator with <dir>/env.json",
+		Long: `Run a function's bootstrap once under the runtime emulator with <dir>/env.json, the event as its
+payload. The bootstraps are read from <dir>/bin (make build writes .local/bin) unless --bin names
+another directory: a kept demo's state is in .demo and its bootstraps in .local/bin, so
+daybook-dev local invoke ExporterFunction --dir .demo --bin .local/bin --event FILE.`,
 		Args:      cli.ExactArgs("FUNCTION"),
 		ValidArgs: Functions,
 	}
 	c.Flags().StringVar(&dir, "dir", dir, "state directory")
+	c.Flags().StringVar(&bin, "bin", "", "directory of the functions' bootstraps (<Function>/bootstrap; default <dir>/bin)")
 	c.Flags().StringVar(&event, "event", "", "event JSON file (default {})")
 	_ = c.MarkFlagFilename("event", "json")
 	c.RunE = func(c *cobra.Command, args []string) error {
@@ -314,7 +378,14 @@ func (a *app) localInvokeCommand() *cobra.Command {
 			return err
 		}
 		defer logf.Close()
-		f, err := runtimeemulator.Start(ctx, d.bootstrap(fn), runtimeemulator.Options{Name: fn, Env: env[fn], Log: io.MultiWriter(logf, a.stderr)})
+		bootstrap := d.bootstrap(fn)
+		if bin != "" {
+			bootstrap = filepath.Join(bin, fn, "bootstrap")
+		}
+		if _, err := os.Stat(bootstrap); err != nil {
+			return fmt.Errorf("no %s bootstrap at %s (make build writes .local/bin; name another directory with --bin): %w", fn, bootstrap, err)
+		}
+		f, err := runtimeemulator.Start(ctx, bootstrap, runtimeemulator.Options{Name: fn, Env: env[fn], Log: io.MultiWriter(logf, a.stderr)})
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,7 @@ func TestLocalDevCommands(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "account.json")); err != nil || !strings.Contains(string(b), LocalAccountID) {
 		t.Errorf("account file: %v\n%s", err, b)
 	}
+	samEnvAsREADMESays(t, dir)
 
 	closed := time.Now().UTC().AddDate(0, 0, -3).Format("2006-01-02") // closed whatever the hour
 	acctFile := filepath.Join(dir, "account.json.test")
@@ -240,4 +241,55 @@ func (l *localRun) daybook(args ...string) string {
 		l.t.Fatalf("daybook %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errw.String())
 	}
 	return out.String()
+}
+
+// samEnvAsREADMESays: local up writes sam-env.json for sam local invoke's
+// containers (the exporter's SOURCE_DSN at /var/task/demo.db, where the
+// Makefile copies the demo source; everything else env.json's), and the
+// Makefile's sam lines are README's (the container needs Docker, which
+// these tests cannot run: before, the env file SAM got pointed at a host
+// path no container sees).
+func samEnvAsREADMESays(t *testing.T, dir string) {
+	t.Helper()
+	env, err := samstack.ReadEnvFile(filepath.Join(dir, "env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sam, err := samstack.ReadEnvFile(filepath.Join(dir, "sam-env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fn, vars := range env {
+		for k, v := range vars {
+			want := v
+			if k == "SOURCE_DSN" {
+				want = "file:/var/task/demo.db?mode=ro"
+			}
+			if sam[fn][k] != want {
+				t.Errorf("sam-env.json %s %s=%q, want %q", fn, k, sam[fn][k], want)
+			}
+		}
+	}
+	if _, ok := env["ExporterFunction"]["SOURCE_DSN"]; !ok {
+		t.Error("env.json names no SOURCE_DSN")
+	}
+	dry, err := exec.Command("make", "-n", "-C", "../..", "_invoke", "FN=ExporterFunction", "EVENT=.local/events/exporter-manual.json").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"sam build ExporterFunction && cp .local/demo.db .aws-sam/build/ExporterFunction/demo.db",
+		"sam local invoke ExporterFunction --event .local/events/exporter-manual.json --env-vars .local/sam-env.json --docker-network host",
+	} {
+		if !strings.Contains(string(readme), line) {
+			t.Errorf("README lacks %q", line)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(string(dry), ">/dev/null", "")), " "), line) {
+			t.Errorf("make invoke-exporter's sam path is not %q:\n%s", line, dry)
+		}
+	}
 }

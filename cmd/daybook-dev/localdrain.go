@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
@@ -37,7 +41,8 @@ With --sweep, also play the scheduler: sweep, drain, and repeat until a sweep cl
 Function output is appended to <dir>/<Function>.log. The bootstraps are read from <dir>/bin
 (make build writes .local/bin) unless --bin names another directory: a kept demo's state is in
 .demo and its bootstraps in .local/bin, so daybook-dev local drain --dir .demo --bin .local/bin
-runs what the console queued there.`,
+runs what the console queued there. A run kept with demo --keep mirrors its buckets into
+<dir>/buckets: drain mirrors them again afterwards, so the folders show what the stack holds.`,
 	}
 	c.Flags().StringVar(&dir, "dir", dir, "state directory")
 	c.Flags().StringVar(&bin, "bin", "", "directory of the functions' bootstraps (<Function>/bootstrap; default <dir>/bin)")
@@ -133,6 +138,9 @@ runs what the console queued there.`,
 		if dead > 0 {
 			fmt.Fprintf(a.stdout, "%d messages can never succeed as sent: see daybook dlq list (each says why), then daybook dlq delete or purge\n", dead)
 		}
+		if err := remirror(ctx, awsclient.NewS3(cfg), dir, a.stdout); err != nil {
+			return err
+		}
 		var errs []error
 		if out.failed > 0 {
 			errs = append(errs, fmt.Errorf("%d of %d partitions failed: daybook status --state failed says why; each is retried after its backoff (local drain --sweep claims the retries)",
@@ -182,6 +190,37 @@ func outcomes(ctx context.Context, led *ledger.Ledger, keys []partition.Key) (dr
 		}
 	}
 	return d, nil
+}
+
+// remirror copies again every bucket the demo mirrored into <dir>/buckets
+// (one folder per bucket), replacing the old copy, so a kept demo's folders
+// show the generations a drain wrote. A directory without a mirror is left
+// alone.
+func remirror(ctx context.Context, api *s3.Client, dir string, out io.Writer) error {
+	root := filepath.Join(dir, "buckets")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		path := filepath.Join(root, e.Name())
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+		if err := mirror(ctx, api, e.Name(), path); err != nil {
+			return err
+		}
+		n++
+	}
+	_, err = fmt.Fprintf(out, "mirrored %d buckets into %s again\n", n, root)
+	return err
 }
 
 // sweepQueue points drv at the sweeper's fan-out queue (the stack's

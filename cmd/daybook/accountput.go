@@ -26,6 +26,7 @@ type putFlags struct {
 	update, allowDup bool
 	dryRun           bool
 	saveDisabled     bool
+	kmsKey           string
 }
 
 func (a *app) accountPutCommand() *cobra.Command {
@@ -65,7 +66,14 @@ destination is tested as daybook account test does: the bucket exists, and a wri
 multipart upload started and aborted, the listings and a delete succeed under its prefix. A
 failure refuses the account and names the step and the permission; --save-disabled saves it
 disabled instead (daybook account enable ID once the destination works). --dry-run skips the
-test, which writes into the bucket. The stored account is printed on stdout as JSON.`,
+test, which writes into the bucket. The stored account is printed on stdout as JSON.
+
+For an account with a role_arn, a new account or a changed destination also prints on stderr what
+the customer pastes into their AWS account: the role's trust policy (the exporter's role,
+ExporterRoleArn, with the external id) and its permissions policy on the bucket and prefix (Glue
+tables with glue, the bucket's KMS key with --kms-key). daybook account test ID prints them again.
+A new account whose role does not exist yet fails the destination test: save it with
+--save-disabled, send the customer the policies, then daybook account test ID and account enable ID.`,
 		Example: "  daybook account put --file account.json\n  daybook account put --file account.json --update\n" +
 			"  daybook account put acct_localdemoaccount --file account.json --dry-run",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -99,6 +107,7 @@ test, which writes into the bucket. The stored account is printed on stdout as J
 	c.Flags().BoolVar(&p.dryRun, "dry-run", false, "check the file and show what would change; write nothing")
 	c.Flags().BoolVar(&p.allowDup, "allow-duplicate-name", false, "create the account even if another one has the same name")
 	c.Flags().BoolVar(&p.saveDisabled, "save-disabled", false, "when the destination test fails, save the account disabled instead of refusing it")
+	c.Flags().StringVar(&p.kmsKey, "kms-key", "", "ARN of the KMS key the bucket encrypts objects with by default (SSE-KMS): the printed permissions policy lets the role use it")
 	_ = c.MarkFlagFilename("file", "json")
 	return c
 }
@@ -254,6 +263,15 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 			newExternalID, acct.Destination.RoleARN)
 	}
 	a.writeBack(file, orig, stored, generated, stored.Destination.ExternalID != "" && needsExternalID)
+	if !exists || !reflect.DeepEqual(old.Destination, stored.Destination) || p.kmsKey != "" {
+		pol, ok, err := e.customerPolicies(stored, p.kmsKey)
+		switch {
+		case err != nil:
+			fmt.Fprintf(a.stderr, "daybook: %v\n", err)
+		case ok:
+			printPolicies(a.stderr, stored, pol, p.kmsKey)
+		}
+	}
 	if exists && len(changes) > 0 {
 		if err := a.startMoved(ctx, e.ledger, e.settle, old, stored); err != nil {
 			return err

@@ -148,11 +148,21 @@ func (a *app) accountEnableCommand(enable bool) *cobra.Command {
 		use, short = "enable ID", "Export an account again"
 	}
 	c := &cobra.Command{Use: use, Short: short, Args: cli.ExactArgs("ID")}
+	if enable {
+		c.Long = `Export an account again. A disabled account's destination is tested first, as daybook account
+test does (a write, a read, a multipart upload started and aborted, the listings and a delete under
+its prefix): a failure names the step and the permission and leaves the account disabled.`
+	}
 	a.deploymentFlags(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		e, err := a.open(c.Context())
 		if err != nil {
 			return err
+		}
+		if enable {
+			if err := a.testBeforeEnable(c.Context(), e, args[0]); err != nil {
+				return err
+			}
 		}
 		acct, changed, err := ops.SetEnabled(c.Context(), e.ledger, args[0], enable, a.requestedBy(c.Context(), e.sts, ""))
 		if errors.Is(err, ops.ErrNoAccount) {
@@ -170,6 +180,33 @@ func (a *app) accountEnableCommand(enable bool) *cobra.Command {
 		return err
 	}
 	return c
+}
+
+// testBeforeEnable tests a disabled account's destination before it is
+// enabled (an account saved with --save-disabled was never tested), and
+// refuses with the failed step and its permission.
+func (a *app) testBeforeEnable(ctx context.Context, e *opsEnv, id string) error {
+	acct, err := e.ledger.GetAccount(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("account %s: no such account (daybook account list shows them)", id)
+	}
+	if err != nil || acct.Enabled {
+		return err
+	}
+	checks, err := a.testDestination(ctx, e, acct)
+	if err == nil {
+		fmt.Fprintf(a.stderr, "daybook: destination s3://%s tested: %d steps ok\n", acct.Destination.Bucket, len(checks))
+		return nil
+	}
+	problem := err.Error()
+	for _, ch := range checks {
+		if !ch.OK {
+			problem = fmt.Sprintf("%s failed (needs %s): %s", ch.Step, ch.Permission, ch.Problem)
+			break
+		}
+	}
+	return fmt.Errorf("%w for account %s (destination.bucket %q): %s; the account stays disabled. Fix the bucket or its permissions (daybook account test %s shows every step and the role's policies), then enable it",
+		errDestination, acct.ID, acct.Destination.Bucket, problem, acct.ID)
 }
 
 func (a *app) accountDeleteCommand() *cobra.Command {

@@ -331,8 +331,11 @@ func TestAccountPutGeneratesTheExternalID(t *testing.T) {
 	if !strings.HasPrefix(ext, account.ExternalIDPrefix) || !account.ValidExternalID(ext) {
 		t.Fatalf("external id %q", ext)
 	}
-	if strings.Count(r.stderr, ext) != 1 || !strings.Contains(r.stderr, "generated external id "+ext+" for role "+role) || !strings.Contains(r.stderr, "sts:ExternalId") {
-		t.Errorf("the external id should be announced once on stderr:\n%s", r.stderr)
+	// Announced once, then in the customer's documents (the trust policy's
+	// condition, and the line naming the role).
+	if strings.Count(r.stderr, "generated external id") != 1 || !strings.Contains(r.stderr, "generated external id "+ext+" for role "+role) ||
+		!strings.Contains(r.stderr, `"sts:ExternalId": "`+ext+`"`) || strings.Count(r.stderr, ext) != 3 {
+		t.Errorf("the external id should be announced once on stderr, then in the role's trust policy:\n%s", r.stderr)
 	}
 	stored, err := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID)
 	if err != nil || stored.Destination.ExternalID != ext {
@@ -519,7 +522,19 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	if r.code != cli.ExitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || strings.Contains(r.stderr, "missing s3:") {
 		t.Errorf("missing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Enabling it tests the destination first: it stays disabled (on the
+	// old code account enable enabled it untested).
+	r = s.run(t, a, "account", "enable", acct.ID)
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || !strings.Contains(r.stderr, "stays disabled") {
+		t.Errorf("enable with a missing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, _ := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID); got.Enabled {
+		t.Errorf("account enable enabled an untested destination")
+	}
 	s.createBucket(t, bucket)
+	if r = s.run(t, a, "account", "enable", acct.ID); r.code != 0 || !strings.Contains(r.stderr, "tested: 6 steps ok") || !strings.Contains(r.stdout, "enabled") {
+		t.Errorf("enable with the bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = s.run(t, a, "account", "test", acct.ID)
 	if r.code != 0 || strings.Count(r.stdout, "\tok")+strings.Count(r.stdout, " ok") < 6 {
 		t.Errorf("existing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)

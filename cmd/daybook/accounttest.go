@@ -55,11 +55,17 @@ start and abort a multipart upload, list the prefix and its incomplete multipart
 commit aborts those a killed run left) and delete the object. Each step names the
 permission it needs; a bucket that does not exist is said so. Every call names the bucket's
 expected owner, as the exporter's do: expected_bucket_owner, else the account in role_arn, else
-this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
+this deployment's own account (DEPLOYMENT_ACCOUNT_ID).
+
+For an account with a role_arn it then prints what the customer pastes into their AWS account: the
+role's trust policy (the exporter's role, ExporterRoleArn, with the account's external id) and its
+permissions policy on the bucket and prefix (Glue tables with glue, the bucket's KMS key with
+--kms-key); -o json gives them as trust_policy and permissions_policy.`,
 		Args: cli.ExactArgs("ID"),
 	}
 	a.deploymentFlags(c)
 	out := outputFlag(c)
+	kmsKey := kmsKeyFlag(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		ctx := c.Context()
 		e, acct, err := a.account(ctx, args[0], "account")
@@ -70,18 +76,45 @@ this deployment's own account (DEPLOYMENT_ACCOUNT_ID).`,
 		if err != nil {
 			return err
 		}
+		pol, hasRole, perr := e.customerPolicies(acct, *kmsKey)
+		if perr != nil && *kmsKey != "" {
+			return perr
+		}
 		checks, cerr := a.testDestination(ctx, e, acct)
 		if errors.Is(cerr, errBucketMissing) {
+			// The customer may not have made the bucket yet: what they
+			// paste is printed all the same.
+			switch {
+			case hasRole && *out == outputJSON:
+				if err := printJSON(a.stdout, map[string]any{"account": acct.ID, "bucket": acct.Destination.Bucket, "prefix": prefix, "ok": false,
+					"problem": cerr.Error(), "trust_policy": pol.Trust, "permissions_policy": pol.Permissions}); err != nil {
+					return err
+				}
+			case hasRole:
+				printPolicies(a.stdout, acct, pol, *kmsKey)
+			}
 			return fmt.Errorf("account %s: %w", acct.ID, cerr)
 		}
 		if *out == outputJSON {
-			if err := printJSON(a.stdout, map[string]any{
+			doc := map[string]any{
 				"account": acct.ID, "bucket": acct.Destination.Bucket, "prefix": prefix, "ok": cerr == nil, "checks": checks,
-			}); err != nil {
+			}
+			if hasRole {
+				doc["trust_policy"], doc["permissions_policy"] = pol.Trust, pol.Permissions
+			}
+			if err := printJSON(a.stdout, doc); err != nil {
 				return err
 			}
 			return cerr
 		}
+		defer func() {
+			switch {
+			case perr != nil:
+				fmt.Fprintf(a.stderr, "daybook: %v\n", perr)
+			case hasRole:
+				printPolicies(a.stdout, acct, pol, *kmsKey)
+			}
+		}()
 		tw := newTable(a.stdout)
 		tw.header("STEP\tPERMISSION\tRESULT")
 		for _, ch := range checks {

@@ -38,6 +38,8 @@ type app struct {
 	// localDir is where `daybook-dev local up` keeps its state (.local): its
 	// env.json is the default deployment.
 	localDir string
+	// demoDir is where `daybook-dev demo` (make demo) keeps its run (.demo).
+	demoDir string
 
 	// catalogErr is why this process's catalog (DAYBOOK_CATALOG) did not
 	// load: every command that reads it fails with it, but the catalog
@@ -64,6 +66,7 @@ func newApp(stdout, stderr io.Writer) *app {
 		awsConfig: loadAWSConfig,
 		dial:      (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		localDir:  ".local",
+		demoDir:   ".demo",
 	}
 }
 

@@ -37,6 +37,7 @@ func testApp(t *testing.T) (*app, *bytes.Buffer, *bytes.Buffer) {
 	a.terminal = func(io.Writer) bool { return false }
 	a.osUser = func() string { return "tester" }
 	a.localDir = t.TempDir()
+	a.demoDir = t.TempDir()
 	return a, &stdout, &stderr
 }
 

@@ -14,10 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
 // screenshotDir is where the browser test leaves a screenshot of each page
@@ -150,6 +155,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	if h := eval[string](t, bctx, `document.querySelector('.health').textContent`); !strings.Contains(h, "ok") {
 		t.Errorf("the local account's health %q after a clean export", h)
 	}
+	// The last export's two dates say which is which (they were unlabelled).
+	if le := eval[string](t, bctx, `document.querySelector('td.last-export').innerText`); !regexp.MustCompile(`^day \d{4}-\d{2}-\d{2}\nexported \S`).MatchString(le) {
+		t.Errorf("the fleet's last export reads %q", le)
+	}
 	shot(t, bctx, "fleet")
 
 	// The account: every exported day a completed cell.
@@ -175,6 +184,27 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	if len(inputs) == 0 || inputs[0] > "text "+exported[0] {
 		t.Errorf("day inputs %v: the default window does not reach the first exported day %s", inputs, exported[0])
+	}
+	// A completed day of 0 rows is drawn unlike a claimed day: hollow, not
+	// hatched (both were hatched, in green and in teal).
+	looks := func(sel string) string {
+		return eval[string](t, bctx, `(s => s.backgroundImage + ' | ' + s.boxShadow)(getComputedStyle(document.querySelector('`+sel+`')))`)
+	}
+	noRows, claimed := looks(`.legend .hm-cell.p-completed.no-rows`), looks(`.legend .hm-cell.p-claimed`)
+	if strings.Contains(noRows, "gradient") || !strings.Contains(noRows, "inset") || !strings.Contains(claimed, "repeating-linear-gradient") {
+		t.Errorf("a 0-row day looks like %q, a claimed one like %q: want an outline and a hatched bar", noRows, claimed)
+	}
+	// A short range's month labels do not run into each other.
+	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/accounts/%s?from=2026-11-30&to=2026-12-06", base, localAccountID))); err != nil {
+		t.Fatal(err)
+	}
+	overlap := eval[string](t, bctx, `(() => { const r = Array.from(document.querySelectorAll('.hm-month')).map(m => m.getBoundingClientRect());
+		for (let i = 1; i < r.length; i++) if (r[i-1].right > r[i].left) return r[i-1].right + ' > ' + r[i].left; return ''; })()`)
+	if n := eval[int](t, bctx, `document.querySelectorAll('.hm-month').length`); n != 2 || overlap != "" {
+		t.Errorf("%d month labels on a week across a month's end, overlapping: %q", n, overlap)
+	}
+	if err := chromedp.Do(bctx, chromedp.NavigateBack()); err != nil {
+		t.Fatal(err)
 	}
 	if v := eval[string](t, bctx, `(document.querySelector('form[action="/actions/reexport"] select[name=dataset]') || {value: 'none'}).value`); v != "" {
 		t.Errorf("the re-export form's dataset %q, want every dataset (\"\")", v)
@@ -253,22 +283,37 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("%d attempts name who asked, want the re-export", n)
 	}
 
-	// A bad bucket: an account saved disabled (its destination test fails),
-	// enabled, three days requeued and tried. The account page shows one
-	// failure group, destination_missing, with its fix; the raw error is
-	// behind a toggle.
+	// A bad bucket: an account whose bucket is deleted after it was
+	// registered (account put and account enable test the destination, so
+	// neither takes a missing bucket), three days requeued and tried. The
+	// account page shows one failure group, destination_missing, with its
+	// fix; the raw error is behind a toggle.
 	badFile := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(badFile, []byte(`{"name": "Bad bucket", "enabled": true, "start_date": "`+exported[0]+`", "datasets": ["events"],
-		"destination": {"bucket": "daybook-exports-no-such-bucket"}}`), 0o644); err != nil {
+		"destination": {"bucket": "daybook-exports-deleted-bucket"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var bad struct {
 		ID string `json:"id"`
 	}
-	if err := json.Unmarshal([]byte(l.cli("account", "put", "--file", badFile, "--save-disabled", "--env-file", l.env)), &bad); err != nil {
+	vars, err := samstack.ReadEnvFile(l.env)
+	if err != nil {
 		t.Fatal(err)
 	}
-	l.cli("account", "enable", bad.ID, "--env-file", l.env)
+	cfg, err := motoserver.ConfigFor(ctx, vars["ExporterFunction"]["AWS_ENDPOINT_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3c := awsclient.NewS3(cfg)
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("daybook-exports-deleted-bucket")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(l.cli("account", "put", "--file", badFile, "--env-file", l.env)), &bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("daybook-exports-deleted-bucket")}); err != nil {
+		t.Fatal(err)
+	}
 	l.cli("requeue", "--account", bad.ID, "--from", exported[0], "--to", exported[2], "--env-file", l.env)
 	// The drain exits 1: its messages failed.
 	drain := exec.CommandContext(ctx, filepath.Join(l.dir, "bin", "daybook-dev"), "local", "drain", "--sweep", "--dir", l.dir)

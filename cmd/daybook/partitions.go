@@ -259,6 +259,9 @@ out and why.`,
 			countOf(res.Queued, "partition"), countOf(len(days), "day"), from, to, strings.Join(res.Datasets, ", "), acct.ID, res.Created, res.RerunRequested); err != nil {
 			return err
 		}
+		if h := e.dep.drainHint(); h != "" {
+			fmt.Fprintf(a.stderr, "daybook: a local stack has no scheduler: %s --sweep sweeps and exports them\n", h)
+		}
 		return printLeftOut(a, left)
 	}
 	return c
@@ -333,6 +336,9 @@ for that day alone when the range holds it and left out otherwise, as the output
 			fmt.Fprintf(a.stdout, "sent %s (message %s)\n", sent[0].Body, sent[0].MessageID)
 		} else if len(sent) > 1 {
 			fmt.Fprintf(a.stdout, "sent %d re-export requests for %s (%s) %s..%s\n", len(sent), acct.ID, strings.Join(datasets, ", "), from, to)
+		}
+		if h := e.dep.drainHint(); h != "" && len(sent) > 0 {
+			fmt.Fprintf(a.stderr, "daybook: queued: a local stack has no event source, so nothing runs the requests until %s feeds the queue to the exporter\n", h)
 		}
 		if *out != outputJSON {
 			err = errors.Join(err, printLeftOut(a, left))

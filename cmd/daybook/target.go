@@ -90,6 +90,7 @@ var stackOutputVars = map[string]string{
 	"AllowPrivateEndpoints":    account.EnvAllowPrivateEndpoints,
 	"MaxBackfillDays":          "MAX_BACKFILL_DAYS",
 	"SweepQueueUrl":            "SWEEP_QUEUE_URL",
+	"ExporterRoleArn":          "EXPORTER_ROLE_ARN",
 }
 
 // deployment is where a command points, resolved.
@@ -98,6 +99,7 @@ type deployment struct {
 	vars     map[string]string // LEDGER_TABLE, JOBS_QUEUE_URL, ...
 	cfg      aws.Config
 	endpoint string // custom endpoint, if any
+	file     string // the env file it was read from, if any
 }
 
 // local reports whether the deployment is on this machine (its endpoint is
@@ -159,6 +161,11 @@ func (a *app) resolve(ctx context.Context) (*deployment, error) {
 	}
 	if file != "" {
 		return a.resolveEnvFile(ctx, file)
+	}
+	if a.getenv("LEDGER_TABLE") == "" {
+		if demo := a.demoDir + "/env.json"; fileExists(demo) {
+			return nil, fmt.Errorf("%w; the demo's stack is described by %s: run it with daybook-dev demo --keep, then pass --env-file %s", errNoDeployment, demo, demo)
+		}
 	}
 	vars := map[string]string{}
 	for _, k := range append(sortedValues(stackOutputVars), "AWS_ENDPOINT_URL") {
@@ -249,7 +256,41 @@ func (a *app) resolveEnvFile(ctx context.Context, file string) (*deployment, err
 		cfg.BaseEndpoint = aws.String(endpoint)
 		desc = "the local stack in " + file + " (endpoint " + endpoint + ")"
 	}
-	return &deployment{desc: desc, vars: vars, cfg: cfg, endpoint: endpoint}, nil
+	return &deployment{desc: desc, vars: vars, cfg: cfg, endpoint: endpoint, file: file}, nil
+}
+
+// Variables daybook-dev writes into a local stack's env file for the CLI's
+// hints (the functions ignore them): the command that starts that stack
+// again, and the one that runs what its queues hold (a local stack has no
+// scheduler or event source).
+const (
+	envLocalStart = "DAYBOOK_LOCAL_START"
+	envLocalDrain = "DAYBOOK_LOCAL_DRAIN"
+)
+
+// localDown is a local stack that does not answer, named with the env file
+// that describes it and the command that starts it again.
+type localDown struct {
+	file, start string
+	err         error
+}
+
+func (e *localDown) Error() string {
+	return fmt.Sprintf("the local stack in %s is not running: start it with %s (%v)", e.file, e.start, e.err)
+}
+
+func (e *localDown) Unwrap() error { return e.err }
+
+// drainHint is what to run on a local stack for its queued messages to be
+// exported, or "" for a deployment whose event sources run them.
+func (d *deployment) drainHint() string {
+	if !d.local() {
+		return ""
+	}
+	if h := d.vars[envLocalDrain]; h != "" {
+		return h
+	}
+	return "daybook-dev local drain"
 }
 
 // probe checks endpoint is a URL, then fails fast with
@@ -307,6 +348,9 @@ type opsEnv struct {
 	stage         string
 	settle        time.Duration
 	bucketPattern string
+	// exporterRole is the exporter's role ARN, the principal a customer's
+	// role trusts (EXPORTER_ROLE_ARN, the stack output ExporterRoleArn).
+	exporterRole string
 	// rules are the deployment's account rules (account.RulesFromEnv), read
 	// when the deployment is opened; rulesErr names a malformed variable,
 	// and only the commands that need the rules refuse for it.
@@ -372,6 +416,9 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 	}
 	if dep.endpoint != "" && a.target.stack == "" {
 		if err := a.probe(ctx, dep.endpoint); err != nil {
+			if start := dep.vars[envLocalStart]; start != "" && errors.Is(err, awsclient.ErrLocalDown) {
+				return nil, &localDown{file: dep.file, start: start, err: err}
+			}
 			return nil, err
 		}
 	}
@@ -384,6 +431,7 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 		dlqURL:        r.StringOr("JOBS_DLQ_URL", ""),
 		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),
 		bucketPattern: r.StringOr("DIRECT_BUCKET_PATTERN", ""),
+		exporterRole:  r.StringOr("EXPORTER_ROLE_ARN", ""),
 	}
 	e.rules, e.rulesErr = readRules(dep)
 	lcfg := ledger.ConfigFromEnv(r)

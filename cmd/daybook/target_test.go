@@ -33,6 +33,12 @@ func TestWhereItPoints(t *testing.T) {
 	os.WriteFile(deadEnv, b, 0o644)
 	localDir := t.TempDir()
 	os.WriteFile(filepath.Join(localDir, "env.json"), b, 0o644)
+	// The kept demo's env file, after its moto_server stopped (local down):
+	// daybook-dev wrote the command that starts it again.
+	demoEnv := filepath.Join(t.TempDir(), "env.json")
+	b, _ = json.Marshal(map[string]map[string]string{"ExporterFunction": {"LEDGER_TABLE": table, "AWS_ENDPOINT_URL": dead, "AWS_REGION": "us-east-1",
+		"DAYBOOK_LOCAL_START": ".local/bin/daybook-dev demo --dir .demo --bin .local/bin --keep"}})
+	os.WriteFile(demoEnv, b, 0o644)
 
 	tests := []struct {
 		name   string
@@ -55,6 +61,10 @@ func TestWhereItPoints(t *testing.T) {
 		{"LEDGER_TABLE wins over .local/env.json", map[string]string{"LEDGER_TABLE": table}, true, nil, 0, "the deployment in the environment variables"},
 		{"dead local endpoint", nil, false, []string{"--env-file", deadEnv}, 1, "daybook: the local stack is not running: make local-up"},
 		{"dead endpoint in the environment", map[string]string{"LEDGER_TABLE": table, "AWS_ENDPOINT_URL": dead}, false, nil, 1, "the local stack is not running: make local-up"},
+		{"the stopped demo's env file names the demo", nil, false, []string{"--env-file", demoEnv}, 1,
+			"daybook: the local stack in " + demoEnv + " is not running: start it with .local/bin/daybook-dev demo --dir .demo --bin .local/bin --keep (the local stack is not running"},
+		{"no deployment, but a demo ran here", map[string]string{"DEMO": "yes"}, false, nil, 1,
+			"the demo's stack is described by " + filepath.Dir(demoEnv) + "/env.json: run it with daybook-dev demo --keep, then pass --env-file " + filepath.Dir(demoEnv) + "/env.json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,6 +80,9 @@ func TestWhereItPoints(t *testing.T) {
 			}
 			if tt.local {
 				a.localDir = localDir
+			}
+			if tt.env["DEMO"] != "" {
+				a.demoDir = filepath.Dir(demoEnv)
 			}
 			r := execute(t, a, append([]string{"account", "list"}, tt.args...)...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {

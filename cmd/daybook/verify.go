@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
+	"regexp"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -32,6 +36,8 @@ type verified struct {
 	Files      int      `json:"files,omitempty"`
 	Rows       int64    `json:"rows,omitempty"`
 	Problems   []string `json:"problems,omitempty"`
+	// Delivery is what the day's delivery manifest says about the dataset.
+	Delivery string `json:"delivery,omitempty"`
 }
 
 // verifyFlags are verify's flags besides the partition's: the customer's
@@ -176,16 +182,47 @@ func (a *app) bucketSource(c *cobra.Command, p verifyFlags) (verifySource, error
 	}
 	api := awsclient.NewS3(cfg)
 	t := verify.Target{Bucket: p.bucket, Prefix: prefix}
+	datasets, err := verify.Datasets(ctx, api, t)
+	if err != nil {
+		return verifySource{}, readError(t, err)
+	}
+	// The bucket README's Location ends in the contract folder (/v1/): a
+	// prefix copied from it names that folder, which holds no contract
+	// folders of its own. The prefix is then the part before it.
+	if parent, last := path.Split(prefix); len(datasets) == 0 && parent != "" && contractFolder.MatchString(last) {
+		up := verify.Target{Bucket: p.bucket, Prefix: strings.TrimSuffix(parent, "/")}
+		if found, err := verify.Datasets(ctx, api, up); err == nil && len(found) > 0 {
+			fmt.Fprintf(a.stderr, "daybook: --prefix %s ends in the contract folder %s/: reading the prefix %s (the part before /%s/)\n", p.prefix, last, up.Prefix, last)
+			t, datasets = up, found
+		}
+	}
 	src := verifySource{api: api, target: t, opts: verify.Options{Download: p.download}}
 	if p.dataset == "" {
-		if src.datasets, err = verify.Datasets(ctx, api, t); err != nil {
-			return verifySource{}, err
-		}
+		src.datasets = datasets
 		if len(src.datasets) == 0 {
-			return verifySource{}, fmt.Errorf("s3://%s/%s: no dataset folders (is --prefix right?)", p.bucket, layout.ContractPrefix(prefix))
+			return verifySource{}, fmt.Errorf("s3://%s/%s: no dataset folders (is --prefix right? it is the part of every key before /v1/)", p.bucket, layout.ContractPrefix(t.Prefix))
 		}
 	}
 	return src, nil
+}
+
+// contractFolder is a contract's folder name (v1, v2, ...).
+var contractFolder = regexp.MustCompile(`^v[1-9][0-9]*$`)
+
+// readError says in words why the bucket could not be read: no such
+// bucket, another region, access denied; other errors as they are.
+func readError(t verify.Target, err error) error {
+	where := "s3://" + t.Bucket + "/" + layout.ContractPrefix(t.Prefix)
+	var ae smithy.APIError
+	switch err = bucket.Classify(err); {
+	case errors.Is(err, bucket.ErrNoSuchBucket):
+		return fmt.Errorf("%s: the bucket %s does not exist (check --bucket)", where, t.Bucket)
+	case errors.As(err, &ae) && (ae.ErrorCode() == "PermanentRedirect" || ae.ErrorCode() == "AuthorizationHeaderMalformed" || ae.ErrorCode() == "IllegalLocationConstraintException"):
+		return fmt.Errorf("%s: the bucket %s is in another region than the one asked: pass its region with --region", where, t.Bucket)
+	case errors.Is(err, bucket.ErrAccessDenied):
+		return fmt.Errorf("%s: access denied: your credentials need s3:ListBucket on the bucket %s (prefix %s) and s3:GetObject under it (the bucket README's policy), and --region if the bucket is elsewhere", where, t.Bucket, layout.ContractPrefix(t.Prefix))
+	}
+	return err
 }
 
 // verifyDays checks every day from..to of each dataset (only that one when
@@ -212,10 +249,10 @@ func (a *app) verifyDays(ctx context.Context, src verifySource, only string, fro
 			r, err := verify.Check(ctx, src.api, t, opts)
 			if err != nil {
 				bar.Finish()
-				return fmt.Errorf("verify %s: %w", t.URI(), err)
+				return fmt.Errorf("verify %s: %w", t.URI(), readError(t, err))
 			}
 			results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(), Committed: r.Committed(), OK: r.Status == verify.StatusOK,
-				LatestOnly: r.Status == verify.StatusLatestOnly, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems()})
+				LatestOnly: r.Status == verify.StatusLatestOnly, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems(), Delivery: r.Delivery()})
 			bar.Add(1)
 		}
 	}
@@ -249,12 +286,15 @@ func (a *app) printVerified(out outputFormat, results []verified) error {
 		case r.OK:
 			fmt.Fprintf(a.stdout, "%s: OK, generation %d, %d files, %d rows match the manifest\n", r.Location, r.Generation, r.Files, r.Rows)
 		}
+		if r.Delivery != "" {
+			fmt.Fprintf(a.stdout, "delivery manifest: %s\n", printable(r.Delivery))
+		}
 		for _, p := range r.Problems {
 			fmt.Fprintln(a.stdout, "PROBLEM:", printable(fmt.Sprint(p)))
 		}
 	} else {
 		tw := newTable(a.stdout)
-		tw.header("DATASET\tDAY\tRESULT\tGENERATION\tFILES\tROWS")
+		tw.header("DATASET\tDAY\tRESULT\tGENERATION\tFILES\tROWS\tDELIVERY MANIFEST")
 		for _, r := range results {
 			res := "OK"
 			switch {
@@ -265,7 +305,7 @@ func (a *app) printVerified(out outputFormat, results []verified) error {
 			case !r.OK:
 				res = fmt.Sprintf("%d problems", len(r.Problems))
 			}
-			tw.row(r.Dataset, r.Day, res, r.Generation, r.Files, r.Rows)
+			tw.row(r.Dataset, r.Day, res, r.Generation, r.Files, r.Rows, r.Delivery)
 		}
 		tw.Flush()
 		for _, r := range results {

@@ -296,3 +296,56 @@ func TestVerifySnapshotOlderDays(t *testing.T) {
 		t.Errorf("a day after the newest closed day: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestVerifyTheWaysCustomersNameTheirBucket: the prefix copied from the
+// bucket README's Location line (ending in /v1/) is the prefix before it
+// (it looked under v1/v1/ and said "not exported yet"); the day's delivery
+// manifest is reported as the README says; a bucket that does not exist is
+// said in words, without the SDK's request ids.
+func TestVerifyTheWaysCustomersNameTheirBucket(t *testing.T) {
+	s := deployed(t)
+	bkt := fmt.Sprintf("verify-forms-%d", nameSeq.Add(1))
+	s.createBucket(t, bkt)
+	api := awsclient.NewS3(s.cfg)
+	ds, err := dataset.Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "daybook/acct_verifyforms"
+	day := civil.MustParse("2026-11-20")
+	commitPartition(t, api, bkt, prefix, ds, day, 40)
+	d := manifest.Delivery{FormatVersion: manifest.DeliveryFormatVersion, Contract: layout.Version, AccountID: "acct_verifyforms", Day: day.String(), Complete: true,
+		DatasetsDelivered: []manifest.DeliveredDataset{{Name: "events", Contract: layout.Version, Generation: 1, Rows: 40, Files: 1}}, DatasetsMissing: []manifest.MissingDataset{}}
+	body, err := d.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bkt), Key: aws.String(layout.DeliveryManifestKey(prefix, day)), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := testApp(t)
+	a.awsConfig = func(context.Context, string, string) (aws.Config, error) {
+		c := s.cfg.Copy()
+		c.BaseEndpoint = nil
+		return c, nil
+	}
+	for _, p := range []string{prefix, prefix + "/v1", prefix + "/v1/"} {
+		r := execute(t, a, "verify", "--bucket", bkt, "--prefix", p, "--endpoint", srv.URL, "--dataset", "events", "--day", day.String())
+		if r.code != 0 || !strings.Contains(r.stdout, "OK, generation 1, 1 files, 40 rows match the manifest") ||
+			!strings.Contains(r.stdout, "delivery manifest: delivered, generation 1, 40 rows (day complete)") {
+			t.Errorf("--prefix %s: exit %d\n%s%s", p, r.code, r.stdout, r.stderr)
+		}
+		if note := "ends in the contract folder v1/: reading the prefix " + prefix; strings.HasSuffix(strings.TrimSuffix(p, "/"), "/v1") != strings.Contains(r.stderr, note) {
+			t.Errorf("--prefix %s: stderr %q", p, r.stderr)
+		}
+	}
+	r := execute(t, a, "verify", "--bucket", bkt, "--prefix", prefix, "--endpoint", srv.URL, "--from", "2026-11-20", "--to", "2026-11-21", "-o", "json")
+	if !strings.Contains(r.stdout, `"delivery": "delivered, generation 1, 40 rows (day complete)"`) || !strings.Contains(r.stdout, `"delivery": "none for 2026-11-21 yet"`) {
+		t.Errorf("-o json lacks the delivery manifest's view:\n%s", r.stdout)
+	}
+	r = execute(t, a, "verify", "--bucket", "no-such-bucket-"+bkt, "--prefix", prefix, "--endpoint", srv.URL, "--day", day.String())
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "the bucket no-such-bucket-"+bkt+" does not exist (check --bucket)") ||
+		strings.Contains(r.stderr, "RequestID") || strings.Contains(r.stderr, "api error") {
+		t.Errorf("a bucket that does not exist: exit %d\n%s", r.code, r.stderr)
+	}
+}

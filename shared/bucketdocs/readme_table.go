@@ -44,6 +44,15 @@ func (w *mdWriter) tableSection() {
 		"whose files have not been rewritten since.")
 	w.p("Snapshots older than "+durationLabel(snapshotMaxAge)+" expire, and at most the newest "+groupDigits(maxSnapshots)+" are kept; the",
 		"current snapshot always is. Expiry removes snapshots from the metadata and deletes no data file.")
+	ds := w.in.Datasets[0].Name
+	meta := "./copy/" + w.root + ds + "/metadata/"
+	w.p("On a local copy of the bucket (the Quick start's `aws s3 sync`), read a table by its current",
+		"metadata file: the files it lists carry their `s3://` paths, so DuckDB needs `allow_moved_paths`",
+		"to find them under the copy (its `iceberg` extension is installed from DuckDB's repository the",
+		"first time):")
+	w.block("sh",
+		"n=$(cat "+meta+"version-hint.text)",
+		"duckdb -c \"INSTALL iceberg; LOAD iceberg; SELECT dt, count(*) FROM iceberg_scan('"+meta+"v$n.metadata.json', allow_moved_paths = true) GROUP BY dt ORDER BY dt\"")
 	w.p("Beside every partition, `_load/` then also holds a script per engine that queries the table in place:",
 		"`"+loadsql.TableScriptDuckDB+"` (DuckDB `iceberg_scan`), `"+loadsql.TableScriptSnowflake+"` (a Snowflake Iceberg table",
 		"from the metadata file, refreshed with `ALTER ICEBERG TABLE ... REFRESH`), `"+loadsql.TableScriptTrino+"`",

@@ -69,7 +69,7 @@ func Root(name, short, long string, stdout, stderr io.Writer) *cobra.Command {
 		Use:           name,
 		Short:         short,
 		Long:          long,
-		Version:       VersionString(debug.ReadBuildInfo()),
+		Version:       VersionString(stamped, debug.ReadBuildInfo),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.ArbitraryArgs,
@@ -242,9 +242,22 @@ func ExactArgs(names ...string) cobra.PositionalArgs {
 	}
 }
 
-// VersionString is the module version and the VCS revision the binary was
-// built from, when the build recorded them.
-func VersionString(bi *debug.BuildInfo, ok bool) string {
+// stamped is the version the build stamped into the binary, set only by
+// the linker (the Makefile's builds and release: -ldflags "-X
+// github.com/daybook-dev/daybook/shared/cli.stamped=$(VERSION)", from git
+// describe or the VERSION file): a build from a checkout with
+// -buildvcs=false (CI) records no VCS revision, and a module built from a
+// checkout has no version of its own.
+var stamped string
+
+// VersionString is the version the build stamped (stamp), else the module
+// version and the VCS revision the binary was built from, when the build
+// recorded them (buildInfo is debug.ReadBuildInfo).
+func VersionString(stamp string, buildInfo func() (*debug.BuildInfo, bool)) string {
+	if stamp != "" {
+		return stamp
+	}
+	bi, ok := buildInfo()
 	if !ok || bi == nil {
 		return "(unknown: built without module information)"
 	}

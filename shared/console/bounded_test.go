@@ -37,7 +37,7 @@ func TestPartitionPageReadsBounded(t *testing.T) {
 	if res.code != http.StatusOK {
 		t.Fatalf("status %d\n%s", res.code, res.body)
 	}
-	wantContains(t, res.body, "could not read s3://daybook-exports-test/"+key, "object too large", "8192")
+	wantContains(t, res.body, "s3://daybook-exports-test/"+key+" is larger than daybook ever writes it, so it was not read", "object too large", "8192")
 	if strings.Contains(res.body, "<code>_SUCCESS</code> names generation 2") {
 		t.Error("the oversized _SUCCESS was read and shown")
 	}

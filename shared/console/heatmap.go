@@ -20,6 +20,9 @@ const (
 	// heatmapPx is the narrowest the heatmap is drawn, for deciding which
 	// month labels have room.
 	heatmapPx = 1000
+	// wideColPx is a wide heatmap's widest column: console.css's
+	// `.hm.wide .hm-col { max-width: 3rem }` at 15 px a rem, and its 1 px gap.
+	wideColPx = 46
 )
 
 // noRowsSymbol marks a completed day of 0 rows in a wide heatmap.
@@ -116,9 +119,16 @@ func buildHeatmap(v ops.AccountDays, from, to civil.Date) heatmap {
 func axisLabels(days []civil.Date) (months, ticks []string) {
 	n := len(days)
 	months, ticks = make([]string, n), make([]string, n)
-	// room is how many columns a label of k characters needs at the
-	// narrowest width (about 7 px a character and a gap).
-	room := func(k int) int { return (k*7 + 8) * n / heatmapPx }
+	// room is how many columns a label of k characters needs (about 7 px a
+	// character and a gap) at the narrowest width: the heatmap's, shared by
+	// the columns, but in a wide heatmap a column is at most wideColPx
+	// wide (console.css), so a short range's columns are narrower than
+	// their share and its labels need more of them.
+	colPx := float64(heatmapPx) / float64(n)
+	if n <= wideDays {
+		colPx = min(colPx, wideColPx)
+	}
+	room := func(k int) int { return int(float64(k*7+8) / colPx) }
 	nextStart := func(i int) int {
 		for j := i + 1; j < n; j++ {
 			if days[j].Day == 1 {

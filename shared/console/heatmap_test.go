@@ -30,6 +30,12 @@ func TestAxisLabels(t *testing.T) {
 	}{
 		{"a week: every day", days("2026-11-03", "2026-11-09"),
 			"0:Nov 2026", "0:3 1:4 2:5 3:6 4:7 5:8 6:9"},
+		// A short range's columns are at most 3rem wide: a label whose month
+		// ends a column or two later would run into the next (it did).
+		{"a week across a month's end: no label runs into the next", days("2026-11-30", "2026-12-06"),
+			"0:Nov 1:Dec 2026", "0:30 1:1 2:2 3:3 4:4 5:5 6:6"},
+		{"a fortnight ending two days into a month", days("2026-11-18", "2026-12-02"),
+			"0:Nov 2026 13:Dec", "0:18 1:19 2:20 3:21 4:22 5:23 6:24 7:25 8:26 9:27 10:28 11:29 12:30 13:1 14:2"},
 		{"two months: the 1st and every 5th", days("2026-10-20", "2026-11-29"),
 			"0:Oct 2026 12:Nov", "0:20 5:25 12:1 16:5 21:10 26:15 31:20 36:25"},
 		{"a quarter: the 1st, 10th and 20th", days("2026-09-01", "2026-11-29"),

@@ -55,7 +55,8 @@ func TestFleetPage(t *testing.T) {
 		`<span class="health h-stopped" title="stopped retrying">X stopped</span>`,
 		`<a href="/accounts/acct_troubled22222222"><code>acct_troubled22222222</code></a>`,
 		`Paused Inc <span class="badge off">disabled</span>`,
-		`2026-11-29 <small class="muted" title="completed at 2026-11-30T02:30:00Z">2026-11-30 02:30Z</small>`, // the healthy account's last export
+		// the healthy account's last export: the day, and when (each labelled; they were not)
+		`<span class="label">day</span> 2026-11-29<br><small class="muted" title="completed at 2026-11-30T02:30:00Z"><span class="label">exported</span> 2026-11-30 02:30Z</small>`,
 		`aria-sort="descending"`,
 	)
 	// The troubled account: completed 5, running 1, claimed 1, queued 1
@@ -229,7 +230,7 @@ func TestAccountPage(t *testing.T) {
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
 		// The legend says what a blank cell is, in the CLI's words.
 		"blank: no ledger row: before the start date, or not scheduled by a sweep yet</li>",
-		`<span class="hm-cell sample p-completed no-rows" aria-hidden="true">0</span>completed with 0 rows (lighter, hatched)</li>`,
+		`<span class="hm-cell sample p-completed no-rows" aria-hidden="true">0</span>completed with 0 rows (an outline)</li>`,
 		// The re-export form covers every dataset unless one is chosen.
 		`<select name="dataset"><option value="" selected>all datasets</option><option>events</option></select>`,
 	)
@@ -388,11 +389,38 @@ func TestPartitionPageSaysTheBucketIsUnreachable(t *testing.T) {
 	if res.code != http.StatusOK {
 		t.Fatalf("status %d", res.code)
 	}
-	wantContains(t, res.body, "The bucket could not be read: could not read s3://daybook-exports-test/daybook/"+troubled+"/v1/events/dt=2026-11-24/_SUCCESS",
-		"AccessDenied", "completed, generation 2") // the ledger's part is still there
+	// In words, the raw error folded below them (it was the raw text).
+	wantContains(t, res.body, "<p>The bucket could not be read: access to s3://daybook-exports-test/daybook/"+troubled+"/v1/events/dt=2026-11-24/_SUCCESS was denied: the customer&#39;s role",
+		"<details><summary>Raw error</summary><pre class=\"error-text\">get daybook/x/_SUCCESS: bucket: access denied: AccessDenied (RequestID: 7Q3Z)</pre></details>",
+		"completed, generation 2") // the ledger's part is still there
 	f.srv.cfg.Buckets = BucketsFunc(func(account.Account) (ObjectReader, error) { return nil, errors.New("assume role: AccessDenied") })
 	res = f.get("/accounts/" + troubled + "/partitions/events/2026-11-24")
-	wantContains(t, res.body, "The bucket could not be read: the bucket cannot be reached: assume role: AccessDenied")
+	wantContains(t, res.body, "<p>The bucket could not be read: could not read s3://daybook-exports-test.</p><details><summary>Raw error</summary><pre class=\"error-text\">assume role: AccessDenied</pre>")
+}
+
+// TestPartitionPageSaysAFailureInWords: the state at the top of a failed
+// partition's page names the cause in words; the raw error (an S3 message
+// with request ids) is only in the folded "Raw error" below (it was the
+// bold state line).
+func TestPartitionPageSaysAFailureInWords(t *testing.T) {
+	f := newFixture(t)
+	seed(f)
+	row := f.ledger.rows[partition.Key{AccountID: troubled, Dataset: "events", Day: day("2026-11-26")}]
+	row.LastError = "destination_denied: put daybook/" + troubled + "/v1/events/dt=2026-11-26/part-00000.parquet: operation error S3: PutObject, " +
+		"https response error StatusCode: 403, RequestID: 8TQ4W2, HostID: aGVsbG8=, api error AccessDenied: Access Denied"
+	f.ledger.put(row)
+	res := f.get("/accounts/" + troubled + "/partitions/events/2026-11-26")
+	if res.code != http.StatusOK {
+		t.Fatalf("status %d", res.code)
+	}
+	i := strings.Index(res.body, `<p class="state">`)
+	state := res.body[i : i+strings.Index(res.body[i:], "</p>")]
+	if !strings.Contains(state, "failed on attempt") || !strings.Contains(state, "destination_denied: ") || strings.Contains(state, "RequestID") || strings.Contains(state, "api error") {
+		t.Errorf("the state line: %s", state)
+	}
+	if !strings.Contains(res.body, `<details><summary>Raw error</summary><pre class="error-text">put daybook/`+troubled) {
+		t.Errorf("the raw error is not folded below:\n%s", res.body)
+	}
 }
 
 func TestPartitionPageRefusesBadInput(t *testing.T) {

@@ -98,7 +98,18 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 	p := partitionPage{Account: acct, Dataset: dsName, Day: day.String(), Exported: slices.Contains(acct.Datasets, dsName),
 		History: hist, LastFailure: hist.LastFailure(), AccountHref: "/accounts/" + url.PathEscape(acct.ID)}
 	if hist.Current != nil {
-		p.Describe = ops.Describe(*hist.Current)
+		// The state in words: a failure by its cause, whose raw text is
+		// folded under "Last failure" below.
+		cur := *hist.Current
+		if cur.Error != "" {
+			code, what, _ := ops.CauseOfError(cur.Error)
+			cur.Error = string(code)
+			if what != "" {
+				cur.Error += ": " + what
+			}
+			cur.Error += " (below: the fix and the raw error)"
+		}
+		p.Describe = ops.Describe(cur)
 		p.Stuck = hist.Current.State == ops.Failed || hist.Current.State == ops.Stopped
 	} else {
 		p.Describe = "no ledger row: the day was never materialized, requeued or re-exported"
@@ -142,7 +153,7 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 	d.URI = uri(layout.DeliveryManifestKey(prefix, day))
 	b, err := s.cfg.Buckets.Reader(acct)
 	if err != nil {
-		m.Problem = "the bucket cannot be reached: " + err.Error()
+		m.Problem = readProblem("s3://"+acct.Destination.Bucket, err)
 		d.Problem = m.Problem
 		return m, d
 	}
@@ -156,7 +167,7 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 		case errors.Is(err, bucket.ErrNotFound):
 			return nil, false, ""
 		}
-		return nil, false, "could not read " + uri(key) + ": " + err.Error()
+		return nil, false, readProblem(uri(key), err)
 	}
 
 	if body, ok, problem := get(layout.SuccessKey(prefix, ds, day), manifest.MaxSuccessBytes); problem != "" {
@@ -216,6 +227,26 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 	}
 	return m, d
 }
+
+// readProblem says in words why the console could not read what (an s3://
+// URI), then the raw error after readProblemRaw, which the page folds away.
+func readProblem(what string, err error) string {
+	words := "could not read " + what
+	switch {
+	case errors.Is(err, bucket.ErrNoSuchBucket):
+		words = "the bucket does not exist (check the account's destination.bucket and region)"
+	case errors.Is(err, bucket.ErrAccessDenied):
+		words = "access to " + what + " was denied: the customer's role (or, with daybook's own role, its policy) does not let the console read it"
+	case errors.Is(err, bucket.ErrTooLarge):
+		words = what + " is larger than daybook ever writes it, so it was not read"
+	case errors.Is(err, context.DeadlineExceeded):
+		words = "the bucket did not answer in time"
+	}
+	return words + readProblemRaw + err.Error()
+}
+
+// readProblemRaw separates a read problem's words from its raw error.
+const readProblemRaw = "\x00raw\x00"
 
 func datasetNames() []string {
 	names, _ := dataset.Names()

@@ -34,6 +34,9 @@ var funcs = template.FuncMap{
 	"causeWhat":   func(e string) string { _, w, _ := ops.CauseOfError(e); return w },
 	"causeFix":    func(e string) string { _, _, f := ops.CauseOfError(e); return f },
 	"rawError":    ops.RawError,
+	// A bucket read problem: its words, and its raw error (folded away).
+	"problemWords": func(p string) string { w, _, _ := strings.Cut(p, readProblemRaw); return w },
+	"problemRaw":   func(p string) string { _, r, _ := strings.Cut(p, readProblemRaw); return r },
 }
 
 func loadPages() (*pages, error) {

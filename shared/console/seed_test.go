@@ -2,10 +2,11 @@ package console
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -114,4 +115,4 @@ func seed(f *fixture) {
 	f.bucket.objects[layout.DeliveryManifestKey(prefix, day("2026-11-24"))] = db
 }
 
-var errDenied = errors.New("get daybook/x/_SUCCESS: bucket: access denied: AccessDenied")
+var errDenied = fmt.Errorf("get daybook/x/_SUCCESS: %w: AccessDenied (RequestID: 7Q3Z)", bucket.ErrAccessDenied)

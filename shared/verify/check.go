@@ -76,6 +76,18 @@ func (r *Result) Problems() []string {
 	return out
 }
 
+// Delivery is what the day's delivery manifest says about the dataset,
+// in words ("delivered, generation 2, 118 rows (day complete)"), or "" when
+// the check did not get that far.
+func (r *Result) Delivery() string {
+	for _, f := range r.Findings {
+		if f.Subject == deliverySubject {
+			return f.Detail
+		}
+	}
+	return ""
+}
+
 // Committed reports whether the partition had _SUCCESS when read (its
 // Status is neither StatusNotCommitted nor StatusLatestOnly).
 func (r *Result) Committed() bool {
