@@ -332,7 +332,9 @@ func (e *Exporter) targetOf(p Partition) (*target, error) {
 	}
 	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
 	t := &target{Partition: p, prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
-		committer:   &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now},
+		committer: &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now,
+			Expect: manifest.Expect{AccountID: p.Account.ID, Dataset: p.Dataset.Name, Contract: p.Dataset.ContractVersion(),
+				Day: p.Day.String(), Partition: partPrefix, Extension: format.Extension()}},
 		destination: strings.Join([]string{d.Bucket, prefix, string(format), string(format.Codec(d.Compression)), string(d.ParquetProfile)}, "|"),
 		upload: upload.Options{
 			PartSize:      e.Config.partSize(),
@@ -369,7 +371,7 @@ func (t *target) dataKey(slice, n int) string {
 func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c content, log *slog.Logger) (*Written, error) {
 	m := &manifest.Manifest{
 		FormatVersion: manifest.FormatVersion,
-		Contract:      layout.Version,
+		Contract:      t.Dataset.ContractVersion(),
 		AccountID:     t.Account.ID,
 		Dataset:       t.Dataset.Name,
 		SchemaVersion: t.Dataset.Version,
