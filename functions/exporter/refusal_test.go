@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"strings"
 	"testing"
@@ -50,8 +51,9 @@ func (e *env) pgInsertEvents(t *testing.T, db *sql.DB, rows [][]any) {
 // TestRefusalBeforeTheFirstRowKeepsTheDay: a day is exported from
 // PostgreSQL, then re-exported after each of these, which the export finds
 // before it reads a row: a migration retyped a column (value, double
-// precision to text), the same on a day the re-export plans in slices, and
-// the source cannot be reached. Each re-export fails with its cause in the
+// precision to text), the same on a day the re-export plans in slices, the
+// source cannot be reached, and a migration's lock holds the read until the
+// run's deadline. Each re-export fails with its cause in the
 // ledger, and the committed generation stays: _SUCCESS, manifest, files and
 // load scripts byte for byte, and the day's delivery manifest still lists
 // the dataset delivered at generation 1. Before, Begin had removed the
@@ -77,14 +79,22 @@ func TestRefusalBeforeTheFirstRowKeepsTheDay(t *testing.T) {
 		t.Fatalf("the committed partition: %v", before)
 	}
 	pg := e.exp.Source
+	deadline := time.Duration(0) // the invocation's time, when set
 	reexport := func() ledger.Row {
 		t.Helper()
 		e.clk.Advance(time.Minute)
-		if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		ctx := e.ctx
+		if deadline > 0 {
+			c, cancel := context.WithTimeout(ctx, deadline)
+			defer cancel()
+			ctx = c
+		}
+		if err := e.svc.Process(ctx, "msg-refusal", manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 			t.Fatal(err)
 		}
 		return e.row("events", testDay)
 	}
+	var lock *sql.Conn
 	for _, tc := range []struct {
 		name  string
 		setup func()
@@ -113,10 +123,31 @@ func TestRefusalBeforeTheFirstRowKeepsTheDay(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, func() { e.exp.Source = pg }, "source_unavailable: "},
+		{"the read runs out of the run's time", func() {
+			// A migration holds the table: the read waits until the run's
+			// deadline, where its statement_timeout (and the client) end it.
+			var err error
+			if lock, err = db.Conn(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{"BEGIN", "LOCK TABLE events IN ACCESS EXCLUSIVE MODE"} {
+				if _, err := lock.ExecContext(e.ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.svc.Reserve, deadline = time.Second, 3*time.Second
+		}, func() {
+			if _, err := lock.ExecContext(e.ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+			lock.Close()
+			e.svc.Reserve, deadline = 0, 0
+		}, "timed_out: "},
 	} {
 		tc.setup()
 		r := reexport()
 		tc.undo()
+		t.Logf("%s: %s", tc.name, r.LastError)
 		if r.State != ledger.StateFailed || r.Generation != 1 || !strings.HasPrefix(r.LastError, tc.cause) {
 			t.Errorf("%s: the re-export left row %s generation %d (%s); want failed, 1, %s", tc.name, r.State, r.Generation, r.LastError, tc.cause)
 		}
