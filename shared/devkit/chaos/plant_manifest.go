@@ -3,9 +3,10 @@ package chaos
 // Planted commits. The customer's bucket is untrusted input: anyone who can
 // write to it can plant a _SUCCESS and a _manifest.json that commits
 // whatever they like. In every round in which the driver still works
-// (kills short, and the first two rounds), before the drain, plantCommits
-// plants such pairs in completed partitions, one of each kind, and asks for
-// the partition's re-export, so the round's runs meet them:
+// (kills short, and the first three rounds; the first has nothing
+// completed yet), before the drain, plantCommits plants such pairs in
+// completed partitions, one of each kind, and asks for the partition's
+// re-export, so the round's runs meet them:
 //   - a manifest naming another account of the run, listing a decoy that
 //     looks like that account's data file (in the planting account's
 //     bucket, under the other account's prefix path);
@@ -93,7 +94,7 @@ type planted struct {
 // plantCommits plants the round's pairs (see the file comment) and sends
 // their partitions' re-exports; nil when the round plants none.
 func (p *pipeline) plantCommits(ctx context.Context, round int) (*planted, error) {
-	if p.faults.Kills() >= p.o.Kills && round > 2 {
+	if p.faults.Kills() >= p.o.Kills && round > 3 {
 		return nil, nil
 	}
 	rows, err := p.rows(ctx)
