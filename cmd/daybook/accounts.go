@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -262,7 +264,7 @@ touched.`,
 			return err
 		}
 		if purge {
-			res, err := e.ledger.PurgeAccount(ctx, acct.ID, union(acct.Datasets, datasetNames()))
+			res, err := e.ledger.PurgeAccount(ctx, acct.ID, ledgerNames(union(acct.Datasets, datasetNames())))
 			if err != nil {
 				return fmt.Errorf("account %s deleted, but purging its ledger rows failed (run the same command again to finish): %w", acct.ID, err)
 			}
@@ -282,6 +284,28 @@ touched.`,
 		return err
 	}
 	return c
+}
+
+// ledgerNames is every ledger name the datasets names have had: the bare
+// name (v1 rows) and name.vN for each later contract up to the catalog's
+// (a dataset at v3 may have rows of v1, v2 and v3).
+func ledgerNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, n)
+		d, err := dataset.Get(n)
+		if err != nil {
+			continue
+		}
+		last, err := strconv.Atoi(strings.TrimPrefix(d.ContractVersion(), "v"))
+		if err != nil {
+			continue
+		}
+		for v := 2; v <= last; v++ {
+			out = append(out, dataset.LedgerName(n, "v"+strconv.Itoa(v)))
+		}
+	}
+	return out
 }
 
 func union(a, b []string) []string {

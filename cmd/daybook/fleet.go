@@ -32,7 +32,11 @@ rebuild builds the summaries again from the accounts' partitions now: every acco
 account appears in the fleet view after its next change, or when searched for by id), or
 when a summary looks wrong. It reads each account's partitions once. It also moves the
 account's late-data checks written before their index was sharded, which no sweep reads, to
-where the sweeps read them.`,
+where the sweeps read them, and writes the isolation guards (its prefix, role and tenant
+key, which no other account may then take) of an account saved before they existed or
+before a kind of them was added, as saving the account would; an account that holds its
+guards is not written, so running it again changes nothing. An account whose guard another
+account holds is reported with both accounts named, and the others go on.`,
 		Example: "  daybook fleet rebuild\n  daybook fleet rebuild --account acct_localdemoaccount",
 		Args:    cobra.NoArgs,
 	}
@@ -59,8 +63,9 @@ where the sweeps read them.`,
 				ids = append(ids, acct.ID)
 			}
 		}
-		n, moved, err := rebuild(ctx, e, ids)
-		if _, perr := fmt.Fprintf(a.stdout, "%d of %d account summaries rebuilt; %d late-data checks moved to their shard\n", n, len(ids), moved); perr != nil && err == nil {
+		r, err := rebuild(ctx, e, ids, a.requestedBy(ctx, e.sts, ""))
+		if _, perr := fmt.Fprintf(a.stdout, "%d of %d account summaries rebuilt; %d late-data checks moved to their shard; %d accounts given their isolation guards\n",
+			r.rebuilt, len(ids), r.moved, r.guarded); perr != nil && err == nil {
 			err = perr
 		}
 		return err
@@ -69,12 +74,15 @@ where the sweeps read them.`,
 	return root
 }
 
-// rebuild refreshes the summaries of ids and shards their unsharded
-// restatement checks, rebuildConcurrency accounts at once, and returns how
-// many summaries it refreshed and checks it moved; it goes on past a
-// failure and returns the first.
-func rebuild(ctx context.Context, e *opsEnv, ids []string) (int, int, error) {
-	var done, moved atomic.Int64
+// rebuilt counts what rebuild did.
+type rebuilt struct{ rebuilt, moved, guarded int }
+
+// rebuild refreshes the summaries of ids, shards their unsharded
+// restatement checks and writes the isolation guards they lack (by: who
+// asked, for each account's history), rebuildConcurrency accounts at once;
+// it goes on past a failure and returns the first.
+func rebuild(ctx context.Context, e *opsEnv, ids []string, by string) (rebuilt, error) {
+	var done, moved, guarded atomic.Int64
 	var g errgroup.Group
 	g.SetLimit(rebuildConcurrency)
 	for _, id := range ids {
@@ -88,9 +96,16 @@ func rebuild(ctx context.Context, e *opsEnv, ids []string) (int, int, error) {
 			if err != nil {
 				return fmt.Errorf("account %s: %w", id, err)
 			}
+			wrote, err := e.ledger.EnsureGuards(ctx, id, by)
+			if err != nil {
+				return fmt.Errorf("account %s: isolation guards: %w", id, err)
+			}
+			if wrote {
+				guarded.Add(1)
+			}
 			return nil
 		})
 	}
 	err := g.Wait()
-	return int(done.Load()), int(moved.Load()), err
+	return rebuilt{int(done.Load()), int(moved.Load()), int(guarded.Load())}, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -411,12 +412,44 @@ func TestHistoryShowsSlices(t *testing.T) {
 // TestFleetRebuild: an account whose summary was never built (as after an
 // upgrade) is missing from the fleet view until daybook fleet rebuild
 // builds it from its rows; --account names one, and an unknown one is
-// refused naming the flag.
+// refused naming the flag. The account was also saved before guard items
+// existed (its guard items and the record's list of them removed): the
+// rebuild writes them, as a save would, once (a second rebuild writes
+// nothing), and the guard of its prefix then names it as owner.
 func TestFleetRebuild(t *testing.T) {
 	s := deployed(t)
 	ctx := context.Background()
 	l := s.ledgerAt(t, testNow, 3)
-	id := s.newAccount(t, nil).ID
+	acct := s.newAccount(t, nil)
+	id := acct.ID
+	table := aws.String(s.outputs["LedgerTableName"])
+	guards, err := acct.Guards("clitest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guardItem := func(key string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "GUARDS"}, "sk": &types.AttributeValueMemberS{Value: key}}
+	}
+	for _, g := range guards {
+		if _, err := ledgerClient(s).DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: guardItem(g.Key)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ledgerClient(s).UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: table, UpdateExpression: aws.String("REMOVE guards"),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ACCOUNTS"}, "sk": &types.AttributeValueMemberS{Value: id}}}); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(key string) string {
+		t.Helper()
+		out, err := ledgerClient(s).GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: guardItem(key), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := out.Item["owner"].(*types.AttributeValueMemberS); ok {
+			return o.Value
+		}
+		return ""
+	}
 	if _, err := l.Materialize(ctx, id, "events", civil.MustParse("2026-11-27"), civil.MustParse("2026-11-29")); err != nil {
 		t.Fatal(err)
 	}
@@ -446,8 +479,16 @@ func TestFleetRebuild(t *testing.T) {
 		t.Fatal("an account without a summary is in the fleet view: the test does not start as an upgrade does")
 	}
 	r := s.run(t, a, "fleet", "rebuild", "--account", id)
-	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 account summaries rebuilt; 0 late-data checks moved to their shard") {
+	if r.code != 0 || !strings.Contains(r.stdout, "1 of 1 account summaries rebuilt; 0 late-data checks moved to their shard; 1 accounts given their isolation guards") {
 		t.Fatalf("fleet rebuild --account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, g := range guards {
+		if got := owner(g.Key); g.Hold == account.GuardOwn && got != id {
+			t.Errorf("guard %s (%s) is owned by %q, want %s", g.Key, g.Desc, got, id)
+		}
+	}
+	if r := s.run(t, a, "fleet", "rebuild", "--account", id); r.code != 0 || !strings.Contains(r.stdout, "; 0 accounts given their isolation guards") {
+		t.Errorf("a second fleet rebuild --account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if l, ok := listed(); !ok || l.Counts[phaseQueued] != 3 || l.OldestDue != "2026-11-27" {
 		t.Errorf("after the rebuild: %+v (listed %v), want 3 queued from 2026-11-27", l, ok)

@@ -31,10 +31,13 @@ func (r *run) outbox() *outbox.Outbox {
 	return r.s.Lifecycle.Outbox
 }
 
-// committedDetail is the committed event of generation m.
-func (r *run) committedDetail(m *manifest.Manifest, manifestKey string, bytes, seedEpoch int64) *events.Committed {
+// committedDetail is the committed event of generation, whose manifest is
+// m. Which partition and generation it names is the run's, from its claim,
+// never the manifest's: a manifest read back from the bucket is the
+// customer's object (Committer.Committed checks it says the same).
+func (r *run) committedDetail(generation int64, m *manifest.Manifest, manifestKey string, bytes, seedEpoch int64) *events.Committed {
 	d := &events.Committed{
-		Version: events.DetailVersion, Account: m.AccountID, Dataset: m.Dataset, Day: m.Day, Generation: m.Generation,
+		Version: events.DetailVersion, Account: r.Claim.AccountID, Dataset: r.Dataset.Name, Day: r.Claim.Day.String(), Generation: generation,
 		Rows: m.Totals.Rows, Bytes: bytes, Files: m.Totals.Files, Bucket: r.Account.Destination.Bucket, ManifestKey: manifestKey,
 		Reason: m.Reason, Restated: m.Restatement != nil, Reseed: seedEpoch > 0, SeedEpoch: seedEpoch,
 		SchemaVersion: m.SchemaVersion, RunID: m.RunID, CommittedAt: m.FinishedAt,
@@ -105,9 +108,11 @@ func (r *run) writeChange(ctx context.Context, c events.Change) error {
 
 // recoverCommitted writes the change-log entry and records the event of
 // generation, committed in the bucket by a run that died before it
-// recorded them (or before Complete), from the committed manifest, and
-// delivers the event. A generation whose _SUCCESS no longer matches its
-// manifest has nothing to recover.
+// recorded them (or before Complete), and delivers the event: the
+// partition and generation are the claim's, the stats the committed
+// manifest's. A generation whose _SUCCESS or manifest is not that
+// generation of this partition (Committer.Committed) has nothing to
+// recover.
 func (r *run) recoverCommitted(ctx context.Context, generation int64) error {
 	t, err := r.s.Exporter.targetOf(r.Partition)
 	if err != nil {
@@ -117,7 +122,7 @@ func (r *run) recoverCommitted(ctx context.Context, generation int64) error {
 	if err != nil || m == nil {
 		return err
 	}
-	d := r.committedDetail(m, t.committer.manifestKey(), m.Totals.Bytes, r.seedEpochAt(ctx, m.StartedAt))
+	d := r.committedDetail(generation, m, t.committer.manifestKey(), m.Totals.Bytes, r.seedEpochAt(ctx, m.StartedAt))
 	ev, err := r.recordCommitted(ctx, d)
 	if err != nil {
 		return fmt.Errorf("recover generation %d: %w", generation, err)

@@ -48,6 +48,11 @@ type Committer struct {
 	// changes, with the generation begun: the account's table stops
 	// referencing the day's files (iceberg.go). Its error stops Begin.
 	Withdraw func(ctx context.Context, generation int64) error
+	// Expect is what a manifest of the partition must say to be a
+	// generation daybook committed there (its Generation is set by
+	// Committed): the claim's account, dataset, contract and day, the
+	// partition's prefix and data file extension.
+	Expect manifest.Expect
 }
 
 func (c *Committer) successKey() string  { return c.Partition + layout.SuccessName }
@@ -96,9 +101,15 @@ func (c *Committer) Resume(generation int64) *Pending {
 }
 
 // Committed returns the manifest the partition's _SUCCESS commits when that
-// is generation (and the marker matches the manifest), or nil: a resumed
-// generation whose commit finished in a run that died before the ledger
-// heard of it is recorded as it is, not written again.
+// is generation, or nil: a resumed generation whose commit finished in a
+// run that died before the ledger heard of it is recorded as it is, not
+// written again. The bucket is the customer's, so the marker and the
+// manifest are believed only when they are that generation of this
+// partition: the marker names this partition's manifest, its SHA-256 and
+// generation, and the manifest says the claim's account, dataset,
+// contract, day and generation and lists only data files of the partition
+// (manifest.Check). Anything else is no commit of this generation (nil):
+// the run writes the partition again over it.
 func (c *Committer) Committed(ctx context.Context, generation int64) (*manifest.Manifest, error) {
 	b, err := c.Bucket.Get(ctx, c.successKey(), manifest.MaxSuccessBytes)
 	if bucket.IsNotFound(err) {
@@ -112,13 +123,25 @@ func (c *Committer) Committed(ctx context.Context, generation int64) (*manifest.
 		return nil, nil
 	}
 	body, err := c.Bucket.Get(ctx, c.manifestKey(), manifest.MaxManifestBytes)
+	if bucket.IsNotFound(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the committed manifest: %w", err)
 	}
 	if !marker.Matches(body) {
 		return nil, nil
 	}
-	return manifest.Decode(body)
+	m, err := manifest.Decode(body)
+	if err != nil {
+		return nil, nil // not a manifest this daybook wrote
+	}
+	want := c.Expect
+	want.Generation = generation
+	if m.Check(want) != nil {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // nextGeneration is the claimed generation, or one more than the generation

@@ -44,6 +44,11 @@ func TestContractTwoBesideOne(t *testing.T) {
 		}
 		return out
 	}
+	for _, d := range days {
+		if m := e.committed("events", d); m.Contract != "v1" {
+			t.Errorf("v1 manifest of %s: contract %q", d, m.Contract)
+		}
+	}
 	before := v1()
 	if len(before) < 2*4 {
 		t.Fatalf("v1 tree: %d objects", len(before))
@@ -64,8 +69,8 @@ func TestContractTwoBesideOne(t *testing.T) {
 		if row := e.export("events.v2", d); row.State != ledger.StateCompleted {
 			t.Fatalf("v2 export of %s: %+v", d, row)
 		}
-		if m := e.committed("events.v2", d); m.Dataset != "events" || strings.Contains(string(e.get(layout.ManifestKey(e.prefix, "events.v2", d))), "user_id") {
-			t.Errorf("v2 manifest of %s: dataset %q, or it names user_id", d, m.Dataset)
+		if m := e.committed("events.v2", d); m.Dataset != "events" || m.Contract != "v2" || strings.Contains(string(e.get(layout.ManifestKey(e.prefix, "events.v2", d))), "user_id") {
+			t.Errorf("v2 manifest of %s: dataset %q, contract %q, or it names user_id", d, m.Dataset, m.Contract)
 		}
 		if d := e.delivery(d); len(d.DatasetsDelivered) != 1 || d.DatasetsDelivered[0].Contract != "v2" || !strings.HasPrefix(d.DatasetsDelivered[0].Manifest, e.prefix+"/v2/events/") {
 			t.Errorf("delivery manifest: %+v", d.DatasetsDelivered)

@@ -118,6 +118,7 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 			st.ManifestKey = row.ManifestKey
 			st.CompletedAt = row.CompletedAt
 			st.Reason = string(row.Reason)
+			st.Standing = s.standing(ctx, acct, key, row)
 		}
 		if err := s.annotate(ctx, &st, acct.ID, day, row); err != nil {
 			return nil, err
@@ -125,4 +126,31 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 		statuses = append(statuses, st)
 	}
 	return manifest.NewDelivery(acct.ID, day.String(), statuses, s.Now()), nil
+}
+
+// standing reports whether the failed row's last committed generation is
+// still committed in the bucket: the partition's _SUCCESS names that
+// generation and the manifest the row recorded. An attempt that failed
+// before its first row (Export begins the generation only then) left it
+// there, and the customer still has the day; one that failed later removed
+// it. Only a failed row that completed before is read (one bounded GET);
+// a marker that cannot be read says missing, as before.
+func (s *Service) standing(ctx context.Context, acct account.Account, ds string, row ledger.Row) bool {
+	if row.State != ledger.StateFailed || row.Generation < 1 || row.ManifestKey == "" {
+		return false
+	}
+	prefix, err := acct.Prefix(s.Exporter.Config.Stage)
+	if err != nil {
+		return false
+	}
+	b, err := s.Exporter.bucketOf(acct)
+	if err != nil {
+		return false
+	}
+	body, err := b.Get(ctx, layout.SuccessKey(prefix, ds, row.Day), manifest.MaxSuccessBytes)
+	if err != nil {
+		return false
+	}
+	marker, err := manifest.DecodeSuccess(body)
+	return err == nil && marker.Generation == row.Generation && marker.ManifestKey == row.ManifestKey
 }

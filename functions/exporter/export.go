@@ -173,14 +173,23 @@ type content struct {
 	prov    source.Provenance
 }
 
-// Export writes the partition as source → encoder → committer: it begins
-// a generation (Committer.Begin removes the old _SUCCESS), streams the
-// source's rows through the encoder into data files, and commits them with
-// the manifest and load scripts (_SUCCESS last). On error nothing after the
+// Export writes the partition as source → encoder → committer: it takes
+// the day's fingerprint, opens the source's read of the day, and only when
+// the source hands over its first batch (or ends without a row) begins a
+// generation (Committer.Begin removes the old _SUCCESS); it streams the
+// rows through the encoder into data files, and commits them with the
+// manifest and load scripts (_SUCCESS last). On error nothing after the
 // failed step runs and in-flight multipart uploads are aborted.
 //
-// A day larger than one run (E7; slices.go) is not read here: once the
-// generation has begun, Export decides on a plan of slices and returns it
+// So every refusal found before the first row (the delivered schema, the
+// tenant key, the query's result columns and their types, a source that
+// cannot be reached, a value of the first batch) leaves the committed
+// generation as it was: its _SUCCESS, files and table entry stay, and the
+// customer keeps the day they had.
+//
+// A day larger than one run (E7; slices.go) is not read here: Export
+// decides on a plan of slices, checks the source as far as it can without
+// reading a row (probe), begins the generation and returns the plan
 // (Written.Planned) for the caller to record and send.
 func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*Written, error) {
 	c := content{started: e.Now().UTC()}
@@ -191,23 +200,65 @@ func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*
 	if err := e.checkDelivered(ctx, t); err != nil {
 		return nil, err
 	}
-	pending, err := t.committer.Begin(ctx, p.Claim.Generation, p.Noter)
-	if err != nil {
-		return nil, err
-	}
-	defer pending.Abort(ctx) // after Commit it does nothing
-
 	q := partitionQuery(p.Account, p.Dataset, p.Day)
 	var rows int64
 	c.fp, rows = e.fingerprint(ctx, q, log)
-	if plan, ok := e.planFor(t, pending.Generation(), rows, c); ok {
+	if n := e.slicesFor(t, rows); n > 0 {
+		if err := e.probe(ctx, q); err != nil {
+			return nil, err
+		}
+		pending, err := t.committer.Begin(ctx, p.Claim.Generation, p.Noter)
+		if err != nil {
+			return nil, err
+		}
+		plan := e.planOf(t, pending.Generation(), n, rows, c)
 		e.placeBounds(ctx, q, &plan, log)
 		return &Written{Planned: &plan, Fingerprint: c.fp}, nil
 	}
-	if c.files, c.prov, err = e.writeData(ctx, t, pending, q, wholeDay); err != nil {
+
+	var (
+		pending  *Pending
+		beginErr error
+	)
+	begin := func() (*Pending, error) {
+		if pending == nil && beginErr == nil {
+			pending, beginErr = t.committer.Begin(ctx, p.Claim.Generation, p.Noter)
+		}
+		return pending, beginErr
+	}
+	defer func() {
+		if pending != nil {
+			pending.Abort(ctx) // after Commit it does nothing
+		}
+	}()
+	if c.files, c.prov, err = e.writeData(ctx, t, begin, q, wholeDay); err != nil {
+		if beginErr != nil {
+			return nil, beginErr
+		}
 		return nil, err
 	}
 	return e.commit(ctx, t, pending, c, log)
+}
+
+// errProbed ends a probe's read at its first batch.
+var errProbed = errors.New("probed")
+
+// probe runs the source's read of q over its first microsecond alone, and
+// stops at its first batch if it has one: the source checks what it checks
+// before any row (the tenant key, the query's result columns and their
+// types, that it can be reached) at the cost of an empty index range, not
+// of the day. A day planned in slices is probed before its generation
+// begins, so a refusal leaves the committed generation as it was.
+func (e *Exporter) probe(ctx context.Context, q source.Query) error {
+	if q.Dataset.IsSnapshot() || q.Dataset.Partition == dataset.PartitionStatDate {
+		return nil // never sliced (Sliceable)
+	}
+	q.End = q.Start.Add(time.Microsecond)
+	_, err := e.Source.Batches(ctx, q, func(*dataset.Batch) error { return errProbed })
+	if errors.Is(err, errProbed) {
+		return nil
+	}
+	return err
 }
 
 // partitionQuery is the source query of a day, as Export builds it.
@@ -261,23 +312,23 @@ func (e *Exporter) fingerprint(ctx context.Context, q source.Query, log *slog.Lo
 	return ledger.Fingerprint{Value: v.Hash, At: at.Truncate(time.Second)}, v.Rows
 }
 
-// planFor decides whether the day is exported in slices (slices.go): its
-// dataset is partitioned on a timestamp, and its expected rows (the
-// fingerprint's row count, else the previous generation's rows) pass
-// SliceRows. The number of slices is the expected rows over SliceRows,
-// rounded up, at most MaxSlices. The plan is of generation, begun at
-// c.started with c.fp.
-func (e *Exporter) planFor(t *target, generation, rows int64, c content) (ledger.SlicePlan, bool) {
+// slicesFor decides whether the day is exported in slices (slices.go),
+// and in how many: its dataset is partitioned on a timestamp, and its
+// expected rows (the fingerprint's row count rows, else the previous
+// generation's rows) pass SliceRows. The number of slices is the expected
+// rows over SliceRows, rounded up, at most MaxSlices; 0 exports the day in
+// one run.
+func (e *Exporter) slicesFor(t *target, rows int64) int {
 	per := e.Config.SliceRows
 	if per <= 0 || !t.Dataset.Sliceable() {
-		return ledger.SlicePlan{}, false
+		return 0
 	}
 	expected := rows
 	if expected < 0 {
 		expected = t.Claim.Prev.Rows
 	}
 	if expected <= per {
-		return ledger.SlicePlan{}, false
+		return 0
 	}
 	maxSlices := e.Config.MaxSlices
 	if maxSlices <= 0 {
@@ -285,10 +336,20 @@ func (e *Exporter) planFor(t *target, generation, rows int64, c content) (ledger
 	}
 	n := int(min((expected+per-1)/per, int64(min(maxSlices, partition.MaxSlices))))
 	if n < 2 {
-		return ledger.SlicePlan{}, false
+		return 0
+	}
+	return n
+}
+
+// planOf is the plan of n slices of generation, begun at c.started with
+// c.fp; rows as slicesFor took them.
+func (e *Exporter) planOf(t *target, generation int64, n int, rows int64, c content) ledger.SlicePlan {
+	expected := rows
+	if expected < 0 {
+		expected = t.Claim.Prev.Rows
 	}
 	return ledger.SlicePlan{Key: t.Claim.Key, Token: t.Claim.Token, Generation: generation, Slices: n, RunID: t.RunID,
-		StartedAt: c.started, ExpectedRows: expected, Fingerprint: c.fp, Destination: t.destination}, true
+		StartedAt: c.started, ExpectedRows: expected, Fingerprint: c.fp, Destination: t.destination}
 }
 
 // target is a partition and where it is written: its account's prefix,
@@ -332,7 +393,9 @@ func (e *Exporter) targetOf(p Partition) (*target, error) {
 	}
 	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
 	t := &target{Partition: p, prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
-		committer:   &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now},
+		committer: &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now,
+			Expect: manifest.Expect{AccountID: p.Account.ID, Dataset: p.Dataset.Name, Contract: p.Dataset.ContractVersion(),
+				Day: p.Day.String(), Partition: partPrefix, Extension: format.Extension()}},
 		destination: strings.Join([]string{d.Bucket, prefix, string(format), string(format.Codec(d.Compression)), string(d.ParquetProfile)}, "|"),
 		upload: upload.Options{
 			PartSize:      e.Config.partSize(),
@@ -369,7 +432,7 @@ func (t *target) dataKey(slice, n int) string {
 func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c content, log *slog.Logger) (*Written, error) {
 	m := &manifest.Manifest{
 		FormatVersion: manifest.FormatVersion,
-		Contract:      layout.Version,
+		Contract:      t.Dataset.ContractVersion(),
 		AccountID:     t.Account.ID,
 		Dataset:       t.Dataset.Name,
 		SchemaVersion: t.Dataset.Version,
@@ -454,7 +517,12 @@ func (e *Exporter) bucketOf(a account.Account) (*bucket.Bucket, error) {
 // (slice, 1), ..., rolling to the next file past MaxFileBytes. The day
 // written whole and slice 0 get one valid zero-row file when q has no
 // rows. On error the file being written is left to Pending.Abort.
-func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q source.Query, slice int) ([]manifest.File, source.Provenance, error) {
+//
+// pending gives the generation the files are written into; it is called
+// when the first file is opened, once the source has handed over its first
+// batch or ended without a row, and not at all when the source fails
+// before (Export begins the generation there).
+func (e *Exporter) writeData(ctx context.Context, t *target, pending func() (*Pending, error), q source.Query, slice int) ([]manifest.File, source.Provenance, error) {
 	var (
 		files []manifest.File
 		cur   *dataFile
@@ -465,7 +533,11 @@ func (e *Exporter) writeData(ctx context.Context, t *target, pending *Pending, q
 		opts.Assist = encode.NewAssist() // the reader helps the files' encoders in turn
 	}
 	open := func() error {
-		f, err := openFile(ctx, t, pending, t.dataKey(slice, len(files)), opts)
+		p, err := pending()
+		if err != nil {
+			return err
+		}
+		f, err := openFile(ctx, t, p, t.dataKey(slice, len(files)), opts)
 		cur = f
 		return err
 	}

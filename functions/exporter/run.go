@@ -229,7 +229,7 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 	// change-log entry and event are recorded first (changes.go), and the
 	// event goes out after; the reseed counts the day once Complete
 	// recorded it.
-	ev, err := r.recordCommitted(ctx, r.committedDetail(w.Manifest, w.ManifestKey, w.Bytes, res.SeedEpoch))
+	ev, err := r.recordCommitted(ctx, r.committedDetail(w.Manifest.Generation, w.Manifest, w.ManifestKey, w.Bytes, res.SeedEpoch))
 	if err != nil {
 		return r.failed(ctx, fmt.Errorf("generation %d committed: %w", w.Manifest.Generation, err))
 	}

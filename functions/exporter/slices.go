@@ -7,10 +7,12 @@ package main
 //
 //  1. the partition's run (a claimed job or a manual request) waits for no
 //     slice of an earlier attempt to be able to write (ledger.SliceFence),
-//     begins the generation as any export does (the old _SUCCESS is
-//     removed), takes the day's fingerprint, whose first column is its row
-//     count (or, with none, uses the previous generation's rows), and when
-//     that passes the target plans n slices, their boundaries at row
+//     takes the day's fingerprint, whose first column is its row count (or,
+//     with none, uses the previous generation's rows), and when that passes
+//     the target probes the source (Exporter.probe: its refusals before a
+//     row, as any export finds them before its generation begins), begins
+//     the generation as any export does (the old _SUCCESS is removed) and
+//     plans n slices, their boundaries at row
 //     quantiles when the source can find them (placeBounds), else equal
 //     time ranges (ledger.PlanSlices, under the partition's claim, with the
 //     account's destination; each slice item keeps its range) and sends one
@@ -174,7 +176,7 @@ func (e *Exporter) ExportSlice(ctx context.Context, p Partition, sl ledger.Slice
 	pending := t.committer.Resume(sl.Generation)
 	defer pending.Abort(ctx)
 	q := sliceRange(partitionQuery(p.Account, p.Dataset, p.Day), sl)
-	files, prov, err := e.writeData(ctx, t, pending, q, sl.Index)
+	files, prov, err := e.writeData(ctx, t, func() (*Pending, error) { return pending, nil }, q, sl.Index)
 	return sliceOutput{Files: files, Provenance: prov}, err
 }
 

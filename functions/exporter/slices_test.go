@@ -571,7 +571,7 @@ func TestSliceRedeliveryWritesTheDeliveryManifest(t *testing.T) {
 	}
 }
 
-// TestPlanFor: when a day is planned in slices, and in how many.
+// TestPlanFor: when a day is planned in slices, in how many, and the plan.
 func TestPlanFor(t *testing.T) {
 	events, stats := mustDataset(t, "events"), mustDataset(t, "daily_stats")
 	const dest = "bucket|prefix|parquet|snappy|"
@@ -598,11 +598,20 @@ func TestPlanFor(t *testing.T) {
 			e := &Exporter{Config: ExportConfig{SliceRows: tc.perSlice, MaxSlices: tc.maxSlices}}
 			tg := &target{destination: dest,
 				Partition: Partition{Dataset: tc.ds, Claim: ledger.Claim{Token: "tok", Prev: ledger.Row{Rows: tc.prevRows}}, RunID: "run"}}
-			plan, ok := e.planFor(tg, 3, tc.rows, content{fp: ledger.Fingerprint{Value: "fp"}, started: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)})
-			if got := map[bool]int{true: plan.Slices}[ok]; got != tc.want {
-				t.Fatalf("slices %d (planned %v), want %d", got, ok, tc.want)
+			n := e.slicesFor(tg, tc.rows)
+			if n != tc.want {
+				t.Fatalf("slices %d, want %d", n, tc.want)
 			}
-			if ok && (plan.Generation != 3 || plan.Token != "tok" || plan.Destination != dest || plan.Fingerprint.Value != "fp" || plan.RunID != "run") {
+			if n == 0 {
+				return
+			}
+			plan := e.planOf(tg, 3, n, tc.rows, content{fp: ledger.Fingerprint{Value: "fp"}, started: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)})
+			expected := tc.rows
+			if expected < 0 {
+				expected = tc.prevRows
+			}
+			if plan.Slices != n || plan.ExpectedRows != expected || plan.Generation != 3 || plan.Token != "tok" || plan.Destination != dest ||
+				plan.Fingerprint.Value != "fp" || plan.RunID != "run" {
 				t.Errorf("plan %+v", plan)
 			}
 		})

@@ -210,7 +210,9 @@ func (w *mdWriter) deliverySection() {
 		{"`updated_at`", "when the document was last written"},
 	})
 	w.p("A dataset counts as delivered only while its `_SUCCESS` exists; a day being exported again is",
-		"listed as missing until it is delivered again.")
+		"listed as missing until it is delivered again. An export of the day that failed before it",
+		"changed anything (the source refused it before its first row) leaves the earlier delivery in",
+		"place: it stays listed as delivered, at its generation.")
 	w.p("`code` is for programs: codes are added over time, never renamed or removed. `reason` starts",
 		"with the code's sentence below; for a failed dataset it goes on with the number of attempts and",
 		"whether the export is retried. Neither ever carries an error message of the sender's systems.")

@@ -170,10 +170,12 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 		return nil, false, readProblem(uri(key), err)
 	}
 
+	var succ manifest.Success
 	if body, ok, problem := get(layout.SuccessKey(prefix, ds, day), manifest.MaxSuccessBytes); problem != "" {
 		m.Problem = problem
 	} else if ok {
-		if succ, err := manifest.DecodeSuccess(body); err != nil {
+		var err error
+		if succ, err = manifest.DecodeSuccess(body); err != nil {
 			m.Note = "_SUCCESS is unreadable: " + err.Error()
 		} else {
 			m.Committed, m.Generation, m.CommittedAt = true, succ.Generation, ops.FormatTime(succ.CommittedAt)
@@ -189,9 +191,25 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 		case !ok:
 			m.Note = "no _SUCCESS and no _manifest.json: the partition is not delivered"
 		default:
-			if mf, err := manifest.Decode(body); err != nil {
+			mf, err := manifest.Decode(body)
+			switch {
+			case err != nil:
 				m.Note = "_manifest.json is unreadable: " + err.Error()
-			} else {
+			case m.Committed && !succ.Matches(body):
+				m.Note = "_manifest.json is not the one _SUCCESS commits (its SHA-256 differs): edited or replaced after the commit; do not read the partition"
+			default:
+				// The bucket is the customer's: a manifest that names
+				// another partition or lists files outside this one is
+				// said, not shown as this partition's.
+				want := manifest.Expect{AccountID: acct.ID, Dataset: ds, Contract: dataset.ContractOf(ds), Day: day.String(),
+					Generation: mf.Generation, Partition: layout.PartitionPrefix(prefix, ds, day)}
+				if m.Committed {
+					want.Generation = succ.Generation
+				}
+				if err := mf.Check(want); err != nil {
+					m.Note = err.Error() + "; do not read the partition"
+					break
+				}
 				m.Manifest = mf
 				if !m.Committed {
 					m.Note = "no _SUCCESS: this manifest is from an earlier generation, or the partition is being written again; do not read it"

@@ -109,3 +109,19 @@ func number(s string) (int, bool) {
 	n, err := strconv.Atoi(s)
 	return n, err == nil
 }
+
+// IsPartitionDataKey reports whether key is a data file of the partition
+// whose key prefix is partition (PartitionPrefix, ending in "/"), named as
+// DataKey or SliceDataKey name one with the extension ext (".parquet",
+// ".ndjson.gz"): directly under the partition, `part-NNNNN<ext>` or
+// `part-sSSSS-NNNNN<ext>`; an empty ext accepts any extension. It is what
+// a manifest read back from a bucket must list: any other key is not a
+// file daybook wrote there.
+func IsPartitionDataKey(partition, key, ext string) bool {
+	name, ok := strings.CutPrefix(key, partition)
+	if !ok || partition == "" || !strings.HasSuffix(partition, "/") || strings.Contains(name, "/") {
+		return false
+	}
+	_, _, got, ok := parseDataName(name)
+	return ok && (ext == "" || got == ext)
+}

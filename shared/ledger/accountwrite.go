@@ -393,11 +393,14 @@ func (l *Ledger) guardOps(id string, held map[string]account.Hold, want []accoun
 		case to == account.GuardUnder:
 			upd = expression.Add(under, meSet).Set(name(attrWhat), val(g.Desc))
 			cond = expression.AttributeNotExists(owner)
+		// A released guard keeps no description: it names the account's
+		// prefix, and a purged account leaves no item naming it (the next
+		// holder writes its own).
 		case from == account.GuardOwn:
-			upd = expression.Remove(owner)
+			upd = expression.Remove(owner).Remove(name(attrWhat))
 			cond = owner.Equal(me)
 		default: // released from under
-			upd = expression.Delete(under, meSet)
+			upd = expression.Delete(under, meSet).Remove(name(attrWhat))
 		}
 		op, err := l.updateItem(tableKey(pkGuards, k), upd, cond)
 		if err != nil {

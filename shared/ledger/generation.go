@@ -20,6 +20,26 @@ import (
 // at most this far, and never towards overflow.
 const MaxBucketLead = 16
 
+// MaxGeneration is the largest generation the ledger stores (Complete and
+// NoteCommitted refuse more, with ErrGenerationRange). Every generation is
+// numbered one above another (a claim: the stored one + 1; GenerationAfter:
+// the bucket's + 1), so with the stored ones at most 2^62 no increment can
+// overflow an int64. No partition gets near it: a day committed every second
+// would take 10^11 years; only a number read from a bucket could, and
+// GenerationAfter refuses those.
+const MaxGeneration int64 = 1 << 62
+
+// ErrGenerationRange: a generation above MaxGeneration (or below 1).
+var ErrGenerationRange = errors.New("ledger: generation out of range")
+
+// checkGeneration refuses a generation to store outside 1..MaxGeneration.
+func checkGeneration(what string, generation int64) error {
+	if generation < 1 || generation > MaxGeneration {
+		return fmt.Errorf("%w: %s generation %d, want 1..%d", ErrGenerationRange, what, generation, MaxGeneration)
+	}
+	return nil
+}
+
 // ErrBucketAhead: a partition's _SUCCESS commits a generation further
 // ahead of the ledger than MaxBucketLead; see GenerationAfter.
 var ErrBucketAhead = errors.New("ledger: the bucket's _SUCCESS is ahead of the ledger")
@@ -31,13 +51,23 @@ var ErrBucketAhead = errors.New("ledger: the bucket's _SUCCESS is ahead of the l
 // claimed is ErrBucketAhead: the partition fails (and retries, then stops)
 // until an operator deletes that _SUCCESS; the next attempt, or a requeue
 // of a stopped day, then commits the claimed generation.
+//
+// Neither number may pass MaxGeneration (ErrGenerationRange), so the sum
+// never overflows.
 func GenerationAfter(claimed, found int64, uri string) (int64, error) {
+	if claimed < 1 || claimed > MaxGeneration+1 { // a claim is a stored generation + 1
+		return 0, fmt.Errorf("%w: claimed generation %d", ErrGenerationRange, claimed)
+	}
 	if found < claimed {
 		return claimed, nil
 	}
 	if uint64(found)-uint64(claimed) > MaxBucketLead { // found >= claimed: the exact distance, even from a negative claim
 		return 0, fmt.Errorf("%w: %s commits generation %d, more than %d above generation %d of the ledger, so daybook did not write it: delete it, then requeue the day if it stopped retrying",
 			ErrBucketAhead, uri, found, MaxBucketLead, claimed)
+	}
+	if found > MaxGeneration {
+		return 0, fmt.Errorf("%w: %s commits generation %d, above the largest the ledger stores (%d), so daybook did not write it: delete it, then requeue the day if it stopped retrying",
+			ErrBucketAhead, uri, found, MaxGeneration)
 	}
 	return found + 1, nil
 }

@@ -67,6 +67,9 @@ func (l *Ledger) NoteCommitted(ctx context.Context, key partition.Key, token str
 	if err := validateKey(key); err != nil {
 		return err
 	}
+	if err := checkGeneration("note committed "+key.String()+":", generation); err != nil {
+		return err
+	}
 	upd := expression.Set(name(attrGenReserved), val(generation)).Set(name(attrUpdatedAt), val(fmtTime(l.now())))
 	cond := expression.And(holds(token), expression.Or(name(attrGenReserved).AttributeNotExists(),
 		name(attrGenReserved).LessThan(val(generation))),
@@ -105,8 +108,10 @@ func (l *Ledger) Complete(ctx context.Context, key partition.Key, token string, 
 	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
-	if res.Generation < 0 {
-		return Row{}, fmt.Errorf("ledger: complete %s: generation %d", key, res.Generation)
+	if res.Generation != 0 {
+		if err := checkGeneration("complete "+key.String()+":", res.Generation); err != nil {
+			return Row{}, err
+		}
 	}
 	nowS := fmtTime(l.now())
 	upd := func(rerun bool) expression.UpdateBuilder {

@@ -94,12 +94,20 @@ type PurgeResult struct {
 	History    int `json:"history"`
 	Watermarks int `json:"watermarks"`
 	Events     int `json:"events"` // the account's history of changes (AccountHistory)
+	// Other counts the partitions' other items: issued claim tokens,
+	// slice plans and slices, outbox events.
+	Other int `json:"other"`
 }
 
-// PurgeAccount deletes the account's partition rows of the given datasets,
-// their attempt history and reseed state, the account's watermarks and its
-// history of changes. It
-// does not look at claims: the caller makes sure nothing runs (Open).
+// PurgeAccount deletes the account's partition rows of the given datasets
+// (ledger names: a dataset at a later contract has rows of its own), each
+// row's attempt history, issued tokens, slice plan and slices and outbox
+// events, the datasets' reseed state, the account's watermarks, fleet
+// summary and history of changes: once it returns, no item of the ledger
+// is the account's (its guards went with DeleteAccount). It does not look
+// at claims: the caller makes sure nothing runs (Open). A row is deleted
+// after its other items, so a purge that failed half way finds them again
+// when run again.
 func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []string) (PurgeResult, error) {
 	var res PurgeResult
 	api, ok := l.db.(DeleteAPI)
@@ -139,16 +147,22 @@ func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []
 			if err != nil {
 				return res, fmt.Errorf("ledger: row %s/%s: %w", partitionPK(accountID, ds), day, err)
 			}
-			hpk := historyPK(partition.Key{AccountID: accountID, Dataset: ds, Day: d})
-			hs, err := keysOf(hpk)
-			if err != nil {
-				return res, err
-			}
-			for _, sk := range hs {
-				if err := del(hpk, sk); err != nil {
+			k := partition.Key{AccountID: accountID, Dataset: ds, Day: d}
+			for _, pk := range []string{historyPK(k), tokenPK(k), slicePK(k), outboxPK(k)} {
+				sks, err := keysOf(pk)
+				if err != nil {
 					return res, err
 				}
-				res.History++
+				for _, sk := range sks {
+					if err := del(pk, sk); err != nil {
+						return res, err
+					}
+					if pk == historyPK(k) {
+						res.History++
+					} else {
+						res.Other++
+					}
+				}
 			}
 			if err := del(partitionPK(accountID, ds), day); err != nil {
 				return res, err

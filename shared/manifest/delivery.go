@@ -121,6 +121,11 @@ type PartitionStatus struct {
 	ManifestKey string
 	CompletedAt time.Time
 	Reason      string
+	// Standing: the row is failed, and the generation it last committed is
+	// still committed in the bucket (its _SUCCESS names it), because the
+	// attempt failed before it withdrew it (a refusal found before the
+	// first row). That generation is delivered.
+	Standing bool
 
 	// Reseed is true while a rebuild of the dataset from its start date
 	// covers the day; Restatement and SeedEpoch describe the committed
@@ -132,8 +137,10 @@ type PartitionStatus struct {
 
 // NewDelivery builds the delivery manifest of accountID's day from the
 // statuses of its enabled datasets, in the order given. A dataset counts as
-// delivered only when its row is completed: a queued re-export, a running or
-// a failed one has (or is about to have) its _SUCCESS removed.
+// delivered when its row is completed, or failed with its last committed
+// generation standing (PartitionStatus.Standing): a queued re-export, a
+// running one or one that failed after it began has (or is about to have)
+// its _SUCCESS removed.
 func NewDelivery(accountID, day string, statuses []PartitionStatus, now time.Time) *Delivery {
 	d := &Delivery{
 		FormatVersion:     DeliveryFormatVersion,
@@ -149,7 +156,7 @@ func NewDelivery(accountID, day string, statuses []PartitionStatus, now time.Tim
 			d.DatasetsLatestOnly = append(d.DatasetsLatestOnly, LatestOnlyDataset{Name: st.Name, Reason: LatestOnlyReason})
 			continue
 		}
-		if st.Dataset != nil && st.Exists && st.State == "completed" {
+		if st.Dataset != nil && st.Exists && (st.State == "completed" || st.Standing && st.State == "failed" && st.Generation > 0) {
 			d.DatasetsDelivered = append(d.DatasetsDelivered, DeliveredDataset{
 				Name:          st.Name,
 				Contract:      st.Dataset.ContractVersion(),

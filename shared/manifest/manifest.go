@@ -30,7 +30,7 @@ const (
 // Manifest describes one committed generation of one partition.
 type Manifest struct {
 	FormatVersion int    `json:"format_version"`
-	Contract      string `json:"contract"` // layout version, "v1"
+	Contract      string `json:"contract"` // the dataset's contract, the folder it is under: "v1", "v2", ...
 	AccountID     string `json:"account_id"`
 	Dataset       string `json:"dataset"`
 	SchemaVersion int    `json:"schema_version"`

@@ -47,7 +47,19 @@ func (s *SQL) Fingerprint(ctx context.Context, q Query) (Summary, error) {
 		return Summary{}, err
 	}
 	what := fmt.Sprintf("sql source %s: fingerprint of dataset %s day %s", s.name, q.Dataset.Name, q.Day)
-	rows, err := s.db.QueryContext(ctx, text, q.Params(s.dialect)...)
+	var sum Summary
+	err = s.inReadTx(ctx, func(db queryer) error {
+		var err error
+		sum, err = fingerprintRow(ctx, db, text, q.Params(s.dialect), what)
+		return err
+	})
+	return sum, err
+}
+
+// fingerprintRow runs the fingerprint query text on db and summarises its
+// one row.
+func fingerprintRow(ctx context.Context, db queryer, text string, args []any, what string) (Summary, error) {
+	rows, err := db.QueryContext(ctx, text, args...)
 	if err != nil {
 		return Summary{}, fmt.Errorf("%s: %w", what, err)
 	}

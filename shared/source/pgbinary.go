@@ -36,13 +36,26 @@ func (s *SQL) pgRows(ctx context.Context, q Query, text string, args []any, bt *
 	})
 	conn.Close()
 	if !ran && err == nil {
-		return s.scanRows(ctx, q, text, args, bt)
+		return s.inReadTx(ctx, func(tx queryer) error { return s.scanRows(ctx, tx, q, text, args, bt) })
 	}
-	return err
+	return s.tooLarge(ctx, serverTimeout(err), q, text, args, bt.b.RowNum(bt.b.Len()))
 }
 
+// pgRead reads the query on pc in a transaction of the read's bounds
+// (pgBegin: time and message size, pgguard.go).
 func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text string, args []any, bt *batcher) (err error) {
 	ds := q.Dataset
+	if err := s.pgBegin(ctx, pc, ds, messageCap(ds)); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && !pc.IsClosed() {
+			// Reading the rest of a large result to reuse the connection
+			// would cost the whole read; drop the connection instead (the
+			// pool discards a closed one), and its transaction with it.
+			pc.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	sd, err := pc.Prepare(ctx, "", text, nil)
 	if err != nil {
 		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
@@ -78,14 +91,6 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 	}
 
 	rr := pc.ExecPrepared(ctx, "", params, nil, formats)
-	defer func() {
-		if err != nil && !pc.IsClosed() {
-			// Reading the rest of a large result to reuse the connection
-			// would cost the whole read; drop the connection instead (the
-			// pool discards a closed one).
-			pc.Close(context.WithoutCancel(ctx))
-		}
-	}()
 	rd := &pgRowDecoder{ds: ds, decs: decs, fields: sd.Fields, formats: formats}
 	if depth := s.decodeDepth(); depth > 0 {
 		if err := decodeAhead(rr, rd, bt, depth); err != nil {
@@ -104,7 +109,7 @@ func (s *SQL) pgRead(ctx context.Context, pc *pgconn.PgConn, q Query, text strin
 	if _, err := rr.Close(); err != nil {
 		return fmt.Errorf("sql source %s: dataset %s: after row %d: %w", s.name, ds.Name, bt.b.RowNum(bt.b.Len())-1, unavailable{err})
 	}
-	return nil
+	return s.pgCommit(ctx, pc, ds)
 }
 
 // pgRowDecoder decodes one result row's values into a batch.

@@ -63,8 +63,20 @@ func (s *SQL) SliceBounds(ctx context.Context, q Query, n int, rows int64) ([]ti
 	if err != nil {
 		return nil, err
 	}
+	var bounds []time.Time
+	err = s.inReadTx(ctx, func(db queryer) error {
+		var err error
+		bounds, err = s.sliceBounds(ctx, db, q, text, n, rows)
+		return err
+	})
+	return bounds, err
+}
+
+// sliceBounds is SliceBounds' walk on db (a read transaction: inReadTx).
+func (s *SQL) sliceBounds(ctx context.Context, db queryer, q Query, text string, n int, rows int64) ([]time.Time, error) {
+	var err error
 	if rows <= 0 {
-		if rows, err = s.count(ctx, q); err != nil {
+		if rows, err = s.count(ctx, db, q); err != nil {
 			return nil, err
 		}
 	}
@@ -75,7 +87,7 @@ func (s *SQL) SliceBounds(ctx context.Context, q Query, n int, rows int64) ([]ti
 	var bounds []time.Time
 	from := q
 	for len(bounds) < n-1 {
-		b, ok, err := s.boundAfter(ctx, from, text, step)
+		b, ok, err := s.boundAfter(ctx, db, from, text, step)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +100,7 @@ func (s *SQL) SliceBounds(ctx context.Context, q Query, n int, rows int64) ([]ti
 			b = from.Start.Add(time.Microsecond)
 			next := from
 			next.Start = b
-			if _, more, err := s.boundAfter(ctx, next, text, 0); err != nil || !more {
+			if _, more, err := s.boundAfter(ctx, db, next, text, 0); err != nil || !more {
 				return bounds, err
 			}
 		}
@@ -102,13 +114,13 @@ func (s *SQL) SliceBounds(ctx context.Context, q Query, n int, rows int64) ([]ti
 }
 
 // count is the day's rows, when no expected count was given.
-func (s *SQL) count(ctx context.Context, q Query) (int64, error) {
+func (s *SQL) count(ctx context.Context, db queryer, q Query) (int64, error) {
 	text, err := q.Dataset.Query(s.dialect)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM ("+text+") AS daybook_slice", q.Params(s.dialect)...).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM ("+text+") AS daybook_slice", q.Params(s.dialect)...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sql source %s: count dataset %s day %s: %w", s.name, q.Dataset.Name, q.Day, unavailable{err})
 	}
 	return n, nil
@@ -116,9 +128,9 @@ func (s *SQL) count(ctx context.Context, q Query) (int64, error) {
 
 // boundAfter is the partition column's value step rows into q's window,
 // false when the window holds no more rows than that.
-func (s *SQL) boundAfter(ctx context.Context, q Query, text string, step int64) (time.Time, bool, error) {
+func (s *SQL) boundAfter(ctx context.Context, db queryer, q Query, text string, step int64) (time.Time, bool, error) {
 	var v any
-	err := s.db.QueryRowContext(ctx, text, append(q.Params(s.dialect), step)...).Scan(&v)
+	err := db.QueryRowContext(ctx, text, append(q.Params(s.dialect), step)...).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, false, nil
 	}

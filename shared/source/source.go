@@ -287,11 +287,11 @@ func (s *SQL) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) er
 	prov.SnapshotAt = s.now().UTC()
 
 	args := q.Params(s.dialect)
-	read := s.scanRows
 	if s.dialect == dataset.DialectPostgres {
-		read = s.pgRows
+		err = s.pgRows(ctx, q, text, args, bt)
+	} else {
+		err = s.scanRows(ctx, s.db, q, text, args, bt)
 	}
-	err = read(ctx, q, text, args, bt)
 	if err == nil {
 		err = bt.flush()
 	}
@@ -303,8 +303,9 @@ func (s *SQL) Batches(ctx context.Context, q Query, fn func(b *dataset.Batch) er
 	return prov, nil
 }
 
-// scanRows reads the query through database/sql, a row at a time.
-func (s *SQL) scanRows(ctx context.Context, q Query, text string, args []any, bt *batcher) error {
+// scanRows reads the query through database/sql on db (the pool, or a
+// read transaction: inReadTx), a row at a time.
+func (s *SQL) scanRows(ctx context.Context, db queryer, q Query, text string, args []any, bt *batcher) error {
 	ds := q.Dataset
 	for _, c := range ds.Columns {
 		if c.SourceTimeZone != "" {
@@ -314,7 +315,7 @@ func (s *SQL) scanRows(ctx context.Context, q Query, text string, args []any, bt
 				Reason: "source_time_zone is read only from PostgreSQL through the pgx driver"}
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, text, args...)
+	rows, err := db.QueryContext(ctx, text, args...)
 	if err != nil {
 		return fmt.Errorf("sql source %s: query dataset %s day %s: %w", s.name, ds.Name, q.Day, unavailable{err})
 	}

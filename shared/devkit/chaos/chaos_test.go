@@ -157,6 +157,9 @@ func run(t *testing.T, o Options) *Report {
 	if a := rep.Accounts; a.Rounds == 0 || a.Created == 0 || a.Refused == 0 || a.Objects == 0 {
 		t.Fatalf("the account races did not run: %+v", a)
 	}
+	if pl := rep.Planted; pl.Rounds == 0 || pl.Plants == 0 || pl.OutsideChecked == 0 || pl.EventsChecked == 0 {
+		t.Fatalf("the planted commits did not run: %+v", pl)
+	}
 	return rep
 }
 

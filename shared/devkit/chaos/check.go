@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/parquet-go/parquet-go"
@@ -441,6 +442,16 @@ func (p *pipeline) checkDelivery(ctx context.Context, a account.Account, day civ
 			if !isDelivered || x.Generation != r.Generation || x.Rows != r.Rows || x.Files != r.Files || x.Manifest != r.ManifestKey {
 				p.problem("%s: %s is completed (generation %d, %d rows) in the ledger; the manifest says %+v / missing %+v", key, ds, r.Generation, r.Rows, x, missing[ds])
 			}
+		case ok && isDelivered && r.State == ledger.StateFailed && x.Generation == r.Generation && x.Manifest == r.ManifestKey:
+			// A failed attempt that stopped before its generation began
+			// leaves the one committed before: it must still be committed.
+			standing, err := p.standing(ctx, a, r)
+			if err != nil {
+				return err
+			}
+			if !standing {
+				p.problem("%s: %s is failed in the ledger and listed delivered at generation %d, which its _SUCCESS does not commit", key, ds, r.Generation)
+			}
 		default:
 			all = false
 			if isDelivered || missing[ds].State != string(r.State) {
@@ -453,4 +464,24 @@ func (p *pipeline) checkDelivery(ctx context.Context, a account.Account, day civ
 	}
 	p.rep.Checked.Deliveries++
 	return nil
+}
+
+// standing reports whether the partition of the failed row r still has the
+// _SUCCESS of its last committed generation, naming the manifest the row
+// recorded.
+func (p *pipeline) standing(ctx context.Context, a account.Account, r ledger.Row) (bool, error) {
+	prefix, err := a.Prefix(p.stage)
+	if err != nil {
+		return false, err
+	}
+	body, err := p.get(ctx, a.Destination.Bucket, layout.SuccessKey(prefix, r.Dataset, r.Day))
+	var nf *s3types.NoSuchKey
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	m, err := manifest.DecodeSuccess(body)
+	return err == nil && m.Generation == r.Generation && m.ManifestKey == r.ManifestKey, nil
 }

@@ -47,8 +47,15 @@ func (p *pipeline) drive(ctx context.Context) error {
 		if err := p.raceAccounts(ctx, round); err != nil {
 			return err
 		}
+		plants, err := p.plantCommits(ctx, round) // plant_manifest.go
+		if err != nil {
+			return err
+		}
 		delivered, err := p.drain(ctx)
 		if err != nil {
+			return err
+		}
+		if err := p.checkPlants(ctx, round, plants); err != nil {
 			return err
 		}
 		if err := p.checkAtRestDeliveries(ctx, round); err != nil {
