@@ -99,8 +99,14 @@ func (s *SQL) inReadTx(ctx context.Context, fn func(q queryer) error) error {
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// READ ONLY by statement, not by sql.TxOptions: a driver that has no
+	// BeginTx of its own is refused read-only options by database/sql.
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		return fmt.Errorf("sql source %s: begin: %w", s.name, unavailable{err})
+	}
+	if _, err := tx.ExecContext(ctx, `SET TRANSACTION READ ONLY`); err != nil {
+		_ = tx.Rollback()
 		return fmt.Errorf("sql source %s: begin: %w", s.name, unavailable{err})
 	}
 	if deadline {
