@@ -47,6 +47,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
+	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
@@ -237,7 +238,7 @@ func (p *pipeline) up(ctx context.Context) error {
 	// moto does not lock an item across a conditional write; DynamoDB does,
 	// and the ledger's claims rest on it: both functions reach moto's
 	// DynamoDB through a proxy that serializes writes per item.
-	dyn := &serialDynamo{Target: srv.URL}
+	dyn := &ledgertest.SerialProxy{Target: srv.URL, KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
 	if err := dyn.Start(); err != nil {
 		return err
 	}
