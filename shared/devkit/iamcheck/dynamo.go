@@ -258,13 +258,17 @@ func (a *authorizer) dynamoBatch(op string, items map[string]json.RawMessage) er
 }
 
 // leadingPrefix is how a request's leading keys are tallied: the key
-// design's prefix of each (up to and including its first '#', the whole
-// value when it has none), joined.
+// design's prefix of each (up to and including its first '#'; an account
+// id, which the due index is keyed by, as acct_*; else the whole value),
+// joined.
 func leadingPrefix(keys []string) string {
 	var out []string
 	for _, k := range keys {
-		if i := strings.IndexByte(k, '#'); i >= 0 {
+		switch i := strings.IndexByte(k, '#'); {
+		case i >= 0:
 			k = k[:i+1]
+		case strings.HasPrefix(k, "acct_"):
+			k = "acct_*"
 		}
 		out = append(out, k)
 	}

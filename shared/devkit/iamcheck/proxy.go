@@ -138,7 +138,7 @@ func (p *Proxy) check(c Call) *denial {
 	}
 	auth, err := p.policies.Authorize(c, s, p.route.Names)
 	if err != nil {
-		tally.add(fn, role, Check{Request: Request{Action: "(not understood)"}, Prefix: err.Error()}, Decision{})
+		tally.add(fn, role, Check{Request: Request{Action: "(not understood)"}, Prefix: err.Error()}, Decision{}, nil)
 		return &denial{service: s.Service, report: fmt.Sprintf("iamcheck: %s (role %s): %s %s: %v", fn, role, c.Method, c.URL.Path, err)}
 	}
 	for _, ch := range auth.Checks {
@@ -147,7 +147,7 @@ func (p *Proxy) check(c Call) *denial {
 			return &denial{service: s.Service, action: ch.Action, resource: ch.Resource, role: role,
 				report: fmt.Sprintf("iamcheck: %s (role %s): %s: %v", fn, role, auth.Operation, err)}
 		}
-		tally.add(fn, role, ch, d)
+		tally.add(fn, role, ch, d, p.sts)
 		if d.Allowed {
 			continue
 		}

@@ -21,12 +21,13 @@ type counts struct {
 	mu                        sync.Mutex
 	triples                   map[Triple]int
 	allowed                   map[StatementID]int
+	keys                      map[KeyPattern]int
 	checked, denied, sessions int
 }
 
-var tally = &counts{triples: map[Triple]int{}, allowed: map[StatementID]int{}}
+var tally = &counts{triples: map[Triple]int{}, allowed: map[StatementID]int{}, keys: map[KeyPattern]int{}}
 
-func (c *counts) add(fn, role string, ch Check, d Decision) {
+func (c *counts) add(fn, role string, ch Check, d Decision, sts []Statement) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.checked++
@@ -36,7 +37,64 @@ func (c *counts) add(fn, role string, ch Check, d Decision) {
 	c.triples[Triple{Function: fn, Action: ch.Action, Prefix: ch.Prefix}]++
 	for _, id := range d.Allowing {
 		c.allowed[StatementID{Role: role, ID: id}]++
+		for _, s := range sts {
+			if s.ID == id {
+				for _, kp := range leadingKeyPatterns(role, s, ch.Request) {
+					c.keys[kp]++
+				}
+			}
+		}
 	}
+}
+
+// KeyPattern is one value of a statement's dynamodb:LeadingKeys condition.
+type KeyPattern struct {
+	Role      string `json:"role"`
+	Statement string `json:"statement"`
+	Pattern   string `json:"pattern"`
+}
+
+// leadingKeyPatterns are the values of s's dynamodb:LeadingKeys
+// conditions that r's leading keys matched.
+func leadingKeyPatterns(role string, s Statement, r Request) []KeyPattern {
+	var out []KeyPattern
+	for _, c := range s.Conditions {
+		if !strings.EqualFold(c.Key, "dynamodb:LeadingKeys") {
+			continue
+		}
+		match := eq
+		if strings.Contains(c.Operator, "Like") {
+			match = glob
+		}
+		for _, p := range c.Values {
+			for _, v := range r.Context["dynamodb:LeadingKeys"] {
+				if match(p, v) {
+					out = append(out, KeyPattern{Role: role, Statement: s.ID, Pattern: p})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// keyPatterns lists the LeadingKeys values of the statements of role's
+// own policies.
+func (p *Policies) keyPatterns(role string) []KeyPattern {
+	var out []KeyPattern
+	for _, s := range p.roles[role] {
+		if !slices.Contains(p.all[role], s.ID) {
+			continue
+		}
+		for _, c := range s.Conditions {
+			if strings.EqualFold(c.Key, "dynamodb:LeadingKeys") {
+				for _, v := range c.Values {
+					out = append(out, KeyPattern{Role: role, Statement: s.ID, Pattern: v})
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (c *counts) session(string) {
@@ -79,6 +137,13 @@ type Summary struct {
 		StatementID
 		Count int `json:"count"`
 	} `json:"statements"`
+	// LeadingKeys counts, per value of a statement's
+	// dynamodb:LeadingKeys condition, the allowed calls whose leading key
+	// it matched.
+	LeadingKeys []struct {
+		KeyPattern
+		Count int `json:"count"`
+	} `json:"leading_keys"`
 }
 
 // Current is the process's tally so far.
@@ -97,6 +162,14 @@ func Current(pkg string) Summary {
 			StatementID
 			Count int `json:"count"`
 		}{id, tally.allowed[id]})
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(tally.keys), func(a, b KeyPattern) int {
+		return strings.Compare(a.Role+a.Statement+a.Pattern, b.Role+b.Statement+b.Pattern)
+	}) {
+		s.LeadingKeys = append(s.LeadingKeys, struct {
+			KeyPattern
+			Count int `json:"count"`
+		}{k, tally.keys[k]})
 	}
 	return s
 }
@@ -159,6 +232,10 @@ type Total struct {
 	// policies (not the AWS managed ones) that allowed at least one call,
 	// and those that allowed none.
 	Reached, Unreached []StatementID
+	// UnusedKeys lists the values of reached statements'
+	// dynamodb:LeadingKeys conditions that no allowed call's leading key
+	// matched.
+	UnusedKeys []KeyPattern
 }
 
 // Summarize reads every summary in dir and sums them up against the
@@ -173,6 +250,7 @@ func Summarize(dir string, p *Policies) (Total, error) {
 	}
 	t := Total{Triples: map[Triple]int{}}
 	hit := map[StatementID]bool{}
+	keyHit := map[KeyPattern]bool{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -192,6 +270,9 @@ func Summarize(dir string, p *Policies) (Total, error) {
 		for _, st := range s.Statements {
 			hit[st.StatementID] = true
 		}
+		for _, k := range s.LeadingKeys {
+			keyHit[k.KeyPattern] = true
+		}
 	}
 	sort.Strings(t.Packages)
 	for _, fn := range p.Functions() {
@@ -202,6 +283,11 @@ func Summarize(dir string, p *Policies) (Total, error) {
 				t.Reached = append(t.Reached, sid)
 			} else {
 				t.Unreached = append(t.Unreached, sid)
+			}
+		}
+		for _, k := range p.keyPatterns(role) {
+			if hit[StatementID{Role: role, ID: k.Statement}] && !keyHit[k] {
+				t.UnusedKeys = append(t.UnusedKeys, k)
 			}
 		}
 	}
