@@ -187,6 +187,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	named(env)
 	envFile := filepath.Join(o.Dir, "env.json")
 	if err := samstack.WriteEnvFile(envFile, env); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
@@ -31,6 +32,7 @@ import (
 func TestLocalDevCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	iamcheck.Recorded(t) // the local moto records the functions' calls
 	l, out := startLocal(t, ctx, "clitest")
 	dir, env, dev, cli := l.dir, l.env, l.dev, l.daybook
 	pid, err := readPid(localDir(dir))
@@ -131,6 +133,14 @@ func TestLocalDevCommands(t *testing.T) {
 	if out := cli("verify", "--account", LocalAccountID, "--dataset", "events", "--day", day, "--env-file", env); !strings.Contains(out, "OK, generation 1") {
 		t.Errorf("verify: %s", out)
 	}
+
+	// Every call the bootstraps made (local invoke, local drain) is one
+	// their policies in the template allow.
+	motoURL, err := os.ReadFile(localDir(dir).urlFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	iamcheck.CheckRecorded(t, iamcheck.ForStage(t, "clitest", nil), strings.TrimSpace(string(motoURL)))
 
 	dev("local", "down", "--dir", dir)
 	if alive(pid) {

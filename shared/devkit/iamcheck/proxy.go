@@ -127,27 +127,33 @@ type denial struct {
 
 // check evaluates c; nil means it goes on.
 func (p *Proxy) check(c Call) *denial {
-	fn, role := p.route.Function, p.policies.Role(p.route.Function)
+	return check(p.policies, p.sts, p.route, c)
+}
+
+// check evaluates c, made by r.Function with r.Key, against sts (its
+// role's statements in p) and tallies it; nil means it is allowed.
+func check(p *Policies, sts []Statement, r Route, c Call) *denial {
+	fn, role := r.Function, p.Role(r.Function)
 	s, err := SignerOf(c)
 	if err != nil {
 		return &denial{report: fmt.Sprintf("iamcheck: %s: %v", fn, err)}
 	}
-	if s.AccessKey != p.route.Key {
+	if s.AccessKey != r.Key {
 		tally.session(fn)
 		return nil
 	}
-	auth, err := p.policies.Authorize(c, s, p.route.Names)
+	auth, err := p.Authorize(c, s, r.Names)
 	if err != nil {
 		tally.add(fn, role, Check{Request: Request{Action: "(not understood)"}, Prefix: err.Error()}, Decision{}, nil)
 		return &denial{service: s.Service, report: fmt.Sprintf("iamcheck: %s (role %s): %s %s: %v", fn, role, c.Method, c.URL.Path, err)}
 	}
 	for _, ch := range auth.Checks {
-		d, err := Evaluate(p.sts, ch.Request)
+		d, err := Evaluate(sts, ch.Request)
 		if err != nil {
 			return &denial{service: s.Service, action: ch.Action, resource: ch.Resource, role: role,
 				report: fmt.Sprintf("iamcheck: %s (role %s): %s: %v", fn, role, auth.Operation, err)}
 		}
-		tally.add(fn, role, ch, d, p.sts)
+		tally.add(fn, role, ch, d, sts)
 		if d.Allowed {
 			continue
 		}

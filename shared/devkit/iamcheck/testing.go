@@ -109,3 +109,27 @@ func Main(run func() int) int {
 	}
 	return code
 }
+
+// Recorded has the moto_server that the code under t starts record every
+// request (MOTO_ENABLE_RECORDING, into a file of t's), for CheckRecorded:
+// call it before the server starts.
+func Recorded(t *testing.T) {
+	t.Helper()
+	t.Setenv("MOTO_ENABLE_RECORDING", "1")
+	t.Setenv("MOTO_RECORDER_FILEPATH", t.TempDir()+"/moto_recording")
+}
+
+// CheckRecorded checks the recorded calls of p's functions at the
+// moto_server at motoURL (Recorded): a denied one fails t. It fails t
+// when no function call was recorded at all.
+func CheckRecorded(t *testing.T, p *Policies, motoURL string) {
+	t.Helper()
+	n, err := CheckRecording(t.Context(), p, motoURL, Names{}, func(msg string) { t.Errorf("%s", msg) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Errorf("iamcheck: moto at %s recorded no call of a function (are they run with AWS_SDK_UA_APP_ID?)", motoURL)
+	}
+	t.Logf("iamcheck: %d recorded calls of the functions checked", n)
+}
