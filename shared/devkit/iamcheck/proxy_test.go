@@ -2,6 +2,8 @@ package iamcheck
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -192,4 +194,37 @@ func TestProxy(t *testing.T) {
 func recordingCfgEndpoint(t *testing.T) *string {
 	cfg, _ := recordingConfig(t)
 	return cfg.BaseEndpoint
+}
+
+// TestCheckRecorded: moto's recording of a local stack's calls is checked
+// by the User-Agent's app id (AWS_SDK_UA_APP_ID): a function's denied call
+// is reported, another function's allowed one is not, and the operator
+// CLI's (no app id) is not a function's.
+func TestCheckRecorded(t *testing.T) {
+	p := loadTemplate(t, map[string]string{"Stage": "t"})
+	cfg, rec := recordingConfig(t)
+	var lines []string
+	record := func(app, pk string) {
+		t.Helper()
+		c := cfg.Copy()
+		c.AppID = app
+		_, _ = dynamodb.NewFromConfig(c).PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(testTable), Item: key(pk, "x")})
+		call := rec.take(t)
+		h := map[string]string{}
+		for k := range call.Header {
+			h[k] = call.Header.Get(k)
+		}
+		b, _ := json.Marshal(recorded{Headers: h, Method: call.Method, URL: "http://127.0.0.1:5000" + call.URL.RequestURI(),
+			Body: base64.StdEncoding.EncodeToString(call.Body), BodyEncoded: true})
+		lines = append(lines, string(b))
+	}
+	record("ExporterFunction", "WM#acct_a")      // denied: the exporter writes no watermark
+	record("SweeperFunction", "P#acct_a#events") // allowed
+	record("", "ACCOUNTS")                       // the operator CLI
+	var reports []string
+	n, err := checkRecorded(strings.NewReader(strings.Join(lines, "\n")), p, Names{}, func(m string) { reports = append(reports, m) })
+	if err != nil || n != 2 || len(reports) != 1 || !strings.Contains(reports[0], "function ExporterFunction (role ExporterFunctionRole) is denied dynamodb:PutItem") ||
+		!strings.Contains(reports[0], "dynamodb:LeadingKeys=[WM#acct_a]") {
+		t.Errorf("checked %d, %v, reports %q", n, err, reports)
+	}
 }
