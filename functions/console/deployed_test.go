@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -201,12 +202,37 @@ func TestDeployedConsoleActions(t *testing.T) {
 		!strings.Contains(aws.ToString(out.Messages[0].Body), "assumed-role/ops/alice") {
 		t.Errorf("re-export message %s", aws.ToString(out.Messages[0].Body))
 	}
+	// The account as one saved before isolation guards existed: no guard
+	// items, none held by its record. Disabling it takes them (the
+	// console's LedgerActions on pk=GUARDS).
+	db := dynamodb.NewFromConfig(cfg)
+	guards, err := direct.Guards(actionsStage)
+	if err != nil || len(guards) == 0 {
+		t.Fatalf("guards %v %v", guards, err)
+	}
+	guardKey := func(g account.Guard) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "GUARDS"}, "sk": &types.AttributeValueMemberS{Value: g.Key}}
+	}
+	for _, g := range guards {
+		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(outs["LedgerTableName"]), Key: guardKey(g)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(outs["LedgerTableName"]), UpdateExpression: aws.String("REMOVE guards"),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ACCOUNTS"}, "sk": &types.AttributeValueMemberS{Value: direct.ID}}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, enabled := range []string{"false", "true"} {
 		if res := c.act("/actions/account", url.Values{"account": {direct.ID}, "enabled": {enabled}}); res.StatusCode != 200 {
 			t.Fatalf("enabled=%s: %d\n%s", enabled, res.StatusCode, res.Body)
 		}
 		if a, err := led.GetAccount(ctx, direct.ID); err != nil || a.Enabled != (enabled == "true") {
 			t.Errorf("the account after enabled=%s: %+v %v", enabled, a, err)
+		}
+	}
+	for _, g := range guards {
+		if out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(outs["LedgerTableName"]), Key: guardKey(g), ConsistentRead: aws.Bool(true)}); err != nil || len(out.Item) == 0 {
+			t.Errorf("guard %s after the update of a legacy account: %v %v", g.Key, out, err)
 		}
 	}
 }
