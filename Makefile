@@ -167,8 +167,10 @@ demo: demo-tools build ## the whole pipeline on the embedded demo source; files 
 
 # --- checks --------------------------------------------------------------------
 .PHONY: test test-arm64 fmt-check vet lint deadcode unit bench vulncheck
-test: tools fmt-check vet lint deadcode vulncheck test-arm64 test-race ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, the arm64 run, the race detector on the concurrent encode path, unit and integration tests
+test: tools fmt-check vet lint deadcode vulncheck test-arm64 test-race ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, the arm64 run, the race detector on the concurrent encode path, unit and integration tests, and the summary of their IAM policy checks
+	rm -rf $(LOCAL)/iamcheck
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) run ./shared/devkit/iamcheck/iamreport -dir $(LOCAL)/iamcheck -template template.yaml -out $(LOCAL)/iamcheck/report.txt
 
 # The encoder's column workers and helpers, the upload's part goroutines and
 # the exporter's read/encode pipeline hand state between goroutines; their

@@ -63,6 +63,11 @@ type demoOptions struct {
 	// serves the buckets (the end-to-end test reads the tables with a
 	// second reader there).
 	WhileUp func(ctx context.Context, srv *motoserver.Server, res *demoResult) error
+	// Endpoint, when set, is the AWS endpoint a function (its logical id)
+	// runs with instead of moto's URL: the end-to-end test puts a proxy
+	// there that checks every call against the function's policy. The
+	// env.json the operator CLI reads keeps moto's.
+	Endpoint func(fn, moto string) string
 }
 
 // demoResult is what the demo delivered, for the summary and the test.
@@ -187,6 +192,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	named(env)
 	envFile := filepath.Join(o.Dir, "env.json")
 	if err := samstack.WriteEnvFile(envFile, env); err != nil {
 		return nil, err
@@ -214,6 +220,14 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		}
 		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
 			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.Bucket, how)
+	}
+
+	if o.Endpoint != nil {
+		for _, fn := range Functions {
+			if env[fn] != nil {
+				env[fn]["AWS_ENDPOINT_URL"] = o.Endpoint(fn, srv.URL)
+			}
+		}
 	}
 
 	step("pipeline: schedule -> sweeper -> SQS -> exporter, real bootstraps under the Lambda Runtime Interface Emulator")

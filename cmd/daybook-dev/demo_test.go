@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -45,6 +46,12 @@ func TestEndToEnd(t *testing.T) {
 	t.Cleanup(func() {
 		_ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", dir})
 	})
+	// Every call of the sweeper and the exporter bootstraps is checked
+	// against their policies in the template as the demo deploys it.
+	policies := iamcheck.ForStage(t, "demo", map[string]string{"SourceDriver": "sqlite"})
+	o.Endpoint = func(fn, moto string) string {
+		return iamcheck.Endpoint(t, policies, iamcheck.Route{Function: fn, Upstream: moto})
+	}
 	res, err := demo(ctx, o)
 	t.Log(out.String())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 )
 
 // hostBinaries are the host builds, made once per test process: each build
@@ -19,7 +20,7 @@ var hostBinaries struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := iamcheck.Main(m.Run) // the functions' calls were checked: write the tally
 	if hostBinaries.dir != "" {
 		_ = os.RemoveAll(hostBinaries.dir)
 	}

@@ -59,6 +59,17 @@ func localEnv(url string, extra map[string]string) map[string]string {
 	return env
 }
 
+// named has each local function name itself in the User-Agent of its
+// AWS calls (the SDK's AWS_SDK_UA_APP_ID: app/<logical id>), so moto's log
+// and recording tell the sweeper's calls from the exporter's and from the
+// operator CLI's (the tests check the recorded calls against each
+// function's policy: package iamcheck).
+func named(env map[string]map[string]string) {
+	for fn, vars := range env {
+		vars["AWS_SDK_UA_APP_ID"] = fn
+	}
+}
+
 func (a *app) localCommand() *cobra.Command {
 	return cli.Group("local", "Run daybook on this machine: moto with template.yaml deployed, the functions under the Lambda runtime emulator",
 		a.localUpCommand(), a.localDownCommand(), a.localInvokeCommand(), a.localDrainCommand())
@@ -186,6 +197,7 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	if err != nil {
 		return err
 	}
+	named(env)
 	if err := samstack.WriteEnvFile(d.envFile(), env); err != nil {
 		return err
 	}

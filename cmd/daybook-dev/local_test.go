@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
@@ -35,6 +36,7 @@ import (
 func TestLocalDevCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	iamcheck.Recorded(t) // the local moto records the functions' calls
 	l, out := startLocal(t, ctx, "clitest")
 	dir, env, dev, cli := l.dir, l.env, l.dev, l.daybook
 	pid, err := readPid(localDir(dir))
@@ -182,6 +184,13 @@ func TestLocalDevCommands(t *testing.T) {
 		!strings.Contains(drainErr.String(), "partitions failed: daybook status --state failed says why") {
 		t.Errorf("a drain whose exports failed: exit %d\n%s%s", code, drainOut.String(), drainErr.String())
 	}
+	// Every call the bootstraps made (local invoke, local drain) is one
+	// their policies in the template allow.
+	motoURL, err := os.ReadFile(localDir(dir).urlFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	iamcheck.CheckRecorded(t, iamcheck.ForStage(t, "clitest", nil), strings.TrimSpace(string(motoURL)))
 
 	dev("local", "down", "--dir", dir)
 	if alive(pid) {

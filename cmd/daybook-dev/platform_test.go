@@ -22,6 +22,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/parquetreaders"
 	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
@@ -128,6 +129,7 @@ func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
 		_ = newApp(io.Discard, io.Discard).execute(context.Background(), []string{"local", "down", "--dir", filepath.Join(work, ".local")})
 	})
 	sh := &readmeShell{t: t, ctx: ctx, dir: work, env: map[string]string{}}
+	iamcheck.Recorded(t) // make local-up's moto records the functions' calls
 
 	// Steps 1 and 2: the entries from the tables, the catalog checked.
 	for _, args := range [][]string{
@@ -166,6 +168,13 @@ func TestPlatformCatalogThroughTheDeployedFunctions(t *testing.T) {
 	if !strings.Contains(status, "invoices") || !strings.Contains(status, "members") {
 		t.Errorf("status after the drain:\n%s", status)
 	}
+	// Every call the bootstraps made is one their policies in the
+	// template (deployed as README's local stack) allow.
+	motoURL, err := os.ReadFile(localDir(filepath.Join(work, ".local")).urlFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	iamcheck.CheckRecorded(t, iamcheck.ForStage(t, "local", nil), strings.TrimSpace(string(motoURL)))
 
 	// Every delivered value, read back from the bucket.
 	vars, err := samstack.ReadEnvFile(filepath.Join(work, ".local", "env.json"))

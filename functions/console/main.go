@@ -6,11 +6,17 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -24,48 +30,77 @@ import (
 )
 
 func main() {
+	ctx := context.Background()
+	awsCfg, err := awsclient.Load(ctx)
+	if err != nil {
+		logging.New(os.Stdout, slog.LevelError).With("function", "console").Error("aws configuration", "error", err.Error())
+		os.Exit(2)
+	}
+	fn, err := build(os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
+	if err != nil {
+		fn.Log.Error("start-up", "error", err.Error())
+		os.Exit(2)
+	}
+	lambda.Start(console.FunctionURLHandler(fn.Handler))
+}
+
+// Options are what the function's environment does not say. main passes
+// the real ones (the SDK's default configuration, the system clock,
+// crypto/rand, stdout); a test passes its own and gets the handler main
+// serves.
+type Options struct {
+	AWS    aws.Config
+	Now    func() time.Time
+	Rand   io.Reader // the cross-site request tokens
+	Stdout io.Writer // the logs
+}
+
+// Function is the function as main starts it.
+type Function struct {
+	Handler http.Handler
+	Config  Config
+	Log     *slog.Logger
+}
+
+// build is the function main serves: its configuration read once from
+// environ (os.Environ), the catalog, and the console over the ledger, the
+// accounts' buckets and (with CONSOLE_ACTIONS) the jobs queue, every
+// client from o.AWS. Errors name the variable; Log is set even then.
+func build(environ []string, o Options) (Function, error) {
 	env := map[string]string{}
-	for _, kv := range os.Environ() {
+	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
 	cfg, err := loadConfig(env)
-	log := logging.New(os.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "console")
+	log := logging.New(o.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "console")
+	fn := Function{Config: cfg, Log: log}
 	if err != nil {
-		log.Error("configuration", "error", err.Error())
-		os.Exit(2)
+		return fn, fmt.Errorf("configuration: %w", err)
 	}
-	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
+	cat, err := dataset.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }) // DAYBOOK_CATALOG, or the shipped example
 	if err != nil {
-		log.Error("catalog", "error", err.Error())
-		os.Exit(2)
+		return fn, fmt.Errorf("catalog: %w", err)
 	}
 	dataset.Use(cat)
-	awsCfg, err := awsclient.Load(context.Background())
+	cfg.Ledger.Now = o.Now
+	led, err := ledger.New(dynamodb.NewFromConfig(o.AWS), cfg.Ledger)
 	if err != nil {
-		log.Error("aws configuration", "error", err.Error())
-		os.Exit(2)
+		return fn, fmt.Errorf("ledger: %w", err)
 	}
-	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
-	if err != nil {
-		log.Error("ledger", "error", err.Error())
-		os.Exit(2)
-	}
-	clients := &destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{AllowPrivate: cfg.Rules.AllowPrivateEndpoints},
+	clients := &destination.Clients{Base: o.AWS, Now: o.Now, Endpoints: netguard.Policy{AllowPrivate: cfg.Rules.AllowPrivateEndpoints},
 		// It only reads manifests: sessions in customer roles may do nothing else.
 		SessionPolicy: destination.ReadObjectsPolicy}
 	c := console.Config{
 		Ledger: led, Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
 		Stage: cfg.Stage, SettleDelay: cfg.SettleDelay, Deployment: "daybook-" + cfg.Stage,
-		ReadOnly: !cfg.Actions, Identity: console.IdentityFromContext, Secure: true, Now: time.Now, Log: log,
+		ReadOnly: !cfg.Actions, Identity: console.IdentityFromContext, Secure: true, Now: o.Now, Rand: o.Rand, Log: log,
 	}
 	if cfg.Actions {
-		c.Queue, c.QueueURL = sqs.NewFromConfig(awsCfg), cfg.QueueURL
+		c.Queue, c.QueueURL = sqs.NewFromConfig(o.AWS), cfg.QueueURL
 	}
-	srv, err := console.New(c)
-	if err != nil {
-		log.Error("console", "error", err.Error())
-		os.Exit(2)
+	if fn.Handler, err = console.New(c); err != nil {
+		return fn, fmt.Errorf("console: %w", err)
 	}
-	lambda.Start(console.FunctionURLHandler(srv))
+	return fn, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -34,7 +35,8 @@ func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg, outs := samstacktest.Stack(t, srv, "consolefn")
+	params := map[string]string{"DeployConsole": "true"} // read-only: ConsoleActions false
+	cfg, outs := samstacktest.StackWith(t, srv, "consolefn", params)
 	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: outs["LedgerTableName"], Lease: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +53,16 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 	dir := t.TempDir()
 	hostbuild.Bootstraps(t, dir, "ConsoleFunction")
 	bin := filepath.Join(dir, "ConsoleFunction", "bootstrap")
-	env := map[string]string{
-		"LEDGER_TABLE": outs["LedgerTableName"], "JOBS_QUEUE_URL": outs["JobsQueueUrl"], "DAYBOOK_STAGE": "consolefn",
-		"DEPLOYMENT_ACCOUNT_ID": motoserver.AccountID, "CONSOLE_ACTIONS": "false",
-		"AWS_ENDPOINT_URL": srv.URL, "AWS_REGION": motoserver.Region, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+	// The deployed function's environment; its AWS endpoint checks every
+	// call against the console role's policy in template.yaml.
+	env := samstacktest.FunctionEnv(t, srv, "consolefn", "ConsoleFunction")
+	endpoint := iamcheck.Endpoint(t, iamcheck.ForStage(t, "consolefn", params), iamcheck.Route{Function: "ConsoleFunction", Upstream: srv.URL})
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": motoserver.Region,
+		"AWS_ACCESS_KEY_ID": iamcheck.DefaultKey, "AWS_SECRET_ACCESS_KEY": "testing"} {
+		env[k] = v
+	}
+	if env["CONSOLE_ACTIONS"] != "false" {
+		t.Fatalf("the deployed console's CONSOLE_ACTIONS is %q", env["CONSOLE_ACTIONS"])
 	}
 	var log strings.Builder
 	fn, err := runtimeemulator.Start(ctx, bin, runtimeemulator.Options{Name: "ConsoleFunction", Env: env, Log: &log})

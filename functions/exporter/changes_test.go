@@ -122,9 +122,9 @@ func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOpts{})
 			bus := &countingBus{}
-			store := &crashingStore{Store: e.led}
+			store := &crashingStore{Store: e.fnLedger()}
 			ob := &outbox.Outbox{Store: store, Bus: bus, On: true}
-			e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate, Outbox: ob}
+			e.svc.Lifecycle.Outbox = ob
 			led := &crashingComplete{LedgerAPI: e.svc.Ledger}
 			e.svc.Ledger = led
 			e.insert("events", genRows("events", testDay, 20)...)
@@ -143,9 +143,11 @@ func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
 				}
 				want = 3
 			}
-			// A sweep, a grace later, publishes what is pending.
+			// A sweep, a grace later, publishes what is pending (the
+			// sweeper's outbox: the test's ledger plays it).
 			e.clk.Advance(time.Minute)
-			if _, err := ob.Republish(e.ctx, e.clk.Now(), 0); err != nil {
+			sweep := &outbox.Outbox{Store: e.led, Bus: bus, On: true}
+			if _, err := sweep.Republish(e.ctx, e.clk.Now(), 0); err != nil {
 				t.Fatal(err)
 			}
 			if r := e.row("events", testDay); r.Generation != want || e.committed("events", testDay).Generation != want {
@@ -313,7 +315,7 @@ func TestChangeLogAsTheReadmeShows(t *testing.T) {
 func TestRecoveredEventKeepsItsReseed(t *testing.T) {
 	e := newEnv(t, envOpts{datasets: []string{"profiles"}})
 	e.withLifecycle()
-	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led, Bus: &countingBus{}, On: true}
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.fnLedger(), Bus: &countingBus{}, On: true}
 	e.svc.Queue = &recordingQueue{}
 	e.acct.StartDate = testDay
 	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {

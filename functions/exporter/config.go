@@ -8,6 +8,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -44,6 +45,9 @@ type Config struct {
 	// Local is true when the SDK's endpoint is on this machine (a local
 	// stack; awsclient.Local): only then may custom endpoints be loopback.
 	Local bool
+	// Catalog is the deployment's datasets (DAYBOOK_CATALOG, the bundled
+	// catalog.yaml, or the shipped example): build reads it.
+	Catalog *dataset.Set
 }
 
 func loadConfig(r *envvar.Reader) (Config, error) {

@@ -13,15 +13,21 @@ import (
 )
 
 // Malformed and rejected messages go to the real DLQ of the deployed stack
-// at once, with the reason; neighbours are unaffected.
+// at once, with the reason, through the handler main builds (its DLQ
+// client and JOBS_DLQ_URL); neighbours are unaffected.
 func TestMalformedGoesStraightToTheDLQ(t *testing.T) {
+	e := newEnv(t, envOpts{})
 	cfg, out := deployed(t)
 	q := sqs.NewFromConfig(cfg)
 	dlq := out["JobsDLQUrl"]
 	ev := loadEvent(t, filepath.Join("..", "..", "events", "exporter-malformed.json"))
 	ok := &recorder{}
 	ev.Records = append(ev.Records, events.SQSMessage{MessageId: "fine", Body: "ok"})
-	h := Handler{Processor: splitProcessor{ok}, Log: slog.New(slog.DiscardHandler), DeadLetters: q, DLQURL: dlq}
+	h := e.handler
+	if h.DLQURL != dlq {
+		t.Fatalf("the handler's DLQ %q, the stack's %q", h.DLQURL, dlq)
+	}
+	h.Processor = splitProcessor{ok}
 	resp, err := h.Handle(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 func (e *env) wantDocs(datasets ...string) []bucketdocs.File {
 	e.t.Helper()
 	in := bucketdocs.Input{Bucket: e.acct.Destination.Bucket, Prefix: e.prefix, Format: "parquet", Compression: "snappy",
-		TimeZone: "UTC", MaxFileBytes: e.exp.Config.maxFileBytes()}
+		TimeZone: "UTC", SettleDelay: e.svc.SettleDelay, MaxFileBytes: e.exp.Config.maxFileBytes()}
 	for _, name := range datasets {
 		in.Datasets = append(in.Datasets, mustDataset(e.t, name))
 	}
@@ -187,7 +187,7 @@ func TestNothingInternalInTheBucket(t *testing.T) {
 		return e.notCommitted(ds, next)
 	}
 	contains(t, "ledger error", failed("events").LastError, "schema_mismatch: ", "row 2", "column value")
-	closed := sourceDB(t, false)
+	closed, _ := sourceDB(t, false)
 	closed.Close()
 	if e.exp.Source, err = source.NewSQL(closed, dataset.DialectSQLite, dsn); err != nil {
 		t.Fatal(err)

@@ -1,21 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,16 +33,15 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
-	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
+	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/partition"
-	"github.com/daybook-dev/daybook/shared/source"
 )
 
 // The tests run at a fixed instant; the exported day is closed then.
@@ -67,24 +69,41 @@ type envOpts struct {
 	// glue its destination.glue (registered through moto's Glue).
 	tableFormat string
 	glue        *account.GlueTables
+	// env sets (or, with "", empties) variables of the function's
+	// environment over the deployed function's and the test's own.
+	env map[string]string
+	// ownQueue gives the function a jobs queue of the test's own (its
+	// JOBS_QUEUE_URL), standing for the stack's: slices and fanned-out
+	// days go there, where the test reads them.
+	ownQueue bool
+	// aws wraps the function's AWS configuration (a request counter).
+	aws func(aws.Config) aws.Config
 }
 
 // env is one test's world: its own account, bucket and SQLite source, on
-// the shared deployed stack (ledger table and jobs queue).
+// the shared deployed stack (ledger table and jobs queue), and the
+// exporter as main builds it (build: the deployed function's environment,
+// its clients through a proxy that checks every call against the
+// exporter's policy in template.yaml).
 type env struct {
 	t        *testing.T
 	ctx      context.Context
 	clk      *clock
-	led      *ledger.Ledger
+	led      *ledger.Ledger // the test's own: claims as the sweeper makes them, reads
 	s3       *s3.Client
 	sqs      *sqs.Client
 	queueURL string
 	db       *sql.DB
+	dbPath   string
 	acct     account.Account
 	prefix   string
 	faults   *buckettest.Faults
+	handler  Handler
+	fcfg     aws.Config // the function's AWS configuration (checked)
 	exp      *Exporter
 	svc      *Service
+	out      *output // the function's stdout: its logs and metric lines
+	opts     envOpts
 	msgs     atomic.Int64
 }
 
@@ -93,11 +112,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	ctx := t.Context()
 	cfg, out := deployed(t)
 	clk := at(testNow)
-	serialOnce.Do(func() {
-		serial = &ledgertest.SerialDB{Client: dynamoClient(cfg), KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
-	})
-	led, err := ledger.New(serial, ledger.Config{
-		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3,
+	led, err := ledger.New(dynamoClient(cfg), ledger.Config{
+		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3, Stage: testStage,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: &lockedReader{r: seeded(t, "ledger")},
 	})
 	if err != nil {
@@ -111,7 +127,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	bucket := o.bucket
 	s3c := awsclient.NewS3(cfg)
 	if bucket == "" {
-		bucket = fmt.Sprintf("exp-%d-%s", n, strings.TrimPrefix(id, "acct_"))
+		// A name of the template's DirectBucketPattern (daybook-exports-*),
+		// which the exporter's own role may write.
+		bucket = fmt.Sprintf("daybook-exports-%d-%s", n, strings.TrimPrefix(id, "acct_"))
 		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
 			t.Fatal(err)
 		}
@@ -128,50 +146,161 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := sourceDB(t, o.relaxed)
-	src, err := source.NewSQL(db, dataset.DialectSQLite, "sqlite:test.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.maxFileBytes == 0 {
-		o.maxFileBytes = 64 << 20
-	}
-	f := &buckettest.Faults{}
-	log := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if testing.Verbose() {
-		log = slog.New(slog.NewJSONHandler(t.Output(), nil))
-	}
+	db, path := sourceDB(t, o.relaxed)
 	e := &env{t: t, ctx: ctx, clk: clk, led: led, s3: s3c, sqs: sqs.NewFromConfig(cfg), queueURL: out["JobsQueueUrl"],
-		db: db, acct: a, prefix: prefix, faults: f}
-	e.exp = &Exporter{
-		Source:  src,
-		Buckets: faultyBuckets{buckets{&destination.Clients{Base: cfg}}, f},
-		Scripts: loadScripts,
-		Config:  ExportConfig{Stage: testStage, MaxFileBytes: o.maxFileBytes, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: o.rowGroupRows},
-		Now:     clk.Now,
-		// moto's account: the expected owner of a bucket written with
-		// daybook's own role, as DEPLOYMENT_ACCOUNT_ID is in a deployment.
-		DeploymentAccountID: buckettest.Owner,
-		docs:                &docsSeen{},
-		Schemas:             led,
-		schemas:             &schemasSeen{},
-		Catalogs:            buckets{&destination.Clients{Base: cfg}},
+		db: db, dbPath: path, acct: a, prefix: prefix, faults: &buckettest.Faults{}}
+	if o.ownQueue {
+		e.queueURL = samstacktest.OwnQueue(t, cfg, out["JobsQueueUrl"])
 	}
-	e.svc = &Service{
-		Ledger:   withSettle{led, 0},
-		Queue:    e.sqs,
-		QueueURL: e.queueURL,
-		Exporter: e.exp,
-		Log:      log,
-		Now:      clk.Now,
-		Rand:     &lockedReader{r: seeded(t, "run")},
-	}
+	e.opts = o
+	e.build(o)
 	return e
 }
 
-func sourceDB(t *testing.T, relaxed bool) *sql.DB {
+// rebuild builds the env's exporter again, a cold start of a deployment
+// whose environment also has vars.
+func (e *env) rebuild(vars map[string]string) {
+	e.t.Helper()
+	o := e.opts
+	o.env = maps.Clone(o.env)
+	if o.env == nil {
+		o.env = map[string]string{}
+	}
+	maps.Copy(o.env, vars)
+	e.opts = o
+	e.build(o)
+}
+
+// build makes the env's exporter with build, as main does: the deployed
+// function's environment (read back from the stack) with the test's
+// source, stage and sizes, and an AWS configuration whose every call is
+// checked against the exporter's policy. Only the bucket clients are
+// wrapped afterwards, with the env's Faults.
+func (e *env) build(o envOpts) {
+	t := e.t
+	cfg, _ := deployed(t)
+	fcfg := iamcheck.Config(t, iamcheck.ForStage(t, stackStage, nil), "ExporterFunction", cfg, iamcheck.Names{Own: samstacktest.Like})
+	if o.aws != nil {
+		fcfg = o.aws(fcfg)
+	}
+	e.fcfg = fcfg
+	var environ []string
+	for k, v := range e.functionEnv(o, *fcfg.BaseEndpoint) {
+		environ = append(environ, k+"="+v)
+	}
+	e.out = &output{t: t}
+	fn, err := build(e.ctx, environ, Options{AWS: fcfg, Now: e.clk.Now, Rand: &lockedReader{r: seeded(t, "run")}, Stdout: e.out})
+	if err != nil {
+		t.Fatalf("build the exporter: %v", err)
+	}
+	e.handler = fn.Handler
+	e.svc = fn.Handler.Processor.(*Service)
+	e.exp = e.svc.Exporter
+	e.exp.Config.RowGroupRows = o.rowGroupRows // no variable: an encoder knob of the tests
+	e.exp.Buckets = faultyBuckets{e.exp.Buckets, e.faults}
+}
+
+// functionEnv is the exporter's environment in the env: the deployed
+// function's (read back from the stack) with the test's source, stage,
+// sizes and queue, and endpoint as its AWS endpoint.
+func (e *env) functionEnv(o envOpts, endpoint string) map[string]string {
+	if o.maxFileBytes == 0 {
+		o.maxFileBytes = 64 << 20
+	}
+	vars := samstacktest.FunctionEnv(e.t, srv, stackStage, "ExporterFunction")
+	for k, v := range map[string]string{
+		// the SDK's endpoint, as on a local stack (custom endpoints may
+		// then be loopback: awsclient.Local)
+		"AWS_ENDPOINT_URL":      endpoint,
+		"DAYBOOK_STAGE":         testStage,
+		"SOURCE_DRIVER":         "sqlite",
+		"SOURCE_DSN":            "file:" + e.dbPath,
+		"MAX_FILE_BYTES":        fmt.Sprint(o.maxFileBytes),
+		"PART_SIZE_BYTES":       fmt.Sprint(5 << 20),
+		"UPLOAD_CONCURRENCY":    "2",
+		"MAX_ATTEMPTS":          "3",
+		"RESTATE_LOOKBACK_DAYS": fmt.Sprint(testRestate.LookbackDays),
+		"RESTATE_INTERVAL":      testRestate.Interval.String(),
+		"JOBS_QUEUE_URL":        e.queueURL,
+		"LOG_LEVEL":             "WARN",
+	} {
+		vars[k] = v
+	}
+	if testing.Verbose() {
+		vars["LOG_LEVEL"] = "DEBUG"
+	}
+	for k, v := range o.env {
+		vars[k] = v
+	}
+	return vars
+}
+
+// fnLedger is the exporter's own ledger, as build made it.
+func (e *env) fnLedger() *ledger.Ledger { return e.svc.Ledger.(withSettle).Ledger }
+
+// fnLedgerWith is a ledger like the exporter's, on its (checked) client,
+// with its configuration changed by edit: a test that takes a hook away.
+func (e *env) fnLedgerWith(edit func(*ledger.Config)) *ledger.Ledger {
+	e.t.Helper()
+	cfg := e.fnLedger().Config()
+	edit(&cfg)
+	led, err := ledger.New(dynamoClient(e.fcfg), cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return led
+}
+
+// output is the function's stdout in a test: kept for the test to read
+// (logs, metric lines), and shown on the test's output when it fails or
+// runs verbose.
+type output struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if testing.Verbose() || bytes.Contains(p, []byte(`"level":"ERROR"`)) || bytes.Contains(p, []byte(`"level":"WARN"`)) {
+		o.t.Logf("%s", bytes.TrimRight(p, "\n"))
+	}
+	return o.buf.Write(p)
+}
+
+// reset forgets what was written so far.
+func (o *output) reset() {
+	o.mu.Lock()
+	o.buf.Reset()
+	o.mu.Unlock()
+}
+
+// String is everything written since the last reset.
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// metrics are the metric lines (embedded metric format) written so far,
+// each as its JSON object.
+func (o *output) metrics() []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(o.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["_aws"] != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// sourceDB is a SQLite source with the catalog's tables, and its path.
+func sourceDB(t *testing.T, relaxed bool) (*sql.DB, string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "source.db"))
+	path := filepath.Join(t.TempDir(), "source.db")
+	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +315,7 @@ func sourceDB(t *testing.T, relaxed bool) *sql.DB {
 	if _, err := db.Exec(ddl); err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return db, path
 }
 
 // ---- source rows ----

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -63,8 +61,6 @@ func (e *env) eventQueue() func() []routedEvent {
 		Targets: []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)])}}}); err != nil {
 		e.t.Fatal(err)
 	}
-	e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate,
-		Outbox: &outbox.Outbox{Store: e.led, Bus: &events.Publisher{API: eb, Bus: bus, Now: e.clk.Now}, On: true}}
 	return func() []routedEvent {
 		e.t.Helper()
 		var got []routedEvent
@@ -153,14 +149,6 @@ func TestCommittedEvents(t *testing.T) {
 func TestStoppedEvent(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	drain := e.eventQueue()
-	cfg := e.led.Config()
-	cfg.Stopped = stoppedHook(e.svc.Lifecycle.Outbox, nil, e.svc.Log)
-	cfg.StoppedEvent = outbox.StoppedEvent // as main wires it
-	led, err := ledger.New(serial, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.svc.Ledger = withSettle{led, 0}
 	if _, err := e.db.Exec(`DROP TABLE events`); err != nil { // every read fails
 		t.Fatal(err)
 	}
@@ -200,13 +188,8 @@ func TestStoppedEvent(t *testing.T) {
 func TestStoppedEventSurvivesACrash(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	drain := e.eventQueue()
-	cfg := e.led.Config()
-	cfg.Stopped = nil // the crash: nothing runs after the transition
-	cfg.StoppedEvent = outbox.StoppedEvent
-	led, err := ledger.New(serial, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The crash: nothing runs after the transition.
+	led := e.fnLedgerWith(func(c *ledger.Config) { c.Stopped = nil })
 	e.svc.Ledger = withSettle{led, 0}
 	if _, err := e.db.Exec(`DROP TABLE events`); err != nil { // every read fails
 		t.Fatal(err)
@@ -223,11 +206,13 @@ func TestStoppedEventSurvivesACrash(t *testing.T) {
 		t.Fatalf("published before any republish: %+v", got)
 	}
 	key := partition.Key{AccountID: e.acct.ID, Dataset: "events", Day: testDay}
-	evs, err := led.Events(context.Background(), key)
+	evs, err := e.led.Events(context.Background(), key)
 	if err != nil || len(evs) != 1 || evs[0].Kind != ledger.EventStopped || !evs[0].Pending() {
 		t.Fatalf("recorded events %+v, %v: want one pending stopped event", evs, err)
 	}
-	rp, err := e.svc.Lifecycle.Outbox.Republish(context.Background(), evs[0].RecordedAt.Add(time.Hour), time.Minute)
+	// A sweep publishes it: the sweeper's outbox (the test's ledger plays it).
+	sweep := &outbox.Outbox{Store: e.led, Bus: e.svc.Lifecycle.Outbox.Bus, On: true}
+	rp, err := sweep.Republish(context.Background(), evs[0].RecordedAt.Add(time.Hour), time.Minute)
 	if err != nil || rp.Published != 1 {
 		t.Fatalf("republish: %+v, %v", rp, err)
 	}
@@ -250,10 +235,9 @@ func (f *failingEvents) PutEvents(context.Context, *eventbridge.PutEventsInput, 
 func TestPublishFailureKeepsTheExport(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	metricLines := e.withLifecycle()
+	logs := metricLines
 	api := &failingEvents{}
-	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led, Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
-	var logs bytes.Buffer
-	e.svc.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.fnLedger(), Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
 	e.insert("events", genRows("events", testDay, 4)...)
 	r := e.export("events", testDay)
 	if r.State != ledger.StateCompleted || r.Generation != 1 || api.calls != 1 {

@@ -26,7 +26,7 @@ import (
 // unreadable returns the error a source gives when its database is gone.
 func unreadable(t *testing.T) error {
 	t.Helper()
-	db := sourceDB(t, false)
+	db, _ := sourceDB(t, false)
 	src, err := source.NewSQL(db, dataset.DialectSQLite, "sqlite:test.db")
 	if err != nil {
 		t.Fatal(err)

@@ -199,7 +199,7 @@ func diffSums(t *testing.T, wantFrom, want, got string) {
 // goldenSource is a SQLite source holding rows rows of each dataset on day.
 func goldenSource(t *testing.T, day civil.Date, rows int) *sql.DB {
 	t.Helper()
-	db := sourceDB(t, false)
+	db, _ := sourceDB(t, false)
 	e := &env{t: t, ctx: t.Context(), db: db, acct: account.Account{ID: "acct_0123456789abcdef01234567"}}
 	for _, ds := range []string{"events", "profiles", "daily_stats"} {
 		e.insert(ds, genRows(ds, day, rows)...)

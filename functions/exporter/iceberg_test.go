@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,10 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -28,7 +25,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
-	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
 // icebergTable reads the account's events table as a reader would.
@@ -197,18 +193,12 @@ func TestIcebergCrashConverges(t *testing.T) {
 // withdraws the day once, when its plan begins the generation, and the
 // commit of the last slice delivers every slice's files in one snapshot.
 func TestIcebergSlicedDayIsOneSnapshot(t *testing.T) {
-	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg})
+	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg, ownQueue: true})
 	e.insert("events", genRows("events", testDay, 2000)...)
 	e.export("events", testDay)
 	e.wantTable(testDay)
 
-	e.exp.Config.SliceRows = 1000
-	name := fmt.Sprintf("slices-%d", runs.Add(1))
-	q, err := e.sqs.CreateQueue(e.ctx, &sqs.CreateQueueInput{QueueName: &name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.svc.QueueURL = aws.ToString(q.QueueUrl)
+	e.rebuild(map[string]string{"SLICE_ROWS": "1000"}) // a deployment that slices above 1000 rows
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}
@@ -259,8 +249,8 @@ func TestIcebergGlueRegistration(t *testing.T) {
 		}
 		return out.Table.Parameters[icetable.GlueParamMetadata]
 	}
-	var lines bytes.Buffer
-	e.svc.Metrics = &metrics.Emitter{W: &lines, Now: e.clk.Now, Stage: testStage}
+	e.out.reset()
+	lines := e.out
 	failures := func() int { return strings.Count(lines.String(), `"GlueRegistrationFailures":1`) }
 	day2 := testDay.AddDays(1)
 	e.insert("events", genRows("events", testDay, 200)...)

@@ -9,12 +9,15 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -43,49 +46,92 @@ import (
 )
 
 func main() {
-	cfg, err := loadConfig(envvar.New())
-	log := logging.New(os.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "exporter")
+	ctx := context.Background()
+	awsCfg, err := awsclient.Load(ctx)
 	if err != nil {
-		log.Error("configuration", "error", err.Error())
+		logging.New(os.Stdout, slog.LevelError).With("function", "exporter").Error("aws configuration", "error", err.Error())
 		os.Exit(2)
 	}
-	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
+	fn, err := build(ctx, os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
 	if err != nil {
-		log.Error("catalog", "error", err.Error())
+		fn.Log.Error("start-up", "error", err.Error())
 		os.Exit(2)
 	}
-	dataset.Use(cat)
-	// SOURCE_DSN[_PARAMETER] and one per further source or shard
-	// (SOURCE_DSN_<SOURCE>[__<SHARD>], SOURCE_DSN_PARAMETER_..., SOURCE_DSN_PARAMETERS).
-	if cfg.Sources, err = source.DSNsFromEnv(os.Environ()); err != nil {
-		log.Error("configuration", "error", err.Error())
-		os.Exit(2)
-	}
-	h, err := wire(context.Background(), cfg, log)
-	if err != nil {
-		log.Error("start-up", "error", err.Error())
-		os.Exit(2)
-	}
+	cfg := fn.Config
 	partSize := cfg.Export().partSize()
 	if limit := memoryLimit(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), os.Getenv("GOMEMLIMIT"), partSize, cfg.Concurrency); limit > 0 {
 		debug.SetMemoryLimit(limit) // a guard; see memoryLimit
-		log.Info("memory limit", "go_memory_limit_mib", limit>>20, "part_size_mib", partSize>>20)
+		fn.Log.Info("memory limit", "go_memory_limit_mib", limit>>20, "part_size_mib", partSize>>20)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(fn.Handler.Handle)
 }
 
-func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
-	awsCfg, err := awsclient.Load(ctx)
-	if err != nil {
-		return Handler{}, err
+// Options are what the function's environment does not say. main passes
+// the real ones: the SDK's default configuration (the Lambda role's
+// credentials, AWS's endpoints), the system clock, crypto/rand and stdout.
+// A test passes its own (its emulator's endpoint behind the policy check,
+// its clock, seeded randomness, its output) and gets the handler main runs.
+type Options struct {
+	AWS  aws.Config
+	Now  func() time.Time
+	Rand io.Reader
+	// Stdout receives the logs and the metric lines (CloudWatch Logs
+	// reads the function's stdout; embedded metric format).
+	Stdout io.Writer
+}
+
+// Function is the function as main starts it.
+type Function struct {
+	Handler Handler
+	Config  Config
+	Log     *slog.Logger
+}
+
+// build is the function main runs: its configuration read once from
+// environ (os.Environ: the variables loadConfig reads, the catalog, every
+// source's connection string), then wired. Errors name the variable; Log
+// is set even then, to report them.
+func build(ctx context.Context, environ []string, o Options) (Function, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
+	r := envvar.From(env)
+	cfg, err := loadConfig(r)
+	log := logging.New(o.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "exporter")
+	fn := Function{Config: cfg, Log: log}
+	if err != nil {
+		return fn, fmt.Errorf("configuration: %w", err)
+	}
+	// DAYBOOK_CATALOG, or the bundled catalog, or the shipped example.
+	if fn.Config.Catalog, err = dataset.FromEnv(r.Lookup); err != nil {
+		return fn, fmt.Errorf("catalog: %w", err)
+	}
+	// SOURCE_DSN[_PARAMETER] and one per further source or shard
+	// (SOURCE_DSN_<SOURCE>[__<SHARD>], SOURCE_DSN_PARAMETER_..., SOURCE_DSN_PARAMETERS).
+	if fn.Config.Sources, err = source.DSNsFromEnv(environ); err != nil {
+		return fn, fmt.Errorf("configuration: %w", err)
+	}
+	if fn.Handler, err = wire(ctx, fn.Config, o, log); err != nil {
+		return fn, err
+	}
+	return fn, nil
+}
+
+// wire builds the handler from its configuration: every client from
+// o.AWS, once.
+func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler, error) {
+	dataset.Use(cfg.Catalog)
+	awsCfg := o.AWS
 	src, err := openSources(ctx, cfg, ssm.NewFromConfig(awsCfg))
 	if err != nil {
 		return Handler{}, err
 	}
-	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
+	em := &metrics.Emitter{W: o.Stdout, Stage: cfg.Stage, Now: o.Now}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
+	cfg.Ledger.Now, cfg.Ledger.Rand = o.Now, o.Rand
 	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
@@ -99,7 +145,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	queue := sqs.NewFromConfig(awsCfg)
 	// Custom endpoints dial through the guard: private addresses only where
 	// the deployment allows them, loopback only on a local stack.
-	dest := buckets{&destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{
+	dest := buckets{&destination.Clients{Base: awsCfg, Now: o.Now, Endpoints: netguard.Policy{
 		AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
 	}}}
 	svc := &Service{
@@ -112,14 +158,15 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 			Catalogs:            dest,
 			Scripts:             loadScripts,
 			Config:              cfg.Export(),
-			Now:                 time.Now,
+			Now:                 o.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
 			docs:                &docsSeen{},
 			Schemas:             led,
 			schemas:             &schemasSeen{},
 		},
 		Log:         log,
-		Now:         time.Now,
+		Now:         o.Now,
+		Rand:        o.Rand,
 		Metrics:     em,
 		SettleDelay: cfg.SettleDelay,
 		Lifecycle:   &Lifecycle{Ledger: led, Outbox: ob, Restate: cfg.Restate},
@@ -164,11 +211,7 @@ func openSources(ctx context.Context, cfg Config, params *ssm.Client) (*source.R
 	if err != nil {
 		return nil, err
 	}
-	cat, err := dataset.Catalog()
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Covers(cat); err != nil {
+	if err := r.Covers(cfg.Catalog.Datasets()); err != nil {
 		return nil, fmt.Errorf("the catalog's sources: %w", err)
 	}
 	return r, nil

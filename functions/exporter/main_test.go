@@ -16,6 +16,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
+	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
 var (
@@ -25,14 +26,32 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
+// stackStage is the stage of the stack the package's tests deploy.
+const stackStage = "exporttest"
+
 var (
 	serialOnce sync.Once
-	serial     *ledgertest.SerialDB
+	serial     *ledgertest.SerialProxy
+	serialErr  error
 )
 
-// deployed is the real template.yaml deployed into this package's moto.
+// deployed is the real template.yaml deployed into this package's moto,
+// and a configuration that reaches it through one proxy that serializes
+// the writes to each item (moto does not; ledgertest.SerialProxy): the
+// test's clients and the function's (through its policy check) alike.
 func deployed(t *testing.T) (aws.Config, map[string]string) {
-	return samstacktest.Stack(t, srv, "exporttest")
+	t.Helper()
+	cfg, out := samstacktest.Stack(t, srv, stackStage)
+	serialOnce.Do(func() {
+		serial = &ledgertest.SerialProxy{Target: srv.URL, KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
+		serialErr = serial.Start()
+	})
+	if serialErr != nil {
+		t.Fatal(serialErr)
+	}
+	cfg = cfg.Copy()
+	cfg.BaseEndpoint = aws.String(serial.URL())
+	return cfg, out
 }
 
 func dynamoClient(cfg aws.Config) *dynamodb.Client { return dynamodb.NewFromConfig(cfg) }

@@ -22,11 +22,11 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
-	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/source"
 )
 
-// emf decodes the EMF lines an emitter wrote into metric name → values.
+// emf decodes the EMF lines an emitter wrote into metric name → values;
+// other lines (the function's logs) are skipped.
 func emf(t *testing.T, b []byte) map[string][]float64 {
 	t.Helper()
 	out := map[string][]float64{}
@@ -37,6 +37,9 @@ func emf(t *testing.T, b []byte) map[string][]float64 {
 		var m map[string]any
 		if err := json.Unmarshal(line, &m); err != nil {
 			t.Fatalf("EMF line %q: %v", line, err)
+		}
+		if m["_aws"] == nil {
+			continue
 		}
 		aws := m["_aws"].(map[string]any)
 		for _, d := range aws["CloudWatchMetrics"].([]any)[0].(map[string]any)["Metrics"].([]any) {
@@ -49,23 +52,21 @@ func emf(t *testing.T, b []byte) map[string][]float64 {
 
 func TestMetricsPerOutcome(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	var buf bytes.Buffer
-	e.svc.Metrics = &metrics.Emitter{W: &buf, Stage: testStage, Now: e.clk.Now}
 	e.insert("events", genRows("events", testDay, 7)...)
 	if r := e.export("events", testDay); r.State != ledger.StateCompleted {
 		t.Fatalf("row %+v", r)
 	}
-	got := emf(t, buf.Bytes())
+	got := emf(t, []byte(e.out.String()))
 	if v := got["PartitionsExported"]; len(v) != 1 || v[0] != 1 || got["RowsExported"][0] != 7 || got["BytesExported"][0] <= 0 {
 		t.Fatalf("metrics after a completed export: %v", got)
 	}
 
-	buf.Reset()
+	e.out.reset()
 	e.failOnce(putOf(layout.ManifestName))
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}
-	got = emf(t, buf.Bytes())
+	got = emf(t, []byte(e.out.String()))
 	if v := got["PartitionFailures"]; len(v) != 1 || v[0] != 1 || len(got["PartitionsExported"]) != 0 {
 		t.Fatalf("metrics after a failed export: %v", got)
 	}

@@ -6,48 +6,29 @@ import (
 	"flag"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 
-	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/awscount"
-	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
-	"github.com/daybook-dev/daybook/shared/outbox"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite the request-count rows of docs/performance.md from the counts")
 
-// counted makes e's exporter reach AWS through clients that count into c,
-// as main wires them: its own ledger client, the destination's S3 client
-// assumed through STS with the account's role, the jobs queue, and the
-// event bus with the outbox on. The test's own ledger (e.led: claims,
-// reads) is not counted.
+// counted builds e's exporter again as main builds it, its clients also
+// counting into c: its own ledger client, the destination's S3 client
+// assumed through STS with the account's role (one the exporter may assume:
+// daybook-export-*), the jobs queue, and the event bus with the outbox on.
+// The test's own ledger (e.led: claims, reads) is not counted.
 func (e *env) counted(c *awscount.Counter) {
 	e.t.Helper()
-	base, out := deployed(e.t)
-	cfg := c.Config(base)
-	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{
-		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3,
-		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: e.clk.Now, Rand: &lockedReader{r: seeded(e.t, "counted")},
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.acct.Destination.RoleARN = "arn:aws:iam::" + awsclient.LocalAccountID + ":role/daybook-writer"
+	e.acct.Destination.RoleARN = "arn:aws:iam::" + awsclient.LocalAccountID + ":role/daybook-export-writer"
 	e.acct.Destination.ExternalID = "daybook-" + strings.TrimPrefix(e.acct.ID, "acct_")
 	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
 		e.t.Fatal(err)
 	}
-	e.exp.Buckets = buckets{&destination.Clients{Base: cfg}}
-	e.svc.Ledger = withSettle{led, 0}
-	e.svc.Queue = sqs.NewFromConfig(cfg)
-	ob := &outbox.Outbox{Store: led, Bus: &events.Publisher{API: eventbridge.NewFromConfig(cfg), Bus: out["EventBusName"], Now: e.clk.Now}, On: true}
-	e.svc.Lifecycle = &Lifecycle{Ledger: led, Restate: testRestate, Outbox: ob}
+	e.opts.aws = c.Config
+	e.rebuild(nil)
 }
 
 // TestRequestCounts (issue 25 §3): the AWS requests the exporter makes,
@@ -104,7 +85,6 @@ func TestRequestCounts(t *testing.T) {
 	c = &awscount.Counter{}
 	se, queue := slicedEnv(t, 1000)
 	se.counted(c)
-	se.svc.QueueURL = queue
 	se.insert("events", genRows("events", testDay, 3000)...)
 	claim = se.claim("events", testDay, "")
 	c.Reset()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +9,18 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
-	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 var testRestate = ledger.RestateConfig{LookbackDays: 7, Interval: 6 * time.Hour, PerSweepCap: 50}
 
 // withLifecycle turns on restatement checks and reseeds (no events).
-func (e *env) withLifecycle() *bytes.Buffer {
-	e.svc.Lifecycle = &Lifecycle{Ledger: e.led, Restate: testRestate}
-	var buf bytes.Buffer
-	e.svc.Metrics = &metrics.Emitter{W: &buf, Now: e.clk.Now, Stage: testStage}
-	return &buf
+func (e *env) withLifecycle() *output {
+	if e.svc.Lifecycle == nil || e.svc.Lifecycle.Restate != testRestate {
+		e.t.Fatalf("the exporter's lifecycle %+v: build gives it the test's restatement settings", e.svc.Lifecycle)
+	}
+	e.out.reset()
+	return e.out
 }
 
 // checkBody is the sweeper's restate_check message for a completed row.

@@ -50,7 +50,7 @@ func TestDeliveredSchemaRecordedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cs := &countingSchemas{SchemaLedger: e.led}
+	cs := &countingSchemas{SchemaLedger: e.fnLedger()}
 	e.exp.Schemas = cs
 	want := func(step string, reads, writes int) {
 		t.Helper()

@@ -33,15 +33,8 @@ import (
 // chooses.
 func slicedEnv(t *testing.T, sliceRows int64) (*env, string) {
 	t.Helper()
-	e := newEnv(t, envOpts{})
-	e.exp.Config.SliceRows = sliceRows
-	name := fmt.Sprintf("slices-%d", runs.Add(1))
-	q, err := e.sqs.CreateQueue(e.ctx, &sqs.CreateQueueInput{QueueName: &name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.svc.QueueURL = aws.ToString(q.QueueUrl)
-	return e, e.svc.QueueURL
+	e := newEnv(t, envOpts{ownQueue: true, env: map[string]string{"SLICE_ROWS": fmt.Sprint(sliceRows)}})
+	return e, e.queueURL
 }
 
 // receive takes every visible message off queue, by slice number. A message

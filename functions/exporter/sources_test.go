@@ -7,8 +7,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
@@ -144,13 +149,49 @@ func TestExportFromTwoSources(t *testing.T) {
 // a source with no connection string does not start, and says which
 // variable to set.
 func TestOpenSourcesNamesTheMissingVariable(t *testing.T) {
-	cfg := Config{SourceDriver: "sqlite", Sources: map[source.Key]source.DSN{{Source: "billing"}: {Value: "file::memory:", Var: "SOURCE_DSN_BILLING"}}}
-	_, err := openSources(context.Background(), cfg, nil)
+	cat, err := dataset.Example()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{SourceDriver: "sqlite", Catalog: cat, Sources: map[source.Key]source.DSN{{Source: "billing"}: {Value: "file::memory:", Var: "SOURCE_DSN_BILLING"}}}
+	_, err = openSources(context.Background(), cfg, nil)
 	if !errors.Is(err, source.ErrNoSource) || !strings.Contains(err.Error(), `source "default": set SOURCE_DSN or SOURCE_DSN_PARAMETER`) {
 		t.Fatalf("got %v", err)
 	}
 	cfg.Sources[source.Key{Source: dataset.DefaultSource}] = source.DSN{Value: "file::memory:", Var: "SOURCE_DSN"}
 	if _, err := openSources(context.Background(), cfg, nil); err != nil {
 		t.Fatalf("every source given: %v", err)
+	}
+}
+
+// TestSourceDSNsFromSSM: the deployed exporter reads its connection
+// strings from the SSM SecureString parameters the template names
+// (SOURCE_DSN_PARAMETER, and SOURCE_DSN_PARAMETERS for a further source),
+// once at start, with the policy that allows exactly those parameters, and
+// exports from them.
+func TestSourceDSNsFromSSM(t *testing.T) {
+	cfg, _ := deployed(t)
+	api := ssm.NewFromConfig(cfg)
+	put := func(name, value string) {
+		t.Helper()
+		if _, err := api.PutParameter(context.Background(), &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(value),
+			Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The default source's parameter is the template's default; the
+	// billing one starts with it, as the template requires.
+	dir := t.TempDir()
+	put("/daybook/source-dsn-billing", "file:"+filepath.Join(dir, "billing.db"))
+	put("/daybook/source-dsn", "file:"+filepath.Join(dir, "not-yet.db"))
+	e := newEnv(t, envOpts{env: map[string]string{"SOURCE_DSN": "", "SOURCE_DSN_PARAMETERS": "billing=/daybook/source-dsn-billing"}})
+	put("/daybook/source-dsn", "file:"+e.dbPath) // the env's source
+	e.rebuild(nil)                               // a cold start reads the parameters again
+	if vars := e.functionEnv(e.opts, ""); vars["SOURCE_DSN_PARAMETER"] != "/daybook/source-dsn" || vars["SOURCE_DSN"] != "" {
+		t.Fatalf("the function's DSN variables: %q %q", vars["SOURCE_DSN_PARAMETER"], vars["SOURCE_DSN"])
+	}
+	e.insert("events", genRows("events", testDay, 5)...)
+	if r := e.export("events", testDay); r.State != ledger.StateCompleted || r.Rows != 5 {
+		t.Fatalf("export from the parameter's source: %+v", r)
 	}
 }

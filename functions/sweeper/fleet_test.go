@@ -28,19 +28,17 @@ import (
 	"github.com/daybook-dev/daybook/shared/outbox"
 )
 
-// meteredLedger is newLedger on a request-counting client.
+// meteredLedger is newLedger whose sweeper twin (only) counts its
+// requests.
 func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dynamometer.Client) {
 	t.Helper()
-	newLedger(t, clk, salt) // deploys and sets up serial
-	_, table := ledgerTable(t)
-	m := &dynamometer.Client{API: serial}
-	l, err := ledger.New(m, ledger.Config{
-		Table: table, Lease: lease, MaxAttempts: 3,
-		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
-	})
+	l := newLedger(t, clk, salt)
+	m := &dynamometer.Client{API: dynamodb.NewFromConfig(sweeperAWS(t))}
+	twin, err := ledger.New(m, sweeperLedger(t, l).Config())
 	if err != nil {
 		t.Fatal(err)
 	}
+	twins.Store(l, twin)
 	return l, m
 }
 

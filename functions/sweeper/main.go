@@ -6,11 +6,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -26,38 +31,76 @@ import (
 )
 
 func main() {
-	cfg, err := loadConfig(envvar.New())
-	log := logging.New(os.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "sweeper")
+	ctx := context.Background()
+	awsCfg, err := awsclient.Load(ctx)
 	if err != nil {
-		log.Error("configuration", "error", err.Error())
+		logging.New(os.Stdout, slog.LevelError).With("function", "sweeper").Error("aws configuration", "error", err.Error())
 		os.Exit(2)
 	}
-	cat, err := dataset.FromEnv(os.LookupEnv) // DAYBOOK_CATALOG, or the shipped example
+	fn, err := build(os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
 	if err != nil {
-		log.Error("catalog", "error", err.Error())
+		fn.Log.Error("start-up", "error", err.Error())
 		os.Exit(2)
+	}
+	lambda.Start(fn.Handler.Invoke)
+}
+
+// Options are what the function's environment does not say. main passes
+// the real ones (the SDK's default configuration, the system clock,
+// crypto/rand, stdout); a test passes its own and gets the handler main
+// runs.
+type Options struct {
+	AWS  aws.Config
+	Now  func() time.Time
+	Rand io.Reader // claim tokens and backoff jitter
+	// Stdout receives the logs and the metric lines (embedded metric format).
+	Stdout io.Writer
+}
+
+// Function is the function as main starts it.
+type Function struct {
+	Handler Handler
+	Config  Config
+	Log     *slog.Logger
+}
+
+// build is the function main runs: its configuration read once from
+// environ (os.Environ), the catalog, its clients from o.AWS, then wire.
+// Errors name the variable; Log is set even then.
+func build(environ []string, o Options) (Function, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	r := envvar.From(env)
+	cfg, err := loadConfig(r)
+	log := logging.New(o.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "sweeper")
+	fn := Function{Config: cfg, Log: log}
+	if err != nil {
+		return fn, fmt.Errorf("configuration: %w", err)
+	}
+	cat, err := dataset.FromEnv(r.Lookup) // DAYBOOK_CATALOG, or the shipped example
+	if err != nil {
+		return fn, fmt.Errorf("catalog: %w", err)
 	}
 	dataset.Use(cat)
-	awsCfg, err := awsclient.Load(context.Background())
-	if err != nil {
-		log.Error("aws configuration", "error", err.Error())
-		os.Exit(2)
-	}
-	em := &metrics.Emitter{W: os.Stdout, Stage: cfg.Stage}
-	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
+	em := &metrics.Emitter{W: o.Stdout, Stage: cfg.Stage, Now: o.Now}
+	pub := &events.Publisher{API: eventbridge.NewFromConfig(o.AWS), Bus: cfg.EventBus, Now: o.Now}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
+	cfg.Ledger.Now, cfg.Ledger.Rand = o.Now, o.Rand
 	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
 	}
 	cfg.Ledger.ReportFailures(em, log)
-	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
+	led, err := ledger.New(dynamodb.NewFromConfig(o.AWS), cfg.Ledger)
 	if err != nil {
-		log.Error("ledger", "error", err.Error())
-		os.Exit(2)
+		return fn, fmt.Errorf("ledger: %w", err)
 	}
 	ob.Store = led
-	lambda.Start(wire(cfg, wiring{Ledger: led, Queues: sqs.NewFromConfig(awsCfg), Outbox: ob, Now: time.Now, Metrics: em, Log: log}).Invoke)
+	fn.Handler = wire(cfg, wiring{Ledger: led, Queues: sqs.NewFromConfig(o.AWS), Outbox: ob, Now: o.Now, Metrics: em, Log: log})
+	return fn, nil
 }
 
 // Queues is what the sweeper sends to (jobs, shard messages, checks) and
@@ -92,10 +135,11 @@ type wiring struct {
 	Log     *slog.Logger
 }
 
-// wire is the deployed function as main runs it: the sweep with its claim
-// budget and fan-out, followed by the restatement pass and the outbox's
-// republishing, behind the handler. The fleet tests and benchmark run this,
-// not a part of it.
+// wire is the deployed function as build makes it from its clients: the
+// sweep with its claim budget and fan-out, followed by the restatement
+// pass and the outbox's republishing, behind the handler. The fleet tests
+// and benchmark run this on ledgers and queues of their own, not a part
+// of it.
 func wire(cfg Config, d wiring) Handler {
 	led, q, ob, now, em, log := d.Ledger, d.Queues, d.Outbox, d.Now, d.Metrics, d.Log
 	lc := led.Config()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -54,14 +56,17 @@ func TestRetirementPublishesStopped(t *testing.T) {
 	clk := at("2026-04-01T12:00:00Z")
 	pub := &recordingPublisher{}
 	var lines, logs bytes.Buffer
-	cfg := newLedger(t, clk, "l").Config()
+	l := newLedger(t, clk, "l")
+	// The sweeper's ledger with the hook main gives it (on its own client).
+	cfg := sweeperLedger(t, l).Config()
 	ob := &outbox.Outbox{Bus: pub, On: true}
 	cfg.Stopped = stoppedHook(ob, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
-	l, err := ledger.New(serial, cfg)
+	sl, err := ledger.New(dynamodb.NewFromConfig(sweeperAWS(t)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob.Store = l
+	twins.Store(l, sl)
+	ob.Store = sl
 	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
@@ -37,14 +38,56 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 
+// stackStage is the stage of the stack the package's tests deploy.
+const stackStage = "sweeptest"
+
 var (
 	serialOnce sync.Once
-	serial     *ledgertest.SerialDB
+	serial     *ledgertest.SerialProxy
+	serialErr  error
 )
 
-// deployed is the real template.yaml deployed into this package's moto.
+// deployed is the real template.yaml deployed into this package's moto,
+// and a configuration that reaches it through one proxy that serializes
+// the writes to each item (moto does not; ledgertest.SerialProxy): the
+// test's clients and the sweeper's (through its policy check) alike.
 func deployed(t *testing.T) (aws.Config, map[string]string) {
-	return samstacktest.Stack(t, srv, "sweeptest")
+	t.Helper()
+	cfg, out := samstacktest.Stack(t, srv, stackStage)
+	serialOnce.Do(func() {
+		serial = &ledgertest.SerialProxy{Target: srv.URL, KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
+		serialErr = serial.Start()
+	})
+	if serialErr != nil {
+		t.Fatal(serialErr)
+	}
+	cfg = cfg.Copy()
+	cfg.BaseEndpoint = aws.String(serial.URL())
+	return cfg, out
+}
+
+// sweeperAWS is the sweeper's AWS configuration in t: every call its
+// clients make is checked against the sweeper's policy in template.yaml
+// (the test's own table and queues stand for the stack's).
+func sweeperAWS(t *testing.T) aws.Config {
+	t.Helper()
+	cfg, _ := deployed(t)
+	return iamcheck.Config(t, iamcheck.ForStage(t, stackStage, nil), "SweeperFunction", cfg, iamcheck.Names{Own: samstacktest.Like})
+}
+
+// twins maps a test's ledger to the sweeper's: the same table and
+// settings on the sweeper's (checked) client. A test sets its world up
+// with its own ledger, as an operator and the exporter do, and runs the
+// sweeper on the twin (only).
+var twins sync.Map // *ledger.Ledger -> *ledger.Ledger
+
+func sweeperLedger(t *testing.T, l *ledger.Ledger) *ledger.Ledger {
+	t.Helper()
+	tw, ok := twins.Load(l)
+	if !ok {
+		t.Fatal("a ledger not made by newLedger")
+	}
+	return tw.(*ledger.Ledger)
 }
 
 // ledgerTable is the ledger table of t's top-level test (created for it
@@ -83,16 +126,21 @@ const lease = 20 * time.Minute
 func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
 	t.Helper()
 	cfg, table := ledgerTable(t)
-	serialOnce.Do(func() {
-		serial = &ledgertest.SerialDB{Client: dynamodb.NewFromConfig(cfg), KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
-	})
-	l, err := ledger.New(serial, ledger.Config{
+	lc := ledger.Config{
 		Table: table, Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
-	})
+	}
+	l, err := ledger.New(dynamodb.NewFromConfig(cfg), lc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	lc.Rand = seeded(t, salt+"/sweeper")
+	twin, err := ledger.New(dynamodb.NewFromConfig(sweeperAWS(t)), lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twins.Store(l, twin)
+	t.Cleanup(func() { twins.Delete(l) })
 	return l
 }
 
@@ -256,12 +304,18 @@ func (r *raceStart) Claim(ctx context.Context, key partition.Key, reason partiti
 	return r.isolate.Claim(ctx, key, reason)
 }
 
+// only is the sweeper's view of l (its twin, on the sweeper's checked
+// client) limited to accts.
 func only(l *ledger.Ledger, accts ...account.Account) isolate {
 	ids := map[string]bool{}
 	for _, a := range accts {
 		ids[a.ID] = true
 	}
-	return isolate{l, ids}
+	tw, ok := twins.Load(l)
+	if !ok {
+		panic("only: a ledger not made by newLedger")
+	}
+	return isolate{tw.(*ledger.Ledger), ids}
 }
 
 func sweeper(l LedgerAPI, q SQSAPI, clk *clock, perAccount, perSweep int) *Sweeper {
@@ -281,7 +335,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 	for i := range 3 {
 		accts = append(accts, newAccount(t, l1, fmt.Sprint(i), "2026-02-09"))
 	}
-	q := sqs.NewFromConfig(cfg)
+	q := sqs.NewFromConfig(sweeperAWS(t))
 	// Both sweeps reach their claims before either claims anything, so the
 	// claims race row by row.
 	var barrier sync.WaitGroup
@@ -313,7 +367,9 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 		t.Errorf("claimed %d, enqueued %d, want 60 each", claimed, sums[0].Enqueued+sums[1].Enqueued)
 	}
 
-	// Drain the queue: every claimed row arrives once, with the live token.
+	// Drain the queue (as the exporters' event source): every claimed row
+	// arrives once, with the live token.
+	q = sqs.NewFromConfig(cfg)
 	ours := map[string]bool{}
 	for _, a := range accts {
 		ours[a.ID] = true

@@ -10,7 +10,6 @@ package envvar
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 )
@@ -20,9 +19,6 @@ type Reader struct {
 	lookup func(string) (string, bool)
 	errs   []error
 }
-
-// New reads from the process environment.
-func New() *Reader { return &Reader{lookup: os.LookupEnv} }
 
 // Lookup reads through lookup (os.LookupEnv, or a map's).
 func Lookup(lookup func(string) (string, bool)) *Reader { return &Reader{lookup: lookup} }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
@@ -167,6 +168,7 @@ type Router struct {
 var (
 	_ Source        = (*Router)(nil)
 	_ Fingerprinter = (*Router)(nil)
+	_ Slicer        = (*Router)(nil)
 )
 
 // NewRouter returns a Router over sources (at least one).
@@ -239,4 +241,16 @@ func (r *Router) Fingerprint(ctx context.Context, q Query) (Summary, error) {
 		return Summary{}, err
 	}
 	return s.Fingerprint(ctx, q)
+}
+
+// SliceBounds implements Slicer on q's source (the account's shard of it
+// when it is sharded). A query the Router cannot route is its routing
+// error, not ErrNoBounds: the partition fails as source_unavailable
+// rather than slicing a day it cannot read.
+func (r *Router) SliceBounds(ctx context.Context, q Query, n int, rows int64) ([]time.Time, error) {
+	s, _, err := r.pick(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.SliceBounds(ctx, q, n, rows)
 }

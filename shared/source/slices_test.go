@@ -325,3 +325,70 @@ func TestSliceBoundsOfADeclaredQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestRouterSlicesFromTheRows: the deployed exporter reads through a
+// Router, so the Router must place slice bounds from the rows too, on the
+// source (and shard) the dataset and the account route to: two shards
+// whose one tenant crowds a different hour give each its own bounds, even
+// slices on both; a shard the deployment has no DSN for is the Router's
+// routing error (not ErrNoBounds, which would silently slice by time).
+func TestRouterSlicesFromTheRows(t *testing.T) {
+	ds := mustDataset(t, "events")
+	eu, us := openDB(t), openDB(t)
+	q := dayQuery(ds, "acc_shard", time.UTC)
+	insertEventsAt(t, eu, dataset.DialectSQLite, "acc_shard", skewedDay(q, 2000, 0))
+	late := q
+	late.Start = q.Start.Add(9 * time.Hour) // the busy hour of the us shard is 19:00
+	usRows := skewedDay(late, 2000, 0)[:1500]
+	insertEventsAt(t, us, dataset.DialectSQLite, "acc_shard", usRows)
+	var usDay int64 // some of them fall past the day
+	for _, at := range usRows {
+		if at.Before(q.End) {
+			usDay++
+		}
+	}
+	open := func(db *sql.DB, name string) *SQL {
+		s, err := NewSQL(db, dataset.DialectSQLite, "sqlite:"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	srcs := map[string]*SQL{"eu": open(eu, "eu"), "us": open(us, "us")}
+	r, err := NewRouter(map[Key]*SQL{{Source: "default", Shard: "eu"}: srcs["eu"], {Source: "default", Shard: "us"}: srcs["us"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := any(r).(Slicer)
+	if !ok {
+		t.Fatal("*source.Router does not implement source.Slicer: the exporter slices every day by equal time ranges")
+	}
+	for shard, want := range map[string]int64{"eu": 2000, "us": usDay} {
+		sq := q
+		sq.Shard = shard
+		bounds, err := s.SliceBounds(context.Background(), sq, 4, 0)
+		if err != nil {
+			t.Fatalf("shard %s: %v", shard, err)
+		}
+		direct, err := srcs[shard].SliceBounds(context.Background(), sq, 4, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(bounds) != fmt.Sprint(direct) {
+			t.Errorf("shard %s: the Router's bounds %v, the shard's own %v", shard, bounds, direct)
+		}
+		counts := sliceCounts(t, srcs[shard], sq, bounds)
+		var sum int64
+		for _, c := range counts {
+			sum += c
+		}
+		if sum != want || len(counts) != 4 || spread(counts) > 1.25 {
+			t.Errorf("shard %s: slices %v (%d rows, want %d in 4 slices within 1.25x of the mean)", shard, counts, sum, want)
+		}
+	}
+	missing := q
+	missing.Shard = "ap"
+	if _, err := s.SliceBounds(context.Background(), missing, 4, 0); !errors.Is(err, ErrNoSource) || errors.Is(err, ErrNoBounds) {
+		t.Errorf("a shard with no DSN: %v, want ErrNoSource and not ErrNoBounds", err)
+	}
+}

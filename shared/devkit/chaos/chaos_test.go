@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/events"
@@ -130,6 +131,12 @@ func buildBootstraps(t *testing.T) string {
 func run(t *testing.T, o Options) *Report {
 	t.Helper()
 	o.Dir, o.BinDir, o.Template, o.Log = t.TempDir(), buildBootstraps(t), "../../../template.yaml", t.Output()
+	// Every call of every function instance is checked against its policy
+	// in the template as the run deploys it.
+	policies := iamcheck.ForStage(t, stage, nil)
+	o.Endpoint = func(fn, upstream string, services map[string]string) string {
+		return iamcheck.Endpoint(t, policies, iamcheck.Route{Function: fn, Upstream: upstream, Services: services})
+	}
 	rep, err := Run(t.Context(), o)
 	if rep != nil {
 		rep.Print(t.Output())
@@ -315,3 +322,6 @@ func TestChangeProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestMain writes the tally of the policy checks of the runs' functions.
+func TestMain(m *testing.M) { os.Exit(iamcheck.Main(m.Run)) }

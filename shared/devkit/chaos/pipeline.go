@@ -47,6 +47,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
+	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
@@ -86,6 +87,12 @@ type Options struct {
 	// SelfTest, after the check, breaks the delivered data once per
 	// invariant and checks again, failing the run unless each is reported.
 	SelfTest bool
+	// Endpoint, when set, is the AWS endpoint a function instance (its
+	// logical id) runs with in front of its upstreams (moto, and per
+	// signing service the serializing DynamoDB proxy and the exporter's
+	// fault proxy): the tests put a proxy there that checks every call
+	// against the function's policy in the template.
+	Endpoint func(fn, upstream string, services map[string]string) string
 }
 
 // Defaults are the full run's settings.
@@ -237,7 +244,7 @@ func (p *pipeline) up(ctx context.Context) error {
 	// moto does not lock an item across a conditional write; DynamoDB does,
 	// and the ledger's claims rest on it: both functions reach moto's
 	// DynamoDB through a proxy that serializes writes per item.
-	dyn := &serialDynamo{Target: srv.URL}
+	dyn := &ledgertest.SerialProxy{Target: srv.URL, KeyAttrs: []string{ledger.AttrPK, ledger.AttrSK}}
 	if err := dyn.Start(); err != nil {
 		return err
 	}
@@ -319,7 +326,25 @@ func (p *pipeline) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// endpoint points a function instance's calls at o.Endpoint, in front
+	// of the upstreams env names.
+	endpoint := func(fn string, env map[string]string) map[string]string {
+		if p.o.Endpoint == nil {
+			return env
+		}
+		env = maps.Clone(env)
+		services := map[string]string{}
+		for svc, v := range map[string]string{"dynamodb": "AWS_ENDPOINT_URL_DYNAMODB", "s3": "AWS_ENDPOINT_URL_S3"} {
+			if u := env[v]; u != "" {
+				services[svc] = u
+				delete(env, v)
+			}
+		}
+		env["AWS_ENDPOINT_URL"] = p.o.Endpoint(fn, env["AWS_ENDPOINT_URL"], services)
+		return env
+	}
 	start := func(fn, name string, env map[string]string) (*runtimeemulator.Function, error) {
+		env = endpoint(fn, env)
 		logf, err := os.Create(filepath.Join(logs, name+".log"))
 		if err != nil {
 			return nil, err

@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 )
 
 // RunTests starts one moto_server for a package's tests, stores it in *srv,
-// runs m and stops the server. A missing moto_server fails the run with the
+// runs m (through iamcheck.Main) and stops the server. A missing moto_server fails the run with the
 // install hint; it never skips.
 func RunTests(m *testing.M, srv **motoserver.Server) int {
 	dir, err := os.MkdirTemp("", "daybook-moto-")
@@ -29,7 +30,10 @@ func RunTests(m *testing.M, srv **motoserver.Server) int {
 		return 1
 	}
 	*srv = s
-	code := m.Run()
+	// Every call a test made through a function's clients was checked
+	// against the function's policy (package iamcheck): the tally is
+	// written for `make test`'s summary.
+	code := iamcheck.Main(m.Run)
 	if code != 0 {
 		if b, err := os.ReadFile(filepath.Join(dir, "moto.log")); err == nil && len(b) > 0 {
 			tail := b[max(0, len(b)-4000):]

@@ -2,8 +2,6 @@ package samstack_test
 
 import (
 	"context"
-	"encoding/json"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,78 +17,36 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/destination/azureauth"
+	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
-	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-// statement is an IAM policy statement of the translated template.
-type statement struct {
-	Sid       string
-	Effect    string
-	Action    any
-	Resource  any
-	Condition map[string]map[string]any
-}
-
-// strs is a policy value as a list of strings (a string or a list; other
-// values, such as intrinsic functions, as their JSON).
-func strs(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return []string{v}
-	case []any:
-		var out []string
-		for _, e := range v {
-			out = append(out, strs(e)...)
-		}
-		return out
-	}
-	b, _ := json.Marshal(v)
-	return []string{string(b)}
-}
-
-// policies returns the statements of each role's inline policies, and of
-// the stand-alone policies attached to it, by role logical id.
-func policies(t *testing.T) map[string][]statement {
+// policies returns the statements of each function role of the
+// translated template (its inline policies, the stand-alone policies
+// attached to it, the AWS managed ones SAM attaches), by role logical id,
+// with the console and its actions deployed.
+func policies(t *testing.T) map[string][]iamcheck.Statement {
 	t.Helper()
-	body, err := samstack.Translate(context.Background(), "../../../template.yaml", motoserver.Region)
+	p, err := iamcheck.Load(context.Background(), "../../../template.yaml", iamcheck.Deployment{Account: motoserver.AccountID, Region: motoserver.Region,
+		Params: map[string]string{"Stage": "policytest", "DeployConsole": "true", "ConsoleActions": "true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	type document struct{ Statement []statement }
-	var tmpl struct {
-		Resources map[string]struct {
-			Type       string
-			Properties struct {
-				Policies       []struct{ PolicyDocument document }
-				PolicyDocument document
-				Roles          []struct{ Ref string }
-			}
+	out := map[string][]iamcheck.Statement{}
+	for _, fn := range p.Functions() {
+		sts, err := p.Statements(fn)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := json.Unmarshal(body, &tmpl); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]statement{}
-	for id, r := range tmpl.Resources {
-		switch r.Type {
-		case "AWS::IAM::Role":
-			for _, p := range r.Properties.Policies {
-				out[id] = append(out[id], p.PolicyDocument.Statement...)
-			}
-		case "AWS::IAM::Policy":
-			for _, role := range r.Properties.Roles {
-				out[role.Ref] = append(out[role.Ref], r.Properties.PolicyDocument.Statement...)
-			}
-		}
+		out[p.Role(fn)] = sts
 	}
 	return out
 }
 
-// request is a DynamoDB request as IAM sees it: the condition keys it
-// carries.
+// request is a DynamoDB request on the ledger table as IAM sees it: the
+// condition keys it carries.
 type request struct {
 	action       string
 	leadingKey   string
@@ -98,59 +54,24 @@ type request struct {
 	returnValues string
 }
 
-// allows evaluates the Allow statements for r the way IAM does for the
-// operators the template uses: some statement whose actions include r's and
-// whose every condition holds. A key r lacks satisfies ForAllValues and
-// ...IfExists. Any other operator fails the test, so the evaluator never
-// passes a statement it does not understand.
-func allows(t *testing.T, sts []statement, r request) (bool, string) {
+const ledgerARN = "arn:aws:dynamodb:" + motoserver.Region + ":" + motoserver.AccountID + ":table/daybook-policytest-ledger"
+
+// allows evaluates r under sts with iamcheck, the evaluator every test's
+// calls go through; an operator it does not know fails the test.
+func allows(t *testing.T, sts []iamcheck.Statement, r request) (bool, string) {
 	t.Helper()
-	values := map[string][]string{"dynamodb:LeadingKeys": {r.leadingKey}, "dynamodb:Attributes": r.attributes}
+	ctx := map[string][]string{"dynamodb:LeadingKeys": {r.leadingKey}, "dynamodb:Attributes": r.attributes}
 	if r.returnValues != "" {
-		values["dynamodb:ReturnValues"] = []string{r.returnValues}
+		ctx["dynamodb:ReturnValues"] = []string{r.returnValues}
 	}
-	match := func(like bool, pattern, v string) bool {
-		if !like {
-			return pattern == v
-		}
-		ok, err := path.Match(strings.ReplaceAll(pattern, "?", "\\?"), v) // the keys hold no '/'
-		return err == nil && ok
+	d, err := iamcheck.Evaluate(sts, iamcheck.Request{Action: r.action, Resource: ledgerARN, Context: ctx})
+	if err != nil {
+		t.Fatal(err)
 	}
-next:
-	for _, s := range sts {
-		if s.Effect != "Allow" || !slices.Contains(strs(s.Action), r.action) {
-			continue
-		}
-		for op, keys := range s.Condition {
-			for key, want := range keys {
-				got, present := values[key]
-				patterns := strs(want)
-				anyOf := func(v string, like bool) bool {
-					return slices.ContainsFunc(patterns, func(p string) bool { return match(like, p, v) })
-				}
-				switch op {
-				case "ForAllValues:StringEquals", "ForAllValues:StringLike":
-					for _, v := range got {
-						if !anyOf(v, op == "ForAllValues:StringLike") {
-							continue next
-						}
-					}
-				case "StringEqualsIfExists":
-					if present && !anyOf(got[0], false) {
-						continue next
-					}
-				case "StringEquals":
-					if !present || !anyOf(got[0], false) {
-						continue next
-					}
-				default:
-					t.Fatalf("statement %s: condition operator %s is not evaluated by this test", s.Sid, op)
-				}
-			}
-		}
-		return true, s.Sid
+	if !d.Allowed {
+		return false, ""
 	}
-	return false, ""
+	return true, strings.Join(d.Allowing, ",")
 }
 
 // recordingDB is moto's DynamoDB, remembering every UpdateItem of an
@@ -303,9 +224,9 @@ func TestAccountRecordWrites(t *testing.T) {
 // rows and account records (requeue, enable/disable), never puts an item.
 func TestConsolePolicies(t *testing.T) {
 	sts := policies(t)["ConsoleFunctionRole"]
-	var reads, actions []statement
+	var reads, actions []iamcheck.Statement
 	for _, s := range sts {
-		switch s.Sid {
+		switch s.ID {
 		case "ManifestsInDirectBuckets":
 			reads = append(reads, s)
 		case "LedgerActions", "AccountChangeHistory":
@@ -315,8 +236,8 @@ func TestConsolePolicies(t *testing.T) {
 	if len(reads) != 1 || len(actions) != 2 {
 		t.Fatalf("statements ManifestsInDirectBuckets %d, LedgerActions and AccountChangeHistory %d: want one and two", len(reads), len(actions))
 	}
-	if got := strs(reads[0].Condition["StringEquals"]["s3:ResourceAccount"]); len(got) != 1 || got[0] != `{"Ref":"AWS::AccountId"}` {
-		t.Errorf("the console's s3:GetObject is conditional on s3:ResourceAccount %v, want this deployment's account", got)
+	if c := reads[0].Conditions; len(c) != 1 || c[0].String() != "StringEquals s3:ResourceAccount ["+motoserver.AccountID+"]" {
+		t.Errorf("the console's s3:GetObject is conditional on %v, want s3:ResourceAccount this deployment's account", c)
 	}
 	for _, tt := range []struct {
 		r  request
@@ -345,37 +266,37 @@ func TestConsolePolicies(t *testing.T) {
 }
 
 // TestExporterStoreCredentials: the exporter's statements for GCS and Azure
-// credentials are exactly what azureauth requests and storekey reads: web
-// identity tokens for Entra ID's audience of at most the lifetime azureauth
-// asks for (the tokenfake.AWSSTS the tests use is configured the same),
-// and the secrets under the deployment's prefix that DESTINATION_SECRET_PATTERN
-// names.
+// credentials allow exactly what azureauth requests and storekey reads:
+// web identity tokens for Entra ID's audience of at most the lifetime
+// azureauth asks for (the tokenfake.AWSSTS the tests use is configured the
+// same), and the secrets under the deployment's prefix that
+// DESTINATION_SECRET_PATTERN names; evaluated with iamcheck, the evaluator
+// every test's calls go through.
 func TestExporterStoreCredentials(t *testing.T) {
-	var tokens, secrets *statement
-	for _, s := range policies(t)["ExporterFunctionRole"] {
-		switch s.Sid {
-		case "OutboundIdentityTokens":
-			tokens = &s
-		case "DestinationSecrets":
-			secrets = &s
+	sts := policies(t)["ExporterFunctionRole"]
+	lifetime := strconv.Itoa(int(azureauth.DefaultAssertionLifetime / time.Second))
+	longer := strconv.Itoa(int(azureauth.DefaultAssertionLifetime/time.Second) + 1)
+	secret := "arn:aws:secretsmanager:" + motoserver.Region + ":" + motoserver.AccountID + ":secret:"
+	for _, tt := range []struct {
+		r  iamcheck.Request
+		ok bool
+	}{
+		{iamcheck.Request{Action: "sts:GetWebIdentityToken", Resource: "*", Context: map[string][]string{
+			"sts:IdentityTokenAudience": {azureauth.Audience}, "sts:DurationSeconds": {lifetime}}}, true},
+		{iamcheck.Request{Action: "sts:GetWebIdentityToken", Resource: "*", Context: map[string][]string{
+			"sts:IdentityTokenAudience": {"https://example.com"}, "sts:DurationSeconds": {lifetime}}}, false},
+		{iamcheck.Request{Action: "sts:GetWebIdentityToken", Resource: "*", Context: map[string][]string{
+			"sts:IdentityTokenAudience": {azureauth.Audience}, "sts:DurationSeconds": {longer}}}, false},
+		{iamcheck.Request{Action: "secretsmanager:GetSecretValue", Resource: secret + "daybook/destinations/acme-gcs-AbCdEf"}, true},
+		{iamcheck.Request{Action: "secretsmanager:GetSecretValue", Resource: secret + "prod/database-AbCdEf"}, false},
+		{iamcheck.Request{Action: "secretsmanager:GetSecretValue", Resource: "arn:aws:secretsmanager:" + motoserver.Region + ":999999999999:secret:daybook/destinations/x"}, false},
+	} {
+		d, err := iamcheck.Evaluate(sts, tt.r)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if tokens == nil || secrets == nil {
-		t.Fatalf("the exporter role lacks OutboundIdentityTokens or DestinationSecrets")
-	}
-	if got := strs(tokens.Action); !slices.Equal(got, []string{"sts:GetWebIdentityToken"}) {
-		t.Errorf("OutboundIdentityTokens actions %v", got)
-	}
-	if got := strs(tokens.Condition["ForAllValues:StringEquals"]["sts:IdentityTokenAudience"]); !slices.Equal(got, []string{azureauth.Audience}) {
-		t.Errorf("token audiences %v, want [%s]", got, azureauth.Audience)
-	}
-	if got := strs(tokens.Condition["NumericLessThanEquals"]["sts:DurationSeconds"]); !slices.Equal(got, []string{strconv.Itoa(int(azureauth.DefaultAssertionLifetime / time.Second))}) {
-		t.Errorf("token lifetime at most %v, want %s", got, azureauth.DefaultAssertionLifetime)
-	}
-	if got := strs(secrets.Action); !slices.Equal(got, []string{"secretsmanager:GetSecretValue"}) {
-		t.Errorf("DestinationSecrets actions %v", got)
-	}
-	if got := strings.Join(strs(secrets.Resource), ""); !strings.Contains(got, "secret:${DestinationSecretPrefix}*") {
-		t.Errorf("DestinationSecrets resource %s", got)
+		if d.Allowed != tt.ok {
+			t.Errorf("%s: allowed %v (by %v), want %v", tt.r, d.Allowed, d.Allowing, tt.ok)
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // A table of one test: moto answers an index query by reading every item of
@@ -47,7 +49,7 @@ func OwnTable(t testing.TB, cfg aws.Config, like string) string {
 	}
 	src := desc.Table
 	in := &dynamodb.CreateTableInput{
-		TableName:            aws.String(fmt.Sprintf("%s-own-%d", like, ownSeq.Add(1))),
+		TableName:            aws.String(fmt.Sprintf("%s%s%d", like, ownSuffix, ownSeq.Add(1))),
 		AttributeDefinitions: src.AttributeDefinitions,
 		KeySchema:            src.KeySchema,
 		BillingMode:          types.BillingModePayPerRequest,
@@ -70,4 +72,46 @@ func OwnTable(t testing.TB, cfg aws.Config, like string) string {
 		})
 	}
 	return name
+}
+
+// ownSuffix ends the name of a test's own copy of a stack resource, before
+// its number.
+const ownSuffix = "-own-"
+
+// OwnQueue creates a queue of t's own that stands for the stack's queue
+// like (its URL), with like's visibility timeout, and returns its URL. It
+// is deleted when t ends.
+func OwnQueue(t testing.TB, cfg aws.Config, like string) string {
+	t.Helper()
+	ctx := context.Background()
+	q := sqs.NewFromConfig(cfg)
+	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(like),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameVisibilityTimeout}})
+	if err != nil {
+		t.Fatalf("the queue %s: %v", like, err)
+	}
+	name := fmt.Sprintf("%s%s%d", like[strings.LastIndexByte(like, '/')+1:], ownSuffix, ownSeq.Add(1))
+	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
+		string(sqstypes.QueueAttributeNameVisibilityTimeout): attrs.Attributes[string(sqstypes.QueueAttributeNameVisibilityTimeout)]}})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	t.Cleanup(func() { _, _ = q.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
+	return aws.ToString(out.QueueUrl)
+}
+
+// Like is the name of the stack resource a test's own table or queue
+// (OwnTable, OwnQueue) stands for, or "" for any other name: what the
+// function's policy names (iamcheck.Names.Own).
+func Like(name string) string {
+	i := strings.LastIndex(name, ownSuffix)
+	if i < 0 {
+		return ""
+	}
+	for _, c := range name[i+len(ownSuffix):] {
+		if c < '0' || c > '9' {
+			return ""
+		}
+	}
+	return name[:i]
 }

@@ -20,6 +20,7 @@ type deployment struct {
 	once    sync.Once
 	cfg     aws.Config
 	outputs map[string]string
+	stack   *samstack.Stack
 	err     error
 }
 
@@ -32,6 +33,13 @@ var (
 // process, with samstack.Up) and returns the SDK configuration and the
 // stack's outputs.
 func Stack(t testing.TB, srv *motoserver.Server, stage string) (aws.Config, map[string]string) {
+	t.Helper()
+	return StackWith(t, srv, stage, nil)
+}
+
+// StackWith is Stack with parameter overrides (DeployConsole, ...): the
+// first call of a stage deploys it with its params.
+func StackWith(t testing.TB, srv *motoserver.Server, stage string, params map[string]string) (aws.Config, map[string]string) {
 	t.Helper()
 	mu.Lock()
 	d, ok := stacks[stage]
@@ -50,17 +58,35 @@ func Stack(t testing.TB, srv *motoserver.Server, stage string) (aws.Config, map[
 			d.err = err
 			return
 		}
-		st, err := samstack.Up(ctx, d.cfg, tmpl, stage, nil)
+		st, err := samstack.Up(ctx, d.cfg, tmpl, stage, params)
 		if err != nil {
 			d.err = err
 			return
 		}
-		d.outputs = st.Outputs
+		d.outputs, d.stack = st.Outputs, st
 	})
 	if d.err != nil {
 		t.Fatal(d.err)
 	}
 	return d.cfg, d.outputs
+}
+
+// FunctionEnv is the environment of the function fn (a logical id) of the
+// stack Stack (or StackWith) deployed as stage, read back from the
+// emulator's Lambda API:
+// the template's variables with the stack's resolved values (table, queue
+// and bus names), as the deployed function gets them.
+func FunctionEnv(t testing.TB, srv *motoserver.Server, stage, fn string) map[string]string {
+	t.Helper()
+	cfg, _ := Stack(t, srv, stage)
+	mu.Lock()
+	st := stacks[stage].stack
+	mu.Unlock()
+	env, err := samstack.FunctionEnv(context.Background(), cfg, st, []string{fn}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env[fn]
 }
 
 // Template finds template.yaml at the module root, above the test's directory.

@@ -1,4 +1,4 @@
-package chaos
+package ledgertest
 
 import (
 	"slices"
@@ -25,7 +25,7 @@ func TestItemKeys(t *testing.T) {
 		{"unparsable", "TransactWriteItems", `{`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := itemKeys(tc.op, []byte(tc.body)); !slices.Equal(got, tc.want) {
+			if got := itemKeys(tc.op, []byte(tc.body), []string{"pk", "sk"}); !slices.Equal(got, tc.want) {
 				t.Errorf("itemKeys = %q, want %q", got, tc.want)
 			}
 		})

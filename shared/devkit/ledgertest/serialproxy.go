@@ -1,4 +1,4 @@
-package chaos
+package ledgertest
 
 import (
 	"bytes"
@@ -11,16 +11,20 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-// serialDynamo is a reverse proxy to moto's DynamoDB that serializes the
-// writes to one item, as DynamoDB does and moto does not (see
-// ledgertest.SerialDB, the same guarantee in-process), and runs each
-// transaction alone (ServeHTTP says why). It injects no fault.
-type serialDynamo struct {
+// SerialProxy is SerialDB as a reverse proxy on loopback: in front of
+// moto, it serializes the writes to one item, as DynamoDB does and moto
+// does not, and runs each transaction alone (ServeHTTP says why), for
+// every client that reaches moto through it, in this process or another
+// (a bootstrap whose AWS_ENDPOINT_URL_DYNAMODB points at it, a function
+// built by a test's wiring). Calls to other services pass through. It
+// injects no fault.
+type SerialProxy struct {
 	Target string
+	// KeyAttrs are the tables' key attribute names (ledger.AttrPK,
+	// ledger.AttrSK).
+	KeyAttrs []string
 
 	srv    *http.Server
 	ln     net.Listener
@@ -29,10 +33,11 @@ type serialDynamo struct {
 	tx     sync.RWMutex // held by a transaction, shared by every other request
 }
 
-func (d *serialDynamo) Start() error {
+// Start listens on a free loopback port.
+func (d *SerialProxy) Start() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("chaos dynamodb proxy: %w", err)
+		return fmt.Errorf("dynamodb serializing proxy: %w", err)
 	}
 	d.ln = ln
 	d.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: time.Minute}
@@ -41,10 +46,13 @@ func (d *serialDynamo) Start() error {
 	return nil
 }
 
-func (d *serialDynamo) URL() string  { return "http://" + d.ln.Addr().String() }
-func (d *serialDynamo) Close() error { return d.srv.Close() }
+// URL is the proxy's base URL.
+func (d *SerialProxy) URL() string { return "http://" + d.ln.Addr().String() }
 
-func (d *serialDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Close stops the proxy.
+func (d *SerialProxy) Close() error { return d.srv.Close() }
+
+func (d *SerialProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -63,7 +71,7 @@ func (d *serialDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.tx.RLock()
 		defer d.tx.RUnlock()
 	}
-	for _, k := range itemKeys(op, body) {
+	for _, k := range itemKeys(op, body, d.KeyAttrs) {
 		m, _ := d.locks.LoadOrStore(k, &sync.Mutex{})
 		m.(*sync.Mutex).Lock()
 		defer m.(*sync.Mutex).Unlock()
@@ -92,7 +100,7 @@ func (d *serialDynamo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // without repeats, so that a transaction locks all of its items in key
 // order (two transactions cannot deadlock) and a single write its one.
 // Reads and unparsable bodies lock nothing.
-func itemKeys(op string, body []byte) []string {
+func itemKeys(op string, body []byte, keyAttrs []string) []string {
 	type write struct {
 		TableName string
 		Key, Item map[string]map[string]any
@@ -102,7 +110,11 @@ func itemKeys(op string, body []byte) []string {
 		if item == nil {
 			item = w.Item
 		}
-		return fmt.Sprint(w.TableName, "|", item[ledger.AttrPK]["S"], "|", item[ledger.AttrSK]["S"])
+		parts := []any{w.TableName}
+		for _, a := range keyAttrs {
+			parts = append(parts, "|", item[a]["S"])
+		}
+		return fmt.Sprint(parts...)
 	}
 	var keys []string
 	switch op {
