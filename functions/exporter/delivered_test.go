@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 
@@ -16,7 +19,15 @@ import (
 // catalog until the test ends.
 func useCatalog(t *testing.T, edit func(string) string) {
 	t.Helper()
-	datasettest.Use(t, []byte(edit(string(example.YAML()))))
+	doc := []byte(edit(string(example.YAML())))
+	datasettest.Use(t, doc)
+	// An exporter built after this (newEnv, rebuild) reads it as a
+	// deployment does: DAYBOOK_CATALOG names the file (functionEnv).
+	path := filepath.Join(t.TempDir(), "catalog.yaml")
+	if err := os.WriteFile(path, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(dataset.EnvCatalog, path)
 }
 
 // TestExporterRefusesABrokenContract: after a day was delivered, a catalog

@@ -229,6 +229,9 @@ func (e *env) functionEnv(o envOpts, endpoint string) map[string]string {
 	if testing.Verbose() {
 		vars["LOG_LEVEL"] = "DEBUG"
 	}
+	if path := os.Getenv(dataset.EnvCatalog); path != "" {
+		vars[dataset.EnvCatalog] = path // a test's catalog (useCatalog)
+	}
 	for k, v := range o.env {
 		vars[k] = v
 	}

@@ -107,7 +107,10 @@ func TestPipelineHelpsBeforeWaiting(t *testing.T) {
 	feeds, calls, firstAt := 0, 0, -1
 	var p *pipeline
 	help := func() bool {
-		if n := len(p.free); n != 0 {
+		// Until the gate opens, write returns no batch, so the count is
+		// the reader's view; afterwards write may free one between the
+		// reader's look and this one, so only the first call is checked.
+		if n := len(p.free); n != 0 && calls == 0 {
 			t.Errorf("help called with %d empty batches free", n)
 		}
 		calls++
