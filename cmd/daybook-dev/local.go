@@ -177,7 +177,8 @@ func (a *app) deployLocal(ctx context.Context, d localDir, url string, o localOp
 	if o.catalog != "" {
 		extra[dataset.EnvCatalog] = o.catalog
 	}
-	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN"} {
+	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN",
+		"DirectGlueDatabasePattern": "DIRECT_GLUE_DATABASE_PATTERN"} {
 		if st.Outputs[out] != "" {
 			extra[v] = st.Outputs[out]
 		}

@@ -73,21 +73,22 @@ func (a *app) deploymentFlags(c *cobra.Command) {
 // CustomerRoleArnPattern, DeploymentAccountId, AllowPrivateEndpoints and
 // MaxBackfillDays are the deployment's account rules (account.RulesFromEnv).
 var stackOutputVars = map[string]string{
-	"LedgerTableName":        "LEDGER_TABLE",
-	"JobsQueueUrl":           "JOBS_QUEUE_URL",
-	"JobsDLQUrl":             "JOBS_DLQ_URL",
-	"SweeperDLQUrl":          "SWEEPER_DLQ_URL",
-	"Stage":                  "DAYBOOK_STAGE",
-	"SettleDelay":            "SETTLE_DELAY",
-	"ExporterTimeoutSeconds": "EXPORTER_TIMEOUT_SECONDS",
-	"LeaseMarginSeconds":     "LEASE_MARGIN_SECONDS",
-	"MaxAttempts":            "MAX_ATTEMPTS",
-	"DirectBucketPattern":    "DIRECT_BUCKET_PATTERN",
-	"CustomerRoleArnPattern": account.EnvCustomerRolePattern,
-	"DeploymentAccountId":    account.EnvDeploymentAccountID,
-	"AllowPrivateEndpoints":  account.EnvAllowPrivateEndpoints,
-	"MaxBackfillDays":        "MAX_BACKFILL_DAYS",
-	"SweepQueueUrl":          "SWEEP_QUEUE_URL",
+	"LedgerTableName":           "LEDGER_TABLE",
+	"JobsQueueUrl":              "JOBS_QUEUE_URL",
+	"JobsDLQUrl":                "JOBS_DLQ_URL",
+	"SweeperDLQUrl":             "SWEEPER_DLQ_URL",
+	"Stage":                     "DAYBOOK_STAGE",
+	"SettleDelay":               "SETTLE_DELAY",
+	"ExporterTimeoutSeconds":    "EXPORTER_TIMEOUT_SECONDS",
+	"LeaseMarginSeconds":        "LEASE_MARGIN_SECONDS",
+	"MaxAttempts":               "MAX_ATTEMPTS",
+	"DirectBucketPattern":       "DIRECT_BUCKET_PATTERN",
+	"DirectGlueDatabasePattern": "DIRECT_GLUE_DATABASE_PATTERN",
+	"CustomerRoleArnPattern":    account.EnvCustomerRolePattern,
+	"DeploymentAccountId":       account.EnvDeploymentAccountID,
+	"AllowPrivateEndpoints":     account.EnvAllowPrivateEndpoints,
+	"MaxBackfillDays":           "MAX_BACKFILL_DAYS",
+	"SweepQueueUrl":             "SWEEP_QUEUE_URL",
 }
 
 // deployment is where a command points, resolved.
@@ -305,6 +306,9 @@ type opsEnv struct {
 	stage         string
 	settle        time.Duration
 	bucketPattern string
+	// gluePattern is the Glue databases the exporter may write with its
+	// own role (DirectGlueDatabasePattern; "": unchecked).
+	gluePattern string
 	// rules are the deployment's account rules (account.RulesFromEnv), read
 	// when the deployment is opened; rulesErr names a malformed variable,
 	// and only the commands that need the rules refuse for it.
@@ -382,6 +386,7 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 		dlqURL:        r.StringOr("JOBS_DLQ_URL", ""),
 		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),
 		bucketPattern: r.StringOr("DIRECT_BUCKET_PATTERN", ""),
+		gluePattern:   r.StringOr("DIRECT_GLUE_DATABASE_PATTERN", ""),
 	}
 	e.rules, e.rulesErr = readRules(dep)
 	lcfg := ledger.ConfigFromEnv(r)

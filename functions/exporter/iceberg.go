@@ -59,7 +59,8 @@ func (t *target) useTable(cats Catalogs) {
 		Dataset:  t.Dataset,
 	}
 	if d.Glue != nil && cats != nil {
-		t.glue = &icetable.Registration{API: cats.Glue(t.Account.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(t.Dataset.Name)}
+		t.glue = &icetable.Registration{API: cats.Glue(t.Account.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(t.Dataset.Name),
+			Location: icetable.TableURI(t.bucket, t.table.Location)}
 	}
 	day := t.Day
 	t.committer.Withdraw = func(ctx context.Context, generation int64) error {
