@@ -65,6 +65,9 @@ type catalog struct {
 	// version and meta are the metadata last loaded or committed.
 	version int
 	meta    table.Metadata
+	// fresh: meta is a new table written after version (Rebuild), which
+	// does not continue that version's metadata log.
+	fresh bool
 	// keepVersions is how many older metadata files stay (the metadata
 	// log's length); a commit deletes the one that falls out of it.
 	keepVersions int
@@ -227,7 +230,7 @@ func (c *catalog) check(meta table.Metadata) error {
 		}
 	}
 	if want := daybookProperties(meta.Properties()); !maps.Equal(want, map[string]string(meta.Properties())) {
-		return fmt.Errorf("properties %v, not daybook's", meta.Properties())
+		return errors.New("its write.*, commit.* and history.* properties are not daybook's")
 	}
 	return nil
 }
@@ -291,7 +294,7 @@ func (c *catalog) put(ctx context.Context, n int, meta table.Metadata) error {
 		}
 		return fmt.Errorf("write table metadata v%d: %w", n, err)
 	}
-	c.version, c.meta = n, meta
+	c.version, c.meta, c.fresh = n, meta, false
 	// The hint is a shortcut, not the truth: a load probes past it, so a
 	// failed (or lower, raced) hint costs a read, never a wrong table.
 	_ = c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(n)), "text/plain")
@@ -317,7 +320,11 @@ func (c *catalog) CommitTable(ctx context.Context, _ table.Identifier, reqs []ta
 			return nil, "", fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
 		}
 	}
-	updated, err := table.UpdateTableMetadata(c.meta, updates, uri(c.store, MetadataKey(c.loc, c.version)))
+	previous := uri(c.store, MetadataKey(c.loc, c.version))
+	if c.fresh {
+		previous = ""
+	}
+	updated, err := table.UpdateTableMetadata(c.meta, updates, previous)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply table updates: %w", err)
 	}

@@ -171,6 +171,13 @@ func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	keys := make([]string, 0, len(d.Files))
+	for _, f := range d.Files {
+		keys = append(keys, f.Key)
+	}
+	if err := t.checkFiles(d.Day, keys); err != nil {
+		return Result{}, err
+	}
 	return t.retry(ctx, true, func(ctx context.Context, tbl *table.Table) (*table.Transaction, error) {
 		current, err := t.dayFiles(ctx, tbl, d.Day)
 		if err != nil {
