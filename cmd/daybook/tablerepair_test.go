@@ -204,3 +204,33 @@ func s3Get(ctx context.Context, s stack, key string) (*s3.GetObjectOutput, error
 	bkt := "daybook-exports-clitest"
 	return awsclient.NewS3(s.cfg).GetObject(ctx, &s3.GetObjectInput{Bucket: &bkt, Key: &key})
 }
+
+// TestAccountTestChecksConditionalWrites: for an account that keeps an
+// Iceberg table, `account test` also shows that the store refuses a write
+// with If-None-Match: * over an existing object (the table's commit
+// point), and leaves nothing behind; an account without a table is not
+// asked. Before, no account was ever checked for it (a store that ignores
+// the header silently drops a day from the table); the store that ignores
+// it is shared/destination's TestConditionalWrite.
+func TestAccountTestChecksConditionalWrites(t *testing.T) {
+	s := deployed(t)
+	a, _, _ := testApp(t)
+	ice := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest", "table_format": "iceberg"}})
+	r := s.run(t, a, "account", "test", ice.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, "refuse a conditional write over an existing object (If-None-Match: *)") {
+		t.Fatalf("account test of an Iceberg account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	prefix, err := ice.Prefix("clitest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range s.objects(t, "daybook-exports-clitest") {
+		if strings.HasPrefix(k, prefix+"/") {
+			t.Errorf("account test left %s behind", k)
+		}
+	}
+	plain := s.newAccount(t, nil)
+	if r := s.run(t, a, "account", "test", plain.ID); r.code != 0 || strings.Contains(r.stdout, "If-None-Match") {
+		t.Errorf("account test of an account without a table: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
