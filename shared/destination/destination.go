@@ -328,7 +328,9 @@ func CheckConditionalWrite(ctx context.Context, api TestAPI, bucket, prefix, own
 		c.OK, c.Problem = false, explain(bucket, c.Permission, err)
 		return c
 	}
-	defer func() { _, _ = api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key, ExpectedBucketOwner: ob}) }()
+	defer func() {
+		_, _ = api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key, ExpectedBucketOwner: ob})
+	}()
 	const why = "the Iceberg table (destination.table_format: iceberg) commits each version with such a write, so on this store two exports at once would silently drop a day from the table: use a store that honours If-None-Match, or an account without the table"
 	err := put(aws.String("*"))
 	var ae smithy.APIError
