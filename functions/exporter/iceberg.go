@@ -76,8 +76,7 @@ func (t *target) useTable(cats Catalogs) {
 	t.committer.Withdraw = func(ctx context.Context, generation int64) error {
 		_, err := t.table.Withdraw(ctx, day, generation)
 		if errors.Is(err, icetable.ErrBroken) {
-			t.tableBroken(ctx, err, nil)
-			return nil
+			return nil // the delivery finds it broken too, and records it
 		}
 		if err != nil {
 			return fmt.Errorf("withdraw %s from the Iceberg table: %w", day, err)
@@ -89,25 +88,22 @@ func (t *target) useTable(cats Catalogs) {
 // maxTableErrorLen bounds the table error the ledger records.
 const maxTableErrorLen = 2048
 
-// tableBroken notes that the account's table cannot take the generation
-// (err is icetable.ErrBroken): the ledger's table error, logged with the
-// object at fault and the repair command when log is set.
+// tableBroken is the ledger's table error of a generation the account's
+// table could not take (err is icetable.ErrBroken), logged with the object
+// at fault and the repair command.
 func (t *target) tableBroken(ctx context.Context, err error, log *slog.Logger) string {
 	repair := icetable.RepairCommand(t.Account.ID, t.Dataset.Name)
 	msg := err.Error()
 	if len(msg) > maxTableErrorLen {
-		msg = msg[:maxTableErrorLen] + "…"
+		msg = strings.ToValidUTF8(msg[:maxTableErrorLen], "") + "…"
 	}
-	text := manifest.CauseText(manifest.CodeTableBroken, errors.New(msg)) + "; the day's files are delivered; repair the table: " + repair
-	if log != nil {
-		object := ""
-		if be := (*icetable.BrokenError)(nil); errors.As(err, &be) {
-			object = "s3://" + t.bucket.Name() + "/" + strings.TrimPrefix(be.Key, "s3://"+t.bucket.Name()+"/")
-		}
-		log.ErrorContext(ctx, "table broken: the day's files are delivered, its Iceberg table did not take them", "code", string(manifest.CodeTableBroken),
-			"table_object", object, "repair", repair, "error", msg)
+	object := ""
+	if be := (*icetable.BrokenError)(nil); errors.As(err, &be) {
+		object = "s3://" + t.bucket.Name() + "/" + strings.TrimPrefix(be.Key, "s3://"+t.bucket.Name()+"/")
 	}
-	return text
+	log.ErrorContext(ctx, "table broken: the day's files are delivered, its Iceberg table did not take them", "code", string(manifest.CodeTableBroken),
+		"table_object", object, "repair", repair, "error", msg)
+	return manifest.CauseText(manifest.CodeTableBroken, errors.New(msg)) + "; the day's files are delivered; repair the table: " + repair
 }
 
 // tableLocation is the key of a dataset's table: its folder, <prefix>/<contract>/<dataset>.

@@ -157,6 +157,9 @@ func run(t *testing.T, o Options) *Report {
 	if a := rep.Accounts; a.Rounds == 0 || a.Created == 0 || a.Refused == 0 || a.Objects == 0 {
 		t.Fatalf("the account races did not run: %+v", a)
 	}
+	if pl := rep.Iceberg; pl.Rounds == 0 || pl.Objects == 0 || pl.Checked == 0 || pl.Outside != 0 {
+		t.Fatalf("the planted Iceberg metadata: %+v; want plants, objects compared, none outside the prefix changed", pl)
+	}
 	return rep
 }
 

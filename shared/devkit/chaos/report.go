@@ -33,8 +33,9 @@ type Report struct {
 	Faults             map[Kind]map[Step]int
 	Requests           map[Step]int // S3 requests through the proxies
 	Checked            Checked
-	Accounts           AccountRaces // concurrent overlapping account creates and the prefix check
-	Problems           []string     // broken invariants
+	Accounts           AccountRaces  // concurrent overlapping account creates and the prefix check
+	Iceberg            IcebergPlants // planted Iceberg metadata (plant_iceberg.go)
+	Problems           []string      // broken invariants
 	// SelfTest is how many deliberate breaks the check reported after the
 	// run (Options.SelfTest).
 	SelfTest int
@@ -101,6 +102,7 @@ func (r *Report) Print(w io.Writer) {
 	a := r.Accounts
 	fmt.Fprintf(w, "  accounts: %d race rounds, %d overlapping creates (%d committed, %d refused as overlapping), %d controls created; %d objects checked against %d accounts' prefixes\n",
 		a.Rounds, a.Creates, a.Created, a.Refused, a.Controls, a.Objects, a.Accounts)
+	r.Iceberg.print(w)
 	if r.SelfTest > 0 {
 		fmt.Fprintf(w, "  self-test: the check reported each of %d deliberate breaks made after the run\n", r.SelfTest)
 	}
