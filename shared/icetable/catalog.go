@@ -243,12 +243,18 @@ func (c *catalog) check(meta table.Metadata) error {
 // and no retry changes it, so the table is broken (*BrokenError naming the
 // loaded metadata file, unless the error names another object).
 func (c *catalog) classify(err error) error {
+	return contentError(MetadataKey(c.loc, c.version), err)
+}
+
+// contentError is err as classify tells it, key the object at fault when
+// the error names none.
+func contentError(key string, err error) error {
 	var se *storeError
 	if err == nil || errors.Is(err, ErrBroken) || errors.As(err, &se) || errors.Is(err, errDataFile) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return broken(MetadataKey(c.loc, c.version), err)
+	return broken(key, err)
 }
 
 func (c *catalog) table() *table.Table {
@@ -292,7 +298,7 @@ func (c *catalog) put(ctx context.Context, n int, meta table.Metadata) error {
 		if errors.Is(err, bucket.ErrExists) {
 			return fmt.Errorf("%w: v%d was committed by another writer", table.ErrCommitFailed, n)
 		}
-		return fmt.Errorf("write table metadata v%d: %w", n, err)
+		return fmt.Errorf("write table metadata v%d: %w", n, &storeError{err})
 	}
 	c.version, c.meta, c.fresh = n, meta, false
 	// The hint is a shortcut, not the truth: a load probes past it, so a

@@ -241,3 +241,37 @@ func TestPlantedMetadataStaysInTheTable(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreFailureIsNotBroken: a request to the store that fails (the
+// metadata write, a manifest list's or the metadata's read) fails the
+// commit as it is, to be retried; only what the bucket holds makes a
+// table broken.
+func TestStoreFailureIsNotBroken(t *testing.T) {
+	w := newWorld(t, true)
+	tb := w.table()
+	mustDeliver(t, tb, w.export(day1, 1, 1, 10))
+	for _, c := range []struct {
+		what string
+		op   buckettest.Op
+		key  string
+	}{
+		{"the metadata write", buckettest.OpPut, ".metadata.json"},
+		{"a manifest list's read", buckettest.OpGet, "/snap-"},
+		{"the metadata's read", buckettest.OpGet, ".metadata.json"},
+	} {
+		down := errors.New("connection reset by peer")
+		w.faults.Set(func(call buckettest.Call) error {
+			if call.Op == c.op && strings.Contains(call.Key, c.key) {
+				return down
+			}
+			return nil
+		}, nil)
+		_, err := tb.Deliver(w.ctx, w.export(day2, 1, 1, 10))
+		w.faults.Set(nil, nil)
+		if err == nil || errors.Is(err, ErrBroken) || !errors.Is(err, down) {
+			t.Errorf("%s failing: %v; want the store's error, not a broken table", c.what, err)
+		}
+	}
+	mustDeliver(t, tb, w.export(day2, 1, 1, 10))
+	w.check(day1, day2)
+}

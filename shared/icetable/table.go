@@ -323,7 +323,7 @@ func LiveFiles(ctx context.Context, tbl *table.Table, days ...civil.Date) ([]ice
 	}
 	manifests, err := s.Manifests(fs)
 	if err != nil {
-		return nil, fmt.Errorf("read the manifest list: %w", err)
+		return nil, contentError(s.ManifestList, fmt.Errorf("read the manifest list: %w", err))
 	}
 	wanted := func(d civil.Date) bool { return len(days) == 0 || slices.Contains(days, d) }
 	var files []iceberg.DataFile
@@ -334,7 +334,7 @@ func LiveFiles(ctx context.Context, tbl *table.Table, days ...civil.Date) ([]ice
 		}
 		entries, err := m.FetchEntries(fs, true)
 		if err != nil {
-			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			return nil, contentError(m.FilePath(), fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
 		}
 		for _, e := range entries {
 			if wanted(DayOf(e.DataFile())) {
