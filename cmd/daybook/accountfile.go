@@ -237,3 +237,16 @@ func checkBucketPattern(a account.Account, bucketPattern string) error {
 	}
 	return nil
 }
+
+// checkGluePattern refuses a Glue registration the deployment's exporter may
+// not make with its own role: without a role_arn, a glue.database outside
+// DirectGlueDatabasePattern (a stack output; unknown means unchecked), the
+// databases its DirectGlueTables statement grants. Accounts written with
+// that role share the deployment's Glue catalog.
+func checkGluePattern(a account.Account, gluePattern string) error {
+	d := a.Destination
+	if d.RoleARN == "" && d.Glue != nil && gluePattern != "" && !account.MatchWildcard(gluePattern, d.Glue.Database) {
+		return fmt.Errorf("destination.glue.database %q: without a role_arn the exporter registers tables with its own role, which may only write Glue databases named like %s (the stack's DirectGlueDatabasePattern); give the account a role_arn and external_id, or use such a database", d.Glue.Database, gluePattern)
+	}
+	return nil
+}

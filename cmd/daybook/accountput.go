@@ -190,6 +190,9 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 	if err := checkBucketPattern(acct, e.bucketPattern); err != nil {
 		return fmt.Errorf("account file %s: %w", file, err)
 	}
+	if err := checkGluePattern(acct, e.gluePattern); err != nil {
+		return fmt.Errorf("account file %s: %w", file, err)
+	}
 	all, err := e.ledger.ListAccounts(ctx)
 	if err != nil {
 		return err

@@ -52,7 +52,10 @@ func (a *app) accountTestCommand() *cobra.Command {
 		Short: "Test an account's destination by writing to it, and name any missing permission",
 		Long: `Test an account's destination the way an export uses it: write a small object, read it back,
 start and abort a multipart upload, list the prefix and its incomplete multipart uploads (the
-commit aborts those a killed run left) and delete the object. Each step names the
+commit aborts those a killed run left) and delete the object; for an account with an Iceberg
+table (destination.table_format: iceberg), also check that the store refuses a write with
+If-None-Match: * over an existing object, as the table's commit needs (S3 does; an S3-compatible
+store may not, and a day would silently drop out of the table). Each step names the
 permission it needs; a bucket that does not exist is said so. Every call names the bucket's
 expected owner, as the exporter's do: expected_bucket_owner, else the account in role_arn, else
 this deployment's own account (DEPLOYMENT_ACCOUNT_ID).
@@ -150,5 +153,13 @@ func (a *app) testDestination(ctx context.Context, e *opsEnv, acct account.Accou
 	if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
 		return nil, err
 	}
-	return destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
+	checks, err := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
+	if acct.Destination.TableFormat == account.TableFormatIceberg {
+		c := destination.CheckConditionalWrite(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
+		checks = append(checks, c)
+		if !c.OK {
+			err = errors.Join(err, fmt.Errorf("destination s3://%s/%s does not refuse a conditional write over an existing object, which its Iceberg table needs", acct.Destination.Bucket, prefix))
+		}
+	}
+	return checks, err
 }

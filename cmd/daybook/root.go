@@ -34,7 +34,7 @@ that talks to a deployment says which one on stderr.`, a.stdout, a.stderr)
 	}
 	add("ledger", a.statusCommand(), a.historyCommand(), a.requeueCommand(), a.reexportCommand(), a.reseedCommand(), a.dlqCommand(), a.consoleCommand(), a.fleetCommand())
 	add("accounts", a.accountCommand())
-	add("delivery", a.verifyCommand(), a.sqlCommand())
+	add("delivery", a.verifyCommand(), a.sqlCommand(), a.tableCommand())
 	add("catalog", a.catalogCommand())
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		for p := c; p != nil; p = p.Parent() {

@@ -74,23 +74,24 @@ func (a *app) deploymentFlags(c *cobra.Command) {
 // AllowPrivateEndpoints and MaxBackfillDays are the deployment's account
 // rules (account.RulesFromEnv).
 var stackOutputVars = map[string]string{
-	"LedgerTableName":          "LEDGER_TABLE",
-	"JobsQueueUrl":             "JOBS_QUEUE_URL",
-	"JobsDLQUrl":               "JOBS_DLQ_URL",
-	"SweeperDLQUrl":            "SWEEPER_DLQ_URL",
-	"Stage":                    "DAYBOOK_STAGE",
-	"SettleDelay":              "SETTLE_DELAY",
-	"ExporterTimeoutSeconds":   "EXPORTER_TIMEOUT_SECONDS",
-	"LeaseMarginSeconds":       "LEASE_MARGIN_SECONDS",
-	"MaxAttempts":              "MAX_ATTEMPTS",
-	"DirectBucketPattern":      "DIRECT_BUCKET_PATTERN",
-	"CustomerRoleArnPattern":   account.EnvCustomerRolePattern,
-	"DestinationSecretPattern": account.EnvDestinationSecretPattern,
-	"DeploymentAccountId":      account.EnvDeploymentAccountID,
-	"AllowPrivateEndpoints":    account.EnvAllowPrivateEndpoints,
-	"MaxBackfillDays":          "MAX_BACKFILL_DAYS",
-	"SweepQueueUrl":            "SWEEP_QUEUE_URL",
-	"ExporterRoleArn":          "EXPORTER_ROLE_ARN",
+	"LedgerTableName":           "LEDGER_TABLE",
+	"JobsQueueUrl":              "JOBS_QUEUE_URL",
+	"JobsDLQUrl":                "JOBS_DLQ_URL",
+	"SweeperDLQUrl":             "SWEEPER_DLQ_URL",
+	"Stage":                     "DAYBOOK_STAGE",
+	"SettleDelay":               "SETTLE_DELAY",
+	"ExporterTimeoutSeconds":    "EXPORTER_TIMEOUT_SECONDS",
+	"LeaseMarginSeconds":        "LEASE_MARGIN_SECONDS",
+	"MaxAttempts":               "MAX_ATTEMPTS",
+	"DirectBucketPattern":       "DIRECT_BUCKET_PATTERN",
+	"CustomerRoleArnPattern":    account.EnvCustomerRolePattern,
+	"DestinationSecretPattern":  account.EnvDestinationSecretPattern,
+	"DeploymentAccountId":       account.EnvDeploymentAccountID,
+	"AllowPrivateEndpoints":     account.EnvAllowPrivateEndpoints,
+	"MaxBackfillDays":           "MAX_BACKFILL_DAYS",
+	"SweepQueueUrl":             "SWEEP_QUEUE_URL",
+	"ExporterRoleArn":           "EXPORTER_ROLE_ARN",
+	"DirectGlueDatabasePattern": "DIRECT_GLUE_DATABASE_PATTERN",
 }
 
 // deployment is where a command points, resolved.
@@ -351,6 +352,9 @@ type opsEnv struct {
 	// exporterRole is the exporter's role ARN, the principal a customer's
 	// role trusts (EXPORTER_ROLE_ARN, the stack output ExporterRoleArn).
 	exporterRole string
+	// gluePattern is the Glue databases the exporter may write with its
+	// own role (DirectGlueDatabasePattern; "": unchecked).
+	gluePattern string
 	// rules are the deployment's account rules (account.RulesFromEnv), read
 	// when the deployment is opened; rulesErr names a malformed variable,
 	// and only the commands that need the rules refuse for it.
@@ -432,6 +436,7 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),
 		bucketPattern: r.StringOr("DIRECT_BUCKET_PATTERN", ""),
 		exporterRole:  r.StringOr("EXPORTER_ROLE_ARN", ""),
+		gluePattern:   r.StringOr("DIRECT_GLUE_DATABASE_PATTERN", ""),
 	}
 	e.rules, e.rulesErr = readRules(dep)
 	lcfg := ledger.ConfigFromEnv(r)

@@ -161,6 +161,10 @@ type Written struct {
 	// and its Glue registration failed (the run counts it; the table's next
 	// delivery registers it again).
 	Unregistered bool
+	// TableError: the account's Iceberg table could not take the
+	// generation (its metadata cannot be used); the ledger records it with
+	// the generation (iceberg.go).
+	TableError string
 }
 
 // content is what a generation commits: its data files in order, where
@@ -467,13 +471,13 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	}
 	log.InfoContext(ctx, "partition committed", "files", len(c.files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
 		"source_rows", c.prov.RowCount, "manifest", manifestKey)
-	unregistered, err := t.deliver(ctx, m, manifestKey, log)
+	unregistered, tableError, err := t.deliver(ctx, m, manifestKey, log)
 	if err != nil {
 		return nil, err
 	}
 	e.writeDocs(ctx, t, log)
 	e.recordSchema(ctx, t.Dataset, log)
-	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp, Unregistered: unregistered}, nil
+	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp, Unregistered: unregistered, TableError: tableError}, nil
 }
 
 // restatementOf is the restatement a run of claim makes, for its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -36,6 +37,15 @@ import (
 // next run converges (its withdrawal and delivery are no-ops where already
 // done). A day is in the table while its _SUCCESS is, except between a
 // crash and the run that follows it.
+//
+// A table whose metadata in the bucket cannot be used (icetable.ErrBroken:
+// an empty or unparsable newest metadata file, a planted one that names
+// paths outside the table, one past the read limits) fails neither step:
+// no retry would change it, and the files are the product. The day's files
+// are delivered as without a table, and the ledger records the generation
+// with its table error (manifest.CodeTableBroken: the object at fault and
+// the repair command), which the console lists under "Needs attention";
+// `daybook table repair` rebuilds the table from the committed days.
 
 // Catalogs gives the Glue client acting in an account's destination, for
 // the accounts that register their tables (destination.glue).
@@ -59,15 +69,41 @@ func (t *target) useTable(cats Catalogs) {
 		Dataset:  t.Dataset,
 	}
 	if d.Glue != nil && cats != nil {
-		t.glue = &icetable.Registration{API: cats.Glue(t.Account.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(t.Dataset.Name)}
+		t.glue = &icetable.Registration{API: cats.Glue(t.Account.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(t.Dataset.Name),
+			Location: icetable.TableURI(t.bucket, t.table.Location)}
 	}
 	day := t.Day
 	t.committer.Withdraw = func(ctx context.Context, generation int64) error {
-		if _, err := t.table.Withdraw(ctx, day, generation); err != nil {
+		_, err := t.table.Withdraw(ctx, day, generation)
+		if errors.Is(err, icetable.ErrBroken) {
+			return nil // the delivery finds it broken too, and records it
+		}
+		if err != nil {
 			return fmt.Errorf("withdraw %s from the Iceberg table: %w", day, err)
 		}
 		return nil
 	}
+}
+
+// maxTableErrorLen bounds the table error the ledger records.
+const maxTableErrorLen = 2048
+
+// tableBroken is the ledger's table error of a generation the account's
+// table could not take (err is icetable.ErrBroken), logged with the object
+// at fault and the repair command.
+func (t *target) tableBroken(ctx context.Context, err error, log *slog.Logger) string {
+	repair := icetable.RepairCommand(t.Account.ID, t.Dataset.Name)
+	msg := err.Error()
+	if len(msg) > maxTableErrorLen {
+		msg = strings.ToValidUTF8(msg[:maxTableErrorLen], "") + "…"
+	}
+	object := ""
+	if be := (*icetable.BrokenError)(nil); errors.As(err, &be) {
+		object = "s3://" + t.bucket.Name() + "/" + strings.TrimPrefix(be.Key, "s3://"+t.bucket.Name()+"/")
+	}
+	log.ErrorContext(ctx, "table broken: the day's files are delivered, its Iceberg table did not take them", "code", string(manifest.CodeTableBroken),
+		"table_object", object, "repair", repair, "error", msg)
+	return manifest.CauseText(manifest.CodeTableBroken, errors.New(msg)) + "; the day's files are delivered; repair the table: " + repair
 }
 
 // tableLocation is the key of a dataset's table: its folder, <prefix>/<contract>/<dataset>.
@@ -91,23 +127,28 @@ func (t *target) withTableScripts(files map[string][]byte) (map[string][]byte, e
 
 // deliver adds the committed generation m to the account's table; it does
 // nothing when the account keeps none. unregistered reports a table
-// committed whose Glue registration failed (register).
-func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) (unregistered bool, err error) {
+// committed whose Glue registration failed (register); tableError, a table
+// that could not take the generation (icetable.ErrBroken), as the ledger
+// records it: the generation stands, the table waits for its repair.
+func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) (unregistered bool, tableError string, err error) {
 	if t.table == nil {
-		return false, nil
+		return false, "", nil
 	}
 	day, err := civil.Parse(m.Day)
 	if err != nil {
-		return false, fmt.Errorf("manifest day %q: %w", m.Day, err)
+		return false, "", fmt.Errorf("manifest day %q: %w", m.Day, err)
 	}
 	r, err := t.table.Deliver(ctx, icetable.Delivery{Day: day, Generation: m.Generation, Reason: m.Reason,
 		RunID: m.RunID, ManifestKey: manifestKey, Files: m.Files})
+	if errors.Is(err, icetable.ErrBroken) {
+		return false, t.tableBroken(ctx, err, log), nil
+	}
 	if err != nil {
-		return false, fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
+		return false, "", fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
 	}
 	log.InfoContext(ctx, "table committed", "table_version", r.Version, "snapshot_id", r.SnapshotID,
 		"changed", r.Changed, "attempts", r.Attempts)
-	return !t.register(ctx, r, log), nil
+	return !t.register(ctx, r, log), "", nil
 }
 
 // register points the table's Glue entry at the metadata the delivery left

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -25,6 +27,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 // icebergTable reads the account's events table as a reader would.
@@ -281,5 +284,66 @@ func TestIcebergGlueRegistration(t *testing.T) {
 	}
 	if n := failures(); n != 1 {
 		t.Errorf("registrations that worked are counted as failures: %d in all, want 1", n)
+	}
+}
+
+// TestIcebergBrokenTableKeepsFilesFlowing: the table's newest metadata
+// file is empty (another tool's, or planted). Every later export of the
+// dataset still delivers its day (the folder, _manifest.json, _SUCCESS),
+// new days and re-exports alike, and the ledger records the generation
+// with its table error: the code table_broken, the object at fault and the
+// repair command. Before, each export failed as "internal: withdraw …
+// parse table metadata vN", the folders included, and a requeue did not
+// help.
+func TestIcebergBrokenTableKeepsFilesFlowing(t *testing.T) {
+	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg})
+	day2, day3 := testDay.AddDays(1), testDay.AddDays(2)
+	for _, d := range []civil.Date{testDay, day2, day3} {
+		e.insert("events", genRows("events", d, 40)...)
+	}
+	e.export("events", testDay)
+	e.wantTable(testDay)
+	loc := tableLocation(e.prefix, "events")
+	n := icetable.VersionOf(e.icebergTable().MetadataLocation())
+	broken := icetable.MetadataKey(loc, n+1)
+	e.putObject(broken, nil)
+	e.putObject(icetable.VersionHintKey(loc), []byte(fmt.Sprint(n+1)))
+
+	check := func(day civil.Date, gen int64) {
+		t.Helper()
+		r := e.row("events", day)
+		if r.State != ledger.StateCompleted || r.Generation != gen {
+			t.Fatalf("%s: row %s generation %d (%s); want completed generation %d", day, r.State, r.Generation, r.LastError, gen)
+		}
+		if m := e.committed("events", day); m.Generation != gen || m.Totals.Rows != 40 {
+			t.Fatalf("%s: the folder holds generation %d with %d rows", day, m.Generation, m.Totals.Rows)
+		}
+		want := []string{string(manifest.CodeTableBroken) + ": ", broken, icetable.RepairCommand(e.acct.ID, "events")}
+		for _, w := range want {
+			if !strings.Contains(r.TableError, w) {
+				t.Fatalf("%s: the ledger's table error %q does not say %q", day, r.TableError, w)
+			}
+		}
+	}
+	e.export("events", day2)
+	check(day2, 1)
+	e.export("events", day3)
+	check(day3, 1)
+	// A re-export of a day the table holds: withdrawn from nothing, delivered.
+	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
+		t.Fatal(err)
+	}
+	check(testDay, 2)
+	if b := e.get(broken); b == nil || len(b) != 0 {
+		t.Fatalf("the broken metadata file was changed: %q", b)
+	}
+}
+
+// putObject writes an object into the account's bucket, as someone with
+// write access to it would.
+func (e *env) putObject(key string, body []byte) {
+	e.t.Helper()
+	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(body)}); err != nil {
+		e.t.Fatal(err)
 	}
 }

@@ -221,7 +221,7 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 	took := s.Now().Sub(r.began)
 	res := ledger.Result{
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
-		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation,
+		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation, TableError: w.TableError,
 	}
 	r.lateData(&res, w)
 	res.SeedEpoch = r.seedEpoch(ctx)
@@ -254,6 +254,9 @@ func (r *run) finish(ctx context.Context, w *Written) error {
 		{Name: "ExportDuration", Unit: metrics.Seconds, Value: took.Seconds()}}
 	if w.Unregistered {
 		ms = append(ms, metrics.Metric{Name: "GlueRegistrationFailures", Unit: metrics.Count, Value: 1})
+	}
+	if w.TableError != "" {
+		ms = append(ms, metrics.Metric{Name: metrics.TableBrokenDeliveries, Unit: metrics.Count, Value: 1})
 	}
 	_ = s.Metrics.Emit(props, ms...)
 	return s.writeDelivery(ctx, r.Account, claim.Day, log)

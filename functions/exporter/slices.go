@@ -196,11 +196,11 @@ func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.Sl
 	if m, err := t.committer.Committed(ctx, plan.Generation); err != nil || m != nil {
 		if m != nil {
 			log.InfoContext(ctx, "the slices were committed by a run that stopped before recording it", "generation", m.Generation)
-			unregistered, err := t.deliver(ctx, m, t.committer.manifestKey(), log)
+			unregistered, tableError, err := t.deliver(ctx, m, t.committer.manifestKey(), log)
 			if err != nil {
 				return nil, err
 			}
-			return &Written{Manifest: m, ManifestKey: t.committer.manifestKey(), Bytes: m.Totals.Bytes, Fingerprint: plan.Fingerprint, Unregistered: unregistered}, nil
+			return &Written{Manifest: m, ManifestKey: t.committer.manifestKey(), Bytes: m.Totals.Bytes, Fingerprint: plan.Fingerprint, Unregistered: unregistered, TableError: tableError}, nil
 		}
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/loadsql"
+	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 // The table's snapshot summary properties and retention, as shared/icetable
@@ -59,4 +60,8 @@ func (w *mdWriter) tableSection() {
 		"(Trino's `register_table`) and `"+loadsql.TableScriptSpark+"` (a Spark Hadoop catalog over the prefix). Each",
 		"selects the folder's day: drop its `WHERE` clause to query every day. Only read the table: daybook is",
 		"its one writer.")
+	w.p("daybook trusts nothing it finds in `metadata/`: it writes, and deletes, only files of that folder, and",
+		"whatever a metadata file says, its own properties decide where the table's files go. If the newest",
+		"metadata file cannot be used (empty, unreadable, or written by another tool), the folders are still",
+		"delivered as above and the table is not updated until the sender repairs it: "+manifest.CodeTableBroken.Sentence())
 }

@@ -300,6 +300,50 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 	return checks, nil
 }
 
+// ConditionalWriteStep is the step CheckConditionalWrite reports.
+const ConditionalWriteStep = "refuse a conditional write over an existing object (If-None-Match: *)"
+
+// CheckConditionalWrite checks that the store honours If-None-Match: it
+// writes a small object under prefix, then writes it again with
+// If-None-Match: *, which must be refused (412 PreconditionFailed, or 409
+// ConditionalRequestConflict), and deletes it. An account's Iceberg table
+// commits each metadata version with such a write (icetable): on a store
+// that ignores the header two exports at once both "win", the later one
+// silently replaces the other's version, and a day drops out of the table.
+// S3 honours it; an S3-compatible store may not, and the check says so in
+// words. owner is sent on every call when not empty.
+func CheckConditionalWrite(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) Check {
+	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_conditional_write_test_%d", now.UnixNano())
+	var ob *string
+	if owner != "" {
+		ob = aws.String(owner)
+	}
+	c := Check{Step: ConditionalWriteStep, Permission: "s3:PutObject", OK: true}
+	put := func(ifNoneMatch *string) error {
+		_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook conditional write test\n")),
+			IfNoneMatch: ifNoneMatch, ExpectedBucketOwner: ob})
+		return err
+	}
+	if err := put(nil); err != nil {
+		c.OK, c.Problem = false, explain(bucket, c.Permission, err)
+		return c
+	}
+	defer func() {
+		_, _ = api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key, ExpectedBucketOwner: ob})
+	}()
+	const why = "the Iceberg table (destination.table_format: iceberg) commits each version with such a write, so on this store two exports at once would silently drop a day from the table: use a store that honours If-None-Match, or an account without the table"
+	err := put(aws.String("*"))
+	var ae smithy.APIError
+	switch {
+	case err == nil:
+		c.OK, c.Problem = false, "the store accepted a write with If-None-Match: * over an existing object: it ignores conditional writes; "+why
+	case errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "ConditionalRequestConflict"):
+	default:
+		c.OK, c.Problem = false, "a write with If-None-Match: * failed otherwise than refused as existing ("+explain(bucket, c.Permission, err)+"); "+why
+	}
+	return c
+}
+
 func explain(bucket, perm string, err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {

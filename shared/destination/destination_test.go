@@ -16,13 +16,19 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/devkit/minioserver"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 )
 
-var srv *motoserver.Server
+var (
+	srv *motoserver.Server
+	mio *minioserver.Server
+)
 
-func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
+func TestMain(m *testing.M) {
+	os.Exit(minioserver.Around(func() int { return mototest.RunTests(m, &srv) }, &mio))
+}
 
 func TestConnection(t *testing.T) {
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -47,12 +48,26 @@ func VersionHintKey(loc string) string { return loc + "/" + MetadataDir + "/" + 
 // the version hint, that metadata file, and probes the next versions until
 // one is missing. It implements table.CatalogIO for the library's
 // transactions; one catalog serves one table and one goroutine.
+//
+// The metadata is the customer's bucket's content, so a load trusts none of
+// it (check): the table's location must be its own, every metadata-log
+// entry, manifest list and statistics file must be a file of its metadata/
+// folder, and the properties that decide where and what the library
+// writes, deletes and retries are daybook's (daybookProperties), whatever
+// the file says. Metadata that fails a check is broken (BrokenError).
 type catalog struct {
 	store Store
 	loc   string // key of the table's folder, no trailing slash
+	// limits bound what one load, and the commit built on it, read; scope
+	// counts it (a new one per load).
+	limits Limits
+	scope  *scope
 	// version and meta are the metadata last loaded or committed.
 	version int
 	meta    table.Metadata
+	// fresh: meta is a new table written after version (Rebuild), which
+	// does not continue that version's metadata log.
+	fresh bool
 	// keepVersions is how many older metadata files stay (the metadata
 	// log's length); a commit deletes the one that falls out of it.
 	keepVersions int
@@ -65,46 +80,181 @@ func (c *catalog) ident() table.Identifier {
 }
 
 func (c *catalog) fsF(ctx context.Context) (iceio.IO, error) {
-	return &fsys{ctx: ctx, store: c.store}, nil
+	return &fsys{ctx: ctx, store: c.store, scope: c.scope}, nil
 }
 
-// load reads the current metadata: ErrNoTable when there is none.
+// load reads the current metadata: ErrNoTable when there is none. It reads
+// at most two metadata files (the hint's version and the newest), probing
+// the versions between with HEAD requests.
 func (c *catalog) load(ctx context.Context) (*table.Table, error) {
+	c.scope = newScope(c.store, c.loc, c.limits)
 	start := 1
+	// The hint is a shortcut, not the truth: one that does not read as a
+	// version (or is larger than one) is ignored.
 	if b, err := c.store.Get(ctx, VersionHintKey(c.loc), 64); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 && n < 1<<30 {
 			start = n
 		}
-	} else if !bucket.IsNotFound(err) {
+	} else if !bucket.IsNotFound(err) && !errors.Is(err, bucket.ErrTooLarge) {
 		return nil, fmt.Errorf("read the table's version hint: %w", err)
 	}
-	var body []byte
-	version := 0
-	for n := start; ; n++ {
-		if n == start+maxProbe {
-			return nil, fmt.Errorf("table metadata past v%d: the version hint is %d versions behind", n, maxProbe)
+	body, err := c.readMetadata(ctx, start)
+	if bucket.IsNotFound(err) {
+		if start > 1 {
+			return nil, broken(VersionHintKey(c.loc), fmt.Errorf("the version hint names v%d but s3://%s/%s is missing", start, c.store.Name(), MetadataKey(c.loc, start)))
 		}
-		b, err := c.store.Get(ctx, MetadataKey(c.loc, n), MaxMetadataObjectBytes)
+		return nil, ErrNoTable
+	}
+	if err != nil {
+		return nil, err
+	}
+	version := start
+	for n := start + 1; ; n++ {
+		if n == start+maxProbe {
+			return nil, broken(VersionHintKey(c.loc), fmt.Errorf("table metadata past v%d: the version hint is %d versions behind", n, maxProbe))
+		}
+		_, err := c.store.Head(ctx, MetadataKey(c.loc, n))
 		if bucket.IsNotFound(err) {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read table metadata v%d: %w", n, err)
 		}
-		body, version = b, n
+		version = n
 	}
-	if version == 0 {
-		if start > 1 {
-			return nil, fmt.Errorf("the version hint names v%d but s3://%s/%s is missing", start, c.store.Name(), MetadataKey(c.loc, start))
+	if version != start {
+		if body, err = c.readMetadata(ctx, version); err != nil {
+			return nil, err
 		}
-		return nil, ErrNoTable
 	}
-	meta, err := table.ParseMetadataBytes(body)
+	meta, err := c.parse(version, body)
 	if err != nil {
-		return nil, fmt.Errorf("parse table metadata v%d: %w", version, err)
+		return nil, err
 	}
 	c.version, c.meta = version, meta
 	return c.table(), nil
+}
+
+// readMetadata reads metadata file version n, at most Limits.MetadataBytes.
+func (c *catalog) readMetadata(ctx context.Context, n int) ([]byte, error) {
+	key := MetadataKey(c.loc, n)
+	b, err := c.store.Get(ctx, key, c.scope.limits.MetadataBytes)
+	switch {
+	case errors.Is(err, bucket.ErrTooLarge):
+		return nil, broken(key, fmt.Errorf("%w: table metadata v%d is larger than %d bytes", ErrTableLimit, n, c.scope.limits.MetadataBytes))
+	case err != nil:
+		return nil, err
+	}
+	if err := c.scope.count(key, int64(len(b))); err != nil {
+		return nil, broken(key, err)
+	}
+	return b, nil
+}
+
+// parse decodes metadata file version n with daybook's properties in place
+// of the file's own, and checks it.
+func (c *catalog) parse(n int, body []byte) (table.Metadata, error) {
+	key := MetadataKey(c.loc, n)
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, broken(key, fmt.Errorf("parse table metadata v%d: %w", n, err))
+	}
+	var props map[string]string
+	if p, ok := raw["properties"]; ok {
+		if err := json.Unmarshal(p, &props); err != nil {
+			return nil, broken(key, fmt.Errorf("parse table metadata v%d: properties: %w", n, err))
+		}
+	}
+	if want := daybookProperties(props); !maps.Equal(want, props) {
+		p, err := json.Marshal(want)
+		if err == nil {
+			raw["properties"] = p
+			body, err = json.Marshal(raw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("table metadata v%d: %w", n, err)
+		}
+	}
+	meta, err := table.ParseMetadataBytes(body)
+	if err != nil {
+		return nil, broken(key, fmt.Errorf("parse table metadata v%d: %w", n, err))
+	}
+	if err := c.check(meta); err != nil {
+		return nil, broken(key, fmt.Errorf("table metadata v%d: %w", n, err))
+	}
+	return meta, nil
+}
+
+// check refuses metadata that is not this table's own: another format
+// version or location, a metadata-log entry, manifest list or statistics
+// file that is not a file of the table's metadata/ folder, more snapshots
+// than Limits.Snapshots, or properties other than daybook's.
+func (c *catalog) check(meta table.Metadata) error {
+	if v := meta.Version(); v != 2 {
+		return fmt.Errorf("format version %d; daybook's tables are version 2", v)
+	}
+	if got, want := strings.TrimSuffix(meta.Location(), "/"), uri(c.store, c.loc); got != want {
+		return fmt.Errorf("%w: its location is %s, not the table's %s", ErrOutsideTable, got, want)
+	}
+	inFolder := func(what, path, suffix string) error {
+		if _, err := c.scope.writable(path); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if !strings.HasSuffix(path, suffix) {
+			return fmt.Errorf("%w: %s %s is not a %s file", ErrOutsideTable, what, path, suffix)
+		}
+		return nil
+	}
+	for e := range meta.PreviousFiles() {
+		if err := inFolder("metadata-log entry", e.MetadataFile, ".metadata.json"); err != nil {
+			return err
+		}
+	}
+	snaps := meta.Snapshots()
+	if len(snaps) > c.scope.limits.Snapshots {
+		return fmt.Errorf("%w: %d snapshots; daybook keeps at most %d", ErrTableLimit, len(snaps), c.scope.limits.Snapshots)
+	}
+	for _, s := range snaps {
+		if err := inFolder(fmt.Sprintf("snapshot %d's manifest list", s.SnapshotID), s.ManifestList, ".avro"); err != nil {
+			return err
+		}
+	}
+	for f := range meta.Statistics() {
+		if err := inFolder("statistics file", f.StatisticsPath, ""); err != nil {
+			return err
+		}
+	}
+	for f := range meta.PartitionStatistics() {
+		if err := inFolder("partition statistics file", f.StatisticsPath, ""); err != nil {
+			return err
+		}
+	}
+	if want := daybookProperties(meta.Properties()); !maps.Equal(want, map[string]string(meta.Properties())) {
+		return errors.New("its write.*, commit.* and history.* properties are not daybook's")
+	}
+	return nil
+}
+
+// classify tells a failure of building or committing a change to the
+// table as loaded: a failure to reach the store (or of the context, or of
+// a data file's footer) stays as it is, and the attempt fails; anything
+// else comes from what the table's files hold (a manifest that does not
+// decode, a file the metadata names that is missing, one past the limits)
+// and no retry changes it, so the table is broken (*BrokenError naming the
+// loaded metadata file, unless the error names another object).
+func (c *catalog) classify(err error) error {
+	return contentError(MetadataKey(c.loc, c.version), err)
+}
+
+// contentError is err as classify tells it, key the object at fault when
+// the error names none.
+func contentError(key string, err error) error {
+	var se *storeError
+	if err == nil || errors.Is(err, ErrBroken) || errors.As(err, &se) || errors.Is(err, errDataFile) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return broken(key, err)
 }
 
 func (c *catalog) table() *table.Table {
@@ -113,10 +263,10 @@ func (c *catalog) table() *table.Table {
 
 // create writes version 1 of a new table; a table created meanwhile by
 // another writer is loaded instead.
-func (c *catalog) create(ctx context.Context, sc *iceberg.Schema, spec iceberg.PartitionSpec, props iceberg.Properties) (*table.Table, error) {
-	meta, err := table.NewMetadata(sc, &spec, table.UnsortedSortOrder, uri(c.store, c.loc), props)
+func (c *catalog) create(ctx context.Context, sc *iceberg.Schema, spec iceberg.PartitionSpec) (*table.Table, error) {
+	meta, err := newMetadata(c.store, c.loc, sc, spec)
 	if err != nil {
-		return nil, fmt.Errorf("new table metadata: %w", err)
+		return nil, err
 	}
 	if err := c.put(ctx, 1, meta); errors.Is(err, table.ErrCommitFailed) {
 		return c.load(ctx)
@@ -124,6 +274,18 @@ func (c *catalog) create(ctx context.Context, sc *iceberg.Schema, spec iceberg.P
 		return nil, err
 	}
 	return c.table(), nil
+}
+
+// newMetadata is the metadata of a new table at location, with daybook's
+// properties and no snapshot.
+func newMetadata(store Store, location string, sc *iceberg.Schema, spec iceberg.PartitionSpec) (table.Metadata, error) {
+	props := maps.Clone(tableProperties)
+	props["format-version"] = "2"
+	meta, err := table.NewMetadata(sc, &spec, table.UnsortedSortOrder, uri(store, location), props)
+	if err != nil {
+		return nil, fmt.Errorf("new table metadata: %w", err)
+	}
+	return meta, nil
 }
 
 // put writes meta as version n if no writer did, then the version hint.
@@ -136,9 +298,9 @@ func (c *catalog) put(ctx context.Context, n int, meta table.Metadata) error {
 		if errors.Is(err, bucket.ErrExists) {
 			return fmt.Errorf("%w: v%d was committed by another writer", table.ErrCommitFailed, n)
 		}
-		return fmt.Errorf("write table metadata v%d: %w", n, err)
+		return fmt.Errorf("write table metadata v%d: %w", n, &storeError{err})
 	}
-	c.version, c.meta = n, meta
+	c.version, c.meta, c.fresh = n, meta, false
 	// The hint is a shortcut, not the truth: a load probes past it, so a
 	// failed (or lower, raced) hint costs a read, never a wrong table.
 	_ = c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(n)), "text/plain")
@@ -164,9 +326,18 @@ func (c *catalog) CommitTable(ctx context.Context, _ table.Identifier, reqs []ta
 			return nil, "", fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
 		}
 	}
-	updated, err := table.UpdateTableMetadata(c.meta, updates, uri(c.store, MetadataKey(c.loc, c.version)))
+	previous := uri(c.store, MetadataKey(c.loc, c.version))
+	if c.fresh {
+		previous = ""
+	}
+	updated, err := table.UpdateTableMetadata(c.meta, updates, previous)
 	if err != nil {
 		return nil, "", fmt.Errorf("apply table updates: %w", err)
+	}
+	// What is written is held to what a load accepts (its paths the
+	// table's own), before it is written.
+	if err := c.check(updated); err != nil {
+		return nil, "", fmt.Errorf("table metadata v%d as committed: %w", c.version+1, err)
 	}
 	if err := c.put(ctx, c.version+1, updated); err != nil {
 		return nil, "", err
@@ -177,13 +348,16 @@ func (c *catalog) CommitTable(ctx context.Context, _ table.Identifier, reqs []ta
 // Load reads the table at location (the dataset folder's key) as a reader
 // finds it: by the version hint, probing past it. ErrNoTable when there is
 // none. The table reads through store, for scans and time travel.
+// Metadata that cannot be used as it is in the bucket is a *BrokenError
+// (ErrBroken); other errors are the store's. Reads are bounded by
+// DefaultLimits.
 func Load(ctx context.Context, store Store, location string) (*table.Table, error) {
-	return newCatalog(store, location).load(ctx)
+	return newCatalog(store, location, Limits{}).load(ctx)
 }
 
 // newCatalog is the commit point of the table at location.
-func newCatalog(store Store, location string) *catalog {
-	return &catalog{store: store, loc: location, keepVersions: keepMetadataVersions}
+func newCatalog(store Store, location string, limits Limits) *catalog {
+	return &catalog{store: store, loc: location, limits: limits, keepVersions: keepMetadataVersions}
 }
 
 // VersionOf is the version of a metadata file's location (0: not one).

@@ -1,6 +1,7 @@
 package icetable
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,7 +61,15 @@ type Registration struct {
 	API      GlueAPI
 	Database string
 	Name     string
+	// Location is where the table must be, s3://<bucket>/<table location>
+	// (TableURI): what the Glue entry is compared with and set to. The
+	// metadata's own location is the bucket's content and decides nothing.
+	Location string
 }
+
+// TableURI is the s3:// URI of the table at location in store: its
+// expected location.
+func TableURI(store Store, location string) string { return uri(store, location) }
 
 // Register points the Glue table at tbl's current metadata file: it
 // creates the table when Glue has none, updates it (with Glue's optimistic
@@ -70,6 +79,10 @@ type Registration struct {
 // Iceberg table is never changed (ErrGlueForeign).
 func (g Registration) Register(ctx context.Context, tbl *table.Table) (bool, error) {
 	loc := tbl.MetadataLocation()
+	want := strings.TrimSuffix(g.Location, "/")
+	if want == "" || strings.TrimSuffix(tbl.Location(), "/") != want || !strings.HasPrefix(loc, want+"/"+MetadataDir+"/") {
+		return false, fmt.Errorf("%w: the table at %s (metadata %s) is not the table at %s", ErrGlueForeign, tbl.Location(), loc, cmp.Or(want, "no location"))
+	}
 	got, err := g.API.GetTable(ctx, &glue.GetTableInput{DatabaseName: &g.Database, Name: &g.Name})
 	if err != nil && !isGlue(err, "EntityNotFoundException") {
 		return false, g.wrap("read", err)
@@ -84,9 +97,9 @@ func (g Registration) Register(ctx context.Context, tbl *table.Table) (bool, err
 	cur := got.Table
 	have := cur.Parameters[GlueParamMetadata]
 	if !strings.EqualFold(cur.Parameters[GlueParamTableType], GlueIceberg) || cur.StorageDescriptor == nil ||
-		strings.TrimSuffix(aws.ToString(cur.StorageDescriptor.Location), "/") != strings.TrimSuffix(tbl.Location(), "/") {
+		strings.TrimSuffix(aws.ToString(cur.StorageDescriptor.Location), "/") != want {
 		return false, fmt.Errorf("%w: %s.%s is %s at %s, not the Iceberg table at %s", ErrGlueForeign, g.Database, g.Name,
-			cur.Parameters[GlueParamTableType], location(cur), tbl.Location())
+			cur.Parameters[GlueParamTableType], location(cur), want)
 	}
 	if have == loc || VersionOf(have) > VersionOf(loc) {
 		return false, nil
@@ -121,7 +134,7 @@ func (g Registration) input(tbl *table.Table, prev *gluetypes.Table) *gluetypes.
 		TableType:   aws.String(GlueTableType),
 		Parameters:  params,
 		StorageDescriptor: &gluetypes.StorageDescriptor{
-			Location: aws.String(tbl.Location()),
+			Location: aws.String(strings.TrimSuffix(g.Location, "/")),
 			Columns:  glueColumns(tbl.Schema()),
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
@@ -26,7 +27,7 @@ func TestGlueRegistration(t *testing.T) {
 	}
 	gc := glue.NewFromConfig(cfg)
 	db := "analytics_" + strings.ToLower(strings.ReplaceAll(w.b.Name(), "-", "_"))
-	reg := Registration{API: gc, Database: db, Name: "events"}
+	reg := Registration{API: gc, Database: db, Name: "events", Location: TableURI(w.b, tb.Location)}
 	get := func(name string) *gluetypes.Table {
 		t.Helper()
 		out, err := gc.GetTable(w.ctx, &glue.GetTableInput{DatabaseName: &db, Name: &name})
@@ -80,10 +81,67 @@ func TestGlueRegistration(t *testing.T) {
 		TableType: aws.String("EXTERNAL_TABLE"), StorageDescriptor: &gluetypes.StorageDescriptor{Location: aws.String("s3://elsewhere/profiles")}}}); err != nil {
 		t.Fatal(err)
 	}
-	if wrote, err := (Registration{API: gc, Database: db, Name: other}).Register(w.ctx, v2); !errors.Is(err, ErrGlueForeign) || wrote {
+	if wrote, err := (Registration{API: gc, Database: db, Name: other, Location: TableURI(w.b, tb.Location)}).Register(w.ctx, v2); !errors.Is(err, ErrGlueForeign) || wrote {
 		t.Fatalf("foreign table: wrote %v, %v; want ErrGlueForeign", wrote, err)
 	}
 	if g := get(other); g.Parameters[GlueParamMetadata] != "" {
 		t.Fatalf("the foreign table was changed: %v", g.Parameters)
+	}
+}
+
+// TestGlueRefusesAnotherAccountsTable: accounts written with daybook's own
+// role share the deployment's Glue catalog. The second account's
+// registration names the first account's Glue table, and its table's
+// metadata names the first account's location (planted). The entry is
+// compared with where the second account's table must be, not with what
+// its metadata says, so it is left alone (ErrGlueForeign). Before, the
+// planted location matched the entry's, and the first account's Glue table
+// was pointed at the second account's metadata file.
+func TestGlueRefusesAnotherAccountsTable(t *testing.T) {
+	w := newWorld(t, false)
+	tb := w.table()
+	mustDeliver(t, tb, w.export(day1, 1, 1, 20))
+	mustDeliver(t, tb, w.export(day2, 1, 1, 20))
+	cfg, err := srv.Config(w.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := glue.NewFromConfig(cfg)
+	db := "shared_" + strings.ToLower(strings.ReplaceAll(w.b.Name(), "-", "_"))
+	if _, err := gc.CreateDatabase(w.ctx, &glue.CreateDatabaseInput{DatabaseInput: &gluetypes.DatabaseInput{Name: &db}}); err != nil {
+		t.Fatal(err)
+	}
+	// The first account's table, registered as its own.
+	w.otherAccount()
+	bob, err := Load(w.ctx, w.b, otherPrefix+"/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "bob_events"
+	if _, err := (Registration{API: gc, Database: db, Name: name, Location: TableURI(w.b, otherPrefix+"/v1/events")}).Register(w.ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	// The second account's metadata, planted with the first's location, as
+	// an older loader took it (the load now refuses it: TestPlantedMetadataStaysInTheTable).
+	planted := w.plant(func(m map[string]any) { m["location"] = bob.Location() })
+	body, err := w.b.Get(w.ctx, planted, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := table.ParseMetadataBytes(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := table.New(table.Identifier{"daybook", "events"}, meta, "s3://"+w.b.Name()+"/"+planted, nil, nil)
+	reg := Registration{API: gc, Database: db, Name: name, Location: TableURI(w.b, tb.Location)}
+	if wrote, err := reg.Register(w.ctx, mine); !errors.Is(err, ErrGlueForeign) || wrote {
+		t.Errorf("registering over the other account's table: wrote %v, %v; want ErrGlueForeign", wrote, err)
+	}
+	out, err := gc.GetTable(w.ctx, &glue.GetTableInput{DatabaseName: &db, Name: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Table.Parameters[GlueParamMetadata]; got != bob.MetadataLocation() {
+		t.Fatalf("the first account's Glue table points at %s, not its own metadata %s", got, bob.MetadataLocation())
 	}
 }

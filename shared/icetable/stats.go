@@ -26,6 +26,10 @@ const (
 // errNotParquet is a data file whose last bytes are not a Parquet footer.
 var errNotParquet = errors.New("not a Parquet file (no PAR1 footer)")
 
+// errDataFile is a delivered data file that cannot be listed in the table
+// (its footer unreadable): a failure of the delivery, not of the table.
+var errDataFile = errors.New("icetable: a delivered data file")
+
 // dataFile is f as the table lists it, in day's partition, with the column
 // statistics the library builds from its Parquet footer (value, null
 // counts and lower and upper bounds per column, by the table's metrics
@@ -34,7 +38,7 @@ var errNotParquet = errors.New("not a Parquet file (no PAR1 footer)")
 func (t *Table) dataFile(ctx context.Context, tbl *table.Table, sc *iceberg.Schema, day civil.Date, f manifest.File) (iceberg.DataFile, error) {
 	meta, err := t.footer(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("data file %s: read its footer: %w", f.Key, err)
+		return nil, fmt.Errorf("%w %s: read its footer: %w", errDataFile, f.Key, err)
 	}
 	df, err := table.DataFileFromMetadata(table.DataFileArgs{
 		Schema: sc, Spec: tbl.Spec(), Format: iceberg.ParquetFile, Metadata: meta,
@@ -43,10 +47,10 @@ func (t *Table) dataFile(ctx context.Context, tbl *table.Table, sc *iceberg.Sche
 		Properties:      tbl.Properties(), FormatVersion: tbl.Metadata().Version(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("data file %s: %w", f.Key, err)
+		return nil, fmt.Errorf("%w %s: %w", errDataFile, f.Key, err)
 	}
 	if df.Count() != f.Rows {
-		return nil, fmt.Errorf("data file %s: its footer counts %d rows, the manifest %d", f.Key, df.Count(), f.Rows)
+		return nil, fmt.Errorf("%w %s: its footer counts %d rows, the manifest %d", errDataFile, f.Key, df.Count(), f.Rows)
 	}
 	return df, nil
 }

@@ -31,6 +31,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -64,16 +65,38 @@ type Retention struct {
 // DefaultRetention keeps a week of snapshots, at most 100.
 var DefaultRetention = Retention{MaxAge: 7 * 24 * time.Hour, MaxSnapshots: 100}
 
-// tableProperties are set when the table is created. Manifests merge once a
-// snapshot has more than 16, so the manifest list and a commit's reads stay
-// bounded whatever the table's age; the metadata log keeps 20 versions, and
-// each commit deletes the metadata file that falls out of it.
+// tableProperties are daybook's table properties, set when the table is
+// created and put in place of the file's own at every load
+// (daybookProperties). Manifests merge once a snapshot has more than 16, so
+// the manifest list and a commit's reads stay bounded whatever the table's
+// age; the metadata log keeps 20 versions, and daybook's own commit deletes
+// the one metadata file that falls out of it (the library deletes none:
+// delete-after-commit is off); the library never retries a commit itself
+// (Table.retry reloads and builds again).
 var tableProperties = iceberg.Properties{
-	table.ManifestMergeEnabledKey:        "true",
-	table.ManifestMinMergeCountKey:       "16",
-	table.MetadataPreviousVersionsMaxKey: "20",
-	table.ParquetCompressionKey:          "zstd",
-	"format-version":                     "2",
+	table.ManifestMergeEnabledKey:             "true",
+	table.ManifestMinMergeCountKey:            "16",
+	table.MetadataPreviousVersionsMaxKey:      "20",
+	table.MetadataDeleteAfterCommitEnabledKey: "false",
+	table.CommitNumRetriesKey:                 "0",
+	table.ParquetCompressionKey:               "zstd",
+}
+
+// daybookProperties are props with daybook's in place of every property
+// that decides where the library writes (write.metadata.path,
+// write.data.path, the object-storage layout), what it deletes
+// (write.metadata.delete-after-commit.enabled, history.expire.*), how it
+// retries (commit.retry.*) or merges: every write.*, commit.* and history.*
+// key is daybook's, a planted one dropped. Other properties stay.
+func daybookProperties(props map[string]string) iceberg.Properties {
+	out := iceberg.Properties{}
+	for k, v := range props {
+		if !strings.HasPrefix(k, "write.") && !strings.HasPrefix(k, "commit.") && !strings.HasPrefix(k, "history.") {
+			out[k] = v
+		}
+	}
+	maps.Copy(out, tableProperties)
+	return out
 }
 
 const keepMetadataVersions = 20
@@ -93,6 +116,8 @@ type Table struct {
 	Retention Retention
 	// Attempts; zero is DefaultAttempts.
 	Attempts int
+	// Limits bound what one commit reads; zero fields are DefaultLimits'.
+	Limits Limits
 }
 
 // Delivery is a committed generation of one day, as its manifest lists it.
@@ -144,6 +169,13 @@ func (t *Table) Withdraw(ctx context.Context, day civil.Date, generation int64) 
 func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 	want, err := t.schema()
 	if err != nil {
+		return Result{}, err
+	}
+	keys := make([]string, 0, len(d.Files))
+	for _, f := range d.Files {
+		keys = append(keys, f.Key)
+	}
+	if err := t.checkFiles(d.Day, keys); err != nil {
 		return Result{}, err
 	}
 	return t.retry(ctx, true, func(ctx context.Context, tbl *table.Table) (*table.Transaction, error) {
@@ -203,29 +235,33 @@ func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 func (t *Table) retry(ctx context.Context, create bool, build func(context.Context, *table.Table) (*table.Transaction, error)) (Result, error) {
 	attempts := cmpOr(t.Attempts, DefaultAttempts)
 	for n := 1; ; n++ {
-		tbl, err := Load(ctx, t.Store, t.Location)
+		cat := newCatalog(t.Store, t.Location, t.Limits)
+		tbl, err := cat.load(ctx)
 		if errors.Is(err, ErrNoTable) {
 			if !create {
 				return Result{Attempts: n}, nil
 			}
-			tbl, err = t.create(ctx, newCatalog(t.Store, t.Location))
+			tbl, err = t.create(ctx, cat)
 		}
 		if err != nil {
 			return Result{Attempts: n}, err
 		}
 		txn, err := build(ctx, tbl)
 		if err != nil {
-			return Result{Attempts: n}, err
+			return Result{Attempts: n}, cat.classify(err)
 		}
 		if txn == nil {
 			return resultOf(tbl, false, n), nil
 		}
 		committed, err := txn.Commit(ctx)
 		if err == nil {
-			t.dropExpired(ctx, tbl.Metadata(), committed.Metadata())
+			t.dropExpired(ctx, cat, tbl.Metadata(), committed.Metadata())
 			return resultOf(committed, true, n), nil
 		}
 		if !errors.Is(err, table.ErrCommitFailed) || n >= attempts {
+			if !errors.Is(err, table.ErrCommitFailed) {
+				err = cat.classify(err)
+			}
 			return Result{Attempts: n}, fmt.Errorf("commit table s3://%s/%s: %w", t.Store.Name(), t.Location, err)
 		}
 	}
@@ -257,7 +293,7 @@ func (t *Table) create(ctx context.Context, cat *catalog) (*table.Table, error) 
 	if err != nil {
 		return nil, err
 	}
-	return cat.create(ctx, sc, spec, maps.Clone(tableProperties))
+	return cat.create(ctx, sc, spec)
 }
 
 // dayFiles are the data files of day in the table's current snapshot.
@@ -287,7 +323,7 @@ func LiveFiles(ctx context.Context, tbl *table.Table, days ...civil.Date) ([]ice
 	}
 	manifests, err := s.Manifests(fs)
 	if err != nil {
-		return nil, fmt.Errorf("read the manifest list: %w", err)
+		return nil, contentError(s.ManifestList, fmt.Errorf("read the manifest list: %w", err))
 	}
 	wanted := func(d civil.Date) bool { return len(days) == 0 || slices.Contains(days, d) }
 	var files []iceberg.DataFile
@@ -298,7 +334,7 @@ func LiveFiles(ctx context.Context, tbl *table.Table, days ...civil.Date) ([]ice
 		}
 		entries, err := m.FetchEntries(fs, true)
 		if err != nil {
-			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			return nil, contentError(m.FilePath(), fmt.Errorf("read manifest %s: %w", m.FilePath(), err))
 		}
 		for _, e := range entries {
 			if wanted(DayOf(e.DataFile())) {
@@ -407,7 +443,7 @@ const maxDeletesPerCommit = 64
 // more, and nothing is listed. Data files are never deleted (their names are
 // reused by the day's next generation). A failed read or delete leaves
 // unreferenced objects, nothing worse.
-func (t *Table) dropExpired(ctx context.Context, before, after table.Metadata) {
+func (t *Table) dropExpired(ctx context.Context, cat *catalog, before, after table.Metadata) {
 	kept := map[int64]bool{}
 	var oldest *table.Snapshot
 	for i, s := range after.Snapshots() {
@@ -425,7 +461,7 @@ func (t *Table) dropExpired(ctx context.Context, before, after table.Metadata) {
 	if len(expired) == 0 {
 		return
 	}
-	fs := &fsys{ctx: ctx, store: t.Store}
+	fs := &fsys{ctx: ctx, store: t.Store, scope: cat.scope}
 	var drop []string
 	if needed, ok := manifestPaths(fs, oldest); ok {
 		seen := map[string]bool{}
@@ -436,7 +472,7 @@ func (t *Table) dropExpired(ctx context.Context, before, after table.Metadata) {
 			}
 			paths, ok := manifestPaths(fs, &s)
 			if !ok {
-				continue
+				break // unreadable, or the commit's reads are spent: keep what is left
 			}
 			for p := range paths {
 				if !needed[p] && !seen[p] {
@@ -452,6 +488,9 @@ func (t *Table) dropExpired(ctx context.Context, before, after table.Metadata) {
 			drop = append(drop, s.ManifestList) // after the manifests it names
 		}
 	}
+	// Only a file of the table's metadata/ folder is ever deleted (fsys
+	// refuses any other), and only a manifest or manifest list.
+	drop = slices.DeleteFunc(drop, func(p string) bool { return !strings.HasSuffix(p, ".avro") })
 	for _, p := range drop[:min(len(drop), maxDeletesPerCommit)] {
 		_ = fs.Remove(p)
 	}

@@ -134,7 +134,7 @@ func (w *world) export(day civil.Date, gen int64, files, rows int) Delivery {
 // load is the table as a reader finds it, by the version hint.
 func (w *world) load() *table.Table {
 	w.t.Helper()
-	tbl, err := (&catalog{store: w.b, loc: w.table().Location}).load(w.ctx)
+	tbl, err := Load(w.ctx, w.b, w.table().Location)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -211,6 +211,11 @@ func (w *world) filesExist(tbl *table.Table) {
 			w.t.Fatalf("%s is %d bytes, the snapshot says %d", key, info.Size, task.File.FileSizeBytes())
 		}
 	}
+}
+
+// fs reads the table's files as a commit does, with fresh limits.
+func (w *world) fs() *fsys {
+	return &fsys{ctx: w.ctx, store: w.b, scope: newScope(w.b, w.table().Location, Limits{})}
 }
 
 func keys(m map[civil.Date][]string) []civil.Date {
@@ -469,11 +474,11 @@ func TestCommitCostIsFlat(t *testing.T) {
 		t.Fatalf("%d listings", l)
 	}
 	tbl := w.load()
-	body, err := w.b.Get(w.ctx, strings.TrimPrefix(tbl.MetadataLocation(), "s3://"+w.b.Name()+"/"), MaxMetadataObjectBytes)
+	body, err := w.b.Get(w.ctx, strings.TrimPrefix(tbl.MetadataLocation(), "s3://"+w.b.Name()+"/"), DefaultLimits.MetadataBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := tbl.CurrentSnapshot().Manifests(&fsys{ctx: w.ctx, store: w.b})
+	ms, err := tbl.CurrentSnapshot().Manifests(w.fs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +639,7 @@ func TestRetentionDropsWhatNoSnapshotNeeds(t *testing.T) {
 		}
 		mustDeliver(t, tb, w.export(day, gen, 1+n%2, 10))
 		tbl := w.load()
-		fs := &fsys{ctx: w.ctx, store: w.b}
+		fs := w.fs()
 		need := map[string]bool{}
 		for _, s := range tbl.Metadata().Snapshots() {
 			need[s.ManifestList] = true

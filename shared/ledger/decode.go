@@ -115,6 +115,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		Attempts:       r.Attempts,
 		ClaimToken:     r.ClaimToken,
 		LastError:      r.LastError,
+		TableError:     r.TableError,
 		Stopped:        r.Stopped,
 		SlicePlanned:   r.SlicePlanned,
 		Generation:     r.Generation,

@@ -44,7 +44,8 @@ const (
 	attrLeaseUntil     = "lease_until"
 	attrNextAttemptAt  = "next_attempt_at"
 	attrLastError      = "last_error"
-	attrStopped        = "exhausted" // stored name kept for existing tables (the row stopped retrying)
+	attrTableError     = "table_error" // the committed generation's Iceberg table could not take it
+	attrStopped        = "exhausted"   // stored name kept for existing tables (the row stopped retrying)
 	attrGeneration     = "generation"
 	attrGenReserved    = "generation_reserved"
 	attrRows           = "rows"
@@ -155,6 +156,7 @@ type rowRecord struct {
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`
+	TableError     string `dynamodbav:"table_error"`
 	Stopped        bool   `dynamodbav:"exhausted"`               // attrStopped
 	SlicePlanned   bool   `dynamodbav:"slice_planned,omitempty"` // attrSlicePlanned (slice.go)
 	Generation     int64  `dynamodbav:"generation"`

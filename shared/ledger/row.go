@@ -50,7 +50,13 @@ type Row struct {
 	LeaseUntil    time.Time
 	NextAttemptAt time.Time
 	LastError     string
-	Stopped       bool
+	// TableError is set on a completed row whose generation was delivered
+	// while the dataset's Iceberg table could not take it (its metadata
+	// cannot be used): "table_broken: ..." naming the object at fault and
+	// the repair command (manifest.CodeTableBroken). The next Complete
+	// replaces it; the repair clears it (ClearTableError).
+	TableError string
+	Stopped    bool
 	// SlicePlanned: a plan of slices was recorded for the partition at
 	// some point (PlanSlices sets it, nothing clears it), so a slice of an
 	// earlier plan may still write into it: only then does a run need
@@ -113,6 +119,10 @@ type Result struct {
 	// stores it and refuses one not above the stored generation. 0 means
 	// stored generation + 1.
 	Generation int64
+
+	// TableError, when set, is recorded with the generation: the dataset's
+	// Iceberg table could not take it (Row.TableError); empty clears it.
+	TableError string
 
 	// Fingerprint, Restated and SeedEpoch are recorded with the generation
 	// (restate.go, reseed.go).

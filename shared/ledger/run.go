@@ -129,6 +129,11 @@ func (l *Ledger) Complete(ctx context.Context, key partition.Key, token string, 
 		} else {
 			u = u.Add(name(attrGeneration), val(1))
 		}
+		if res.TableError != "" {
+			u = u.Set(name(attrTableError), val(res.TableError))
+		} else {
+			u = u.Remove(name(attrTableError))
+		}
 		u = res.withLateData(u, key)
 		if rerun {
 			return u.Set(name(attrState), val(string(StateQueued))).

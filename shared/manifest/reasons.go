@@ -24,6 +24,13 @@ import "strings"
 //	internal                   the last attempt failed inside daybook
 //	stopped_retrying           every attempt failed; retries stopped until an operator acts ("cause" says why)
 //
+// One more code is not a reason a dataset is missing, and so is not in
+// Codes or a delivery manifest's list: table_broken, a day whose files were
+// delivered while the dataset's Iceberg table could not take them (its
+// metadata in the bucket cannot be used). The ledger records it with the
+// partition, operators see it with its repair command, and the bucket's
+// README tells the customer what it means.
+//
 // The causes (source_unavailable through internal) are retried
 // automatically with backoff until the attempts run out; then the code is
 // stopped_retrying and the manifest's "cause" keeps the last attempt's code.
@@ -47,6 +54,13 @@ const (
 	CodeTimedOut                 Code = "timed_out"
 	CodeInternal                 Code = "internal"
 	CodeStoppedRetrying          Code = "stopped_retrying"
+	// CodeTableBroken: the day's files were delivered, and the dataset's
+	// Iceberg table (destination.table_format: iceberg) did not take them,
+	// because its metadata in the bucket cannot be used (damaged, planted,
+	// or changed by another tool). Not a reason a dataset is missing (not
+	// in Codes): the files are the product and keep flowing; the table
+	// waits for `daybook table repair`.
+	CodeTableBroken Code = "table_broken"
 )
 
 // sentences are written for the customer who reads the bucket: no internal
@@ -64,6 +78,7 @@ var sentences = map[Code]string{
 	CodeTimedOut:                 "The export of this day ran out of time and was stopped.",
 	CodeInternal:                 "The export failed because of an unexpected error on the sender's side.",
 	CodeStoppedRetrying:          "The export failed on every attempt and stopped retrying; it waits for the sender to export the day again.",
+	CodeTableBroken:              "The day's files were delivered, but the dataset's Iceberg table was not updated: its metadata in your bucket cannot be read as daybook wrote it (damaged, or changed by another tool). The folders stay complete; the table waits for the sender to repair it.",
 }
 
 // Codes lists every code, in the documented order.

@@ -14,6 +14,11 @@ import (
 // Namespace is daybook's CloudWatch namespace; template.yaml's alarms use it.
 const Namespace = "daybook"
 
+// TableBrokenDeliveries counts days delivered while the dataset's Iceberg
+// table could not be read (the files were delivered; the table waits for
+// `daybook table repair`); template.yaml alarms on it.
+const TableBrokenDeliveries = "TableBrokenDeliveries"
+
 // Units.
 const (
 	Count   = "Count"

@@ -10,15 +10,18 @@ import (
 
 // Day is one partition as status and the console show it.
 type Day struct {
-	Day            string `json:"day"`
-	State          Phase  `json:"state"`
-	Attempts       int    `json:"attempts,omitempty"`
-	Reason         string `json:"reason,omitempty"`
-	Generation     int64  `json:"generation,omitempty"`
-	Rows           int64  `json:"rows,omitempty"`
-	Bytes          int64  `json:"bytes,omitempty"`
-	Files          int    `json:"files,omitempty"`
-	Error          string `json:"error,omitempty"`
+	Day        string `json:"day"`
+	State      Phase  `json:"state"`
+	Attempts   int    `json:"attempts,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	Rows       int64  `json:"rows,omitempty"`
+	Bytes      int64  `json:"bytes,omitempty"`
+	Files      int    `json:"files,omitempty"`
+	Error      string `json:"error,omitempty"`
+	// TableError: the generation was delivered and the dataset's Iceberg
+	// table did not take it (ledger.Row.TableError).
+	TableError     string `json:"table_error,omitempty"`
 	ClaimedAt      string `json:"claimed_at,omitempty"`
 	StartedAt      string `json:"started_at,omitempty"`
 	LeaseUntil     string `json:"lease_until,omitempty"`
@@ -38,7 +41,7 @@ type Day struct {
 func DayOf(r ledger.Row, now time.Time) Day {
 	return Day{
 		Day: r.Day.String(), State: Of(r), Attempts: r.Attempts, Reason: string(r.Reason), Generation: r.Generation,
-		Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, Error: r.LastError, ClaimedAt: FormatTime(r.ClaimedAt),
+		Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, Error: r.LastError, TableError: r.TableError, ClaimedAt: FormatTime(r.ClaimedAt),
 		StartedAt: FormatTime(r.StartedAt), LeaseUntil: FormatTime(r.LeaseUntil), NextAttemptAt: FormatTime(r.NextAttemptAt),
 		CompletedAt: FormatTime(r.CompletedAt), ManifestKey: r.ManifestKey, RerunRequested: r.RerunRequested, RequestedBy: r.RequestedBy,
 		LeaseExpired: r.State == ledger.StateRunning && !r.LeaseUntil.IsZero() && r.LeaseUntil.Before(now),
@@ -68,7 +71,11 @@ func Describe(d Day) string {
 		if d.Files == 1 {
 			files = "file"
 		}
-		return fmt.Sprintf("completed, generation %d, %d rows in %d %s (%s) at %s", d.Generation, d.Rows, d.Files, files, HumanBytes(d.Bytes), d.CompletedAt)
+		s := fmt.Sprintf("completed, generation %d, %d rows in %d %s (%s) at %s", d.Generation, d.Rows, d.Files, files, HumanBytes(d.Bytes), d.CompletedAt)
+		if d.TableError != "" {
+			s += "; its Iceberg table did not take it: " + d.TableError
+		}
+		return s
 	}
 	return fmt.Sprintf("%s (reason %s)", d.State, cmp.Or(d.Reason, "-"))
 }

@@ -31,6 +31,8 @@ var causes = map[manifest.Code]cause{
 		"check the exporter's timeout and memory and the day's size (SLICE_ROWS splits large days); attempts continue, then requeue"},
 	manifest.CodeInternal: {"unexpected error inside daybook",
 		"read the raw error and the exporter's log for the run; requeue once the cause is fixed"},
+	manifest.CodeTableBroken: {"the files were delivered; the dataset's Iceberg table did not take them (its metadata in the bucket cannot be used)",
+		"find out who changed the table's metadata (the raw error names the object), then run the repair command it names: daybook table repair --account ID --dataset NAME shows what it would do, --yes does it"},
 }
 
 // FailurePartition is one failed or stopped partition of a group.
@@ -40,7 +42,9 @@ type FailurePartition struct {
 	Phase   Phase  `json:"state"`
 }
 
-// FailureGroup is every failed or stopped partition with one reason code.
+// FailureGroup is every failed or stopped partition with one reason code,
+// or every completed one whose dataset's Iceberg table did not take it
+// (manifest.CodeTableBroken).
 type FailureGroup struct {
 	Code manifest.Code `json:"code"`
 	// What is one line on what happened, Fix what to do about it.
@@ -66,10 +70,18 @@ func GroupFailures(datasets []DatasetDays) []FailureGroup {
 	var order []manifest.Code
 	for _, ds := range datasets {
 		for _, d := range ds.Days {
-			if d.State != Failed && d.State != Stopped {
+			text := d.Error
+			switch {
+			case d.State == Failed, d.State == Stopped:
+			case d.TableError != "":
+				text = d.TableError
+			default:
 				continue
 			}
-			code := manifest.CauseOf(d.Error)
+			code := manifest.CauseOf(text)
+			if d.TableError != "" && text == d.TableError {
+				code = manifest.CodeTableBroken
+			}
 			g := byCode[code]
 			if g == nil {
 				c := causes[code]
@@ -81,7 +93,7 @@ func GroupFailures(datasets []DatasetDays) []FailureGroup {
 			if d.State == Stopped {
 				g.Stopped++
 			}
-			raw := strings.TrimPrefix(d.Error, string(code)+": ")
+			raw := strings.TrimPrefix(text, string(code)+": ")
 			if counts[code][raw] == 0 {
 				g.Errors = append(g.Errors, raw)
 			}

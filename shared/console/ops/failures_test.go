@@ -47,3 +47,34 @@ func TestGroupFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupFailuresTableBroken: completed partitions whose Iceberg table did
+// not take them are one group, table_broken, with its explanation, the
+// repair as the fix and the raw error (naming the object and the repair
+// command) behind it; a failed partition's cause is its own group.
+func TestGroupFailuresTableBroken(t *testing.T) {
+	tableErr := manifest.CauseText(manifest.CodeTableBroken, fmt.Errorf("table object p/v1/events/metadata/v7.metadata.json: parse table metadata v7: unexpected end of JSON input"))
+	tableErr += "; the day's files are delivered; repair the table: daybook table repair --account acct_x --dataset events"
+	ds := DatasetDays{Dataset: "events", Days: []Day{
+		{Day: "2026-11-20", State: Completed, TableError: tableErr},
+		{Day: "2026-11-21", State: Completed, TableError: tableErr},
+		{Day: "2026-11-22", State: Completed},
+		{Day: "2026-11-23", State: Failed, Error: "source_unavailable: down", TableError: tableErr},
+	}}
+	groups := GroupFailures([]DatasetDays{ds})
+	if len(groups) != 2 {
+		t.Fatalf("%d groups: %+v", len(groups), groups)
+	}
+	g := groups[0]
+	if g.Code != manifest.CodeTableBroken || len(g.Partitions) != 2 || g.Partitions[0].Phase != Completed || len(g.Errors) != 1 ||
+		!strings.Contains(g.Errors[0], "v7.metadata.json") || !strings.Contains(g.Errors[0], "daybook table repair --account acct_x --dataset events") ||
+		!strings.Contains(g.Fix, "daybook table repair") || g.What == "" {
+		t.Fatalf("the table group: %+v", g)
+	}
+	if groups[1].Code != manifest.CodeSourceUnavailable {
+		t.Fatalf("the failed partition's group: %+v", groups[1])
+	}
+	if d := Describe(ds.Days[0]); !strings.Contains(d, "its Iceberg table did not take it") {
+		t.Fatalf("describe: %s", d)
+	}
+}

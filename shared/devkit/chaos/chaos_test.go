@@ -167,6 +167,9 @@ func run(t *testing.T, o Options) *Report {
 	if pl := rep.Planted; pl.Rounds == 0 || pl.Plants == 0 || pl.OutsideChecked == 0 || pl.EventsChecked == 0 {
 		t.Fatalf("the planted commits did not run: %+v", pl)
 	}
+	if pl := rep.Iceberg; pl.Rounds == 0 || pl.Objects == 0 || pl.Checked == 0 || pl.Outside != 0 {
+		t.Fatalf("the planted Iceberg metadata: %+v; want plants, objects compared, none outside the prefix changed", pl)
+	}
 	return rep
 }
 

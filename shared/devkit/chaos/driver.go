@@ -69,6 +69,9 @@ func (p *pipeline) drive(ctx context.Context) error {
 				return err
 			}
 		}
+		if err := p.plantIceberg(ctx, round); err != nil { // plant_iceberg.go
+			return err
+		}
 		moved, open, err := p.passTime(ctx)
 		if err != nil {
 			return err

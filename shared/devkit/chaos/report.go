@@ -33,9 +33,10 @@ type Report struct {
 	Faults             map[Kind]map[Step]int
 	Requests           map[Step]int // S3 requests through the proxies
 	Checked            Checked
-	Accounts           AccountRaces // concurrent overlapping account creates and the prefix check
-	Planted            PlantChecks  // planted _SUCCESS and _manifest.json pairs (plant_manifest.go)
-	Problems           []string     // broken invariants
+	Accounts           AccountRaces  // concurrent overlapping account creates and the prefix check
+	Planted            PlantChecks   // planted _SUCCESS and _manifest.json pairs (plant_manifest.go)
+	Iceberg            IcebergPlants // planted Iceberg metadata (plant_iceberg.go)
+	Problems           []string      // broken invariants
 	// SelfTest is how many deliberate breaks the check reported after the
 	// run (Options.SelfTest).
 	SelfTest int
@@ -105,6 +106,7 @@ func (r *Report) Print(w io.Writer) {
 	pl := r.Planted
 	fmt.Fprintf(w, "  planted commits: %d rounds, %d forged _SUCCESS + _manifest.json pairs, %d objects planted; %d objects outside the planting prefixes checked, %d changed; %d events and change-log entries checked, %d naming another partition or a planted generation; %d runs refused a marker of 2^63-1\n",
 		pl.Rounds, pl.Plants, pl.Objects, pl.OutsideChecked, pl.OutsideChanged, pl.EventsChecked, pl.ForeignEvents, pl.RefusedAhead)
+	r.Iceberg.print(w)
 	if r.SelfTest > 0 {
 		fmt.Fprintf(w, "  self-test: the check reported each of %d deliberate breaks made after the run\n", r.SelfTest)
 	}
