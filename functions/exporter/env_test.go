@@ -105,6 +105,9 @@ type env struct {
 	out      *output // the function's stdout: its logs and metric lines
 	opts     envOpts
 	msgs     atomic.Int64
+	// eventsBefore are events other accounts' own exports recorded before
+	// a test planted objects (planted_test.go).
+	eventsBefore map[string]bool
 }
 
 func newEnv(t *testing.T, o envOpts) *env {

@@ -77,11 +77,11 @@ func (e *env) eventIDs(keys ...partition.Key) map[string]bool {
 }
 
 // eventsOnlyOf checks that every event recorded for the partitions keys
-// names (beyond those in before, which their own exports recorded) and
+// names (beyond e.eventsBefore, which their own exports recorded) and
 // every event the bus got is one of e's partition of ds and day, of the
 // generations want, each recorded once; and that the change log holds
 // those generations' entries alone.
-func (e *env) eventsOnlyOf(ds string, day civil.Date, bus *countingBus, want []int64, before map[string]bool, keys ...partition.Key) {
+func (e *env) eventsOnlyOf(ds string, day civil.Date, bus *countingBus, want []int64, keys ...partition.Key) {
 	e.t.Helper()
 	t := e.t
 	own := e.key(ds, day)
@@ -93,7 +93,7 @@ func (e *env) eventsOnlyOf(ds string, day civil.Date, bus *countingBus, want []i
 		}
 		for _, ev := range evs {
 			if k != own {
-				if !before[ev.ID] {
+				if !e.eventsBefore[ev.ID] {
 					t.Errorf("an event is recorded under %s: %+v", k, ev)
 				}
 				continue
@@ -184,7 +184,7 @@ func TestPlantedCommitIsNotRecovered(t *testing.T) {
 			m.Generation, m.RunID = 2, "run_planted"
 			tc.forge(m)
 			others := append(tc.others, e.key("events", nextDay))
-			before := e.eventIDs(others...)
+			e.eventsBefore = e.eventIDs(others...)
 			e.plantCommit("events", testDay, 2, m)
 			outside := e.objectsOutside()
 
@@ -196,7 +196,7 @@ func TestPlantedCommitIsNotRecovered(t *testing.T) {
 				t.Fatalf("after the planted commit: row %s generation %d, manifest of %s generation %d; want completed, 3, %s, 3",
 					r.State, r.Generation, got.AccountID, got.Generation, e.acct.ID)
 			}
-			e.eventsOnlyOf("events", testDay, bus, []int64{1, 3}, before, others...)
+			e.eventsOnlyOf("events", testDay, bus, []int64{1, 3}, others...)
 			if after := e.objectsOutside(); !maps.Equal(after, outside) {
 				t.Errorf("objects outside %s changed:\nbefore %v\nafter  %v", e.prefix, outside, after)
 			}
@@ -235,6 +235,6 @@ func TestPlantedCommitOfASlicedDay(t *testing.T) {
 		t.Fatalf("row generation %d, manifest of %s generation %d with %d rows; want %d, %s, %d, 2000",
 			r.Generation, m.AccountID, m.Generation, m.Totals.Rows, c.Generation, e.acct.ID, c.Generation)
 	}
-	e.eventsOnlyOf("events", testDay, bus, []int64{c.Generation}, nil, partition.Key{AccountID: otherAccount, Dataset: "events", Day: testDay})
+	e.eventsOnlyOf("events", testDay, bus, []int64{c.Generation}, partition.Key{AccountID: otherAccount, Dataset: "events", Day: testDay})
 	e.exactlyOnce(2000)
 }

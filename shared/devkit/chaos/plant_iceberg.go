@@ -129,12 +129,21 @@ var plantTricks = []plantTrick{
 	}},
 }
 
+// setCurrentList points the current snapshot's manifest list at list; a
+// table with no current snapshot (every day withdrawn, or none delivered
+// yet) is given one.
 func setCurrentList(m map[string]any, list string) {
-	for _, s := range m["snapshots"].([]any) {
-		if s := s.(map[string]any); fmt.Sprint(s["snapshot-id"]) == fmt.Sprint(m["current-snapshot-id"]) {
+	snaps, _ := m["snapshots"].([]any)
+	for _, s := range snaps {
+		if s, ok := s.(map[string]any); ok && m["current-snapshot-id"] != nil && fmt.Sprint(s["snapshot-id"]) == fmt.Sprint(m["current-snapshot-id"]) {
 			s["manifest-list"] = list
+			return
 		}
 	}
+	const id = 4100
+	m["snapshots"] = append(snaps, map[string]any{"snapshot-id": id, "timestamp-ms": 1000, "sequence-number": 0,
+		"manifest-list": list, "summary": map[string]any{"operation": "append"}, "schema-id": 0})
+	m["current-snapshot-id"] = id
 }
 
 // icePlant is one trick planted in one dataset's table, and the day

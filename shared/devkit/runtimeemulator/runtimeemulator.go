@@ -47,10 +47,11 @@ func Bin() (string, error) {
 
 // Function is one bootstrap binary running under its own emulator instance.
 type Function struct {
-	Name string
-	URL  string
-	Pid  int
-	cmd  *exec.Cmd
+	Name   string
+	URL    string
+	Pid    int
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the emulator process has exited (its Wait returned)
 }
 
 // Options configure a Function.
@@ -65,6 +66,9 @@ type Options struct {
 
 // Start launches bootstrap under the emulator on free loopback ports. Each
 // instance gets its own --runtime-api-address so several can run at once.
+// A port found free can be taken by another process before the emulator
+// binds it, and the emulator then exits: Start tries again on new ports,
+// three times at most.
 func Start(ctx context.Context, bootstrap string, opts Options) (*Function, error) {
 	rie, err := Bin()
 	if err != nil {
@@ -73,6 +77,18 @@ func Start(ctx context.Context, bootstrap string, opts Options) (*Function, erro
 	if _, err := os.Stat(bootstrap); err != nil {
 		return nil, fmt.Errorf("bootstrap %s: %w", bootstrap, err)
 	}
+	for attempt := 1; ; attempt++ {
+		f, err := start(ctx, rie, bootstrap, opts)
+		if !errors.Is(err, errExited) || attempt == 3 {
+			return f, err
+		}
+	}
+}
+
+// errExited is an emulator that exited before it listened.
+var errExited = errors.New("exited before it listened")
+
+func start(ctx context.Context, rie, bootstrap string, opts Options) (*Function, error) {
 	invokePort, err := freePort()
 	if err != nil {
 		return nil, err
@@ -114,8 +130,10 @@ func Start(ctx context.Context, bootstrap string, opts Options) (*Function, erro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", rie, err)
 	}
-	f := &Function{Name: opts.Name, URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", invokePort), Pid: cmd.Process.Pid, cmd: cmd}
-	if err := waitListening(ctx, fmt.Sprintf("127.0.0.1:%d", invokePort), 20*time.Second); err != nil {
+	f := &Function{Name: opts.Name, URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", invokePort), Pid: cmd.Process.Pid, cmd: cmd,
+		exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(f.exited) }()
+	if err := waitListening(ctx, fmt.Sprintf("127.0.0.1:%d", invokePort), 60*time.Second, f.exited); err != nil {
 		_ = f.Stop()
 		return nil, fmt.Errorf("emulator for %s: %w", opts.Name, err)
 	}
@@ -166,13 +184,11 @@ func (f *Function) Stop() error {
 	if errors.Is(err, syscall.ESRCH) {
 		err = nil
 	}
-	done := make(chan struct{})
-	go func() { _ = f.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-f.exited:
 	case <-time.After(5 * time.Second):
 		_ = syscall.Kill(-f.Pid, syscall.SIGKILL)
-		<-done
+		<-f.exited
 	}
 	return err
 }
@@ -186,8 +202,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitListening polls the emulator's port: it gives no other readiness signal.
-func waitListening(ctx context.Context, addr string, limit time.Duration) error {
+// waitListening polls the emulator's port (it gives no other readiness
+// signal) until it answers, the process exits (errExited), or limit.
+func waitListening(ctx context.Context, addr string, limit time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var d net.Dialer
@@ -198,6 +215,8 @@ func waitListening(ctx context.Context, addr string, limit time.Duration) error 
 			return nil
 		}
 		select {
+		case <-exited:
+			return fmt.Errorf("%s: %w", addr, errExited)
 		case <-ctx.Done():
 			return fmt.Errorf("not listening on %s after %s", addr, limit)
 		case <-time.After(20 * time.Millisecond):
