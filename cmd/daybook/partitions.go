@@ -321,7 +321,7 @@ for that day alone when the range holds it and left out otherwise, as the output
 		who := a.requestedBy(ctx, e.sts, by)
 		var sent []sentRequest
 		for _, pl := range plan {
-			s, serr := a.sendReexports(ctx, e.sqs, e.queueURL, acct.ID, pl.dataset, pl.days(), who)
+			s, serr := a.sendReexports(ctx, e.ledger, e.sqs, e.queueURL, acct.ID, pl.dataset, pl.days(), who)
 			sent = append(sent, s...)
 			if serr != nil {
 				err = fmt.Errorf("%s: %w", pl.dataset, serr)
@@ -359,11 +359,12 @@ func printLeftOut(a *app, left []leftOut) error {
 	return nil
 }
 
-// sendReexports sends one manual request per day, ten per batch.
-func (a *app) sendReexports(ctx context.Context, api sendAPI, queueURL, acct, ds string, days []civil.Date, by string) ([]sentRequest, error) {
+// sendReexports sends one manual request per day, ten per batch, noted on
+// the days' rows first so status shows them requested (ops.SendReexports).
+func (a *app) sendReexports(ctx context.Context, l ops.ReexportNoter, api sendAPI, queueURL, acct, ds string, days []civil.Date, by string) ([]sentRequest, error) {
 	bar := a.progress(len(days), "reexport")
 	defer bar.Finish()
-	return ops.SendReexports(ctx, api, queueURL, acct, ds, days, by, bar)
+	return ops.SendReexports(ctx, l, api, queueURL, acct, ds, days, by, bar)
 }
 
 // countOf is "1 day", "3 days".

@@ -250,7 +250,7 @@ func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
 	count := 0
 	for _, ds := range datasets {
 		var sent []ops.SentRequest
-		sent, err = ops.SendReexports(r.Context(), s.cfg.Queue, s.cfg.QueueURL, acct.ID, ds, civil.Range(from, to), by, nil)
+		sent, err = ops.SendReexports(r.Context(), s.cfg.Ledger, s.cfg.Queue, s.cfg.QueueURL, acct.ID, ds, civil.Range(from, to), by, nil)
 		s.cfg.Log.Info("console action", "action", "reexport", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
 			"requested_by", by, "sent", len(sent), "error", errText(err))
 		count += len(sent)

@@ -154,13 +154,38 @@ func TestActions(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a queue that fails is said", func(t *testing.T) {
+	t.Run("a re-export shows the days requested until they are claimed", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		res := f.post("/actions/reexport", form("account", troubled, "dataset", "events", "day", "2026-11-24"), f.session())
+		if res.code != http.StatusOK {
+			t.Fatalf("status %d\n%s", res.code, res.body)
+		}
+		page := f.get("/accounts/" + troubled + "?from=2026-11-20&to=2026-11-29")
+		for _, want := range []string{
+			`class="hm-cell p-requested" href="/accounts/` + troubled + `/partitions/events/2026-11-24"`,
+			"re-export requested, waiting in the jobs queue", // the legend
+			"re-export requested by arn:aws:iam::123456789012:user/alice at 2026-11-30T12:00:00Z, waiting in the jobs queue for an exporter; generation 2 stays delivered",
+		} {
+			if !strings.Contains(page.body, want) {
+				t.Errorf("the account page lacks %q:\n%s", want, page.body)
+			}
+		}
+		part := f.get("/accounts/" + troubled + "/partitions/events/2026-11-24")
+		if !strings.Contains(part.body, `class="reexport-requested">requested by arn:aws:iam::123456789012:user/alice at 2026-11-30T12:00:00Z`) {
+			t.Errorf("the partition page does not say the re-export was requested:\n%s", part.body)
+		}
+	})
+	t.Run("a queue that fails is said, and the days are not shown requested", func(t *testing.T) {
 		f := newFixture(t)
 		seed(f)
 		f.queue.fail = errors.New("AWS.SimpleQueueService.NonExistentQueue")
 		res := f.post("/actions/reexport", form("account", troubled, "dataset", "events", "day", "2026-11-24"), f.session())
 		if res.code != http.StatusBadGateway || !strings.Contains(res.body, "NonExistentQueue") {
 			t.Errorf("status %d\n%s", res.code, res.body)
+		}
+		if r := f.ledger.rows[partition.Key{AccountID: troubled, Dataset: "events", Day: day("2026-11-24")}]; ledger.PhaseOf(r) != ledger.PhaseCompleted {
+			t.Errorf("a request that was not sent shows: phase %s, %+v", ledger.PhaseOf(r), r)
 		}
 	})
 }
