@@ -116,7 +116,7 @@ func plannedNames(plan []ops.Planned) []string {
 // requeued is what requeue did, over the datasets it queued.
 type requeued struct {
 	ledger.RequeueResult
-	Datasets []string  `json:"datasets"`
+	Datasets []string      `json:"datasets"`
 	LeftOut  []ops.LeftOut `json:"left_out,omitempty"`
 }
 
