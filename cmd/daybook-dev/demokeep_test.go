@@ -92,6 +92,11 @@ func keptDemo(t *testing.T, ctx context.Context, res *demoResult, dir, bin strin
 	if code != 0 || !strings.Contains(se, "nothing runs the requests until daybook-dev local drain --dir "+dir+" --bin "+bin+" feeds the queue") {
 		t.Errorf("reexport on the kept demo: exit %d\n%s", code, se)
 	}
+	// and shown requested by status until the drain claims it.
+	if so, se, code := daybook("status", "--account", a0.ID, "--dataset", "events", "--from", day.String(), "--to", day.String(), "--state", "requested", "--env-file", envFile); code != 0 ||
+		!strings.Contains(so, "events  +  requested 1") {
+		t.Errorf("status after the re-export, before the drain: exit %d\n%s%s", code, so, se)
+	}
 	drained := dev("local", "drain", "--dir", dir, "--bin", bin)
 	if !strings.Contains(drained, "1 partitions exported, 0 failed") || !strings.Contains(drained, "mirrored 3 buckets into "+filepath.Join(dir, "buckets")+" again") {
 		t.Errorf("local drain:\n%s", drained)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 // receiveAll takes every visible message off a queue.
@@ -423,5 +425,113 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
 	if r := s.run(t, a, "requeue", "--account", only.ID, "--from", "2026-11-20", "--to", "2026-11-22"); r.code != cli.ExitError ||
 		!strings.Contains(r.stderr, "nothing to queue for account "+only.ID+": members: a snapshot dataset is copied for the newest closed day only") {
 		t.Errorf("only a snapshot, an older range: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestReexportShowsRequested: a re-export shows from the moment its
+// requests are sent, before an exporter claims them: `daybook status`
+// marks each day sent (completed, failed) requested, with who asked, in
+// its JSON, its map and its --state filter, and leaves a day under a live
+// claim as it is (that claim is not disturbed; the exporter records the
+// re-run when the request reaches it). The exporter's claim ends it. On
+// the old code the completed day stayed "completed" until the claim, and
+// --state requested was refused.
+func TestReexportShowsRequested(t *testing.T) {
+	s := deployed(t)
+	ctx := context.Background()
+	queue := s.outputs["JobsQueueUrl"]
+	s.purge(t, queue)
+	acct := s.newAccount(t, nil)
+	l := s.ledgerAt(t, testNow, 6)
+	done, failed, live := civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21"), civil.MustParse("2026-11-22")
+	if _, err := l.Materialize(ctx, acct.ID, "events", done, live); err != nil {
+		t.Fatal(err)
+	}
+	key := func(d civil.Date) partition.Key { return partition.Key{AccountID: acct.ID, Dataset: "events", Day: d} }
+	for _, d := range []civil.Date{done, failed, live} {
+		cl, err := l.Claim(ctx, key(d), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == live {
+			continue // claimed, its job in the queue
+		}
+		if _, err := l.Start(ctx, key(d), cl.Token); err != nil {
+			t.Fatal(err)
+		}
+		if d == done {
+			_, err = l.Complete(ctx, key(d), cl.Token, ledger.Result{Rows: 5, Files: 1})
+		} else {
+			_, err = l.Fail(ctx, key(d), cl.Token, errors.New("source unreachable"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _, _ := testApp(t)
+	// The JSON as a script reads it.
+	type day struct {
+		Day                 string `json:"day"`
+		State               string `json:"state"`
+		Generation          int64  `json:"generation"`
+		Rows                int64  `json:"rows"`
+		ReexportRequestedAt string `json:"reexport_requested_at"`
+		ReexportRequestedBy string `json:"reexport_requested_by"`
+	}
+	status := func() map[string]day {
+		t.Helper()
+		r := s.run(t, a, "status", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "-o", "json")
+		var res struct {
+			Datasets []struct {
+				Days []day `json:"days"`
+			} `json:"datasets"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Datasets) != 1 {
+			t.Fatalf("status -o json: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		days := map[string]day{}
+		for _, d := range res.Datasets[0].Days {
+			days[d.Day] = d
+		}
+		return days
+	}
+	if d := status(); d["2026-11-20"].State != "completed" || d["2026-11-21"].State != "failed" || d["2026-11-22"].State != "claimed" {
+		t.Fatalf("before the re-export: %+v", d)
+	}
+
+	r := s.run(t, a, "reexport", "--account", acct.ID, "--dataset", "events", "--from", "2026-11-20", "--to", "2026-11-22", "--requested-by", "ops-carol")
+	if r.code != 0 {
+		t.Fatalf("reexport: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	days := status()
+	for _, d := range []string{"2026-11-20", "2026-11-21"} {
+		if got := days[d]; got.State != "requested" || got.ReexportRequestedBy != "ops-carol" || got.ReexportRequestedAt != "2026-11-30T12:00:00Z" {
+			t.Errorf("%s after the re-export: %+v; want requested by ops-carol at 2026-11-30T12:00:00Z", d, got)
+		}
+	}
+	if got := days["2026-11-20"]; got.Generation != 1 || got.Rows != 5 {
+		t.Errorf("the requested day keeps its delivered generation: %+v", got)
+	}
+	if got := days["2026-11-22"]; got.State != "claimed" || got.ReexportRequestedAt != "" {
+		t.Errorf("the day under a live claim: %+v; want it claimed, untouched", got)
+	}
+
+	r = s.run(t, a, "status", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "--state", "requested")
+	for _, want := range []string{
+		"events  ++  requested 2", // the filter keeps the two requested days
+		"+ re-export requested, waiting in the jobs queue",
+		"events 2026-11-20  re-export requested by ops-carol at 2026-11-30T12:00:00Z",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("status --state requested lacks %q: exit %d\n%s%s", want, r.code, r.stdout, r.stderr)
+		}
+	}
+
+	// The exporter's claim takes the request: the day is running, no longer requested.
+	if _, err := l.ClaimManual(ledger.WithRequestedBy(ctx, "ops-carol"), key(done)); err != nil {
+		t.Fatal(err)
+	}
+	if got := status()["2026-11-20"]; got.State != "running" || got.ReexportRequestedAt != "" {
+		t.Errorf("after the exporter's claim: %+v", got)
 	}
 }

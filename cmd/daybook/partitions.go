@@ -13,7 +13,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -70,115 +69,46 @@ func flagError(c *cobra.Command, err error) error {
 	return re
 }
 
-// checkRequest is the exporter's own check of a manual request
-// (jobs.CheckRequest) on the flags, before anything is written or sent: a
-// malformed value is refused before the deployment is opened, then the
-// account is read and the request checked against it (unknown or disabled
-// account, a dataset it does not export, a day before its start date or not
-// closed yet). maxDays bounds the range. Every error names the flag.
-func (a *app) checkRequest(c *cobra.Command, p partitionFlags, maxDays int) (*opsEnv, account.Account, error) {
+// checkRequests is the exporter's own check of a manual request
+// (ops.CheckRequests, jobs.CheckRequest) on the flags, before anything is
+// written or sent: a malformed value is refused before the deployment is
+// opened, then the account is read and the request checked against it
+// (unknown or disabled account, a dataset it does not export, a day before
+// its start date or not closed yet). Without --dataset it covers every
+// dataset of the account, a snapshot dataset for its newest closed day
+// alone or left out, said in the []ops.LeftOut (ops.CheckRequests, which
+// the console's actions call too). maxDays bounds the range. Every
+// refusal names the flag.
+func (a *app) checkRequests(c *cobra.Command, p partitionFlags, maxDays int) (*opsEnv, account.Account, []ops.Planned, []ops.LeftOut, error) {
 	m := jobs.Manual{Kind: jobs.KindManual, AccountID: p.account, Dataset: p.dataset, Day: p.day, From: p.from, To: p.to}
 	lim := jobs.Limits{Now: a.now(), MaxDays: maxDays}
-	if err := ops.CheckForm(m, lim); err != nil {
-		return nil, account.Account{}, flagError(c, err)
+	probe := m
+	if probe.Dataset == "" {
+		names := datasetNames()
+		if len(names) == 0 {
+			return nil, account.Account{}, nil, nil, errors.New("the dataset catalog is empty")
+		}
+		probe.Dataset = names[0] // the form alone: any dataset of the catalog
 	}
-	e, err := a.open(c.Context())
-	if err != nil {
-		return nil, account.Account{}, err
-	}
-	lim.SettleDelay = e.settle
-	acct, _, _, err := ops.CheckRequest(c.Context(), e.ledger, m, lim)
-	if err != nil {
-		return nil, account.Account{}, flagError(c, err)
-	}
-	return e, acct, nil
-}
-
-// planned is the days of one dataset a request covers.
-type planned struct {
-	dataset  string
-	from, to civil.Date
-}
-
-func (p planned) days() []civil.Date { return civil.Range(p.from, p.to) }
-
-// leftOut is a dataset, or some of its days, that a request for every
-// dataset of the account leaves out, and why.
-type leftOut struct {
-	Dataset string `json:"dataset"`
-	Reason  string `json:"reason"`
-}
-
-// checkRequests is checkRequest for --dataset, or, without it, for every
-// dataset of the account over from..to; it returns the days of each
-// dataset to queue. A snapshot dataset has a copy of the newest closed day
-// only (a copy taken now of an older day would be today's table under that
-// date), so without --dataset it takes that day alone when the range holds
-// it and is left out otherwise, said in the []leftOut, instead of refusing
-// the whole request; with --dataset it is refused as ever. A request that
-// leaves every dataset out is refused, naming why.
-func (a *app) checkRequests(c *cobra.Command, p partitionFlags, from, to civil.Date, maxDays int) (*opsEnv, account.Account, []planned, []leftOut, error) {
-	if p.dataset != "" {
-		e, acct, err := a.checkRequest(c, p, maxDays)
-		return e, acct, []planned{{p.dataset, from, to}}, nil, err
-	}
-	names := datasetNames()
-	if len(names) == 0 {
-		return nil, account.Account{}, nil, nil, errors.New("the dataset catalog is empty")
-	}
-	q := p
-	q.dataset = names[0] // the form alone: any dataset of the catalog
-	m := jobs.Manual{Kind: jobs.KindManual, AccountID: q.account, Dataset: q.dataset, Day: q.day, From: q.from, To: q.to}
-	if err := ops.CheckForm(m, jobs.Limits{Now: a.now(), MaxDays: maxDays}); err != nil {
+	if err := ops.CheckForm(probe, lim); err != nil {
 		return nil, account.Account{}, nil, nil, flagError(c, err)
 	}
 	e, err := a.open(c.Context())
 	if err != nil {
 		return nil, account.Account{}, nil, nil, err
 	}
-	acct, err := e.ledger.GetAccount(c.Context(), p.account)
-	if errors.Is(err, ledger.ErrNotFound) {
-		_, _, err = a.checkRequest(c, q, maxDays) // words the refusal with --account
-		return nil, account.Account{}, nil, nil, err
-	}
+	lim.SettleDelay = e.settle
+	acct, plan, left, err := ops.CheckRequests(c.Context(), e.ledger, m, lim)
 	if err != nil {
-		return nil, account.Account{}, nil, nil, err
+		return nil, account.Account{}, nil, nil, flagError(c, err)
 	}
-	newest := acct.WithDefaults(e.settle).ClosedThrough(a.now())
-	var plan []planned
-	var out []leftOut
-	for _, ds := range acct.Datasets {
-		q := p
-		q.dataset = ds
-		pl := planned{ds, from, to}
-		if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() && (from != newest || to != newest) {
-			if newest.Before(from) || to.Before(newest) {
-				out = append(out, leftOut{ds, fmt.Sprintf("a snapshot dataset is copied for the newest closed day only (%s), which is outside %s..%s", newest, from, to)})
-				continue
-			}
-			out = append(out, leftOut{ds, fmt.Sprintf("a snapshot dataset is copied for the newest closed day only: %s alone, the other days of %s..%s left out", newest, from, to)})
-			q.day, q.from, q.to = newest.String(), "", ""
-			pl.from, pl.to = newest, newest
-		}
-		if _, _, err := a.checkRequest(c, q, maxDays); err != nil {
-			return nil, account.Account{}, nil, nil, err
-		}
-		plan = append(plan, pl)
-	}
-	if len(plan) == 0 {
-		reasons := make([]string, len(out))
-		for i, l := range out {
-			reasons[i] = l.Dataset + ": " + l.Reason
-		}
-		return nil, account.Account{}, nil, nil, fmt.Errorf("nothing to queue for account %s: %s", acct.ID, strings.Join(reasons, "; "))
-	}
-	return e, acct, plan, out, nil
+	return e, acct, plan, left, nil
 }
 
-func plannedNames(plan []planned) []string {
+func plannedNames(plan []ops.Planned) []string {
 	out := make([]string, len(plan))
 	for i, p := range plan {
-		out[i] = p.dataset
+		out[i] = p.Dataset
 	}
 	return out
 }
@@ -186,8 +116,8 @@ func plannedNames(plan []planned) []string {
 // requeued is what requeue did, over the datasets it queued.
 type requeued struct {
 	ledger.RequeueResult
-	Datasets []string  `json:"datasets"`
-	LeftOut  []leftOut `json:"left_out,omitempty"`
+	Datasets []string      `json:"datasets"`
+	LeftOut  []ops.LeftOut `json:"left_out,omitempty"`
 }
 
 func (a *app) requeueCommand() *cobra.Command {
@@ -229,7 +159,7 @@ out and why.`,
 			return err
 		}
 		ctx := c.Context()
-		e, acct, plan, left, err := a.checkRequests(c, p, from, to, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
+		e, acct, plan, left, err := a.checkRequests(c, p, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
 		if err != nil {
 			return err
 		}
@@ -237,18 +167,18 @@ out and why.`,
 		who := a.requestedBy(ctx, e.sts, by)
 		total := 0
 		for _, pl := range plan {
-			total += len(pl.days())
+			total += len(pl.Days())
 		}
 		bar := a.progress(total, "requeue")
 		res := requeued{Datasets: plannedNames(plan), LeftOut: left}
 		for _, pl := range plan {
-			r, err := ops.Requeue(ctx, e.ledger, acct.ID, pl.dataset, pl.days(), partition.Reason(reason), who, bar)
+			r, err := ops.Requeue(ctx, e.ledger, acct.ID, pl.Dataset, pl.Days(), partition.Reason(reason), who, bar)
 			res.Queued += r.Queued
 			res.Created += r.Created
 			res.RerunRequested += r.RerunRequested
 			if err != nil {
 				bar.Finish()
-				return fmt.Errorf("%s: %w", pl.dataset, err)
+				return fmt.Errorf("%s: %w", pl.Dataset, err)
 			}
 		}
 		bar.Finish()
@@ -310,7 +240,7 @@ for that day alone when the range holds it and left out otherwise, as the output
 			return cli.Usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
 		}
 		ctx := c.Context()
-		e, acct, plan, left, err := a.checkRequests(c, p, from, to, jobs.MaxManualRangeDays)
+		e, acct, plan, left, err := a.checkRequests(c, p, jobs.MaxManualRangeDays)
 		if err != nil {
 			return err
 		}
@@ -321,10 +251,10 @@ for that day alone when the range holds it and left out otherwise, as the output
 		who := a.requestedBy(ctx, e.sts, by)
 		var sent []sentRequest
 		for _, pl := range plan {
-			s, serr := a.sendReexports(ctx, e.sqs, e.queueURL, acct.ID, pl.dataset, pl.days(), who)
+			s, serr := a.sendReexports(ctx, e.ledger, e.sqs, e.queueURL, acct.ID, pl.Dataset, pl.Days(), who)
 			sent = append(sent, s...)
 			if serr != nil {
-				err = fmt.Errorf("%s: %w", pl.dataset, serr)
+				err = fmt.Errorf("%s: %w", pl.Dataset, serr)
 				break
 			}
 		}
@@ -350,7 +280,7 @@ for that day alone when the range holds it and left out otherwise, as the output
 
 // printLeftOut says which datasets (or days) a request for every dataset
 // left out, and why.
-func printLeftOut(a *app, left []leftOut) error {
+func printLeftOut(a *app, left []ops.LeftOut) error {
 	for _, l := range left {
 		if _, err := fmt.Fprintf(a.stdout, "left out %s: %s\n", l.Dataset, l.Reason); err != nil {
 			return err
@@ -359,11 +289,12 @@ func printLeftOut(a *app, left []leftOut) error {
 	return nil
 }
 
-// sendReexports sends one manual request per day, ten per batch.
-func (a *app) sendReexports(ctx context.Context, api sendAPI, queueURL, acct, ds string, days []civil.Date, by string) ([]sentRequest, error) {
+// sendReexports sends one manual request per day, ten per batch, noted on
+// the days' rows first so status shows them requested (ops.SendReexports).
+func (a *app) sendReexports(ctx context.Context, l ops.ReexportNoter, api sendAPI, queueURL, acct, ds string, days []civil.Date, by string) ([]sentRequest, error) {
 	bar := a.progress(len(days), "reexport")
 	defer bar.Finish()
-	return ops.SendReexports(ctx, api, queueURL, acct, ds, days, by, bar)
+	return ops.SendReexports(ctx, l, api, queueURL, acct, ds, days, by, bar)
 }
 
 // countOf is "1 day", "3 days".

@@ -15,6 +15,7 @@ const (
 	phaseCompleted = ops.Completed
 	phaseRunning   = ops.Running
 	phaseClaimed   = ops.Claimed
+	phaseRequested = ops.Requested
 	phaseQueued    = ops.Queued
 	phaseFailed    = ops.Failed
 	phaseStopped   = ops.Stopped
@@ -28,6 +29,7 @@ var phaseColor = map[phase]string{
 	phaseCompleted: "32",
 	phaseRunning:   "34;1",
 	phaseClaimed:   "36",
+	phaseRequested: "33;1",
 	phaseQueued:    "33",
 	phaseFailed:    "31",
 	phaseStopped:   "35;1",
@@ -52,9 +54,9 @@ func legend(color bool) string {
 	return strings.Join(parts, "  ") + "  (blank) " + ops.BlankLegend
 }
 
-// paint colours s for p when color is on.
+// paint colours s for p when color is on (and p has a colour).
 func paint(color bool, p phase, s string) string {
-	if !color {
+	if !color || phaseColor[p] == "" {
 		return s
 	}
 	return "\x1b[" + phaseColor[p] + "m" + s + "\x1b[0m"

@@ -33,9 +33,10 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status [--account ID | --search TEXT] [--dataset NAME] [--state STATE] [--from DAY --to DAY | --days N] [--limit N] [--page-token TOKEN]",
 		Short: "Show the ledger: the fleet, worst first, or one account's datasets by day",
 		Long: `Without --account: one line per account, worst first (stopped, then failed, then the oldest day
-not exported): partitions completed, queued (waiting for a sweep), claimed (a job waiting in
-the queue), running (an exporter started it), failed (will retry), stopped (waits for
-daybook requeue), the oldest day not exported and the newest day exported. The fleet view
+not exported): partitions completed, running (an exporter started it), claimed (a job waiting
+in the queue), requested (a re-export sent from the console or daybook reexport, not claimed
+yet), queued (waiting for a sweep), failed (will retry), stopped (waits for daybook requeue),
+the oldest day not exported and the newest day exported. The fleet view
 shows --limit accounts (default 50) and ends with the command for the next page
 (--page-token); --search finds an account by id, or the accounts whose name starts with the
 text. Its counts are the accounts' summaries, which each sweep refreshes after a change (run
@@ -135,8 +136,13 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 	if out == outputJSON {
 		return printJSON(a.stdout, fleetPage{Accounts: nonNil(res.Lines), NextPageToken: res.Next})
 	}
+	// A column per phase, in display order (ops.Phases).
+	cols := []string{"ACCOUNT", "NAME", "DATASETS"}
+	for _, p := range phases {
+		cols = append(cols, strings.ToUpper(string(p)))
+	}
 	tw := newTable(a.stdout)
-	tw.header("ACCOUNT\tNAME\tDATASETS\tCOMPLETED\tQUEUED\tCLAIMED\tRUNNING\tFAILED\tSTOPPED\tOLDEST DUE\tLAST EXPORT")
+	tw.header(strings.Join(append(cols, "OLDEST DUE", "LAST EXPORT"), "\t"))
 	for _, l := range res.Lines {
 		name := l.Name
 		if !l.Enabled {
@@ -146,14 +152,16 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 		if l.LastExport != "" {
 			last = l.LastExport + " at " + l.LastExportAt
 		}
-		tw.row(l.Account, name, strings.Join(l.Datasets, ","),
-			l.Counts[phaseCompleted], l.Counts[phaseQueued], l.Counts[phaseClaimed], l.Counts[phaseRunning],
-			l.Counts[phaseFailed], l.Counts[phaseStopped], cmp.Or(l.OldestDue, "-"), last)
+		cells := []any{l.Account, name, strings.Join(l.Datasets, ",")}
+		for _, p := range phases {
+			cells = append(cells, l.Counts[p])
+		}
+		tw.row(append(cells, cmp.Or(l.OldestDue, "-"), last)...)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(a.stdout, "\nqueued: waiting for a sweep · claimed: job waiting in the queue · running: an exporter started it · failed: will retry · stopped: waits for daybook requeue"); err != nil {
+	if _, err := fmt.Fprintln(a.stdout, "\n"+fleetColumnsNote); err != nil {
 		return err
 	}
 	if res.Next != "" {
@@ -161,6 +169,11 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 	}
 	return err
 }
+
+// fleetColumnsNote says what the fleet view's columns of phases count
+// (every phase but completed; TestStatusFleetIsWorstFirst checks it names them all).
+const fleetColumnsNote = "running: an exporter started it · claimed: job waiting in the queue · requested: a re-export request waiting in the jobs queue · " +
+	"queued: waiting for a sweep · failed: will retry · stopped: waits for daybook requeue"
 
 // nextArgs are the fleet view's flags the next page repeats.
 func nextArgs(f statusFlags) string {

@@ -119,9 +119,15 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	if !strings.Contains(r.stdout, "ACCOUNT") || !strings.Contains(r.stdout, "OLDEST DUE") || !strings.Contains(r.stdout, "claimed: job waiting in the queue") {
 		t.Errorf("fleet table:\n%s", r.stdout)
 	}
+	// A column per phase, in display order, each explained below the table.
+	for _, p := range phases {
+		if !strings.Contains(lineWith(r.stdout, "ACCOUNT"), strings.ToUpper(string(p))) || p != phaseCompleted && !strings.Contains(r.stdout, string(p)+": ") {
+			t.Errorf("fleet table lacks the column or the note of %s:\n%s", p, r.stdout)
+		}
+	}
 	row := lineWith(r.stdout, f.troubled)
-	if fields := strings.Fields(row); len(fields) < 11 || !slices.Equal(fields[len(fields)-8:len(fields)-1], []string{"0", "1", "1", "1", "1", "1", "2026-11-25"}) {
-		t.Errorf("troubled row %q: want completed 0, queued 1, claimed 1, running 1, failed 1, stopped 1, oldest due 2026-11-25", row)
+	if fields := strings.Fields(row); len(fields) < 12 || !slices.Equal(fields[len(fields)-9:len(fields)-1], []string{"0", "1", "1", "0", "1", "1", "1", "2026-11-25"}) {
+		t.Errorf("troubled row %q: want completed 0, running 1, claimed 1, requested 0, queued 1, failed 1, stopped 1, oldest due 2026-11-25", row)
 	}
 
 	// --state keeps the accounts with partitions in those states.
@@ -134,7 +140,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	}
 	// and counts only the partitions in those states.
 	r = s.run(t, a, "status", "--state", "failed,stopped", "--limit", "500")
-	if fields := strings.Fields(lineWith(r.stdout, f.troubled)); len(fields) < 11 || !slices.Equal(fields[len(fields)-8:len(fields)-2], []string{"0", "0", "0", "0", "1", "1"}) {
+	if fields := strings.Fields(lineWith(r.stdout, f.troubled)); len(fields) < 12 || !slices.Equal(fields[len(fields)-9:len(fields)-2], []string{"0", "0", "0", "0", "0", "1", "1"}) {
 		t.Errorf("--state failed,stopped: troubled row %q, want only failed 1 and stopped 1 counted", lineWith(r.stdout, f.troubled))
 	}
 	// --from/--to count the window only.

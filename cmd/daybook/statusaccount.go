@@ -113,7 +113,7 @@ func attention(ds string, d dayStatus, all bool) string {
 	switch d.State {
 	case phaseFailed, phaseStopped:
 		return "" // in their failure group
-	case phaseClaimed, phaseRunning:
+	case phaseClaimed, phaseRunning, phaseRequested:
 	default:
 		if !all {
 			return ""

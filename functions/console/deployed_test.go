@@ -202,6 +202,31 @@ func TestDeployedConsoleActions(t *testing.T) {
 		!strings.Contains(aws.ToString(out.Messages[0].Body), "assumed-role/ops/alice") {
 		t.Errorf("re-export message %s", aws.ToString(out.Messages[0].Body))
 	}
+	// A re-export of a day with a row shows it requested from the moment it
+	// is sent (the console notes it on the row, an UpdateItem under its
+	// policy), on the account's heatmap and the partition's page, until the
+	// exporter claims it. On the old code the day still read "queued".
+	if res := c.act("/actions/reexport", url.Values{"account": {direct.ID}, "dataset": {"events"}, "day": {day.String()}}); res.StatusCode != 200 {
+		t.Fatalf("re-export of %s: %d\n%s", day, res.StatusCode, res.Body)
+	}
+	if r, err := led.Get(ctx, key); err != nil || r.State != ledger.StateQueued || ledger.PhaseOf(r) != "requested" {
+		t.Errorf("the re-exported day: %+v %v; want queued, in the requested phase", r, err)
+	}
+	acctPage := c.do("GET", "/accounts/"+direct.ID, "from=2026-11-10&to=2026-11-19", "")
+	if !strings.Contains(acctPage.Body, `class="hm-cell p-requested"`) || !strings.Contains(acctPage.Body, "re-export requested, waiting in the jobs queue") {
+		t.Errorf("the account page shows no requested day:\n%s", acctPage.Body)
+	}
+	page := c.do("GET", "/accounts/"+direct.ID+"/partitions/events/"+day.String(), "", "")
+	if !strings.Contains(page.Body, "re-export requested by arn:aws:sts::123456789012:assumed-role/ops/alice at 2026-11-20T12:00:00Z, waiting in the jobs queue") {
+		t.Errorf("the partition page does not say the re-export was requested:\n%s", page.Body)
+	}
+	for {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queue, MaxNumberOfMessages: 10})
+		if err != nil || len(out.Messages) == 0 {
+			break
+		}
+	}
+
 	// The account as one saved before isolation guards existed: no guard
 	// items, none held by its record. Disabling it takes them (the
 	// console's LedgerActions on pk=GUARDS).

@@ -37,7 +37,8 @@ func (r *run) outbox() *outbox.Outbox {
 // customer's object (Committer.Committed checks it says the same).
 func (r *run) committedDetail(generation int64, m *manifest.Manifest, manifestKey string, bytes, seedEpoch int64) *events.Committed {
 	d := &events.Committed{
-		Version: events.DetailVersion, Account: r.Claim.AccountID, Dataset: r.Dataset.Name, Day: r.Claim.Day.String(), Generation: generation,
+		Version: events.DetailVersion, Account: r.Claim.AccountID, Dataset: r.Dataset.Name, Contract: r.Dataset.ContractVersion(),
+		Day: r.Claim.Day.String(), Generation: generation,
 		Rows: m.Totals.Rows, Bytes: bytes, Files: m.Totals.Files, Bucket: r.Account.Destination.Bucket, ManifestKey: manifestKey,
 		Reason: m.Reason, Restated: m.Restatement != nil, Reseed: seedEpoch > 0, SeedEpoch: seedEpoch,
 		SchemaVersion: m.SchemaVersion, RunID: m.RunID, CommittedAt: m.FinishedAt,
@@ -52,7 +53,7 @@ func (r *run) committedDetail(generation int64, m *manifest.Manifest, manifestKe
 // restatement's when there is one, else the generation the claim found
 // completed in the ledger.
 func (r *run) changeOf(d *events.Committed) events.Change {
-	c := events.Change{Version: events.ChangeVersion, ID: events.CommittedID(d.Account, d.Dataset, d.Day, d.Generation),
+	c := events.Change{Version: events.ChangeVersion, ID: events.CommittedID(d.Account, d.LedgerName(), d.Day, d.Generation),
 		Dataset: d.Dataset, Day: d.Day, Generation: d.Generation, Reason: d.Reason, RowsAfter: d.Rows,
 		ManifestKey: d.ManifestKey, SchemaVersion: d.SchemaVersion, RunID: d.RunID, CommittedAt: d.CommittedAt.UTC()}
 	switch prev := r.Claim.Prev; {

@@ -4,10 +4,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
@@ -170,5 +173,62 @@ func TestReseedAfterTheMoveReachesTheNewContract(t *testing.T) {
 	}
 	if r := e.row("profiles.v2", testDay); r.State != ledger.StateQueued || r.Reason != partition.ReasonReseed {
 		t.Fatalf("the v2 row of %s: %+v", testDay, r)
+	}
+}
+
+// TestEventIDsNameTheContract: the committed events and change-log
+// entries of generation 1 of one day under v1 and under v2 have ids of
+// their own (the v2 one names events.v2, the dataset's ledger name; the v1
+// one is as it always was), so a consumer that drops repeats by id keeps
+// both; each is recorded in the outbox under its own partition and
+// published. On the old code both were acct/events/<day>/1, and the v2
+// event was not even recorded (the v1 one held its outbox item).
+func TestEventIDsNameTheContract(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"events"}})
+	drain := e.eventQueue()
+	e.insert("events", genRows("events", testDay, 3)...)
+	if row := e.export("events", testDay); row.State != ledger.StateCompleted {
+		t.Fatalf("v1 export: %+v", row)
+	}
+	e.clk.Advance(time.Minute) // the move is deployed later (a change-log key names the commit's second)
+	useCatalog(t, func(s string) string {
+		return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
+	})
+	if row := e.export("events.v2", testDay); row.State != ledger.StateCompleted || row.Generation != 1 {
+		t.Fatalf("v2 export: %+v", row)
+	}
+	v1ID, v2ID := e.acct.ID+"/events/"+testDay.String()+"/1", e.acct.ID+"/events.v2/"+testDay.String()+"/1"
+
+	var published []string
+	for _, ev := range drain() {
+		var d struct {
+			ID       string `json:"id"`
+			Dataset  string `json:"dataset"`
+			Contract string `json:"contract"`
+		}
+		if err := json.Unmarshal(ev.Detail, &d); err != nil {
+			t.Fatal(err)
+		}
+		published = append(published, d.ID+" "+d.Dataset+" "+d.Contract)
+	}
+	slices.Sort(published)
+	if want := []string{v2ID + " events v2", v1ID + " events v1"}; !slices.Equal(published, want) { // sorted: "." before "/"
+		t.Errorf("published %q, want %q", published, want)
+	}
+	for _, c := range []struct {
+		ds, id string
+	}{{"events", v1ID}, {"events.v2", v2ID}} {
+		evs, err := e.led.Events(e.ctx, e.key(c.ds, testDay))
+		if err != nil || len(evs) != 1 || evs[0].ID != c.id {
+			t.Errorf("outbox of %s: %+v %v; want one event %s", c.ds, evs, err, c.id)
+		}
+	}
+	var logged []string
+	for _, c := range e.changes() {
+		logged = append(logged, c.ID)
+	}
+	slices.Sort(logged)
+	if want := []string{v2ID, v1ID}; !slices.Equal(logged, want) {
+		t.Errorf("change-log ids %q, want %q", logged, want)
 	}
 }

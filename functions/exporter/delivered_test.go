@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
@@ -16,9 +24,14 @@ import (
 )
 
 // useCatalog makes the example catalog with edit applied this process's
-// catalog until the test ends.
+// catalog until the test ends. The package's tests share one deployment,
+// whose ledger records the schema delivered of each dataset (pk=SCHEMAS),
+// which the exporter checks every catalog against: so when the test ends,
+// the records are put back as they were, and a test that delivered another
+// catalog leaves the next test the deployment it found.
 func useCatalog(t *testing.T, edit func(string) string) {
 	t.Helper()
+	keepSchemaRecords(t)
 	doc := []byte(edit(string(example.YAML())))
 	datasettest.Use(t, doc)
 	// An exporter built after this (newEnv, rebuild) reads it as a
@@ -28,6 +41,38 @@ func useCatalog(t *testing.T, edit func(string) string) {
 		t.Fatal(err)
 	}
 	t.Setenv(dataset.EnvCatalog, path)
+}
+
+// keepSchemaRecords puts the ledger's delivered-schema items back as they
+// are now when t ends.
+func keepSchemaRecords(t *testing.T) {
+	t.Helper()
+	cfg, out := deployed(t)
+	db, table := dynamoClient(cfg), out["LedgerTableName"]
+	items := func() []map[string]types.AttributeValue {
+		t.Helper()
+		res, err := db.Query(context.Background(), &dynamodb.QueryInput{TableName: &table, ConsistentRead: aws.Bool(true),
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "SCHEMAS"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Items
+	}
+	before := items()
+	t.Cleanup(func() {
+		for _, it := range items() {
+			if _, err := db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: &table,
+				Key: map[string]types.AttributeValue{"pk": it["pk"], "sk": it["sk"]}}); err != nil {
+				t.Error(err)
+			}
+		}
+		for _, it := range before {
+			if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: it}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 }
 
 // TestExporterRefusesABrokenContract: after a day was delivered, a catalog
@@ -75,4 +120,89 @@ func TestExporterRefusesABrokenContract(t *testing.T) {
 	if doc := string(e.get(layout.SchemaKey(e.prefix, "events"))); !strings.Contains(doc, `"schema_version": 2`) {
 		t.Errorf("schema document not moved to version 2:\n%s", doc)
 	}
+}
+
+// TestNeverDeliveredDatasetMayChange: the bucket's _schemas document binds
+// a dataset only once a generation of it was committed for the account.
+// The account's first commit (of events) writes a document for every
+// dataset it receives, profiles too; retyping profiles before its first
+// day is delivered is accepted (no customer received the old type; on the
+// old code it failed as schema_mismatch against that document), and the
+// commit rewrites the document. Retyping it again after that day is
+// refused as schema_mismatch, naming the column. Whether anything was
+// committed is the ledger's word: with events committed, deleting every
+// events object from the bucket (the document included) does not let a
+// retype of events through, and a document planted to agree with a retype
+// does not either: the ledger's record of the delivered schema stands.
+func TestNeverDeliveredDatasetMayChange(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
+	for d := range 3 {
+		e.insert("events", genRows("events", testDay.AddDays(-d), 3)...)
+		e.insert("profiles", genRows("profiles", testDay.AddDays(-d), 3)...)
+	}
+	if row := e.export("events", testDay); row.State != ledger.StateCompleted {
+		t.Fatalf("first export: %+v", row)
+	}
+	profilesDoc := layout.SchemaKey(e.prefix, "profiles")
+	if doc := string(e.get(profilesDoc)); !strings.Contains(doc, `"type": "int64"`) {
+		t.Fatalf("the first commit wrote no profiles document with event_count int64:\n%s", doc)
+	}
+
+	retype := func(column, from, to string) func(string) string {
+		return func(s string) string {
+			old := "{name: " + column + ", type: \"" + from + "\""
+			if !strings.Contains(s, old) {
+				t.Fatalf("catalog lacks %s", old)
+			}
+			return strings.Replace(s, old, "{name: "+column+", type: \""+to+"\"", 1)
+		}
+	}
+	useCatalog(t, retype("event_count", "int64", "double"))
+	row := e.export("profiles", testDay)
+	if row.State != ledger.StateCompleted || row.Generation != 1 {
+		t.Fatalf("a retype of a dataset never delivered to the account: %+v", row)
+	}
+	if doc := string(e.get(profilesDoc)); !strings.Contains(doc, `"name": "event_count"`) || strings.Contains(doc, `"type": "int64"`) {
+		t.Errorf("the commit did not rewrite the profiles document:\n%s", doc)
+	}
+
+	useCatalog(t, retype("event_count", "int64", "int64")) // back to int64: the delivered double is the contract now
+	row = e.export("profiles", testDay.AddDays(-1))
+	if row.State != ledger.StateFailed {
+		t.Fatalf("a retype after the first delivery: %+v", row)
+	}
+	contains(t, "ledger error", row.LastError, "schema_mismatch: ", "event_count", "_schemas/profiles.json")
+	// A document planted to say what the catalog says now does not lift
+	// the refusal: the ledger's record of what was delivered stands.
+	planted, err := bucketdocs.Schema(mustDataset(t, "profiles"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &profilesDoc, Body: bytes.NewReader(planted)}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Set(row.NextAttemptAt)
+	row = e.retry("profiles", testDay.AddDays(-1))
+	if row.State != ledger.StateFailed {
+		t.Fatalf("a retype after the first delivery, under a planted document that agrees with it: %+v", row)
+	}
+	contains(t, "ledger error", row.LastError, "schema_mismatch: ", "event_count", "the schema this deployment delivered of profiles")
+
+	// events was committed: the bucket losing every events object does not
+	// make a retype acceptable.
+	for key := range e.list(layout.ContractPrefix(e.prefix)) {
+		if strings.Contains(key, "/events/") || strings.HasSuffix(key, "/_schemas/events.json") {
+			if _, err := e.s3.DeleteObject(e.ctx, &s3.DeleteObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	useCatalog(t, retype("value", "double", "int64"))
+	row = e.export("events", testDay.AddDays(-1))
+	if row.State != ledger.StateFailed {
+		t.Fatalf("a retype of a committed dataset whose objects were deleted from the bucket: %+v", row)
+	}
+	// Refused by the check before the generation began (on the old code it
+	// began, and only a value that was no integer stopped it).
+	contains(t, "ledger error", row.LastError, "schema_mismatch: ", "the schema this deployment delivered of events", `"value"`)
 }

@@ -98,6 +98,11 @@ func (f *fakeLedger) IssuedToken(_ context.Context, k partition.Key, token strin
 	return ledger.Issued{Key: k, Token: token, Job: true}, nil
 }
 
+func (f *fakeLedger) ClearReexportRequest(_ context.Context, k partition.Key, _ ledger.ReexportNote) error {
+	f.record("ClearReexportRequest " + k.String())
+	return nil
+}
+
 // fakeQueue records fanned-out messages.
 type fakeQueue struct {
 	mu      sync.Mutex

@@ -14,8 +14,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
@@ -259,5 +262,64 @@ func TestGenerationNeverRepeats(t *testing.T) {
 	}
 	if r := e.row("events", testDay); r.Generation != m.Generation {
 		t.Errorf("ledger generation %d, manifest %d", r.Generation, m.Generation)
+	}
+}
+
+// TestReexportRequestNoteEnds: a re-export sent as the CLI and the console
+// send it (ops.SendReexports) is noted on the day's row, which shows it
+// requested; the exporter's claim of the request takes the note (the day
+// runs and completes at the next generation), and a request the exporter
+// refuses (the account disabled since) takes it too, so no day shows a
+// request that will never run.
+func TestReexportRequestNoteEnds(t *testing.T) {
+	e := newEnv(t, envOpts{ownQueue: true})
+	e.insert("events", genRows("events", testDay, 3)...)
+	if r := e.export("events", testDay); r.State != ledger.StateCompleted || r.Generation != 1 {
+		t.Fatalf("first export: %+v", r)
+	}
+	send := func() []string {
+		t.Helper()
+		if _, err := ops.SendReexports(e.ctx, e.led, e.sqs, e.queueURL, e.acct.ID, "events", []civil.Date{testDay}, "ops-dan", nil); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.row("events", testDay); ledger.PhaseOf(r) != ledger.PhaseRequested || r.ReexportRequestedBy != "ops-dan" {
+			t.Fatalf("after the send: phase %s, %+v", ledger.PhaseOf(r), r)
+		}
+		var bodies []string
+		for {
+			out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: &e.queueURL, MaxNumberOfMessages: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Messages) == 0 {
+				return bodies
+			}
+			for _, m := range out.Messages {
+				bodies = append(bodies, aws.ToString(m.Body))
+			}
+		}
+	}
+	bodies := send()
+	if len(bodies) != 1 {
+		t.Fatalf("%d messages, want 1", len(bodies))
+	}
+	if err := e.process(bodies[0]); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.row("events", testDay); r.State != ledger.StateCompleted || r.Generation != 2 || !r.ReexportRequestedAt.IsZero() || ledger.PhaseOf(r) != ledger.PhaseCompleted {
+		t.Errorf("after the exporter ran the request: phase %s, %+v", ledger.PhaseOf(r), r)
+	}
+
+	bodies = send()
+	a := e.acct
+	a.Enabled = false
+	if err := e.led.PutAccount(e.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.process(bodies[0]); !errors.Is(err, ErrRejected) {
+		t.Fatalf("Process = %v, want ErrRejected", err)
+	}
+	if r := e.row("events", testDay); r.Generation != 2 || !r.ReexportRequestedAt.IsZero() || ledger.PhaseOf(r) != ledger.PhaseCompleted {
+		t.Errorf("after the exporter refused the request: phase %s, %+v", ledger.PhaseOf(r), r)
 	}
 }

@@ -14,17 +14,23 @@ import (
 )
 
 // SchemaLedger records the schema each dataset was delivered with, per
-// contract (ledger.DeliveredSchema), for daybook catalog diff --deployed.
+// contract (ledger.DeliveredSchema), for daybook catalog diff --deployed
+// and the exporter's own check (delivered.go), and says whether a dataset
+// was ever delivered to an account.
 type SchemaLedger interface {
 	DeliveredSchemaOf(ctx context.Context, ds, contract string) (ledger.DeliveredSchema, error)
 	RecordSchema(ctx context.Context, s ledger.DeliveredSchema) (bool, error)
+	// EverCommitted reports whether a generation of the account's dataset
+	// (a ledger name) was ever committed (ledger.EverCommitted).
+	EverCommitted(ctx context.Context, accountID, dataset string) (bool, error)
 }
 
 var _ SchemaLedger = (*ledger.Ledger)(nil)
 
-// schemasSeen remembers, per dataset and contract, the schema document's
-// SHA-256 this function found or wrote in the ledger. Safe for concurrent
-// use; the zero value is empty, and a nil one remembers nothing.
+// schemasSeen remembers, per dataset and contract, the SHA-256 of the
+// schema document this function last found or wrote in the ledger ("" for
+// none recorded). Safe for concurrent use; the zero value is empty, and a
+// nil one remembers nothing.
 type schemasSeen struct {
 	mu sync.Mutex
 	m  map[string]string
@@ -37,6 +43,18 @@ func (s *schemasSeen) has(key, sum string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[key] == sum
+}
+
+// get is the SHA-256 last seen recorded for key; ok is false when none
+// was seen.
+func (s *schemasSeen) get(key string) (sum string, ok bool) {
+	if s == nil {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum, ok = s.m[key]
+	return sum, ok
 }
 
 func (s *schemasSeen) note(key, sum string) {
@@ -54,8 +72,9 @@ func (s *schemasSeen) note(key, sum string) {
 // recordSchema records the committed dataset's schema document in the
 // ledger when it differs from the recorded one. A warm function costs
 // nothing once it has seen the document; its first commit of a dataset
-// reads the item once, and writes it only when the schema changed. Like
-// the bucket documents, a failure is logged and the next commit retries.
+// reads the item once (or uses what checkDelivered read before it), and
+// writes it only when the schema changed. Like the bucket documents, a
+// failure is logged and the next commit retries.
 func (e *Exporter) recordSchema(ctx context.Context, ds dataset.Dataset, log *slog.Logger) {
 	if e.Schemas == nil {
 		return
@@ -67,17 +86,20 @@ func (e *Exporter) recordSchema(ctx context.Context, ds dataset.Dataset, log *sl
 	}
 	h := sha256.Sum256(doc)
 	sum, key := hex.EncodeToString(h[:]), ds.LedgerName()
-	if e.schemas.has(key, sum) {
+	recorded, seen := e.schemas.get(key)
+	if seen && recorded == sum {
 		return
 	}
-	rec, err := e.Schemas.DeliveredSchemaOf(ctx, ds.Name, ds.ContractVersion())
-	switch {
-	case err == nil && rec.SHA256 == sum:
-		e.schemas.note(key, sum)
-		return
-	case err != nil && !errors.Is(err, ledger.ErrNotFound):
-		log.WarnContext(ctx, "delivered schema not recorded; the next commit retries", "error", err.Error())
-		return
+	if !seen {
+		rec, err := e.Schemas.DeliveredSchemaOf(ctx, ds.Name, ds.ContractVersion())
+		switch {
+		case err == nil && rec.SHA256 == sum:
+			e.schemas.note(key, sum)
+			return
+		case err != nil && !errors.Is(err, ledger.ErrNotFound):
+			log.WarnContext(ctx, "delivered schema not recorded; the next commit retries", "error", err.Error())
+			return
+		}
 	}
 	wrote, err := e.Schemas.RecordSchema(ctx, ledger.DeliveredSchema{Dataset: ds.Name, Contract: ds.ContractVersion(),
 		Version: ds.Version, Doc: doc, SHA256: sum})

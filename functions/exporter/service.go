@@ -43,6 +43,11 @@ type LedgerAPI interface {
 	// plan), or ledger.ErrNotFound for a token the partition never had: a
 	// refused message is a redelivery or a forgery.
 	IssuedToken(ctx context.Context, key partition.Key, token string) (ledger.Issued, error)
+	// ClearReexportRequest takes back the note of a re-export request
+	// (ledger.NoteReexportRequested) from a day whose request is refused, so
+	// the day no longer shows a request that will never run; the zero note
+	// takes whatever is noted. ClaimManual takes it when it claims.
+	ClearReexportRequest(ctx context.Context, key partition.Key, note ledger.ReexportNote) error
 	// Days larger than one run (slices.go).
 	SliceLedger
 }
@@ -191,6 +196,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	}
 	from, to, err := jobs.CheckRequest(m, acct, jobs.Limits{Now: s.Now(), SettleDelay: s.SettleDelay})
 	if err != nil {
+		s.unnote(ctx, m, log)
 		return s.reject(ctx, log, "%w", err)
 	}
 	if from != to {
@@ -207,6 +213,21 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 		return fmt.Errorf("claim %s: %w", key, err)
 	}
 	return s.export(ctx, claim, log.With("generation", claim.Generation))
+}
+
+// unnote takes back the note a sender left on the day of a refused
+// single-day request (the CLI and the console send one per day), so it does
+// not show as requested for ever. It is best effort: the refusal stands, and
+// a note left behind goes with the day's next re-export or requeue.
+func (s *Service) unnote(ctx context.Context, m jobs.Manual, log *slog.Logger) {
+	day, err := civil.Parse(m.Day)
+	if err != nil || m.AccountID == "" || m.Dataset == "" {
+		return // a range, or a value no sender notes
+	}
+	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: day}
+	if err := s.Ledger.ClearReexportRequest(ctx, key, ledger.ReexportNote{}); err != nil {
+		log.WarnContext(ctx, "the refused request's day still shows it requested", "day", m.Day, "error", err.Error())
+	}
 }
 
 func (s *Service) reject(ctx context.Context, log *slog.Logger, format string, args ...any) error {

@@ -23,7 +23,7 @@ func (w *mdWriter) changeLogSection() {
 		"starting after the last key you read (`aws s3api list-objects-v2 --start-after`), or filter on",
 		"`committed_at`.")
 	w.table([]string{"field", "meaning"}, [][]string{
-		{"`id`", "the generation's id, `<account>/<dataset>/<day>/<generation>`; the same in the sender's events"},
+		{"`id`", "the generation's id, `<account>/<dataset>/<day>/<generation>` (`<dataset>.<contract>`, e.g. `events.v2`, after contract v1); the same in the sender's events"},
 		{"`dataset`, `day`", "the partition"},
 		{"`generation`", "the generation committed; its `_SUCCESS` names its `_manifest.json`"},
 		{"`reason`", "why it was exported: `scheduled`, `backfill`, `retry`, `manual`, `restatement` or `reseed`"},

@@ -69,7 +69,7 @@ type accountPage struct {
 	Ranges      []rangeLink
 	Outside     []string
 	// Failures are the failed and stopped partitions grouped by reason
-	// code; Attention the claimed and running ones to look at.
+	// code; Attention the claimed, running and requested ones to look at.
 	Failures  []failureGroup
 	Attention []attentionRow
 	// AttentionMore counts the ones left out of a long list.
@@ -186,7 +186,7 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 		stuck := 0
 		for _, d := range ds.Days {
 			switch d.State {
-			case ops.Claimed, ops.Running:
+			case ops.Claimed, ops.Running, ops.Requested:
 				p.Attention = append(p.Attention, attentionRow{Dataset: ds.Dataset, Day: d.Day, Phase: d.State,
 					Href: partitionHref(acct.ID, ds.Dataset, d.Day), Text: ops.Describe(d)})
 			}

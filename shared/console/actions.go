@@ -10,7 +10,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/console/ops"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -99,6 +98,10 @@ var formFields = map[string]string{"account_id": "account"}
 // for an unknown account, 422 for a request the account cannot take, each
 // naming the field and the value; any other error is the deployment's.
 func (s *Server) requestProblem(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ops.ErrNothingToQueue) {
+		s.problem(w, r, http.StatusUnprocessableEntity, "Refused, nothing was changed: "+err.Error()+".")
+		return
+	}
 	var fe *jobs.FieldError
 	if !errors.As(err, &fe) {
 		s.failed(w, r, err)
@@ -122,58 +125,54 @@ func (s *Server) requestProblem(w http.ResponseWriter, r *http.Request, err erro
 	s.problem(w, r, code, "Refused, nothing was changed: "+msg+".")
 }
 
-// request checks an action's account, dataset and day (or from and to).
-func (s *Server) request(r *http.Request, v url.Values, maxDays int) (account.Account, civil.Date, civil.Date, error) {
+// requests checks an action's account, dataset and day (or from and
+// to): for the dataset asked for or, without one (the forms' default), for
+// every dataset of the account, as the CLI does (ops.CheckRequests: a
+// snapshot dataset takes its newest closed day alone, or is left out).
+// It returns the days of each dataset to act on and what was left out.
+func (s *Server) requests(r *http.Request, v url.Values, maxDays int) (account.Account, civil.Date, civil.Date, []ops.Planned, []ops.LeftOut, error) {
 	m := jobs.Manual{Kind: jobs.KindManual, AccountID: v.Get("account"), Dataset: v.Get("dataset"), Day: v.Get("day"), From: v.Get("from"), To: v.Get("to")}
-	return ops.CheckRequest(r.Context(), s.cfg.Ledger, m, jobs.Limits{Now: s.now(), SettleDelay: s.cfg.SettleDelay, MaxDays: maxDays})
+	acct, plan, left, err := ops.CheckRequests(r.Context(), s.cfg.Ledger, m, jobs.Limits{Now: s.now(), SettleDelay: s.cfg.SettleDelay, MaxDays: maxDays})
+	if err != nil {
+		return acct, civil.Date{}, civil.Date{}, nil, nil, err
+	}
+	from, to := plan[0].From, plan[0].To
+	for _, p := range plan[1:] {
+		if p.From.Before(from) {
+			from = p.From
+		}
+		if to.Before(p.To) {
+			to = p.To
+		}
+	}
+	return acct, from, to, plan, left, nil
 }
 
-// requests is request for the dataset asked for or, without one (the
-// forms' default), for every dataset of the account, as the CLI does; it
-// returns the datasets checked.
-func (s *Server) requests(r *http.Request, v url.Values, maxDays int) (account.Account, civil.Date, civil.Date, []string, error) {
-	if ds := v.Get("dataset"); ds != "" {
-		acct, from, to, err := s.request(r, v, maxDays)
-		return acct, from, to, []string{ds}, err
+// plannedDatasets names the datasets of a plan.
+func plannedDatasets(plan []ops.Planned) []string {
+	out := make([]string, len(plan))
+	for i, p := range plan {
+		out[i] = p.Dataset
 	}
-	q := url.Values{}
-	for k, vs := range v {
-		q[k] = vs
+	return out
+}
+
+// plannedDays counts the partitions of a plan.
+func plannedDays(plan []ops.Planned) int {
+	n := 0
+	for _, p := range plan {
+		n += len(p.Days())
 	}
-	var datasets []string
-	if account.ValidID(v.Get("account")) {
-		got, err := s.cfg.Ledger.GetAccount(r.Context(), v.Get("account"))
-		switch {
-		case err == nil:
-			datasets = got.Datasets
-		case !errors.Is(err, ledger.ErrNotFound):
-			return account.Account{}, civil.Date{}, civil.Date{}, nil, err
-		}
+	return n
+}
+
+// leftOutLines say what an action for every dataset left out, and why.
+func leftOutLines(left []ops.LeftOut) []string {
+	out := make([]string, len(left))
+	for i, l := range left {
+		out[i] = "Left out " + l.Dataset + ": " + l.Reason + "."
 	}
-	if len(datasets) == 0 {
-		// No account to take the datasets from: any dataset of the catalog
-		// words the refusal (the account id, or no such account).
-		names, err := dataset.Names()
-		if err != nil || len(names) == 0 {
-			return account.Account{}, civil.Date{}, civil.Date{}, nil, fmt.Errorf("dataset catalog: %v", err)
-		}
-		q.Set("dataset", names[0])
-		acct, from, to, err := s.request(r, q, maxDays)
-		if err == nil {
-			err = &jobs.FieldError{Field: "account", Value: acct.ID, Reason: "exports no dataset", Kind: jobs.ErrRefused}
-		}
-		return acct, from, to, nil, err
-	}
-	var acct account.Account
-	var from, to civil.Date
-	for _, ds := range datasets {
-		q.Set("dataset", ds)
-		var err error
-		if acct, from, to, err = s.request(r, q, maxDays); err != nil {
-			return acct, from, to, nil, err
-		}
-	}
-	return acct, from, to, datasets, nil
+	return out
 }
 
 // datasetsText names the datasets of an action: one by name, or every
@@ -216,20 +215,21 @@ func (s *Server) confirmReexport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := values(r)
-	acct, from, to, datasets, err := s.requests(r, v, jobs.MaxManualRangeDays)
+	acct, from, to, plan, left, err := s.requests(r, v, jobs.MaxManualRangeDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
+	datasets := plannedDatasets(plan)
 	what := datasetsText(datasets, v.Get("dataset") == "")
-	n := len(datasets) * (from.DaysUntil(to) + 1)
+	n := plannedDays(plan)
 	s.render(w, r, http.StatusOK, "confirm", "Re-export "+what, s.actionCrumbs(acct, "Re-export"), confirmPage{
 		Heading: fmt.Sprintf("Re-export %s of %s, %s?", what, acct.Name, span(from, to)),
-		Lines: []string{
+		Lines: append([]string{
 			"One manual re-export request per day and dataset goes to the jobs queue. The exporter claims each day in the ledger " +
 				"(a day running now runs again after it finishes) and writes the next generation into " + acct.Destination.Bucket + ".",
 			"Readers of the partition see it disappear (no _SUCCESS) while it is written again.",
-		},
+		}, leftOutLines(left)...),
 		Action: "/actions/reexport", Fields: requestFields(v), Button: "Re-export " + plural(n, "partition") + ", " + span(from, to),
 		Cancel: actionHref(acct.ID, datasets, v.Get("dataset") == "", from, to), By: s.cfg.Identity(r),
 	})
@@ -240,22 +240,23 @@ func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := values(r)
-	acct, from, to, datasets, err := s.requests(r, v, jobs.MaxManualRangeDays)
+	acct, from, to, plan, left, err := s.requests(r, v, jobs.MaxManualRangeDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
+	datasets := plannedDatasets(plan)
 	by := s.cfg.Identity(r)
 	var items []string
 	count := 0
-	for _, ds := range datasets {
+	for _, pl := range plan {
 		var sent []ops.SentRequest
-		sent, err = ops.SendReexports(r.Context(), s.cfg.Queue, s.cfg.QueueURL, acct.ID, ds, civil.Range(from, to), by, nil)
-		s.cfg.Log.Info("console action", "action", "reexport", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
+		sent, err = ops.SendReexports(r.Context(), s.cfg.Ledger, s.cfg.Queue, s.cfg.QueueURL, acct.ID, pl.Dataset, pl.Days(), by, nil)
+		s.cfg.Log.Info("console action", "action", "reexport", "account", acct.ID, "dataset", pl.Dataset, "from", pl.From.String(), "to", pl.To.String(),
 			"requested_by", by, "sent", len(sent), "error", errText(err))
 		count += len(sent)
 		for _, m := range sent {
-			items = append(items, ds+" "+m.Day+": message "+m.MessageID)
+			items = append(items, pl.Dataset+" "+m.Day+": message "+m.MessageID)
 		}
 		if err != nil {
 			break
@@ -269,7 +270,7 @@ func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
 	all := v.Get("dataset") == ""
 	s.render(w, r, http.StatusOK, "done", "Re-export sent", s.actionCrumbs(acct, "Re-export"), donePage{
 		Heading: fmt.Sprintf("Sent %s for %s of %s", plural(count, "re-export request"), datasetsText(datasets, all), acct.ID),
-		Lines:   s.withQueueNote("Requested by " + by + ". The exporter takes them from the queue; the generation goes up when each day is written again."),
+		Lines:   append(s.withQueueNote("Requested by "+by+". The exporter takes them from the queue; the generation goes up when each day is written again."), leftOutLines(left)...),
 		Items:   items, More: more,
 		Links: []link{{"The partitions", actionHref(acct.ID, datasets, all, from, to)}, {"The account", "/accounts/" + url.PathEscape(acct.ID)}},
 	})
@@ -281,18 +282,17 @@ type stuckDay struct {
 	Day     civil.Date
 }
 
-// stuckDays are the failed and stopped days of the account's datasets
-// from `from` through `to`.
-func (s *Server) stuckDays(r *http.Request, acct account.Account, datasets []string, from, to civil.Date) ([]stuckDay, error) {
+// stuckDays are the failed and stopped days of the plan.
+func (s *Server) stuckDays(r *http.Request, acct account.Account, plan []ops.Planned) ([]stuckDay, error) {
 	var days []stuckDay
-	for _, ds := range datasets {
-		rows, err := s.cfg.Ledger.List(r.Context(), acct.ID, ds, from, to)
+	for _, pl := range plan {
+		rows, err := s.cfg.Ledger.List(r.Context(), acct.ID, pl.Dataset, pl.From, pl.To)
 		if err != nil {
 			return nil, err
 		}
 		for _, row := range rows {
 			if p := ops.Of(row); p == ops.Failed || p == ops.Stopped {
-				days = append(days, stuckDay{ds, row.Day})
+				days = append(days, stuckDay{pl.Dataset, row.Day})
 			}
 		}
 	}
@@ -314,18 +314,19 @@ func stuckStrings(days []stuckDay, datasets []string) []string {
 
 func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
 	v := values(r)
-	acct, from, to, datasets, err := s.requests(r, v, maxWindowDays)
+	acct, from, to, plan, left, err := s.requests(r, v, maxWindowDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
+	datasets := plannedDatasets(plan)
 	all := v.Get("dataset") == ""
 	what := datasetsText(datasets, all)
 	pre, post := datasets[0]+" ", ""
 	if all {
 		pre, post = "", ", "+what
 	}
-	days, err := s.stuckDays(r, acct, datasets, from, to)
+	days, err := s.stuckDays(r, acct, plan)
 	if err != nil {
 		s.failed(w, r, err)
 		return
@@ -343,18 +344,20 @@ func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
 			"oldest first, within its caps. A partition that is running by then is marked to run again when it finishes."}
 		p.Items, p.More = listed(stuckStrings(days, datasets))
 	}
+	p.Lines = append(p.Lines, leftOutLines(left)...)
 	s.render(w, r, http.StatusOK, "confirm", "Requeue "+what, s.actionCrumbs(acct, "Requeue"), p)
 }
 
 func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 	v := values(r)
-	acct, from, to, datasets, err := s.requests(r, v, maxWindowDays)
+	acct, from, to, plan, left, err := s.requests(r, v, maxWindowDays)
 	if err != nil {
 		s.requestProblem(w, r, err)
 		return
 	}
+	datasets := plannedDatasets(plan)
 	by := s.cfg.Identity(r)
-	days, err := s.stuckDays(r, acct, datasets, from, to)
+	days, err := s.stuckDays(r, acct, plan)
 	if err != nil {
 		s.failed(w, r, err)
 		return
@@ -386,8 +389,8 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "done", "Requeued", s.actionCrumbs(acct, "Requeue"), donePage{
 		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, word), acct.ID),
-		Lines: s.withQueueNote(fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
-			by, res.RerunRequested)),
+		Lines: append(s.withQueueNote(fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
+			by, res.RerunRequested)), leftOutLines(left)...),
 		Items: items, More: more,
 		Links: []link{{"The account", "/accounts/" + url.PathEscape(acct.ID)}},
 	})

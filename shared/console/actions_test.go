@@ -5,9 +5,14 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -154,13 +159,38 @@ func TestActions(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a queue that fails is said", func(t *testing.T) {
+	t.Run("a re-export shows the days requested until they are claimed", func(t *testing.T) {
+		f := newFixture(t)
+		seed(f)
+		res := f.post("/actions/reexport", form("account", troubled, "dataset", "events", "day", "2026-11-24"), f.session())
+		if res.code != http.StatusOK {
+			t.Fatalf("status %d\n%s", res.code, res.body)
+		}
+		page := f.get("/accounts/" + troubled + "?from=2026-11-20&to=2026-11-29")
+		for _, want := range []string{
+			`class="hm-cell p-requested" href="/accounts/` + troubled + `/partitions/events/2026-11-24"`,
+			"re-export requested, waiting in the jobs queue", // the legend
+			"re-export requested by arn:aws:iam::123456789012:user/alice at 2026-11-30T12:00:00Z, waiting in the jobs queue for an exporter; generation 2 stays delivered",
+		} {
+			if !strings.Contains(page.body, want) {
+				t.Errorf("the account page lacks %q:\n%s", want, page.body)
+			}
+		}
+		part := f.get("/accounts/" + troubled + "/partitions/events/2026-11-24")
+		if !strings.Contains(part.body, `class="reexport-requested">requested by arn:aws:iam::123456789012:user/alice at 2026-11-30T12:00:00Z`) {
+			t.Errorf("the partition page does not say the re-export was requested:\n%s", part.body)
+		}
+	})
+	t.Run("a queue that fails is said, and the days are not shown requested", func(t *testing.T) {
 		f := newFixture(t)
 		seed(f)
 		f.queue.fail = errors.New("AWS.SimpleQueueService.NonExistentQueue")
 		res := f.post("/actions/reexport", form("account", troubled, "dataset", "events", "day", "2026-11-24"), f.session())
 		if res.code != http.StatusBadGateway || !strings.Contains(res.body, "NonExistentQueue") {
 			t.Errorf("status %d\n%s", res.code, res.body)
+		}
+		if r := f.ledger.rows[partition.Key{AccountID: troubled, Dataset: "events", Day: day("2026-11-24")}]; ledger.PhaseOf(r) != ledger.PhaseCompleted {
+			t.Errorf("a request that was not sent shows: phase %s, %+v", ledger.PhaseOf(r), r)
 		}
 	})
 }
@@ -365,4 +395,75 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 			t.Errorf("status %d\n%s", res.code, res.body)
 		}
 	})
+}
+
+// TestEveryDatasetWithASnapshot: the console's requeue and re-export
+// without a dataset do what the CLI does for an account that also
+// receives a snapshot dataset (copied for the newest closed day only): the
+// other datasets take the range, the snapshot dataset its newest closed
+// day alone when the range holds it and is left out otherwise, and the
+// confirmation and result pages say what was left out and why; a range
+// that leaves every dataset out is refused, naming why. On the old code
+// the whole request was refused because of the snapshot dataset.
+func TestEveryDatasetWithASnapshot(t *testing.T) {
+	datasettest.Use(t, append(example.YAML(), `
+  - name: members
+    version: 1
+    partition: snapshot
+    relation: members
+    mode: full_refresh
+    read: latest_snapshot
+    tenant_column: org_id
+    columns:
+      - {name: email, type: string}
+      - {name: attributes, type: json, nullable: true}
+`...))
+	const both, only = "acct_snapshots2222222", "acct_snapshotonly2222"
+	f := newFixture(t)
+	for id, ds := range map[string][]string{both: {"events", "members"}, only: {"members"}} {
+		f.ledger.accounts[id] = account.Account{ID: id, Name: "Snap " + id[5:9], Enabled: true, StartDate: day("2026-11-20"), Datasets: ds,
+			Destination: account.Destination{Bucket: "daybook-exports-test"}}
+	}
+	for _, k := range []partition.Key{{AccountID: both, Dataset: "events", Day: day("2026-11-21")}, {AccountID: both, Dataset: "members", Day: day("2026-11-29")}} {
+		f.ledger.put(ledger.Row{Key: k, State: ledger.StateFailed, Attempts: 1, LastError: "source unreachable", UpdatedAt: testNow.Add(-time.Hour)})
+	}
+	const newestOnly = "members: a snapshot dataset is copied for the newest closed day only: 2026-11-29 alone, the other days of 2026-11-20..2026-11-29 left out"
+
+	page := f.get("/actions/requeue?" + form("account", both, "from", "2026-11-20", "to", "2026-11-29").Encode())
+	for _, want := range []string{"events 2026-11-21", "members 2026-11-29", "Left out " + newestOnly} {
+		if page.code != http.StatusOK || !strings.Contains(page.body, want) {
+			t.Errorf("requeue confirmation lacks %q: status %d\n%s", want, page.code, page.body)
+		}
+	}
+	res := f.post("/actions/requeue", form("account", both, "from", "2026-11-20", "to", "2026-11-29"), f.session())
+	if res.code != http.StatusOK || !strings.Contains(res.body, "Requeued 2 partitions of "+both) || !strings.Contains(res.body, "Left out "+newestOnly) {
+		t.Errorf("requeue: status %d\n%s", res.code, res.body)
+	}
+	page = f.get("/actions/requeue?" + form("account", both, "from", "2026-11-20", "to", "2026-11-22").Encode())
+	if page.code != http.StatusOK || !strings.Contains(page.body,
+		"Left out members: a snapshot dataset is copied for the newest closed day only (2026-11-29), which is outside 2026-11-20..2026-11-22") {
+		t.Errorf("requeue of an older range: status %d\n%s", page.code, page.body)
+	}
+
+	res = f.post("/actions/reexport", form("account", both, "from", "2026-11-28", "to", "2026-11-29"), f.session())
+	if res.code != http.StatusOK || !strings.Contains(res.body, "Sent 3 re-export requests") ||
+		!strings.Contains(res.body, "Left out members: a snapshot dataset is copied for the newest closed day only: 2026-11-29 alone") {
+		t.Errorf("re-export: status %d\n%s", res.code, res.body)
+	}
+	var got []string
+	for _, body := range f.queue.sent() {
+		if m, err := jobs.Parse(body); err == nil && m.Manual != nil {
+			got = append(got, m.Manual.Dataset+" "+m.Manual.Day)
+		}
+	}
+	slices.Sort(got)
+	if want := "events 2026-11-28,events 2026-11-29,members 2026-11-29"; strings.Join(got, ",") != want {
+		t.Errorf("sent %v, want %s", got, want)
+	}
+
+	// Nothing but the snapshot, in an older range: refused, saying why.
+	page = f.get("/actions/reexport?" + form("account", only, "from", "2026-11-20", "to", "2026-11-22").Encode())
+	if page.code != http.StatusUnprocessableEntity || !strings.Contains(page.body, "nothing to queue for account "+only+": members: a snapshot dataset is copied for the newest closed day only") {
+		t.Errorf("only a snapshot, an older range: status %d\n%s", page.code, page.body)
+	}
 }

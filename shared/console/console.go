@@ -37,12 +37,13 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Ledger is what the console reads and changes in the ledger;
-// *ledger.Ledger has it. A read-only console never calls Requeue or
-// UpdateAccount.
+// *ledger.Ledger has it. A read-only console never calls Requeue,
+// UpdateAccount or the ReexportNoter's methods.
 type Ledger interface {
 	ops.Reader
 	ops.FleetIndex
 	ops.Requeuer
+	ops.ReexportNoter
 	UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error)
 }
 

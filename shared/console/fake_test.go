@@ -137,6 +137,35 @@ func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.
 	return res, nil
 }
 
+// NoteReexportRequested notes the requests on existing rows not under a
+// live claim, as the ledger does (ledger.NoteReexportRequested).
+func (f *fakeLedger) NoteReexportRequested(_ context.Context, acct, ds string, days []civil.Date, by string) (ledger.ReexportNote, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	note := ledger.ReexportNote{At: testNow, By: by}
+	for _, d := range days {
+		k := partition.Key{AccountID: acct, Dataset: ds, Day: d}
+		r, ok := f.rows[k]
+		if !ok || r.State == ledger.StateRunning && !r.LeaseUntil.Before(testNow) {
+			continue
+		}
+		r.ReexportRequestedAt, r.ReexportRequestedBy = note.At, note.By
+		f.rows[k] = r
+		note.Noted = append(note.Noted, d)
+	}
+	return note, nil
+}
+
+func (f *fakeLedger) ClearReexportRequest(_ context.Context, k partition.Key, note ledger.ReexportNote) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.rows[k]; ok && (note.At.IsZero() || r.ReexportRequestedAt.Equal(note.At) && r.ReexportRequestedBy == note.By) {
+		r.ReexportRequestedAt, r.ReexportRequestedBy = time.Time{}, ""
+		f.rows[k] = r
+	}
+	return nil
+}
+
 // The fake's fleet index: every account summarized from its rows and
 // history as ledger.Refresh does (ledger.Summarize), worst first, paged
 // by offset. fleetReads counts the index reads.

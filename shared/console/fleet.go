@@ -42,23 +42,24 @@ func emptyLast(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-var sortKeys = []sortKey{
-	{name: "worst", title: "Health", desc: true},
-	{name: "account", title: "Account", less: func(a, b ops.FleetLine) int { return strings.Compare(a.Account, b.Account) }},
-	{name: "name", title: "Name", less: func(a, b ops.FleetLine) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) }},
+var sortKeys = func() []sortKey {
+	keys := []sortKey{
+		{name: "worst", title: "Health", desc: true},
+		{name: "account", title: "Account", less: func(a, b ops.FleetLine) int { return strings.Compare(a.Account, b.Account) }},
+		{name: "name", title: "Name", less: func(a, b ops.FleetLine) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) }},
+	}
 	// One column per phase, in ops.Phases order (the template draws them so).
-	{name: "completed", title: "Completed", desc: true, num: true, less: byCount(ops.Completed)},
-	{name: "running", title: "Running", desc: true, num: true, less: byCount(ops.Running)},
-	{name: "claimed", title: "Claimed", desc: true, num: true, less: byCount(ops.Claimed)},
-	{name: "queued", title: "Queued", desc: true, num: true, less: byCount(ops.Queued)},
-	{name: "failed", title: "Failed", desc: true, num: true, less: byCount(ops.Failed)},
-	{name: "stopped", title: "Stopped", desc: true, num: true, less: byCount(ops.Stopped)},
-	{name: "oldest_due", title: "Oldest due", less: func(a, b ops.FleetLine) int { return emptyLast(a.OldestDue, b.OldestDue) }},
-	{name: "last_export", title: "Last export", desc: true, less: func(a, b ops.FleetLine) int {
-		return cmp.Compare(a.LastExport+a.LastExportAt, b.LastExport+b.LastExportAt)
-	}},
-	{name: "failures", title: "Failed, 24 h", desc: true, num: true, less: func(a, b ops.FleetLine) int { return cmp.Compare(a.RecentFailures, b.RecentFailures) }},
-}
+	for _, p := range ops.Phases {
+		keys = append(keys, sortKey{name: string(p), title: strings.ToUpper(string(p[:1])) + string(p[1:]), desc: true, num: true, less: byCount(p)})
+	}
+	return append(keys,
+		sortKey{name: "oldest_due", title: "Oldest due", less: func(a, b ops.FleetLine) int { return emptyLast(a.OldestDue, b.OldestDue) }},
+		sortKey{name: "last_export", title: "Last export", desc: true, less: func(a, b ops.FleetLine) int {
+			return cmp.Compare(a.LastExport+a.LastExportAt, b.LastExport+b.LastExportAt)
+		}},
+		sortKey{name: "failures", title: "Failed, 24 h", desc: true, num: true, less: func(a, b ops.FleetLine) int { return cmp.Compare(a.RecentFailures, b.RecentFailures) }},
+	)
+}()
 
 func findSortKey(name string) (sortKey, bool) {
 	i := slices.IndexFunc(sortKeys, func(k sortKey) bool { return k.name == name })

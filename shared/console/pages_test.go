@@ -59,17 +59,17 @@ func TestFleetPage(t *testing.T) {
 		`<span class="label">day</span> 2026-11-29<br><small class="muted" title="completed at 2026-11-30T02:30:00Z"><span class="label">exported</span> 2026-11-30 02:30Z</small>`,
 		`aria-sort="descending"`,
 	)
-	// The troubled account: completed 5, running 1, claimed 1, queued 1
-	// (the ledger's pending day: one word, as daybook status says it),
-	// failed 1, stopped 1, oldest due 25th, 6 failures.
+	// The troubled account: completed 5, running 1, claimed 1, requested 0,
+	// queued 1 (the ledger's pending day: one word, as daybook status says
+	// it), failed 1, stopped 1, oldest due 25th, 6 failures.
 	row := regexp.MustCompile(`(?s)<tr>\s*<td><span class="health h-stopped".*?</tr>`).FindString(res.body)
 	cells := regexp.MustCompile(`<td class="num[^"]*">([^<]*)</td>`).FindAllStringSubmatch(row, -1)
 	var got []string
 	for _, c := range cells {
 		got = append(got, c[1])
 	}
-	if strings.Join(got, " ") != "5 1 1 1 1 1 6" {
-		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 1 1 1 and 6 failures\n%s", got, row)
+	if strings.Join(got, " ") != "5 1 1 0 1 1 1 6" {
+		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 0 1 1 1 and 6 failures\n%s", got, row)
 	}
 	if strings.Contains(strings.ToLower(res.body), "pending") {
 		t.Error("the fleet page says pending; status and the console say queued")

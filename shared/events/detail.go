@@ -1,6 +1,10 @@
 package events
 
-import "time"
+import (
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
+)
 
 // DetailVersion is the version of the detail schemas below (docs/events.md);
 // a field is only ever added, and a breaking change gets a new version.
@@ -16,7 +20,11 @@ type Committed struct {
 	ID      string `json:"id"`
 	Account string `json:"account"`
 	Dataset string `json:"dataset"`
-	Day     string `json:"day"`
+	// Contract is the dataset's contract the generation was delivered
+	// under (v1, v2, ...): its folder, and with Dataset its ledger name,
+	// which the id names.
+	Contract string `json:"contract"`
+	Day      string `json:"day"`
 	// Generation is the generation committed; one more than the one it
 	// replaced, if any.
 	Generation int64 `json:"generation"`
@@ -42,6 +50,10 @@ type Committed struct {
 	RunID         string    `json:"run_id"`
 	CommittedAt   time.Time `json:"committed_at"`
 }
+
+// LedgerName is the ledger name of the committed dataset at its contract
+// (dataset.LedgerName), the name its id and outbox item carry.
+func (c *Committed) LedgerName() string { return dataset.LedgerName(c.Dataset, c.Contract) }
 
 // Restatement is what a restated generation replaced.
 type Restatement struct {

@@ -6,8 +6,10 @@ import (
 )
 
 // CommittedID is the stable id of the committed event of one generation:
-// <account>/<dataset>/<day>/<generation>. Every publish of the event, the
-// first and any repeat, carries it (docs/events.md).
+// <account>/<dataset>/<day>/<generation>, dataset the dataset's ledger name
+// (dataset.LedgerName: the name at contract v1, <name>.<contract> after),
+// so generation 1 of a day under v1 and under v2 are two ids. Every publish
+// of the event, the first and any repeat, carries it (docs/events.md).
 func CommittedID(account, dataset, day string, generation int64) string {
 	return fmt.Sprintf("%s/%s/%s/%d", account, dataset, day, generation)
 }

@@ -110,25 +110,26 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		return Row{}, err
 	}
 	row := Row{
-		Key:            partition.Key{AccountID: r.AccountID, Dataset: r.Dataset},
-		State:          State(r.State),
-		Attempts:       r.Attempts,
-		ClaimToken:     r.ClaimToken,
-		LastError:      r.LastError,
-		TableError:     r.TableError,
-		Stopped:        r.Stopped,
-		SlicePlanned:   r.SlicePlanned,
-		Generation:     r.Generation,
-		GenReserved:    r.GenReserved,
-		Rows:           r.Rows,
-		Bytes:          r.Bytes,
-		Files:          r.Files,
-		ManifestKey:    r.ManifestKey,
-		DurationMS:     r.DurationMS,
-		Reason:         partition.Reason(r.Reason),
-		RequestedBy:    r.RequestedBy,
-		RerunRequested: r.RerunRequested,
-		DueKey:         r.DueKey,
+		Key:                 partition.Key{AccountID: r.AccountID, Dataset: r.Dataset},
+		State:               State(r.State),
+		Attempts:            r.Attempts,
+		ClaimToken:          r.ClaimToken,
+		LastError:           r.LastError,
+		TableError:          r.TableError,
+		Stopped:             r.Stopped,
+		SlicePlanned:        r.SlicePlanned,
+		Generation:          r.Generation,
+		GenReserved:         r.GenReserved,
+		Rows:                r.Rows,
+		Bytes:               r.Bytes,
+		Files:               r.Files,
+		ManifestKey:         r.ManifestKey,
+		DurationMS:          r.DurationMS,
+		Reason:              partition.Reason(r.Reason),
+		RequestedBy:         r.RequestedBy,
+		RerunRequested:      r.RerunRequested,
+		DueKey:              r.DueKey,
+		ReexportRequestedBy: r.ReexportBy,
 	}
 	for _, f := range []struct {
 		attr, value string
@@ -140,6 +141,7 @@ func rowFromItem(item map[string]types.AttributeValue) (Row, error) {
 		{attrNextAttemptAt, r.NextAttemptAt, &row.NextAttemptAt},
 		{attrCompletedAt, r.CompletedAt, &row.CompletedAt},
 		{attrUpdatedAt, r.UpdatedAt, &row.UpdatedAt},
+		{attrReexportAt, r.ReexportAt, &row.ReexportRequestedAt},
 	} {
 		if *f.dst, err = parseTime(f.value); err != nil {
 			return Row{}, malformed(item, f.attr, strconv.Quote(f.value), err)

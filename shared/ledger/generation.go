@@ -1,8 +1,13 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // MaxBucketLead is how far above the claimed generation the generation a
@@ -70,4 +75,37 @@ func GenerationAfter(claimed, found int64, uri string) (int64, error) {
 			ErrBucketAhead, uri, found, MaxGeneration)
 	}
 	return found + 1, nil
+}
+
+// EverCommitted reports whether a generation of (account, dataset) was
+// ever committed, as the ledger knows it: a row with a generation stored by
+// Complete, or one found committed in the bucket and noted
+// (NoteCommitted's generation_reserved). dataset is a ledger name, so each
+// contract answers for itself. One Query of the dataset's rows, filtered,
+// read until the first such row; the exporter asks it only before it
+// refuses a dataset (functions/exporter/delivered.go).
+func (l *Ledger) EverCommitted(ctx context.Context, accountID, dataset string) (bool, error) {
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset)))).
+		WithFilter(expression.Or(name(attrGeneration).GreaterThan(val(0)), name(attrGenReserved).GreaterThan(val(0)))).
+		WithProjection(expression.NamesList(name(AttrSK))).Build()
+	if err != nil {
+		return false, fmt.Errorf("ledger: build expression: %w", err)
+	}
+	in := &dynamodb.QueryInput{TableName: aws.String(l.cfg.Table), KeyConditionExpression: expr.KeyCondition(),
+		FilterExpression: expr.Filter(), ProjectionExpression: expr.Projection(), ConsistentRead: aws.Bool(true),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()}
+	for {
+		out, err := l.db.Query(ctx, in)
+		if err != nil {
+			return false, fmt.Errorf("ledger: committed generations of %s/%s: %w", accountID, dataset, err)
+		}
+		if out.Count > 0 {
+			return true, nil
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return false, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -99,5 +100,52 @@ func TestStoredGenerationsCannotOverflow(t *testing.T) {
 	}
 	if next.Generation != MaxGeneration+1 {
 		t.Errorf("the claim after generation %d is numbered %d", MaxGeneration, next.Generation)
+	}
+}
+
+// TestEverCommitted: a dataset of an account counts as delivered once a
+// generation of it was committed (Complete) or found committed in the
+// bucket (NoteCommitted), and each ledger name answers for itself.
+func TestEverCommitted(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, _ := newTestLedger(t, c)
+	acct := testAccount(t, "a")
+	ever := func(ds string) bool {
+		t.Helper()
+		ok, err := l.EverCommitted(ctx, acct, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if ever("events") {
+		t.Error("no rows: committed")
+	}
+	if _, err := l.Materialize(ctx, acct, "events", day1, day1.AddDays(2)); err != nil {
+		t.Fatal(err)
+	}
+	k := partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}
+	cl, err := l.Claim(ctx, k, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start(ctx, k, cl.Token); err != nil {
+		t.Fatal(err)
+	}
+	if ever("events") {
+		t.Error("pending and running rows: committed")
+	}
+	if err := l.NoteCommitted(ctx, k, cl.Token, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !ever("events") {
+		t.Error("a generation found committed in the bucket: not committed")
+	}
+	if _, err := l.Complete(ctx, k, cl.Token, Result{Rows: 1, Generation: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if !ever("events") || ever("events.v2") || ever("profiles") {
+		t.Errorf("after Complete: events %v, events.v2 %v, profiles %v", ever("events"), ever("events.v2"), ever("profiles"))
 	}
 }

@@ -57,6 +57,8 @@ const (
 	attrReason         = "reason"
 	attrRequestedBy    = "requested_by"
 	attrRerunRequested = "rerun_requested"
+	attrReexportAt     = "reexport_requested_at" // rows: when an operator sent a re-export request not claimed yet (reexport.go)
+	attrReexportBy     = "reexport_requested_by" // rows: who sent it
 	attrUpdatedAt      = "updated_at"
 	attrEnabled        = "enabled"        // account records
 	attrDoc            = "doc"            // account records: JSON of account.Account
@@ -170,6 +172,8 @@ type rowRecord struct {
 	Reason         string `dynamodbav:"reason"`
 	RequestedBy    string `dynamodbav:"requested_by"`
 	RerunRequested bool   `dynamodbav:"rerun_requested"`
+	ReexportAt     string `dynamodbav:"reexport_requested_at"`
+	ReexportBy     string `dynamodbav:"reexport_requested_by"`
 	UpdatedAt      string `dynamodbav:"updated_at"`
 	DueAccount     string `dynamodbav:"due_account"`
 	DueKey         string `dynamodbav:"due_key"`

@@ -127,6 +127,9 @@
 //	                running (token), rerun_requested  -> queued (manual)
 //	Requeue         anything but a live running claim -> queued (absent rows are created)
 //	                live running claim                -> rerun_requested=true
+//	NoteReexportRequested
+//	                an existing row, no live claim    -> reexport_requested_at/_by set, state unchanged (reexport.go);
+//	                                                     ClaimManual, its re-run and Requeue remove them
 //
 // After its row write, every transition that leaves a row due at some time
 // lowers the account's wake time to it ([Ledger.Requeue], [Ledger.ClaimManual], [Ledger.Fail],
@@ -151,7 +154,8 @@
 //
 // # Where each part lives
 //
-// errors.go holds every error the package returns; restate.go the restate
+// errors.go holds every error the package returns; reexport.go the note of a
+// re-export request on its way; restate.go the restate
 // index (late data) and its transitions; reseed.go reseeds; slice.go and
 // slicerun.go days exported in slices; wake.go the wake half of the fleet
 // index, stopped.go its stopped half and stophook.go [Config].Stopped;

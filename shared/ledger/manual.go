@@ -39,6 +39,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
 			Remove(name(attrStopped))
+		upd = clearReexport(upd)                    // the request noted when it was sent is taken (reexport.go)
 		upd = setRequestedBy(upd, requestedBy(ctx)) // the transition's stale mark replaces a stopped row's entry (stopped.go)
 		old, err := l.transition(ctx, key, upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
@@ -74,7 +75,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 
 // requestRerun sets rerun_requested on a row running under a live claim.
 func (l *Ledger) requestRerun(ctx context.Context, key partition.Key, nowS string) (bool, error) {
-	upd := expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS))
+	upd := clearReexport(expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS)))
 	if by := requestedBy(ctx); by != "" {
 		upd = upd.Set(name(attrRequestedBy), val(by))
 	}
@@ -127,6 +128,7 @@ func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, t
 				Set(name(attrUpdatedAt), val(nowS)).
 				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 				Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
+			upd = clearReexport(upd)
 			upd = setRequestedBy(upd, requestedBy(ctx))
 			upd = unmarkStopped(upd)
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)

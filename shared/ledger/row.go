@@ -77,7 +77,12 @@ type Row struct {
 	// running for (requester.go); "" for scheduled work.
 	RequestedBy    string
 	RerunRequested bool
-	UpdatedAt      time.Time
+	// ReexportRequestedAt is when an operator sent a re-export request for
+	// the day that no exporter has claimed yet (reexport.go), and
+	// ReexportRequestedBy who; zero when none waits.
+	ReexportRequestedAt time.Time
+	ReexportRequestedBy string
+	UpdatedAt           time.Time
 	// DueKey is the row's key in the due index ("" when not due).
 	DueKey string
 

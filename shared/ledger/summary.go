@@ -83,13 +83,23 @@ const (
 	PhaseCompleted = "completed"
 	PhaseRunning   = "running" // started by an exporter
 	PhaseClaimed   = "claimed" // claimed by a sweep, its job in the queue
+	// PhaseRequested: an operator sent a re-export request that no exporter
+	// has claimed yet (reexport.go); the row is otherwise at rest.
+	PhaseRequested = "requested"
 	PhaseQueued    = "queued"  // pending or queued: waits for a sweep
 	PhaseFailed    = "failed"  // will retry after its backoff
 	PhaseStopped   = "stopped" // failed too often; waits for a requeue
 )
 
-// PhaseOf is the phase of a row (a full row, or one from the due index).
+// PhaseOf is the phase of a row (a full row, or one from the due index,
+// which does not project a re-export request's note). A row at rest
+// (completed, queued, failed, stopped) whose re-export request was sent and
+// not yet claimed is requested; a running row is running or claimed, with
+// or without one.
 func PhaseOf(r Row) string {
+	if !r.ReexportRequestedAt.IsZero() && r.State != StateRunning {
+		return PhaseRequested
+	}
 	switch r.State {
 	case StateCompleted:
 		return PhaseCompleted
@@ -178,13 +188,14 @@ func (s Summary) FailuresSince(t time.Time) int {
 func Summarize(a account.Account, rows []Row, attempts []Attempt, asOf time.Time) Summary {
 	s := Summary{Account: a.ID, Name: a.Name, Enabled: a.Enabled, Datasets: slices.Clone(a.Datasets), Counts: map[string]int{}, AsOf: asOf.UTC()}
 	for _, r := range rows {
-		p := PhaseOf(r)
-		s.Counts[p]++
-		d := r.Day.String()
-		if p != PhaseCompleted && (s.OldestDue == "" || d < s.OldestDue) {
+		s.Counts[PhaseOf(r)]++
+		// A completed day with a re-export request on its way is still
+		// delivered: its state, not its phase, says so.
+		d, done := r.Day.String(), r.State == StateCompleted
+		if !done && (s.OldestDue == "" || d < s.OldestDue) {
 			s.OldestDue = d
 		}
-		if p == PhaseCompleted && (d > s.LastExport || (d == s.LastExport && r.CompletedAt.After(s.LastExportAt))) {
+		if done && (d > s.LastExport || (d == s.LastExport && r.CompletedAt.After(s.LastExportAt))) {
 			s.LastExport, s.LastExportAt = d, r.CompletedAt.UTC()
 		}
 	}

@@ -52,18 +52,20 @@ type Outbox struct {
 func (o *Outbox) Enabled() bool { return o != nil && o.On && o.Store != nil && o.Bus != nil }
 
 // CommittedEvent is the outbox event of a committed generation; it sets
-// d.ID.
+// d.ID. Both the id and the outbox item name the dataset's ledger name
+// (d.LedgerName), as the partition's row does, so the generations of one
+// day under two contracts are two events.
 func CommittedEvent(d *events.Committed) (ledger.Event, error) {
 	day, err := civil.Parse(d.Day)
 	if err != nil {
 		return ledger.Event{}, fmt.Errorf("events: committed event: day %q: %w", d.Day, err)
 	}
-	d.ID = events.CommittedID(d.Account, d.Dataset, d.Day, d.Generation)
+	d.ID = events.CommittedID(d.Account, d.LedgerName(), d.Day, d.Generation)
 	body, err := json.Marshal(d)
 	if err != nil {
 		return ledger.Event{}, fmt.Errorf("events: encode %s: %w", d.ID, err)
 	}
-	return ledger.Event{Key: partition.Key{AccountID: d.Account, Dataset: d.Dataset, Day: day}, Kind: ledger.EventCommitted,
+	return ledger.Event{Key: partition.Key{AccountID: d.Account, Dataset: d.LedgerName(), Day: day}, Kind: ledger.EventCommitted,
 		Generation: d.Generation, ID: d.ID, DetailType: events.DetailCommitted, Detail: body}, nil
 }
 

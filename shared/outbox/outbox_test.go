@@ -94,6 +94,18 @@ func TestEventIDs(t *testing.T) {
 	if err := json.Unmarshal(ev.Detail, &back); err != nil || back.ID != d.ID {
 		t.Fatalf("detail %s: %v", ev.Detail, err)
 	}
+	// The same day and generation under contract v2: an id and an outbox
+	// item of its own; v1's (the contract named or not) as ever.
+	for _, tc := range []struct{ contract, id, ds string }{
+		{"", "acct_x/events/2026-03-09/2", "events"},
+		{"v1", "acct_x/events/2026-03-09/2", "events"},
+		{"v2", "acct_x/events.v2/2026-03-09/2", "events.v2"},
+	} {
+		ev, err := CommittedEvent(&events.Committed{Account: "acct_x", Dataset: "events", Contract: tc.contract, Day: "2026-03-09", Generation: 2})
+		if err != nil || ev.ID != tc.id || ev.Key.Dataset != tc.ds {
+			t.Errorf("contract %q: id %q, key %s, %v; want %s under %s", tc.contract, ev.ID, ev.Key, err, tc.id, tc.ds)
+		}
+	}
 	if _, err := CommittedEvent(&events.Committed{Day: "yesterday"}); err == nil {
 		t.Errorf("CommittedEvent of day %q: no error", "yesterday")
 	}

@@ -79,10 +79,56 @@ type SentRequest struct {
 	Body      string `json:"body"`
 }
 
+// ReexportNoter notes on the partition rows that re-export requests are on
+// their way, so the days show as requested until the exporter claims them
+// (ledger.NoteReexportRequested), and takes a note back for a request that
+// was not sent; *ledger.Ledger has it.
+type ReexportNoter interface {
+	NoteReexportRequested(ctx context.Context, accountID, dataset string, days []civil.Date, by string) (ledger.ReexportNote, error)
+	ClearReexportRequest(ctx context.Context, key partition.Key, note ledger.ReexportNote) error
+}
+
+var _ ReexportNoter = (*ledger.Ledger)(nil)
+
 // SendReexports sends one manual re-export request per day to the jobs
-// queue, ten per batch, recording requestedBy. It returns what was sent,
-// sorted by day, also when it fails part way.
-func SendReexports(ctx context.Context, api SendAPI, queueURL, accountID, dataset string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
+// queue, ten per batch, recording requestedBy. Before it sends, it notes
+// the requests on the days' rows (ReexportNoter: a row under a live claim
+// is left alone), so that status and the console show them requested from
+// then on; the note of a day whose request was not sent is taken back. It
+// returns what was sent, sorted by day, also when it fails part way.
+func SendReexports(ctx context.Context, l ReexportNoter, api SendAPI, queueURL, accountID, ds string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
+	key := func(d civil.Date) partition.Key {
+		return partition.Key{AccountID: accountID, Dataset: dataset.Current(ds), Day: d}
+	}
+	note, err := l.NoteReexportRequested(ctx, accountID, dataset.Current(ds), days, requestedBy)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("note the re-export requests (none sent): %w", err), unnote(ctx, l, note, note.Noted, key))
+	}
+	sent, err := sendReexports(ctx, api, queueURL, accountID, ds, days, requestedBy, p)
+	if err != nil {
+		unsent := slices.DeleteFunc(slices.Clone(note.Noted), func(d civil.Date) bool {
+			return slices.ContainsFunc(sent, func(r SentRequest) bool { return r.Day == d.String() })
+		})
+		err = errors.Join(err, unnote(ctx, l, note, unsent, key))
+	}
+	return sent, err
+}
+
+// unnote takes back the note of the days whose requests were not sent.
+func unnote(ctx context.Context, l ReexportNoter, note ledger.ReexportNote, days []civil.Date, key func(civil.Date) partition.Key) error {
+	var errs []error
+	for _, d := range days {
+		if err := l.ClearReexportRequest(context.WithoutCancel(ctx), key(d), note); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d days show a re-export requested that was not sent until they are re-exported or requeued: %w", len(errs), errors.Join(errs...))
+	}
+	return nil
+}
+
+func sendReexports(ctx context.Context, api SendAPI, queueURL, accountID, dataset string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
 	var sent []SentRequest
 	for chunk := range slices.Chunk(days, 10) {
 		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}

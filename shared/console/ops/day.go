@@ -32,6 +32,11 @@ type Day struct {
 	// RequestedBy is who asked for the manual action the partition is
 	// queued, running or was last exported for.
 	RequestedBy string `json:"requested_by,omitempty"`
+	// ReexportRequestedAt and ReexportRequestedBy: a re-export request sent
+	// for the day that no exporter has claimed yet (its phase is
+	// Requested), when and by whom.
+	ReexportRequestedAt string `json:"reexport_requested_at,omitempty"`
+	ReexportRequestedBy string `json:"reexport_requested_by,omitempty"`
 	// LeaseExpired: a claimed or running partition whose lease ran out (its
 	// exporter died or its job waited too long); a sweep claims it again.
 	LeaseExpired bool `json:"lease_expired,omitempty"`
@@ -44,6 +49,7 @@ func DayOf(r ledger.Row, now time.Time) Day {
 		Rows: r.Rows, Bytes: r.Bytes, Files: r.Files, Error: r.LastError, TableError: r.TableError, ClaimedAt: FormatTime(r.ClaimedAt),
 		StartedAt: FormatTime(r.StartedAt), LeaseUntil: FormatTime(r.LeaseUntil), NextAttemptAt: FormatTime(r.NextAttemptAt),
 		CompletedAt: FormatTime(r.CompletedAt), ManifestKey: r.ManifestKey, RerunRequested: r.RerunRequested, RequestedBy: r.RequestedBy,
+		ReexportRequestedAt: FormatTime(r.ReexportRequestedAt), ReexportRequestedBy: r.ReexportRequestedBy,
 		LeaseExpired: r.State == ledger.StateRunning && !r.LeaseUntil.IsZero() && r.LeaseUntil.Before(now),
 	}
 }
@@ -66,6 +72,19 @@ func Describe(d Day) string {
 		return fmt.Sprintf("claimed at %s, its job waits in the queue (lease until %s%s)", d.ClaimedAt, d.LeaseUntil, expired(d))
 	case Running:
 		return fmt.Sprintf("running attempt %d since %s (lease until %s%s)", d.Attempts, d.StartedAt, d.LeaseUntil, expired(d))
+	case Requested:
+		by := ""
+		if d.ReexportRequestedBy != "" {
+			by = " by " + d.ReexportRequestedBy
+		}
+		was := ""
+		switch {
+		case d.CompletedAt != "" && d.Error == "":
+			was = fmt.Sprintf("; generation %d stays delivered until the exporter writes the next", d.Generation)
+		case d.Error != "":
+			was = "; the last attempt failed: " + d.Error
+		}
+		return fmt.Sprintf("re-export requested%s at %s, waiting in the jobs queue for an exporter%s", by, d.ReexportRequestedAt, was)
 	case Completed:
 		files := "files"
 		if d.Files == 1 {

@@ -345,11 +345,30 @@ func TestParsePhases(t *testing.T) {
 	if err != nil || len(got) != 3 || !got[Failed] || !got[Stopped] || !got[Running] {
 		t.Errorf("%v %v", got, err)
 	}
-	if _, err := ParsePhases([]string{"done"}); err == nil || !strings.Contains(err.Error(), `"done": unknown state; valid: completed, running, claimed, queued, failed, stopped`) {
+	if _, err := ParsePhases([]string{"done"}); err == nil || !strings.Contains(err.Error(), `"done": unknown state; valid: completed, running, claimed, requested, queued, failed, stopped`) {
 		t.Errorf("error %v", err)
 	}
-	if !slices.Equal(Phases, []Phase{Completed, Running, Claimed, Queued, Failed, Stopped}) {
+	if !slices.Equal(Phases, []Phase{Completed, Running, Claimed, Requested, Queued, Failed, Stopped}) {
 		t.Error("display order changed")
+	}
+	// Every phase the ledger tells (ledger.PhaseOf) is listed, with a
+	// symbol of its own and a legend.
+	symbols := map[byte]Phase{}
+	for _, p := range Phases {
+		if !p.Valid() || p.Legend() == "" || p.Symbol() == 0 {
+			t.Errorf("phase %s: symbol %q, legend %q", p, p.Symbol(), p.Legend())
+		}
+		if q, dup := symbols[p.Symbol()]; dup {
+			t.Errorf("phases %s and %s share the symbol %q", q, p, p.Symbol())
+		}
+		symbols[p.Symbol()] = p
+	}
+	for _, r := range []ledger.Row{{State: ledger.StateCompleted}, {State: ledger.StateRunning}, {State: ledger.StateRunning, StartedAt: time.Unix(1, 0)},
+		{State: ledger.StatePending}, {State: ledger.StateQueued}, {State: ledger.StateFailed}, {State: ledger.StateFailed, Stopped: true},
+		{State: ledger.StateCompleted, ReexportRequestedAt: time.Unix(1, 0)}} {
+		if !Of(r).Valid() {
+			t.Errorf("row %+v: phase %q is not listed", r, Of(r))
+		}
 	}
 }
 

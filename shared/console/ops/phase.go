@@ -16,38 +16,67 @@ import (
 
 // Phase is what a partition is doing, in the words status shows. It tells
 // a claim whose job waits in the queue apart from a run an exporter
-// started, and a failure that will retry from one that stopped retrying.
+// started, a re-export request on its way apart from a day at rest, and a
+// failure that will retry from one that stopped retrying. The values are
+// the ledger's (ledger.PhaseOf); phases below is the one list of them.
 type Phase string
 
 // The phases.
 const (
-	Completed Phase = "completed"
-	Running   Phase = "running" // an exporter started it
-	Claimed   Phase = "claimed" // a sweep claimed it; its job waits in the queue
+	Completed Phase = ledger.PhaseCompleted
+	Running   Phase = ledger.PhaseRunning // an exporter started it
+	Claimed   Phase = ledger.PhaseClaimed // a sweep claimed it; its job waits in the queue
+	// Requested: an operator sent a re-export request (the console, `daybook
+	// reexport`) that no exporter has claimed yet; the day is otherwise as it
+	// was (a completed day stays delivered until the new generation).
+	Requested Phase = ledger.PhaseRequested
 	// Queued waits for a sweep: a closed day not tried yet (the ledger's
 	// pending) or one asked for by an operator or a backfill (the ledger's
 	// queued, which a sweep takes first). One word for both, in the CLI
 	// and the console alike.
-	Queued  Phase = "queued"
-	Failed  Phase = "failed"  // will retry after its backoff
-	Stopped Phase = "stopped" // failed too often; waits for a requeue
+	Queued  Phase = ledger.PhaseQueued
+	Failed  Phase = ledger.PhaseFailed  // will retry after its backoff
+	Stopped Phase = ledger.PhaseStopped // failed too often; waits for a requeue
 )
 
-// Phases in display order.
-var Phases = []Phase{Completed, Running, Claimed, Queued, Failed, Stopped}
-
-// info is how a phase is shown: a symbol for plain text, and a legend.
-var info = map[Phase]struct {
+// shown is how a phase is shown: a symbol for plain text, and a legend.
+type shown struct {
+	phase  Phase
 	symbol byte
 	legend string
-}{
-	Completed: {'#', "completed"},
-	Running:   {'>', "running"},
-	Claimed:   {'~', "claimed, waiting in the queue"},
-	Queued:    {'.', "queued, waiting for a sweep"},
-	Failed:    {'x', "failed, will retry"},
-	Stopped:   {'X', "stopped retrying"},
 }
+
+// phases is every phase in display order, with how it is shown. The CLI's
+// map, legend, --state and fleet columns and the console's heatmap, legend
+// and fleet columns all follow it: a phase is added or renamed here (and
+// given its colour: the CLI's phaseColor, the console's .p-<phase> style).
+var phases = []shown{
+	{Completed, '#', "completed"},
+	{Running, '>', "running"},
+	{Claimed, '~', "claimed, waiting in the queue"},
+	{Requested, '+', "re-export requested, waiting in the jobs queue"},
+	{Queued, '.', "queued, waiting for a sweep"},
+	{Failed, 'x', "failed, will retry"},
+	{Stopped, 'X', "stopped retrying"},
+}
+
+// Phases in display order.
+var Phases = func() []Phase {
+	out := make([]Phase, len(phases))
+	for i, p := range phases {
+		out[i] = p.phase
+	}
+	return out
+}()
+
+// info is phases by phase.
+var info = func() map[Phase]shown {
+	m := make(map[Phase]shown, len(phases))
+	for _, p := range phases {
+		m[p.phase] = p
+	}
+	return m
+}()
 
 // BlankLegend says what a day without a ledger row (a blank cell) means,
 // in the CLI's legend and the console's alike.

@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/partition"
+)
+
+// TestReexportRequestNote: NoteReexportRequested puts a day at rest
+// (completed, failed, stopped, pending) in the requested phase, with who
+// asked, without changing its state, due key or stopped entry; it leaves a
+// day under a live claim and a day without a row alone. The transitions
+// that take a request (ClaimManual, the re-run it records on a live claim,
+// Requeue) remove the note, and so does ClearReexportRequest, but only for
+// the note it names. A requested day that was completed still counts as
+// delivered in the account's summary.
+func TestReexportRequestNote(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, _ := newTestLedger(t, c, func(cfg *Config) { cfg.MaxAttempts = 1 })
+	acct := testAccount(t, "a")
+	days := civil.Range(day1, day1.AddDays(4)) // completed, stopped, live claim, pending, no row
+	done, stopped, live, pending, none := days[0], days[1], days[2], days[3], days[4]
+	key := func(d civil.Date) partition.Key { return partition.Key{AccountID: acct, Dataset: "events", Day: d} }
+	if _, err := l.Materialize(ctx, acct, "events", done, pending); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []civil.Date{done, stopped, live} {
+		cl, err := l.Claim(ctx, key(d), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == live {
+			continue
+		}
+		if _, err := l.Start(ctx, key(d), cl.Token); err != nil {
+			t.Fatal(err)
+		}
+		if d == done {
+			_, err = l.Complete(ctx, key(d), cl.Token, Result{Rows: 3})
+		} else {
+			_, err = l.Fail(ctx, key(d), cl.Token, errors.New("source_unavailable: down"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	stoppedBefore, _, err := l.StoppedByAccount(ctx, Shard(acct))
+	if err != nil || stoppedBefore[acct] != 1 {
+		t.Fatalf("stopped entries %v %v", stoppedBefore, err)
+	}
+	before := map[civil.Date]Row{}
+	for _, d := range days[:4] {
+		before[d] = get(t, l, key(d))
+	}
+
+	c.Advance(time.Minute)
+	note, err := l.NoteReexportRequested(ctx, acct, "events", days, "ops-erin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(note.Noted) != 3 || note.Noted[0] != done || note.Noted[1] != stopped || note.Noted[2] != pending || note.By != "ops-erin" || !note.At.Equal(c.Now()) {
+		t.Fatalf("note %+v; want done, stopped and pending noted at %s", note, c.Now())
+	}
+	for _, d := range []civil.Date{done, stopped, pending} {
+		r := get(t, l, key(d))
+		if PhaseOf(r) != PhaseRequested || !r.ReexportRequestedAt.Equal(note.At) || r.ReexportRequestedBy != "ops-erin" {
+			t.Errorf("%s: phase %s, %+v", d, PhaseOf(r), r)
+		}
+		if b := before[d]; r.State != b.State || r.DueKey != b.DueKey || r.Generation != b.Generation || r.Attempts != b.Attempts {
+			t.Errorf("%s: the note changed the row: %+v, was %+v", d, r, b)
+		}
+	}
+	if r := get(t, l, key(live)); PhaseOf(r) != PhaseClaimed || !r.ReexportRequestedAt.IsZero() || r.ClaimToken != before[live].ClaimToken {
+		t.Errorf("the live claim: phase %s, %+v", PhaseOf(r), r)
+	}
+	if _, err := l.Get(ctx, key(none)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a day without a row got one: %v", err)
+	}
+	if got, _, err := l.StoppedByAccount(ctx, Shard(acct)); err != nil || got[acct] != 1 {
+		t.Errorf("the note moved the stopped entry: %v %v", got, err)
+	}
+	a := account.Account{ID: acct, Name: "n", Enabled: true, StartDate: day1, Datasets: []string{"events"}}
+	s := Summarize(a, []Row{get(t, l, key(done))}, nil, c.Now())
+	if s.Counts[PhaseRequested] != 1 || s.OldestDue != "" || s.LastExport != done.String() {
+		t.Errorf("summary of the requested completed day: %+v", s)
+	}
+
+	// Another note clears nothing; the one that was written does.
+	if err := l.ClearReexportRequest(ctx, key(pending), ReexportNote{At: note.At, By: "ops-frank"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, l, key(pending)); r.ReexportRequestedAt.IsZero() {
+		t.Errorf("another sender's note cleared this one")
+	}
+	if err := l.ClearReexportRequest(ctx, key(pending), note); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, l, key(pending)); PhaseOf(r) != PhaseQueued || !r.ReexportRequestedAt.IsZero() || r.ReexportRequestedBy != "" {
+		t.Errorf("after the clear: phase %s, %+v", PhaseOf(r), r)
+	}
+	// The zero note (the exporter's refusal) clears any; a day without one
+	// or without a row is left alone.
+	if err := l.ClearReexportRequest(ctx, key(none), ReexportNote{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Get(ctx, key(none)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a clear created a row: %v", err)
+	}
+
+	// The exporter's claim takes it; so does Requeue.
+	if _, err := l.ClaimManual(WithRequestedBy(ctx, "ops-erin"), key(done)); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, l, key(done)); PhaseOf(r) != PhaseRunning || !r.ReexportRequestedAt.IsZero() {
+		t.Errorf("after ClaimManual: phase %s, %+v", PhaseOf(r), r)
+	}
+	if _, err := l.Requeue(ctx, acct, "events", stopped, stopped, partition.ReasonManual); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseQueued || !r.ReexportRequestedAt.IsZero() {
+		t.Errorf("after Requeue: phase %s, %+v", PhaseOf(r), r)
+	}
+	// A request that reaches a live claim is recorded as its re-run, and
+	// takes a note left from before the claim.
+	if _, err := l.NoteReexportRequested(ctx, acct, "events", []civil.Date{stopped}, "ops-erin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(ctx, key(stopped), ""); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseClaimed {
+		t.Errorf("a live claim with a note: phase %s", PhaseOf(r))
+	}
+	if _, err := l.ClaimManual(ctx, key(stopped)); !errors.Is(err, ErrBusy) {
+		t.Fatalf("ClaimManual on a live claim: %v", err)
+	}
+	if r := get(t, l, key(stopped)); !r.RerunRequested || !r.ReexportRequestedAt.IsZero() {
+		t.Errorf("after the re-run was recorded: %+v", r)
+	}
+}
+
+func get(t *testing.T, l *Ledger, k partition.Key) Row {
+	t.Helper()
+	r, err := l.Get(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
