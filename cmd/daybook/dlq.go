@@ -120,11 +120,19 @@ func clip(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
+// receiveWait is how long a receive waits for a message (long polling).
+// A short poll asks only a sample of SQS's servers and may answer empty
+// while a small queue holds messages (SQS developer guide, "Amazon SQS
+// short and long polling"), which would make list say a dead-letter queue
+// is empty and redrive stop early; an empty queue costs this once.
+const receiveWait = time.Second
+
 // receiveBatch receives up to 10 messages with their attributes, hidden for
 // hide.
 func receiveBatch(ctx context.Context, api dlqAPI, url string, n int, hide time.Duration) ([]sqstypes.Message, error) {
 	out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(url), MaxNumberOfMessages: int32(min(n, 10)), VisibilityTimeout: int32(hide.Seconds()),
+		WaitTimeSeconds: int32(receiveWait.Seconds()),
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 	})
