@@ -132,7 +132,7 @@ const receiveWait = time.Second
 func receiveBatch(ctx context.Context, api dlqAPI, url string, n int, hide time.Duration) ([]sqstypes.Message, error) {
 	out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(url), MaxNumberOfMessages: int32(min(n, 10)), VisibilityTimeout: int32(hide.Seconds()),
-		WaitTimeSeconds: int32(receiveWait.Seconds()),
+		WaitTimeSeconds:             int32(receiveWait.Seconds()),
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 	})
