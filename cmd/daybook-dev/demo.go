@@ -22,6 +22,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
@@ -288,10 +289,11 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		return nil, err
 	}
 	for _, a := range src.Accounts {
-		if err := mirror(ctx, s3c, a.Destination.Bucket, filepath.Join(res.Mirror, a.Destination.Bucket)); err != nil {
+		b := bucket.New(s3c, a.Destination.Bucket, bucket.Options{})
+		if err := mirror(ctx, b, filepath.Join(res.Mirror, a.Destination.Bucket)); err != nil {
 			return nil, err
 		}
-		reports, problems, err := verifyAccount(ctx, s3c, a, stage, o.Now())
+		reports, problems, err := verifyAccount(ctx, b, a, stage, o.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -453,7 +455,7 @@ func printSummary(out io.Writer, res *demoResult) {
 // verifyAccount verifies every partition of every dataset of an account and
 // the account-level rules: nothing for today or later, a delivery manifest
 // for every exported day.
-func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage string, now time.Time) ([]*verify.Result, []string, error) {
+func verifyAccount(ctx context.Context, b *bucket.Bucket, a account.Account, stage string, now time.Time) ([]*verify.Result, []string, error) {
 	prefix, err := a.Prefix(stage)
 	if err != nil {
 		return nil, nil, err
@@ -462,32 +464,27 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	var reports []*verify.Result
 	var problems []string
 	exportedDays := map[string]bool{}
-	// The demo runs in moto: its account is the deployment's.
-	owner, err := a.Destination.BucketOwner(motoserver.AccountID)
-	if err != nil {
-		return nil, nil, err
-	}
 	for _, ds := range a.Datasets {
-		t := verify.Target{Bucket: a.Destination.Bucket, Owner: owner, Prefix: prefix, Dataset: ds}
-		days, strays, err := verify.Days(ctx, api, t)
+		t := verify.Target{Bucket: a.Destination.Bucket, Prefix: prefix, Dataset: ds}
+		days, strays, err := verify.Days(ctx, b, t)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, pp := range strays {
-			problems = append(problems, fmt.Sprintf("s3://%s/%s: partition folder is not dt=YYYY-MM-DD", a.Destination.Bucket, pp))
+			problems = append(problems, fmt.Sprintf("%s: partition folder is not dt=YYYY-MM-DD", b.URI(pp)))
 		}
 		for _, day := range days {
 			t.Day = day
-			r, err := verify.Check(ctx, api, t, verify.Options{Download: true})
+			r, err := verify.Check(ctx, b, t, verify.Options{Download: true})
 			if err != nil {
 				return nil, nil, err
 			}
 			reports = append(reports, r)
 			for _, p := range r.Problems() {
-				problems = append(problems, fmt.Sprintf("%s: %s", t.URI(), p))
+				problems = append(problems, fmt.Sprintf("%s: %s", r.Location, p))
 			}
 			if day.After(closed) {
-				problems = append(problems, fmt.Sprintf("%s: partition for a day that is not closed (last closed %s)", t.URI(), closed))
+				problems = append(problems, fmt.Sprintf("%s: partition for a day that is not closed (last closed %s)", r.Location, closed))
 			}
 			if r.Committed() {
 				exportedDays[day.String()] = true
@@ -497,51 +494,38 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	for d := range exportedDays {
 		day, _ := civil.Parse(d)
 		key := layout.DeliveryManifestKey(prefix, day)
-		out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: &key})
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("s3://%s/%s: delivery manifest missing: %v", a.Destination.Bucket, key, err))
-			continue
+		if _, err := b.Head(ctx, key); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: delivery manifest missing: %v", b.URI(key), err))
 		}
-		out.Body.Close()
 	}
 	sort.Strings(problems)
 	return reports, problems, nil
 }
 
-// mirror copies every object of bucket into dir, object keys as paths.
-func mirror(ctx context.Context, api *s3.Client, bucket, dir string) error {
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &bucket})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", bucket, err)
+// mirrorLimit bounds each object mirror reads: far above any object the
+// demo writes.
+const mirrorLimit = 1 << 30
+
+// mirror copies every object of b into dir, object keys as paths.
+func mirror(ctx context.Context, b *bucket.Bucket, dir string) error {
+	objs, err := b.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if strings.Contains(o.Key, "..") {
+			return fmt.Errorf("refusing to mirror key %q", o.Key)
 		}
-		for _, o := range page.Contents {
-			key := aws.ToString(o.Key)
-			if strings.Contains(key, "..") {
-				return fmt.Errorf("refusing to mirror key %q", key)
-			}
-			path := filepath.Join(dir, filepath.FromSlash(key))
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			obj, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
-			if err != nil {
-				return fmt.Errorf("get %s: %w", key, err)
-			}
-			f, err := os.Create(path)
-			if err != nil {
-				obj.Body.Close()
-				return err
-			}
-			_, err = io.Copy(f, obj.Body)
-			obj.Body.Close()
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
+		path := filepath.Join(dir, filepath.FromSlash(o.Key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		body, err := b.Get(ctx, o.Key, mirrorLimit)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -7,10 +7,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/cobra"
 
-	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -42,7 +40,7 @@ type verifyFlags struct {
 func (a *app) verifyCommand() *cobra.Command {
 	var p verifyFlags
 	c := &cobra.Command{
-		Use:   "verify (--account ID | --bucket NAME --prefix PREFIX) [--dataset NAME] (--day DAY | --from DAY --to DAY)",
+		Use:   "verify (--account ID | --bucket BUCKET --prefix PREFIX) [--dataset NAME] (--day DAY | --from DAY --to DAY)",
 		Short: "Check delivered partitions against their manifests (files, sizes, checksums, row counts)",
 		Long: `Check delivered partitions against their manifests: every data file listed, no other file,
 sizes, CRC32C and SHA-256, and row counts read back from the files. Exits 1 when a partition has
@@ -51,11 +49,17 @@ a problem or is not committed (no _SUCCESS).
 Two ways to name the partitions:
   --account ID               an account of the deployment (the operator's view); every file is
                              read in full
-  --bucket NAME --prefix P   the bucket itself, with read access to it alone (the customer's
-                             view): no deployment, credentials from the usual AWS chain
-                             (--profile, --region; --endpoint for an S3-compatible store). Files
-                             are read in full only with --download; otherwise S3's stored
-                             checksums and the Parquet footers are used.
+  --bucket B --prefix P      the bucket itself, with read access to it alone (the customer's
+                             view): no deployment. B is an S3 bucket (NAME or s3://NAME:
+                             credentials from the usual AWS chain, --profile, --region), a
+                             Google Cloud Storage bucket (gs://NAME: Application Default
+                             Credentials, gcloud auth application-default login) or an Azure
+                             container (az://ACCOUNT/CONTAINER, or the abfss:// URI daybook
+                             prints: DefaultAzureCredential, az login); --endpoint for an
+                             S3-compatible store or an emulator. Files are read in full only
+                             with --download; otherwise the checksums the store keeps (S3,
+                             GCS; Azure keeps none daybook can compare, so its files are read
+                             in full) and the Parquet footers are used.
 Without --dataset, every dataset of the account, or every dataset folder under the prefix.
 With --account a dataset is checked under its current contract; with --bucket, events is the
 v1/events/ folder and events.v2 the v2/events/ one.
@@ -64,13 +68,15 @@ Install it without the repository: go install github.com/daybook-dev/daybook/cmd
 or a release binary (make release builds them into dist/).`,
 		Example: `  daybook verify --account acct_localdemoaccount --dataset events --day 2026-11-20
   daybook verify --account acct_localdemoaccount --from 2026-11-01 --to 2026-11-30
-  daybook verify --bucket my-exports --prefix daybook/acct_7f3a9c --dataset events --day 2026-11-20 --download`,
+  daybook verify --bucket my-exports --prefix daybook/acct_7f3a9c --dataset events --day 2026-11-20 --download
+  daybook verify --bucket gs://my-exports --prefix daybook/acct_7f3a9c --day 2026-11-20
+  daybook verify --bucket az://acmedata/exports --prefix daybook/acct_7f3a9c --day 2026-11-20`,
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
-	c.Flags().StringVar(&p.bucket, "bucket", "", "the bucket to read (instead of --account): read access is enough")
+	c.Flags().StringVar(&p.bucket, "bucket", "", "the bucket to read (instead of --account): NAME or s3://NAME, gs://NAME, az://ACCOUNT/CONTAINER; read access is enough")
 	c.Flags().StringVar(&p.prefix, "prefix", "", "with --bucket: the part of every key before /v1/")
-	c.Flags().StringVar(&p.endpoint, "endpoint", "", "with --bucket: an S3-compatible endpoint URL")
+	c.Flags().StringVar(&p.endpoint, "endpoint", "", "with --bucket: the store's endpoint URL (an S3-compatible store, or an emulator)")
 	c.Flags().BoolVar(&p.download, "download", false, "with --bucket: read every data file in full (checksums recomputed, every row counted)")
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -110,8 +116,8 @@ or a release binary (make release builds them into dist/).`,
 // verifySource is where verify reads: a bucket, a prefix and the datasets
 // to check without --dataset.
 type verifySource struct {
-	api      verify.ReadAPI
-	target   verify.Target // Bucket, Owner and Prefix
+	reader   verify.Reader
+	target   verify.Target // Bucket and Prefix
 	datasets []string
 	opts     verify.Options
 	// current: the names are the catalog's datasets, checked under their
@@ -138,11 +144,11 @@ func (a *app) accountSource(ctx context.Context, id string) (verifySource, error
 	if err != nil {
 		return verifySource{}, err
 	}
-	api, owner, err := e.bucketClient(acct)
+	b, err := e.bucket(ctx, acct)
 	if err != nil {
 		return verifySource{}, err
 	}
-	return verifySource{api: api, target: verify.Target{Bucket: acct.Destination.Bucket, Owner: owner, Prefix: prefix},
+	return verifySource{reader: b, target: verify.Target{Bucket: acct.Destination.Bucket, Prefix: prefix},
 		datasets: acct.Datasets, opts: verify.Options{Download: true}, current: true}, nil
 }
 
@@ -154,28 +160,27 @@ func (a *app) bucketSource(c *cobra.Command, p verifyFlags) (verifySource, error
 	if err := layout.ValidateRendered(prefix); err != nil {
 		return verifySource{}, cli.Usagef(c, "--prefix %q: %v", p.prefix, err)
 	}
-	cfg, err := a.awsConfig(ctx, a.target.region, a.target.profile)
-	if err != nil {
-		return verifySource{}, err
-	}
 	if p.endpoint != "" {
 		if u, err := url.Parse(p.endpoint); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return verifySource{}, cli.Usagef(c, "--endpoint %q: not a URL (want http(s)://host[:port])", p.endpoint)
 		}
-		cfg.BaseEndpoint = aws.String(p.endpoint)
 	}
-	if err := haveCredentials(ctx, cfg, "reading s3://"+p.bucket); err != nil {
+	loc, err := parseBucketFlag(p.bucket)
+	if err != nil {
+		return verifySource{}, cli.Usagef(c, "--bucket %q: %v", p.bucket, err)
+	}
+	b, err := a.customerBucket(ctx, loc, p.endpoint)
+	if err != nil {
 		return verifySource{}, err
 	}
-	api := awsclient.NewS3(cfg)
-	t := verify.Target{Bucket: p.bucket, Prefix: prefix}
-	src := verifySource{api: api, target: t, opts: verify.Options{Download: p.download}}
+	t := verify.Target{Bucket: loc.bucket, Prefix: prefix}
+	src := verifySource{reader: b, target: t, opts: verify.Options{Download: p.download}}
 	if p.dataset == "" {
-		if src.datasets, err = verify.Datasets(ctx, api, t); err != nil {
+		if src.datasets, err = verify.Datasets(ctx, b, t); err != nil {
 			return verifySource{}, err
 		}
 		if len(src.datasets) == 0 {
-			return verifySource{}, fmt.Errorf("s3://%s/%s: no dataset folders (is --prefix right?)", p.bucket, layout.ContractPrefix(prefix))
+			return verifySource{}, fmt.Errorf("%s: no dataset folders (is --prefix right?)", b.URI(layout.ContractPrefix(prefix)))
 		}
 	}
 	return src, nil
@@ -198,12 +203,12 @@ func (a *app) verifyDays(ctx context.Context, src verifySource, dataset string, 
 		for _, d := range days {
 			t := src.target
 			t.Dataset, t.Day = ds, d
-			r, err := verify.Check(ctx, src.api, t, src.opts)
+			r, err := verify.Check(ctx, src.reader, t, src.opts)
 			if err != nil {
 				bar.Finish()
-				return fmt.Errorf("verify %s: %w", t.URI(), err)
+				return fmt.Errorf("verify %s: %w", src.reader.URI(t.PartitionPrefix()), err)
 			}
-			results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(),
+			results = append(results, verified{Dataset: ds, Day: d.String(), Location: r.Location,
 				Committed: r.Committed(), OK: r.Status == verify.StatusOK, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems()})
 			bar.Add(1)
 		}

@@ -109,6 +109,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 		Exporter: &Exporter{
 			Source:              src,
 			Buckets:             dest,
+			Stores:              dest.f,
 			Catalogs:            dest,
 			Scripts:             loadScripts,
 			Config:              cfg.Export(),

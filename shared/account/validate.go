@@ -184,9 +184,11 @@ func (a Account) shape() problems {
 	a.checkDatasets(&p)
 	a.checkTenantKey(&p)
 	d := a.Destination
-	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
+	if d.Kind() == StoreS3 && (!bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..")) {
 		p.add("destination.bucket", d.Bucket, "not an S3 bucket name")
 	}
+	d.checkStore(&p)
+	d.checkControls(&p)
 	if d.Region != "" && !regionRE.MatchString(d.Region) {
 		p.add("destination.region", d.Region, "not a region name (e.g. eu-west-1; lowercase letters, digits and -)")
 	}

@@ -73,11 +73,11 @@ type Driver interface {
 	// Put stores body at key in one request, replacing what was there
 	// unless o.IfAbsent.
 	Put(ctx context.Context, key string, body []byte, o PutOptions) error
-	// Get opens the object at key: all of it, or with tail > 0 its last
-	// tail bytes (all of a shorter one). size is the length of the body as
-	// the store declared it, -1 when it declared none; the Bucket bounds the
-	// read whatever it says.
-	Get(ctx context.Context, key string, tail int64) (body io.ReadCloser, size int64, err error)
+	// Get opens the object at key, or the part of it r names. size is the
+	// length of the body as the store declared it, -1 when it declared
+	// none; the Bucket bounds the read whatever it says. A store that
+	// ignores a range is an error.
+	Get(ctx context.Context, key string, r Range) (body io.ReadCloser, size int64, err error)
 	// Head returns an object's attributes without its bytes.
 	Head(ctx context.Context, key string) (Info, error)
 	// Delete removes the object at key; an absent object is no error.
@@ -85,6 +85,9 @@ type Driver interface {
 	// List calls fn for every object whose key starts with prefix, in key
 	// order, following every page; an error from fn stops it.
 	List(ctx context.Context, prefix string, fn func(Object) error) error
+	// Dirs lists the names of the folders directly under prefix (the next
+	// segment of the keys below it that go on with a "/"), in order.
+	Dirs(ctx context.Context, prefix string) ([]string, error)
 	// DeleteKeys deletes at most MaxDeleteBatch objects (absent ones are no
 	// error); the first key it could not delete fails it with an error
 	// naming that key (a *KeyError).
@@ -101,6 +104,13 @@ type Driver interface {
 	// Classify returns err wrapped so that errors.Is matches the named error
 	// it stands for (ErrNotFound, ...), err itself otherwise.
 	Classify(err error) error
+}
+
+// Range is a part of an object: Length bytes from Offset; Length 0 is to
+// the end. A negative Offset is the last -Offset bytes (all of a shorter
+// object), Length then 0.
+type Range struct {
+	Offset, Length int64
 }
 
 // KeyError is a Driver's failure to delete one key of a batch.
@@ -189,6 +199,11 @@ type Info struct {
 	ContentType string
 	// Metadata is the object's user metadata, keys lower-cased.
 	Metadata map[string]string
+	// CRC32C is the whole object's CRC32C the store keeps (base64 of its
+	// big-endian bytes), "" when it keeps none: S3 keeps one when the
+	// upload sent it (a multipart upload's only with a full-object
+	// checksum), GCS always, Azure never (its Content-MD5 instead).
+	CRC32C string
 }
 
 // Head returns the size and attributes of the object at key without its
@@ -208,7 +223,7 @@ func (b *Bucket) Head(ctx context.Context, key string) (Info, error) {
 // object daybook reads back may have been written by someone else (the
 // bucket is the customer's), so every read says how much it will hold.
 func (b *Bucket) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
-	return b.read(ctx, key, 0, limit)
+	return b.read(ctx, key, Range{}, limit)
 }
 
 // GetTail reads the last n bytes of the object at key (all of it when it
@@ -218,16 +233,25 @@ func (b *Bucket) GetTail(ctx context.Context, key string, n int64) ([]byte, erro
 	if n <= 0 {
 		return nil, fmt.Errorf("get the last %d bytes of %s: want a positive length", n, b.URI(key))
 	}
-	return b.read(ctx, key, n, n)
+	return b.read(ctx, key, Range{Offset: -n}, n)
 }
 
-func (b *Bucket) read(ctx context.Context, key string, tail, limit int64) ([]byte, error) {
+// GetRange reads n bytes of the object at key from offset off (fewer at
+// its end).
+func (b *Bucket) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if off < 0 || n <= 0 {
+		return nil, fmt.Errorf("get %d bytes at %d of %s: want a positive length at a non-negative offset", n, off, b.URI(key))
+	}
+	return b.read(ctx, key, Range{Offset: off, Length: n}, n)
+}
+
+func (b *Bucket) read(ctx context.Context, key string, r Range, limit int64) ([]byte, error) {
 	full := b.prefix + key
 	where := "get " + b.drv.URI(full)
 	if limit < 0 {
 		return nil, fmt.Errorf("%s: negative limit %d", where, limit)
 	}
-	body, size, err := b.drv.Get(ctx, full, tail)
+	body, size, err := b.drv.Get(ctx, full, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, b.drv.Classify(err))
 	}
@@ -283,6 +307,18 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]Object, error) {
 		return nil, b.fail("list", full, err)
 	}
 	return out, nil
+}
+
+// Dirs lists the names of the folders directly under prefix (a prefix
+// ending in "/"), in order: the listing of a bucket's tree one level at a
+// time, which reads no object below it.
+func (b *Bucket) Dirs(ctx context.Context, prefix string) ([]string, error) {
+	full := b.prefix + prefix
+	dirs, err := b.drv.Dirs(ctx, full)
+	if err != nil {
+		return nil, b.fail("list the folders under", full, err)
+	}
+	return dirs, nil
 }
 
 // DeleteStale deletes every object under prefix whose key is not in keep

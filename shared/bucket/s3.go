@@ -97,7 +97,8 @@ func (d *s3Driver) Put(ctx context.Context, key string, body []byte, o PutOption
 }
 
 func (d *s3Driver) Head(ctx context.Context, key string) (Info, error) {
-	out, err := d.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.name, Key: &key, ExpectedBucketOwner: d.owner})
+	out, err := d.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &d.name, Key: &key, ExpectedBucketOwner: d.owner,
+		ChecksumMode: types.ChecksumModeEnabled})
 	if err != nil {
 		return Info{}, err
 	}
@@ -105,17 +106,32 @@ func (d *s3Driver) Head(ctx context.Context, key string) (Info, error) {
 	for k, v := range out.Metadata {
 		md[strings.ToLower(k)] = v
 	}
-	return Info{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType), Metadata: md}, nil
+	info := Info{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType), Metadata: md}
+	// A composite checksum (of the parts) is no whole-object CRC32C.
+	if sum := aws.ToString(out.ChecksumCRC32C); out.ChecksumType != types.ChecksumTypeComposite && !strings.Contains(sum, "-") {
+		info.CRC32C = sum
+	}
+	return info, nil
 }
 
-func (d *s3Driver) Get(ctx context.Context, key string, tail int64) (io.ReadCloser, int64, error) {
+func (d *s3Driver) Get(ctx context.Context, key string, r Range) (io.ReadCloser, int64, error) {
 	in := &s3.GetObjectInput{Bucket: &d.name, Key: &key, ExpectedBucketOwner: d.owner}
-	if tail > 0 {
-		in.Range = aws.String(fmt.Sprintf("bytes=-%d", tail))
+	switch {
+	case r.Offset < 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d", r.Offset))
+	case r.Length > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", r.Offset, r.Offset+r.Length-1))
+	case r.Offset > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", r.Offset))
 	}
 	out, err := d.api.GetObject(ctx, in)
 	if err != nil {
 		return nil, 0, err
+	}
+	if r.Offset > 0 && aws.ToString(out.ContentRange) == "" {
+		// A store that ignores Range sends the object from its start.
+		out.Body.Close()
+		return nil, 0, fmt.Errorf("%s: the store ignored the range %s", d.URI(key), aws.ToString(in.Range))
 	}
 	size := int64(-1)
 	if out.ContentLength != nil {
@@ -171,6 +187,21 @@ func (d *s3Driver) List(ctx context.Context, prefix string, fn func(Object) erro
 		}
 	}
 	return nil
+}
+
+func (d *s3Driver) Dirs(ctx context.Context, prefix string) ([]string, error) {
+	var names []string
+	p := s3.NewListObjectsV2Paginator(d.api, &s3.ListObjectsV2Input{Bucket: &d.name, Prefix: &prefix, Delimiter: aws.String("/"), ExpectedBucketOwner: d.owner})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, cp := range page.CommonPrefixes {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/"))
+		}
+	}
+	return names, nil
 }
 
 // DeleteKeys is one DeleteObjects request.

@@ -34,9 +34,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
+	"golang.org/x/oauth2"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket/azure"
 	"github.com/daybook-dev/daybook/shared/netguard"
 )
 
@@ -62,8 +64,21 @@ type Clients struct {
 	// (nil: time.Now).
 	Now func() time.Time
 
+	// GCSCredentials gives the token source of a GCS destination's
+	// requests (the customer's service account). Unset, a GCS destination
+	// at a custom endpoint (an emulator) is reached without credentials,
+	// and one at Google's is refused.
+	GCSCredentials func(ctx context.Context, accountID string, d account.Destination) (oauth2.TokenSource, error)
+	// AzureCredentials gives what authenticates an Azure destination's
+	// requests (an Entra ID credential, or a SAS). Unset, an Azure
+	// destination at a custom endpoint in the storage emulator's
+	// development account uses that account's documented key, and any
+	// other is refused.
+	AzureCredentials func(ctx context.Context, accountID string, d account.Destination) (azure.Auth, error)
+
 	mu      sync.Mutex
 	clients map[clientKey]*s3.Client
+	stores  map[storeKey]any // *gcs.Client or *container.Client
 	// afterGuard, in tests, runs when the guard has allowed an address.
 	afterGuard func(network, address string) error
 }
@@ -182,8 +197,16 @@ func ReadObjectsPolicy(d account.Destination) string {
 // policy on its dialer and no proxy: through a proxy the guard would see the
 // proxy's address, not the endpoint's. Redirects dial through the same guard.
 func (f *Clients) guardedHTTPClient() aws.HTTPClient {
+	control := f.guard()
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Control = control }).
+		WithTransportOptions(func(t *http.Transport) { t.Proxy = nil })
+}
+
+// guard is the dialer control of a custom endpoint's connections.
+func (f *Clients) guard() func(network, address string, c syscall.RawConn) error {
 	policy, after := f.Endpoints, f.afterGuard
-	control := func(network, address string, c syscall.RawConn) error {
+	return func(network, address string, c syscall.RawConn) error {
 		if err := policy.Control(network, address, c); err != nil {
 			return fmt.Errorf("destination endpoint: %w", err)
 		}
@@ -192,9 +215,6 @@ func (f *Clients) guardedHTTPClient() aws.HTTPClient {
 		}
 		return nil
 	}
-	return awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Control = control }).
-		WithTransportOptions(func(t *http.Transport) { t.Proxy = nil })
 }
 
 // Owner returns the ExpectedBucketOwner parameter for every S3 call to d:

@@ -95,7 +95,7 @@ func (c *catalog) load(ctx context.Context) (*table.Table, error) {
 	}
 	if version == 0 {
 		if start > 1 {
-			return nil, fmt.Errorf("the version hint names v%d but s3://%s/%s is missing", start, c.store.Name(), MetadataKey(c.loc, start))
+			return nil, fmt.Errorf("the version hint names v%d but %s is missing", start, c.store.URI(MetadataKey(c.loc, start)))
 		}
 		return nil, ErrNoTable
 	}

@@ -20,6 +20,9 @@ import (
 // bucket owner is sent on each. Keys are relative to the bucket's root.
 type Store interface {
 	Name() string
+	// URI is key's location as the store's readers name it (s3://,
+	// gs://, abfss://): what the table's metadata records.
+	URI(key string) string
 	Get(ctx context.Context, key string, limit int64) ([]byte, error)
 	// GetTail reads the last n bytes of the object (all of a shorter one).
 	GetTail(ctx context.Context, key string, n int64) ([]byte, error)
@@ -39,7 +42,8 @@ const MaxMetadataObjectBytes = 64 << 20
 
 // fsys is iceberg-go's file system over a Store, for one call's context:
 // the library reads and writes the table's metadata through it and never
-// lists. Paths are s3://<bucket>/<key> URIs (or bare keys).
+// lists. Paths are the store's URIs of keys (Store.URI: s3://<bucket>/<key>
+// on S3), or bare keys.
 type fsys struct {
 	ctx   context.Context
 	store Store
@@ -51,24 +55,25 @@ var (
 	_ iceio.WriteFileIO = (*fsys)(nil)
 )
 
-// uri is the s3:// URI of key in store.
-func uri(store Store, key string) string { return "s3://" + store.Name() + "/" + key }
+// uri is the URI of key in store.
+func uri(store Store, key string) string { return store.URI(key) }
 
 // key is the bucket key of a path the library passes: the URI's path, or
-// the path itself when it names no scheme.
+// the path itself when it names no scheme. A URI of another bucket (or
+// store) is refused.
 func (f *fsys) key(name string) (string, error) {
-	rest, ok := strings.CutPrefix(name, "s3://")
-	if !ok {
-		rest, ok = strings.CutPrefix(name, "s3a://")
+	if k, ok := strings.CutPrefix(name, f.store.URI("")); ok {
+		return k, nil
 	}
-	if !ok {
+	if rest, ok := strings.CutPrefix(name, "s3a://"); ok && strings.HasPrefix(f.store.URI(""), "s3://") {
+		if b, k, _ := strings.Cut(rest, "/"); b == f.store.Name() {
+			return k, nil
+		}
+	}
+	if !strings.Contains(name, "://") {
 		return strings.TrimPrefix(name, "/"), nil
 	}
-	b, k, _ := strings.Cut(rest, "/")
-	if b != f.store.Name() {
-		return "", fmt.Errorf("icetable: path %s is outside bucket %s", name, f.store.Name())
-	}
-	return k, nil
+	return "", fmt.Errorf("icetable: path %s is outside bucket %s", name, f.store.URI(""))
 }
 
 func (f *fsys) pathError(op, name string, err error) error {

@@ -51,27 +51,41 @@ import (
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
-// Config is how to reach one container. Exactly one of Credential,
-// SharedKey and SAS authenticates the requests.
+// Config is how to reach one container.
 type Config struct {
 	// ServiceURL is the storage account's blob service:
-	// https://<account>.blob.core.windows.net/, or an emulator's
-	// (http://127.0.0.1:10000/devstoreaccount1).
+	// https://<account>.blob.core.windows.net/ (ServiceURL), or an
+	// emulator's (http://127.0.0.1:10000/devstoreaccount1).
 	ServiceURL string
 	// Container is the container's name.
 	Container string
-	// Credential is an Entra ID credential (a federated client assertion).
-	Credential azcore.TokenCredential
-	// SharedKey is an account key credential: Azurite's development
-	// account in tests and the local stack.
-	SharedKey *container.SharedKeyCredential
-	// SAS is a shared access signature (the query string, without "?")
-	// granting access to the container.
-	SAS string
+	Auth
 	// Transport sends the requests: nil is the SDK's default; a
 	// destination's custom endpoint goes through a guarded one.
 	Transport policy.Transporter
 }
+
+// Auth authenticates a container's requests: exactly one of its fields.
+type Auth struct {
+	// Credential is an Entra ID credential (a federated client assertion).
+	Credential azcore.TokenCredential
+	// SharedKey is an account key credential: the storage emulator's
+	// development account (EmulatorKey) in tests and the local stack.
+	SharedKey *container.SharedKeyCredential
+	// SAS is a shared access signature (the query string, without "?")
+	// granting access to the container.
+	SAS string
+}
+
+// The storage emulator's development account (Azurite's), documented by
+// Microsoft: public test values, valid on no Azure service.
+const (
+	EmulatorAccount = "devstoreaccount1"
+	EmulatorKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// ServiceURL is the blob service of a storage account on Azure itself.
+func ServiceURL(account string) string { return "https://" + account + ".blob.core.windows.net/" }
 
 // NewContainerClient returns the client of cfg's container.
 func NewContainerClient(cfg Config) (*container.Client, error) {
@@ -247,12 +261,12 @@ func (d *driver) Head(ctx context.Context, key string) (bucket.Info, error) {
 	return bucket.Info{Size: size, ContentType: deref(p.ContentType), Metadata: md}, nil
 }
 
-// Get downloads the blob, or its last tail bytes: Azure takes no suffix
-// range, so the blob's size is read first.
-func (d *driver) Get(ctx context.Context, key string, tail int64) (io.ReadCloser, int64, error) {
+// Get downloads the blob, or the part of it rng names: Azure takes no
+// suffix range, so for the last bytes the blob's size is read first.
+func (d *driver) Get(ctx context.Context, key string, rng bucket.Range) (io.ReadCloser, int64, error) {
 	bb := d.c.NewBlockBlobClient(key)
-	o := &blob.DownloadStreamOptions{}
-	if tail > 0 {
+	o := &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: rng.Offset, Count: rng.Length}}
+	if rng.Offset < 0 {
 		p, err := bb.GetProperties(ctx, nil)
 		if err != nil {
 			return nil, 0, classify(err)
@@ -261,10 +275,10 @@ func (d *driver) Get(ctx context.Context, key string, tail int64) (io.ReadCloser
 		if p.ContentLength != nil {
 			size = *p.ContentLength
 		}
-		off := max(0, size-tail)
 		if size == 0 {
 			return io.NopCloser(bytes.NewReader(nil)), 0, nil
 		}
+		off := max(0, size+rng.Offset)
 		o.Range = blob.HTTPRange{Offset: off, Count: size - off}
 	}
 	resp, err := bb.DownloadStream(ctx, o)
@@ -304,6 +318,21 @@ func (d *driver) List(ctx context.Context, prefix string, fn func(bucket.Object)
 		}
 	}
 	return nil
+}
+
+func (d *driver) Dirs(ctx context.Context, prefix string) ([]string, error) {
+	p := d.c.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: &prefix})
+	var names []string
+	for p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, classify(err)
+		}
+		for _, bp := range page.Segment.BlobPrefixes {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(deref(bp.Name), prefix), "/"))
+		}
+	}
+	return names, nil
 }
 
 // Deletes is how many of DeleteKeys' deletes run at once.

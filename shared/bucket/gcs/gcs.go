@@ -195,21 +195,18 @@ func (d *driver) Head(ctx context.Context, key string) (bucket.Info, error) {
 	for k, v := range a.Metadata {
 		md[strings.ToLower(k)] = v
 	}
-	return bucket.Info{Size: a.Size, ContentType: a.ContentType, Metadata: md}, nil
+	return bucket.Info{Size: a.Size, ContentType: a.ContentType, Metadata: md, CRC32C: upload.CRCBase64(a.CRC32C)}, nil
 }
 
 // Get reads the object. daybook writes no object with a Content-Encoding,
 // so GCS transcodes none of its own; a planted gzip-encoded one is read
 // decompressed, within the Bucket's bound all the same.
-func (d *driver) Get(ctx context.Context, key string, tail int64) (io.ReadCloser, int64, error) {
-	o := d.b.Object(key)
-	var r *storage.Reader
-	var err error
-	if tail > 0 {
-		r, err = o.NewRangeReader(ctx, -tail, -1)
-	} else {
-		r, err = o.NewReader(ctx)
+func (d *driver) Get(ctx context.Context, key string, rng bucket.Range) (io.ReadCloser, int64, error) {
+	length := rng.Length
+	if length == 0 {
+		length = -1 // to the end
 	}
+	r, err := d.b.Object(key).NewRangeReader(ctx, rng.Offset, length)
 	if err != nil {
 		return nil, 0, classify(err)
 	}
@@ -240,6 +237,23 @@ func (d *driver) List(ctx context.Context, prefix string, fn func(bucket.Object)
 		}
 		if err := fn(bucket.Object{Key: a.Name, Size: a.Size}); err != nil {
 			return err
+		}
+	}
+}
+
+func (d *driver) Dirs(ctx context.Context, prefix string) ([]string, error) {
+	it := d.b.Objects(ctx, &storage.Query{Prefix: prefix, Delimiter: "/"})
+	var names []string
+	for {
+		a, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return names, nil
+		}
+		if err != nil {
+			return nil, classifyWrite(err)
+		}
+		if a.Prefix != "" {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(a.Prefix, prefix), "/"))
 		}
 	}
 }

@@ -14,17 +14,18 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/daybook-dev/daybook/shared/bucket/azure"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 )
 
 // InstallHint is part of the error whenever Azurite cannot be found.
 const InstallHint = "azurite is not installed: run `make tools` (npm ci in shared/devkit/azurite/js), or set AZURITE to its dist/src/blob/main.js"
 
-// The emulator's development account, documented by Microsoft for Azurite
-// and the storage emulator: public test values, valid nowhere else.
+// The emulator's development account (azure.EmulatorAccount and
+// EmulatorKey).
 const (
-	Account = "devstoreaccount1"
-	Key     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	Account = azure.EmulatorAccount
+	Key     = azure.EmulatorKey
 )
 
 // Bin returns Azurite's blob service entry point: $AZURITE, or

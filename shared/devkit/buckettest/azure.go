@@ -38,7 +38,7 @@ func AzuriteClient(srv *serverproc.Process, name string) (*container.Client, err
 	if err != nil {
 		return nil, err
 	}
-	return azure.NewContainerClient(azure.Config{ServiceURL: azurite.Endpoint(srv), Container: name, SharedKey: key})
+	return azure.NewContainerClient(azure.Config{ServiceURL: azurite.Endpoint(srv), Container: name, Auth: azure.Auth{SharedKey: key}})
 }
 
 // AzuriteBackend returns a constructor of fresh containers on Azurite srv,

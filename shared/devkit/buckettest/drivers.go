@@ -45,12 +45,12 @@ func (w *faultyDriver) Put(ctx context.Context, key string, body []byte, o bucke
 	return w.f.call(Call{Op: OpPut, Key: key}, func() error { return w.d.Put(ctx, key, body, o) })
 }
 
-func (w *faultyDriver) Get(ctx context.Context, key string, tail int64) (io.ReadCloser, int64, error) {
+func (w *faultyDriver) Get(ctx context.Context, key string, r bucket.Range) (io.ReadCloser, int64, error) {
 	var body io.ReadCloser
 	var size int64
 	err := w.f.call(Call{Op: OpGet, Key: key}, func() error {
 		var err error
-		body, size, err = w.d.Get(ctx, key, tail)
+		body, size, err = w.d.Get(ctx, key, r)
 		return err
 	})
 	if err != nil && body != nil {
@@ -76,6 +76,16 @@ func (w *faultyDriver) Delete(ctx context.Context, key string) error {
 
 func (w *faultyDriver) List(ctx context.Context, prefix string, fn func(bucket.Object) error) error {
 	return w.f.call(Call{Op: OpList, Key: prefix}, func() error { return w.d.List(ctx, prefix, fn) })
+}
+
+func (w *faultyDriver) Dirs(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	err := w.f.call(Call{Op: OpList, Key: prefix}, func() error {
+		var err error
+		out, err = w.d.Dirs(ctx, prefix)
+		return err
+	})
+	return out, err
 }
 
 func (w *faultyDriver) DeleteKeys(ctx context.Context, keys []string) error {
