@@ -70,7 +70,7 @@ func parseBucketFlag(s string) (bucketLoc, error) {
 func (a *app) customerBucket(ctx context.Context, loc bucketLoc, endpoint string) (*bucket.Bucket, error) {
 	switch loc.kind {
 	case account.StoreGCS:
-		cfg := gcs.Config{Endpoint: endpoint}
+		cfg := gcs.Config{Endpoint: gcs.EndpointAt(endpoint)}
 		if endpoint == "" {
 			ts, err := google.DefaultTokenSource(ctx, "https://www.googleapis.com/auth/devstorage.read_only")
 			if err != nil {
@@ -86,7 +86,7 @@ func (a *app) customerBucket(ctx context.Context, loc bucketLoc, endpoint string
 	case account.StoreAzure:
 		cfg := azure.Config{ServiceURL: azure.ServiceURL(loc.storageAccount), Container: loc.bucket}
 		if endpoint != "" {
-			cfg.ServiceURL = endpoint
+			cfg.ServiceURL = azure.ServiceURLAt(endpoint, loc.storageAccount)
 		}
 		if endpoint != "" && loc.storageAccount == azure.EmulatorAccount {
 			key, err := container.NewSharedKeyCredential(azure.EmulatorAccount, azure.EmulatorKey)

@@ -127,7 +127,7 @@ var ErrNoCredentials = errors.New("no credentials for the destination's store")
 
 func (f *Clients) gcsClient(ctx context.Context, accountID string, d account.Destination) (*gcs.Client, error) {
 	c, err := f.store(keyOf(accountID, d), func() (any, error) {
-		cfg := gcs.Config{Endpoint: d.Endpoint}
+		cfg := gcs.Config{Endpoint: gcs.EndpointAt(d.Endpoint)}
 		switch {
 		case f.GCSCredentials != nil:
 			ts, err := f.GCSCredentials(ctx, accountID, d)
@@ -155,7 +155,7 @@ func (f *Clients) azureClient(ctx context.Context, accountID string, d account.D
 	c, err := f.store(keyOf(accountID, d), func() (any, error) {
 		cfg := azure.Config{ServiceURL: azure.ServiceURL(d.StorageAccount), Container: d.Bucket}
 		if d.Endpoint != "" {
-			cfg.ServiceURL = d.Endpoint
+			cfg.ServiceURL = azure.ServiceURLAt(d.Endpoint, d.StorageAccount)
 			cfg.Transport = &http.Client{Transport: f.guardedTransport()}
 		}
 		switch {

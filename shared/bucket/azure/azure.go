@@ -84,6 +84,13 @@ const (
 	EmulatorKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
+// ServiceURLAt is the blob service of a storage account at a custom
+// endpoint (https://host[:port]), path-style as the storage emulator and
+// Azure Stack serve it: <endpoint>/<account>.
+func ServiceURLAt(endpoint, account string) string {
+	return strings.TrimSuffix(endpoint, "/") + "/" + account
+}
+
 // ServiceURL is the blob service of a storage account on Azure itself.
 func ServiceURL(account string) string { return "https://" + account + ".blob.core.windows.net/" }
 

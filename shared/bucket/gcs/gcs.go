@@ -60,6 +60,16 @@ type Config struct {
 	Transport http.RoundTripper
 }
 
+// EndpointAt is the JSON API's base URL on a host (a destination's custom
+// endpoint, https://host[:port]: a Private Service Connect endpoint, or an
+// emulator); "" for Google's.
+func EndpointAt(host string) string {
+	if host == "" {
+		return ""
+	}
+	return strings.TrimSuffix(host, "/") + "/storage/v1/"
+}
+
 // Client is a GCS client: the library's, and the HTTP client it sends
 // through (which the Writer's abort uses to cancel a resumable session).
 type Client struct {

@@ -70,5 +70,6 @@ func Start(ctx context.Context, dir string) (*serverproc.Process, error) {
 }
 
 // Endpoint is the blob service URL of the development account on p
-// (path-style, as Azurite serves it), as a destination's endpoint names it.
+// (path-style, as Azurite serves it), for azure.Config (a destination's
+// endpoint is p.URL, its storage account Account).
 func Endpoint(p *serverproc.Process) string { return p.URL + "/" + Account }

@@ -61,6 +61,6 @@ func Start(ctx context.Context, dir string) (*serverproc.Process, error) {
 	})
 }
 
-// Endpoint is the JSON API's base URL on p, as a destination's endpoint
-// names it.
+// Endpoint is the JSON API's base URL on p, for gcs.Config (a
+// destination's endpoint is p.URL).
 func Endpoint(p *serverproc.Process) string { return p.URL + "/storage/v1/" }
