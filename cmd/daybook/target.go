@@ -400,7 +400,7 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 	// local stack.
 	e.buckets = &destination.Clients{Base: dep.cfg, Endpoints: netguard.Policy{
 		AllowPrivate: e.rules.AllowPrivateEndpoints, AllowLoopback: dep.local(),
-	}}
+	}, DeploymentAccountID: e.rules.DeploymentAccountID}
 	line := fmt.Sprintf("daybook: using %s: table %s", dep.desc, lcfg.Table)
 	if e.queueURL != "" {
 		line += ", queue " + lastSegment(e.queueURL)

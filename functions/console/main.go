@@ -53,7 +53,7 @@ func main() {
 	}
 	clients := &destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{AllowPrivate: cfg.Rules.AllowPrivateEndpoints},
 		// It only reads manifests: sessions in customer roles may do nothing else.
-		SessionPolicy: destination.ReadObjectsPolicy}
+		SessionPolicy: destination.ReadObjectsPolicy, DeploymentAccountID: cfg.Rules.DeploymentAccountID}
 	c := console.Config{
 		Ledger: led, Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
 		Stage: cfg.Stage, SettleDelay: cfg.SettleDelay, Deployment: "daybook-" + cfg.Stage,

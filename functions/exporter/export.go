@@ -464,7 +464,7 @@ func (e *Exporter) bucketOf(ctx context.Context, a account.Account) (*bucket.Buc
 		}
 		return e.Stores.Open(ctx, a.ID, d, opts)
 	}
-	opts.Attributes = destination.S3Attributes(d)
+	opts.Attributes = destination.S3Attributes(d, e.DeploymentAccountID)
 	return bucket.New(e.Buckets.Client(a.ID, d), d.Bucket, opts), nil
 }
 

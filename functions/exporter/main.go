@@ -101,7 +101,7 @@ func wire(ctx context.Context, cfg Config, log *slog.Logger) (Handler, error) {
 	// the deployment allows them, loopback only on a local stack.
 	dest := buckets{&destination.Clients{Base: awsCfg, Endpoints: netguard.Policy{
 		AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
-	}}}
+	}, DeploymentAccountID: cfg.Rules.DeploymentAccountID}}
 	svc := &Service{
 		Ledger:   withSettle{led, cfg.SettleDelay},
 		Queue:    queue,

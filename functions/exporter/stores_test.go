@@ -35,16 +35,25 @@ type storeExport struct {
 // for the store (destination.Clients, as main.go builds it), and checks
 // every partition with verify as a customer would, and the table with
 // iceberg-go.
-func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination) storeExport {
+func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination, attrs func(e *env, keys []string)) storeExport {
 	t.Helper()
 	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg})
 	cfg, _ := deployed(t)
 	clients := &destination.Clients{Base: cfg, Endpoints: netguard.Policy{AllowLoopback: true}}
 	if dest != nil {
 		e.acct.Destination = dest(e)
-		if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
-			t.Fatal(err)
-		}
+	}
+	e.acct.Destination.Tags = exportTags
+	switch e.acct.Destination.Kind() {
+	case account.StoreS3:
+		e.acct.Destination.Encryption = &account.Encryption{KMSKey: s3Key}
+	case account.StoreGCS:
+		e.acct.Destination.Encryption = &account.Encryption{KMSKey: gcsKey}
+	case account.StoreAzure:
+		e.acct.Destination.Encryption = &account.Encryption{Scope: azureScope}
+	}
+	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+		t.Fatal(err)
 	}
 	e.exp.Stores = clients
 	days := []civil.Date{testDay, testDay.AddDays(1)}
@@ -66,9 +75,12 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var full []string
 	for _, o := range objs {
 		out.keys = append(out.keys, strings.TrimPrefix(o.Key, e.prefix+"/"))
+		full = append(full, o.Key)
 	}
+	attrs(e, full)
 	for _, d := range days {
 		opts := []verify.Options{{Download: true}}
 		if dest != nil {
@@ -131,6 +143,10 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination)
 func TestExportToEveryStore(t *testing.T) {
 	fgcs := serverproc.ForTest(t, gcsserver.Start)
 	azr := serverproc.ForTest(t, azurite.Start)
+	// The exporter reaches each emulator through a recording proxy: the
+	// attributes an emulator does not keep are checked in the requests.
+	gcsProxy, gcsSent := buckettest.RecordingProxy(t, fgcs.URL)
+	azrProxy, azrSent := buckettest.RecordingProxy(t, azr.URL)
 	stores := map[string]func(e *env) account.Destination{
 		"s3": nil,
 		"gcs": func(e *env) account.Destination {
@@ -138,7 +154,7 @@ func TestExportToEveryStore(t *testing.T) {
 			if err := newGCSBucket(e, fgcs, name); err != nil {
 				t.Fatal(err)
 			}
-			return account.Destination{StoreKind: account.StoreGCS, Bucket: name, Endpoint: fgcs.URL, TableFormat: account.TableFormatIceberg}
+			return account.Destination{StoreKind: account.StoreGCS, Bucket: name, Endpoint: gcsProxy.URL, TableFormat: account.TableFormatIceberg}
 		},
 		"azure": func(e *env) account.Destination {
 			name := strings.Replace(e.acct.Destination.Bucket, "exp-", "az-", 1)
@@ -149,16 +165,25 @@ func TestExportToEveryStore(t *testing.T) {
 			if _, err := c.Create(e.ctx, nil); err != nil {
 				t.Fatal(err)
 			}
-			return account.Destination{StoreKind: account.StoreAzure, Bucket: name, StorageAccount: azurite.Account, Endpoint: azr.URL,
+			return account.Destination{StoreKind: account.StoreAzure, Bucket: name, StorageAccount: azurite.Account, Endpoint: azrProxy.URL,
 				TableFormat: account.TableFormatIceberg}
 		},
 	}
 	// The same rows for each store: a day of ~11 MiB (a file of three
 	// parts) and a small one.
 	rows := append(bigRows(t, 8000), genRows("events", testDay.AddDays(1), 50)...)
+	checks := map[string]func(e *env, keys []string){
+		"s3": func(e *env, keys []string) { s3Encrypted(e, keys) },
+		"gcs": func(e *env, keys []string) {
+			gcsEncrypted(e, keys, gcsSent, fgcs)
+		},
+		"azure": func(e *env, keys []string) {
+			azureEncrypted(e, keys, azrSent, azr)
+		},
+	}
 	got := map[string]storeExport{}
 	for _, name := range []string{"s3", "gcs", "azure"} {
-		t.Run(name, func(t *testing.T) { got[name] = exportTo(t, rows, stores[name]) })
+		t.Run(name, func(t *testing.T) { got[name] = exportTo(t, rows, stores[name], checks[name]) })
 	}
 	ref := got["s3"]
 	if len(ref.keys) == 0 {

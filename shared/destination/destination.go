@@ -40,6 +40,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/bucket/azure"
 	"github.com/daybook-dev/daybook/shared/netguard"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // Clients builds S3 clients for destinations from daybook's own
@@ -63,6 +64,9 @@ type Clients struct {
 	// Now is the clock assumed-role credentials are checked against
 	// (nil: time.Now).
 	Now func() time.Time
+	// DeploymentAccountID is the deployment's own AWS account, the writer
+	// of a destination without a role (Open's S3 attributes).
+	DeploymentAccountID string
 
 	// GCSCredentials gives the token source of a GCS destination's
 	// requests (the customer's service account). Unset, a GCS destination
@@ -258,6 +262,14 @@ type Check struct {
 // words. owner is the destination's BucketOwner (see Owner); every call
 // sends it when not empty.
 func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
+	return CheckConnectionWith(ctx, api, bucket, prefix, owner, upload.S3Attributes{}, now)
+}
+
+// CheckConnectionWith is CheckConnection writing with attrs, what every
+// object of the destination carries (S3Attributes: its KMS key, ACL,
+// tags): a role that may write but not use the key fails the write step,
+// the key named in words.
+func CheckConnectionWith(ctx context.Context, api TestAPI, bucket, prefix, owner string, attrs upload.S3Attributes, now time.Time) ([]Check, error) {
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
 	var ob *string
 	if owner != "" {
@@ -268,7 +280,7 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 	run := func(step, perm, why string, fn func() error) {
 		c := Check{Step: step, Permission: perm, OK: true}
 		if err := fn(); err != nil {
-			c.OK, c.Problem = false, explain(bucket, perm, err)
+			c.OK, c.Problem = false, explainWith(bucket, perm, attrs.KMSKeyID, err)
 			if why != "" {
 				c.Problem += ": " + why
 			}
@@ -276,7 +288,15 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		checks = append(checks, c)
 	}
 	run("write a small object", "s3:PutObject", "", func() error {
-		_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob})
+		in := &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob,
+			ServerSideEncryption: attrs.ServerSideEncryption, ACL: attrs.ACL}
+		if attrs.KMSKeyID != "" {
+			in.SSEKMSKeyId, in.BucketKeyEnabled = aws.String(attrs.KMSKeyID), aws.Bool(true)
+		}
+		if attrs.Tagging != "" {
+			in.Tagging = aws.String(attrs.Tagging)
+		}
+		_, err := api.PutObject(ctx, in)
 		return err
 	})
 	// Every export reads the partition's old _SUCCESS to keep generations increasing.
@@ -288,7 +308,12 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		return out.Body.Close()
 	})
 	run("start and abort a multipart upload", "s3:AbortMultipartUpload", "", func() error {
-		out, err := api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob})
+		in := &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob,
+			ServerSideEncryption: attrs.ServerSideEncryption, ACL: attrs.ACL}
+		if attrs.KMSKeyID != "" {
+			in.SSEKMSKeyId, in.BucketKeyEnabled = aws.String(attrs.KMSKeyID), aws.Bool(true)
+		}
+		out, err := api.CreateMultipartUpload(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -320,10 +345,26 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 	return checks, nil
 }
 
-func explain(bucket, perm string, err error) string {
+func explain(bucket, perm string, err error) string { return explainWith(bucket, perm, "", err) }
+
+// explainWith is explain for a destination whose objects are encrypted
+// with kmsKey: S3 refuses a write (or a read) whose role may not use the
+// key with AccessDenied naming the kms: action, or a KMS.* code.
+func explainWith(bucket, perm, kmsKey string, err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
+		code, msg := ae.ErrorCode(), ae.ErrorMessage()
+		if kmsKey != "" && (strings.HasPrefix(code, "KMS.") || (code == "AccessDenied" || code == "Forbidden") && strings.Contains(msg, "kms:")) {
+			why := "the role may not use key " + kmsKey + ": grant kms:GenerateDataKey and kms:Decrypt on it (the key policy, or the role's policy where the key policy lets IAM decide)"
+			switch code {
+			case "KMS.DisabledException", "KMS.KMSInvalidStateException":
+				why = "key " + kmsKey + " is disabled or pending deletion: enable it"
+			case "KMS.NotFoundException":
+				why = "key " + kmsKey + " does not exist (or is in another region than the bucket)"
+			}
+			return why
+		}
+		switch code {
 		case "AccessDenied", "Forbidden":
 			return fmt.Sprintf("access denied: the role needs %s on bucket %s", perm, bucket)
 		case "NoSuchBucket", "NotFound":

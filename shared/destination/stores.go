@@ -59,16 +59,19 @@ func (f *Clients) Open(ctx context.Context, accountID string, d account.Destinat
 		}
 		return azure.New(c, d.Bucket, o), nil
 	}
-	opts.Attributes = S3Attributes(d)
+	opts.Attributes = S3Attributes(d, f.DeploymentAccountID)
 	return bucket.New(f.Client(accountID, d), d.Bucket, opts), nil
 }
 
 // S3Attributes are what every object of an S3 destination is written with:
-// its encryption, its tags, and bucket-owner-full-control when daybook
-// writes with a customer's role, so the bucket's owner owns every object
-// in a bucket with ACLs enabled whoever wrote it (a bucket that enforces
-// ownership ignores the ACL and owns them anyway).
-func S3Attributes(d account.Destination) upload.S3Attributes {
+// its encryption, its tags, and bucket-owner-full-control when the writer's
+// account is not the bucket's owner (a role in another account than
+// expected_bucket_owner), so the bucket's owner owns every object in a
+// bucket with ACLs enabled (one that enforces bucket ownership takes this
+// ACL and owns them anyway). A writer in the owner's account owns nothing
+// the owner does not, so it sends none: such a role needs no
+// s3:PutObjectAcl, and every account saved before stays as it was.
+func S3Attributes(d account.Destination, deploymentAccountID string) upload.S3Attributes {
 	var a upload.S3Attributes
 	if e := d.Encryption; e != nil {
 		switch e.S3Type() {
@@ -78,7 +81,11 @@ func S3Attributes(d account.Destination) upload.S3Attributes {
 			a.ServerSideEncryption = types.ServerSideEncryptionAes256
 		}
 	}
-	if d.RoleARN != "" && d.Endpoint == "" {
+	writer := deploymentAccountID
+	if d.RoleARN != "" {
+		writer = account.RoleAccountID(d.RoleARN)
+	}
+	if owner, err := d.BucketOwner(deploymentAccountID); err == nil && owner != "" && writer != "" && owner != writer && d.Endpoint == "" {
 		a.ACL = types.ObjectCannedACLBucketOwnerFullControl
 	}
 	a.Tagging = Tagging(d.Tags)

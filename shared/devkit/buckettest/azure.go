@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ import (
 
 // AzureDifferences are how Azure Blob Storage differs from S3.
 var AzureDifferences = Differences{
+	AttrsUnkept: "Azurite keeps no encryption scope (Azure does): the case checks each request that wrote a blob carried it",
 	NoOwner:        "Azure has no expected-owner header: the storage account's host name is the customer's",
 	NotMultipart:   "an Azure upload in parts is staged blocks and one Put Block List: no per-part ETag or checksum mode; Azure verifies each block's Content-MD5",
 	UploadsKept:    "Azure keeps an aborted upload's staged blocks, invisible (no blob exists until a commit), and garbage-collects them a week after they were staged: no call drops them, so there is nothing to abort",
@@ -34,11 +36,19 @@ var AzureDifferences = Differences{
 // AzuriteClient returns a client of the container name on Azurite srv,
 // with its development account's key.
 func AzuriteClient(srv *serverproc.Process, name string) (*container.Client, error) {
+	return azuriteClient(srv, name, nil)
+}
+
+func azuriteClient(srv *serverproc.Process, name string, rec *Requests) (*container.Client, error) {
 	key, err := container.NewSharedKeyCredential(azurite.Account, azurite.Key)
 	if err != nil {
 		return nil, err
 	}
-	return azure.NewContainerClient(azure.Config{ServiceURL: azurite.Endpoint(srv), Container: name, Auth: azure.Auth{SharedKey: key}})
+	cfg := azure.Config{ServiceURL: azurite.Endpoint(srv), Container: name, Auth: azure.Auth{SharedKey: key}}
+	if rec != nil {
+		cfg.Transport = rec
+	}
+	return azure.NewContainerClient(cfg)
 }
 
 // AzuriteBackend returns a constructor of fresh containers on Azurite srv,
@@ -47,7 +57,8 @@ func AzuriteBackend(srv **serverproc.Process) func(t *testing.T) Backend {
 	return func(t *testing.T) Backend {
 		t.Helper()
 		name := BucketName(t)
-		c, err := AzuriteClient(*srv, name)
+		rec := &Requests{}
+		c, err := azuriteClient(*srv, name, rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,13 +75,38 @@ func AzuriteBackend(srv **serverproc.Process) func(t *testing.T) Backend {
 				return bucket.Open(f.WrapDriver(azure.NewDriver(c, name, azure.Options{Account: azurite.Account, EncryptionScope: a.KMSKey, Tags: a.Tags})))
 			},
 			Missing:     azure.New(missing, name+"-missing", azure.Options{Account: azurite.Account}),
-			Inspect:     &azureInspector{c: c},
+			Inspect:     &azureInspector{c: c, rec: rec},
+			SampleAttrs: Attrs{KMSKey: "daybookexports", Tags: sampleTags},
 			Differences: AzureDifferences,
 		}
 	}
 }
 
-type azureInspector struct{ c *container.Client }
+type azureInspector struct {
+	c   *container.Client
+	rec *Requests
+}
+
+// Sent: the encryption scope of the last request that wrote key (a Put
+// Blob or a Put Block List; Azure keeps it, Azurite does not), and the
+// index tags the blob keeps.
+func (i *azureInspector) Sent(key string) (Attrs, bool) {
+	var a Attrs
+	for _, q := range i.rec.Matching(func(q Request) bool {
+		return q.Method == http.MethodPut && strings.HasSuffix(q.URL.Path, "/"+key) && q.URL.Query().Get("comp") != "block"
+	}) {
+		// The SDK sets the header in lower case, as no canonical key.
+		if v := q.Header["x-ms-encryption-scope"]; len(v) > 0 {
+			a.KMSKey = v[0]
+		} else {
+			a.KMSKey = q.Header.Get("x-ms-encryption-scope")
+		}
+	}
+	if st, ok, err := i.Object(context.Background(), key); err == nil && ok {
+		a.Tags = st.Attrs.Tags
+	}
+	return a, true
+}
 
 var _ Inspector = (*azureInspector)(nil)
 

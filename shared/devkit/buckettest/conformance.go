@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/devkit/minioserver"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // Store is what the suite needs of an S3 backend: a Bucket's API, and the
@@ -54,6 +56,9 @@ type Backend struct {
 	Missing *bucket.Bucket
 	// Inspect sees the store directly, not through a Bucket.
 	Inspect Inspector
+	// SampleAttrs are attributes of the store's forms (its key's name, its
+	// tags) for the Attributes case.
+	SampleAttrs Attrs
 	// How the store differs from S3, in words, each empty where it does
 	// not: the cases that meet a difference check the store's own
 	// behaviour and name it.
@@ -86,6 +91,16 @@ type Differences struct {
 	// MissingBucketReads: a read in a missing bucket is a missing object
 	// (ErrNotFound), not ErrNoSuchBucket.
 	MissingBucketReads string
+	// AttrsUnkept: the store (an emulator) does not keep what Attrs names
+	// that the cloud keeps; the case checks the requests carried it
+	// (Inspector.Sent).
+	AttrsUnkept string
+	// NoEncryption: the store refuses encryption headers (a MinIO with no
+	// KMS); the case writes tags alone.
+	NoEncryption string
+	// MultipartBucketKey: the store drops the S3 Bucket Key flag of an
+	// object written in parts (moto).
+	MultipartBucketKey string
 	// ObjectChecksum: the store keeps another whole-object checksum than
 	// S3's CRC32C (Stored.MD5 instead of Stored.CRC32C).
 	ObjectChecksum string
@@ -126,6 +141,10 @@ type Inspector interface {
 	// WrongChecksums are the requests of an upload that carry a checksum,
 	// each sent with a wrong one.
 	WrongChecksums() []WrongChecksum
+	// Sent is what the requests that wrote key carried of Attrs (for a
+	// store that does not keep them: AttrsUnkept), ok false when the
+	// backend records no requests.
+	Sent(key string) (a Attrs, ok bool)
 }
 
 // WrongChecksum is one request sent with a checksum that does not match its
@@ -142,16 +161,34 @@ type WrongChecksum struct {
 // FakeBackend is a fresh in-memory Fake with one bucket.
 func FakeBackend(t *testing.T) Backend {
 	f := NewFake("conformance")
-	return s3Backend(f, "conformance", Differences{})
+	return s3Backend(f, "conformance", Differences{
+		AttrsUnkept: "the in-memory fake keeps no encryption, ACL or tags, and records no requests: the case checks only that writes with them succeed",
+	})
+}
+
+// sampleTags are tags of every store's form.
+var sampleTags = map[string]string{"retention": "7y", "cost-center": "data eng"}
+
+// tagging is tags as S3's x-amz-tagging query, in key order.
+func tagging(tags map[string]string) string {
+	v := url.Values{}
+	for k, t := range tags {
+		v.Set(k, t)
+	}
+	return strings.ReplaceAll(v.Encode(), "+", "%20")
 }
 
 // s3Backend is the Backend of an S3 store holding the bucket name.
 func s3Backend(store Store, name string, d Differences) Backend {
 	return Backend{
 		Store: "s3",
-		Open: func(f *Faults, opts bucket.Options, _ Attrs) *bucket.Bucket {
+		Open: func(f *Faults, opts bucket.Options, a Attrs) *bucket.Bucket {
+			opts.Attributes = upload.S3Attributes{ServerSideEncryption: types.ServerSideEncryption(a.Encryption), KMSKeyID: a.KMSKey,
+				ACL: types.ObjectCannedACL(a.ACL), Tagging: tagging(a.Tags)}
 			return bucket.New(f.Wrap(store), name, opts)
 		},
+		SampleAttrs: Attrs{Encryption: "aws:kms", KMSKey: "arn:aws:kms:us-east-1:123456789012:key/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+			BucketKey: true, ACL: "bucket-owner-full-control", Tags: sampleTags},
 		Missing:     bucket.New(store, name+"-missing", bucket.Options{}),
 		Inspect:     &s3Inspector{store: store, name: name, byKeyOnly: d.UploadsByKeyOnly != ""},
 		Differences: d,
@@ -171,6 +208,7 @@ func MotoBackend(srv **motoserver.Server) func(t *testing.T) Backend {
 		c := awsclient.NewS3(cfg)
 		return s3Backend(c, newBucket(t, c), Differences{
 			ChecksumsUnverified: "moto stores whatever checksum a request carries, unchecked; the suite recomputes checksums itself",
+			MultipartBucketKey:  "moto drops the Bucket Key flag of a multipart upload (S3 keeps it; package upload's tests check it is sent)",
 		})
 	}
 }
@@ -187,6 +225,7 @@ func MinIOBackend(srv **minioserver.Server) func(t *testing.T) Backend {
 		c := awsclient.NewS3(cfg)
 		return s3Backend(c, newBucket(t, c), Differences{
 			UploadsByKeyOnly: "MinIO lists incomplete multipart uploads only by exact key: AbortIncomplete finds those at the keys it is given",
+			NoEncryption:     "this MinIO runs with no KMS, so it refuses SSE-KMS and SSE-S3 headers: the case writes with the ACL and tags alone",
 		})
 	}
 }
@@ -250,6 +289,7 @@ var Cases = []struct {
 	{"WriterFailure", testWriterFailure},
 	{"AbortIncomplete", testAbortIncomplete},
 	{"ChecksumVerified", testChecksumVerified},
+	{"Attributes", testAttributes},
 }
 
 // RunConformance runs every case against a fresh Backend from newBackend,

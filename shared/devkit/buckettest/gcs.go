@@ -25,6 +25,7 @@ import (
 
 // GCSDifferences are how Google Cloud Storage differs from S3.
 var GCSDifferences = Differences{
+	AttrsUnkept: "fake-gcs-server keeps no kmsKeyName (GCS does): the case checks each upload request carried it",
 	NoOwner:            "GCS has no expected-owner header: a bucket's name is global, and the customer's IAM grant decides what daybook may do in it",
 	NotMultipart:       "a GCS upload in parts is a resumable upload: chunks of the part size sent in order, one at a time, with no per-part ETag or checksum mode; GCS verifies the whole object's CRC32C, sent with the last chunk",
 	MissingBucketReads: "the GCS client reads an object of a missing bucket as a missing object (GCS answers 404 either way); a write or a listing there is ErrNoSuchBucket",
@@ -36,7 +37,8 @@ var GCSDifferences = Differences{
 func GCSBackend(srv **serverproc.Process) func(t *testing.T) Backend {
 	return func(t *testing.T) Backend {
 		t.Helper()
-		c, err := gcs.NewClient(t.Context(), gcs.Config{Endpoint: gcsserver.Endpoint(*srv)})
+		rec := &Requests{}
+		c, err := gcs.NewClient(t.Context(), gcs.Config{Endpoint: gcsserver.Endpoint(*srv), Transport: rec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +53,8 @@ func GCSBackend(srv **serverproc.Process) func(t *testing.T) Backend {
 				return bucket.Open(f.WrapDriver(gcs.NewDriver(c, name, gcs.Options{KMSKeyName: a.KMSKey, Tags: a.Tags})))
 			},
 			Missing:     gcs.New(c, name+"-missing", gcs.Options{}),
-			Inspect:     &gcsInspector{c: c, b: c.Storage().Bucket(name), name: name, base: (*srv).URL},
+			Inspect:     &gcsInspector{c: c, b: c.Storage().Bucket(name), name: name, base: (*srv).URL, rec: rec},
+			SampleAttrs: Attrs{KMSKey: "projects/acme-data/locations/europe-west1/keyRings/daybook/cryptoKeys/exports", Tags: sampleTags},
 			Differences: GCSDifferences,
 		}
 	}
@@ -62,6 +65,23 @@ type gcsInspector struct {
 	b    *storage.BucketHandle
 	name string
 	base string // the server's URL
+	rec  *Requests
+}
+
+// Sent: the kmsKeyName of the upload request that named key (GCS keeps
+// it; fake-gcs-server does not), and the tags the object keeps.
+func (i *gcsInspector) Sent(key string) (Attrs, bool) {
+	var a Attrs
+	for _, q := range i.rec.Matching(func(q Request) bool {
+		// The request that opened the upload, not a chunk of its session.
+		return q.Method == http.MethodPost && q.URL.Query().Get("name") == key && !q.URL.Query().Has("upload_id")
+	}) {
+		a.KMSKey = q.URL.Query().Get("kmsKeyName")
+	}
+	if st, ok, err := i.Object(context.Background(), key); err == nil && ok {
+		a.Tags = st.Attrs.Tags
+	}
+	return a, true
 }
 
 var _ Inspector = (*gcsInspector)(nil)
