@@ -26,7 +26,7 @@ import (
 
 // AzureDifferences are how Azure Blob Storage differs from S3.
 var AzureDifferences = Differences{
-	AttrsUnkept: "Azurite keeps no encryption scope (Azure does): the case checks each request that wrote a blob carried it",
+	AttrsUnkept:    "Azurite keeps no encryption scope (Azure does): the case checks each request that wrote a blob carried it",
 	NoOwner:        "Azure has no expected-owner header: the storage account's host name is the customer's",
 	NotMultipart:   "an Azure upload in parts is staged blocks and one Put Block List: no per-part ETag or checksum mode; Azure verifies each block's Content-MD5",
 	UploadsKept:    "Azure keeps an aborted upload's staged blocks, invisible (no blob exists until a commit), and garbage-collects them a week after they were staged: no call drops them, so there is nothing to abort",

@@ -25,7 +25,7 @@ import (
 
 // GCSDifferences are how Google Cloud Storage differs from S3.
 var GCSDifferences = Differences{
-	AttrsUnkept: "fake-gcs-server keeps no kmsKeyName (GCS does): the case checks each upload request carried it",
+	AttrsUnkept:        "fake-gcs-server keeps no kmsKeyName (GCS does): the case checks each upload request carried it",
 	NoOwner:            "GCS has no expected-owner header: a bucket's name is global, and the customer's IAM grant decides what daybook may do in it",
 	NotMultipart:       "a GCS upload in parts is a resumable upload: chunks of the part size sent in order, one at a time, with no per-part ETag or checksum mode; GCS verifies the whole object's CRC32C, sent with the last chunk",
 	MissingBucketReads: "the GCS client reads an object of a missing bucket as a missing object (GCS answers 404 either way); a write or a listing there is ErrNoSuchBucket",
