@@ -183,7 +183,7 @@ func TestCustomerVerifyOnGCSAndAzure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gc.Close()
-	if err := gc.Storage().Bucket(name).Create(t.Context(), "test", nil); err != nil {
+	if err := buckettest.GCSCreateBucket(t.Context(), fgcs, name); err != nil {
 		t.Fatal(err)
 	}
 	commitTo(t, gcs.New(gc, name, gcs.Options{}), prefix, ds, day, 40)

@@ -68,7 +68,7 @@ func gcsEncrypted(e *env, keys []string, sent *buckettest.Requests, srv *serverp
 	}
 	defer c.Close()
 	for _, k := range keys {
-		a, err := c.Storage().Bucket(e.acct.Destination.Bucket).Object(k).Attrs(context.Background())
+		a, err := c.Attrs(context.Background(), e.acct.Destination.Bucket, k)
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
-	"github.com/daybook-dev/daybook/shared/bucket/gcs"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/azurite"
@@ -242,10 +241,5 @@ func underPrefix(key string) string { return key[strings.Index(key, "/v1/"):] }
 
 // newGCSBucket creates a bucket on fake-gcs-server srv.
 func newGCSBucket(e *env, srv *serverproc.Process, name string) error {
-	c, err := gcs.NewClient(e.ctx, gcs.Config{Endpoint: gcsserver.Endpoint(srv)})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Storage().Bucket(name).Create(e.ctx, "test", nil)
+	return buckettest.GCSCreateBucket(e.ctx, srv, name)
 }

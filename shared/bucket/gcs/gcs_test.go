@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/bucket/gcs"
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/gcsserver"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 	"github.com/daybook-dev/daybook/shared/upload"
@@ -53,7 +54,7 @@ func TestAbortCancelsTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Storage().Bucket("abort").Create(t.Context(), "test", nil); err != nil {
+	if err := buckettest.GCSCreateBucket(t.Context(), srv, "abort"); err != nil {
 		t.Fatal(err)
 	}
 	b := gcs.New(c, "abort", gcs.Options{})
@@ -63,7 +64,7 @@ func TestAbortCancelsTheSession(t *testing.T) {
 	if _, err := w.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	select { // the session opens in the library's goroutine
+	select { // the session is open once the first part is sent
 	case <-rec.opened:
 	case <-t.Context().Done():
 		t.Fatal(t.Context().Err())
@@ -83,7 +84,7 @@ func TestAbortCancelsTheSession(t *testing.T) {
 	if last := rec.seen[len(rec.seen)-1]; last != "DELETE "+session+" -> 499 status code 499" {
 		t.Errorf("last request %q, want the session's DELETE answered 499", last)
 	}
-	if _, err := c.Storage().Bucket("abort").Object("k").Attrs(t.Context()); err == nil {
+	if _, err := c.Attrs(t.Context(), "abort", "k"); err == nil {
 		t.Error("the aborted object is visible")
 	}
 }

@@ -3,19 +3,16 @@ package buckettest
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"testing"
-
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/iterator"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/bucket/gcs"
@@ -32,6 +29,25 @@ var GCSDifferences = Differences{
 	UploadsUnlisted:    "GCS resumable upload sessions are known only to their writer (the session URI): none can be listed or aborted by anyone else, an abandoned one expires a week after it began, and the writer cancels its own (DELETE of the session URI)",
 }
 
+// GCSCreateBucket creates a bucket on fake-gcs-server srv (project test).
+func GCSCreateBucket(ctx context.Context, srv *serverproc.Process, name string) error {
+	body, _ := json.Marshal(map[string]string{"name": name})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gcsserver.Endpoint(srv)+"b?project=test", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("create bucket %s: %s", name, resp.Status)
+	}
+	return nil
+}
+
 // GCSBackend returns a constructor of fresh buckets on a fake-gcs-server
 // srv, named after the test.
 func GCSBackend(srv **serverproc.Process) func(t *testing.T) Backend {
@@ -44,8 +60,8 @@ func GCSBackend(srv **serverproc.Process) func(t *testing.T) Backend {
 		}
 		t.Cleanup(func() { c.Close() })
 		name := BucketName(t)
-		if err := c.Storage().Bucket(name).Create(t.Context(), "test", nil); err != nil {
-			t.Fatalf("create bucket %s: %v", name, err)
+		if err := GCSCreateBucket(t.Context(), *srv, name); err != nil {
+			t.Fatal(err)
 		}
 		return Backend{
 			Store: "gcs",
@@ -53,7 +69,7 @@ func GCSBackend(srv **serverproc.Process) func(t *testing.T) Backend {
 				return bucket.Open(f.WrapDriver(gcs.NewDriver(c, name, gcs.Options{KMSKeyName: a.KMSKey, Tags: a.Tags})))
 			},
 			Missing:     gcs.New(c, name+"-missing", gcs.Options{}),
-			Inspect:     &gcsInspector{c: c, b: c.Storage().Bucket(name), name: name, base: (*srv).URL, rec: rec},
+			Inspect:     &gcsInspector{c: c, b: gcs.New(c, name, gcs.Options{}), name: name, base: (*srv).URL, rec: rec},
 			SampleAttrs: Attrs{KMSKey: "projects/acme-data/locations/europe-west1/keyRings/daybook/cryptoKeys/exports", Tags: sampleTags},
 			Differences: GCSDifferences,
 		}
@@ -62,7 +78,7 @@ func GCSBackend(srv **serverproc.Process) func(t *testing.T) Backend {
 
 type gcsInspector struct {
 	c    *gcs.Client
-	b    *storage.BucketHandle
+	b    *bucket.Bucket // the bucket, read directly
 	name string
 	base string // the server's URL
 	rec  *Requests
@@ -73,7 +89,7 @@ type gcsInspector struct {
 func (i *gcsInspector) Sent(key string) (Attrs, bool) {
 	var a Attrs
 	for _, q := range i.rec.Matching(func(q Request) bool {
-		// The request that opened the upload, not a chunk of its session.
+		// The request that opened the upload, not a part of its session.
 		return q.Method == http.MethodPost && q.URL.Query().Get("name") == key && !q.URL.Query().Has("upload_id")
 	}) {
 		a.KMSKey = q.URL.Query().Get("kmsKeyName")
@@ -87,19 +103,14 @@ func (i *gcsInspector) Sent(key string) (Attrs, bool) {
 var _ Inspector = (*gcsInspector)(nil)
 
 func (i *gcsInspector) Object(ctx context.Context, key string) (Stored, bool, error) {
-	a, err := i.b.Object(key).Attrs(ctx)
-	if errors.Is(err, storage.ErrObjectNotExist) {
+	a, err := i.c.Attrs(ctx, i.name, key)
+	if bucket.IsNotFound(err) {
 		return Stored{}, false, nil
 	}
 	if err != nil {
 		return Stored{}, false, err
 	}
-	r, err := i.b.Object(key).NewReader(ctx)
-	if err != nil {
-		return Stored{}, false, err
-	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
+	data, err := i.b.Get(ctx, key, 1<<30)
 	if err != nil {
 		return Stored{}, false, err
 	}
@@ -107,28 +118,23 @@ func (i *gcsInspector) Object(ctx context.Context, key string) (Stored, bool, er
 	for k, v := range a.Metadata {
 		md[strings.ToLower(k)] = v
 	}
-	var crc [4]byte
-	binary.BigEndian.PutUint32(crc[:], a.CRC32C)
-	s := Stored{Data: data, ContentType: a.ContentType, ContentEncoding: a.ContentEncoding, Metadata: md, ETag: a.Etag,
-		CRC32C: base64.StdEncoding.EncodeToString(crc[:]), MD5: base64.StdEncoding.EncodeToString(a.MD5)}
+	s := Stored{Data: data, ContentType: a.ContentType, ContentEncoding: a.ContentEncoding, Metadata: md, ETag: a.ETag,
+		CRC32C: a.CRC32C, MD5: a.MD5Hash}
 	s.Attrs.KMSKey = a.KMSKeyName
 	s.Attrs.Tags = md
 	return s, true, nil
 }
 
 func (i *gcsInspector) Keys(ctx context.Context) ([]string, error) {
-	var out []string
-	it := i.b.Objects(ctx, nil)
-	for {
-		a, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a.Name)
+	objs, err := i.b.List(ctx, "")
+	if err != nil {
+		return nil, err
 	}
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.Key)
+	}
+	return out, nil
 }
 
 // OpenUploads: GCS lists no upload sessions.
@@ -136,48 +142,94 @@ func (i *gcsInspector) OpenUploads(context.Context, ...string) ([]string, error)
 
 // StartUpload opens a resumable upload session and leaves it.
 func (i *gcsInspector) StartUpload(ctx context.Context, key string) error {
+	_, err := i.session(ctx, key, "")
+	return err
+}
+
+// session opens a resumable upload of key declaring crc (none when empty)
+// and returns its URI.
+func (i *gcsInspector) session(ctx context.Context, key, crc string) (string, error) {
+	meta, _ := json.Marshal(map[string]string{"name": key, "crc32c": crc})
 	u := i.base + "/upload/storage/v1/b/" + url.PathEscape(i.name) + "/o?uploadType=resumable&name=" + url.QueryEscape(key)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader("{}"))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(meta))
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := i.c.HTTP().Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Location") == "" {
-		return fmt.Errorf("start a resumable upload of %s: %s", key, resp.Status)
+		return "", fmt.Errorf("start a resumable upload of %s: %s", key, resp.Status)
 	}
-	return nil
+	return resp.Header.Get("Location"), nil
 }
 
-// Parts: a session's chunks are not listed.
+// Parts: a session's parts are not listed.
 func (i *gcsInspector) Parts(context.Context, string, string) ([]int64, error) { return nil, nil }
 
-// WrongChecksums: a wrong CRC32C on a one-request upload, and on a
-// resumable one (the library declares a given CRC32C when the session
-// opens).
+// WrongChecksums: a wrong CRC32C on a one-request upload, and on the last
+// request of a resumable one (the driver's X-Goog-Hash).
 func (i *gcsInspector) WrongChecksums() []WrongChecksum {
-	send := func(chunk int) func(ctx context.Context, key string, data []byte) error {
-		return func(ctx context.Context, key string, data []byte) error {
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			w := i.b.Object(key).NewWriter(ctx)
-			w.ChunkSize = chunk
-			w.SendCRC32C, w.CRC32C = true, crc32.Checksum(data, castagnoli)^1
-			if _, err := io.Copy(w, bytes.NewReader(data)); err != nil {
-				cancel()
-				_ = w.Close()
+	put := func(ctx context.Context, u, rng string, body []byte, hash string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Range", rng)
+		if hash != "" {
+			req.Header.Set("X-Goog-Hash", "crc32c="+hash)
+		}
+		resp, err := i.c.HTTP().Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("%s: %s", resp.Status, b)
+		}
+		return nil
+	}
+	bad := func(data []byte) string { return crcBase64(crc32.Checksum(data, castagnoli) ^ 1) }
+	return []WrongChecksum{
+		{Name: "one-request upload CRC32C", Send: func(ctx context.Context, key string, data []byte) error {
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			pw, _ := mw.CreatePart(textproto.MIMEHeader{"Content-Type": {"application/json"}})
+			meta, _ := json.Marshal(map[string]string{"name": key, "crc32c": bad(data)})
+			pw.Write(meta)
+			pw, _ = mw.CreatePart(textproto.MIMEHeader{"Content-Type": {"application/octet-stream"}})
+			pw.Write(data)
+			mw.Close()
+			u := i.base + "/upload/storage/v1/b/" + url.PathEscape(i.name) + "/o?uploadType=multipart&name=" + url.QueryEscape(key)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, &body)
+			if err != nil {
 				return err
 			}
-			return w.Close()
-		}
-	}
-	return []WrongChecksum{
-		{Name: "one-request upload CRC32C", Send: send(0)},
-		{Name: "resumable upload CRC32C", Send: send(gcs.ChunkAlign),
-			Unverified: "fake-gcs-server forgets a resumable upload's declared CRC32C after its first chunk and checks no X-Goog-Hash on the last one, so a wrong CRC32C in a resumable upload is accepted; GCS refuses it"},
+			req.Header.Set("Content-Type", "multipart/related; boundary="+mw.Boundary())
+			resp, err := i.c.HTTP().Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode >= 400 {
+				b, _ := io.ReadAll(resp.Body)
+				return fmt.Errorf("%s: %s", resp.Status, b)
+			}
+			return nil
+		}},
+		{Name: "resumable upload X-Goog-Hash", Send: func(ctx context.Context, key string, data []byte) error {
+			u, err := i.session(ctx, key, "")
+			if err != nil {
+				return err
+			}
+			if err := put(ctx, u, fmt.Sprintf("bytes 0-%d/*", len(data)-1), data, ""); err != nil {
+				return err
+			}
+			return put(ctx, u, fmt.Sprintf("bytes */%d", len(data)), nil, bad(data))
+		}, Unverified: "fake-gcs-server checks no X-Goog-Hash: the wrong CRC32C on a resumable upload's last request is accepted; GCS refuses it"},
 	}
 }
