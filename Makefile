@@ -116,11 +116,11 @@ release: ## static daybook CLI binaries for linux and darwin (amd64, arm64) into
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools demo-tools
-demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/SAM translator/cfn-lint (.local/venv)
+demo-tools: store-emulators ## what make demo needs: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv) and the store emulators
 	@.ci/tools go "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
-tools: demo-tools store-emulators ## install what is missing or not at its pinned version: demo-tools, the store emulators, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader and the fleet tests' dynalite (npm ci), headless Chromium and qemu-user-static (apt-get)
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, the store emulators, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader and the fleet tests' dynalite (npm ci), headless Chromium and qemu-user-static (apt-get)
 	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION) same-go
 	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION) same-go
 	@.ci/tools vulndb $(VULNDB_MODULE) $(VULNDB_VERSION)

@@ -13,9 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
@@ -26,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
@@ -34,6 +33,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
@@ -152,19 +152,32 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	stores, err := startStores(ctx, filepath.Join(o.Dir, "logs"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !kept {
+			stores.stop()
+		}
+	}()
+	res.Pids = append(res.Pids, stores.gcs.Pid, stores.azure.Pid)
+	fmt.Fprintf(out, "    Google Cloud Storage: fake-gcs-server at %s; Azure Blob Storage: Azurite at %s\n", stores.gcs.URL, stores.azure.URL)
 	st, err := samstack.Up(ctx, cfg, o.Template, stage, map[string]string{"SourceDriver": "sqlite"})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "    %s  table %s  queue %s\n", srv.URL, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"])
 
-	step("demo source: SQLite with %d days of events, profiles and daily_stats for 3 accounts", o.Days)
+	step("demo source: SQLite with %d days of events, profiles and daily_stats for 5 accounts (3 on S3, 1 on GCS, 1 on Azure)", o.Days)
 	src, err := demosource.Generate(ctx, demosource.Options{
 		Path: filepath.Join(o.Dir, "source.db"), Now: o.Now(), Days: o.Days, EventsPerDay: o.EventsPerDay, Seed: o.Seed, Stage: stage,
+		OtherStores: true,
 	})
 	if err != nil {
 		return nil, err
 	}
+	stores.point(src.Accounts)
 	if err := withTable(&src.Accounts[demoTableAccount]); err != nil {
 		return nil, err
 	}
@@ -195,8 +208,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		return nil, err
 	}
 	for i, a := range src.Accounts {
-		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(a.Destination.Bucket)}); err != nil {
-			return nil, fmt.Errorf("create bucket %s: %w", a.Destination.Bucket, err)
+		if err := stores.create(ctx, s3c, a.Destination); err != nil {
+			return nil, err
 		}
 		if err := op.run(ctx, io.Discard, "account", "put", "--file", files[i], "--env-file", envFile); err != nil {
 			return nil, err
@@ -208,8 +221,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		if a.Destination.TableFormat != "" {
 			how += ", " + a.Destination.TableFormat + " table"
 		}
-		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
-			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.Bucket, how)
+		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  %s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
+			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.URI(""), how)
 	}
 
 	step("pipeline: schedule -> sweeper -> SQS -> exporter, real bootstraps under the Lambda Runtime Interface Emulator")
@@ -288,9 +301,13 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err := os.RemoveAll(res.Mirror); err != nil {
 		return nil, err
 	}
+	readers := &destination.Clients{Base: cfg, Endpoints: netguard.Policy{AllowLoopback: true}}
 	for _, a := range src.Accounts {
-		b := bucket.New(s3c, a.Destination.Bucket, bucket.Options{})
-		if err := mirror(ctx, b, filepath.Join(res.Mirror, a.Destination.Bucket)); err != nil {
+		b, err := readers.Open(ctx, a.ID, a.Destination, bucket.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if err := mirror(ctx, b, filepath.Join(res.Mirror, mirrorName(a.Destination))); err != nil {
 			return nil, err
 		}
 		reports, problems, err := verifyAccount(ctx, b, a, stage, o.Now())
@@ -344,10 +361,19 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	a := src.Accounts[0]
 	prefix, _ := a.Prefix(stage)
 	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
-	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
+	fmt.Fprintf(out, "\nexported files: %s/<bucket>/... for S3, %s/gcs-<bucket>/... and %s/azure-<container>/...   (load SQL beside each partition in _load/)\n", res.Mirror, res.Mirror, res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
+	for _, a := range src.Accounts {
+		if a.Destination.Kind() == account.StoreS3 {
+			continue
+		}
+		p, _ := a.Prefix(stage)
+		g := filepath.Join(res.Mirror, mirrorName(a.Destination), p, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
+		fmt.Fprintf(out, "the %s account's events (%s), the same way:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n",
+			a.Destination.Kind(), a.Destination.URI(p+"/"), g)
+	}
 	printTableQuery(out, res.Mirror, res.Tables)
-	if kept, err = keepOrSay(out, o, op, srv); err != nil {
+	if kept, err = keepOrSay(out, o, op, srv, stores); err != nil {
 		return nil, err
 	}
 	if kept {

@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
 	"github.com/daybook-dev/daybook/shared/bucket/azure"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 )
@@ -73,3 +75,17 @@ func Start(ctx context.Context, dir string) (*serverproc.Process, error) {
 // (path-style, as Azurite serves it), for azure.Config (a destination's
 // endpoint is p.URL, its storage account Account).
 func Endpoint(p *serverproc.Process) string { return p.URL + "/" + Account }
+
+// CreateContainer creates a container in the development account on p.
+func CreateContainer(ctx context.Context, p *serverproc.Process, name string) error {
+	key, err := container.NewSharedKeyCredential(Account, Key)
+	if err != nil {
+		return err
+	}
+	c, err := azure.NewContainerClient(azure.Config{ServiceURL: Endpoint(p), Container: name, Auth: azure.Auth{SharedKey: key}})
+	if err != nil {
+		return err
+	}
+	_, err = c.Create(ctx, nil)
+	return err
+}

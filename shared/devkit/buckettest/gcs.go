@@ -29,23 +29,9 @@ var GCSDifferences = Differences{
 	UploadsUnlisted:    "GCS resumable upload sessions are known only to their writer (the session URI): none can be listed or aborted by anyone else, an abandoned one expires a week after it began, and the writer cancels its own (DELETE of the session URI)",
 }
 
-// GCSCreateBucket creates a bucket on fake-gcs-server srv (project test).
+// GCSCreateBucket creates a bucket on fake-gcs-server srv.
 func GCSCreateBucket(ctx context.Context, srv *serverproc.Process, name string) error {
-	body, _ := json.Marshal(map[string]string{"name": name})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gcsserver.Endpoint(srv)+"b?project=test", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("create bucket %s: %s", name, resp.Status)
-	}
-	return nil
+	return gcsserver.CreateBucket(ctx, srv, name)
 }
 
 // GCSBackend returns a constructor of fresh buckets on a fake-gcs-server

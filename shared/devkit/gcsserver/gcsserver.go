@@ -6,7 +6,9 @@
 package gcsserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -64,3 +66,22 @@ func Start(ctx context.Context, dir string) (*serverproc.Process, error) {
 // Endpoint is the JSON API's base URL on p, for gcs.Config (a
 // destination's endpoint is p.URL).
 func Endpoint(p *serverproc.Process) string { return p.URL + "/storage/v1/" }
+
+// CreateBucket creates a bucket on p (in project "test").
+func CreateBucket(ctx context.Context, p *serverproc.Process, name string) error {
+	body, _ := json.Marshal(map[string]string{"name": name})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, Endpoint(p)+"b?project=test", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("create bucket %s: %s", name, resp.Status)
+	}
+	return nil
+}

@@ -154,6 +154,15 @@ func (p *Process) Stop() error {
 	return err
 }
 
+// StopPid ends a server started earlier by its pid (its process group),
+// one a kept run left: SIGTERM, and no wait.
+func StopPid(pid int) error {
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop pid %d: %w", pid, err)
+	}
+	return nil
+}
+
 // LogTail is the last 4000 bytes of the server's log ("" when unreadable).
 func (p *Process) LogTail() string {
 	b, err := os.ReadFile(p.Log)
