@@ -129,6 +129,6 @@ func (a *app) testDestination(ctx context.Context, e *opsEnv, acct account.Accou
 	if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
 		return nil, err
 	}
-	return destination.CheckConnectionWith(ctx, api, acct.Destination.Bucket, prefix, owner,
+	return destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner,
 		destination.S3Attributes(acct.Destination, e.rules.DeploymentAccountID), a.now())
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/gcsserver"
-	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc/servertest"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -168,8 +168,8 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 // (az://ACCOUNT/CONTAINER, and the abfss:// URI daybook prints), here on
 // their emulators (--endpoint), with no deployment.
 func TestCustomerVerifyOnGCSAndAzure(t *testing.T) {
-	fgcs := serverproc.ForTest(t, gcsserver.Start)
-	azr := serverproc.ForTest(t, azurite.Start)
+	fgcs := servertest.ForTest(t, gcsserver.Start)
+	azr := servertest.ForTest(t, azurite.Start)
 	ds, err := dataset.Get("events")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/gcsserver"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc/servertest"
 	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -140,8 +141,8 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination,
 // side, and iceberg-go reads each store's table, whose data files are named
 // by the store's URIs.
 func TestExportToEveryStore(t *testing.T) {
-	fgcs := serverproc.ForTest(t, gcsserver.Start)
-	azr := serverproc.ForTest(t, azurite.Start)
+	fgcs := servertest.ForTest(t, gcsserver.Start)
+	azr := servertest.ForTest(t, azurite.Start)
 	// The exporter reaches each emulator through a recording proxy: the
 	// attributes an emulator does not keep are checked in the requests.
 	gcsProxy, gcsSent := buckettest.RecordingProxy(t, fgcs.URL)

@@ -11,6 +11,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc/servertest"
 )
 
 var (
@@ -21,8 +22,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(serverproc.Around(func() int {
-		return serverproc.Around(func() int {
+	os.Exit(servertest.Around(func() int {
+		return servertest.Around(func() int {
 			return minioserver.Around(func() int { return mototest.RunTests(m, &srv) }, &mio)
 		}, &azr, azurite.Start)
 	}, &fgcs, gcsserver.Start))

@@ -140,34 +140,6 @@ func (d *s3Driver) Get(ctx context.Context, key string, r Range) (io.ReadCloser,
 	return out.Body, size, nil
 }
 
-// Getter is the one S3 call GetObject makes.
-type Getter interface {
-	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-}
-
-// GetObject reads the object in names through api, at most limit bytes, for
-// a reader that holds its own S3 client (a read-only one): the bounded read
-// of Bucket.Get, with its errors. An object S3 says is larger than limit
-// (Content-Length) is refused before its body is read; the body is read
-// through a limit of limit+1 bytes too, so a store whose length is missing
-// or wrong cannot get more through.
-func GetObject(ctx context.Context, api Getter, in *s3.GetObjectInput, limit int64) ([]byte, error) {
-	where := fmt.Sprintf("get s3://%s/%s", aws.ToString(in.Bucket), aws.ToString(in.Key))
-	if limit < 0 {
-		return nil, fmt.Errorf("%s: negative limit %d", where, limit)
-	}
-	out, err := api.GetObject(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, classify(err))
-	}
-	defer out.Body.Close()
-	size := int64(-1)
-	if out.ContentLength != nil {
-		size = *out.ContentLength
-	}
-	return ReadBounded(where, out.Body, size, limit, classify)
-}
-
 func (d *s3Driver) Delete(ctx context.Context, key string) error {
 	_, err := d.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.name, Key: &key, ExpectedBucketOwner: d.owner})
 	return err

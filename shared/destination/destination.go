@@ -261,15 +261,11 @@ type Check struct {
 // even after a failure so the report names each missing permission, in
 // words. owner is the destination's BucketOwner (see Owner); every call
 // sends it when not empty.
-func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
-	return CheckConnectionWith(ctx, api, bucket, prefix, owner, upload.S3Attributes{}, now)
-}
-
-// CheckConnectionWith is CheckConnection writing with attrs, what every
-// object of the destination carries (S3Attributes: its KMS key, ACL,
-// tags): a role that may write but not use the key fails the write step,
-// the key named in words.
-func CheckConnectionWith(ctx context.Context, api TestAPI, bucket, prefix, owner string, attrs upload.S3Attributes, now time.Time) ([]Check, error) {
+//
+// It writes with attrs, what every object of the destination carries
+// (S3Attributes: its KMS key, ACL, tags): a role that may write but not use
+// the key fails the write step, the key named in words.
+func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, attrs upload.S3Attributes, now time.Time) ([]Check, error) {
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
 	var ob *string
 	if owner != "" {
@@ -280,7 +276,7 @@ func CheckConnectionWith(ctx context.Context, api TestAPI, bucket, prefix, owner
 	run := func(step, perm, why string, fn func() error) {
 		c := Check{Step: step, Permission: perm, OK: true}
 		if err := fn(); err != nil {
-			c.OK, c.Problem = false, explainWith(bucket, perm, attrs.KMSKeyID, err)
+			c.OK, c.Problem = false, explain(bucket, perm, attrs.KMSKeyID, err)
 			if why != "" {
 				c.Problem += ": " + why
 			}
@@ -345,12 +341,11 @@ func CheckConnectionWith(ctx context.Context, api TestAPI, bucket, prefix, owner
 	return checks, nil
 }
 
-func explain(bucket, perm string, err error) string { return explainWith(bucket, perm, "", err) }
-
-// explainWith is explain for a destination whose objects are encrypted
-// with kmsKey: S3 refuses a write (or a read) whose role may not use the
-// key with AccessDenied naming the kms: action, or a KMS.* code.
-func explainWith(bucket, perm, kmsKey string, err error) string {
+// explain says in words why a step failed. For a destination whose
+// objects are encrypted with kmsKey, S3 refuses a write (or a read) whose
+// role may not use the key with AccessDenied naming the kms: action, or a
+// KMS.* code.
+func explain(bucket, perm, kmsKey string, err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		code, msg := ae.ErrorCode(), ae.ErrorMessage()

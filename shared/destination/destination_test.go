@@ -18,6 +18,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 var srv *motoserver.Server
@@ -38,7 +39,7 @@ func TestConnection(t *testing.T) {
 
 	t.Run("own role", func(t *testing.T) {
 		api := f.Client("acct_a", account.Destination{Bucket: "dest-conn-test"})
-		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_a", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_a", "", upload.S3Attributes{}, now)
 		if err != nil {
 			t.Fatalf("%v: %+v", err, checks)
 		}
@@ -57,7 +58,7 @@ func TestConnection(t *testing.T) {
 	t.Run("assumed role with an external id", func(t *testing.T) {
 		d := account.Destination{Bucket: "dest-conn-test", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-x", ExternalID: "ext-1"}
 		api := f.Client("acct_b", d)
-		if _, err := destination.CheckConnection(ctx, api, d.Bucket, "daybook/acct_b", "", now); err != nil {
+		if _, err := destination.CheckConnection(ctx, api, d.Bucket, "daybook/acct_b", "", upload.S3Attributes{}, now); err != nil {
 			t.Fatal(err)
 		}
 		creds, err := api.Options().Credentials.Retrieve(ctx)
@@ -83,7 +84,7 @@ func TestConnection(t *testing.T) {
 
 	t.Run("no ListBucketMultipartUploads is named in words", func(t *testing.T) {
 		api := noUploadListing{f.Client("acct_d", account.Destination{Bucket: "dest-conn-test"})}
-		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_d", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_d", "", upload.S3Attributes{}, now)
 		if err == nil || !strings.Contains(err.Error(), "is missing s3:ListBucketMultipartUploads") {
 			t.Fatalf("error %v", err)
 		}
@@ -102,7 +103,7 @@ func TestConnection(t *testing.T) {
 
 	t.Run("missing bucket is named in words", func(t *testing.T) {
 		api := f.Client("acct_c", account.Destination{Bucket: "no-such-bucket-here"})
-		checks, err := destination.CheckConnection(ctx, api, "no-such-bucket-here", "p", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "no-such-bucket-here", "p", "", upload.S3Attributes{}, now)
 		if err == nil {
 			t.Fatal("want an error")
 		}

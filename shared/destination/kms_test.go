@@ -55,7 +55,7 @@ func TestCheckConnectionNamesAKMSDenial(t *testing.T) {
 	cfg.BaseEndpoint = aws.String(proxy.URL)
 	const key = "arn:aws:kms:us-east-1:444455556666:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 	d := account.Destination{Bucket: "dest-kms-test", Encryption: &account.Encryption{KMSKey: key}}
-	checks, err := destination.CheckConnectionWith(t.Context(), awsclient.NewS3(cfg), d.Bucket, "daybook/acct_a", "",
+	checks, err := destination.CheckConnection(t.Context(), awsclient.NewS3(cfg), d.Bucket, "daybook/acct_a", "",
 		destination.S3Attributes(d, "444455556666"), time.Unix(1, 0))
 	if err == nil {
 		t.Fatal("the connection test passed with the key refused")

@@ -72,12 +72,6 @@ type Writer struct {
 	abortErr error
 }
 
-// NewWriter returns a Writer for s3://bucket/key. ctx governs every request
-// but the cleanup abort; cancelling it fails the upload.
-func NewWriter(ctx context.Context, api S3API, bucket, key string, opts Options) *Writer {
-	return NewWriterFor(ctx, newS3Protocol(api, bucket, key, opts), opts)
-}
-
 // NewWriterFor returns a Writer sending the object through proto, a store's
 // Protocol for one object. ctx governs every request but the cleanup
 // abort; cancelling it fails the upload. opts.Concurrency 1 sends the parts

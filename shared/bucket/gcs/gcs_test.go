@@ -12,12 +12,13 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/gcsserver"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc/servertest"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 var srv *serverproc.Process
 
-func TestMain(m *testing.M) { os.Exit(serverproc.Around(m.Run, &srv, gcsserver.Start)) }
+func TestMain(m *testing.M) { os.Exit(servertest.Around(m.Run, &srv, gcsserver.Start)) }
 
 // recorder records each request's method and URL, and the status answered.
 type recorder struct {
