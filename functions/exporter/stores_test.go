@@ -108,6 +108,16 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination,
 			t.Fatal(err)
 		}
 	}
+	readme, err := b.Get(e.ctx, layout.ContractPrefix(e.prefix)+"README.md", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**Location**: `" + e.acct.Destination.URI(layout.ContractPrefix(e.prefix)) + "`",
+		"daybook verify --bucket " + verifyFlag(e.acct.Destination) + " --prefix " + e.prefix} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("the bucket README does not say %q", want)
+		}
+	}
 	tbl, err := icetable.Load(e.ctx, b, tableLocation(e.prefix, "events"))
 	if err != nil {
 		t.Fatal(err)
