@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -144,6 +145,17 @@ func (a *app) testDestination(ctx context.Context, e *opsEnv, acct account.Accou
 	if err != nil {
 		return nil, err
 	}
+	if kind := acct.Destination.Kind(); kind != account.StoreS3 {
+		b, err := e.bucket(ctx, acct)
+		if err != nil {
+			return nil, err
+		}
+		checks, err := destination.CheckBucket(ctx, b, kind, prefix, a.now())
+		if len(checks) > 0 && strings.Contains(checks[0].Problem, "does not exist") {
+			return nil, fmt.Errorf("%w: %s", errBucketMissing, b.URI(""))
+		}
+		return checks, err
+	}
 	owner, err := e.bucketOwner(acct)
 	if err != nil {
 		return nil, err
@@ -153,7 +165,8 @@ func (a *app) testDestination(ctx context.Context, e *opsEnv, acct account.Accou
 	if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
 		return nil, err
 	}
-	checks, err := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
+	checks, err := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner,
+		destination.S3Attributes(acct.Destination, e.rules.DeploymentAccountID), a.now())
 	if acct.Destination.TableFormat == account.TableFormatIceberg {
 		c := destination.CheckConditionalWrite(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
 		checks = append(checks, c)

@@ -90,7 +90,7 @@ func build(environ []string, o Options) (Function, error) {
 	}
 	clients := &destination.Clients{Base: o.AWS, Now: o.Now, Endpoints: netguard.Policy{AllowPrivate: cfg.Rules.AllowPrivateEndpoints},
 		// It only reads manifests: sessions in customer roles may do nothing else.
-		SessionPolicy: destination.ReadObjectsPolicy}
+		SessionPolicy: destination.ReadObjectsPolicy, DeploymentAccountID: cfg.Rules.DeploymentAccountID}
 	c := console.Config{
 		Ledger: led, Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
 		Stage: cfg.Stage, SettleDelay: cfg.SettleDelay, Deployment: "daybook-" + cfg.Stage,

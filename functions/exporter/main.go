@@ -147,7 +147,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	// the deployment allows them, loopback only on a local stack.
 	dest := buckets{&destination.Clients{Base: awsCfg, Now: o.Now, Endpoints: netguard.Policy{
 		AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
-	}}}
+	}, DeploymentAccountID: cfg.Rules.DeploymentAccountID}}
 	svc := &Service{
 		Ledger:   withSettle{led, cfg.SettleDelay},
 		Queue:    queue,
@@ -155,6 +155,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 		Exporter: &Exporter{
 			Source:              src,
 			Buckets:             dest,
+			Stores:              dest.f,
 			Catalogs:            dest,
 			Scripts:             loadScripts,
 			Config:              cfg.Export(),

@@ -28,7 +28,7 @@ func (w *mdWriter) tableSection() {
 	}
 	w.h2("Query the table, or load the folders")
 	w.p("Each dataset is also an Apache Iceberg table (format v2) whose location is the dataset's folder,",
-		"`s3://"+w.in.Bucket+"/"+w.root+"<dataset>`. Its data files are the `part-*` files of the `dt=` folders,",
+		"`"+w.in.base()+w.root+"<dataset>`. Its data files are the `part-*` files of the `dt=` folders,",
 		"themselves: nothing is copied, and the folders, `_manifest.json` and `_SUCCESS` are exactly as described",
 		"above, so loading the folders works as before. The table's metadata is in `<dataset>/metadata/`:",
 		"`v<N>.metadata.json` files and `version-hint.text`, which names the latest `N`. No catalog is needed:",

@@ -123,8 +123,8 @@ func TestCheck(t *testing.T) {
 			if tc.tamper != nil {
 				tc.tamper(f)
 			}
-			rec := &recorder{api: api}
-			r, err := verify.Check(t.Context(), rec, f.target, tc.opts)
+			rec := &recorder{API: api}
+			r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,8 +155,8 @@ func TestCheckIsCheap(t *testing.T) {
 	}
 	api := awsclient.NewS3(cfg)
 	f := commit(t, api, mustDataset(t, "events"), fileformat.Parquet, 3, 2000)
-	rec := &recorder{api: api}
-	r, err := verify.Check(t.Context(), rec, f.target, verify.Options{})
+	rec := &recorder{API: api}
+	r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, verify.Options{})
 	if err != nil || r.Status != verify.StatusOK {
 		t.Fatalf("Check = %+v, %v", r, err)
 	}
@@ -193,7 +193,7 @@ func TestCheckRefusesAnIncompleteTarget(t *testing.T) {
 			target := ok
 			tc.change(&target)
 			rec := &recorder{}
-			_, err := verify.Check(t.Context(), rec, target, verify.Options{})
+			_, err := verify.Check(t.Context(), in(rec, target.Bucket), target, verify.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || len(rec.ops) != 0 {
 				t.Fatalf("Check = %v after %d calls, want an error mentioning %q before any call", err, len(rec.ops), tc.want)
 			}
@@ -212,8 +212,8 @@ func TestCheckCountRowsSeesEveryFile(t *testing.T) {
 	api := awsclient.NewS3(cfg)
 	f := commit(t, api, mustDataset(t, "events"), fileformat.Parquet, 3, 25)
 	seen := map[string]string{}
-	rec := &recorder{api: api}
-	r, err := verify.Check(t.Context(), rec, f.target, verify.Options{CountRows: func(key string, data []byte) (int64, error) {
+	rec := &recorder{API: api}
+	r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, verify.Options{CountRows: func(key string, data []byte) (int64, error) {
 		seen[key] = verify.CRC32C(data)
 		return verify.CountRows(key, data)
 	}})

@@ -77,18 +77,31 @@ func CustomerSetup(d account.Destination, g StoreGrant) (StoreSetup, error) {
 	if err != nil || !strings.HasPrefix(role.Resource, "role/") {
 		return StoreSetup{}, fmt.Errorf("exporter role %q: want the role ARN (the stack output ExporterRoleArn)", g.ExporterRole)
 	}
-	switch d.StoreKind() {
-	case account.StoreKindGCS:
+	switch d.Kind() {
+	case account.StoreGCS:
+		if d.GCS == nil {
+			return StoreSetup{}, errNoAccess(d)
+		}
 		return gcsSetup(d, role), nil
-	case account.StoreKindAzure:
+	case account.StoreAzure:
+		if d.Azure == nil {
+			return StoreSetup{}, errNoAccess(d)
+		}
 		return azureSetup(d, g, role), nil
 	}
 	return StoreSetup{}, errors.New("an S3 destination's customer part is its role's trust and permissions policies")
 }
 
+// errNoAccess: a destination at a custom endpoint without destination.gcs
+// or destination.azure is reached without credentials (an emulator), and
+// the customer grants nothing.
+func errNoAccess(d account.Destination) error {
+	return fmt.Errorf("%s at endpoint %s names no destination.%s: it is reached without credentials, and there is nothing for the customer to grant", d.URI(""), d.Endpoint, d.Kind())
+}
+
 func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 	a := *d.GCS
-	s := StoreSetup{Store: account.StoreKindGCS, CredentialMode: a.Mode()}
+	s := StoreSetup{Store: string(account.StoreGCS), CredentialMode: a.Mode()}
 	const customer = "customer"
 	sa := a.ServiceAccount
 	if a.Mode() == account.CredentialSecret {
@@ -134,8 +147,8 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 
 func azureSetup(d account.Destination, g StoreGrant, role arn.ARN) StoreSetup {
 	a := *d.Azure
-	s := StoreSetup{Store: account.StoreKindAzure, CredentialMode: a.Mode()}
-	acct, container := d.AzureAccount(), d.Bucket
+	s := StoreSetup{Store: string(account.StoreAzure), CredentialMode: a.Mode()}
+	acct, container := d.StorageAccount, d.Bucket
 	if a.Mode() == account.CredentialSecret {
 		s.Steps = []SetupStep{
 			{"customer", "Create a SAS for the container, with read, add, create, write, delete and list, over HTTPS, and hand sas.txt to the platform (it stops working at its expiry: make a new one before then)",
