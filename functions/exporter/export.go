@@ -519,20 +519,13 @@ func (e *Exporter) bucketOf(ctx context.Context, a account.Account) (*bucket.Buc
 		return nil, fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	opts := bucket.Options{ExpectedOwner: aws.ToString(owner)}
-	switch d.Checksums {
-	case account.ChecksumsComposite:
-		opts.Checksums = upload.ChecksumComposite
-	case account.ChecksumsNone:
-		opts.Checksums = upload.ChecksumNone
-	}
 	if d.Kind() != account.StoreS3 {
 		if e.Stores == nil {
 			return nil, fmt.Errorf("account %s: destination.store %s: this exporter opens no %s buckets", a.ID, d.Kind(), d.Kind())
 		}
 		return e.Stores.Open(ctx, a.ID, d, opts)
 	}
-	opts.Attributes = destination.S3Attributes(d, e.DeploymentAccountID)
-	return bucket.New(e.Buckets.Client(a.ID, d), d.Bucket, opts), nil
+	return destination.OpenS3(e.Buckets.Client(a.ID, d), d, e.DeploymentAccountID, opts), nil
 }
 
 // writeData streams q's rows through the encoder into the generation's

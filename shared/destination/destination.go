@@ -34,11 +34,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
-	"golang.org/x/oauth2"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
-	"github.com/daybook-dev/daybook/shared/bucket/azure"
+	"github.com/daybook-dev/daybook/shared/destination/azureauth"
+	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
 	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
@@ -68,17 +68,18 @@ type Clients struct {
 	// of a destination without a role (Open's S3 attributes).
 	DeploymentAccountID string
 
-	// GCSCredentials gives the token source of a GCS destination's
-	// requests (the customer's service account). Unset, a GCS destination
-	// at a custom endpoint (an emulator) is reached without credentials,
-	// and one at Google's is refused.
-	GCSCredentials func(ctx context.Context, accountID string, d account.Destination) (oauth2.TokenSource, error)
-	// AzureCredentials gives what authenticates an Azure destination's
-	// requests (an Entra ID credential, or a SAS). Unset, an Azure
-	// destination at a custom endpoint in the storage emulator's
-	// development account uses that account's documented key, and any
-	// other is refused.
-	AzureCredentials func(ctx context.Context, accountID string, d account.Destination) (azure.Auth, error)
+	// GCSCredentials gets the tokens of a GCS destination with a
+	// destination.gcs block (Workload Identity Federation from Base's own
+	// AWS credentials, or a service account key from Secrets Manager), and
+	// AzureCredentials those of an Azure destination with destination.azure
+	// (a federated client assertion from sts:GetWebIdentityToken, or a SAS
+	// from Secrets Manager): SetStoreCredentials sets both. Nil refuses
+	// such a destination (ErrNoCredentials). A destination without the
+	// block is at an emulator's endpoint (account validation allows no
+	// other) and is reached without credentials: GCS anonymously, Azure's
+	// development account with its documented key.
+	GCSCredentials   *gcpauth.Federation
+	AzureCredentials *azureauth.Federation
 
 	mu      sync.Mutex
 	clients map[clientKey]*s3.Client

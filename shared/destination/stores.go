@@ -11,24 +11,62 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/bucket/azure"
 	"github.com/daybook-dev/daybook/shared/bucket/gcs"
+	"github.com/daybook-dev/daybook/shared/destination/azureauth"
+	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
+	"github.com/daybook-dev/daybook/shared/destination/storekey"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // storeKey is everything that makes two GCS or Azure destinations'
-// clients differ.
+// clients differ: the destination's identity and how it is reached (its
+// access block: another service account, application or secret is another
+// client, as another role is for S3).
 type storeKey struct {
 	account        string
 	kind           account.StoreKind
 	bucket         string
 	storageAccount string
 	endpoint       string
+	gcs            account.GCSAccess
+	azure          account.AzureAccess
+}
+
+// TokenEndpoints are where GCS and Azure credentials come from: the zero
+// value is Google's and Entra ID's own. A test points them at fakes
+// (shared/devkit/tokenfake); a deployment never sets them.
+type TokenEndpoints struct {
+	// Google are Google's STS, IAM Credentials and OAuth 2.0 endpoints,
+	// called through GoogleClient (nil: a client with a timeout).
+	Google       gcpauth.Endpoints
+	GoogleClient *http.Client
+	// EntraAuthority is Entra ID's authority host (https://...), called
+	// through EntraTransport (nil: the SDK's).
+	EntraAuthority string
+	EntraTransport policy.Transporter
+}
+
+// SetStoreCredentials sets GCSCredentials and AzureCredentials from Base:
+// its own AWS credentials and region for the federations (GCS: the signed
+// GetCallerIdentity Google's STS has AWS verify; Azure: the
+// sts:GetWebIdentityToken of Base's identity), and Secrets Manager through
+// Base for keys, read only under secretPattern (DESTINATION_SECRET_PATTERN,
+// account.Rules.SecretPattern). The clients they give are kept per
+// destination (Open), so a warm process reuses each token until shortly
+// before it expires, as it reuses an assumed role's session.
+func (f *Clients) SetStoreCredentials(secretPattern string, t TokenEndpoints) {
+	keys := storekey.Reader{API: secretsmanager.NewFromConfig(f.Base), Pattern: secretPattern}
+	f.GCSCredentials = &gcpauth.Federation{AWS: f.Base.Credentials, Region: f.Base.Region, HTTPClient: t.GoogleClient, Endpoints: t.Google, Keys: keys}
+	f.AzureCredentials = &azureauth.Federation{STS: sts.NewFromConfig(f.Base), AuthorityHost: t.EntraAuthority, Transport: t.EntraTransport, Keys: keys}
 }
 
 // Open returns the account's destination bucket on its store, every
@@ -59,8 +97,22 @@ func (f *Clients) Open(ctx context.Context, accountID string, d account.Destinat
 		}
 		return azure.New(c, d.Bucket, o), nil
 	}
-	opts.Attributes = S3Attributes(d, f.DeploymentAccountID)
-	return bucket.New(f.Client(accountID, d), d.Bucket, opts), nil
+	return OpenS3(f.Client(accountID, d), d, f.DeploymentAccountID, opts), nil
+}
+
+// OpenS3 is an S3 destination's bucket through api (its client, Client's,
+// or a test's wrapper of it), with opts (the expected owner) and what the
+// destination says of its objects: its checksums setting and the
+// attributes every object is written with (S3Attributes).
+func OpenS3(api bucket.API, d account.Destination, deploymentAccountID string, opts bucket.Options) *bucket.Bucket {
+	switch d.Checksums {
+	case account.ChecksumsComposite:
+		opts.Checksums = upload.ChecksumComposite
+	case account.ChecksumsNone:
+		opts.Checksums = upload.ChecksumNone
+	}
+	opts.Attributes = S3Attributes(d, deploymentAccountID)
+	return bucket.New(api, d.Bucket, opts)
 }
 
 // S3Attributes are what every object of an S3 destination is written with:
@@ -125,25 +177,53 @@ func (f *Clients) store(key storeKey, build func() (any, error)) (any, error) {
 }
 
 func keyOf(accountID string, d account.Destination) storeKey {
-	return storeKey{account: accountID, kind: d.Kind(), bucket: d.Bucket, storageAccount: d.StorageAccount, endpoint: d.Endpoint}
+	k := storeKey{account: accountID, kind: d.Kind(), bucket: d.Bucket, storageAccount: d.StorageAccount, endpoint: d.Endpoint}
+	if d.GCS != nil {
+		k.gcs = *d.GCS
+	}
+	if d.Azure != nil {
+		k.azure = *d.Azure
+	}
+	return k
 }
 
-// ErrNoCredentials: the deployment has no way to authenticate to the
-// destination's store.
-var ErrNoCredentials = errors.New("no credentials for the destination's store")
+// Errors of Open.
+var (
+	// ErrNoCredentials: the deployment has no way to authenticate to the
+	// destination's store.
+	ErrNoCredentials = errors.New("no credentials for the destination's store")
+	// ErrPlainHTTP: a token would cross plain http to an endpoint that is
+	// not this host's.
+	ErrPlainHTTP = errors.New("a token over plain http")
+)
+
+// checkHTTP refuses to send a token to a plain-http endpoint unless the
+// deployment allows loopback endpoints (a local stack, whose emulators
+// speak http): a token in clear text is readable on the way.
+func (f *Clients) checkHTTP(accountID string, d account.Destination) error {
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(d.Endpoint)), "http://") && !f.Endpoints.AllowLoopback {
+		return fmt.Errorf("account %s, %s: %w: destination.endpoint %s must be https", accountID, d.URI(""), ErrPlainHTTP, d.Endpoint)
+	}
+	return nil
+}
 
 func (f *Clients) gcsClient(ctx context.Context, accountID string, d account.Destination) (*gcs.Client, error) {
 	c, err := f.store(keyOf(accountID, d), func() (any, error) {
 		cfg := gcs.Config{Endpoint: gcs.EndpointAt(d.Endpoint)}
 		switch {
-		case f.GCSCredentials != nil:
-			ts, err := f.GCSCredentials(ctx, accountID, d)
+		case d.GCS != nil && f.GCSCredentials == nil:
+			return nil, fmt.Errorf("account %s, %s: %w (this deployment configures none for gcs)", accountID, d.URI(""), ErrNoCredentials)
+		case d.GCS != nil:
+			if err := f.checkHTTP(accountID, d); err != nil {
+				return nil, err
+			}
+			ts, err := f.GCSCredentials.Credentials(ctx, *d.GCS)
 			if err != nil {
 				return nil, fmt.Errorf("gcs credentials of account %s: %w", accountID, err)
 			}
 			cfg.TokenSource = ts
 		case d.Endpoint == "":
-			return nil, fmt.Errorf("account %s, gs://%s: %w (this deployment configures none for gcs)", accountID, d.Bucket, ErrNoCredentials)
+			return nil, fmt.Errorf("account %s, %s: %w (no destination.gcs)", accountID, d.URI(""), ErrNoCredentials)
 		}
 		if d.Endpoint != "" {
 			cfg.Transport = f.guardedTransport()
@@ -166,12 +246,22 @@ func (f *Clients) azureClient(ctx context.Context, accountID string, d account.D
 			cfg.Transport = &http.Client{Transport: f.guardedTransport()}
 		}
 		switch {
-		case f.AzureCredentials != nil:
-			auth, err := f.AzureCredentials(ctx, accountID, d)
+		case d.Azure != nil && f.AzureCredentials == nil:
+			return nil, fmt.Errorf("account %s, %s: %w (this deployment configures none for azure)", accountID, d.URI(""), ErrNoCredentials)
+		case d.Azure != nil:
+			if err := f.checkHTTP(accountID, d); err != nil {
+				return nil, err
+			}
+			creds, err := f.AzureCredentials.Credentials(ctx, *d.Azure)
 			if err != nil {
 				return nil, fmt.Errorf("azure credentials of account %s: %w", accountID, err)
 			}
-			cfg.Auth = auth
+			if creds.SAS != nil {
+				cfg.SAS = creds.SAS.Query
+			} else {
+				cfg.Credential = creds.Token
+				cfg.HTTPCredential = f.Endpoints.AllowLoopback // checkHTTP: http only on a local stack
+			}
 		case d.Endpoint != "" && d.StorageAccount == azure.EmulatorAccount:
 			key, err := container.NewSharedKeyCredential(azure.EmulatorAccount, azure.EmulatorKey)
 			if err != nil {
@@ -179,7 +269,7 @@ func (f *Clients) azureClient(ctx context.Context, accountID string, d account.D
 			}
 			cfg.SharedKey = key
 		default:
-			return nil, fmt.Errorf("account %s, container %s of storage account %s: %w (this deployment configures none for azure)", accountID, d.Bucket, d.StorageAccount, ErrNoCredentials)
+			return nil, fmt.Errorf("account %s, %s: %w (no destination.azure, and not the storage emulator's development account)", accountID, d.URI(""), ErrNoCredentials)
 		}
 		return azure.NewContainerClient(cfg)
 	})

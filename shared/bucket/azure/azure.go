@@ -63,6 +63,10 @@ type Config struct {
 	// Transport sends the requests: nil is the SDK's default; a
 	// destination's custom endpoint goes through a guarded one.
 	Transport policy.Transporter
+	// HTTPCredential lets a token credential authenticate requests to an
+	// http:// service URL, which the SDK refuses by default: only for an
+	// emulator on this host (a local stack's, a test's).
+	HTTPCredential bool
 }
 
 // Auth authenticates a container's requests: exactly one of its fields.
@@ -101,6 +105,7 @@ func NewContainerClient(cfg Config) (*container.Client, error) {
 	if cfg.Transport != nil {
 		opts.Transport = cfg.Transport
 	}
+	opts.InsecureAllowCredentialWithHTTP = cfg.HTTPCredential
 	n := 0
 	for _, set := range []bool{cfg.Credential != nil, cfg.SharedKey != nil, cfg.SAS != ""} {
 		if set {
