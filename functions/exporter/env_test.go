@@ -83,6 +83,12 @@ type envOpts struct {
 	// come from: the function's Options.Tokens point at them, and its STS
 	// calls go to their AWS STS (GetWebIdentityToken; the rest on to moto).
 	tokens *storeTokens
+	// without names a statement of the exporter's role the test's policy
+	// lacks; denied receives the calls that policy denies (instead of
+	// failing the test) and allowed the statements that allowed each call.
+	without string
+	denied  func(msg string)
+	allowed func(action string, statements []string)
 }
 
 // env is one test's world: its own account, bucket and SQLite source, on
@@ -184,14 +190,22 @@ func (e *env) rebuild(vars map[string]string) {
 func (e *env) build(o envOpts) {
 	t := e.t
 	cfg, _ := deployed(t)
-	route := iamcheck.Route{Function: "ExporterFunction", Upstream: *cfg.BaseEndpoint, Names: iamcheck.Names{Own: samstacktest.Like}}
+	route := iamcheck.Route{Function: "ExporterFunction", Upstream: *cfg.BaseEndpoint, Names: iamcheck.Names{Own: samstacktest.Like},
+		Report: o.denied, Allowed: o.allowed}
 	var tokens destination.TokenEndpoints
 	if o.tokens != nil {
 		route.Services = map[string]string{"sts": o.tokens.awsSTS}
 		tokens = o.tokens.endpoints
 	}
+	pol := iamcheck.ForStage(t, stackStage, nil)
+	if o.without != "" {
+		var err error
+		if pol, err = pol.Without(route.Function, o.without); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fcfg := cfg.Copy()
-	fcfg.BaseEndpoint = aws.String(iamcheck.Endpoint(t, iamcheck.ForStage(t, stackStage, nil), route))
+	fcfg.BaseEndpoint = aws.String(iamcheck.Endpoint(t, pol, route))
 	if o.aws != nil {
 		fcfg = o.aws(fcfg)
 	}
