@@ -456,6 +456,11 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 	e.buckets = &destination.Clients{Base: dep.cfg, Endpoints: netguard.Policy{
 		AllowPrivate: e.rules.AllowPrivateEndpoints, AllowLoopback: dep.local(),
 	}, DeploymentAccountID: e.rules.DeploymentAccountID}
+	// GCS and Azure destinations with credentials: federated from the
+	// operator's own AWS identity (which the customer's trust must name,
+	// as an S3 role's trust names it for account test), or the key the
+	// account names in Secrets Manager.
+	e.buckets.SetStoreCredentials(e.rules.SecretPattern, destination.TokenEndpoints{})
 	line := fmt.Sprintf("daybook: using %s: table %s", dep.desc, lcfg.Table)
 	if e.queueURL != "" {
 		line += ", queue " + lastSegment(e.queueURL)

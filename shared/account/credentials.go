@@ -23,8 +23,8 @@ import (
 //     client assertion (shared/destination/azureauth).
 //
 // A customer who will not federate can give a key instead, explicitly
-// (credential_mode secret): a GCS service account key or HMAC key, or an
-// Azure SAS, kept in AWS Secrets Manager and named by its ARN. The record
+// (credential_mode secret): a GCS service account key, or an Azure SAS,
+// kept in AWS Secrets Manager and named by its ARN. The record
 // itself never holds a secret: Validate refuses any field that looks like
 // one (secretShape).
 
@@ -50,7 +50,7 @@ type GCSAccess struct {
 	// impersonates (federated), which holds the bucket's role.
 	ServiceAccount string `json:"service_account,omitempty"`
 	// SecretARN names the AWS Secrets Manager secret holding a service
-	// account key (JSON) or an HMAC key (secret).
+	// account key (JSON; an HMAC key is refused: it signs the XML API only).
 	SecretARN string `json:"secret_arn,omitempty"`
 }
 

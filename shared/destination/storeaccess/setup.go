@@ -30,7 +30,6 @@ import (
 //	gcloud iam workload-identity-pools providers create-aws: https://cloud.google.com/sdk/gcloud/reference/iam/workload-identity-pools/providers/create-aws
 //	gcloud iam service-accounts add-iam-policy-binding:   https://cloud.google.com/sdk/gcloud/reference/iam/service-accounts/add-iam-policy-binding
 //	gcloud storage buckets add-iam-policy-binding:        https://cloud.google.com/sdk/gcloud/reference/storage/buckets/add-iam-policy-binding
-//	gcloud storage hmac create:                           https://cloud.google.com/sdk/gcloud/reference/storage/hmac/create
 //	az ad app federated-credential create:                https://learn.microsoft.com/cli/azure/ad/app/federated-credential
 //	az role assignment create (container scope):          https://learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access
 //	az storage container generate-sas:                    https://learn.microsoft.com/cli/azure/storage/container#az-storage-container-generate-sas
@@ -112,7 +111,7 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 	if a.Mode() == account.CredentialSecret {
 		s.Steps = []SetupStep{
 			bucketBinding,
-			{customer, "Create a key for it (or an HMAC key: gcloud storage hmac create " + sa + " --format=json > key.json) and hand key.json to the platform, never in the account file",
+			{customer, "Create a key for it (a service account key: daybook writes through Cloud Storage's JSON API, which an HMAC key cannot sign) and hand key.json to the platform, never in the account file",
 				"gcloud iam service-accounts keys create key.json --iam-account=" + sa},
 			{"platform", "Keep the key in the secret the account names", "aws secretsmanager put-secret-value --secret-id " + a.SecretARN + " --secret-string file://key.json"},
 		}
