@@ -115,5 +115,6 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 		return loadsql.Partition{}, "", err
 	}
 	part, err := loadsql.ForManifest(d, m, acct.Destination.Bucket, layout.PartitionPrefix(prefix, d.Name, day))
+	part.Store, part.AzureAccount = string(acct.Destination.Kind()), acct.Destination.StorageAccount
 	return part, "", err
 }

@@ -156,6 +156,7 @@ func (e *Exporter) docsInput(t *target, log *slog.Logger) bucketdocs.Input {
 	a := t.Account
 	in := bucketdocs.Input{
 		Bucket: a.Destination.Bucket, BaseURI: a.Destination.URI(""), BucketFlag: verifyFlag(a.Destination),
+		Store: string(a.Destination.Kind()), AzureAccount: a.Destination.StorageAccount,
 		Prefix: t.prefix, Format: t.format, Compression: t.format.Codec(a.Destination.Compression),
 		TimeZone: cmp.Or(a.TimeZone, account.DefaultTimeZone), MaxFileBytes: e.Config.maxFileBytes(),
 		Iceberg: a.Destination.TableFormat == account.TableFormatIceberg,

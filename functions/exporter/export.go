@@ -37,9 +37,10 @@ type Stores interface {
 	Open(ctx context.Context, accountID string, d account.Destination, opts bucket.Options) (*bucket.Bucket, error)
 }
 
-// Scripts renders the files of a committed partition's `_load/` folder,
-// keyed by file name (one load script per engine).
-type Scripts func(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPrefix string) (map[string][]byte, error)
+// Scripts renders the files of a committed partition's `_load/` folder in
+// destination d, keyed by file name (one load script per engine that reads
+// d's store).
+type Scripts func(ds dataset.Dataset, m *manifest.Manifest, d account.Destination, partitionPrefix string) (map[string][]byte, error)
 
 // rollCheckRows is the most rows written between two checks of a data
 // file's size against MaxFileBytes (see writeData): a whole batch of the
@@ -468,7 +469,7 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
 		scripts = func(m *manifest.Manifest) (map[string][]byte, error) {
-			files, err := e.Scripts(t.Dataset, m, t.bucket.Name(), t.partPrefix)
+			files, err := e.Scripts(t.Dataset, m, t.Account.Destination, t.partPrefix)
 			if err != nil {
 				return nil, err
 			}

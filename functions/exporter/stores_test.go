@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -9,14 +10,17 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/azurite"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/gcsserver"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 	"github.com/daybook-dev/daybook/shared/devkit/serverproc/servertest"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/verify"
@@ -26,6 +30,8 @@ import (
 // account's prefix: every key, and each day's manifest.
 type storeExport struct {
 	keys      []string
+	scripts   map[string]string // the first day's _load/ files by name
+	readme    string
 	manifests map[civil.Date]*manifest.Manifest
 	uris      []string // the Iceberg table's data file paths
 }
@@ -111,6 +117,18 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination,
 	readme, err := b.Get(e.ctx, layout.ContractPrefix(e.prefix)+"README.md", 1<<20)
 	if err != nil {
 		t.Fatal(err)
+	}
+	out.readme = string(readme)
+	out.scripts = map[string]string{}
+	load := layout.PartitionPrefix(e.prefix, "events", days[0]) + layout.LoadDir + "/"
+	for _, k := range full {
+		if name, ok := strings.CutPrefix(k, load); ok {
+			body, err := b.Get(e.ctx, k, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.scripts[name] = string(body)
+		}
 	}
 	for _, want := range []string{"**Location**: `" + e.acct.Destination.URI(layout.ContractPrefix(e.prefix)) + "`",
 		"daybook verify --bucket " + verifyFlag(e.acct.Destination) + " --prefix " + e.prefix} {
@@ -205,8 +223,9 @@ func TestExportToEveryStore(t *testing.T) {
 			continue
 		}
 		if a, b := layoutOf(ref.keys), layoutOf(g.keys); !slices.Equal(a, b) {
-			t.Errorf("%s holds other keys than S3:\n  s3:  %v\n  %s: %v", name, a, name, b)
+			t.Errorf("%s holds other keys than S3 (but for the load scripts):\n  s3:  %v\n  %s: %v", name, a, name, b)
 		}
+		checkStoreScripts(t, name, g)
 		for d, m := range ref.manifests {
 			if fmt.Sprint(files(m)) != fmt.Sprint(files(g.manifests[d])) {
 				t.Errorf("%s %s: files %v, S3's %v", name, d, files(g.manifests[d]), files(m))
@@ -224,11 +243,50 @@ func TestExportToEveryStore(t *testing.T) {
 	}
 }
 
+// checkStoreScripts: a GCS or Azure partition's _load/ holds the scripts
+// of the engines that read the store, each naming the files by its URI of
+// the store (never s3://), and none for Athena or Redshift, which read S3
+// only; the bucket README says why those are missing.
+func checkStoreScripts(t *testing.T, store string, g storeExport) {
+	t.Helper()
+	want := map[string][]string{
+		"gcs":   {"bigquery.sql", "duckdb.sql", "snowflake.sql"},
+		"azure": {"bigquery.sql", "databricks.sql", "duckdb.sql", "snowflake.sql"},
+	}[store]
+	uri := map[string]map[string]string{
+		"gcs":   {"bigquery.sql": "'gs://", "snowflake.sql": "'gcs://", "duckdb.sql": "'gs://", loadsql.TableScriptTrino: "'gs://"},
+		"azure": {"bigquery.sql": "'azure://", "snowflake.sql": "'azure://", "duckdb.sql": "'az://", "databricks.sql": "'abfss://", loadsql.TableScriptTrino: "'abfss://"},
+	}[store]
+	for _, w := range append(want, loadsql.TableScriptDuckDB, loadsql.TableScriptSnowflake, loadsql.TableScriptTrino, loadsql.TableScriptSpark) {
+		if _, ok := g.scripts[w]; !ok {
+			t.Errorf("%s: _load/ lacks %s (has %v)", store, w, slices.Sorted(maps.Keys(g.scripts)))
+		}
+	}
+	for name, body := range g.scripts {
+		if strings.HasPrefix(name, "athena") || strings.HasPrefix(name, "redshift") {
+			t.Errorf("%s: _load/ holds %s, for an engine that reads S3 only", store, name)
+		}
+		if strings.Contains(body, "s3://") {
+			t.Errorf("%s: %s names s3://:\n%s", store, name, body)
+		}
+		if u := uri[name]; u != "" && !strings.Contains(body, u) {
+			t.Errorf("%s: %s does not read the files by %s...:\n%s", store, name, u, body)
+		}
+	}
+	if !strings.Contains(g.readme, loadsql.Why(loadsql.EngineAthena, store, fileformat.Parquet, dataset.Dataset{})) {
+		t.Errorf("%s: the bucket README does not say why there is no Athena script:\n%s", store, g.readme)
+	}
+}
+
 // layoutOf is keys with the Iceberg metadata files' random names replaced
-// by their kind, sorted.
+// by their kind, and the load scripts (which differ by store) left out,
+// sorted.
 func layoutOf(keys []string) []string {
 	var out []string
 	for _, k := range keys {
+		if strings.Contains(k, "/"+layout.LoadDir+"/") {
+			continue
+		}
 		dir, base, _ := strings.Cut(k, "/metadata/")
 		if base != "" && strings.HasSuffix(base, ".avro") {
 			k = dir + "/metadata/<" + map[bool]string{true: "manifest list", false: "manifest"}[strings.HasPrefix(base, "snap-")] + ">.avro"

@@ -231,7 +231,7 @@ func (c *checker) partition() (bool, error) {
 	if err := c.files(m); err != nil {
 		return true, err
 	}
-	c.loadScripts(fileformat.Format(m.Format))
+	c.loadScripts(m)
 	return true, nil
 }
 
@@ -265,10 +265,21 @@ func (c *checker) manifestHeader(m *manifest.Manifest, succ manifest.Success) {
 }
 
 // loadScripts notes the load scripts the partition lacks; their absence
-// does not make the data wrong. The bucket is in S3, where the engines do
-// not depend on the dataset's columns.
-func (c *checker) loadScripts(format fileformat.Format) {
-	engines := loadsql.EnginesFor(loadsql.StoreS3, format, dataset.Dataset{})
+// does not make the data wrong. The scripts expected are those of the
+// engines that read the bucket's store (its URI's scheme) in the
+// manifest's format and columns: S3's engines on S3, BigQuery, Snowflake
+// and DuckDB on GCS, and on Azure also Fabric (Parquet without lists)
+// and Databricks.
+func (c *checker) loadScripts(m *manifest.Manifest) {
+	var ds dataset.Dataset
+	for _, col := range m.Schema {
+		t, err := dataset.ParseType(col.Type)
+		if err != nil {
+			continue // a type this build does not know: the manifest check names it
+		}
+		ds.Columns = append(ds.Columns, dataset.Column{Name: col.Name, Type: t, Nullable: col.Nullable})
+	}
+	engines := loadsql.EnginesFor(storeOf(c.b.URI("")), fileformat.Format(m.Format), ds)
 	var missing []string
 	for _, e := range engines {
 		if _, ok := c.keys[c.pp+layout.LoadDir+"/"+e+".sql"]; !ok {
@@ -313,4 +324,17 @@ func (c *checker) files(m *manifest.Manifest) error {
 		c.r.add(LevelNote, "other objects", "%s (not data, not read by the load scripts)", strings.Join(others, ", "))
 	}
 	return nil
+}
+
+// storeOf is the loadsql store of a bucket by its URI: gs:// is GCS,
+// abfss:// (and the other Azure schemes) Azure, anything else S3.
+func storeOf(uri string) string {
+	scheme, _, _ := strings.Cut(uri, "://")
+	switch strings.ToLower(scheme) {
+	case "gs":
+		return loadsql.StoreGCS
+	case "abfss", "abfs", "az", "azure":
+		return loadsql.StoreAzure
+	}
+	return loadsql.StoreS3
 }
