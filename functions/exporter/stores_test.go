@@ -251,11 +251,11 @@ func checkStoreScripts(t *testing.T, store string, g storeExport) {
 	t.Helper()
 	want := map[string][]string{
 		"gcs":   {"bigquery.sql", "duckdb.sql", "snowflake.sql"},
-		"azure": {"bigquery.sql", "databricks.sql", "duckdb.sql", "snowflake.sql"},
+		"azure": {"bigquery.sql", "databricks.sql", "duckdb.sql", "fabric.sql", "snowflake.sql"},
 	}[store]
 	uri := map[string]map[string]string{
 		"gcs":   {"bigquery.sql": "'gs://", "snowflake.sql": "'gcs://", "duckdb.sql": "'gs://", loadsql.TableScriptTrino: "'gs://"},
-		"azure": {"bigquery.sql": "'azure://", "snowflake.sql": "'azure://", "duckdb.sql": "'az://", "databricks.sql": "'abfss://", loadsql.TableScriptTrino: "'abfss://"},
+		"azure": {"bigquery.sql": "'azure://", "snowflake.sql": "'azure://", "duckdb.sql": "'az://", "databricks.sql": "'abfss://", "fabric.sql": "'https://", loadsql.TableScriptTrino: "'abfss://"},
 	}[store]
 	for _, w := range append(want, loadsql.TableScriptDuckDB, loadsql.TableScriptSnowflake, loadsql.TableScriptTrino, loadsql.TableScriptSpark) {
 		if _, ok := g.scripts[w]; !ok {

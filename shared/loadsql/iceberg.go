@@ -85,7 +85,7 @@ func TableScripts(ds dataset.Dataset, p Partition, location string) (map[string]
 	out := map[string][]byte{}
 	out[TableScriptDuckDB] = []byte(header("DuckDB") +
 		"INSTALL iceberg;\nLOAD iceberg;\n" +
-		"-- Credentials: "+(&gen{p: p}).duckdbSecret()[1][4:]+" or your own secret.\n" +
+		"-- Credentials: " + (&gen{p: p}).duckdbSecret()[1][4:] + " or your own secret.\n" +
 		fmt.Sprintf("SELECT %s\nFROM iceberg_scan('%s')\nWHERE %s;\n", cols(quoteDouble), uri, where(quoteDouble, "TIMESTAMPTZ", "DATE")))
 	out[TableScriptSnowflake] = []byte(header("Snowflake") +
 		"-- Replace " + SnowflakeExternalVolume + " by an external volume whose storage base URL is " + storeBase(EngineSnowflake, p) + ",\n" +

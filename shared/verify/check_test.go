@@ -235,3 +235,44 @@ func TestCheckCountRowsSeesEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// onStore is a bucket whose URIs are another store's (gs://, abfss://):
+// what verify sees of a GCS or Azure bucket, over the fixture's files.
+type onStore struct {
+	verify.Reader
+	base string
+}
+
+func (o onStore) URI(key string) string { return o.base + key }
+
+// TestCheckLoadScriptsPerStore: the load scripts verify expects are those
+// of the engines that read the bucket's store: on GCS BigQuery, DuckDB and
+// Snowflake (Athena and Redshift read S3 only), on Azure also Fabric and
+// Databricks (the fixture's S3 scripts lack them: a note).
+func TestCheckLoadScriptsPerStore(t *testing.T) {
+	cfg, err := srv.Config(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := awsclient.NewS3(cfg)
+	f := commit(t, api, mustDataset(t, "events"), fileformat.Parquet, 1, 10)
+	for _, tc := range []struct {
+		base, want string
+	}{
+		{"s3://" + f.target.Bucket + "/", "athena, bigquery, snowflake, redshift, duckdb"},
+		{"gs://" + f.target.Bucket + "/", "_load/                 bigquery, snowflake, duckdb\n"},
+		{"abfss://c@acme.dfs.core.windows.net/", "no fabric.sql, databricks.sql"},
+	} {
+		r, err := verify.Check(t.Context(), onStore{in(api, f.target.Bucket), tc.base}, f.target, verify.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var report strings.Builder
+		if err := r.WriteText(&report); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != verify.StatusOK || !strings.Contains(report.String(), tc.want) {
+			t.Errorf("%s: %s, want a report saying %q:\n%s", tc.base, r.Status, tc.want, report.String())
+		}
+	}
+}
