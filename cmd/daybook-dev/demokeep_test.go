@@ -93,7 +93,7 @@ func keptDemo(t *testing.T, ctx context.Context, res *demoResult, dir, bin strin
 		t.Errorf("reexport on the kept demo: exit %d\n%s", code, se)
 	}
 	drained := dev("local", "drain", "--dir", dir, "--bin", bin)
-	if !strings.Contains(drained, "1 partitions exported, 0 failed") || !strings.Contains(drained, "mirrored 3 buckets into "+filepath.Join(dir, "buckets")+" again") {
+	if !strings.Contains(drained, "1 partitions exported, 0 failed") || !strings.Contains(drained, "mirrored 5 buckets into "+filepath.Join(dir, "buckets")+" again") {
 		t.Errorf("local drain:\n%s", drained)
 	}
 	if after := generation(); after != before+1 {

@@ -1,6 +1,7 @@
 package bucketdocs
 
 import (
+	"strings"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/loadsql"
@@ -47,8 +48,9 @@ func (w *mdWriter) tableSection() {
 		"current snapshot always is. Expiry removes snapshots from the metadata and deletes no data file.")
 	ds := w.in.Datasets[0].Name
 	meta := "./copy/" + w.root + ds + "/metadata/"
-	w.p("On a local copy of the bucket (the Quick start's `aws s3 sync`), read a table by its current",
-		"metadata file: the files it lists carry their `s3://` paths, so DuckDB needs `allow_moved_paths`",
+	scheme := w.in.base()[:strings.Index(w.in.base(), "://")+3]
+	w.p("On a local copy of the bucket (the Quick start's `"+w.quickCLI().copyCmd+"`), read a table by its current",
+		"metadata file: the files it lists carry their `"+scheme+"` paths, so DuckDB needs `allow_moved_paths`",
 		"to find them under the copy (its `iceberg` extension is installed from DuckDB's repository the",
 		"first time):")
 	w.block("sh",

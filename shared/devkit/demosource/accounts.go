@@ -150,7 +150,14 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 			a.Destination.StoreKind, a.Destination.Region = account.StoreAzure, ""
 			a.Destination.StorageAccount = azure.EmulatorAccount
 		}
-		if err := errors.Join(a.ValidateShape(), a.ValidateStart(opts.Now, envvar.DefaultMaxBackfillDays)); err != nil {
+		// The GCS and Azure accounts' endpoints are the caller's emulators
+		// (left unset here): they are checked as at one, reached without
+		// credentials, as account validation allows only there.
+		v := a
+		if t.store == account.StoreGCS || t.store == account.StoreAzure {
+			v.Destination.Endpoint = "http://127.0.0.1:1"
+		}
+		if err := errors.Join(v.ValidateShape(), v.ValidateStart(opts.Now, envvar.DefaultMaxBackfillDays)); err != nil {
 			return nil, fmt.Errorf("demosource: account %d: %w", i+1, err)
 		}
 		out[i] = a
