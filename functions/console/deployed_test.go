@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/console"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -47,6 +48,13 @@ type lambdaConsole struct {
 
 func deployedConsole(t *testing.T, now time.Time) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
+	return deployedConsoleWith(t, now, destination.TokenEndpoints{})
+}
+
+// deployedConsoleWith is deployedConsole with the GCS and Azure token
+// endpoints tokens (their fakes).
+func deployedConsoleWith(t *testing.T, now time.Time, tokens destination.TokenEndpoints) (*lambdaConsole, aws.Config, map[string]string) {
+	t.Helper()
 	cfg, outs := samstacktest.StackWith(t, srv, actionsStage, actionsParams)
 	vars := samstacktest.FunctionEnv(t, srv, actionsStage, "ConsoleFunction")
 	if vars["CONSOLE_ACTIONS"] != "true" {
@@ -59,7 +67,7 @@ func deployedConsole(t *testing.T, now time.Time) (*lambdaConsole, aws.Config, m
 		environ = append(environ, k+"="+v)
 	}
 	seed := sha256.Sum256([]byte(t.Name()))
-	fn, err := build(environ, Options{AWS: fcfg, Now: func() time.Time { return now }, Rand: &lockedRand{r: rand.NewChaCha8(seed)}, Stdout: t.Output()})
+	fn, err := build(environ, Options{AWS: fcfg, Now: func() time.Time { return now }, Rand: &lockedRand{r: rand.NewChaCha8(seed)}, Stdout: t.Output(), Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

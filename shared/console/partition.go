@@ -153,7 +153,7 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 	d.URI = uri(layout.DeliveryManifestKey(prefix, day))
 	b, err := s.cfg.Buckets.Reader(acct)
 	if err != nil {
-		m.Problem = readProblem("s3://"+acct.Destination.Bucket, err)
+		m.Problem = readProblem(strings.TrimSuffix(uri(""), "/"), err) // the bucket as its store names it
 		d.Problem = m.Problem
 		return m, d
 	}

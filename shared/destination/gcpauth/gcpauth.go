@@ -19,7 +19,8 @@
 //     cloud-platform); Google's STS has AWS check the signature and answers
 //     with a federated token (about an hour);
 //  2. with that token, calls IAM Credentials generateAccessToken for the
-//     customer's service account (scope devstorage.read_write, lifetime
+//     customer's service account (scope devstorage.read_write, or
+//     devstorage.read_only for a reader: Federation.Scope; lifetime
 //     Lifetime, at most an hour) and writes with the access token it gets.
 //
 // golang.org/x/oauth2/google/externalaccount does both steps and caches
@@ -65,6 +66,10 @@ import (
 // read and write of objects, nothing else.
 // https://cloud.google.com/storage/docs/oauth-scopes
 const Scope = "https://www.googleapis.com/auth/devstorage.read_write"
+
+// ReadOnlyScope is the scope of a reader's tokens (the console): objects
+// read and listed, never written, whatever the service account may do.
+const ReadOnlyScope = "https://www.googleapis.com/auth/devstorage.read_only"
 
 // Google's endpoints. Tests point Endpoints at fakes; an account never
 // chooses them.
@@ -122,6 +127,16 @@ type Federation struct {
 	Lifetime time.Duration
 	// Keys reads the secret of an account in credential_mode secret.
 	Keys storekey.Reader
+	// Scope is the OAuth 2.0 scope asked for, impersonating or with a key
+	// ("": Scope, read and write; a reader sets ReadOnlyScope).
+	Scope string
+}
+
+func (f *Federation) scope() string {
+	if f.Scope != "" {
+		return f.Scope
+	}
+	return Scope
 }
 
 // ErrSecret is wrapped by every error about a secret's content; the
@@ -145,7 +160,7 @@ func (f *Federation) Credentials(ctx context.Context, g account.GCSAccess) (oaut
 		if err != nil {
 			return nil, err
 		}
-		return parseSecret(ctx, v, g.SecretARN, ep)
+		return parseSecret(ctx, v, g.SecretARN, ep, f.scope())
 	default:
 		return nil, fmt.Errorf("destination.gcs.credential_mode %q: want federated or secret", g.CredentialMode)
 	}
@@ -180,7 +195,7 @@ func (f *Federation) federated(ctx context.Context, g account.GCSAccess, ep Endp
 		TokenURL:                       ep.STS,
 		ServiceAccountImpersonationURL: ImpersonationURL(ep.IAMCredentials, g.ServiceAccount),
 		ServiceAccountImpersonationLifetimeSeconds: int(life / time.Second),
-		Scopes:                         []string{Scope},
+		Scopes:                         []string{f.scope()},
 		AwsSecurityCredentialsSupplier: awsSupplier{creds: f.AWS, region: f.Region},
 	})
 	if err != nil {
@@ -226,7 +241,7 @@ type secretFile struct {
 // parseSecret reads a secret's value as a service account key. A key's
 // token_uri is ignored: tokens come from Google's endpoint (ep.OAuth2),
 // never from a URL the secret names.
-func parseSecret(ctx context.Context, v []byte, arn string, ep Endpoints) (oauth2.TokenSource, error) {
+func parseSecret(ctx context.Context, v []byte, arn string, ep Endpoints, scope string) (oauth2.TokenSource, error) {
 	var s secretFile
 	if err := json.Unmarshal(v, &s); err != nil {
 		return nil, fmt.Errorf("%w %s: not JSON (want a service account key as gcloud iam service-accounts keys create writes it)", ErrSecret, arn)
@@ -236,7 +251,7 @@ func parseSecret(ctx context.Context, v []byte, arn string, ep Endpoints) (oauth
 		if s.ClientEmail == "" || s.PrivateKey == "" {
 			return nil, fmt.Errorf("%w %s: a service account key without client_email or private_key", ErrSecret, arn)
 		}
-		cfg, err := google.JWTConfigFromJSON(v, Scope)
+		cfg, err := google.JWTConfigFromJSON(v, scope)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %v", ErrSecret, arn, errors.Unwrap(err))
 		}

@@ -216,6 +216,19 @@ func TestSecretKeys(t *testing.T) {
 	if !strings.HasPrefix(tok.AccessToken, "fake-sa-key-access-") || len(ex) != 1 || ex[0].Fields["iss"] != email || ex[0].Fields["scope"] != gcpauth.Scope {
 		t.Errorf("token %q, exchanges %+v", tok.AccessToken, ex)
 	}
+	// A reader (the console) asks for the read-only scope with the same key.
+	ro := *f
+	ro.Scope = gcpauth.ReadOnlyScope
+	ts, err = ro.Credentials(ctx, account.GCSAccess{CredentialMode: account.CredentialSecret, SecretARN: putSecret(t, "daybook/destinations/acme-sa-ro", string(key))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Token(); err != nil {
+		t.Fatal(err)
+	}
+	if ex := g.Exchanges(); len(ex) != 2 || ex[1].Fields["scope"] != gcpauth.ReadOnlyScope || ex[1].Status != 200 {
+		t.Errorf("the reader's exchange %+v: want scope %s", ex[len(ex)-1], gcpauth.ReadOnlyScope)
+	}
 
 	// An HMAC key signs the XML API only; daybook writes through the JSON
 	// API: refused, saying what to give instead, never showing the secret.
