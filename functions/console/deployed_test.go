@@ -48,19 +48,26 @@ type lambdaConsole struct {
 
 func deployedConsole(t *testing.T, now time.Time) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
-	return deployedConsoleWith(t, now, destination.TokenEndpoints{})
+	return deployedConsoleWith(t, now, destination.TokenEndpoints{}, "", nil)
 }
 
 // deployedConsoleWith is deployedConsole with the GCS and Azure token
-// endpoints tokens (their fakes).
-func deployedConsoleWith(t *testing.T, now time.Time, tokens destination.TokenEndpoints) (*lambdaConsole, aws.Config, map[string]string) {
+// endpoints tokens (their fakes), STS calls going to sts when it is set
+// (the fake of sts:GetWebIdentityToken) and the statements each allowed
+// call reached given to allowed.
+func deployedConsoleWith(t *testing.T, now time.Time, tokens destination.TokenEndpoints, sts string, allowed func(action string, statements []string)) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
 	cfg, outs := samstacktest.StackWith(t, srv, actionsStage, actionsParams)
 	vars := samstacktest.FunctionEnv(t, srv, actionsStage, "ConsoleFunction")
 	if vars["CONSOLE_ACTIONS"] != "true" {
 		t.Fatalf("the deployed console's CONSOLE_ACTIONS is %q", vars["CONSOLE_ACTIONS"])
 	}
-	fcfg := iamcheck.Config(t, iamcheck.ForStage(t, actionsStage, actionsParams), "ConsoleFunction", cfg, iamcheck.Names{})
+	route := iamcheck.Route{Function: "ConsoleFunction", Upstream: *cfg.BaseEndpoint, Allowed: allowed}
+	if sts != "" {
+		route.Services = map[string]string{"sts": sts}
+	}
+	fcfg := cfg.Copy()
+	fcfg.BaseEndpoint = aws.String(iamcheck.Endpoint(t, iamcheck.ForStage(t, actionsStage, actionsParams), route))
 	vars["AWS_ENDPOINT_URL"] = *fcfg.BaseEndpoint
 	var environ []string
 	for k, v := range vars {
