@@ -17,11 +17,11 @@ const QuickStartCopyHeading = "**The same steps on a local copy of the bucket**"
 // one DuckDB process read the store's URIs. Each piped `duckdb` is a new
 // process, so each gets the secret.
 type quickCLI struct {
-	tool       string // "the AWS CLI"
-	name       string // the secret's: "S3"
-	copyCmd    string // the command sync runs: "aws s3 sync"
-	secret     string // the DuckDB statement
-	secretText string // what the secret takes, for the opening paragraph (GCS, Azure)
+	tool       string   // "the AWS CLI"
+	name       string   // the secret's: "S3"
+	copyCmd    string   // the command sync runs: "aws s3 sync"
+	secret     string   // the DuckDB statement
+	secretText []string // the secret and what it takes, the opening paragraph's end (GCS, Azure)
 	// days lists the dt= folders under dir (a key ending in /), one day
 	// a line; cat prints an object, fetch writes it to a local file;
 	// sync copies the objects under prefix to ./copy/<prefix>.
@@ -71,9 +71,9 @@ func (w *mdWriter) quickCLI() quickCLI {
 			name:    "GCS",
 			copyCmd: "gcloud storage rsync",
 			secret:  `CREATE SECRET (TYPE gcs, KEY_ID '$GCS_HMAC_ID', SECRET '$GCS_HMAC_SECRET');`,
-			secretText: "the GCS secret, `CREATE SECRET (TYPE gcs, ...)`, with an HMAC key of a service account that may read the bucket" +
-				" in `GCS_HMAC_ID` and `GCS_HMAC_SECRET` (DuckDB reads `gs://` through Cloud Storage's S3-compatible API, which" +
-				" takes HMAC keys only; DuckDB installs its `httpfs` extension the first time)",
+			secretText: []string{"the GCS secret, `CREATE SECRET (TYPE gcs, ...)`, with an HMAC key of a service account",
+				"that may read the bucket in `GCS_HMAC_ID` and `GCS_HMAC_SECRET` (DuckDB reads `gs://` through Cloud Storage's",
+				"S3-compatible API, which takes HMAC keys only; DuckDB installs its `httpfs` extension the first time)."},
 			days: func(dir string) string {
 				return "gcloud storage ls " + uri(dir) + " | sed -n 's#.*/dt=\\(.*\\)/$#\\1#p'"
 			},
@@ -92,8 +92,8 @@ func (w *mdWriter) quickCLI() quickCLI {
 			name:    "Azure",
 			copyCmd: "az storage blob download-batch",
 			secret:  `CREATE SECRET (TYPE azure, PROVIDER credential_chain, ACCOUNT_NAME '` + a + `');`,
-			secretText: "the Azure secret, `CREATE SECRET (TYPE azure, PROVIDER credential_chain, ...)`, which signs in as the Azure" +
-				" CLI does; DuckDB installs its `azure` extension the first time",
+			secretText: []string{"the Azure secret, `CREATE SECRET (TYPE azure, PROVIDER credential_chain, ...)`, which",
+				"signs in as the Azure CLI does (DuckDB installs its `azure` extension the first time)."},
 			days: func(dir string) string {
 				return "az storage blob list" + opts + " --prefix " + dir + " --delimiter / --num-results '*' --query '[].name' -o tsv | sed -n 's#.*/dt=\\(.*\\)/$#\\1#p'"
 			},
@@ -145,8 +145,8 @@ func (w *mdWriter) quickStart() {
 			"process, so each command first gives it the S3 secret (`"+secret+"`, your usual AWS",
 			"credentials; DuckDB installs its `httpfs` and `aws` extensions the first time).")
 	} else {
-		w.p("With "+cli.tool+" and DuckDB; the dataset `"+ds+"` is an example. Each `duckdb` below is a new",
-			"process, so each command first gives it "+cli.secretText+".")
+		w.p(append([]string{"With " + cli.tool + " and DuckDB; the dataset `" + ds + "` is an example. Each `duckdb` below",
+			"is a new process, so each command first gives it"}, cli.secretText...)...)
 	}
 	w.p("**0. The newest complete day.** A day's delivery manifest says `\"complete\": true` once every",
 		"dataset of the day is delivered; this finds the newest such day:")
