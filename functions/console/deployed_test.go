@@ -48,15 +48,23 @@ type lambdaConsole struct {
 
 func deployedConsole(t *testing.T, now time.Time) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
-	return deployedConsoleWith(t, now, destination.TokenEndpoints{}, "", nil)
+	return deployedConsoleWith(t, now, storeAccess{})
 }
 
-// deployedConsoleWith is deployedConsole with the GCS and Azure token
-// endpoints tokens (their fakes), STS calls going to sts when it is set
-// (the fake of sts:GetWebIdentityToken) and the statements each allowed
-// call reached given to allowed.
-func deployedConsoleWith(t *testing.T, now time.Time, tokens destination.TokenEndpoints, sts string, allowed func(action string, statements []string)) (*lambdaConsole, aws.Config, map[string]string) {
+// storeAccess is how a test's console reaches GCS and Azure: the token
+// endpoints (their fakes), where STS calls go when set (the fake of
+// sts:GetWebIdentityToken), and what is told the statements each allowed
+// AWS call reached.
+type storeAccess struct {
+	tokens  destination.TokenEndpoints
+	sts     string
+	allowed func(action string, statements []string)
+}
+
+// deployedConsoleWith is deployedConsole reaching GCS and Azure with s.
+func deployedConsoleWith(t *testing.T, now time.Time, s storeAccess) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
+	tokens, sts, allowed := s.tokens, s.sts, s.allowed
 	cfg, outs := samstacktest.StackWith(t, srv, actionsStage, actionsParams)
 	vars := samstacktest.FunctionEnv(t, srv, actionsStage, "ConsoleFunction")
 	if vars["CONSOLE_ACTIONS"] != "true" {

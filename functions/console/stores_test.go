@@ -207,13 +207,13 @@ func TestDeployedConsoleReadsGCSAndAzure(t *testing.T) {
 			var mu sync.Mutex
 			reached := map[string]bool{}
 			tok := newConsoleTokens(t)
-			con, cfg, outs := deployedConsoleWith(t, now, tok.endpoints, tok.awsSTS, func(_ string, sts []string) {
+			con, cfg, outs := deployedConsoleWith(t, now, storeAccess{tokens: tok.endpoints, sts: tok.awsSTS, allowed: func(_ string, sts []string) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, s := range sts {
 					reached[s] = true
 				}
-			})
+			}})
 			d, check := c.dest(t, tok)
 			acct := account.Account{ID: c.id, Name: "Store Co", Enabled: true, StartDate: civil.MustParse("2026-11-10"), Datasets: []string{"events"}, Destination: d}
 			led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: outs["LedgerTableName"], Lease: time.Hour, Stage: actionsStage})
@@ -225,7 +225,7 @@ func TestDeployedConsoleReadsGCSAndAzure(t *testing.T) {
 			}
 			day := civil.MustParse("2026-11-15")
 			runID := "run-" + strings.ReplaceAll(c.name, " ", "-")
-			mkey := writePartition(t, emulatorBucket(t, acct, fgcs, azr), acct, day, runID, now)
+			mkey := writePartition(t, emulatorBucket(t, acct, fgcs, azr), acct, commit{day: day, runID: runID, at: now.Add(-time.Hour)})
 
 			res := con.do("GET", "/accounts/"+acct.ID+"/partitions/events/"+day.String(), "", "")
 			if res.StatusCode != 200 {
@@ -272,11 +272,19 @@ func emulatorBucket(t *testing.T, acct account.Account, fgcs, azr *serverproc.Pr
 	return b
 }
 
-// writePartition writes a committed partition of events on day (its
+// commit is a partition's generation 1: its day, run and commit time.
+type commit struct {
+	day   civil.Date
+	runID string
+	at    time.Time
+}
+
+// writePartition writes a committed partition of events (its
 // _manifest.json of one 4,321-row file, _SUCCESS, the day's delivery
 // manifest) as the exporter commits it, and returns the manifest's key.
-func writePartition(t *testing.T, b *bucket.Bucket, acct account.Account, day civil.Date, runID string, now time.Time) string {
+func writePartition(t *testing.T, b *bucket.Bucket, acct account.Account, c commit) string {
 	t.Helper()
+	day, runID := c.day, c.runID
 	ctx := context.Background()
 	prefix, err := acct.Prefix(actionsStage)
 	if err != nil {
@@ -293,14 +301,14 @@ func writePartition(t *testing.T, b *bucket.Bucket, acct account.Account, day ci
 	mkey := layout.ManifestKey(prefix, "events", day)
 	dm, err := json.Marshal(manifest.Delivery{FormatVersion: manifest.DeliveryFormatVersion, Contract: layout.Version, AccountID: acct.ID, Day: day.String(),
 		Complete: true, DatasetsDelivered: []manifest.DeliveredDataset{{Name: "events", SchemaVersion: 1, Generation: 1, Mode: "incremental_append",
-			Read: "union_all_partitions", Rows: 4321, Files: 1, Manifest: mkey, CommittedAt: now.Add(-time.Hour)}},
-		DatasetsMissing: []manifest.MissingDataset{}, UpdatedAt: now.Add(-time.Hour)})
+			Read: "union_all_partitions", Rows: 4321, Files: 1, Manifest: mkey, CommittedAt: c.at}},
+		DatasetsMissing: []manifest.MissingDataset{}, UpdatedAt: c.at})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for key, body := range map[string][]byte{
 		mkey:                                     mb,
-		layout.SuccessKey(prefix, "events", day): manifest.NewSuccess(1, runID, mkey, mb, now.Add(-time.Hour)).Encode(),
+		layout.SuccessKey(prefix, "events", day): manifest.NewSuccess(1, runID, mkey, mb, c.at).Encode(),
 		layout.DeliveryManifestKey(prefix, day):  dm,
 	} {
 		if err := b.Put(ctx, key, body, "application/json"); err != nil {

@@ -76,13 +76,22 @@ func (e *env) eventIDs(keys ...partition.Key) map[string]bool {
 	return ids
 }
 
+// eventsWant is what eventsOnlyOf expects: the generations of the
+// partition's committed events, and the events the other partitions'
+// own exports recorded before.
+type eventsWant struct {
+	generations []int64
+	before      map[string]bool
+}
+
 // eventsOnlyOf checks that every event recorded for the partitions keys
 // names (beyond those in before, which their own exports recorded) and
 // every event the bus got is one of e's partition of ds and day, of the
 // generations want, each recorded once; and that the change log holds
 // those generations' entries alone.
-func (e *env) eventsOnlyOf(ds string, day civil.Date, bus *countingBus, want []int64, before map[string]bool, keys ...partition.Key) {
+func (e *env) eventsOnlyOf(ds string, day civil.Date, bus *countingBus, w eventsWant, keys ...partition.Key) {
 	e.t.Helper()
+	want, before := w.generations, w.before
 	t := e.t
 	own := e.key(ds, day)
 	var gens []int64
@@ -196,7 +205,7 @@ func TestPlantedCommitIsNotRecovered(t *testing.T) {
 				t.Fatalf("after the planted commit: row %s generation %d, manifest of %s generation %d; want completed, 3, %s, 3",
 					r.State, r.Generation, got.AccountID, got.Generation, e.acct.ID)
 			}
-			e.eventsOnlyOf("events", testDay, bus, []int64{1, 3}, before, others...)
+			e.eventsOnlyOf("events", testDay, bus, eventsWant{generations: []int64{1, 3}, before: before}, others...)
 			if after := e.objectsOutside(); !maps.Equal(after, outside) {
 				t.Errorf("objects outside %s changed:\nbefore %v\nafter  %v", e.prefix, outside, after)
 			}
@@ -235,6 +244,6 @@ func TestPlantedCommitOfASlicedDay(t *testing.T) {
 		t.Fatalf("row generation %d, manifest of %s generation %d with %d rows; want %d, %s, %d, 2000",
 			r.Generation, m.AccountID, m.Generation, m.Totals.Rows, c.Generation, e.acct.ID, c.Generation)
 	}
-	e.eventsOnlyOf("events", testDay, bus, []int64{c.Generation}, nil, partition.Key{AccountID: otherAccount, Dataset: "events", Day: testDay})
+	e.eventsOnlyOf("events", testDay, bus, eventsWant{generations: []int64{c.Generation}}, partition.Key{AccountID: otherAccount, Dataset: "events", Day: testDay})
 	e.exactlyOnce(2000)
 }
