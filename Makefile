@@ -44,6 +44,15 @@ export AWS_LAMBDA_RIE ?= $(GOBIN)/aws-lambda-rie
 MINIO_MODULE  := github.com/minio/minio
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 export MINIO_SERVER ?= $(GOBIN)/minio
+# The Google Cloud Storage emulator the bucket conformance suite and the GCS export tests run
+# against (JSON API, in memory), built from its Go module at this version.
+FAKE_GCS_MODULE  := github.com/fsouza/fake-gcs-server
+FAKE_GCS_VERSION := v1.56.1
+export FAKE_GCS_SERVER ?= $(GOBIN)/fake-gcs-server
+# Azurite, Azure Blob Storage's emulator, the same for Azure (npm, versions pinned by its
+# package-lock.json); npm ci installs it into $(AZURITE_DIR)/node_modules.
+AZURITE_DIR   := shared/devkit/azurite/js
+AZURITE_STAMP := $(AZURITE_DIR)/node_modules/.installed-package-lock.json
 # The vulnerability scan of the built binaries (make vulncheck): govulncheck, and
 # the Go vulnerability database as the module golang.org/x/vulndb (its data/osv
 # holds one OSV file per entry, which govulncheck reads as a local database), both
@@ -113,11 +122,11 @@ release: ## static daybook CLI binaries for linux and darwin (amd64, arm64) into
 
 # --- tools ---------------------------------------------------------------------
 .PHONY: tools demo-tools
-demo-tools: ## what make demo needs: the runtime emulator (go install) and moto/SAM translator/cfn-lint (.local/venv)
+demo-tools: store-emulators ## what make demo needs: the runtime emulator (go install), moto/SAM translator/cfn-lint (.local/venv) and the store emulators
 	@.ci/tools go "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
-tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader and the fleet tests' dynalite (npm ci), headless Chromium and qemu-user-static (apt-get)
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, the store emulators, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader and the fleet tests' dynalite (npm ci), headless Chromium and qemu-user-static (apt-get)
 	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION) same-go
 	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION) same-go
 	@.ci/tools vulndb $(VULNDB_MODULE) $(VULNDB_VERSION)
@@ -128,6 +137,15 @@ tools: demo-tools ## install what is missing or not at its pinned version: demo-
 	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (the Parquet reader tests run hyparquet with it), then run make tools again"; exit 1; }; \
 	  echo "installing the JavaScript Parquet reader: npm ci in $(JS_READER)"; \
 	  (cd $(JS_READER) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && cp $(JS_READER)/package-lock.json $(JS_STAMP) || { echo "could not install the JavaScript Parquet reader; run: (cd $(JS_READER) && npm ci)"; exit 1; }; \
+	fi
+
+.PHONY: store-emulators
+store-emulators: ## fake-gcs-server (go install) and Azurite (npm ci), the GCS and Azure stores the tests and the demo run against
+	@.ci/tools go "$(FAKE_GCS_SERVER)" $(FAKE_GCS_MODULE) $(FAKE_GCS_VERSION)
+	@if command -v node >/dev/null && cmp -s $(AZURITE_DIR)/package-lock.json $(AZURITE_STAMP); then :; else \
+	  command -v node >/dev/null && command -v npm >/dev/null || { echo "node or npm is missing: install Node.js 20+ with npm (Azurite, the Azure Blob Storage emulator, runs on it), then run make tools again"; exit 1; }; \
+	  echo "installing Azurite: npm ci in $(AZURITE_DIR)"; \
+	  (cd $(AZURITE_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && cp $(AZURITE_DIR)/package-lock.json $(AZURITE_STAMP) || { echo "could not install Azurite; run: (cd $(AZURITE_DIR) && npm ci)"; exit 1; }; \
 	fi
 
 # --- local AWS -----------------------------------------------------------------

@@ -13,18 +13,18 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
@@ -33,6 +33,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
@@ -156,19 +157,32 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	stores, err := startStores(ctx, filepath.Join(o.Dir, "logs"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !kept {
+			stores.stop()
+		}
+	}()
+	res.Pids = append(res.Pids, stores.gcs.Pid, stores.azure.Pid)
+	fmt.Fprintf(out, "    Google Cloud Storage: fake-gcs-server at %s; Azure Blob Storage: Azurite at %s\n", stores.gcs.URL, stores.azure.URL)
 	st, err := samstack.Up(ctx, cfg, o.Template, stage, map[string]string{"SourceDriver": "sqlite"})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "    %s  table %s  queue %s\n", srv.URL, st.Outputs["LedgerTableName"], st.Outputs["JobsQueueUrl"])
 
-	step("demo source: SQLite with %d days of events, profiles and daily_stats for 3 accounts", o.Days)
+	step("demo source: SQLite with %d days of events, profiles and daily_stats for 5 accounts (3 on S3, 1 on GCS, 1 on Azure)", o.Days)
 	src, err := demosource.Generate(ctx, demosource.Options{
 		Path: filepath.Join(o.Dir, "source.db"), Now: o.Now(), Days: o.Days, EventsPerDay: o.EventsPerDay, Seed: o.Seed, Stage: stage,
+		OtherStores: true,
 	})
 	if err != nil {
 		return nil, err
 	}
+	stores.point(src.Accounts)
 	if err := withTable(&src.Accounts[demoTableAccount]); err != nil {
 		return nil, err
 	}
@@ -205,8 +219,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		return nil, err
 	}
 	for i, a := range src.Accounts {
-		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(a.Destination.Bucket)}); err != nil {
-			return nil, fmt.Errorf("create bucket %s: %w", a.Destination.Bucket, err)
+		if err := stores.create(ctx, s3c, a.Destination); err != nil {
+			return nil, err
 		}
 		if err := op.run(ctx, io.Discard, "account", "put", "--file", files[i], "--env-file", envFile); err != nil {
 			return nil, err
@@ -218,8 +232,8 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		if a.Destination.TableFormat != "" {
 			how += ", " + a.Destination.TableFormat + " table"
 		}
-		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  s3://%s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
-			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.Bucket, how)
+		fmt.Fprintf(out, "    %s  %-22s zone %-17s %-7s start %s  %s (%s)\n", a.ID, a.Name, cmp.Or(a.TimeZone, account.DefaultTimeZone),
+			cmp.Or(a.Destination.Format, fileformat.Default), a.StartDate, a.Destination.URI(""), how)
 	}
 
 	if o.Endpoint != nil {
@@ -306,11 +320,16 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err := os.RemoveAll(res.Mirror); err != nil {
 		return nil, err
 	}
+	readers := &destination.Clients{Base: cfg, Endpoints: netguard.Policy{AllowLoopback: true}}
 	for _, a := range src.Accounts {
-		if err := mirror(ctx, s3c, a.Destination.Bucket, filepath.Join(res.Mirror, a.Destination.Bucket)); err != nil {
+		b, err := readers.Open(ctx, a.ID, a.Destination, bucket.Options{})
+		if err != nil {
 			return nil, err
 		}
-		reports, problems, err := verifyAccount(ctx, s3c, a, stage, o.Now())
+		if err := mirror(ctx, b, filepath.Join(res.Mirror, mirrorName(a.Destination))); err != nil {
+			return nil, err
+		}
+		reports, problems, err := verifyAccount(ctx, b, a, stage, o.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -361,10 +380,19 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	a := src.Accounts[0]
 	prefix, _ := a.Prefix(stage)
 	glob := filepath.Join(res.Mirror, a.Destination.Bucket, prefix, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
-	fmt.Fprintf(out, "\nexported files: %s/<bucket>/...   (load SQL beside each partition in _load/)\n", res.Mirror)
+	fmt.Fprintf(out, "\nexported files: %s/<bucket>/... for S3, %s/gcs-<bucket>/... and %s/azure-<container>/...   (load SQL beside each partition in _load/)\n", res.Mirror, res.Mirror, res.Mirror)
 	fmt.Fprintf(out, "try it with DuckDB:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n", glob)
+	for _, a := range src.Accounts {
+		if a.Destination.Kind() == account.StoreS3 {
+			continue
+		}
+		p, _ := a.Prefix(stage)
+		g := filepath.Join(res.Mirror, mirrorName(a.Destination), p, layout.Version, "events", "*", "*"+fileformat.Parquet.Extension())
+		fmt.Fprintf(out, "the %s account's events (%s), the same way:\n  duckdb -c \"SELECT dt, event_type, count(*) AS events, sum(amount) AS revenue FROM read_parquet('%s', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\"\n",
+			a.Destination.Kind(), a.Destination.URI(p+"/"), g)
+	}
 	printTableQuery(out, res.Mirror, res.Tables)
-	if kept, err = keepOrSay(out, o, op, srv); err != nil {
+	if kept, err = keepOrSay(out, o, op, srv, stores); err != nil {
 		return nil, err
 	}
 	if kept {
@@ -472,7 +500,7 @@ func printSummary(out io.Writer, res *demoResult) {
 // verifyAccount verifies every partition of every dataset of an account and
 // the account-level rules: nothing for today or later, a delivery manifest
 // for every exported day.
-func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage string, now time.Time) ([]*verify.Result, []string, error) {
+func verifyAccount(ctx context.Context, b *bucket.Bucket, a account.Account, stage string, now time.Time) ([]*verify.Result, []string, error) {
 	prefix, err := a.Prefix(stage)
 	if err != nil {
 		return nil, nil, err
@@ -481,32 +509,27 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	var reports []*verify.Result
 	var problems []string
 	exportedDays := map[string]bool{}
-	// The demo runs in moto: its account is the deployment's.
-	owner, err := a.Destination.BucketOwner(motoserver.AccountID)
-	if err != nil {
-		return nil, nil, err
-	}
 	for _, ds := range a.Datasets {
-		t := verify.Target{Bucket: a.Destination.Bucket, Owner: owner, Prefix: prefix, Dataset: ds}
-		days, strays, err := verify.Days(ctx, api, t)
+		t := verify.Target{Bucket: a.Destination.Bucket, Prefix: prefix, Dataset: ds}
+		days, strays, err := verify.Days(ctx, b, t)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, pp := range strays {
-			problems = append(problems, fmt.Sprintf("s3://%s/%s: partition folder is not dt=YYYY-MM-DD", a.Destination.Bucket, pp))
+			problems = append(problems, fmt.Sprintf("%s: partition folder is not dt=YYYY-MM-DD", b.URI(pp)))
 		}
 		for _, day := range days {
 			t.Day = day
-			r, err := verify.Check(ctx, api, t, verify.Options{Download: true})
+			r, err := verify.Check(ctx, b, t, verify.Options{Download: true})
 			if err != nil {
 				return nil, nil, err
 			}
 			reports = append(reports, r)
 			for _, p := range r.Problems() {
-				problems = append(problems, fmt.Sprintf("%s: %s", t.URI(), p))
+				problems = append(problems, fmt.Sprintf("%s: %s", r.Location, p))
 			}
 			if day.After(closed) {
-				problems = append(problems, fmt.Sprintf("%s: partition for a day that is not closed (last closed %s)", t.URI(), closed))
+				problems = append(problems, fmt.Sprintf("%s: partition for a day that is not closed (last closed %s)", r.Location, closed))
 			}
 			if r.Committed() {
 				exportedDays[day.String()] = true
@@ -516,51 +539,38 @@ func verifyAccount(ctx context.Context, api *s3.Client, a account.Account, stage
 	for d := range exportedDays {
 		day, _ := civil.Parse(d)
 		key := layout.DeliveryManifestKey(prefix, day)
-		out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: &key})
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("s3://%s/%s: delivery manifest missing: %v", a.Destination.Bucket, key, err))
-			continue
+		if _, err := b.Head(ctx, key); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: delivery manifest missing: %v", b.URI(key), err))
 		}
-		out.Body.Close()
 	}
 	sort.Strings(problems)
 	return reports, problems, nil
 }
 
-// mirror copies every object of bucket into dir, object keys as paths.
-func mirror(ctx context.Context, api *s3.Client, bucket, dir string) error {
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &bucket})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", bucket, err)
+// mirrorLimit bounds each object mirror reads: far above any object the
+// demo writes.
+const mirrorLimit = 1 << 30
+
+// mirror copies every object of b into dir, object keys as paths.
+func mirror(ctx context.Context, b *bucket.Bucket, dir string) error {
+	objs, err := b.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if strings.Contains(o.Key, "..") {
+			return fmt.Errorf("refusing to mirror key %q", o.Key)
 		}
-		for _, o := range page.Contents {
-			key := aws.ToString(o.Key)
-			if strings.Contains(key, "..") {
-				return fmt.Errorf("refusing to mirror key %q", key)
-			}
-			path := filepath.Join(dir, filepath.FromSlash(key))
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			obj, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
-			if err != nil {
-				return fmt.Errorf("get %s: %w", key, err)
-			}
-			f, err := os.Create(path)
-			if err != nil {
-				obj.Body.Close()
-				return err
-			}
-			_, err = io.Copy(f, obj.Body)
-			obj.Body.Close()
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
+		path := filepath.Join(dir, filepath.FromSlash(o.Key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		body, err := b.Get(ctx, o.Key, mirrorLimit)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -118,6 +120,28 @@ func TestEndToEnd(t *testing.T) {
 		t.Logf("%d partitions exported in slices", len(res.Sliced))
 	})
 
+	t.Run("one account on each store, each mirrored to its own folder", func(t *testing.T) {
+		kinds := map[account.StoreKind]int{}
+		for _, a := range res.Accounts {
+			kinds[a.Destination.Kind()]++
+			prefix, _ := a.Prefix(res.Stage)
+			day := a.WithDefaults(0).ClosedThrough(now)
+			p := filepath.Join(res.Mirror, mirrorName(a.Destination), prefix, layout.Version, "events", "dt="+day.String(), "_SUCCESS")
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s (%s): %v", a.ID, a.Destination.URI(""), err)
+			}
+		}
+		if kinds[account.StoreS3] == 0 || kinds[account.StoreGCS] != 1 || kinds[account.StoreAzure] != 1 {
+			t.Errorf("accounts per store %v", kinds)
+		}
+		for _, want := range []string{"gs://daybook-exports-demo-4/", "abfss://daybook-exports-demo-5@devstoreaccount1.dfs.core.windows.net/",
+			"buckets/gcs-daybook-exports-demo-4/", "buckets/azure-daybook-exports-demo-5/"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the demo does not print %s", want)
+			}
+		}
+	})
+
 	t.Run("the manual re-export raised the generation", func(t *testing.T) {
 		if res.Before.Generation != 1 || res.Reexported.Generation != 2 || res.Reexported.State != ledger.StateCompleted {
 			t.Errorf("generation %d -> %d (%s), want 1 -> 2 (completed)", res.Before.Generation, res.Reexported.Generation, res.Reexported.State)
@@ -196,7 +220,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("no process left running", func(t *testing.T) {
-		if len(res.Pids) != 3 {
+		if len(res.Pids) != 5 { // moto, fake-gcs-server, Azurite, the two runtime emulators
 			t.Fatalf("pids %v", res.Pids)
 		}
 		for _, pid := range res.Pids {
@@ -224,7 +248,8 @@ func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
 	o := demoOptions{Dir: dir, BinDir: ".local/bin", Keep: true, Self: ".local/bin/daybook-dev"}
-	kept, err := keepOrSay(&out, o, ".local/bin/daybook", &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242})
+	stores := &demoStores{gcs: &serverproc.Process{Pid: 4243}, azure: &serverproc.Process{Pid: 4244}}
+	kept, err := keepOrSay(&out, o, ".local/bin/daybook", &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242}, stores)
 	if err != nil || !kept {
 		t.Fatalf("kept %v, %v", kept, err)
 	}
@@ -237,7 +262,7 @@ func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
 	// Without --keep it prints the commands that keep a run for the console.
 	var said bytes.Buffer
 	o.Keep = false
-	if kept, err := keepOrSay(&said, o, ".local/bin/daybook", &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242}); err != nil || kept ||
+	if kept, err := keepOrSay(&said, o, ".local/bin/daybook", &motoserver.Server{URL: "http://127.0.0.1:4566", Pid: 4242}, stores); err != nil || kept ||
 		!strings.Contains(said.String(), ".local/bin/daybook-dev demo --dir "+dir+" --bin .local/bin --keep && .local/bin/daybook console --env-file "+filepath.Join(dir, "env.json")+"\n") {
 		t.Errorf("without --keep: kept %v, %v\n%s", kept, err, said.String())
 	}
@@ -247,6 +272,11 @@ func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
 	}
 	if b, err := os.ReadFile(localDir(dir).urlFile()); err != nil || strings.TrimSpace(string(b)) != "http://127.0.0.1:4566" {
 		t.Errorf("url file: %q, %v", b, err)
+	}
+	for i, pid := range []string{"4243", "4244"} {
+		if b, err := os.ReadFile(localDir(dir).storePidFiles()[i]); err != nil || strings.TrimSpace(string(b)) != pid {
+			t.Errorf("store emulator pid file: %q, %v", b, err)
+		}
 	}
 	// Nothing is running under that pid: a new run has nothing to stop.
 	if err := stopKept(&out, t.TempDir()); err != nil {

@@ -15,6 +15,11 @@ import (
 // dir, so a new run starts from scratch.
 func stopKept(out io.Writer, dir string) error {
 	d := localDir(dir)
+	if pids, err := stopKeptStores(d); err != nil {
+		return err
+	} else if len(pids) > 0 {
+		fmt.Fprintf(out, "    stopped the store emulators an earlier demo --keep left running (pids %v)\n", pids)
+	}
 	if _, ok := running(d); !ok {
 		return nil
 	}
@@ -40,7 +45,7 @@ const consoleListen = "127.0.0.1:8080"
 // that opens the console on this run's ledger is printed; without it, the
 // commands that keep a run for the console are. The console is the operator
 // CLI's (op); the demo and local down are this program's.
-func keepOrSay(out io.Writer, o demoOptions, op operatorCLI, srv *motoserver.Server) (bool, error) {
+func keepOrSay(out io.Writer, o demoOptions, op operatorCLI, srv *motoserver.Server, stores *demoStores) (bool, error) {
 	self, env := cmp.Or(o.Self, selfCommand()), filepath.Join(o.Dir, "env.json")
 	fmt.Fprintf(out, "\n==> web console\n")
 	if !o.Keep {
@@ -56,8 +61,11 @@ func keepOrSay(out io.Writer, o demoOptions, op operatorCLI, srv *motoserver.Ser
 	if err := os.WriteFile(d.urlFile(), []byte(srv.URL+"\n"), 0o644); err != nil {
 		return false, err
 	}
+	if err := stores.keep(d); err != nil {
+		return false, err
+	}
 	fmt.Fprintf(out, "    moto_server keeps running at %s (pid %d) with this run's ledger and buckets; open the console on it:\n", srv.URL, srv.Pid)
 	fmt.Fprintf(out, "      %s console --env-file %s\n", op, env)
-	fmt.Fprintf(out, "    and stop moto_server when done: %s local down --dir %s\n", self, o.Dir)
+	fmt.Fprintf(out, "    (fake-gcs-server and Azurite keep running too) and stop them when done: %s local down --dir %s\n", self, o.Dir)
 	return true, nil
 }

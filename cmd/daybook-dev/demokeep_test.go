@@ -98,7 +98,7 @@ func keptDemo(t *testing.T, ctx context.Context, res *demoResult, dir, bin strin
 		t.Errorf("status after the re-export, before the drain: exit %d\n%s%s", code, so, se)
 	}
 	drained := dev("local", "drain", "--dir", dir, "--bin", bin)
-	if !strings.Contains(drained, "1 partitions exported, 0 failed") || !strings.Contains(drained, "mirrored 3 buckets into "+filepath.Join(dir, "buckets")+" again") {
+	if !strings.Contains(drained, "1 partitions exported, 0 failed") || !strings.Contains(drained, "mirrored 5 buckets into "+filepath.Join(dir, "buckets")+" again") {
 		t.Errorf("local drain:\n%s", drained)
 	}
 	if after := generation(); after != before+1 {

@@ -310,6 +310,11 @@ func (a *app) localDownCommand() *cobra.Command {
 	c.Flags().StringVar(&dir, "dir", dir, "state directory")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		d := localDir(dir)
+		if pids, err := stopKeptStores(d); err != nil {
+			return err
+		} else if len(pids) > 0 {
+			fmt.Fprintf(a.stdout, "stopped the store emulators (pids %v)\n", pids)
+		}
 		pid, err := readPid(d)
 		if errors.Is(err, os.ErrNotExist) {
 			_, err := fmt.Fprintln(a.stdout, "nothing to stop")

@@ -12,17 +12,19 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
-	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/runtimeemulator"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -138,7 +140,11 @@ runs what the console queued there. A run kept with demo --keep mirrors its buck
 		if dead > 0 {
 			fmt.Fprintf(a.stdout, "%d messages can never succeed as sent: see daybook dlq list (each says why), then daybook dlq delete or purge\n", dead)
 		}
-		if err := remirror(ctx, awsclient.NewS3(cfg), dir, a.stdout); err != nil {
+		accts, err := led.ListAccounts(ctx)
+		if err != nil {
+			return err
+		}
+		if err := remirror(ctx, &destination.Clients{Base: cfg, Endpoints: netguard.Policy{AllowLoopback: true}}, accts, dir, a.stdout); err != nil {
 			return err
 		}
 		var errs []error
@@ -193,33 +199,43 @@ func outcomes(ctx context.Context, led *ledger.Ledger, keys []partition.Key) (dr
 }
 
 // remirror copies again every bucket the demo mirrored into <dir>/buckets
-// (one folder per bucket), replacing the old copy, so a kept demo's folders
-// show the generations a drain wrote. A directory without a mirror is left
-// alone.
-func remirror(ctx context.Context, api *s3.Client, dir string, out io.Writer) error {
+// (one folder per bucket, mirrorName: the S3 bucket's name or
+// <store>-<bucket>), replacing the old copy, so a kept demo's folders show
+// the generations a drain wrote. The buckets are the accounts' (each
+// opened on its store: moto, or the kept fake-gcs-server and Azurite);
+// a bucket without a mirror is left alone.
+func remirror(ctx context.Context, stores *destination.Clients, accts []account.Account, dir string, out io.Writer) error {
 	root := filepath.Join(dir, "buckets")
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+	done := map[string]bool{}
 	n := 0
-	for _, e := range entries {
-		if !e.IsDir() {
+	for _, a := range accts {
+		name := mirrorName(a.Destination)
+		path := filepath.Join(root, name)
+		if done[name] {
 			continue
 		}
-		path := filepath.Join(root, e.Name())
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		done[name] = true
+		b, err := stores.Open(ctx, a.ID, a.Destination, bucket.Options{})
+		if err != nil {
+			return err
+		}
 		if err := os.RemoveAll(path); err != nil {
 			return err
 		}
-		if err := mirror(ctx, api, e.Name(), path); err != nil {
-			return err
+		if err := mirror(ctx, b, path); err != nil {
+			return fmt.Errorf("mirror %s: %w", b.URI(""), err)
 		}
 		n++
 	}
-	_, err = fmt.Fprintf(out, "mirrored %d buckets into %s again\n", n, root)
+	if n == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(out, "mirrored %d buckets into %s again\n", n, root)
 	return err
 }
 

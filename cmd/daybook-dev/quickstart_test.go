@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -22,9 +23,14 @@ func init() { e2eQuickStart = runQuickStarts }
 
 // runQuickStarts runs the Quick start of each demo account's bucket README
 // (the README in the bucket, as the customer reads it), on a copy of the
-// bucket, as written: its local-copy block, whose first line (aws s3 sync)
-// is the copy the test makes from the demo's mirror of the bucket, and
-// then every other line with bash and DuckDB. DuckDB is the Go binding's,
+// bucket, as written, on every store (moto's S3, fake-gcs-server,
+// Azurite): its local-copy block, whose first line (aws s3 sync, gcloud
+// storage rsync or az storage blob download-batch, by the store; no cloud
+// CLI is installed here) is checked as written and replaced by the copy the
+// test makes from the demo's mirror of the bucket, and then every other
+// line with bash and DuckDB, unchanged (on GCS and Azure, their sed points
+// the scripts' gs:// and az:// paths at the copy; with the S3-only Quick
+// start they did not, and DuckDB refused the gs:// paths). DuckDB is the Go binding's,
 // as the `duckdb` command (shared/devkit/duckcheck/duckdbcli): no DuckDB
 // CLI is installed here. It checks the day found is the newest complete
 // one, that the day and then every day loaded, and, for the account with
@@ -42,18 +48,19 @@ func runQuickStarts(t *testing.T, res *demoResult) {
 	for _, a := range res.Accounts {
 		t.Run(a.ID, func(t *testing.T) {
 			prefix, _ := a.Prefix(res.Stage)
-			mirror := filepath.Join(res.Mirror, a.Destination.Bucket)
+			mirror := filepath.Join(res.Mirror, mirrorName(a.Destination))
 			readme, err := os.ReadFile(filepath.Join(mirror, filepath.FromSlash(layout.ReadmeKey(prefix))))
 			if err != nil {
 				t.Fatal(err)
 			}
 			lines := copyBlock(t, string(readme))
-			sync := "aws s3 sync s3://" + a.Destination.Bucket + "/" + prefix + " ./copy/" + prefix
-			if lines[0] != sync {
+			if sync := copyCommand(a.Destination, prefix); lines[0] != sync {
 				t.Fatalf("the local-copy block starts with %q, want %q", lines[0], sync)
 			}
 			work := t.TempDir()
-			// aws s3 sync: the bucket's objects, keys as paths, as the mirror holds them.
+			// The copy command (aws s3 sync, gcloud storage rsync, az
+			// storage blob download-batch; no cloud CLI is installed here):
+			// the bucket's objects, keys as paths, as the mirror holds them.
 			dst := filepath.Join(work, "copy", filepath.FromSlash(prefix))
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				t.Fatal(err)
@@ -91,6 +98,20 @@ func runQuickStarts(t *testing.T, res *demoResult) {
 			}
 		})
 	}
+}
+
+// copyCommand is the first line of the local-copy block of a README in
+// d's bucket: the store's own CLI copying the account's prefix to
+// ./copy/<prefix>, objects' keys as paths.
+func copyCommand(d account.Destination, prefix string) string {
+	switch d.Kind() {
+	case account.StoreGCS:
+		return "gcloud storage rsync --recursive gs://" + d.Bucket + "/" + prefix + " ./copy/" + prefix
+	case account.StoreAzure:
+		return "mkdir -p ./copy && az storage blob download-batch --account-name " + d.StorageAccount + " --source " + d.Bucket +
+			" --pattern '" + prefix + "/*' --destination ./copy --auth-mode login -o none"
+	}
+	return "aws s3 sync s3://" + d.Bucket + "/" + prefix + " ./copy/" + prefix
 }
 
 // copyBlock is the Quick start's local-copy block: its lines, continuation

@@ -232,7 +232,9 @@ func skipValue(dec *json.Decoder) error {
 // account.Validate.
 func checkBucketPattern(a account.Account, bucketPattern string) error {
 	d := a.Destination
-	if d.RoleARN == "" && bucketPattern != "" && !account.MatchWildcard(bucketPattern, d.Bucket) {
+	// The pattern is the exporter role's S3 statement: a GCS bucket or an
+	// Azure container is reached with the customer's own grant instead.
+	if d.Kind() == account.StoreS3 && d.RoleARN == "" && bucketPattern != "" && !account.MatchWildcard(bucketPattern, d.Bucket) {
 		return fmt.Errorf("destination.bucket %q: without a role_arn the exporter writes with its own role, which may only write buckets named like %s (the stack's DirectBucketPattern); give the account a role_arn and external_id, or use such a bucket", d.Bucket, bucketPattern)
 	}
 	return nil

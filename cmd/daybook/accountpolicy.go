@@ -9,6 +9,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/destination/storeaccess"
 )
 
 // kmsKeyFlag registers --kms-key: the key the customer's bucket encrypts
@@ -70,4 +71,59 @@ func roleName(roleARN string) string {
 		}
 	}
 	return cmp.Or(roleARN, "ROLE")
+}
+
+// storeGrant is daybook's side of acct's GCS or Azure setup: the
+// deployment's exporter role, which the customer trusts.
+func (e *opsEnv) storeGrant(acct account.Account) storeaccess.StoreGrant {
+	return storeaccess.StoreGrant{AccountID: acct.ID, ExporterRole: e.exporterRole}
+}
+
+// customerSetup is what the customer of a GCS or Azure destination runs
+// in their cloud (storeaccess.CustomerSetup); ok is false for an S3
+// destination (its customer part is the role's policies) and for one
+// without destination.gcs or destination.azure (an emulator's, reached
+// without credentials).
+func (e *opsEnv) customerSetup(acct account.Account) (storeaccess.StoreSetup, bool, error) {
+	d := acct.Destination
+	if d.Kind() == account.StoreS3 || (d.GCS == nil && d.Azure == nil) {
+		return storeaccess.StoreSetup{}, false, nil
+	}
+	if e.exporterRole == "" {
+		return storeaccess.StoreSetup{}, false, fmt.Errorf("%s names no exporter role (EXPORTER_ROLE_ARN; the stack output ExporterRoleArn): deploy this release's template to print the customer's setup", e.dep.desc)
+	}
+	s, err := storeaccess.CustomerSetup(d, e.storeGrant(acct))
+	if err != nil {
+		return storeaccess.StoreSetup{}, false, fmt.Errorf("account %s: %w", acct.ID, err)
+	}
+	return s, true, nil
+}
+
+// printSetup writes the customer's setup of a GCS or Azure destination as
+// numbered commands.
+func printSetup(w io.Writer, acct account.Account, s storeaccess.StoreSetup) {
+	fmt.Fprintf(w, "\nFor the customer: what lets daybook write %s (store %s, credential_mode %s):\n%s", acct.Destination.URI(""), s.Store, s.CredentialMode, s)
+}
+
+// printCustomerPart prints what the customer does for acct's destination:
+// an S3 role's policies (with kmsKey's statement) or a GCS or Azure
+// destination's setup; an error making it goes to errw.
+func (e *opsEnv) printCustomerPart(w, errw io.Writer, acct account.Account, kmsKey string) {
+	if acct.Destination.Kind() != account.StoreS3 {
+		s, ok, err := e.customerSetup(acct)
+		switch {
+		case err != nil:
+			fmt.Fprintf(errw, "daybook: %v\n", err)
+		case ok:
+			printSetup(w, acct, s)
+		}
+		return
+	}
+	pol, ok, err := e.customerPolicies(acct, kmsKey)
+	switch {
+	case err != nil:
+		fmt.Fprintf(errw, "daybook: %v\n", err)
+	case ok:
+		printPolicies(w, acct, pol, kmsKey)
+	}
 }

@@ -73,7 +73,10 @@ the customer pastes into their AWS account: the role's trust policy (the exporte
 ExporterRoleArn, with the external id) and its permissions policy on the bucket and prefix (Glue
 tables with glue, the bucket's KMS key with --kms-key). daybook account test ID prints them again.
 A new account whose role does not exist yet fails the destination test: save it with
---save-disabled, send the customer the policies, then daybook account test ID and account enable ID.`,
+--save-disabled, send the customer the policies, then daybook account test ID and account enable ID.
+For a Google Cloud Storage or Azure destination with destination.gcs or destination.azure it prints
+instead the commands the customer runs in their cloud (the workload identity pool and provider, or
+the Entra ID federated credential, and the role on the bucket or container).`,
 		Example: "  daybook account put --file account.json\n  daybook account put --file account.json --update\n" +
 			"  daybook account put acct_localdemoaccount --file account.json --dry-run",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -267,13 +270,7 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 	}
 	a.writeBack(file, orig, stored, generated, stored.Destination.ExternalID != "" && needsExternalID)
 	if !exists || !reflect.DeepEqual(old.Destination, stored.Destination) || p.kmsKey != "" {
-		pol, ok, err := e.customerPolicies(stored, p.kmsKey)
-		switch {
-		case err != nil:
-			fmt.Fprintf(a.stderr, "daybook: %v\n", err)
-		case ok:
-			printPolicies(a.stderr, stored, pol, p.kmsKey)
-		}
+		e.printCustomerPart(a.stderr, a.stderr, stored, p.kmsKey)
 	}
 	if exists && len(changes) > 0 {
 		if err := a.startMoved(ctx, e.ledger, e.settle, old, stored); err != nil {

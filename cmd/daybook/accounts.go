@@ -82,7 +82,7 @@ account history ID shows them all). -o json prints the account alone.`,
 			{"id", acct.ID}, {"name", acct.Name}, {"enabled", fmt.Sprint(acct.Enabled)},
 			{"start date", acct.StartDate.String()}, {"time zone", d.TimeZone}, {"settle delay", d.SettleDelay.D().String()},
 			{"datasets", strings.Join(acct.Datasets, ", ")},
-			{"destination", "s3://" + acct.Destination.Bucket + "/" + prefix + "/"}, {"access", how},
+			{"destination", acct.Destination.URI(prefix + "/")}, {"access", how},
 			{"format", fmt.Sprintf("%s (%s)", d.Destination.Format, d.Destination.Compression)},
 			{"created", acct.CreatedAt.UTC().Format("2006-01-02 15:04:05Z")},
 		} {

@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/destination/storeaccess"
 )
 
 // errBucketMissing: the destination bucket does not exist.
@@ -63,7 +65,11 @@ this deployment's own account (DEPLOYMENT_ACCOUNT_ID).
 For an account with a role_arn it then prints what the customer pastes into their AWS account: the
 role's trust policy (the exporter's role, ExporterRoleArn, with the account's external id) and its
 permissions policy on the bucket and prefix (Glue tables with glue, the bucket's KMS key with
---kms-key); -o json gives them as trust_policy and permissions_policy.`,
+--kms-key); -o json gives them as trust_policy and permissions_policy. For a Google Cloud Storage
+or Azure destination (destination.store gcs or azure) the same steps run through the store's own
+API, a failure naming the missing permission or role assignment, and it prints the commands the
+customer runs in their cloud (the workload identity pool and provider, or the Entra ID federated
+credential, and the role on the bucket or container); -o json gives them as customer_setup.`,
 		Args: cli.ExactArgs("ID"),
 	}
 	a.deploymentFlags(c)
@@ -83,6 +89,10 @@ permissions policy on the bucket and prefix (Glue tables with glue, the bucket's
 		if perr != nil && *kmsKey != "" {
 			return perr
 		}
+		setup, hasSetup, serr := e.customerSetup(acct)
+		if serr != nil {
+			perr = serr
+		}
 		checks, cerr := a.testDestination(ctx, e, acct)
 		if errors.Is(cerr, errBucketMissing) {
 			// The customer may not have made the bucket yet: what they
@@ -93,8 +103,15 @@ permissions policy on the bucket and prefix (Glue tables with glue, the bucket's
 					"problem": cerr.Error(), "trust_policy": pol.Trust, "permissions_policy": pol.Permissions}); err != nil {
 					return err
 				}
+			case hasSetup && *out == outputJSON:
+				if err := printJSON(a.stdout, map[string]any{"account": acct.ID, "bucket": acct.Destination.Bucket, "prefix": prefix, "ok": false,
+					"problem": cerr.Error(), "customer_setup": setup}); err != nil {
+					return err
+				}
 			case hasRole:
 				printPolicies(a.stdout, acct, pol, *kmsKey)
+			case hasSetup:
+				printSetup(a.stdout, acct, setup)
 			}
 			return fmt.Errorf("account %s: %w", acct.ID, cerr)
 		}
@@ -104,6 +121,9 @@ permissions policy on the bucket and prefix (Glue tables with glue, the bucket's
 			}
 			if hasRole {
 				doc["trust_policy"], doc["permissions_policy"] = pol.Trust, pol.Permissions
+			}
+			if hasSetup {
+				doc["customer_setup"] = setup
 			}
 			if err := printJSON(a.stdout, doc); err != nil {
 				return err
@@ -116,6 +136,8 @@ permissions policy on the bucket and prefix (Glue tables with glue, the bucket's
 				fmt.Fprintf(a.stderr, "daybook: %v\n", perr)
 			case hasRole:
 				printPolicies(a.stdout, acct, pol, *kmsKey)
+			case hasSetup:
+				printSetup(a.stdout, acct, setup)
 			}
 		}()
 		tw := newTable(a.stdout)
@@ -144,6 +166,21 @@ func (a *app) testDestination(ctx context.Context, e *opsEnv, acct account.Accou
 	if err != nil {
 		return nil, err
 	}
+	if acct.Destination.Kind() != account.StoreS3 {
+		b, err := e.bucket(ctx, acct)
+		if err != nil {
+			return nil, err
+		}
+		probe, err := storeaccess.ProbeOf(acct.Destination, e.storeGrant(acct))
+		if err != nil {
+			return nil, err
+		}
+		checks, err := storeaccess.CheckStore(ctx, b, probe, prefix, a.now())
+		if errors.Is(err, bucket.ErrNoSuchBucket) {
+			return nil, fmt.Errorf("%w: %s", errBucketMissing, b.URI(""))
+		}
+		return checks, err
+	}
 	owner, err := e.bucketOwner(acct)
 	if err != nil {
 		return nil, err
@@ -153,7 +190,8 @@ func (a *app) testDestination(ctx context.Context, e *opsEnv, acct account.Accou
 	if err := headBucket(ctx, api, acct.Destination.Bucket, owner, region); err != nil {
 		return nil, err
 	}
-	checks, err := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
+	checks, err := destination.CheckConnection(ctx, api, acct.Destination.Bucket, prefix, owner,
+		destination.S3Attributes(acct.Destination, e.rules.DeploymentAccountID), a.now())
 	if acct.Destination.TableFormat == account.TableFormatIceberg {
 		c := destination.CheckConditionalWrite(ctx, api, acct.Destination.Bucket, prefix, owner, a.now())
 		checks = append(checks, c)

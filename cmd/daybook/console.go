@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/console"
 )
@@ -70,7 +69,7 @@ func (a *app) serveConsole(ctx context.Context, listen string, readOnly bool) er
 	addr := ln.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	cfg := console.Config{
-		Ledger: e.ledger, Buckets: consoleBuckets(e), Stage: e.stage, SettleDelay: e.settle, Deployment: e.dep.desc,
+		Ledger: e.ledger, Buckets: consoleBuckets(ctx, e), Stage: e.stage, SettleDelay: e.settle, Deployment: e.dep.desc,
 		ReadOnly: readOnly, Identity: console.FixedIdentity(who), Now: a.now,
 		// A page from another site that points its name at this address
 		// sends its own Host: refused.
@@ -116,13 +115,9 @@ func (a *app) serveConsole(ctx context.Context, listen string, readOnly bool) er
 // consoleBuckets opens an account's bucket for the console's partition page
 // the way verify does: the account's role or daybook's own, and the
 // expected bucket owner.
-func consoleBuckets(e *opsEnv) console.Buckets {
+func consoleBuckets(ctx context.Context, e *opsEnv) console.Buckets {
 	return console.BucketsFunc(func(acct account.Account) (console.ObjectReader, error) {
-		api, owner, err := e.bucketClient(acct)
-		if err != nil {
-			return nil, err
-		}
-		return bucket.New(api, acct.Destination.Bucket, bucket.Options{ExpectedOwner: owner}), nil
+		return e.bucket(ctx, acct)
 	})
 }
 

@@ -8,11 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
-	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -105,17 +102,11 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	owner, err := e.bucketOwner(acct)
+	bkt, err := e.bucket(ctx, acct)
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	api := e.buckets.Client(acct.ID, acct.Destination)
-	key := layout.ManifestKey(prefix, d.Name, day)
-	in := &s3.GetObjectInput{Bucket: aws.String(acct.Destination.Bucket), Key: &key}
-	if owner != "" {
-		in.ExpectedBucketOwner = aws.String(owner)
-	}
-	b, err := bucket.GetObject(ctx, api, in, manifest.MaxManifestBytes)
+	b, err := bkt.Get(ctx, layout.ManifestKey(prefix, d.Name, day), manifest.MaxManifestBytes)
 	if err != nil {
 		return loadsql.Partition{}, "", fmt.Errorf("read manifest (is %s %s exported? daybook status --account %s): %w", d.Name, day, acct.ID, err)
 	}
@@ -124,5 +115,6 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 		return loadsql.Partition{}, "", err
 	}
 	part, err := loadsql.ForManifest(d, m, acct.Destination.Bucket, layout.PartitionPrefix(prefix, d.Name, day))
+	part.Store, part.AzureAccount = string(acct.Destination.Kind()), acct.Destination.StorageAccount
 	return part, "", err
 }

@@ -129,11 +129,10 @@ func (a *app) newTableRepair(ctx context.Context, accountID string, ds dataset.D
 	if err != nil {
 		return nil, err
 	}
-	api, owner, err := e.bucketClient(acct)
+	store, err := e.bucket(ctx, acct)
 	if err != nil {
 		return nil, err
 	}
-	store := bucket.New(api, acct.Destination.Bucket, bucket.Options{ExpectedOwner: owner})
 	loc := strings.TrimSuffix(layout.DatasetPrefix(prefix, ds.Name), "/")
 	return &tableRepair{e: e, acct: acct, ds: ds, prefix: prefix, store: store, today: civil.Of(a.now().UTC()),
 		table: &icetable.Table{Store: store, Location: loc, Dataset: ds}}, nil

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/envvar"
@@ -386,15 +386,16 @@ func (e *opsEnv) bucketOwner(acct account.Account) (string, error) {
 	return aws.ToString(owner), nil
 }
 
-// bucketClient is the S3 client and expected bucket owner for reading
-// acct's bucket: the account's role (or daybook's own credentials) through
-// the deployment's endpoint guard, as verify and the console read it.
-func (e *opsEnv) bucketClient(acct account.Account) (*s3.Client, string, error) {
+// bucket opens acct's bucket for reading, on its store: the account's
+// credentials (on S3 its role, or daybook's own, and the expected bucket
+// owner) through the deployment's endpoint guard, as verify, sql and the
+// console read it.
+func (e *opsEnv) bucket(ctx context.Context, acct account.Account) (*bucket.Bucket, error) {
 	owner, err := e.bucketOwner(acct)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return e.buckets.Client(acct.ID, acct.Destination), owner, nil
+	return e.buckets.Open(ctx, acct.ID, acct.Destination, bucket.Options{ExpectedOwner: owner})
 }
 
 // readRules reads the account rules from a deployment's variables. A local
@@ -454,7 +455,12 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 	// local stack.
 	e.buckets = &destination.Clients{Base: dep.cfg, Endpoints: netguard.Policy{
 		AllowPrivate: e.rules.AllowPrivateEndpoints, AllowLoopback: dep.local(),
-	}}
+	}, DeploymentAccountID: e.rules.DeploymentAccountID}
+	// GCS and Azure destinations with credentials: federated from the
+	// operator's own AWS identity (which the customer's trust must name,
+	// as an S3 role's trust names it for account test), or the key the
+	// account names in Secrets Manager.
+	e.buckets.SetStoreCredentials(e.rules.SecretPattern, destination.TokenEndpoints{})
 	line := fmt.Sprintf("daybook: using %s: table %s", dep.desc, lcfg.Table)
 	if e.queueURL != "" {
 		line += ", queue " + lastSegment(e.queueURL)

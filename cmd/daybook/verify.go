@@ -9,11 +9,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
-	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
@@ -51,7 +50,7 @@ type verifyFlags struct {
 func (a *app) verifyCommand() *cobra.Command {
 	var p verifyFlags
 	c := &cobra.Command{
-		Use:   "verify (--account ID | --bucket NAME --prefix PREFIX) [--dataset NAME] (--day DAY | --from DAY --to DAY)",
+		Use:   "verify (--account ID | --bucket BUCKET --prefix PREFIX) [--dataset NAME] (--day DAY | --from DAY --to DAY)",
 		Short: "Check delivered partitions against their manifests (files, sizes, checksums, row counts)",
 		Long: `Check delivered partitions against their manifests: every data file listed, no other file,
 sizes, CRC32C and SHA-256, and row counts read back from the files. Exits 1 when a partition has
@@ -60,11 +59,17 @@ a problem or is not committed (no _SUCCESS).
 Two ways to name the partitions:
   --account ID               an account of the deployment (the operator's view); every file is
                              read in full
-  --bucket NAME --prefix P   the bucket itself, with read access to it alone (the customer's
-                             view): no deployment, credentials from the usual AWS chain
-                             (--profile, --region; --endpoint for an S3-compatible store). Files
-                             are read in full only with --download; otherwise S3's stored
-                             checksums and the Parquet footers are used.
+  --bucket B --prefix P      the bucket itself, with read access to it alone (the customer's
+                             view): no deployment. B is an S3 bucket (NAME or s3://NAME:
+                             credentials from the usual AWS chain, --profile, --region), a
+                             Google Cloud Storage bucket (gs://NAME: Application Default
+                             Credentials, gcloud auth application-default login) or an Azure
+                             container (az://ACCOUNT/CONTAINER, or the abfss:// URI daybook
+                             prints: DefaultAzureCredential, az login); --endpoint for an
+                             S3-compatible store or an emulator. Files are read in full only
+                             with --download; otherwise the checksums the store keeps (S3,
+                             GCS; Azure keeps none daybook can compare, so its files are read
+                             in full) and the Parquet footers are used.
 Without --dataset, every dataset of the account, or every dataset folder under the prefix.
 With --account a dataset is checked under its current contract; with --bucket, events is the
 v1/events/ folder and events.v2 the v2/events/ one.
@@ -73,13 +78,15 @@ Install it without the repository: go install github.com/daybook-dev/daybook/cmd
 or a release binary (make release builds them into dist/).`,
 		Example: `  daybook verify --account acct_localdemoaccount --dataset events --day 2026-11-20
   daybook verify --account acct_localdemoaccount --from 2026-11-01 --to 2026-11-30
-  daybook verify --bucket my-exports --prefix daybook/acct_7f3a9c --dataset events --day 2026-11-20 --download`,
+  daybook verify --bucket my-exports --prefix daybook/acct_7f3a9c --dataset events --day 2026-11-20 --download
+  daybook verify --bucket gs://my-exports --prefix daybook/acct_7f3a9c --day 2026-11-20
+  daybook verify --bucket az://acmedata/exports --prefix daybook/acct_7f3a9c --day 2026-11-20`,
 	}
 	a.deploymentFlags(c)
 	p.register(c, true)
-	c.Flags().StringVar(&p.bucket, "bucket", "", "the bucket to read (instead of --account): read access is enough")
+	c.Flags().StringVar(&p.bucket, "bucket", "", "the bucket to read (instead of --account): NAME or s3://NAME, gs://NAME, az://ACCOUNT/CONTAINER; read access is enough")
 	c.Flags().StringVar(&p.prefix, "prefix", "", "with --bucket: the part of every key before /v1/")
-	c.Flags().StringVar(&p.endpoint, "endpoint", "", "with --bucket: an S3-compatible endpoint URL")
+	c.Flags().StringVar(&p.endpoint, "endpoint", "", "with --bucket: the store's endpoint URL (an S3-compatible store, or an emulator)")
 	c.Flags().BoolVar(&p.download, "download", false, "with --bucket: read every data file in full (checksums recomputed, every row counted)")
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -119,8 +126,10 @@ or a release binary (make release builds them into dist/).`,
 // verifySource is where verify reads: a bucket, a prefix and the datasets
 // to check without --dataset.
 type verifySource struct {
-	api      verify.ReadAPI
-	target   verify.Target // Bucket, Owner and Prefix
+	reader verify.Reader
+	// kind is the bucket's store, for what an error says to grant.
+	kind     account.StoreKind
+	target   verify.Target // Bucket and Prefix
 	datasets []string
 	opts     verify.Options
 	// current: the names are the catalog's datasets, checked under their
@@ -150,11 +159,11 @@ func (a *app) accountSource(ctx context.Context, id string) (verifySource, error
 	if err != nil {
 		return verifySource{}, err
 	}
-	api, owner, err := e.bucketClient(acct)
+	b, err := e.bucket(ctx, acct)
 	if err != nil {
 		return verifySource{}, err
 	}
-	return verifySource{api: api, target: verify.Target{Bucket: acct.Destination.Bucket, Owner: owner, Prefix: prefix},
+	return verifySource{reader: b, kind: acct.Destination.Kind(), target: verify.Target{Bucket: acct.Destination.Bucket, Prefix: prefix},
 		datasets: acct.Datasets, opts: verify.Options{Download: true}, current: true,
 		newest: acct.WithDefaults(e.settle).ClosedThrough(a.now())}, nil
 }
@@ -167,40 +176,39 @@ func (a *app) bucketSource(c *cobra.Command, p verifyFlags) (verifySource, error
 	if err := layout.ValidateRendered(prefix); err != nil {
 		return verifySource{}, cli.Usagef(c, "--prefix %q: %v", p.prefix, err)
 	}
-	cfg, err := a.awsConfig(ctx, a.target.region, a.target.profile)
-	if err != nil {
-		return verifySource{}, err
-	}
 	if p.endpoint != "" {
 		if u, err := url.Parse(p.endpoint); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return verifySource{}, cli.Usagef(c, "--endpoint %q: not a URL (want http(s)://host[:port])", p.endpoint)
 		}
-		cfg.BaseEndpoint = aws.String(p.endpoint)
 	}
-	if err := haveCredentials(ctx, cfg, "reading s3://"+p.bucket); err != nil {
+	loc, err := parseBucketFlag(p.bucket)
+	if err != nil {
+		return verifySource{}, cli.Usagef(c, "--bucket %q: %v", p.bucket, err)
+	}
+	b, err := a.customerBucket(ctx, loc, p.endpoint)
+	if err != nil {
 		return verifySource{}, err
 	}
-	api := awsclient.NewS3(cfg)
-	t := verify.Target{Bucket: p.bucket, Prefix: prefix}
-	datasets, err := verify.Datasets(ctx, api, t)
+	t := verify.Target{Bucket: loc.bucket, Prefix: prefix}
+	datasets, err := verify.Datasets(ctx, b, t)
 	if err != nil {
-		return verifySource{}, readError(t, err)
+		return verifySource{}, readError(b, loc.kind, t, err)
 	}
 	// The bucket README's Location ends in the contract folder (/v1/): a
 	// prefix copied from it names that folder, which holds no contract
 	// folders of its own. The prefix is then the part before it.
 	if parent, last := path.Split(prefix); len(datasets) == 0 && parent != "" && contractFolder.MatchString(last) {
-		up := verify.Target{Bucket: p.bucket, Prefix: strings.TrimSuffix(parent, "/")}
-		if found, err := verify.Datasets(ctx, api, up); err == nil && len(found) > 0 {
+		up := verify.Target{Bucket: loc.bucket, Prefix: strings.TrimSuffix(parent, "/")}
+		if found, err := verify.Datasets(ctx, b, up); err == nil && len(found) > 0 {
 			fmt.Fprintf(a.stderr, "daybook: --prefix %s ends in the contract folder %s/: reading the prefix %s (the part before /%s/)\n", p.prefix, last, up.Prefix, last)
 			t, datasets = up, found
 		}
 	}
-	src := verifySource{api: api, target: t, opts: verify.Options{Download: p.download}}
+	src := verifySource{reader: b, kind: loc.kind, target: t, opts: verify.Options{Download: p.download}}
 	if p.dataset == "" {
 		src.datasets = datasets
 		if len(src.datasets) == 0 {
-			return verifySource{}, fmt.Errorf("s3://%s/%s: no dataset folders (is --prefix right? it is the part of every key before /v1/)", p.bucket, layout.ContractPrefix(t.Prefix))
+			return verifySource{}, fmt.Errorf("%s: no dataset folders (is --prefix right? it is the part of every key before /v1/)", b.URI(layout.ContractPrefix(t.Prefix)))
 		}
 	}
 	return src, nil
@@ -210,19 +218,32 @@ func (a *app) bucketSource(c *cobra.Command, p verifyFlags) (verifySource, error
 var contractFolder = regexp.MustCompile(`^v[1-9][0-9]*$`)
 
 // readError says in words why the bucket could not be read: no such
-// bucket, another region, access denied; other errors as they are.
-func readError(t verify.Target, err error) error {
-	where := "s3://" + t.Bucket + "/" + layout.ContractPrefix(t.Prefix)
+// bucket, another region (S3), access denied, naming what the reader's
+// credentials need on the bucket's store; other errors as they are.
+func readError(r verify.Reader, kind account.StoreKind, t verify.Target, err error) error {
+	where := r.URI(layout.ContractPrefix(t.Prefix))
 	var ae smithy.APIError
 	switch err = bucket.Classify(err); {
 	case errors.Is(err, bucket.ErrNoSuchBucket):
 		return fmt.Errorf("%s: the bucket %s does not exist (check --bucket)", where, t.Bucket)
-	case errors.As(err, &ae) && (ae.ErrorCode() == "PermanentRedirect" || ae.ErrorCode() == "AuthorizationHeaderMalformed" || ae.ErrorCode() == "IllegalLocationConstraintException"):
+	case kind == account.StoreS3 && errors.As(err, &ae) && (ae.ErrorCode() == "PermanentRedirect" || ae.ErrorCode() == "AuthorizationHeaderMalformed" || ae.ErrorCode() == "IllegalLocationConstraintException"):
 		return fmt.Errorf("%s: the bucket %s is in another region than the one asked: pass its region with --region", where, t.Bucket)
 	case errors.Is(err, bucket.ErrAccessDenied):
-		return fmt.Errorf("%s: access denied: your credentials need s3:ListBucket on the bucket %s (prefix %s) and s3:GetObject under it (the bucket README's policy), and --region if the bucket is elsewhere", where, t.Bucket, layout.ContractPrefix(t.Prefix))
+		return fmt.Errorf("%s: access denied: %s", where, readNeeds(kind, t))
 	}
 	return err
+}
+
+// readNeeds is what a reader's credentials need on the bucket, per store
+// (the bucket README's read-only access for each).
+func readNeeds(kind account.StoreKind, t verify.Target) string {
+	switch kind {
+	case account.StoreGCS:
+		return fmt.Sprintf("your credentials need storage.objects.list and storage.objects.get on the bucket %s (roles/storage.objectViewer, the bucket README's grant)", t.Bucket)
+	case account.StoreAzure:
+		return fmt.Sprintf("your identity needs Storage Blob Data Reader on the container %s (the bucket README's role assignment)", t.Bucket)
+	}
+	return fmt.Sprintf("your credentials need s3:ListBucket on the bucket %s (prefix %s) and s3:GetObject under it (the bucket README's policy), and --region if the bucket is elsewhere", t.Bucket, layout.ContractPrefix(t.Prefix))
 }
 
 // verifyDays checks every day from..to of each dataset (only that one when
@@ -246,12 +267,12 @@ func (a *app) verifyDays(ctx context.Context, src verifySource, only string, fro
 		for _, d := range days {
 			t := src.target
 			t.Dataset, t.Day = ds, d
-			r, err := verify.Check(ctx, src.api, t, opts)
+			r, err := verify.Check(ctx, src.reader, t, opts)
 			if err != nil {
 				bar.Finish()
-				return fmt.Errorf("verify %s: %w", t.URI(), readError(t, err))
+				return fmt.Errorf("verify %s: %w", src.reader.URI(t.PartitionPrefix()), readError(src.reader, src.kind, t, err))
 			}
-			results = append(results, verified{Dataset: ds, Day: d.String(), Location: t.URI(), Committed: r.Committed(), OK: r.Status == verify.StatusOK,
+			results = append(results, verified{Dataset: ds, Day: d.String(), Location: r.Location, Committed: r.Committed(), OK: r.Status == verify.StatusOK,
 				LatestOnly: r.Status == verify.StatusLatestOnly, Generation: r.Generation, Files: r.Files, Rows: r.Rows, Problems: r.Problems(), Delivery: r.Delivery()})
 			bar.Add(1)
 		}

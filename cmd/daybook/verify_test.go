@@ -13,12 +13,18 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/bucket/azure"
+	"github.com/daybook-dev/daybook/shared/bucket/gcs"
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
+	"github.com/daybook-dev/daybook/shared/devkit/azurite"
+	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/devkit/gcsserver"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc/servertest"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -30,9 +36,15 @@ import (
 // rows rows) as the exporter would: data, _manifest.json, _SUCCESS.
 func commitPartition(t *testing.T, api *s3.Client, bkt, prefix string, ds dataset.Dataset, day civil.Date, rows int) {
 	t.Helper()
+	commitTo(t, bucket.New(api, bkt, bucket.Options{}), prefix, ds, day, rows)
+}
+
+// commitTo is commitPartition in b, on any store.
+func commitTo(t *testing.T, b *bucket.Bucket, prefix string, ds dataset.Dataset, day civil.Date, rows int) {
+	t.Helper()
 	ctx := t.Context()
 	put := func(key string, body []byte) {
-		if _, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bkt, Key: &key, Body: bytes.NewReader(body)}); err != nil {
+		if err := b.Put(ctx, key, body, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +53,7 @@ func commitPartition(t *testing.T, api *s3.Client, bkt, prefix string, ds datase
 		SchemaVersion: ds.Version, Day: day.String(), Partition: ds.Partition, Mode: ds.Mode, Read: ds.Read, Generation: 1,
 		RunID: "run_1", Reason: "scheduled", Format: string(format), Compression: string(format.DefaultCodec()), Schema: manifest.SchemaOf(ds)}
 	key := layout.DataKey(prefix, ds.LedgerName(), day, 0, format.Extension())
-	w := bucket.New(api, bkt, bucket.Options{}).NewWriter(ctx, key, upload.Options{ContentType: format.ContentType()})
+	w := b.NewWriter(ctx, key, upload.Options{ContentType: format.ContentType()})
 	enc, err := encode.New(format, w, ds, encode.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +165,61 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 	}
 }
 
+// TestCustomerVerifyOnGCSAndAzure: the customer's verify reads a
+// partition on Google Cloud Storage (gs://BUCKET) and on Azure
+// (az://ACCOUNT/CONTAINER, and the abfss:// URI daybook prints), here on
+// their emulators (--endpoint), with no deployment.
+func TestCustomerVerifyOnGCSAndAzure(t *testing.T) {
+	fgcs := servertest.ForTest(t, gcsserver.Start)
+	azr := servertest.ForTest(t, azurite.Start)
+	ds, err := dataset.Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "daybook/acct_verifytest"
+	day := civil.MustParse("2026-11-20")
+	name := fmt.Sprintf("verify-stores-%d", nameSeq.Add(1))
+
+	gc, err := gcs.NewClient(t.Context(), gcs.Config{Endpoint: gcsserver.Endpoint(fgcs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if err := buckettest.GCSCreateBucket(t.Context(), fgcs, name); err != nil {
+		t.Fatal(err)
+	}
+	commitTo(t, gcs.New(gc, name, gcs.Options{}), prefix, ds, day, 40)
+
+	ac, err := buckettest.AzuriteClient(azr, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ac.Create(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	commitTo(t, azure.New(ac, name, azure.Options{Account: azurite.Account}), prefix, ds, day, 40)
+
+	for _, tc := range []struct {
+		bucket, endpoint, location string
+	}{
+		{"gs://" + name, fgcs.URL, "gs://" + name + "/"},
+		{"az://" + azurite.Account + "/" + name, azr.URL, "abfss://" + name + "@" + azurite.Account + ".dfs.core.windows.net/"},
+		{"abfss://" + name + "@" + azurite.Account + ".dfs.core.windows.net", azr.URL, "abfss://"},
+	} {
+		for _, download := range []bool{false, true} {
+			a, _, _ := testApp(t)
+			args := []string{"verify", "--bucket", tc.bucket, "--endpoint", tc.endpoint, "--prefix", prefix, "--dataset", "events", "--day", day.String()}
+			if download {
+				args = append(args, "--download")
+			}
+			r := execute(t, a, args...)
+			if r.code != 0 || !strings.Contains(r.stdout, "OK, generation 1, 1 files, 40 rows match the manifest") || !strings.Contains(r.stdout, tc.location) {
+				t.Errorf("%q: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+}
+
 // TestVerifyBothContracts: with --bucket, verify checks v1/events/ and
 // v2/events/ as the help says: --dataset events.v2 is the v2 folder, and
 // without --dataset both folders are checked.
@@ -202,6 +269,8 @@ func TestVerifyRefusesMixedForms(t *testing.T) {
 		{[]string{"--bucket", "b", "--day", "2026-11-20"}, "--prefix is required with --bucket"},
 		{[]string{"--account", "acct_x", "--download", "--day", "2026-11-20"}, "go with --bucket"},
 		{[]string{"--bucket", "b", "--prefix", "p", "--endpoint", "nope", "--day", "2026-11-20"}, `--endpoint "nope": not a URL`},
+		{[]string{"--bucket", "az://acme", "--prefix", "p", "--day", "2026-11-20"}, `--bucket "az://acme": want az://ACCOUNT/CONTAINER`},
+		{[]string{"--bucket", "gs://a/b", "--prefix", "p", "--day", "2026-11-20"}, `--bucket "gs://a/b": want gs://BUCKET`},
 	}
 	for _, tt := range tests {
 		a, _, _ := testApp(t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
@@ -21,6 +22,10 @@ type Config struct {
 	// buckets daybook writes with its own role, and whether custom
 	// endpoints may be private.
 	Rules account.Rules
+	// Local is true when the SDK's endpoint is on this machine (a local
+	// stack; awsclient.Local): only then may custom endpoints (a GCS or
+	// Azure emulator's) be loopback, and tokens cross plain http to them.
+	Local bool
 	// Actions: CONSOLE_ACTIONS is true (the template's ConsoleActions);
 	// otherwise the console is read-only.
 	Actions  bool
@@ -41,7 +46,7 @@ func loadConfig(env map[string]string) (Config, error) {
 	}
 	errs := []error{r.Err()}
 	rules, err := account.RulesFromEnv(lookup)
-	c.Rules = rules
+	c.Rules, c.Local = rules, awsclient.Local(lookup)
 	errs = append(errs, err)
 	if v, ok := lookup("CONSOLE_ACTIONS"); ok && v != "" {
 		b, err := strconv.ParseBool(v)

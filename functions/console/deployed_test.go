@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/console"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -47,19 +48,41 @@ type lambdaConsole struct {
 
 func deployedConsole(t *testing.T, now time.Time) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
+	return deployedConsoleWith(t, now, storeAccess{})
+}
+
+// storeAccess is how a test's console reaches GCS and Azure: the token
+// endpoints (their fakes), where STS calls go when set (the fake of
+// sts:GetWebIdentityToken), and what is told the statements each allowed
+// AWS call reached.
+type storeAccess struct {
+	tokens  destination.TokenEndpoints
+	sts     string
+	allowed func(action string, statements []string)
+}
+
+// deployedConsoleWith is deployedConsole reaching GCS and Azure with s.
+func deployedConsoleWith(t *testing.T, now time.Time, s storeAccess) (*lambdaConsole, aws.Config, map[string]string) {
+	t.Helper()
+	tokens, sts, allowed := s.tokens, s.sts, s.allowed
 	cfg, outs := samstacktest.StackWith(t, srv, actionsStage, actionsParams)
 	vars := samstacktest.FunctionEnv(t, srv, actionsStage, "ConsoleFunction")
 	if vars["CONSOLE_ACTIONS"] != "true" {
 		t.Fatalf("the deployed console's CONSOLE_ACTIONS is %q", vars["CONSOLE_ACTIONS"])
 	}
-	fcfg := iamcheck.Config(t, iamcheck.ForStage(t, actionsStage, actionsParams), "ConsoleFunction", cfg, iamcheck.Names{})
+	route := iamcheck.Route{Function: "ConsoleFunction", Upstream: *cfg.BaseEndpoint, Allowed: allowed}
+	if sts != "" {
+		route.Services = map[string]string{"sts": sts}
+	}
+	fcfg := cfg.Copy()
+	fcfg.BaseEndpoint = aws.String(iamcheck.Endpoint(t, iamcheck.ForStage(t, actionsStage, actionsParams), route))
 	vars["AWS_ENDPOINT_URL"] = *fcfg.BaseEndpoint
 	var environ []string
 	for k, v := range vars {
 		environ = append(environ, k+"="+v)
 	}
 	seed := sha256.Sum256([]byte(t.Name()))
-	fn, err := build(environ, Options{AWS: fcfg, Now: func() time.Time { return now }, Rand: &lockedRand{r: rand.NewChaCha8(seed)}, Stdout: t.Output()})
+	fn, err := build(environ, Options{AWS: fcfg, Now: func() time.Time { return now }, Rand: &lockedRand{r: rand.NewChaCha8(seed)}, Stdout: t.Output(), Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/console"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/netguard"
@@ -53,6 +54,10 @@ type Options struct {
 	Now    func() time.Time
 	Rand   io.Reader // the cross-site request tokens
 	Stdout io.Writer // the logs
+	// Tokens are where GCS and Azure credentials come from (the zero
+	// value, as main passes it: Google's and Entra ID's own; a test's
+	// fakes otherwise).
+	Tokens destination.TokenEndpoints
 }
 
 // Function is the function as main starts it.
@@ -64,7 +69,8 @@ type Function struct {
 
 // build is the function main serves: its configuration read once from
 // environ (os.Environ), the catalog, and the console over the ledger, the
-// accounts' buckets and (with CONSOLE_ACTIONS) the jobs queue, every
+// accounts' buckets (S3, GCS and Azure, with the store credentials the
+// exporter has, read-only) and (with CONSOLE_ACTIONS) the jobs queue, every
 // client from o.AWS. Errors name the variable; Log is set even then.
 func build(environ []string, o Options) (Function, error) {
 	env := map[string]string{}
@@ -88,9 +94,18 @@ func build(environ []string, o Options) (Function, error) {
 	if err != nil {
 		return fn, fmt.Errorf("ledger: %w", err)
 	}
-	clients := &destination.Clients{Base: o.AWS, Now: o.Now, Endpoints: netguard.Policy{AllowPrivate: cfg.Rules.AllowPrivateEndpoints},
+	clients := &destination.Clients{Base: o.AWS, Now: o.Now, Endpoints: netguard.Policy{
+		AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
+	},
 		// It only reads manifests: sessions in customer roles may do nothing else.
-		SessionPolicy: destination.ReadObjectsPolicy}
+		SessionPolicy: destination.ReadObjectsPolicy, DeploymentAccountID: cfg.Rules.DeploymentAccountID}
+	// GCS and Azure destinations, as the exporter reaches them: federation
+	// from the function's own AWS identity, or keys from Secrets Manager
+	// under the deployment's secret pattern. Impersonating a GCS service
+	// account (or with its key) the console asks for a read-only token,
+	// as its S3 sessions carry ReadObjectsPolicy.
+	clients.SetStoreCredentials(cfg.Rules.SecretPattern, o.Tokens)
+	clients.GCSCredentials.Scope = gcpauth.ReadOnlyScope
 	c := console.Config{
 		Ledger: led, Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
 		Stage: cfg.Stage, SettleDelay: cfg.SettleDelay, Deployment: "daybook-" + cfg.Stage,

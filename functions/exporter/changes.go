@@ -97,7 +97,7 @@ func (r *run) writeChange(ctx context.Context, c events.Change) error {
 	if err != nil {
 		return err
 	}
-	b, err := r.s.Exporter.bucketOf(r.Account)
+	b, err := r.s.Exporter.bucketOf(ctx, r.Account)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (r *run) writeChange(ctx context.Context, c events.Change) error {
 // generation of this partition (Committer.Committed) has nothing to
 // recover.
 func (r *run) recoverCommitted(ctx context.Context, generation int64) error {
-	t, err := r.s.Exporter.targetOf(r.Partition)
+	t, err := r.s.Exporter.targetOf(ctx, r.Partition)
 	if err != nil {
 		return err
 	}

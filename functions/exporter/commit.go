@@ -158,7 +158,7 @@ func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, e
 	if err != nil {
 		return claimed, nil // an unreadable marker is replaced; it names no generation to beat
 	}
-	return ledger.GenerationAfter(claimed, old.Generation, "s3://"+c.Bucket.Name()+"/"+c.Bucket.Prefix()+c.successKey())
+	return ledger.GenerationAfter(claimed, old.Generation, c.Bucket.URI(c.successKey()))
 }
 
 // Pending is a generation of a partition between Begin and Commit: its old

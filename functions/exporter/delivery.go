@@ -56,7 +56,7 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 		return err
 	}
 	key := layout.DeliveryManifestKey(prefix, day)
-	b, err := s.Exporter.bucketOf(acct)
+	b, err := s.Exporter.bucketOf(ctx, acct)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (s *Service) standing(ctx context.Context, acct account.Account, ds string,
 	if err != nil {
 		return false
 	}
-	b, err := s.Exporter.bucketOf(acct)
+	b, err := s.Exporter.bucketOf(ctx, acct)
 	if err != nil {
 		return false
 	}

@@ -155,7 +155,9 @@ func putDoc(ctx context.Context, b *bucket.Bucket, f bucketdocs.File, extra map[
 func (e *Exporter) docsInput(t *target, log *slog.Logger) bucketdocs.Input {
 	a := t.Account
 	in := bucketdocs.Input{
-		Bucket: a.Destination.Bucket, Prefix: t.prefix, Format: t.format, Compression: t.format.Codec(a.Destination.Compression),
+		Bucket: a.Destination.Bucket, BaseURI: a.Destination.URI(""), BucketFlag: verifyFlag(a.Destination),
+		Store: string(a.Destination.Kind()), AzureAccount: a.Destination.StorageAccount,
+		Prefix: t.prefix, Format: t.format, Compression: t.format.Codec(a.Destination.Compression),
 		TimeZone: cmp.Or(a.TimeZone, account.DefaultTimeZone), MaxFileBytes: e.Config.maxFileBytes(),
 		Iceberg: a.Destination.TableFormat == account.TableFormatIceberg,
 	}
@@ -171,4 +173,16 @@ func (e *Exporter) docsInput(t *target, log *slog.Logger) bucketdocs.Input {
 		in.Datasets = append(in.Datasets, ds)
 	}
 	return in
+}
+
+// verifyFlag is the destination's bucket as `daybook verify --bucket`
+// takes it.
+func verifyFlag(d account.Destination) string {
+	switch d.Kind() {
+	case account.StoreGCS:
+		return "gs://" + d.Bucket
+	case account.StoreAzure:
+		return "az://" + d.StorageAccount + "/" + d.Bucket
+	}
+	return d.Bucket
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack/samstacktest"
@@ -78,6 +79,16 @@ type envOpts struct {
 	ownQueue bool
 	// aws wraps the function's AWS configuration (a request counter).
 	aws func(aws.Config) aws.Config
+	// tokens are fakes of the token endpoints GCS and Azure credentials
+	// come from: the function's Options.Tokens point at them, and its STS
+	// calls go to their AWS STS (GetWebIdentityToken; the rest on to moto).
+	tokens *storeTokens
+	// without names a statement of the exporter's role the test's policy
+	// lacks; denied receives the calls that policy denies (instead of
+	// failing the test) and allowed the statements that allowed each call.
+	without string
+	denied  func(msg string)
+	allowed func(action string, statements []string)
 }
 
 // env is one test's world: its own account, bucket and SQLite source, on
@@ -182,7 +193,22 @@ func (e *env) rebuild(vars map[string]string) {
 func (e *env) build(o envOpts) {
 	t := e.t
 	cfg, _ := deployed(t)
-	fcfg := iamcheck.Config(t, iamcheck.ForStage(t, stackStage, nil), "ExporterFunction", cfg, iamcheck.Names{Own: samstacktest.Like})
+	route := iamcheck.Route{Function: "ExporterFunction", Upstream: *cfg.BaseEndpoint, Names: iamcheck.Names{Own: samstacktest.Like},
+		Report: o.denied, Allowed: o.allowed}
+	var tokens destination.TokenEndpoints
+	if o.tokens != nil {
+		route.Services = map[string]string{"sts": o.tokens.awsSTS}
+		tokens = o.tokens.endpoints
+	}
+	pol := iamcheck.ForStage(t, stackStage, nil)
+	if o.without != "" {
+		var err error
+		if pol, err = pol.Without(route.Function, o.without); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fcfg := cfg.Copy()
+	fcfg.BaseEndpoint = aws.String(iamcheck.Endpoint(t, pol, route))
 	if o.aws != nil {
 		fcfg = o.aws(fcfg)
 	}
@@ -192,7 +218,7 @@ func (e *env) build(o envOpts) {
 		environ = append(environ, k+"="+v)
 	}
 	e.out = &output{t: t}
-	fn, err := build(e.ctx, environ, Options{AWS: fcfg, Now: e.clk.Now, Rand: &lockedReader{r: seeded(t, "run")}, Stdout: e.out})
+	fn, err := build(e.ctx, environ, Options{AWS: fcfg, Now: e.clk.Now, Rand: &lockedReader{r: seeded(t, "run")}, Stdout: e.out, Tokens: tokens})
 	if err != nil {
 		t.Fatalf("build the exporter: %v", err)
 	}

@@ -30,9 +30,17 @@ type Buckets interface {
 	Client(accountID string, d account.Destination) bucket.API
 }
 
-// Scripts renders the files of a committed partition's `_load/` folder,
-// keyed by file name (one load script per engine).
-type Scripts func(ds dataset.Dataset, m *manifest.Manifest, bucket, partitionPrefix string) (map[string][]byte, error)
+// Stores opens an account's destination bucket on a store other than S3
+// (GCS, Azure) with the destination's credentials, encryption and tags;
+// *destination.Clients has it.
+type Stores interface {
+	Open(ctx context.Context, accountID string, d account.Destination, opts bucket.Options) (*bucket.Bucket, error)
+}
+
+// Scripts renders the files of a committed partition's `_load/` folder in
+// destination d, keyed by file name (one load script per engine that reads
+// d's store).
+type Scripts func(ds dataset.Dataset, m *manifest.Manifest, d account.Destination, partitionPrefix string) (map[string][]byte, error)
 
 // rollCheckRows is the most rows written between two checks of a data
 // file's size against MaxFileBytes (see writeData): a whole batch of the
@@ -111,6 +119,9 @@ func (c ExportConfig) partSize() int64 {
 type Exporter struct {
 	Source  source.Source
 	Buckets Buckets
+	// Stores opens the destinations on GCS and Azure; nil fails their
+	// partitions (destination_misconfigured is not theirs: internal).
+	Stores  Stores
 	Scripts Scripts
 	Config  ExportConfig
 	Now     func() time.Time
@@ -197,7 +208,7 @@ type content struct {
 // (Written.Planned) for the caller to record and send.
 func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*Written, error) {
 	c := content{started: e.Now().UTC()}
-	t, err := e.targetOf(p)
+	t, err := e.targetOf(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +388,7 @@ type target struct {
 	encode      encode.Options // of every data file
 }
 
-func (e *Exporter) targetOf(p Partition) (*target, error) {
+func (e *Exporter) targetOf(ctx context.Context, p Partition) (*target, error) {
 	prefix, err := p.Account.Prefix(e.Config.Stage)
 	if err != nil {
 		return nil, err
@@ -391,7 +402,7 @@ func (e *Exporter) targetOf(p Partition) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("account %s destination parquet_profile: %w", p.Account.ID, err)
 	}
-	b, err := e.bucketOf(p.Account)
+	b, err := e.bucketOf(ctx, p.Account)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +469,7 @@ func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c co
 	var scripts func(*manifest.Manifest) (map[string][]byte, error)
 	if e.Scripts != nil {
 		scripts = func(m *manifest.Manifest) (map[string][]byte, error) {
-			files, err := e.Scripts(t.Dataset, m, t.bucket.Name(), t.partPrefix)
+			files, err := e.Scripts(t.Dataset, m, t.Account.Destination, t.partPrefix)
 			if err != nil {
 				return nil, err
 			}
@@ -496,24 +507,26 @@ func restatementOf(claim ledger.Claim, files []manifest.File) *manifest.Restatem
 }
 
 // bucketOf is the account's destination bucket: its client, name, expected
-// owner and checksum setting. Every write into a destination goes through
-// it. The expected owner is destination.Owner's, the one derivation the CLI
-// uses too; when it cannot be determined nothing may be written, and the
-// error wraps account.ErrNoBucketOwner (destination_misconfigured).
-func (e *Exporter) bucketOf(a account.Account) (*bucket.Bucket, error) {
+// owner, checksum setting, encryption and tags. Every write into a
+// destination goes through it. The expected owner is destination.Owner's,
+// the one derivation the CLI uses too; when it cannot be determined nothing
+// may be written, and the error wraps account.ErrNoBucketOwner
+// (destination_misconfigured). A GCS or Azure destination is opened by
+// Stores.
+func (e *Exporter) bucketOf(ctx context.Context, a account.Account) (*bucket.Bucket, error) {
 	d := a.Destination
 	owner, err := destination.Owner(d, e.DeploymentAccountID)
 	if err != nil {
 		return nil, fmt.Errorf("account %s: %w", a.ID, err)
 	}
 	opts := bucket.Options{ExpectedOwner: aws.ToString(owner)}
-	switch d.Checksums {
-	case account.ChecksumsComposite:
-		opts.Checksums = upload.ChecksumComposite
-	case account.ChecksumsNone:
-		opts.Checksums = upload.ChecksumNone
+	if d.Kind() != account.StoreS3 {
+		if e.Stores == nil {
+			return nil, fmt.Errorf("account %s: destination.store %s: this exporter opens no %s buckets", a.ID, d.Kind(), d.Kind())
+		}
+		return e.Stores.Open(ctx, a.ID, d, opts)
 	}
-	return bucket.New(e.Buckets.Client(a.ID, d), d.Bucket, opts), nil
+	return destination.OpenS3(e.Buckets.Client(a.ID, d), d, e.DeploymentAccountID, opts), nil
 }
 
 // writeData streams q's rows through the encoder into the generation's

@@ -117,7 +117,8 @@ func (t *target) withTableScripts(files map[string][]byte) (map[string][]byte, e
 	if t.table == nil {
 		return files, nil
 	}
-	more, err := loadsql.TableScripts(t.Dataset, t.bucket.Name(), t.table.Location, t.Day)
+	p := placed(loadsql.Partition{Bucket: t.bucket.Name(), Day: t.Day}, t.Account.Destination)
+	more, err := loadsql.TableScripts(t.Dataset, p, t.table.Location)
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,10 @@ type Options struct {
 	// Stdout receives the logs and the metric lines (CloudWatch Logs
 	// reads the function's stdout; embedded metric format).
 	Stdout io.Writer
+	// Tokens are where GCS and Azure destinations' tokens come from: the
+	// zero value (main's) is Google's and Entra ID's endpoints; a test's
+	// are its fakes of them.
+	Tokens destination.TokenEndpoints
 }
 
 // Function is the function as main starts it.
@@ -147,7 +151,11 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	// the deployment allows them, loopback only on a local stack.
 	dest := buckets{&destination.Clients{Base: awsCfg, Now: o.Now, Endpoints: netguard.Policy{
 		AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
-	}}}
+	}, DeploymentAccountID: cfg.Rules.DeploymentAccountID}}
+	// GCS and Azure destinations: tokens by federation from the function's
+	// own AWS identity, or keys from Secrets Manager under the deployment's
+	// secret pattern; kept per destination like S3's role sessions.
+	dest.f.SetStoreCredentials(cfg.Rules.SecretPattern, o.Tokens)
 	svc := &Service{
 		Ledger:   withSettle{led, cfg.SettleDelay},
 		Queue:    queue,
@@ -155,6 +163,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 		Exporter: &Exporter{
 			Source:              src,
 			Buckets:             dest,
+			Stores:              dest.f,
 			Catalogs:            dest,
 			Scripts:             loadScripts,
 			Config:              cfg.Export(),

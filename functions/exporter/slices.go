@@ -166,7 +166,7 @@ type sliceOutput struct {
 // files are listed by the commit of the last slice. A slice without rows
 // writes no file, except slice 0, so that a committed day always has one.
 func (e *Exporter) ExportSlice(ctx context.Context, p Partition, sl ledger.Slice) (sliceOutput, error) {
-	t, err := e.targetOf(p)
+	t, err := e.targetOf(ctx, p)
 	if err != nil {
 		return sliceOutput{}, err
 	}
@@ -183,7 +183,7 @@ func (e *Exporter) ExportSlice(ctx context.Context, p Partition, sl ledger.Slice
 // CommitSlices commits the generation of plan with every slice's files, in
 // slice order (sls as ledger.SlicesOf returns them, all completed).
 func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.SlicePlan, sls []ledger.Slice, log *slog.Logger) (*Written, error) {
-	t, err := e.targetOf(p)
+	t, err := e.targetOf(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -63,7 +64,7 @@ func TestSnapshotOlderDaysAreNotMissing(t *testing.T) {
 
 	cfg, _ := deployed(t)
 	target := verify.Target{Bucket: e.acct.Destination.Bucket, Prefix: e.prefix, Dataset: "members", Day: testDay}
-	r, err := verify.Check(e.ctx, awsclient.NewS3(cfg), target, verify.Options{})
+	r, err := verify.Check(e.ctx, bucket.New(awsclient.NewS3(cfg), target.Bucket, bucket.Options{}), target, verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestSnapshotOlderDaysAreNotMissing(t *testing.T) {
 		t.Errorf("verify of members on the older day: %s, want %s\n%+v", r.Status, verify.StatusLatestOnly, r.Findings)
 	}
 	target.Day = newest
-	if r, err = verify.Check(e.ctx, awsclient.NewS3(cfg), target, verify.Options{}); err != nil || r.Status != verify.StatusNotCommitted {
+	if r, err = verify.Check(e.ctx, bucket.New(awsclient.NewS3(cfg), target.Bucket, bucket.Options{}), target, verify.Options{}); err != nil || r.Status != verify.StatusNotCommitted {
 		t.Errorf("verify of members on the newest closed day: %v %v, want %s", r, err, verify.StatusNotCommitted)
 	}
 }

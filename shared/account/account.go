@@ -72,8 +72,15 @@ type Account struct {
 
 // Destination is the customer's bucket and how daybook reaches it (C1, C3).
 type Destination struct {
-	Bucket string `json:"bucket"`
-	Region string `json:"region,omitempty"`
+	// StoreKind is the object store: s3 (the default when empty: S3 and
+	// S3-compatible stores), gcs (Google Cloud Storage) or azure (a
+	// container in an Azure storage account; Bucket is the container).
+	StoreKind StoreKind `json:"store,omitempty"`
+	Bucket    string    `json:"bucket"`
+	// StorageAccount is the Azure storage account the container is in
+	// (azure only).
+	StorageAccount string `json:"storage_account,omitempty"`
+	Region         string `json:"region,omitempty"`
 	// Prefix is a layout template ({{.AccountID}}, {{.Stage}}); default DefaultPrefix.
 	Prefix string `json:"prefix,omitempty"`
 	// RoleARN is assumed with ExternalID; empty means daybook's own role
@@ -104,6 +111,14 @@ type Destination struct {
 	// per dataset whose data files are the folders' part files
 	// (shared/icetable). It needs Parquet files and UTC days.
 	TableFormat string `json:"table_format,omitempty"`
+	// Encryption is how every object daybook writes is encrypted at rest
+	// (the customer's KMS key, on each store its own way); nil: the
+	// bucket's default.
+	Encryption *Encryption `json:"encryption,omitempty"`
+	// Tags are set on every object daybook writes (S3 object tags, GCS
+	// object metadata, Azure blob index tags), for the customer's lifecycle
+	// and retention rules to key on.
+	Tags map[string]string `json:"tags,omitempty"`
 	// Glue, optional with the Iceberg table format, also registers each
 	// dataset's table in the AWS Glue Data Catalog of the destination's
 	// account and region, through the same role, so Athena queries it by

@@ -23,8 +23,8 @@ import (
 //     client assertion (shared/destination/azureauth).
 //
 // A customer who will not federate can give a key instead, explicitly
-// (credential_mode secret): a GCS service account key or HMAC key, or an
-// Azure SAS, kept in AWS Secrets Manager and named by its ARN. The record
+// (credential_mode secret): a GCS service account key, or an Azure SAS,
+// kept in AWS Secrets Manager and named by its ARN. The record
 // itself never holds a secret: Validate refuses any field that looks like
 // one (secretShape).
 
@@ -50,7 +50,7 @@ type GCSAccess struct {
 	// impersonates (federated), which holds the bucket's role.
 	ServiceAccount string `json:"service_account,omitempty"`
 	// SecretARN names the AWS Secrets Manager secret holding a service
-	// account key (JSON) or an HMAC key (secret).
+	// account key (JSON; an HMAC key is refused: it signs the XML API only).
 	SecretARN string `json:"secret_arn,omitempty"`
 }
 
@@ -102,16 +102,25 @@ var (
 	secretARNRE = regexp.MustCompile(`^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}$`)
 )
 
-// checkAccess checks destination.gcs and destination.azure: a known mode,
-// the fields that mode needs and no field of the other mode, each of its
-// own form. The S3 fields that decide who daybook is in AWS (role_arn,
-// external_id) do not apply to them.
+// checkAccess checks destination.gcs and destination.azure: each only
+// with its store (destination.store), required there but at a custom
+// endpoint that is not the cloud's own (an emulator, reached without
+// credentials); a known mode, the
+// fields that mode needs and no field of the other mode, each of its own
+// form.
 func (d Destination) checkAccess(p *problems) {
-	if d.GCS != nil && d.Azure != nil {
-		p.add("destination.azure", "", "set with destination.gcs: a destination is one store")
-	}
-	if (d.GCS != nil || d.Azure != nil) && d.RoleARN != "" {
-		p.add("destination.role_arn", d.RoleARN, "is how daybook reaches an S3 bucket; a GCS or Azure destination is reached by federation or a secret (destination.gcs, destination.azure)")
+	kind := d.Kind()
+	for _, b := range []struct {
+		field string
+		set   bool
+		store StoreKind
+	}{{"destination.gcs", d.GCS != nil, StoreGCS}, {"destination.azure", d.Azure != nil, StoreAzure}} {
+		switch {
+		case b.set && kind != b.store:
+			p.add(b.field, "", "applies to store %s, and the store is %s (set destination.store: %s)", b.store, kind, b.store)
+		case !b.set && kind == b.store && (d.Endpoint == "" || isGoogleHost(d.Endpoint) || isAzureHost(d.Endpoint)):
+			p.add(b.field, "", "required with store %s: how daybook gets a token (credential_mode federated, the default, or secret; docs/stores.md)", b.store)
+		}
 	}
 	if g := d.GCS; g != nil {
 		const f = "destination.gcs."

@@ -16,22 +16,37 @@ const (
 
 func gcsAcct(g GCSAccess) Account {
 	a := valid()
+	a.Destination.StoreKind = StoreGCS
 	a.Destination.GCS = &g
 	return a
 }
 
 func azureAcct(z AzureAccess) Account {
 	a := valid()
+	a.Destination.StoreKind, a.Destination.StorageAccount = StoreAzure, "acmedata"
 	a.Destination.Azure = &z
 	return a
 }
 
+// fedGCS and fedAzure are valid federated access blocks.
+var (
+	fedGCS   = &GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: testSA}
+	fedAzure = &AzureAccess{TenantID: testTenant, ClientID: testClient}
+)
+
 var credRules = Rules{DeploymentAccountID: "123456789012", SecretPattern: secretPattern}
 
 // TestCredentialsAccepted: the federated and secret forms of each store
-// that a customer is told to write are valid.
+// that a customer is told to write are valid, and so is a destination on
+// an emulator's endpoint without them (reached without credentials).
 func TestCredentialsAccepted(t *testing.T) {
+	emulated := func(a Account) Account {
+		a.Destination.GCS, a.Destination.Azure, a.Destination.Endpoint = nil, nil, "https://storage.example.com"
+		return a
+	}
 	for name, a := range map[string]Account{
+		"gcs on an emulator":       emulated(gcsAcct(GCSAccess{})),
+		"azure on an emulator":     emulated(azureAcct(AzureAccess{})),
 		"gcs federated":            gcsAcct(GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: testSA}),
 		"gcs federated explicitly": gcsAcct(GCSAccess{CredentialMode: CredentialFederated, WorkloadIdentityProvider: testProvider, ServiceAccount: testSA}),
 		"gcs default compute sa":   gcsAcct(GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: "123456789012-compute@developer.gserviceaccount.com"}),
@@ -84,7 +99,7 @@ func TestCredentialsRefused(t *testing.T) {
 			a := gcsAcct(fed)
 			a.Destination.RoleARN, a.Destination.ExternalID = "arn:aws:iam::123456789012:role/daybook-export-acme", "ext-1"
 			return a
-		}(), credRules, "destination.role_arn", "arn:aws:iam::123456789012:role/daybook-export-acme", "reached by federation or a secret"},
+		}(), credRules, "destination.role_arn", "arn:aws:iam::123456789012:role/daybook-export-acme", "applies to store s3, and the store is gcs"},
 		{"azure without tenant", azureAcct(AzureAccess{ClientID: testClient}), credRules,
 			"destination.azure.tenant_id", "", "required"},
 		{"azure client id not a guid", azureAcct(AzureAccess{TenantID: testTenant, ClientID: "daybook-app"}), credRules,
@@ -98,7 +113,22 @@ func TestCredentialsRefused(t *testing.T) {
 			a.Destination.Azure = &AzureAccess{TenantID: testTenant, ClientID: testClient}
 			return a
 		}(), credRules,
-			"destination.azure", "", "a destination is one store"},
+			"destination.azure", "", "applies to store azure, and the store is gcs"},
+		{"a gcs block on an S3 destination", func() Account {
+			a := valid()
+			a.Destination.GCS = fedGCS
+			return a
+		}(), credRules, "destination.gcs", "", "applies to store gcs, and the store is s3 (set destination.store: gcs)"},
+		{"store gcs without its block", func() Account {
+			a := gcsAcct(fed)
+			a.Destination.GCS = nil
+			return a
+		}(), credRules, "destination.gcs", "", "required with store gcs"},
+		{"store azure without its block", func() Account {
+			a := azureAcct(AzureAccess{})
+			a.Destination.Azure = nil
+			return a
+		}(), credRules, "destination.azure", "", "required with store azure"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -86,18 +86,20 @@ func TestCheckIsolationNeedsAStage(t *testing.T) {
 }
 
 // TestIsolationAcrossStores: the overlap rule compares places (a store's
-// bucket namespace and the bucket), with the same guard items. On the old
-// code, which compared (endpoint store, bucket) only, an S3 bucket and a
-// GCS bucket of one name were one bucket, and two Azure storage accounts'
+// bucket namespace and the bucket: destination.store with the store's
+// identity fields), with the same guard items. On the code before places,
+// which compared (endpoint store, bucket) only, an S3 bucket and a GCS
+// bucket of one name were one bucket, and two Azure storage accounts'
 // containers of one name were one container.
 func TestIsolationAcrossStores(t *testing.T) {
-	gcs := func(a Account) Account {
+	gcs := func(a Account, endpoint string) Account {
+		a.Destination.StoreKind, a.Destination.Endpoint = StoreGCS, endpoint
 		a.Destination.GCS = &GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: testSA}
 		return a
 	}
-	azure := func(a Account, endpoint string) Account {
+	azure := func(a Account, storageAccount, endpoint string) Account {
+		a.Destination.StoreKind, a.Destination.StorageAccount, a.Destination.Endpoint = StoreAzure, storageAccount, endpoint
 		a.Destination.Azure = &AzureAccess{TenantID: testTenant, ClientID: testClient}
-		a.Destination.Endpoint = endpoint
 		return a
 	}
 	inner, outer := acct(idB, "shared", "x/"+idA+"/{{.AccountID}}"), acct(idA, "shared", "x/{{.AccountID}}")
@@ -106,16 +108,18 @@ func TestIsolationAcrossStores(t *testing.T) {
 		candidate, other Account
 		reason           string // empty: no conflict
 	}{
-		{"an S3 bucket named like a GCS bucket", inner, gcs(outer), ""},
-		{"a GCS bucket named like an S3 bucket", gcs(inner), outer, ""},
-		{"two accounts in one GCS bucket", gcs(inner), gcs(outer), "is inside account " + idA + `'s prefix "x/` + idA + `" in GCS bucket shared`},
-		{"one container name in two storage accounts", azure(inner, "https://acme.blob.core.windows.net"), azure(outer, "https://other.blob.core.windows.net"), ""},
-		{"one storage account through its blob and dfs endpoints", azure(inner, "https://acme.dfs.core.windows.net/"), azure(outer, "https://ACME.blob.core.windows.net"),
-			"in container shared of storage account acme"},
-		{"an emulator's account spelled two ways", azure(inner, "http://127.0.0.1:10000/devstoreaccount1"), azure(outer, "http://localhost:10000/devstoreaccount1/"),
+		{"an S3 bucket named like a GCS bucket", inner, gcs(outer, ""), ""},
+		{"a GCS bucket named like an S3 bucket", gcs(inner, ""), outer, ""},
+		{"two accounts in one GCS bucket", gcs(inner, ""), gcs(outer, ""), "is inside account " + idA + `'s prefix "x/` + idA + `" in GCS bucket shared`},
+		{"one GCS bucket through Google's own endpoint", gcs(inner, "https://storage.googleapis.com"), gcs(outer, ""), "in GCS bucket shared"},
+		{"one GCS bucket name on an emulator", gcs(inner, "http://127.0.0.1:4443"), gcs(outer, ""), ""},
+		{"one container name in two storage accounts", azure(inner, "acme", ""), azure(outer, "other", ""), ""},
+		{"one container of one storage account", azure(inner, "acme", ""), azure(outer, "acme", ""), "in container shared of storage account acme"},
+		{"an emulator's account spelled two ways", azure(inner, "devstoreaccount1", "http://127.0.0.1:10000"), azure(outer, "devstoreaccount1", "http://localhost:10000/"),
 			"in container shared of storage account loopback:10000/devstoreaccount1"},
-		{"two emulator accounts", azure(inner, "http://127.0.0.1:10000/devstoreaccount1"), azure(outer, "http://127.0.0.1:10000/otheraccount"), ""},
-		{"an Azure container named like a GCS bucket", azure(inner, "https://acme.blob.core.windows.net"), gcs(outer), ""},
+		{"two emulator accounts", azure(inner, "devstoreaccount1", "http://127.0.0.1:10000"), azure(outer, "otheraccount", "http://127.0.0.1:10000"), ""},
+		{"an emulator's account and Azure's", azure(inner, "devstoreaccount1", "http://127.0.0.1:10000"), azure(outer, "devstoreaccount1", ""), ""},
+		{"an Azure container named like a GCS bucket", azure(inner, "acme", ""), gcs(outer, ""), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -109,6 +109,8 @@ var ErrNoBucketOwner = errors.New("expected bucket owner unknown")
 // all take the owner from here.
 func (d Destination) BucketOwner(deploymentAccountID string) (string, error) {
 	switch {
+	case d.Kind() != StoreS3:
+		return "", nil // only S3 names a bucket's owning account
 	case d.ExpectedBucketOwner != "":
 		return d.ExpectedBucketOwner, nil
 	case d.RoleARN != "":
@@ -127,6 +129,9 @@ func (d Destination) BucketOwner(deploymentAccountID string) (string, error) {
 // checkOwner: the owner is known, and daybook's own role writes only to the
 // deployment's own buckets.
 func (d Destination) checkOwner(p *problems, deploymentAccountID string) {
+	if d.Kind() != StoreS3 {
+		return
+	}
 	owner, err := d.BucketOwner(deploymentAccountID)
 	switch {
 	case errors.Is(err, ErrNoBucketOwner) && d.RoleARN == "":

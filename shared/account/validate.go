@@ -191,9 +191,11 @@ func (a Account) shape() problems {
 	a.checkDatasets(&p)
 	a.checkTenantKey(&p)
 	d := a.Destination
-	if !bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..") {
+	if d.Kind() == StoreS3 && (!bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..")) {
 		p.add("destination.bucket", d.Bucket, "not an S3 bucket name")
 	}
+	d.checkStore(&p)
+	d.checkControls(&p)
 	if d.Region != "" && !regionRE.MatchString(d.Region) {
 		p.add("destination.region", d.Region, "not a region name (e.g. eu-west-1; lowercase letters, digits and -)")
 	}
@@ -430,7 +432,7 @@ func (a Account) deploymentRules(rules Rules) problems {
 	if d.RoleARN != "" && rules.RolePattern != "" && roleARNRE.MatchString(d.RoleARN) && !MatchWildcard(rules.RolePattern, d.RoleARN) {
 		p.add("destination.role_arn", d.RoleARN, "outside the roles this deployment may assume (%s); the customer's role must be named to match it", rules.RolePattern)
 	}
-	if d.GCS == nil && d.Azure == nil {
+	if d.Kind() == StoreS3 {
 		// An AWS account owns an S3 bucket; a GCS or Azure one has none.
 		d.checkOwner(&p, rules.DeploymentAccountID)
 	}

@@ -3,6 +3,7 @@ package account
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -250,7 +251,7 @@ func TestValidateRefuses(t *testing.T) {
 			if shapeErr := a.ValidateShape(); (shapeErr != nil) != tc.validateShape {
 				t.Errorf("ValidateShape() = %v, want an error: %v", shapeErr, tc.validateShape)
 			}
-			if a.Destination != before.Destination || a.ID != before.ID {
+			if !reflect.DeepEqual(a.Destination, before.Destination) || a.ID != before.ID {
 				t.Error("Validate changed the account")
 			}
 		})

@@ -1,59 +1,42 @@
-// Package bucket is daybook's one adapter to an S3 bucket it writes into. A
-// [Bucket] owns the client, the bucket name and the expected bucket owner, and
-// may be scoped to a key prefix; the rest of daybook says what to store and
-// never builds an S3 request itself.
+// Package bucket is daybook's one adapter to a customer's bucket, on any of
+// the stores it writes to: S3 (and S3-compatible stores), Google Cloud
+// Storage and Azure Blob Storage. A [Bucket] owns a store's [Driver], the
+// bucket's name and a key prefix; the rest of daybook says what to store
+// and never builds a store's request itself. This package holds the S3
+// driver ([New]); shared/bucket/gcs and shared/bucket/azure hold the others.
 //
 // The model is go-cloud's *blob.Bucket and thanos' objstore.Bucket:
-//   - the expected bucket owner, when known, is sent on every request, so
-//     daybook never writes into a bucket another account took over;
-//   - AWS errors become the few named errors callers branch on ([ErrNotFound],
-//     [ErrNoSuchBucket], [ErrAccessDenied]), wrapped with %w and the operation and
-//     key, and still wrapping the SDK's error;
+//   - store errors become the few named errors callers branch on ([ErrNotFound],
+//     [ErrNoSuchBucket], [ErrAccessDenied], [ErrExists], [ErrTooLarge]),
+//     wrapped with %w and the operation and the object's URI, and still
+//     wrapping the store's own error;
 //   - every read is bounded: [Bucket.Get] takes the most bytes the caller will hold,
 //     and a larger object is [ErrTooLarge], never a large allocation;
-//   - large objects are streamed with [Bucket.NewWriter] (an [upload.Writer]): Close
-//     commits the object, Abort (or any failure) aborts it, and nothing
-//     partial is ever visible;
-//   - [Bucket.AbortIncomplete] aborts the multipart uploads nobody will finish (a
-//     killed run's, or one whose CreateMultipartUpload response was lost and
-//     retried), so none is left under a committed partition: those listed
-//     under a prefix, and those at the keys the caller names, for stores
-//     (MinIO) that list uploads only by object name.
+//   - large objects are streamed with [Bucket.NewWriter] (an [upload.Writer]
+//     over the store's upload protocol): Close commits the object, Abort (or
+//     any failure) aborts it, and nothing partial is ever visible;
+//   - [Bucket.PutIfAbsent] is the store's create-if-absent (S3 If-None-Match: *,
+//     GCS ifGenerationMatch=0, Azure If-None-Match: *), the commit primitive
+//     of an Iceberg table;
+//   - [Bucket.AbortIncomplete] cleans up the uploads nobody will finish (a
+//     killed run's) where the store keeps and lists them.
+//
+// On S3 the expected bucket owner, when known, is sent on every request, so
+// daybook never writes into a bucket another account took over.
 package bucket
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
-// API is the part of *s3.Client a Bucket uses, with the SDK's signatures.
-type API interface {
-	upload.S3API
-	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
-	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
-	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
-	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
-	ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput, optFns ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
-}
-
-var _ API = (*s3.Client)(nil)
-
-// The errors a Bucket's methods wrap, whatever the SDK's error type for the
-// operation. Test them with errors.Is (or IsNotFound).
+// The errors a Bucket's methods wrap, whatever the store's error type for
+// the operation. Test them with errors.Is (or IsNotFound).
 var (
 	// ErrNotFound: the object does not exist.
 	ErrNotFound = errors.New("bucket: object not found")
@@ -66,50 +49,97 @@ var (
 	ErrTooLarge = errors.New("bucket: object too large")
 	// ErrExists: a conditional write found the object already there
 	// (PutIfAbsent: S3's 412 PreconditionFailed, or 409
-	// ConditionalRequestConflict while another such write is in flight).
+	// ConditionalRequestConflict while another such write is in flight;
+	// GCS's and Azure's 412).
 	ErrExists = errors.New("bucket: object already exists")
 )
 
 // IsNotFound reports whether err says an object does not exist.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
-// MaxDeleteBatch is the most keys one DeleteObjects request may name.
+// MaxDeleteBatch is the most keys one Driver.DeleteKeys call is given (S3's
+// DeleteObjects limit).
 const MaxDeleteBatch = 1000
 
-// Options configures a Bucket. The zero value is usable.
-type Options struct {
-	// ExpectedOwner is the AWS account id that must own the bucket. When set
-	// it is sent on every request, writers included; S3 refuses a request
-	// to a bucket another account owns (ErrAccessDenied).
-	ExpectedOwner string
-	// Checksums is what NewWriter asks the store to verify; see
-	// upload.ChecksumMode. The default sends per-part and full-object CRC32C.
-	Checksums upload.ChecksumMode
+// Driver is one store's side of a Bucket: the calls a Bucket makes, on full
+// keys (the Bucket adds its prefix). Errors are the store's own; the Bucket
+// names the operation and the URI, and classifies them with Classify.
+type Driver interface {
+	// Name is the bucket's name (the container's, on Azure).
+	Name() string
+	// URI is key's location as the store's readers name it
+	// (s3://bucket/key, gs://bucket/key, az://account.blob.core.windows.net/container/key).
+	URI(key string) string
+	// Put stores body at key in one request, replacing what was there
+	// unless o.IfAbsent.
+	Put(ctx context.Context, key string, body []byte, o PutOptions) error
+	// Get opens the object at key, or the part of it r names. size is the
+	// length of the body as the store declared it, -1 when it declared
+	// none; the Bucket bounds the read whatever it says. A store that
+	// ignores a range is an error.
+	Get(ctx context.Context, key string, r Range) (body io.ReadCloser, size int64, err error)
+	// Head returns an object's attributes without its bytes.
+	Head(ctx context.Context, key string) (Info, error)
+	// Delete removes the object at key; an absent object is no error.
+	Delete(ctx context.Context, key string) error
+	// List calls fn for every object whose key starts with prefix, in key
+	// order, following every page; an error from fn stops it.
+	List(ctx context.Context, prefix string, fn func(Object) error) error
+	// Dirs lists the names of the folders directly under prefix (the next
+	// segment of the keys below it that go on with a "/"), in order.
+	Dirs(ctx context.Context, prefix string) ([]string, error)
+	// DeleteKeys deletes at most MaxDeleteBatch objects (absent ones are no
+	// error); the first key it could not delete fails it with an error
+	// naming that key (a *KeyError).
+	DeleteKeys(ctx context.Context, keys []string) error
+	// AbortIncomplete aborts the incomplete uploads under prefix, and those
+	// at keys (each under prefix), that the store keeps and lists, and
+	// returns their keys. A store whose incomplete uploads are invisible
+	// and expire by themselves returns none.
+	AbortIncomplete(ctx context.Context, prefix string, keys []string) ([]string, error)
+	// Protocol is the store's upload protocol for one object at key, and
+	// the options the Writer is to run with (the store may bound its
+	// concurrency or part size).
+	Protocol(key string, opts upload.Options) (upload.Protocol, upload.Options)
+	// Classify returns err wrapped so that errors.Is matches the named error
+	// it stands for (ErrNotFound, ...), err itself otherwise.
+	Classify(err error) error
 }
 
-// Bucket is one S3 bucket, optionally scoped to a key prefix: every key its
-// methods take or return is relative to that prefix, while error messages
-// name the full key. A Bucket holds no per-call state; one value may be used
-// from several goroutines.
+// Range is a part of an object: Length bytes from Offset; Length 0 is to
+// the end. A negative Offset is the last -Offset bytes (all of a shorter
+// object), Length then 0.
+type Range struct {
+	Offset, Length int64
+}
+
+// KeyError is a Driver's failure to delete one key of a batch.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Bucket is one bucket of a store, optionally scoped to a key prefix: every
+// key its methods take or return is relative to that prefix, while error
+// messages name the full key. A Bucket holds no per-call state; one value
+// may be used from several goroutines.
 type Bucket struct {
-	api    API
-	name   string
-	owner  *string // nil when the owner is not known: an empty header is refused
-	opts   Options
+	drv    Driver
 	prefix string
 }
 
-// New returns the bucket name reached through api.
-func New(api API, name string, opts Options) *Bucket {
-	b := &Bucket{api: api, name: name, opts: opts}
-	if opts.ExpectedOwner != "" {
-		b.owner = aws.String(opts.ExpectedOwner)
-	}
-	return b
-}
+// Open returns the bucket drv reaches.
+func Open(drv Driver) *Bucket { return &Bucket{drv: drv} }
 
 // Name is the bucket's name.
-func (b *Bucket) Name() string { return b.name }
+func (b *Bucket) Name() string { return b.drv.Name() }
+
+// URI is the location of key (relative to the Bucket's prefix) as the
+// store's readers name it.
+func (b *Bucket) URI(key string) string { return b.drv.URI(b.prefix + key) }
 
 // Prefix is the key prefix the Bucket is scoped to ("" for the whole bucket).
 func (b *Bucket) Prefix() string { return b.prefix }
@@ -123,7 +153,7 @@ func (b *Bucket) WithPrefix(prefix string) *Bucket {
 	return &c
 }
 
-// Put stores body at key in one PutObject with contentType (none when
+// Put stores body at key in one request with contentType (none when
 // empty), replacing what was there.
 func (b *Bucket) Put(ctx context.Context, key string, body []byte, contentType string) error {
 	return b.PutWith(ctx, key, body, PutOptions{ContentType: contentType})
@@ -132,38 +162,35 @@ func (b *Bucket) Put(ctx context.Context, key string, body []byte, contentType s
 // PutOptions are the attributes PutWith stores with an object.
 type PutOptions struct {
 	ContentType string // none when empty
-	// Metadata is the object's user metadata (x-amz-meta-*). Use lower-case
-	// keys: S3 returns them lower-cased.
+	// Metadata is the object's user metadata (x-amz-meta-*, GCS metadata,
+	// Azure metadata). Use lower-case keys of letters, digits and
+	// underscores or hyphens: S3 returns them lower-cased, and Azure takes
+	// C# identifiers (the Azure driver writes a hyphen as an underscore and
+	// reads it back as one).
 	Metadata map[string]string
+	// IfAbsent writes only where no object is; one there is ErrExists.
+	IfAbsent bool
 }
 
 // PutWith is Put with the object's attributes.
 func (b *Bucket) PutWith(ctx context.Context, key string, body []byte, o PutOptions) error {
 	full := b.prefix + key
-	in := &s3.PutObjectInput{Bucket: &b.name, Key: &full, Body: bytes.NewReader(body), ExpectedBucketOwner: b.owner, Metadata: o.Metadata}
-	if o.ContentType != "" {
-		in.ContentType = &o.ContentType
-	}
-	if _, err := b.api.PutObject(ctx, in); err != nil {
-		return b.fail("put", full, err)
+	if err := b.drv.Put(ctx, full, body, o); err != nil {
+		op := "put"
+		if o.IfAbsent {
+			op = "put if absent"
+		}
+		return b.fail(op, full, err)
 	}
 	return nil
 }
 
-// PutIfAbsent is Put only when no object is at key (If-None-Match: *), the
-// commit primitive of a writer that has no other lock: of two writers of
-// one key exactly one succeeds, the other gets ErrExists.
+// PutIfAbsent is Put only when no object is at key (S3 and Azure
+// If-None-Match: *, GCS ifGenerationMatch=0), the commit primitive of a
+// writer that has no other lock: of two writers of one key exactly one
+// succeeds, the other gets ErrExists.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, body []byte, contentType string) error {
-	full := b.prefix + key
-	in := &s3.PutObjectInput{Bucket: &b.name, Key: &full, Body: bytes.NewReader(body), ExpectedBucketOwner: b.owner,
-		IfNoneMatch: aws.String("*")}
-	if contentType != "" {
-		in.ContentType = &contentType
-	}
-	if _, err := b.api.PutObject(ctx, in); err != nil {
-		return b.fail("put if absent", full, err)
-	}
-	return nil
+	return b.PutWith(ctx, key, body, PutOptions{ContentType: contentType, IfAbsent: true})
 }
 
 // Info is what Head returns about an object.
@@ -172,21 +199,22 @@ type Info struct {
 	ContentType string
 	// Metadata is the object's user metadata, keys lower-cased.
 	Metadata map[string]string
+	// CRC32C is the whole object's CRC32C the store keeps (base64 of its
+	// big-endian bytes), "" when it keeps none: S3 keeps one when the
+	// upload sent it (a multipart upload's only with a full-object
+	// checksum), GCS always, Azure never (its Content-MD5 instead).
+	CRC32C string
 }
 
 // Head returns the size and attributes of the object at key without its
 // bytes; an absent object is an error for which IsNotFound is true.
 func (b *Bucket) Head(ctx context.Context, key string) (Info, error) {
 	full := b.prefix + key
-	out, err := b.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: &full, ExpectedBucketOwner: b.owner})
+	info, err := b.drv.Head(ctx, full)
 	if err != nil {
 		return Info{}, b.fail("head", full, err)
 	}
-	md := make(map[string]string, len(out.Metadata))
-	for k, v := range out.Metadata {
-		md[strings.ToLower(k)] = v
-	}
-	return Info{Size: aws.ToInt64(out.ContentLength), ContentType: aws.ToString(out.ContentType), Metadata: md}, nil
+	return info, nil
 }
 
 // Get returns the bytes of the object at key, at most limit of them; an
@@ -195,59 +223,66 @@ func (b *Bucket) Head(ctx context.Context, key string) (Info, error) {
 // object daybook reads back may have been written by someone else (the
 // bucket is the customer's), so every read says how much it will hold.
 func (b *Bucket) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
-	return GetObject(ctx, b.api, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + key), ExpectedBucketOwner: b.owner}, limit)
+	return b.read(ctx, key, Range{}, limit)
 }
 
 // GetTail reads the last n bytes of the object at key (all of it when it
-// is shorter), with a suffix Range: what a reader of a file's trailer, a
+// is shorter), with a suffix range: what a reader of a file's trailer, a
 // Parquet footer, needs without downloading the file.
 func (b *Bucket) GetTail(ctx context.Context, key string, n int64) ([]byte, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("get the last %d bytes of s3://%s/%s%s: want a positive length", n, b.name, b.prefix, key)
+		return nil, fmt.Errorf("get the last %d bytes of %s: want a positive length", n, b.URI(key))
 	}
-	return GetObject(ctx, b.api, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + key), ExpectedBucketOwner: b.owner,
-		Range: aws.String(fmt.Sprintf("bytes=-%d", n))}, n)
+	return b.read(ctx, key, Range{Offset: -n}, n)
 }
 
-// Getter is the one S3 call GetObject makes.
-type Getter interface {
-	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+// GetRange reads n bytes of the object at key from offset off (fewer at
+// its end).
+func (b *Bucket) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if off < 0 || n <= 0 {
+		return nil, fmt.Errorf("get %d bytes at %d of %s: want a positive length at a non-negative offset", n, off, b.URI(key))
+	}
+	return b.read(ctx, key, Range{Offset: off, Length: n}, n)
 }
 
-// GetObject reads the object in names through api, at most limit bytes, for
-// a reader that holds its own client (a read-only one): the bounded read of
-// Bucket.Get, with its errors. An object S3 says is larger than limit
-// (Content-Length) is refused before its body is read; the body is read
-// through a limit of limit+1 bytes too, so a store whose length is missing
-// or wrong cannot get more through.
-func GetObject(ctx context.Context, api Getter, in *s3.GetObjectInput, limit int64) ([]byte, error) {
-	where := fmt.Sprintf("get s3://%s/%s", aws.ToString(in.Bucket), aws.ToString(in.Key))
+func (b *Bucket) read(ctx context.Context, key string, r Range, limit int64) ([]byte, error) {
+	full := b.prefix + key
+	where := "get " + b.drv.URI(full)
 	if limit < 0 {
 		return nil, fmt.Errorf("%s: negative limit %d", where, limit)
 	}
-	out, err := api.GetObject(ctx, in)
+	body, size, err := b.drv.Get(ctx, full, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, b.drv.Classify(err))
+	}
+	defer body.Close()
+	return ReadBounded(where, body, size, limit, b.drv.Classify)
+}
+
+// ReadBounded reads body, which the store said is size bytes (-1: it said
+// nothing), holding at most limit: a declared size above limit is refused
+// before the body is read, and the body is read through a limit of limit+1
+// bytes too, so a store whose length is missing or wrong cannot get more
+// through. Both refusals match ErrTooLarge; where names the read.
+func ReadBounded(where string, body io.Reader, size, limit int64, classify func(error) error) ([]byte, error) {
+	if size > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d this read allows", where, ErrTooLarge, size, limit)
+	}
+	got, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, classify(err))
 	}
-	defer out.Body.Close()
-	if n := aws.ToInt64(out.ContentLength); n > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, more than the %d this read allows", where, ErrTooLarge, n, limit)
+	if int64(len(got)) > limit {
+		return nil, fmt.Errorf("%s: %w: more than the %d bytes this read allows (the store said %d)", where, ErrTooLarge, limit, size)
 	}
-	body, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, classify(err))
-	}
-	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("%s: %w: more than the %d bytes this read allows (the store said %d)", where, ErrTooLarge, limit, aws.ToInt64(out.ContentLength))
-	}
-	return body, nil
+	return got, nil
 }
 
 // Delete removes the object at key. Deleting an absent object succeeds, as
 // in S3.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
 	full := b.prefix + key
-	if _, err := b.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.name, Key: &full, ExpectedBucketOwner: b.owner}); err != nil {
+	if err := b.drv.Delete(ctx, full); err != nil {
 		return b.fail("delete", full, err)
 	}
 	return nil
@@ -259,242 +294,116 @@ type Object struct {
 	Size int64
 }
 
-// List returns every object whose key starts with prefix, in key order
-// (S3's order), following every page.
+// List returns every object whose key starts with prefix, in key order,
+// following every page.
 func (b *Bucket) List(ctx context.Context, prefix string) ([]Object, error) {
 	full := b.prefix + prefix
 	var out []Object
-	p := s3.NewListObjectsV2Paginator(b.api, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &full, ExpectedBucketOwner: b.owner})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, b.fail("list", full, err)
-		}
-		for _, o := range page.Contents {
-			out = append(out, Object{Key: strings.TrimPrefix(aws.ToString(o.Key), b.prefix), Size: aws.ToInt64(o.Size)})
-		}
+	err := b.drv.List(ctx, full, func(o Object) error {
+		out = append(out, Object{Key: strings.TrimPrefix(o.Key, b.prefix), Size: o.Size})
+		return nil
+	})
+	if err != nil {
+		return nil, b.fail("list", full, err)
 	}
 	return out, nil
 }
 
+// Dirs lists the names of the folders directly under prefix (a prefix
+// ending in "/"), in order: the listing of a bucket's tree one level at a
+// time, which reads no object below it.
+func (b *Bucket) Dirs(ctx context.Context, prefix string) ([]string, error) {
+	full := b.prefix + prefix
+	dirs, err := b.drv.Dirs(ctx, full)
+	if err != nil {
+		return nil, b.fail("list the folders under", full, err)
+	}
+	return dirs, nil
+}
+
 // DeleteStale deletes every object under prefix whose key is not in keep
 // (keys relative to the Bucket's prefix, as List returns them). It lists
-// the whole prefix first, then deletes in DeleteObjects requests of at most
-// MaxDeleteBatch keys, in key order; the first key S3 could not delete
-// stops it with an error naming that key.
+// the whole prefix first, then deletes in batches of at most
+// MaxDeleteBatch keys, in key order; the first key the store could not
+// delete stops it with an error naming that key.
 func (b *Bucket) DeleteStale(ctx context.Context, prefix string, keep map[string]bool) error {
 	objs, err := b.List(ctx, prefix)
 	if err != nil {
 		return err
 	}
-	var stale []types.ObjectIdentifier
+	var stale []string
 	for _, o := range objs {
 		if !keep[o.Key] {
-			stale = append(stale, types.ObjectIdentifier{Key: aws.String(b.prefix + o.Key)})
+			stale = append(stale, b.prefix+o.Key)
 		}
 	}
 	for len(stale) > 0 {
 		n := min(len(stale), MaxDeleteBatch)
-		out, err := b.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{
-			Bucket: &b.name, Delete: &types.Delete{Objects: stale[:n], Quiet: aws.Bool(true)}, ExpectedBucketOwner: b.owner,
-		})
-		if err != nil {
+		if err := b.drv.DeleteKeys(ctx, stale[:n]); err != nil {
+			var ke *KeyError
+			if errors.As(err, &ke) {
+				return fmt.Errorf("delete stale object %s: %w", b.drv.URI(ke.Key), b.drv.Classify(ke.Err))
+			}
 			return b.fail("delete stale objects under", b.prefix+prefix, err)
-		}
-		if len(out.Errors) > 0 {
-			e := out.Errors[0]
-			return fmt.Errorf("delete stale object s3://%s/%s: %w", b.name, aws.ToString(e.Key),
-				classify(&smithy.GenericAPIError{Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)}))
 		}
 		stale = stale[n:]
 	}
 	return nil
 }
 
-// AbortIncomplete aborts the incomplete multipart uploads under prefix and
-// returns the keys whose uploads it aborted: those found by prefix in
-// listing order, then those found by key in the order of keys. An upload
-// that is gone by the time it is aborted (completed or aborted meanwhile) is
-// skipped. It is for uploads nobody will finish: those of a run that was
-// killed, or the first of two CreateMultipartUpload calls when the response
-// to the first was lost and the SDK retried. The caller must know that no
-// upload under prefix is still being written.
-//
-// S3-compatible stores differ in how they list uploads, so it looks two
-// ways. It lists the uploads whose key starts with prefix, following every
-// page: S3 (and moto) list every upload under it so. Then it lists the
-// uploads of each of keys (relative to the Bucket's prefix, each under
-// prefix), up to KeyListings at a time: MinIO lists uploads only by object
-// name, and a prefix that is no object's finds none, so there only the
-// uploads at keys are found. On S3 these listings find nothing more; they
-// cost one request each. A key outside prefix is an error, before any call.
+// AbortIncomplete aborts the incomplete uploads under prefix and returns
+// the keys whose uploads it aborted. It is for uploads nobody will finish:
+// those of a run that was killed, or the first of two CreateMultipartUpload
+// calls when the response to the first was lost and the SDK retried. The
+// caller must know that no upload under prefix is still being written.
+// keys (relative to the Bucket's prefix, each under prefix) are the keys
+// the caller knows were being written: a store that lists uploads only by
+// key (MinIO) finds those. A key outside prefix is an error, before any
+// call. What each store keeps of an incomplete upload, and so what there is
+// to abort, is its driver's to say: S3 keeps multipart uploads until they
+// are aborted; GCS's resumable sessions and Azure's uncommitted blocks are
+// invisible and expire by themselves.
 func (b *Bucket) AbortIncomplete(ctx context.Context, prefix string, keys []string) ([]string, error) {
 	full := b.prefix + prefix
-	for _, k := range keys {
-		if !strings.HasPrefix(k, prefix) {
-			return nil, fmt.Errorf("abort incomplete multipart uploads under s3://%s/%s: key %q is not under that prefix", b.name, full, k)
-		}
-	}
-	aborted, err := b.abortListed(ctx, full, func(key string) bool {
-		return strings.HasPrefix(key, full) // a store that ignores the prefix must not make us abort outside it
-	})
-	if err != nil {
-		return aborted, err
-	}
-	keys = distinct(keys)
-	found := make([][]string, len(keys))
-	errs := make([]error, len(keys))
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, KeyListings)
+	fullKeys := make([]string, len(keys))
 	for i, k := range keys {
-		sem <- struct{}{}
-		if failed.Load() {
-			<-sem
-			break
+		if !strings.HasPrefix(k, prefix) {
+			return nil, fmt.Errorf("abort incomplete uploads under %s: key %q is not under that prefix", b.drv.URI(full), k)
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			fk := b.prefix + k
-			found[i], errs[i] = b.abortListed(ctx, fk, func(key string) bool { return key == fk })
-			if errs[i] != nil {
-				failed.Store(true)
-			}
-		})
+		fullKeys[i] = b.prefix + k
 	}
-	wg.Wait()
-	for i := range keys {
-		aborted = append(aborted, found[i]...)
-		if errs[i] != nil {
-			return aborted, errs[i]
-		}
+	aborted, err := b.drv.AbortIncomplete(ctx, full, fullKeys)
+	for i, k := range aborted {
+		aborted[i] = strings.TrimPrefix(k, b.prefix)
+	}
+	if err != nil {
+		return aborted, fmt.Errorf("abort incomplete uploads under %s: %w", b.drv.URI(full), b.drv.Classify(err))
 	}
 	return aborted, nil
 }
 
-// distinct is keys without repeats, in first-seen order.
-func distinct(keys []string) []string {
-	seen := make(map[string]bool, len(keys))
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// KeyListings is how many of AbortIncomplete's listings by key run at once.
-const KeyListings = 8
-
-// abortListed aborts every upload ListMultipartUploads lists for prefix
-// whose key match accepts, following every page, and returns their keys
-// relative to the Bucket's prefix.
-func (b *Bucket) abortListed(ctx context.Context, prefix string, match func(key string) bool) ([]string, error) {
-	in := &s3.ListMultipartUploadsInput{Bucket: &b.name, Prefix: &prefix, ExpectedBucketOwner: b.owner}
-	var aborted []string
-	for {
-		page, err := b.api.ListMultipartUploads(ctx, in)
-		if err != nil {
-			return aborted, b.fail("list multipart uploads under", prefix, err)
-		}
-		for _, u := range page.Uploads {
-			key := aws.ToString(u.Key)
-			if !match(key) {
-				continue
-			}
-			_, err := b.api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
-				Bucket: &b.name, Key: u.Key, UploadId: u.UploadId, ExpectedBucketOwner: b.owner,
-			})
-			var gone *types.NoSuchUpload
-			var api smithy.APIError
-			switch {
-			case errors.As(err, &gone), errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload":
-				continue
-			case err != nil:
-				return aborted, b.fail("abort multipart upload "+aws.ToString(u.UploadId)+" of", key, err)
-			}
-			aborted = append(aborted, strings.TrimPrefix(key, b.prefix))
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			return aborted, nil
-		}
-		if aws.ToString(page.NextKeyMarker) == "" && aws.ToString(page.NextUploadIdMarker) == "" {
-			return aborted, fmt.Errorf("list multipart uploads under s3://%s/%s: truncated page without a next marker", b.name, prefix)
-		}
-		// MinIO pages one key's uploads by upload id alone.
-		in.KeyMarker, in.UploadIdMarker = nil, page.NextUploadIdMarker
-		if aws.ToString(page.NextKeyMarker) != "" {
-			in.KeyMarker = page.NextKeyMarker
-		}
-	}
-}
-
 // NewWriter returns a Writer streaming the object at key: Close commits it,
 // Abort (or any failure) aborts it with a fresh context, and until Close
-// returns nil nothing is visible at key. opts.ExpectedBucketOwner and
-// opts.Checksums are the Bucket's, whatever opts says; the rest (part size,
-// concurrency, content type, metadata) is the caller's.
+// returns nil nothing is visible at key. The store's attributes of every
+// object (S3: the expected bucket owner, checksums, encryption, ACL, tags)
+// are the Bucket's, whatever opts says; the rest (part size, concurrency,
+// content type, metadata) is the caller's, within what the store allows.
 func (b *Bucket) NewWriter(ctx context.Context, key string, opts upload.Options) *upload.Writer {
-	opts.ExpectedBucketOwner = b.opts.ExpectedOwner
-	opts.Checksums = b.opts.Checksums
-	return upload.NewWriter(ctx, b.api, b.name, b.prefix+key, opts)
+	proto, opts := b.drv.Protocol(b.prefix+key, opts)
+	return upload.NewWriterFor(ctx, proto, opts)
 }
 
-// Classify returns err wrapped so that errors.Is matches ErrNotFound,
-// ErrNoSuchBucket or ErrAccessDenied when an AWS error in its chain stands
-// for one; err itself otherwise. The Bucket's own methods already return
-// classified errors; this is for errors of a Writer it made, which come
-// from package upload unclassified.
-func Classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	return classify(err)
-}
-
-// fail wraps err with the operation, the full key and the named error it
-// stands for.
+// fail wraps err with the operation, the object's URI and the named error
+// it stands for.
 func (b *Bucket) fail(op, key string, err error) error {
-	return fmt.Errorf("%s s3://%s/%s: %w", op, b.name, key, classify(err))
+	return fmt.Errorf("%s %s: %w", op, b.drv.URI(key), b.drv.Classify(err))
 }
 
-// classify returns err wrapped so that errors.Is matches the named error it
-// stands for, if any; errors.As still finds the SDK's error.
-func classify(err error) error {
-	var kind error
-	var nsk *types.NoSuchKey
-	var nf *types.NotFound
-	var nsb *types.NoSuchBucket
-	var api smithy.APIError
-	switch {
-	case errors.As(err, &nsk), errors.As(err, &nf):
-		kind = ErrNotFound
-	case errors.As(err, &nsb):
-		kind = ErrNoSuchBucket
-	case errors.As(err, &api):
-		switch api.ErrorCode() {
-		case "NoSuchKey", "NotFound":
-			kind = ErrNotFound
-		case "NoSuchBucket":
-			kind = ErrNoSuchBucket
-		case "AccessDenied", "AllAccessDisabled", "Forbidden":
-			kind = ErrAccessDenied
-		case "PreconditionFailed", "ConditionalRequestConflict":
-			kind = ErrExists
-		}
-	}
-	if kind == nil {
-		return err
-	}
-	return &kindError{kind: kind, err: err}
+// KindError reads as a store's error and matches both it and its kind, one
+// of the named errors: what a Driver's Classify returns.
+type KindError struct {
+	Kind, Err error
 }
 
-// kindError reads as the SDK's error and matches both it and its kind.
-type kindError struct {
-	kind, err error
-}
-
-func (e *kindError) Error() string   { return e.err.Error() }
-func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+func (e *KindError) Error() string   { return e.Err.Error() }
+func (e *KindError) Unwrap() []error { return []error{e.Kind, e.Err} }

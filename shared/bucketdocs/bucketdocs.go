@@ -41,6 +41,13 @@ const DefaultMaxFileBytes int64 = 256 << 20
 // Datasets, everything the documents say.
 type Input struct {
 	Bucket string
+	// BaseURI is the bucket's root as its store's readers name it
+	// (gs://bucket/, abfss://container@account.dfs.core.windows.net/);
+	// empty: s3://Bucket/.
+	BaseURI string
+	// BucketFlag is the bucket as `daybook verify --bucket` takes it
+	// (gs://bucket, az://account/container); empty: Bucket.
+	BucketFlag string
 	// Prefix is the account's rendered prefix (layout.RenderPrefix), the
 	// part of every key before `/v1/`.
 	Prefix      string
@@ -64,6 +71,22 @@ type Input struct {
 	// load scripts there are.
 	Store        string
 	AzureAccount string
+}
+
+// base is the bucket's root URI.
+func (in Input) base() string {
+	if in.BaseURI != "" {
+		return in.BaseURI
+	}
+	return "s3://" + in.Bucket + "/"
+}
+
+// bucketFlag is verify's --bucket.
+func (in Input) bucketFlag() string {
+	if in.BucketFlag != "" {
+		return in.BucketFlag
+	}
+	return in.Bucket
 }
 
 // File is one generated document and where it goes.

@@ -470,3 +470,50 @@ func TestReadmeNamesTheStoresEngines(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickStartPerStore: a bucket in GCS or Azure gets a Quick start in
+// its own CLI and DuckDB secret, whose local copy points the scripts' own
+// URIs (gs://, az://) at the copy; nothing of S3 is left in it. (The
+// end-to-end test runs each store's local-copy block; this one names the
+// commands.)
+func TestQuickStartPerStore(t *testing.T) {
+	cases := []struct {
+		store, account string
+		has            []string
+	}{
+		{loadsql.StoreGCS, "", []string{
+			"gcloud storage ls gs://acme-exports/tenants/acct_7f3a9c/v1/_manifests/",
+			"gcloud storage cat gs://acme-exports/tenants/acct_7f3a9c/v1/_manifests/dt=$day/manifest.json",
+			"gcloud storage cp gs://acme-exports/tenants/acct_7f3a9c/v1/",
+			`CREATE SECRET (TYPE gcs, KEY_ID '$GCS_HMAC_ID', SECRET '$GCS_HMAC_SECRET');`,
+			"gcloud storage rsync --recursive gs://acme-exports/tenants/acct_7f3a9c ./copy/tenants/acct_7f3a9c",
+			"sed 's#gs://acme-exports/#./copy/#g'"}},
+		{loadsql.StoreAzure, "acmedata", []string{
+			"az storage blob list --account-name acmedata --container-name acme-exports --auth-mode login --prefix tenants/acct_7f3a9c/v1/_manifests/ --delimiter / --num-results '*'",
+			"az storage blob download --account-name acmedata --container-name acme-exports --auth-mode login --name tenants/acct_7f3a9c/v1/_manifests/dt=$day/manifest.json --file /dev/stdout -o none",
+			`CREATE SECRET (TYPE azure, PROVIDER credential_chain, ACCOUNT_NAME 'acmedata');`,
+			"az storage blob download-batch --account-name acmedata --source acme-exports --pattern 'tenants/acct_7f3a9c/*' --destination ./copy --auth-mode login",
+			"sed 's#az://acmedata.blob.core.windows.net/acme-exports/#./copy/#g'"}},
+	}
+	for _, c := range cases {
+		in := goldenInput(t, fileformat.Parquet)
+		in.Store, in.AzureAccount = c.store, c.account
+		b, err := README(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		s = s[strings.Index(s, "## Quick start"):]
+		s = s[:strings.Index(s[3:], "\n## ")+3]
+		for _, w := range c.has {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s Quick start lacks %q", c.store, w)
+			}
+		}
+		for _, w := range []string{"aws s3", "s3://", "TYPE s3"} {
+			if strings.Contains(s, w) {
+				t.Errorf("%s Quick start has %q", c.store, w)
+			}
+		}
+	}
+}

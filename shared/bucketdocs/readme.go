@@ -98,7 +98,7 @@ func (w *mdWriter) intro() {
 		"in this bucket: this README, a schema document per dataset, a manifest per day and load scripts",
 		"per engine. Files whose names start with `_` are metadata; only `part-*` files hold data.",
 		"This README is generated and rewritten when something it describes changes.")
-	w.p("- **Location**: `s3://"+in.Bucket+"/"+w.root+"`",
+	w.p("- **Location**: `"+in.base()+w.root+"`",
 		"- **Datasets**: "+strings.Join(w.datasetNames(), ", "),
 		"- **Files**: "+formatLabel(in.Format, in.codec()),
 		"- **Days**: calendar days in the time zone `"+in.TimeZone+"` (\"the export's time zone\" below)",

@@ -43,7 +43,7 @@ func (w *mdWriter) changeLogSection() {
 	w.block("sql",
 		"SET VARIABLE last_run = TIMESTAMPTZ '"+ChangesLastRun+"';",
 		"SELECT dataset, day, generation, reason, rows_before, rows_after, manifest_key",
-		"FROM read_json('s3://"+w.in.Bucket+"/"+dir+"*.json', format = 'newline_delimited', columns = {",
+		"FROM read_json('"+w.in.base()+dir+"*.json', format = 'newline_delimited', columns = {",
 		"    id: 'VARCHAR', dataset: 'VARCHAR', day: 'DATE', generation: 'BIGINT', reason: 'VARCHAR',",
 		"    rows_before: 'BIGINT', rows_after: 'BIGINT', manifest_key: 'VARCHAR', committed_at: 'TIMESTAMPTZ'})",
 		"WHERE committed_at > getvariable('last_run') - INTERVAL 1 HOUR",

@@ -158,7 +158,7 @@ func (w *mdWriter) verifySection() {
 	w.p("Then, for one day (`--from YYYY-MM-DD --to YYYY-MM-DD` for a range; without `--dataset`, every",
 		"dataset under the prefix):")
 	w.block("sh",
-		"daybook verify --bucket "+w.in.Bucket+" --prefix "+strings.TrimSuffix(w.in.Prefix, "/")+" \\",
+		"daybook verify --bucket "+w.in.bucketFlag()+" --prefix "+strings.TrimSuffix(w.in.Prefix, "/")+" \\",
 		"  --dataset <dataset> --day YYYY-MM-DD [--region <region>] [--endpoint <url>] [--download]")
 	w.p("It exits 0 when every partition checked is committed and matches its manifest, and 1 otherwise.")
 	w.p("It reads `_SUCCESS` and checks that it names `_manifest.json` by its SHA-256 and generation;",

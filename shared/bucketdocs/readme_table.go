@@ -1,6 +1,7 @@
 package bucketdocs
 
 import (
+	"strings"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/loadsql"
@@ -28,7 +29,7 @@ func (w *mdWriter) tableSection() {
 	}
 	w.h2("Query the table, or load the folders")
 	w.p("Each dataset is also an Apache Iceberg table (format v2) whose location is the dataset's folder,",
-		"`s3://"+w.in.Bucket+"/"+w.root+"<dataset>`. Its data files are the `part-*` files of the `dt=` folders,",
+		"`"+w.in.base()+w.root+"<dataset>`. Its data files are the `part-*` files of the `dt=` folders,",
 		"themselves: nothing is copied, and the folders, `_manifest.json` and `_SUCCESS` are exactly as described",
 		"above, so loading the folders works as before. The table's metadata is in `<dataset>/metadata/`:",
 		"`v<N>.metadata.json` files and `version-hint.text`, which names the latest `N`. No catalog is needed:",
@@ -47,8 +48,9 @@ func (w *mdWriter) tableSection() {
 		"current snapshot always is. Expiry removes snapshots from the metadata and deletes no data file.")
 	ds := w.in.Datasets[0].Name
 	meta := "./copy/" + w.root + ds + "/metadata/"
-	w.p("On a local copy of the bucket (the Quick start's `aws s3 sync`), read a table by its current",
-		"metadata file: the files it lists carry their `s3://` paths, so DuckDB needs `allow_moved_paths`",
+	scheme := w.in.base()[:strings.Index(w.in.base(), "://")+3]
+	w.p("On a local copy of the bucket (the Quick start's `"+w.quickCLI().copyCmd+"`), read a table by its current",
+		"metadata file: the files it lists carry their `"+scheme+"` paths, so DuckDB needs `allow_moved_paths`",
 		"to find them under the copy (its `iceberg` extension is installed from DuckDB's repository the",
 		"first time):")
 	w.block("sh",

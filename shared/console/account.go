@@ -158,7 +158,7 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 	p := accountPage{Account: acct, View: v, Heatmap: buildHeatmap(v, from, to), From: from.String(), To: to.String(),
 		TimeZone: acct.WithDefaults(s.cfg.SettleDelay).TimeZone, CanReexport: s.cfg.Queue != nil && s.cfg.QueueURL != ""}
 	if prefix, err := acct.Prefix(s.cfg.Stage); err == nil {
-		p.Destination = "s3://" + acct.Destination.Bucket + "/" + prefix + "/"
+		p.Destination = acct.Destination.URI(prefix + "/")
 	}
 	for _, ds := range acct.Datasets {
 		p.Datasets = append(p.Datasets, option{Name: ds, Checked: slices.Contains(q["dataset"], ds)})

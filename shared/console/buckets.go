@@ -1,6 +1,8 @@
 package console
 
 import (
+	"context"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -20,6 +22,6 @@ func DestinationBuckets(clients *destination.Clients, deploymentAccountID string
 		if err != nil {
 			return nil, err
 		}
-		return bucket.New(clients.Client(acct.ID, acct.Destination), acct.Destination.Bucket, bucket.Options{ExpectedOwner: aws.ToString(owner)}), nil
+		return clients.Open(context.Background(), acct.ID, acct.Destination, bucket.Options{ExpectedOwner: aws.ToString(owner)})
 	})
 }

@@ -148,12 +148,12 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 		d.Problem = m.Problem
 		return m, d
 	}
-	uri := func(key string) string { return "s3://" + acct.Destination.Bucket + "/" + key }
+	uri := acct.Destination.URI
 	m.URI = uri(layout.ManifestKey(prefix, ds, day))
 	d.URI = uri(layout.DeliveryManifestKey(prefix, day))
 	b, err := s.cfg.Buckets.Reader(acct)
 	if err != nil {
-		m.Problem = readProblem("s3://"+acct.Destination.Bucket, err)
+		m.Problem = readProblem(strings.TrimSuffix(uri(""), "/"), err) // the bucket as its store names it
 		d.Problem = m.Problem
 		return m, d
 	}

@@ -37,7 +37,10 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/destination/azureauth"
+	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
 	"github.com/daybook-dev/daybook/shared/netguard"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // Clients builds S3 clients for destinations from daybook's own
@@ -61,9 +64,26 @@ type Clients struct {
 	// Now is the clock assumed-role credentials are checked against
 	// (nil: time.Now).
 	Now func() time.Time
+	// DeploymentAccountID is the deployment's own AWS account, the writer
+	// of a destination without a role (Open's S3 attributes).
+	DeploymentAccountID string
+
+	// GCSCredentials gets the tokens of a GCS destination with a
+	// destination.gcs block (Workload Identity Federation from Base's own
+	// AWS credentials, or a service account key from Secrets Manager), and
+	// AzureCredentials those of an Azure destination with destination.azure
+	// (a federated client assertion from sts:GetWebIdentityToken, or a SAS
+	// from Secrets Manager): SetStoreCredentials sets both. Nil refuses
+	// such a destination (ErrNoCredentials). A destination without the
+	// block is at an emulator's endpoint (account validation allows no
+	// other) and is reached without credentials: GCS anonymously, Azure's
+	// development account with its documented key.
+	GCSCredentials   *gcpauth.Federation
+	AzureCredentials *azureauth.Federation
 
 	mu      sync.Mutex
 	clients map[clientKey]*s3.Client
+	stores  map[storeKey]any // *gcs.Client or *container.Client
 	// afterGuard, in tests, runs when the guard has allowed an address.
 	afterGuard func(network, address string) error
 }
@@ -182,8 +202,16 @@ func ReadObjectsPolicy(d account.Destination) string {
 // policy on its dialer and no proxy: through a proxy the guard would see the
 // proxy's address, not the endpoint's. Redirects dial through the same guard.
 func (f *Clients) guardedHTTPClient() aws.HTTPClient {
+	control := f.guard()
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Control = control }).
+		WithTransportOptions(func(t *http.Transport) { t.Proxy = nil })
+}
+
+// guard is the dialer control of a custom endpoint's connections.
+func (f *Clients) guard() func(network, address string, c syscall.RawConn) error {
 	policy, after := f.Endpoints, f.afterGuard
-	control := func(network, address string, c syscall.RawConn) error {
+	return func(network, address string, c syscall.RawConn) error {
 		if err := policy.Control(network, address, c); err != nil {
 			return fmt.Errorf("destination endpoint: %w", err)
 		}
@@ -192,9 +220,6 @@ func (f *Clients) guardedHTTPClient() aws.HTTPClient {
 		}
 		return nil
 	}
-	return awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Control = control }).
-		WithTransportOptions(func(t *http.Transport) { t.Proxy = nil })
 }
 
 // Owner returns the ExpectedBucketOwner parameter for every S3 call to d:
@@ -237,7 +262,11 @@ type Check struct {
 // even after a failure so the report names each missing permission, in
 // words. owner is the destination's BucketOwner (see Owner); every call
 // sends it when not empty.
-func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, now time.Time) ([]Check, error) {
+//
+// It writes with attrs, what every object of the destination carries
+// (S3Attributes: its KMS key, ACL, tags): a role that may write but not use
+// the key fails the write step, the key named in words.
+func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner string, attrs upload.S3Attributes, now time.Time) ([]Check, error) {
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
 	var ob *string
 	if owner != "" {
@@ -248,7 +277,7 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 	run := func(step, perm, why string, fn func() error) {
 		c := Check{Step: step, Permission: perm, OK: true}
 		if err := fn(); err != nil {
-			c.OK, c.Problem = false, explain(bucket, perm, err)
+			c.OK, c.Problem = false, explain(bucket, perm, attrs.KMSKeyID, err)
 			if why != "" {
 				c.Problem += ": " + why
 			}
@@ -256,7 +285,15 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		checks = append(checks, c)
 	}
 	run("write a small object", "s3:PutObject", "", func() error {
-		_, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob})
+		in := &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob,
+			ServerSideEncryption: attrs.ServerSideEncryption, ACL: attrs.ACL}
+		if attrs.KMSKeyID != "" {
+			in.SSEKMSKeyId, in.BucketKeyEnabled = aws.String(attrs.KMSKeyID), aws.Bool(true)
+		}
+		if attrs.Tagging != "" {
+			in.Tagging = aws.String(attrs.Tagging)
+		}
+		_, err := api.PutObject(ctx, in)
 		return err
 	})
 	// Every export reads the partition's old _SUCCESS to keep generations increasing.
@@ -268,7 +305,12 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		return out.Body.Close()
 	})
 	run("start and abort a multipart upload", "s3:AbortMultipartUpload", "", func() error {
-		out, err := api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob})
+		in := &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob,
+			ServerSideEncryption: attrs.ServerSideEncryption, ACL: attrs.ACL}
+		if attrs.KMSKeyID != "" {
+			in.SSEKMSKeyId, in.BucketKeyEnabled = aws.String(attrs.KMSKeyID), aws.Bool(true)
+		}
+		out, err := api.CreateMultipartUpload(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -325,7 +367,7 @@ func CheckConditionalWrite(ctx context.Context, api TestAPI, bucket, prefix, own
 		return err
 	}
 	if err := put(nil); err != nil {
-		c.OK, c.Problem = false, explain(bucket, c.Permission, err)
+		c.OK, c.Problem = false, explain(bucket, c.Permission, "", err)
 		return c
 	}
 	defer func() {
@@ -339,15 +381,30 @@ func CheckConditionalWrite(ctx context.Context, api TestAPI, bucket, prefix, own
 		c.OK, c.Problem = false, "the store accepted a write with If-None-Match: * over an existing object: it ignores conditional writes; "+why
 	case errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "ConditionalRequestConflict"):
 	default:
-		c.OK, c.Problem = false, "a write with If-None-Match: * failed otherwise than refused as existing ("+explain(bucket, c.Permission, err)+"); "+why
+		c.OK, c.Problem = false, "a write with If-None-Match: * failed otherwise than refused as existing ("+explain(bucket, c.Permission, "", err)+"); "+why
 	}
 	return c
 }
 
-func explain(bucket, perm string, err error) string {
+// explain says in words why a step failed. For a destination whose
+// objects are encrypted with kmsKey, S3 refuses a write (or a read) whose
+// role may not use the key with AccessDenied naming the kms: action, or a
+// KMS.* code.
+func explain(bucket, perm, kmsKey string, err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
+		code, msg := ae.ErrorCode(), ae.ErrorMessage()
+		if kmsKey != "" && (strings.HasPrefix(code, "KMS.") || (code == "AccessDenied" || code == "Forbidden") && strings.Contains(msg, "kms:")) {
+			why := "the role may not use key " + kmsKey + ": grant kms:GenerateDataKey and kms:Decrypt on it (the key policy, or the role's policy where the key policy lets IAM decide)"
+			switch code {
+			case "KMS.DisabledException", "KMS.KMSInvalidStateException":
+				why = "key " + kmsKey + " is disabled or pending deletion: enable it"
+			case "KMS.NotFoundException":
+				why = "key " + kmsKey + " does not exist (or is in another region than the bucket)"
+			}
+			return why
+		}
+		switch code {
 		case "AccessDenied", "Forbidden":
 			return fmt.Sprintf("access denied: the role needs %s on bucket %s", perm, bucket)
 		case "NoSuchBucket", "NotFound":

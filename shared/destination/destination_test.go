@@ -19,6 +19,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/minioserver"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/mototest"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 var (
@@ -44,7 +45,7 @@ func TestConnection(t *testing.T) {
 
 	t.Run("own role", func(t *testing.T) {
 		api := f.Client("acct_a", account.Destination{Bucket: "dest-conn-test"})
-		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_a", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_a", "", upload.S3Attributes{}, now)
 		if err != nil {
 			t.Fatalf("%v: %+v", err, checks)
 		}
@@ -63,7 +64,7 @@ func TestConnection(t *testing.T) {
 	t.Run("assumed role with an external id", func(t *testing.T) {
 		d := account.Destination{Bucket: "dest-conn-test", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-x", ExternalID: "ext-1"}
 		api := f.Client("acct_b", d)
-		if _, err := destination.CheckConnection(ctx, api, d.Bucket, "daybook/acct_b", "", now); err != nil {
+		if _, err := destination.CheckConnection(ctx, api, d.Bucket, "daybook/acct_b", "", upload.S3Attributes{}, now); err != nil {
 			t.Fatal(err)
 		}
 		creds, err := api.Options().Credentials.Retrieve(ctx)
@@ -89,7 +90,7 @@ func TestConnection(t *testing.T) {
 
 	t.Run("no ListBucketMultipartUploads is named in words", func(t *testing.T) {
 		api := noUploadListing{f.Client("acct_d", account.Destination{Bucket: "dest-conn-test"})}
-		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_d", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "dest-conn-test", "daybook/acct_d", "", upload.S3Attributes{}, now)
 		if err == nil || !strings.Contains(err.Error(), "is missing s3:ListBucketMultipartUploads") {
 			t.Fatalf("error %v", err)
 		}
@@ -108,7 +109,7 @@ func TestConnection(t *testing.T) {
 
 	t.Run("missing bucket is named in words", func(t *testing.T) {
 		api := f.Client("acct_c", account.Destination{Bucket: "no-such-bucket-here"})
-		checks, err := destination.CheckConnection(ctx, api, "no-such-bucket-here", "p", "", now)
+		checks, err := destination.CheckConnection(ctx, api, "no-such-bucket-here", "p", "", upload.S3Attributes{}, now)
 		if err == nil {
 			t.Fatal("want an error")
 		}

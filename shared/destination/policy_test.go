@@ -13,6 +13,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/destination"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // TestPolicyFor: the documents a customer pastes, exactly, for a role
@@ -111,7 +112,7 @@ func checkPermissions(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	f := &destination.Clients{Base: cfg}
-	checks, err := destination.CheckConnection(ctx, f.Client("acct_p", account.Destination{Bucket: "dest-policy-test"}), "dest-policy-test", "daybook/acct_p", "", time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	checks, err := destination.CheckConnection(ctx, f.Client("acct_p", account.Destination{Bucket: "dest-policy-test"}), "dest-policy-test", "daybook/acct_p", "", upload.S3Attributes{}, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	if err != nil || len(checks) == 0 {
 		t.Fatalf("%v: %+v", err, checks)
 	}

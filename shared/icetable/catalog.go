@@ -101,7 +101,7 @@ func (c *catalog) load(ctx context.Context) (*table.Table, error) {
 	body, err := c.readMetadata(ctx, start)
 	if bucket.IsNotFound(err) {
 		if start > 1 {
-			return nil, broken(VersionHintKey(c.loc), fmt.Errorf("the version hint names v%d but s3://%s/%s is missing", start, c.store.Name(), MetadataKey(c.loc, start)))
+			return nil, broken(VersionHintKey(c.loc), fmt.Errorf("the version hint names v%d but %s is missing", start, c.store.URI(MetadataKey(c.loc, start))))
 		}
 		return nil, ErrNoTable
 	}

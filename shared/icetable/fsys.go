@@ -21,6 +21,9 @@ import (
 // bucket owner is sent on each. Keys are relative to the bucket's root.
 type Store interface {
 	Name() string
+	// URI is key's location as the store's readers name it (s3://,
+	// gs://, abfss://): what the table's metadata records.
+	URI(key string) string
 	Get(ctx context.Context, key string, limit int64) ([]byte, error)
 	// GetTail reads the last n bytes of the object (all of a shorter one).
 	GetTail(ctx context.Context, key string, n int64) ([]byte, error)
@@ -37,7 +40,8 @@ var _ Store = (*bucket.Bucket)(nil)
 
 // fsys is iceberg-go's file system over a Store, for one call's context:
 // the library reads and writes the table's metadata through it and never
-// lists. Paths are s3://<bucket>/<key> URIs (or bare keys). Everything the
+// lists. Paths are the store's URIs of keys (Store.URI: s3://<bucket>/<key>
+// on S3), or bare keys. Everything the
 // table's metadata names is the customer's bucket's content, so nothing it
 // names is trusted (scope): the library reads only under the table's
 // folder, writes and deletes only in its metadata/ folder, and one
@@ -57,7 +61,9 @@ var (
 // scope is where one table's files may be, and what one commit (one load
 // and what is built on it) has read so far.
 type scope struct {
-	bucket string
+	// base is the bucket's URI (Store.URI of ""), which every path the
+	// library passes must begin with, and name the bucket's name.
+	base, name string
 	// table is the table's folder, metadata its metadata/ folder, as key
 	// prefixes ending in "/".
 	table, metadata string
@@ -69,28 +75,35 @@ type scope struct {
 }
 
 func newScope(store Store, location string, limits Limits) *scope {
-	return &scope{bucket: store.Name(), table: location + "/", metadata: location + "/" + MetadataDir + "/", limits: limits.orDefault()}
+	return &scope{base: store.URI(""), name: store.Name(), table: location + "/", metadata: location + "/" + MetadataDir + "/", limits: limits.orDefault()}
 }
 
-// uri is the s3:// URI of key in store.
-func uri(store Store, key string) string { return "s3://" + store.Name() + "/" + key }
+// uri is the URI of key in store.
+func uri(store Store, key string) string { return store.URI(key) }
+
+// uri is key's URI in the scope's bucket, for messages.
+func (s *scope) uri(key string) string { return s.base + key }
 
 // key is the bucket key of a path the library passes: the URI's path, or
 // the path itself when it names no scheme. A path of another bucket, or
 // with an empty, "." or ".." segment (which some stores resolve), is
 // outside every table (ErrOutsideTable).
 func (s *scope) key(name string) (string, error) {
-	rest, ok := strings.CutPrefix(name, "s3://")
+	k, ok := strings.CutPrefix(name, s.base)
 	if !ok {
-		rest, ok = strings.CutPrefix(name, "s3a://")
-	}
-	k := strings.TrimPrefix(name, "/")
-	if ok {
-		b, kk, _ := strings.Cut(rest, "/")
-		if b != s.bucket {
-			return "", fmt.Errorf("%w: %s is in another bucket than %s", ErrOutsideTable, name, s.bucket)
+		if rest, isS3A := strings.CutPrefix(name, "s3a://"); isS3A && strings.HasPrefix(s.base, "s3://") {
+			b, kk, _ := strings.Cut(rest, "/")
+			if b != s.name {
+				return "", fmt.Errorf("%w: %s is in another bucket than %s", ErrOutsideTable, name, s.base)
+			}
+			k, ok = kk, true
 		}
-		k = kk
+	}
+	if !ok {
+		if strings.Contains(name, "://") {
+			return "", fmt.Errorf("%w: %s is in another bucket than %s", ErrOutsideTable, name, s.base)
+		}
+		k = strings.TrimPrefix(name, "/")
 	}
 	for seg := range strings.SplitSeq(k, "/") {
 		if seg == "" || seg == "." || seg == ".." || strings.ContainsAny(seg, "\\\x00") {
@@ -104,7 +117,7 @@ func (s *scope) key(name string) (string, error) {
 func (s *scope) readable(name string) (string, error) {
 	k, err := s.key(name)
 	if err == nil && !strings.HasPrefix(k, s.table) {
-		err = fmt.Errorf("%w: %s is outside the table's folder s3://%s/%s", ErrOutsideTable, name, s.bucket, s.table)
+		err = fmt.Errorf("%w: %s is outside the table's folder %s", ErrOutsideTable, name, s.uri(s.table))
 	}
 	return k, err
 }
@@ -114,7 +127,7 @@ func (s *scope) readable(name string) (string, error) {
 func (s *scope) writable(name string) (string, error) {
 	k, err := s.key(name)
 	if err == nil && (!strings.HasPrefix(k, s.metadata) || strings.Contains(k[len(s.metadata):], "/")) {
-		err = fmt.Errorf("%w: %s is not a file of the table's metadata folder s3://%s/%s", ErrOutsideTable, name, s.bucket, s.metadata)
+		err = fmt.Errorf("%w: %s is not a file of the table's metadata folder %s", ErrOutsideTable, name, s.uri(s.metadata))
 	}
 	return k, err
 }
@@ -137,12 +150,12 @@ func (s *scope) admit(key string) error {
 	defer s.mu.Unlock()
 	if isManifestList(key) {
 		if s.manifestLists++; s.manifestLists > s.limits.ManifestLists {
-			return fmt.Errorf("%w: s3://%s/%s would be manifest list %d of one commit; it may read %d", ErrTableLimit, s.bucket, key, s.manifestLists, s.limits.ManifestLists)
+			return fmt.Errorf("%w: %s would be manifest list %d of one commit; it may read %d", ErrTableLimit, s.uri(key), s.manifestLists, s.limits.ManifestLists)
 		}
 		return nil
 	}
 	if s.manifests++; s.manifests > s.limits.Manifests {
-		return fmt.Errorf("%w: s3://%s/%s would be manifest %d of one commit; it may read %d", ErrTableLimit, s.bucket, key, s.manifests, s.limits.Manifests)
+		return fmt.Errorf("%w: %s would be manifest %d of one commit; it may read %d", ErrTableLimit, s.uri(key), s.manifests, s.limits.Manifests)
 	}
 	return nil
 }
@@ -153,7 +166,7 @@ func (s *scope) count(key string, n int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.readBytes += n; s.readBytes > s.limits.CommitReadBytes {
-		return fmt.Errorf("%w: reading s3://%s/%s passes the %d bytes of table metadata one commit may read", ErrTableLimit, s.bucket, key, s.limits.CommitReadBytes)
+		return fmt.Errorf("%w: reading %s passes the %d bytes of table metadata one commit may read", ErrTableLimit, s.uri(key), s.limits.CommitReadBytes)
 	}
 	return nil
 }
@@ -163,7 +176,7 @@ func (s *scope) decoded(key string, n int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.avroDecodedBytes += n; s.avroDecodedBytes > s.limits.CommitReadBytes {
-		return fmt.Errorf("%w: s3://%s/%s: its Avro blocks would pass the %d decompressed bytes one commit may read", ErrAvroTooLarge, s.bucket, key, s.limits.CommitReadBytes)
+		return fmt.Errorf("%w: %s: its Avro blocks would pass the %d decompressed bytes one commit may read", ErrAvroTooLarge, s.uri(key), s.limits.CommitReadBytes)
 	}
 	return nil
 }

@@ -170,7 +170,7 @@ func (s *scope) checkAvro(key string, body []byte) error {
 			break // a block that does not decompress: the library refuses it
 		}
 		if total += n; total > limit {
-			return fmt.Errorf("%w: s3://%s/%s decompresses to more than %d bytes (codec %s)", ErrAvroTooLarge, s.bucket, key, limit, codec)
+			return fmt.Errorf("%w: %s decompresses to more than %d bytes (codec %s)", ErrAvroTooLarge, s.uri(key), limit, codec)
 		}
 	}
 	return s.decoded(key, total)

@@ -107,7 +107,7 @@ func (t *Table) Rebuild(ctx context.Context, after int, deliveries []Delivery) (
 	}
 	committed, err := txn.Commit(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("rebuild table s3://%s/%s as v%d: %w", t.Store.Name(), t.Location, after+1, err)
+		return Result{}, fmt.Errorf("rebuild table %s as v%d: %w", t.Store.URI(t.Location), after+1, err)
 	}
 	return resultOf(committed, true, 1), nil
 }
@@ -123,8 +123,11 @@ func DayFiles(ctx context.Context, tbl *table.Table) (map[civil.Date][]FileStat,
 	for _, f := range files {
 		d := DayOf(f)
 		key := f.FilePath()
-		if _, rest, ok := strings.Cut(strings.TrimPrefix(key, "s3://"), "/"); ok {
-			key = rest
+		// s3://bucket/key, gs://bucket/key, abfss://container@host/key
+		if _, uri, ok := strings.Cut(key, "://"); ok {
+			if _, rest, ok := strings.Cut(uri, "/"); ok {
+				key = rest
+			}
 		}
 		out[d] = append(out[d], FileStat{Key: key, Rows: f.Count(), Bytes: f.FileSizeBytes()})
 	}

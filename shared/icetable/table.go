@@ -48,7 +48,7 @@ const (
 	PropDay        = "daybook.day"
 	PropGeneration = "daybook.generation"
 	PropReason     = "daybook.reason"
-	PropManifest   = "daybook.manifest" // s3:// URI of the generation's _manifest.json
+	PropManifest   = "daybook.manifest" // the store's URI of the generation's _manifest.json
 	PropRunID      = "daybook.run-id"
 )
 
@@ -262,7 +262,7 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 			if !errors.Is(err, table.ErrCommitFailed) {
 				err = cat.classify(err)
 			}
-			return Result{Attempts: n}, fmt.Errorf("commit table s3://%s/%s: %w", t.Store.Name(), t.Location, err)
+			return Result{Attempts: n}, fmt.Errorf("commit table %s: %w", t.Store.URI(t.Location), err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestEnsureGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := old.Guards(l.cfg.Stage)
-	if !holdsExactly(held, want) || stored.Version != 2 || stored.Destination != old.Destination {
+	if !holdsExactly(held, want) || stored.Version != 2 || !reflect.DeepEqual(stored.Destination, old.Destination) {
 		t.Errorf("after EnsureGuards: version %d, holds %v, want %v", stored.Version, held, want)
 	}
 	evs, err := l.AccountHistory(ctx, old.ID)

@@ -3,6 +3,9 @@ package upload
 import (
 	"errors"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // S3 multipart limits.
@@ -69,6 +72,33 @@ type Options struct {
 	Metadata        map[string]string
 	// Checksums selects what the store is asked to verify; see ChecksumMode.
 	Checksums ChecksumMode
+	// S3 are the attributes only S3 takes, sent with every object's first
+	// request (PutObject or CreateMultipartUpload).
+	S3 S3Attributes
+}
+
+// S3Attributes are what an S3 object is written with besides its content:
+// how it is encrypted, who owns it, its tags.
+type S3Attributes struct {
+	// ServerSideEncryption is "" (the bucket's default), AES256 (SSE-S3) or
+	// aws:kms (SSE-KMS with KMSKeyID, and an S3 Bucket Key).
+	ServerSideEncryption types.ServerSideEncryption
+	KMSKeyID             string
+	// ACL is the canned ACL: bucket-owner-full-control, so that the bucket's
+	// owner owns an object a writer from another account puts in a bucket
+	// with ACLs enabled; "" sends none.
+	ACL types.ObjectCannedACL
+	// Tagging is the object's tags as a URL query (k1=v1&k2=v2); "" none.
+	Tagging string
+}
+
+// bucketKey turns on an S3 Bucket Key with SSE-KMS: one data key per bucket
+// for a while instead of a KMS call per object.
+func (a S3Attributes) bucketKey() *bool {
+	if a.ServerSideEncryption == types.ServerSideEncryptionAwsKms {
+		return aws.Bool(true)
+	}
+	return nil
 }
 
 // Result describes a committed object.

@@ -1,21 +1,22 @@
-// Package upload streams one object into S3 without staging it on disk.
+// Package upload streams one object into a store without staging it on
+// disk.
 //
 // A Writer buffers bytes into part-sized buffers taken from a process-wide
-// arena, sends full parts as a multipart upload with at most
-// Options.Concurrency UploadPart calls in flight, and blocks Write when that
-// limit is reached, so memory is bounded by (Concurrency+1) × PartSize
-// whatever the object size. On Linux the buffers live outside the Go heap,
-// so they cost that and no more (see buffers.go). An object smaller than one
-// part is sent with a single PutObject at Close and never starts a
-// multipart upload.
+// arena, sends full parts through the store's [Protocol] (S3's multipart
+// upload, Azure's staged blocks, GCS's resumable upload) with at most
+// Options.Concurrency parts in flight, and blocks Write when that limit is
+// reached, so memory is bounded by (Concurrency+1) × PartSize whatever the
+// object size. On Linux the buffers live outside the Go heap, so they cost
+// that and no more (see buffers.go). An object smaller than one part is sent
+// with a single request at Close and never starts a multipart upload.
 //
 // The model is go-cloud's blob.Writer: Close commits, anything else aborts.
 // Every failure (a failed part, a failed complete, a cancelled context or an
-// explicit Abort) aborts the multipart upload with a fresh context, so a
-// cancelled Lambda context still cleans up, and no partial object is ever
-// visible. Each part carries its CRC32C so S3 verifies it on arrival, and by
-// default the whole object is verified at completion with a full-object
-// CRC32C (E2, E4, C1).
+// explicit Abort) aborts the upload with a fresh context, so a cancelled
+// Lambda context still cleans up, and no partial object is ever visible.
+// Each part carries its checksum so the store verifies it on arrival where
+// it can, and on S3 by default the whole object is verified at completion
+// with a full-object CRC32C (E2, E4, C1).
 package upload
 
 import (
@@ -26,24 +27,9 @@ import (
 	"hash/crc32"
 	"sync"
 	"sync/atomic"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// S3API is the subset of *s3.Client a Writer uses.
-type S3API interface {
-	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-	CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
-	UploadPart(ctx context.Context, in *s3.UploadPartInput, optFns ...func(*s3.Options)) (*s3.UploadPartOutput, error)
-	CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
-	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
-}
-
-var _ S3API = (*s3.Client)(nil)
-
-// Writer streams one object to S3. Its methods must not be called
+// Writer streams one object to a store. Its methods must not be called
 // concurrently with each other, except Written. The caller must end every
 // Writer with Close or Abort; `defer w.Abort(ctx)` followed by
 // `return w.Close()` is safe, since Abort after a successful Close does
@@ -52,12 +38,9 @@ type Writer struct {
 	parent   context.Context // caller's context, for the detached abort
 	ctx      context.Context // cancelled on the first error
 	cancel   context.CancelCauseFunc
-	api      S3API
-	bucket   string
-	key      string
+	proto    Protocol
 	opts     Options
 	partSize int64
-	owner    *string
 	arena    *arena
 
 	// Owned by the calling goroutine.
@@ -67,7 +50,7 @@ type Writer struct {
 	crc      uint32        // CRC32C of the parts already handed off
 	hashed   chan struct{} // closed once sha has every part handed off; nil before the first
 	written  atomic.Int64
-	uploadID *string
+	started  bool // proto.Start succeeded
 	nextPart int32
 	closed   bool
 	done     bool // Close or fail has finished; result/err final
@@ -84,15 +67,16 @@ type Writer struct {
 	wg   sync.WaitGroup   // UploadPart goroutines
 
 	mu       sync.Mutex
-	err      error                 // first error
-	parts    []types.CompletedPart // index = part number - 1
+	err      error // first error
 	aborted  bool
 	abortErr error
 }
 
-// NewWriter returns a Writer for s3://bucket/key. ctx governs every request
-// but the cleanup abort; cancelling it fails the upload.
-func NewWriter(ctx context.Context, api S3API, bucket, key string, opts Options) *Writer {
+// NewWriterFor returns a Writer sending the object through proto, a store's
+// Protocol for one object. ctx governs every request but the cleanup
+// abort; cancelling it fails the upload. opts.Concurrency 1 sends the parts
+// one at a time, in order (what a sequential protocol needs).
+func NewWriterFor(ctx context.Context, proto Protocol, opts Options) *Writer {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -103,9 +87,7 @@ func NewWriter(ctx context.Context, api S3API, bucket, key string, opts Options)
 		parent:   ctx,
 		ctx:      ictx,
 		cancel:   cancel,
-		api:      api,
-		bucket:   bucket,
-		key:      key,
+		proto:    proto,
 		opts:     opts,
 		partSize: ps,
 		arena:    arenaFor(ps),
@@ -115,9 +97,6 @@ func NewWriter(ctx context.Context, api S3API, bucket, key string, opts Options)
 		free:     make(chan *partBuffer, opts.Concurrency+1),
 	}
 	w.arena.acquire()
-	if opts.ExpectedBucketOwner != "" {
-		w.owner = aws.String(opts.ExpectedBucketOwner)
-	}
 	return w
 }
 
@@ -178,7 +157,7 @@ func (w *Writer) Close() error {
 		return w.fail(err)
 	}
 	var err error
-	if w.uploadID == nil {
+	if !w.started {
 		err = w.putObject()
 	} else {
 		err = w.complete()
@@ -230,7 +209,7 @@ func (w *Writer) check() error {
 	if err := w.firstErr(); err != nil {
 		return err
 	}
-	return fmt.Errorf("upload: s3://%s/%s: %w", w.bucket, w.key, context.Cause(w.ctx))
+	return fmt.Errorf("upload: %s: %w", w.proto.Where(), context.Cause(w.ctx))
 }
 
 func (w *Writer) firstErr() error {
@@ -249,8 +228,8 @@ func (w *Writer) setErr(err error) {
 	w.cancel(err)
 }
 
-// fail records err, waits for in-flight parts, aborts the multipart upload
-// and returns the first error. It runs on the caller's goroutine.
+// fail records err, waits for in-flight parts, aborts the upload and
+// returns the first error. It runs on the caller's goroutine.
 func (w *Writer) fail(err error) error {
 	w.setErr(err)
 	w.closed = true
@@ -268,34 +247,31 @@ func (w *Writer) abort(ctx context.Context) {
 	w.wg.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.aborted || w.uploadID == nil {
+	if w.aborted || !w.started {
 		return
 	}
 	w.aborted = true
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AbortTimeout)
 	defer cancel()
-	_, err := w.api.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
-		Bucket:              &w.bucket,
-		Key:                 &w.key,
-		UploadId:            w.uploadID,
-		ExpectedBucketOwner: w.owner,
-	})
-	if err != nil {
-		w.abortErr = fmt.Errorf("upload: abort multipart upload of s3://%s/%s: %w", w.bucket, w.key, err)
+	if err := w.proto.Abort(actx); err != nil {
+		w.abortErr = fmt.Errorf("upload: abort the upload of %s: %w", w.proto.Where(), err)
 	}
 }
 
-// flush starts the multipart upload if needed and hands the current buffer
-// to an UploadPart goroutine, blocking while Concurrency parts are in flight.
+// flush starts the upload if needed and hands the current buffer to a part
+// goroutine, blocking while Concurrency parts are in flight.
 func (w *Writer) flush() error {
 	if w.nextPart >= MaxParts {
 		// This part would not be the last one.
 		return ErrTooManyParts
 	}
-	if w.uploadID == nil {
-		if err := w.create(); err != nil {
-			return err
+	if !w.started {
+		if err := w.proto.Start(w.ctx); err != nil {
+			return fmt.Errorf("upload: start the upload of %s: %w", w.proto.Where(), err)
 		}
+		w.mu.Lock()
+		w.started = true
+		w.mu.Unlock()
 	}
 	select {
 	case w.sem <- struct{}{}:
@@ -317,9 +293,6 @@ func (w *Writer) startPart() {
 	w.crc = crc32cCombine(w.crc, crc, int64(size))
 	w.buf, w.fill, w.partCRC = nil, 0, 0
 	w.nextPart++
-	w.mu.Lock()
-	w.parts = append(w.parts, types.CompletedPart{PartNumber: aws.Int32(num)})
-	w.mu.Unlock()
 	// The part's goroutine adds it to the object's SHA-256 once the part
 	// before it has been added, so the hash follows the object's order and
 	// leaves the writing goroutine: hashing the parts is off the
@@ -350,30 +323,9 @@ func (w *Writer) startPart() {
 }
 
 func (w *Writer) uploadPart(body *partBody, size int, crc uint32, num int32) error {
-	in := &s3.UploadPartInput{
-		Bucket:              &w.bucket,
-		Key:                 &w.key,
-		UploadId:            w.uploadID,
-		PartNumber:          aws.Int32(num),
-		Body:                body,
-		ContentLength:       aws.Int64(int64(size)),
-		ExpectedBucketOwner: w.owner,
+	if err := w.proto.Part(w.ctx, num, body, int64(size), crc); err != nil {
+		return fmt.Errorf("upload: part %d of %s: %w", num, w.proto.Where(), err)
 	}
-	var sum *string
-	if w.opts.Checksums != ChecksumNone {
-		sum = aws.String(crcBase64(crc))
-		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32c
-		in.ChecksumCRC32C = sum
-	}
-	out, err := w.api.UploadPart(w.ctx, in)
-	if err != nil {
-		return fmt.Errorf("upload: part %d of s3://%s/%s: %w", num, w.bucket, w.key, err)
-	}
-	w.mu.Lock()
-	p := &w.parts[num-1]
-	p.ETag = out.ETag
-	p.ChecksumCRC32C = sum
-	w.mu.Unlock()
 	return nil
 }
 

@@ -6,9 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -56,7 +53,10 @@ type Finding struct {
 
 // Result is the report on one partition.
 type Result struct {
-	Target     Target
+	Target Target
+	// Location is the partition's folder as the store names it
+	// (s3://bucket/prefix/v1/events/dt=2026-11-20/).
+	Location   string
 	Status     Status
 	Generation int64
 	Files      int
@@ -101,7 +101,7 @@ func (r *Result) add(l Level, subject, format string, args ...any) {
 // checker holds one Check's state.
 type checker struct {
 	ctx  context.Context
-	api  ReadAPI
+	b    Reader
 	t    Target
 	o    Options
 	r    *Result
@@ -121,14 +121,14 @@ type checker struct {
 // what the day's delivery manifest says about the dataset. An error means
 // the bucket could not be read (access, network), not that the partition is
 // bad: that is Result.Status.
-func Check(ctx context.Context, api ReadAPI, t Target, o Options) (*Result, error) {
+func Check(ctx context.Context, b Reader, t Target, o Options) (*Result, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
 	if o.CountRows != nil {
 		o.Download = true
 	}
-	c := &checker{ctx: ctx, api: api, t: t, o: o, r: &Result{Target: t}, pp: t.PartitionPrefix(), keys: map[string]int64{}}
+	c := &checker{ctx: ctx, b: b, t: t, o: o, r: &Result{Target: t, Location: b.URI(t.PartitionPrefix())}, pp: t.PartitionPrefix(), keys: map[string]int64{}}
 	var err error
 	if err = c.list(); err != nil {
 		return nil, err
@@ -156,15 +156,12 @@ func Check(ctx context.Context, api ReadAPI, t Target, o Options) (*Result, erro
 }
 
 func (c *checker) list() error {
-	p := s3.NewListObjectsV2Paginator(c.api, &s3.ListObjectsV2Input{Bucket: &c.t.Bucket, Prefix: &c.pp, ExpectedBucketOwner: c.t.owner()})
-	for p.HasMorePages() {
-		page, err := p.NextPage(c.ctx)
-		if err != nil {
-			return fmt.Errorf("list s3://%s/%s: %w", c.t.Bucket, c.pp, err)
-		}
-		for _, o := range page.Contents {
-			c.keys[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
-		}
+	objs, err := c.b.List(c.ctx, c.pp)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		c.keys[o.Key] = o.Size
 	}
 	return nil
 }
@@ -172,7 +169,7 @@ func (c *checker) list() error {
 // get reads a whole object of at most limit bytes (bucket.ErrTooLarge
 // beyond); found is false when it does not exist.
 func (c *checker) get(key string, limit int64) (body []byte, found bool, err error) {
-	body, err = bucket.GetObject(c.ctx, c.api, &s3.GetObjectInput{Bucket: &c.t.Bucket, Key: &key, ExpectedBucketOwner: c.t.owner()}, limit)
+	body, err = c.b.Get(c.ctx, key, limit)
 	if bucket.IsNotFound(err) {
 		return nil, false, nil
 	}
@@ -234,7 +231,7 @@ func (c *checker) partition() (bool, error) {
 	if err := c.files(m); err != nil {
 		return true, err
 	}
-	c.loadScripts(fileformat.Format(m.Format))
+	c.loadScripts(m)
 	return true, nil
 }
 
@@ -268,10 +265,21 @@ func (c *checker) manifestHeader(m *manifest.Manifest, succ manifest.Success) {
 }
 
 // loadScripts notes the load scripts the partition lacks; their absence
-// does not make the data wrong. The bucket is in S3, where the engines do
-// not depend on the dataset's columns.
-func (c *checker) loadScripts(format fileformat.Format) {
-	engines := loadsql.EnginesFor(loadsql.StoreS3, format, dataset.Dataset{})
+// does not make the data wrong. The scripts expected are those of the
+// engines that read the bucket's store (its URI's scheme) in the
+// manifest's format and columns: S3's engines on S3, BigQuery, Snowflake
+// and DuckDB on GCS, and on Azure also Fabric (Parquet without lists)
+// and Databricks.
+func (c *checker) loadScripts(m *manifest.Manifest) {
+	var ds dataset.Dataset
+	for _, col := range m.Schema {
+		t, err := dataset.ParseType(col.Type)
+		if err != nil {
+			continue // a type this build does not know: the manifest check names it
+		}
+		ds.Columns = append(ds.Columns, dataset.Column{Name: col.Name, Type: t, Nullable: col.Nullable})
+	}
+	engines := loadsql.EnginesFor(storeOf(c.b.URI("")), fileformat.Format(m.Format), ds)
 	var missing []string
 	for _, e := range engines {
 		if _, ok := c.keys[c.pp+layout.LoadDir+"/"+e+".sql"]; !ok {
@@ -316,4 +324,17 @@ func (c *checker) files(m *manifest.Manifest) error {
 		c.r.add(LevelNote, "other objects", "%s (not data, not read by the load scripts)", strings.Join(others, ", "))
 	}
 	return nil
+}
+
+// storeOf is the loadsql store of a bucket by its URI: gs:// is GCS,
+// abfss:// (and the other Azure schemes) Azure, anything else S3.
+func storeOf(uri string) string {
+	scheme, _, _ := strings.Cut(uri, "://")
+	switch strings.ToLower(scheme) {
+	case "gs":
+		return loadsql.StoreGCS
+	case "abfss", "abfs", "az", "azure":
+		return loadsql.StoreAzure
+	}
+	return loadsql.StoreS3
 }

@@ -123,8 +123,8 @@ func TestCheck(t *testing.T) {
 			if tc.tamper != nil {
 				tc.tamper(f)
 			}
-			rec := &recorder{api: api}
-			r, err := verify.Check(t.Context(), rec, f.target, tc.opts)
+			rec := &recorder{API: api}
+			r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,8 +155,8 @@ func TestCheckIsCheap(t *testing.T) {
 	}
 	api := awsclient.NewS3(cfg)
 	f := commit(t, api, mustDataset(t, "events"), fileformat.Parquet, 3, 2000)
-	rec := &recorder{api: api}
-	r, err := verify.Check(t.Context(), rec, f.target, verify.Options{})
+	rec := &recorder{API: api}
+	r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, verify.Options{})
 	if err != nil || r.Status != verify.StatusOK {
 		t.Fatalf("Check = %+v, %v", r, err)
 	}
@@ -193,7 +193,7 @@ func TestCheckRefusesAnIncompleteTarget(t *testing.T) {
 			target := ok
 			tc.change(&target)
 			rec := &recorder{}
-			_, err := verify.Check(t.Context(), rec, target, verify.Options{})
+			_, err := verify.Check(t.Context(), in(rec, target.Bucket), target, verify.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || len(rec.ops) != 0 {
 				t.Fatalf("Check = %v after %d calls, want an error mentioning %q before any call", err, len(rec.ops), tc.want)
 			}
@@ -212,8 +212,8 @@ func TestCheckCountRowsSeesEveryFile(t *testing.T) {
 	api := awsclient.NewS3(cfg)
 	f := commit(t, api, mustDataset(t, "events"), fileformat.Parquet, 3, 25)
 	seen := map[string]string{}
-	rec := &recorder{api: api}
-	r, err := verify.Check(t.Context(), rec, f.target, verify.Options{CountRows: func(key string, data []byte) (int64, error) {
+	rec := &recorder{API: api}
+	r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, verify.Options{CountRows: func(key string, data []byte) (int64, error) {
 		seen[key] = verify.CRC32C(data)
 		return verify.CountRows(key, data)
 	}})
@@ -232,6 +232,47 @@ func TestCheckCountRowsSeesEveryFile(t *testing.T) {
 		}
 		if n := rec.count("HeadObject " + file.Key); n != 0 {
 			t.Errorf("%s: %d HEADs, want none when downloading", file.Key, n)
+		}
+	}
+}
+
+// onStore is a bucket whose URIs are another store's (gs://, abfss://):
+// what verify sees of a GCS or Azure bucket, over the fixture's files.
+type onStore struct {
+	verify.Reader
+	base string
+}
+
+func (o onStore) URI(key string) string { return o.base + key }
+
+// TestCheckLoadScriptsPerStore: the load scripts verify expects are those
+// of the engines that read the bucket's store: on GCS BigQuery, DuckDB and
+// Snowflake (Athena and Redshift read S3 only), on Azure also Fabric and
+// Databricks (the fixture's S3 scripts lack them: a note).
+func TestCheckLoadScriptsPerStore(t *testing.T) {
+	cfg, err := srv.Config(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := awsclient.NewS3(cfg)
+	f := commit(t, api, mustDataset(t, "events"), fileformat.Parquet, 1, 10)
+	for _, tc := range []struct {
+		base, want string
+	}{
+		{"s3://" + f.target.Bucket + "/", "athena, bigquery, snowflake, redshift, duckdb"},
+		{"gs://" + f.target.Bucket + "/", "_load/                 bigquery, snowflake, duckdb\n"},
+		{"abfss://c@acme.dfs.core.windows.net/", "no fabric.sql, databricks.sql"},
+	} {
+		r, err := verify.Check(t.Context(), onStore{in(api, f.target.Bucket), tc.base}, f.target, verify.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var report strings.Builder
+		if err := r.WriteText(&report); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != verify.StatusOK || !strings.Contains(report.String(), tc.want) {
+			t.Errorf("%s: %s, want a report saying %q:\n%s", tc.base, r.Status, tc.want, report.String())
 		}
 	}
 }

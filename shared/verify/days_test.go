@@ -28,8 +28,8 @@ func TestDays(t *testing.T) {
 	f.put(dp+"dt=2026-3-2/part-00000.parquet", []byte("x"))
 	f.put(dp+"notes.txt", []byte("x"))
 	f.put(layout.ContractPrefix(fixturePrefix)+"profiles/dt=2026-03-09/part-00000.parquet", []byte("x"))
-	rec := &recorder{api: api}
-	days, strays, err := verify.Days(t.Context(), rec, verify.Target{Bucket: f.target.Bucket, Prefix: fixturePrefix, Dataset: "events"})
+	rec := &recorder{API: api}
+	days, strays, err := verify.Days(t.Context(), in(rec, f.target.Bucket), verify.Target{Bucket: f.target.Bucket, Prefix: fixturePrefix, Dataset: "events"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestDays(t *testing.T) {
 	}
 
 	rec = &recorder{}
-	if _, _, err := verify.Days(t.Context(), rec, verify.Target{Bucket: "b", Prefix: fixturePrefix, Dataset: "../events"}); err == nil ||
+	if _, _, err := verify.Days(t.Context(), in(rec, "b"), verify.Target{Bucket: "b", Prefix: fixturePrefix, Dataset: "../events"}); err == nil ||
 		!strings.Contains(err.Error(), `dataset "../events"`) || len(rec.ops) != 0 {
 		t.Errorf("Days of a bad dataset = %v after %v, want an error naming it before any call", err, rec.ops)
 	}
@@ -67,7 +67,7 @@ func TestBothContractTrees(t *testing.T) {
 	if f2.target.PartitionPrefix() != fixturePrefix+"/v2/events/dt=2026-03-05/" || f1.target.PartitionPrefix() != fixturePrefix+"/v1/events/dt=2026-03-05/" {
 		t.Fatalf("partitions %s and %s", f1.target.PartitionPrefix(), f2.target.PartitionPrefix())
 	}
-	names, err := verify.Datasets(t.Context(), api, verify.Target{Bucket: f1.target.Bucket, Prefix: fixturePrefix})
+	names, err := verify.Datasets(t.Context(), in(api, f1.target.Bucket), verify.Target{Bucket: f1.target.Bucket, Prefix: fixturePrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestBothContractTrees(t *testing.T) {
 		f    *fixture
 		rows int64
 	}{{f1, 5}, {f2, 6}} {
-		r, err := verify.Check(t.Context(), api, c.f.target, verify.Options{})
+		r, err := verify.Check(t.Context(), in(api, c.f.target.Bucket), c.f.target, verify.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestBothContractTrees(t *testing.T) {
 			_ = r.WriteText(&b)
 			t.Errorf("%s: rows %d (want %d), report:\n%s", c.f.target.Dataset, r.Rows, c.rows, b.String())
 		}
-		days, _, err := verify.Days(t.Context(), api, c.f.target)
+		days, _, err := verify.Days(t.Context(), in(api, c.f.target.Bucket), c.f.target)
 		if err != nil || !reflect.DeepEqual(days, []civil.Date{fixtureDay}) {
 			t.Errorf("%s: days %v, %v", c.f.target.Dataset, days, err)
 		}

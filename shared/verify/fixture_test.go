@@ -169,9 +169,9 @@ func (f *fixture) delete(key string) {
 	}
 }
 
-// recorder is a ReadAPI that records every call it passes on.
+// recorder is an S3 API that records every read call it passes on.
 type recorder struct {
-	api verify.ReadAPI
+	bucket.API
 	mu  sync.Mutex
 	ops []string // "GetObject key [range]", "HeadObject key", "ListObjectsV2 prefix"
 }
@@ -184,17 +184,17 @@ func (r *recorder) note(op string) {
 
 func (r *recorder) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	r.note(strings.TrimSpace("GetObject " + aws.ToString(in.Key) + " " + aws.ToString(in.Range)))
-	return r.api.GetObject(ctx, in, o...)
+	return r.API.GetObject(ctx, in, o...)
 }
 
 func (r *recorder) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
 	r.note("HeadObject " + aws.ToString(in.Key))
-	return r.api.HeadObject(ctx, in, o...)
+	return r.API.HeadObject(ctx, in, o...)
 }
 
 func (r *recorder) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 	r.note("ListObjectsV2 " + aws.ToString(in.Prefix))
-	return r.api.ListObjectsV2(ctx, in, o...)
+	return r.API.ListObjectsV2(ctx, in, o...)
 }
 
 // count returns how many recorded calls start with prefix.
@@ -209,3 +209,6 @@ func (r *recorder) count(prefix string) int {
 	}
 	return n
 }
+
+// in is the bucket name read through api, as verify reads it.
+func in(api bucket.API, name string) *bucket.Bucket { return bucket.New(api, name, bucket.Options{}) }

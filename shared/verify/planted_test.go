@@ -39,8 +39,8 @@ func TestPlantedManifestReadsOnlyThePartition(t *testing.T) {
 	m.Sum()
 	f.rewriteManifest(&m)
 	for _, o := range []verify.Options{{}, {Download: true}} {
-		rec := &recorder{api: api}
-		r, err := verify.Check(t.Context(), rec, f.target, o)
+		rec := &recorder{API: api}
+		r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -157,9 +157,9 @@ func TestReadmePolicyAllowsCheck(t *testing.T) {
 	}
 	adminS3 := awsclient.NewS3(admin)
 	f := commit(t, adminS3, mustDataset(t, "events"), fileformat.Parquet, 2, 30)
-	rec := &recorder{api: adminS3}
+	rec := &recorder{API: adminS3}
 	for _, o := range []verify.Options{{}, {Download: true}} {
-		if r, err := verify.Check(t.Context(), rec, f.target, o); err != nil || r.Status != verify.StatusOK {
+		if r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, o); err != nil || r.Status != verify.StatusOK {
 			t.Fatalf("Check = %+v, %v", r, err)
 		}
 	}
@@ -233,8 +233,8 @@ func TestCheckReadsOnlyUnderThePrefix(t *testing.T) {
 	api := awsclient.NewS3(cfg)
 	f := commit(t, api, mustDataset(t, "events"), fileformat.NDJSON, 2, 10)
 	for _, o := range []verify.Options{{}, {Download: true}} {
-		rec := &recorder{api: api}
-		if r, err := verify.Check(t.Context(), rec, f.target, o); err != nil || r.Status != verify.StatusOK {
+		rec := &recorder{API: api}
+		if r, err := verify.Check(t.Context(), in(rec, f.target.Bucket), f.target, o); err != nil || r.Status != verify.StatusOK {
 			t.Fatalf("Check = %+v, %v", r, err)
 		}
 		if len(rec.ops) == 0 {

@@ -10,7 +10,7 @@ import (
 // line per finding, and the verdict last.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString(r.Target.URI() + "\n")
+	b.WriteString(r.Location + "\n")
 	for _, f := range r.Findings {
 		b.WriteString("  " + f.String() + "\n")
 	}

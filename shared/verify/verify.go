@@ -20,32 +20,33 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 )
 
-// ReadAPI is every S3 call this package makes: reads only, so read access
-// to the bucket (s3:ListBucket on the prefix, s3:GetObject under it) is
-// enough.
-type ReadAPI interface {
-	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-	HeadObject(context.Context, *s3.HeadObjectInput, ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
-	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+// Reader is every read this package makes of a bucket, on any store
+// (*bucket.Bucket has them): reads only, so read access to the bucket is
+// enough (on S3: s3:ListBucket on the prefix, s3:GetObject under it; on
+// GCS: storage.objects.list and get; on Azure: Storage Blob Data Reader).
+// On S3 the expected bucket owner is the Bucket's.
+type Reader interface {
+	// URI names a key as the store's readers do.
+	URI(key string) string
+	Get(ctx context.Context, key string, limit int64) ([]byte, error)
+	GetRange(ctx context.Context, key string, off, n int64) ([]byte, error)
+	Head(ctx context.Context, key string) (bucket.Info, error)
+	List(ctx context.Context, prefix string) ([]bucket.Object, error)
+	Dirs(ctx context.Context, prefix string) ([]string, error)
 }
 
-var _ ReadAPI = (*s3.Client)(nil)
+var _ Reader = (*bucket.Bucket)(nil)
 
 // Target is one partition, named the way a customer knows it: from the
 // bucket alone, with no ledger and no account record.
 type Target struct {
 	Bucket string
-	// Owner is the AWS account that must own the bucket; optional. When set,
-	// every request names it and S3 refuses a bucket someone else owns.
-	Owner string
 	// Prefix is the part of every key before `/v1/` (the account's
 	// rendered prefix).
 	Prefix string
@@ -74,16 +75,6 @@ func (t Target) tree() string {
 
 // PartitionPrefix is the key prefix of the target's partition.
 func (t Target) PartitionPrefix() string { return layout.PartitionPrefix(t.Prefix, t.tree(), t.Day) }
-
-// URI is the target's partition as an s3:// URI.
-func (t Target) URI() string { return "s3://" + t.Bucket + "/" + t.PartitionPrefix() }
-
-func (t Target) owner() *string {
-	if t.Owner == "" {
-		return nil
-	}
-	return &t.Owner
-}
 
 var (
 	datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.v[1-9][0-9]{0,2})?$`)
@@ -126,9 +117,10 @@ type Options struct {
 	LatestOnlyBefore civil.Date
 	// Download reads every data file in full: its CRC32C and SHA-256 are
 	// recomputed from the bytes and its rows are counted, whatever its
-	// format. Without it, a file's CRC32C is the one S3 stored for the
-	// object when that is a whole-object CRC32C (one HEAD), and the file is
-	// read in full only when S3 has none; rows are counted from Parquet
+	// format. Without it, a file's CRC32C is the one the store keeps for
+	// the object when that is a whole-object CRC32C (one HEAD), and the
+	// file is read in full only when the store has none (Azure never has);
+	// rows are counted from Parquet
 	// footers (two ranged reads) and, for gzipped NDJSON, only in files
 	// read in full anyway.
 	Download bool
@@ -154,25 +146,19 @@ func CRC32C(data []byte) string {
 // (`dt=YYYY-MM-DD/`) for under t.Prefix, whether committed or not (t.Day is
 // not used), and the folders named `dt=` that are not a day. An error
 // means the bucket could not be listed.
-func Days(ctx context.Context, api ReadAPI, t Target) (days []civil.Date, strays []string, err error) {
+func Days(ctx context.Context, r Reader, t Target) (days []civil.Date, strays []string, err error) {
 	if err := t.validateDataset(); err != nil {
 		return nil, nil, err
 	}
 	dp := layout.DatasetPrefix(t.Prefix, t.tree())
-	seen := map[string]bool{}
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &t.Bucket, Prefix: &dp, ExpectedBucketOwner: t.owner()})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("list s3://%s/%s: %w", t.Bucket, dp, err)
-		}
-		for _, o := range page.Contents {
-			if seg, _, ok := strings.Cut(strings.TrimPrefix(aws.ToString(o.Key), dp), "/"); ok && strings.HasPrefix(seg, "dt=") {
-				seen[seg] = true
-			}
-		}
+	dirs, err := r.Dirs(ctx, dp)
+	if err != nil {
+		return nil, nil, err
 	}
-	for seg := range seen {
+	for _, seg := range dirs {
+		if !strings.HasPrefix(seg, "dt=") {
+			continue
+		}
 		d, err := civil.Parse(strings.TrimPrefix(seg, "dt="))
 		if err != nil || layout.PartitionPrefix(t.Prefix, t.tree(), d) != dp+seg+"/" {
 			strays = append(strays, dp+seg+"/")
@@ -190,14 +176,14 @@ func Days(ctx context.Context, api ReadAPI, t Target) (days []civil.Date, strays
 // Target.Dataset names them (`events`, `events.v2`), leaving out daybook's
 // own folders (`_manifests`, `_schemas`, ...); t.Dataset and t.Day are not
 // used.
-func Datasets(ctx context.Context, api ReadAPI, t Target) ([]string, error) {
+func Datasets(ctx context.Context, r Reader, t Target) ([]string, error) {
 	if t.Bucket == "" {
 		return nil, errors.New("verify: bucket is empty")
 	}
 	if err := layout.ValidateRendered(t.Prefix); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	roots, err := listDirs(ctx, api, t, strings.TrimSuffix(t.Prefix, "/")+"/")
+	roots, err := r.Dirs(ctx, strings.TrimSuffix(t.Prefix, "/")+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +192,7 @@ func Datasets(ctx context.Context, api ReadAPI, t Target) ([]string, error) {
 		if !contractDirRE.MatchString(c) {
 			continue
 		}
-		dirs, err := listDirs(ctx, api, t, layout.ContractRoot(t.Prefix, c))
+		dirs, err := r.Dirs(ctx, layout.ContractRoot(t.Prefix, c))
 		if err != nil {
 			return nil, err
 		}
@@ -217,21 +203,5 @@ func Datasets(ctx context.Context, api ReadAPI, t Target) ([]string, error) {
 		}
 	}
 	sort.Strings(names)
-	return names, nil
-}
-
-// listDirs lists the folder names directly under cp.
-func listDirs(ctx context.Context, api ReadAPI, t Target, cp string) ([]string, error) {
-	var names []string
-	p := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: &t.Bucket, Prefix: &cp, Delimiter: aws.String("/"), ExpectedBucketOwner: t.owner()})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list s3://%s/%s: %w", t.Bucket, cp, err)
-		}
-		for _, cpfx := range page.CommonPrefixes {
-			names = append(names, strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cpfx.Prefix), cp), "/"))
-		}
-	}
 	return names, nil
 }

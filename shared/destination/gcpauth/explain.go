@@ -9,13 +9,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"golang.org/x/oauth2"
-	"google.golang.org/api/googleapi"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket/gcs"
 )
 
-// Failures in words: what a failed call to Cloud Storage or to Google's
-// token endpoints means for the customer, naming the permission, role or
+// Failures in words: what a failed call to Cloud Storage (the GCS driver's
+// *gcs.Error, the JSON API's error payload) or to Google's token endpoints
+// means for the customer, naming the permission, role or
 // setting to fix, as the S3 connection test names the missing s3: action.
 //
 // Payload shapes:
@@ -58,12 +59,9 @@ func Explain(err error, t Target) string {
 	}
 	grant := fmt.Sprintf("grant it %s on the bucket: gcloud storage buckets add-iam-policy-binding gs://%s --member=serviceAccount:%s --role=%s",
 		ObjectRole, t.Bucket, cmp.Or(t.Access.ServiceAccount, "SERVICE_ACCOUNT_EMAIL"), ObjectRole)
-	var ge *googleapi.Error
+	var ge *gcs.Error
 	if errors.As(err, &ge) {
-		reason := ""
-		if len(ge.Errors) > 0 {
-			reason = ge.Errors[0].Reason
-		}
+		reason := ge.Reason
 		switch {
 		case ge.Code == 403 && permissionRE.MatchString(ge.Message):
 			perm := permissionRE.FindStringSubmatch(ge.Message)[1]

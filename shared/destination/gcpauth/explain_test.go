@@ -1,20 +1,33 @@
 package gcpauth_test
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"google.golang.org/api/googleapi"
-
+	"github.com/daybook-dev/daybook/shared/bucket/gcs"
 	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
 )
 
-// apiError is the error cloud.google.com/go/storage returns for a JSON API
-// response: googleapi.CheckResponse of the status and body.
+// apiError is the error the GCS driver returns when Cloud Storage answers
+// a write with status and body (a JSON API error payload): the driver's
+// own request through a server that answers so.
 func apiError(status int, body string) error {
-	return googleapi.CheckResponse(&http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	c, err := gcs.NewClient(context.Background(), gcs.Config{Endpoint: gcs.EndpointAt(srv.URL)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	return gcs.New(c, "acme-exports", gcs.Options{}).Put(context.Background(), "k", []byte("x"), "text/plain")
 }
 
 // TestExplainStorageErrors: each Cloud Storage error payload (as the JSON

@@ -19,7 +19,8 @@
 //     cloud-platform); Google's STS has AWS check the signature and answers
 //     with a federated token (about an hour);
 //  2. with that token, calls IAM Credentials generateAccessToken for the
-//     customer's service account (scope devstorage.read_write, lifetime
+//     customer's service account (scope devstorage.read_write, or
+//     devstorage.read_only for a reader: Federation.Scope; lifetime
 //     Lifetime, at most an hour) and writes with the access token it gets.
 //
 // golang.org/x/oauth2/google/externalaccount does both steps and caches
@@ -33,9 +34,14 @@
 // Secret (credential_mode secret): the AWS Secrets Manager secret the
 // account names holds a service account key (the JSON `gcloud iam
 // service-accounts keys create` writes), from which a self-signed JWT is
-// exchanged at Google's OAuth 2.0 token endpoint, or an HMAC key (the JSON
-// `gcloud storage hmac create --format=json` prints), which signs requests
-// to Cloud Storage's XML API as S3 requests are signed.
+// exchanged at Google's OAuth 2.0 token endpoint. An HMAC key (the JSON
+// `gcloud storage hmac create --format=json` prints) is refused, naming
+// why: it signs requests to Cloud Storage's XML API only, and daybook
+// writes through the JSON API (shared/bucket/gcs), whose guarantees (the
+// CRC32C GCS verifies on every upload, ifGenerationMatch=0 for the
+// Iceberg commits, kmsKeyName, one multipart protocol) the XML API keeps
+// otherwise or not at all (no multi-object delete; If-None-Match only on
+// reads).
 package gcpauth
 
 import (
@@ -45,7 +51,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -61,6 +66,10 @@ import (
 // read and write of objects, nothing else.
 // https://cloud.google.com/storage/docs/oauth-scopes
 const Scope = "https://www.googleapis.com/auth/devstorage.read_write"
+
+// ReadOnlyScope is the scope of a reader's tokens (the console): objects
+// read and listed, never written, whatever the service account may do.
+const ReadOnlyScope = "https://www.googleapis.com/auth/devstorage.read_only"
 
 // Google's endpoints. Tests point Endpoints at fakes; an account never
 // chooses them.
@@ -118,58 +127,42 @@ type Federation struct {
 	Lifetime time.Duration
 	// Keys reads the secret of an account in credential_mode secret.
 	Keys storekey.Reader
+	// Scope is the OAuth 2.0 scope asked for, impersonating or with a key
+	// ("": Scope, read and write; a reader sets ReadOnlyScope).
+	Scope string
 }
 
-// Credentials are what a GCS client is built with: exactly one is set.
-type Credentials struct {
-	// TokenSource gives OAuth 2.0 access tokens for the JSON API
-	// (cloud.google.com/go/storage: option.WithTokenSource).
-	TokenSource oauth2.TokenSource
-	// HMAC is an HMAC key, for the XML API only.
-	HMAC *HMACKey
-}
-
-// HMACKey is a Cloud Storage HMAC key: an access id and its secret, which
-// sign requests to the XML API (storage.googleapis.com) with AWS Signature
-// Version 4. https://cloud.google.com/storage/docs/authentication/hmackeys
-type HMACKey struct {
-	AccessID string
-	Secret   string
-}
-
-// AWSCredentials returns the key as AWS credentials, for an S3 client on
-// https://storage.googleapis.com.
-func (k HMACKey) AWSCredentials() aws.Credentials {
-	return aws.Credentials{AccessKeyID: k.AccessID, SecretAccessKey: k.Secret, Source: "gcs-hmac"}
+func (f *Federation) scope() string {
+	if f.Scope != "" {
+		return f.Scope
+	}
+	return Scope
 }
 
 // ErrSecret is wrapped by every error about a secret's content; the
 // message never holds the secret.
 var ErrSecret = errors.New("gcs key secret")
 
-// Credentials returns the credentials of a GCS destination. Federated, it
-// makes no request: the first token is fetched on first use, and each
-// refresh runs on the context ctx (keep it alive as long as the
-// credentials; it carries the HTTP client). In credential_mode secret it
-// reads the secret now.
-func (f *Federation) Credentials(ctx context.Context, g account.GCSAccess) (Credentials, error) {
+// Credentials returns the token source of a GCS destination's requests
+// (OAuth 2.0 access tokens of the customer's service account, for the JSON
+// API). Federated, it makes no request: the first token is fetched on
+// first use, and each refresh runs on the context ctx (keep it alive as
+// long as the credentials; it carries the HTTP client). In credential_mode
+// secret it reads the secret now.
+func (f *Federation) Credentials(ctx context.Context, g account.GCSAccess) (oauth2.TokenSource, error) {
 	ctx = context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, f.httpClient())
 	ep := f.Endpoints.withDefaults()
 	switch g.Mode() {
 	case account.CredentialFederated:
-		ts, err := f.federated(ctx, g, ep)
-		if err != nil {
-			return Credentials{}, err
-		}
-		return Credentials{TokenSource: ts}, nil
+		return f.federated(ctx, g, ep)
 	case account.CredentialSecret:
 		v, err := f.Keys.Read(ctx, g.SecretARN)
 		if err != nil {
-			return Credentials{}, err
+			return nil, err
 		}
-		return parseSecret(ctx, v, g.SecretARN, ep)
+		return parseSecret(ctx, v, g.SecretARN, ep, f.scope())
 	default:
-		return Credentials{}, fmt.Errorf("destination.gcs.credential_mode %q: want federated or secret", g.CredentialMode)
+		return nil, fmt.Errorf("destination.gcs.credential_mode %q: want federated or secret", g.CredentialMode)
 	}
 }
 
@@ -202,7 +195,7 @@ func (f *Federation) federated(ctx context.Context, g account.GCSAccess, ep Endp
 		TokenURL:                       ep.STS,
 		ServiceAccountImpersonationURL: ImpersonationURL(ep.IAMCredentials, g.ServiceAccount),
 		ServiceAccountImpersonationLifetimeSeconds: int(life / time.Second),
-		Scopes:                         []string{Scope},
+		Scopes:                         []string{f.scope()},
 		AwsSecurityCredentialsSupplier: awsSupplier{creds: f.AWS, region: f.Region},
 	})
 	if err != nil {
@@ -232,8 +225,9 @@ func (s awsSupplier) AwsSecurityCredentials(ctx context.Context, _ externalaccou
 	return &externalaccount.AwsSecurityCredentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}, nil
 }
 
-// secretFile is the JSON a GCS key secret holds: a service account key, or
-// the HMAC key `gcloud storage hmac create --format=json` prints.
+// secretFile is the JSON a GCS key secret holds: a service account key
+// (or, refused, the HMAC key `gcloud storage hmac create --format=json`
+// prints).
 type secretFile struct {
 	Type        string `json:"type"`
 	ClientEmail string `json:"client_email"`
@@ -242,39 +236,33 @@ type secretFile struct {
 	Metadata    struct {
 		AccessID string `json:"accessId"`
 	} `json:"metadata"`
-	Secret string `json:"secret"`
 }
 
-var hmacAccessIDRE = regexp.MustCompile(`^GOOG[0-9A-Z]{20,100}$`)
-
-// parseSecret reads a secret's value as a service account key or an HMAC
-// key. A key's token_uri is ignored: tokens come from Google's endpoint
-// (ep.OAuth2), never from a URL the secret names.
-func parseSecret(ctx context.Context, v []byte, arn string, ep Endpoints) (Credentials, error) {
+// parseSecret reads a secret's value as a service account key. A key's
+// token_uri is ignored: tokens come from Google's endpoint (ep.OAuth2),
+// never from a URL the secret names.
+func parseSecret(ctx context.Context, v []byte, arn string, ep Endpoints, scope string) (oauth2.TokenSource, error) {
 	var s secretFile
 	if err := json.Unmarshal(v, &s); err != nil {
-		return Credentials{}, fmt.Errorf("%w %s: not JSON (want a service account key or an HMAC key as gcloud prints them)", ErrSecret, arn)
+		return nil, fmt.Errorf("%w %s: not JSON (want a service account key as gcloud iam service-accounts keys create writes it)", ErrSecret, arn)
 	}
 	switch {
 	case s.Type == "service_account":
 		if s.ClientEmail == "" || s.PrivateKey == "" {
-			return Credentials{}, fmt.Errorf("%w %s: a service account key without client_email or private_key", ErrSecret, arn)
+			return nil, fmt.Errorf("%w %s: a service account key without client_email or private_key", ErrSecret, arn)
 		}
-		cfg, err := google.JWTConfigFromJSON(v, Scope)
+		cfg, err := google.JWTConfigFromJSON(v, scope)
 		if err != nil {
-			return Credentials{}, fmt.Errorf("%w %s: %v", ErrSecret, arn, errors.Unwrap(err))
+			return nil, fmt.Errorf("%w %s: %v", ErrSecret, arn, errors.Unwrap(err))
 		}
 		cfg.TokenURL = ep.OAuth2
 		cfg.Audience = GoogleOAuth2 // what Google's endpoint checks, wherever it is reached
-		return Credentials{TokenSource: oauth2.ReuseTokenSourceWithExpiry(nil, cfg.TokenSource(ctx), RefreshMargin)}, nil
+		return oauth2.ReuseTokenSourceWithExpiry(nil, cfg.TokenSource(ctx), RefreshMargin), nil
 	case s.Kind == "storage#hmacKey" || s.Metadata.AccessID != "":
-		if !hmacAccessIDRE.MatchString(s.Metadata.AccessID) || s.Secret == "" {
-			return Credentials{}, fmt.Errorf("%w %s: an HMAC key needs metadata.accessId (GOOG…) and secret", ErrSecret, arn)
-		}
-		return Credentials{HMAC: &HMACKey{AccessID: s.Metadata.AccessID, Secret: s.Secret}}, nil
+		return nil, fmt.Errorf("%w %s: an HMAC key signs Cloud Storage's XML API only, and daybook writes through the JSON API (for the CRC32C GCS verifies, create-if-absent and customer-managed keys): put a service account key of the same service account in the secret instead (gcloud iam service-accounts keys create key.json --iam-account=...)", ErrSecret, arn)
 	case s.Type != "":
-		return Credentials{}, fmt.Errorf("%w %s: a credential of type %q; only a service account key (type service_account) or an HMAC key is read", ErrSecret, arn, s.Type)
+		return nil, fmt.Errorf("%w %s: a credential of type %q; only a service account key (type service_account) is read", ErrSecret, arn, s.Type)
 	default:
-		return Credentials{}, fmt.Errorf("%w %s: neither a service account key nor an HMAC key", ErrSecret, arn)
+		return nil, fmt.Errorf("%w %s: not a service account key", ErrSecret, arn)
 	}
 }

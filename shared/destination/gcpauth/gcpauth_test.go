@@ -74,14 +74,11 @@ var federated = account.GCSAccess{WorkloadIdentityProvider: provider, ServiceAcc
 func TestFederatedToken(t *testing.T) {
 	g, f := fakeGoogle(t)
 	start := time.Now()
-	c, err := f.Credentials(context.Background(), federated)
+	ts, err := f.Credentials(context.Background(), federated)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HMAC != nil || c.TokenSource == nil {
-		t.Fatalf("credentials %+v: want a token source", c)
-	}
-	tok, err := c.TokenSource.Token()
+	tok, err := ts.Token()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +88,7 @@ func TestFederatedToken(t *testing.T) {
 	if life := tok.Expiry.Sub(start); life < 29*time.Minute || life > 31*time.Minute {
 		t.Errorf("token lives %s, want the configured 30m", life)
 	}
-	if _, err := c.TokenSource.Token(); err != nil {
+	if _, err := ts.Token(); err != nil {
 		t.Fatal(err)
 	}
 	ex := g.Exchanges()
@@ -146,7 +143,7 @@ func TestFederationRefusals(t *testing.T) {
 			c.set(g, f)
 			cr, err := f.Credentials(context.Background(), federated)
 			if err == nil {
-				_, err = cr.TokenSource.Token()
+				_, err = cr.Token()
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
@@ -186,8 +183,8 @@ func keyReader(t *testing.T) storekey.Reader {
 
 // TestSecretKeys: credential_mode secret reads the key from Secrets
 // Manager: a service account key is exchanged at the OAuth endpoint (never
-// at the token_uri it names), an HMAC key is handed over for the XML API,
-// and anything else is refused without showing the secret.
+// at the token_uri it names); an HMAC key and anything else are refused
+// without showing the secret.
 func TestSecretKeys(t *testing.T) {
 	g, f := fakeGoogle(t)
 	f.Keys = keyReader(t)
@@ -207,11 +204,11 @@ func TestSecretKeys(t *testing.T) {
 		"token_uri":   "http://169.254.169.254/steal", // ignored: tokens come from Google's endpoint
 	})
 	ctx := context.Background()
-	c, err := f.Credentials(ctx, account.GCSAccess{CredentialMode: account.CredentialSecret, SecretARN: putSecret(t, "daybook/destinations/acme-sa", string(key))})
+	ts, err := f.Credentials(ctx, account.GCSAccess{CredentialMode: account.CredentialSecret, SecretARN: putSecret(t, "daybook/destinations/acme-sa", string(key))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := c.TokenSource.Token()
+	tok, err := ts.Token()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,14 +216,27 @@ func TestSecretKeys(t *testing.T) {
 	if !strings.HasPrefix(tok.AccessToken, "fake-sa-key-access-") || len(ex) != 1 || ex[0].Fields["iss"] != email || ex[0].Fields["scope"] != gcpauth.Scope {
 		t.Errorf("token %q, exchanges %+v", tok.AccessToken, ex)
 	}
-
-	hmac := `{"kind": "storage#hmacKey", "metadata": {"accessId": "GOOG1EABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTU", "serviceAccountEmail": "x@acme-data.iam.gserviceaccount.com", "state": "ACTIVE"}, "secret": "bGoa+V7g/yqDXvKRqq+JTFn4uQZbPiQJo4pf9RzJ"}`
-	c, err = f.Credentials(ctx, account.GCSAccess{CredentialMode: account.CredentialSecret, SecretARN: putSecret(t, "daybook/destinations/acme-hmac", hmac)})
+	// A reader (the console) asks for the read-only scope with the same key.
+	ro := *f
+	ro.Scope = gcpauth.ReadOnlyScope
+	ts, err = ro.Credentials(ctx, account.GCSAccess{CredentialMode: account.CredentialSecret, SecretARN: putSecret(t, "daybook/destinations/acme-sa-ro", string(key))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HMAC == nil || c.HMAC.AccessID != "GOOG1EABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTU" || c.HMAC.AWSCredentials().SecretAccessKey != "bGoa+V7g/yqDXvKRqq+JTFn4uQZbPiQJo4pf9RzJ" {
-		t.Errorf("HMAC credentials %+v", c)
+	if _, err := ts.Token(); err != nil {
+		t.Fatal(err)
+	}
+	if ex := g.Exchanges(); len(ex) != 2 || ex[1].Fields["scope"] != gcpauth.ReadOnlyScope || ex[1].Status != 200 {
+		t.Errorf("the reader's exchange %+v: want scope %s", ex[len(ex)-1], gcpauth.ReadOnlyScope)
+	}
+
+	// An HMAC key signs the XML API only; daybook writes through the JSON
+	// API: refused, saying what to give instead, never showing the secret.
+	hmac := `{"kind": "storage#hmacKey", "metadata": {"accessId": "GOOG1EABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTU", "serviceAccountEmail": "x@acme-data.iam.gserviceaccount.com", "state": "ACTIVE"}, "secret": "bGoa+V7g/yqDXvKRqq+JTFn4uQZbPiQJo4pf9RzJ"}`
+	_, err = f.Credentials(ctx, account.GCSAccess{CredentialMode: account.CredentialSecret, SecretARN: putSecret(t, "daybook/destinations/acme-hmac", hmac)})
+	if !errors.Is(err, gcpauth.ErrSecret) || !strings.Contains(err.Error(), "HMAC key signs Cloud Storage's XML API only") ||
+		!strings.Contains(err.Error(), "service account key") || strings.Contains(err.Error(), "bGoa") {
+		t.Errorf("an HMAC key: %v", err)
 	}
 
 	external := `{"type": "external_account", "audience": "x", "credential_source": {"file": "/proc/self/environ"}}`

@@ -7,26 +7,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/destination/azureauth"
 	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // The connection test of a GCS or Azure destination: the calls an export
 // makes, through the one bucket interface every store's driver serves, each
 // step naming what it needs in the store's own terms and, on failure, what
-// to grant (the store's Explain). It is destination.CheckConnection's
-// counterpart; the S3 one keeps calling the S3 API directly.
+// to grant (the store's Explain). It is the one connection test of GCS and
+// Azure destinations, destination.CheckConnection's counterpart; the S3
+// one keeps calling the S3 API directly.
 
 // StoreBucket is what CheckStore calls on the bucket, with *bucket.Bucket's
-// signatures (any store's driver behind it).
+// signatures (any store's driver behind it, with the destination's
+// encryption and tags).
 type StoreBucket interface {
 	Put(ctx context.Context, key string, body []byte, contentType string) error
 	Get(ctx context.Context, key string, limit int64) ([]byte, error)
 	PutIfAbsent(ctx context.Context, key string, body []byte, contentType string) error
 	List(ctx context.Context, prefix string) ([]bucket.Object, error)
 	Delete(ctx context.Context, key string) error
+	NewWriter(ctx context.Context, key string, opts upload.Options) *upload.Writer
 }
 
 var _ StoreBucket = (*bucket.Bucket)(nil)
@@ -37,9 +42,10 @@ type StoreProbe struct {
 	Where string
 	// Needs is what each step needs, by step: the permission or role.
 	Needs StepNeeds
-	// StartAbort starts a multipart upload (GCS) or stages a block
-	// (Azure) of key and abandons it, as an export's failed upload does:
-	// the store driver's.
+	// StartAbort starts an upload in parts of key and abandons it, as an
+	// export's failed upload does; nil is the bucket's own (a Writer given
+	// more than a part, then aborted: GCS's resumable session cancelled,
+	// Azure's staged block left uncommitted).
 	StartAbort func(ctx context.Context, key string) error
 	// Explain says a failed call in words naming what to grant; "" when it
 	// does not know the error (gcpauth.Explain, azureauth.Explain).
@@ -51,7 +57,31 @@ type StepNeeds struct {
 	Write, Read, Upload, CreateIfAbsent, List, Delete string
 }
 
-// GCSProbe is the probe of a GCS bucket, but for StartAbort (the driver's).
+// ProbeOf is the probe of d, a GCS or Azure destination: grant names
+// daybook's side (its exporter role and issuer, when known) in what
+// Explain says to grant.
+func ProbeOf(d account.Destination, grant StoreGrant) (StoreProbe, error) {
+	switch d.Kind() {
+	case account.StoreGCS:
+		t := gcpauth.Target{Bucket: d.Bucket}
+		if d.GCS != nil {
+			t.Access = *d.GCS
+			if grant.ExporterRole != "" && d.GCS.WorkloadIdentityProvider != "" {
+				t.Principal = gcpauth.PrincipalSet(d.GCS.WorkloadIdentityProvider, grant.ExporterRole)
+			}
+		}
+		return GCSProbe(t), nil
+	case account.StoreAzure:
+		t := azureauth.Target{StorageAccount: d.StorageAccount, Container: d.Bucket, Issuer: grant.Issuer, Subject: grant.ExporterRole}
+		if d.Azure != nil {
+			t.Access = *d.Azure
+		}
+		return AzureProbe(t), nil
+	}
+	return StoreProbe{}, fmt.Errorf("%s: an S3 destination's connection test is destination.CheckConnection", d.URI(""))
+}
+
+// GCSProbe is the probe of a GCS bucket.
 func GCSProbe(t gcpauth.Target) StoreProbe {
 	return StoreProbe{
 		Where: "gs://" + t.Bucket,
@@ -62,7 +92,7 @@ func GCSProbe(t gcpauth.Target) StoreProbe {
 	}
 }
 
-// AzureProbe is the probe of an Azure container, but for StartAbort.
+// AzureProbe is the probe of an Azure container.
 func AzureProbe(t azureauth.Target) StoreProbe {
 	const blobs = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/"
 	return StoreProbe{
@@ -73,20 +103,34 @@ func AzureProbe(t azureauth.Target) StoreProbe {
 	}
 }
 
-// CheckStore writes a small object under prefix, reads it back, starts and
-// abandons an upload, checks that a create-if-absent write of the same key
-// is refused (Iceberg commits rely on it), lists it and deletes it. Every
-// step runs after a failure, so the report names each missing permission.
+// CheckStore is the connection test of a GCS or Azure destination (`daybook
+// account test`): it writes a small object under prefix, reads it back,
+// starts and abandons an upload, checks that a create-if-absent write of
+// the same key is refused (Iceberg commits rely on it), lists it and
+// deletes it. Every step runs after a failure, so the report names each
+// missing permission. A bucket or container that does not exist is an
+// error wrapping bucket.ErrNoSuchBucket.
 func CheckStore(ctx context.Context, b StoreBucket, p StoreProbe, prefix string, now time.Time) ([]destination.Check, error) {
-	if p.StartAbort == nil || p.Explain == nil {
-		return nil, errors.New("connection test: the store's probe lacks StartAbort or Explain")
+	if p.Explain == nil {
+		return nil, errors.New("connection test: the store's probe lacks Explain")
 	}
+	if p.StartAbort == nil {
+		p.StartAbort = func(ctx context.Context, key string) error {
+			w := b.NewWriter(ctx, key, upload.Options{PartSize: upload.MinPartSize})
+			if _, err := w.Write(make([]byte, upload.MinPartSize+1)); err != nil {
+				return err
+			}
+			return w.Abort(ctx)
+		}
+	}
+	missing := false
 	key := strings.TrimSuffix(prefix, "/") + fmt.Sprintf("/_daybook_connection_test_%d", now.UnixNano())
 	body := []byte("daybook connection test\n")
 	var checks []destination.Check
 	run := func(step, need string, fn func() error) {
 		c := destination.Check{Step: step, Permission: need, OK: true}
 		if err := fn(); err != nil {
+			missing = missing || errors.Is(err, bucket.ErrNoSuchBucket)
 			c.OK = false
 			c.Problem = p.Explain(err)
 			if c.Problem == "" {
@@ -128,7 +172,10 @@ func CheckStore(ctx context.Context, b StoreBucket, p StoreProbe, prefix string,
 			failed = append(failed, c.Permission)
 		}
 	}
-	if len(failed) > 0 {
+	switch {
+	case missing:
+		return checks, fmt.Errorf("destination %s: %w", p.Where, bucket.ErrNoSuchBucket)
+	case len(failed) > 0:
 		return checks, fmt.Errorf("destination %s/%s is missing %s", p.Where, prefix, strings.Join(failed, "; "))
 	}
 	return checks, nil

@@ -2,6 +2,7 @@ package storeaccess_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -78,7 +79,7 @@ func TestCheckStore(t *testing.T) {
 	}
 
 	checks, err = storeaccess.CheckStore(ctx, bucket.New(api, "no-such-bucket", bucket.Options{}), probe, "daybook/acct_a", now)
-	if err == nil || !strings.Contains(err.Error(), "is missing w; r;") {
+	if !errors.Is(err, bucket.ErrNoSuchBucket) {
 		t.Errorf("a missing bucket: %v", err)
 	}
 	for _, c := range checks {

@@ -30,7 +30,6 @@ import (
 //	gcloud iam workload-identity-pools providers create-aws: https://cloud.google.com/sdk/gcloud/reference/iam/workload-identity-pools/providers/create-aws
 //	gcloud iam service-accounts add-iam-policy-binding:   https://cloud.google.com/sdk/gcloud/reference/iam/service-accounts/add-iam-policy-binding
 //	gcloud storage buckets add-iam-policy-binding:        https://cloud.google.com/sdk/gcloud/reference/storage/buckets/add-iam-policy-binding
-//	gcloud storage hmac create:                           https://cloud.google.com/sdk/gcloud/reference/storage/hmac/create
 //	az ad app federated-credential create:                https://learn.microsoft.com/cli/azure/ad/app/federated-credential
 //	az role assignment create (container scope):          https://learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access
 //	az storage container generate-sas:                    https://learn.microsoft.com/cli/azure/storage/container#az-storage-container-generate-sas
@@ -77,18 +76,31 @@ func CustomerSetup(d account.Destination, g StoreGrant) (StoreSetup, error) {
 	if err != nil || !strings.HasPrefix(role.Resource, "role/") {
 		return StoreSetup{}, fmt.Errorf("exporter role %q: want the role ARN (the stack output ExporterRoleArn)", g.ExporterRole)
 	}
-	switch d.StoreKind() {
-	case account.StoreKindGCS:
+	switch d.Kind() {
+	case account.StoreGCS:
+		if d.GCS == nil {
+			return StoreSetup{}, errNoAccess(d)
+		}
 		return gcsSetup(d, role), nil
-	case account.StoreKindAzure:
+	case account.StoreAzure:
+		if d.Azure == nil {
+			return StoreSetup{}, errNoAccess(d)
+		}
 		return azureSetup(d, g, role), nil
 	}
 	return StoreSetup{}, errors.New("an S3 destination's customer part is its role's trust and permissions policies")
 }
 
+// errNoAccess: a destination at a custom endpoint without destination.gcs
+// or destination.azure is reached without credentials (an emulator), and
+// the customer grants nothing.
+func errNoAccess(d account.Destination) error {
+	return fmt.Errorf("%s at endpoint %s names no destination.%s: it is reached without credentials, and there is nothing for the customer to grant", d.URI(""), d.Endpoint, d.Kind())
+}
+
 func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 	a := *d.GCS
-	s := StoreSetup{Store: account.StoreKindGCS, CredentialMode: a.Mode()}
+	s := StoreSetup{Store: string(account.StoreGCS), CredentialMode: a.Mode()}
 	const customer = "customer"
 	sa := a.ServiceAccount
 	if a.Mode() == account.CredentialSecret {
@@ -99,7 +111,7 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 	if a.Mode() == account.CredentialSecret {
 		s.Steps = []SetupStep{
 			bucketBinding,
-			{customer, "Create a key for it (or an HMAC key: gcloud storage hmac create " + sa + " --format=json > key.json) and hand key.json to the platform, never in the account file",
+			{customer, "Create a key for it (a service account key: daybook writes through Cloud Storage's JSON API, which an HMAC key cannot sign) and hand key.json to the platform, never in the account file",
 				"gcloud iam service-accounts keys create key.json --iam-account=" + sa},
 			{"platform", "Keep the key in the secret the account names", "aws secretsmanager put-secret-value --secret-id " + a.SecretARN + " --secret-string file://key.json"},
 		}
@@ -134,8 +146,8 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 
 func azureSetup(d account.Destination, g StoreGrant, role arn.ARN) StoreSetup {
 	a := *d.Azure
-	s := StoreSetup{Store: account.StoreKindAzure, CredentialMode: a.Mode()}
-	acct, container := d.AzureAccount(), d.Bucket
+	s := StoreSetup{Store: string(account.StoreAzure), CredentialMode: a.Mode()}
+	acct, container := d.StorageAccount, d.Bucket
 	if a.Mode() == account.CredentialSecret {
 		s.Steps = []SetupStep{
 			{"customer", "Create a SAS for the container, with read, add, create, write, delete and list, over HTTPS, and hand sas.txt to the platform (it stops working at its expiry: make a new one before then)",

@@ -10,7 +10,8 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 )
 
-// Op names an S3 call of bucket.API.
+// Op names an S3 call of bucket.API; a driver's call (WrapDriver) is named
+// by the S3 call it stands for.
 type Op string
 
 // The calls of bucket.API.
@@ -40,6 +41,8 @@ type Call struct {
 	UploadID string
 	// Part is UploadPart's part number.
 	Part int32
+	// Size is UploadPart's body size.
+	Size int64
 	// Owner is the ExpectedBucketOwner sent (nil: none).
 	Owner *string
 	// N counts the calls of Op on Key so far, this one included.
@@ -217,7 +220,7 @@ func (a *faulty) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipa
 }
 
 func (a *faulty) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	c := Call{Op: OpUploadPart, Key: aws.ToString(in.Key), UploadID: aws.ToString(in.UploadId), Part: aws.ToInt32(in.PartNumber), Owner: in.ExpectedBucketOwner}
+	c := Call{Op: OpUploadPart, Key: aws.ToString(in.Key), UploadID: aws.ToString(in.UploadId), Part: aws.ToInt32(in.PartNumber), Size: aws.ToInt64(in.ContentLength), Owner: in.ExpectedBucketOwner}
 	return do(a.f, c, func() (*s3.UploadPartOutput, error) { return a.api.UploadPart(ctx, in, o...) })
 }
 

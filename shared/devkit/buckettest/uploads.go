@@ -8,13 +8,12 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
 )
 
-// createUploads starts one multipart upload per key straight on the store,
-// as a run that died (or lost a response) leaves them, with 8 in flight.
+// createUploads starts one upload per key straight on the store, as a run
+// that died (or lost a response) leaves them, with 8 in flight.
 func createUploads(h *harness, keys []string) {
 	h.t.Helper()
 	errs := make(chan error, len(keys))
@@ -23,8 +22,7 @@ func createUploads(h *harness, keys []string) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			_, err := h.store.CreateMultipartUpload(h.ctx, &s3.CreateMultipartUploadInput{Bucket: &h.name, Key: aws.String(k)})
-			errs <- err
+			errs <- h.be.Inspect.StartUpload(h.ctx, k)
 		}()
 	}
 	for range keys {
@@ -40,7 +38,9 @@ func createUploads(h *harness, keys []string) {
 // and nothing outside the prefix; objects are untouched; a scoped Bucket
 // aborts under its own prefix and reports keys relative to it. A store that
 // lists uploads only by key (MinIO) leaves those under the prefix at keys
-// nobody named: the scenario says which. A named key outside the prefix is
+// nobody named: the scenario says which. A store whose incomplete uploads
+// cannot be listed or aborted (GCS's sessions, Azure's staged blocks)
+// aborts nothing and touches nothing. A named key outside the prefix is
 // refused before anything is aborted.
 func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 	for _, tc := range []struct {
@@ -69,18 +69,40 @@ func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, nb, bucket.Options{ExpectedOwner: Owner})
+			unlisted := h.differs(h.be.UploadsUnlisted)
+			kept := h.differs(h.be.UploadsKept)
+			if (unlisted || kept) && len(tc.uploads) > 100 {
+				tc.uploads = tc.uploads[:100] // nothing pages through them: fewer do
+				tc.want = tc.want[:min(len(tc.want), 100)]
+			}
 			h.put("p/done", "p/a")
 			createUploads(h, tc.uploads)
 			opened := slices.Clone(tc.uploads)
 			// One open upload holds a part: it is aborted like the others.
 			if len(tc.uploads) > 0 && len(tc.uploads) < 10 {
+				// A store that starts an upload with no call of its own
+				// (Azure) shows it once its first part is there.
+				partDone := make(chan struct{})
+				h.faults.Set(nil, Once(nil, func(c Call) bool {
+					if c.Op == OpUploadPart && c.Key == tc.scope+"p/with-part" {
+						close(partDone)
+					}
+					return false
+				}))
 				w := h.b.NewWriter(h.ctx, tc.scope+"p/with-part", uploadOpts())
 				if err := writeChunks(t, w, randomBytes(int(minPart)+1, 7)); err != nil {
 					t.Fatal(err)
 				}
 				// Not closed: its first part is uploaded, the upload open.
 				defer func() { _ = w.Abort(h.ctx) }()
-				waitOpen(h, tc.scope+"p/with-part")
+				select {
+				case <-partDone:
+				case <-h.ctx.Done():
+					t.Fatal(h.ctx.Err())
+				}
+				if !unlisted {
+					waitOpen(h, tc.scope+"p/with-part")
+				}
 				opened = append(opened, tc.scope+"p/with-part")
 				if tc.err == "" {
 					tc.want = append(tc.want, "p/with-part")
@@ -88,11 +110,20 @@ func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 					tc.left = append(tc.left, "p/with-part")
 				}
 			}
-			if h.be.UploadsByKeyOnly {
+			if h.differs(h.be.UploadsByKeyOnly) {
 				for _, k := range tc.unnamed {
 					i := slices.Index(tc.want, k)
 					tc.want = slices.Delete(tc.want, i, i+1)
 					tc.left = append(tc.left, tc.scope+k)
+				}
+			}
+			if unlisted || kept {
+				// Nothing to abort: what was open stays where the store
+				// shows it (its staged blocks, until collected).
+				tc.want = nil
+				tc.left = nil
+				if kept {
+					tc.left = distinctKeys(opened)
 				}
 			}
 			var mu sync.Mutex
@@ -119,17 +150,19 @@ func testAbortIncomplete(t *testing.T, nb func(*testing.T) Backend) {
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("aborted %d %v, want %d %v", len(got), head(got), len(tc.want), head(tc.want))
 			}
-			left := h.openUploads(distinctKeys(opened)...)
-			slices.Sort(left)
-			slices.Sort(tc.left)
-			if fmt.Sprint(left) != fmt.Sprint(tc.left) {
-				t.Errorf("still open %v, want %v", head(left), head(tc.left))
+			if !unlisted {
+				left := distinctKeysIf(kept, h.openUploads(distinctKeys(opened)...))
+				slices.Sort(left)
+				slices.Sort(tc.left)
+				if fmt.Sprint(left) != fmt.Sprint(tc.left) {
+					t.Errorf("still open %v, want %v", head(left), head(tc.left))
+				}
 			}
 			if keys := h.keys(); fmt.Sprint(keys) != "[p/a p/done]" {
 				t.Errorf("objects after AbortIncomplete: %v", keys)
 			}
 			for i, o := range owners {
-				if aws.ToString(o) != Owner {
+				if want := Owner; h.be.NoOwner != "" && o != nil || h.be.NoOwner == "" && aws.ToString(o) != want {
 					t.Errorf("call %d: ExpectedBucketOwner %v", i+1, aws.ToString(o))
 				}
 			}
@@ -148,6 +181,15 @@ func distinctKeys(keys []string) []string {
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
 	return slices.Compact(keys)
+}
+
+// distinctKeysIf is distinctKeys(keys) when on: a store that shows an
+// incomplete upload per key, not per upload (Azure's uncommitted blob).
+func distinctKeysIf(on bool, keys []string) []string {
+	if on {
+		return distinctKeys(keys)
+	}
+	return keys
 }
 
 // waitOpen fails the test unless key has an open upload; a writer creates

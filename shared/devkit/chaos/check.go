@@ -170,7 +170,7 @@ func (p *pipeline) checkPartition(ctx context.Context, a account.Account, r ledg
 	}
 	t := verify.Target{Bucket: a.Destination.Bucket, Prefix: prefix, Dataset: r.Dataset, Day: r.Day}
 	pp := t.PartitionPrefix()
-	rep, err := verify.Check(ctx, p.s3, t, verify.Options{CountRows: count})
+	rep, err := verify.Check(ctx, p.tableStore(a), t, verify.Options{CountRows: count})
 	if err != nil {
 		return err
 	}

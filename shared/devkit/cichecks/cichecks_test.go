@@ -214,12 +214,13 @@ func TestChromiumTool(t *testing.T) {
 // tools (a single `command -v a b c` passes when one is missing).
 func TestCIChecksEachTool(t *testing.T) {
 	bin := fakeBin(t, map[string]string{
-		"go":             `case "$1" in env) echo /nonexistent;; *) echo go version fake;; esac`,
-		"make":           `exit 0`,
-		"aws-lambda-rie": "",
-		"minio":          "",
-		"moto_server":    "",
-		"python3":        "",
+		"go":              `case "$1" in env) echo /nonexistent;; *) echo go version fake;; esac`,
+		"make":            `exit 0`,
+		"aws-lambda-rie":  "",
+		"minio":           "",
+		"fake-gcs-server": "",
+		"moto_server":     "",
+		"python3":         "",
 	})
 	cmd := exec.Command(filepath.Join(root, ".ci/run"))
 	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + t.TempDir()}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket/azure"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
@@ -27,7 +28,8 @@ type tenant struct {
 	compression fileformat.Codec
 	roleARN     string
 	externalID  string
-	scale       float64 // volume relative to EventsPerDay
+	store       account.StoreKind // "" is S3
+	scale       float64           // volume relative to EventsPerDay
 	currency    string
 	countries   []weighted[string]
 	plans       []string          // nil: the plan column stays NULL
@@ -62,8 +64,34 @@ var tenants = []tenant{
 	},
 }
 
-// demoAccounts returns the three accounts; their ids come from a stream
-// seeded by opts.Seed alone.
+// storeTenants are the accounts on the other stores (Options.OtherStores):
+// demo 4 on Google Cloud Storage, demo 5 on Azure Blob Storage.
+var storeTenants = []tenant{
+	{
+		name: "Demo logistics GCS", zone: "UTC", store: account.StoreGCS,
+		format: fileformat.Parquet, compression: fileformat.Snappy,
+		scale: 0.4, currency: "EUR", minCents: 2_00, maxCents: 90_00,
+		countries: []weighted[string]{{"DE", 40}, {"FR", 25}, {"NL", 20}, {"BE", 15}},
+	},
+	{
+		name: "Demo fintech Azure", zone: "UTC", store: account.StoreAzure,
+		format: fileformat.Parquet, compression: fileformat.Zstd,
+		scale: 0.4, currency: "GBP", minCents: 1_00, maxCents: 250_00,
+		countries: []weighted[string]{{"GB", 70}, {"IE", 20}, {"US", 10}},
+	},
+}
+
+// tenantsFor are the tenants of opts: the three S3 ones, then with
+// OtherStores the GCS and Azure ones.
+func tenantsFor(opts Options) []tenant {
+	if !opts.OtherStores {
+		return tenants
+	}
+	return append(append([]tenant(nil), tenants...), storeTenants...)
+}
+
+// demoAccounts returns the accounts; their ids come from a stream seeded
+// by opts.Seed alone.
 func demoAccounts(opts Options) ([]account.Account, error) {
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:8], opts.Seed)
@@ -74,8 +102,9 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 		return nil, err
 	}
 	settle := account.Duration(DefaultSettleDelay)
-	out := make([]account.Account, len(tenants))
-	for i, t := range tenants {
+	all := tenantsFor(opts)
+	out := make([]account.Account, len(all))
+	for i, t := range all {
 		id, err := account.NewID(ids)
 		if err != nil {
 			return nil, err
@@ -114,7 +143,21 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 			},
 			CreatedAt: opts.Now.Truncate(time.Second),
 		}
-		if err := errors.Join(a.ValidateShape(), a.ValidateStart(opts.Now, envvar.DefaultMaxBackfillDays)); err != nil {
+		switch t.store {
+		case account.StoreGCS:
+			a.Destination.StoreKind, a.Destination.Region = account.StoreGCS, ""
+		case account.StoreAzure:
+			a.Destination.StoreKind, a.Destination.Region = account.StoreAzure, ""
+			a.Destination.StorageAccount = azure.EmulatorAccount
+		}
+		// The GCS and Azure accounts' endpoints are the caller's emulators
+		// (left unset here): they are checked as at one, reached without
+		// credentials, as account validation allows only there.
+		v := a
+		if t.store == account.StoreGCS || t.store == account.StoreAzure {
+			v.Destination.Endpoint = "http://127.0.0.1:1"
+		}
+		if err := errors.Join(v.ValidateShape(), v.ValidateStart(opts.Now, envvar.DefaultMaxBackfillDays)); err != nil {
 			return nil, fmt.Errorf("demosource: account %d: %w", i+1, err)
 		}
 		out[i] = a

@@ -88,6 +88,10 @@ type Options struct {
 	// AccountIDs, if set, replace the generated ids of the first accounts,
 	// in order (the local stack's fixed, documented account id).
 	AccountIDs []string
+	// OtherStores adds demo 4, on Google Cloud Storage, and demo 5, on
+	// Azure Blob Storage (the storage emulator's development account),
+	// their endpoints left for the caller to set.
+	OtherStores bool
 }
 
 // Demo is what Generate produced.

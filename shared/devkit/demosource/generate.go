@@ -363,7 +363,7 @@ func (g *gen) run(ctx context.Context, days int) error {
 }
 
 func newGen(opts Options, idx int) (*gen, error) {
-	t := tenants[idx]
+	t := tenantsFor(opts)[idx]
 	loc, err := time.LoadLocation(t.zone)
 	if err != nil {
 		return nil, err

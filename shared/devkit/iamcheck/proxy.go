@@ -39,6 +39,10 @@ type Route struct {
 	// iamcheck cannot classify), naming the function, the action, the
 	// resource and the statements that came closest: a test's t.Errorf.
 	Report func(msg string)
+	// Allowed, when set, receives each allowed check of the function's
+	// own credentials with the statements that allowed it: a test shows
+	// which statement its calls reach.
+	Allowed func(action string, statements []string)
 }
 
 // Proxy is a reverse proxy on loopback that checks every call of one
@@ -155,6 +159,9 @@ func check(p *Policies, sts []Statement, r Route, c Call) *denial {
 		}
 		tally.add(fn, role, ch, d, sts)
 		if d.Allowed {
+			if r.Allowed != nil {
+				r.Allowed(ch.Action, d.Allowing)
+			}
 			continue
 		}
 		why := "no statement of the template names " + ch.Action + " on this resource"

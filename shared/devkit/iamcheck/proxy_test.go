@@ -228,3 +228,62 @@ func TestCheckRecorded(t *testing.T) {
 		t.Errorf("checked %d, %v, reports %q", n, err, reports)
 	}
 }
+
+// TestStoreCredentialStatements: the exporter's statements for GCS and
+// Azure credentials as the template gives them: GetSecretValue only under
+// the deployment's destination secret prefix, GetWebIdentityToken only
+// for Entra ID's audience and at most five minutes (both condition keys
+// as the request carries them); Without removes one statement and no
+// other.
+func TestStoreCredentialStatements(t *testing.T) {
+	p := loadTemplate(t, map[string]string{"Stage": "t"})
+	sts, err := p.Statements("ExporterFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(duration string, audiences ...string) Request {
+		return Request{Action: "sts:GetWebIdentityToken", Resource: "*",
+			Context: map[string][]string{"sts:DurationSeconds": {duration}, "sts:IdentityTokenAudience": audiences, "sts:SigningAlgorithm": {"RS256"}}}
+	}
+	secret := func(name string) Request {
+		return Request{Action: "secretsmanager:GetSecretValue", Resource: "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + name}
+	}
+	for _, c := range []struct {
+		name string
+		r    Request
+		want string // the allowing statement, "" for a denial
+	}{
+		{"a destination secret", secret("daybook/destinations/acme-gcs-AbCdEf"), "DestinationSecrets"},
+		{"another secret", secret("daybook/source-dsn-AbCdEf"), ""},
+		{"another account's secret", Request{Action: "secretsmanager:GetSecretValue", Resource: "arn:aws:secretsmanager:us-east-1:210987654321:secret:daybook/destinations/acme-AbCdEf"}, ""},
+		{"an Entra ID token", token("300", "api://AzureADTokenExchange"), "OutboundIdentityTokens"},
+		{"a shorter one", token("60", "api://AzureADTokenExchange"), "OutboundIdentityTokens"},
+		{"a longer one", token("900", "api://AzureADTokenExchange"), ""},
+		{"another audience", token("300", "https://sts.googleapis.com"), ""},
+		{"Entra's and another audience", token("300", "api://AzureADTokenExchange", "https://example.com"), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := Evaluate(sts, c.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" && d.Allowed || c.want != "" && !slices.Contains(d.Allowing, c.want) {
+				t.Errorf("%s: %+v, want allowed by %q", c.r, d, c.want)
+			}
+		})
+	}
+	without, err := p.Without("ExporterFunction", "OutboundIdentityTokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	less, _ := without.Statements("ExporterFunction")
+	if len(less) != len(sts)-1 || slices.ContainsFunc(less, func(s Statement) bool { return s.ID == "OutboundIdentityTokens" }) {
+		t.Errorf("Without: %d statements of %d", len(less), len(sts))
+	}
+	if again, _ := p.Statements("ExporterFunction"); len(again) != len(sts) {
+		t.Error("Without changed the policies it copied")
+	}
+	if _, err := p.Without("ExporterFunction", "NoSuchStatement"); err == nil {
+		t.Error("Without a statement the role lacks")
+	}
+}

@@ -98,6 +98,8 @@ func (p *Policies) Authorize(c Call, s Signer, n Names) (Authorization, error) {
 		err = a.glue()
 	case "ssm":
 		err = a.ssm()
+	case "secretsmanager":
+		err = a.secretsManager()
 	default:
 		err = fmt.Errorf("%w: service %s (%s %s)", ErrNotUnderstood, s.Service, c.Method, c.URL.Path)
 	}
@@ -242,6 +244,22 @@ func (a *authorizer) sts() error {
 			ctx["sts:ExternalId"] = []string{id}
 		}
 		a.add("sts:AssumeRole", form.Get("RoleArn"), "role", ctx)
+	case "GetWebIdentityToken":
+		// Outbound identity federation: IAM's condition keys are the
+		// token's audiences, its lifetime (300 s when not asked) and its
+		// signing algorithm.
+		// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_iam-condition-keys.html#ck_identitytokenaudience
+		ctx := map[string][]string{"sts:DurationSeconds": {"300"}}
+		if v := form.Get("DurationSeconds"); v != "" {
+			ctx["sts:DurationSeconds"] = []string{v}
+		}
+		for i := 1; form.Has(fmt.Sprintf("Audience.member.%d", i)); i++ {
+			ctx["sts:IdentityTokenAudience"] = append(ctx["sts:IdentityTokenAudience"], form.Get(fmt.Sprintf("Audience.member.%d", i)))
+		}
+		if v := form.Get("SigningAlgorithm"); v != "" {
+			ctx["sts:SigningAlgorithm"] = []string{v}
+		}
+		a.add("sts:GetWebIdentityToken", "*", "token", ctx)
 	default:
 		return fmt.Errorf("%w: %s", ErrNotUnderstood, a.out.Operation)
 	}
@@ -316,6 +334,33 @@ func (a *authorizer) ssm() error {
 		}
 		a.add("ssm:"+op, a.arn("ssm", a.s.Region, a.account, "parameter"+n), "parameter", nil)
 	}
+	return nil
+}
+
+// ---- Secrets Manager ----
+
+// secretsManager classifies the Secrets Manager calls daybook makes
+// (storekey: GetSecretValue by the secret's ARN). A secret named by its
+// name is the ARN IAM would see without its random suffix, which a
+// statement's trailing wildcard matches either way.
+func (a *authorizer) secretsManager() error {
+	var in struct {
+		SecretID string `json:"SecretId"`
+	}
+	op, err := a.target(&in)
+	if err != nil {
+		return err
+	}
+	switch op {
+	case "GetSecretValue", "DescribeSecret":
+	default:
+		return fmt.Errorf("%w: %s", ErrNotUnderstood, a.out.Operation)
+	}
+	res := in.SecretID
+	if !strings.HasPrefix(res, "arn:") {
+		res = a.arn("secretsmanager", a.s.Region, a.account, "secret:"+res)
+	}
+	a.add("secretsmanager:"+op, res, "secret", nil)
 	return nil
 }
 

@@ -24,6 +24,7 @@ import (
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -263,7 +264,7 @@ func TestS3Requests(t *testing.T) {
 	}
 }
 
-// TestOtherRequests: SQS, EventBridge, STS, Glue and SSM calls as IAM
+// TestOtherRequests: SQS, EventBridge, STS, Glue, SSM and Secrets Manager calls as IAM
 // authorizes them.
 func TestOtherRequests(t *testing.T) {
 	cfg, rec := recordingConfig(t)
@@ -275,6 +276,7 @@ func TestOtherRequests(t *testing.T) {
 	st := sts.NewFromConfig(cfg)
 	g := glue.NewFromConfig(cfg)
 	sm := ssm.NewFromConfig(cfg)
+	secrets := secretsmanager.NewFromConfig(cfg)
 	for _, tc := range []struct {
 		name string
 		call func()
@@ -308,6 +310,18 @@ func TestOtherRequests(t *testing.T) {
 		{"parameter", func() {
 			_, _ = sm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/daybook/source-dsn"), WithDecryption: aws.Bool(true)})
 		}, "ssm:GetParameter on arn:aws:ssm:us-east-1:123456789012:parameter/daybook/source-dsn [parameter]"},
+		{"web identity token", func() {
+			_, _ = st.GetWebIdentityToken(ctx, &sts.GetWebIdentityTokenInput{Audience: []string{"api://AzureADTokenExchange"}, SigningAlgorithm: aws.String("RS256"), DurationSeconds: aws.Int32(300)})
+		}, "sts:GetWebIdentityToken on * with sts:DurationSeconds=[300], sts:IdentityTokenAudience=[api://AzureADTokenExchange], sts:SigningAlgorithm=[RS256] [token]"},
+		{"web identity token, default lifetime", func() {
+			_, _ = st.GetWebIdentityToken(ctx, &sts.GetWebIdentityTokenInput{Audience: []string{"a", "b"}, SigningAlgorithm: aws.String("ES384")})
+		}, "sts:GetWebIdentityToken on * with sts:DurationSeconds=[300], sts:IdentityTokenAudience=[a b], sts:SigningAlgorithm=[ES384] [token]"},
+		{"secret", func() {
+			_, _ = secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("arn:aws:secretsmanager:us-east-1:123456789012:secret:daybook/destinations/acme-AbCdEf")})
+		}, "secretsmanager:GetSecretValue on arn:aws:secretsmanager:us-east-1:123456789012:secret:daybook/destinations/acme-AbCdEf [secret]"},
+		{"secret by name", func() {
+			_, _ = secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("daybook/destinations/acme")})
+		}, "secretsmanager:GetSecretValue on arn:aws:secretsmanager:us-east-1:123456789012:secret:daybook/destinations/acme [secret]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.call()

@@ -64,6 +64,24 @@ func (p *Policies) Statements(fn string) ([]Statement, error) {
 	return p.roles[role], nil
 }
 
+// Without returns a copy of p in which fn's role lacks its statement sid:
+// a test that shows a call needs that statement. It fails when the role
+// has no such statement.
+func (p *Policies) Without(fn, sid string) (*Policies, error) {
+	sts, err := p.Statements(fn)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(sts, func(s Statement) bool { return s.ID == sid })
+	if i < 0 {
+		return nil, fmt.Errorf("iamcheck: the role of %s has no statement %s", fn, sid)
+	}
+	out := *p
+	out.roles = maps.Clone(p.roles)
+	out.roles[p.functions[fn]] = slices.Delete(slices.Clone(sts), i, i+1)
+	return &out, nil
+}
+
 // Role returns fn's role's logical id.
 func (p *Policies) Role(fn string) string { return p.functions[fn] }
 

@@ -47,23 +47,27 @@ func Config(t testing.TB, p *Policies, fn string, cfg aws.Config, names Names) a
 	return out
 }
 
-// Endpoint starts a Proxy for r (its Report: t.Errorf) and returns its
-// URL, a bootstrap's AWS_ENDPOINT_URL. The proxy stops when t ends; a
-// denial reported after that (a call still in flight) fails the test
-// binary through Finish.
+// Endpoint starts a Proxy for r (its Report: t.Errorf, unless r has its
+// own: a test that expects a denial) and returns its URL, a bootstrap's
+// AWS_ENDPOINT_URL. The proxy stops when t ends; a denial reported after
+// that (a call still in flight) fails the test binary through Finish.
 func Endpoint(t testing.TB, p *Policies, r Route) string {
 	t.Helper()
 	var mu sync.Mutex
 	done := false
 	name := t.Name()
+	own := r.Report
 	r.Report = func(msg string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if done {
+		switch {
+		case done:
 			late.add(name + ": " + msg)
-			return
+		case own != nil:
+			own(msg)
+		default:
+			t.Errorf("%s", msg)
 		}
-		t.Errorf("%s", msg)
 	}
 	px, err := Start(p, r)
 	if err != nil {

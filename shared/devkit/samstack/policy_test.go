@@ -271,9 +271,16 @@ func TestConsolePolicies(t *testing.T) {
 // azureauth asks for (the tokenfake.AWSSTS the tests use is configured the
 // same), and the secrets under the deployment's prefix that
 // DESTINATION_SECRET_PATTERN names; evaluated with iamcheck, the evaluator
-// every test's calls go through.
+// every test's calls go through. The console reads GCS and Azure
+// destinations with the same credentials: its role allows exactly the
+// same.
 func TestExporterStoreCredentials(t *testing.T) {
-	sts := policies(t)["ExporterFunctionRole"]
+	for _, role := range []string{"ExporterFunctionRole", "ConsoleFunctionRole"} {
+		t.Run(role, func(t *testing.T) { storeCredentials(t, policies(t)[role]) })
+	}
+}
+
+func storeCredentials(t *testing.T, sts []iamcheck.Statement) {
 	lifetime := strconv.Itoa(int(azureauth.DefaultAssertionLifetime / time.Second))
 	longer := strconv.Itoa(int(azureauth.DefaultAssertionLifetime/time.Second) + 1)
 	secret := "arn:aws:secretsmanager:" + motoserver.Region + ":" + motoserver.AccountID + ":secret:"

@@ -1,6 +1,7 @@
 package tokenfake
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -45,6 +46,9 @@ type AWSSTS struct {
 	MaxSeconds       int
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Others, when set, serves every other STS request (moto's STS, for
+	// a function whose STS client also assumes roles); nil refuses them.
+	Others http.Handler
 
 	once sync.Once
 	key  *rsa.PrivateKey
@@ -135,6 +139,11 @@ func (s *AWSSTS) query(w http.ResponseWriter, r *http.Request) {
 	f, err := url.ParseQuery(string(body))
 	if err != nil {
 		s.fail(w, e, 400, "MalformedQueryString", err.Error())
+		return
+	}
+	if f.Get("Action") != "GetWebIdentityToken" && s.Others != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.Others.ServeHTTP(w, r)
 		return
 	}
 	if f.Get("Action") != "GetWebIdentityToken" || f.Get("Version") != "2011-06-15" {

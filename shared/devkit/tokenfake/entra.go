@@ -37,9 +37,19 @@ type Entra struct {
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
-	mu  sync.Mutex
-	n   int
-	log []Exchange
+	mu     sync.Mutex
+	n      int
+	log    []Exchange
+	issued map[string]string // access token: its application (client id)
+}
+
+// Issued says whether token is an Azure Storage access token the fake
+// issued, and to which application.
+func (e *Entra) Issued(token string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	app, ok := e.issued[token]
+	return app, ok
 }
 
 // EntraApp is an application registration: its tenant and federated
@@ -174,6 +184,10 @@ func (e *Entra) token(w http.ResponseWriter, r *http.Request, tenant string) {
 	e.mu.Lock()
 	e.n++
 	tok := fmt.Sprintf("fake-storage-access-%d", e.n)
+	if e.issued == nil {
+		e.issued = map[string]string{}
+	}
+	e.issued[tok] = x.Fields["client_id"]
 	e.mu.Unlock()
 	x.Status, x.Fields["credential"], x.Fields["expires_in"] = 200, match.Name, "3599"
 	e.record(x)

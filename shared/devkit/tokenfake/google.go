@@ -44,7 +44,26 @@ type Google struct {
 	mu        sync.Mutex
 	n         int
 	federated map[string]fedToken
+	issued    map[string]string // access token: its service account
 	exchanges []Exchange
+}
+
+// Issued says whether token is a Cloud Storage access token the fake
+// issued (by generateAccessToken or for a service account key), and whose.
+func (g *Google) Issued(token string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sa, ok := g.issued[token]
+	return sa, ok
+}
+
+func (g *Google) issue(tok, sa string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.issued == nil {
+		g.issued = map[string]string{}
+	}
+	g.issued[tok] = sa
 }
 
 type fedToken struct {
@@ -305,6 +324,7 @@ func (g *Google) generateAccessToken(w http.ResponseWriter, r *http.Request) {
 	tok := fmt.Sprintf("fake-gcs-access-%d", g.n)
 	g.mu.Unlock()
 	exp := g.now().Add(life).UTC()
+	g.issue(tok, sa)
 	e.Status, e.Fields["expire_time"] = 200, exp.Format(time.RFC3339)
 	g.record(e)
 	writeJSON(w, 200, map[string]string{"accessToken": tok, "expireTime": exp.Format(time.RFC3339)})
@@ -354,6 +374,7 @@ func (g *Google) jwtBearer(w http.ResponseWriter, r *http.Request) {
 	g.n++
 	tok := fmt.Sprintf("fake-sa-key-access-%d", g.n)
 	g.mu.Unlock()
+	g.issue(tok, claims.Issuer)
 	e.Status, e.Fields["expires_in"] = 200, "3599"
 	g.record(e)
 	writeJSON(w, 200, map[string]any{"access_token": tok, "expires_in": 3599, "token_type": "Bearer"})
