@@ -74,6 +74,8 @@ type benchChild struct {
 	DecodeAhead int    `json:"decode_ahead,omitempty"`
 	RawCopy     string `json:"raw_copy,omitempty"`
 	Label       string `json:"label,omitempty"`
+	// Store names a real store to export to (BenchmarkExportStores).
+	Store *benchStore `json:"store,omitempty"`
 }
 
 type benchResult struct {
