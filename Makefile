@@ -259,9 +259,10 @@ chaos: tools build ## fault-injection run of the whole local pipeline (minutes);
 	  $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' -v ./shared/devkit/chaos/
 
 # FLEET_BENCH_SIZES=100,1000 runs the fleet benchmark on fewer accounts.
-bench: $(FLEET_DYNALITE) ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB, largest day per run and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day; DAYBOOK_BENCH_CPUPROFILE / DAYBOOK_BENCH_MEMPROFILE=<dir> write profiles), multipart writer, fleet sweep cost (dynalite); see docs/performance.md
+bench: $(FLEET_DYNALITE) store-emulators ## benchmarks: encoders, xitongsys comparison, bytes and encoder CPU vs DuckDB (tables), export from PostgreSQL vs raw read + DuckDB, largest day per run and peak RSS (table; DAYBOOK_BENCH_10M=1 adds a 10M-row day; DAYBOOK_BENCH_CPUPROFILE / DAYBOOK_BENCH_MEMPROFILE=<dir> write profiles), export to each store (MinIO, fake-gcs-server, Azurite) as ratios to S3 (table), multipart writer, fleet sweep cost (dynalite); see docs/performance.md
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./shared/encode/ ./bench/parquetcompare/
 	$(GO) test -run '^$$' -bench ExportPostgres -benchtime 1x -timeout 60m ./functions/exporter/
+	$(GO) test -run '^$$' -bench ExportStores -benchtime 1x -timeout 30m ./functions/exporter/
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/upload/
 	$(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 90m ./functions/sweeper/
 

@@ -29,17 +29,21 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/devkit/cputime"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/source"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
@@ -74,6 +78,20 @@ type childSpec struct {
 	// so runs of one account, GOMAXPROCS and hold (a replay's) do not
 	// overwrite each other's.
 	Label string `json:"label"`
+	// Store, when set, is a real store the export writes to through the
+	// exporter's own drivers (destination.Clients, as main.go wires them)
+	// instead of the discarding bucket: BenchmarkExportStores.
+	Store *storeSpec `json:"store,omitempty"`
+}
+
+// storeSpec is the destination of a store the child exports to, at a
+// custom endpoint on loopback, and daybook's own S3 key for an S3 one (an
+// emulator's GCS and Azure destinations need no credentials of ours:
+// destination.Clients reaches them as it does in local development).
+type storeSpec struct {
+	Destination account.Destination `json:"destination"`
+	AccessKey   string              `json:"access_key,omitempty"`
+	SecretKey   string              `json:"secret_key,omitempty"`
 }
 
 type childOutcome struct {
@@ -149,6 +167,17 @@ func runBenchChild(spec string) error {
 		// The fake bucket's owner, as DEPLOYMENT_ACCOUNT_ID is for a bucket
 		// written with daybook's own role: no write goes without one.
 		DeploymentAccountID: buckettest.Owner,
+	}
+	if c.Store != nil {
+		cfg, err := awsclient.Load(context.Background())
+		if err != nil {
+			return err
+		}
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(c.Store.AccessKey, c.Store.SecretKey, "")
+		clients := &destination.Clients{Base: cfg, Endpoints: netguard.Policy{AllowLoopback: true}}
+		e.Buckets, e.Stores = buckets{clients}, clients
+		a.Destination = c.Store.Destination
+		a.Destination.Format = fileformat.Parquet
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()

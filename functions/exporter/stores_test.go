@@ -1,3 +1,5 @@
+//go:build !noduckdb
+
 package main
 
 import (
@@ -167,7 +169,9 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination,
 // table's metadata beside the data) and the same files with the same
 // rows, sizes and checksums; each partition verifies from the customer's
 // side, and iceberg-go reads each store's table, whose data files are named
-// by the store's URIs.
+// by the store's URIs. Then a day of every dataset of the catalog, as
+// Parquet and as NDJSON, goes to each store and every data file is read
+// back from it by DuckDB and by a JavaScript reader.
 func TestExportToEveryStore(t *testing.T) {
 	fgcs := servertest.ForTest(t, gcsserver.Start)
 	azr := servertest.ForTest(t, azurite.Start)
@@ -212,6 +216,9 @@ func TestExportToEveryStore(t *testing.T) {
 	got := map[string]storeExport{}
 	for _, name := range []string{"s3", "gcs", "azure"} {
 		t.Run(name, func(t *testing.T) { got[name] = exportTo(t, rows, stores[name], checks[name]) })
+		// Every dataset in each format, read back from the store by DuckDB
+		// and a JavaScript reader (readback_test.go).
+		t.Run(name+"/read back", func(t *testing.T) { readBackEveryFormat(t, stores[name]) })
 	}
 	ref := got["s3"]
 	if len(ref.keys) == 0 {

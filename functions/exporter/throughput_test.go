@@ -74,6 +74,8 @@ type benchChild struct {
 	DecodeAhead int    `json:"decode_ahead,omitempty"`
 	RawCopy     string `json:"raw_copy,omitempty"`
 	Label       string `json:"label,omitempty"`
+	// Store names a real store to export to (BenchmarkExportStores).
+	Store *benchStore `json:"store,omitempty"`
 }
 
 type benchResult struct {
@@ -452,7 +454,8 @@ func runExportChild(tb testing.TB, bin string, c benchChild, procs int) benchRes
 // (benchchild.go, built only with its tag) still builds, the hook takes the
 // process over when its variable is set, before the Lambda runtime would
 // start, and it exports a small day from PostgreSQL as the benchmark's
-// does, so `make bench` cannot break unnoticed.
+// does, and to each store as BenchmarkExportStores's does, so `make bench`
+// cannot break unnoticed.
 func TestBenchChild(t *testing.T) {
 	bin := buildChild(t)
 	cmd := exec.Command(bin)
@@ -478,6 +481,7 @@ func TestBenchChild(t *testing.T) {
 	}
 	checkReplay(t, bin, srv.DSN, acct, res)
 	checkCaptures(t, bin, benchChild{DSN: srv.DSN, Account: acct, Day: benchDay.String(), Label: "captured"})
+	checkStoresChild(t, bin, srv.DSN, 3000) // storebench_test.go
 }
 
 // checkCaptures: with DAYBOOK_BENCH_CPUPROFILE and DAYBOOK_BENCH_TRACE

@@ -2,7 +2,8 @@
 // (DuckDB, Apache Arrow's Go reader, and hyparquet, a JavaScript reader run
 // with Node) that decode a delivered file into one comparable form, plus a
 // footer and page-header inspection written against Arrow's metadata API, not
-// the library daybook writes with. Only tests import it.
+// the library daybook writes with. ReadNodeNDJSON reads gzipped NDJSON with
+// Node's zlib and JSON.parse into the same form. Only tests import it.
 //
 // Every reader returns a Table: the leaf columns as the file's schema
 // describes them (physical type, logical type, repetition) and as the reader

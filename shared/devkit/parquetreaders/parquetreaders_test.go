@@ -181,3 +181,43 @@ func TestWantColumnsDecimalStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestNDJSONValue: the NDJSON form of each type (docs/types.md), as
+// JSON.stringify prints it, reads as the canonical text of the value.
+func TestNDJSONValue(t *testing.T) {
+	ty := func(s string) dataset.Type {
+		t.Helper()
+		x, err := dataset.ParseType(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, tc := range []struct {
+		typ, raw string
+		want     Value
+	}{
+		{"string", `"a\"b"`, Text(`a"b`)},
+		{"int64", `-12`, Text("-12")},
+		{"double", `0.25`, Text("0.25")},
+		{"double", `1e+21`, Text("1e+21")},
+		{"decimal(18,2)", `"-0.05"`, Text("-0.05")},
+		{"boolean", `true`, Text("true")},
+		{"date", `"1969-12-31"`, Text("-1")},
+		{"timestamp", `"2026-11-28T00:00:00.000001Z"`, Canonical(time.Date(2026, 11, 28, 0, 0, 0, 1000, time.UTC))},
+		{"json", `{"a":[1,null]}`, Text(`{"a":[1,null]}`)},
+		{"binary", `"AAH/"`, Text("0001ff")},
+		{"list<int64>", `[1,null,-2]`, Text(`["1",null,"-2"]`)},
+		{"string", `null`, Null},
+	} {
+		got, err := ndjsonValue(ty(tc.typ), json.RawMessage(tc.raw))
+		if err != nil || got != tc.want {
+			t.Errorf("%s %s: %v, %v; want %v", tc.typ, tc.raw, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ typ, raw string }{{"int64", `1.5`}, {"date", `"28/11/2026"`}, {"timestamp", `12`}, {"boolean", `"true"`}} {
+		if got, err := ndjsonValue(ty(tc.typ), json.RawMessage(tc.raw)); err == nil {
+			t.Errorf("%s %s: read %v, want an error", tc.typ, tc.raw, got)
+		}
+	}
+}
