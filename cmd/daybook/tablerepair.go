@@ -39,10 +39,12 @@ cannot be used: an empty or unparsable newest metadata file, or one that names p
 table, written by another tool or planted).
 
 It reads the table as the exporter does and says what is wrong with it, then plans the table the
-ledger's committed days make: every completed day of the dataset, with the files its
-_manifest.json lists, once that manifest is checked against the ledger (account, dataset, day,
-generation) and every file is a data file of the day's folder; a day that fails a check is left
-out and named.
+ledger's committed days make: every day of the dataset whose generation in the ledger is committed
+in the bucket (its _SUCCESS commits that generation), whatever the day's state (a day queued,
+running or failed again keeps its delivered files until an export of it begins its next
+generation), with the files its _manifest.json lists, once that manifest is checked against the
+ledger (account, dataset, day, generation) and every file is a data file of the day's folder; a
+day that fails a check is left out and named.
 
 Without --yes it prints the plan and changes nothing. With --yes:
   - a broken table (or none) gets a new metadata version, written after the newest one in its
@@ -53,8 +55,10 @@ Without --yes it prints the plan and changes nothing. With --yes:
   - a table that reads fine gets each planned day whose files it does not hold delivered, one
     commit each, as the exporter would.
 It writes only in the table's metadata/ folder, then clears the table error of every partition
-whose committed generation the table now holds. Find out who changed the table's metadata first:
-whatever changed it may do so again.`,
+whose committed generation the table now holds, and of every partition whose generation is no
+longer committed in the bucket (an export of the day began its next generation: nothing of that
+generation is delivered for the table to hold; the export that commits the day records its own).
+Find out who changed the table's metadata first: whatever changed it may do so again.`,
 		Example: "  daybook table repair --account acct_localdemoaccount --dataset events\n  daybook table repair --account acct_localdemoaccount --dataset events --yes",
 	}
 	a.deploymentFlags(c)
@@ -103,10 +107,13 @@ type tableRepair struct {
 	broken  error
 	newest  int
 	// deliveries are the committed days the table is to hold, rows their
-	// ledger rows; skipped the days left out, and why.
+	// ledger rows; skipped the days left out, and why; gone the ledger's
+	// generation of each day whose generation is not committed in the
+	// bucket (a day being exported again, or failed after it began).
 	deliveries []icetable.Delivery
 	rows       map[civil.Date]ledger.Row
 	skipped    []string
+	gone       map[civil.Date]int64
 	// deliver are the days a readable table lacks (or holds otherwise).
 	deliver []civil.Date
 	// marked are the rows that carry a table error.
@@ -167,17 +174,23 @@ func (r *tableRepair) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.rows = map[civil.Date]ledger.Row{}
+	r.rows, r.gone = map[civil.Date]ledger.Row{}, map[civil.Date]int64{}
 	for _, row := range rows {
 		if row.TableError != "" {
 			r.marked = append(r.marked, row)
 		}
-		if row.State != ledger.StateCompleted || row.Generation <= 0 {
+		// Whatever its state: a day queued, running or failed again keeps
+		// its committed generation (its files delivered) until an export
+		// of it begins the next one.
+		if row.Generation <= 0 {
 			continue
 		}
-		d, why, err := r.committed(ctx, row)
+		d, why, gone, err := r.committed(ctx, row)
 		if err != nil {
 			return err
+		}
+		if gone {
+			r.gone[row.Day] = row.Generation
 		}
 		if why != "" {
 			r.skipped = append(r.skipped, row.Day.String()+": "+why)
@@ -210,39 +223,66 @@ func (r *tableRepair) plan(ctx context.Context) error {
 }
 
 // committed is the delivery of row's committed generation, as its
-// _manifest.json lists it; why says why the day is left out instead.
-func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (icetable.Delivery, string, error) {
+// _manifest.json lists it; why says why the day is left out instead, and
+// gone that it is left out because the bucket does not commit the
+// ledger's generation (no _SUCCESS of it: an export of the day began the
+// next one, or the marker is not daybook's), so there is nothing of it
+// for the table to hold.
+func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable.Delivery, why string, gone bool, err error) {
 	key := layout.ManifestKey(r.prefix, r.ds.Name, row.Day)
+	successKey := layout.SuccessKey(r.prefix, r.ds.Name, row.Day)
+	notCommitted := fmt.Sprintf("generation %d is not committed in the bucket: ", row.Generation)
+	b, err := r.store.Get(ctx, successKey, manifest.MaxSuccessBytes)
+	switch {
+	case bucket.IsNotFound(err):
+		return d, notCommitted + "no " + successKey + " (an export of the day began since; the export that commits the day delivers it)", true, nil
+	case errors.Is(err, bucket.ErrTooLarge):
+		return d, notCommitted + err.Error(), true, nil
+	case err != nil:
+		return d, "", false, err
+	}
+	marker, err := manifest.DecodeSuccess(b)
+	switch {
+	case err != nil:
+		return d, fmt.Sprintf("%s%s: %v", notCommitted, successKey, err), true, nil
+	case marker.Generation != row.Generation:
+		return d, fmt.Sprintf("%s%s commits generation %d (the day's next export delivers it)", notCommitted, successKey, marker.Generation), true, nil
+	case marker.ManifestKey != key:
+		return d, fmt.Sprintf("%s%s names the manifest %q", notCommitted, successKey, marker.ManifestKey), true, nil
+	}
 	body, err := r.store.Get(ctx, key, manifest.MaxManifestBytes)
 	switch {
 	case bucket.IsNotFound(err):
-		return icetable.Delivery{}, "no " + key, nil
+		return d, "no " + key, false, nil
 	case errors.Is(err, bucket.ErrTooLarge):
-		return icetable.Delivery{}, err.Error(), nil
+		return d, err.Error(), false, nil
 	case err != nil:
-		return icetable.Delivery{}, "", err
+		return d, "", false, err
+	}
+	if !marker.Matches(body) {
+		return d, fmt.Sprintf("%s is not the manifest %s commits (its SHA-256 differs)", key, successKey), false, nil
 	}
 	m, err := manifest.Decode(body)
 	if err != nil {
-		return icetable.Delivery{}, fmt.Sprintf("%s: %v", key, err), nil
+		return d, fmt.Sprintf("%s: %v", key, err), false, nil
 	}
 	switch {
 	case m.AccountID != r.acct.ID:
-		return icetable.Delivery{}, fmt.Sprintf("%s names account %q", key, m.AccountID), nil
+		return d, fmt.Sprintf("%s names account %q", key, m.AccountID), false, nil
 	case m.Dataset != r.ds.Name:
-		return icetable.Delivery{}, fmt.Sprintf("%s names dataset %q", key, m.Dataset), nil
+		return d, fmt.Sprintf("%s names dataset %q", key, m.Dataset), false, nil
 	case m.Day != row.Day.String():
-		return icetable.Delivery{}, fmt.Sprintf("%s names day %q", key, m.Day), nil
+		return d, fmt.Sprintf("%s names day %q", key, m.Day), false, nil
 	case m.Generation != row.Generation:
-		return icetable.Delivery{}, fmt.Sprintf("%s is generation %d; the ledger's is %d (its next export delivers it)", key, m.Generation, row.Generation), nil
+		return d, fmt.Sprintf("%s is generation %d; the ledger's is %d (its next export delivers it)", key, m.Generation, row.Generation), false, nil
 	}
 	folder := layout.PartitionPrefix(r.prefix, r.ds.Name, row.Day)
 	for _, f := range m.Files {
 		if !strings.HasPrefix(f.Key, folder) || strings.Contains(strings.TrimPrefix(f.Key, folder), "/") || !layout.IsDataKey(f.Key) {
-			return icetable.Delivery{}, fmt.Sprintf("%s lists %s, not a data file of %s", key, f.Key, folder), nil
+			return d, fmt.Sprintf("%s lists %s, not a data file of %s", key, f.Key, folder), false, nil
 		}
 	}
-	return icetable.Delivery{Day: row.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID, ManifestKey: key, Files: m.Files}, "", nil
+	return icetable.Delivery{Day: row.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID, ManifestKey: key, Files: m.Files}, "", false, nil
 }
 
 func (r *tableRepair) print(a *app) {
@@ -292,7 +332,7 @@ func (r *tableRepair) print(a *app) {
 		fmt.Fprintf(w, "left out: %s\n", s)
 	}
 	if len(r.marked) > 0 {
-		fmt.Fprintf(w, "%d partitions carry a table error; the repair clears those whose committed generation the table then holds\n", len(r.marked))
+		fmt.Fprintf(w, "%d partitions carry a table error; the repair clears those whose committed generation the table then holds, and those whose generation is not committed in the bucket\n", len(r.marked))
 	}
 }
 
@@ -322,8 +362,10 @@ func (r *tableRepair) apply(ctx context.Context, a *app) error {
 	}
 	cleared := 0
 	for _, row := range r.marked {
-		if held, ok := r.rows[row.Day]; !ok || held.Generation != row.Generation {
-			continue
+		held, ok := r.rows[row.Day]
+		gone, isGone := r.gone[row.Day]
+		if (!ok || held.Generation != row.Generation) && (!isGone || gone != row.Generation) {
+			continue // its generation is committed and left out above: the table still lacks it
 		}
 		ok, err := r.e.ledger.ClearTableError(ctx, row.Key, row.Generation)
 		if err != nil {

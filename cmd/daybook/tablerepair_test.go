@@ -234,3 +234,127 @@ func TestAccountTestChecksConditionalWrites(t *testing.T) {
 		t.Errorf("account test of an account without a table: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestTableRepairHoldsEveryStandingGeneration: the repair rebuilds the
+// table from every day whose committed generation stands in the bucket,
+// whatever the day's state, and clears the table errors it settles. Five
+// days were delivered while the table was broken (each row carries the
+// table error of its generation 1); then a re-export of one failed before
+// it began its generation (failed, generation 1 still committed), one was
+// requeued (queued), one was claimed and has not begun (running), and one
+// began its generation (its _SUCCESS removed) and failed. The files of the
+// first four are delivered, so the rebuilt table holds them and their
+// table errors go; the last day has no committed generation in the bucket,
+// so the table holds nothing of it, and its table error (of a generation
+// no longer delivered) goes too. Before, the repair took completed days
+// only: the failed, queued and running days' delivered files were left out
+// of the table and their rows kept a table error although the table read
+// fine (the fault run's "records a table error, and the table reads").
+func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
+	s := deployed(t)
+	acct := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest", "table_format": "iceberg"}})
+	prefix, err := acct.Prefix("clitest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b := bucket.New(awsclient.NewS3(s.cfg), "daybook-exports-clitest", bucket.Options{})
+	tb := &icetable.Table{Store: b, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, "events"), "/"), Dataset: ds}
+	failed, queued, running, begun, done := civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21"), civil.MustParse("2026-11-22"),
+		civil.MustParse("2026-11-23"), civil.MustParse("2026-11-24")
+	days := []civil.Date{failed, queued, running, begun, done}
+	l := s.ledgerAt(t, testNow, 6)
+	if _, err := l.Materialize(ctx, acct.ID, "events", days[0], days[len(days)-1]); err != nil {
+		t.Fatal(err)
+	}
+	// A table with one snapshot, then an empty newest metadata file.
+	first := commitDay(t, b, prefix, acct.ID, ds, civil.MustParse("2026-11-19"), 1, 5)
+	if _, err := tb.Deliver(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	broken := icetable.MetadataKey(tb.Location, 2)
+	if err := b.Put(ctx, broken, nil, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	tableError := string(manifest.CodeTableBroken) + ": table object " + broken + ": parse table metadata v2: unexpected end of JSON input; " +
+		"the day's files are delivered; repair the table: " + icetable.RepairCommand(acct.ID, "events")
+	key := func(d civil.Date) partition.Key { return partition.Key{AccountID: acct.ID, Dataset: "events", Day: d} }
+	for i, d := range days {
+		del := commitDay(t, b, prefix, acct.ID, ds, d, 1, 10+i)
+		c, err := l.Claim(ctx, key(d), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Complete(ctx, key(d), c.Token, ledger.Result{Rows: int64(10 + i), Files: 1, ManifestKey: del.ManifestKey, Generation: 1, TableError: tableError}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []civil.Date{failed, begun} {
+		c, err := l.ClaimManual(ctx, key(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == begun { // the run's Begin removes the old _SUCCESS
+			if err := b.Delete(ctx, layout.SuccessKey(prefix, "events", d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := l.Fail(ctx, key(d), c.Token, errors.New("source unreachable")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Requeue(ctx, acct.ID, "events", queued, queued, partition.ReasonManual); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ClaimManual(ctx, key(running)); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[civil.Date]ledger.State{failed: ledger.StateFailed, queued: ledger.StateQueued, running: ledger.StateRunning,
+		begun: ledger.StateFailed, done: ledger.StateCompleted} {
+		if row, err := l.Get(ctx, key(d)); err != nil || row.State != want || row.Generation != 1 || row.TableError == "" {
+			t.Fatalf("%s: %+v (%v); want %s at generation 1 with its table error", d, row, err, want)
+		}
+	}
+
+	a, _, _ := testApp(t)
+	args := []string{"table", "repair", "--account", acct.ID, "--dataset", "events"}
+	r := s.run(t, a, args...)
+	t.Logf("dry run:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "plan: write "+icetable.MetadataKey(tb.Location, 3)+", a new table of the 4 committed days") ||
+		!strings.Contains(r.stdout, "left out: "+begun.String()+": generation 1 is not committed in the bucket: no "+layout.SuccessKey(prefix, "events", begun)) ||
+		!strings.Contains(r.stdout, "5 partitions carry a table error") {
+		t.Errorf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = s.run(t, a, append(args, "--yes")...)
+	t.Logf("--yes:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "holds 4 days") || !strings.Contains(r.stdout, "table errors cleared: 5 of 5") {
+		t.Fatalf("--yes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	tbl, err := icetable.Load(ctx, b, tb.Location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := icetable.DayFiles(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range days {
+		want := 1
+		if d == begun {
+			want = 0
+		}
+		if fs := got[d]; len(fs) != want || (want == 1 && fs[0].Rows != int64(10+i)) {
+			t.Errorf("%s: the repaired table holds %+v; want %d file of %d rows", d, fs, want, 10+i)
+		}
+		if row, err := l.Get(ctx, key(d)); err != nil || row.TableError != "" {
+			t.Errorf("%s (%s): the row's table error %q (%v); want it cleared", d, row.State, row.TableError, err)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("the repaired table holds %d days; want 4", len(got))
+	}
+}

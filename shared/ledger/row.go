@@ -53,8 +53,11 @@ type Row struct {
 	// TableError is set on a completed row whose generation was delivered
 	// while the dataset's Iceberg table could not take it (its metadata
 	// cannot be used): "table_broken: ..." naming the object at fault and
-	// the repair command (manifest.CodeTableBroken). The next Complete
-	// replaces it; the repair clears it (ClearTableError).
+	// the repair command (manifest.CodeTableBroken). It belongs to the
+	// generation: the row keeps it in any state (queued, running, failed
+	// again) until the next Complete replaces it or the repair clears it
+	// (ClearTableError), which it does once the table holds the generation
+	// or the generation is no longer committed in the bucket.
 	TableError string
 	Stopped    bool
 	// SlicePlanned: a plan of slices was recorded for the partition at

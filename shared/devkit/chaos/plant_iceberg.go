@@ -21,8 +21,11 @@ package chaos
 //     no delivery failed on the table.
 //
 // It then repairs a broken table as `daybook table repair --yes` does
-// (icetable.Table.Rebuild from the completed days' manifests, the table
-// errors cleared), so the next round's table check holds as before.
+// (icetable.Table.Rebuild from the manifests of the days whose ledger
+// generation is committed in the bucket, whatever their state; the table
+// errors of those generations cleared, and of those no longer committed),
+// checks that no row of the dataset keeps a table error, so the next
+// round's table check holds as before.
 
 import (
 	"bytes"
@@ -48,6 +51,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 // IcebergPlants counts the planted metadata and what came of it.
@@ -308,7 +312,7 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 		outcome := "reads with daybook's properties"
 		if broken {
 			pl.Broken++
-			if err := p.repairTable(ctx, a, pt.ds, store, pt.loc); err != nil {
+			if err := p.repairTable(ctx, round, a, pt.ds, store, pt.loc); err != nil {
 				return fmt.Errorf("round %d: repair the planted table s3://%s/%s: %w", round, bkt, pt.loc, err)
 			}
 			pl.Repaired++
@@ -438,10 +442,14 @@ func (p *pipeline) outside(ctx context.Context, bkt, prefix, otherBucket string,
 }
 
 // repairTable rebuilds the broken table at loc as `daybook table repair
-// --yes` does: a new metadata version, after the newest, holding the
-// dataset's completed days as their manifests list them; the table errors
-// of those days are cleared.
-func (p *pipeline) repairTable(ctx context.Context, a account.Account, ds string, store *bucket.Bucket, loc string) error {
+// --yes` does: a new metadata version, after the newest, holding every day
+// of the dataset whose ledger generation is committed in the bucket (its
+// _SUCCESS commits it), whatever the day's state, as its manifest lists
+// it; the table errors of those generations are cleared, and of the
+// generations no longer committed (an export began the next one). It then
+// checks that no row of the dataset keeps a table error: the table reads,
+// and nothing runs.
+func (p *pipeline) repairTable(ctx context.Context, round int, a account.Account, ds string, store *bucket.Bucket, loc string) error {
 	d, err := dataset.Get(ds)
 	if err != nil {
 		return err
@@ -464,33 +472,78 @@ func (p *pipeline) repairTable(ctx context.Context, a account.Account, ds string
 	if err != nil {
 		return err
 	}
-	tc := tableCheck{p: p, a: a, prefix: prefix, ds: ds}
 	var deliveries []icetable.Delivery
-	held := map[string]int64{}
+	settled := map[string]int64{} // the generations whose table error the repair settles
 	for _, r := range rows {
-		if r.AccountID != a.ID || r.Dataset != ds || r.State != ledger.StateCompleted {
+		if r.AccountID != a.ID || r.Dataset != ds || r.Generation <= 0 {
 			continue
 		}
-		m, err := tc.manifest(ctx, r)
-		if err != nil || m == nil {
-			return fmt.Errorf("the manifest of %s: %v", r.Key, err)
+		m, why, err := committedManifest(ctx, store, prefix, r)
+		switch {
+		case err != nil:
+			return err
+		case why != "":
+			p.problem("round %d: the repair of s3://%s/%s leaves out %s (%s): %s", round, store.Name(), loc, r.Key, r.State, why)
+			continue
+		case m != nil:
+			deliveries = append(deliveries, icetable.Delivery{Day: r.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID,
+				ManifestKey: layout.ManifestKey(prefix, ds, r.Day), Files: m.Files})
 		}
-		deliveries = append(deliveries, icetable.Delivery{Day: r.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID,
-			ManifestKey: layout.ManifestKey(prefix, ds, r.Day), Files: m.Files})
-		held[r.Key.String()] = r.Generation
+		settled[r.Key.String()] = r.Generation
 	}
 	tb := &icetable.Table{Store: store, Location: loc, Dataset: d}
 	if _, err := tb.Rebuild(ctx, newest, deliveries); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if g, ok := held[r.Key.String()]; ok && r.TableError != "" && g == r.Generation {
+		if g, ok := settled[r.Key.String()]; ok && r.TableError != "" && g == r.Generation {
 			if _, err := p.led.ClearTableError(ctx, r.Key, r.Generation); err != nil {
 				return err
 			}
 		}
 	}
+	if rows, err = p.rows(ctx); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.AccountID == a.ID && r.Dataset == ds && r.TableError != "" {
+			p.problem("round %d: after the repair of s3://%s/%s, %s (%s, generation %d) keeps its table error: %s", round, store.Name(), loc, r.Key, r.State, r.Generation, r.TableError)
+		}
+	}
 	return nil
+}
+
+// committedManifest is the manifest of r's generation when the bucket
+// commits it (its _SUCCESS names that generation and that manifest), nil
+// when it does not (no _SUCCESS of it: an export of the day began the
+// next one); why says what else is wrong with the day.
+func committedManifest(ctx context.Context, store *bucket.Bucket, prefix string, r ledger.Row) (*manifest.Manifest, string, error) {
+	mkey := layout.ManifestKey(prefix, r.Dataset, r.Day)
+	b, err := store.Get(ctx, layout.SuccessKey(prefix, r.Dataset, r.Day), manifest.MaxSuccessBytes)
+	if bucket.IsNotFound(err) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	marker, err := manifest.DecodeSuccess(b)
+	if err != nil || marker.Generation != r.Generation || marker.ManifestKey != mkey {
+		return nil, "", nil
+	}
+	body, err := store.Get(ctx, mkey, manifest.MaxManifestBytes)
+	if err != nil {
+		return nil, fmt.Sprintf("its _SUCCESS commits generation %d; %s: %v", r.Generation, mkey, err), nil
+	}
+	m, err := manifest.Decode(body)
+	switch {
+	case !marker.Matches(body):
+		return nil, fmt.Sprintf("%s is not the manifest its _SUCCESS commits", mkey), nil
+	case err != nil:
+		return nil, fmt.Sprintf("%s: %v", mkey, err), nil
+	case m.Generation != r.Generation:
+		return nil, fmt.Sprintf("%s is generation %d", mkey, m.Generation), nil
+	}
+	return m, "", nil
 }
 
 // avroBomb is an Avro object container file of blocks deflate blocks, each
