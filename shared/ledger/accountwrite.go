@@ -308,22 +308,6 @@ func (l *Ledger) accountItem(old *storedAccount, a account.Account, guards []acc
 	return l.updateItem(key, upd, cond)
 }
 
-func (l *Ledger) updateItem(key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
-	b := expression.NewBuilder().WithUpdate(upd)
-	if cond.IsSet() {
-		b = b.WithCondition(cond)
-	}
-	expr, err := b.Build()
-	if err != nil {
-		return types.TransactWriteItem{}, fmt.Errorf("ledger: build expression: %w", err)
-	}
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(l.cfg.Table), Key: key,
-		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-	}}, nil
-}
-
 func (l *Ledger) eventItem(id string, ev AccountEvent) (types.TransactWriteItem, error) {
 	changes := ""
 	if len(ev.Changes) > 0 {

@@ -23,25 +23,10 @@ func (l *Ledger) claimableNow(nowS string) expression.ConditionBuilder {
 		expression.Or(
 			st.In(val(string(StateQueued)), val(string(StatePending))),
 			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).BeginsWith(dueFailed), name(attrNextAttemptAt).LessThanEqual(val(nowS))),
-			expression.And(st.Equal(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)),
+			expression.And(deadRun(nowS),
 				expression.Or(name(attrStartedAt).AttributeNotExists(), name(attrAttempts).LessThan(val(l.cfg.MaxAttempts)))),
 		),
 	)
-}
-
-// notLive: absent, or not running, or running under an expired lease.
-func notLive(nowS string) expression.ConditionBuilder {
-	return expression.Or(name(AttrPK).AttributeNotExists(), name(attrState).NotEqual(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)))
-}
-
-func live(nowS string) expression.ConditionBuilder {
-	return expression.And(name(attrState).Equal(val(string(StateRunning))), name(attrLeaseUntil).GreaterThanEqual(val(nowS)))
-}
-
-// holds: running under the claim with token (Row.heldBy is the same test on
-// a row already read).
-func holds(token string) expression.ConditionBuilder {
-	return expression.And(name(attrClaimToken).Equal(val(token)), name(attrState).Equal(val(string(StateRunning))))
 }
 
 // holdsUnstarted: held by token, and its run has not started.

@@ -167,10 +167,15 @@
 //
 // # Where each part lives
 //
-// errors.go holds every error the package returns; reexport.go the note of a
-// re-export request on its way; restate.go the restate
-// index (late data) and its transitions; reseed.go reseeds; slice.go and
+// The kernel every part uses: kernel.go (keys, conditional updates and
+// transaction items, a row's transition with its stale mark, queries),
+// decode.go (stored items back to values), errors.go (every error the
+// package returns) and lifecycle.go (the run states partition rows and
+// slices share). registry.go lists the item kinds. reexport.go holds the
+// note of a re-export request on its way; restate.go the restate index
+// (late data) and its transitions; reseed.go reseeds; slice.go and
 // slicerun.go days exported in slices; wake.go the wake half of the fleet
 // index, stopped.go its stopped half and stophook.go [Config].Stopped;
-// history.go the attempt history.
+// history.go the attempt history; summary.go and summarypage.go the fleet
+// summaries.
 package ledger

@@ -1,10 +1,8 @@
 package ledger
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
@@ -279,26 +277,6 @@ type attemptRecord struct {
 	Error       string `dynamodbav:"error,omitempty"`
 	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
-
-func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-
-func n(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: fmt.Sprint(v)}
-}
-
-func tableKey(pk, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrPK: s(pk), AttrSK: s(sk)}
-}
-
-func rowKey(k partition.Key) map[string]types.AttributeValue {
-	return tableKey(partitionPK(k.AccountID, k.Dataset), k.Day.String())
-}
-
-func partitionPK(account, dataset string) string {
-	return pkPartPrefix + account + "#" + dataset
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 // scheduledDueKey is the due key of the pending newest closed day of a live
 // account (Materialize with a priority day): Due reads it before every other

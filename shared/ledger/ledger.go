@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -151,19 +150,6 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 
 // Config returns the effective configuration.
 func (l *Ledger) Config() Config { return l.cfg }
-
-func (l *Ledger) now() time.Time { return l.cfg.Now().UTC().Truncate(time.Second) }
-
-func (l *Ledger) token() (string, error) {
-	var b [16]byte
-	l.mu.Lock()
-	_, err := io.ReadFull(l.cfg.Rand, b[:])
-	l.mu.Unlock()
-	if err != nil {
-		return "", fmt.Errorf("ledger: claim token: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
 
 // Backoff returns the delay before the next attempt after `attempt` failed
 // attempts: capped exponential with full jitter, uniform over [1s,

@@ -12,8 +12,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-const maxErrorLen = 1000
-
 // Start marks a claim taken by the sweeper as started by the exporter that
 // received its job, once per claim, and counts the attempt (attempts+1): a
 // run uses an attempt when it starts, not when it is claimed. A second
@@ -204,13 +202,7 @@ func (l *Ledger) FailAfter(ctx context.Context, key partition.Key, token string,
 	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
-	msg := "unknown error"
-	if cause != nil {
-		msg = cause.Error()
-	}
-	if len(msg) > maxErrorLen {
-		msg = msg[:maxErrorLen]
-	}
+	msg := errorText(cause)
 	for range 5 {
 		item, err := l.getItem(ctx, rowKey(key))
 		if errors.Is(err, ErrNotFound) {
@@ -232,9 +224,7 @@ func (l *Ledger) FailAfter(ctx context.Context, key partition.Key, token string,
 		}
 		now := l.now()
 		nowS := fmtTime(now)
-		upd := expression.Set(name(attrLastError), val(msg)).
-			Set(name(attrUpdatedAt), val(nowS)).
-			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
+		upd := endRun(expression.Set(name(attrLastError), val(msg)), nowS)
 		switch {
 		case row.RerunRequested:
 			upd = upd.Set(name(attrState), val(string(StateQueued))).

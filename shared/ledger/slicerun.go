@@ -72,7 +72,7 @@ func (l *Ledger) StartSlice(ctx context.Context, key partition.Key, token string
 	startable := expression.And(ofPlan(token), name(attrAttempts).LessThan(val(l.cfg.MaxAttempts)), expression.Or(
 		st.Equal(val(string(StateQueued))),
 		st.Equal(val(string(StateFailed))),
-		expression.And(st.Equal(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)))))
+		deadRun(nowS)))
 	upd := expression.Set(st, val(string(StateRunning))).
 		Set(name(attrClaimToken), val(run)).
 		Set(name(attrStartedAt), val(nowS)).
@@ -113,7 +113,7 @@ func (l *Ledger) sliceRefused(key partition.Key, token string, i int, item map[s
 
 // holdsSlice: slice item held by the run token of the plan's claim.
 func holdsSlice(token, run string) expression.ConditionBuilder {
-	return expression.And(ofPlan(token), name(attrClaimToken).Equal(val(run)), name(attrState).Equal(val(string(StateRunning))))
+	return expression.And(ofPlan(token), holds(run))
 }
 
 // CompleteSlice renews the partition's hold and records a slice run's
@@ -130,13 +130,12 @@ func (l *Ledger) CompleteSlice(ctx context.Context, key partition.Key, token str
 		return fmt.Errorf("complete slice %d: %w", i, err)
 	}
 	nowS := fmtTime(l.now())
-	upd := expression.Set(name(attrState), val(string(StateCompleted))).
+	upd := endRun(expression.Set(name(attrState), val(string(StateCompleted))).
 		Set(name(attrRows), val(res.Rows)).
 		Set(name(attrBytes), val(res.Bytes)).
 		Set(name(attrSliceFiles), val(res.Files)).
-		Set(name(attrFinishedAt), val(nowS)).
-		Set(name(attrUpdatedAt), val(nowS)).
-		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrLastError))
+		Set(name(attrFinishedAt), val(nowS)), nowS).
+		Remove(name(attrLastError))
 	_, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return fmt.Errorf("%w: complete slice %d of %s", ErrClaimLost, i, key)
@@ -154,19 +153,11 @@ func (l *Ledger) FailSlice(ctx context.Context, key partition.Key, token string,
 	if err := validateKey(key); err != nil {
 		return Slice{}, err
 	}
-	msg := "unknown error"
-	if cause != nil {
-		msg = cause.Error()
-	}
-	if len(msg) > maxErrorLen {
-		msg = msg[:maxErrorLen]
-	}
+	msg := errorText(cause)
 	nowS := fmtTime(l.now())
-	upd := expression.Set(name(attrState), val(string(StateFailed))).
+	upd := endRun(expression.Set(name(attrState), val(string(StateFailed))).
 		Set(name(attrLastError), val(msg)).
-		Set(name(attrFinishedAt), val(nowS)).
-		Set(name(attrUpdatedAt), val(nowS)).
-		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
+		Set(name(attrFinishedAt), val(nowS)), nowS)
 	out, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
 		return Slice{}, fmt.Errorf("%w: fail slice %d of %s", ErrClaimLost, i, key)

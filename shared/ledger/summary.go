@@ -260,23 +260,6 @@ func (l *Ledger) markStale(ctx context.Context, accountID string) error {
 	return nil
 }
 
-// rowMark adds the row's own stale mark to a transition's update: the row
-// enters the fleet index under Z#<nn> with fleet_key <stamp>#<account>#<dataset>#<day>.
-// A stopped row's entry (X#, stopped.go) is replaced, so only a transition
-// out of the stopped state, or one that cannot start from it, takes one.
-func (l *Ledger) rowMark(upd expression.UpdateBuilder, key partition.Key) expression.UpdateBuilder {
-	return upd.Set(name(AttrFleetShard), val(summaryShard(fleetStale, Shard(key.AccountID)))).
-		Set(name(AttrFleetKey), val(fmtTime(l.now())+"#"+stoppedKey(key)))
-}
-
-// transition is a row's conditional write that may change its phase; the
-// write marks the row stale in the same update (rowMark), so the mark
-// exists if and only if the transition landed: a refused transition leaves
-// none, and no crash can come between the two.
-func (l *Ledger) transition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
-	return l.update(ctx, rowKey(key), l.rowMark(upd, key), cond, rv)
-}
-
 // Refresh recomputes accountID's summary from its rows (a Query per
 // dataset, and the history of the rows that changed in the last
 // FailureWindow) and stores it, unless a refresh that read newer inputs

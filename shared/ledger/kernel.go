@@ -1,14 +1,27 @@
 package ledger
 
+// The kernel: what every part of the ledger writes and reads through. Keys
+// (tableKey, rowKey), one conditional UpdateItem (update) or the same as a
+// transaction's item (updateItem), a partition row's transition (the same
+// write with the row's stale mark), one consistent GetItem, key-condition
+// queries page by page (queryPages), the clock and claim tokens. decode.go
+// turns stored items back into values, naming what does not parse;
+// errors.go holds the named errors; lifecycle.go the run states partitions
+// and slices share.
+
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/daybook-dev/daybook/shared/partition"
 )
 
 func isConditionFailed(err error) bool {
@@ -135,4 +148,70 @@ func appendRows(rows *[]Row) func(*dynamodb.QueryOutput) error {
 		}
 		return nil
 	}
+}
+
+// rowMark adds the row's own stale mark to a transition's update: the row
+// enters the fleet index under Z#<nn> with fleet_key <stamp>#<account>#<dataset>#<day>.
+// A stopped row's entry (X#, stopped.go) is replaced, so only a transition
+// out of the stopped state, or one that cannot start from it, takes one.
+func (l *Ledger) rowMark(upd expression.UpdateBuilder, key partition.Key) expression.UpdateBuilder {
+	return upd.Set(name(AttrFleetShard), val(summaryShard(fleetStale, Shard(key.AccountID)))).
+		Set(name(AttrFleetKey), val(fmtTime(l.now())+"#"+stoppedKey(key)))
+}
+
+// transition is a row's conditional write that may change its phase; the
+// write marks the row stale in the same update (rowMark), so the mark
+// exists if and only if the transition landed: a refused transition leaves
+// none, and no crash can come between the two.
+func (l *Ledger) transition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
+	return l.update(ctx, rowKey(key), l.rowMark(upd, key), cond, rv)
+}
+
+func (l *Ledger) updateItem(key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	b := expression.NewBuilder().WithUpdate(upd)
+	if cond.IsSet() {
+		b = b.WithCondition(cond)
+	}
+	expr, err := b.Build()
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("ledger: build expression: %w", err)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(l.cfg.Table), Key: key,
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}}, nil
+}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: fmt.Sprint(v)}
+}
+
+func tableKey(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrPK: s(pk), AttrSK: s(sk)}
+}
+
+func rowKey(k partition.Key) map[string]types.AttributeValue {
+	return tableKey(partitionPK(k.AccountID, k.Dataset), k.Day.String())
+}
+
+func partitionPK(account, dataset string) string {
+	return pkPartPrefix + account + "#" + dataset
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func (l *Ledger) now() time.Time { return l.cfg.Now().UTC().Truncate(time.Second) }
+
+func (l *Ledger) token() (string, error) {
+	var b [16]byte
+	l.mu.Lock()
+	_, err := io.ReadFull(l.cfg.Rand, b[:])
+	l.mu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("ledger: claim token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
