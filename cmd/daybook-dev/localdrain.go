@@ -172,7 +172,7 @@ func (d drained) String() string {
 func outcomes(ctx context.Context, led *ledger.Ledger, keys []partition.Key) (drained, error) {
 	var d drained
 	for _, k := range keys {
-		r, err := led.Get(ctx, k)
+		r, err := led.Partitions().Get(ctx, k)
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 			d.other++

@@ -164,7 +164,7 @@ func (r *tableRepair) plan(ctx context.Context) error {
 			r.newest = max(r.newest, icetable.VersionOf(n))
 		}
 	}
-	rows, err := r.e.ledger.List(ctx, r.acct.ID, r.ds.LedgerName(), r.acct.StartDate, r.today.AddDays(1))
+	rows, err := r.e.ledger.Partitions().List(ctx, r.acct.ID, r.ds.LedgerName(), r.acct.StartDate, r.today.AddDays(1))
 	if err != nil {
 		return err
 	}
@@ -326,7 +326,7 @@ func (r *tableRepair) apply(ctx context.Context, a *app) error {
 		if held, ok := r.rows[row.Day]; !ok || held.Generation != row.Generation {
 			continue
 		}
-		ok, err := r.e.ledger.ClearTableError(ctx, row.Key, row.Generation)
+		ok, err := r.e.ledger.Partitions().ClearTableError(ctx, row.Key, row.Generation)
 		if err != nil {
 			return err
 		}

@@ -93,7 +93,7 @@ func TestTableRepairAsPrinted(t *testing.T) {
 	tb := &icetable.Table{Store: b, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, "events"), "/"), Dataset: ds}
 	days := []civil.Date{civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21"), civil.MustParse("2026-11-22")}
 	l := s.ledgerAt(t, testNow, 6)
-	if _, err := l.Materialize(ctx, acct.ID, "events", days[0], days[2]); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", days[0], days[2]); err != nil {
 		t.Fatal(err)
 	}
 	broken := icetable.MetadataKey(tb.Location, 2)
@@ -113,11 +113,11 @@ func TestTableRepairAsPrinted(t *testing.T) {
 			res.TableError = tableError
 		}
 		k := partition.Key{AccountID: acct.ID, Dataset: "events", Day: d}
-		c, err := l.Claim(ctx, k, "")
+		c, err := l.Partitions().Claim(ctx, k, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Complete(ctx, k, c.Token, res); err != nil {
+		if _, err := l.Partitions().Complete(ctx, k, c.Token, res); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,7 +177,7 @@ func TestTableRepairAsPrinted(t *testing.T) {
 		if fs := got[d]; len(fs) != 1 || fs[0].Rows != int64(10+i) {
 			t.Errorf("%s: the table holds %+v", d, fs)
 		}
-		row, err := l.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: "events", Day: d})
+		row, err := l.Partitions().Get(ctx, partition.Key{AccountID: acct.ID, Dataset: "events", Day: d})
 		if err != nil || row.TableError != "" {
 			t.Errorf("%s: the row's table error %q (%v)", d, row.TableError, err)
 		}

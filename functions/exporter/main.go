@@ -141,7 +141,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	if err != nil {
 		return Handler{}, err
 	}
-	ob.Store = led
+	ob.Store = led.Outbox()
 	queue := sqs.NewFromConfig(awsCfg)
 	// Custom endpoints dial through the guard: private addresses only where
 	// the deployment allows them, loopback only on a local stack.
@@ -149,7 +149,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 		AllowPrivate: cfg.Rules.AllowPrivateEndpoints, AllowLoopback: cfg.Local,
 	}}}
 	svc := &Service{
-		Ledger:   withSettle{led, cfg.SettleDelay},
+		Ledger:   withSettle{serviceLedgerOf(led), cfg.SettleDelay},
 		Queue:    queue,
 		QueueURL: cfg.QueueURL,
 		Exporter: &Exporter{
@@ -161,7 +161,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 			Now:                 o.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
 			docs:                &docsSeen{},
-			Schemas:             led,
+			Schemas:             schemaLedgerOf(led),
 			schemas:             &schemasSeen{},
 		},
 		Log:         log,
@@ -169,7 +169,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 		Rand:        o.Rand,
 		Metrics:     em,
 		SettleDelay: cfg.SettleDelay,
-		Lifecycle:   &Lifecycle{Ledger: led, Outbox: ob, Restate: cfg.Restate},
+		Lifecycle:   &Lifecycle{Ledger: lifecycleLedgerOf(led), Outbox: ob, Restate: cfg.Restate},
 	}
 	h := Handler{Processor: svc, Log: log}
 	if cfg.DLQURL != "" {

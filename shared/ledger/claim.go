@@ -16,7 +16,7 @@ import (
 // claimableNow: queued, pending, failed with attempts left (due key 2#) and
 // next_attempt_at <= now, or running with an expired lease that either never
 // started (its attempt was not used) or started with attempts left.
-func (l *Ledger) claimableNow(nowS string) expression.ConditionBuilder {
+func (l *kernel) claimableNow(nowS string) expression.ConditionBuilder {
 	st := name(attrState)
 	return expression.And(
 		name(AttrPK).AttributeExists(),
@@ -65,7 +65,7 @@ func runningUpdate(k partition.Key, token, nowS string, lease time.Time) express
 // message. A dead claim that never started (its job waited in the queue
 // longer than the lease) is reclaimed without having used an attempt; its old
 // message is dropped at Start by the token check.
-func (l *Ledger) Claim(ctx context.Context, key partition.Key, reason partition.Reason) (Claim, error) {
+func (l Partitions) Claim(ctx context.Context, key partition.Key, reason partition.Reason) (Claim, error) {
 	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
@@ -106,7 +106,7 @@ func (l *Ledger) Claim(ctx context.Context, key partition.Key, reason partition.
 // refusedClaim explains a failed claim condition from the row as the refused
 // write found it (item; empty if there is no row), and retires a dead claim
 // that started on its last attempt.
-func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.Time, item map[string]types.AttributeValue) error {
+func (l *kernel) refusedClaim(ctx context.Context, key partition.Key, now time.Time, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
 		return fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
@@ -179,7 +179,7 @@ func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.T
 // ErrClaimLost and the row is left alone: releasing a running row would let
 // a second exporter run it (L2). Manual claims start at once, so they are
 // never released.
-func (l *Ledger) Release(ctx context.Context, c Claim) error {
+func (l Partitions) Release(ctx context.Context, c Claim) error {
 	now := l.now()
 	st, at := StateFailed, now
 	switch {

@@ -57,8 +57,8 @@
 //	    dataset, contract, version, schema_doc, schema_sha256, updated_at (schemas.go)
 //
 // A history item records how one attempt ended (history.go); it is written
-// after the transition that ended it ([Ledger.Complete], [Ledger.Fail], or a [Ledger.Claim] or
-// [Ledger.ClaimManual] that took over a dead started claim), best effort. Export
+// after the transition that ended it ([Partitions.Complete], [Partitions.Fail], or a [Partitions.Claim] or
+// [Partitions.ClaimManual] that took over a dead started claim), best effort. Export
 // stats feed the sweeper's claim budget (stats.go). Both expire through the
 // table's one TTL attribute, expires_at.
 //
@@ -88,15 +88,15 @@
 //
 // Times in keys and attributes are RFC 3339 UTC at second precision
 // (2006-01-02T15:04:05Z): fixed width, so string order is time order.
-// [Ledger.DueWork] (and [Ledger.Due]) reads one key range per class with key conditions only
+// [Partitions.DueWork] (and [Partitions.Due]) reads one key range per class with key conditions only
 // (no filter): begins_with S#, 0#, 1#, 2# and 3#, the failed and running
 // classes from their start so that the first row not yet due gives the
 // account's next wake time, and merges them (queued first, then pending and
 // failed-and-due, then dead claims; within each, oldest day first) after the
 // scheduled class. It never reads the 9# class: a stopped row waits for
-// a requeue. [Ledger.CountStopped] counts that class for one account (a COUNT
+// a requeue. [Schedule.CountStopped] counts that class for one account (a COUNT
 // Query on begins_with 9#); the sweeper reads the fleet's level of stopped
-// partitions from the fleet index instead ([Ledger.StoppedByAccount]), so "stopped
+// partitions from the fleet index instead ([Schedule.StoppedByAccount]), so "stopped
 // retrying" is a level it publishes every sweep at a cost that grows
 // with the stopped rows only.
 //
@@ -145,29 +145,32 @@
 //	                                                     ClaimManual, its re-run and Requeue remove them
 //
 // After its row write, every transition that leaves a row due at some time
-// lowers the account's wake time to it ([Ledger.Requeue], [Ledger.ClaimManual], [Ledger.Fail],
-// [Ledger.Complete] and [Ledger.Release], and [Ledger.Claim]'s re-run path; see wake.go); [Ledger.Fail]'s
-// stopping branch and [Ledger.Claim]'s retirement add the row to the stopped shard,
-// [Ledger.Requeue] and [Ledger.ClaimManual] remove it. [Ledger.Materialize] and [Ledger.Claim] do not wake: only
+// lowers the account's wake time to it ([Partitions.Requeue], [Partitions.ClaimManual], [Partitions.Fail],
+// [Partitions.Complete] and [Partitions.Release], and [Partitions.Claim]'s re-run path; see wake.go); [Partitions.Fail]'s
+// stopping branch and [Partitions.Claim]'s retirement add the row to the stopped shard,
+// [Partitions.Requeue] and [Partitions.ClaimManual] remove it. [Schedule.Materialize] and [Partitions.Claim] do not wake: only
 // the sweeper calls them, and it sets the account's next wake time itself.
 //
 // A write guarded by a claim token that no longer matches returns [ErrClaimLost].
 // A dead claim (lease expired) that started on attempt MaxAttempts is not
-// reclaimed: [Ledger.Claim] marks it failed+stopped (9#) and returns [ErrStopped],
+// reclaimed: [Partitions.Claim] marks it failed+stopped (9#) and returns [ErrStopped],
 // or, if a re-run was requested while it ran, queues it (manual, attempts=0)
 // and returns [ErrConflict].
 //
 // attempts counts runs started since the row was last queued or
-// materialized: a run uses an attempt when it starts ([Ledger.Start], or [Ledger.ClaimManual],
+// materialized: a run uses an attempt when it starts ([Partitions.Start], or [Partitions.ClaimManual],
 // which starts at once), not when it is claimed, so a job that waits in SQS
 // longer than the lease is reclaimed without losing an attempt, and a row
-// never uses up its attempts without having run. [Ledger.Claim] returns the attempt
+// never uses up its attempts without having run. [Partitions.Claim] returns the attempt
 // number the run will be. generation counts successful exports and only ever
-// increases; [Ledger.Claim] returns the generation the run will commit at least.
+// increases; [Partitions.Claim] returns the generation the run will commit at least.
 //
 // # Where each part lives
 //
-// The kernel every part uses: kernel.go (keys, conditional updates and
+// A [Ledger] hands out its aggregates (aggregates.go), each one part of the
+// table with its own methods: [Partitions], [Schedule], [Accounts],
+// [Fleet], [Slices], [Outbox], [Schemas], [Tokens], [Restates], [Seeds].
+// The kernel they all use: kernel.go (keys, conditional updates and
 // transaction items, a row's transition with its stale mark, queries),
 // decode.go (stored items back to values), errors.go (every error the
 // package returns) and lifecycle.go (the run states partition rows and

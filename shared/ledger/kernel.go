@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,6 +24,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
+
+// kernel is what every aggregate holds: the client, the configuration and
+// the lock on the random source.
+type kernel struct {
+	db  DynamoAPI
+	cfg Config
+	mu  sync.Mutex // guards cfg.Rand
+}
 
 func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
@@ -33,7 +42,7 @@ func isConditionFailed(err error) bool {
 // for by rv. A failed condition is errCondition, returned with the item as it
 // was (ReturnValuesOnConditionCheckFailure ALL_OLD; empty if there is no
 // item), so a caller can say why without a second read.
-func (l *Ledger) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
+func (l *kernel) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
 	b := expression.NewBuilder().WithUpdate(upd)
 	if cond.IsSet() {
 		b = b.WithCondition(cond)
@@ -70,7 +79,7 @@ func avString(v types.AttributeValue) string {
 	return ""
 }
 
-func (l *Ledger) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+func (l *kernel) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(l.cfg.Table),
 		Key:            key,
@@ -94,7 +103,7 @@ func val(v any) expression.ValueBuilder { return expression.Value(v) }
 // is empty) page by page until the result ends or limit items were returned
 // (limit <= 0: no limit), handing each page to fn. It counts what the query
 // read (L5); the error names what.
-func (l *Ledger) queryPages(ctx context.Context, what, index string, kc expression.KeyConditionBuilder, sel types.Select, limit int, fn func(*dynamodb.QueryOutput) error) (ReadStats, error) {
+func (l *kernel) queryPages(ctx context.Context, what, index string, kc expression.KeyConditionBuilder, sel types.Select, limit int, fn func(*dynamodb.QueryOutput) error) (ReadStats, error) {
 	var stats ReadStats
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
@@ -154,7 +163,7 @@ func appendRows(rows *[]Row) func(*dynamodb.QueryOutput) error {
 // enters the fleet index under Z#<nn> with fleet_key <stamp>#<account>#<dataset>#<day>.
 // A stopped row's entry (X#, stopped.go) is replaced, so only a transition
 // out of the stopped state, or one that cannot start from it, takes one.
-func (l *Ledger) rowMark(upd expression.UpdateBuilder, key partition.Key) expression.UpdateBuilder {
+func (l *kernel) rowMark(upd expression.UpdateBuilder, key partition.Key) expression.UpdateBuilder {
 	return upd.Set(name(AttrFleetShard), val(summaryShard(fleetStale, Shard(key.AccountID)))).
 		Set(name(AttrFleetKey), val(fmtTime(l.now())+"#"+stoppedKey(key)))
 }
@@ -163,11 +172,11 @@ func (l *Ledger) rowMark(upd expression.UpdateBuilder, key partition.Key) expres
 // write marks the row stale in the same update (rowMark), so the mark
 // exists if and only if the transition landed: a refused transition leaves
 // none, and no crash can come between the two.
-func (l *Ledger) transition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
+func (l *kernel) transition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
 	return l.update(ctx, rowKey(key), l.rowMark(upd, key), cond, rv)
 }
 
-func (l *Ledger) updateItem(key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
+func (l *kernel) updateItem(key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
 	b := expression.NewBuilder().WithUpdate(upd)
 	if cond.IsSet() {
 		b = b.WithCondition(cond)
@@ -203,9 +212,9 @@ func partitionPK(account, dataset string) string {
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
-func (l *Ledger) now() time.Time { return l.cfg.Now().UTC().Truncate(time.Second) }
+func (l *kernel) now() time.Time { return l.cfg.Now().UTC().Truncate(time.Second) }
 
-func (l *Ledger) token() (string, error) {
+func (l *kernel) token() (string, error) {
 	var b [16]byte
 	l.mu.Lock()
 	_, err := io.ReadFull(l.cfg.Rand, b[:])

@@ -95,11 +95,10 @@ func LeaseFrom(exporterTimeout, margin time.Duration) time.Duration {
 	return exporterTimeout + margin
 }
 
-// Ledger is the partition ledger.
+// Ledger is the partition ledger: its aggregates (aggregates.go), each a
+// part of the table with its own methods, share one kernel (kernel.go).
 type Ledger struct {
-	db  DynamoAPI
-	cfg Config
-	mu  sync.Mutex // guards cfg.Rand
+	*kernel
 }
 
 // New returns a Ledger on db.
@@ -145,7 +144,7 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	if cfg.MaxBackfillDays < 1 {
 		return nil, fmt.Errorf("ledger: max backfill days %d < 1", cfg.MaxBackfillDays)
 	}
-	return &Ledger{db: db, cfg: cfg}, nil
+	return &Ledger{&kernel{db: db, cfg: cfg}}, nil
 }
 
 // Config returns the effective configuration.
@@ -154,7 +153,7 @@ func (l *Ledger) Config() Config { return l.cfg }
 // Backoff returns the delay before the next attempt after `attempt` failed
 // attempts: capped exponential with full jitter, uniform over [1s,
 // min(cap, base*2^(attempt-1))] drawn from the injected random source.
-func (l *Ledger) Backoff(attempt int) (time.Duration, error) {
+func (l Partitions) Backoff(attempt int) (time.Duration, error) {
 	ceil := l.cfg.BackoffBase
 	for i := 1; i < attempt && ceil < l.cfg.BackoffCap; i++ {
 		ceil *= 2

@@ -30,7 +30,7 @@ func unmarkStopped(upd expression.UpdateBuilder) expression.UpdateBuilder {
 // StoppedByAccount counts the stopped partitions of shard's accounts (failed
 // after MaxAttempts, waiting for a requeue), by account. It reads the
 // stopped rows' index entries only (keys), which are few: each is an alarm.
-func (l *Ledger) StoppedByAccount(ctx context.Context, shard int) (map[string]int, ReadStats, error) {
+func (l Schedule) StoppedByAccount(ctx context.Context, shard int) (map[string]int, ReadStats, error) {
 	out := map[string]int{}
 	kc := expression.Key(AttrFleetShard).Equal(val(stoppedShard(shard)))
 	stats, err := l.queryPages(ctx, "stopped partitions of "+stoppedShard(shard), IndexFleet, kc, "", 0,
