@@ -25,7 +25,7 @@ import (
 // holding it in a conflicting way) and an event in the account's history.
 // Of two writes that would nest two accounts' prefixes, give them one role
 // and external id, or one tenant ("7" and "0007" alike), at most one
-// commits, however they interleave (C4); of two writes of one
+// commits, however they interleave; of two writes of one
 // account read at one version, one commits and the other is ErrChanged, so
 // a write never reverts a change it did not see.
 

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The shared claim budget (L6): sweeps that run at once (a scheduled sweep
+// The shared claim budget: sweeps that run at once (a scheduled sweep
 // delivered twice, a manual one, the fan-out workers of two scheduled
 // sweeps) draw their claims from one budget item, pk=STATS
 // sk=BUDGET#<scope>, instead of each claiming a whole budget of its own.

@@ -177,7 +177,7 @@ func (l *kernel) refusedClaim(ctx context.Context, key partition.Key, now time.T
 // claim returns as failed and due now. A claim that has started (its job got
 // through after all, and an exporter runs it) or is no longer held is
 // ErrClaimLost and the row is left alone: releasing a running row would let
-// a second exporter run it (L2). Manual claims start at once, so they are
+// a second exporter run it. Manual claims start at once, so they are
 // never released.
 func (l Partitions) Release(ctx context.Context, c Claim) error {
 	now := l.now()

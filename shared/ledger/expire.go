@@ -14,7 +14,7 @@ import (
 // ExpireClaim ends the lease of the claim with token now, as if it had run
 // out, and those of the running slices of its plan if it exports the day in
 // slices: the row stays running under that claim, and the next sweep may
-// reclaim it as a dead claim (L3), attempts counted as for any dead claim.
+// reclaim it as a dead claim, attempts counted as for any dead claim.
 // It is for a claim whose exporter is known to be dead (a fault-injection
 // run that killed it, or an operator who saw the Lambda die), never for a
 // live one, whose run would then overlap the next. A token that no longer

@@ -126,7 +126,7 @@ const (
 	dueFailed       = "2#"
 	dueRunning      = "3#"
 	dueStopped      = "9#" // counted by CountStopped, never read by Due
-	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first (L6)
+	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first
 	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 
 	// FleetShards is the number of shards of the fleet index: an account's
@@ -280,7 +280,7 @@ type attemptRecord struct {
 
 // scheduledDueKey is the due key of the pending newest closed day of a live
 // account (Materialize with a priority day): Due reads it before every other
-// class, and the sweeper takes every account's before any backfill (L6).
+// class, and the sweeper takes every account's before any backfill.
 func scheduledDueKey(day civil.Date, dataset string) string {
 	return dueScheduled + day.String() + "#" + dataset
 }

@@ -102,7 +102,7 @@ func val(v any) expression.ValueBuilder { return expression.Value(v) }
 // queryPages runs one key-condition Query (on index, or on the table if index
 // is empty) page by page until the result ends or limit items were returned
 // (limit <= 0: no limit), handing each page to fn. It counts what the query
-// read (L5); the error names what.
+// read; the error names what.
 func (l *kernel) queryPages(ctx context.Context, what, index string, kc expression.KeyConditionBuilder, sel types.Select, limit int, fn func(*dynamodb.QueryOutput) error) (ReadStats, error) {
 	var stats ReadStats
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()

@@ -34,10 +34,10 @@ var _ DynamoAPI = (*dynamodb.Client)(nil)
 // Config configures a Ledger.
 type Config struct {
 	Table string
-	// Lease is how long a claim lives (L3); see LeaseFrom.
+	// Lease is how long a claim lives; see LeaseFrom.
 	Lease time.Duration
 	// MaxAttempts is the number of attempts after which a failed row stops
-	// retrying until requeued (L1). Default 6.
+	// retrying until requeued. Default 6.
 	MaxAttempts int
 	// BackoffBase and BackoffCap bound the retry delay: attempt n waits a
 	// uniformly random time in [1s, min(cap, base*2^(n-1))] (full jitter).
@@ -69,7 +69,7 @@ type Config struct {
 	// stands. Default: a warning on slog.Default().
 	HistoryFailed func(ctx context.Context, key partition.Key, err error)
 	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
-	// backfill, in days before today (L6). Default
+	// backfill, in days before today. Default
 	// envvar.DefaultMaxBackfillDays.
 	MaxBackfillDays int
 	// Stage is the deployment stage, which renders account prefixes
@@ -90,7 +90,7 @@ type Config struct {
 const DefaultRedelivery = 90 * time.Minute
 
 // LeaseFrom derives the claim lease from the exporter's timeout (a live
-// Lambda cannot outlive it) plus a margin (L3).
+// Lambda cannot outlive it) plus a margin.
 func LeaseFrom(exporterTimeout, margin time.Duration) time.Duration {
 	return exporterTimeout + margin
 }
@@ -177,7 +177,7 @@ func (l Partitions) Backoff(attempt int) (time.Duration, error) {
 
 // ConfigFromEnv reads the ledger's deployment configuration, the same in
 // both functions and the CLI: LEDGER_TABLE, MAX_ATTEMPTS, MAX_BACKFILL_DAYS,
-// the lease from EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS (L3), and
+// the lease from EXPORTER_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS, and
 // the slice hold from JOBS_VISIBILITY_TIMEOUT_SECONDS + the lease.
 // Problems are collected in r, naming the variable.
 func ConfigFromEnv(r *envvar.Reader) Config {

@@ -13,7 +13,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// ClaimManual serves a manual re-export request (E1): it creates the row if
+// ClaimManual serves a manual re-export request: it creates the row if
 // absent and claims it from any state (completed, stopped, ...) with
 // reason manual and a fresh attempt count. If the row is running under a live
 // claim, it sets rerun_requested on it instead and returns ErrBusy: the

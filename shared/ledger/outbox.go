@@ -1,6 +1,6 @@
 package ledger
 
-// The event outbox (R2). Every partition event (a committed
+// The event outbox. Every partition event (a committed
 // generation, a partition that stopped retrying) is recorded once, in an
 // outbox item, before it is published; a publish that succeeded marks it
 // published, and a sweep republishes what is still pending, so an event is

@@ -1,6 +1,6 @@
 package ledger
 
-// A re-export request on its way (E1, O4). An operator's re-export (the
+// A re-export request on its way. An operator's re-export (the
 // console's button, `daybook reexport`) is a manual request on the jobs
 // queue, which the exporter claims when it gets there (ClaimManual). Until
 // then the day's row would say what it said before (completed, failed), as

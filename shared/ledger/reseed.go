@@ -1,6 +1,6 @@
 package ledger
 
-// Reseeds of incremental datasets (R3).
+// Reseeds of incremental datasets.
 //
 // A reseed re-exports every day of one (account, dataset) from the
 // account's start date under a new seed epoch, so that a customer who

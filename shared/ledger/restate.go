@@ -1,6 +1,6 @@
 package ledger
 
-// Late data: restatement checks (R1).
+// Late data: restatement checks.
 //
 // The exporter takes a fingerprint of the day in the source (a hash of the
 // dataset's fingerprint query, source.Fingerprinter) right before it reads

@@ -17,7 +17,7 @@ import (
 // run uses an attempt when it starts, not when it is claimed. A second
 // delivery of the same SQS message, or the message of a claim that was
 // reclaimed meanwhile, gets ErrClaimLost, so a duplicated delivery never runs
-// the partition twice (L2). The lease is renewed from now (the job may have waited in the queue),
+// the partition twice. The lease is renewed from now (the job may have waited in the queue),
 // so a live exporter always holds a live lease. It returns the claim as the
 // ledger holds it (attempt, the generation the run will commit, reason).
 func (l Partitions) Start(ctx context.Context, key partition.Key, token string) (Claim, error) {

@@ -1,6 +1,6 @@
 package ledger
 
-// Delivered schemas (D2): what the deployment has delivered of each
+// Delivered schemas: what the deployment has delivered of each
 // dataset, one small item per dataset and contract, so a catalog can be
 // checked against it (daybook catalog diff --deployed) without reading any
 // customer's bucket:

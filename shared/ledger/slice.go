@@ -1,6 +1,6 @@
 package ledger
 
-// Slices of a partition (E7). A day too large for one exporter run is
+// Slices of a partition. A day too large for one exporter run is
 // split into slices that run on separate invocations, in parallel, under
 // the partition's one claim:
 //

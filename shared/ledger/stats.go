@@ -1,6 +1,6 @@
 package ledger
 
-// Export statistics for the sweeper's claim budget (L6): Complete adds each
+// Export statistics for the sweeper's claim budget: Complete adds each
 // export's duration to an hourly bucket (pk=STATS, sk=EXPORTS#<hour>, kept
 // for a week through the table's TTL), and the sweeper reads the last
 // buckets in one query. The same partition holds the reconcile marker

@@ -6,7 +6,7 @@ package ledger
 // ClaimManual, the only ways out of that state, remove them (ClaimManual's
 // stale mark, summary.go, replaces them). The sweeper
 // reads the level of stopped partitions of the whole fleet from the
-// FleetShards shards, whatever the number of accounts (O3, L6).
+// FleetShards shards, whatever the number of accounts.
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 package ledger
 
-// The wake half of the fleet index (L6). An enabled account's record carries
+// The wake half of the fleet index. An enabled account's record carries
 // fleet_shard=W#<nn> and fleet_key=<wake time>: the earliest time the account
 // may have work (its next day close, its earliest failed row's next attempt,
 // its earliest live claim's lease end, or a time already past when work is

@@ -28,7 +28,7 @@ func (l Schedule) Materialize(ctx context.Context, accountID, dataset string, fr
 // like Materialize. priority, if among days, is the newest closed day of a
 // live account: it is reason scheduled and goes in the scheduled class of
 // the due index, which Due reads first and the sweeper takes before any
-// backfill (L6); every other day is reason backfill.
+// backfill; every other day is reason backfill.
 func (l Schedule) MaterializeDays(ctx context.Context, accountID, dataset string, days []civil.Date, priority civil.Date) (int, error) {
 	return l.materialize(ctx, accountID, dataset, days, priority, !priority.IsZero())
 }
