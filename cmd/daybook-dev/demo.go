@@ -293,7 +293,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	a0 := src.Accounts[0]
 	day := a0.WithDefaults(0).ClosedThrough(o.Now()).AddDays(-3)
 	key := partition.Key{AccountID: a0.ID, Dataset: "events", Day: day}
-	if res.Before, err = led.Get(ctx, key); err != nil {
+	if res.Before, err = led.Partitions().Get(ctx, key); err != nil {
 		return nil, err
 	}
 	if err := op.run(ctx, out, "reexport", "--account", a0.ID, "--dataset", "events", "--day", day.String(), "--env-file", envFile); err != nil {
@@ -304,7 +304,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if err := drv.Drain(ctx, &p); err != nil {
 		return nil, err
 	}
-	if res.Reexported, err = led.Get(ctx, key); err != nil {
+	if res.Reexported, err = led.Partitions().Get(ctx, key); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "    %s events %s: generation %d -> %d (%s), %d rows in %d files, manifest %s\n", a0.ID, day,
@@ -336,7 +336,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		res.Reports = append(res.Reports, reports...)
 		res.Problems = append(res.Problems, problems...)
 		for _, ds := range a.Datasets {
-			rows, err := led.List(ctx, a.ID, ds, a.StartDate, a.WithDefaults(0).ClosedThrough(o.Now()).AddDays(1))
+			rows, err := led.Partitions().List(ctx, a.ID, ds, a.StartDate, a.WithDefaults(0).ClosedThrough(o.Now()).AddDays(1))
 			if err != nil {
 				return nil, err
 			}
@@ -436,7 +436,7 @@ func printProgress(ctx context.Context, out io.Writer, led *ledger.Ledger, accts
 	for _, a := range accts {
 		to := a.WithDefaults(0).ClosedThrough(now)
 		for _, ds := range a.Datasets {
-			list, err := led.List(ctx, a.ID, ds, a.StartDate, to)
+			list, err := led.Partitions().List(ctx, a.ID, ds, a.StartDate, to)
 			if err != nil {
 				return
 			}

@@ -140,7 +140,7 @@ runs what the console queued there. A run kept with demo --keep mirrors its buck
 		if dead > 0 {
 			fmt.Fprintf(a.stdout, "%d messages can never succeed as sent: see daybook dlq list (each says why), then daybook dlq delete or purge\n", dead)
 		}
-		accts, err := led.ListAccounts(ctx)
+		accts, err := led.Accounts().ListAccounts(ctx)
 		if err != nil {
 			return err
 		}
@@ -178,7 +178,7 @@ func (d drained) String() string {
 func outcomes(ctx context.Context, led *ledger.Ledger, keys []partition.Key) (drained, error) {
 	var d drained
 	for _, k := range keys {
-		r, err := led.Get(ctx, k)
+		r, err := led.Partitions().Get(ctx, k)
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 			d.other++

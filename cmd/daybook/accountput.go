@@ -156,7 +156,7 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 	if err != nil {
 		return err
 	}
-	old, err := e.ledger.GetAccount(ctx, acct.ID)
+	old, err := e.ledger.Accounts().GetAccount(ctx, acct.ID)
 	exists := err == nil
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return err
@@ -196,7 +196,7 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 	if err := checkGluePattern(acct, e.gluePattern); err != nil {
 		return fmt.Errorf("account file %s: %w", file, err)
 	}
-	all, err := e.ledger.ListAccounts(ctx)
+	all, err := e.ledger.Accounts().ListAccounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,9 +238,9 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 	case exists && len(changes) == 0:
 		stored = old
 	case exists:
-		stored, err = e.ledger.UpdateAccount(ctx, acct, a.requestedBy(ctx, e.sts, ""))
+		stored, err = e.ledger.Accounts().UpdateAccount(ctx, acct, a.requestedBy(ctx, e.sts, ""))
 	default:
-		stored, err = e.ledger.CreateAccount(ctx, acct, a.requestedBy(ctx, e.sts, ""))
+		stored, err = e.ledger.Accounts().CreateAccount(ctx, acct, a.requestedBy(ctx, e.sts, ""))
 	}
 	switch {
 	case errors.Is(err, ledger.ErrIsolation):
@@ -260,7 +260,7 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 	if verb != "left unchanged" {
 		// The fleet view shows the account as written at once; the write
 		// also marked it, so the next sweep refreshes it if this fails.
-		if _, err := e.ledger.Refresh(ctx, stored.ID); err != nil {
+		if _, err := e.ledger.Fleet().Refresh(ctx, stored.ID); err != nil {
 			fmt.Fprintf(a.stderr, "daybook: the fleet view shows account %s as it was until the next sweep: %v\n", stored.ID, err)
 		}
 	}

@@ -177,13 +177,13 @@ func TestDisableDoesNotRevertAConcurrentChange(t *testing.T) {
 		if _, ok := in.Parameters.(*dynamodb.GetItemInput); ok {
 			once.Do(func() {
 				// Between disable's read and its write.
-				moved, gerr := l.GetAccount(ctx, acct.ID)
+				moved, gerr := l.Accounts().GetAccount(ctx, acct.ID)
 				if gerr != nil {
 					t.Error(gerr)
 					return
 				}
 				moved.Destination.Prefix = "moved/{{.AccountID}}"
-				if perr := l.PutAccount(ctx, moved); perr != nil {
+				if perr := l.Accounts().PutAccount(ctx, moved); perr != nil {
 					t.Error(perr)
 				}
 			})
@@ -199,7 +199,7 @@ func TestDisableDoesNotRevertAConcurrentChange(t *testing.T) {
 	if r := s.run(t, a, "account", "disable", acct.ID); r.code != 0 {
 		t.Fatalf("disable: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	got, err := l.GetAccount(context.Background(), acct.ID)
+	got, err := l.Accounts().GetAccount(context.Background(), acct.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

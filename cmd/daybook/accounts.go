@@ -43,7 +43,7 @@ func (a *app) account(ctx context.Context, id, from string) (*opsEnv, account.Ac
 	if err != nil {
 		return nil, account.Account{}, err
 	}
-	acct, err := e.ledger.GetAccount(ctx, id)
+	acct, err := e.ledger.Accounts().GetAccount(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, account.Account{}, fmt.Errorf("%s %s: no such account (daybook account list shows them)", from, id)
 	}
@@ -91,7 +91,7 @@ account history ID shows them all). -o json prints the account alone.`,
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		events, err := e.ledger.AccountHistory(c.Context(), acct.ID)
+		events, err := e.ledger.Accounts().AccountHistory(c.Context(), acct.ID)
 		if err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func (a *app) accountListCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		accts, err := e.ledger.ListAccounts(c.Context())
+		accts, err := e.ledger.Accounts().ListAccounts(c.Context())
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ its prefix): a failure names the step and the permission and leaves the account 
 				return err
 			}
 		}
-		acct, changed, err := ops.SetEnabled(c.Context(), e.ledger, args[0], enable, a.requestedBy(c.Context(), e.sts, ""))
+		acct, changed, err := ops.SetEnabled(c.Context(), ops.LedgerOf(e.ledger), args[0], enable, a.requestedBy(c.Context(), e.sts, ""))
 		if errors.Is(err, ops.ErrNoAccount) {
 			return fmt.Errorf("account %s: no such account (daybook account list shows them)", args[0])
 		}
@@ -188,7 +188,7 @@ its prefix): a failure names the step and the permission and leaves the account 
 // enabled (an account saved with --save-disabled was never tested), and
 // refuses with the failed step and its permission.
 func (a *app) testBeforeEnable(ctx context.Context, e *opsEnv, id string) error {
-	acct, err := e.ledger.GetAccount(ctx, id)
+	acct, err := e.ledger.Accounts().GetAccount(ctx, id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return fmt.Errorf("account %s: no such account (daybook account list shows them)", id)
 	}
@@ -235,7 +235,7 @@ touched.`,
 		if err != nil {
 			return err
 		}
-		acct, err := e.ledger.GetAccount(ctx, args[0])
+		acct, err := e.ledger.Accounts().GetAccount(ctx, args[0])
 		switch {
 		case errors.Is(err, ledger.ErrNotFound) && purge:
 			// Deleted earlier; purge what is left of it.
@@ -245,7 +245,7 @@ touched.`,
 		case err != nil:
 			return err
 		}
-		open, err := e.ledger.Open(ctx, acct.ID)
+		open, err := e.ledger.Partitions().Open(ctx, acct.ID)
 		if err != nil {
 			return err
 		}
@@ -260,11 +260,11 @@ touched.`,
 			return fmt.Errorf("%w: account %s has %d partitions running (%s); disable it (daybook account disable %s), wait for them to finish, then delete",
 				errRunning, acct.ID, len(running), strings.Join(running[:min(5, len(running))], ", "), acct.ID)
 		}
-		if err := e.ledger.DeleteAccount(ctx, acct.ID); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		if err := e.ledger.Accounts().DeleteAccount(ctx, acct.ID); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 		if purge {
-			res, err := e.ledger.PurgeAccount(ctx, acct.ID, ledgerNames(union(acct.Datasets, datasetNames())))
+			res, err := e.ledger.Accounts().PurgeAccount(ctx, acct.ID, ledgerNames(union(acct.Datasets, datasetNames())))
 			if err != nil {
 				return fmt.Errorf("account %s deleted, but purging its ledger rows failed (run the same command again to finish): %w", acct.ID, err)
 			}
@@ -274,7 +274,7 @@ touched.`,
 		}
 		rows := 0
 		for _, ds := range acct.Datasets {
-			n, err := e.ledger.Count(ctx, acct.ID, ds, firstDay, lastDay)
+			n, err := e.ledger.Partitions().Count(ctx, acct.ID, ds, firstDay, lastDay)
 			if err != nil {
 				return err
 			}
@@ -337,7 +337,7 @@ account delete; delete --purge removes it.`,
 		if err != nil {
 			return err
 		}
-		events, err := e.ledger.AccountHistory(c.Context(), args[0])
+		events, err := e.ledger.Accounts().AccountHistory(c.Context(), args[0])
 		if err != nil {
 			return err
 		}

@@ -71,7 +71,7 @@ func TestAccountPutCreatesAndUpdatesOnlyWhenAsked(t *testing.T) {
 	if r.code != cli.ExitError {
 		t.Fatalf("a changed file without --update: exit %d\n%s", r.code, r.stderr)
 	}
-	if got, _ := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), created.ID); got.Destination.Prefix != "" {
+	if got, _ := s.ledgerAt(t, testNow, 6).Accounts().GetAccount(context.Background(), created.ID); got.Destination.Prefix != "" {
 		t.Fatalf("a refused put moved the destination to %q", got.Destination.Prefix)
 	}
 	r = s.run(t, a, "account", "put", "--file", file, "--update", "--dry-run")
@@ -337,7 +337,7 @@ func TestAccountPutGeneratesTheExternalID(t *testing.T) {
 		!strings.Contains(r.stderr, `"sts:ExternalId": "`+ext+`"`) || strings.Count(r.stderr, ext) != 3 {
 		t.Errorf("the external id should be announced once on stderr, then in the role's trust policy:\n%s", r.stderr)
 	}
-	stored, err := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID)
+	stored, err := s.ledgerAt(t, testNow, 6).Accounts().GetAccount(context.Background(), acct.ID)
 	if err != nil || stored.Destination.ExternalID != ext {
 		t.Fatalf("stored external id %q (%v), want %q", stored.Destination.ExternalID, err, ext)
 	}
@@ -360,7 +360,7 @@ func TestAccountPutGeneratesTheExternalID(t *testing.T) {
 	if r.code != 0 || strings.Contains(r.stderr, "generated external id") {
 		t.Errorf("put without the external id: exit %d\n%s", r.code, r.stderr)
 	}
-	if got, _ := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID); got.Destination.ExternalID != ext {
+	if got, _ := s.ledgerAt(t, testNow, 6).Accounts().GetAccount(context.Background(), acct.ID); got.Destination.ExternalID != ext {
 		t.Errorf("the stored external id changed to %q", got.Destination.ExternalID)
 	}
 }
@@ -391,7 +391,7 @@ func TestAccountPutRefusesAMalformedDeploymentRule(t *testing.T) {
 
 func (s stack) accounts(t *testing.T) []account.Account {
 	t.Helper()
-	all, err := s.ledgerAt(t, testNow, 6).ListAccounts(context.Background())
+	all, err := s.ledgerAt(t, testNow, 6).Accounts().ListAccounts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestAccountGetListDisableEnable(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, st.stdout) {
 			t.Errorf("%v: exit %d\n%s%s", st.args, r.code, r.stdout, r.stderr)
 		}
-		got, err := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID)
+		got, err := s.ledgerAt(t, testNow, 6).Accounts().GetAccount(context.Background(), acct.ID)
 		if err != nil || got.Enabled != st.enabled {
 			t.Errorf("%v: enabled %v (%v), want %v", st.args, got.Enabled, err, st.enabled)
 		}
@@ -438,10 +438,10 @@ func TestAccountDelete(t *testing.T) {
 	acct := s.newAccount(t, nil)
 	l := s.ledgerAt(t, testNow, 6)
 	from, to := civil.MustParse("2026-11-27"), civil.MustParse("2026-11-29")
-	if _, err := l.Materialize(ctx, acct.ID, "events", from, to); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", from, to); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := l.Claim(ctx, partition.Key{AccountID: acct.ID, Dataset: "events", Day: to}, "")
+	claim, err := l.Partitions().Claim(ctx, partition.Key{AccountID: acct.ID, Dataset: "events", Day: to}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,10 +453,10 @@ func TestAccountDelete(t *testing.T) {
 	a, _, _ := testApp(t)
 	unchanged := func(step string) {
 		t.Helper()
-		if _, err := l.GetAccount(ctx, acct.ID); err != nil {
+		if _, err := l.Accounts().GetAccount(ctx, acct.ID); err != nil {
 			t.Errorf("%s: the account is gone: %v", step, err)
 		}
-		if n, _ := l.Count(ctx, acct.ID, "events", from, to); n != 3 {
+		if n, _ := l.Partitions().Count(ctx, acct.ID, "events", from, to); n != 3 {
 			t.Errorf("%s: %d rows, want 3", step, n)
 		}
 	}
@@ -470,24 +470,24 @@ func TestAccountDelete(t *testing.T) {
 	}
 	unchanged("while running")
 
-	if _, err := l.Complete(ctx, claim.Key, claim.Token, ledger.Result{Rows: 1}); err != nil {
+	if _, err := l.Partitions().Complete(ctx, claim.Key, claim.Token, ledger.Result{Rows: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r = s.run(t, a, "account", "delete", acct.ID, "--yes")
 	if r.code != 0 || !strings.Contains(r.stdout, "its 3 ledger rows are kept") {
 		t.Errorf("delete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if _, err := l.GetAccount(ctx, acct.ID); err == nil {
+	if _, err := l.Accounts().GetAccount(ctx, acct.ID); err == nil {
 		t.Error("the account is still there")
 	}
-	if n, _ := l.Count(ctx, acct.ID, "events", from, to); n != 3 {
+	if n, _ := l.Partitions().Count(ctx, acct.ID, "events", from, to); n != 3 {
 		t.Errorf("delete without --purge left %d rows, want 3", n)
 	}
 	r = s.run(t, a, "account", "delete", acct.ID, "--yes", "--purge")
 	if r.code != 0 || !strings.Contains(r.stdout, "purged 3 ledger rows, 1 history items") {
 		t.Errorf("purge of a deleted account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if n, _ := l.Count(ctx, acct.ID, "events", from, to); n != 0 {
+	if n, _ := l.Partitions().Count(ctx, acct.ID, "events", from, to); n != 0 {
 		t.Errorf("%d rows left after --purge", n)
 	}
 	if keys := s.objects(t, "daybook-exports-clitest"); !slices.Contains(keys, delivered) {
@@ -528,7 +528,7 @@ func TestAccountTestSaysTheBucketIsMissing(t *testing.T) {
 	if r.code != cli.ExitError || !strings.Contains(r.stderr, "bucket does not exist: s3://"+bucket) || !strings.Contains(r.stderr, "stays disabled") {
 		t.Errorf("enable with a missing bucket: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if got, _ := s.ledgerAt(t, testNow, 6).GetAccount(context.Background(), acct.ID); got.Enabled {
+	if got, _ := s.ledgerAt(t, testNow, 6).Accounts().GetAccount(context.Background(), acct.ID); got.Enabled {
 		t.Errorf("account enable enabled an untested destination")
 	}
 	s.createBucket(t, bucket)

@@ -39,14 +39,14 @@ func (a *app) startMoved(ctx context.Context, l *ledger.Ledger, settle time.Dura
 			if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() {
 				continue // a snapshot dataset: a copy taken now cannot be an older day's
 			}
-			n, err := l.Materialize(ctx, stored.ID, ds, stored.StartDate, to)
+			n, err := l.Schedule().Materialize(ctx, stored.ID, ds, stored.StartDate, to)
 			created += n
 			if err != nil {
 				return fmt.Errorf("account %s is saved, but materializing the days the earlier start_date adds (%s..%s) stopped after %d rows: %w; run daybook requeue --account %s --from %s --to %s",
 					stored.ID, stored.StartDate, to, created, err, stored.ID, stored.StartDate, to)
 			}
 		}
-		if err := l.Wake(ctx, stored.ID, a.now()); err != nil {
+		if err := l.Schedule().Wake(ctx, stored.ID, a.now()); err != nil {
 			fmt.Fprintf(a.stderr, "daybook: could not wake account %s (%v): the rows are claimed at its next wake time\n", stored.ID, err)
 		}
 		days := stored.StartDate.DaysUntil(to) + 1
@@ -56,7 +56,7 @@ func (a *app) startMoved(ctx context.Context, l *ledger.Ledger, settle time.Dura
 		before := stored.StartDate.AddDays(-1)
 		total := 0
 		for _, ds := range old.Datasets {
-			n, err := l.Count(ctx, stored.ID, ds, old.StartDate, before)
+			n, err := l.Partitions().Count(ctx, stored.ID, ds, old.StartDate, before)
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ func TestAccountPutEarlierStartDateBackfills(t *testing.T) {
 	}
 	l := s.ledgerAt(t, testNow, 6)
 	count := func(ds, from, to string) int {
-		n, err := l.Count(ctx, acct.ID, ds, civil.MustParse(from), civil.MustParse(to))
+		n, err := l.Partitions().Count(ctx, acct.ID, ds, civil.MustParse(from), civil.MustParse(to))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestAccountPutEarlierStartDateBackfills(t *testing.T) {
 		if n := count(ds, "2026-11-15", "2026-11-23"); n != 9 {
 			t.Errorf("%s: %d rows for the 9 new days", ds, n)
 		}
-		row, err := l.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: ds, Day: civil.MustParse("2026-11-15")})
+		row, err := l.Partitions().Get(ctx, partition.Key{AccountID: acct.ID, Dataset: ds, Day: civil.MustParse("2026-11-15")})
 		if err != nil || row.State != ledger.StatePending || row.Reason != "backfill" {
 			t.Errorf("%s 2026-11-15: %+v, %v", ds, row, err)
 		}

@@ -186,7 +186,7 @@ func TestCatalogDiffDeployed(t *testing.T) {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(b)
-		if _, err := l.RecordSchema(t.Context(), ledger.DeliveredSchema{Dataset: d.Name, Contract: d.ContractVersion(), Version: d.Version, Doc: b, SHA256: hex.EncodeToString(sum[:])}); err != nil {
+		if _, err := l.Schemas().RecordSchema(t.Context(), ledger.DeliveredSchema{Dataset: d.Name, Contract: d.ContractVersion(), Version: d.Version, Doc: b, SHA256: hex.EncodeToString(sum[:])}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,7 @@ func (a *app) deployedSchemas(c *cobra.Command) ([]dataset.Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := e.ledger.DeliveredSchemas(c.Context())
+	recs, err := e.ledger.Schemas().DeliveredSchemas(c.Context())
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func (a *app) redriveCheck(ctx context.Context, e *opsEnv) func(sqstypes.Message
 		if msg.Manual == nil {
 			return ""
 		}
-		if _, _, _, err := ops.CheckRequest(ctx, e.ledger, *msg.Manual, jobs.Limits{Now: a.now(), SettleDelay: e.settle}); errors.Is(err, jobs.ErrRefused) || errors.Is(err, jobs.ErrMalformed) {
+		if _, _, _, err := ops.CheckRequest(ctx, ops.LedgerOf(e.ledger), *msg.Manual, jobs.Limits{Now: a.now(), SettleDelay: e.settle}); errors.Is(err, jobs.ErrRefused) || errors.Is(err, jobs.ErrMalformed) {
 			return "refused: " + err.Error()
 		}
 		return ""

@@ -50,11 +50,11 @@ account holds is reported with both accounts named, and the others go on.`,
 		}
 		ids := []string{id}
 		if id != "" {
-			if _, err := e.ledger.GetAccount(ctx, id); err != nil {
+			if _, err := e.ledger.Accounts().GetAccount(ctx, id); err != nil {
 				return cli.Usagef(c, "--account %s: %v", id, err)
 			}
 		} else {
-			accts, err := e.ledger.ListAccounts(ctx)
+			accts, err := e.ledger.Accounts().ListAccounts(ctx)
 			if err != nil {
 				return err
 			}
@@ -87,16 +87,16 @@ func rebuild(ctx context.Context, e *opsEnv, ids []string, by string) (rebuilt, 
 	g.SetLimit(rebuildConcurrency)
 	for _, id := range ids {
 		g.Go(func() error {
-			if _, err := e.ledger.Refresh(ctx, id); err != nil {
+			if _, err := e.ledger.Fleet().Refresh(ctx, id); err != nil {
 				return fmt.Errorf("account %s: %w", id, err)
 			}
 			done.Add(1)
-			n, err := e.ledger.ShardRestateChecks(ctx, id)
+			n, err := e.ledger.Restates().ShardRestateChecks(ctx, id)
 			moved.Add(int64(n))
 			if err != nil {
 				return fmt.Errorf("account %s: %w", id, err)
 			}
-			wrote, err := e.ledger.EnsureGuards(ctx, id, by)
+			wrote, err := e.ledger.Accounts().EnsureGuards(ctx, id, by)
 			if err != nil {
 				return fmt.Errorf("account %s: isolation guards: %w", id, err)
 			}

@@ -48,7 +48,7 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		if err != nil {
 			return err
 		}
-		res, err := ops.History(ctx, e.ledger, partition.Key{AccountID: acct.ID, Dataset: dataset.Current(p.dataset), Day: day}, a.now())
+		res, err := ops.History(ctx, ops.LedgerOf(e.ledger), partition.Key{AccountID: acct.ID, Dataset: dataset.Current(p.dataset), Day: day}, a.now())
 		if err != nil {
 			return err
 		}

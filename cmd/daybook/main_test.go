@@ -157,7 +157,7 @@ func (s stack) purge(t *testing.T, url string) {
 // accountsNamed counts the stored accounts with a name.
 func (s stack) accountsNamed(t *testing.T, name string) int {
 	t.Helper()
-	all, err := s.ledgerAt(t, testNow, 6).ListAccounts(context.Background())
+	all, err := s.ledgerAt(t, testNow, 6).Accounts().ListAccounts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

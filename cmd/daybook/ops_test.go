@@ -46,7 +46,7 @@ func TestRequeue(t *testing.T) {
 	acct := s.newAccount(t, nil)
 	l := s.ledgerAt(t, testNow, 6)
 	rows := func() int {
-		n, err := l.Count(ctx, acct.ID, "events", firstDay, lastDay)
+		n, err := l.Partitions().Count(ctx, acct.ID, "events", firstDay, lastDay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestRequeueEveryDataset(t *testing.T) {
 	}
 	l := s.ledgerAt(t, testNow, 6)
 	for _, ds := range res.Datasets {
-		if n, err := l.Count(context.Background(), acct.ID, ds, civil.MustParse("2026-11-20"), civil.MustParse("2026-11-22")); err != nil || n != 3 {
+		if n, err := l.Partitions().Count(context.Background(), acct.ID, ds, civil.MustParse("2026-11-20"), civil.MustParse("2026-11-22")); err != nil || n != 3 {
 			t.Errorf("%s: %d rows, %v", ds, n, err)
 		}
 	}
@@ -378,7 +378,7 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
 	acct := s.newAccount(t, map[string]any{"datasets": []string{"events", "members"}})
 	l := s.ledgerAt(t, testNow, 6)
 	count := func(ds string) int {
-		n, err := l.Count(ctx, acct.ID, ds, firstDay, lastDay)
+		n, err := l.Partitions().Count(ctx, acct.ID, ds, firstDay, lastDay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -444,25 +444,25 @@ func TestReexportShowsRequested(t *testing.T) {
 	acct := s.newAccount(t, nil)
 	l := s.ledgerAt(t, testNow, 6)
 	done, failed, live := civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21"), civil.MustParse("2026-11-22")
-	if _, err := l.Materialize(ctx, acct.ID, "events", done, live); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", done, live); err != nil {
 		t.Fatal(err)
 	}
 	key := func(d civil.Date) partition.Key { return partition.Key{AccountID: acct.ID, Dataset: "events", Day: d} }
 	for _, d := range []civil.Date{done, failed, live} {
-		cl, err := l.Claim(ctx, key(d), "")
+		cl, err := l.Partitions().Claim(ctx, key(d), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d == live {
 			continue // claimed, its job in the queue
 		}
-		if _, err := l.Start(ctx, key(d), cl.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key(d), cl.Token); err != nil {
 			t.Fatal(err)
 		}
 		if d == done {
-			_, err = l.Complete(ctx, key(d), cl.Token, ledger.Result{Rows: 5, Files: 1})
+			_, err = l.Partitions().Complete(ctx, key(d), cl.Token, ledger.Result{Rows: 5, Files: 1})
 		} else {
-			_, err = l.Fail(ctx, key(d), cl.Token, errors.New("source unreachable"))
+			_, err = l.Partitions().Fail(ctx, key(d), cl.Token, errors.New("source unreachable"))
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -528,7 +528,7 @@ func TestReexportShowsRequested(t *testing.T) {
 	}
 
 	// The exporter's claim takes the request: the day is running, no longer requested.
-	if _, err := l.ClaimManual(ledger.WithRequestedBy(ctx, "ops-carol"), key(done)); err != nil {
+	if _, err := l.Partitions().ClaimManual(ledger.WithRequestedBy(ctx, "ops-carol"), key(done)); err != nil {
 		t.Fatal(err)
 	}
 	if got := status()["2026-11-20"]; got.State != "running" || got.ReexportRequestedAt != "" {

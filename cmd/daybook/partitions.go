@@ -98,7 +98,7 @@ func (a *app) checkRequests(c *cobra.Command, p partitionFlags, maxDays int) (*o
 		return nil, account.Account{}, nil, nil, err
 	}
 	lim.SettleDelay = e.settle
-	acct, plan, left, err := ops.CheckRequests(c.Context(), e.ledger, m, lim)
+	acct, plan, left, err := ops.CheckRequests(c.Context(), ops.LedgerOf(e.ledger), m, lim)
 	if err != nil {
 		return nil, account.Account{}, nil, nil, flagError(c, err)
 	}
@@ -172,7 +172,7 @@ out and why.`,
 		bar := a.progress(total, "requeue")
 		res := requeued{Datasets: plannedNames(plan), LeftOut: left}
 		for _, pl := range plan {
-			r, err := ops.Requeue(ctx, e.ledger, acct.ID, pl.Dataset, pl.Days(), partition.Reason(reason), who, bar)
+			r, err := ops.Requeue(ctx, ops.LedgerOf(e.ledger), acct.ID, pl.Dataset, pl.Days(), partition.Reason(reason), who, bar)
 			res.Queued += r.Queued
 			res.Created += r.Created
 			res.RerunRequested += r.RerunRequested
@@ -251,7 +251,7 @@ for that day alone when the range holds it and left out otherwise, as the output
 		who := a.requestedBy(ctx, e.sts, by)
 		var sent []sentRequest
 		for _, pl := range plan {
-			s, serr := a.sendReexports(ctx, e.ledger, e.sqs, e.queueURL, acct.ID, pl.Dataset, pl.Days(), who)
+			s, serr := a.sendReexports(ctx, ops.LedgerOf(e.ledger), e.sqs, e.queueURL, acct.ID, pl.Dataset, pl.Days(), who)
 			sent = append(sent, s...)
 			if serr != nil {
 				err = fmt.Errorf("%s: %w", pl.Dataset, serr)

@@ -93,7 +93,7 @@ reexport. --status shows the dataset's last reseed instead of starting one.`,
 			return err
 		}
 		var acct *account.Account
-		switch got, err := e.ledger.GetAccount(ctx, p.account); {
+		switch got, err := e.ledger.Accounts().GetAccount(ctx, p.account); {
 		case err == nil:
 			acct = &got
 		case !errors.Is(err, ledger.ErrNotFound):
@@ -103,7 +103,7 @@ reexport. --status shows the dataset's last reseed instead of starting one.`,
 		if err != nil {
 			return flagError(c, err)
 		}
-		switch seed, err := e.ledger.Seed(ctx, p.account, p.dataset); {
+		switch seed, err := e.ledger.Seeds().Seed(ctx, p.account, p.dataset); {
 		case err == nil && seed.Running():
 			return fmt.Errorf("a reseed of %s for account %s is running (epoch %d since %s, %d of %d days rebuilt); it must finish first: daybook reseed --account %s --dataset %s --status",
 				p.dataset, p.account, seed.Epoch, seed.StartedAt.Format(time.RFC3339), len(seed.Done), seed.Days, p.account, p.dataset)
@@ -163,7 +163,7 @@ func (a *app) reseedStatus(c *cobra.Command, p partitionFlags, out outputFormat)
 	if err != nil {
 		return err
 	}
-	seed, err := e.ledger.Seed(ctx, p.account, p.dataset)
+	seed, err := e.ledger.Seeds().Seed(ctx, p.account, p.dataset)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return fmt.Errorf("%s of account %s was never reseeded", p.dataset, p.account)
 	}

@@ -73,7 +73,7 @@ func TestReseed(t *testing.T) {
 
 	// The exporter starts the epoch; a second reseed is refused while it runs.
 	l := s.ledgerAt(t, testNow, 6)
-	if _, _, err := l.StartReseed(context.Background(), ledger.ReseedRequest{AccountID: acct.ID, Dataset: "profiles",
+	if _, _, err := l.Seeds().StartReseed(context.Background(), ledger.ReseedRequest{AccountID: acct.ID, Dataset: "profiles",
 		From: civil.MustParse(sent.From), Through: civil.MustParse(sent.Through), RequestID: m.Reseed.RequestID, RequestedBy: m.Reseed.RequestedBy}); err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 	if err != nil {
 		return err
 	}
-	res, err := ops.Fleet(ctx, e.ledger, ops.FleetOptions{Datasets: f.datasets, From: from, To: to, States: states,
+	res, err := ops.Fleet(ctx, ops.LedgerOf(e.ledger), ops.FleetOptions{Datasets: f.datasets, From: from, To: to, States: states,
 		Search: strings.TrimSpace(f.search), Token: f.pageToken, Limit: f.limit})
 	if errors.Is(err, ledger.ErrBadPageToken) {
 		return fmt.Errorf("--page-token %q: not a token daybook status printed; start again without it", f.pageToken)

@@ -34,48 +34,48 @@ func newStatusFixture(t *testing.T, s stack) statusFixture {
 	once := s.ledgerAt(t, testNow.Add(-time.Hour), 1) // stops after one failure
 	f := statusFixture{healthy: s.newAccount(t, nil).ID, troubled: s.newAccount(t, nil).ID}
 	day := civil.MustParse
-	if _, err := l.Materialize(ctx, f.healthy, "events", day("2026-11-27"), day("2026-11-29")); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, f.healthy, "events", day("2026-11-27"), day("2026-11-29")); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range civil.Range(day("2026-11-27"), day("2026-11-29")) {
 		k := partition.Key{AccountID: f.healthy, Dataset: "events", Day: d}
-		c, err := l.Claim(ctx, k, "")
+		c, err := l.Partitions().Claim(ctx, k, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Complete(ctx, k, c.Token, ledger.Result{Rows: 10, Files: 1, Bytes: 100}); err != nil {
+		if _, err := l.Partitions().Complete(ctx, k, c.Token, ledger.Result{Rows: 10, Files: 1, Bytes: 100}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.Materialize(ctx, f.troubled, "events", day("2026-11-25"), day("2026-11-29")); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, f.troubled, "events", day("2026-11-25"), day("2026-11-29")); err != nil {
 		t.Fatal(err)
 	}
 	key := func(d string) partition.Key {
 		return partition.Key{AccountID: f.troubled, Dataset: "events", Day: day(d)}
 	}
 	run := func(l *ledger.Ledger, d string, fail bool) {
-		c, err := l.Claim(ctx, key(d), "")
+		c, err := l.Partitions().Claim(ctx, key(d), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, key(d), c.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key(d), c.Token); err != nil {
 			t.Fatal(err)
 		}
 		if fail {
-			if _, err := l.Fail(ctx, key(d), c.Token, errors.New("source unreachable")); err != nil {
+			if _, err := l.Partitions().Fail(ctx, key(d), c.Token, errors.New("source unreachable")); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	run(once, "2026-11-25", true)
 	run(l, "2026-11-26", true)
-	if _, err := l.Claim(ctx, key("2026-11-27"), ""); err != nil {
+	if _, err := l.Partitions().Claim(ctx, key("2026-11-27"), ""); err != nil {
 		t.Fatal(err)
 	}
 	run(l, "2026-11-28", false)
 	// What the next sweep does: the fleet view reads the refreshed summaries.
 	for _, id := range []string{f.healthy, f.troubled} {
-		if _, err := l.Refresh(ctx, id); err != nil {
+		if _, err := l.Fleet().Refresh(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -305,22 +305,22 @@ func TestHistoryCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Materialize(ctx, acct.ID, "events", day, day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", day, day); err != nil {
 		t.Fatal(err)
 	}
 	attempt := func(fail bool) {
-		c, err := l.Claim(ctx, key, "")
+		c, err := l.Partitions().Claim(ctx, key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, key, c.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 			t.Fatal(err)
 		}
 		now = now.Add(42 * time.Second)
 		if fail {
-			_, err = l.Fail(ctx, key, c.Token, errors.New("permission denied on s3:PutObject"))
+			_, err = l.Partitions().Fail(ctx, key, c.Token, errors.New("permission denied on s3:PutObject"))
 		} else {
-			_, err = l.Complete(ctx, key, c.Token, ledger.Result{Rows: 2860, Bytes: 120000, Files: 1, ManifestKey: "m", Duration: 42 * time.Second})
+			_, err = l.Partitions().Complete(ctx, key, c.Token, ledger.Result{Rows: 2860, Bytes: 120000, Files: 1, ManifestKey: "m", Duration: 42 * time.Second})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -366,34 +366,34 @@ func TestHistoryShowsSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Materialize(ctx, acct.ID, "events", day, day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", day, day); err != nil {
 		t.Fatal(err)
 	}
-	c, err := l.Claim(ctx, key, "")
+	c, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err = l.Start(ctx, key, c.Token); err != nil {
+	if c, err = l.Partitions().Start(ctx, key, c.Token); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PlanSlices(ctx, ledger.SlicePlan{Key: key, Token: c.Token, Generation: 1, Slices: 3, RunID: "run_x", StartedAt: now, ExpectedRows: 450_000_000}); err != nil {
+	if err := l.Slices().PlanSlices(ctx, ledger.SlicePlan{Key: key, Token: c.Token, Generation: 1, Slices: 3, RunID: "run_x", StartedAt: now, ExpectedRows: 450_000_000}); err != nil {
 		t.Fatal(err)
 	}
-	s0, err := l.StartSlice(ctx, key, c.Token, 0)
+	s0, err := l.Slices().StartSlice(ctx, key, c.Token, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.CompleteSlice(ctx, key, c.Token, 0, s0.RunToken, ledger.SliceResult{Rows: 150_000_000, Bytes: 5 << 30, Files: "{}"}); err != nil {
+	if err := l.Slices().CompleteSlice(ctx, key, c.Token, 0, s0.RunToken, ledger.SliceResult{Rows: 150_000_000, Bytes: 5 << 30, Files: "{}"}); err != nil {
 		t.Fatal(err)
 	}
-	s1, err := l.StartSlice(ctx, key, c.Token, 1)
+	s1, err := l.Slices().StartSlice(ctx, key, c.Token, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FailSlice(ctx, key, c.Token, 1, s1.RunToken, errors.New("source unavailable: connection reset")); err != nil {
+	if _, err := l.Slices().FailSlice(ctx, key, c.Token, 1, s1.RunToken, errors.New("source unavailable: connection reset")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.StartSlice(ctx, key, c.Token, 2); err != nil {
+	if _, err := l.Slices().StartSlice(ctx, key, c.Token, 2); err != nil {
 		t.Fatal(err)
 	}
 
@@ -456,7 +456,7 @@ func TestFleetRebuild(t *testing.T) {
 		}
 		return ""
 	}
-	if _, err := l.Materialize(ctx, id, "events", civil.MustParse("2026-11-27"), civil.MustParse("2026-11-29")); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, id, "events", civil.MustParse("2026-11-27"), civil.MustParse("2026-11-29")); err != nil {
 		t.Fatal(err)
 	}
 	// As after an upgrade: account put built the summary (its name, its

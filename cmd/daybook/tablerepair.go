@@ -170,7 +170,7 @@ func (r *tableRepair) plan(ctx context.Context) error {
 			r.newest = max(r.newest, icetable.VersionOf(n))
 		}
 	}
-	rows, err := r.e.ledger.List(ctx, r.acct.ID, r.ds.LedgerName(), r.acct.StartDate, r.today.AddDays(1))
+	rows, err := r.e.ledger.Partitions().List(ctx, r.acct.ID, r.ds.LedgerName(), r.acct.StartDate, r.today.AddDays(1))
 	if err != nil {
 		return err
 	}
@@ -367,7 +367,7 @@ func (r *tableRepair) apply(ctx context.Context, a *app) error {
 		if (!ok || held.Generation != row.Generation) && (!isGone || gone != row.Generation) {
 			continue // its generation is committed and left out above: the table still lacks it
 		}
-		ok, err := r.e.ledger.ClearTableError(ctx, row.Key, row.Generation)
+		ok, err := r.e.ledger.Partitions().ClearTableError(ctx, row.Key, row.Generation)
 		if err != nil {
 			return err
 		}

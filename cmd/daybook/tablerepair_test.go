@@ -93,7 +93,7 @@ func TestTableRepairAsPrinted(t *testing.T) {
 	tb := &icetable.Table{Store: b, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, "events"), "/"), Dataset: ds}
 	days := []civil.Date{civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21"), civil.MustParse("2026-11-22")}
 	l := s.ledgerAt(t, testNow, 6)
-	if _, err := l.Materialize(ctx, acct.ID, "events", days[0], days[2]); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", days[0], days[2]); err != nil {
 		t.Fatal(err)
 	}
 	broken := icetable.MetadataKey(tb.Location, 2)
@@ -113,11 +113,11 @@ func TestTableRepairAsPrinted(t *testing.T) {
 			res.TableError = tableError
 		}
 		k := partition.Key{AccountID: acct.ID, Dataset: "events", Day: d}
-		c, err := l.Claim(ctx, k, "")
+		c, err := l.Partitions().Claim(ctx, k, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Complete(ctx, k, c.Token, res); err != nil {
+		if _, err := l.Partitions().Complete(ctx, k, c.Token, res); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,7 +177,7 @@ func TestTableRepairAsPrinted(t *testing.T) {
 		if fs := got[d]; len(fs) != 1 || fs[0].Rows != int64(10+i) {
 			t.Errorf("%s: the table holds %+v", d, fs)
 		}
-		row, err := l.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: "events", Day: d})
+		row, err := l.Partitions().Get(ctx, partition.Key{AccountID: acct.ID, Dataset: "events", Day: d})
 		if err != nil || row.TableError != "" {
 			t.Errorf("%s: the row's table error %q (%v)", d, row.TableError, err)
 		}
@@ -268,7 +268,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 		civil.MustParse("2026-11-23"), civil.MustParse("2026-11-24")
 	days := []civil.Date{failed, queued, running, begun, done}
 	l := s.ledgerAt(t, testNow, 6)
-	if _, err := l.Materialize(ctx, acct.ID, "events", days[0], days[len(days)-1]); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", days[0], days[len(days)-1]); err != nil {
 		t.Fatal(err)
 	}
 	// A table with one snapshot, then an empty newest metadata file.
@@ -285,16 +285,16 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 	key := func(d civil.Date) partition.Key { return partition.Key{AccountID: acct.ID, Dataset: "events", Day: d} }
 	for i, d := range days {
 		del := commitDay(t, b, prefix, acct.ID, ds, d, 1, 10+i)
-		c, err := l.Claim(ctx, key(d), "")
+		c, err := l.Partitions().Claim(ctx, key(d), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Complete(ctx, key(d), c.Token, ledger.Result{Rows: int64(10 + i), Files: 1, ManifestKey: del.ManifestKey, Generation: 1, TableError: tableError}); err != nil {
+		if _, err := l.Partitions().Complete(ctx, key(d), c.Token, ledger.Result{Rows: int64(10 + i), Files: 1, ManifestKey: del.ManifestKey, Generation: 1, TableError: tableError}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, d := range []civil.Date{failed, begun} {
-		c, err := l.ClaimManual(ctx, key(d))
+		c, err := l.Partitions().ClaimManual(ctx, key(d))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,19 +303,19 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := l.Fail(ctx, key(d), c.Token, errors.New("source unreachable")); err != nil {
+		if _, err := l.Partitions().Fail(ctx, key(d), c.Token, errors.New("source unreachable")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.Requeue(ctx, acct.ID, "events", queued, queued, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, acct.ID, "events", queued, queued, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ClaimManual(ctx, key(running)); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, key(running)); err != nil {
 		t.Fatal(err)
 	}
 	for d, want := range map[civil.Date]ledger.State{failed: ledger.StateFailed, queued: ledger.StateQueued, running: ledger.StateRunning,
 		begun: ledger.StateFailed, done: ledger.StateCompleted} {
-		if row, err := l.Get(ctx, key(d)); err != nil || row.State != want || row.Generation != 1 || row.TableError == "" {
+		if row, err := l.Partitions().Get(ctx, key(d)); err != nil || row.State != want || row.Generation != 1 || row.TableError == "" {
 			t.Fatalf("%s: %+v (%v); want %s at generation 1 with its table error", d, row, err, want)
 		}
 	}
@@ -350,7 +350,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 		if fs := got[d]; len(fs) != want || (want == 1 && fs[0].Rows != int64(10+i)) {
 			t.Errorf("%s: the repaired table holds %+v; want %d file of %d rows", d, fs, want, 10+i)
 		}
-		if row, err := l.Get(ctx, key(d)); err != nil || row.TableError != "" {
+		if row, err := l.Partitions().Get(ctx, key(d)); err != nil || row.TableError != "" {
 			t.Errorf("%s (%s): the row's table error %q (%v); want it cleared", d, row.State, row.TableError, err)
 		}
 	}

@@ -59,7 +59,7 @@ func TestForgedNameIsEscapedEverywhere(t *testing.T) {
 	}
 	// account put built the summary with the valid name; the next sweep
 	// refreshes it from the record as stored.
-	if _, err := s.ledgerAt(t, testNow, 3).Refresh(context.Background(), acct.ID); err != nil {
+	if _, err := s.ledgerAt(t, testNow, 3).Fleet().Refresh(context.Background(), acct.ID); err != nil {
 		t.Fatal(err)
 	}
 	a, _, _ := testApp(t)

@@ -164,26 +164,26 @@ func TestDeployedConsoleActions(t *testing.T) {
 		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(a.Destination.Bucket)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := led.PutAccount(ctx, a); err != nil {
+		if err := led.Accounts().PutAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := led.Refresh(ctx, a.ID); err != nil {
+		if _, err := led.Fleet().Refresh(ctx, a.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	day := civil.MustParse("2026-11-15")
 	key := partition.Key{AccountID: direct.ID, Dataset: "events", Day: day}
-	if _, err := led.Materialize(ctx, direct.ID, "events", day, day); err != nil {
+	if _, err := led.Schedule().Materialize(ctx, direct.ID, "events", day, day); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := led.Claim(ctx, key, "")
+	cl, err := led.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := led.Start(ctx, key, cl.Token); err != nil {
+	if _, err := led.Partitions().Start(ctx, key, cl.Token); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := led.Fail(ctx, key, cl.Token, errors.New("source_unavailable: down")); err != nil || !r.Stopped {
+	if r, err := led.Partitions().Fail(ctx, key, cl.Token, errors.New("source_unavailable: down")); err != nil || !r.Stopped {
 		t.Fatalf("the failed day: %+v %v", r, err)
 	}
 
@@ -199,7 +199,7 @@ func TestDeployedConsoleActions(t *testing.T) {
 	if res := c.act("/actions/requeue", url.Values{"account": {direct.ID}, "dataset": {"events"}, "from": {day.String()}, "to": {day.String()}}); res.StatusCode != 200 {
 		t.Fatalf("requeue: %d\n%s", res.StatusCode, res.Body)
 	}
-	if r, err := led.Get(ctx, key); err != nil || r.State != ledger.StateQueued {
+	if r, err := led.Partitions().Get(ctx, key); err != nil || r.State != ledger.StateQueued {
 		t.Errorf("the requeued day: %+v %v", r, err)
 	}
 	q := sqs.NewFromConfig(cfg)
@@ -232,7 +232,7 @@ func TestDeployedConsoleActions(t *testing.T) {
 	if res := c.act("/actions/reexport", url.Values{"account": {direct.ID}, "dataset": {"events"}, "day": {day.String()}}); res.StatusCode != 200 {
 		t.Fatalf("re-export of %s: %d\n%s", day, res.StatusCode, res.Body)
 	}
-	if r, err := led.Get(ctx, key); err != nil || r.State != ledger.StateQueued || ledger.PhaseOf(r) != "requested" {
+	if r, err := led.Partitions().Get(ctx, key); err != nil || r.State != ledger.StateQueued || ledger.PhaseOf(r) != "requested" {
 		t.Errorf("the re-exported day: %+v %v; want queued, in the requested phase", r, err)
 	}
 	acctPage := c.do("GET", "/accounts/"+direct.ID, "from=2026-11-10&to=2026-11-19", "")
@@ -274,7 +274,7 @@ func TestDeployedConsoleActions(t *testing.T) {
 		if res := c.act("/actions/account", url.Values{"account": {direct.ID}, "enabled": {enabled}}); res.StatusCode != 200 {
 			t.Fatalf("enabled=%s: %d\n%s", enabled, res.StatusCode, res.Body)
 		}
-		if a, err := led.GetAccount(ctx, direct.ID); err != nil || a.Enabled != (enabled == "true") {
+		if a, err := led.Accounts().GetAccount(ctx, direct.ID); err != nil || a.Enabled != (enabled == "true") {
 			t.Errorf("the account after enabled=%s: %+v %v", enabled, a, err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/console"
+	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
@@ -107,7 +108,7 @@ func build(environ []string, o Options) (Function, error) {
 	clients.SetStoreCredentials(cfg.Rules.SecretPattern, o.Tokens)
 	clients.GCSCredentials.Scope = gcpauth.ReadOnlyScope
 	c := console.Config{
-		Ledger: led, Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
+		Ledger: ops.LedgerOf(led), Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
 		Stage: cfg.Stage, SettleDelay: cfg.SettleDelay, Deployment: "daybook-" + cfg.Stage,
 		ReadOnly: !cfg.Actions, Identity: console.IdentityFromContext, Secure: true, Now: o.Now, Rand: o.Rand, Log: log,
 	}

@@ -42,11 +42,11 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	const id = "acct_consolefunction2"
-	if err := led.PutAccount(ctx, account.Account{ID: id, Name: "Console function test", Enabled: true, StartDate: civil.MustParse("2026-11-01"),
+	if err := led.Accounts().PutAccount(ctx, account.Account{ID: id, Name: "Console function test", Enabled: true, StartDate: civil.MustParse("2026-11-01"),
 		Datasets: []string{"events"}, Destination: account.Destination{Bucket: "daybook-exports-consolefn"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := led.Refresh(ctx, id); err != nil { // as the next sweep would
+	if _, err := led.Fleet().Refresh(ctx, id); err != nil { // as the next sweep would
 		t.Fatal(err)
 	}
 
@@ -104,7 +104,7 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 	if res := invoke("POST", "/actions/account", "", "account="+id+"&enabled=false"); res.StatusCode != 403 || !strings.Contains(res.Body, "read-only") {
 		t.Errorf("an action on a read-only console: %d\n%s", res.StatusCode, res.Body)
 	}
-	if acct, err := led.GetAccount(ctx, id); err != nil || !acct.Enabled {
+	if acct, err := led.Accounts().GetAccount(ctx, id); err != nil || !acct.Enabled {
 		t.Errorf("the account after a refused action: %+v %v", acct, err)
 	}
 }

@@ -220,7 +220,7 @@ func TestDeployedConsoleReadsGCSAndAzure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := led.PutAccount(ctx, acct); err != nil {
+			if err := led.Accounts().PutAccount(ctx, acct); err != nil {
 				t.Fatal(err)
 			}
 			day := civil.MustParse("2026-11-15")

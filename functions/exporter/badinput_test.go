@@ -133,7 +133,7 @@ func TestRefusedRequests(t *testing.T) {
 				if acct == "" {
 					acct = e.acct.ID
 				}
-				if r, err := e.led.Get(e.ctx, partition.Key{AccountID: acct, Dataset: tc.ds, Day: civil.MustParse(tc.day)}); !errors.Is(err, ledger.ErrNotFound) {
+				if r, err := e.led.Partitions().Get(e.ctx, partition.Key{AccountID: acct, Dataset: tc.ds, Day: civil.MustParse(tc.day)}); !errors.Is(err, ledger.ErrNotFound) {
 					t.Errorf("a refused request wrote a ledger row: %+v (%v)", r, err)
 				}
 			}

@@ -86,7 +86,7 @@ func TestSkewedDayThroughTheBootstrap(t *testing.T) {
 	if r := e.row("events", testDay); r.State != ledger.StateCompleted || r.Rows != rows {
 		t.Fatalf("after the last slice: %s %+v\n%s", r.State, r, log.String())
 	}
-	plan, sls, err := e.led.SlicesOf(e.ctx, e.key("events", testDay))
+	plan, sls, err := e.led.Slices().SlicesOf(e.ctx, e.key("events", testDay))
 	if err != nil || len(plan.Bounds) != slicesWanted-1 || len(sls) != slicesWanted {
 		t.Fatalf("plan %+v, %d slices, %v: want %d bounds placed from the rows", plan, len(sls), err, slicesWanted-1)
 	}

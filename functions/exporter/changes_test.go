@@ -122,7 +122,7 @@ func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOpts{})
 			bus := &countingBus{}
-			store := &crashingStore{Store: e.fnLedger()}
+			store := &crashingStore{Store: e.fnLedger().Outbox()}
 			ob := &outbox.Outbox{Store: store, Bus: bus, On: true}
 			e.svc.Lifecycle.Outbox = ob
 			led := &crashingComplete{LedgerAPI: e.svc.Ledger}
@@ -146,7 +146,7 @@ func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
 			// A sweep, a grace later, publishes what is pending (the
 			// sweeper's outbox: the test's ledger plays it).
 			e.clk.Advance(time.Minute)
-			sweep := &outbox.Outbox{Store: e.led, Bus: bus, On: true}
+			sweep := &outbox.Outbox{Store: e.led.Outbox(), Bus: bus, On: true}
 			if _, err := sweep.Republish(e.ctx, e.clk.Now(), 0); err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
 				t.Fatalf("row %+v, want generation %d committed", r, want)
 			}
 
-			evs, err := e.led.Events(e.ctx, e.key("events", testDay))
+			evs, err := e.led.Outbox().Events(e.ctx, e.key("events", testDay))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,10 +315,10 @@ func TestChangeLogAsTheReadmeShows(t *testing.T) {
 func TestRecoveredEventKeepsItsReseed(t *testing.T) {
 	e := newEnv(t, envOpts{datasets: []string{"profiles"}})
 	e.withLifecycle()
-	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.fnLedger(), Bus: &countingBus{}, On: true}
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.fnLedger().Outbox(), Bus: &countingBus{}, On: true}
 	e.svc.Queue = &recordingQueue{}
 	e.acct.StartDate = testDay
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
 	e.insert("profiles", genRows("profiles", testDay, 3)...)
@@ -334,7 +334,7 @@ func TestRecoveredEventKeepsItsReseed(t *testing.T) {
 	if r := e.retry("profiles", testDay); r.State != ledger.StateCompleted || r.SeedEpoch != 1 {
 		t.Fatalf("the retry: %+v", r)
 	}
-	evs, err := e.led.Events(e.ctx, e.key("profiles", testDay))
+	evs, err := e.led.Outbox().Events(e.ctx, e.key("profiles", testDay))
 	if err != nil {
 		t.Fatal(err)
 	}

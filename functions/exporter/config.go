@@ -96,12 +96,12 @@ func (c Config) Export() ExportConfig {
 // withSettle applies the deployment's default settle delay to accounts
 // that set none.
 type withSettle struct {
-	*ledger.Ledger
+	serviceLedger
 	settle time.Duration
 }
 
 func (l withSettle) GetAccount(ctx context.Context, id string) (account.Account, error) {
-	a, err := l.Ledger.GetAccount(ctx, id)
+	a, err := l.serviceLedger.GetAccount(ctx, id)
 	if err != nil {
 		return a, err
 	}

@@ -159,7 +159,7 @@ func TestReseedAfterTheMoveReachesTheNewContract(t *testing.T) {
 	e.withLifecycle()
 	e.svc.Queue = &recordingQueue{}
 	e.acct.StartDate = testDay
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
 	useCatalog(t, func(s string) string {
@@ -168,7 +168,7 @@ func TestReseedAfterTheMoveReachesTheNewContract(t *testing.T) {
 	if err := e.process(reseedBody(t, e.acct.ID, "profiles", "r1")); err != nil {
 		t.Fatalf("reseed of profiles after the move: %v", err)
 	}
-	if seed, err := e.led.Seed(e.ctx, e.acct.ID, "profiles.v2"); err != nil || !seed.Running() {
+	if seed, err := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles.v2"); err != nil || !seed.Running() {
 		t.Fatalf("the v2 seed: %+v, %v", seed, err)
 	}
 	if r := e.row("profiles.v2", testDay); r.State != ledger.StateQueued || r.Reason != partition.ReasonReseed {
@@ -218,7 +218,7 @@ func TestEventIDsNameTheContract(t *testing.T) {
 	for _, c := range []struct {
 		ds, id string
 	}{{"events", v1ID}, {"events.v2", v2ID}} {
-		evs, err := e.led.Events(e.ctx, e.key(c.ds, testDay))
+		evs, err := e.led.Outbox().Events(e.ctx, e.key(c.ds, testDay))
 		if err != nil || len(evs) != 1 || evs[0].ID != c.id {
 			t.Errorf("outbox of %s: %+v %v; want one event %s", c.ds, evs, err, c.id)
 		}

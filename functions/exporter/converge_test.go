@@ -67,10 +67,10 @@ func TestDeliveryConverges(t *testing.T) {
 				}
 				e.clk.Set(e.row("events", testDay).NextAttemptAt.Add(1))
 			}
-			if _, err := e.led.Materialize(e.ctx, e.acct.ID, "events", testDay, testDay); err != nil {
+			if _, err := e.led.Schedule().Materialize(e.ctx, e.acct.ID, "events", testDay, testDay); err != nil {
 				t.Fatal(err)
 			}
-			c, err := e.led.Claim(e.ctx, e.key("events", testDay), "")
+			c, err := e.led.Partitions().Claim(e.ctx, e.key("events", testDay), "")
 			if err != nil {
 				t.Fatal(err)
 			}

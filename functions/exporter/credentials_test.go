@@ -121,7 +121,7 @@ func putDestinationSecret(e *env, name, value string) string {
 func exportWith(e *env, d account.Destination) ledger.Row {
 	e.t.Helper()
 	e.acct.Destination = d
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		e.t.Fatal(err)
 	}
 	e.insert("events", genRows("events", testDay, 40)...)

@@ -36,7 +36,7 @@ func TestDeliveryManifest(t *testing.T) {
 	for _, ds := range all {
 		e.insert(ds, genRows(ds, testDay, 5)...)
 	}
-	if _, err := e.led.Materialize(e.ctx, e.acct.ID, "profiles", testDay, testDay); err != nil {
+	if _, err := e.led.Schedule().Materialize(e.ctx, e.acct.ID, "profiles", testDay, testDay); err != nil {
 		t.Fatal(err)
 	}
 
@@ -104,7 +104,7 @@ func TestDeliveryManifest(t *testing.T) {
 
 	t.Run("a running re-export makes the day incomplete", func(t *testing.T) {
 		// The events re-export is running when the profiles re-export completes.
-		c, err := e.led.ClaimManual(e.ctx, e.key("events", testDay))
+		c, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestDeliveryManifest(t *testing.T) {
 		if miss["events"].Code != manifest.CodeRunning {
 			t.Errorf("missing %+v", miss)
 		}
-		if _, err := e.led.Complete(e.ctx, e.key("events", testDay), c.Token, ledger.Result{Rows: 5, Files: 1,
+		if _, err := e.led.Partitions().Complete(e.ctx, e.key("events", testDay), c.Token, ledger.Result{Rows: 5, Files: 1,
 			ManifestKey: layout.ManifestKey(e.prefix, "events", testDay)}); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestDeliveryManifestRace(t *testing.T) {
 	e.faults.Set(func(c buckettest.Call) error {
 		if c.Op == buckettest.OpPut && c.Key == deliveryKey && c.N == 1 {
 			// The other exporter's commit lands now.
-			if _, err := e.led.Complete(e.ctx, other.Key, other.Token, ledger.Result{Rows: 7, Files: 1,
+			if _, err := e.led.Partitions().Complete(e.ctx, other.Key, other.Token, ledger.Result{Rows: 7, Files: 1,
 				ManifestKey: layout.ManifestKey(e.prefix, "profiles", testDay)}); err != nil {
 				t.Error(err)
 			}

@@ -86,7 +86,7 @@ func TestBucketDocs(t *testing.T) {
 		{"nothing changed: no request", nil, "events", []string{"events"}, 0, map[string]int{evSchema: 0}, 0},
 		{"a dataset enabled", func() {
 			e.acct.Datasets = []string{"events", "profiles"}
-			if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+			if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 				t.Fatal(err)
 			}
 		}, "profiles", []string{"events", "profiles"}, 1, map[string]int{evSchema: 0, prSchema: 1}, 1},
@@ -128,7 +128,7 @@ func TestBucketDocs(t *testing.T) {
 
 	t.Run("a failed write does not fail the export", func(t *testing.T) {
 		e.acct.Datasets = []string{"events", "profiles", "daily_stats"}
-		if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+		if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 			t.Fatal(err)
 		}
 		e.failOnce(putOf("/README.md"))

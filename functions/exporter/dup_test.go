@@ -100,7 +100,7 @@ func TestManualWhileRunningIsNotLost(t *testing.T) {
 		t.Errorf("_SUCCESS of generation %d after the first run", m)
 	}
 	// The sweeper's next claim runs the recorded request.
-	c, err := e.led.Claim(e.ctx, e.key("events", testDay), "")
+	c, err := e.led.Partitions().Claim(e.ctx, e.key("events", testDay), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestManualRangeFansOut(t *testing.T) {
 	// testStart, as days before its start date are refused.
 	a := e.acct
 	a.StartDate = civil.MustParse("2026-02-01")
-	if err := e.led.PutAccount(e.ctx, a); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "daily_stats", From: "2026-02-25", To: "2026-03-09", RequestedBy: "cli:ops"})
@@ -185,7 +185,7 @@ func TestManualRangeFansOut(t *testing.T) {
 		t.Errorf("fanned out %v, want %v", days, wantS)
 	}
 	for _, d := range want {
-		if _, err := e.led.Get(e.ctx, e.key("daily_stats", d)); err == nil {
+		if _, err := e.led.Partitions().Get(e.ctx, e.key("daily_stats", d)); err == nil {
 			t.Errorf("fan-out claimed %s", d)
 		}
 	}
@@ -220,7 +220,7 @@ func TestManualRecordsWhoAsked(t *testing.T) {
 	if m.Generation != 2 || m.Provenance.RequestedBy != by || m.Reason != "manual" {
 		t.Errorf("re-exported manifest: generation %d, reason %s, requested by %q", m.Generation, m.Reason, m.Provenance.RequestedBy)
 	}
-	h, err := e.led.History(e.ctx, e.key("events", testDay))
+	h, err := e.led.Partitions().History(e.ctx, e.key("events", testDay))
 	if err != nil || len(h) == 0 || h[len(h)-1].RequestedBy != by {
 		t.Errorf("history %+v, %v: the last attempt does not name %q", h, err, by)
 	}

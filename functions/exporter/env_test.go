@@ -153,7 +153,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	a := account.Account{ID: id, Name: t.Name(), Enabled: true, StartDate: civil.MustParse(testStart),
 		Datasets: o.datasets, Destination: account.Destination{Bucket: bucket, Format: fileformat.Format(o.format), ParquetProfile: fileformat.ParquetProfile(o.profile), TableFormat: o.tableFormat, Glue: o.glue}}
-	if err := led.PutAccount(ctx, a); err != nil {
+	if err := led.Accounts().PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	prefix, err := a.Prefix(testStage)
@@ -268,7 +268,7 @@ func (e *env) functionEnv(o envOpts, endpoint string) map[string]string {
 }
 
 // fnLedger is the exporter's own ledger, as build made it.
-func (e *env) fnLedger() *ledger.Ledger { return e.svc.Ledger.(withSettle).Ledger }
+func (e *env) fnLedger() *ledger.Ledger { return e.svc.Ledger.(withSettle).of }
 
 // fnLedgerWith is a ledger like the exporter's, on its (checked) client,
 // with its configuration changed by edit: a test that takes a hook away.
@@ -476,10 +476,10 @@ func (e *env) key(ds string, day civil.Date) partition.Key {
 // claim materializes the row if needed and claims it as the sweeper does.
 func (e *env) claim(ds string, day civil.Date, reason partition.Reason) ledger.Claim {
 	e.t.Helper()
-	if _, err := e.led.Materialize(e.ctx, e.acct.ID, ds, day, day); err != nil {
+	if _, err := e.led.Schedule().Materialize(e.ctx, e.acct.ID, ds, day, day); err != nil {
 		e.t.Fatal(err)
 	}
-	c, err := e.led.Claim(e.ctx, e.key(ds, day), reason)
+	c, err := e.led.Partitions().Claim(e.ctx, e.key(ds, day), reason)
 	if err != nil {
 		e.t.Fatalf("claim %s %s: %v", ds, day, err)
 	}
@@ -529,7 +529,7 @@ func (e *env) retry(ds string, day civil.Date) ledger.Row {
 		e.t.Fatalf("retry of a %s row", r.State)
 	}
 	e.clk.Set(r.NextAttemptAt.Add(time.Second))
-	c, err := e.led.Claim(e.ctx, e.key(ds, day), partition.ReasonRetry)
+	c, err := e.led.Partitions().Claim(e.ctx, e.key(ds, day), partition.ReasonRetry)
 	if err != nil {
 		e.t.Fatalf("claim retry: %v", err)
 	}
@@ -541,7 +541,7 @@ func (e *env) retry(ds string, day civil.Date) ledger.Row {
 
 func (e *env) row(ds string, day civil.Date) ledger.Row {
 	e.t.Helper()
-	r, err := e.led.Get(e.ctx, e.key(ds, day))
+	r, err := e.led.Partitions().Get(e.ctx, e.key(ds, day))
 	if err != nil {
 		e.t.Fatalf("ledger row %s %s: %v", ds, day, err)
 	}

@@ -190,7 +190,7 @@ func TestStoppedEventSurvivesACrash(t *testing.T) {
 	drain := e.eventQueue()
 	// The crash: nothing runs after the transition.
 	led := e.fnLedgerWith(func(c *ledger.Config) { c.Stopped = nil })
-	e.svc.Ledger = withSettle{led, 0}
+	e.svc.Ledger = withSettle{serviceLedgerOf(led), 0}
 	if _, err := e.db.Exec(`DROP TABLE events`); err != nil { // every read fails
 		t.Fatal(err)
 	}
@@ -206,12 +206,12 @@ func TestStoppedEventSurvivesACrash(t *testing.T) {
 		t.Fatalf("published before any republish: %+v", got)
 	}
 	key := partition.Key{AccountID: e.acct.ID, Dataset: "events", Day: testDay}
-	evs, err := e.led.Events(context.Background(), key)
+	evs, err := e.led.Outbox().Events(context.Background(), key)
 	if err != nil || len(evs) != 1 || evs[0].Kind != ledger.EventStopped || !evs[0].Pending() {
 		t.Fatalf("recorded events %+v, %v: want one pending stopped event", evs, err)
 	}
 	// A sweep publishes it: the sweeper's outbox (the test's ledger plays it).
-	sweep := &outbox.Outbox{Store: e.led, Bus: e.svc.Lifecycle.Outbox.Bus, On: true}
+	sweep := &outbox.Outbox{Store: e.led.Outbox(), Bus: e.svc.Lifecycle.Outbox.Bus, On: true}
 	rp, err := sweep.Republish(context.Background(), evs[0].RecordedAt.Add(time.Hour), time.Minute)
 	if err != nil || rp.Published != 1 {
 		t.Fatalf("republish: %+v, %v", rp, err)
@@ -237,7 +237,7 @@ func TestPublishFailureKeepsTheExport(t *testing.T) {
 	metricLines := e.withLifecycle()
 	logs := metricLines
 	api := &failingEvents{}
-	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.fnLedger(), Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.fnLedger().Outbox(), Bus: &events.Publisher{API: api, Bus: "daybook-test", Timeout: time.Second}, On: true}
 	e.insert("events", genRows("events", testDay, 4)...)
 	r := e.export("events", testDay)
 	if r.State != ledger.StateCompleted || r.Generation != 1 || api.calls != 1 {

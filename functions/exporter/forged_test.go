@@ -47,10 +47,10 @@ func (e *env) world(ds string) world {
 		}
 	}
 	var err error
-	if w.row, err = e.led.Get(e.ctx, e.key(ds, testDay)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+	if w.row, err = e.led.Partitions().Get(e.ctx, e.key(ds, testDay)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		e.t.Fatal(err)
 	}
-	if w.plan, w.slices, err = e.led.SlicesOf(e.ctx, e.key(ds, testDay)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+	if w.plan, w.slices, err = e.led.Slices().SlicesOf(e.ctx, e.key(ds, testDay)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		e.t.Fatal(err)
 	}
 	return w
@@ -127,7 +127,7 @@ func TestForgedJobIsDeadLettered(t *testing.T) {
 
 	// While a claim runs, a forged job leaves it alone.
 	e.clk.Advance(61e9)
-	m, err := e.led.ClaimManual(e.ctx, e.key("events", testDay))
+	m, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +202,12 @@ func TestSliceOfAReplacedPlanIsDropped(t *testing.T) {
 	e, queue := slicedEnv(t, 1000)
 	e.insert("events", genRows("events", testDay, 2000)...)
 	c, old := e.planned(queue, 2)
-	if _, err := e.led.Fail(e.ctx, c.Key, c.Token, errors.New("the run died")); err != nil {
+	if _, err := e.led.Partitions().Fail(e.ctx, c.Key, c.Token, errors.New("the run died")); err != nil {
 		t.Fatal(err)
 	}
 	r := e.row("events", testDay)
 	e.clk.Set(r.NextAttemptAt.Add(1e9))
-	c2, err := e.led.Claim(e.ctx, c.Key, partition.ReasonRetry)
+	c2, err := e.led.Partitions().Claim(e.ctx, c.Key, partition.ReasonRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestForgedLifecycleMessagesAreDeadLettered(t *testing.T) {
 	}
 	// An epoch that never began, or one whose days are not all rebuilt,
 	// was never completed by the exporter.
-	if _, _, err := e.led.StartReseed(e.ctx, ledger.ReseedRequest{AccountID: e.acct.ID, Dataset: "profiles",
+	if _, _, err := e.led.Seeds().StartReseed(e.ctx, ledger.ReseedRequest{AccountID: e.acct.ID, Dataset: "profiles",
 		From: testDay, Through: testDay.AddDays(1), RequestID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,12 +269,12 @@ func TestForgedLifecycleMessagesAreDeadLettered(t *testing.T) {
 		rejected(t, "completion of epoch "+tt.want, e.process(encodeBody(t, d)), tt.want)
 		e.unchanged("a forged reseed completion", before)
 	}
-	if s, err := e.led.Seed(e.ctx, e.acct.ID, "profiles"); err != nil || !s.Running() {
+	if s, err := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles"); err != nil || !s.Running() {
 		t.Errorf("the reseed after forged completions: %+v, %v; want it running", s, err)
 	}
 
 	// A check of a generation the partition has moved past is dropped.
-	if _, err := e.led.ClaimManual(e.ctx, e.key("events", testDay)); err != nil {
+	if _, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.process(encodeBody(t, check)); err != nil {

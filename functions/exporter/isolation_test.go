@@ -38,7 +38,7 @@ func TestTwoAccountsShareABucket(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), a.prefix) {
 		t.Fatalf("a prefix inside another account's: %v", err)
 	}
-	if _, err := a.led.GetAccount(a.ctx, nested.ID); err == nil {
+	if _, err := a.led.Accounts().GetAccount(a.ctx, nested.ID); err == nil {
 		t.Fatal("the refused account is in the ledger")
 	}
 

@@ -36,7 +36,7 @@ type LifecycleLedger interface {
 	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error)
 }
 
-var _ LifecycleLedger = (*ledger.Ledger)(nil)
+var _ LifecycleLedger = lifecycleLedger{}
 
 // Lifecycle configures restatement checks, reseeds and events. A Service
 // without one still exports (and stores fingerprints), but schedules no

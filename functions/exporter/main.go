@@ -145,7 +145,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	if err != nil {
 		return Handler{}, err
 	}
-	ob.Store = led
+	ob.Store = led.Outbox()
 	queue := sqs.NewFromConfig(awsCfg)
 	// Custom endpoints dial through the guard: private addresses only where
 	// the deployment allows them, loopback only on a local stack.
@@ -157,7 +157,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	// secret pattern; kept per destination like S3's role sessions.
 	dest.f.SetStoreCredentials(cfg.Rules.SecretPattern, o.Tokens)
 	svc := &Service{
-		Ledger:   withSettle{led, cfg.SettleDelay},
+		Ledger:   withSettle{serviceLedgerOf(led), cfg.SettleDelay},
 		Queue:    queue,
 		QueueURL: cfg.QueueURL,
 		Exporter: &Exporter{
@@ -170,7 +170,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 			Now:                 o.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
 			docs:                &docsSeen{},
-			Schemas:             led,
+			Schemas:             schemaLedgerOf(led),
 			schemas:             &schemasSeen{},
 		},
 		Log:         log,
@@ -178,7 +178,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 		Rand:        o.Rand,
 		Metrics:     em,
 		SettleDelay: cfg.SettleDelay,
-		Lifecycle:   &Lifecycle{Ledger: led, Outbox: ob, Restate: cfg.Restate},
+		Lifecycle:   &Lifecycle{Ledger: lifecycleLedgerOf(led), Outbox: ob, Restate: cfg.Restate},
 	}
 	h := Handler{Processor: svc, Log: log}
 	if cfg.DLQURL != "" {

@@ -35,7 +35,7 @@ func TestExportToMinIO(t *testing.T) {
 	if _, err := e.s3.CreateBucket(e.ctx, &s3.CreateBucketInput{Bucket: &e.acct.Destination.Bucket}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
 	// daybook's own credentials reach the endpoint: MinIO's root user here.

@@ -147,7 +147,7 @@ func TestDisabledAccountRefused(t *testing.T) {
 	c := e.claim("events", testDay, "") // claimed by a sweep before the account was disabled
 	a := e.acct
 	a.Enabled = false
-	if err := e.led.PutAccount(e.ctx, a); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	err := e.process(manualBody(t, jobs.Manual{AccountID: a.ID, Dataset: "events", Day: testDay.String()}))
@@ -200,7 +200,7 @@ func TestChecksumModes(t *testing.T) {
 			e := newEnv(t, envOpts{})
 			a := e.acct
 			a.Destination.Checksums = tc.mode
-			if err := e.led.PutAccount(e.ctx, a); err != nil {
+			if err := e.led.Accounts().PutAccount(e.ctx, a); err != nil {
 				t.Fatal(err)
 			}
 			spy := spyBuckets{e.exp.Buckets, map[string]*string{}}
@@ -228,7 +228,7 @@ func TestGenerationNeverRepeats(t *testing.T) {
 		t.Fatalf("first export: generation %d", r.Generation)
 	}
 	// A manual re-export claims generation 2, commits, and "crashes" before Complete.
-	c, err := e.led.ClaimManual(e.ctx, e.key("events", testDay))
+	c, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestReexportRequestNoteEnds(t *testing.T) {
 	}
 	send := func() []string {
 		t.Helper()
-		if _, err := ops.SendReexports(e.ctx, e.led, e.sqs, e.queueURL, e.acct.ID, "events", []civil.Date{testDay}, "ops-dan", nil); err != nil {
+		if _, err := ops.SendReexports(e.ctx, ops.LedgerOf(e.led), e.sqs, e.queueURL, e.acct.ID, "events", []civil.Date{testDay}, "ops-dan", nil); err != nil {
 			t.Fatal(err)
 		}
 		if r := e.row("events", testDay); ledger.PhaseOf(r) != ledger.PhaseRequested || r.ReexportRequestedBy != "ops-dan" {
@@ -313,7 +313,7 @@ func TestReexportRequestNoteEnds(t *testing.T) {
 	bodies = send()
 	a := e.acct
 	a.Enabled = false
-	if err := e.led.PutAccount(e.ctx, a); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.process(bodies[0]); !errors.Is(err, ErrRejected) {

@@ -65,7 +65,7 @@ func (e *env) eventIDs(keys ...partition.Key) map[string]bool {
 	e.t.Helper()
 	ids := map[string]bool{}
 	for _, k := range keys {
-		evs, err := e.led.Events(e.ctx, k)
+		evs, err := e.led.Outbox().Events(e.ctx, k)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func (e *env) eventsOnlyOf(ds string, day civil.Date, bus *countingBus, want []i
 	own := e.key(ds, day)
 	var gens []int64
 	for _, k := range append([]partition.Key{own}, keys...) {
-		evs, err := e.led.Events(e.ctx, k)
+		evs, err := e.led.Outbox().Events(e.ctx, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestPlantedCommitIsNotRecovered(t *testing.T) {
 			e := newEnv(t, envOpts{bucket: other.acct.Destination.Bucket})
 			bus := &countingBus{}
 			e.withLifecycle()
-			e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led, Bus: bus, On: true}
+			e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led.Outbox(), Bus: bus, On: true}
 			e.insert("events", genRows("events", testDay, 3)...)
 			if r := e.export("events", testDay); r.State != ledger.StateCompleted || r.Generation != 1 {
 				t.Fatalf("first export: %+v", r)
@@ -216,7 +216,7 @@ func TestPlantedCommitOfASlicedDay(t *testing.T) {
 	e, queue := slicedEnv(t, 1000)
 	bus := &countingBus{}
 	e.withLifecycle()
-	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led, Bus: bus, On: true}
+	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.led.Outbox(), Bus: bus, On: true}
 	e.insert("events", genRows("events", testDay, 2000)...)
 	c, bodies := e.planned(queue, 2)
 	if err := e.process(bodies[0]); err != nil {

@@ -85,7 +85,7 @@ func TestBucketReadmePromisesOnAPublicSchema(t *testing.T) {
 	}
 
 	e.acct.Datasets, e.acct.TenantKey = []string{"clicks", "campaigns", "ads"}, "1"
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
 	src, err := source.NewSQL(db, dataset.DialectPostgres, "postgres:citus")

@@ -53,7 +53,7 @@ func readBackEveryFormat(t *testing.T, dest func(e *env) account.Destination) {
 				}
 				e.acct.Destination = d
 			}
-			if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+			if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 				t.Fatal(err)
 			}
 			e.exp.Stores = clients

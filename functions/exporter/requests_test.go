@@ -24,7 +24,7 @@ func (e *env) counted(c *awscount.Counter) {
 	e.t.Helper()
 	e.acct.Destination.RoleARN = "arn:aws:iam::" + awsclient.LocalAccountID + ":role/daybook-export-writer"
 	e.acct.Destination.ExternalID = "daybook-" + strings.TrimPrefix(e.acct.ID, "acct_")
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		e.t.Fatal(err)
 	}
 	e.opts.aws = c.Config

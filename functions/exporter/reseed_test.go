@@ -82,7 +82,7 @@ func TestReseedShortHistory(t *testing.T) {
 	queue := &recordingQueue{}
 	e.svc.Queue = queue
 	e.acct.StartDate = civil.MustParse("2026-03-07") // closed through 2026-03-09
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
 	days := civil.Range(e.acct.StartDate, civil.MustParse("2026-03-09"))
@@ -99,14 +99,14 @@ func TestReseedShortHistory(t *testing.T) {
 	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "daybook reexport") {
 		t.Fatalf("reseed of events: %v", err)
 	}
-	if _, err := e.led.Seed(e.ctx, e.acct.ID, "events"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := e.led.Seeds().Seed(e.ctx, e.acct.ID, "events"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("a refused reseed left a seed: %v", err)
 	}
 
 	if err := e.process(reseedBody(t, e.acct.ID, "profiles", "r1")); err != nil {
 		t.Fatal(err)
 	}
-	seed, err := e.led.Seed(e.ctx, e.acct.ID, "profiles")
+	seed, err := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles")
 	if err != nil || seed.Epoch != 1 || !seed.Running() || seed.Days != 3 || seed.From != days[0] || seed.Through != days[2] {
 		t.Fatalf("seed %+v %v", seed, err)
 	}
@@ -154,7 +154,7 @@ func TestReseedShortHistory(t *testing.T) {
 			}
 		}
 	}
-	seed, err = e.led.Seed(e.ctx, e.acct.ID, "profiles")
+	seed, err = e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles")
 	if err != nil || seed.State != ledger.SeedCompleted || len(seed.Done) != 3 {
 		t.Fatalf("seed after the last day: %+v %v", seed, err)
 	}
@@ -184,12 +184,12 @@ func TestReseedCountsOnlyNewRuns(t *testing.T) {
 	e.withLifecycle()
 	e.svc.Queue = &recordingQueue{}
 	e.acct.StartDate = testDay
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
 	e.insert("profiles", genRows("profiles", testDay, 3)...)
 	c := e.claim("profiles", testDay, "")
-	started, err := e.led.Start(e.ctx, e.key("profiles", testDay), c.Token)
+	started, err := e.led.Partitions().Start(e.ctx, e.key("profiles", testDay), c.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,18 +198,18 @@ func TestReseedCountsOnlyNewRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The run that began before the reseed finishes now.
-	seed, _ := e.led.Seed(e.ctx, e.acct.ID, "profiles")
+	seed, _ := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles")
 	if seed.Counts(testDay, started.Prev.StartedAt) {
 		t.Fatal("a run that began before the reseed counts for it")
 	}
-	if r, err := e.led.Complete(e.ctx, c.Key, c.Token, ledger.Result{Rows: 3}); err != nil || r.State != ledger.StateQueued {
+	if r, err := e.led.Partitions().Complete(e.ctx, c.Key, c.Token, ledger.Result{Rows: 3}); err != nil || r.State != ledger.StateQueued {
 		t.Fatalf("the old run completes into a re-run: %+v %v", r, err)
 	}
 	r := e.export("profiles", testDay)
 	if r.SeedEpoch != 1 {
 		t.Fatalf("the re-run: %+v", r)
 	}
-	if seed, _ := e.led.Seed(e.ctx, e.acct.ID, "profiles"); len(seed.Done) != 1 || seed.Done[0] != testDay {
+	if seed, _ := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles"); len(seed.Done) != 1 || seed.Done[0] != testDay {
 		t.Fatalf("seed after the re-run: %+v", seed)
 	}
 }

@@ -25,7 +25,7 @@ type SchemaLedger interface {
 	EverCommitted(ctx context.Context, accountID, dataset string) (bool, error)
 }
 
-var _ SchemaLedger = (*ledger.Ledger)(nil)
+var _ SchemaLedger = schemaLedger{}
 
 // schemasSeen remembers, per dataset and contract, the SHA-256 of the
 // schema document this function last found or wrote in the ledger ("" for

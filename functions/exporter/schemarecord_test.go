@@ -47,11 +47,11 @@ func TestDeliveredSchemaRecordedOnce(t *testing.T) {
 	// The table is the package's: start from a known, stale record of
 	// each contract, whatever an earlier test delivered.
 	for _, c := range []string{"v1", "v2"} {
-		if _, err := e.led.RecordSchema(e.ctx, ledger.DeliveredSchema{Dataset: "events", Contract: c, Version: 1, Doc: []byte("{}"), SHA256: "stale"}); err != nil {
+		if _, err := e.led.Schemas().RecordSchema(e.ctx, ledger.DeliveredSchema{Dataset: "events", Contract: c, Version: 1, Doc: []byte("{}"), SHA256: "stale"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cs := &countingSchemas{SchemaLedger: e.fnLedger()}
+	cs := &countingSchemas{SchemaLedger: schemaLedgerOf(e.fnLedger())}
 	e.exp.Schemas = cs
 	want := func(step string, reads, writes int) {
 		t.Helper()
@@ -82,7 +82,7 @@ func TestDeliveredSchemaRecordedOnce(t *testing.T) {
 		t.Fatalf("export: %+v", row)
 	}
 	want("an appended column", 3, 2)
-	v1, err := e.led.DeliveredSchemaOf(e.ctx, "events", "v1")
+	v1, err := e.led.Schemas().DeliveredSchemaOf(e.ctx, "events", "v1")
 	if err != nil || v1.Version != 2 || !strings.Contains(string(v1.Doc), `"note"`) {
 		t.Fatalf("v1 record: version %d, %v", v1.Version, err)
 	}
@@ -95,7 +95,7 @@ func TestDeliveredSchemaRecordedOnce(t *testing.T) {
 		t.Fatalf("v2 export: %+v", row)
 	}
 	want("contract v2", 4, 3)
-	all, err := e.led.DeliveredSchemas(e.ctx)
+	all, err := e.led.Schemas().DeliveredSchemas(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

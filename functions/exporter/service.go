@@ -52,7 +52,7 @@ type LedgerAPI interface {
 	SliceLedger
 }
 
-var _ LedgerAPI = (*ledger.Ledger)(nil)
+var _ LedgerAPI = serviceLedger{}
 
 // QueueAPI fans a manual day range out into one message per day.
 type QueueAPI interface {

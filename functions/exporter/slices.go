@@ -79,7 +79,7 @@ type SliceLedger interface {
 	Backoff(attempt int) (time.Duration, error)
 }
 
-var _ SliceLedger = (*ledger.Ledger)(nil)
+var _ SliceLedger = serviceLedger{}
 
 // Defaults of ExportConfig.SliceRows and MaxSlices. 200M events rows take
 // about 30% of a 15-minute run at the measured speed on one vCPU (see

@@ -164,7 +164,7 @@ func TestSlicedDayCommitsOnceWithACrashedSlice(t *testing.T) {
 	if err := e.process(bodies[1]); err != nil {
 		t.Fatalf("a failed slice is recorded and re-sent, not redelivered: %v", err)
 	}
-	_, sls, err := e.led.SlicesOf(e.ctx, key)
+	_, sls, err := e.led.Slices().SlicesOf(e.ctx, key)
 	if err != nil || sls[1].State != ledger.StateFailed || sls[1].Attempts != 1 || !strings.Contains(sls[1].LastError, "injected fault") {
 		t.Fatalf("slice 1 after its failure: %+v, %v", sls, err)
 	}
@@ -175,14 +175,14 @@ func TestSlicedDayCommitsOnceWithACrashedSlice(t *testing.T) {
 
 	// Slice 2's run starts and dies: its message is dropped while the dead
 	// run's lease lives.
-	dead, err := e.led.StartSlice(e.ctx, key, c.Token, 2)
+	dead, err := e.led.Slices().StartSlice(e.ctx, key, c.Token, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.process(bodies[2]); err != nil {
 		t.Fatal(err)
 	}
-	if _, sls, _ := e.led.SlicesOf(e.ctx, key); sls[2].RunToken != dead.RunToken || sls[2].State != ledger.StateRunning {
+	if _, sls, _ := e.led.Slices().SlicesOf(e.ctx, key); sls[2].RunToken != dead.RunToken || sls[2].State != ledger.StateRunning {
 		t.Fatalf("slice 2 was run under the dead run's live lease: %+v", sls[2])
 	}
 
@@ -249,7 +249,7 @@ func TestSkewedDaySlicesEvenly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plan, sls, err := e.led.SlicesOf(e.ctx, e.key("events", testDay))
+	plan, sls, err := e.led.Slices().SlicesOf(e.ctx, e.key("events", testDay))
 	if err != nil || len(plan.Bounds) != 3 || len(sls) != 4 {
 		t.Fatalf("plan %+v, %d slices, %v: want 3 bounds from the rows", plan, len(sls), err)
 	}
@@ -439,7 +439,7 @@ func TestFailedSlicedDayWaitsForItsSlices(t *testing.T) {
 	c, bodies := e.planned(queue, 3)
 	key := e.key("events", testDay)
 	pp := e.partPrefix("events", testDay)
-	running, err := e.led.StartSlice(e.ctx, key, c.Token, 2) // a slice still running
+	running, err := e.led.Slices().StartSlice(e.ctx, key, c.Token, 2) // a slice still running
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestSliceOfAChangedDestinationFailsThePlan(t *testing.T) {
 	_, bodies := e.planned(queue, 2)
 	a := e.acct
 	a.Destination.Format = "ndjson"
-	if err := e.led.PutAccount(e.ctx, a); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	puts := e.faults.Count(buckettest.OpPut)

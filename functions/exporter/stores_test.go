@@ -60,7 +60,7 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination,
 	case account.StoreAzure:
 		e.acct.Destination.Encryption = &account.Encryption{Scope: azureScope}
 	}
-	if err := e.led.PutAccount(e.ctx, e.acct); err != nil {
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
 	e.exp.Stores = clients

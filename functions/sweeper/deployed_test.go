@@ -121,7 +121,7 @@ func TestSweeperAsDeployed(t *testing.T) {
 		}
 		claimed = append(claimed, m.Job.AccountID+" "+m.Job.Day)
 		// An exporter starts the job, and dies.
-		if _, err := l.Start(ctx, partition.Key{AccountID: m.Job.AccountID, Dataset: m.Job.Dataset, Day: m.Job.DayValue()}, m.Job.ClaimToken); err != nil {
+		if _, err := l.Partitions().Start(ctx, partition.Key{AccountID: m.Job.AccountID, Dataset: m.Job.Dataset, Day: m.Job.DayValue()}, m.Job.ClaimToken); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,7 +129,7 @@ func TestSweeperAsDeployed(t *testing.T) {
 		t.Fatalf("jobs sent %v, want the 5 closed days of the two accounts", claimed)
 	}
 	for _, a := range []string{a1.ID, a2.ID} {
-		rows, err := l.List(ctx, a, "events", a1.StartDate, a1.StartDate.AddDays(3))
+		rows, err := l.Partitions().List(ctx, a, "events", a1.StartDate, a1.StartDate.AddDays(3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,11 +144,11 @@ func TestSweeperAsDeployed(t *testing.T) {
 	// sweep retires them as stopped and publishes their events.
 	clk.Advance(fn.Config.Ledger.Lease + time.Hour)
 	sweep(`{}`)
-	rows, err := l.List(ctx, a2.ID, "events", a2.StartDate, a2.StartDate.AddDays(2))
+	rows, err := l.Partitions().List(ctx, a2.ID, "events", a2.StartDate, a2.StartDate.AddDays(2))
 	if err != nil || len(rows) != 2 || !rows[0].Stopped || !rows[1].Stopped {
 		t.Fatalf("rows after the retirement: %+v %v, want both stopped", rows, err)
 	}
-	evs, err := l.Events(ctx, rows[0].Key)
+	evs, err := l.Outbox().Events(ctx, rows[0].Key)
 	if err != nil || len(evs) != 1 || evs[0].Pending() {
 		t.Errorf("the stopped event of %s: %+v %v, want one, published", rows[0].Key, evs, err)
 	}

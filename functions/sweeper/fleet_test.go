@@ -109,7 +109,7 @@ func idleAccounts(t *testing.T, l *ledger.Ledger, n int, spec accountSpec, at id
 	ctx := context.Background()
 	model := storeAccount(t, l, spec)
 	db, table := rawDB(t)
-	if ok, err := l.SetNextWake(ctx, ledger.Woken{ID: model.ID, Seq: 1}, wake, civil.MustParse("2026-03-31"), now); err != nil || !ok {
+	if ok, err := l.Schedule().SetNextWake(ctx, ledger.Woken{ID: model.ID, Seq: 1}, wake, civil.MustParse("2026-03-31"), now); err != nil || !ok {
 		// Seen once in a full run, never alone: say what the account
 		// record held, for the next one to look at.
 		item, gerr := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: accountKey(model.ID), ConsistentRead: aws.Bool(true)})
@@ -131,7 +131,7 @@ func idleAccounts(t *testing.T, l *ledger.Ledger, n int, spec accountSpec, at id
 	}
 	batchWrite(t, db, table, items, false)
 	for _, a := range accts[1:] {
-		if got, err := l.GetAccount(ctx, a.ID); err != nil || got.ID != a.ID || !got.Enabled || len(got.Datasets) != len(model.Datasets) {
+		if got, err := l.Accounts().GetAccount(ctx, a.ID); err != nil || got.ID != a.ID || !got.Enabled || len(got.Datasets) != len(model.Datasets) {
 			t.Fatalf("copied account %s: %+v, %v", a.ID, got, err)
 		}
 	}
@@ -212,7 +212,7 @@ func TestMalformedRowDoesNotHideItsGroup(t *testing.T) {
 	l := newLedger(t, clk, "l")
 	a := newAccount(t, l, "a", "2026-03-29")
 	for _, d := range civil.Range(civil.MustParse("2026-03-29"), civil.MustParse("2026-03-31")) {
-		if _, err := l.Materialize(ctx, a.ID, "events", d, d); err != nil {
+		if _, err := l.Schedule().Materialize(ctx, a.ID, "events", d, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,7 +261,7 @@ func TestHostileStartDateIsClampedAndChunked(t *testing.T) {
 		}
 		clk.Advance(15 * time.Minute)
 	}
-	rows, err := l.List(ctx, hostile.ID, "events", civil.MustParse("0001-01-01"), civil.MustParse("2026-12-31"))
+	rows, err := l.Partitions().List(ctx, hostile.ID, "events", civil.MustParse("0001-01-01"), civil.MustParse("2026-12-31"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestHostileStartDateIsClampedAndChunked(t *testing.T) {
 	if len(rows) != 120 || rows[0].Day.String() != "2025-12-02" || total != 121 {
 		t.Errorf("hostile account has %d rows from %v (total materialized %d), want 120 from 2025-12-02", len(rows), rows[0].Day, total)
 	}
-	wm, err := l.Watermark(ctx, hostile.ID, "events")
+	wm, err := l.Schedule().Watermark(ctx, hostile.ID, "events")
 	if err != nil || wm.String() != "2026-03-31" {
 		t.Errorf("watermark %s %v", wm, err)
 	}
@@ -313,7 +313,7 @@ func newAccountWith(t *testing.T, l *ledger.Ledger, salt, start string, mut func
 	t.Helper()
 	a := newAccount(t, l, salt, start)
 	mut(&a)
-	if err := l.PutAccount(context.Background(), a); err != nil {
+	if err := l.Accounts().PutAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	return a

@@ -187,7 +187,7 @@ func fleetRun(b *testing.B, fb fleetBench, n int, stage string) []fleetRow {
 		b.Fatal(err)
 	}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := wire(fcfg, wiring{Ledger: led, Queues: q, Outbox: &outbox.Outbox{Store: led, Bus: discardBus{}, On: true}, Now: clk.Now,
+	h := wire(fcfg, wiring{Ledger: ledgerOf(led), Queues: q, Outbox: &outbox.Outbox{Store: led.Outbox(), Bus: discardBus{}, On: true}, Now: clk.Now,
 		Metrics: &metrics.Emitter{W: io.Discard, Stage: stage}, Log: discard})
 	datasets := []string{"daily_stats", "events", "profiles"}
 	// The idle fleet: every account materialized through 03-31, its next
@@ -204,19 +204,19 @@ func fleetRun(b *testing.B, fb fleetBench, n int, stage string) []fleetRow {
 		ids[i] = id
 		a := account.Account{ID: id, Name: fmt.Sprint("bench ", i), Enabled: true, StartDate: civil.MustParse("2026-03-01"),
 			Datasets: datasets, Destination: account.Destination{Bucket: "daybook-exports-bench"}, CreatedAt: created}
-		if err := led.PutAccount(ctx, a); err != nil {
+		if err := led.Accounts().PutAccount(ctx, a); err != nil {
 			return err
 		}
-		_, err = led.SetNextWake(ctx, ledger.Woken{ID: id, Seq: 1}, idleWake, civil.MustParse("2026-03-31"), clk.Now())
+		_, err = led.Schedule().SetNextWake(ctx, ledger.Woken{ID: id, Seq: 1}, idleWake, civil.MustParse("2026-03-31"), clk.Now())
 		return err
 	})
 	// The once-a-day reconcile of the fleet index (one query page per
 	// megabyte of account records) is not part of the sweeps measured.
-	if ok, err := led.ClaimReconcile(ctx, 24*time.Hour); err != nil || !ok {
+	if ok, err := led.Schedule().ClaimReconcile(ctx, 24*time.Hour); err != nil || !ok {
 		b.Fatalf("claim reconcile: %v %v", ok, err)
 	}
 	meter.Reset()
-	if _, _, err := led.ReconcileWake(ctx); err != nil {
+	if _, _, err := led.Schedule().ReconcileWake(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d accounts set up in %s; the daily reconcile reads them in %d requests", n, time.Since(setupStart).Round(time.Millisecond), meter.Counts().Requests)
@@ -281,7 +281,7 @@ func fleetRun(b *testing.B, fb fleetBench, n int, stage string) []fleetRow {
 	if back.ID, err = account.NewID(rand.NewChaCha8([32]byte{2, byte(n)})); err != nil {
 		b.Fatal(err)
 	}
-	if err := led.PutAccount(ctx, back); err != nil {
+	if err := led.Accounts().PutAccount(ctx, back); err != nil {
 		b.Fatal(err)
 	}
 	clk.Set(time.Date(2026, 4, 1, 12, 30, 0, 0, time.UTC))

@@ -63,28 +63,28 @@ func measureFleetPage(t testing.TB, fb fleetBench, n int, stage string, latency 
 	if model.ID, err = account.NewID(rand.NewChaCha8([32]byte{9})); err != nil {
 		t.Fatal(err)
 	}
-	if err := led.PutAccount(ctx, model); err != nil {
+	if err := led.Accounts().PutAccount(ctx, model); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := led.Materialize(ctx, model.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-31")); err != nil {
+	if _, err := led.Schedule().Materialize(ctx, model.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-31")); err != nil {
 		t.Fatal(err)
 	}
 	for i, d := range []string{"2026-03-30", "2026-03-31"} {
 		k := partition.Key{AccountID: model.ID, Dataset: "events", Day: civil.MustParse(d)}
-		c, err := led.Claim(ctx, k, "")
+		c, err := led.Partitions().Claim(ctx, k, "")
 		if err == nil {
-			_, err = led.Start(ctx, k, c.Token)
+			_, err = led.Partitions().Start(ctx, k, c.Token)
 		}
 		if err == nil && i == 0 {
-			_, err = led.Complete(ctx, k, c.Token, ledger.Result{Rows: 1})
+			_, err = led.Partitions().Complete(ctx, k, c.Token, ledger.Result{Rows: 1})
 		} else if err == nil {
-			_, err = led.Fail(ctx, k, c.Token, fmt.Errorf("source unreachable"))
+			_, err = led.Partitions().Fail(ctx, k, c.Token, fmt.Errorf("source unreachable"))
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := led.Refresh(ctx, model.ID); err != nil {
+	if _, err := led.Fleet().Refresh(ctx, model.ID); err != nil {
 		t.Fatal(err)
 	}
 	var raw []map[string]dbtypes.AttributeValue
@@ -108,7 +108,7 @@ func measureFleetPage(t testing.TB, fb fleetBench, n int, stage string, latency 
 	}
 	batchWrite(t, client, table, items, false)
 
-	srv, err := console.New(console.Config{Ledger: led, ReadOnly: true, Now: clk.Now,
+	srv, err := console.New(console.Config{Ledger: ops.LedgerOf(led), ReadOnly: true, Now: clk.Now,
 		Buckets: console.BucketsFunc(func(account.Account) (console.ObjectReader, error) { return nil, fmt.Errorf("no buckets here") })})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func measureFleetPage(t testing.TB, fb fleetBench, n int, stage string, latency 
 		t.Fatalf("the fleet page over %d accounts: %d\n%s", n, rec.Code, rec.Body.String())
 	}
 	meter.Reset()
-	res, err := ops.Fleet(ctx, led, ops.FleetOptions{})
+	res, err := ops.Fleet(ctx, ops.LedgerOf(led), ops.FleetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func measureFleetPage(t testing.TB, fb fleetBench, n int, stage string, latency 
 	}
 	if res.Next != "" {
 		meter.Reset()
-		if _, err := ops.Fleet(ctx, led, ops.FleetOptions{Token: res.Next}); err != nil {
+		if _, err := ops.Fleet(ctx, ops.LedgerOf(led), ops.FleetOptions{Token: res.Next}); err != nil {
 			t.Fatal(err)
 		}
 		c.next = meter.Counts()

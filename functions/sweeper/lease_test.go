@@ -24,7 +24,7 @@ func deadClaim(t *testing.T, l *ledger.Ledger, s *Sweeper, rec *recordingSQS, ke
 	if len(jobs) != 1 {
 		t.Fatalf("first sweep sent %+v", jobs)
 	}
-	c, err := l.Start(ctx, key, jobs[0].ClaimToken)
+	c, err := l.Partitions().Start(ctx, key, jobs[0].ClaimToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func deadClaim(t *testing.T, l *ledger.Ledger, s *Sweeper, rec *recordingSQS, ke
 // woken reports whether the fleet index wakes the account by at.
 func woken(t *testing.T, l *ledger.Ledger, id string, at time.Time) bool {
 	t.Helper()
-	ws, _, err := l.WokenAccounts(context.Background(), ledger.Shard(id), at, 0)
+	ws, _, err := l.Schedule().WokenAccounts(context.Background(), ledger.Shard(id), at, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

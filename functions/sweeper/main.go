@@ -98,8 +98,8 @@ func build(environ []string, o Options) (Function, error) {
 	if err != nil {
 		return fn, fmt.Errorf("ledger: %w", err)
 	}
-	ob.Store = led
-	fn.Handler = wire(cfg, wiring{Ledger: led, Queues: sqs.NewFromConfig(o.AWS), Outbox: ob, Now: o.Now, Metrics: em, Log: log})
+	ob.Store = led.Outbox()
+	fn.Handler = wire(cfg, wiring{Ledger: ledgerOf(led), Queues: sqs.NewFromConfig(o.AWS), Outbox: ob, Now: o.Now, Metrics: em, Log: log})
 	return fn, nil
 }
 
@@ -122,7 +122,7 @@ type FunctionLedger interface {
 	Config() ledger.Config
 }
 
-var _ FunctionLedger = (*ledger.Ledger)(nil)
+var _ FunctionLedger = functionLedger{}
 
 // wiring is what the function is wired with: its clients, clock, metrics
 // and log.

@@ -66,7 +66,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	twins.Store(l, sl)
-	ob.Store = sl
+	ob.Store = sl.Outbox()
 	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
@@ -76,7 +76,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, j := range rec.take() {
-			if _, err := l.Start(ctx, partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}, j.ClaimToken); err != nil {
+			if _, err := l.Partitions().Start(ctx, partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}, j.ClaimToken); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -119,7 +119,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		t.Fatalf("after the republishing sweeps: %+v, want the other day's once", pub.stopped)
 	}
 	for _, d := range []string{"2026-03-30", "2026-03-31"} {
-		evs, err := l.Events(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse(d)})
+		evs, err := l.Outbox().Events(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse(d)})
 		if err != nil || len(evs) != 1 || evs[0].Pending() || evs[0].Publishes != 1 || evs[0].Kind != ledger.EventStopped {
 			t.Fatalf("outbox of %s: %+v %v, want one published stopped event", d, evs, err)
 		}

@@ -58,7 +58,7 @@ func TestIdleSweepRequests(t *testing.T) {
 	var accts []account.Account
 	for i := range 10 {
 		a := newAccount(t, l, fmt.Sprint("req", i), "2026-03-01")
-		if ok, err := l.SetNextWake(ctx, ledger.Woken{ID: a.ID, Seq: 1}, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
+		if ok, err := l.Schedule().SetNextWake(ctx, ledger.Woken{ID: a.ID, Seq: 1}, tomorrow, civil.MustParse("2026-03-31"), clk.Now()); err != nil || !ok {
 			t.Fatalf("SetNextWake = %v, %v", ok, err)
 		}
 		accts = append(accts, a)

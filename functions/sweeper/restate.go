@@ -46,7 +46,7 @@ type RestateLedger interface {
 	DropRestateCheck(ctx context.Context, r ledger.Row) error
 }
 
-var _ RestateLedger = (*ledger.Ledger)(nil)
+var _ RestateLedger = functionLedger{}
 
 // RestateConfig configures a Restater.
 type RestateConfig struct {

@@ -73,17 +73,17 @@ func (q *checkQueue) take() []string {
 func completeWith(t *testing.T, l *ledger.Ledger, key partition.Key, checkAt time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
-	c, err := l.Claim(ctx, key, "")
+	c, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Start(ctx, key, c.Token); err != nil {
+	if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Complete(ctx, key, c.Token, ledger.Result{Rows: 1,
+	if _, err := l.Partitions().Complete(ctx, key, c.Token, ledger.Result{Rows: 1,
 		Fingerprint: ledger.Fingerprint{Value: "fp-" + key.Day.String(), At: checkAt.Add(-restateCfg.Interval), CheckAt: checkAt}}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +113,11 @@ func TestRestatePass(t *testing.T) {
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")}, due)   // outside the window by then
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}, due) // profiles is disabled below
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, due)   // requeued below: not completed
-	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	a.Datasets = []string{"events"}
-	if err := l.PutAccount(ctx, a); err != nil {
+	if err := l.Accounts().PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	q := &checkQueue{}
@@ -147,7 +147,7 @@ func TestRestatePass(t *testing.T) {
 		t.Fatalf("summary %+v: want the three rows out of the window or no longer checked dropped", sum)
 	}
 	for _, k := range []partition.Key{{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")}, {AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, {AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}} {
-		if row, _ := l.Get(ctx, k); !row.Fingerprint.CheckAt.IsZero() {
+		if row, _ := l.Partitions().Get(ctx, k); !row.Fingerprint.CheckAt.IsZero() {
 			t.Fatalf("%s is still in the restate index: %+v (summary %+v)", k, row.Fingerprint, sum)
 		}
 	}
@@ -255,7 +255,7 @@ func TestRestateSendFailure(t *testing.T) {
 	if got := q.take(); !slices.Contains(got, a.ID+"/events/2026-03-09") {
 		t.Fatalf("checks after the failed send: %v", got)
 	}
-	off := newRestater(t, l, clk, q, ledger.RestateConfig{Interval: time.Hour, PerSweepCap: 5})
+	off := newRestater(t, ledgerOf(l), clk, q, ledger.RestateConfig{Interval: time.Hour, PerSweepCap: 5})
 	if sum, err := off.Run(ctx); err != nil || sum != (RestateSummary{}) {
 		t.Fatalf("lookback 0: %+v %v", sum, err)
 	}
@@ -278,14 +278,14 @@ func TestWithRestate(t *testing.T) {
 	l := newLedger(t, clk, "l")
 	var logs, lines bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	w := withRestate{Runner: fixedRunner{sum: Summary{Claimed: 3}}, Restate: newRestater(t, l, clk, &checkQueue{}, restateCfg),
+	w := withRestate{Runner: fixedRunner{sum: Summary{Claimed: 3}}, Restate: newRestater(t, ledgerOf(l), clk, &checkQueue{}, restateCfg),
 		Metrics: &metrics.Emitter{W: &lines, Stage: "test"}, Log: log}
 	sum, err := w.Run(ctx)
 	if err != nil || sum.Claimed != 3 || !strings.Contains(lines.String(), `"RestateChecksSent"`) || !strings.Contains(logs.String(), "restatement checks queued") {
 		t.Fatalf("Run = %+v, %v\n%s\n%s", sum, err, lines.String(), logs.String())
 	}
 	w.Runner = fixedRunner{err: errors.New("sweep broke")}
-	w.Restate = newRestater(t, l, clk, &checkQueue{}, ledger.RestateConfig{LookbackDays: 7, Interval: time.Hour}) // no cap: refused
+	w.Restate = newRestater(t, ledgerOf(l), clk, &checkQueue{}, ledger.RestateConfig{LookbackDays: 7, Interval: time.Hour}) // no cap: refused
 	if _, err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "sweep broke") || !strings.Contains(err.Error(), "restatement checks") {
 		t.Fatalf("errors of both: %v", err)
 	}
@@ -311,7 +311,7 @@ func TestRestatePassAccountsItCannotCheck(t *testing.T) {
 		completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: day}, clk.Now().Add(time.Duration(i)*time.Minute))
 	}
 	disabled.Enabled = false
-	if err := l.PutAccount(ctx, disabled); err != nil {
+	if err := l.Accounts().PutAccount(ctx, disabled); err != nil {
 		t.Fatal(err)
 	}
 	setAttr(t, accountKey(broken.ID), "doc", &dbtypes.AttributeValueMemberS{Value: "{not json"})
@@ -339,7 +339,7 @@ func TestRestatePassAccountsItCannotCheck(t *testing.T) {
 	if sums[0].Deferred != 1 || sums[1].Disabled != 1 || sums[2].Dropped != 1 || sums[3].Sent != 1 {
 		t.Errorf("passes %+v: want the unreadable one deferred, the disabled one moved, the deleted one dropped, then the check sent", sums)
 	}
-	if row, _ := l.Get(ctx, partition.Key{AccountID: disabled.ID, Dataset: "events", Day: day}); row.Fingerprint.CheckAt.IsZero() {
+	if row, _ := l.Partitions().Get(ctx, partition.Key{AccountID: disabled.ID, Dataset: "events", Day: day}); row.Fingerprint.CheckAt.IsZero() {
 		t.Error("the disabled account's check left the index")
 	}
 }

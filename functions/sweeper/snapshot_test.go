@@ -48,7 +48,7 @@ func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
 		ds   string
 		want int
 	}{{"events", 3}, {"members", 1}} {
-		n, err := l.Count(ctx, a.ID, c.ds, from, to)
+		n, err := l.Partitions().Count(ctx, a.ID, c.ds, from, to)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
 			t.Errorf("%s: %d rows for %s..%s, want %d", c.ds, n, from, to, c.want)
 		}
 	}
-	if n, err := l.Count(ctx, a.ID, "members", to, to); err != nil || n != 1 {
+	if n, err := l.Partitions().Count(ctx, a.ID, "members", to, to); err != nil || n != 1 {
 		t.Errorf("members: the newest closed day %s has %d rows (%v), want 1", to, n, err)
 	}
 	// The next day closes: its copy is made, the watermark having advanced.
@@ -64,7 +64,7 @@ func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
 	if _, err := sweeper(only(l, a), &recordingSQS{}, clk, 10, 100).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := l.Count(ctx, a.ID, "members", from, to.AddDays(1)); err != nil || n != 2 {
+	if n, err := l.Partitions().Count(ctx, a.ID, "members", from, to.AddDays(1)); err != nil || n != 2 {
 		t.Errorf("members after the next day closed: %d rows (%v), want 2", n, err)
 	}
 }

@@ -13,13 +13,13 @@ import (
 )
 
 // Refresher refreshes the account summaries the fleet view reads;
-// *ledger.Ledger has it.
+// functionLedger has it.
 type Refresher interface {
 	StaleSummaries(ctx context.Context, shard, limit int) ([]ledger.StaleMark, ledger.ReadStats, error)
 	RefreshMarked(ctx context.Context, m ledger.StaleMark) error
 }
 
-var _ Refresher = (*ledger.Ledger)(nil)
+var _ Refresher = functionLedger{}
 
 // refreshPerShard bounds the summaries a sweep refreshes per shard of the
 // fleet index (ledger.FleetShards of them): a busy hour's changed accounts

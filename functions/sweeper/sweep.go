@@ -68,7 +68,7 @@ type LedgerAPI interface {
 	ReconcileWake(ctx context.Context) (ledger.ReconcileResult, ledger.ReadStats, error)
 }
 
-var _ LedgerAPI = (*ledger.Ledger)(nil)
+var _ LedgerAPI = functionLedger{}
 
 // SQSAPI is what the sweeper needs from SQS to send messages (jobs, and
 // shard messages to itself).

@@ -177,7 +177,7 @@ func storeAccount(t *testing.T, l *ledger.Ledger, spec accountSpec) account.Acco
 		d := account.Duration(*spec.settle)
 		a.SettleDelay = &d
 	}
-	if err := l.PutAccount(context.Background(), a); err != nil {
+	if err := l.Accounts().PutAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -234,12 +234,12 @@ func jobsOf(jobs []Job, acct string) []string {
 // accounts, stopped partitions), since the package's tests share one
 // deployed table; it never reconciles the shared table.
 type isolate struct {
-	*ledger.Ledger
+	functionLedger
 	ids map[string]bool
 }
 
 func (i isolate) WokenAccounts(ctx context.Context, shard int, now time.Time, limit int) ([]ledger.Woken, ledger.ReadStats, error) {
-	all, st, err := i.Ledger.WokenAccounts(ctx, shard, now, 0)
+	all, st, err := i.functionLedger.WokenAccounts(ctx, shard, now, 0)
 	var out []ledger.Woken
 	for _, w := range all {
 		if i.ids[w.ID] && (limit <= 0 || len(out) < limit) {
@@ -255,7 +255,7 @@ func (i isolate) CountWoken(ctx context.Context, shard int, now time.Time) (int,
 }
 
 func (i isolate) StoppedByAccount(ctx context.Context, shard int) (map[string]int, ledger.ReadStats, error) {
-	all, st, err := i.Ledger.StoppedByAccount(ctx, shard)
+	all, st, err := i.functionLedger.StoppedByAccount(ctx, shard)
 	out := map[string]int{}
 	for acct, n := range all {
 		if i.ids[acct] {
@@ -269,7 +269,7 @@ func (i isolate) ClaimReconcile(context.Context, time.Duration) (bool, error) { 
 
 // StaleSummaries keeps the marks of the test's accounts, at most limit.
 func (i isolate) StaleSummaries(ctx context.Context, shard, limit int) ([]ledger.StaleMark, ledger.ReadStats, error) {
-	all, st, err := i.Ledger.StaleSummaries(ctx, shard, 1<<16)
+	all, st, err := i.functionLedger.StaleSummaries(ctx, shard, 1<<16)
 	var out []ledger.StaleMark
 	for _, m := range all {
 		if i.ids[m.Account] && len(out) < limit {
@@ -282,7 +282,7 @@ func (i isolate) StaleSummaries(ctx context.Context, shard, limit int) ([]ledger
 // RestateDue keeps the test's accounts' due checks of the shard, at most
 // limit of them.
 func (i isolate) RestateDue(ctx context.Context, shard, limit int) ([]ledger.Row, ledger.ReadStats, error) {
-	all, st, err := i.Ledger.RestateDue(ctx, shard, 1<<16)
+	all, st, err := i.functionLedger.RestateDue(ctx, shard, 1<<16)
 	var out []ledger.Row
 	for _, r := range all {
 		if i.ids[r.AccountID] && len(out) < limit {
@@ -315,7 +315,7 @@ func only(l *ledger.Ledger, accts ...account.Account) isolate {
 	if !ok {
 		panic("only: a ledger not made by newLedger")
 	}
-	return isolate{tw.(*ledger.Ledger), ids}
+	return isolate{ledgerOf(tw.(*ledger.Ledger)), ids}
 }
 
 func sweeper(l LedgerAPI, q SQSAPI, clk *clock, perAccount, perSweep int) *Sweeper {
@@ -411,7 +411,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 		if j.Kind != JobKind || j.Attempt != 1 || j.Generation != 1 || (j.Reason != "backfill" && j.Reason != "scheduled") {
 			t.Errorf("%s: job %+v", k, j)
 		}
-		r, err := l1.Get(ctx, partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)})
+		r, err := l1.Partitions().Get(ctx, partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)})
 		if err != nil || r.State != ledger.StateRunning || r.ClaimToken != j.ClaimToken {
 			t.Errorf("%s: row %+v (%v) does not hold the message's token %s", k, r, err, j.ClaimToken)
 		}
@@ -457,7 +457,7 @@ func TestNeverToday(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, err := l.List(ctx, a.ID, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-12-31"))
+			rows, err := l.Partitions().List(ctx, a.ID, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-12-31"))
 			if err != nil || len(rows) == 0 {
 				t.Fatalf("rows %v %v", rows, err)
 			}
@@ -551,7 +551,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 	if sum.Claimed != 3 || sum.Enqueued != 2 || sum.Released != 1 {
 		t.Errorf("summary %+v", sum)
 	}
-	r, err := l.Get(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-30")})
+	r, err := l.Partitions().Get(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-30")})
 	if err != nil || r.State != ledger.StatePending || r.Attempts != 0 || r.ClaimToken != "" {
 		t.Fatalf("released row %+v %v", r, err)
 	}
@@ -586,14 +586,14 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 	}
 	// 03-29 runs and fails; 03-30's worker starts and dies (its claim is never
 	// completed); 03-31's job waits in the queue past its lease, never started.
-	if _, err := l.Start(ctx, key(jobs[0]), jobs[0].ClaimToken); err != nil {
+	if _, err := l.Partitions().Start(ctx, key(jobs[0]), jobs[0].ClaimToken); err != nil {
 		t.Fatal(err)
 	}
-	failed, err := l.Fail(ctx, key(jobs[0]), jobs[0].ClaimToken, errors.New("throttled"))
+	failed, err := l.Partitions().Fail(ctx, key(jobs[0]), jobs[0].ClaimToken, errors.New("throttled"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Start(ctx, key(jobs[1]), jobs[1].ClaimToken); err != nil {
+	if _, err := l.Partitions().Start(ctx, key(jobs[1]), jobs[1].ClaimToken); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set(failed.NextAttemptAt.Add(-time.Second))
@@ -619,10 +619,10 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 		t.Errorf("retry jobs (failed-and-due first, then dead claims):\n got %s\nwant %s", strings.Join(got, ", "), want)
 	}
 	// The job that waited is dropped when its old message finally arrives.
-	if _, err := l.Start(ctx, key(jobs[2]), jobs[2].ClaimToken); !errors.Is(err, ledger.ErrClaimLost) {
+	if _, err := l.Partitions().Start(ctx, key(jobs[2]), jobs[2].ClaimToken); !errors.Is(err, ledger.ErrClaimLost) {
 		t.Errorf("old message of a reclaimed job started: %v", err)
 	}
-	if c, err := l.Start(ctx, key(retried[2]), retried[2].ClaimToken); err != nil || c.Attempt != 1 {
+	if c, err := l.Partitions().Start(ctx, key(retried[2]), retried[2].ClaimToken); err != nil || c.Attempt != 1 {
 		t.Errorf("start of the reclaimed job: %+v %v", c, err)
 	}
 }
@@ -652,13 +652,13 @@ func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
 		clk.Advance(lease + time.Minute) // nobody has received the job yet
 	}
 	key := partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")}
-	if r, err := l.Get(ctx, key); err != nil || r.State != ledger.StateRunning || r.Attempts != 0 || r.Stopped {
+	if r, err := l.Partitions().Get(ctx, key); err != nil || r.State != ledger.StateRunning || r.Attempts != 0 || r.Stopped {
 		t.Fatalf("row after the backlog %+v %v", r, err)
 	}
 	// The backlog drains: only the newest message runs.
 	started := 0
 	for _, m := range msgs {
-		if _, err := l.Start(ctx, key, m.ClaimToken); err == nil {
+		if _, err := l.Partitions().Start(ctx, key, m.ClaimToken); err == nil {
 			started++
 		} else if !errors.Is(err, ledger.ErrClaimLost) {
 			t.Fatal(err)
@@ -684,7 +684,7 @@ func (d *deliveringSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessag
 			return nil, err
 		}
 		key := partition.Key{AccountID: j.AccountID, Dataset: j.Dataset, Day: civil.MustParse(j.Day)}
-		if _, err := d.l.Start(ctx, key, j.ClaimToken); err != nil {
+		if _, err := d.l.Partitions().Start(ctx, key, j.ClaimToken); err != nil {
 			return nil, err
 		}
 	}
@@ -707,7 +707,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 	if sum.Claimed != 1 || sum.Enqueued != 1 || sum.Released != 0 {
 		t.Errorf("summary %+v, want the job counted as sent, not released", sum)
 	}
-	r, err := l.Get(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")})
+	r, err := l.Partitions().Get(ctx, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-31")})
 	if err != nil || r.State != ledger.StateRunning || r.StartedAt.IsZero() || r.Attempts != 1 {
 		t.Fatalf("row %+v %v, want running under the started claim", r, err)
 	}
@@ -741,11 +741,11 @@ func TestStoppedIsALevel(t *testing.T) {
 			t.Errorf("round %d: %d stopped", round, sum.Stopped)
 		}
 		for _, j := range rec.take() {
-			if _, err := l.Start(ctx, key(j), j.ClaimToken); err != nil {
+			if _, err := l.Partitions().Start(ctx, key(j), j.ClaimToken); err != nil {
 				t.Fatal(err)
 			}
 			if j.Day == "2026-03-30" {
-				if _, err := l.Fail(ctx, key(j), j.ClaimToken, errors.New("access denied")); err != nil {
+				if _, err := l.Partitions().Fail(ctx, key(j), j.ClaimToken, errors.New("access denied")); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -762,7 +762,7 @@ func TestStoppedIsALevel(t *testing.T) {
 		}
 		clk.Advance(15 * time.Minute)
 	}
-	if _, err := l.Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := s.Run(ctx); err != nil || sum.Stopped != 1 || sum.Claimed != 1 {

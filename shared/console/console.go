@@ -37,7 +37,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Ledger is what the console reads and changes in the ledger;
-// *ledger.Ledger has it. A read-only console never calls Requeue,
+// ops.Ledger has it. A read-only console never calls Requeue,
 // UpdateAccount or the ReexportNoter's methods.
 type Ledger interface {
 	ops.Reader
@@ -47,7 +47,7 @@ type Ledger interface {
 	UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error)
 }
 
-var _ Ledger = (*ledger.Ledger)(nil)
+var _ Ledger = ops.Ledger{}
 
 // ObjectReader reads whole objects of one bucket, at most limit bytes of
 // each (bucket.ErrTooLarge beyond); *bucket.Bucket has it. A

@@ -15,7 +15,7 @@ import (
 )
 
 // GetAccount returns one account, or ErrNotFound.
-func (l *Ledger) GetAccount(ctx context.Context, id string) (account.Account, error) {
+func (l Accounts) GetAccount(ctx context.Context, id string) (account.Account, error) {
 	item, err := l.getItem(ctx, tableKey(pkAccounts, id))
 	if errors.Is(err, ErrNotFound) {
 		return account.Account{}, fmt.Errorf("%w: account %s", ErrNotFound, id)
@@ -49,7 +49,7 @@ func accountFromItem(item map[string]types.AttributeValue) (account.Account, err
 // pk=ACCOUNTS page by page. A record that cannot be read does not hide the
 // others: they are returned, with an error (errors.Is ErrMalformed) naming
 // each unreadable one.
-func (l *Ledger) ListAccounts(ctx context.Context) ([]account.Account, error) {
+func (l Accounts) ListAccounts(ctx context.Context) ([]account.Account, error) {
 	var out []account.Account
 	var bad []error
 	_, err := l.queryPages(ctx, "list accounts", "", expression.Key(AttrPK).Equal(val(pkAccounts)), "", 0,
@@ -73,12 +73,12 @@ func (l *Ledger) ListAccounts(ctx context.Context) ([]account.Account, error) {
 // earlier one keeps it when it is updated (disabled, enabled, given another
 // dataset), however old the start date has become since. So the stored
 // account is read, only when the limit alone refuses a.
-func (l *Ledger) checkStart(ctx context.Context, a account.Account, now time.Time) error {
+func (l *kernel) checkStart(ctx context.Context, a account.Account, now time.Time) error {
 	err := a.ValidateStart(now, l.cfg.MaxBackfillDays)
 	if err == nil || a.ValidateStart(now, 0) != nil {
 		return err
 	}
-	old, gerr := l.GetAccount(ctx, a.ID)
+	old, gerr := l.accounts().GetAccount(ctx, a.ID)
 	switch {
 	case gerr == nil && !a.StartDate.Before(old.StartDate):
 		return nil

@@ -24,22 +24,22 @@ func TestAccounts(t *testing.T) {
 		}
 		a := account.Account{ID: id, Name: fmt.Sprint("acct ", i), Enabled: i != 1, StartDate: day1, TimeZone: "Asia/Kolkata",
 			Datasets: []string{"events"}, Destination: account.Destination{Bucket: "daybook-exports-test"}}
-		if err := l.PutAccount(ctx, a); err != nil {
+		if err := l.Accounts().PutAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	if err := l.PutAccount(ctx, account.Account{ID: "1"}); err == nil {
+	if err := l.Accounts().PutAccount(ctx, account.Account{ID: "1"}); err == nil {
 		t.Error("an invalid account was stored")
 	}
-	got, err := l.GetAccount(ctx, ids[0])
+	got, err := l.Accounts().GetAccount(ctx, ids[0])
 	if err != nil || got.TimeZone != "Asia/Kolkata" || got.StartDate != day1 || got.CreatedAt.IsZero() {
 		t.Fatalf("get %+v %v", got, err)
 	}
-	if _, err := l.GetAccount(ctx, "acct_missingmissingmi"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Accounts().GetAccount(ctx, "acct_missingmissingmi"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing account: %v", err)
 	}
-	all, err := l.ListAccounts(ctx)
+	all, err := l.Accounts().ListAccounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPutAccountStartDate(t *testing.T) {
 		Datasets: []string{"events"}, Destination: account.Destination{Bucket: "daybook-exports-test"}}
 	refused := func(what string, a account.Account, reason string) {
 		t.Helper()
-		err := l.PutAccount(ctx, a)
+		err := l.Accounts().PutAccount(ctx, a)
 		fields := account.Fields(err)
 		if len(fields) != 1 || fields[0].Field != "start_date" || fields[0].Value != a.StartDate.String() || !strings.Contains(err.Error(), reason) {
 			t.Errorf("%s: PutAccount = %v, want a start_date refusal containing %q", what, err, reason)
@@ -78,17 +78,17 @@ func TestPutAccountStartDate(t *testing.T) {
 	}
 	refused("new, beyond the limit", a, "more than 30 days back")
 	a.StartDate = civil.MustParse("2026-03-01")
-	if err := l.PutAccount(ctx, a); err != nil {
+	if err := l.Accounts().PutAccount(ctx, a); err != nil {
 		t.Fatalf("new, within the limit: %v", err)
 	}
 	c.Advance(60 * 24 * time.Hour) // 2026-05-09: the start date is now 69 days back
 	a.Enabled = false
-	if err := l.PutAccount(ctx, a); err != nil {
+	if err := l.Accounts().PutAccount(ctx, a); err != nil {
 		t.Errorf("disabling an account that keeps its start date: %v", err)
 	}
 	later := a
 	later.StartDate = civil.MustParse("2026-03-05")
-	if err := l.PutAccount(ctx, later); err != nil {
+	if err := l.Accounts().PutAccount(ctx, later); err != nil {
 		t.Errorf("moving the start date later: %v", err)
 	}
 	earlier := later
@@ -97,7 +97,7 @@ func TestPutAccountStartDate(t *testing.T) {
 	future := later
 	future.StartDate = civil.MustParse("2026-05-10")
 	refused("a start date in the future", future, "in the future")
-	if got, err := l.GetAccount(ctx, id); err != nil || got.StartDate != later.StartDate {
+	if got, err := l.Accounts().GetAccount(ctx, id); err != nil || got.StartDate != later.StartDate {
 		t.Errorf("stored %+v, %v; want start date %s", got, err, later.StartDate)
 	}
 }

@@ -25,7 +25,7 @@ import (
 // holding it in a conflicting way) and an event in the account's history.
 // Of two writes that would nest two accounts' prefixes, give them one role
 // and external id, or one tenant ("7" and "0007" alike), at most one
-// commits, however they interleave (C4); of two writes of one
+// commits, however they interleave; of two writes of one
 // account read at one version, one commits and the other is ErrChanged, so
 // a write never reverts a change it did not see.
 
@@ -63,7 +63,7 @@ type AccountEvent struct {
 // with its guards, at version 1, and records who created it (by). An id
 // that is stored is ErrExists; a conflict with another account is
 // ErrIsolation. It returns the account as stored.
-func (l *Ledger) CreateAccount(ctx context.Context, a account.Account, by string) (account.Account, error) {
+func (l Accounts) CreateAccount(ctx context.Context, a account.Account, by string) (account.Account, error) {
 	return l.saveAccount(ctx, nil, a, by, false)
 }
 
@@ -73,7 +73,7 @@ func (l *Ledger) CreateAccount(ctx context.Context, a account.Account, by string
 // conflict), and records who changed what (by, account.Diff) in the
 // account's history. A missing account is ErrNotFound. It returns the
 // account as stored, at its new version.
-func (l *Ledger) UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error) {
+func (l Accounts) UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error) {
 	old, held, err := l.readAccount(ctx, a.ID)
 	if err != nil {
 		return a, err
@@ -95,7 +95,7 @@ func (l *Ledger) UpdateAccount(ctx context.Context, a account.Account, by string
 // conditional write; without, it creates the account or replaces the
 // stored version it reads, for seeding and tests that own the account.
 // Commands use CreateAccount and UpdateAccount, which say who.
-func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
+func (l Accounts) PutAccount(ctx context.Context, a account.Account) error {
 	if a.Version != 0 {
 		_, err := l.UpdateAccount(ctx, a, "")
 		return err
@@ -114,7 +114,7 @@ func (l *Ledger) PutAccount(ctx context.Context, a account.Account) error {
 // DeleteAccount removes the account record and its guards (its ledger rows
 // and history stay; see PurgeAccount), recording the deletion in its
 // history. A missing account is ErrNotFound.
-func (l *Ledger) DeleteAccount(ctx context.Context, id string) error {
+func (l Accounts) DeleteAccount(ctx context.Context, id string) error {
 	old, held, err := l.readAccount(ctx, id)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func (l *Ledger) DeleteAccount(ctx context.Context, id string) error {
 
 // AccountHistory returns the account's recorded changes, oldest first
 // (kept after DeleteAccount, removed by PurgeAccount).
-func (l *Ledger) AccountHistory(ctx context.Context, id string) ([]AccountEvent, error) {
+func (l Accounts) AccountHistory(ctx context.Context, id string) ([]AccountEvent, error) {
 	var out []AccountEvent
 	_, err := l.queryPages(ctx, "account history", "", expression.Key(AttrPK).Equal(val(pkEventPrefix+id)), "", 0,
 		func(page *dynamodb.QueryOutput) error {
@@ -159,7 +159,7 @@ type storedAccount struct {
 }
 
 // readAccount reads one account with its version and held guards.
-func (l *Ledger) readAccount(ctx context.Context, id string) (account.Account, map[string]account.Hold, error) {
+func (l *kernel) readAccount(ctx context.Context, id string) (account.Account, map[string]account.Hold, error) {
 	item, err := l.getItem(ctx, tableKey(pkAccounts, id))
 	if errors.Is(err, ErrNotFound) {
 		return account.Account{}, nil, fmt.Errorf("%w: account %s", ErrNotFound, id)
@@ -184,7 +184,7 @@ func (l *Ledger) readAccount(ctx context.Context, id string) (account.Account, m
 }
 
 // saveAccount writes a over old (nil: a is new), or deletes old.
-func (l *Ledger) saveAccount(ctx context.Context, old *storedAccount, a account.Account, by string, deleting bool) (account.Account, error) {
+func (l *kernel) saveAccount(ctx context.Context, old *storedAccount, a account.Account, by string, deleting bool) (account.Account, error) {
 	now := l.now()
 	var guards []account.Guard
 	if !deleting {
@@ -262,7 +262,7 @@ func action(old, a account.Account, deleting bool) (string, []account.Change) {
 
 // accountItem writes the account record: created (none stored), or
 // updated or deleted at old's version.
-func (l *Ledger) accountItem(old *storedAccount, a account.Account, guards []account.Guard, deleting bool) (types.TransactWriteItem, error) {
+func (l *kernel) accountItem(old *storedAccount, a account.Account, guards []account.Guard, deleting bool) (types.TransactWriteItem, error) {
 	key := tableKey(pkAccounts, a.ID)
 	var cond expression.ConditionBuilder
 	switch {
@@ -308,23 +308,7 @@ func (l *Ledger) accountItem(old *storedAccount, a account.Account, guards []acc
 	return l.updateItem(key, upd, cond)
 }
 
-func (l *Ledger) updateItem(key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
-	b := expression.NewBuilder().WithUpdate(upd)
-	if cond.IsSet() {
-		b = b.WithCondition(cond)
-	}
-	expr, err := b.Build()
-	if err != nil {
-		return types.TransactWriteItem{}, fmt.Errorf("ledger: build expression: %w", err)
-	}
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(l.cfg.Table), Key: key,
-		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-	}}, nil
-}
-
-func (l *Ledger) eventItem(id string, ev AccountEvent) (types.TransactWriteItem, error) {
+func (l *kernel) eventItem(id string, ev AccountEvent) (types.TransactWriteItem, error) {
 	changes := ""
 	if len(ev.Changes) > 0 {
 		b, err := json.Marshal(ev.Changes)
@@ -353,7 +337,7 @@ func (l *Ledger) eventItem(id string, ev AccountEvent) (types.TransactWriteItem,
 // account.Guards). opGuards[i] is the guard of the transaction's item i+2
 // (after the account record and its event); a released guard's is its
 // zero Guard with the key.
-func (l *Ledger) guardOps(id string, held map[string]account.Hold, want []account.Guard) (ops []types.TransactWriteItem, opGuards []account.Guard, err error) {
+func (l *kernel) guardOps(id string, held map[string]account.Hold, want []account.Guard) (ops []types.TransactWriteItem, opGuards []account.Guard, err error) {
 	wanted := map[string]account.Guard{}
 	for _, g := range want {
 		wanted[g.Key] = g
@@ -418,7 +402,7 @@ func (l *Ledger) guardOps(id string, held map[string]account.Hold, want []accoun
 // cancelled explains a cancelled transaction: the account record's
 // condition (ErrExists, ErrChanged) or the guards', each named as the
 // *account.FieldError of the conflict, with the account holding the guard.
-func (l *Ledger) cancelled(ctx context.Context, a account.Account, creating bool, codes []string, opGuards []account.Guard) error {
+func (l *kernel) cancelled(ctx context.Context, a account.Account, creating bool, codes []string, opGuards []account.Guard) error {
 	if len(codes) > 0 && codes[0] == "ConditionalCheckFailed" {
 		if creating {
 			return fmt.Errorf("%w: %s", ErrExists, a.ID)
@@ -439,7 +423,7 @@ func (l *Ledger) cancelled(ctx context.Context, a account.Account, creating bool
 }
 
 // guardConflict names who holds the guard g that account id could not take.
-func (l *Ledger) guardConflict(ctx context.Context, id string, g account.Guard) error {
+func (l *kernel) guardConflict(ctx context.Context, id string, g account.Guard) error {
 	fe := &account.FieldError{Field: g.Field, Value: g.Value}
 	item, err := l.getItem(ctx, tableKey(pkGuards, g.Key))
 	var rec guardRecord

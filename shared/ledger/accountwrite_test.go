@@ -34,12 +34,12 @@ func TestAccountWritesAreGuarded(t *testing.T) {
 			t.Errorf("got %v, want ErrIsolation on %s: %s", err, field, reason)
 		}
 	}
-	outer, err := l.CreateAccount(ctx, newAcct("g/ID"), "alice")
+	outer, err := l.Accounts().CreateAccount(ctx, newAcct("g/ID"), "alice")
 	if err != nil || outer.Version != 1 {
 		t.Fatalf("create: %v (version %d)", err, outer.Version)
 	}
 	inner := newAcct("g/" + outer.ID + "/ID")
-	_, err = l.CreateAccount(ctx, inner, "bob")
+	_, err = l.Accounts().CreateAccount(ctx, inner, "bob")
 	refused(err, "destination.prefix", "is inside account "+outer.ID)
 	// An account whose prefix contains another's: a second "outer" at a
 	// prefix one level up is refused too.
@@ -48,11 +48,11 @@ func TestAccountWritesAreGuarded(t *testing.T) {
 	if err := above.ValidateShape(); err == nil {
 		t.Fatal("a prefix without the account id is valid")
 	}
-	sibling, err := l.CreateAccount(ctx, newAcct("g/ID"), "bob")
+	sibling, err := l.Accounts().CreateAccount(ctx, newAcct("g/ID"), "bob")
 	if err != nil {
 		t.Fatalf("a sibling prefix was refused: %v", err)
 	}
-	if _, err := l.CreateAccount(ctx, sibling, "bob"); !errors.Is(err, ErrExists) {
+	if _, err := l.Accounts().CreateAccount(ctx, sibling, "bob"); !errors.Is(err, ErrExists) {
 		t.Errorf("creating an existing id: %v, want ErrExists", err)
 	}
 
@@ -60,23 +60,23 @@ func TestAccountWritesAreGuarded(t *testing.T) {
 	// refused and changes nothing.
 	moved := outer
 	moved.Destination.Prefix = "h/{{.AccountID}}"
-	if moved, err = l.UpdateAccount(ctx, moved, "carol"); err != nil || moved.Version != 2 {
+	if moved, err = l.Accounts().UpdateAccount(ctx, moved, "carol"); err != nil || moved.Version != 2 {
 		t.Fatalf("update: %v (version %d)", err, moved.Version)
 	}
 	stale := outer
 	stale.Enabled = false
-	if _, err := l.UpdateAccount(ctx, stale, "dave"); !errors.Is(err, ErrChanged) {
+	if _, err := l.Accounts().UpdateAccount(ctx, stale, "dave"); !errors.Is(err, ErrChanged) {
 		t.Errorf("update read at version 1 after version 2: %v, want ErrChanged", err)
 	}
-	if got, _ := l.GetAccount(ctx, outer.ID); got.Destination.Prefix != "h/{{.AccountID}}" || !got.Enabled {
+	if got, _ := l.Accounts().GetAccount(ctx, outer.ID); got.Destination.Prefix != "h/{{.AccountID}}" || !got.Enabled {
 		t.Errorf("after a refused stale update: %+v", got.Destination)
 	}
 	// The move released g/<outer>: the inner account fits there now, and
 	// h/<outer> is held.
-	if _, err := l.CreateAccount(ctx, inner, "bob"); err != nil {
+	if _, err := l.Accounts().CreateAccount(ctx, inner, "bob"); err != nil {
 		t.Errorf("inside the released prefix: %v", err)
 	}
-	_, err = l.CreateAccount(ctx, newAcct("h/"+outer.ID+"/ID"), "bob")
+	_, err = l.Accounts().CreateAccount(ctx, newAcct("h/"+outer.ID+"/ID"), "bob")
 	refused(err, "destination.prefix", "is inside account "+outer.ID)
 
 	// One role and external id, once.
@@ -84,22 +84,22 @@ func TestAccountWritesAreGuarded(t *testing.T) {
 		a.Destination.RoleARN, a.Destination.ExternalID = "arn:aws:iam::123456789012:role/daybook-export-Acme", "ext-1"
 		return a
 	}
-	if _, err := l.CreateAccount(ctx, withRole(newAcct("r/ID")), "bob"); err != nil {
+	if _, err := l.Accounts().CreateAccount(ctx, withRole(newAcct("r/ID")), "bob"); err != nil {
 		t.Fatal(err)
 	}
 	second := withRole(newAcct("r/ID"))
 	second.Destination.RoleARN = strings.ToLower(second.Destination.RoleARN)
-	_, err = l.CreateAccount(ctx, second, "bob")
+	_, err = l.Accounts().CreateAccount(ctx, second, "bob")
 	refused(err, "destination.external_id", "already uses role")
 
 	// A delete releases the prefix; the history tells it all.
-	if err := l.DeleteAccount(ctx, outer.ID); err != nil {
+	if err := l.Accounts().DeleteAccount(ctx, outer.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreateAccount(ctx, newAcct("h/"+outer.ID+"/ID"), "bob"); err != nil {
+	if _, err := l.Accounts().CreateAccount(ctx, newAcct("h/"+outer.ID+"/ID"), "bob"); err != nil {
 		t.Errorf("inside a deleted account's prefix: %v", err)
 	}
-	evs, err := l.AccountHistory(ctx, outer.ID)
+	evs, err := l.Accounts().AccountHistory(ctx, outer.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestTenantKeyGuard(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for i := range keys {
-		wg.Go(func() { _, errs[i] = l.CreateAccount(ctx, accts[i], "ops") })
+		wg.Go(func() { _, errs[i] = l.Accounts().CreateAccount(ctx, accts[i], "ops") })
 	}
 	wg.Wait()
 	winner := -1
@@ -175,7 +175,7 @@ func TestTenantKeyGuard(t *testing.T) {
 		}
 	}
 	stored := 0
-	all, err := l.ListAccounts(ctx)
+	all, err := l.Accounts().ListAccounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,43 +192,43 @@ func TestTenantKeyGuard(t *testing.T) {
 
 	// Another tenant is free; the winner's update that keeps its key does
 	// not conflict with itself, and one that moves it frees the old one.
-	if _, err := l.CreateAccount(ctx, newAcct("8"), "ops"); err != nil {
+	if _, err := l.Accounts().CreateAccount(ctx, newAcct("8"), "ops"); err != nil {
 		t.Errorf("another tenant: %v", err)
 	}
-	w, err := l.GetAccount(ctx, accts[winner].ID)
+	w, err := l.Accounts().GetAccount(ctx, accts[winner].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Enabled = false
-	if w, err = l.UpdateAccount(ctx, w, "ops"); err != nil {
+	if w, err = l.Accounts().UpdateAccount(ctx, w, "ops"); err != nil {
 		t.Fatalf("update keeping the key: %v", err)
 	}
-	nine, err := l.CreateAccount(ctx, newAcct("9"), "ops")
+	nine, err := l.Accounts().CreateAccount(ctx, newAcct("9"), "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.TenantKey = "009"
-	_, err = l.UpdateAccount(ctx, w, "ops")
+	_, err = l.Accounts().UpdateAccount(ctx, w, "ops")
 	refused(err, "009", nine.ID)
 	w.TenantKey = "10"
-	if _, err := l.UpdateAccount(ctx, w, "ops"); err != nil {
+	if _, err := l.Accounts().UpdateAccount(ctx, w, "ops"); err != nil {
 		t.Fatalf("moving the key: %v", err)
 	}
-	if _, err := l.CreateAccount(ctx, newAcct("0007"), "ops"); err != nil {
+	if _, err := l.Accounts().CreateAccount(ctx, newAcct("0007"), "ops"); err != nil {
 		t.Errorf("the key given up by an update: %v", err)
 	}
 
 	const u = "6f1c2a4e-0d3b-4e5f-8a9b-1c2d3e4f5a6b"
-	lower, err := l.CreateAccount(ctx, newAcct(u), "ops")
+	lower, err := l.Accounts().CreateAccount(ctx, newAcct(u), "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.CreateAccount(ctx, newAcct(strings.ToUpper(u)), "ops")
+	_, err = l.Accounts().CreateAccount(ctx, newAcct(strings.ToUpper(u)), "ops")
 	refused(err, strings.ToUpper(u), lower.ID)
-	if err := l.DeleteAccount(ctx, lower.ID); err != nil {
+	if err := l.Accounts().DeleteAccount(ctx, lower.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreateAccount(ctx, newAcct(strings.ToUpper(u)), "ops"); err != nil {
+	if _, err := l.Accounts().CreateAccount(ctx, newAcct(strings.ToUpper(u)), "ops"); err != nil {
 		t.Errorf("the key given up by a delete: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The shared claim budget (L6): sweeps that run at once (a scheduled sweep
+// The shared claim budget: sweeps that run at once (a scheduled sweep
 // delivered twice, a manual one, the fan-out workers of two scheduled
 // sweeps) draw their claims from one budget item, pk=STATS
 // sk=BUDGET#<scope>, instead of each claiming a whole budget of its own.
@@ -31,7 +31,7 @@ const (
 // from the window open now, or, if none is, from a new one of total claims
 // lasting window. want 0 only opens the window (a sweep about to fan out
 // its budget to workers). It returns how many claims were granted.
-func (l *Ledger) ReserveClaims(ctx context.Context, scope string, window time.Duration, total, want int) (int, error) {
+func (l Schedule) ReserveClaims(ctx context.Context, scope string, window time.Duration, total, want int) (int, error) {
 	if scope == "" || window <= 0 || total < 0 || want < 0 {
 		return 0, fmt.Errorf("ledger: reserve claims: scope %q, window %s, total %d, want %d", scope, window, total, want)
 	}

@@ -16,32 +16,17 @@ import (
 // claimableNow: queued, pending, failed with attempts left (due key 2#) and
 // next_attempt_at <= now, or running with an expired lease that either never
 // started (its attempt was not used) or started with attempts left.
-func (l *Ledger) claimableNow(nowS string) expression.ConditionBuilder {
+func (l *kernel) claimableNow(nowS string) expression.ConditionBuilder {
 	st := name(attrState)
 	return expression.And(
 		name(AttrPK).AttributeExists(),
 		expression.Or(
 			st.In(val(string(StateQueued)), val(string(StatePending))),
 			expression.And(st.Equal(val(string(StateFailed))), name(AttrDueKey).BeginsWith(dueFailed), name(attrNextAttemptAt).LessThanEqual(val(nowS))),
-			expression.And(st.Equal(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)),
+			expression.And(deadRun(nowS),
 				expression.Or(name(attrStartedAt).AttributeNotExists(), name(attrAttempts).LessThan(val(l.cfg.MaxAttempts)))),
 		),
 	)
-}
-
-// notLive: absent, or not running, or running under an expired lease.
-func notLive(nowS string) expression.ConditionBuilder {
-	return expression.Or(name(AttrPK).AttributeNotExists(), name(attrState).NotEqual(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)))
-}
-
-func live(nowS string) expression.ConditionBuilder {
-	return expression.And(name(attrState).Equal(val(string(StateRunning))), name(attrLeaseUntil).GreaterThanEqual(val(nowS)))
-}
-
-// holds: running under the claim with token (Row.heldBy is the same test on
-// a row already read).
-func holds(token string) expression.ConditionBuilder {
-	return expression.And(name(attrClaimToken).Equal(val(token)), name(attrState).Equal(val(string(StateRunning))))
 }
 
 // holdsUnstarted: held by token, and its run has not started.
@@ -80,7 +65,7 @@ func runningUpdate(k partition.Key, token, nowS string, lease time.Time) express
 // message. A dead claim that never started (its job waited in the queue
 // longer than the lease) is reclaimed without having used an attempt; its old
 // message is dropped at Start by the token check.
-func (l *Ledger) Claim(ctx context.Context, key partition.Key, reason partition.Reason) (Claim, error) {
+func (l Partitions) Claim(ctx context.Context, key partition.Key, reason partition.Reason) (Claim, error) {
 	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
@@ -121,7 +106,7 @@ func (l *Ledger) Claim(ctx context.Context, key partition.Key, reason partition.
 // refusedClaim explains a failed claim condition from the row as the refused
 // write found it (item; empty if there is no row), and retires a dead claim
 // that started on its last attempt.
-func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.Time, item map[string]types.AttributeValue) error {
+func (l *kernel) refusedClaim(ctx context.Context, key partition.Key, now time.Time, item map[string]types.AttributeValue) error {
 	if len(item) == 0 {
 		return fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
@@ -192,9 +177,9 @@ func (l *Ledger) refusedClaim(ctx context.Context, key partition.Key, now time.T
 // claim returns as failed and due now. A claim that has started (its job got
 // through after all, and an exporter runs it) or is no longer held is
 // ErrClaimLost and the row is left alone: releasing a running row would let
-// a second exporter run it (L2). Manual claims start at once, so they are
+// a second exporter run it. Manual claims start at once, so they are
 // never released.
-func (l *Ledger) Release(ctx context.Context, c Claim) error {
+func (l Partitions) Release(ctx context.Context, c Claim) error {
 	now := l.now()
 	st, at := StateFailed, now
 	switch {

@@ -171,8 +171,11 @@ func TestWatermarkAndAccountMalformed(t *testing.T) {
 		item[attrEnabled] = enabled
 		return item
 	}
-	watermark := func(l *Ledger) error { _, err := l.Watermark(context.Background(), "acct_x", "events"); return err }
-	account := func(l *Ledger) error { _, err := l.GetAccount(context.Background(), "acct_x"); return err }
+	watermark := func(l *Ledger) error {
+		_, err := l.Schedule().Watermark(context.Background(), "acct_x", "events")
+		return err
+	}
+	account := func(l *Ledger) error { _, err := l.Accounts().GetAccount(context.Background(), "acct_x"); return err }
 	cases := []struct {
 		name string
 		item map[string]types.AttributeValue
@@ -213,15 +216,21 @@ func TestCorruptedRowIsNeverReadAsZero(t *testing.T) {
 		name, attr, value string
 		act               func(f *fixture) error
 	}{
-		{"get", attrLeaseUntil, "garbage", func(f *fixture) error { _, err := f.l.Get(f.ctx, f.key); return err }},
+		{"get", attrLeaseUntil, "garbage", func(f *fixture) error { _, err := f.l.Partitions().Get(f.ctx, f.key); return err }},
 		{"claim after the lease", attrLeaseUntil, "garbage", func(f *fixture) error {
 			f.clk.Advance(testLease + time.Minute)
-			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			_, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}},
-		{"fail", attrStartedAt, "yesterday", func(f *fixture) error { _, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom")); return err }},
-		{"complete", attrClaimedAt, "noon", func(f *fixture) error { _, err := f.l.Complete(f.ctx, f.key, "stale", Result{}); return err }},
-		{"due", AttrDueKey, "3#0000-bad#2026-03-01#events", func(f *fixture) error { _, _, err := f.l.Due(f.ctx, f.key.AccountID, 10); return err }},
+		{"fail", attrStartedAt, "yesterday", func(f *fixture) error {
+			_, err := f.l.Partitions().Fail(f.ctx, f.key, f.token, errors.New("boom"))
+			return err
+		}},
+		{"complete", attrClaimedAt, "noon", func(f *fixture) error {
+			_, err := f.l.Partitions().Complete(f.ctx, f.key, "stale", Result{})
+			return err
+		}},
+		{"due", AttrDueKey, "3#0000-bad#2026-03-01#events", func(f *fixture) error { _, _, err := f.l.Partitions().Due(f.ctx, f.key.AccountID, 10); return err }},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // DueWork is an account's due work as one sweep reads it.
 type DueWork struct {
 	// Rows are at most the limit, in order: scheduled (the newest closed day
-	// of a live account, L6), then S1: queued, pending and failed-and-due by
+	// of a live account), then queued, pending and failed-and-due by
 	// day, dead claims; oldest day first within each class.
 	Rows []Row
 	// More reports due rows beyond Rows, or classes left unread because the
@@ -32,11 +32,11 @@ type DueWork struct {
 }
 
 // DueWork reads up to limit due rows of accountID from the sparse due index
-// with key conditions only (L5): one query per class, each asking one row
+// with key conditions only: one query per class, each asking one row
 // more than it may return (so More is exact within a class), the failed and
 // running classes from their start (so the first row not yet due gives
 // NextAt). It stops at the class that fills the limit.
-func (l *Ledger) DueWork(ctx context.Context, accountID string, limit int) (DueWork, error) {
+func (l Partitions) DueWork(ctx context.Context, accountID string, limit int) (DueWork, error) {
 	var w DueWork
 	if limit <= 0 {
 		w.More = true
@@ -145,17 +145,17 @@ func (w DueWork) finish(err error) (DueWork, error) {
 // Due returns up to limit rows of accountID with work to do, in the order
 // DueWork reads them; an index entry that cannot be read is skipped and
 // named in the error, with the other rows returned.
-func (l *Ledger) Due(ctx context.Context, accountID string, limit int) ([]Row, ReadStats, error) {
+func (l Partitions) Due(ctx context.Context, accountID string, limit int) ([]Row, ReadStats, error) {
 	w, err := l.DueWork(ctx, accountID, limit)
 	return w.Rows, w.Stats, errors.Join(append(w.Malformed, err)...)
 }
 
 // CountStopped counts the account's partitions that stopped retrying
 // (failed after MaxAttempts, waiting for a requeue): a COUNT Query on the due
-// index over begins_with(due_key, "9#"). It reads only stopped rows (L5),
-// which are few: each one is an alarm (O3). The sweeper reads the fleet's
+// index over begins_with(due_key, "9#"). It reads only stopped rows,
+// which are few: each one is an alarm. The sweeper reads the fleet's
 // level from StoppedByAccount instead, without a query per account.
-func (l *Ledger) CountStopped(ctx context.Context, accountID string) (int, ReadStats, error) {
+func (l Schedule) CountStopped(ctx context.Context, accountID string) (int, ReadStats, error) {
 	kc := expression.Key(AttrDueAccount).Equal(val(accountID)).
 		And(expression.Key(AttrDueKey).BeginsWith(dueStopped))
 	total := 0

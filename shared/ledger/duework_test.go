@@ -26,29 +26,29 @@ func TestDueWorkScheduledFirstMoreAndNext(t *testing.T) {
 	acct := testAccount(t, "a")
 	days := civil.Range(day1, day1.AddDays(4)) // 03-01 .. 03-05
 	newest := days[4]
-	if n, err := l.MaterializeDays(ctx, acct, "events", days, newest); err != nil || n != 5 {
+	if n, err := l.Schedule().MaterializeDays(ctx, acct, "events", days, newest); err != nil || n != 5 {
 		t.Fatalf("materialize %d %v", n, err)
 	}
-	if _, err := l.Requeue(ctx, acct, "events", days[3], days[3], partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, acct, "events", days[3], days[3], partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	row, err := l.Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: newest})
+	row, err := l.Partitions().Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: newest})
 	if err != nil || row.Reason != partition.ReasonScheduled || !strings.HasPrefix(row.DueKey, dueScheduled) {
 		t.Fatalf("newest day %+v %v, want scheduled in the scheduled class", row, err)
 	}
-	if r, _ := l.Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: days[0]}); r.Reason != partition.ReasonBackfill {
+	if r, _ := l.Partitions().Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: days[0]}); r.Reason != partition.ReasonBackfill {
 		t.Errorf("older day reason %s, want backfill", r.Reason)
 	}
 	// 03-01 fails (next attempt later), 03-02 is claimed (live lease).
 	f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: partition.Key{AccountID: acct, Dataset: "events", Day: days[0]}}
-	c, err := l.Claim(ctx, f.key, "")
+	c, err := l.Partitions().Claim(ctx, f.key, "")
 	f.must(err)
-	failed, err := l.Fail(ctx, f.key, c.Token, errors.New("boom"))
+	failed, err := l.Partitions().Fail(ctx, f.key, c.Token, errors.New("boom"))
 	f.must(err)
-	live, err := l.Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: days[1]}, "")
+	live, err := l.Partitions().Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: days[1]}, "")
 	f.must(err)
 
-	w, err := l.DueWork(ctx, acct, 10)
+	w, err := l.Partitions().DueWork(ctx, acct, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +62,15 @@ func TestDueWorkScheduledFirstMoreAndNext(t *testing.T) {
 		t.Errorf("More %v NextAt %s, want false and %s", w.More, w.NextAt, minTime(failed.NextAttemptAt, LeaseEnd(live.LeaseUntil)))
 	}
 	// Capped: the head of the order, More, no NextAt.
-	w, err = l.DueWork(ctx, acct, 2)
+	w, err = l.Partitions().DueWork(ctx, acct, 2)
 	if err != nil || strings.Join(dueDays(w.Rows), " ") != "pending:2026-03-05 queued:2026-03-04" || !w.More || !w.NextAt.IsZero() {
 		t.Errorf("capped at 2: %v more %v next %s %v", dueDays(w.Rows), w.More, w.NextAt, err)
 	}
 	// A released scheduled row keeps its class.
-	sc, err := l.Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: newest}, "")
+	sc, err := l.Partitions().Claim(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: newest}, "")
 	f.must(err)
-	f.must(l.Release(ctx, sc))
-	if r, _ := l.Get(ctx, sc.Key); !r.Scheduled() || r.State != StatePending {
+	f.must(l.Partitions().Release(ctx, sc))
+	if r, _ := l.Partitions().Get(ctx, sc.Key); !r.Scheduled() || r.State != StatePending {
 		t.Errorf("released scheduled row %+v", r)
 	}
 }
@@ -82,7 +82,7 @@ func TestMalformedDueRowDoesNotHideItsGroup(t *testing.T) {
 	clk := newClock(t0)
 	l, db := newTestLedger(t, clk)
 	acct := testAccount(t, "a")
-	if _, err := l.Materialize(ctx, acct, "events", day1, day1.AddDays(3)); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct, "events", day1, day1.AddDays(3)); err != nil {
 		t.Fatal(err)
 	}
 	// The oldest pending row's attempts is not a number: it cannot be decoded.
@@ -94,7 +94,7 @@ func TestMalformedDueRowDoesNotHideItsGroup(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := l.DueWork(ctx, acct, 10)
+	w, err := l.Partitions().DueWork(ctx, acct, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestMalformedDueRowDoesNotHideItsGroup(t *testing.T) {
 	if len(w.Malformed) != 1 || !errors.Is(w.Malformed[0], ErrMalformed) || !strings.Contains(w.Malformed[0].Error(), "2026-03-01") {
 		t.Errorf("malformed %v, want the 03-01 entry named", w.Malformed)
 	}
-	rows, _, err := l.Due(ctx, acct, 10)
+	rows, _, err := l.Partitions().Due(ctx, acct, 10)
 	if len(rows) != 3 || !errors.Is(err, ErrMalformed) {
 		t.Errorf("Due = %d rows, %v; want 3 and the malformed entry named", len(rows), err)
 	}
@@ -119,7 +119,7 @@ func TestStoppedPartitionsInTheFleetIndex(t *testing.T) {
 	acct := testAccount(t, "a")
 	count := func() int {
 		t.Helper()
-		m, _, err := l.StoppedByAccount(ctx, Shard(acct))
+		m, _, err := l.Schedule().StoppedByAccount(ctx, Shard(acct))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,17 +128,17 @@ func TestStoppedPartitionsInTheFleetIndex(t *testing.T) {
 	for i := range 2 {
 		f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(i)}}
 		f.started()
-		if r, err := l.Fail(ctx, f.key, f.token, errors.New("boom")); err != nil || !r.Stopped {
+		if r, err := l.Partitions().Fail(ctx, f.key, f.token, errors.New("boom")); err != nil || !r.Stopped {
 			t.Fatalf("fail: %+v %v", r, err)
 		}
 	}
 	if n := count(); n != 2 {
 		t.Errorf("stopped %d, want 2", n)
 	}
-	if _, err := l.Requeue(ctx, acct, "events", day1, day1, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, acct, "events", day1, day1, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ClaimManual(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(); n != 0 {
@@ -152,7 +152,7 @@ func TestExportStatsAndReconcile(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock("2031-01-01T10:30:00Z") // an hour no other test writes
 	l, _ := newTestLedger(t, clk)
-	before, _, err := l.FleetStats(ctx, 2*time.Hour)
+	before, _, err := l.Schedule().FleetStats(ctx, 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +160,11 @@ func TestExportStatsAndReconcile(t *testing.T) {
 	for i, d := range []time.Duration{10 * time.Second, 30 * time.Second} {
 		f := &fixture{t: t, ctx: ctx, l: l, clk: clk, key: partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(i)}}
 		f.started()
-		if _, err := l.Complete(ctx, f.key, f.token, Result{Duration: d}); err != nil {
+		if _, err := l.Partitions().Complete(ctx, f.key, f.token, Result{Duration: d}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st, _, err := l.FleetStats(ctx, 2*time.Hour)
+	st, _, err := l.Schedule().FleetStats(ctx, 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +174,13 @@ func TestExportStatsAndReconcile(t *testing.T) {
 	if _, ok := (FleetStats{Exports: 1, ExportTime: time.Second}).MeanExport(2); ok {
 		t.Error("a mean from fewer exports than asked")
 	}
-	ok1, err1 := l.ClaimReconcile(ctx, 24*time.Hour)
-	ok2, err2 := l.ClaimReconcile(ctx, 24*time.Hour)
+	ok1, err1 := l.Schedule().ClaimReconcile(ctx, 24*time.Hour)
+	ok2, err2 := l.Schedule().ClaimReconcile(ctx, 24*time.Hour)
 	if err1 != nil || err2 != nil || !ok1 || ok2 {
 		t.Errorf("ClaimReconcile twice = %v %v, %v %v; want the first only", ok1, err1, ok2, err2)
 	}
 	clk.Advance(24 * time.Hour)
-	if ok, err := l.ClaimReconcile(ctx, 24*time.Hour); !ok || err != nil {
+	if ok, err := l.Schedule().ClaimReconcile(ctx, 24*time.Hour); !ok || err != nil {
 		t.Errorf("a day later: %v %v", ok, err)
 	}
 }
@@ -205,7 +205,7 @@ func TestReconcilePutsOldRecordsIntoTheIndex(t *testing.T) {
 	strip(old.ID, "REMOVE "+AttrFleetShard+", "+AttrFleetKey+", "+attrWakeSeq, nil)
 	strip(gone.ID, "SET "+attrEnabled+" = :f", map[string]types.AttributeValue{":f": &types.AttributeValueMemberBOOL{Value: false}})
 	clk.Advance(time.Hour)
-	res, _, err := l.ReconcileWake(ctx)
+	res, _, err := l.Schedule().ReconcileWake(ctx)
 	if err != nil && !errors.Is(err, ErrMalformed) { // other tests' malformed records are reported, not fatal
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ var errCondition = errors.New("condition failed")
 // LiveClaimError is Claim's refusal of a row running under a live claim. It
 // is ErrConflict (errors.Is); Ends says when that claim, if it dies, can be
 // taken over, so a sweep that lost the row keeps its account woken until
-// then rather than until its next day (L3).
+// then rather than until its next day.
 type LiveClaimError struct {
 	Key        partition.Key
 	LeaseUntil time.Time // the stored lease_until

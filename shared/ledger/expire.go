@@ -14,12 +14,12 @@ import (
 // ExpireClaim ends the lease of the claim with token now, as if it had run
 // out, and those of the running slices of its plan if it exports the day in
 // slices: the row stays running under that claim, and the next sweep may
-// reclaim it as a dead claim (L3), attempts counted as for any dead claim.
+// reclaim it as a dead claim, attempts counted as for any dead claim.
 // It is for a claim whose exporter is known to be dead (a fault-injection
 // run that killed it, or an operator who saw the Lambda die), never for a
 // live one, whose run would then overlap the next. A token that no longer
 // holds the row is ErrClaimLost.
-func (l *Ledger) ExpireClaim(ctx context.Context, key partition.Key, token string) error {
+func (l Partitions) ExpireClaim(ctx context.Context, key partition.Key, token string) error {
 	if err := validateKey(key); err != nil {
 		return err
 	}
@@ -42,13 +42,13 @@ func (l *Ledger) ExpireClaim(ctx context.Context, key partition.Key, token strin
 	}
 	// The dead claim is due now: wake the account, as every transition that
 	// leaves work due does, or no sweep would read it before the old lease end.
-	return l.Wake(ctx, key.AccountID, now)
+	return l.schedule().Wake(ctx, key.AccountID, now)
 }
 
 // expireSlices ends the lease of every running slice of the claim's plan,
 // each conditional on its run token, so a run that took one over meanwhile
 // keeps it.
-func (l *Ledger) expireSlices(ctx context.Context, key partition.Key, token string, past time.Time) error {
+func (l *kernel) expireSlices(ctx context.Context, key partition.Key, token string, past time.Time) error {
 	_, sls, err := l.sliceItems(ctx, key)
 	if err != nil {
 		return err

@@ -84,7 +84,7 @@ func GenerationAfter(claimed, found int64, uri string) (int64, error) {
 // contract answers for itself. One Query of the dataset's rows, filtered,
 // read until the first such row; the exporter asks it only before it
 // refuses a dataset (functions/exporter/delivered.go).
-func (l *Ledger) EverCommitted(ctx context.Context, accountID, dataset string) (bool, error) {
+func (l Partitions) EverCommitted(ctx context.Context, accountID, dataset string) (bool, error) {
 	expr, err := expression.NewBuilder().
 		WithKeyCondition(expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset)))).
 		WithFilter(expression.Or(name(attrGeneration).GreaterThan(val(0)), name(attrGenReserved).GreaterThan(val(0)))).

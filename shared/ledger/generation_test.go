@@ -66,35 +66,35 @@ func TestStoredGenerationsCannotOverflow(t *testing.T) {
 	ctx := t.Context()
 	l, _ := newTestLedger(t, newClock(t0))
 	k := partition.Key{AccountID: testAccount(t, "g"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, k.AccountID, k.Dataset, day1, day1); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, k.AccountID, k.Dataset, day1, day1); err != nil {
 		t.Fatal(err)
 	}
-	c, err := l.Claim(ctx, k, "")
+	c, err := l.Partitions().Claim(ctx, k, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []int64{math.MaxInt64, MaxGeneration + 1, -3} {
-		if _, err := l.Complete(ctx, k, c.Token, Result{Rows: 1, Generation: g}); !errors.Is(err, ErrGenerationRange) || !strings.Contains(err.Error(), fmt.Sprint(g)) {
+		if _, err := l.Partitions().Complete(ctx, k, c.Token, Result{Rows: 1, Generation: g}); !errors.Is(err, ErrGenerationRange) || !strings.Contains(err.Error(), fmt.Sprint(g)) {
 			t.Errorf("Complete with generation %d = %v, want ErrGenerationRange naming it", g, err)
 		}
-		if err := l.NoteCommitted(ctx, k, c.Token, g); !errors.Is(err, ErrGenerationRange) {
+		if err := l.Partitions().NoteCommitted(ctx, k, c.Token, g); !errors.Is(err, ErrGenerationRange) {
 			t.Errorf("NoteCommitted of generation %d = %v, want ErrGenerationRange", g, err)
 		}
 	}
-	row, err := l.Get(ctx, k)
+	row, err := l.Partitions().Get(ctx, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if row.State != StateRunning || row.Generation != 0 || row.GenReserved != 0 {
 		t.Fatalf("after the refusals: %+v", row)
 	}
-	if _, err := l.Complete(ctx, k, c.Token, Result{Rows: 1, Generation: MaxGeneration}); err != nil {
+	if _, err := l.Partitions().Complete(ctx, k, c.Token, Result{Rows: 1, Generation: MaxGeneration}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Requeue(ctx, k.AccountID, k.Dataset, day1, day1, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, k.AccountID, k.Dataset, day1, day1, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	next, err := l.Claim(ctx, k, "")
+	next, err := l.Partitions().Claim(ctx, k, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestEverCommitted(t *testing.T) {
 	acct := testAccount(t, "a")
 	ever := func(ds string) bool {
 		t.Helper()
-		ok, err := l.EverCommitted(ctx, acct, ds)
+		ok, err := l.Partitions().EverCommitted(ctx, acct, ds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,27 +122,27 @@ func TestEverCommitted(t *testing.T) {
 	if ever("events") {
 		t.Error("no rows: committed")
 	}
-	if _, err := l.Materialize(ctx, acct, "events", day1, day1.AddDays(2)); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct, "events", day1, day1.AddDays(2)); err != nil {
 		t.Fatal(err)
 	}
 	k := partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}
-	cl, err := l.Claim(ctx, k, "")
+	cl, err := l.Partitions().Claim(ctx, k, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Start(ctx, k, cl.Token); err != nil {
+	if _, err := l.Partitions().Start(ctx, k, cl.Token); err != nil {
 		t.Fatal(err)
 	}
 	if ever("events") {
 		t.Error("pending and running rows: committed")
 	}
-	if err := l.NoteCommitted(ctx, k, cl.Token, 1); err != nil {
+	if err := l.Partitions().NoteCommitted(ctx, k, cl.Token, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !ever("events") {
 		t.Error("a generation found committed in the bucket: not committed")
 	}
-	if _, err := l.Complete(ctx, k, cl.Token, Result{Rows: 1, Generation: 2}); err != nil {
+	if _, err := l.Partitions().Complete(ctx, k, cl.Token, Result{Rows: 1, Generation: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if !ever("events") || ever("events.v2") || ever("profiles") {

@@ -17,7 +17,7 @@ import (
 // by). An account that holds exactly its guards is not written, so a second
 // call changes nothing; it reports whether it wrote. A guard another
 // account holds is ErrIsolation, naming both, as for any save.
-func (l *Ledger) EnsureGuards(ctx context.Context, id, by string) (bool, error) {
+func (l Accounts) EnsureGuards(ctx context.Context, id, by string) (bool, error) {
 	old, held, err := l.readAccount(ctx, id)
 	if err != nil {
 		return false, err

@@ -49,7 +49,7 @@ func TestEnsureGuards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old, err := l.CreateAccount(ctx, newAcct("old/ID"), "alice")
+	old, err := l.Accounts().CreateAccount(ctx, newAcct("old/ID"), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,11 @@ func TestEnsureGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wrote, err := l.EnsureGuards(ctx, old.ID, "fleet-rebuild-operator")
+	wrote, err := l.Accounts().EnsureGuards(ctx, old.ID, "fleet-rebuild-operator")
 	if err != nil || !wrote {
 		t.Fatalf("EnsureGuards = %v, %v; want the guards written", wrote, err)
 	}
-	if _, err := l.CreateAccount(ctx, inside, "bob"); !errors.Is(err, ErrIsolation) || !strings.Contains(err.Error(), "is inside account "+old.ID) {
+	if _, err := l.Accounts().CreateAccount(ctx, inside, "bob"); !errors.Is(err, ErrIsolation) || !strings.Contains(err.Error(), "is inside account "+old.ID) {
 		t.Errorf("a prefix inside the guarded account: %v, want ErrIsolation", err)
 	}
 	stored, held, err := l.readAccount(ctx, old.ID)
@@ -74,11 +74,11 @@ func TestEnsureGuards(t *testing.T) {
 	if !holdsExactly(held, want) || stored.Version != 2 || !reflect.DeepEqual(stored.Destination, old.Destination) {
 		t.Errorf("after EnsureGuards: version %d, holds %v, want %v", stored.Version, held, want)
 	}
-	evs, err := l.AccountHistory(ctx, old.ID)
+	evs, err := l.Accounts().AccountHistory(ctx, old.ID)
 	if err != nil || len(evs) != 2 || evs[1].By != "fleet-rebuild-operator" || len(evs[1].Changes) != 0 {
 		t.Errorf("history %+v (%v)", evs, err)
 	}
-	if wrote, err := l.EnsureGuards(ctx, old.ID, "again"); err != nil || wrote {
+	if wrote, err := l.Accounts().EnsureGuards(ctx, old.ID, "again"); err != nil || wrote {
 		t.Errorf("a second EnsureGuards = %v, %v; want nothing written", wrote, err)
 	}
 	if again, _, _ := l.readAccount(ctx, old.ID); again.Version != 2 {
@@ -87,16 +87,16 @@ func TestEnsureGuards(t *testing.T) {
 
 	// Taken meanwhile: the unguarded account's prefix got an account
 	// inside it; its guards cannot be written, and the error says whose.
-	open, err := l.CreateAccount(ctx, newAcct("open/ID"), "alice")
+	open, err := l.Accounts().CreateAccount(ctx, newAcct("open/ID"), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	unguard(open)
-	taker, err := l.CreateAccount(ctx, newAcct("open/"+open.ID+"/ID"), "mallory")
+	taker, err := l.Accounts().CreateAccount(ctx, newAcct("open/"+open.ID+"/ID"), "mallory")
 	if err != nil {
 		t.Fatalf("inside an unguarded account: %v (the gap EnsureGuards closes)", err)
 	}
-	wrote, err = l.EnsureGuards(ctx, open.ID, "op")
+	wrote, err = l.Accounts().EnsureGuards(ctx, open.ID, "op")
 	if wrote || !errors.Is(err, ErrIsolation) || !strings.Contains(err.Error(), taker.ID) {
 		t.Errorf("EnsureGuards of a prefix another account is inside: %v, %v; want ErrIsolation naming %s", wrote, err, taker.ID)
 	}

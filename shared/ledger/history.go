@@ -85,7 +85,7 @@ func historyPK(k partition.Key) string {
 
 // noteCompleted records the outcome of the attempt Complete just ended;
 // item is the row Complete wrote (ALL_NEW).
-func (l *Ledger) noteCompleted(ctx context.Context, item map[string]types.AttributeValue) {
+func (l *kernel) noteCompleted(ctx context.Context, item map[string]types.AttributeValue) {
 	row, err := rowFromItem(item)
 	if err != nil {
 		l.cfg.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the completed row: %w", err))
@@ -102,7 +102,7 @@ func (l *Ledger) noteCompleted(ctx context.Context, item map[string]types.Attrib
 // noteFailed records the outcome of the attempt Fail just ended; item is the
 // row Fail wrote (ALL_NEW) and attempt the attempt's number (Fail resets the
 // row's count when a re-run was requested).
-func (l *Ledger) noteFailed(ctx context.Context, item map[string]types.AttributeValue, attempt int) {
+func (l *kernel) noteFailed(ctx context.Context, item map[string]types.AttributeValue, attempt int) {
 	row, err := rowFromItem(item)
 	if err != nil {
 		l.cfg.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the failed row: %w", err))
@@ -124,7 +124,7 @@ func (l *Ledger) noteFailed(ctx context.Context, item map[string]types.Attribute
 // noteDeadClaim records a started run whose claim lease expired, found by a
 // transition that took the row over (prev is the row before it). Rows that
 // were not a started run are ignored, so callers need no check.
-func (l *Ledger) noteDeadClaim(ctx context.Context, prev Row, now time.Time) {
+func (l *kernel) noteDeadClaim(ctx context.Context, prev Row, now time.Time) {
 	if prev.State != StateRunning || prev.StartedAt.IsZero() || !prev.LeaseUntil.Before(now) {
 		return
 	}
@@ -135,7 +135,7 @@ func (l *Ledger) noteDeadClaim(ctx context.Context, prev Row, now time.Time) {
 	})
 }
 
-func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
+func (l *kernel) putAttempt(ctx context.Context, a Attempt) {
 	if err := validateKey(a.Key); err != nil {
 		l.cfg.HistoryFailed(ctx, a.Key, err)
 		return
@@ -179,7 +179,7 @@ func (l *Ledger) putAttempt(ctx context.Context, a Attempt) {
 }
 
 // History returns the recorded attempts of one partition, oldest first.
-func (l *Ledger) History(ctx context.Context, key partition.Key) ([]Attempt, error) {
+func (l Partitions) History(ctx context.Context, key partition.Key) ([]Attempt, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}

@@ -27,27 +27,27 @@ func TestHistoryRecordsEveryAttemptOutcome(t *testing.T) {
 	c := newClock(t0)
 	l, db := newTestLedger(t, c) // MaxAttempts 3
 	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
 	run := func(fail bool) {
 		t.Helper()
-		cl, err := l.Claim(ctx, key, "")
+		cl, err := l.Partitions().Claim(ctx, key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, key, cl.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
 			t.Fatal(err)
 		}
 		c.Advance(90 * time.Second)
 		if fail {
-			if _, err := l.Fail(ctx, key, cl.Token, errors.New("source timed out")); err != nil {
+			if _, err := l.Partitions().Fail(ctx, key, cl.Token, errors.New("source timed out")); err != nil {
 				t.Fatal(err)
 			}
 			c.Advance(7 * time.Hour) // past any backoff
 			return
 		}
-		if _, err := l.Complete(ctx, key, cl.Token, Result{Rows: 42, Bytes: 4200, Files: 2, ManifestKey: "m/_manifest.json", Duration: 90 * time.Second}); err != nil {
+		if _, err := l.Partitions().Complete(ctx, key, cl.Token, Result{Rows: 42, Bytes: 4200, Files: 2, ManifestKey: "m/_manifest.json", Duration: 90 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,21 +55,21 @@ func TestHistoryRecordsEveryAttemptOutcome(t *testing.T) {
 	run(false)
 
 	// A started run whose exporter died: the next claim takes it over.
-	if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := l.Claim(ctx, key, "")
+	cl, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Start(ctx, key, cl.Token); err != nil {
+	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(testLease + time.Minute)
 	run(true) // attempt 2 after the dead attempt 1
 	run(true) // attempt 3: the last one, stopped
 
-	h, err := l.History(ctx, key)
+	h, err := l.Partitions().History(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestHistoryRecordsEveryAttemptOutcome(t *testing.T) {
 			t.Errorf("history item %v has no %s", it[AttrSK], AttrExpiresAt)
 		}
 	}
-	if rows, err := l.List(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil || len(rows) != 1 {
+	if rows, err := l.Partitions().List(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil || len(rows) != 1 {
 		t.Errorf("List sees %d rows (%v); history must not show up as rows", len(rows), err)
 	}
 }
@@ -115,21 +115,21 @@ func TestHistoryOfDeadClaimRetiredOnLastAttempt(t *testing.T) {
 	c := newClock(t0)
 	l, _ := newTestLedger(t, c, func(cfg *Config) { cfg.MaxAttempts = 1 })
 	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := l.Claim(ctx, key, "")
+	cl, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Start(ctx, key, cl.Token); err != nil {
+	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, key, ""); !errors.Is(err, ErrStopped) {
+	if _, err := l.Partitions().Claim(ctx, key, ""); !errors.Is(err, ErrStopped) {
 		t.Fatalf("claim of a dead last attempt: %v", err)
 	}
-	h, err := l.History(ctx, key)
+	h, err := l.Partitions().History(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,25 +143,25 @@ func TestHistoryOfManualClaimOverDeadClaim(t *testing.T) {
 	c := newClock(t0)
 	l, _ := newTestLedger(t, c)
 	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := l.Claim(ctx, key, "")
+	cl, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Start(ctx, key, cl.Token); err != nil {
+	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(testLease + time.Minute)
-	m, err := l.ClaimManual(ctx, key)
+	m, err := l.Partitions().ClaimManual(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Complete(ctx, key, m.Token, Result{Rows: 3}); err != nil {
+	if _, err := l.Partitions().Complete(ctx, key, m.Token, Result{Rows: 3}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := l.History(ctx, key)
+	h, err := l.Partitions().History(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,14 +200,14 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := l.Claim(ctx, key, "")
+	cl, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := l.Complete(ctx, key, cl.Token, Result{Rows: 1}); err != nil || r.State != StateCompleted {
+	if r, err := l.Partitions().Complete(ctx, key, cl.Token, Result{Rows: 1}); err != nil || r.State != StateCompleted {
 		t.Fatalf("complete with a failing history write: %v %v", r.State, err)
 	}
 	if len(failed) != 1 || failed[0] != key {

@@ -1,10 +1,8 @@
 package ledger
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
@@ -128,7 +126,7 @@ const (
 	dueFailed       = "2#"
 	dueRunning      = "3#"
 	dueStopped      = "9#" // counted by CountStopped, never read by Due
-	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first (L6)
+	dueScheduled    = "S#" // pending, the newest closed day of a live account: read first
 	dueUpperBound   = "$"  // sorts after '#': "2#<now>$" includes every key stamped <= now
 
 	// FleetShards is the number of shards of the fleet index: an account's
@@ -280,29 +278,9 @@ type attemptRecord struct {
 	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
 
-func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-
-func n(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: fmt.Sprint(v)}
-}
-
-func tableKey(pk, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrPK: s(pk), AttrSK: s(sk)}
-}
-
-func rowKey(k partition.Key) map[string]types.AttributeValue {
-	return tableKey(partitionPK(k.AccountID, k.Dataset), k.Day.String())
-}
-
-func partitionPK(account, dataset string) string {
-	return pkPartPrefix + account + "#" + dataset
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
 // scheduledDueKey is the due key of the pending newest closed day of a live
 // account (Materialize with a priority day): Due reads it before every other
-// class, and the sweeper takes every account's before any backfill (L6).
+// class, and the sweeper takes every account's before any backfill.
 func scheduledDueKey(day civil.Date, dataset string) string {
 	return dueScheduled + day.String() + "#" + dataset
 }

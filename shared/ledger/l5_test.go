@@ -67,28 +67,28 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		t.Logf("seeded %d completed rows for %s in %s", completed, acct, time.Since(start).Round(time.Millisecond))
 		// The same due work: 3 queued, 5 pending, 2 failed-and-due, 1 dead
 		// claim; and 1 stopped row, which is not due.
-		if _, err := l.Materialize(ctx, acct, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-01-12")); err != nil {
+		if _, err := l.Schedule().Materialize(ctx, acct, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-01-12")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Requeue(ctx, acct, "events", civil.MustParse("2026-01-09"), civil.MustParse("2026-01-11"), partition.ReasonManual); err != nil {
+		if _, err := l.Partitions().Requeue(ctx, acct, "events", civil.MustParse("2026-01-09"), civil.MustParse("2026-01-11"), partition.ReasonManual); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range []string{"2026-01-01", "2026-01-02"} {
 			k := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse(d)}
-			c, err := l.Claim(ctx, k, "")
+			c, err := l.Partitions().Claim(ctx, k, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.Fail(ctx, k, c.Token, errors.New("boom")); err != nil {
+			if _, err := l.Partitions().Fail(ctx, k, c.Token, errors.New("boom")); err != nil {
 				t.Fatal(err)
 			}
 		}
 		dead := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse("2026-01-03")}
-		c, err := l.Claim(ctx, dead, "")
+		c, err := l.Partitions().Claim(ctx, dead, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, dead, c.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, dead, c.Token); err != nil {
 			t.Fatal(err)
 		}
 		// 2026-01-12 fails every attempt at once (MaxAttempts 1 for it).
@@ -97,10 +97,10 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c, err = once.Claim(ctx, k, ""); err != nil {
+		if c, err = once.Partitions().Claim(ctx, k, ""); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := once.Fail(ctx, k, c.Token, errors.New("boom")); err != nil || !r.Stopped {
+		if r, err := once.Partitions().Fail(ctx, k, c.Token, errors.New("boom")); err != nil || !r.Stopped {
 			t.Fatalf("stop %s: %+v %v", k, r, err)
 		}
 	}
@@ -112,7 +112,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 	due, stopped := map[string]ReadStats{}, map[string]ReadStats{}
 	for _, acct := range []string{small, large} {
 		start := time.Now()
-		rows, stats, err := l.Due(ctx, acct, 50)
+		rows, stats, err := l.Partitions().Due(ctx, acct, 50)
 		t.Logf("Due(%s) took %s", acct, time.Since(start).Round(time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 			t.Fatalf("%s: %d due rows, want 11: %v", acct, len(rows), dueDays(rows))
 		}
 		due[acct] = stats
-		n, stats, err := l.CountStopped(ctx, acct)
+		n, stats, err := l.Schedule().CountStopped(ctx, acct)
 		if err != nil || n != 1 {
 			t.Fatalf("%s: CountStopped = %d %v, want 1", acct, n, err)
 		}

@@ -33,18 +33,18 @@ func TestOneLeaseEnd(t *testing.T) {
 			clk := newClock(t0)
 			l, _ := newTestLedger(t, clk)
 			key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-			if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+			if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 				t.Fatal(err)
 			}
-			c, err := l.Claim(ctx, key, "")
+			c, err := l.Partitions().Claim(ctx, key, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.Start(ctx, key, c.Token); err != nil {
+			if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 				t.Fatal(err)
 			}
 			clk.Set(c.LeaseUntil.Add(tc.after))
-			w, err := l.DueWork(ctx, key.AccountID, 10)
+			w, err := l.Partitions().DueWork(ctx, key.AccountID, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestOneLeaseEnd(t *testing.T) {
 			if !tc.due && !w.NextAt.Equal(LeaseEnd(c.LeaseUntil)) {
 				t.Errorf("NextAt %s, want the lease end %s", w.NextAt, LeaseEnd(c.LeaseUntil))
 			}
-			_, err = l.Claim(ctx, key, partition.ReasonRetry)
+			_, err = l.Partitions().Claim(ctx, key, partition.ReasonRetry)
 			var live *LiveClaimError
 			switch {
 			case tc.due && err != nil:
@@ -88,15 +88,15 @@ func TestReserveClaims(t *testing.T) {
 	}
 	for i, st := range steps {
 		clk.Advance(st.advance)
-		got, err := l.ReserveClaims(ctx, scope, 30*time.Second, st.total, st.want)
+		got, err := l.Schedule().ReserveClaims(ctx, scope, 30*time.Second, st.total, st.want)
 		if err != nil || got != st.granted {
 			t.Errorf("step %d: granted %d, %v; want %d", i, got, err, st.granted)
 		}
 	}
-	if _, err := l.ReserveClaims(ctx, scope, 0, 10, 1); err == nil {
+	if _, err := l.Schedule().ReserveClaims(ctx, scope, 0, 10, 1); err == nil {
 		t.Error("a zero window was accepted")
 	}
-	if _, err := l.ReserveClaims(ctx, scope, time.Minute, 10, -1); err == nil {
+	if _, err := l.Schedule().ReserveClaims(ctx, scope, time.Minute, 10, -1); err == nil {
 		t.Error("a negative want was accepted")
 	}
 }

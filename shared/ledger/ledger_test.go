@@ -70,7 +70,7 @@ func TestBackoffIsCappedFullJitter(t *testing.T) {
 		ceil := min(time.Minute<<(attempt-1), 10*time.Minute)
 		var maxSeen time.Duration
 		for range 200 {
-			d, err := l.Backoff(attempt)
+			d, err := l.Partitions().Backoff(attempt)
 			if err != nil {
 				t.Fatal(err)
 			}

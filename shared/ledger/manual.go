@@ -13,12 +13,12 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// ClaimManual serves a manual re-export request (E1): it creates the row if
+// ClaimManual serves a manual re-export request: it creates the row if
 // absent and claims it from any state (completed, stopped, ...) with
 // reason manual and a fresh attempt count. If the row is running under a live
 // claim, it sets rerun_requested on it instead and returns ErrBusy: the
 // request is recorded and the row is queued again when that claim completes.
-func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, error) {
+func (l Partitions) ClaimManual(ctx context.Context, key partition.Key) (Claim, error) {
 	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
@@ -53,7 +53,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 			// lease end. The claim holds and runs now either way, so a failed
 			// wake only delays that takeover to the account's next wake (its
 			// next day close at the latest); it does not fail the claim.
-			_ = l.Wake(ctx, key.AccountID, lease)
+			_ = l.schedule().Wake(ctx, key.AccountID, lease)
 			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
 				Reason: partition.ReasonManual, RequestedBy: requestedBy(ctx), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
@@ -74,7 +74,7 @@ func (l *Ledger) ClaimManual(ctx context.Context, key partition.Key) (Claim, err
 }
 
 // requestRerun sets rerun_requested on a row running under a live claim.
-func (l *Ledger) requestRerun(ctx context.Context, key partition.Key, nowS string) (bool, error) {
+func (l *kernel) requestRerun(ctx context.Context, key partition.Key, nowS string) (bool, error) {
 	upd := clearReexport(expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS)))
 	if by := requestedBy(ctx); by != "" {
 		upd = upd.Set(name(attrRequestedBy), val(by))
@@ -97,7 +97,7 @@ type RequeueResult struct {
 // or backfill), creating missing rows and resetting attempts (this is how an
 // stopped row retries again). A row running under a live claim gets
 // rerun_requested instead, so it is queued again when that claim completes.
-func (l *Ledger) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (RequeueResult, error) {
+func (l Partitions) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (RequeueResult, error) {
 	if !reason.Valid() {
 		return RequeueResult{}, fmt.Errorf("ledger: reason %q", reason)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // Get returns one row (strongly consistent), or ErrNotFound.
-func (l *Ledger) Get(ctx context.Context, key partition.Key) (Row, error) {
+func (l Partitions) Get(ctx context.Context, key partition.Key) (Row, error) {
 	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
@@ -27,7 +27,7 @@ func (l *Ledger) Get(ctx context.Context, key partition.Key) (Row, error) {
 
 // List returns the rows of (account, dataset) from `from` through `to`, oldest
 // first (a Query on the partition key, for status).
-func (l *Ledger) List(ctx context.Context, accountID, dataset string, from, to civil.Date) ([]Row, error) {
+func (l Partitions) List(ctx context.Context, accountID, dataset string, from, to civil.Date) ([]Row, error) {
 	kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
 		And(expression.Key(AttrSK).Between(val(from.String()), val(to.String())))
 	var rows []Row

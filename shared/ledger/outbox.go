@@ -1,6 +1,6 @@
 package ledger
 
-// The event outbox (R2). Every partition event (a committed
+// The event outbox. Every partition event (a committed
 // generation, a partition that stopped retrying) is recorded once, in an
 // outbox item, before it is published; a publish that succeeded marks it
 // published, and a sweep republishes what is still pending, so an event is
@@ -123,7 +123,7 @@ func outboxDueAccount(shard int) string { return fmt.Sprintf("%s%d", dueOutbox, 
 // RecordEvent records ev in the outbox, pending, unless it is recorded
 // already: it reports whether this call recorded it. A recorded event is
 // never recorded again, published or not.
-func (l *Ledger) RecordEvent(ctx context.Context, ev Event) (bool, error) {
+func (l Outbox) RecordEvent(ctx context.Context, ev Event) (bool, error) {
 	if err := validateKey(ev.Key); err != nil {
 		return false, err
 	}
@@ -152,7 +152,7 @@ func (l *Ledger) RecordEvent(ctx context.Context, ev Event) (bool, error) {
 
 // outboxPut is the conditional put that records ev, pending, unless it is
 // recorded already.
-func (l *Ledger) outboxPut(ev Event) (*types.Put, error) {
+func (l *kernel) outboxPut(ev Event) (*types.Put, error) {
 	now := l.now()
 	pk, sk := outboxPK(ev.Key), outboxSK(ev)
 	rec := outboxRecord{
@@ -176,7 +176,7 @@ func (l *Ledger) outboxPut(ev Event) (*types.Put, error) {
 // EventPublished marks ev published after a successful publish: it leaves
 // the pending events, counts the publish and expires OutboxRetention later.
 // Marking an event that is published already only counts the publish.
-func (l *Ledger) EventPublished(ctx context.Context, ev Event) error {
+func (l Outbox) EventPublished(ctx context.Context, ev Event) error {
 	if err := validateKey(ev.Key); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (l *Ledger) EventPublished(ctx context.Context, ev Event) error {
 // PendingEvents returns up to limit pending events of one outbox shard
 // (limit <= 0: all), oldest recorded first. It reads the shard's index
 // entries, then each event's item.
-func (l *Ledger) PendingEvents(ctx context.Context, shard, limit int) ([]Event, ReadStats, error) {
+func (l Outbox) PendingEvents(ctx context.Context, shard, limit int) ([]Event, ReadStats, error) {
 	if shard < 0 || shard >= OutboxShards {
 		return nil, ReadStats{}, fmt.Errorf("ledger: outbox shard %d not in [0, %d)", shard, OutboxShards)
 	}
@@ -233,7 +233,7 @@ func (l *Ledger) PendingEvents(ctx context.Context, shard, limit int) ([]Event, 
 
 // Events returns every recorded event of one partition, committed ones by
 // generation first, then stopped ones by generation and time.
-func (l *Ledger) Events(ctx context.Context, key partition.Key) ([]Event, error) {
+func (l Outbox) Events(ctx context.Context, key partition.Key) ([]Event, error) {
 	if err := validateKey(key); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ func pendingOf(t *testing.T, l *Ledger, account string) []Event {
 	t.Helper()
 	var out []Event
 	for shard := range OutboxShards {
-		evs, stats, err := l.PendingEvents(t.Context(), shard, 0)
+		evs, stats, err := l.Outbox().PendingEvents(t.Context(), shard, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,13 +47,13 @@ func TestOutbox(t *testing.T) {
 	stopped := Event{Key: key, Kind: EventStopped, Generation: 2, At: clk.Now(), ID: acct + "/events/2026-03-09/2/stopped", DetailType: "daybook.partition.stopped", Detail: []byte(`{"cause":"failed"}`)}
 
 	for i, want := range []bool{true, false} {
-		ok, err := l.RecordEvent(ctx, committed)
+		ok, err := l.Outbox().RecordEvent(ctx, committed)
 		if err != nil || ok != want {
 			t.Fatalf("record %d: %v %v, want %v", i, ok, err, want)
 		}
 		clk.Advance(time.Minute)
 	}
-	if ok, err := l.RecordEvent(ctx, stopped); err != nil || !ok {
+	if ok, err := l.Outbox().RecordEvent(ctx, stopped); err != nil || !ok {
 		t.Fatalf("record the stopped event: %v %v", ok, err)
 	}
 	got := pendingOf(t, l, acct)
@@ -63,17 +63,17 @@ func TestOutbox(t *testing.T) {
 	}
 
 	for range 2 {
-		if err := l.EventPublished(ctx, got[0]); err != nil {
+		if err := l.Outbox().EventPublished(ctx, got[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ok, err := l.RecordEvent(ctx, committed); err != nil || ok {
+	if ok, err := l.Outbox().RecordEvent(ctx, committed); err != nil || ok {
 		t.Fatalf("a record after the publish: %v %v, want nothing recorded", ok, err)
 	}
 	if p := pendingOf(t, l, acct); len(p) != 1 || p[0].ID != stopped.ID {
 		t.Fatalf("pending after the publish %+v, want the stopped event only", p)
 	}
-	all, err := l.Events(ctx, key)
+	all, err := l.Outbox().Events(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestOutbox(t *testing.T) {
 
 	other := stopped
 	other.Key.Dataset = "profiles"
-	if err := l.EventPublished(ctx, other); !errors.Is(err, ErrNotFound) {
+	if err := l.Outbox().EventPublished(ctx, other); !errors.Is(err, ErrNotFound) {
 		t.Errorf("marking an event never recorded: %v, want ErrNotFound", err)
 	}
 	for _, bad := range []Event{
@@ -91,14 +91,14 @@ func TestOutbox(t *testing.T) {
 		{Key: key, Kind: EventCommitted, Generation: 3, DetailType: "d", Detail: []byte("{}")},
 		{Key: key, Kind: EventCommitted, Generation: 3, ID: "x", DetailType: "d"},
 	} {
-		if _, err := l.RecordEvent(ctx, bad); !errors.Is(err, ErrEventInvalid) {
+		if _, err := l.Outbox().RecordEvent(ctx, bad); !errors.Is(err, ErrEventInvalid) {
 			t.Errorf("RecordEvent(%+v) = %v, want ErrEventInvalid", bad, err)
 		}
 	}
-	if all, _ := l.Events(ctx, key); len(all) != 2 {
+	if all, _ := l.Outbox().Events(ctx, key); len(all) != 2 {
 		t.Errorf("a refused event was recorded: %+v", all)
 	}
-	if _, _, err := l.PendingEvents(ctx, OutboxShards, 0); err == nil {
+	if _, _, err := l.Outbox().PendingEvents(ctx, OutboxShards, 0); err == nil {
 		t.Errorf("PendingEvents of shard %d: no error", OutboxShards)
 	}
 }

@@ -64,44 +64,44 @@ func TestPurgeLeavesNoItemOfTheAccount(t *testing.T) {
 	}
 	a, other := newAcct(), newAcct()
 	for _, acct := range []account.Account{a, other} {
-		if err := l.PutAccount(ctx, acct); err != nil {
+		if err := l.Accounts().PutAccount(ctx, acct); err != nil {
 			t.Fatal(err)
 		}
 		for _, ds := range []string{"events", "events.v2"} {
-			if _, err := l.Materialize(ctx, acct.ID, ds, day1, day1.AddDays(2)); err != nil {
+			if _, err := l.Schedule().Materialize(ctx, acct.ID, ds, day1, day1.AddDays(2)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := l.AdvanceWatermark(ctx, acct.ID, "events", day1.AddDays(2)); err != nil {
+		if _, err := l.Schedule().AdvanceWatermark(ctx, acct.ID, "events", day1.AddDays(2)); err != nil {
 			t.Fatal(err)
 		}
 		// A completed day, its committed event in the outbox.
 		k := partition.Key{AccountID: acct.ID, Dataset: "events", Day: day1}
-		c, err := l.Claim(ctx, k, "")
+		c, err := l.Partitions().Claim(ctx, k, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Complete(ctx, k, c.Token, Result{Rows: 1, Generation: 1}); err != nil {
+		if _, err := l.Partitions().Complete(ctx, k, c.Token, Result{Rows: 1, Generation: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.RecordEvent(ctx, Event{Key: k, Kind: EventCommitted, Generation: 1, ID: acct.ID + "/events/" + day1.String() + "/1",
+		if _, err := l.Outbox().RecordEvent(ctx, Event{Key: k, Kind: EventCommitted, Generation: 1, ID: acct.ID + "/events/" + day1.String() + "/1",
 			DetailType: "daybook.partition.committed", Detail: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 		// A day of the later contract running in slices: its token, plan
 		// and slices.
 		k2 := partition.Key{AccountID: acct.ID, Dataset: "events.v2", Day: day1.AddDays(1)}
-		c2, err := l.Claim(ctx, k2, "")
+		c2, err := l.Partitions().Claim(ctx, k2, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c2, err = l.Start(ctx, k2, c2.Token); err != nil {
+		if c2, err = l.Partitions().Start(ctx, k2, c2.Token); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.PlanSlices(ctx, SlicePlan{Key: k2, Token: c2.Token, Generation: c2.Generation, Slices: 2, RunID: "run_1", StartedAt: clk.Now()}); err != nil {
+		if err := l.Slices().PlanSlices(ctx, SlicePlan{Key: k2, Token: c2.Token, Generation: c2.Generation, Slices: 2, RunID: "run_1", StartedAt: clk.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Refresh(ctx, acct.ID); err != nil {
+		if _, err := l.Fleet().Refresh(ctx, acct.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,10 +110,10 @@ func TestPurgeLeavesNoItemOfTheAccount(t *testing.T) {
 	}
 	otherBefore := itemsNaming(t, db, l.cfg.Table, other.ID)
 
-	if err := l.DeleteAccount(ctx, a.ID); err != nil {
+	if err := l.Accounts().DeleteAccount(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	res, err := l.PurgeAccount(ctx, a.ID, []string{"events", "events.v2", "profiles"})
+	res, err := l.Accounts().PurgeAccount(ctx, a.ID, []string{"events", "events.v2", "profiles"})
 	if err != nil {
 		t.Fatal(err)
 	}

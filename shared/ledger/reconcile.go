@@ -23,7 +23,7 @@ type ReconcileResult struct {
 // ClaimReconcile moves the reconcile marker to now if the last reconcile
 // began at or before now-every (or never), and reports whether it did: of
 // two sweeps asking at once, one reconciles.
-func (l *Ledger) ClaimReconcile(ctx context.Context, every time.Duration) (bool, error) {
+func (l Schedule) ClaimReconcile(ctx context.Context, every time.Duration) (bool, error) {
 	now := l.now()
 	upd := expression.Set(name(attrReconciledAt), val(fmtTime(now))).Set(name(attrUpdatedAt), val(fmtTime(now)))
 	cond := expression.Or(name(attrReconciledAt).AttributeNotExists(), name(attrReconciledAt).LessThanEqual(val(fmtTime(now.Add(-every)))))
@@ -39,7 +39,7 @@ func (l *Ledger) ClaimReconcile(ctx context.Context, every time.Duration) (bool,
 // is missing from it (a record written before the index existed, or by hand)
 // is added and woken now; a disabled one still in it is taken out. Each
 // repair is conditional on the record's enabled flag as read.
-func (l *Ledger) ReconcileWake(ctx context.Context) (ReconcileResult, ReadStats, error) {
+func (l Schedule) ReconcileWake(ctx context.Context) (ReconcileResult, ReadStats, error) {
 	var res ReconcileResult
 	var errs []error
 	nowS := fmtTime(l.now())

@@ -1,6 +1,6 @@
 package ledger
 
-// A re-export request on its way (E1, O4). An operator's re-export (the
+// A re-export request on its way. An operator's re-export (the
 // console's button, `daybook reexport`) is a manual request on the jobs
 // queue, which the exporter claims when it gets there (ClaimManual). Until
 // then the day's row would say what it said before (completed, failed), as
@@ -50,7 +50,7 @@ type ReexportNote struct {
 // claims them. A row under a live claim, or a day without a row, is left as
 // it is. The account's summary is marked stale first, as Requeue does. On
 // an error the note returned holds the days noted before it.
-func (l *Ledger) NoteReexportRequested(ctx context.Context, accountID, dataset string, days []civil.Date, by string) (ReexportNote, error) {
+func (l Partitions) NoteReexportRequested(ctx context.Context, accountID, dataset string, days []civil.Date, by string) (ReexportNote, error) {
 	now := l.now()
 	note := ReexportNote{At: now.UTC().Truncate(time.Second), By: by}
 	for _, d := range days {
@@ -102,7 +102,7 @@ func (l *Ledger) NoteReexportRequested(ctx context.Context, accountID, dataset s
 // returned them) when it was never sent, or, with a zero note, whatever
 // request is noted, when the exporter refused one for the day. A row
 // without that note is left as it is.
-func (l *Ledger) ClearReexportRequest(ctx context.Context, key partition.Key, note ReexportNote) error {
+func (l Partitions) ClearReexportRequest(ctx context.Context, key partition.Key, note ReexportNote) error {
 	if err := validateKey(key); err != nil {
 		return err
 	}

@@ -27,30 +27,30 @@ func TestReexportRequestNote(t *testing.T) {
 	days := civil.Range(day1, day1.AddDays(4)) // completed, stopped, live claim, pending, no row
 	done, stopped, live, pending, none := days[0], days[1], days[2], days[3], days[4]
 	key := func(d civil.Date) partition.Key { return partition.Key{AccountID: acct, Dataset: "events", Day: d} }
-	if _, err := l.Materialize(ctx, acct, "events", done, pending); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct, "events", done, pending); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []civil.Date{done, stopped, live} {
-		cl, err := l.Claim(ctx, key(d), "")
+		cl, err := l.Partitions().Claim(ctx, key(d), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d == live {
 			continue
 		}
-		if _, err := l.Start(ctx, key(d), cl.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key(d), cl.Token); err != nil {
 			t.Fatal(err)
 		}
 		if d == done {
-			_, err = l.Complete(ctx, key(d), cl.Token, Result{Rows: 3})
+			_, err = l.Partitions().Complete(ctx, key(d), cl.Token, Result{Rows: 3})
 		} else {
-			_, err = l.Fail(ctx, key(d), cl.Token, errors.New("source_unavailable: down"))
+			_, err = l.Partitions().Fail(ctx, key(d), cl.Token, errors.New("source_unavailable: down"))
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	stoppedBefore, _, err := l.StoppedByAccount(ctx, Shard(acct))
+	stoppedBefore, _, err := l.Schedule().StoppedByAccount(ctx, Shard(acct))
 	if err != nil || stoppedBefore[acct] != 1 {
 		t.Fatalf("stopped entries %v %v", stoppedBefore, err)
 	}
@@ -60,7 +60,7 @@ func TestReexportRequestNote(t *testing.T) {
 	}
 
 	c.Advance(time.Minute)
-	note, err := l.NoteReexportRequested(ctx, acct, "events", days, "ops-erin")
+	note, err := l.Partitions().NoteReexportRequested(ctx, acct, "events", days, "ops-erin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +79,10 @@ func TestReexportRequestNote(t *testing.T) {
 	if r := get(t, l, key(live)); PhaseOf(r) != PhaseClaimed || !r.ReexportRequestedAt.IsZero() || r.ClaimToken != before[live].ClaimToken {
 		t.Errorf("the live claim: phase %s, %+v", PhaseOf(r), r)
 	}
-	if _, err := l.Get(ctx, key(none)); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Partitions().Get(ctx, key(none)); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a day without a row got one: %v", err)
 	}
-	if got, _, err := l.StoppedByAccount(ctx, Shard(acct)); err != nil || got[acct] != 1 {
+	if got, _, err := l.Schedule().StoppedByAccount(ctx, Shard(acct)); err != nil || got[acct] != 1 {
 		t.Errorf("the note moved the stopped entry: %v %v", got, err)
 	}
 	a := account.Account{ID: acct, Name: "n", Enabled: true, StartDate: day1, Datasets: []string{"events"}}
@@ -92,13 +92,13 @@ func TestReexportRequestNote(t *testing.T) {
 	}
 
 	// Another note clears nothing; the one that was written does.
-	if err := l.ClearReexportRequest(ctx, key(pending), ReexportNote{At: note.At, By: "ops-frank"}); err != nil {
+	if err := l.Partitions().ClearReexportRequest(ctx, key(pending), ReexportNote{At: note.At, By: "ops-frank"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(pending)); r.ReexportRequestedAt.IsZero() {
 		t.Errorf("another sender's note cleared this one")
 	}
-	if err := l.ClearReexportRequest(ctx, key(pending), note); err != nil {
+	if err := l.Partitions().ClearReexportRequest(ctx, key(pending), note); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(pending)); PhaseOf(r) != PhaseQueued || !r.ReexportRequestedAt.IsZero() || r.ReexportRequestedBy != "" {
@@ -106,21 +106,21 @@ func TestReexportRequestNote(t *testing.T) {
 	}
 	// The zero note (the exporter's refusal) clears any; a day without one
 	// or without a row is left alone.
-	if err := l.ClearReexportRequest(ctx, key(none), ReexportNote{}); err != nil {
+	if err := l.Partitions().ClearReexportRequest(ctx, key(none), ReexportNote{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Get(ctx, key(none)); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Partitions().Get(ctx, key(none)); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a clear created a row: %v", err)
 	}
 
 	// The exporter's claim takes it; so does Requeue.
-	if _, err := l.ClaimManual(WithRequestedBy(ctx, "ops-erin"), key(done)); err != nil {
+	if _, err := l.Partitions().ClaimManual(WithRequestedBy(ctx, "ops-erin"), key(done)); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(done)); PhaseOf(r) != PhaseRunning || !r.ReexportRequestedAt.IsZero() {
 		t.Errorf("after ClaimManual: phase %s, %+v", PhaseOf(r), r)
 	}
-	if _, err := l.Requeue(ctx, acct, "events", stopped, stopped, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, acct, "events", stopped, stopped, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseQueued || !r.ReexportRequestedAt.IsZero() {
@@ -128,16 +128,16 @@ func TestReexportRequestNote(t *testing.T) {
 	}
 	// A request that reaches a live claim is recorded as its re-run, and
 	// takes a note left from before the claim.
-	if _, err := l.NoteReexportRequested(ctx, acct, "events", []civil.Date{stopped}, "ops-erin"); err != nil {
+	if _, err := l.Partitions().NoteReexportRequested(ctx, acct, "events", []civil.Date{stopped}, "ops-erin"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Claim(ctx, key(stopped), ""); err != nil {
+	if _, err := l.Partitions().Claim(ctx, key(stopped), ""); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseClaimed {
 		t.Errorf("a live claim with a note: phase %s", PhaseOf(r))
 	}
-	if _, err := l.ClaimManual(ctx, key(stopped)); !errors.Is(err, ErrBusy) {
+	if _, err := l.Partitions().ClaimManual(ctx, key(stopped)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("ClaimManual on a live claim: %v", err)
 	}
 	if r := get(t, l, key(stopped)); !r.RerunRequested || !r.ReexportRequestedAt.IsZero() {
@@ -147,7 +147,7 @@ func TestReexportRequestNote(t *testing.T) {
 
 func get(t *testing.T, l *Ledger, k partition.Key) Row {
 	t.Helper()
-	r, err := l.Get(context.Background(), k)
+	r, err := l.Partitions().Get(context.Background(), k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,52 +19,52 @@ func TestRequestedByIsRecorded(t *testing.T) {
 	c := newClock(t0)
 	l, _ := newTestLedger(t, c)
 	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
 	// Scheduled: nobody asked.
-	cl, err := l.Claim(ctx, key, "")
+	cl, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil || cl.RequestedBy != "" {
 		t.Fatalf("scheduled claim %+v, %v", cl, err)
 	}
-	if _, err := l.Start(ctx, key, cl.Token); err != nil {
+	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Fail(ctx, key, cl.Token, errors.New("bucket does not exist")); err != nil {
+	if _, err := l.Partitions().Fail(ctx, key, cl.Token, errors.New("bucket does not exist")); err != nil {
 		t.Fatal(err)
 	}
 
 	c.Advance(time.Minute)
 	// A requeue by alice: the sweep's claim and its started run carry her.
-	if _, err := l.Requeue(WithRequestedBy(ctx, "alice"), key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(WithRequestedBy(ctx, "alice"), key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	if row, err := l.Get(ctx, key); err != nil || row.RequestedBy != "alice" {
+	if row, err := l.Partitions().Get(ctx, key); err != nil || row.RequestedBy != "alice" {
 		t.Fatalf("requeued row requested by %q, %v", row.RequestedBy, err)
 	}
-	cl, err = l.Claim(ctx, key, "")
+	cl, err = l.Partitions().Claim(ctx, key, "")
 	if err != nil || cl.RequestedBy != "alice" {
 		t.Fatalf("claim of alice's requeue %+v, %v", cl, err)
 	}
-	st, err := l.Start(ctx, key, cl.Token)
+	st, err := l.Partitions().Start(ctx, key, cl.Token)
 	if err != nil || st.RequestedBy != "alice" {
 		t.Fatalf("started claim %+v, %v", st, err)
 	}
 	c.Advance(time.Minute)
-	if _, err := l.Complete(ctx, key, cl.Token, Result{Rows: 3}); err != nil {
+	if _, err := l.Partitions().Complete(ctx, key, cl.Token, Result{Rows: 3}); err != nil {
 		t.Fatal(err)
 	}
 
 	// A re-export by bob.
-	m, err := l.ClaimManual(WithRequestedBy(ctx, "bob"), key)
+	m, err := l.Partitions().ClaimManual(WithRequestedBy(ctx, "bob"), key)
 	if err != nil || m.RequestedBy != "bob" {
 		t.Fatalf("manual claim %+v, %v", m, err)
 	}
 	c.Advance(time.Minute)
-	if _, err := l.Complete(ctx, key, m.Token, Result{Rows: 4}); err != nil {
+	if _, err := l.Partitions().Complete(ctx, key, m.Token, Result{Rows: 4}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := l.History(ctx, key)
+	h, err := l.Partitions().History(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +76,10 @@ func TestRequestedByIsRecorded(t *testing.T) {
 		t.Errorf("history requesters %q, want %q", strings.Join(got, " "), want)
 	}
 	// A re-export with nobody named clears bob.
-	if m, err = l.ClaimManual(ctx, key); err != nil || m.RequestedBy != "" {
+	if m, err = l.Partitions().ClaimManual(ctx, key); err != nil || m.RequestedBy != "" {
 		t.Fatalf("anonymous manual claim %+v, %v", m, err)
 	}
-	if row, err := l.Get(ctx, key); err != nil || row.RequestedBy != "" {
+	if row, err := l.Partitions().Get(ctx, key); err != nil || row.RequestedBy != "" {
 		t.Errorf("row after an anonymous re-export requested by %q, %v", row.RequestedBy, err)
 	}
 }

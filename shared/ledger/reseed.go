@@ -1,6 +1,6 @@
 package ledger
 
-// Reseeds of incremental datasets (R3).
+// Reseeds of incremental datasets.
 //
 // A reseed re-exports every day of one (account, dataset) from the
 // account's start date under a new seed epoch, so that a customer who
@@ -187,7 +187,7 @@ func (r ReseedRequest) Validate() error {
 
 // Seed reads the reseed state of (account, dataset); ErrNotFound when the
 // dataset was never reseeded.
-func (l *Ledger) Seed(ctx context.Context, accountID, dataset string) (Seed, error) {
+func (l Seeds) Seed(ctx context.Context, accountID, dataset string) (Seed, error) {
 	item, err := l.getItem(ctx, seedKey(accountID, dataset))
 	if errors.Is(err, ErrNotFound) {
 		return Seed{}, fmt.Errorf("%w: no reseed of %s/%s", ErrNotFound, accountID, dataset)
@@ -204,7 +204,7 @@ func (l *Ledger) Seed(ctx context.Context, accountID, dataset string) (Seed, err
 // returns the seed that request started, with started false, so a
 // redelivered message carries on where it stopped. The caller then queues
 // the days (Requeue with ReasonReseed).
-func (l *Ledger) StartReseed(ctx context.Context, req ReseedRequest) (seed Seed, started bool, err error) {
+func (l Seeds) StartReseed(ctx context.Context, req ReseedRequest) (seed Seed, started bool, err error) {
 	if err := req.Validate(); err != nil {
 		return Seed{}, false, err
 	}
@@ -250,7 +250,7 @@ func (l *Ledger) StartReseed(ctx context.Context, req ReseedRequest) (seed Seed,
 // generation committed from a run that started after the epoch began):
 // conditional on that epoch still running and covering the day. Adding a
 // day twice counts it once. A seed that moved on is ErrConflict.
-func (l *Ledger) SeedDayDone(ctx context.Context, key partition.Key, epoch int64) (Seed, error) {
+func (l Seeds) SeedDayDone(ctx context.Context, key partition.Key, epoch int64) (Seed, error) {
 	if err := validateKey(key); err != nil {
 		return Seed{}, err
 	}
@@ -273,7 +273,7 @@ func (l *Ledger) SeedDayDone(ctx context.Context, key partition.Key, epoch int64
 // completed it; an epoch already completed returns it with finished false.
 // An epoch with days left, or one that a newer reseed replaced, is
 // ErrConflict.
-func (l *Ledger) FinishReseed(ctx context.Context, accountID, dataset string, epoch int64) (seed Seed, finished bool, err error) {
+func (l Seeds) FinishReseed(ctx context.Context, accountID, dataset string, epoch int64) (seed Seed, finished bool, err error) {
 	for range 3 {
 		cur, err := l.Seed(ctx, accountID, dataset)
 		if err != nil {

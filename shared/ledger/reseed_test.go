@@ -50,10 +50,10 @@ func TestReseedLifecycle(t *testing.T) {
 	acct := testAccount(t, "a")
 	req := ReseedRequest{AccountID: acct, Dataset: "profiles", From: day1, Through: day1.AddDays(2), RequestID: "req-1", RequestedBy: "ops"}
 
-	if _, err := l.Seed(ctx, acct, "profiles"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Seeds().Seed(ctx, acct, "profiles"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("seed before any reseed: %v", err)
 	}
-	seed, started, err := l.StartReseed(ctx, req)
+	seed, started, err := l.Seeds().StartReseed(ctx, req)
 	if err != nil || !started {
 		t.Fatalf("start: %v %v", started, err)
 	}
@@ -63,13 +63,13 @@ func TestReseedLifecycle(t *testing.T) {
 	}
 	// The same request again (a redelivered message) finds its epoch.
 	clk.Advance(time.Minute)
-	again, started, err := l.StartReseed(ctx, req)
+	again, started, err := l.Seeds().StartReseed(ctx, req)
 	if err != nil || started || again.Epoch != 1 || !again.StartedAt.Equal(seed.StartedAt) {
 		t.Fatalf("same request again: %+v %v %v", again, started, err)
 	}
 	other := req
 	other.RequestID = "req-2"
-	if _, _, err := l.StartReseed(ctx, other); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "epoch 1") {
+	if _, _, err := l.Seeds().StartReseed(ctx, other); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "epoch 1") {
 		t.Fatalf("another request while running: %v", err)
 	}
 
@@ -80,50 +80,50 @@ func TestReseedLifecycle(t *testing.T) {
 		return partition.Key{AccountID: acct, Dataset: "profiles", Day: day1.AddDays(i)}
 	}
 	for _, i := range []int{0, 0, 1} { // day 0 twice counts once
-		if seed, err = l.SeedDayDone(ctx, key(i), 1); err != nil {
+		if seed, err = l.Seeds().SeedDayDone(ctx, key(i), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if len(seed.Done) != 2 || seed.Complete() {
 		t.Fatalf("after days 0, 0, 1: %+v", seed.Done)
 	}
-	if _, err := l.SeedDayDone(ctx, key(3), 1); !errors.Is(err, ErrConflict) {
+	if _, err := l.Seeds().SeedDayDone(ctx, key(3), 1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("a day outside the range: %v", err)
 	}
-	if _, err := l.SeedDayDone(ctx, key(2), 2); !errors.Is(err, ErrConflict) {
+	if _, err := l.Seeds().SeedDayDone(ctx, key(2), 2); !errors.Is(err, ErrConflict) {
 		t.Fatalf("another epoch: %v", err)
 	}
-	if _, _, err := l.FinishReseed(ctx, acct, "profiles", 1); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "2 of 3 days") {
+	if _, _, err := l.Seeds().FinishReseed(ctx, acct, "profiles", 1); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "2 of 3 days") {
 		t.Fatalf("finish with a day left: %v", err)
 	}
-	if seed, err = l.SeedDayDone(ctx, key(2), 1); err != nil || !seed.Complete() {
+	if seed, err = l.Seeds().SeedDayDone(ctx, key(2), 1); err != nil || !seed.Complete() {
 		t.Fatalf("last day: %+v %v", seed, err)
 	}
-	done, finished, err := l.FinishReseed(ctx, acct, "profiles", 1)
+	done, finished, err := l.Seeds().FinishReseed(ctx, acct, "profiles", 1)
 	if err != nil || !finished || done.State != SeedCompleted || done.CompletedAt.IsZero() || done.Covers(day1) {
 		t.Fatalf("finish: %+v %v %v", done, finished, err)
 	}
-	if _, finished, err := l.FinishReseed(ctx, acct, "profiles", 1); err != nil || finished {
+	if _, finished, err := l.Seeds().FinishReseed(ctx, acct, "profiles", 1); err != nil || finished {
 		t.Fatalf("finish again: %v %v", finished, err)
 	}
-	if _, err := l.SeedDayDone(ctx, key(0), 1); !errors.Is(err, ErrConflict) {
+	if _, err := l.Seeds().SeedDayDone(ctx, key(0), 1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("a day of a finished epoch: %v", err)
 	}
 	// The same request after completion changes nothing; a new one starts epoch 2.
-	if s, started, err := l.StartReseed(ctx, req); err != nil || started || s.Epoch != 1 || s.State != SeedCompleted {
+	if s, started, err := l.Seeds().StartReseed(ctx, req); err != nil || started || s.Epoch != 1 || s.State != SeedCompleted {
 		t.Fatalf("finished request again: %+v %v %v", s, started, err)
 	}
-	next, started, err := l.StartReseed(ctx, other)
+	next, started, err := l.Seeds().StartReseed(ctx, other)
 	if err != nil || !started || next.Epoch != 2 || len(next.Done) != 0 || !next.Running() || !next.CompletedAt.IsZero() {
 		t.Fatalf("next epoch: %+v %v %v", next, started, err)
 	}
-	if _, _, err := l.FinishReseed(ctx, acct, "profiles", 1); !errors.Is(err, ErrConflict) {
+	if _, _, err := l.Seeds().FinishReseed(ctx, acct, "profiles", 1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("finish of a replaced epoch: %v", err)
 	}
-	if _, _, err := l.StartReseed(ctx, ReseedRequest{AccountID: acct, Dataset: "profiles"}); err == nil || errors.Is(err, ErrConflict) {
+	if _, _, err := l.Seeds().StartReseed(ctx, ReseedRequest{AccountID: acct, Dataset: "profiles"}); err == nil || errors.Is(err, ErrConflict) {
 		t.Fatalf("an invalid request: %v", err)
 	}
-	if got, err := l.Seed(ctx, acct, "profiles"); err != nil || got.Epoch != 2 || got.RequestID != "req-2" {
+	if got, err := l.Seeds().Seed(ctx, acct, "profiles"); err != nil || got.Epoch != 2 || got.RequestID != "req-2" {
 		t.Fatalf("seed after the invalid request: %+v %v", got, err)
 	}
 }
@@ -150,13 +150,13 @@ func TestPurgeRemovesSeed(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newTestLedger(t, newClock(t0))
 	acct := testAccount(t, "a")
-	if _, _, err := l.StartReseed(ctx, ReseedRequest{AccountID: acct, Dataset: "profiles", From: day1, Through: day1, RequestID: "r"}); err != nil {
+	if _, _, err := l.Seeds().StartReseed(ctx, ReseedRequest{AccountID: acct, Dataset: "profiles", From: day1, Through: day1, RequestID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.PurgeAccount(ctx, acct, []string{"events", "profiles"}); err != nil {
+	if _, err := l.Accounts().PurgeAccount(ctx, acct, []string{"events", "profiles"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Seed(ctx, acct, "profiles"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Seeds().Seed(ctx, acct, "profiles"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("seed after the purge: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 package ledger
 
-// Late data: restatement checks (R1).
+// Late data: restatement checks.
 //
 // The exporter takes a fingerprint of the day in the source (a hash of the
 // dataset's fingerprint query, source.Fingerprinter) right before it reads
@@ -190,7 +190,7 @@ func readLateData(row *Row, r rowRecord, item map[string]types.AttributeValue) e
 // first: one key-condition Query on the restate index, no filter. Index
 // items carry the key, state, generation and the check time
 // (Fingerprint.CheckAt).
-func (l *Ledger) RestateDue(ctx context.Context, shard, limit int) ([]Row, ReadStats, error) {
+func (l Restates) RestateDue(ctx context.Context, shard, limit int) ([]Row, ReadStats, error) {
 	if limit <= 0 {
 		return nil, ReadStats{}, nil
 	}
@@ -209,7 +209,7 @@ func (l *Ledger) RestateDue(ctx context.Context, shard, limit int) ([]Row, ReadS
 // completed, the same generation. A sweep calls it before it queues a
 // check, so a check is queued once whatever the number of sweeps; a row
 // that changed meanwhile is ErrConflict.
-func (l *Ledger) MoveRestateCheck(ctx context.Context, r Row, next time.Time) error {
+func (l Restates) MoveRestateCheck(ctx context.Context, r Row, next time.Time) error {
 	if err := validateKey(r.Key); err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (l *Ledger) MoveRestateCheck(ctx context.Context, r Row, next time.Time) er
 // (its day left the lookback window, or it is no longer completed),
 // conditional on the same scheduled check; a row that changed meanwhile is
 // ErrConflict. Completing the row again schedules a new check.
-func (l *Ledger) DropRestateCheck(ctx context.Context, r Row) error {
+func (l Restates) DropRestateCheck(ctx context.Context, r Row) error {
 	if err := validateKey(r.Key); err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func (l *Ledger) DropRestateCheck(ctx context.Context, r Row) error {
 // restated_rows) and leaves the restate index. A row that moved on (a newer
 // export, a manual request, a running claim) is ErrConflict and is left
 // alone: whatever runs next reads the source as it is now.
-func (l *Ledger) RequeueRestatement(ctx context.Context, key partition.Key, generation int64, exported string) (Row, error) {
+func (l Restates) RequeueRestatement(ctx context.Context, key partition.Key, generation int64, exported string) (Row, error) {
 	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
@@ -305,7 +305,7 @@ func (l *Ledger) RequeueRestatement(ctx context.Context, key partition.Key, gene
 // one Query of the index under the account id (nothing, once moved), and
 // a conditional write per check. daybook fleet rebuild runs it for every
 // account, once after the upgrade.
-func (l *Ledger) ShardRestateChecks(ctx context.Context, accountID string) (int, error) {
+func (l Restates) ShardRestateChecks(ctx context.Context, accountID string) (int, error) {
 	if accountID == "" || strings.Contains(accountID, "#") {
 		return 0, fmt.Errorf("ledger: account id %q", accountID)
 	}

@@ -75,22 +75,22 @@ func TestRestateWindow(t *testing.T) {
 func complete(t *testing.T, l *Ledger, key partition.Key, res Result) Row {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := l.Get(ctx, key); err == nil && r.State == StateCompleted {
-		if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
+	if r, err := l.Partitions().Get(ctx, key); err == nil && r.State == StateCompleted {
+		if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := l.Claim(ctx, key, "")
+	c, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Start(ctx, key, c.Token); err != nil {
+	if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Complete(ctx, key, c.Token, res)
+	r, err := l.Partitions().Complete(ctx, key, c.Token, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,10 +144,10 @@ func TestRestateIndexFollowsCompletes(t *testing.T) {
 		t.Fatalf("limit 1: %v %v", rows, err)
 	}
 	next := clk.Now().Add(6 * time.Hour)
-	if err := l.MoveRestateCheck(ctx, rows[0], next); err != nil {
+	if err := l.Restates().MoveRestateCheck(ctx, rows[0], next); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.MoveRestateCheck(ctx, rows[0], next); !errors.Is(err, ErrConflict) {
+	if err := l.Restates().MoveRestateCheck(ctx, rows[0], next); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second move from the same read: %v, want ErrConflict", err)
 	}
 	if got := due(); !slices.Equal(got, []partition.Key{a}) {
@@ -167,16 +167,16 @@ func TestRestateIndexFollowsCompletes(t *testing.T) {
 	if len(rows) != 1 || rows[0].Key != b {
 		t.Fatalf("b after its moved check: %v", rows)
 	}
-	if err := l.DropRestateCheck(ctx, rows[0]); err != nil {
+	if err := l.Restates().DropRestateCheck(ctx, rows[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.DropRestateCheck(ctx, rows[0]); !errors.Is(err, ErrConflict) {
+	if err := l.Restates().DropRestateCheck(ctx, rows[0]); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second drop: %v, want ErrConflict", err)
 	}
 	if got := due(); len(got) != 0 {
 		t.Fatalf("due after the drop: %v", got)
 	}
-	if got, err := l.Get(ctx, b); err != nil || got.Fingerprint.Value != "fb" || got.State != StateCompleted {
+	if got, err := l.Partitions().Get(ctx, b); err != nil || got.Fingerprint.Value != "fb" || got.State != StateCompleted {
 		t.Fatalf("a dropped check keeps the row and its fingerprint: %+v %v", got, err)
 	}
 }
@@ -202,7 +202,7 @@ func TestRequeueRestatement(t *testing.T) {
 		{"other fingerprint", 1, "f0", ErrConflict},
 	}
 	for _, tt := range bad {
-		if _, err := l.RequeueRestatement(ctx, key, tt.generation, tt.fp); !errors.Is(err, tt.want) {
+		if _, err := l.Restates().RequeueRestatement(ctx, key, tt.generation, tt.fp); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
 	}
@@ -211,18 +211,18 @@ func TestRequeueRestatement(t *testing.T) {
 		gen int64
 		fp  string
 	}{{key, 0, "f1"}, {key, 1, ""}, {partition.Key{AccountID: "", Dataset: "events", Day: day1}, 1, "f1"}} {
-		if _, err := l.RequeueRestatement(ctx, tt.key, tt.gen, tt.fp); err == nil || errors.Is(err, ErrConflict) {
+		if _, err := l.Restates().RequeueRestatement(ctx, tt.key, tt.gen, tt.fp); err == nil || errors.Is(err, ErrConflict) {
 			t.Errorf("bad input %+v/%d/%q: %v", tt.key, tt.gen, tt.fp, err)
 		}
 	}
-	if _, err := l.RequeueRestatement(ctx, partition.Key{AccountID: key.AccountID, Dataset: "events", Day: day1.AddDays(5)}, 1, "f1"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Restates().RequeueRestatement(ctx, partition.Key{AccountID: key.AccountID, Dataset: "events", Day: day1.AddDays(5)}, 1, "f1"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("no such row: %v", err)
 	}
-	if r, err := l.Get(ctx, key); err != nil || r.State != StateCompleted || r.Restatement != nil {
+	if r, err := l.Partitions().Get(ctx, key); err != nil || r.State != StateCompleted || r.Restatement != nil {
 		t.Fatalf("refused requeues changed the row: %+v %v", r, err)
 	}
 
-	r, err := l.RequeueRestatement(ctx, key, 1, "f1")
+	r, err := l.Restates().RequeueRestatement(ctx, key, 1, "f1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,22 +230,22 @@ func TestRequeueRestatement(t *testing.T) {
 		*r.Restatement != (Restatement{PreviousGeneration: 1, PreviousRows: 10}) || r.Fingerprint.CheckAt != (time.Time{}) {
 		t.Fatalf("queued for restatement: %+v (%+v)", r, r.Restatement)
 	}
-	if _, err := l.RequeueRestatement(ctx, key, 1, "f1"); !errors.Is(err, ErrConflict) {
+	if _, err := l.Restates().RequeueRestatement(ctx, key, 1, "f1"); !errors.Is(err, ErrConflict) {
 		t.Fatalf("a second restatement of a queued row: %v", err)
 	}
-	if rows, _, err := l.Due(ctx, key.AccountID, 10); err != nil || len(rows) != 1 || rows[0].State != StateQueued {
+	if rows, _, err := l.Partitions().Due(ctx, key.AccountID, 10); err != nil || len(rows) != 1 || rows[0].State != StateQueued {
 		t.Fatalf("the restated row is not due: %v %v", rows, err)
 	}
 	// The next run keeps the reason and restates generation 1.
-	c, err := l.Claim(ctx, key, "")
+	c, err := l.Partitions().Claim(ctx, key, "")
 	if err != nil || c.Reason != partition.ReasonRestatement {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
-	st, err := l.Start(ctx, key, c.Token)
+	st, err := l.Partitions().Start(ctx, key, c.Token)
 	if err != nil || !st.Prev.Restating() {
 		t.Fatalf("start: %+v %v", st.Prev, err)
 	}
-	r, err = l.Complete(ctx, key, c.Token, Result{Rows: 12, Restated: true, Fingerprint: Fingerprint{Value: "f2", At: clk.Now()}})
+	r, err = l.Partitions().Complete(ctx, key, c.Token, Result{Rows: 12, Restated: true, Fingerprint: Fingerprint{Value: "f2", At: clk.Now()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,23 +271,23 @@ func TestStoppedHook(t *testing.T) {
 	})
 	acct := testAccount(t, "a")
 	failing, dying := partition.Key{AccountID: acct, Dataset: "events", Day: day1}, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}
-	if _, err := l.Materialize(ctx, acct, "events", failing.Day, dying.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct, "events", failing.Day, dying.Day); err != nil {
 		t.Fatal(err)
 	}
 	run := func(key partition.Key) Claim {
 		t.Helper()
-		c, err := l.Claim(ctx, key, "")
+		c, err := l.Partitions().Claim(ctx, key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, key, c.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	for attempt := 1; attempt <= 3; attempt++ {
 		c := run(failing)
-		if _, err := l.Fail(ctx, failing, c.Token, errors.New("source down")); err != nil {
+		if _, err := l.Partitions().Fail(ctx, failing, c.Token, errors.New("source down")); err != nil {
 			t.Fatal(err)
 		}
 		if want := map[bool]int{true: 1, false: 0}[attempt == 3]; len(stops) != want {
@@ -302,7 +302,7 @@ func TestStoppedHook(t *testing.T) {
 		run(dying)
 		clk.Advance(testLease + time.Minute)
 	}
-	if _, err := l.Claim(ctx, dying, ""); !errors.Is(err, ErrStopped) {
+	if _, err := l.Partitions().Claim(ctx, dying, ""); !errors.Is(err, ErrStopped) {
 		t.Fatalf("claim of a dead claim on its last attempt: %v", err)
 	}
 	if len(stops) != 2 {
@@ -327,13 +327,13 @@ func TestRequeueRestatementWakes(t *testing.T) {
 	if !ok {
 		t.Fatal("new account not woken")
 	}
-	if _, err := l.SetNextWake(ctx, w, now.Add(6*time.Hour), civil.Date{}, now.Add(-time.Hour)); err != nil {
+	if _, err := l.Schedule().SetNextWake(ctx, w, now.Add(6*time.Hour), civil.Date{}, now.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if at, _ := wakeOf(t, l, a.ID); !at.After(now) {
 		t.Fatalf("wake time %s, want after %s before the restatement", at, now)
 	}
-	if _, err := l.RequeueRestatement(ctx, key, 1, "f1"); err != nil {
+	if _, err := l.Restates().RequeueRestatement(ctx, key, 1, "f1"); err != nil {
 		t.Fatal(err)
 	}
 	if at, ok := wakeOf(t, l, a.ID); !ok || at.After(now) {
@@ -344,7 +344,7 @@ func TestRequeueRestatementWakes(t *testing.T) {
 // restateDueOf is RestateDue of acct's shard, keeping acct's rows (the
 // package's tests share the table), at most limit of them.
 func restateDueOf(ctx context.Context, l *Ledger, acct string, limit int) ([]Row, ReadStats, error) {
-	rows, stats, err := l.RestateDue(ctx, Shard(acct), 1000)
+	rows, stats, err := l.Restates().RestateDue(ctx, Shard(acct), 1000)
 	rows = slices.DeleteFunc(rows, func(r Row) bool { return r.AccountID != acct })
 	return rows[:min(limit, len(rows))], stats, err
 }
@@ -380,13 +380,13 @@ func TestShardRestateChecks(t *testing.T) {
 	if n := due(); n != 0 {
 		t.Fatalf("an unsharded check is due to a sweep: %d", n)
 	}
-	if n, err := l.ShardRestateChecks(ctx, acct); err != nil || n != 1 {
+	if n, err := l.Restates().ShardRestateChecks(ctx, acct); err != nil || n != 1 {
 		t.Fatalf("ShardRestateChecks = %d, %v; want 1", n, err)
 	}
 	if n := due(); n != 1 {
 		t.Errorf("after the move: %d due, want 1", n)
 	}
-	if n, err := l.ShardRestateChecks(ctx, acct); err != nil || n != 0 {
+	if n, err := l.Restates().ShardRestateChecks(ctx, acct); err != nil || n != 0 {
 		t.Errorf("second run moved %d, %v", n, err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// State is a partition row's state (L1).
+// State is a partition row's state.
 type State string
 
 // States.
@@ -139,7 +139,7 @@ type Result struct {
 	SeedEpoch   int64
 }
 
-// ReadStats counts what a read cost (L5).
+// ReadStats counts what a read cost.
 type ReadStats struct {
 	Queries       int
 	Items         int
@@ -153,7 +153,7 @@ func (s ReadStats) Add(o ReadStats) ReadStats {
 
 // Scheduled reports whether r is in the scheduled class of the due index:
 // the pending newest closed day of a live account, which the sweeper takes
-// before any backfill (L6).
+// before any backfill.
 func (r Row) Scheduled() bool { return strings.HasPrefix(r.DueKey, dueScheduled) }
 
 // nextGeneration is the generation the next run of r commits at least.
@@ -173,7 +173,7 @@ func (r Row) liveAt(now time.Time) bool { return r.State == StateRunning && !r.L
 // with the second of now (live: lease_until >= now; claimable: lease_until <
 // now), so a lease is live through its whole last second and ends one second
 // after the stored value. DueWork, Claim and the sweeper's wake all use this
-// one boundary (L3).
+// one boundary.
 func LeaseEnd(until time.Time) time.Time { return until.Truncate(time.Second).Add(time.Second) }
 
 // deadOnLastAttempt reports whether r is a dead claim (running, lease

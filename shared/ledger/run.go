@@ -12,17 +12,15 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-const maxErrorLen = 1000
-
 // Start marks a claim taken by the sweeper as started by the exporter that
 // received its job, once per claim, and counts the attempt (attempts+1): a
 // run uses an attempt when it starts, not when it is claimed. A second
 // delivery of the same SQS message, or the message of a claim that was
 // reclaimed meanwhile, gets ErrClaimLost, so a duplicated delivery never runs
-// the partition twice (L2). The lease is renewed from now (the job may have waited in the queue),
+// the partition twice. The lease is renewed from now (the job may have waited in the queue),
 // so a live exporter always holds a live lease. It returns the claim as the
 // ledger holds it (attempt, the generation the run will commit, reason).
-func (l *Ledger) Start(ctx context.Context, key partition.Key, token string) (Claim, error) {
+func (l Partitions) Start(ctx context.Context, key partition.Key, token string) (Claim, error) {
 	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
@@ -63,7 +61,7 @@ func (r Row) started(token string) Claim {
 // that if it fails too, the next claim is still numbered above it and no
 // generation is ever committed twice; a failed run that found nothing new
 // leaves no gap in the numbers.
-func (l *Ledger) NoteCommitted(ctx context.Context, key partition.Key, token string, generation int64) error {
+func (l Partitions) NoteCommitted(ctx context.Context, key partition.Key, token string, generation int64) error {
 	if err := validateKey(key); err != nil {
 		return err
 	}
@@ -104,7 +102,7 @@ func rerunIs(v bool) expression.ConditionBuilder {
 // stats and generation still recorded. A token that no longer holds the row
 // is ErrClaimLost; a res.Generation not above the stored generation is
 // ErrConflict (a generation only ever increases and never repeats).
-func (l *Ledger) Complete(ctx context.Context, key partition.Key, token string, res Result) (Row, error) {
+func (l Partitions) Complete(ctx context.Context, key partition.Key, token string, res Result) (Row, error) {
 	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
@@ -193,24 +191,18 @@ func (l *Ledger) Complete(ctx context.Context, key partition.Key, token string, 
 // having counted its attempt (a caller that skipped Start) counts it here. If a re-run was
 // requested while it ran, the row is queued (manual) with a fresh attempt
 // count. A token that no longer holds the row is ErrClaimLost.
-func (l *Ledger) Fail(ctx context.Context, key partition.Key, token string, cause error) (Row, error) {
+func (l Partitions) Fail(ctx context.Context, key partition.Key, token string, cause error) (Row, error) {
 	return l.FailAfter(ctx, key, token, cause, time.Time{})
 }
 
 // FailAfter is Fail with the next attempt no earlier than notBefore: a
 // partition whose slices may still write until then (SliceFence) is not
 // run again before they are gone.
-func (l *Ledger) FailAfter(ctx context.Context, key partition.Key, token string, cause error, notBefore time.Time) (Row, error) {
+func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token string, cause error, notBefore time.Time) (Row, error) {
 	if err := validateKey(key); err != nil {
 		return Row{}, err
 	}
-	msg := "unknown error"
-	if cause != nil {
-		msg = cause.Error()
-	}
-	if len(msg) > maxErrorLen {
-		msg = msg[:maxErrorLen]
-	}
+	msg := errorText(cause)
 	for range 5 {
 		item, err := l.getItem(ctx, rowKey(key))
 		if errors.Is(err, ErrNotFound) {
@@ -232,9 +224,7 @@ func (l *Ledger) FailAfter(ctx context.Context, key partition.Key, token string,
 		}
 		now := l.now()
 		nowS := fmtTime(now)
-		upd := expression.Set(name(attrLastError), val(msg)).
-			Set(name(attrUpdatedAt), val(nowS)).
-			Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
+		upd := endRun(expression.Set(name(attrLastError), val(msg)), nowS)
 		switch {
 		case row.RerunRequested:
 			upd = upd.Set(name(attrState), val(string(StateQueued))).

@@ -18,23 +18,23 @@ func TestCompleteGeneration(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk)
 	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
 	run := func() Claim {
 		t.Helper()
-		c, err := l.Claim(ctx, key, "")
+		c, err := l.Partitions().Claim(ctx, key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, key, c.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	requeue := func() {
 		t.Helper()
-		if _, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
+		if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestCompleteGeneration(t *testing.T) {
 	if c.Generation != 1 {
 		t.Fatalf("claim generation %d, want 1", c.Generation)
 	}
-	r, err := l.Complete(ctx, key, c.Token, Result{Rows: 1, Generation: 2})
+	r, err := l.Partitions().Complete(ctx, key, c.Token, Result{Rows: 1, Generation: 2})
 	if err != nil || r.Generation != 2 || r.State != StateCompleted {
 		t.Fatalf("complete at generation 2: %+v %v", r, err)
 	}
@@ -56,7 +56,7 @@ func TestCompleteGeneration(t *testing.T) {
 	if c.Generation != 3 {
 		t.Fatalf("claim generation %d, want 3", c.Generation)
 	}
-	if r, err = l.Complete(ctx, key, c.Token, Result{Rows: 2}); err != nil || r.Generation != 3 {
+	if r, err = l.Partitions().Complete(ctx, key, c.Token, Result{Rows: 2}); err != nil || r.Generation != 3 {
 		t.Fatalf("complete without a generation: %+v %v", r, err)
 	}
 
@@ -64,22 +64,22 @@ func TestCompleteGeneration(t *testing.T) {
 	requeue()
 	c = run()
 	for _, g := range []int64{2, 3} {
-		if _, err := l.Complete(ctx, key, c.Token, Result{Generation: g}); !errors.Is(err, ErrConflict) {
+		if _, err := l.Partitions().Complete(ctx, key, c.Token, Result{Generation: g}); !errors.Is(err, ErrConflict) {
 			t.Errorf("complete at generation %d over stored 3: %v, want ErrConflict", g, err)
 		}
 	}
-	if _, err := l.Complete(ctx, key, "stale", Result{Generation: 9}); !errors.Is(err, ErrClaimLost) {
+	if _, err := l.Partitions().Complete(ctx, key, "stale", Result{Generation: 9}); !errors.Is(err, ErrClaimLost) {
 		t.Errorf("complete with a stale token: %v, want ErrClaimLost", err)
 	}
-	if r, err := l.Get(ctx, key); err != nil || r.State != StateRunning || r.ClaimToken != c.Token || r.Generation != 3 {
+	if r, err := l.Partitions().Get(ctx, key); err != nil || r.State != StateRunning || r.ClaimToken != c.Token || r.Generation != 3 {
 		t.Fatalf("after refused completes: %+v %v", r, err)
 	}
 
 	// A re-run requested meanwhile: the row is queued with the generation stored.
-	if _, err := l.ClaimManual(ctx, key); !errors.Is(err, ErrBusy) {
+	if _, err := l.Partitions().ClaimManual(ctx, key); !errors.Is(err, ErrBusy) {
 		t.Fatalf("manual claim while running: %v", err)
 	}
-	if r, err = l.Complete(ctx, key, c.Token, Result{Generation: 7}); err != nil || r.State != StateQueued || r.Generation != 7 {
+	if r, err = l.Partitions().Complete(ctx, key, c.Token, Result{Generation: 7}); err != nil || r.State != StateQueued || r.Generation != 7 {
 		t.Fatalf("complete with a re-run requested: %+v %v", r, err)
 	}
 	if c = run(); c.Generation != 8 {
@@ -96,16 +96,16 @@ func TestNoteCommittedGeneration(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 5 })
 	key := partition.Key{AccountID: testAccount(t, "r"), Dataset: "events", Day: day1}
-	if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 		t.Fatal(err)
 	}
 	claimStart := func() Claim {
 		t.Helper()
-		c, err := l.Claim(ctx, key, "")
+		c, err := l.Partitions().Claim(ctx, key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, key, c.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -119,13 +119,13 @@ func TestNoteCommittedGeneration(t *testing.T) {
 	if b.Generation != 1 {
 		t.Fatalf("second claim generation %d, want 1 (the ledger never heard of A's commit)", b.Generation)
 	}
-	if err := l.NoteCommitted(ctx, key, "not-the-token", 1); !errors.Is(err, ErrClaimLost) {
+	if err := l.Partitions().NoteCommitted(ctx, key, "not-the-token", 1); !errors.Is(err, ErrClaimLost) {
 		t.Fatalf("note with a stale token: %v", err)
 	}
-	if err := l.NoteCommitted(ctx, key, b.Token, 1); err != nil { // B found A's _SUCCESS
+	if err := l.Partitions().NoteCommitted(ctx, key, b.Token, 1); err != nil { // B found A's _SUCCESS
 		t.Fatal(err)
 	}
-	if _, err := l.Fail(ctx, key, b.Token, errors.New("source down")); err != nil { // ...and failed after removing it
+	if _, err := l.Partitions().Fail(ctx, key, b.Token, errors.New("source down")); err != nil { // ...and failed after removing it
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Hour)
@@ -133,10 +133,10 @@ func TestNoteCommittedGeneration(t *testing.T) {
 	if c.Generation != 2 {
 		t.Fatalf("claim after a noted 1: generation %d, want 2", c.Generation)
 	}
-	if err := l.NoteCommitted(ctx, key, c.Token, 1); !errors.Is(err, ErrConflict) {
+	if err := l.Partitions().NoteCommitted(ctx, key, c.Token, 1); !errors.Is(err, ErrConflict) {
 		t.Fatalf("noting a generation not above the noted one: %v", err)
 	}
-	if _, err := l.Fail(ctx, key, c.Token, errors.New("bucket down")); err != nil { // found nothing new, failed
+	if _, err := l.Partitions().Fail(ctx, key, c.Token, errors.New("bucket down")); err != nil { // found nothing new, failed
 		t.Fatal(err)
 	}
 	clk.Advance(4 * time.Hour)
@@ -144,7 +144,7 @@ func TestNoteCommittedGeneration(t *testing.T) {
 	if d.Generation != 2 {
 		t.Fatalf("a failed run that noted nothing must leave no gap: generation %d, want 2", d.Generation)
 	}
-	if r, err := l.Complete(ctx, key, d.Token, Result{Generation: 2}); err != nil || r.Generation != 2 {
+	if r, err := l.Partitions().Complete(ctx, key, d.Token, Result{Generation: 2}); err != nil || r.Generation != 2 {
 		t.Fatalf("complete: %+v %v", r, err)
 	}
 }

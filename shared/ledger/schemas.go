@@ -1,6 +1,6 @@
 package ledger
 
-// Delivered schemas (D2): what the deployment has delivered of each
+// Delivered schemas: what the deployment has delivered of each
 // dataset, one small item per dataset and contract, so a catalog can be
 // checked against it (daybook catalog diff --deployed) without reading any
 // customer's bucket:
@@ -67,7 +67,7 @@ func schemaSK(ds, contract string) string { return ds + "#" + contract }
 
 // RecordSchema stores s unless the stored item for its dataset and contract
 // has the same SHA-256; it reports whether it wrote.
-func (l *Ledger) RecordSchema(ctx context.Context, s DeliveredSchema) (bool, error) {
+func (l Schemas) RecordSchema(ctx context.Context, s DeliveredSchema) (bool, error) {
 	if s.Dataset == "" || s.Contract == "" || s.Version < 1 || len(s.Doc) == 0 || s.SHA256 == "" {
 		return false, fmt.Errorf("%w: dataset %q, contract %q, version %d, %d bytes, sha256 %q", ErrSchemaInvalid, s.Dataset, s.Contract, s.Version, len(s.Doc), s.SHA256)
 	}
@@ -94,7 +94,7 @@ func (l *Ledger) RecordSchema(ctx context.Context, s DeliveredSchema) (bool, err
 
 // DeliveredSchemaOf reads the recorded schema of dataset at contract, or
 // ErrNotFound (eventually consistent: the exporter only compares hashes).
-func (l *Ledger) DeliveredSchemaOf(ctx context.Context, ds, contract string) (DeliveredSchema, error) {
+func (l Schemas) DeliveredSchemaOf(ctx context.Context, ds, contract string) (DeliveredSchema, error) {
 	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{
 		AttrPK: &types.AttributeValueMemberS{Value: pkSchemas}, AttrSK: &types.AttributeValueMemberS{Value: schemaSK(ds, contract)}}})
 	if err != nil {
@@ -108,7 +108,7 @@ func (l *Ledger) DeliveredSchemaOf(ctx context.Context, ds, contract string) (De
 
 // DeliveredSchemas reads every recorded schema, in dataset then contract
 // order (one query; a page holds hundreds of them).
-func (l *Ledger) DeliveredSchemas(ctx context.Context) ([]DeliveredSchema, error) {
+func (l Schemas) DeliveredSchemas(ctx context.Context) ([]DeliveredSchema, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(expression.Value(pkSchemas))).Build()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: build expression: %w", err)

@@ -18,19 +18,19 @@ func TestRecordSchema(t *testing.T) {
 		s    DeliveredSchema
 		want bool
 	}{{v1, true}, {v1, false}, {v1b, true}, {v1b, false}, {v2, true}} {
-		wrote, err := l.RecordSchema(ctx, c.s)
+		wrote, err := l.Schemas().RecordSchema(ctx, c.s)
 		if err != nil || wrote != c.want {
 			t.Fatalf("record %d (%s %s %s): wrote %v, err %v; want %v", i, c.s.Dataset, c.s.Contract, c.s.SHA256, wrote, err, c.want)
 		}
 	}
-	got, err := l.DeliveredSchemaOf(ctx, "rs_events", "v1")
+	got, err := l.Schemas().DeliveredSchemaOf(ctx, "rs_events", "v1")
 	if err != nil || got.SHA256 != "bb" || got.Version != 2 || string(got.Doc) != string(v1b.Doc) || got.UpdatedAt.IsZero() {
 		t.Errorf("DeliveredSchemaOf v1 = %+v, %v", got, err)
 	}
-	if _, err := l.DeliveredSchemaOf(ctx, "rs_events", "v3"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Schemas().DeliveredSchemaOf(ctx, "rs_events", "v3"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("DeliveredSchemaOf v3: %v, want ErrNotFound", err)
 	}
-	all, err := l.DeliveredSchemas(ctx)
+	all, err := l.Schemas().DeliveredSchemas(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRecordSchema(t *testing.T) {
 	if len(mine) != 2 || mine[0] != "v1:bb" || mine[1] != "v2:cc" {
 		t.Errorf("DeliveredSchemas: %v", mine)
 	}
-	if _, err := l.RecordSchema(ctx, DeliveredSchema{Dataset: "rs_events", Contract: "v1"}); !errors.Is(err, ErrSchemaInvalid) {
+	if _, err := l.Schemas().RecordSchema(ctx, DeliveredSchema{Dataset: "rs_events", Contract: "v1"}); !errors.Is(err, ErrSchemaInvalid) {
 		t.Errorf("an empty schema: %v, want ErrSchemaInvalid", err)
 	}
 }

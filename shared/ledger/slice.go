@@ -1,6 +1,6 @@
 package ledger
 
-// Slices of a partition (E7). A day too large for one exporter run is
+// Slices of a partition. A day too large for one exporter run is
 // split into slices that run on separate invocations, in parallel, under
 // the partition's one claim:
 //
@@ -177,7 +177,7 @@ func planKey(k partition.Key) map[string]types.AttributeValue {
 // under the partition's claim p.Token, replacing any plan an earlier claim
 // left. A claim that no longer holds the partition is ErrClaimLost and
 // nothing is written.
-func (l *Ledger) PlanSlices(ctx context.Context, p SlicePlan) error {
+func (l Slices) PlanSlices(ctx context.Context, p SlicePlan) error {
 	if err := validateKey(p.Key); err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (p SlicePlan) checkBounds() error {
 	return nil
 }
 
-func (l *Ledger) putSlice(ctx context.Context, r sliceRecord) error {
+func (l *kernel) putSlice(ctx context.Context, r sliceRecord) error {
 	item, err := attributevalue.MarshalMap(r)
 	if err != nil {
 		return fmt.Errorf("ledger: encode %s/%s: %w", r.PK, r.SK, err)
@@ -271,7 +271,7 @@ func (l *Ledger) putSlice(ctx context.Context, r sliceRecord) error {
 
 // SlicesOf reads a partition's plan and its slices in order (strongly
 // consistent). No plan is ErrNotFound.
-func (l *Ledger) SlicesOf(ctx context.Context, key partition.Key) (SlicePlan, []Slice, error) {
+func (l Slices) SlicesOf(ctx context.Context, key partition.Key) (SlicePlan, []Slice, error) {
 	plan, sls, err := l.sliceItems(ctx, key)
 	if err != nil {
 		return SlicePlan{}, nil, err
@@ -292,7 +292,7 @@ func (l *Ledger) SlicesOf(ctx context.Context, key partition.Key) (SlicePlan, []
 
 // PlanOf reads a partition's slice plan alone, without its slices
 // (strongly consistent). No plan is ErrNotFound.
-func (l *Ledger) PlanOf(ctx context.Context, key partition.Key) (SlicePlan, error) {
+func (l Slices) PlanOf(ctx context.Context, key partition.Key) (SlicePlan, error) {
 	if err := validateKey(key); err != nil {
 		return SlicePlan{}, err
 	}
@@ -313,7 +313,7 @@ func (l *Ledger) PlanOf(ctx context.Context, key partition.Key) (SlicePlan, erro
 // the partition starts writing only after it: the claim that held the
 // partition before is gone, but its slices may outlive it up to their
 // leases, and no new one can start (StartSlice needs that claim).
-func (l *Ledger) SliceFence(ctx context.Context, key partition.Key, token string) (time.Time, error) {
+func (l Slices) SliceFence(ctx context.Context, key partition.Key, token string) (time.Time, error) {
 	_, sls, err := l.sliceItems(ctx, key)
 	if err != nil {
 		return time.Time{}, err
@@ -330,7 +330,7 @@ func (l *Ledger) SliceFence(ctx context.Context, key partition.Key, token string
 
 // sliceItems reads every slice item of the partition (strongly
 // consistent): its plan (nil if none) and its slices, any plan's, in order.
-func (l *Ledger) sliceItems(ctx context.Context, key partition.Key) (*SlicePlan, []Slice, error) {
+func (l *kernel) sliceItems(ctx context.Context, key partition.Key) (*SlicePlan, []Slice, error) {
 	if err := validateKey(key); err != nil {
 		return nil, nil, err
 	}

@@ -19,13 +19,13 @@ import (
 // so the partition stays running while its slices work, and while a slice
 // whose run died waits to come back from the queue: the sweeper takes a
 // sliced partition over only when no slice was heard of for that long.
-func (l *Ledger) renewPartition(ctx context.Context, key partition.Key, token string) error {
+func (l *kernel) renewPartition(ctx context.Context, key partition.Key, token string) error {
 	return l.holdPartition(ctx, key, token, false)
 }
 
 // holdPartition is renewPartition, marking the row SlicePlanned when
 // planned.
-func (l *Ledger) holdPartition(ctx context.Context, key partition.Key, token string, planned bool) error {
+func (l *kernel) holdPartition(ctx context.Context, key partition.Key, token string, planned bool) error {
 	now := l.now()
 	lease := now.Add(l.cfg.SliceHold)
 	upd := expression.Set(name(attrLeaseUntil), val(fmtTime(lease))).
@@ -55,7 +55,7 @@ func ofPlan(token string) expression.ConditionBuilder {
 // attempt, or a failed slice out of attempts, is ErrStopped; a plan that
 // is gone or was replaced, or a partition no longer held by token, is
 // ErrClaimLost.
-func (l *Ledger) StartSlice(ctx context.Context, key partition.Key, token string, i int) (Slice, error) {
+func (l Slices) StartSlice(ctx context.Context, key partition.Key, token string, i int) (Slice, error) {
 	if err := validateKey(key); err != nil {
 		return Slice{}, err
 	}
@@ -72,7 +72,7 @@ func (l *Ledger) StartSlice(ctx context.Context, key partition.Key, token string
 	startable := expression.And(ofPlan(token), name(attrAttempts).LessThan(val(l.cfg.MaxAttempts)), expression.Or(
 		st.Equal(val(string(StateQueued))),
 		st.Equal(val(string(StateFailed))),
-		expression.And(st.Equal(val(string(StateRunning))), name(attrLeaseUntil).LessThan(val(nowS)))))
+		deadRun(nowS)))
 	upd := expression.Set(st, val(string(StateRunning))).
 		Set(name(attrClaimToken), val(run)).
 		Set(name(attrStartedAt), val(nowS)).
@@ -90,7 +90,7 @@ func (l *Ledger) StartSlice(ctx context.Context, key partition.Key, token string
 }
 
 // sliceRefused says why StartSlice was refused, from the item as found.
-func (l *Ledger) sliceRefused(key partition.Key, token string, i int, item map[string]types.AttributeValue, now time.Time) error {
+func (l *kernel) sliceRefused(key partition.Key, token string, i int, item map[string]types.AttributeValue, now time.Time) error {
 	what := fmt.Sprintf("slice %d of %s", i, key)
 	if len(item) == 0 {
 		return fmt.Errorf("%w: %s: no such slice", ErrClaimLost, what)
@@ -113,14 +113,14 @@ func (l *Ledger) sliceRefused(key partition.Key, token string, i int, item map[s
 
 // holdsSlice: slice item held by the run token of the plan's claim.
 func holdsSlice(token, run string) expression.ConditionBuilder {
-	return expression.And(ofPlan(token), name(attrClaimToken).Equal(val(run)), name(attrState).Equal(val(string(StateRunning))))
+	return expression.And(ofPlan(token), holds(run))
 }
 
 // CompleteSlice renews the partition's hold and records a slice run's
 // result under its run token. A run that no longer holds the slice (it was
 // taken over, or the plan replaced), or a partition no longer held by
 // token, is ErrClaimLost.
-func (l *Ledger) CompleteSlice(ctx context.Context, key partition.Key, token string, i int, run string, res SliceResult) error {
+func (l Slices) CompleteSlice(ctx context.Context, key partition.Key, token string, i int, run string, res SliceResult) error {
 	if err := validateKey(key); err != nil {
 		return err
 	}
@@ -130,13 +130,12 @@ func (l *Ledger) CompleteSlice(ctx context.Context, key partition.Key, token str
 		return fmt.Errorf("complete slice %d: %w", i, err)
 	}
 	nowS := fmtTime(l.now())
-	upd := expression.Set(name(attrState), val(string(StateCompleted))).
+	upd := endRun(expression.Set(name(attrState), val(string(StateCompleted))).
 		Set(name(attrRows), val(res.Rows)).
 		Set(name(attrBytes), val(res.Bytes)).
 		Set(name(attrSliceFiles), val(res.Files)).
-		Set(name(attrFinishedAt), val(nowS)).
-		Set(name(attrUpdatedAt), val(nowS)).
-		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrLastError))
+		Set(name(attrFinishedAt), val(nowS)), nowS).
+		Remove(name(attrLastError))
 	_, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return fmt.Errorf("%w: complete slice %d of %s", ErrClaimLost, i, key)
@@ -150,23 +149,15 @@ func (l *Ledger) CompleteSlice(ctx context.Context, key partition.Key, token str
 // then fails: the exporter records that with FailAfter). It returns the
 // slice as recorded. A run that no longer holds the slice, or a partition
 // no longer held by token, is ErrClaimLost.
-func (l *Ledger) FailSlice(ctx context.Context, key partition.Key, token string, i int, run string, cause error) (Slice, error) {
+func (l Slices) FailSlice(ctx context.Context, key partition.Key, token string, i int, run string, cause error) (Slice, error) {
 	if err := validateKey(key); err != nil {
 		return Slice{}, err
 	}
-	msg := "unknown error"
-	if cause != nil {
-		msg = cause.Error()
-	}
-	if len(msg) > maxErrorLen {
-		msg = msg[:maxErrorLen]
-	}
+	msg := errorText(cause)
 	nowS := fmtTime(l.now())
-	upd := expression.Set(name(attrState), val(string(StateFailed))).
+	upd := endRun(expression.Set(name(attrState), val(string(StateFailed))).
 		Set(name(attrLastError), val(msg)).
-		Set(name(attrFinishedAt), val(nowS)).
-		Set(name(attrUpdatedAt), val(nowS)).
-		Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil))
+		Set(name(attrFinishedAt), val(nowS)), nowS)
 	out, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
 		return Slice{}, fmt.Errorf("%w: fail slice %d of %s", ErrClaimLost, i, key)
@@ -188,7 +179,7 @@ func (l *Ledger) FailSlice(ctx context.Context, key partition.Key, token string,
 // commit claimed by another run whose lease has not expired is ErrConflict
 // (that run commits); a plan replaced or gone is ErrClaimLost. Commit
 // itself is Complete under the partition's claim, which succeeds once.
-func (l *Ledger) ClaimSliceCommit(ctx context.Context, key partition.Key, token string) (string, error) {
+func (l Slices) ClaimSliceCommit(ctx context.Context, key partition.Key, token string) (string, error) {
 	if err := validateKey(key); err != nil {
 		return "", err
 	}
@@ -225,7 +216,7 @@ func (l *Ledger) ClaimSliceCommit(ctx context.Context, key partition.Key, token 
 // HeldClaim returns the claim token holds on the partition, as Start
 // returned it, for the run that finishes a sliced partition. A token that
 // no longer holds the row is ErrClaimLost.
-func (l *Ledger) HeldClaim(ctx context.Context, key partition.Key, token string) (Claim, error) {
+func (l Partitions) HeldClaim(ctx context.Context, key partition.Key, token string) (Claim, error) {
 	row, err := l.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		return Claim{}, fmt.Errorf("%w: %s: no such row", ErrClaimLost, key)

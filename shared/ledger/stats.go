@@ -1,6 +1,6 @@
 package ledger
 
-// Export statistics for the sweeper's claim budget (L6): Complete adds each
+// Export statistics for the sweeper's claim budget: Complete adds each
 // export's duration to an hourly bucket (pk=STATS, sk=EXPORTS#<hour>, kept
 // for a week through the table's TTL), and the sweeper reads the last
 // buckets in one query. The same partition holds the reconcile marker
@@ -21,7 +21,7 @@ func exportBucket(t time.Time) string { return skExports + t.UTC().Format("2006-
 // recordExport adds one export of duration d to the current hour's bucket.
 // It is best-effort: the partition is completed either way, and a lost
 // sample only leaves the average one export short.
-func (l *Ledger) recordExport(ctx context.Context, d time.Duration) {
+func (l *kernel) recordExport(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -54,7 +54,7 @@ func (f FleetStats) MeanExport(minSamples int64) (time.Duration, bool) {
 
 // FleetStats reads the export buckets of the hours that overlap the last
 // window (the current hour included) and the reconcile marker.
-func (l *Ledger) FleetStats(ctx context.Context, window time.Duration) (FleetStats, ReadStats, error) {
+func (l Schedule) FleetStats(ctx context.Context, window time.Duration) (FleetStats, ReadStats, error) {
 	var f FleetStats
 	from := exportBucket(l.now().Add(-window))
 	kc := expression.Key(AttrPK).Equal(val(pkStats)).And(expression.Key(AttrSK).GreaterThanEqual(val(from)))

@@ -32,7 +32,7 @@ var _ DeleteAPI = (*dynamodb.Client)(nil)
 // class. Index items carry the projected attributes only: key, state,
 // attempts, claim token and claimed_at, and the time in the due key. Its
 // cost grows with the account's open rows, never with its completed ones.
-func (l *Ledger) Open(ctx context.Context, accountID string) ([]Row, error) {
+func (l Partitions) Open(ctx context.Context, accountID string) ([]Row, error) {
 	var rows []Row
 	kc := expression.Key(AttrDueAccount).Equal(val(accountID))
 	_, err := l.queryPages(ctx, "open rows of "+accountID, IndexDue, kc, "", 0, appendRows(&rows))
@@ -41,7 +41,7 @@ func (l *Ledger) Open(ctx context.Context, accountID string) ([]Row, error) {
 
 // Count counts the rows of (account, dataset) from `from` through `to` (a
 // COUNT Query: it returns no items, but reads them).
-func (l *Ledger) Count(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error) {
+func (l Partitions) Count(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error) {
 	kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
 		And(expression.Key(AttrSK).Between(val(from.String()), val(to.String())))
 	total := 0
@@ -53,7 +53,7 @@ func (l *Ledger) Count(ctx context.Context, accountID, dataset string, from, to 
 // LastCompleted returns the newest day of (account, dataset) at or before
 // `to` whose row is completed, reading newest first and stopping at the
 // first one; ok is false when there is none.
-func (l *Ledger) LastCompleted(ctx context.Context, accountID, dataset string, to civil.Date) (Row, bool, error) {
+func (l Partitions) LastCompleted(ctx context.Context, accountID, dataset string, to civil.Date) (Row, bool, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset))).
 		And(expression.Key(AttrSK).LessThanEqual(val(to.String())))).Build()
 	if err != nil {
@@ -108,7 +108,7 @@ type PurgeResult struct {
 // at claims: the caller makes sure nothing runs (Open). A row is deleted
 // after its other items, so a purge that failed half way finds them again
 // when run again.
-func (l *Ledger) PurgeAccount(ctx context.Context, accountID string, datasets []string) (PurgeResult, error) {
+func (l Accounts) PurgeAccount(ctx context.Context, accountID string, datasets []string) (PurgeResult, error) {
 	var res PurgeResult
 	api, ok := l.db.(DeleteAPI)
 	if !ok {

@@ -31,34 +31,34 @@ func TestStopRecordsItsEventInTheSameWrite(t *testing.T) {
 	clk := newClock(t0)
 	l, _ := newTestLedger(t, clk, func(c *Config) { c.MaxAttempts = 1; c.StoppedEvent = testStoppedEvent })
 	acct := testAccount(t, "stop")
-	if _, err := l.Materialize(ctx, acct, "events", civil.MustParse("2026-03-02"), civil.MustParse("2026-03-03")); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct, "events", civil.MustParse("2026-03-02"), civil.MustParse("2026-03-03")); err != nil {
 		t.Fatal(err)
 	}
 	failed := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse("2026-03-02")}
 	dead := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse("2026-03-03")}
 	events := func(k partition.Key) []Event {
 		t.Helper()
-		evs, err := l.Events(ctx, k)
+		evs, err := l.Outbox().Events(ctx, k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return evs
 	}
 
-	c, err := l.Claim(ctx, failed, "")
+	c, err := l.Partitions().Claim(ctx, failed, "")
 	if err == nil {
-		_, err = l.Start(ctx, failed, c.Token)
+		_, err = l.Partitions().Start(ctx, failed, c.Token)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Fail(ctx, failed, "not-the-token", errors.New("boom")); !errors.Is(err, ErrClaimLost) {
+	if _, err := l.Partitions().Fail(ctx, failed, "not-the-token", errors.New("boom")); !errors.Is(err, ErrClaimLost) {
 		t.Fatalf("fail without the claim: %v", err)
 	}
 	if evs := events(failed); len(evs) != 0 {
 		t.Fatalf("a refused Fail recorded %d events", len(evs))
 	}
-	row, err := l.Fail(ctx, failed, c.Token, errors.New("source unreachable"))
+	row, err := l.Partitions().Fail(ctx, failed, c.Token, errors.New("source unreachable"))
 	if err != nil || !row.Stopped || row.LastError != "source unreachable" {
 		t.Fatalf("fail on the last attempt: %+v, %v", row, err)
 	}
@@ -69,20 +69,20 @@ func TestStopRecordsItsEventInTheSameWrite(t *testing.T) {
 	// The hook's record of the same stop (what shared/outbox.Send does).
 	ev, _ := testStoppedEvent(partition.Stop{Key: failed, Attempts: 1, Generation: row.Generation, Reason: row.Reason,
 		Cause: partition.StopFailed, Error: row.LastError, At: row.UpdatedAt})
-	if recorded, err := l.RecordEvent(ctx, ev); err != nil || recorded {
+	if recorded, err := l.Outbox().RecordEvent(ctx, ev); err != nil || recorded {
 		t.Errorf("the hook recorded the stop again: %v, %v", recorded, err)
 	}
 
 	// A dead claim on its last attempt, retired by the next claim.
-	c, err = l.Claim(ctx, dead, "")
+	c, err = l.Partitions().Claim(ctx, dead, "")
 	if err == nil {
-		_, err = l.Start(ctx, dead, c.Token)
+		_, err = l.Partitions().Start(ctx, dead, c.Token)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(testLease + time.Minute)
-	if _, err := l.Claim(ctx, dead, ""); !errors.Is(err, ErrStopped) {
+	if _, err := l.Partitions().Claim(ctx, dead, ""); !errors.Is(err, ErrStopped) {
 		t.Fatalf("claim of a dead claim on its last attempt: %v, want ErrStopped", err)
 	}
 	if evs := events(dead); len(evs) != 1 || evs[0].Kind != EventStopped || !evs[0].Pending() {

@@ -18,7 +18,7 @@ import (
 // outcome stopped notifies), or a dead claim's that Claim retired on its
 // last attempt (outcome lease_expired). The hook runs after the transition,
 // with a context that outlives the caller's, and cannot undo it.
-func (l *Ledger) notifyStopped(ctx context.Context, a Attempt, generation int64) {
+func (l *kernel) notifyStopped(ctx context.Context, a Attempt, generation int64) {
 	if l.cfg.Stopped == nil {
 		return
 	}
@@ -50,7 +50,7 @@ func (l *Ledger) notifyStopped(ctx context.Context, a Attempt, generation int64)
 // nothing new). It returns the row as written (read back after a
 // transaction, which cannot return it), or errCondition when the row's
 // condition failed.
-func (l *Ledger) stopTransition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, st partition.Stop) (map[string]types.AttributeValue, error) {
+func (l *kernel) stopTransition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, st partition.Stop) (map[string]types.AttributeValue, error) {
 	if l.cfg.StoppedEvent == nil {
 		if err := l.markStale(ctx, key.AccountID); err != nil {
 			return nil, err

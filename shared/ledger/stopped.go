@@ -6,7 +6,7 @@ package ledger
 // ClaimManual, the only ways out of that state, remove them (ClaimManual's
 // stale mark, summary.go, replaces them). The sweeper
 // reads the level of stopped partitions of the whole fleet from the
-// FleetShards shards, whatever the number of accounts (O3, L6).
+// FleetShards shards, whatever the number of accounts.
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func unmarkStopped(upd expression.UpdateBuilder) expression.UpdateBuilder {
 // StoppedByAccount counts the stopped partitions of shard's accounts (failed
 // after MaxAttempts, waiting for a requeue), by account. It reads the
 // stopped rows' index entries only (keys), which are few: each is an alarm.
-func (l *Ledger) StoppedByAccount(ctx context.Context, shard int) (map[string]int, ReadStats, error) {
+func (l Schedule) StoppedByAccount(ctx context.Context, shard int) (map[string]int, ReadStats, error) {
 	out := map[string]int{}
 	kc := expression.Key(AttrFleetShard).Equal(val(stoppedShard(shard)))
 	stats, err := l.queryPages(ctx, "stopped partitions of "+stoppedShard(shard), IndexFleet, kc, "", 0,

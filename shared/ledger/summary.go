@@ -240,7 +240,7 @@ func summaryShard(prefix string, shard int) string { return fmt.Sprintf("%s%02d"
 func nameKey(name, accountID string) string { return strings.ToLower(name) + "#" + accountID }
 
 // staleMark is the write that asks for a refresh of accountID's summary.
-func (l *Ledger) staleMark(accountID string) *types.Put {
+func (l *kernel) staleMark(accountID string) *types.Put {
 	now := l.now()
 	item := tableKey(summaryPK(accountID), skSummaryStale)
 	item[attrAccountID] = s(accountID)
@@ -252,29 +252,12 @@ func (l *Ledger) staleMark(accountID string) *types.Put {
 // markStale puts accountID's stale mark; a write of many rows
 // (MaterializeDays, Requeue) calls it before its own writes, so that it
 // marks the account once rather than each row.
-func (l *Ledger) markStale(ctx context.Context, accountID string) error {
+func (l *kernel) markStale(ctx context.Context, accountID string) error {
 	p := l.staleMark(accountID)
 	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item}); err != nil {
 		return fmt.Errorf("ledger: mark the summary of %s stale: %w", accountID, err)
 	}
 	return nil
-}
-
-// rowMark adds the row's own stale mark to a transition's update: the row
-// enters the fleet index under Z#<nn> with fleet_key <stamp>#<account>#<dataset>#<day>.
-// A stopped row's entry (X#, stopped.go) is replaced, so only a transition
-// out of the stopped state, or one that cannot start from it, takes one.
-func (l *Ledger) rowMark(upd expression.UpdateBuilder, key partition.Key) expression.UpdateBuilder {
-	return upd.Set(name(AttrFleetShard), val(summaryShard(fleetStale, Shard(key.AccountID)))).
-		Set(name(AttrFleetKey), val(fmtTime(l.now())+"#"+stoppedKey(key)))
-}
-
-// transition is a row's conditional write that may change its phase; the
-// write marks the row stale in the same update (rowMark), so the mark
-// exists if and only if the transition landed: a refused transition leaves
-// none, and no crash can come between the two.
-func (l *Ledger) transition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
-	return l.update(ctx, rowKey(key), l.rowMark(upd, key), cond, rv)
 }
 
 // Refresh recomputes accountID's summary from its rows (a Query per
@@ -286,9 +269,9 @@ func (l *Ledger) transition(ctx context.Context, key partition.Key, upd expressi
 // refresh right after an account write (at the same clock reading as the
 // sweep's) is never refused. A deleted account's summary leaves the fleet
 // index.
-func (l *Ledger) Refresh(ctx context.Context, accountID string) (Summary, error) {
+func (l Fleet) Refresh(ctx context.Context, accountID string) (Summary, error) {
 	asOf := l.cfg.Now().UTC()
-	a, err := l.GetAccount(ctx, accountID)
+	a, err := l.accounts().GetAccount(ctx, accountID)
 	if errors.Is(err, ErrNotFound) {
 		return Summary{}, l.dropSummary(ctx, accountID)
 	}
@@ -307,7 +290,7 @@ func (l *Ledger) Refresh(ctx context.Context, accountID string) (Summary, error)
 		if !MayHaveFailedSince(r, asOf.Add(-FailureWindow)) {
 			continue
 		}
-		h, err := l.History(ctx, r.Key)
+		h, err := l.partitions().History(ctx, r.Key)
 		if err != nil {
 			return Summary{}, err
 		}
@@ -367,7 +350,7 @@ func summaryNewer(rec summaryRecord) expression.ConditionBuilder {
 
 // dropSummary takes a deleted account's summary and name entry out of the
 // fleet index.
-func (l *Ledger) dropSummary(ctx context.Context, accountID string) error {
+func (l *kernel) dropSummary(ctx context.Context, accountID string) error {
 	for _, sk := range []string{skSummary, skSummaryName} {
 		upd := expression.Remove(name(AttrFleetShard)).Remove(name(AttrFleetKey))
 		_, err := l.update(ctx, tableKey(summaryPK(accountID), sk), upd, name(AttrPK).AttributeExists(), types.ReturnValueNone)
@@ -397,7 +380,7 @@ const staleReadItems = 1000
 // first, and returns the marked accounts, at most limit of them, each
 // with its marks (one query when there are fewer than max(limit,
 // staleReadItems) marks).
-func (l *Ledger) StaleSummaries(ctx context.Context, shard, limit int) ([]StaleMark, ReadStats, error) {
+func (l Fleet) StaleSummaries(ctx context.Context, shard, limit int) ([]StaleMark, ReadStats, error) {
 	var marks []StaleMark
 	at := map[string]int{}
 	kc := expression.Key(AttrFleetShard).Equal(val(summaryShard(fleetStale, shard)))
@@ -428,7 +411,7 @@ func (l *Ledger) StaleSummaries(ctx context.Context, shard, limit int) ([]StaleM
 // landed yet, and a younger row mark to a write the refresh's (eventually
 // consistent) reads may not have seen: it stays, and the next sweep
 // refreshes the account again. A failed refresh keeps the marks.
-func (l *Ledger) RefreshMarked(ctx context.Context, m StaleMark) error {
+func (l Fleet) RefreshMarked(ctx context.Context, m StaleMark) error {
 	settled := fmtTime(l.now().Add(-StaleSettle)) + dueUpperBound
 	if _, err := l.Refresh(ctx, m.Account); err != nil {
 		return err
@@ -448,13 +431,13 @@ func (l *Ledger) RefreshMarked(ctx context.Context, m StaleMark) error {
 
 // FleetSummary returns one account's summary (one GetItem), building it
 // from the account's rows if it is missing.
-func (l *Ledger) FleetSummary(ctx context.Context, accountID string) (Summary, error) {
+func (l Fleet) FleetSummary(ctx context.Context, accountID string) (Summary, error) {
 	if accountID == "" || strings.Contains(accountID, "#") {
 		return Summary{}, fmt.Errorf("ledger: account id %q", accountID)
 	}
 	item, err := l.getItem(ctx, tableKey(summaryPK(accountID), skSummary))
 	if errors.Is(err, ErrNotFound) {
-		if _, err := l.GetAccount(ctx, accountID); err != nil {
+		if _, err := l.accounts().GetAccount(ctx, accountID); err != nil {
 			return Summary{}, err
 		}
 		return l.Refresh(ctx, accountID)

@@ -37,24 +37,24 @@ func newSummaryFixture(t *testing.T) summaryFixture {
 		}
 		a := account.Account{ID: id, Name: name, Enabled: true, StartDate: day1, Datasets: []string{"events"},
 			Destination: account.Destination{Bucket: "daybook-exports-test"}}
-		if err := l.PutAccount(ctx, a); err != nil {
+		if err := l.Accounts().PutAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		*[]*string{&f.stopped, &f.failing, &f.fine}[i] = id
 	}
 	run := func(l *Ledger, acct, day string, fail bool) partition.Key {
 		k := partition.Key{AccountID: acct, Dataset: "events", Day: civil.MustParse(day)}
-		c, err := l.Claim(ctx, k, "")
+		c, err := l.Partitions().Claim(ctx, k, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Start(ctx, k, c.Token); err != nil {
+		if _, err := l.Partitions().Start(ctx, k, c.Token); err != nil {
 			t.Fatal(err)
 		}
 		if fail {
-			_, err = l.Fail(ctx, k, c.Token, errors.New("source unreachable"))
+			_, err = l.Partitions().Fail(ctx, k, c.Token, errors.New("source unreachable"))
 		} else {
-			_, err = l.Complete(ctx, k, c.Token, Result{Rows: 1, Files: 1, Bytes: 1})
+			_, err = l.Partitions().Complete(ctx, k, c.Token, Result{Rows: 1, Files: 1, Bytes: 1})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func newSummaryFixture(t *testing.T) summaryFixture {
 		return k
 	}
 	for _, acct := range []string{f.stopped, f.failing, f.fine} {
-		if _, err := l.Materialize(ctx, acct, "events", civil.MustParse("2026-03-02"), civil.MustParse("2026-03-03")); err != nil {
+		if _, err := l.Schedule().Materialize(ctx, acct, "events", civil.MustParse("2026-03-02"), civil.MustParse("2026-03-03")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +99,7 @@ func TestFleetSummaries(t *testing.T) {
 		{f.fine, map[string]int{PhaseCompleted: 2}, "", "2026-03-03", 0, 0},
 	}
 	for _, tt := range tests {
-		s, err := l.FleetSummary(ctx, tt.acct)
+		s, err := l.Fleet().FleetSummary(ctx, tt.acct)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func TestFleetSummaries(t *testing.T) {
 	var order []string
 	pages := 0
 	for tok := ""; ; {
-		p, err := l.FleetPage(ctx, tok, 2)
+		p, err := l.Fleet().FleetPage(ctx, tok, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestFleetSummaries(t *testing.T) {
 		t.Errorf("fleet order %v, want stopped, failing, fine %v", order, []string{f.stopped, f.failing, f.fine})
 	}
 
-	p, err := l.SearchFleet(ctx, "ALP", "", 10)
+	p, err := l.Fleet().SearchFleet(ctx, "ALP", "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestFleetSummaries(t *testing.T) {
 		slices.Index(found, f.failing) > slices.Index(found, f.fine) {
 		t.Errorf("search alp: %v, want alpha failing then Alpine Fine, not Zeta", found)
 	}
-	if _, err := l.FleetPage(ctx, "not-a-token", 2); !errors.Is(err, ErrBadPageToken) {
+	if _, err := l.Fleet().FleetPage(ctx, "not-a-token", 2); !errors.Is(err, ErrBadPageToken) {
 		t.Errorf("a made-up token: %v, want ErrBadPageToken", err)
 	}
 }
@@ -171,14 +171,14 @@ func TestSummaryRefreshes(t *testing.T) {
 	l := f.l
 	marked := func(acct string) bool {
 		t.Helper()
-		marks, _, err := l.StaleSummaries(ctx, Shard(acct), 1<<16)
+		marks, _, err := l.Fleet().StaleSummaries(ctx, Shard(acct), 1<<16)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return slices.ContainsFunc(marks, func(m StaleMark) bool { return m.Account == acct })
 	}
 	// No refresh yet: the summary is built on its first read by id.
-	s, err := l.FleetSummary(ctx, f.failing)
+	s, err := l.Fleet().FleetSummary(ctx, f.failing)
 	if err != nil || s.Counts[PhaseFailed] != 1 {
 		t.Fatalf("a missing summary read by id: %+v, %v", s, err)
 	}
@@ -200,19 +200,19 @@ func TestSummaryRefreshes(t *testing.T) {
 
 	// A claim refused by its condition leaves no mark (the mark is part of
 	// the transition's write), and a refresh finds the counts unchanged.
-	before, _ := l.FleetSummary(ctx, f.fine)
+	before, _ := l.Fleet().FleetSummary(ctx, f.fine)
 	k := partition.Key{AccountID: f.fine, Dataset: "events", Day: civil.MustParse("2026-03-02")}
-	if _, err := l.Claim(ctx, k, ""); !errors.Is(err, ErrConflict) {
+	if _, err := l.Partitions().Claim(ctx, k, ""); !errors.Is(err, ErrConflict) {
 		t.Fatalf("claim of a completed day: %v, want ErrConflict", err)
 	}
-	if _, err := l.Complete(ctx, k, "not-the-token", Result{}); !errors.Is(err, ErrClaimLost) && !errors.Is(err, ErrConflict) {
+	if _, err := l.Partitions().Complete(ctx, k, "not-the-token", Result{}); !errors.Is(err, ErrClaimLost) && !errors.Is(err, ErrConflict) {
 		t.Fatalf("complete without the claim: %v", err)
 	}
 	if marked(f.fine) {
 		t.Error("refused transitions left a stale mark")
 	}
 	f.clk.Advance(2 * StaleSettle)
-	after, err := l.Refresh(ctx, f.fine)
+	after, err := l.Fleet().Refresh(ctx, f.fine)
 	if err != nil || !mapsEqual(before.Counts, after.Counts) || !after.AsOf.After(before.AsOf) {
 		t.Errorf("refused transitions changed the counts: %v -> %v (as of %s -> %s), %v", before.Counts, after.Counts, before.AsOf, after.AsOf, err)
 	}
@@ -220,25 +220,25 @@ func TestSummaryRefreshes(t *testing.T) {
 	// The failing day is retried and completes; a refresh that read before
 	// (an older clock) does not overwrite the newer one.
 	f.clk.Advance(2 * time.Hour) // past its backoff
-	c, err := l.Claim(ctx, f.failingKey, "")
+	c, err := l.Partitions().Claim(ctx, f.failingKey, "")
 	if err == nil {
-		_, err = l.Start(ctx, f.failingKey, c.Token)
+		_, err = l.Partitions().Start(ctx, f.failingKey, c.Token)
 	}
 	if err == nil {
-		_, err = l.Complete(ctx, f.failingKey, c.Token, Result{Rows: 1})
+		_, err = l.Partitions().Complete(ctx, f.failingKey, c.Token, Result{Rows: 1})
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	now, err := l.Refresh(ctx, f.failing)
+	now, err := l.Fleet().Refresh(ctx, f.failing)
 	if err != nil || now.Counts[PhaseCompleted] != 1 || now.Counts[PhaseFailed] != 0 {
 		t.Fatalf("after the retry completed: %+v, %v", now, err)
 	}
 	f.clk.Advance(-time.Hour)
-	if _, err := l.Refresh(ctx, f.failing); err != nil {
+	if _, err := l.Fleet().Refresh(ctx, f.failing); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := l.FleetSummary(ctx, f.failing)
+	got, _ := l.Fleet().FleetSummary(ctx, f.failing)
 	if !got.AsOf.Equal(now.AsOf) || got.Counts[PhaseCompleted] != 1 {
 		t.Errorf("an older refresh overwrote a newer one: %+v", got)
 	}
@@ -247,12 +247,12 @@ func TestSummaryRefreshes(t *testing.T) {
 // refreshStale is a sweep's refresh: every shard's marks.
 func refreshStale(ctx context.Context, l *Ledger) error {
 	for sh := range FleetShards {
-		marks, _, err := l.StaleSummaries(ctx, sh, 1000)
+		marks, _, err := l.Fleet().StaleSummaries(ctx, sh, 1000)
 		if err != nil {
 			return err
 		}
 		for _, m := range marks {
-			if err := l.RefreshMarked(ctx, m); err != nil {
+			if err := l.Fleet().RefreshMarked(ctx, m); err != nil {
 				return err
 			}
 		}
@@ -281,45 +281,45 @@ func TestSummaryRefreshesAtOneInstant(t *testing.T) {
 	ctx := context.Background()
 	f := newSummaryFixture(t)
 	l := f.l
-	if _, err := l.Refresh(ctx, f.fine); err != nil {
+	if _, err := l.Fleet().Refresh(ctx, f.fine); err != nil {
 		t.Fatal(err)
 	}
-	a, err := l.GetAccount(ctx, f.fine)
+	a, err := l.Accounts().GetAccount(ctx, f.fine)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Name = "Alpine Renamed"
-	if _, err := l.UpdateAccount(ctx, a, "test"); err != nil {
+	if _, err := l.Accounts().UpdateAccount(ctx, a, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Refresh(ctx, f.fine); err != nil {
+	if _, err := l.Fleet().Refresh(ctx, f.fine); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := l.FleetSummary(ctx, f.fine); err != nil || got.Name != "Alpine Renamed" {
+	if got, err := l.Fleet().FleetSummary(ctx, f.fine); err != nil || got.Name != "Alpine Renamed" {
 		t.Errorf("after a rename and a refresh at the same instant: %+v, %v", got, err)
 	}
-	p, err := l.SearchFleet(ctx, "alpine ren", "", 10)
+	p, err := l.Fleet().SearchFleet(ctx, "alpine ren", "", 10)
 	if err != nil || len(p.Summaries) != 1 || p.Summaries[0].Account != f.fine {
 		t.Errorf("search by the new name: %+v, %v", p.Summaries, err)
 	}
 
 	k := partition.Key{AccountID: f.fine, Dataset: "events", Day: civil.MustParse("2026-03-02")}
-	if _, err := l.Requeue(ctx, k.AccountID, k.Dataset, k.Day, k.Day, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, k.AccountID, k.Dataset, k.Day, k.Day, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Refresh(ctx, f.fine); err != nil {
+	if _, err := l.Fleet().Refresh(ctx, f.fine); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := l.FleetSummary(ctx, f.fine); got.Counts[PhaseQueued] != 1 || got.Counts[PhaseCompleted] != 1 {
+	if got, _ := l.Fleet().FleetSummary(ctx, f.fine); got.Counts[PhaseQueued] != 1 || got.Counts[PhaseCompleted] != 1 {
 		t.Errorf("after a requeue and a refresh at the same instant: %v", got.Counts)
 	}
 
-	stored, _ := l.FleetSummary(ctx, f.fine)
+	stored, _ := l.Fleet().FleetSummary(ctx, f.fine)
 	f.clk.Advance(-time.Minute)
-	if _, err := l.Refresh(ctx, f.fine); err != nil {
+	if _, err := l.Fleet().Refresh(ctx, f.fine); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := l.FleetSummary(ctx, f.fine); !got.AsOf.Equal(stored.AsOf) {
+	if got, _ := l.Fleet().FleetSummary(ctx, f.fine); !got.AsOf.Equal(stored.AsOf) {
 		t.Errorf("a refresh of the same inputs that read earlier stored as of %s over %s", got.AsOf, stored.AsOf)
 	}
 }

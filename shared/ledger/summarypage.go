@@ -29,14 +29,14 @@ type FleetPage struct {
 // FleetPage reads a page of at most limit summaries, worst first, after
 // the page whose Next is token ("" for the first): FleetShards queries of
 // at most limit items each, whatever the fleet size.
-func (l *Ledger) FleetPage(ctx context.Context, token string, limit int) (FleetPage, error) {
+func (l Fleet) FleetPage(ctx context.Context, token string, limit int) (FleetPage, error) {
 	return l.mergedPage(ctx, fleetSummary, "", token, limit)
 }
 
 // SearchFleet reads a page of at most limit summaries of accounts whose
 // name starts with prefix (any case), by name, after the page whose Next
 // is token.
-func (l *Ledger) SearchFleet(ctx context.Context, prefix, token string, limit int) (FleetPage, error) {
+func (l Fleet) SearchFleet(ctx context.Context, prefix, token string, limit int) (FleetPage, error) {
 	if prefix == "" {
 		return FleetPage{}, fmt.Errorf("ledger: search: empty name prefix")
 	}
@@ -69,7 +69,7 @@ func decodePageToken(tok string) (pageToken, error) {
 // mergedPage merges the FleetShards shards of one kind of fleet entry by
 // fleet key: each shard gives its next limit entries (after the token's
 // place in it), and the page takes the limit smallest.
-func (l *Ledger) mergedPage(ctx context.Context, kind, prefix, token string, limit int) (FleetPage, error) {
+func (l *kernel) mergedPage(ctx context.Context, kind, prefix, token string, limit int) (FleetPage, error) {
 	var page FleetPage
 	if limit <= 0 {
 		return page, fmt.Errorf("ledger: fleet page limit %d: want at least 1", limit)

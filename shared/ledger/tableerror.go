@@ -16,7 +16,7 @@ import (
 // dataset's Iceberg table now holds that generation. A row whose generation
 // moved on (its own Complete decided its table error) or that has no table
 // error is left as it is, and false is returned.
-func (l *Ledger) ClearTableError(ctx context.Context, key partition.Key, generation int64) (bool, error) {
+func (l Partitions) ClearTableError(ctx context.Context, key partition.Key, generation int64) (bool, error) {
 	if err := validateKey(key); err != nil {
 		return false, err
 	}

@@ -77,7 +77,7 @@ func tokenKey(k partition.Key, token string) map[string]types.AttributeValue {
 }
 
 // issueJobToken records token as handed out in a job message of key.
-func (l *Ledger) issueJobToken(ctx context.Context, key partition.Key, token string, now time.Time) error {
+func (l *kernel) issueJobToken(ctx context.Context, key partition.Key, token string, now time.Time) error {
 	item, err := attributevalue.MarshalMap(tokenRecord{
 		PK: tokenPK(key), SK: token,
 		AccountID: key.AccountID, Dataset: key.Dataset, Day: key.Day.String(), ClaimedAt: fmtTime(now), Job: true,
@@ -93,7 +93,7 @@ func (l *Ledger) issueJobToken(ctx context.Context, key partition.Key, token str
 }
 
 // issuePlanToken records the plan p made under its token.
-func (l *Ledger) issuePlanToken(ctx context.Context, p SlicePlan) error {
+func (l *kernel) issuePlanToken(ctx context.Context, p SlicePlan) error {
 	now := l.now()
 	upd := expression.Set(name(attrAccountID), val(p.AccountID)).
 		Set(name(attrDataset), val(p.Dataset)).
@@ -112,7 +112,7 @@ func (l *Ledger) issuePlanToken(ctx context.Context, p SlicePlan) error {
 // IssuedToken returns what the ledger recorded about token for key:
 // ErrNotFound when the ledger never handed it out for key's partition (or
 // did so more than TokenRetention ago).
-func (l *Ledger) IssuedToken(ctx context.Context, key partition.Key, token string) (Issued, error) {
+func (l Tokens) IssuedToken(ctx context.Context, key partition.Key, token string) (Issued, error) {
 	if err := validateKey(key); err != nil {
 		return Issued{}, err
 	}

@@ -30,14 +30,14 @@ func (f *fixture) must(err error) {
 
 func (f *fixture) pending() {
 	f.t.Helper()
-	_, err := f.l.Materialize(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day)
+	_, err := f.l.Schedule().Materialize(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day)
 	f.must(err)
 }
 
 func (f *fixture) running() {
 	f.t.Helper()
 	f.pending()
-	c, err := f.l.Claim(f.ctx, f.key, "")
+	c, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 	f.must(err)
 	f.token = c.Token
 }
@@ -46,21 +46,21 @@ func (f *fixture) running() {
 func (f *fixture) started() {
 	f.t.Helper()
 	f.running()
-	_, err := f.l.Start(f.ctx, f.key, f.token)
+	_, err := f.l.Partitions().Start(f.ctx, f.key, f.token)
 	f.must(err)
 }
 
 func (f *fixture) completed() {
 	f.t.Helper()
 	f.running()
-	_, err := f.l.Complete(f.ctx, f.key, f.token, Result{Rows: 10, Bytes: 100, Files: 1, ManifestKey: "m"})
+	_, err := f.l.Partitions().Complete(f.ctx, f.key, f.token, Result{Rows: 10, Bytes: 100, Files: 1, ManifestKey: "m"})
 	f.must(err)
 }
 
 func (f *fixture) failed() {
 	f.t.Helper()
 	f.running()
-	_, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom"))
+	_, err := f.l.Partitions().Fail(f.ctx, f.key, f.token, errors.New("boom"))
 	f.must(err)
 }
 
@@ -74,11 +74,11 @@ func (f *fixture) failedDue() {
 func (f *fixture) runs(n int) {
 	f.t.Helper()
 	for range n {
-		c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+		c, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 		f.must(err)
-		_, err = f.l.Start(f.ctx, f.key, c.Token)
+		_, err = f.l.Partitions().Start(f.ctx, f.key, c.Token)
 		f.must(err)
-		_, err = f.l.Fail(f.ctx, f.key, c.Token, errors.New("boom"))
+		_, err = f.l.Partitions().Fail(f.ctx, f.key, c.Token, errors.New("boom"))
 		f.must(err)
 		f.clk.Advance(2 * time.Hour)
 	}
@@ -92,13 +92,13 @@ func (f *fixture) stopped() {
 
 func (f *fixture) queued() {
 	f.t.Helper()
-	_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+	_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 	f.must(err)
 }
 
 func (f *fixture) get() Row {
 	f.t.Helper()
-	r, err := f.l.Get(f.ctx, f.key)
+	r, err := f.l.Partitions().Get(f.ctx, f.key)
 	f.must(err)
 	return r
 }
@@ -138,49 +138,49 @@ func TestTransitions(t *testing.T) {
 		checks  []check
 	}{
 		{"claim pending", (*fixture).pending, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, "")
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 			if err == nil && (c.Attempt != 1 || c.Generation != 1 || c.Reason != partition.ReasonScheduled || len(c.Token) != 32) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, []check{inIndex("3#"), attempts(0)}}, // a claim uses no attempt: Start does
 		{"claim queued", (*fixture).queued, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, "")
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 			if err == nil && c.Reason != partition.ReasonManual {
 				f.t.Errorf("reason %s, want the queued row's manual", c.Reason)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"claim completed is refused", (*fixture).completed, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, "")
+			_, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 			return err
 		}, ErrConflict, StateCompleted, []check{notInIndex}},
 		{"claim live running is refused", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, "")
+			_, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 			return err
 		}, ErrConflict, StateRunning, nil},
 		{"claim failed before its next attempt is refused", (*fixture).failed, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			_, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}, ErrConflict, StateFailed, []check{inIndex("2#")}},
 		{"claim failed and due", (*fixture).failedDue, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			if err == nil && (c.Attempt != 2 || c.Reason != partition.ReasonRetry) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"claim of a stopped row is refused", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			_, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}, ErrConflict, StateFailed, []check{inStoppedClass, attempts(3)}},
 		{"claim absent", func(f *fixture) {}, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, "")
+			_, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 			return err
 		}, ErrNotFound, "", nil},
 		{"start a claimed job", (*fixture).running, func(f *fixture) error {
 			f.clk.Advance(5 * time.Minute) // the job waited in the queue
-			c, err := f.l.Start(f.ctx, f.key, f.token)
+			c, err := f.l.Partitions().Start(f.ctx, f.key, f.token)
 			if err == nil && (c.Attempt != 1 || c.Generation != 1 || c.Reason != partition.ReasonScheduled || !c.LeaseUntil.Equal(f.clk.Now().Add(testLease))) {
 				f.t.Errorf("start %+v", c)
 			}
@@ -192,88 +192,88 @@ func TestTransitions(t *testing.T) {
 		}}},
 		{"start the old message of a reclaimed dead claim", (*fixture).running, func(f *fixture) error {
 			f.clk.Advance(testLease + time.Minute) // the job waited in the queue past its lease
-			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
 			if c.Attempt != 1 {
 				f.t.Errorf("reclaim of a claim that never started: attempt %d, want 1", c.Attempt)
 			}
-			if _, err := f.l.Start(f.ctx, f.key, f.token); !errors.Is(err, ErrClaimLost) {
+			if _, err := f.l.Partitions().Start(f.ctx, f.key, f.token); !errors.Is(err, ErrClaimLost) {
 				f.t.Errorf("old message started: %v", err)
 			}
-			_, err = f.l.Start(f.ctx, f.key, c.Token)
+			_, err = f.l.Partitions().Start(f.ctx, f.key, c.Token)
 			return err
 		}, nil, StateRunning, []check{attempts(1)}},
 		{"second delivery of a started job", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.Start(f.ctx, f.key, f.token)
+			_, err := f.l.Partitions().Start(f.ctx, f.key, f.token)
 			f.must(err)
-			_, err = f.l.Start(f.ctx, f.key, f.token)
+			_, err = f.l.Partitions().Start(f.ctx, f.key, f.token)
 			return err
 		}, ErrClaimLost, StateRunning, nil},
 		{"start with a stale token", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.Start(f.ctx, f.key, "stale")
+			_, err := f.l.Partitions().Start(f.ctx, f.key, "stale")
 			return err
 		}, ErrClaimLost, StateRunning, nil},
 		{"start a completed job", (*fixture).completed, func(f *fixture) error {
-			_, err := f.l.Start(f.ctx, f.key, f.token)
+			_, err := f.l.Partitions().Start(f.ctx, f.key, f.token)
 			return err
 		}, ErrClaimLost, StateCompleted, nil},
 		{"start after a manual claim is refused", (*fixture).pending, func(f *fixture) error {
-			c, err := f.l.ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
 			f.must(err)
-			_, err = f.l.Start(f.ctx, f.key, c.Token)
+			_, err = f.l.Partitions().Start(f.ctx, f.key, c.Token)
 			return err
 		}, ErrClaimLost, StateRunning, nil},
 		{"complete with a wrong token", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.Complete(f.ctx, f.key, "not-the-token", Result{})
+			_, err := f.l.Partitions().Complete(f.ctx, f.key, "not-the-token", Result{})
 			return err
 		}, ErrClaimLost, StateRunning, nil},
 		{"complete", (*fixture).running, func(f *fixture) error {
-			r, err := f.l.Complete(f.ctx, f.key, f.token, Result{Rows: 5, Bytes: 50, Files: 1, ManifestKey: "k", Duration: 1500 * time.Millisecond})
+			r, err := f.l.Partitions().Complete(f.ctx, f.key, f.token, Result{Rows: 5, Bytes: 50, Files: 1, ManifestKey: "k", Duration: 1500 * time.Millisecond})
 			if err == nil && (r.Generation != 1 || r.Rows != 5 || r.DurationMS != 1500 || r.ClaimToken != "") {
 				f.t.Errorf("row %+v", r)
 			}
 			return err
 		}, nil, StateCompleted, []check{notInIndex}},
 		{"complete twice", (*fixture).completed, func(f *fixture) error {
-			_, err := f.l.Complete(f.ctx, f.key, f.token, Result{})
+			_, err := f.l.Partitions().Complete(f.ctx, f.key, f.token, Result{})
 			return err
 		}, ErrClaimLost, StateCompleted, nil},
 		{"fail", (*fixture).running, func(f *fixture) error {
-			r, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("bucket gone"))
+			r, err := f.l.Partitions().Fail(f.ctx, f.key, f.token, errors.New("bucket gone"))
 			if err == nil && (r.LastError != "bucket gone" || !r.NextAttemptAt.After(f.clk.Now()) || r.Attempts != 1) {
 				f.t.Errorf("row %+v", r)
 			}
 			return err
 		}, nil, StateFailed, []check{inIndex("2#")}},
 		{"fail a started claim", (*fixture).started, func(f *fixture) error {
-			_, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("x"))
+			_, err := f.l.Partitions().Fail(f.ctx, f.key, f.token, errors.New("x"))
 			return err
 		}, nil, StateFailed, []check{inIndex("2#"), attempts(1)}}, // counted once, at Start
 		{"fail twice", (*fixture).failed, func(f *fixture) error {
-			_, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("again"))
+			_, err := f.l.Partitions().Fail(f.ctx, f.key, f.token, errors.New("again"))
 			return err
 		}, ErrClaimLost, StateFailed, nil},
 		{"fail with a wrong token", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.Fail(f.ctx, f.key, "nope", errors.New("x"))
+			_, err := f.l.Partitions().Fail(f.ctx, f.key, "nope", errors.New("x"))
 			return err
 		}, ErrClaimLost, StateRunning, nil},
 		{"last attempt fails: stopped", func(f *fixture) {
 			f.pending()
 			f.runs(f.l.cfg.MaxAttempts - 1)
-			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
-			_, err = f.l.Start(f.ctx, f.key, c.Token)
+			_, err = f.l.Partitions().Start(f.ctx, f.key, c.Token)
 			f.must(err)
 			f.token = c.Token
 		}, func(f *fixture) error {
-			r, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom"))
+			r, err := f.l.Partitions().Fail(f.ctx, f.key, f.token, errors.New("boom"))
 			if err == nil && (!r.Stopped || r.Attempts != f.l.cfg.MaxAttempts) {
 				f.t.Errorf("row %+v", r)
 			}
 			return err
 		}, nil, StateFailed, []check{inStoppedClass}},
 		{"requeue a live running row records a rerun", (*fixture).running, func(f *fixture) error {
-			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 			if err == nil && res.RerunRequested != 1 {
 				f.t.Errorf("requeue %+v", res)
 			}
@@ -284,7 +284,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue completed", (*fixture).completed, func(f *fixture) error {
-			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonBackfill)
+			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonBackfill)
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
 			if r.Generation != 1 || r.Attempts != 0 || r.Reason != partition.ReasonBackfill {
@@ -292,7 +292,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue stopped", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
 			if r.Stopped || r.Attempts != 0 {
@@ -300,16 +300,16 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue absent creates", func(f *fixture) {}, func(f *fixture) error {
-			res, err := f.l.Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
 			if err == nil && (res.Created != 1 || res.Queued != 1) {
 				f.t.Errorf("requeue %+v", res)
 			}
 			return err
 		}, nil, StateQueued, nil},
 		{"release returns to pending", (*fixture).pending, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, "")
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 			f.must(err)
-			return f.l.Release(f.ctx, c)
+			return f.l.Partitions().Release(f.ctx, c)
 		}, nil, StatePending, []check{inIndex("1#"), func(f *fixture, r Row) {
 			if r.Attempts != 0 || r.ClaimToken != "" {
 				f.t.Errorf("row %+v", r)
@@ -319,7 +319,7 @@ func TestTransitions(t *testing.T) {
 			// The send reported an error, but the message got through and an
 			// exporter started it: releasing it would let a second one run it.
 			c := Claim{Key: f.key, Token: f.token, Attempt: 1, Prev: Row{Key: f.key, State: StatePending}}
-			return f.l.Release(f.ctx, c)
+			return f.l.Partitions().Release(f.ctx, c)
 		}, ErrClaimLost, StateRunning, []check{inIndex("3#"), attempts(1), func(f *fixture, r Row) {
 			if r.ClaimToken != f.token || r.StartedAt.IsZero() {
 				f.t.Errorf("row %+v", r)
@@ -329,39 +329,39 @@ func TestTransitions(t *testing.T) {
 			f.pending()
 			f.runs(1)
 			f.running()
-			_, err := f.l.Start(f.ctx, f.key, f.token)
+			_, err := f.l.Partitions().Start(f.ctx, f.key, f.token)
 			f.must(err)
 			f.clk.Advance(testLease + time.Minute)
 		}, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
 			if c.Attempt != 3 {
 				f.t.Errorf("claim %+v, want attempt 3", c)
 			}
-			return f.l.Release(f.ctx, c)
+			return f.l.Partitions().Release(f.ctx, c)
 		}, nil, StateFailed, []check{inIndex("2#"), attempts(2)}},
 		{"release after a lost claim", (*fixture).pending, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, "")
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, "")
 			f.must(err)
 			c.Token = "stale"
-			return f.l.Release(f.ctx, c)
+			return f.l.Partitions().Release(f.ctx, c)
 		}, ErrClaimLost, StateRunning, nil},
 		{"manual claim of a completed row", (*fixture).completed, func(f *fixture) error {
-			c, err := f.l.ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
 			if err == nil && (c.Generation != 2 || c.Reason != partition.ReasonManual || c.Attempt != 1) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"manual claim of an absent row creates it", func(f *fixture) {}, func(f *fixture) error {
-			c, err := f.l.ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
 			if err == nil && c.Generation != 1 {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"manual claim of a stopped row", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.ClaimManual(f.ctx, f.key)
+			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
 			return err
 		}, nil, StateRunning, []check{inIndex("3#"), func(f *fixture, r Row) {
 			if r.Stopped || r.Attempts != 1 {
@@ -369,7 +369,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"manual claim while running is busy and recorded", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.ClaimManual(f.ctx, f.key)
+			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
 			return err
 		}, ErrBusy, StateRunning, []check{func(f *fixture, r Row) {
 			if !r.RerunRequested || r.ClaimToken != f.token {
@@ -379,13 +379,13 @@ func TestTransitions(t *testing.T) {
 		{"dead claim that started on the last attempt is retired as stopped", func(f *fixture) {
 			f.pending()
 			f.runs(f.l.cfg.MaxAttempts - 1)
-			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			f.must(err)
-			_, err = f.l.Start(f.ctx, f.key, c.Token)
+			_, err = f.l.Partitions().Start(f.ctx, f.key, c.Token)
 			f.must(err)
 			f.clk.Advance(testLease + time.Minute)
 		}, func(f *fixture) error {
-			_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			_, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			return err
 		}, ErrStopped, StateFailed, []check{inStoppedClass, attempts(3), func(f *fixture, r Row) {
 			if !r.Stopped || !strings.Contains(r.LastError, "lease expired") {
@@ -397,12 +397,12 @@ func TestTransitions(t *testing.T) {
 			// queue until the claim is dead, MaxAttempts+1 times over.
 			f.pending()
 			for range f.l.cfg.MaxAttempts + 1 {
-				_, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+				_, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 				f.must(err)
 				f.clk.Advance(testLease + time.Minute)
 			}
 		}, func(f *fixture) error {
-			c, err := f.l.Claim(f.ctx, f.key, partition.ReasonRetry)
+			c, err := f.l.Partitions().Claim(f.ctx, f.key, partition.ReasonRetry)
 			if err == nil && c.Attempt != 1 {
 				f.t.Errorf("claim %+v, want attempt 1", c)
 			}

@@ -1,6 +1,6 @@
 package ledger
 
-// The wake half of the fleet index (L6). An enabled account's record carries
+// The wake half of the fleet index. An enabled account's record carries
 // fleet_shard=W#<nn> and fleet_key=<wake time>: the earliest time the account
 // may have work (its next day close, its earliest failed row's next attempt,
 // its earliest live claim's lease end, or a time already past when work is
@@ -78,7 +78,7 @@ type Woken struct {
 // WokenAccounts returns the accounts of shard whose wake time is at or
 // before now, earliest first, at most limit (<= 0: all). One malformed
 // record is returned with Err set, never an error for the whole shard.
-func (l *Ledger) WokenAccounts(ctx context.Context, shard int, now time.Time, limit int) ([]Woken, ReadStats, error) {
+func (l Schedule) WokenAccounts(ctx context.Context, shard int, now time.Time, limit int) ([]Woken, ReadStats, error) {
 	var out []Woken
 	stats, err := l.queryPages(ctx, "woken accounts of "+wakeShard(shard), IndexFleet, wokenKC(shard, now), "", limit,
 		func(page *dynamodb.QueryOutput) error {
@@ -92,7 +92,7 @@ func (l *Ledger) WokenAccounts(ctx context.Context, shard int, now time.Time, li
 
 // CountWoken counts the accounts WokenAccounts would return (a COUNT query:
 // it reads the index entries but returns none), to size a fan-out.
-func (l *Ledger) CountWoken(ctx context.Context, shard int, now time.Time) (int, ReadStats, error) {
+func (l Schedule) CountWoken(ctx context.Context, shard int, now time.Time) (int, ReadStats, error) {
 	total := 0
 	stats, err := l.queryPages(ctx, "count woken accounts of "+wakeShard(shard), IndexFleet, wokenKC(shard, now), types.SelectCount, 0,
 		func(out *dynamodb.QueryOutput) error { total += int(out.Count); return nil })
@@ -130,7 +130,7 @@ func wokenFromItem(item map[string]types.AttributeValue) Woken {
 // Wake lowers the account's wake time to at (it never raises it), so a
 // sweep reads the account at or after at. A disabled or unknown account is
 // left alone. Callers write their row first, then Wake.
-func (l *Ledger) Wake(ctx context.Context, accountID string, at time.Time) error {
+func (l Schedule) Wake(ctx context.Context, accountID string, at time.Time) error {
 	now := l.now()
 	atS, nowS := fmtTime(at), fmtTime(now)
 	key := tableKey(pkAccounts, accountID)
@@ -167,8 +167,8 @@ func (l *Ledger) Wake(ctx context.Context, accountID string, at time.Time) error
 // transition stands whatever happens here, so a failure is reported to
 // Config.WakeFailed, not returned (a sweep finds the row at the account's
 // next wake, its next day close at the latest).
-func (l *Ledger) wakeAfter(ctx context.Context, accountID string, at time.Time) {
-	if err := l.Wake(ctx, accountID, at); err != nil {
+func (l *kernel) wakeAfter(ctx context.Context, accountID string, at time.Time) {
+	if err := l.schedule().Wake(ctx, accountID, at); err != nil {
 		l.cfg.WakeFailed(ctx, accountID, fmt.Errorf("lower the wake time of account %s to %s: %w", accountID, fmtTime(at), err))
 	}
 }
@@ -181,7 +181,7 @@ func (l *Ledger) wakeAfter(ctx context.Context, accountID string, at time.Time) 
 // reading the account's rows; otherwise the account keeps the earlier of its
 // wake time and next (closedThrough is then not recorded: an account put may
 // have changed the datasets). It reports whether next was applied as is.
-func (l *Ledger) SetNextWake(ctx context.Context, w Woken, next time.Time, closedThrough civil.Date, readAt time.Time) (bool, error) {
+func (l Schedule) SetNextWake(ctx context.Context, w Woken, next time.Time, closedThrough civil.Date, readAt time.Time) (bool, error) {
 	nextS := fmtTime(next)
 	key := tableKey(pkAccounts, w.ID)
 	upd := expression.Set(name(AttrFleetKey), val(nextS)).Add(name(attrWakeSeq), val(1))

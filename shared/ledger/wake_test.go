@@ -32,7 +32,7 @@ func putTestAccount(t *testing.T, l *Ledger, suffix string, mut ...func(*account
 	for _, f := range mut {
 		f(&a)
 	}
-	if err := l.PutAccount(context.Background(), a); err != nil {
+	if err := l.Accounts().PutAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -59,7 +59,7 @@ func wakeOf(t *testing.T, l *Ledger, id string) (time.Time, bool) {
 // woken returns the account as the wake index shows it at now, if woken.
 func woken(t *testing.T, l *Ledger, id string, now time.Time) (Woken, bool) {
 	t.Helper()
-	ws, _, err := l.WokenAccounts(context.Background(), Shard(id), now, 0)
+	ws, _, err := l.Schedule().WokenAccounts(context.Background(), Shard(id), now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestWakeIndexFollowsTheAccount(t *testing.T) {
 		t.Error("woken before its wake time")
 	}
 	later := now.Add(6 * time.Hour)
-	if _, err := l.SetNextWake(ctx, w, later, civil.Date{}, now); err != nil {
+	if _, err := l.Schedule().SetNextWake(ctx, w, later, civil.Date{}, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -98,7 +98,7 @@ func TestWakeIndexFollowsTheAccount(t *testing.T) {
 		{now.Add(2 * time.Hour), now.Add(2 * time.Hour)}, // lowered
 		{now.Add(3 * time.Hour), now.Add(2 * time.Hour)},
 	} {
-		if err := l.Wake(ctx, a.ID, tc.wake); err != nil {
+		if err := l.Schedule().Wake(ctx, a.ID, tc.wake); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := wakeOf(t, l, a.ID); !got.Equal(tc.want) {
@@ -106,24 +106,24 @@ func TestWakeIndexFollowsTheAccount(t *testing.T) {
 		}
 	}
 	a.Enabled = false
-	if err := l.PutAccount(ctx, a); err != nil {
+	if err := l.Accounts().PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Wake(ctx, a.ID, now); err != nil {
+	if err := l.Schedule().Wake(ctx, a.ID, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, in := wakeOf(t, l, a.ID); in {
 		t.Error("a disabled account is in the wake index")
 	}
-	if err := l.Wake(ctx, "acct_nosuchaccountxx", now); err != nil {
+	if err := l.Schedule().Wake(ctx, "acct_nosuchaccountxx", now); err != nil {
 		t.Errorf("Wake of an unknown account: %v", err)
 	}
-	if _, err := l.GetAccount(ctx, "acct_nosuchaccountxx"); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Accounts().GetAccount(ctx, "acct_nosuchaccountxx"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Wake created an account record: %v", err)
 	}
 	clk.Advance(time.Minute)
 	a.Enabled = true
-	if err := l.PutAccount(ctx, a); err != nil {
+	if err := l.Accounts().PutAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	if got, in := wakeOf(t, l, a.ID); !in || !got.Equal(clk.Now()) {
@@ -147,13 +147,13 @@ func TestNoLostWakeUp(t *testing.T) {
 	}{
 		{"no waker", func(f *fixture, w Woken) time.Time { return f.clk.Now().Add(24 * time.Hour) }, true},
 		{"a requeue", func(f *fixture, w Woken) time.Time {
-			_, err := f.l.Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, partition.ReasonManual)
+			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, partition.ReasonManual)
 			f.must(err)
 			return f.clk.Now()
 		}, false},
 		{"a failure due after the current wake time", func(f *fixture, w Woken) time.Time {
 			f.started()
-			row, err := f.l.Fail(f.ctx, f.key, f.token, errors.New("boom"))
+			row, err := f.l.Partitions().Fail(f.ctx, f.key, f.token, errors.New("boom"))
 			f.must(err)
 			if !row.NextAttemptAt.After(w.WakeAt) {
 				f.t.Fatalf("next attempt %s is not after the wake time %s", row.NextAttemptAt, w.WakeAt)
@@ -161,12 +161,12 @@ func TestNoLostWakeUp(t *testing.T) {
 			return row.NextAttemptAt
 		}, false},
 		{"a manual claim that may die", func(f *fixture, w Woken) time.Time {
-			c, err := f.l.ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
 			f.must(err)
 			return c.LeaseUntil
 		}, false},
 		{"another sweep set an earlier time", func(f *fixture, w Woken) time.Time {
-			_, err := f.l.SetNextWake(f.ctx, w, f.clk.Now().Add(time.Hour), civil.Date{}, f.clk.Now())
+			_, err := f.l.Schedule().SetNextWake(f.ctx, w, f.clk.Now().Add(time.Hour), civil.Date{}, f.clk.Now())
 			f.must(err)
 			return f.clk.Now().Add(time.Hour)
 		}, false},
@@ -185,7 +185,7 @@ func TestNoLostWakeUp(t *testing.T) {
 			clk.Advance(2 * time.Minute)
 			latest := tc.between(f, w)
 			next := readAt.Add(24 * time.Hour) // what the sweep saw: nothing before tomorrow
-			applied, err := l.SetNextWake(ctx, w, next, day1, readAt)
+			applied, err := l.Schedule().SetNextWake(ctx, w, next, day1, readAt)
 			if err != nil || applied != tc.applied {
 				t.Fatalf("SetNextWake = %v %v, want applied %v", applied, err, tc.applied)
 			}
@@ -213,11 +213,11 @@ func TestWakeJustBeforeTheReadKeepsTheAccountWoken(t *testing.T) {
 	l, _ := newTestLedger(t, clk)
 	a := putTestAccount(t, l, "a")
 	w0, _ := woken(t, l, a.ID, clk.Now())
-	if applied, err := l.SetNextWake(ctx, w0, clk.Now().Add(time.Hour), civil.Date{}, clk.Now()); err != nil || !applied {
+	if applied, err := l.Schedule().SetNextWake(ctx, w0, clk.Now().Add(time.Hour), civil.Date{}, clk.Now()); err != nil || !applied {
 		t.Fatalf("first SetNextWake = %v %v", applied, err)
 	}
 	clk.Advance(2 * time.Hour)
-	if _, err := l.Requeue(ctx, a.ID, "events", day1, day1, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", day1, day1, partition.ReasonManual); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(20 * time.Second)
@@ -225,7 +225,7 @@ func TestWakeJustBeforeTheReadKeepsTheAccountWoken(t *testing.T) {
 	if !ok {
 		t.Fatal("not woken")
 	}
-	applied, err := l.SetNextWake(ctx, w, clk.Now().Add(24*time.Hour), civil.Date{}, clk.Now())
+	applied, err := l.Schedule().SetNextWake(ctx, w, clk.Now().Add(24*time.Hour), civil.Date{}, clk.Now())
 	if err != nil || applied {
 		t.Fatalf("SetNextWake = %v %v, want not applied", applied, err)
 	}
@@ -272,7 +272,7 @@ func TestMalformedAccountDoesNotHideTheOthers(t *testing.T) {
 	if !ok || w.Err == nil || !errors.Is(w.Err, ErrMalformed) || w.ID != bad.ID {
 		t.Errorf("malformed account: %+v %v, want it with its error", w, ok)
 	}
-	all, err := l.ListAccounts(ctx)
+	all, err := l.Accounts().ListAccounts(ctx)
 	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), bad.ID) {
 		t.Errorf("ListAccounts error %v, want one naming %s", err, bad.ID)
 	}
@@ -317,10 +317,10 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 	}
 	claimed := func(t *testing.T, key partition.Key) Claim {
 		t.Helper()
-		if _, err := l.Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+		if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
 			t.Fatal(err)
 		}
-		c, err := l.Claim(ctx, key, "")
+		c, err := l.Partitions().Claim(ctx, key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,30 +331,30 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 		transition func(t *testing.T, key partition.Key) (State, error)
 	}{
 		{"requeue", func(t *testing.T, key partition.Key) (State, error) {
-			_, err := l.Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual)
+			_, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual)
 			return StateQueued, err
 		}},
 		{"fail with attempts left", func(t *testing.T, key partition.Key) (State, error) {
 			c := claimed(t, key)
-			if _, err := l.Start(ctx, key, c.Token); err != nil {
+			if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 				t.Fatal(err)
 			}
-			_, err := l.Fail(ctx, key, c.Token, errors.New("boom"))
+			_, err := l.Partitions().Fail(ctx, key, c.Token, errors.New("boom"))
 			return StateFailed, err
 		}},
 		{"release", func(t *testing.T, key partition.Key) (State, error) {
-			return StatePending, l.Release(ctx, claimed(t, key))
+			return StatePending, l.Partitions().Release(ctx, claimed(t, key))
 		}},
 		{"requeue restatement", func(t *testing.T, key partition.Key) (State, error) {
 			c := claimed(t, key)
-			if _, err := l.Start(ctx, key, c.Token); err != nil {
+			if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 				t.Fatal(err)
 			}
-			done, err := l.Complete(ctx, key, c.Token, Result{Rows: 1, Fingerprint: Fingerprint{Value: "h1", At: clk.Now()}})
+			done, err := l.Partitions().Complete(ctx, key, c.Token, Result{Rows: 1, Fingerprint: Fingerprint{Value: "h1", At: clk.Now()}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = l.RequeueRestatement(ctx, key, done.Generation, "h1")
+			_, err = l.Restates().RequeueRestatement(ctx, key, done.Generation, "h1")
 			return StateQueued, err
 		}},
 	} {
@@ -366,7 +366,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 				t.Fatal("setup: a new account is not woken")
 			}
 			later := clk.Now().Add(24 * time.Hour)
-			if applied, err := base.SetNextWake(ctx, w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
+			if applied, err := base.Schedule().SetNextWake(ctx, w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
 				t.Fatalf("setup: SetNextWake = %v %v", applied, err)
 			}
 			key := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
@@ -374,7 +374,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the transition returned %v, want nil: it was recorded", err)
 			}
-			if r, err := base.Get(ctx, key); err != nil || r.State != want {
+			if r, err := base.Partitions().Get(ctx, key); err != nil || r.State != want {
 				t.Fatalf("row %s %v, want %s", r.State, err, want)
 			}
 			if len(got) != 1 || got[0].account != a.ID || got[0].err == nil || !strings.Contains(got[0].err.Error(), "throttled") {

@@ -20,7 +20,7 @@ import (
 // that has none (conditional put: two sweeps create a day once) and returns
 // how many it created. The last day of the range is reason scheduled, earlier
 // days backfill. Existing rows are never touched.
-func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error) {
+func (l Schedule) Materialize(ctx context.Context, accountID, dataset string, from, to civil.Date) (int, error) {
 	return l.materialize(ctx, accountID, dataset, civil.Range(from, to), to, false)
 }
 
@@ -28,12 +28,12 @@ func (l *Ledger) Materialize(ctx context.Context, accountID, dataset string, fro
 // like Materialize. priority, if among days, is the newest closed day of a
 // live account: it is reason scheduled and goes in the scheduled class of
 // the due index, which Due reads first and the sweeper takes before any
-// backfill (L6); every other day is reason backfill.
-func (l *Ledger) MaterializeDays(ctx context.Context, accountID, dataset string, days []civil.Date, priority civil.Date) (int, error) {
+// backfill; every other day is reason backfill.
+func (l Schedule) MaterializeDays(ctx context.Context, accountID, dataset string, days []civil.Date, priority civil.Date) (int, error) {
 	return l.materialize(ctx, accountID, dataset, days, priority, !priority.IsZero())
 }
 
-func (l *Ledger) materialize(ctx context.Context, accountID, dataset string, days []civil.Date, scheduled civil.Date, prio bool) (int, error) {
+func (l *kernel) materialize(ctx context.Context, accountID, dataset string, days []civil.Date, scheduled civil.Date, prio bool) (int, error) {
 	for _, d := range days {
 		if err := validateKey(partition.Key{AccountID: accountID, Dataset: dataset, Day: d}); err != nil {
 			return 0, err
@@ -84,7 +84,7 @@ func (l *Ledger) materialize(ctx context.Context, accountID, dataset string, day
 
 // Watermark returns the last day materialized for (account, dataset), or the
 // zero civil.Date if none was.
-func (l *Ledger) Watermark(ctx context.Context, accountID, dataset string) (civil.Date, error) {
+func (l Schedule) Watermark(ctx context.Context, accountID, dataset string) (civil.Date, error) {
 	item, err := l.getItem(ctx, tableKey(pkWMPrefix+accountID, dataset))
 	if errors.Is(err, ErrNotFound) {
 		return civil.Date{}, nil
@@ -108,7 +108,7 @@ func (l *Ledger) Watermark(ctx context.Context, accountID, dataset string) (civi
 // AdvanceWatermark moves the watermark forward to through; it never moves it
 // back (a conditional write, so concurrent sweeps are safe). It reports
 // whether it moved.
-func (l *Ledger) AdvanceWatermark(ctx context.Context, accountID, dataset string, through civil.Date) (bool, error) {
+func (l Schedule) AdvanceWatermark(ctx context.Context, accountID, dataset string, through civil.Date) (bool, error) {
 	if through.IsZero() {
 		return false, errors.New("ledger: advance watermark to an empty day")
 	}

@@ -19,7 +19,7 @@ func TestMaterializeConcurrentlyCreatesOnce(t *testing.T) {
 	counts := make([]int, 3)
 	for i := range counts {
 		wg.Go(func() {
-			n, err := l.Materialize(ctx, acct, "events", from, to)
+			n, err := l.Schedule().Materialize(ctx, acct, "events", from, to)
 			if err != nil {
 				t.Error(err)
 			}
@@ -30,7 +30,7 @@ func TestMaterializeConcurrentlyCreatesOnce(t *testing.T) {
 	if total := counts[0] + counts[1] + counts[2]; total != 40 {
 		t.Errorf("created %v = %d rows, want 40", counts, total)
 	}
-	rows, err := l.List(ctx, acct, "events", from, to)
+	rows, err := l.Partitions().List(ctx, acct, "events", from, to)
 	if err != nil || len(rows) != 40 {
 		t.Fatalf("list %d %v", len(rows), err)
 	}
@@ -43,7 +43,7 @@ func TestWatermarkOnlyMovesForward(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newTestLedger(t, newClock(t0))
 	acct := testAccount(t, "a")
-	if d, err := l.Watermark(ctx, acct, "events"); err != nil || !d.IsZero() {
+	if d, err := l.Schedule().Watermark(ctx, acct, "events"); err != nil || !d.IsZero() {
 		t.Fatalf("initial watermark %v %v", d, err)
 	}
 	steps := []struct {
@@ -52,11 +52,11 @@ func TestWatermarkOnlyMovesForward(t *testing.T) {
 		want  string
 	}{{"2026-03-05", true, "2026-03-05"}, {"2026-03-04", false, "2026-03-05"}, {"2026-03-05", false, "2026-03-05"}, {"2026-03-06", true, "2026-03-06"}}
 	for _, s := range steps {
-		moved, err := l.AdvanceWatermark(ctx, acct, "events", civil.MustParse(s.to))
+		moved, err := l.Schedule().AdvanceWatermark(ctx, acct, "events", civil.MustParse(s.to))
 		if err != nil || moved != s.moved {
 			t.Errorf("advance to %s: moved %v err %v, want %v", s.to, moved, err, s.moved)
 		}
-		if d, _ := l.Watermark(ctx, acct, "events"); d.String() != s.want {
+		if d, _ := l.Schedule().Watermark(ctx, acct, "events"); d.String() != s.want {
 			t.Errorf("after %s watermark %s, want %s", s.to, d, s.want)
 		}
 	}

@@ -26,7 +26,7 @@ type Store interface {
 	PendingEvents(ctx context.Context, shard, limit int) ([]ledger.Event, ledger.ReadStats, error)
 }
 
-var _ Store = (*ledger.Ledger)(nil)
+var _ Store = ledger.Outbox{}
 
 // Putter publishes one event.
 type Putter interface {

@@ -29,17 +29,17 @@ func add(p Progress, n int) {
 	}
 }
 
-// Requeuer marks days queued; *ledger.Ledger has it.
+// Requeuer marks days queued; Ledger has it.
 type Requeuer interface {
 	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error)
 }
 
-var _ Requeuer = (*ledger.Ledger)(nil)
+var _ Requeuer = Ledger{}
 
 // requeueChunk is the most days one Requeue call names, so progress moves.
 const requeueChunk = 7
 
-// Requeue marks days queued (Ledger.Requeue: missing rows created, stopped
+// Requeue marks days queued (ledger.Partitions.Requeue: missing rows created, stopped
 // rows given fresh attempts, running rows marked to run again), one call
 // per run of consecutive days of at most a week, recorded as requested by
 // by. days must be sorted. On an
@@ -82,13 +82,13 @@ type SentRequest struct {
 // ReexportNoter notes on the partition rows that re-export requests are on
 // their way, so the days show as requested until the exporter claims them
 // (ledger.NoteReexportRequested), and takes a note back for a request that
-// was not sent; *ledger.Ledger has it.
+// was not sent; Ledger has it.
 type ReexportNoter interface {
 	NoteReexportRequested(ctx context.Context, accountID, dataset string, days []civil.Date, by string) (ledger.ReexportNote, error)
 	ClearReexportRequest(ctx context.Context, key partition.Key, note ledger.ReexportNote) error
 }
 
-var _ ReexportNoter = (*ledger.Ledger)(nil)
+var _ ReexportNoter = Ledger{}
 
 // SendReexports sends one manual re-export request per day to the jobs
 // queue, ten per batch, recording requestedBy. Before it sends, it notes
@@ -167,7 +167,7 @@ func sortSent(s []SentRequest) []SentRequest {
 }
 
 // AccountStore reads accounts and updates them conditionally;
-// *ledger.Ledger has it.
+// Ledger has it.
 type AccountStore interface {
 	AccountGetter
 	// UpdateAccount writes a only if the stored account is still at
@@ -175,7 +175,7 @@ type AccountStore interface {
 	UpdateAccount(ctx context.Context, a account.Account, by string) (account.Account, error)
 }
 
-var _ AccountStore = (*ledger.Ledger)(nil)
+var _ AccountStore = Ledger{}
 
 // ErrNoAccount: no account has the id.
 var ErrNoAccount = errors.New("no such account")

@@ -16,7 +16,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// Reader is what the ops read from the ledger; *ledger.Ledger has it.
+// Reader is what the ops read from the ledger; Ledger has it.
 type Reader interface {
 	ListAccounts(ctx context.Context) ([]account.Account, error)
 	GetAccount(ctx context.Context, id string) (account.Account, error)
@@ -28,7 +28,7 @@ type Reader interface {
 	SlicesOf(ctx context.Context, key partition.Key) (ledger.SlicePlan, []ledger.Slice, error)
 }
 
-var _ Reader = (*ledger.Ledger)(nil)
+var _ Reader = Ledger{}
 
 // The widest day range a ledger read can name.
 var (
@@ -70,14 +70,14 @@ func (l FleetLine) Worse(m FleetLine) bool {
 }
 
 // FleetIndex is where the fleet view reads its pages: account summaries
-// worst first, by name prefix, or by id; *ledger.Ledger has it.
+// worst first, by name prefix, or by id; Ledger has it.
 type FleetIndex interface {
 	FleetPage(ctx context.Context, token string, limit int) (ledger.FleetPage, error)
 	SearchFleet(ctx context.Context, prefix, token string, limit int) (ledger.FleetPage, error)
 	FleetSummary(ctx context.Context, accountID string) (ledger.Summary, error)
 }
 
-var _ FleetIndex = (*ledger.Ledger)(nil)
+var _ FleetIndex = Ledger{}
 
 // FleetReader is what the fleet view reads.
 type FleetReader interface {

@@ -3,7 +3,7 @@
 // operators' words, the fleet summary, an account's days, a partition's
 // history, the check of a manual request, and the actions (requeue,
 // re-export, enable and disable an account). It reads and writes through
-// narrow interfaces that *ledger.Ledger and the SQS client satisfy, and
+// narrow interfaces that Ledger (the ledger aggregates it uses) and the SQS client satisfy, and
 // knows nothing about flags, terminals or HTTP.
 package ops
 

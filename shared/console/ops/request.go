@@ -13,7 +13,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-// AccountGetter reads one account; *ledger.Ledger has it.
+// AccountGetter reads one account; Ledger has it.
 type AccountGetter interface {
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 }

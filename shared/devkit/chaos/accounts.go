@@ -87,7 +87,7 @@ func (p *pipeline) raceAccounts(ctx context.Context, round int) error {
 		}
 		r.bucketsReady = true
 	}
-	before, err := p.led.ListAccounts(ctx)
+	before, err := p.led.Accounts().ListAccounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (p *pipeline) raceAccounts(ctx context.Context, round int) error {
 		done.Go(func() {
 			ready.Done()
 			<-go1
-			_, errs[i] = p.led.CreateAccount(ctx, a, "chaos")
+			_, errs[i] = p.led.Accounts().CreateAccount(ctx, a, "chaos")
 		})
 	}
 	ready.Wait()
@@ -232,7 +232,7 @@ func (p *pipeline) overlap(a, b account.Account) bool {
 // the stored accounts' rendered prefixes: under at most one, naming no
 // other account's id below it, and a manifest there is that account's.
 func (p *pipeline) checkAccountPrefixes(ctx context.Context) error {
-	accts, err := p.led.ListAccounts(ctx)
+	accts, err := p.led.Accounts().ListAccounts(ctx)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func (p *pipeline) changeLog(ctx context.Context, a account.Account, prefix stri
 // entry; nothing else has either. Events still pending are counted (the
 // sweep publishes them), not a problem.
 func (p *pipeline) checkChanges(ctx context.Context, k partition.Key, seq []Commit, entries []events.Change) error {
-	evs, err := p.led.Events(ctx, k)
+	evs, err := p.led.Outbox().Events(ctx, k)
 	if err != nil {
 		return err
 	}

@@ -242,14 +242,14 @@ func (p *pipeline) passTime(ctx context.Context) (moved, open int, err error) {
 		}
 		switch r.State {
 		case ledger.StateRunning:
-			if err := p.led.ExpireClaim(ctx, r.Key, r.ClaimToken); err != nil {
+			if err := p.led.Partitions().ExpireClaim(ctx, r.Key, r.ClaimToken); err != nil {
 				return moved, open, err
 			}
 			p.rep.LeasesEnded++
 			p.noteExpired(r)
 			moved++
 		case ledger.StateFailed:
-			if _, err := p.led.Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, partition.ReasonRetry); err != nil {
+			if _, err := p.led.Partitions().Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, partition.ReasonRetry); err != nil {
 				return moved, open, err
 			}
 			p.rep.Requeued++
@@ -267,7 +267,7 @@ func (p *pipeline) rows(ctx context.Context) ([]ledger.Row, error) {
 	var out []ledger.Row
 	for _, a := range p.accounts {
 		for _, ds := range a.Datasets {
-			rs, err := p.led.List(ctx, a.ID, ds, a.StartDate, civil.Of(time.Now().UTC()).AddDays(1))
+			rs, err := p.led.Partitions().List(ctx, a.ID, ds, a.StartDate, civil.Of(time.Now().UTC()).AddDays(1))
 			if err != nil {
 				return nil, err
 			}

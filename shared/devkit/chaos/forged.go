@@ -135,7 +135,7 @@ func (p *pipeline) forgeries(ctx context.Context) ([]forgery, error) {
 			k.AccountID, other, k.Dataset, day, p.hex(4))},
 	}
 	if p.big != nil {
-		plan, err := p.led.PlanOf(ctx, *p.big)
+		plan, err := p.led.Slices().PlanOf(ctx, *p.big)
 		switch {
 		case err == nil:
 			real := jobs.Slice{Kind: jobs.KindSlice, AccountID: plan.AccountID, Dataset: plan.Dataset, Day: plan.Day.String(), ClaimToken: plan.Token,

@@ -302,7 +302,7 @@ func (p *pipeline) up(ctx context.Context) error {
 		if _, err := p.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(a.Destination.Bucket)}); err != nil {
 			return fmt.Errorf("create bucket %s: %w", a.Destination.Bucket, err)
 		}
-		if err := p.led.PutAccount(ctx, a); err != nil {
+		if err := p.led.Accounts().PutAccount(ctx, a); err != nil {
 			return err
 		}
 	}

@@ -354,7 +354,7 @@ func (p *pipeline) throughPlants(ctx context.Context, plants []icePlant, account
 					continue
 				}
 				if r.State == ledger.StateRunning { // its exporter was killed: nothing runs now
-					if err := p.led.ExpireClaim(ctx, r.Key, r.ClaimToken); err != nil && !errors.Is(err, ledger.ErrClaimLost) {
+					if err := p.led.Partitions().ExpireClaim(ctx, r.Key, r.ClaimToken); err != nil && !errors.Is(err, ledger.ErrClaimLost) {
 						return err
 					}
 					p.rep.LeasesEnded++
@@ -497,7 +497,7 @@ func (p *pipeline) repairTable(ctx context.Context, round int, a account.Account
 	}
 	for _, r := range rows {
 		if g, ok := settled[r.Key.String()]; ok && r.TableError != "" && g == r.Generation {
-			if _, err := p.led.ClearTableError(ctx, r.Key, r.Generation); err != nil {
+			if _, err := p.led.Partitions().ClearTableError(ctx, r.Key, r.Generation); err != nil {
 				return err
 			}
 		}

@@ -355,7 +355,7 @@ func (p *pipeline) checkPlantedEvents(ctx context.Context, round int, pl plant, 
 		c.ForeignEvents++
 		p.problem("round %d, %s planted in %s: "+format, append([]any{round, pl.what, pl.key}, args...)...)
 	}
-	evs, err := p.led.Events(ctx, k)
+	evs, err := p.led.Outbox().Events(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func (p *pipeline) checkAhead(ctx context.Context, round int, pl plant) error {
 			return err
 		}
 	}
-	r, err := p.led.Get(ctx, pl.key)
+	r, err := p.led.Partitions().Get(ctx, pl.key)
 	if err != nil {
 		return err
 	}

@@ -137,30 +137,30 @@ func TestAccountRecordWrites(t *testing.T) {
 	acct := account.Account{ID: "acct_policytestpolicy", Name: "policy", TimeZone: "UTC", Datasets: []string{"events"},
 		StartDate: civil.Of(now).AddDays(-3), Enabled: true,
 		Destination: account.Destination{Bucket: "daybook-policy", Format: "parquet"}}
-	if err := led.PutAccount(ctx, acct); err != nil { // an operator's write
+	if err := led.Accounts().PutAccount(ctx, acct); err != nil { // an operator's write
 		t.Fatal(err)
 	}
 	db.take()
 
 	// What the exporter's transitions do to the record: lower the wake time,
 	// or bump wake_seq when it is already due.
-	if err := led.Wake(ctx, acct.ID, now.Add(-time.Minute)); err != nil {
+	if err := led.Schedule().Wake(ctx, acct.ID, now.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := led.Wake(ctx, acct.ID, now.Add(time.Hour)); err != nil {
+	if err := led.Schedule().Wake(ctx, acct.ID, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	exporter := db.take()
 	// What the sweeper does: set the next wake time (applied, then refused
 	// by a stale wake_seq and lowered instead), and repair the index.
-	woken, _, err := led.WokenAccounts(ctx, ledger.Shard(acct.ID), now, 0)
+	woken, _, err := led.Schedule().WokenAccounts(ctx, ledger.Shard(acct.ID), now, 0)
 	if err != nil || len(woken) != 1 {
 		t.Fatalf("woken accounts %+v, %v", woken, err)
 	}
-	if applied, err := led.SetNextWake(ctx, woken[0], now.Add(time.Hour), civil.Of(now).AddDays(-1), now.Add(2*time.Minute)); err != nil || !applied {
+	if applied, err := led.Schedule().SetNextWake(ctx, woken[0], now.Add(time.Hour), civil.Of(now).AddDays(-1), now.Add(2*time.Minute)); err != nil || !applied {
 		t.Fatalf("next wake applied %v, %v", applied, err)
 	}
-	if applied, err := led.SetNextWake(ctx, woken[0], now.Add(30*time.Minute), civil.Date{}, now.Add(2*time.Minute)); err != nil || applied {
+	if applied, err := led.Schedule().SetNextWake(ctx, woken[0], now.Add(30*time.Minute), civil.Date{}, now.Add(2*time.Minute)); err != nil || applied {
 		t.Fatalf("a next wake with a stale wake_seq applied %v, %v", applied, err)
 	}
 	if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tables["LedgerTable"]),
@@ -168,7 +168,7 @@ func TestAccountRecordWrites(t *testing.T) {
 		UpdateExpression: aws.String("REMOVE fleet_shard, fleet_key")}); err != nil {
 		t.Fatal(err)
 	}
-	if res, _, err := led.ReconcileWake(ctx); err != nil || res.Added != 1 {
+	if res, _, err := led.Schedule().ReconcileWake(ctx); err != nil || res.Added != 1 {
 		t.Fatalf("reconcile %+v, %v", res, err)
 	}
 	sweeper := db.take()
