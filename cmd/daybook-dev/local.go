@@ -244,13 +244,14 @@ func containerEnv(env map[string]map[string]string) map[string]map[string]string
 
 // cliVars adds to vars what the operator CLI reads from an env file besides
 // the functions' own environment (which the functions ignore): the sweeper's
-// dead-letter queue, the direct-bucket and direct-Glue-database patterns and
-// the exporter's role (the
-// principal customers' roles trust), from the stack's outputs. The account
+// dead-letter queue, the direct-bucket and direct-Glue-database patterns, the
+// exporter's role (the principal customers' roles trust) and, on a stack that
+// deploys the web console, the console's role (which a GCS or Azure
+// customer's federation trusts too), from the stack's outputs. The account
 // rules are in the functions' environment already.
 func cliVars(st *samstack.Stack, vars map[string]string) map[string]string {
 	for out, v := range map[string]string{"SweeperDLQUrl": "SWEEPER_DLQ_URL", "DirectBucketPattern": "DIRECT_BUCKET_PATTERN", "ExporterRoleArn": "EXPORTER_ROLE_ARN",
-		"DirectGlueDatabasePattern": "DIRECT_GLUE_DATABASE_PATTERN"} {
+		"ConsoleRoleArn": "CONSOLE_ROLE_ARN", "DirectGlueDatabasePattern": "DIRECT_GLUE_DATABASE_PATTERN"} {
 		if st.Outputs[out] != "" {
 			vars[v] = st.Outputs[out]
 		}

@@ -309,3 +309,20 @@ func samEnvAsREADMESays(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestCLIVarsNameTheConsoleRole: the env file names the console's role
+// (CONSOLE_ROLE_ARN, which daybook account put and account test print a GCS
+// or Azure customer's trust of) when the stack has the output
+// ConsoleRoleArn, as it names the exporter's, and nothing when the stack
+// deploys no console (the local stack and the demo).
+func TestCLIVarsNameTheConsoleRole(t *testing.T) {
+	const exporter, console = "arn:aws:iam::123456789012:role/daybook-local-ExporterFunctionRole-A", "arn:aws:iam::123456789012:role/daybook-local-ConsoleFunctionRole-B"
+	with := cliVars(&samstack.Stack{Outputs: map[string]string{"ExporterRoleArn": exporter, "ConsoleRoleArn": console}}, map[string]string{})
+	if with["EXPORTER_ROLE_ARN"] != exporter || with["CONSOLE_ROLE_ARN"] != console {
+		t.Errorf("a stack with the console: %v", with)
+	}
+	without := cliVars(&samstack.Stack{Outputs: map[string]string{"ExporterRoleArn": exporter}}, map[string]string{})
+	if _, ok := without["CONSOLE_ROLE_ARN"]; ok || without["EXPORTER_ROLE_ARN"] != exporter {
+		t.Errorf("a stack without the console: %v", without)
+	}
+}

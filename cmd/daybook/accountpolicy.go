@@ -74,9 +74,10 @@ func roleName(roleARN string) string {
 }
 
 // storeGrant is daybook's side of acct's GCS or Azure setup: the
-// deployment's exporter role, which the customer trusts.
+// deployment's exporter role, which the customer trusts, and its console's
+// role when the stack deploys the console (it reads the bucket as itself).
 func (e *opsEnv) storeGrant(acct account.Account) storeaccess.StoreGrant {
-	return storeaccess.StoreGrant{AccountID: acct.ID, ExporterRole: e.exporterRole}
+	return storeaccess.StoreGrant{AccountID: acct.ID, ExporterRole: e.exporterRole, ConsoleRole: e.consoleRole}
 }
 
 // customerSetup is what the customer of a GCS or Azure destination runs

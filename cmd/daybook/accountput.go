@@ -76,7 +76,9 @@ A new account whose role does not exist yet fails the destination test: save it 
 --save-disabled, send the customer the policies, then daybook account test ID and account enable ID.
 For a Google Cloud Storage or Azure destination with destination.gcs or destination.azure it prints
 instead the commands the customer runs in their cloud (the workload identity pool and provider, or
-the Entra ID federated credential, and the role on the bucket or container).`,
+the Entra ID federated credential, and the role on the bucket or container), trusting the
+exporter's role and, when the stack deploys the web console (ConsoleRoleArn), the console's role,
+which reads the bucket as itself.`,
 		Example: "  daybook account put --file account.json\n  daybook account put --file account.json --update\n" +
 			"  daybook account put acct_localdemoaccount --file account.json --dry-run",
 		Args: func(_ *cobra.Command, args []string) error {

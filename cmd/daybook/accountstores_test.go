@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,14 +20,31 @@ import (
 // TestAccountOnGCSAndAzure: account put of a GCS or Azure destination
 // (bucket names outside the S3 pattern of daybook's own role) prints the
 // commands the customer runs in their cloud, exactly storeaccess's
-// CustomerSetup for this deployment's exporter role; account test runs the
+// CustomerSetup for this deployment's exporter role and, since the stack
+// deploys the console, its console role (federated, the customer trusts
+// both; read from the env file or the stack's outputs with --stack, and
+// without CONSOLE_ROLE_ARN the exporter's alone); account test runs the
 // store's connection test through its own API on each store (here
 // fake-gcs-server and Azurite, reached without credentials), every step
 // passing and naming the store's permission, and says so when the
 // container does not exist.
 func TestAccountOnGCSAndAzure(t *testing.T) {
 	s := deployed(t)
-	exporter := s.outputs["ExporterRoleArn"]
+	exporter, console := s.outputs["ExporterRoleArn"], s.outputs["ConsoleRoleArn"]
+	if console == "" || console == exporter {
+		t.Fatalf("the stack's ConsoleRoleArn output %q (ExporterRoleArn %q)", console, exporter)
+	}
+	// The same deployment as an env file that names no console role (a
+	// stack without the console).
+	env := map[string]map[string]string{}
+	if b, err := os.ReadFile(s.envFile); err != nil || json.Unmarshal(b, &env) != nil {
+		t.Fatalf("env file %s: %v", s.envFile, err)
+	}
+	delete(env["ExporterFunction"], "CONSOLE_ROLE_ARN")
+	noConsole := filepath.Join(t.TempDir(), "env.json")
+	if b, _ := json.Marshal(env); os.WriteFile(noConsole, b, 0o644) != nil {
+		t.Fatal("write", noConsole)
+	}
 	for i, dest := range []map[string]any{
 		{"store": "gcs", "bucket": "acme-gcs-exports", "gcs": map[string]any{
 			"workload_identity_provider": "projects/987654321098/locations/global/workloadIdentityPools/daybook/providers/daybook-aws",
@@ -37,29 +56,54 @@ func TestAccountOnGCSAndAzure(t *testing.T) {
 		{"store": "azure", "bucket": "exports", "storage_account": "acmedata", "azure": map[string]any{"credential_mode": "secret",
 			"secret_arn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:daybook/destinations/acme-sas-AbCdEf"}},
 	} {
-		t.Run(fmt.Sprintf("put %d", i), func(t *testing.T) {
-			// Saved disabled (the customer has not granted anything yet), so
-			// put tests nothing: the setup is what the customer runs first.
-			a, _, _ := testApp(t)
-			r := s.run(t, a, "account", "put", "--file", writeAccount(t, t.TempDir(), map[string]any{"destination": dest, "enabled": false}))
-			if r.code != 0 {
-				t.Fatalf("put: exit %d\n%s", r.code, r.stderr)
-			}
-			var acct account.Account
-			if err := json.Unmarshal([]byte(r.stdout), &acct); err != nil {
-				t.Fatalf("put printed %q: %v", r.stdout, err)
-			}
-			want, err := storeaccess.CustomerSetup(acct.Destination, storeaccess.StoreGrant{AccountID: acct.ID, ExporterRole: exporter})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(r.stderr, "For the customer: what lets daybook write "+acct.Destination.URI("")) || !strings.Contains(r.stderr, want.String()) {
-				t.Errorf("account put's stderr lacks the customer's setup\n%s\n---\n%s", want, r.stderr)
-			}
-			if strings.Contains(r.stderr, "Trust policy") {
-				t.Errorf("a %s destination got an S3 role's policies:\n%s", dest["store"], r.stderr)
-			}
-		})
+		for _, dep := range []struct {
+			name    string
+			args    []string // where account put points
+			console string   // the console role its setup names
+		}{
+			{"with the console", []string{"--env-file", s.envFile}, console},
+			{"without the console", []string{"--env-file", noConsole}, ""},
+			{"with the console, from the stack's outputs", []string{"--stack", "daybook-clitest"}, console},
+		} {
+			t.Run(fmt.Sprintf("put %d %s", i, dep.name), func(t *testing.T) {
+				// Saved disabled (the customer has not granted anything yet), so
+				// put tests nothing: the setup is what the customer runs first.
+				a, _, _ := testApp(t)
+				if dep.args[0] == "--stack" {
+					// The SDK reads --stack's endpoint and credentials from
+					// the process environment, as on a laptop.
+					for k, v := range motoEnv(srv.URL) {
+						t.Setenv(k, v)
+					}
+					a.getenv = os.Getenv
+				}
+				r := execute(t, a, append([]string{"account", "put", "--file", writeAccount(t, t.TempDir(), map[string]any{"destination": dest, "enabled": false})}, dep.args...)...)
+				if r.code != 0 {
+					t.Fatalf("put: exit %d\n%s", r.code, r.stderr)
+				}
+				var acct account.Account
+				if err := json.Unmarshal([]byte(r.stdout), &acct); err != nil {
+					t.Fatalf("put printed %q: %v", r.stdout, err)
+				}
+				want, err := storeaccess.CustomerSetup(acct.Destination, storeaccess.StoreGrant{AccountID: acct.ID, ExporterRole: exporter, ConsoleRole: dep.console})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(r.stderr, "For the customer: what lets daybook write "+acct.Destination.URI("")) || !strings.Contains(r.stderr, want.String()) {
+					t.Errorf("account put's stderr lacks the customer's setup\n%s\n---\n%s", want, r.stderr)
+				}
+				// Federated, the customer trusts the console's role too (its
+				// name is in the principal set and the federated credential's
+				// subject); with a key, or without the console, nothing names it.
+				named := strings.Contains(r.stderr, console[strings.LastIndex(console, "/")+1:])
+				if federated := !strings.Contains(fmt.Sprint(dest), "secret"); named != (federated && dep.console != "") {
+					t.Errorf("the console's role %s named: %v\n%s", console, named, r.stderr)
+				}
+				if strings.Contains(r.stderr, "Trust policy") {
+					t.Errorf("a %s destination got an S3 role's policies:\n%s", dest["store"], r.stderr)
+				}
+			})
+		}
 	}
 
 	fgcs := servertest.ForTest(t, gcsserver.Start)

@@ -69,7 +69,9 @@ permissions policy on the bucket and prefix (Glue tables with glue, the bucket's
 or Azure destination (destination.store gcs or azure) the same steps run through the store's own
 API, a failure naming the missing permission or role assignment, and it prints the commands the
 customer runs in their cloud (the workload identity pool and provider, or the Entra ID federated
-credential, and the role on the bucket or container); -o json gives them as customer_setup.`,
+credential, and the role on the bucket or container), trusting the exporter's role and, when the
+stack deploys the web console (ConsoleRoleArn), the console's role; -o json gives them as
+customer_setup.`,
 		Args: cli.ExactArgs("ID"),
 	}
 	a.deploymentFlags(c)

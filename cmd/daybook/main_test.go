@@ -47,7 +47,9 @@ var (
 
 func deployed(t *testing.T) stack {
 	t.Helper()
-	cfg, outs := samstacktest.Stack(t, srv, "clitest")
+	// With the web console, as a deployment that has one: its role
+	// (ConsoleRoleArn) is in what --stack and the env file read.
+	cfg, outs := samstacktest.StackWith(t, srv, "clitest", map[string]string{"DeployConsole": "true"})
 	stackOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "daybook-clitest-")
 		if err != nil {

@@ -91,6 +91,7 @@ var stackOutputVars = map[string]string{
 	"MaxBackfillDays":           "MAX_BACKFILL_DAYS",
 	"SweepQueueUrl":             "SWEEP_QUEUE_URL",
 	"ExporterRoleArn":           "EXPORTER_ROLE_ARN",
+	"ConsoleRoleArn":            "CONSOLE_ROLE_ARN",
 	"DirectGlueDatabasePattern": "DIRECT_GLUE_DATABASE_PATTERN",
 }
 
@@ -352,6 +353,11 @@ type opsEnv struct {
 	// exporterRole is the exporter's role ARN, the principal a customer's
 	// role trusts (EXPORTER_ROLE_ARN, the stack output ExporterRoleArn).
 	exporterRole string
+	// consoleRole is the web console's role ARN, which a GCS or Azure
+	// customer's federation trusts beside the exporter's
+	// (CONSOLE_ROLE_ARN, the stack output ConsoleRoleArn; "": the stack
+	// deploys no console).
+	consoleRole string
 	// gluePattern is the Glue databases the exporter may write with its
 	// own role (DirectGlueDatabasePattern; "": unchecked).
 	gluePattern string
@@ -437,6 +443,7 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 		sweeperDLQURL: r.StringOr("SWEEPER_DLQ_URL", ""),
 		bucketPattern: r.StringOr("DIRECT_BUCKET_PATTERN", ""),
 		exporterRole:  r.StringOr("EXPORTER_ROLE_ARN", ""),
+		consoleRole:   r.StringOr("CONSOLE_ROLE_ARN", ""),
 		gluePattern:   r.StringOr("DIRECT_GLUE_DATABASE_PATTERN", ""),
 	}
 	e.rules, e.rulesErr = readRules(dep)

@@ -34,6 +34,28 @@ import (
 //	az role assignment create (container scope):          https://learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access
 //	az storage container generate-sas:                    https://learn.microsoft.com/cli/azure/storage/container#az-storage-container-generate-sas
 //	aws iam enable-outbound-web-identity-federation:      https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_providers_outbound_getting_started.html
+//
+// With the web console deployed (the stack output ConsoleRoleArn), the
+// console reads the destination with the same kind of credentials as its
+// own role, so the customer trusts that role too:
+//
+//   - GCS: the provider's attribute condition admits both roles (a CEL
+//     list membership, `attribute.aws_role in [...]`; the condition is CEL:
+//     https://cloud.google.com/iam/docs/reference/rest/v1/projects.locations.workloadIdentityPools.providers,
+//     https://github.com/google/cel-spec/blob/master/doc/langdef.md#list-and-map-functions)
+//     and the service account binds roles/iam.workloadIdentityUser for each
+//     role's principal set (one --member per command). The console asks only
+//     for devstorage.read_only tokens (gcpauth.ReadOnlyScope).
+//   - Azure: a second federated credential, with the console role as its
+//     subject. Entra ID matches a token's issuer, subject and audience
+//     against a credential's exactly, and the expressions of flexible
+//     federated credentials (claimsMatchingExpression, in preview) match
+//     only tokens of GitHub, GitLab and Terraform Cloud
+//     (https://learn.microsoft.com/entra/workload-id/workload-identities-flexible-federated-identity-credentials);
+//     an application may hold 20 federated credentials, each issuer and
+//     subject pair once
+//     (https://learn.microsoft.com/entra/workload-id/workload-identity-federation-considerations,
+//     https://learn.microsoft.com/graph/api/resources/federatedidentitycredential).
 
 // StoreGrant is what the customer's part names besides the destination.
 type StoreGrant struct {
@@ -43,6 +65,11 @@ type StoreGrant struct {
 	// ExporterRole is the ARN of daybook's exporter role (the stack output
 	// ExporterRoleArn): the AWS identity the customer trusts.
 	ExporterRole string
+	// ConsoleRole is the ARN of the web console's role (the stack output
+	// ConsoleRoleArn, which exists only when the stack deploys the
+	// console), which reads the destination federated as itself. Empty:
+	// no console, and the setup names the exporter's role alone.
+	ConsoleRole string
 	// Issuer is the deployment AWS account's outbound identity federation
 	// issuer URL, the iss of the exporter's tokens (Azure). Empty: the
 	// setup says how the operator reads it.
@@ -76,17 +103,28 @@ func CustomerSetup(d account.Destination, g StoreGrant) (StoreSetup, error) {
 	if err != nil || !strings.HasPrefix(role.Resource, "role/") {
 		return StoreSetup{}, fmt.Errorf("exporter role %q: want the role ARN (the stack output ExporterRoleArn)", g.ExporterRole)
 	}
+	var console *arn.ARN
+	if g.ConsoleRole != "" {
+		c, err := arn.Parse(g.ConsoleRole)
+		if err != nil || !strings.HasPrefix(c.Resource, "role/") {
+			return StoreSetup{}, fmt.Errorf("console role %q: want the role ARN (the stack output ConsoleRoleArn)", g.ConsoleRole)
+		}
+		if c.AccountID != role.AccountID || c.Partition != role.Partition {
+			return StoreSetup{}, fmt.Errorf("console role %q: not in the exporter role's AWS account %s (both are the stack's)", g.ConsoleRole, role.AccountID)
+		}
+		console = &c
+	}
 	switch d.Kind() {
 	case account.StoreGCS:
 		if d.GCS == nil {
 			return StoreSetup{}, errNoAccess(d)
 		}
-		return gcsSetup(d, role), nil
+		return gcsSetup(d, role, console), nil
 	case account.StoreAzure:
 		if d.Azure == nil {
 			return StoreSetup{}, errNoAccess(d)
 		}
-		return azureSetup(d, g, role), nil
+		return azureSetup(d, g, role, console), nil
 	}
 	return StoreSetup{}, errors.New("an S3 destination's customer part is its role's trust and permissions policies")
 }
@@ -98,7 +136,11 @@ func errNoAccess(d account.Destination) error {
 	return fmt.Errorf("%s at endpoint %s names no destination.%s: it is reached without credentials, and there is nothing for the customer to grant", d.URI(""), d.Endpoint, d.Kind())
 }
 
-func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
+// consoleReads is what the console does with a destination, said where the
+// customer trusts its role.
+const consoleReads = "daybook's web console only reads there (a partition's manifests)"
+
+func gcsSetup(d account.Destination, role arn.ARN, console *arn.ARN) StoreSetup {
 	a := *d.GCS
 	s := StoreSetup{Store: string(account.StoreGCS), CredentialMode: a.Mode()}
 	const customer = "customer"
@@ -126,14 +168,17 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 	if m := saProjectRE.FindStringSubmatch(sa); m != nil {
 		project = " --project=" + m[2]
 	}
-	name := role.Resource[strings.LastIndex(role.Resource, "/")+1:]
-	assumed := "arn:" + role.Partition + ":sts::" + role.AccountID + ":assumed-role/" + name
+	trusted, condition := "its exporter role only", "attribute.aws_role=='"+assumedRole(role)+"'"
+	if console != nil {
+		trusted = "its exporter and console roles only"
+		condition = "attribute.aws_role in ['" + assumedRole(role) + "', '" + assumedRole(*console) + "']"
+	}
 	s.Steps = []SetupStep{
 		{customer, "Create a workload identity pool (once; skip if it exists)",
 			fmt.Sprintf("gcloud iam workload-identity-pools create %s%s --location=global --display-name=daybook", pool, poolProject)},
-		{customer, "Add an AWS provider trusting daybook's AWS account " + role.AccountID + ", for its exporter role only",
+		{customer, "Add an AWS provider trusting daybook's AWS account " + role.AccountID + ", for " + trusted,
 			fmt.Sprintf("gcloud iam workload-identity-pools providers create-aws %s%s --location=global --workload-identity-pool=%s --account-id=%s --attribute-condition=%q",
-				provider, poolProject, pool, role.AccountID, "attribute.aws_role=='"+assumed+"'")},
+				provider, poolProject, pool, role.AccountID, condition)},
 		{customer, "Create the service account daybook writes as (skip if it exists)",
 			fmt.Sprintf("gcloud iam service-accounts create %s%s --display-name=daybook", strings.Split(sa, "@")[0], project)},
 		bucketBinding,
@@ -141,10 +186,22 @@ func gcsSetup(d account.Destination, role arn.ARN) StoreSetup {
 			fmt.Sprintf("gcloud iam service-accounts add-iam-policy-binding %s%s --role=roles/iam.workloadIdentityUser --member=%q",
 				sa, project, gcpauth.PrincipalSet(a.WorkloadIdentityProvider, role.String()))},
 	}
+	if console != nil {
+		s.Steps = append(s.Steps, SetupStep{customer, "Let daybook's console role act as the service account too (" + consoleReads + ", asking Google only for read-only tokens, devstorage.read_only)",
+			fmt.Sprintf("gcloud iam service-accounts add-iam-policy-binding %s%s --role=roles/iam.workloadIdentityUser --member=%q",
+				sa, project, gcpauth.PrincipalSet(a.WorkloadIdentityProvider, console.String()))})
+	}
 	return s
 }
 
-func azureSetup(d account.Destination, g StoreGrant, role arn.ARN) StoreSetup {
+// assumedRole is attribute.aws_role of role's sessions in Google's default
+// AWS attribute mapping: the assumed-role ARN without the session name.
+func assumedRole(role arn.ARN) string {
+	name := role.Resource[strings.LastIndex(role.Resource, "/")+1:]
+	return "arn:" + role.Partition + ":sts::" + role.AccountID + ":assumed-role/" + name
+}
+
+func azureSetup(d account.Destination, g StoreGrant, role arn.ARN, console *arn.ARN) StoreSetup {
 	a := *d.Azure
 	s := StoreSetup{Store: string(account.StoreAzure), CredentialMode: a.Mode()}
 	acct, container := d.StorageAccount, d.Bucket
@@ -163,18 +220,26 @@ func azureSetup(d account.Destination, g StoreGrant, role arn.ARN) StoreSetup {
 		steps = append(steps, SetupStep{"platform", "Read the deployment account's issuer URL (after enabling outbound identity federation once: aws iam enable-outbound-web-identity-federation) and put it in place of ISSUER below", IssuerCommand})
 	}
 	name := "daybook-" + g.AccountID
-	cred, _ := json.Marshal(struct {
-		Name        string   `json:"name"`
-		Issuer      string   `json:"issuer"`
-		Subject     string   `json:"subject"`
-		Description string   `json:"description"`
-		Audiences   []string `json:"audiences"`
-	}{name, issuer, role.String(), "daybook exports", []string{azureauth.Audience}})
-	s.Steps = append(steps,
+	credential := func(name, subject, description string) string {
+		cred, _ := json.Marshal(struct {
+			Name        string   `json:"name"`
+			Issuer      string   `json:"issuer"`
+			Subject     string   `json:"subject"`
+			Description string   `json:"description"`
+			Audiences   []string `json:"audiences"`
+		}{name, issuer, subject, description, []string{azureauth.Audience}})
+		return fmt.Sprintf("az ad app federated-credential create --id %s --parameters '%s'", a.ClientID, cred)
+	}
+	steps = append(steps,
 		SetupStep{"customer", "Register the application daybook signs in as (skip if it exists; its appId is destination.azure.client_id) and its service principal",
 			"az ad sp create --id " + a.ClientID},
 		SetupStep{"customer", "Trust daybook's exporter role: a federated credential for the tokens AWS issues it",
-			fmt.Sprintf("az ad app federated-credential create --id %s --parameters '%s'", a.ClientID, cred)},
+			credential(name, role.String(), "daybook exports")})
+	if console != nil {
+		steps = append(steps, SetupStep{"customer", "Trust daybook's console role too: a second federated credential, since Entra ID matches a token's subject exactly, one credential per role (" + consoleReads + ")",
+			credential(name+"-console", console.String(), "daybook console (reads)")})
+	}
+	s.Steps = append(steps,
 		SetupStep{"customer", "Let the application write the container",
 			fmt.Sprintf("az role assignment create --assignee %s --role %q --scope %q", a.ClientID, azureauth.BlobRole, azureauth.ContainerScope(acct, container))},
 	)

@@ -41,7 +41,7 @@ func TestDeployTemplate(t *testing.T) {
 			t.Errorf("output %s missing: %v", k, st.Outputs)
 		}
 	}
-	if _, ok := st.Resources["ConsoleFunction"]; ok || st.Outputs["ConsoleUrl"] != "" {
+	if _, ok := st.Resources["ConsoleFunction"]; ok || st.Outputs["ConsoleUrl"] != "" || st.Outputs["ConsoleRoleArn"] != "" {
 		t.Errorf("the console is deployed by default: %v", st.Outputs)
 	}
 
@@ -173,7 +173,8 @@ func TestDeployTemplate(t *testing.T) {
 
 // TestDeployConsole: with DeployConsole the console function is deployed
 // behind an IAM function URL (created by samstack, since moto's
-// CloudFormation does not), with actions only when ConsoleActions says so.
+// CloudFormation does not), with actions only when ConsoleActions says so,
+// and its role is the output ConsoleRoleArn.
 func TestDeployConsole(t *testing.T) {
 	ctx := context.Background()
 	cfg, err := srv.Config(ctx)
@@ -203,6 +204,11 @@ func TestDeployConsole(t *testing.T) {
 			}
 			if u.AuthType != "AWS_IAM" || aws.ToString(u.FunctionUrl) == "" || st.Outputs["ConsoleUrl"] != aws.ToString(u.FunctionUrl) {
 				t.Errorf("function URL %s (auth %s), output %q", aws.ToString(u.FunctionUrl), u.AuthType, st.Outputs["ConsoleUrl"])
+			}
+			// The role customers' GCS and Azure trust names beside the
+			// exporter's: the console reads their buckets as itself.
+			if role := aws.ToString(fn.Role); role == "" || st.Outputs["ConsoleRoleArn"] != role || role == st.Outputs["ExporterRoleArn"] {
+				t.Errorf("output ConsoleRoleArn %q, the console's role is %q (the exporter's %q)", st.Outputs["ConsoleRoleArn"], role, st.Outputs["ExporterRoleArn"])
 			}
 		})
 	}
