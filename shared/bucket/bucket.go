@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/daybook-dev/daybook/shared/upload"
 )
@@ -121,6 +122,30 @@ type KeyError struct {
 
 func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
 func (e *KeyError) Unwrap() error { return e.Err }
+
+// DeleteEach deletes keys with del, at most n at once, for a store whose
+// API deletes one object per request (GCS's JSON API, Azure's blob
+// service). The first key, in keys' order, whose delete failed is named in
+// a *KeyError.
+func DeleteEach(ctx context.Context, keys []string, n int, del func(context.Context, string) error) error {
+	errs := make([]error, len(keys))
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = del(ctx, k)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return &KeyError{Key: keys[i], Err: err}
+		}
+	}
+	return nil
+}
 
 // Bucket is one bucket of a store, optionally scoped to a key prefix: every
 // key its methods take or return is relative to that prefix, while error

@@ -31,7 +31,6 @@ import (
 	"maps"
 	"net/http"
 	"strings"
-	"sync"
 
 	"golang.org/x/oauth2"
 
@@ -220,23 +219,7 @@ func (d *driver) Dirs(ctx context.Context, prefix string) ([]string, error) {
 const Deletes = 8
 
 func (d *driver) DeleteKeys(ctx context.Context, keys []string) error {
-	errs := make([]error, len(keys))
-	sem := make(chan struct{}, Deletes)
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[i] = d.Delete(ctx, k)
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return &bucket.KeyError{Key: keys[i], Err: err}
-		}
-	}
-	return nil
+	return bucket.DeleteEach(ctx, keys, Deletes, d.Delete)
 }
 
 // AbortIncomplete has nothing to abort: a resumable upload session is
