@@ -69,7 +69,7 @@ func readBackEveryFormat(t *testing.T, dest func(e *env) account.Destination) {
 				if r := e.export(name, testDay); r.State != "completed" {
 					t.Fatalf("%s: %s (%s)", name, r.State, r.LastError)
 				}
-				paths := fetchDataFiles(t, e, b, name, testDay, filepath.Join(dir, name))
+				paths := fetchDataFiles(t, e, b, name, filepath.Join(dir, name))
 				t.Run(name+"/duckdb", func(t *testing.T) {
 					from := duckcheck.Parquet(filepath.Join(dir, name, "*"+format.Extension()), false)
 					if format == fileformat.NDJSON {
@@ -101,10 +101,11 @@ func readBackEveryFormat(t *testing.T, dest func(e *env) account.Destination) {
 	}
 }
 
-// fetchDataFiles reads the committed manifest of ds's day from b and
+// fetchDataFiles reads the committed manifest of ds's testDay from b and
 // writes every data file it names into dir, returning their paths; the
 // partition must hold one file at least.
-func fetchDataFiles(t *testing.T, e *env, b *bucket.Bucket, ds string, day civil.Date, dir string) []string {
+func fetchDataFiles(t *testing.T, e *env, b *bucket.Bucket, ds, dir string) []string {
+	day := testDay
 	t.Helper()
 	mk := layout.ManifestKey(e.prefix, ds, day)
 	body, err := b.Get(e.ctx, mk, manifest.MaxManifestBytes)

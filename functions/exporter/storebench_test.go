@@ -134,7 +134,7 @@ func BenchmarkExportStores(b *testing.B) {
 	targets := benchStoreTargets(b)
 	var rows []storeRow
 	for b.Loop() {
-		rows = exportToStores(b, child, dsn, n, targets, storeRuns)
+		rows = exportToStores(b, storeBench{child: child, dsn: dsn, n: n, runs: storeRuns}, targets)
 	}
 	for _, r := range rows {
 		b.ReportMetric(medianOf(r.cpuRatios), r.store+"-cpu/s3")
@@ -143,10 +143,18 @@ func BenchmarkExportStores(b *testing.B) {
 	fmt.Print(storeTable(rows))
 }
 
+// storeBench is what exportToStores runs: the bench child (its binary) on
+// an n-row day of the server at dsn, runs times per store.
+type storeBench struct {
+	child, dsn string
+	n, runs    int
+}
+
 // exportToStores loads an n-row day into the server at dsn (unless there)
 // and exports it to every store in turns, runs times each, at GOMAXPROCS 2;
 // each store must then hold the file.
-func exportToStores(tb testing.TB, child, dsn string, n int, targets map[string]storeTarget, runs int) []storeRow {
+func exportToStores(tb testing.TB, sr storeBench, targets map[string]storeTarget) []storeRow {
+	child, dsn, n, runs := sr.child, sr.dsn, sr.n, sr.runs
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		tb.Fatal(err)
@@ -274,7 +282,7 @@ func procCPU(tb testing.TB, pid int) time.Duration {
 // server at dsn to each store as BenchmarkExportStores does, the same file
 // to each, so `make bench` cannot break unnoticed (TestBenchChild).
 func checkStoresChild(t *testing.T, bin, dsn string, n int) {
-	rows := exportToStores(t, bin, dsn, n, benchStoreTargets(t), 1)
+	rows := exportToStores(t, storeBench{child: bin, dsn: dsn, n: n, runs: 1}, benchStoreTargets(t))
 	for _, r := range rows {
 		if r.res.Rows == 0 || r.res.Files != 1 || r.res.Bytes == 0 || r.rss == 0 || r.res.CPU <= 0 {
 			t.Errorf("%s: %+v, want the day in one file, with its CPU and peak RSS", r.store, r.res)
