@@ -170,6 +170,17 @@ func run(t *testing.T, o Options) *Report {
 	if pl := rep.Iceberg; pl.Rounds == 0 || pl.Objects == 0 || pl.Checked == 0 || pl.Outside != 0 {
 		t.Fatalf("the planted Iceberg metadata: %+v; want plants, objects compared, none outside the prefix changed", pl)
 	}
+	for _, store := range []string{StoreGCS, StoreAzure} {
+		s := rep.Stores[store]
+		for _, step := range []Step{StepData, StepManifest, StepSuccess, StepIceberg} {
+			if s.Requests[step] == 0 || s.Faults[KindKillBefore][step]+s.Faults[KindKillAfter][step] == 0 {
+				t.Errorf("%s %s: %d requests, no exporter killed there", store, step, s.Requests[step])
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
 	return rep
 }
 
