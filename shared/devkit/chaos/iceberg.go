@@ -361,6 +361,9 @@ func (p *pipeline) breakTables(ctx context.Context, avoid []ledger.Row) ([]strin
 				break
 			}
 		}
+		if other == "" {
+			continue // one table, whose break is the missing file
+		}
 		hint := icetable.VersionHintKey(tableLocation(prefix, other))
 		if err := store.Put(ctx, hint, []byte("999"), "text/plain"); err != nil {
 			return nil, err

@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,10 +81,14 @@ type Options struct {
 	// exported in slices, each slice's run as exposed to the faults as any
 	// run. Zero leaves the deployment's default (no demo day is sliced).
 	SliceRows int
-	Dir       string // logs and the source; required
-	BinDir    string // <LogicalId>/bootstrap host builds (make build); required
-	Template  string // template.yaml; required
-	Log       io.Writer
+	// StoreDatasets, when set, are the only datasets the GCS and Azure
+	// accounts export (a short run's smaller share of the work); nil is
+	// every dataset.
+	StoreDatasets []string
+	Dir           string // logs and the source; required
+	BinDir        string // <LogicalId>/bootstrap host builds (make build); required
+	Template      string // template.yaml; required
+	Log           io.Writer
 	// SelfTest, after the check, breaks the delivered data once per
 	// invariant and checks again, failing the run unless each is reported.
 	SelfTest bool
@@ -294,6 +299,11 @@ func (p *pipeline) up(ctx context.Context) error {
 	for i := range demo.Accounts {
 		a := &demo.Accounts[i]
 		a.StartDate = a.WithDefaults(0).ClosedThrough(p.started).AddDays(1 - p.o.Days)
+	}
+	for i := range demo.Accounts {
+		if a := &demo.Accounts[i]; a.Destination.Kind() != account.StoreS3 && len(p.o.StoreDatasets) > 0 {
+			a.Datasets = slices.Clone(p.o.StoreDatasets)
+		}
 	}
 	p.accounts = demo.Accounts
 	icebergAccount(p.accounts)
