@@ -256,46 +256,47 @@ func (p *pipeline) checkAccountPrefixes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	names := p.storeBuckets()
 	for _, b := range buckets.Buckets {
-		bucket := aws.ToString(b.Name)
-		pages := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &bucket})
-		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				return err
+		names = append(names, aws.ToString(b.Name))
+	}
+	for _, bucket := range names {
+		store := p.bucketNamed(bucket)
+		objs, err := store.List(ctx, "")
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			key := o.Key
+			c.Objects++
+			var under []owned
+			for _, a := range byBucket[bucket] {
+				if strings.HasPrefix(key, a.prefix) {
+					under = append(under, a)
+				}
 			}
-			for _, o := range page.Contents {
-				key := aws.ToString(o.Key)
-				c.Objects++
-				var under []owned
-				for _, a := range byBucket[bucket] {
-					if strings.HasPrefix(key, a.prefix) {
-						under = append(under, a)
-					}
+			if len(under) > 1 {
+				p.problem("%s: under the prefixes of accounts %s and %s", store.URI(key), under[0].id, under[1].id)
+			}
+			if len(under) != 1 {
+				continue
+			}
+			own := under[0]
+			for _, seg := range strings.Split(strings.TrimPrefix(key, own.prefix), "/") {
+				if seg != own.id && ids[seg] {
+					p.problem("%s: account %s's object under account %s's prefix", store.URI(key), seg, own.id)
 				}
-				if len(under) > 1 {
-					p.problem("s3://%s/%s: under the prefixes of accounts %s and %s", bucket, key, under[0].id, under[1].id)
+			}
+			if base := path.Base(key); base == layout.ManifestName || base == "manifest.json" {
+				body, err := p.get(ctx, bucket, key)
+				if err != nil {
+					return err
 				}
-				if len(under) != 1 {
-					continue
+				var m struct {
+					AccountID string `json:"account_id"`
 				}
-				own := under[0]
-				for _, seg := range strings.Split(strings.TrimPrefix(key, own.prefix), "/") {
-					if seg != own.id && ids[seg] {
-						p.problem("s3://%s/%s: account %s's object under account %s's prefix", bucket, key, seg, own.id)
-					}
-				}
-				if base := path.Base(key); base == layout.ManifestName || base == "manifest.json" {
-					body, err := p.get(ctx, bucket, key)
-					if err != nil {
-						return err
-					}
-					var m struct {
-						AccountID string `json:"account_id"`
-					}
-					if err := json.Unmarshal(body, &m); err != nil || m.AccountID != own.id {
-						p.problem("s3://%s/%s: account %q's manifest under account %s's prefix", bucket, key, m.AccountID, own.id)
-					}
+				if err := json.Unmarshal(body, &m); err != nil || m.AccountID != own.id {
+					p.problem("%s: account %q's manifest under account %s's prefix", store.URI(key), m.AccountID, own.id)
 				}
 			}
 		}

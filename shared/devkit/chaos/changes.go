@@ -7,9 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/events"
@@ -21,35 +18,31 @@ import (
 // changeLog reads an account's change log: its entries by partition.
 func (p *pipeline) changeLog(ctx context.Context, a account.Account, prefix string) (map[partition.Key][]events.Change, error) {
 	out := map[partition.Key][]events.Change{}
-	pg := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: aws.String(a.Destination.Bucket), Prefix: aws.String(layout.ChangesPrefix(prefix))})
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
+	store := p.bucketNamed(a.Destination.Bucket)
+	objs, err := store.List(ctx, layout.ChangesPrefix(prefix))
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		body, err := store.Get(ctx, o.Key, maxGet)
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range page.Contents {
-			got, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Destination.Bucket), Key: o.Key})
-			if err != nil {
-				return nil, err
-			}
-			var c events.Change
-			err = json.NewDecoder(got.Body).Decode(&c)
-			got.Body.Close()
-			if err != nil {
-				p.problem("s3://%s/%s: change-log entry does not decode: %v", a.Destination.Bucket, aws.ToString(o.Key), err)
-				continue
-			}
-			day, err := civil.Parse(c.Day)
-			if err != nil {
-				p.problem("s3://%s/%s: day %q: %v", a.Destination.Bucket, aws.ToString(o.Key), c.Day, err)
-				continue
-			}
-			if want, err := c.Key(prefix); err != nil || want != aws.ToString(o.Key) {
-				p.problem("s3://%s/%s: a change-log entry of %s generation %d belongs at %s", a.Destination.Bucket, aws.ToString(o.Key), c.Day, c.Generation, want)
-			}
-			k := partition.Key{AccountID: a.ID, Dataset: c.Dataset, Day: day}
-			out[k] = append(out[k], c)
+		var c events.Change
+		if err := json.Unmarshal(body, &c); err != nil {
+			p.problem("%s: change-log entry does not decode: %v", store.URI(o.Key), err)
+			continue
 		}
+		day, err := civil.Parse(c.Day)
+		if err != nil {
+			p.problem("%s: day %q: %v", store.URI(o.Key), c.Day, err)
+			continue
+		}
+		if want, err := c.Key(prefix); err != nil || want != o.Key {
+			p.problem("%s: a change-log entry of %s generation %d belongs at %s", store.URI(o.Key), c.Day, c.Generation, want)
+		}
+		k := partition.Key{AccountID: a.ID, Dataset: c.Dataset, Day: day}
+		out[k] = append(out[k], c)
 	}
 	return out, nil
 }

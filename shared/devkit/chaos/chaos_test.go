@@ -170,6 +170,17 @@ func run(t *testing.T, o Options) *Report {
 	if pl := rep.Iceberg; pl.Rounds == 0 || pl.Objects == 0 || pl.Checked == 0 || pl.Outside != 0 {
 		t.Fatalf("the planted Iceberg metadata: %+v; want plants, objects compared, none outside the prefix changed", pl)
 	}
+	for _, store := range []string{StoreGCS, StoreAzure} {
+		s := rep.Stores[store]
+		for _, step := range []Step{StepData, StepManifest, StepSuccess, StepIceberg} {
+			if s.Requests[step] == 0 || s.Faults[KindKillBefore][step]+s.Faults[KindKillAfter][step] == 0 {
+				t.Errorf("%s %s: %d requests, no exporter killed there", store, step, s.Requests[step])
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
 	return rep
 }
 
@@ -178,7 +189,7 @@ func run(t *testing.T, o Options) *Report {
 // self-test, which shows the check reports broken data.
 func TestChaosShort(t *testing.T) {
 	start := time.Now()
-	run(t, Options{Seed: 11, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, Reexports: 8, Duplicate: 0.15,
+	run(t, Options{Seed: 11, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, Reexports: 8, Duplicate: 0.15, StoreDatasets: []string{"events"},
 		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01, CreateDrop: 0.5, DeliveryKill: 0.15}, SelfTest: true})
 	t.Logf("short chaos run: %s", time.Since(start).Round(time.Second))
 }
@@ -188,7 +199,7 @@ func TestChaosShort(t *testing.T) {
 // same invariants checked.
 func TestChaosSliced(t *testing.T) {
 	start := time.Now()
-	rep := run(t, Options{Seed: 12, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, SliceRows: 2000, Reexports: 8, Duplicate: 0.15,
+	rep := run(t, Options{Seed: 12, Kills: 8, Days: 2, EventsPerDay: 20, BigRows: 4500, SliceRows: 2000, Reexports: 8, Duplicate: 0.15, StoreDatasets: []string{"events"},
 		Rates: Rates{Kill: 0.04, Error: 0.03, Reset: 0.02, Drop: 0.03, Outage: 0.01, CreateDrop: 0.5, DeliveryKill: 0.15}})
 	if rep.Checked.Sliced == 0 {
 		t.Fatal("no partition was committed in slices")

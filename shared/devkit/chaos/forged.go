@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/jobs"
@@ -218,15 +217,12 @@ func (p *pipeline) world(ctx context.Context) (world, error) {
 			continue
 		}
 		seen[b] = true
-		pg := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &b})
-		for pg.HasMorePages() {
-			page, err := pg.NextPage(ctx)
-			if err != nil {
-				return w, err
-			}
-			for _, o := range page.Contents {
-				w.objects[b+"/"+aws.ToString(o.Key)] = aws.ToString(o.ETag) + " " + aws.ToTime(o.LastModified).Format(time.RFC3339Nano)
-			}
+		objs, err := p.objects(ctx, b, nil)
+		if err != nil {
+			return w, err
+		}
+		for k, v := range objs {
+			w.objects[b+"/"+k] = v
 		}
 	}
 	rows, err := p.rows(ctx)

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -50,7 +48,7 @@ type TableChecks struct {
 
 // tableStore is the account's bucket as the table reads it.
 func (p *pipeline) tableStore(a account.Account) *bucket.Bucket {
-	return bucket.New(p.s3, a.Destination.Bucket, bucket.Options{})
+	return p.bucketNamed(a.Destination.Bucket)
 }
 
 func tableLocation(prefix, ds string) string {
@@ -100,7 +98,7 @@ type tableCheck struct {
 
 func (c *tableCheck) problem(format string, args ...any) {
 	loc := tableLocation(c.prefix, c.ds)
-	c.p.problem("%stable s3://%s/%s: %s", c.when, c.a.Destination.Bucket, loc, fmt.Sprintf(format, args...))
+	c.p.problem("%stable %s: %s", c.when, c.p.tableStore(c.a).URI(loc), fmt.Sprintf(format, args...))
 }
 
 type tableFile struct{ rows, bytes int64 }
@@ -127,7 +125,7 @@ func (c *tableCheck) run(ctx context.Context, completed []ledger.Row, readRows b
 		return nil
 	}
 	for _, f := range files {
-		key := strings.TrimPrefix(f.FilePath(), "s3://"+c.a.Destination.Bucket+"/")
+		key := strings.TrimPrefix(f.FilePath(), store.URI(""))
 		info, err := store.Head(ctx, key)
 		switch {
 		case bucket.IsNotFound(err):
@@ -221,15 +219,12 @@ func (c *tableCheck) checkKeys(ctx context.Context, completed []ledger.Row) erro
 	for _, r := range completed {
 		done[layout.PartitionPrefix(c.prefix, c.ds, r.Day)] = true
 	}
-	pg := s3.NewListObjectsV2Paginator(c.p.s3, &s3.ListObjectsV2Input{Bucket: aws.String(c.a.Destination.Bucket), Prefix: aws.String(loc)})
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		for _, o := range page.Contents {
-			listed[aws.ToString(o.Key)] = true
-		}
+	objs, err := c.p.tableStore(c.a).List(ctx, loc)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		listed[o.Key] = true
 	}
 	for key := range listed {
 		rel := strings.TrimPrefix(key, loc)
@@ -303,16 +298,18 @@ func describe(files map[string]tableFile) string {
 	return fmt.Sprintf("%d rows in %d files", rows, len(files))
 }
 
-// icebergAccount marks the first account that can keep a table (Parquet,
-// UTC days) as keeping one.
+// icebergAccount marks, on each store, the first account that can keep a
+// table (Parquet, UTC days) as keeping one.
 func icebergAccount(accts []account.Account) {
+	done := map[account.StoreKind]bool{}
 	for i := range accts {
 		a := &accts[i]
-		if cmp.Or(a.Destination.Format, fileformat.Default) == fileformat.Parquet {
-			if a.TimeZone == "" || a.TimeZone == account.DefaultTimeZone {
-				a.Destination.TableFormat = account.TableFormatIceberg
-				return
-			}
+		if done[a.Destination.Kind()] || cmp.Or(a.Destination.Format, fileformat.Default) != fileformat.Parquet {
+			continue
+		}
+		if a.TimeZone == "" || a.TimeZone == account.DefaultTimeZone {
+			a.Destination.TableFormat = account.TableFormatIceberg
+			done[a.Destination.Kind()] = true
 		}
 	}
 }
@@ -327,6 +324,7 @@ func (p *pipeline) breakTables(ctx context.Context, avoid []ledger.Row) ([]strin
 	if err != nil {
 		return nil, err
 	}
+	var want []string
 	for _, a := range p.accounts {
 		if a.Destination.TableFormat != account.TableFormatIceberg {
 			continue
@@ -350,12 +348,12 @@ func (p *pipeline) breakTables(ctx context.Context, avoid []ledger.Row) ([]strin
 		if err != nil || m == nil || len(m.Files) == 0 {
 			return nil, fmt.Errorf("chaos self-test: manifest of %s: %v", lost.Key, err)
 		}
-		bkt := a.Destination.Bucket
-		if _, err := p.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bkt, Key: &m.Files[0].Key}); err != nil {
+		store := p.tableStore(a)
+		if err := store.Delete(ctx, m.Files[0].Key); err != nil {
 			return nil, err
 		}
-		want := []string{fmt.Sprintf("table s3://%s/%s: the current snapshot references %s, which is missing",
-			bkt, tableLocation(prefix, lost.Dataset), m.Files[0].Key)}
+		want = append(want, fmt.Sprintf("table %s: the current snapshot references %s, which is missing",
+			store.URI(tableLocation(prefix, lost.Dataset)), m.Files[0].Key))
 		other := ""
 		for _, ds := range a.Datasets {
 			if ds != lost.Dataset {
@@ -363,11 +361,17 @@ func (p *pipeline) breakTables(ctx context.Context, avoid []ledger.Row) ([]strin
 				break
 			}
 		}
+		if other == "" {
+			continue // one table, whose break is the missing file
+		}
 		hint := icetable.VersionHintKey(tableLocation(prefix, other))
-		if _, err := p.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bkt, Key: &hint, Body: strings.NewReader("999")}); err != nil {
+		if err := store.Put(ctx, hint, []byte("999"), "text/plain"); err != nil {
 			return nil, err
 		}
-		return append(want, fmt.Sprintf("table s3://%s/%s: unreadable: ", bkt, tableLocation(prefix, other))), nil
+		want = append(want, fmt.Sprintf("table %s: unreadable: ", store.URI(tableLocation(prefix, other))))
 	}
-	return nil, errors.New("chaos self-test: no account keeps a table")
+	if len(want) == 0 {
+		return nil, errors.New("chaos self-test: no account keeps a table")
+	}
+	return want, nil
 }

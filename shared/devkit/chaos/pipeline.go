@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,10 +81,14 @@ type Options struct {
 	// exported in slices, each slice's run as exposed to the faults as any
 	// run. Zero leaves the deployment's default (no demo day is sliced).
 	SliceRows int
-	Dir       string // logs and the source; required
-	BinDir    string // <LogicalId>/bootstrap host builds (make build); required
-	Template  string // template.yaml; required
-	Log       io.Writer
+	// StoreDatasets, when set, are the only datasets the GCS and Azure
+	// accounts export (a short run's smaller share of the work); nil is
+	// every dataset.
+	StoreDatasets []string
+	Dir           string // logs and the source; required
+	BinDir        string // <LogicalId>/bootstrap host builds (make build); required
+	Template      string // template.yaml; required
+	Log           io.Writer
 	// SelfTest, after the check, breaks the delivered data once per
 	// invariant and checks again, failing the run unless each is reported.
 	SelfTest bool
@@ -187,6 +192,7 @@ type pipeline struct {
 	mu        sync.Mutex               // guards rep's counters while exporters run
 	races     races                    // account races (accounts.go)
 	expired   map[partition.Key]expiry // dead claims whose lease passTime ended (reclaim.go)
+	other     otherStores              // GCS and Azure (stores.go)
 	stop      []func()
 }
 
@@ -203,6 +209,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	p := &pipeline{o: o, started: time.Now(), faults: NewFaults(o.Seed, o.Rates, o.Kills),
 		rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), rep: &Report{Seed: o.Seed}}
 	defer p.close()
+	// The new drivers' protocol steps get a kill each, whatever the draws.
+	for _, store := range []string{StoreGCS, StoreAzure} {
+		p.faults.KillAt(store, StepData, StepManifest, StepSuccess, StepIceberg)
+	}
 	if err := p.up(ctx); err != nil {
 		return nil, err
 	}
@@ -212,6 +222,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	p.rep.Duration = time.Since(p.started)
 	p.rep.Faults, p.rep.Requests = p.faults.Counts()
+	p.rep.Stores = p.faults.Stores()
 	p.rep.Kills = p.faults.Kills()
 	if runErr == nil && p.o.SelfTest {
 		runErr = p.selfTest(ctx)
@@ -274,16 +285,25 @@ func (p *pipeline) up(ctx context.Context) error {
 		return err
 	}
 
+	if err := p.startStores(ctx, logs); err != nil {
+		return err
+	}
 	demo, err := demosource.Generate(ctx, demosource.Options{Path: filepath.Join(p.o.Dir, "source.db"), Now: p.started,
-		Days: p.o.Days, EventsPerDay: p.o.EventsPerDay, Seed: p.o.Seed, Stage: stage})
+		Days: p.o.Days, EventsPerDay: p.o.EventsPerDay, Seed: p.o.Seed, Stage: stage, OtherStores: true})
 	if err != nil {
 		return err
 	}
+	p.pointStores(demo.Accounts)
 	// Every account exports the same Days closed days (the first demo
 	// account's longer backfill horizon would only add empty partitions).
 	for i := range demo.Accounts {
 		a := &demo.Accounts[i]
 		a.StartDate = a.WithDefaults(0).ClosedThrough(p.started).AddDays(1 - p.o.Days)
+	}
+	for i := range demo.Accounts {
+		if a := &demo.Accounts[i]; a.Destination.Kind() != account.StoreS3 && len(p.o.StoreDatasets) > 0 {
+			a.Datasets = slices.Clone(p.o.StoreDatasets)
+		}
 	}
 	p.accounts = demo.Accounts
 	icebergAccount(p.accounts)
@@ -299,8 +319,8 @@ func (p *pipeline) up(ctx context.Context) error {
 	}
 	p.stop = append(p.stop, func() { p.source.Close() })
 	for _, a := range p.accounts {
-		if _, err := p.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(a.Destination.Bucket)}); err != nil {
-			return fmt.Errorf("create bucket %s: %w", a.Destination.Bucket, err)
+		if err := p.createBucket(ctx, a.Destination); err != nil {
+			return fmt.Errorf("create bucket %s: %w", a.Destination.URI(""), err)
 		}
 		if err := p.led.Accounts().PutAccount(ctx, a); err != nil {
 			return err
@@ -379,8 +399,14 @@ func (p *pipeline) up(ctx context.Context) error {
 		}
 		p.exporters = append(p.exporters, x)
 	}
-	p.logf("up: moto %s, %d accounts, %d exporters behind fault proxies, 2 sweepers, seed %d", srv.URL, len(p.accounts), len(p.exporters), p.o.Seed)
+	p.logf("up: moto %s, fake-gcs-server %s, Azurite %s, %d accounts, %d exporters behind fault proxies, 2 sweepers, seed %d",
+		srv.URL, p.other.gcs.URL, p.other.azure.URL, len(p.accounts), len(p.exporters), p.o.Seed)
 	return nil
+}
+
+func (p *pipeline) createS3Bucket(ctx context.Context, name string) error {
+	_, err := p.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	return err
 }
 
 // addBigDay adds BigRows events of ~1.4 KB of random hex to the first

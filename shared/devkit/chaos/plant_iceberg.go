@@ -39,10 +39,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -88,7 +84,7 @@ type plantTrick struct {
 
 // canaries are the URIs of the objects a trick names.
 type canaries struct {
-	bucket   string   // the planting account's bucket
+	base     string   // the planting account's bucket's URI (s3://bucket/, gs://bucket/, ...)
 	location string   // a table location outside the account's prefix
 	uris     []string // objects outside the account's prefix
 	bomb     string   // the bomb's URI, when the trick has one
@@ -113,10 +109,10 @@ var plantTricks = []plantTrick{
 		m["snapshots"] = snaps
 	}},
 	{name: "write.metadata.path elsewhere", edit: func(m map[string]any, c canaries) {
-		m["properties"].(map[string]any)["write.metadata.path"] = "s3://" + c.bucket + "/" + c.location + "/metadata"
+		m["properties"].(map[string]any)["write.metadata.path"] = c.base + c.location + "/metadata"
 	}},
 	{name: "location elsewhere", edit: func(m map[string]any, c canaries) {
-		m["location"] = "s3://" + c.bucket + "/" + c.location
+		m["location"] = c.base + c.location
 	}},
 	{name: "a dot-dot manifest list", edit: func(m map[string]any, c canaries) {
 		setCurrentList(m, strings.TrimSuffix(m["location"].(string), "/")+"/metadata/../../../../"+plantCanary+"/x.avro")
@@ -159,20 +155,21 @@ type icePlant struct {
 	day     ledger.Row // the day re-exported, as it was
 }
 
-// plantIceberg plants a trick in each table of the account that keeps
-// one (the tricks taken in turn, round after round), re-exports a day of
-// each through the exporters, checks, and repairs.
+// plantIceberg plants a trick in each table of one account that keeps
+// them (the accounts, on each store, and the tricks taken in turn, round
+// after round), re-exports a day of each through the exporters, checks,
+// and repairs.
 func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
-	var a account.Account
+	var tables []account.Account
 	for _, x := range p.accounts {
 		if x.Destination.TableFormat == account.TableFormatIceberg {
-			a = x
-			break
+			tables = append(tables, x)
 		}
 	}
-	if a.ID == "" {
+	if len(tables) == 0 {
 		return nil
 	}
+	a := tables[(round-1)%len(tables)]
 	pl := &p.rep.Iceberg
 	if pl.Tricks == nil {
 		pl.Tricks = map[string]int{}
@@ -183,6 +180,7 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 		return err
 	}
 	bkt := a.Destination.Bucket
+	store := p.bucketNamed(bkt)
 	rows, err := p.rows(ctx)
 	if err != nil {
 		return err
@@ -190,12 +188,12 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 
 	// The canaries: another account's place in the same bucket, and an
 	// object in another account's bucket.
-	c := canaries{bucket: bkt, location: fmt.Sprintf("%s/r%d/v1/events", plantCanary, round)}
+	c := canaries{base: store.URI(""), location: fmt.Sprintf("%s/r%d/v1/events", plantCanary, round)}
 	for _, k := range []string{c.location + "/dt=2026-01-01/_SUCCESS", c.location + "/dt=2026-01-01/part-00000.parquet", c.location + "/metadata/v1.metadata.json"} {
 		if err := p.putObject(ctx, bkt, k, []byte("canary "+k)); err != nil {
 			return err
 		}
-		c.uris = append(c.uris, "s3://"+bkt+"/"+k)
+		c.uris = append(c.uris, store.URI(k))
 	}
 	var otherBucket string
 	for _, x := range p.accounts {
@@ -211,7 +209,7 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 			return err
 		}
 		elsewhere = append(elsewhere, k)
-		c.uris = append(c.uris, "s3://"+otherBucket+"/"+k)
+		c.uris = append(c.uris, p.bucketNamed(otherBucket).URI(k))
 	}
 	pl.Objects += len(c.uris)
 
@@ -238,7 +236,7 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 			if err := p.putObject(ctx, bkt, key, avroBomb(12, 16<<20)); err != nil {
 				return err
 			}
-			tc.bomb = "s3://" + bkt + "/" + key
+			tc.bomb = store.URI(key)
 			pl.Objects++
 		}
 		key, err := p.plantMetadata(ctx, bkt, loc, n, tr, tc)
@@ -272,12 +270,11 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 	pl.Checked += len(before)
 	for _, d := range (world{objects: before}).diff(world{objects: after}) {
 		pl.Outside++
-		p.problem("round %d: planted Iceberg metadata in s3://%s/%s: an object outside the account's prefix changed: %s", round, bkt, prefix, d)
+		p.problem("round %d: planted Iceberg metadata in %s: an object outside the account's prefix changed: %s", round, store.URI(prefix), d)
 	}
 	if rows, err = p.rows(ctx); err != nil {
 		return err
 	}
-	store := bucket.New(p.s3, bkt, bucket.Options{})
 	for _, pt := range plants {
 		// The table as the exporter reads it: its metadata, then its
 		// current snapshot's manifest list and manifests.
@@ -287,7 +284,7 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 		}
 		broken := errors.Is(lerr, icetable.ErrBroken)
 		if lerr != nil && !broken {
-			return fmt.Errorf("round %d: read the planted table s3://%s/%s: %w", round, bkt, pt.loc, lerr)
+			return fmt.Errorf("round %d: read the planted table %s: %w", round, store.URI(pt.loc), lerr)
 		}
 		for _, r := range rows {
 			if r.AccountID != a.ID || r.Dataset != pt.ds {
@@ -313,14 +310,14 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 		if broken {
 			pl.Broken++
 			if err := p.repairTable(ctx, round, a, pt.ds, store, pt.loc); err != nil {
-				return fmt.Errorf("round %d: repair the planted table s3://%s/%s: %w", round, bkt, pt.loc, err)
+				return fmt.Errorf("round %d: repair the planted table %s: %w", round, store.URI(pt.loc), err)
 			}
 			pl.Repaired++
 			outcome = "was recorded broken and repaired"
 		} else {
 			pl.Readable++
 		}
-		p.logf("round %d: planted Iceberg metadata (%s) at s3://%s/%s: the table %s", round, pt.trick.name, bkt, pt.key, outcome)
+		p.logf("round %d: planted Iceberg metadata (%s) at %s: the table %s", round, pt.trick.name, store.URI(pt.key), outcome)
 	}
 	p.logf("round %d: %d objects outside the planting prefix unchanged", round, len(before))
 	return nil
@@ -375,7 +372,7 @@ func (p *pipeline) throughPlants(ctx context.Context, plants []icePlant, account
 func (p *pipeline) tableVersion(ctx context.Context, bkt, loc string) (int, error) {
 	b, err := p.get(ctx, bkt, icetable.VersionHintKey(loc))
 	if err != nil {
-		if strings.Contains(err.Error(), "NoSuchKey") {
+		if bucket.IsNotFound(err) || strings.Contains(err.Error(), "NoSuchKey") {
 			return 0, nil
 		}
 		return 0, err
@@ -410,33 +407,27 @@ func (p *pipeline) plantMetadata(ctx context.Context, bkt, loc string, n int, tr
 }
 
 func (p *pipeline) putObject(ctx context.Context, bkt, key string, body []byte) error {
-	_, err := p.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bkt, Key: &key, Body: bytes.NewReader(body)})
-	return err
+	return p.bucketNamed(bkt).Put(ctx, key, body, "application/octet-stream")
 }
 
 // outside is every object of bkt outside prefix, and the keys of other
 // in otherBucket, with their ETag and time.
 func (p *pipeline) outside(ctx context.Context, bkt, prefix, otherBucket string, other []string) (map[string]string, error) {
-	out := map[string]string{}
 	own := strings.TrimSuffix(prefix, "/") + "/"
-	pg := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &bkt})
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range page.Contents {
-			if k := aws.ToString(o.Key); !strings.HasPrefix(k, own) {
-				out[bkt+"/"+k] = aws.ToString(o.ETag) + " " + aws.ToTime(o.LastModified).Format(time.RFC3339Nano)
-			}
-		}
+	objs, err := p.objects(ctx, bkt, func(k string) bool { return !strings.HasPrefix(k, own) })
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range objs {
+		out[bkt+"/"+k] = v
 	}
 	for _, k := range other {
-		h, err := p.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &otherBucket, Key: &k})
+		f, err := p.fingerprint(ctx, otherBucket, k)
 		if err != nil {
 			continue // a deleted canary is a difference
 		}
-		out[otherBucket+"/"+k] = aws.ToString(h.ETag) + " " + aws.ToTime(h.LastModified).Format(time.RFC3339Nano)
+		out[otherBucket+"/"+k] = f
 	}
 	return out, nil
 }

@@ -38,9 +38,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/events"
@@ -184,7 +181,7 @@ func (p *pipeline) plantOne(ctx context.Context, pr *planted, r ledger.Row, what
 	}
 	decoy := func(key string) (string, error) {
 		pr.named[bucket+"/"+key] = true
-		if _, err := p.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key}); err == nil {
+		if _, err := p.bucketNamed(bucket).Head(ctx, key); err == nil {
 			return key, nil
 		}
 		p.rep.Planted.Objects++
@@ -234,11 +231,9 @@ func (p *pipeline) plantOne(ctx context.Context, pr *planted, r ledger.Row, what
 	if err := p.put(ctx, bucket, pp+layout.SuccessName, manifest.NewSuccess(gen, "run_planted", pp+layout.ManifestName, mb, time.Now()).Encode()); err != nil {
 		return plant{}, err
 	}
-	head, err := p.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String(pp + layout.SuccessName)})
-	if err != nil {
+	if pl.marker, err = p.fingerprint(ctx, bucket, pp+layout.SuccessName); err != nil {
 		return plant{}, err
 	}
-	pl.marker = aws.ToString(head.ETag)
 	p.rep.Planted.Objects += 2
 	return pl, nil
 }
@@ -253,9 +248,8 @@ func (p *pipeline) accountIndex(id string) int {
 }
 
 func (p *pipeline) put(ctx context.Context, bucket, key string, body []byte) error {
-	_, err := p.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: strings.NewReader(string(body))})
-	if err != nil {
-		return fmt.Errorf("plant s3://%s/%s: %w", bucket, key, err)
+	if err := p.bucketNamed(bucket).Put(ctx, key, body, "application/octet-stream"); err != nil {
+		return fmt.Errorf("plant: %w", err)
 	}
 	return nil
 }
@@ -268,17 +262,12 @@ func (p *pipeline) outsideObjects(ctx context.Context, a account.Account, into m
 		return err
 	}
 	bucket := a.Destination.Bucket
-	pg := s3.NewListObjectsV2Paginator(p.s3, &s3.ListObjectsV2Input{Bucket: &bucket})
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		for _, o := range page.Contents {
-			if k := aws.ToString(o.Key); !layout.Within(k, prefix) {
-				into[bucket+"/"+k] = aws.ToString(o.ETag) + " " + aws.ToTime(o.LastModified).Format(time.RFC3339Nano)
-			}
-		}
+	objs, err := p.objects(ctx, bucket, func(k string) bool { return !layout.Within(k, prefix) })
+	if err != nil {
+		return err
+	}
+	for k, v := range objs {
+		into[bucket+"/"+k] = v
 	}
 	return nil
 }
@@ -306,16 +295,16 @@ func (p *pipeline) checkPlants(ctx context.Context, round int, pr *planted) erro
 		switch got, ok := now[k]; {
 		case !ok:
 			c.OutsideChanged++
-			p.problem("round %d: s3://%s, outside the planting account's prefix, was deleted", round, k)
+			p.problem("round %d: %s, outside the planting account's prefix, was deleted", round, p.uriOf(k))
 		case got != v:
 			c.OutsideChanged++
-			p.problem("round %d: s3://%s, outside the planting account's prefix, was rewritten", round, k)
+			p.problem("round %d: %s, outside the planting account's prefix, was rewritten", round, p.uriOf(k))
 		}
 	}
 	for k := range now {
 		if _, ok := pr.outside[k]; !ok && pr.named[k] {
 			c.OutsideChanged++
-			p.problem("round %d: s3://%s, named by a planted manifest outside the partition, was written", round, k)
+			p.problem("round %d: %s, named by a planted manifest outside the partition, was written", round, p.uriOf(k))
 		}
 	}
 	commits := map[string]map[int64]bool{}
@@ -391,14 +380,14 @@ func (p *pipeline) checkPlantedEvents(ctx context.Context, round int, pl plant, 
 // partition's generation was not taken from it, then deletes it.
 func (p *pipeline) checkAhead(ctx context.Context, round int, pl plant) error {
 	bucket, key := pl.acct.Destination.Bucket, pl.pp+layout.SuccessName
-	head, err := p.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	now, err := p.fingerprint(ctx, bucket, key)
 	switch {
 	case err != nil:
 		p.problem("round %d: the marker of 2^63-1 planted in %s is gone (%v): a run removed it", round, pl.key, err)
-	case aws.ToString(head.ETag) != pl.marker:
+	case now != pl.marker:
 		p.problem("round %d: the marker of 2^63-1 planted in %s was replaced: a run numbered a generation above it", round, pl.key)
 	default:
-		if _, err := p.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil {
+		if err := p.bucketNamed(bucket).Delete(ctx, key); err != nil {
 			return err
 		}
 	}

@@ -2,42 +2,127 @@ package chaos
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 )
 
-// Proxy is a reverse proxy on 127.0.0.1 between one exporter and the S3
-// emulator (the exporter's AWS_ENDPOINT_URL_S3 points at it). It forwards
-// every request, injects the fault Faults decides, kills its exporter
-// through Kill, and records each _SUCCESS the store accepted.
+// Proxy is a reverse proxy on 127.0.0.1 in front of a store's emulator:
+// between one exporter and S3 (the exporter's AWS_ENDPOINT_URL_S3 points
+// at it), or between every exporter and a GCS or Azure emulator (the
+// accounts' destination endpoint points at it). It forwards every request,
+// injects the fault Faults decides, kills the exporter that sent the
+// request, and records each _SUCCESS the store accepted.
 type Proxy struct {
 	Target string // the store's base URL
+	// Store is the store's API (StoreS3, StoreGCS, StoreAzure): how a
+	// request is read and a fault answered. "" is S3.
+	Store  string
 	Faults *Faults
 	// Kill SIGKILLs the exporter behind this proxy and reports whether a
 	// process was killed.
 	Kill func() bool
+	// Sender, when set, finds the exporter at the other end of a
+	// connection (a proxy several exporters share) and returns its Kill,
+	// nil for a connection of no exporter's; Kill is then unused.
+	Sender func(net.Conn) func() bool
 
 	srv    *http.Server
 	ln     net.Listener
 	client *http.Client
 }
 
-// Start listens on a free loopback port.
-func (p *Proxy) Start() error {
+type killKey struct{}
+
+// Listen takes a free loopback port, so that URL is known before Start
+// (fake-gcs-server is started with its proxy's URL).
+func (p *Proxy) Listen() error {
+	if p.ln != nil {
+		return nil
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("chaos proxy: %w", err)
 	}
 	p.ln = ln
+	return nil
+}
+
+// Start listens on a free loopback port.
+func (p *Proxy) Start() error {
+	if err := p.Listen(); err != nil {
+		return err
+	}
 	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}, Timeout: 2 * time.Minute}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = p.srv.Serve(ln) }()
+	if p.Sender != nil {
+		// Once per connection, while its client is surely alive: the
+		// connection belongs to one process for its whole life.
+		p.srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, killKey{}, p.Sender(c))
+		}
+	}
+	go func() { _ = p.srv.Serve(p.ln) }()
 	return nil
+}
+
+// kill SIGKILLs the exporter that sent r.
+func (p *Proxy) kill(r *http.Request) bool {
+	if p.Sender == nil {
+		return p.Kill()
+	}
+	k, _ := r.Context().Value(killKey{}).(func() bool)
+	return k != nil && k()
+}
+
+func (p *Proxy) classify(r *http.Request) request {
+	switch p.Store {
+	case StoreGCS:
+		return classifyGCS(r)
+	case StoreAzure:
+		return classifyAzure(r)
+	}
+	return classify(r)
+}
+
+// fail answers an injected server error in the store's own form: S3's and
+// Azure's XML error (Azure's code in x-ms-error-code too), GCS's JSON one.
+func (p *Proxy) fail(w http.ResponseWriter, kind Kind) {
+	status := http.StatusServiceUnavailable
+	if kind == Kind500 {
+		status = http.StatusInternalServerError
+	}
+	switch p.Store {
+	case StoreGCS:
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"code":%d,"message":"injected by the chaos proxy","errors":[{"reason":"backendError","message":"injected by the chaos proxy"}]}}`, status)
+		return
+	case StoreAzure:
+		code := "InternalError"
+		if status != http.StatusInternalServerError {
+			code = "ServerBusy"
+		}
+		w.Header().Set("x-ms-error-code", code)
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>injected by the chaos proxy</Message></Error>`, code)
+		return
+	}
+	code := "InternalError"
+	if status != http.StatusInternalServerError {
+		code = "SlowDown"
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>injected by the chaos proxy</Message></Error>`, code)
 }
 
 // URL is the proxy's base URL.
@@ -47,7 +132,7 @@ func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 func (p *Proxy) Close() error { return p.srv.Close() }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := classify(r)
+	req := p.classify(r)
 	kind := p.Faults.decide(req)
 	// The whole body first: a fault never leaves half a request in flight.
 	body, err := io.ReadAll(r.Body)
@@ -57,21 +142,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch kind {
 	case Kind500, Kind503, KindOutage:
-		p.Faults.done(kind, req.step, false)
-		code, status := "InternalError", http.StatusInternalServerError
-		if kind != Kind500 {
-			code, status = "SlowDown", http.StatusServiceUnavailable
-		}
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(status)
-		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>injected by the chaos proxy</Message></Error>`, code)
+		p.Faults.done(kind, req, false)
+		p.fail(w, kind)
 		return
 	case KindReset:
-		p.Faults.done(kind, req.step, false)
+		p.Faults.done(kind, req, false)
 		hangUp(w)
 		return
 	case KindKillBefore:
-		p.Faults.done(kind, req.step, p.Kill())
+		p.Faults.done(kind, req, p.kill(r))
 		hangUp(w)
 		return
 	}
@@ -85,17 +164,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Generation int64  `json:"generation"`
 			RunID      string `json:"run_id"`
 		}
-		if json.Unmarshal(body, &s) == nil {
+		if json.Unmarshal(objectBody(r, body), &s) == nil {
 			p.Faults.commit(Commit{Partition: strings.TrimSuffix(req.key, "_SUCCESS"), Generation: s.Generation, RunID: s.RunID})
 		}
 	}
 	switch kind {
 	case KindDrop:
-		p.Faults.done(kind, req.step, false)
+		p.Faults.done(kind, req, false)
 		hangUp(w)
 		return
 	case KindKillAfter:
-		p.Faults.done(kind, req.step, p.Kill())
+		p.Faults.done(kind, req, p.kill(r))
 		hangUp(w)
 		return
 	}
@@ -104,6 +183,29 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.status)
 	_, _ = w.Write(resp.body)
+}
+
+// objectBody is the object's bytes in a request that writes it whole: the
+// body, or the media part of a GCS multipart upload (metadata, then media).
+func objectBody(r *http.Request, body []byte) []byte {
+	if r.URL.Query().Get("uploadType") != "multipart" {
+		return body
+	}
+	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	var last []byte
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return last
+		}
+		if last, err = io.ReadAll(part); err != nil {
+			return nil
+		}
+	}
 }
 
 type response struct {

@@ -1,8 +1,11 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,12 +34,15 @@ type Report struct {
 	Redriven           int
 	Kills              int
 	Faults             map[Kind]map[Step]int
-	Requests           map[Step]int // S3 requests through the proxies
-	Checked            Checked
-	Accounts           AccountRaces  // concurrent overlapping account creates and the prefix check
-	Planted            PlantChecks   // planted _SUCCESS and _manifest.json pairs (plant_manifest.go)
-	Iceberg            IcebergPlants // planted Iceberg metadata (plant_iceberg.go)
-	Problems           []string      // broken invariants
+	Requests           map[Step]int // store requests through the proxies
+	// Stores are the requests and faults of each store (StoreS3, StoreGCS,
+	// StoreAzure).
+	Stores   map[string]StoreFaults
+	Checked  Checked
+	Accounts AccountRaces  // concurrent overlapping account creates and the prefix check
+	Planted  PlantChecks   // planted _SUCCESS and _manifest.json pairs (plant_manifest.go)
+	Iceberg  IcebergPlants // planted Iceberg metadata (plant_iceberg.go)
+	Problems []string      // broken invariants
 	// SelfTest is how many deliberate breaks the check reported after the
 	// run (Options.SelfTest).
 	SelfTest int
@@ -93,7 +99,8 @@ func (r *Report) Print(w io.Writer) {
 	t := total
 	row("requests", r.Requests)
 	tw.Flush()
-	fmt.Fprintf(w, "  %d faults injected (%d kills) in %d S3 requests\n", t, r.Kills, total-t)
+	fmt.Fprintf(w, "  %d faults injected (%d kills) in %d store requests\n", t, r.Kills, total-t)
+	r.printStores(w)
 	c := r.Checked
 	fmt.Fprintf(w, "  checked: %d partitions (%d in slices), %d files, %d rows matched to the source, %d generations in %d commits, %d delivery manifests (and %d after rounds), %d buckets without incomplete uploads, %d expired claims reclaimed within two sweeps\n",
 		c.Partitions, c.Sliced, c.Files, c.Rows, c.Generations, c.Commits, c.Deliveries, c.AtRest, c.Buckets, c.Reclaimed)
@@ -115,4 +122,48 @@ func (r *Report) Print(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "  %d PROBLEMS:\n    %s\n", len(r.Problems), strings.Join(r.Problems, "\n    "))
+}
+
+// printStores writes the faults by store and kind, and each store's kills
+// by step.
+func (r *Report) printStores(w io.Writer) {
+	stores := slices.Sorted(maps.Keys(r.Stores))
+	if len(stores) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "  store\trequests\t")
+	for _, k := range Kinds {
+		fmt.Fprintf(tw, "%s\t", k)
+	}
+	fmt.Fprintln(tw, "faults\t")
+	for _, name := range stores {
+		s := r.Stores[name]
+		reqs := 0
+		for _, n := range s.Requests {
+			reqs += n
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t", name, reqs)
+		sum := 0
+		for _, k := range Kinds {
+			n := 0
+			for _, c := range s.Faults[k] {
+				n += c
+			}
+			fmt.Fprintf(tw, "%d\t", n)
+			sum += n
+		}
+		fmt.Fprintf(tw, "%d\t\n", sum)
+	}
+	tw.Flush()
+	for _, name := range stores {
+		s := r.Stores[name]
+		var by []string
+		for _, st := range Steps {
+			if n := s.Faults[KindKillBefore][st] + s.Faults[KindKillAfter][st]; n > 0 {
+				by = append(by, fmt.Sprintf("%s %d", st, n))
+			}
+		}
+		fmt.Fprintf(w, "  %s kills by step: %s\n", name, cmp.Or(strings.Join(by, ", "), "none"))
+	}
 }

@@ -3,12 +3,12 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -23,9 +23,17 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var picked []ledger.Row // three completed partitions with data, of three datasets
+	var picked []ledger.Row // three completed partitions with data on S3, of three datasets
+	onStore := map[account.StoreKind]ledger.Row{}
 	for _, r := range rows {
-		if r.State == ledger.StateCompleted && r.Rows > 0 && (len(picked) == 0 || picked[len(picked)-1].Dataset != r.Dataset) {
+		if r.State != ledger.StateCompleted || r.Rows == 0 {
+			continue
+		}
+		kind := p.account(r.AccountID).Destination.Kind()
+		if _, ok := onStore[kind]; !ok && kind != account.StoreS3 {
+			onStore[kind] = r
+		}
+		if kind == account.StoreS3 && (len(picked) == 0 || picked[len(picked)-1].Dataset != r.Dataset) {
 			picked = append(picked, r)
 		}
 	}
@@ -38,30 +46,41 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 		return a.Destination.Bucket, layout.PartitionPrefix(prefix, r.Dataset, r.Day)
 	}
 	var want []string
-	// A data file lost.
-	bucket, part := pp(picked[0])
-	body, err := p.get(ctx, bucket, part+layout.ManifestName)
-	if err != nil {
-		return err
+	// A data file lost, and its change-log entry: on S3, and on each other
+	// store through its own client.
+	lose := []ledger.Row{picked[0]}
+	for _, kind := range []account.StoreKind{account.StoreGCS, account.StoreAzure} {
+		r, ok := onStore[kind]
+		if !ok {
+			return fmt.Errorf("chaos self-test: no completed partition with rows on %s", kind)
+		}
+		lose = append(lose, r)
 	}
-	m, err := manifest.Decode(body)
-	if err != nil {
-		return err
+	for _, r := range lose {
+		bucket, part := pp(r)
+		body, err := p.get(ctx, bucket, part+layout.ManifestName)
+		if err != nil {
+			return err
+		}
+		m, err := manifest.Decode(body)
+		if err != nil {
+			return err
+		}
+		store := p.bucketNamed(bucket)
+		if err := store.Delete(ctx, m.Files[0].Key); err != nil {
+			return err
+		}
+		want = append(want, part+": "+strings.TrimPrefix(m.Files[0].Key, part)+": listed in the manifest but missing")
+		a0 := p.account(r.AccountID)
+		prefix0, _ := a0.Prefix(p.stage)
+		changeKey := layout.ChangeKey(prefix0, m.FinishedAt, r.Dataset, r.Day, m.Generation)
+		if err := store.Delete(ctx, changeKey); err != nil {
+			return err
+		}
+		want = append(want, fmt.Sprintf("%s: generation %d committed, 0 change-log entries, want 1", r.Key, m.Generation))
 	}
-	if _, err := p.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &m.Files[0].Key}); err != nil {
-		return err
-	}
-	want = append(want, part+": "+strings.TrimPrefix(m.Files[0].Key, part)+": listed in the manifest but missing")
-	// Its change-log entry lost.
-	a0 := p.account(picked[0].AccountID)
-	prefix0, _ := a0.Prefix(p.stage)
-	changeKey := layout.ChangeKey(prefix0, m.FinishedAt, picked[0].Dataset, picked[0].Day, m.Generation)
-	if _, err := p.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &changeKey}); err != nil {
-		return err
-	}
-	want = append(want, fmt.Sprintf("%s: generation %d committed, 0 change-log entries, want 1", picked[0].Key, m.Generation))
 	// An upload nobody finished.
-	bucket, part = pp(picked[1])
+	bucket, part := pp(picked[1])
 	if _, err := p.s3.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(part + "part-00099.parquet")}); err != nil {
 		return err
 	}
@@ -82,7 +101,8 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	a := p.account(other.AccountID)
 	prefix, _ := a.Prefix(p.stage)
 	key := layout.DeliveryManifestKey(prefix, other.Day)
-	if body, err = p.get(ctx, a.Destination.Bucket, key); err != nil {
+	body, err := p.get(ctx, a.Destination.Bucket, key)
+	if err != nil {
 		return err
 	}
 	stale := strings.Replace(string(body), `"complete": true`, `"complete": false`, 1)
@@ -127,11 +147,11 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	return nil
 }
 
+// maxGet bounds what the check reads of one object (the big day's file is
+// tens of MiB).
+const maxGet = 1 << 30
+
+// get reads an object of any account's bucket, on its store.
 func (p *pipeline) get(ctx context.Context, bucket, key string) ([]byte, error) {
-	out, err := p.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
-	if err != nil {
-		return nil, err
-	}
-	defer out.Body.Close()
-	return io.ReadAll(out.Body)
+	return p.bucketNamed(bucket).Get(ctx, key, maxGet)
 }

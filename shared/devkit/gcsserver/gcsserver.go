@@ -29,6 +29,14 @@ func Bin() (string, error) {
 // and returns once it lists buckets. Its endpoint for a client is
 // Endpoint(p).
 func Start(ctx context.Context, dir string) (*serverproc.Process, error) {
+	return StartBehind(ctx, dir, "")
+}
+
+// StartBehind is Start for a server its clients reach through a proxy at
+// external (http://host:port): the Location of a resumable upload session
+// points at the proxy, so the session's requests go through it too. ""
+// is the server itself.
+func StartBehind(ctx context.Context, dir, external string) (*serverproc.Process, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
@@ -38,10 +46,14 @@ func Start(ctx context.Context, dir string) (*serverproc.Process, error) {
 		Path: bin,
 		Args: func(port int) []string {
 			addr := "127.0.0.1:" + strconv.Itoa(port)
+			ext := external
+			if ext == "" {
+				ext = "http://" + addr
+			}
 			// -public-host and -external-url: the Location of a resumable
-			// upload session points back at this server.
+			// upload session points back at this server (or its proxy).
 			return []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port), "-backend", "memory",
-				"-public-host", addr, "-external-url", "http://" + addr, "-log-level", "warn"}
+				"-public-host", addr, "-external-url", ext, "-log-level", "warn"}
 		},
 		Env: []string{"HOME=" + dir, "TMPDIR=" + dir},
 		Dir: dir,
