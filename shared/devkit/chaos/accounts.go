@@ -91,7 +91,15 @@ func (p *pipeline) raceAccounts(ctx context.Context, round int) error {
 	if err != nil {
 		return err
 	}
-	e := p.accounts[r.rng.IntN(len(p.accounts))]
+	// Around an S3 account: the races' roles and external ids are S3's
+	// (a GCS or Azure destination refuses them as another store's).
+	var onS3 []account.Account
+	for _, a := range p.accounts {
+		if a.Destination.Kind() == account.StoreS3 {
+			onS3 = append(onS3, a)
+		}
+	}
+	e := onS3[r.rng.IntN(len(onS3))]
 	ePrefix, err := e.Prefix(p.stage)
 	if err != nil {
 		return err
