@@ -146,9 +146,15 @@ func check(p *Policies, sts []Statement, r Route, c Call) *denial {
 		tally.session(fn)
 		return nil
 	}
+	// The run's tally is of the template's policies: a call checked
+	// against policies with a statement taken out (Without) is not.
+	add := tally.add
+	if p.removed != "" {
+		add = func(string, string, Check, Decision, []Statement) {}
+	}
 	auth, err := p.Authorize(c, s, r.Names)
 	if err != nil {
-		tally.add(fn, role, Check{Request: Request{Action: "(not understood)"}, Prefix: err.Error()}, Decision{}, nil)
+		add(fn, role, Check{Request: Request{Action: "(not understood)"}, Prefix: err.Error()}, Decision{}, nil)
 		return &denial{service: s.Service, report: fmt.Sprintf("iamcheck: %s (role %s): %s %s: %v", fn, role, c.Method, c.URL.Path, err)}
 	}
 	for _, ch := range auth.Checks {
@@ -157,7 +163,7 @@ func check(p *Policies, sts []Statement, r Route, c Call) *denial {
 			return &denial{service: s.Service, action: ch.Action, resource: ch.Resource, role: role,
 				report: fmt.Sprintf("iamcheck: %s (role %s): %s: %v", fn, role, auth.Operation, err)}
 		}
-		tally.add(fn, role, ch, d, sts)
+		add(fn, role, ch, d, sts)
 		if d.Allowed {
 			if r.Allowed != nil {
 				r.Allowed(ch.Action, d.Allowing)

@@ -28,6 +28,10 @@ type Deployment struct {
 // one Deployment.
 type Policies struct {
 	dep Deployment
+	// removed names the statement Without took out ("" for the template's
+	// own policies): calls checked against such policies show a check
+	// failing and are left out of the run's tally.
+	removed string
 	// functions maps a function's logical id to its role's.
 	functions map[string]string
 	// roles maps a role's logical id to its statements: its inline
@@ -79,6 +83,7 @@ func (p *Policies) Without(fn, sid string) (*Policies, error) {
 	out := *p
 	out.roles = maps.Clone(p.roles)
 	out.roles[p.functions[fn]] = slices.Delete(slices.Clone(sts), i, i+1)
+	out.removed = fn + "/" + sid
 	return &out, nil
 }
 
