@@ -60,6 +60,11 @@ AZURITE_STAMP := $(AZURITE_DIR)/node_modules/.installed-package-lock.json
 GOVULNCHECK_MODULE  := golang.org/x/vuln/cmd/govulncheck
 GOVULNCHECK_VERSION := v1.9.0
 GOVULNCHECK         := $(GOBIN)/govulncheck
+# gotestsum runs make test's go test and keeps its JSON, from which the ten
+# slowest tests are printed at the end of every run.
+GOTESTSUM_MODULE  := gotest.tools/gotestsum
+GOTESTSUM_VERSION := v1.13.0
+GOTESTSUM         := $(GOBIN)/gotestsum
 VULNDB_MODULE       := golang.org/x/vulndb
 VULNDB_VERSION      := v0.0.0-20261105234957-e22db6528018
 VULNDB_DIR          := $(shell $(GO) env GOMODCACHE)/$(VULNDB_MODULE)@$(VULNDB_VERSION)/data/osv
@@ -126,9 +131,10 @@ demo-tools: store-emulators ## what make demo needs: the runtime emulator (go in
 	@.ci/tools go "$(AWS_LAMBDA_RIE)" $(RIE_MODULE) $(RIE_VERSION)
 	@.ci/tools python $(VENV) $(PY_TOOLS)
 
-tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, the store emulators, deadcode, govulncheck and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader and the fleet tests' dynalite (npm ci), headless Chromium and qemu-user-static (apt-get)
+tools: demo-tools ## install what is missing or not at its pinned version: demo-tools, the store emulators, deadcode, govulncheck, gotestsum and the MinIO server (go install), the vulnerability database (module proxy), the JS Parquet reader and the fleet tests' dynalite (npm ci), headless Chromium and qemu-user-static (apt-get)
 	@.ci/tools go "$(DEADCODE)" $(DEADCODE_MODULE) $(DEADCODE_VERSION) same-go
 	@.ci/tools go "$(GOVULNCHECK)" $(GOVULNCHECK_MODULE) $(GOVULNCHECK_VERSION) same-go
+	@.ci/tools go "$(GOTESTSUM)" $(GOTESTSUM_MODULE) $(GOTESTSUM_VERSION)
 	@.ci/tools vulndb $(VULNDB_MODULE) $(VULNDB_VERSION)
 	@.ci/tools go "$(MINIO_SERVER)" $(MINIO_MODULE) $(MINIO_VERSION)
 	@.ci/tools chromium
@@ -187,7 +193,9 @@ demo: demo-tools build ## the whole pipeline on the embedded demo source; files 
 .PHONY: test test-arm64 fmt-check vet lint deadcode unit bench vulncheck
 test: tools fmt-check vet lint deadcode vulncheck test-arm64 test-race ## everything CI runs: gofmt, vet, cfn-lint, deadcode, the vulnerability scan, the arm64 run, the race detector on the concurrent encode path, unit and integration tests, and the summary of their IAM policy checks
 	rm -rf $(LOCAL)/iamcheck
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GOTESTSUM) --format pkgname-and-test-fails --jsonfile $(LOCAL)/test.json -- -count=1 -timeout 20m ./...
+	@echo "the ten slowest tests (all: $(GOTESTSUM) tool slowest --jsonfile $(LOCAL)/test.json):"
+	@$(GOTESTSUM) tool slowest --jsonfile $(LOCAL)/test.json --threshold 1s | awk '$$2 !~ /\//' | head -10
 	$(GO) run ./shared/devkit/iamcheck/iamreport -dir $(LOCAL)/iamcheck -template template.yaml -out $(LOCAL)/iamcheck/report.txt
 
 # The encoder's column workers and helpers, the upload's part goroutines and
