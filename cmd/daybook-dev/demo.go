@@ -553,7 +553,7 @@ const mirrorLimit = 1 << 30
 
 // mirror copies every object of b into dir, object keys as paths.
 func mirror(ctx context.Context, b *bucket.Bucket, dir string) error {
-	objs, err := b.List(ctx, "")
+	objs, err := b.List(ctx, "", 100_000)
 	if err != nil {
 		return err
 	}

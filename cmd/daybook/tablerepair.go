@@ -145,6 +145,12 @@ func (a *app) newTableRepair(ctx context.Context, accountID string, ds dataset.D
 		table: &icetable.Table{Store: store, Location: loc, Dataset: ds}}, nil
 }
 
+// maxMetadataListed is the most objects the repair lists in a table's
+// metadata folder to find its newest version: the folder is in the
+// customer's bucket, and a planted flood is refused (bucket.ErrTooMany),
+// not held.
+const maxMetadataListed = 100_000
+
 // metadataFile matches a metadata file's name.
 var metadataFile = regexp.MustCompile(`^v[0-9]+\.metadata\.json$`)
 
@@ -161,7 +167,7 @@ func (r *tableRepair) plan(ctx context.Context) error {
 	default:
 		return fmt.Errorf("read the table s3://%s/%s: %w", r.store.Name(), r.table.Location, err)
 	}
-	objs, err := r.store.List(ctx, r.table.Location+"/"+icetable.MetadataDir+"/v")
+	objs, err := r.store.List(ctx, r.table.Location+"/"+icetable.MetadataDir+"/v", maxMetadataListed)
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func TestTableRepairAsPrinted(t *testing.T) {
 		t.Fatalf("the planted table: %v", err)
 	}
 	listing := func() []string {
-		objs, err := b.List(ctx, strings.TrimSuffix(prefix, "/")+"/")
+		objs, err := b.List(ctx, strings.TrimSuffix(prefix, "/")+"/", 100_000)
 		if err != nil {
 			t.Fatal(err)
 		}

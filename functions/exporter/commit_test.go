@@ -323,7 +323,7 @@ func TestSeveralWriters(t *testing.T) {
 	if _, err := p.Commit(ctx, &manifest.Manifest{Files: files}, nil); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := f.b.List(ctx, commitPP)
+	objs, err := f.b.List(ctx, commitPP, 100_000)
 	if err != nil {
 		t.Fatal(err)
 	}

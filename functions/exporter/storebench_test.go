@@ -195,7 +195,7 @@ func exportToStores(tb testing.TB, sr storeBench, targets map[string]storeTarget
 		if err != nil {
 			tb.Fatal(err)
 		}
-		objs, err := b.List(context.Background(), "")
+		objs, err := b.List(context.Background(), "", 100_000)
 		if err != nil {
 			tb.Fatal(err)
 		}

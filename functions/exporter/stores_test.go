@@ -79,7 +79,7 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination,
 		t.Errorf("the bucket names its keys %s, the destination %s", b.URI("k"), want)
 	}
 	out := storeExport{manifests: map[civil.Date]*manifest.Manifest{}}
-	objs, err := b.List(e.ctx, e.prefix+"/")
+	objs, err := b.List(e.ctx, e.prefix+"/", 100_000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,14 @@ package bucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
@@ -66,6 +68,63 @@ func TestGetBoundedWhateverTheLength(t *testing.T) {
 			// itself must add no more than about the limit.
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size+1<<20 {
 				t.Errorf("the refused read allocated %d bytes, want at most the store's copy (%d) + 1 MiB", alloc, size)
+			}
+		})
+	}
+}
+
+// endlessListing is a bucket whose listing never ends: every page holds
+// 1000 more keys under the prefix asked for, as a customer who planted
+// keys without end would make it. It counts the pages read and fails any
+// delete.
+type endlessListing struct {
+	bucket.API
+	pages int
+}
+
+func (e *endlessListing) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	e.pages++
+	out := &s3.ListObjectsV2Output{IsTruncated: aws.Bool(true), NextContinuationToken: aws.String(fmt.Sprint(e.pages))}
+	for i := range 1000 {
+		out.Contents = append(out.Contents, types.Object{Key: aws.String(fmt.Sprintf("%sk-%06d-%04d", aws.ToString(in.Prefix), e.pages, i)), Size: aws.Int64(1)})
+		if in.Delimiter != nil {
+			out.CommonPrefixes = append(out.CommonPrefixes, types.CommonPrefix{Prefix: aws.String(fmt.Sprintf("%sd-%06d-%04d/", aws.ToString(in.Prefix), e.pages, i))})
+		}
+	}
+	return out, nil
+}
+
+func (e *endlessListing) DeleteObjects(context.Context, *s3.DeleteObjectsInput, ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {
+	return nil, errors.New("a refused listing deleted something")
+}
+
+// TestListingsBounded: a listing stops at the caller's limit with
+// ErrTooMany naming the prefix and the limit, having read one page past
+// it, however many keys the bucket holds; DeleteStale over such a prefix
+// refuses without deleting anything.
+func TestListingsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+		run   func(b *bucket.Bucket) error
+	}{
+		{"List", 2500, func(b *bucket.Bucket) error { _, err := b.List(t.Context(), "dt=2026-01-01/", 2500); return err }},
+		{"Dirs", 2500, func(b *bucket.Bucket) error { _, err := b.Dirs(t.Context(), "dt=2026-01-01/", 2500); return err }},
+		{"DeleteStale", bucket.MaxStaleListed, func(b *bucket.Bucket) error { return b.DeleteStale(t.Context(), "dt=2026-01-01/", nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := &endlessListing{}
+			err := tc.run(bucket.New(api, "b", bucket.Options{}).WithPrefix("acct/"))
+			if !errors.Is(err, bucket.ErrTooMany) {
+				t.Fatalf("err = %v, want ErrTooMany", err)
+			}
+			for _, want := range []string{"s3://b/acct/dt=2026-01-01/", fmt.Sprint(tc.limit)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s", err, want)
+				}
+			}
+			if want := tc.limit/1000 + 1; api.pages != want {
+				t.Errorf("read %d pages, want %d (one past the limit)", api.pages, want)
 			}
 		})
 	}

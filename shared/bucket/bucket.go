@@ -12,6 +12,9 @@
 //     wrapping the store's own error;
 //   - every read is bounded: [Bucket.Get] takes the most bytes the caller will hold,
 //     and a larger object is [ErrTooLarge], never a large allocation;
+//     [Bucket.List] and [Bucket.Dirs] take the most entries the caller will
+//     hold, and a longer listing is [ErrTooMany], stopped at the first page
+//     past the limit (a customer can plant any number of keys);
 //   - large objects are streamed with [Bucket.NewWriter] (an [upload.Writer]
 //     over the store's upload protocol): Close commits the object, Abort (or
 //     any failure) aborts it, and nothing partial is ever visible;
@@ -48,6 +51,9 @@ var (
 	ErrAccessDenied = errors.New("bucket: access denied")
 	// ErrTooLarge: the object is larger than the read allows (Get's limit).
 	ErrTooLarge = errors.New("bucket: object too large")
+	// ErrTooMany: a listing holds more entries than the caller allows (List's
+	// and Dirs' limit).
+	ErrTooMany = errors.New("bucket: too many objects")
 	// ErrExists: a conditional write found the object already there
 	// (PutIfAbsent: S3's 412 PreconditionFailed, or 409
 	// ConditionalRequestConflict while another such write is in flight;
@@ -86,9 +92,10 @@ type Driver interface {
 	// List calls fn for every object whose key starts with prefix, in key
 	// order, following every page; an error from fn stops it.
 	List(ctx context.Context, prefix string, fn func(Object) error) error
-	// Dirs lists the names of the folders directly under prefix (the next
-	// segment of the keys below it that go on with a "/"), in order.
-	Dirs(ctx context.Context, prefix string) ([]string, error)
+	// Dirs calls fn with the name of every folder directly under prefix
+	// (the next segment of the keys below it that go on with a "/"), in
+	// order, following every page; an error from fn stops it.
+	Dirs(ctx context.Context, prefix string, fn func(string) error) error
 	// DeleteKeys deletes at most MaxDeleteBatch objects (absent ones are no
 	// error); the first key it could not delete fails it with an error
 	// naming that key (a *KeyError).
@@ -320,39 +327,68 @@ type Object struct {
 }
 
 // List returns every object whose key starts with prefix, in key order,
-// following every page.
-func (b *Bucket) List(ctx context.Context, prefix string) ([]Object, error) {
+// following every page. A prefix holding more than limit objects is an
+// error matching ErrTooMany that names the prefix and the limit: the
+// listing stops there, so a planted flood of keys costs one page past the
+// limit, never its whole length.
+func (b *Bucket) List(ctx context.Context, prefix string, limit int) ([]Object, error) {
 	full := b.prefix + prefix
 	var out []Object
 	err := b.drv.List(ctx, full, func(o Object) error {
+		if len(out) == limit {
+			return errTooMany
+		}
 		out = append(out, Object{Key: strings.TrimPrefix(o.Key, b.prefix), Size: o.Size})
 		return nil
 	})
+	if errors.Is(err, errTooMany) {
+		return nil, fmt.Errorf("list %s: %w: more than the %d objects this listing allows", b.drv.URI(full), ErrTooMany, limit)
+	}
 	if err != nil {
 		return nil, b.fail("list", full, err)
 	}
 	return out, nil
 }
 
+// errTooMany stops a driver's listing at the caller's limit.
+var errTooMany = errors.New("listing limit reached")
+
 // Dirs lists the names of the folders directly under prefix (a prefix
 // ending in "/"), in order: the listing of a bucket's tree one level at a
-// time, which reads no object below it.
-func (b *Bucket) Dirs(ctx context.Context, prefix string) ([]string, error) {
+// time, which reads no object below it. More than limit folders is an
+// error matching ErrTooMany that names the prefix and the limit.
+func (b *Bucket) Dirs(ctx context.Context, prefix string, limit int) ([]string, error) {
 	full := b.prefix + prefix
-	dirs, err := b.drv.Dirs(ctx, full)
+	var dirs []string
+	err := b.drv.Dirs(ctx, full, func(name string) error {
+		if len(dirs) == limit {
+			return errTooMany
+		}
+		dirs = append(dirs, name)
+		return nil
+	})
+	if errors.Is(err, errTooMany) {
+		return nil, fmt.Errorf("list the folders under %s: %w: more than the %d this listing allows", b.drv.URI(full), ErrTooMany, limit)
+	}
 	if err != nil {
 		return nil, b.fail("list the folders under", full, err)
 	}
 	return dirs, nil
 }
 
+// MaxStaleListed is the most objects DeleteStale lists under one prefix: a
+// partition's folder holds a day's files, one per slice and part, of at
+// most two generations; more is planted, and the cleanup refuses it
+// (ErrTooMany) rather than hold it.
+const MaxStaleListed = 100_000
+
 // DeleteStale deletes every object under prefix whose key is not in keep
 // (keys relative to the Bucket's prefix, as List returns them). It lists
-// the whole prefix first, then deletes in batches of at most
+// the whole prefix first (at most MaxStaleListed objects), then deletes in batches of at most
 // MaxDeleteBatch keys, in key order; the first key the store could not
 // delete stops it with an error naming that key.
 func (b *Bucket) DeleteStale(ctx context.Context, prefix string, keep map[string]bool) error {
-	objs, err := b.List(ctx, prefix)
+	objs, err := b.List(ctx, prefix, MaxStaleListed)
 	if err != nil {
 		return err
 	}

@@ -164,19 +164,20 @@ func (d *s3Driver) List(ctx context.Context, prefix string, fn func(Object) erro
 	return nil
 }
 
-func (d *s3Driver) Dirs(ctx context.Context, prefix string) ([]string, error) {
-	var names []string
+func (d *s3Driver) Dirs(ctx context.Context, prefix string, fn func(string) error) error {
 	p := s3.NewListObjectsV2Paginator(d.api, &s3.ListObjectsV2Input{Bucket: &d.name, Prefix: &prefix, Delimiter: aws.String("/"), ExpectedBucketOwner: d.owner})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, cp := range page.CommonPrefixes {
-			names = append(names, strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/"))
+			if err := fn(strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/")); err != nil {
+				return err
+			}
 		}
 	}
-	return names, nil
+	return nil
 }
 
 // DeleteKeys is one DeleteObjects request.

@@ -97,7 +97,7 @@ func (w *world) otherAccount() []string {
 	theirs := &Table{Store: w.b, Location: otherPrefix + "/v1/" + w.ds.Name, Dataset: w.ds}
 	mustDeliver(w.t, theirs, Delivery{Day: day1, Generation: 1, ManifestKey: layout.ManifestKey(otherPrefix, w.ds.Name, day1),
 		Files: []manifest.File{{Key: part, Rows: int64(len(w.ids[day1])), Bytes: int64(len(body))}}})
-	objs, err := w.b.List(w.ctx, otherPrefix+"/")
+	objs, err := w.b.List(w.ctx, otherPrefix+"/", 10_000)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func (w *world) otherAccount() []string {
 // digest is every object under prefix with a hash of its body.
 func (w *world) digest(p string) map[string][32]byte {
 	w.t.Helper()
-	objs, err := w.b.List(w.ctx, p)
+	objs, err := w.b.List(w.ctx, p, 100_000)
 	if err != nil {
 		w.t.Fatal(err)
 	}

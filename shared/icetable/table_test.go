@@ -492,7 +492,7 @@ func TestCommitCostIsFlat(t *testing.T) {
 		t.Fatalf("%d snapshots retained, want ≤ %d", n, maxSnapshots)
 	}
 	// The manifest lists of expired snapshots are gone, the retained ones' remain.
-	lists, err := w.b.List(w.ctx, w.table().Location+"/"+MetadataDir+"/snap-")
+	lists, err := w.b.List(w.ctx, w.table().Location+"/"+MetadataDir+"/snap-", 100_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -660,7 +660,7 @@ func TestRetentionDropsWhatNoSnapshotNeeds(t *testing.T) {
 				}
 			}
 		}
-		objs, err := w.b.List(w.ctx, tb.Location+"/"+MetadataDir+"/")
+		objs, err := w.b.List(w.ctx, tb.Location+"/"+MetadataDir+"/", 100_000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func Check(ctx context.Context, b Reader, t Target, o Options) (*Result, error) 
 }
 
 func (c *checker) list() error {
-	objs, err := c.b.List(c.ctx, c.pp)
+	objs, err := c.b.List(c.ctx, c.pp, MaxPartitionObjects)
 	if err != nil {
 		return err
 	}

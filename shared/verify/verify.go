@@ -37,9 +37,23 @@ type Reader interface {
 	Get(ctx context.Context, key string, limit int64) ([]byte, error)
 	GetRange(ctx context.Context, key string, off, n int64) ([]byte, error)
 	Head(ctx context.Context, key string) (bucket.Info, error)
-	List(ctx context.Context, prefix string) ([]bucket.Object, error)
-	Dirs(ctx context.Context, prefix string) ([]string, error)
+	// List lists at most limit objects under prefix (more is
+	// bucket.ErrTooMany).
+	List(ctx context.Context, prefix string, limit int) ([]bucket.Object, error)
+	// Dirs lists at most limit folders under prefix (more is
+	// bucket.ErrTooMany).
+	Dirs(ctx context.Context, prefix string, limit int) ([]string, error)
 }
+
+// MaxFolders is the most folders verify lists under one prefix: a dataset's
+// day folders (a hundred thousand days is 270 years) or a prefix's contract
+// and dataset folders. A bucket holding more was planted, and verify refuses
+// it rather than hold the listing.
+const MaxFolders = 100_000
+
+// MaxPartitionObjects is the most objects verify lists in one partition's
+// folder: a day's files of every slice and part hold far fewer.
+const MaxPartitionObjects = 100_000
 
 var _ Reader = (*bucket.Bucket)(nil)
 
@@ -151,7 +165,7 @@ func Days(ctx context.Context, r Reader, t Target) (days []civil.Date, strays []
 		return nil, nil, err
 	}
 	dp := layout.DatasetPrefix(t.Prefix, t.tree())
-	dirs, err := r.Dirs(ctx, dp)
+	dirs, err := r.Dirs(ctx, dp, MaxFolders)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,7 +197,7 @@ func Datasets(ctx context.Context, r Reader, t Target) ([]string, error) {
 	if err := layout.ValidateRendered(t.Prefix); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	roots, err := r.Dirs(ctx, strings.TrimSuffix(t.Prefix, "/")+"/")
+	roots, err := r.Dirs(ctx, strings.TrimSuffix(t.Prefix, "/")+"/", MaxFolders)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +206,7 @@ func Datasets(ctx context.Context, r Reader, t Target) ([]string, error) {
 		if !contractDirRE.MatchString(c) {
 			continue
 		}
-		dirs, err := r.Dirs(ctx, layout.ContractRoot(t.Prefix, c))
+		dirs, err := r.Dirs(ctx, layout.ContractRoot(t.Prefix, c), MaxFolders)
 		if err != nil {
 			return nil, err
 		}

@@ -331,19 +331,20 @@ func (d *driver) List(ctx context.Context, prefix string, fn func(bucket.Object)
 	return nil
 }
 
-func (d *driver) Dirs(ctx context.Context, prefix string) ([]string, error) {
+func (d *driver) Dirs(ctx context.Context, prefix string, fn func(string) error) error {
 	p := d.c.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: &prefix})
-	var names []string
 	for p.More() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, classify(err)
+			return classify(err)
 		}
 		for _, bp := range page.Segment.BlobPrefixes {
-			names = append(names, strings.TrimSuffix(strings.TrimPrefix(deref(bp.Name), prefix), "/"))
+			if err := fn(strings.TrimSuffix(strings.TrimPrefix(deref(bp.Name), prefix), "/")); err != nil {
+				return err
+			}
 		}
 	}
-	return names, nil
+	return nil
 }
 
 // Deletes is how many of DeleteKeys' deletes run at once.

@@ -202,15 +202,16 @@ func (d *driver) List(ctx context.Context, prefix string, fn func(bucket.Object)
 	return classifyWrite(err) // a listing's 404 is the bucket's
 }
 
-func (d *driver) Dirs(ctx context.Context, prefix string) ([]string, error) {
-	var names []string
+func (d *driver) Dirs(ctx context.Context, prefix string, fn func(string) error) error {
 	err := d.c.list(ctx, d.name, prefix, "/", func(p *listPage) error {
 		for _, cp := range p.Prefixes {
-			names = append(names, strings.TrimSuffix(strings.TrimPrefix(cp, prefix), "/"))
+			if err := fn(strings.TrimSuffix(strings.TrimPrefix(cp, prefix), "/")); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	return names, classifyWrite(err)
+	return classifyWrite(err)
 }
 
 // Deletes is how many of DeleteKeys' deletes run at once: GCS's JSON API

@@ -278,6 +278,7 @@ var Cases = []struct {
 	{"HeadMetadata", testHeadMetadata},
 	{"NoSuchBucket", testNoSuchBucket},
 	{"List", testList},
+	{"ListBounded", testListBounded},
 	{"DeleteStale", testDeleteStale},
 	{"Prefix", testPrefix},
 	{"PutIfAbsent", testPutIfAbsent},
@@ -490,7 +491,7 @@ func testNoSuchBucket(t *testing.T, nb func(*testing.T) Backend) {
 	}{
 		{"Put", func() error { return b.Put(h.ctx, "k", []byte("x"), "text/plain") }},
 		{"Get", func() error { _, err := b.Get(h.ctx, "k", readLimit); return err }},
-		{"List", func() error { _, err := b.List(h.ctx, ""); return err }},
+		{"List", func() error { _, err := b.List(h.ctx, "", listLimit); return err }},
 		{"DeleteStale", func() error { return b.DeleteStale(h.ctx, "", nil) }},
 	} {
 		err := tc.run()
@@ -521,7 +522,7 @@ func testList(t *testing.T, nb func(*testing.T) Backend) {
 		{"", []string{"p/a", "p/b/c", "p/c", "pa", "q/a"}},
 		{"none/", nil},
 	} {
-		objs, err := h.b.List(h.ctx, tc.prefix)
+		objs, err := h.b.List(h.ctx, tc.prefix, listLimit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -534,6 +535,38 @@ func testList(t *testing.T, nb func(*testing.T) Backend) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("List(%q) = %v, want %v", tc.prefix, got, tc.want)
+		}
+	}
+}
+
+// listLimit is the conformance tests' listing bound: far above what they store.
+const listLimit = 10_000
+
+// testListBounded: List and Dirs return everything up to the caller's
+// limit, and one entry more is ErrTooMany naming the prefix and the limit;
+// Dirs names the folders one level down, in order.
+func testListBounded(t *testing.T, nb func(*testing.T) Backend) {
+	h := newHarness(t, nb, bucket.Options{})
+	h.put("p/a", "p/b", "p/c/x", "p/d/y/z", "p/e/z", "q/f/x")
+	if objs, err := h.b.List(h.ctx, "p/", 5); err != nil || len(objs) != 5 {
+		t.Fatalf("List(p/, 5) = %d objects, %v; want all 5", len(objs), err)
+	}
+	if dirs, err := h.b.Dirs(h.ctx, "p/", 3); err != nil || fmt.Sprint(dirs) != "[c d e]" {
+		t.Fatalf("Dirs(p/, 3) = %v, %v; want [c d e]", dirs, err)
+	}
+	for _, tc := range []struct {
+		op  string
+		err error
+	}{
+		{"List", func() error { _, err := h.b.List(h.ctx, "p/", 4); return err }()},
+		{"Dirs", func() error { _, err := h.b.Dirs(h.ctx, "p/", 2); return err }()},
+	} {
+		if !errors.Is(tc.err, bucket.ErrTooMany) {
+			t.Errorf("%s over the limit = %v, want ErrTooMany", tc.op, tc.err)
+			continue
+		}
+		if !strings.Contains(tc.err.Error(), h.b.URI("p/")) {
+			t.Errorf("%s over the limit: %q does not name %s", tc.op, tc.err, h.b.URI("p/"))
 		}
 	}
 }
@@ -632,7 +665,7 @@ func testPrefix(t *testing.T, nb func(*testing.T) Backend) {
 	if got, err := s.Get(h.ctx, "x/k", readLimit); err != nil || string(got) != "scoped" {
 		t.Fatalf("scoped Get = %q, %v", got, err)
 	}
-	objs, err := s.List(h.ctx, "x/")
+	objs, err := s.List(h.ctx, "x/", listLimit)
 	if err != nil || len(objs) != 2 || objs[0].Key != "x/k" || objs[1].Key != "x/keep" {
 		t.Fatalf("scoped List = %+v, %v", objs, err)
 	}

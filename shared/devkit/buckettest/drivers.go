@@ -78,14 +78,8 @@ func (w *faultyDriver) List(ctx context.Context, prefix string, fn func(bucket.O
 	return w.f.call(Call{Op: OpList, Key: prefix}, func() error { return w.d.List(ctx, prefix, fn) })
 }
 
-func (w *faultyDriver) Dirs(ctx context.Context, prefix string) ([]string, error) {
-	var out []string
-	err := w.f.call(Call{Op: OpList, Key: prefix}, func() error {
-		var err error
-		out, err = w.d.Dirs(ctx, prefix)
-		return err
-	})
-	return out, err
+func (w *faultyDriver) Dirs(ctx context.Context, prefix string, fn func(string) error) error {
+	return w.f.call(Call{Op: OpList, Key: prefix}, func() error { return w.d.Dirs(ctx, prefix, fn) })
 }
 
 func (w *faultyDriver) DeleteKeys(ctx context.Context, keys []string) error {

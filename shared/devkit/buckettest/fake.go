@@ -278,27 +278,44 @@ func (f *Fake) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _ .
 		limit = 1000
 	}
 	after := max(aws.ToString(in.StartAfter), aws.ToString(in.ContinuationToken))
-	prefix := aws.ToString(in.Prefix)
-	var keys []string
+	prefix, delim := aws.ToString(in.Prefix), aws.ToString(in.Delimiter)
+	// Entries are keys, and with a delimiter the folders (common prefixes)
+	// that stand for every key below them, each listed once, in order.
+	var entries []string
+	folders := map[string]bool{}
 	for k := range b.objects {
-		if strings.HasPrefix(k, prefix) && k > after {
-			keys = append(keys, k)
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		if i := strings.Index(k[len(prefix):], delim); delim != "" && i >= 0 {
+			k = k[:len(prefix)+i+len(delim)]
+			if folders[k] {
+				continue
+			}
+			folders[k] = true
+		}
+		if k > after {
+			entries = append(entries, k)
 		}
 	}
-	slices.Sort(keys)
+	slices.Sort(entries)
 	out := &s3.ListObjectsV2Output{Name: in.Bucket, Prefix: in.Prefix, MaxKeys: aws.Int32(int32(limit)), ContinuationToken: in.ContinuationToken}
-	if len(keys) > limit {
-		keys = keys[:limit]
+	if len(entries) > limit {
+		entries = entries[:limit]
 		out.IsTruncated = aws.Bool(true)
-		out.NextContinuationToken = aws.String(keys[limit-1])
+		out.NextContinuationToken = aws.String(entries[limit-1])
 	} else {
 		out.IsTruncated = aws.Bool(false)
 	}
-	for _, k := range keys {
+	for _, k := range entries {
+		if folders[k] {
+			out.CommonPrefixes = append(out.CommonPrefixes, types.CommonPrefix{Prefix: aws.String(k)})
+			continue
+		}
 		o := b.objects[k]
 		out.Contents = append(out.Contents, types.Object{Key: aws.String(k), Size: aws.Int64(int64(len(o.data))), ETag: aws.String(o.etag)})
 	}
-	out.KeyCount = aws.Int32(int32(len(keys)))
+	out.KeyCount = aws.Int32(int32(len(entries)))
 	return out, nil
 }
 

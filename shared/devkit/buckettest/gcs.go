@@ -112,7 +112,7 @@ func (i *gcsInspector) Object(ctx context.Context, key string) (Stored, bool, er
 }
 
 func (i *gcsInspector) Keys(ctx context.Context) ([]string, error) {
-	objs, err := i.b.List(ctx, "")
+	objs, err := i.b.List(ctx, "", 100_000)
 	if err != nil {
 		return nil, err
 	}

@@ -270,7 +270,7 @@ func (p *pipeline) checkAccountPrefixes(ctx context.Context) error {
 	}
 	for _, bucket := range names {
 		store := p.bucketNamed(bucket)
-		objs, err := store.List(ctx, "")
+		objs, err := store.List(ctx, "", 100_000)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ import (
 func (p *pipeline) changeLog(ctx context.Context, a account.Account, prefix string) (map[partition.Key][]events.Change, error) {
 	out := map[partition.Key][]events.Change{}
 	store := p.bucketNamed(a.Destination.Bucket)
-	objs, err := store.List(ctx, layout.ChangesPrefix(prefix))
+	objs, err := store.List(ctx, layout.ChangesPrefix(prefix), 100_000)
 	if err != nil {
 		return nil, err
 	}

@@ -219,7 +219,7 @@ func (c *tableCheck) checkKeys(ctx context.Context, completed []ledger.Row) erro
 	for _, r := range completed {
 		done[layout.PartitionPrefix(c.prefix, c.ds, r.Day)] = true
 	}
-	objs, err := c.p.tableStore(c.a).List(ctx, loc)
+	objs, err := c.p.tableStore(c.a).List(ctx, loc, 100_000)
 	if err != nil {
 		return err
 	}

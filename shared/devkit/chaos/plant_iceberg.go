@@ -450,7 +450,7 @@ func (p *pipeline) repairTable(ctx context.Context, round int, a account.Account
 		return err
 	}
 	newest := 0
-	objs, err := store.List(ctx, loc+"/"+icetable.MetadataDir+"/v")
+	objs, err := store.List(ctx, loc+"/"+icetable.MetadataDir+"/v", 100_000)
 	if err != nil {
 		return err
 	}

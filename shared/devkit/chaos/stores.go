@@ -219,7 +219,7 @@ func (p *pipeline) objects(ctx context.Context, name string, keep func(key strin
 		}
 		return out, nil
 	}
-	objs, err := p.other.buckets[name].List(ctx, "")
+	objs, err := p.other.buckets[name].List(ctx, "", 100_000)
 	if err != nil {
 		return nil, err
 	}
