@@ -112,7 +112,7 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("local drain: %s", out)
 	}
 	if out := cli("status", "--account", acct.ID, "--env-file", env, "-o", "json"); !strings.Contains(out, `"state": "completed"`) ||
-		strings.Contains(out, `"state": "claimed"`) || strings.Contains(out, `"state": "pending"`) {
+		strings.Contains(out, `"state": "in-queue"`) || strings.Contains(out, `"state": "due"`) {
 		t.Errorf("status after the drain:\n%s", out)
 	}
 
