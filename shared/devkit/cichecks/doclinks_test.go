@@ -2,6 +2,7 @@ package cichecks
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -78,5 +79,46 @@ func TestDocLinksResolve(t *testing.T) {
 	}
 	if checked < 30 {
 		t.Fatalf("checked %d links: the scan is broken", checked)
+	}
+}
+
+var (
+	mdSpan   = regexp.MustCompile("`([^`\n]+)`")
+	makeWord = regexp.MustCompile(`(?:^|[\s(])make ([a-z][a-z0-9-]*)`)
+)
+
+// TestDocumentedMakeTargets: every `make TARGET` a page shows in code
+// (README.md and docs/*.md, blocks and spans) is a target of the
+// Makefile: `make -n TARGET` knows it.
+func TestDocumentedMakeTargets(t *testing.T) {
+	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	pages = append(pages, filepath.Join(root, "README.md"))
+	targets := map[string]string{}
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var code []string
+		for _, m := range mdFence.FindAllString(string(b), -1) {
+			code = append(code, m)
+		}
+		for _, m := range mdSpan.FindAllStringSubmatch(mdFence.ReplaceAllString(string(b), ""), -1) {
+			code = append(code, m[1])
+		}
+		rel, _ := filepath.Rel(root, page)
+		for _, c := range code {
+			for _, m := range makeWord.FindAllStringSubmatch(c, -1) {
+				targets[m[1]] = rel
+			}
+		}
+	}
+	if len(targets) < 8 {
+		t.Fatalf("found %d make targets in the docs: the scan is broken", len(targets))
+	}
+	for target, page := range targets {
+		if out, err := exec.Command("make", "-n", "-C", root, target).CombinedOutput(); err != nil {
+			t.Errorf("%s shows `make %s`: make -n %s: %v\n%s", page, target, target, err, out)
+		}
 	}
 }
