@@ -519,7 +519,7 @@ func TestReexportShowsRequested(t *testing.T) {
 	r = s.run(t, a, "status", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "--state", "requested")
 	for _, want := range []string{
 		"events  ++  requested 2", // the filter keeps the two requested days
-		"+ re-export requested, waiting in the jobs queue",
+		"+ re-export requested, in the jobs queue",
 		"events 2026-11-20  re-export requested by ops-carol at 2026-11-30T12:00:00Z",
 	} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
