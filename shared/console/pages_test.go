@@ -60,7 +60,7 @@ func TestFleetPage(t *testing.T) {
 		`aria-sort="descending"`,
 	)
 	// The troubled account: completed 5, running 1, claimed 1, requested 0,
-	// queued 1 (the ledger's pending day: one word, as daybook status says
+	// due 1 (the ledger's pending day: one word, as daybook status says
 	// it), failed 1, stopped 1, oldest due 25th, 6 failures.
 	row := regexp.MustCompile(`(?s)<tr>\s*<td><span class="health h-stopped".*?</tr>`).FindString(res.body)
 	cells := regexp.MustCompile(`<td class="num[^"]*">([^<]*)</td>`).FindAllStringSubmatch(row, -1)
