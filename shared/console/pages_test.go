@@ -59,7 +59,7 @@ func TestFleetPage(t *testing.T) {
 		`<span class="label">day</span> 2026-11-29<br><small class="muted" title="completed at 2026-11-30T02:30:00Z"><span class="label">exported</span> 2026-11-30 02:30Z</small>`,
 		`aria-sort="descending"`,
 	)
-	// The troubled account: completed 5, running 1, claimed 1, requested 0,
+	// The troubled account: completed 5, running 1, in-queue 1, requested 0,
 	// due 1 (the ledger's pending day: one word, as daybook status says
 	// it), failed 1, stopped 1, oldest due 25th, 6 failures.
 	row := regexp.MustCompile(`(?s)<tr>\s*<td><span class="health h-stopped".*?</tr>`).FindString(res.body)
