@@ -30,19 +30,19 @@ import (
 	"github.com/daybook-dev/daybook/shared/pgcatalog"
 )
 
-// readmeDate and readmeFailed are the days README's "Bring your own
+// readmeDate and readmeFailed are the days docs/catalog.md's "Bring your own
 // tables" names: the account's start date, and the failed days its
 // requeue line queues. The test's own days stand in for them.
 const readmeDate = "2026-11-30"
 
 var readmeFailed = [2]string{"2026-12-01", "2026-12-02"}
 
-// TestBringYourOwnTablesAsWritten runs README's "Bring your own tables"
+// TestBringYourOwnTablesAsWritten runs docs/catalog.md's "Bring your own tables"
 // start to finish, as written, on the schema it names: the Citus
 // multi-tenant tutorial's tables (bigint tenants, wall-clock timestamps,
 // numeric(20,10), inet, jsonb, text[]) in a real PostgreSQL with rows of
 // three companies over six days. Step 1's catalog init lines write
-// catalog.yaml, whose clicks entry is README's YAML; step 2's show and
+// catalog.yaml, whose clicks entry is the page's YAML; step 2's show and
 // check pass; then a migration retypes a column, as happens after a
 // catalog is written, so step 5's local stack (template.yaml in moto, the
 // real bootstraps under the runtime emulator) fails every impressions day
@@ -106,7 +106,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 		return out
 	}
 
-	// Step 1: the catalog from the tables; README's YAML is its first
+	// Step 1: the catalog from the tables; the page's YAML is its first
 	// entry, byte for byte.
 	for _, line := range steps.init {
 		timed(line)
@@ -116,7 +116,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(string(written), steps.yaml) {
-		t.Errorf("catalog.yaml does not begin with README's YAML:\n%s\n--- README:\n%s", written, steps.yaml)
+		t.Errorf("catalog.yaml does not begin with the page's YAML:\n%s\n--- docs/catalog.md:\n%s", written, steps.yaml)
 	}
 	// Step 2: show and check (warnings only: the exit is 0).
 	var checkOut string
@@ -144,7 +144,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 	// Step 5: the local stack.
 	acct := strings.Replace(steps.account, `"start_date": "`+readmeDate+`"`, `"start_date": "`+citus.start.String()+`"`, 1)
 	if acct == steps.account || !strings.Contains(acct, `"id": "`+citus.account+`"`) || !strings.Contains(acct, `"tenant_key": "`+citus.s.Tenants[0]+`"`) {
-		t.Fatalf("README's account file is not the one this test expects: %s", steps.account)
+		t.Fatalf("docs/catalog.md's account file is not the one this test expects: %s", steps.account)
 	}
 	if err := os.WriteFile("account.json", []byte(acct), 0o600); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 		}
 	}
 
-	// Step 6: the catalog fixed as README says, then the failed days,
+	// Step 6: the catalog fixed as docs/catalog.md says, then the failed days,
 	// first to last, queued.
 	fixed := regexp.MustCompile(`(?s)(- name: impressions\n    version: )1(\n.*?\{name: site_url, type: string)\}`).ReplaceAllString(string(mustReadFile(t, "catalog.yaml")), "${1}2${2}, nullable: true, nullable_since: 2}")
 	if err := os.WriteFile("catalog.yaml", []byte(fixed), 0o600); err != nil {
@@ -236,19 +236,19 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 	t.Log(table.String())
 }
 
-// readmeBlocks are the command lines and documents of README's "Bring
+// readmeBlocks are the command lines and documents of docs/catalog.md's "Bring
 // your own tables" steps.
 type readmeBlocks struct {
 	init, check, local, requeue []string // steps 1, 2, 5 and 6
 	yaml, account               string
 }
 
-// readmeSteps reads README's "Bring your own tables" steps: its code
+// readmeSteps reads docs/catalog.md's "Bring your own tables" steps: its code
 // blocks in order, continuation lines joined, a list item's indentation
 // removed.
 func readmeSteps(t *testing.T) readmeBlocks {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, catalogDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func readmeSteps(t *testing.T) readmeBlocks {
 	i := strings.Index(s, "## Bring your own tables")
 	j := strings.Index(s, "Tables with no day of their own")
 	if i < 0 || j < i {
-		t.Fatal(`README has no "Bring your own tables" steps`)
+		t.Fatal(catalogDoc + ` has no "Bring your own tables" steps`)
 	}
 	blocks := regexp.MustCompile("(?s)\n   ```(json|sh|yaml)\n(.*?)   ```").FindAllStringSubmatch(s[i:j], -1)
 	var kinds []string
@@ -264,7 +264,7 @@ func readmeSteps(t *testing.T) readmeBlocks {
 		kinds = append(kinds, m[1])
 	}
 	if strings.Join(kinds, ",") != "sh,yaml,sh,json,sh,sh" {
-		t.Fatalf("README's steps have blocks %v; want sh (step 1), yaml, sh (step 2), json and sh (step 5), sh (step 6)", kinds)
+		t.Fatalf(catalogDoc+"'s steps have blocks %v; want sh (step 1), yaml, sh (step 2), json and sh (step 5), sh (step 6)", kinds)
 	}
 	body := func(k int) string {
 		var out []string

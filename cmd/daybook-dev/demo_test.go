@@ -42,7 +42,7 @@ func TestEndToEnd(t *testing.T) {
 	o := e2eDemo
 	o.Dir, o.Template, o.BinDir, o.Now, o.Out = dir, "../../template.yaml", bin, func() time.Time { return now }, &out
 	o.WhileUp = e2eTableReader
-	// Kept, as the README's console lines keep it: the kept demo's checks
+	// Kept, as docs/development.md's console lines keep it: the kept demo's checks
 	// run on it below, then local down stops it.
 	o.Keep, o.Self = true, "daybook-dev"
 	t.Cleanup(func() {

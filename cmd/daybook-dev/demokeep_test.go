@@ -18,7 +18,7 @@ import (
 )
 
 // keptDemo runs, on the end-to-end test's demo kept with --keep, what an
-// operator does on it, as the README's kept-demo lines say:
+// operator does on it, as docs/development.md's kept-demo lines say:
 // its env file names what the CLI reads from local up's (the sweeper's
 // dead-letter queue, the direct-bucket pattern: on the old code dlq list
 // --queue sweeper failed there and account put took a bucket production

@@ -25,7 +25,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
-// TestLocalDevCommands runs the README's local loop through both CLIs, the
+// TestLocalDevCommands runs docs/development.md's local loop through both CLIs, the
 // commands the Makefile targets run: make local-up (daybook-dev local up:
 // moto, template.yaml, the demo source and the local account registered with
 // the operator CLI beside the bootstraps), then daybook account put,
@@ -112,7 +112,7 @@ func TestLocalDevCommands(t *testing.T) {
 		t.Errorf("local drain: %s", out)
 	}
 	if out := cli("status", "--account", acct.ID, "--env-file", env, "-o", "json"); !strings.Contains(out, `"state": "completed"`) ||
-		strings.Contains(out, `"state": "claimed"`) || strings.Contains(out, `"state": "pending"`) {
+		strings.Contains(out, `"state": "in-queue"`) || strings.Contains(out, `"state": "due"`) {
 		t.Errorf("status after the drain:\n%s", out)
 	}
 
@@ -262,7 +262,7 @@ func (l *localRun) daybook(args ...string) string {
 // samEnvAsREADMESays: local up writes sam-env.json for sam local invoke's
 // containers (the exporter's SOURCE_DSN at /var/task/demo.db, where the
 // Makefile copies the demo source; everything else env.json's), and the
-// Makefile's sam lines are README's (the container needs Docker, which
+// Makefile's sam lines are docs/development.md's (the container needs Docker, which
 // these tests cannot run: before, the env file SAM got pointed at a host
 // path no container sees).
 func samEnvAsREADMESays(t *testing.T, dir string) {
@@ -293,7 +293,7 @@ func samEnvAsREADMESays(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/development.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func samEnvAsREADMESays(t *testing.T, dir string) {
 		"sam local invoke ExporterFunction --event .local/events/exporter-manual.json --env-vars .local/sam-env.json --docker-network host",
 	} {
 		if !strings.Contains(string(readme), line) {
-			t.Errorf("README lacks %q", line)
+			t.Errorf("docs/development.md lacks %q", line)
 		}
 		if !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(string(dry), ">/dev/null", "")), " "), line) {
 			t.Errorf("make invoke-exporter's sam path is not %q:\n%s", line, dry)

@@ -30,7 +30,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
 )
 
-// platformTenant is the account id README's "Bring your own tables"
+// platformTenant is the account id docs/catalog.md's "Bring your own tables"
 // account file gives, and platformOrg its tenant_key: the org_id of its
 // rows.
 const (
@@ -43,7 +43,7 @@ const (
 // wall-clock timestamps, numeric(20,10), uuid, an enum, inet, cidr, text[],
 // jsonb, a daily table and a snapshot table) on real PostgreSQL, its
 // catalog written by `daybook catalog init` and accepted by `catalog
-// check`, then README's "Bring your own tables" local commands run as
+// check`, then docs/catalog.md's "Bring your own tables" local commands run as
 // written (the account file's start date and the DSN filled in):
 // template.yaml deployed into moto with the catalog and the DSN, the
 // account put, the sweeper and exporter bootstraps under the runtime

@@ -13,11 +13,15 @@ import (
 	"testing"
 )
 
-// readmeLocalTry is README's "Bring your own tables" step 5: the account
+// catalogDoc is the page of the "Bring your own tables" steps, which
+// TestBringYourOwnTablesAsWritten and the platform test run as written.
+const catalogDoc = "docs/catalog.md"
+
+// readmeLocalTry is docs/catalog.md's "Bring your own tables" step 5: the account
 // file and the command lines, continuation lines joined.
 func readmeLocalTry(t *testing.T) (acctFile string, commands []string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, catalogDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +29,7 @@ func readmeLocalTry(t *testing.T) (acctFile string, commands []string) {
 	i := strings.Index(s, "## Bring your own tables")
 	j := strings.Index(s[i:], "5. Try it on this machine")
 	if i < 0 || j < 0 {
-		t.Fatal(`README has no "Bring your own tables" step 5`)
+		t.Fatal(catalogDoc + ` has no "Bring your own tables" step 5`)
 	}
 	blocks := regexp.MustCompile("(?s)```(json|sh)\n(.*?)```").FindAllStringSubmatch(s[i+j:], 2)
 	if len(blocks) != 2 || blocks[0][1] != "json" || blocks[1][1] != "sh" {
@@ -53,7 +57,7 @@ var repoRoot = func() string {
 	return d
 }()
 
-// readmeShell runs README command lines as a shell would in dir:
+// readmeShell runs documented command lines as a shell would in dir:
 // `export K=V`, .local/bin/daybook-dev (in-process) and .local/bin/daybook
 // (the built binary), with "$VAR" from env.
 type readmeShell struct {
@@ -82,7 +86,7 @@ func (s *readmeShell) run(line string) string {
 		// binary to .local/bin.
 		return s.daybook(args[1:]...)
 	}
-	s.t.Fatalf("README command %q: not a daybook command", line)
+	s.t.Fatalf("documented command %q: not a daybook command", line)
 	return ""
 }
 
@@ -135,7 +139,7 @@ func shellWords(t *testing.T, line string, env map[string]string) []string {
 			}
 			v, ok := env[line[i+1:j]]
 			if !ok {
-				t.Fatalf("README command %q: $%s is not set", line, line[i+1:j])
+				t.Fatalf("documented command %q: $%s is not set", line, line[i+1:j])
 			}
 			cur.WriteString(v)
 			i = j - 1
@@ -145,7 +149,7 @@ func shellWords(t *testing.T, line string, env map[string]string) []string {
 		}
 	}
 	if quoted {
-		t.Fatalf("README command %q: unbalanced quote", line)
+		t.Fatalf("documented command %q: unbalanced quote", line)
 	}
 	if in {
 		words = append(words, cur.String())

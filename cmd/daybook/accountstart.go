@@ -50,7 +50,7 @@ func (a *app) startMoved(ctx context.Context, l *ledger.Ledger, settle time.Dura
 			fmt.Fprintf(a.stderr, "daybook: could not wake account %s (%v): the rows are claimed at its next wake time\n", stored.ID, err)
 		}
 		days := stored.StartDate.DaysUntil(to) + 1
-		fmt.Fprintf(a.stderr, "daybook: start_date moved earlier (%s -> %s): %d new ledger rows for %s..%s (%d days of each dataset), queued as backfill; the sweeper exports them oldest first, within its caps (daybook status %s shows them)\n",
+		fmt.Fprintf(a.stderr, "daybook: start_date moved earlier (%s -> %s): %d new ledger rows for %s..%s (%d days of each dataset), due as backfill; the sweeper exports them oldest first, within its caps (daybook status %s shows them)\n",
 			old.StartDate, stored.StartDate, created, stored.StartDate, to, days, stored.ID)
 	case old.StartDate.Before(stored.StartDate):
 		before := stored.StartDate.AddDays(-1)

@@ -14,7 +14,7 @@ import (
 )
 
 // TestAccountPutEarlierStartDateBackfills: moving start_date earlier
-// creates the ledger rows of the new days at once, queued as backfill, and
+// creates the ledger rows of the new days at once, due as backfill, and
 // says so; moving it later deletes nothing and says what stays.
 func TestAccountPutEarlierStartDateBackfills(t *testing.T) {
 	s := deployed(t)
@@ -42,7 +42,7 @@ func TestAccountPutEarlierStartDateBackfills(t *testing.T) {
 
 	os.WriteFile(file, []byte(strings.Replace(string(b), `"2026-11-24"`, `"2026-11-15"`, 1)), 0o644)
 	r := s.run(t, a, "account", "put", "--file", file, "--update")
-	if r.code != 0 || !strings.Contains(r.stderr, "start_date moved earlier (2026-11-24 -> 2026-11-15): 18 new ledger rows for 2026-11-15..2026-11-23 (9 days of each dataset), queued as backfill") {
+	if r.code != 0 || !strings.Contains(r.stderr, "start_date moved earlier (2026-11-24 -> 2026-11-15): 18 new ledger rows for 2026-11-15..2026-11-23 (9 days of each dataset), due as backfill") {
 		t.Errorf("earlier start date: exit %d\n%s", r.code, r.stderr)
 	}
 	for _, ds := range []string{"events", "daily_stats"} {

@@ -140,7 +140,7 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"missing flag", []string{"account", "put"}, 2, "", "--file is required", true},
 		{"missing flags", []string{"history", "--day", "2026-11-01"}, 2, "", "--account and --dataset are required", true},
 		{"bad output", []string{"account", "list", "-o", "yaml"}, 2, "", `invalid argument "yaml" for "-o, --output" flag: want table or json`, true},
-		{"bad state", []string{"status", "--state", "done"}, 2, "", `--state "done": unknown state; valid: completed, running, claimed, requested, queued, failed, stopped`, true},
+		{"bad state", []string{"status", "--state", "done"}, 2, "", `--state "done": unknown state; valid: completed, running, in-queue, requested, due, failed, stopped`, true},
 		{"bad dataset", []string{"history", "--account", "acct_abcdefghijklmnop", "--dataset", "bogus", "--day", "2026-11-01"}, 2, "", `--dataset "bogus": unknown dataset; valid: events, profiles, daily_stats`, true},
 		{"day and range", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--from", "2026-11-01"}, 2, "", "give --day, or --from and --to, not both", true},
 		{"half a range", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-01"}, 2, "", "--to is required with --from", true},

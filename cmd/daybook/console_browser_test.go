@@ -185,14 +185,14 @@ func TestConsoleInABrowser(t *testing.T) {
 	if len(inputs) == 0 || inputs[0] > "text "+exported[0] {
 		t.Errorf("day inputs %v: the default window does not reach the first exported day %s", inputs, exported[0])
 	}
-	// A completed day of 0 rows is drawn unlike a claimed day: hollow, not
+	// A completed day of 0 rows is drawn unlike an in-queue day: hollow, not
 	// hatched (both were hatched, in green and in teal).
 	looks := func(sel string) string {
 		return eval[string](t, bctx, `(s => s.backgroundImage + ' | ' + s.boxShadow)(getComputedStyle(document.querySelector('`+sel+`')))`)
 	}
-	noRows, claimed := looks(`.legend .hm-cell.p-completed.no-rows`), looks(`.legend .hm-cell.p-claimed`)
+	noRows, claimed := looks(`.legend .hm-cell.p-completed.no-rows`), looks(`.legend .hm-cell.p-in-queue`)
 	if strings.Contains(noRows, "gradient") || !strings.Contains(noRows, "inset") || !strings.Contains(claimed, "repeating-linear-gradient") {
-		t.Errorf("a 0-row day looks like %q, a claimed one like %q: want an outline and a hatched bar", noRows, claimed)
+		t.Errorf("a 0-row day looks like %q, an in-queue one like %q: want an outline and a hatched bar", noRows, claimed)
 	}
 	// A short range's month labels do not run into each other.
 	if err := chromedp.Do(bctx, chromedp.Navigate(fmt.Sprintf("%s/accounts/%s?from=2026-11-30&to=2026-12-06", base, localAccountID))); err != nil {

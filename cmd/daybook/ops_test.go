@@ -94,7 +94,7 @@ func TestRequeue(t *testing.T) {
 		t.Errorf("%d rows, want 29", n)
 	}
 	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "--requested-by", "ops-alice")
-	if r.code != 0 || !strings.Contains(r.stdout, "queued 1 partition (1 day 2026-11-29..2026-11-29, events)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "made 1 partition due (1 day 2026-11-29..2026-11-29, events)") {
 		t.Errorf("requeue table output:\n%s%s", r.stdout, r.stderr)
 	}
 	// Who asked is in the ledger: history says it, table and JSON.
@@ -386,7 +386,7 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
 	}
 	a, _, _ := testApp(t)
 	r := s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22")
-	if r.code != 0 || !strings.Contains(r.stdout, "queued 3 partitions (3 days 2026-11-20..2026-11-22, events)") ||
+	if r.code != 0 || !strings.Contains(r.stdout, "made 3 partitions due (3 days 2026-11-20..2026-11-22, events)") ||
 		!strings.Contains(r.stdout, "left out members: a snapshot dataset is copied for the newest closed day only (2026-11-29), which is outside 2026-11-20..2026-11-22") {
 		t.Errorf("a range before the newest closed day: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -495,7 +495,7 @@ func TestReexportShowsRequested(t *testing.T) {
 		}
 		return days
 	}
-	if d := status(); d["2026-11-20"].State != "completed" || d["2026-11-21"].State != "failed" || d["2026-11-22"].State != "claimed" {
+	if d := status(); d["2026-11-20"].State != "completed" || d["2026-11-21"].State != "failed" || d["2026-11-22"].State != "in-queue" {
 		t.Fatalf("before the re-export: %+v", d)
 	}
 
@@ -512,14 +512,14 @@ func TestReexportShowsRequested(t *testing.T) {
 	if got := days["2026-11-20"]; got.Generation != 1 || got.Rows != 5 {
 		t.Errorf("the requested day keeps its delivered generation: %+v", got)
 	}
-	if got := days["2026-11-22"]; got.State != "claimed" || got.ReexportRequestedAt != "" {
-		t.Errorf("the day under a live claim: %+v; want it claimed, untouched", got)
+	if got := days["2026-11-22"]; got.State != "in-queue" || got.ReexportRequestedAt != "" {
+		t.Errorf("the day under a live claim: %+v; want it in the queue, untouched", got)
 	}
 
 	r = s.run(t, a, "status", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "--state", "requested")
 	for _, want := range []string{
 		"events  ++  requested 2", // the filter keeps the two requested days
-		"+ re-export requested, waiting in the jobs queue",
+		"+ re-export requested, in the jobs queue",
 		"events 2026-11-20  re-export requested by ops-carol at 2026-11-30T12:00:00Z",
 	} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {

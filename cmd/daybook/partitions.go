@@ -125,13 +125,13 @@ func (a *app) requeueCommand() *cobra.Command {
 	var reason, by string
 	c := &cobra.Command{
 		Use:   "requeue --account ID [--dataset NAME] (--day DAY | --from DAY --to DAY)",
-		Short: "Queue days for export: a backfill, or a retry of partitions that stopped retrying",
-		Long: `Mark days queued in the ledger, for every dataset of the account or only --dataset: the sweeper claims queued days first, oldest first, within its
+		Short: "Make days due for the next sweep: a backfill, or a retry of partitions that stopped retrying",
+		Long: `Make days due in the ledger (waiting for a sweep; --state due), for every dataset of the account or only --dataset: the sweeper claims them first, oldest first, within its
 per-account and per-sweep caps, so a long backfill is paced. Missing rows are created; stopped
 rows get a fresh attempt count; a row that is running now is marked to run again
 when it finishes. Who asked (your AWS identity unless --requested-by) is recorded in the
 ledger, shown by daybook history and written into each exported day's _manifest.json.
-Without --dataset, a snapshot dataset (copied for the newest closed day only) is queued for
+Without --dataset, a snapshot dataset (copied for the newest closed day only) is made due for
 that day alone when the range holds it and left out otherwise; the output says what was left
 out and why.`,
 		Example: "  daybook requeue --account acct_localdemoaccount --from 2026-09-01 --to 2026-09-30\n  daybook requeue --account acct_localdemoaccount --dataset events --day 2026-09-14",
@@ -185,7 +185,7 @@ out and why.`,
 		if *out == outputJSON {
 			return printJSON(a.stdout, res)
 		}
-		if _, err := fmt.Fprintf(a.stdout, "queued %s (%s %s..%s, %s) for account %s (%d new rows, %d running now and marked to run again); the sweeper claims them next\n",
+		if _, err := fmt.Fprintf(a.stdout, "made %s due (%s %s..%s, %s) for account %s (%d new rows, %d running now and marked to run again); the next sweep claims them\n",
 			countOf(res.Queued, "partition"), countOf(len(days), "day"), from, to, strings.Join(res.Datasets, ", "), acct.ID, res.Created, res.RerunRequested); err != nil {
 			return err
 		}

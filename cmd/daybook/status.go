@@ -33,9 +33,10 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status [--account ID | --search TEXT] [--dataset NAME] [--state STATE] [--from DAY --to DAY | --days N] [--limit N] [--page-token TOKEN]",
 		Short: "Show the ledger: the fleet, worst first, or one account's datasets by day",
 		Long: `Without --account: one line per account, worst first (stopped, then failed, then the oldest day
-not exported): partitions completed, running (an exporter started it), claimed (a job waiting
-in the queue), requested (a re-export sent from the console or daybook reexport, not claimed
-yet), queued (waiting for a sweep), failed (will retry), stopped (waits for daybook requeue),
+not exported): partitions completed, running (an exporter started it), in-queue (claimed by a
+sweep, its job in the jobs queue), requested (a re-export sent from the console or daybook
+reexport, in the jobs queue), due (waiting for a sweep), failed (will retry), stopped (waits
+for daybook requeue; --state takes the earlier names claimed and queued too),
 the oldest day not exported and the newest day exported. The fleet view
 shows --limit accounts (default 50) and ends with the command for the next page
 (--page-token); --search finds an account by id, or the accounts whose name starts with the
@@ -172,8 +173,8 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 
 // fleetColumnsNote says what the fleet view's columns of phases count
 // (every phase but completed; TestStatusFleetIsWorstFirst checks it names them all).
-const fleetColumnsNote = "running: an exporter started it · claimed: job waiting in the queue · requested: a re-export request waiting in the jobs queue · " +
-	"queued: waiting for a sweep · failed: will retry · stopped: waits for daybook requeue"
+const fleetColumnsNote = "running: an exporter started it · in-queue: claimed by a sweep, its job in the jobs queue · requested: a re-export request in the jobs queue · " +
+	"due: waiting for a sweep · failed: will retry · stopped: waits for daybook requeue"
 
 // nextArgs are the fleet view's flags the next page repeats.
 func nextArgs(f statusFlags) string {

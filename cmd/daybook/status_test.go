@@ -116,7 +116,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	}
 
 	r = s.run(t, a, "status", "--limit", "500")
-	if !strings.Contains(r.stdout, "ACCOUNT") || !strings.Contains(r.stdout, "OLDEST DUE") || !strings.Contains(r.stdout, "claimed: job waiting in the queue") {
+	if !strings.Contains(r.stdout, "ACCOUNT") || !strings.Contains(r.stdout, "OLDEST DUE") || !strings.Contains(r.stdout, "in-queue: claimed by a sweep, its job in the jobs queue") {
 		t.Errorf("fleet table:\n%s", r.stdout)
 	}
 	// A column per phase, in display order, each explained below the table.
@@ -127,7 +127,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	}
 	row := lineWith(r.stdout, f.troubled)
 	if fields := strings.Fields(row); len(fields) < 12 || !slices.Equal(fields[len(fields)-9:len(fields)-1], []string{"0", "1", "1", "0", "1", "1", "1", "2026-11-25"}) {
-		t.Errorf("troubled row %q: want completed 0, running 1, claimed 1, requested 0, queued 1, failed 1, stopped 1, oldest due 2026-11-25", row)
+		t.Errorf("troubled row %q: want completed 0, running 1, in-queue 1, requested 0, due 1, failed 1, stopped 1, oldest due 2026-11-25", row)
 	}
 
 	// --state keeps the accounts with partitions in those states.
@@ -228,11 +228,11 @@ func TestStatusOfAnAccount(t *testing.T) {
 	for _, want := range []string{
 		"days 2026-11-23..2026-11-29 (7)",
 		"\n        Nov 2026\n        23\n",
-		"events    Xx~>.  running 1, claimed 1, queued 1, failed 1, stopped 1", // two days with no row, then the five
-		"~ claimed, waiting in the queue",
-		// One word for the ledger's queued and pending, and a blank cell
+		"events    Xx~>.  running 1, in-queue 1, due 1, failed 1, stopped 1", // two days with no row, then the five
+		"~ in the jobs queue, claimed by a sweep, waiting for an exporter",
+		// One word (due) for the ledger's queued and pending, and a blank cell
 		// explained, as the console's legend says them.
-		". queued, waiting for a sweep  ",
+		". due, waiting for a sweep  ",
 		"(blank) no ledger row: before the start date, or not scheduled by a sweep yet",
 		// Failed and stopped partitions, grouped by reason code, with the fix
 		// and the raw error once.
@@ -262,7 +262,7 @@ func TestStatusOfAnAccount(t *testing.T) {
 
 	// Days before the window are summed up, not hidden.
 	r = s.run(t, a, "status", "--account", f.troubled, "--days", "2")
-	if !strings.Contains(r.stdout, "events before 2026-11-28: claimed 1, failed 1, stopped 1 (show them with --from)") {
+	if !strings.Contains(r.stdout, "events before 2026-11-28: in-queue 1, failed 1, stopped 1 (show them with --from)") {
 		t.Errorf("--days 2:\n%s", r.stdout)
 	}
 	// --state narrows the map and lists every matching day.
@@ -280,7 +280,7 @@ func TestStatusOfAnAccount(t *testing.T) {
 	for _, d := range res.Datasets[0].Days {
 		got = append(got, d.Day[8:]+":"+string(d.State))
 	}
-	if want := "25:stopped 26:failed 27:claimed 28:running 29:queued"; strings.Join(got, " ") != want {
+	if want := "25:stopped 26:failed 27:in-queue 28:running 29:due"; strings.Join(got, " ") != want {
 		t.Errorf("days %v, want %s", got, want)
 	}
 	if d := res.Datasets[0].Days[0]; d.Error != "source unreachable" || d.Attempts != 1 {

@@ -236,7 +236,7 @@ func TestDeployedConsoleActions(t *testing.T) {
 		t.Errorf("the re-exported day: %+v %v; want queued, in the requested phase", r, err)
 	}
 	acctPage := c.do("GET", "/accounts/"+direct.ID, "from=2026-11-10&to=2026-11-19", "")
-	if !strings.Contains(acctPage.Body, `class="hm-cell p-requested"`) || !strings.Contains(acctPage.Body, "re-export requested, waiting in the jobs queue") {
+	if !strings.Contains(acctPage.Body, `class="hm-cell p-requested"`) || !strings.Contains(acctPage.Body, "re-export requested, in the jobs queue") {
 		t.Errorf("the account page shows no requested day:\n%s", acctPage.Body)
 	}
 	page := c.do("GET", "/accounts/"+direct.ID+"/partitions/events/"+day.String(), "", "")

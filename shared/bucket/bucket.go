@@ -1,9 +1,19 @@
 // Package bucket is daybook's one adapter to a customer's bucket, on any of
 // the stores it writes to: S3 (and S3-compatible stores), Google Cloud
 // Storage and Azure Blob Storage. A [Bucket] owns a store's [Driver], the
-// bucket's name and a key prefix; the rest of daybook says what to store
-// and never builds a store's request itself. This package holds the S3
-// driver ([New]); shared/bucket/gcs and shared/bucket/azure hold the others.
+// bucket's name and a key prefix; what the exporter, the console, `daybook
+// verify` and `daybook sql` read and write in a customer's bucket goes
+// through it. This package holds the S3 driver ([New]); shared/bucket/gcs
+// and shared/bucket/azure hold the others.
+//
+// Five places build S3 requests without it, each for a reason of its own:
+// shared/upload (the S3 multipart protocol this package's writer runs),
+// shared/destination's connection test (`daybook account test`: a write,
+// read, list, delete and conditional write that each name the IAM action
+// refused), cmd/daybook's HeadBucket in that test (the bucket's region),
+// cmd/daybook-dev's local stack and demo (creating buckets in moto and
+// mirroring them to disk) and the exporter's benchmark child (an S3 that
+// holds uploads, to measure memory).
 //
 // The model is go-cloud's *blob.Bucket and thanos' objstore.Bucket:
 //   - store errors become the few named errors callers branch on ([ErrNotFound],

@@ -340,7 +340,7 @@ func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
 		p.Heading = fmt.Sprintf("Nothing to requeue: no %spartition of %s%s is failed or stopped, %s.", pre, acct.ID, post, span(from, to))
 		p.Nothing = true
 	} else {
-		p.Lines = []string{"Each partition below is marked queued with a fresh count of attempts; the sweeper claims queued partitions first, " +
+		p.Lines = []string{"Each partition below is made due (waiting for a sweep) with a fresh count of attempts; the sweeper claims due partitions first, " +
 			"oldest first, within its caps. A partition that is running by then is marked to run again when it finishes."}
 		p.Items, p.More = listed(stuckStrings(days, datasets))
 	}
@@ -389,7 +389,7 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "done", "Requeued", s.actionCrumbs(acct, "Requeue"), donePage{
 		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, word), acct.ID),
-		Lines: append(s.withQueueNote(fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the queued ones next.",
+		Lines: append(s.withQueueNote(fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the due ones next.",
 			by, res.RerunRequested)), leftOutLines(left)...),
 		Items: items, More: more,
 		Links: []link{{"The account", "/accounts/" + url.PathEscape(acct.ID)}},

@@ -169,7 +169,7 @@ func TestActions(t *testing.T) {
 		page := f.get("/accounts/" + troubled + "?from=2026-11-20&to=2026-11-29")
 		for _, want := range []string{
 			`class="hm-cell p-requested" href="/accounts/` + troubled + `/partitions/events/2026-11-24"`,
-			"re-export requested, waiting in the jobs queue", // the legend
+			"re-export requested, in the jobs queue", // the legend (ops.phases)
 			"re-export requested by arn:aws:iam::123456789012:user/alice at 2026-11-30T12:00:00Z, waiting in the jobs queue for an exporter; generation 2 stays delivered",
 		} {
 			if !strings.Contains(page.body, want) {

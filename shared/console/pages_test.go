@@ -59,8 +59,8 @@ func TestFleetPage(t *testing.T) {
 		`<span class="label">day</span> 2026-11-29<br><small class="muted" title="completed at 2026-11-30T02:30:00Z"><span class="label">exported</span> 2026-11-30 02:30Z</small>`,
 		`aria-sort="descending"`,
 	)
-	// The troubled account: completed 5, running 1, claimed 1, requested 0,
-	// queued 1 (the ledger's pending day: one word, as daybook status says
+	// The troubled account: completed 5, running 1, in-queue 1, requested 0,
+	// due 1 (the ledger's pending day: one word, as daybook status says
 	// it), failed 1, stopped 1, oldest due 25th, 6 failures.
 	row := regexp.MustCompile(`(?s)<tr>\s*<td><span class="health h-stopped".*?</tr>`).FindString(res.body)
 	cells := regexp.MustCompile(`<td class="num[^"]*">([^<]*)</td>`).FindAllStringSubmatch(row, -1)
@@ -72,7 +72,7 @@ func TestFleetPage(t *testing.T) {
 		t.Errorf("troubled row counts %v, want completed..stopped 5 1 1 0 1 1 1 and 6 failures\n%s", got, row)
 	}
 	if strings.Contains(strings.ToLower(res.body), "pending") {
-		t.Error("the fleet page says pending; status and the console say queued")
+		t.Error("the fleet page says pending; status and the console say due")
 	}
 	if !strings.Contains(row, `<td class="nowrap">2026-11-25</td>`) {
 		t.Errorf("troubled row without its oldest due day:\n%s", row)
@@ -221,7 +221,7 @@ func TestAccountPage(t *testing.T) {
 		`<span class="hm-cell empty" title="events 2026-11-18: no ledger row"></span>`,
 		`<a class="hm-cell p-completed" href="/accounts/`+troubled+`/partitions/events/2026-11-24" title="events 2026-11-24: completed · generation 2 · 1,234 rows · 55.5 KiB · attempts 2">`,
 		`class="hm-cell p-stopped" href="/accounts/`+troubled+`/partitions/events/2026-11-25" title="events 2026-11-25: stopped retrying · attempts 6 · error: source unreachable"><span aria-hidden="true">X</span>`,
-		`class="hm-cell p-failed"`, `class="hm-cell p-claimed"`, `class="hm-cell p-running"`, `class="hm-cell p-queued"`,
+		`class="hm-cell p-failed"`, `class="hm-cell p-in-queue"`, `class="hm-cell p-running"`, `class="hm-cell p-due"`,
 		// The failed and stopped partitions, grouped by reason code, the
 		// raw errors behind a toggle.
 		`<div class="failure-group" data-code="internal">`, "(2 partitions, 1 stopped retrying)",

@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// TestReadmeCatalogExample: the README's "Bring your own tables" catalog
+// TestReadmeCatalogExample: docs/catalog.md's "Bring your own tables" catalog
 // (catalog init's entry for the Citus tutorial's clicks) loads, validates
-// against the JSON Schema, and gets the generated queries the README
+// against the JSON Schema, and gets the generated queries the page
 // describes, the window converted to the column's zone.
 func TestReadmeCatalogExample(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/catalog.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestReadmeCatalogExample(t *testing.T) {
 	_, block, ok2 := strings.Cut(sec, "```yaml\n")
 	block, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("README: no yaml block under Bring your own tables")
+		t.Fatal("docs/catalog.md: no yaml block under Bring your own tables")
 	}
 	// The block is indented under a list item.
 	var doc strings.Builder
@@ -28,10 +28,10 @@ func TestReadmeCatalogExample(t *testing.T) {
 	}
 	s, err := Parse([]byte(doc.String()))
 	if err != nil {
-		t.Fatalf("README catalog: %v\n%s", err, doc.String())
+		t.Fatalf("docs/catalog.md catalog: %v\n%s", err, doc.String())
 	}
 	if err := compileSchema(t).Validate(yamlValue(t, doc.String())); err != nil {
-		t.Fatalf("README catalog against the JSON Schema: %v", err)
+		t.Fatalf("docs/catalog.md catalog against the JSON Schema: %v", err)
 	}
 	d, _ := s.Get("clicks")
 	where := "WHERE company_id = $1 AND clicked_at >= ($2::timestamptz AT TIME ZONE 'UTC') AND clicked_at < ($3::timestamptz AT TIME ZONE 'UTC')"

@@ -1,6 +1,17 @@
-// Package jobs owns the messages on the export queue (E1): a claimed
-// job from the sweeper, and a manual re-export request sent by hand or by
-// `daybook reexport`. Both kinds reach the same ledger row and claim.
+// Package jobs owns the messages on the jobs queue. There are six kinds
+// (the "kind" field, which [Parse] reads first):
+//   - "job" ([Job], jobs.go): a partition the sweeper claimed;
+//   - "manual" ([Manual], jobs.go): a re-export of a day or a range, sent by
+//     hand, by `daybook reexport` or by the console;
+//   - "slice" ([Slice], slice.go): one time range of a day too large for one run;
+//   - "restate_check" ([RestateCheck], lifecycle.go): the sweeper's request
+//     to compare a recently closed day's fingerprint with the source's;
+//   - "reseed" ([Reseed], lifecycle.go): `daybook reseed`'s request to
+//     rebuild an incremental dataset from its start date;
+//   - "reseed_done" ([ReseedDone], lifecycle.go): the exporter's own note
+//     that every day of a reseed was rebuilt.
+//
+// A job and a manual request reach the same ledger row and claim.
 //
 // It also owns the one check of a manual request against its account
 // ([CheckRequest], check.go), shared by the exporter, for messages, and by

@@ -203,7 +203,7 @@ func lineOf(s ledger.Summary, since time.Time) FleetLine {
 		OldestDue: s.OldestDue, LastExport: s.LastExport}
 	for p, n := range s.Counts {
 		if n > 0 {
-			l.Counts[Phase(p)] = n
+			l.Counts[OfLedger(p)] = n
 		}
 	}
 	if !s.LastExportAt.IsZero() {

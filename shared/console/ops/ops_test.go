@@ -345,8 +345,19 @@ func TestParsePhases(t *testing.T) {
 	if err != nil || len(got) != 3 || !got[Failed] || !got[Stopped] || !got[Running] {
 		t.Errorf("%v %v", got, err)
 	}
-	if _, err := ParsePhases([]string{"done"}); err == nil || !strings.Contains(err.Error(), `"done": unknown state; valid: completed, running, claimed, requested, queued, failed, stopped`) {
+	if _, err := ParsePhases([]string{"done"}); err == nil || !strings.Contains(err.Error(), `"done": unknown state; valid: completed, running, in-queue, requested, due, failed, stopped`) {
 		t.Errorf("error %v", err)
+	}
+	// The names of earlier releases still select their phase: an
+	// operator's scripts keep working.
+	if got, err := ParsePhases([]string{"claimed,queued", "pending"}); err != nil || len(got) != 2 || !got[Claimed] || !got[Queued] {
+		t.Errorf("old names: %v %v", got, err)
+	}
+	// Each name says where the partition is; the ledger's names are mapped.
+	for ledgerName, want := range map[string]string{ledger.PhaseClaimed: "in-queue", ledger.PhaseQueued: "due", ledger.PhaseRunning: "running"} {
+		if got := OfLedger(ledgerName); string(got) != want || !got.Valid() {
+			t.Errorf("OfLedger(%q) = %q, want %q", ledgerName, got, want)
+		}
 	}
 	if !slices.Equal(Phases, []Phase{Completed, Running, Claimed, Requested, Queued, Failed, Stopped}) {
 		t.Error("display order changed")

@@ -14,30 +14,59 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
-// Phase is what a partition is doing, in the words status shows. It tells
-// a claim whose job waits in the queue apart from a run an exporter
-// started, a re-export request on its way apart from a day at rest, and a
-// failure that will retry from one that stopped retrying. The values are
-// the ledger's (ledger.PhaseOf); phases below is the one list of them.
+// Phase is what a partition is doing, in the words status and the console
+// show: each name says where the partition is. It tells a day in the jobs
+// queue apart from a run an exporter started, a re-export request on its
+// way apart from a day at rest, and a failure that will retry from one
+// that stopped retrying. The ledger keeps its own names (ledger.PhaseOf,
+// and the fleet summaries' stored counts); fromLedger is the one place that
+// maps them, and phases below the one list of the operators' words.
 type Phase string
 
-// The phases.
+// The phases. The identifiers keep the ledger's words; the values are
+// what an operator reads.
 const (
-	Completed Phase = ledger.PhaseCompleted
-	Running   Phase = ledger.PhaseRunning // an exporter started it
-	Claimed   Phase = ledger.PhaseClaimed // a sweep claimed it; its job waits in the queue
+	Completed Phase = "completed"
+	Running   Phase = "running"  // an exporter started it
+	Claimed   Phase = "in-queue" // a sweep claimed it; its job waits in the jobs queue for an exporter
 	// Requested: an operator sent a re-export request (the console, `daybook
 	// reexport`) that no exporter has claimed yet; the day is otherwise as it
 	// was (a completed day stays delivered until the new generation).
-	Requested Phase = ledger.PhaseRequested
-	// Queued waits for a sweep: a closed day not tried yet (the ledger's
-	// pending) or one asked for by an operator or a backfill (the ledger's
-	// queued, which a sweep takes first). One word for both, in the CLI
-	// and the console alike.
-	Queued  Phase = ledger.PhaseQueued
-	Failed  Phase = ledger.PhaseFailed  // will retry after its backoff
-	Stopped Phase = ledger.PhaseStopped // failed too often; waits for a requeue
+	Requested Phase = "requested"
+	// Queued is due: it waits for a sweep, a closed day not tried yet (the
+	// ledger's pending) or one asked for by an operator or a backfill (the
+	// ledger's queued, which a sweep takes first). One word for both, in the
+	// CLI, the console and the metrics (PartitionsDue, OldestDueAge) alike.
+	Queued  Phase = "due"
+	Failed  Phase = "failed"  // will retry after its backoff
+	Stopped Phase = "stopped" // failed too often; waits for a requeue
 )
+
+// fromLedger maps the ledger's phase names (ledger.PhaseOf, the fleet
+// summaries' counts) to the operators' words.
+var fromLedger = map[string]Phase{
+	ledger.PhaseCompleted: Completed,
+	ledger.PhaseRunning:   Running,
+	ledger.PhaseClaimed:   Claimed,
+	ledger.PhaseRequested: Requested,
+	ledger.PhaseQueued:    Queued,
+	ledger.PhaseFailed:    Failed,
+	ledger.PhaseStopped:   Stopped,
+}
+
+// OfLedger is the phase of a ledger phase name; a name the ledger does not
+// have stays as it is.
+func OfLedger(name string) Phase {
+	if p, ok := fromLedger[name]; ok {
+		return p
+	}
+	return Phase(name)
+}
+
+// aliases are the phase names of earlier releases, which --state (and a
+// console filter) still takes, so an operator's scripts keep working:
+// "claimed" (now in-queue), "queued" (now due), and the ledger's "pending".
+var aliases = map[string]Phase{"claimed": Claimed, "queued": Queued, "pending": Queued}
 
 // shown is how a phase is shown: a symbol for plain text, and a legend.
 type shown struct {
@@ -53,9 +82,9 @@ type shown struct {
 var phases = []shown{
 	{Completed, '#', "completed"},
 	{Running, '>', "running"},
-	{Claimed, '~', "claimed, waiting in the queue"},
-	{Requested, '+', "re-export requested, waiting in the jobs queue"},
-	{Queued, '.', "queued, waiting for a sweep"},
+	{Claimed, '~', "in the jobs queue, claimed by a sweep, waiting for an exporter"},
+	{Requested, '+', "re-export requested, in the jobs queue"},
+	{Queued, '.', "due, waiting for a sweep"},
 	{Failed, 'x', "failed, will retry"},
 	{Stopped, 'X', "stopped retrying"},
 }
@@ -92,7 +121,7 @@ func (p Phase) Legend() string { return info[p].legend }
 func (p Phase) Valid() bool { _, ok := info[p]; return ok }
 
 // Of is the phase of a ledger row (a full row, or one from the due index).
-func Of(r ledger.Row) Phase { return Phase(ledger.PhaseOf(r)) }
+func Of(r ledger.Row) Phase { return OfLedger(ledger.PhaseOf(r)) }
 
 // Names lists the phases, comma-separated, in display order.
 func Names() string {
@@ -103,8 +132,9 @@ func Names() string {
 	return strings.Join(names, ", ")
 }
 
-// ParsePhases reads phase names, each value comma-separated or not; the
-// error names the value refused and the valid ones.
+// ParsePhases reads phase names, each value comma-separated or not, the
+// names of earlier releases too (aliases); the error names the value
+// refused and the valid ones.
 func ParsePhases(vals []string) (map[Phase]bool, error) {
 	if len(vals) == 0 {
 		return nil, nil
@@ -113,6 +143,9 @@ func ParsePhases(vals []string) (map[Phase]bool, error) {
 	for _, v := range vals {
 		for _, s := range strings.Split(v, ",") {
 			p := Phase(strings.TrimSpace(s))
+			if a, ok := aliases[string(p)]; ok {
+				p = a
+			}
 			if !p.Valid() {
 				return nil, fmt.Errorf("%q: unknown state; valid: %s", s, Names())
 			}
