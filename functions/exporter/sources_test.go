@@ -31,7 +31,7 @@ import (
 // TestExportFromTwoSources exports two datasets of one catalog from two
 // PostgreSQL schemas of the platform (the default source, app, and a
 // second one, billing, sharded: the account's rows are in billing's eu
-// shard), through Exporter.Export into the bucket: each partition holds the
+// shard), through a generation into the bucket: each partition holds the
 // rows of its own source, and its _manifest.json names the source and
 // shard, never a connection string.
 func TestExportFromTwoSources(t *testing.T) {
