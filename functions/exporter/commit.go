@@ -16,27 +16,23 @@ import (
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
-// Committer replaces one partition of a bucket with the commit protocol, in
-// this order whatever fails:
-//  1. Begin decides the generation, then removes the old _SUCCESS, so
-//     readers stop trusting the partition;
-//  2. the data files are streamed through Pending.NewDataFile, by one
-//     writer or several;
-//  3. Pending.Commit deletes every object under the partition that is not
-//     one of the manifest's data files (parts a longer earlier run left,
-//     the old manifest and load scripts): S3 has no rename, so this is what
-//     makes "replace the partition" literally true; and it aborts every
-//     incomplete multipart upload under the partition: every data file of
-//     this generation is complete by then, so each one is an orphan (of a
-//     killed run, or a CreateMultipartUpload whose response was lost and
-//     retried) that nobody else would ever abort;
-//  4. it writes _manifest.json and the load scripts;
-//  5. it writes _SUCCESS last.
+// Committer holds the calls of the commit protocol (generation.go) that
+// touch one partition's folder of a bucket, each one step:
+// nextGeneration (begin), removeSuccess (remove _SUCCESS, so readers stop
+// trusting the partition), Pending.NewDataFile (write, by one writer or
+// several), Pending.removeStale (stale cleanup: every object under the
+// partition that is not one of the manifest's data files goes, since S3
+// has no rename, and every incomplete multipart upload under it is
+// aborted: every data file of this generation is complete by then, so each
+// one is an orphan, of a killed run or a CreateMultipartUpload whose
+// response was lost and retried, that nobody else would ever abort),
+// Pending.writeManifest, Pending.writeScripts and Pending.writeSuccess,
+// last.
 //
 // Invariant: whenever _SUCCESS exists, the data files under the partition
 // are exactly those its manifest lists. A step that fails stops the run
-// there, leaving no _SUCCESS; the next run's Commit removes what this one
-// left. Pending.Abort aborts the data files still being uploaded.
+// there, leaving no _SUCCESS; the next run's stale cleanup removes what
+// this one left. Pending.Abort aborts the data files still being uploaded.
 type Committer struct {
 	Bucket *bucket.Bucket
 	// Partition is the partition's key prefix (layout.PartitionPrefix),
@@ -44,10 +40,6 @@ type Committer struct {
 	Partition string
 	RunID     string
 	Now       func() time.Time
-	// Withdraw, when set, runs in Begin before anything under the partition
-	// changes, with the generation begun: the account's table stops
-	// referencing the day's files (iceberg.go). Its error stops Begin.
-	Withdraw func(ctx context.Context, generation int64) error
 	// Expect is what a manifest of the partition must say to be a
 	// generation daybook committed there (its Generation is set by
 	// Committed): the claim's account, dataset, contract and day, the
@@ -58,41 +50,16 @@ type Committer struct {
 func (c *Committer) successKey() string  { return c.Partition + layout.SuccessName }
 func (c *Committer) manifestKey() string { return c.Partition + layout.ManifestName }
 
-// CommitNoter records a generation Begin found committed in the bucket
-// that the claim did not know of (ledger.NoteCommitted, under the claim).
-type CommitNoter interface {
-	NoteCommitted(ctx context.Context, generation int64) error
-}
-
-// Begin starts a generation of the partition: the claimed one, or one more
-// than the generation the partition's current _SUCCESS commits if that is
-// not lower, so a generation only ever increases, even when an earlier run
-// committed and then died before the ledger heard of it. In that case (the
-// bucket ahead of the ledger) noter records the generation found before
-// the old _SUCCESS, the evidence, is removed, in case this run fails too;
-// nil skips it.
-func (c *Committer) Begin(ctx context.Context, claimed int64, noter CommitNoter) (*Pending, error) {
-	generation, err := c.nextGeneration(ctx, claimed)
-	if err != nil {
-		return nil, err
-	}
-	if found := generation - 1; found >= claimed && noter != nil {
-		if err := noter.NoteCommitted(ctx, found); err != nil {
-			return nil, fmt.Errorf("note committed generation %d: %w", found, err)
-		}
-	}
-	if c.Withdraw != nil {
-		if err := c.Withdraw(ctx, generation); err != nil {
-			return nil, err
-		}
-	}
+// removeSuccess begins generation: it removes the partition's old
+// _SUCCESS, so readers stop trusting the partition.
+func (c *Committer) removeSuccess(ctx context.Context, generation int64) (*Pending, error) {
 	if err := c.Bucket.Delete(ctx, c.successKey()); err != nil {
 		return nil, fmt.Errorf("remove old _SUCCESS: %w", err)
 	}
 	return &Pending{c: c, generation: generation}, nil
 }
 
-// Resume continues a generation that Begin started in an earlier run: a
+// Resume continues a generation that removeSuccess began in an earlier run: a
 // day exported in slices (slices.go) begins its generation once, when it is
 // planned, then each slice's run writes its data files through a Resume of
 // it, and the run of the last slice commits through another.
@@ -161,9 +128,9 @@ func (c *Committer) nextGeneration(ctx context.Context, claimed int64) (int64, e
 	return ledger.GenerationAfter(claimed, old.Generation, c.Bucket.URI(c.successKey()))
 }
 
-// Pending is a generation of a partition between Begin and Commit: its old
-// _SUCCESS is gone and its data files are being written. NewDataFile may be
-// called from several goroutines; Commit and Abort end it.
+// Pending is a generation of a partition between removeSuccess and
+// writeSuccess: its old _SUCCESS is gone and its data files are being
+// written. NewDataFile may be called from several goroutines.
 type Pending struct {
 	c          *Committer
 	generation int64
@@ -179,7 +146,7 @@ func (p *Pending) Generation() int64 { return p.generation }
 // under the partition. The object carries the generation and run id as
 // metadata; opts sets the rest (part size, concurrency, content type). The
 // caller closes it (Close commits the object, nothing is visible before) and
-// lists it in the manifest given to Commit.
+// lists it in the generation's manifest.
 func (p *Pending) NewDataFile(ctx context.Context, key string, opts upload.Options) *upload.Writer {
 	md := maps.Clone(opts.Metadata)
 	if md == nil {
@@ -195,72 +162,80 @@ func (p *Pending) NewDataFile(ctx context.Context, key string, opts upload.Optio
 	return w
 }
 
-// errFileOpen is Commit's refusal while a data file is not committed.
+// errFileOpen is removeStale's refusal while a data file is not committed.
 var errFileOpen = errors.New("data file not closed")
 
-// Commit finishes the generation once every data file is closed: it
-// deletes every object under the partition that m.Files does not list and
-// aborts every incomplete multipart upload under it,
-// completes m (Generation, Totals, FinishedAt), writes it and the load
-// scripts rendered from it (scripts may be nil; keys are file names under
-// _load/), and writes _SUCCESS last. It returns the manifest's key. On
-// error nothing after the failed step runs and no _SUCCESS exists.
-func (p *Pending) Commit(ctx context.Context, m *manifest.Manifest, scripts func(*manifest.Manifest) (map[string][]byte, error)) (string, error) {
+// removeStale, once every data file is closed, deletes every object under
+// the partition that files does not list and aborts every incomplete
+// multipart upload under it.
+func (p *Pending) removeStale(ctx context.Context, files []manifest.File) error {
 	c := p.c
 	p.mu.Lock()
 	for _, w := range p.files {
 		if w.Result().Key == "" {
 			p.mu.Unlock()
-			return "", fmt.Errorf("commit generation %d: %w", p.generation, errFileOpen)
+			return fmt.Errorf("commit generation %d: %w", p.generation, errFileOpen)
 		}
 	}
 	p.mu.Unlock()
-	keep := make(map[string]bool, len(m.Files))
-	for _, f := range m.Files {
+	keep := make(map[string]bool, len(files))
+	for _, f := range files {
 		keep[f.Key] = true
 	}
 	if err := c.Bucket.DeleteStale(ctx, c.Partition, keep); err != nil {
-		return "", err
+		return err
 	}
 	if _, err := c.Bucket.AbortIncomplete(ctx, c.Partition, layout.DataKeysThrough(c.Partition, slices.Collect(maps.Keys(keep)))); err != nil {
-		return "", fmt.Errorf("abort orphaned uploads: %w", err)
+		return fmt.Errorf("abort orphaned uploads: %w", err)
 	}
+	return nil
+}
 
+// writeManifest completes m (Generation, Totals, FinishedAt) and writes
+// it; it returns its key and the bytes written.
+func (p *Pending) writeManifest(ctx context.Context, m *manifest.Manifest) (key string, body []byte, err error) {
+	c := p.c
 	m.Generation = p.generation
 	m.Sum()
 	m.FinishedAt = c.Now().UTC()
-	body, err := m.Encode()
-	if err != nil {
-		return "", err
+	if body, err = m.Encode(); err != nil {
+		return "", nil, err
 	}
-	manifestKey := c.manifestKey()
-	if err := c.Bucket.Put(ctx, manifestKey, body, "application/json"); err != nil {
-		return "", fmt.Errorf("write manifest: %w", err)
+	key = c.manifestKey()
+	if err := c.Bucket.Put(ctx, key, body, "application/json"); err != nil {
+		return "", nil, fmt.Errorf("write manifest: %w", err)
 	}
-	if scripts != nil {
-		files, err := scripts(m)
-		if err != nil {
-			return "", fmt.Errorf("load scripts: %w", err)
-		}
-		for _, name := range slices.Sorted(maps.Keys(files)) {
-			if err := c.Bucket.Put(ctx, c.Partition+layout.LoadDir+"/"+name, files[name], "text/plain; charset=utf-8"); err != nil {
-				return "", fmt.Errorf("write load script %s: %w", name, err)
-			}
-		}
-	}
+	return key, body, nil
+}
 
+// writeScripts writes the load scripts files (keys are file names under
+// _load/), in the order of their names.
+func (p *Pending) writeScripts(ctx context.Context, files map[string][]byte) error {
+	c := p.c
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := c.Bucket.Put(ctx, c.Partition+layout.LoadDir+"/"+name, files[name], "text/plain; charset=utf-8"); err != nil {
+			return fmt.Errorf("write load script %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// writeSuccess writes _SUCCESS, naming the manifest written at
+// manifestKey by its bytes body.
+func (p *Pending) writeSuccess(ctx context.Context, m *manifest.Manifest, manifestKey string, body []byte) error {
+	c := p.c
 	marker := manifest.NewSuccess(m.Generation, m.RunID, manifestKey, body, c.Now())
 	if err := c.Bucket.Put(ctx, c.successKey(), marker.Encode(), "application/json"); err != nil {
-		return "", fmt.Errorf("write _SUCCESS: %w", err)
+		return fmt.Errorf("write _SUCCESS: %w", err)
 	}
-	return manifestKey, nil
+	return nil
 }
 
 // Abort gives the generation up: every data file not closed is aborted,
 // with a context detached from ctx (inside upload.Writer), so a cancelled
 // invocation still cleans up. Files already closed stay until a later
-// Commit deletes them; without _SUCCESS no reader trusts them. Abort after
-// Commit does nothing.
+// stale cleanup deletes them; without _SUCCESS no reader trusts them. Abort
+// after the commit does nothing.
 func (p *Pending) Abort(ctx context.Context) {
 	p.mu.Lock()
 	files := slices.Clone(p.files)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -13,10 +14,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 	"github.com/daybook-dev/daybook/shared/layout"
+	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
+	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
 
@@ -78,7 +83,18 @@ func writeFile(ctx context.Context, p *Pending, name, body string) (manifest.Fil
 	return manifest.File{Key: r.Key, Rows: 1, Bytes: r.Bytes, CRC32C: r.CRC32C, SHA256: r.SHA256}, nil
 }
 
-func twoScripts(m *manifest.Manifest) (map[string][]byte, error) {
+// generation is a generation of the fixture's partition claimed at
+// claimed, as a run has it once placed: it notes a committed generation
+// it finds in rec (nil: nowhere) and renders its load scripts with scripts.
+func (f *commitFixture) generation(claimed int64, rec *noteRecorder, scripts Scripts) *generation {
+	g := &generation{e: &Exporter{Scripts: scripts}, committer: f.committer(), Partition: Partition{Claim: ledger.Claim{Generation: claimed}}}
+	if rec != nil {
+		g.s = &Service{Ledger: rec}
+	}
+	return g
+}
+
+func twoScripts(_ dataset.Dataset, m *manifest.Manifest, _ account.Destination, _ string) (map[string][]byte, error) {
 	return map[string][]byte{"z.sql": []byte("z"), "a.sql": []byte(fmt.Sprint("gen ", m.Generation))}, nil
 }
 
@@ -111,7 +127,8 @@ func TestCommitOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.record(nil)
-	p, err := f.committer().Begin(ctx, 2, nil)
+	g := f.generation(2, nil, twoScripts)
+	p, err := g.begun(ctx)
 	if err != nil || p.Generation() != 2 {
 		t.Fatalf("Begin = generation %v, %v", p, err)
 	}
@@ -124,7 +141,7 @@ func TestCommitOrder(t *testing.T) {
 		files = append(files, file)
 	}
 	m := &manifest.Manifest{FormatVersion: manifest.FormatVersion, RunID: "run_1", Files: files}
-	key, err := p.Commit(ctx, m, twoScripts)
+	key, err := g.replace(ctx, m)
 	if err != nil || key != commitPP+layout.ManifestName {
 		t.Fatalf("Commit = %q, %v", key, err)
 	}
@@ -213,7 +230,7 @@ func TestBeginGeneration(t *testing.T) {
 				}
 			}
 			note := &noteRecorder{fail: tc.noteFail}
-			p, err := f.committer().Begin(ctx, tc.claimed, note)
+			p, err := f.generation(tc.claimed, note, nil).begun(ctx)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, errInjected) {
 					t.Fatalf("Begin = %v, want %q", err, tc.wantErr)
@@ -270,7 +287,8 @@ func TestCommitFailures(t *testing.T) {
 			}
 			f.record(buckettest.Once(errInjected, tc.fail))
 			err := func() error {
-				p, err := f.committer().Begin(ctx, 1, nil)
+				g := f.generation(1, nil, twoScripts)
+				p, err := g.begun(ctx)
 				if err != nil {
 					return err
 				}
@@ -283,7 +301,7 @@ func TestCommitFailures(t *testing.T) {
 					return err
 				}
 				r := w.Result()
-				_, err = p.Commit(ctx, &manifest.Manifest{Files: []manifest.File{{Key: r.Key, Bytes: r.Bytes}}}, twoScripts)
+				_, err = g.replace(ctx, &manifest.Manifest{Files: []manifest.File{{Key: r.Key, Bytes: r.Bytes}}})
 				return err
 			}()
 			if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tc.wantErr) {
@@ -304,7 +322,8 @@ func TestCommitFailures(t *testing.T) {
 func TestSeveralWriters(t *testing.T) {
 	f := newCommitFixture(t)
 	ctx := t.Context()
-	p, err := f.committer().Begin(ctx, 1, nil)
+	g := f.generation(1, nil, nil)
+	p, err := g.begun(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +339,7 @@ func TestSeveralWriters(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Commit(ctx, &manifest.Manifest{Files: files}, nil); err != nil {
+	if _, err := g.replace(ctx, &manifest.Manifest{Files: files}); err != nil {
 		t.Fatal(err)
 	}
 	objs, err := f.b.List(ctx, commitPP, 100_000)
@@ -349,7 +368,8 @@ func TestSeveralWriters(t *testing.T) {
 func TestOpenFileIsNotCommitted(t *testing.T) {
 	f := newCommitFixture(t)
 	ctx := t.Context()
-	p, err := f.committer().Begin(ctx, 1, nil)
+	g := f.generation(1, nil, nil)
+	p, err := g.begun(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +381,7 @@ func TestOpenFileIsNotCommitted(t *testing.T) {
 	if _, err := w.Write(make([]byte, upload.MinPartSize+1)); err != nil { // starts a multipart upload
 		t.Fatal(err)
 	}
-	if _, err := p.Commit(ctx, &manifest.Manifest{Files: []manifest.File{done}}, nil); !errors.Is(err, errFileOpen) {
+	if _, err := g.replace(ctx, &manifest.Manifest{Files: []manifest.File{done}}); !errors.Is(err, errFileOpen) {
 		t.Fatalf("Commit with a file open = %v, want errFileOpen", err)
 	}
 	p.Abort(ctx)
@@ -377,19 +397,29 @@ func TestOpenFileIsNotCommitted(t *testing.T) {
 	}
 }
 
-// noteRecorder is a CommitNoter that records what it is told, and fails
-// with errInjected when fail is set.
+// noteRecorder is a ledger that records the generations noted committed
+// (LedgerAPI.NoteCommitted), and fails with errInjected when fail is set;
+// it has nothing else.
 type noteRecorder struct {
+	LedgerAPI
 	fail  bool
 	noted []int64
 }
 
-var _ CommitNoter = (*noteRecorder)(nil)
-
-func (n *noteRecorder) NoteCommitted(_ context.Context, g int64) error {
+func (n *noteRecorder) NoteCommitted(_ context.Context, _ partition.Key, _ string, g int64) error {
 	n.noted = append(n.noted, g)
 	if n.fail {
 		return errInjected
 	}
 	return nil
+}
+
+// writeDay writes p's day with exp as a run does once its account is
+// read (place, write), recording nothing in a ledger.
+func writeDay(ctx context.Context, exp *Exporter, p Partition, log *slog.Logger) (*Written, error) {
+	g := exp.generationOf(p, log)
+	if err := g.place(ctx); err != nil {
+		return nil, err
+	}
+	return g.write(ctx)
 }

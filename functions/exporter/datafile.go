@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/encode"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/upload"
 )
@@ -16,11 +18,11 @@ type dataFile struct {
 	enc encode.Writer
 }
 
-// openFile starts the data file at key with the target's upload and the
-// encoder options opts.
-func openFile(ctx context.Context, t *target, pending *Pending, key string, opts encode.Options) (*dataFile, error) {
-	w := pending.NewDataFile(ctx, key, t.upload)
-	enc, err := encode.New(t.format, w, t.Dataset, opts)
+// openFile starts the data file at key of pending, uploaded with up and
+// encoded in format, of ds's columns, with the encoder options opts.
+func openFile(ctx context.Context, pending *Pending, key string, up upload.Options, format fileformat.Format, ds dataset.Dataset, opts encode.Options) (*dataFile, error) {
+	w := pending.NewDataFile(ctx, key, up)
+	enc, err := encode.New(format, w, ds, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // checkDelivered refuses to export a dataset whose declaration in this
 // deployment's catalog breaks the schema the account already received: a
 // column renamed, removed, reordered or retyped is refused, naming the
-// column; appending a nullable column is not. It runs before Begin, so a
+// column; appending a nullable column is not. It runs before begin, so a
 // refused run leaves the partition as it was.
 //
 // What the account received is what a committed generation carried, and

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -33,8 +34,10 @@ const deliveryRewrites = 3
 // without exporting again (Service.notStarted); a manual request's runs
 // again. Without it the manifest would stay missing or stale until another
 // export of the day.
-func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day civil.Date, log *slog.Logger) error {
-	err := s.putDelivery(ctx, acct, day)
+//
+// b is the account's bucket as the run opened it, or nil: it is opened here.
+func (s *Service) writeDelivery(ctx context.Context, acct account.Account, b *bucket.Bucket, day civil.Date, log *slog.Logger) error {
+	err := s.putDelivery(ctx, acct, b, day)
 	if errors.Is(err, account.ErrNoBucketOwner) {
 		// Nothing is written to a bucket whose owner cannot be checked, and
 		// delivering the message again would not change that: the ledger
@@ -50,17 +53,20 @@ func (s *Service) writeDelivery(ctx context.Context, acct account.Account, day c
 	return nil
 }
 
-func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civil.Date) error {
+// putDelivery writes the delivery manifest of day into b (nil: the
+// account's bucket, opened here).
+func (s *Service) putDelivery(ctx context.Context, acct account.Account, b *bucket.Bucket, day civil.Date) error {
 	prefix, err := acct.Prefix(s.Exporter.Config.Stage)
 	if err != nil {
 		return err
 	}
 	key := layout.DeliveryManifestKey(prefix, day)
-	b, err := s.Exporter.bucketOf(ctx, acct)
-	if err != nil {
-		return err
+	if b == nil {
+		if b, err = s.Exporter.bucketOf(ctx, acct); err != nil {
+			return err
+		}
 	}
-	d, err := s.delivery(ctx, acct, day)
+	d, err := s.delivery(ctx, acct, b, prefix, day)
 	if err != nil {
 		return err
 	}
@@ -72,7 +78,7 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 		if err := b.Put(ctx, key, body, "application/json"); err != nil {
 			return fmt.Errorf("write delivery manifest %s: %w", key, err)
 		}
-		now, err := s.delivery(ctx, acct, day)
+		now, err := s.delivery(ctx, acct, b, prefix, day)
 		if err != nil {
 			return err
 		}
@@ -86,12 +92,13 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, day civ
 	}
 }
 
-// delivery reads the ledger rows of day for every enabled dataset of acct.
+// delivery reads the ledger rows of day for every enabled dataset of acct,
+// whose bucket is b and prefix prefix.
 // A snapshot dataset without a row on a day older than the account's
 // newest closed day has no copy of the day by design (the sweep takes a
 // snapshot's copy for the newest closed day only): it is latest-only, not
 // missing.
-func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.Date) (*manifest.Delivery, error) {
+func (s *Service) delivery(ctx context.Context, acct account.Account, b *bucket.Bucket, prefix string, day civil.Date) (*manifest.Delivery, error) {
 	newest := acct.WithDefaults(s.SettleDelay).ClosedThrough(s.Now())
 	statuses := make([]manifest.PartitionStatus, 0, len(acct.Datasets))
 	for _, name := range acct.Datasets {
@@ -118,7 +125,7 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 			st.ManifestKey = row.ManifestKey
 			st.CompletedAt = row.CompletedAt
 			st.Reason = string(row.Reason)
-			st.Standing = s.standing(ctx, acct, key, row)
+			st.Standing = standing(ctx, b, prefix, key, row)
 		}
 		if err := s.annotate(ctx, &st, acct.ID, day, row); err != nil {
 			return nil, err
@@ -131,20 +138,12 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, day civil.
 // standing reports whether the failed row's last committed generation is
 // still committed in the bucket: the partition's _SUCCESS names that
 // generation and the manifest the row recorded. An attempt that failed
-// before its first row (Export begins the generation only then) left it
+// before its first row (the generation begins only then) left it
 // there, and the customer still has the day; one that failed later removed
 // it. Only a failed row that completed before is read (one bounded GET);
 // a marker that cannot be read says missing, as before.
-func (s *Service) standing(ctx context.Context, acct account.Account, ds string, row ledger.Row) bool {
+func standing(ctx context.Context, b *bucket.Bucket, prefix, ds string, row ledger.Row) bool {
 	if row.State != ledger.StateFailed || row.Generation < 1 || row.ManifestKey == "" {
-		return false
-	}
-	prefix, err := acct.Prefix(s.Exporter.Config.Stage)
-	if err != nil {
-		return false
-	}
-	b, err := s.Exporter.bucketOf(ctx, acct)
-	if err != nil {
 		return false
 	}
 	body, err := b.Get(ctx, layout.SuccessKey(prefix, ds, row.Day), manifest.MaxSuccessBytes)

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -16,7 +16,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
-	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -114,8 +113,10 @@ func (c ExportConfig) partSize() int64 {
 	return max(p, upload.MinPartSize)
 }
 
-// Exporter writes one partition into its account's bucket with the commit
-// protocol. It holds no per-partition state; one value serves every message.
+// Exporter is what every generation is written with (generation.go): the
+// source, the destinations' buckets and tables, the load scripts, file
+// sizes and the clock. It holds no per-partition state; one value serves
+// every message.
 type Exporter struct {
 	Source  source.Source
 	Buckets Buckets
@@ -149,9 +150,24 @@ type Partition struct {
 	Day     civil.Date
 	Claim   ledger.Claim
 	RunID   string
-	// Noter records a generation found committed in the bucket that the
-	// claim did not know of (Committer.Begin); nil skips it.
-	Noter CommitNoter
+}
+
+// target is a partition and where it is written: its account's prefix,
+// file format, bucket and table, and how its data files are encoded and
+// uploaded. A generation places it once per run (generation.place).
+type target struct {
+	Partition
+	prefix     string
+	partPrefix string
+	format     fileformat.Format
+	bucket     *bucket.Bucket
+	table      *accountTable // the account's Iceberg table of the dataset; nil: none
+	// destination names where and in what form the files go: bucket,
+	// prefix, format, compression and Parquet profile. A plan of slices
+	// records it; its slices and its commit must find the same.
+	destination string
+	upload      upload.Options // of every data file
+	encode      encode.Options // of every data file
 }
 
 // Written is what an export did: the generation it committed, or the plan
@@ -188,73 +204,6 @@ type content struct {
 	prov    source.Provenance
 }
 
-// Export writes the partition as source → encoder → committer: it takes
-// the day's fingerprint, opens the source's read of the day, and only when
-// the source hands over its first batch (or ends without a row) begins a
-// generation (Committer.Begin removes the old _SUCCESS); it streams the
-// rows through the encoder into data files, and commits them with the
-// manifest and load scripts (_SUCCESS last). On error nothing after the
-// failed step runs and in-flight multipart uploads are aborted.
-//
-// So every refusal found before the first row (the delivered schema, the
-// tenant key, the query's result columns and their types, a source that
-// cannot be reached, a value of the first batch) leaves the committed
-// generation as it was: its _SUCCESS, files and table entry stay, and the
-// customer keeps the day they had.
-//
-// A day larger than one run (E7; slices.go) is not read here: Export
-// decides on a plan of slices, checks the source as far as it can without
-// reading a row (probe), begins the generation and returns the plan
-// (Written.Planned) for the caller to record and send.
-func (e *Exporter) Export(ctx context.Context, p Partition, log *slog.Logger) (*Written, error) {
-	c := content{started: e.Now().UTC()}
-	t, err := e.targetOf(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.checkDelivered(ctx, t); err != nil {
-		return nil, err
-	}
-	q := partitionQuery(p.Account, p.Dataset, p.Day)
-	var rows int64
-	c.fp, rows = e.fingerprint(ctx, q, log)
-	if n := e.slicesFor(t, rows); n > 0 {
-		if err := e.probe(ctx, q); err != nil {
-			return nil, err
-		}
-		pending, err := t.committer.Begin(ctx, p.Claim.Generation, p.Noter)
-		if err != nil {
-			return nil, err
-		}
-		plan := e.planOf(t, pending.Generation(), n, rows, c)
-		e.placeBounds(ctx, q, &plan, log)
-		return &Written{Planned: &plan, Fingerprint: c.fp}, nil
-	}
-
-	var (
-		pending  *Pending
-		beginErr error
-	)
-	begin := func() (*Pending, error) {
-		if pending == nil && beginErr == nil {
-			pending, beginErr = t.committer.Begin(ctx, p.Claim.Generation, p.Noter)
-		}
-		return pending, beginErr
-	}
-	defer func() {
-		if pending != nil {
-			pending.Abort(ctx) // after Commit it does nothing
-		}
-	}()
-	if c.files, c.prov, err = e.writeData(ctx, t, begin, q, wholeDay); err != nil {
-		if beginErr != nil {
-			return nil, beginErr
-		}
-		return nil, err
-	}
-	return e.commit(ctx, t, pending, c, log)
-}
-
 // errProbed ends a probe's read at its first batch.
 var errProbed = errors.New("probed")
 
@@ -276,7 +225,7 @@ func (e *Exporter) probe(ctx context.Context, q source.Query) error {
 	return err
 }
 
-// partitionQuery is the source query of a day, as Export builds it.
+// partitionQuery is the source query of a day, as a generation writes it.
 func partitionQuery(a account.Account, ds dataset.Dataset, day civil.Date) source.Query {
 	start, end := a.Window(day)
 	return source.Query{AccountID: a.ID, TenantKey: a.TenantKey, Dataset: ds, Day: civil.Of(day.Start(time.UTC)), Start: start, End: end, Shard: a.SourceShard}
@@ -367,69 +316,6 @@ func (e *Exporter) planOf(t *target, generation int64, n int, rows int64, c cont
 		StartedAt: c.started, ExpectedRows: expected, Fingerprint: c.fp, Destination: t.destination}
 }
 
-// target is a partition and where it is written: its account's prefix,
-// file format and bucket, the committer of its partition prefix, and how
-// its data files are encoded and uploaded. It is computed once per export,
-// slice and commit.
-type target struct {
-	Partition
-	prefix     string
-	partPrefix string
-	format     fileformat.Format
-	bucket     *bucket.Bucket
-	committer  *Committer
-	table      *icetable.Table        // the account's Iceberg table of the dataset; nil: none
-	glue       *icetable.Registration // where the table is registered in Glue; nil: nowhere
-	// destination names where and in what form the files go: bucket,
-	// prefix, format, compression and Parquet profile. A plan of slices
-	// records it; its slices and its commit must find the same.
-	destination string
-	upload      upload.Options // of every data file
-	encode      encode.Options // of every data file
-}
-
-func (e *Exporter) targetOf(ctx context.Context, p Partition) (*target, error) {
-	prefix, err := p.Account.Prefix(e.Config.Stage)
-	if err != nil {
-		return nil, err
-	}
-	d := p.Account.Destination
-	format, err := d.FileFormat()
-	if err != nil {
-		return nil, fmt.Errorf("account %s destination format: %w", p.Account.ID, err)
-	}
-	profile, err := encode.ParseProfile(string(d.ParquetProfile))
-	if err != nil {
-		return nil, fmt.Errorf("account %s destination parquet_profile: %w", p.Account.ID, err)
-	}
-	b, err := e.bucketOf(ctx, p.Account)
-	if err != nil {
-		return nil, err
-	}
-	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
-	t := &target{Partition: p, prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
-		committer: &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now,
-			Expect: manifest.Expect{AccountID: p.Account.ID, Dataset: p.Dataset.Name, Contract: p.Dataset.ContractVersion(),
-				Day: p.Day.String(), Partition: partPrefix, Extension: format.Extension()}},
-		destination: strings.Join([]string{d.Bucket, prefix, string(format), string(format.Codec(d.Compression)), string(d.ParquetProfile)}, "|"),
-		upload: upload.Options{
-			PartSize:      e.Config.partSize(),
-			Concurrency:   e.Config.Concurrency,
-			MaxObjectSize: 4 * e.Config.maxFileBytes(),
-			ContentType:   format.ContentType(),
-		},
-		// A row group is buffered until flushed; keep it well under the
-		// file size so files roll close to MaxFileBytes.
-		encode: encode.Options{MaxRowGroupRows: e.Config.RowGroupRows, Profile: profile,
-			MaxRowGroupBytes: min(64<<20, max(1<<20, e.Config.maxFileBytes()/4)), Workers: e.Config.encodeWorkers()},
-	}
-	if format == fileformat.Parquet && d.Compression != "" {
-		t.encode.Compression = d.Compression
-	}
-	t.useTable(e.Catalogs)
-	return t, nil
-}
-
 // wholeDay is writeData's slice for the data files of a day written whole.
 const wholeDay = -1
 
@@ -439,56 +325,6 @@ func (t *target) dataKey(slice, n int) string {
 		return layout.DataKey(t.prefix, t.Dataset.Name, t.Day, n, t.format.Extension())
 	}
 	return layout.SliceDataKey(t.prefix, t.Dataset.Name, t.Day, slice, n, t.format.Extension())
-}
-
-// commit writes the generation's manifest (c's files in order, provenance
-// and fingerprint as read), load scripts and _SUCCESS, and the bucket's
-// docs.
-func (e *Exporter) commit(ctx context.Context, t *target, pending *Pending, c content, log *slog.Logger) (*Written, error) {
-	m := &manifest.Manifest{
-		FormatVersion: manifest.FormatVersion,
-		Contract:      t.Dataset.ContractVersion(),
-		AccountID:     t.Account.ID,
-		Dataset:       t.Dataset.Name,
-		SchemaVersion: t.Dataset.Version,
-		Day:           t.Day.String(),
-		Partition:     t.Dataset.Partition,
-		Mode:          t.Dataset.Mode,
-		Read:          t.Dataset.Read,
-		RunID:         t.RunID,
-		Reason:        string(t.Claim.Reason),
-		Attempt:       t.Claim.Attempt,
-		Format:        string(t.format),
-		Compression:   string(t.format.Codec(t.Account.Destination.Compression)),
-		StartedAt:     c.started,
-		Schema:        manifest.SchemaOf(t.Dataset),
-		Files:         c.files,
-		Provenance:    manifest.Provenance{Provenance: c.prov, RequestedBy: t.Claim.RequestedBy},
-		Restatement:   restatementOf(t.Claim, c.files),
-	}
-	var scripts func(*manifest.Manifest) (map[string][]byte, error)
-	if e.Scripts != nil {
-		scripts = func(m *manifest.Manifest) (map[string][]byte, error) {
-			files, err := e.Scripts(t.Dataset, m, t.Account.Destination, t.partPrefix)
-			if err != nil {
-				return nil, err
-			}
-			return t.withTableScripts(files)
-		}
-	}
-	manifestKey, err := pending.Commit(ctx, m, scripts)
-	if err != nil {
-		return nil, err
-	}
-	log.InfoContext(ctx, "partition committed", "files", len(c.files), "rows", m.Totals.Rows, "bytes", m.Totals.Bytes,
-		"source_rows", c.prov.RowCount, "manifest", manifestKey)
-	unregistered, tableError, err := t.deliver(ctx, m, manifestKey, log)
-	if err != nil {
-		return nil, err
-	}
-	e.writeDocs(ctx, t, log)
-	e.recordSchema(ctx, t.Dataset, log)
-	return &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp, Unregistered: unregistered, TableError: tableError}, nil
 }
 
 // restatementOf is the restatement a run of claim makes, for its
@@ -530,31 +366,31 @@ func (e *Exporter) bucketOf(ctx context.Context, a account.Account) (*bucket.Buc
 }
 
 // writeData streams q's rows through the encoder into the generation's
-// data files of slice (wholeDay: of the day), named t.dataKey(slice, 0),
+// data files of slice (wholeDay: of the day), named g.dataKey(slice, 0),
 // (slice, 1), ..., rolling to the next file past MaxFileBytes. The day
 // written whole and slice 0 get one valid zero-row file when q has no
 // rows. On error the file being written is left to Pending.Abort.
 //
-// pending gives the generation the files are written into; it is called
-// when the first file is opened, once the source has handed over its first
+// The files are written into the generation begun (generation.begun) when
+// the first file is opened, once the source has handed over its first
 // batch or ended without a row, and not at all when the source fails
-// before (Export begins the generation there).
-func (e *Exporter) writeData(ctx context.Context, t *target, pending func() (*Pending, error), q source.Query, slice int) ([]manifest.File, source.Provenance, error) {
+// before.
+func (e *Exporter) writeData(ctx context.Context, g *generation, q source.Query, slice int) ([]manifest.File, source.Provenance, error) {
 	var (
 		files []manifest.File
 		cur   *dataFile
 	)
 	maxFile := e.Config.maxFileBytes()
-	depth, opts := e.Config.pipelineDepth(), t.encode
-	if depth > 0 && opts.Workers > 1 && t.format == fileformat.Parquet {
+	depth, opts := e.Config.pipelineDepth(), g.encode
+	if depth > 0 && opts.Workers > 1 && g.format == fileformat.Parquet {
 		opts.Assist = encode.NewAssist() // the reader helps the files' encoders in turn
 	}
 	open := func() error {
-		p, err := pending()
+		p, err := g.begun(ctx)
 		if err != nil {
 			return err
 		}
-		f, err := openFile(ctx, t, p, t.dataKey(slice, len(files)), opts)
+		f, err := openFile(ctx, p, g.dataKey(slice, len(files)), g.upload, g.format, g.Dataset, opts)
 		cur = f
 		return err
 	}

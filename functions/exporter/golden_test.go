@@ -115,7 +115,7 @@ func exportSums(t *testing.T, pipeline int) string {
 		for _, ds := range tc.datasets {
 			c := ledger.Claim{Key: partition.Key{AccountID: a.ID, Dataset: ds, Day: day}, Token: "tok_golden", Attempt: 1, Generation: 1,
 				Reason: partition.ReasonScheduled, ClaimedAt: now, LeaseUntil: now.Add(20 * time.Minute)}
-			w, err := exp.Export(ctx, Partition{Account: a, Dataset: mustDataset(t, ds), Day: day, Claim: c, RunID: "run_golden"}, log)
+			w, err := writeDay(ctx, exp, Partition{Account: a, Dataset: mustDataset(t, ds), Day: day, Claim: c, RunID: "run_golden"}, log)
 			if err != nil {
 				t.Fatalf("%s %s: %v", tc.name, ds, err)
 			}

@@ -5,31 +5,31 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
-	"github.com/daybook-dev/daybook/shared/loadsql"
 	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
 // The account's Iceberg table (destination.table_format: iceberg) around
-// the commit protocol of a day (commit.go):
+// the commit protocol of a day (generation.go):
 //
-//  1. Begin, before the old _SUCCESS goes and before any data file is
-//     overwritten or deleted, withdraws the day from the table's current
+//  1. withdraw, before the old _SUCCESS goes and before any data file is
+//     overwritten or deleted, takes the day out of the table's current
 //     snapshot (a day the table lacks is left alone), so the current
 //     snapshot never references a file the generation is about to
 //     replace;
 //  2. the folder is replaced exactly as without a table (part files,
 //     stale deletion, _manifest.json, _load/, _SUCCESS last): the table's
 //     files live in <dataset>/metadata/, outside every dt= folder;
-//  3. after _SUCCESS, and before the ledger records the commit, the day's
-//     new files are delivered in one snapshot naming the generation, day,
-//     reason and manifest.
+//  3. table, after _SUCCESS and before the ledger records the commit,
+//     delivers the day's new files in one snapshot naming the generation,
+//     day, reason and manifest (accountTable.deliver).
 //
 // A failure of step 1 or 3 fails the attempt like any failed step, and the
 // ledger's retry runs the day again: a run that died anywhere leaves the
@@ -55,34 +55,29 @@ type Catalogs interface {
 
 var _ Catalogs = buckets{}
 
-// useTable sets the target's table and the withdrawal its committer runs,
-// when the account keeps one, and where the table is registered in Glue,
-// when the account asks for it and cats is set.
-func (t *target) useTable(cats Catalogs) {
-	d := t.Account.Destination
+// accountTable is the account's Iceberg table of a dataset, in the run's
+// bucket, and where it is registered in Glue.
+type accountTable struct {
+	*icetable.Table
+	glue      *icetable.Registration // nil: nowhere
+	bucket    string                 // the bucket's name, for the object at fault
+	accountID string
+}
+
+// tableOf is the account's table of ds in b under prefix when the account
+// keeps one (nil otherwise), registered in Glue when the account asks for
+// it and cats is set.
+func tableOf(b *bucket.Bucket, prefix string, a account.Account, ds dataset.Dataset, cats Catalogs) *accountTable {
+	d := a.Destination
 	if d.TableFormat != account.TableFormatIceberg {
-		return
-	}
-	t.table = &icetable.Table{
-		Store:    t.bucket,
-		Location: tableLocation(t.prefix, t.Dataset.Name),
-		Dataset:  t.Dataset,
-	}
-	if d.Glue != nil && cats != nil {
-		t.glue = &icetable.Registration{API: cats.Glue(t.Account.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(t.Dataset.Name),
-			Location: icetable.TableURI(t.bucket, t.table.Location)}
-	}
-	day := t.Day
-	t.committer.Withdraw = func(ctx context.Context, generation int64) error {
-		_, err := t.table.Withdraw(ctx, day, generation)
-		if errors.Is(err, icetable.ErrBroken) {
-			return nil // the delivery finds it broken too, and records it
-		}
-		if err != nil {
-			return fmt.Errorf("withdraw %s from the Iceberg table: %w", day, err)
-		}
 		return nil
 	}
+	t := &accountTable{Table: &icetable.Table{Store: b, Location: tableLocation(prefix, ds.Name), Dataset: ds}, bucket: b.Name(), accountID: a.ID}
+	if d.Glue != nil && cats != nil {
+		t.glue = &icetable.Registration{API: cats.Glue(a.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(ds.Name),
+			Location: icetable.TableURI(b, t.Location)}
+	}
+	return t
 }
 
 // maxTableErrorLen bounds the table error the ledger records.
@@ -91,15 +86,15 @@ const maxTableErrorLen = 2048
 // tableBroken is the ledger's table error of a generation the account's
 // table could not take (err is icetable.ErrBroken), logged with the object
 // at fault and the repair command.
-func (t *target) tableBroken(ctx context.Context, err error, log *slog.Logger) string {
-	repair := icetable.RepairCommand(t.Account.ID, t.Dataset.Name)
+func (t *accountTable) broken(ctx context.Context, err error, log *slog.Logger) string {
+	repair := icetable.RepairCommand(t.accountID, t.Dataset.Name)
 	msg := err.Error()
 	if len(msg) > maxTableErrorLen {
 		msg = strings.ToValidUTF8(msg[:maxTableErrorLen], "") + "…"
 	}
 	object := ""
 	if be := (*icetable.BrokenError)(nil); errors.As(err, &be) {
-		object = "s3://" + t.bucket.Name() + "/" + strings.TrimPrefix(be.Key, "s3://"+t.bucket.Name()+"/")
+		object = "s3://" + t.bucket + "/" + strings.TrimPrefix(be.Key, "s3://"+t.bucket+"/")
 	}
 	log.ErrorContext(ctx, "table broken: the day's files are delivered, its Iceberg table did not take them", "code", string(manifest.CodeTableBroken),
 		"table_object", object, "repair", repair, "error", msg)
@@ -111,38 +106,23 @@ func tableLocation(prefix, ds string) string {
 	return strings.TrimSuffix(layout.DatasetPrefix(prefix, ds), "/")
 }
 
-// withTableScripts adds the table-format scripts to a partition's load
-// scripts when the account keeps a table.
-func (t *target) withTableScripts(files map[string][]byte) (map[string][]byte, error) {
-	if t.table == nil {
-		return files, nil
-	}
-	p := placed(loadsql.Partition{Bucket: t.bucket.Name(), Day: t.Day}, t.Account.Destination)
-	more, err := loadsql.TableScripts(t.Dataset, p, t.table.Location)
-	if err != nil {
-		return nil, err
-	}
-	maps.Copy(files, more)
-	return files, nil
-}
-
 // deliver adds the committed generation m to the account's table; it does
 // nothing when the account keeps none. unregistered reports a table
 // committed whose Glue registration failed (register); tableError, a table
 // that could not take the generation (icetable.ErrBroken), as the ledger
 // records it: the generation stands, the table waits for its repair.
-func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) (unregistered bool, tableError string, err error) {
-	if t.table == nil {
+func (t *accountTable) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) (unregistered bool, tableError string, err error) {
+	if t == nil {
 		return false, "", nil
 	}
 	day, err := civil.Parse(m.Day)
 	if err != nil {
 		return false, "", fmt.Errorf("manifest day %q: %w", m.Day, err)
 	}
-	r, err := t.table.Deliver(ctx, icetable.Delivery{Day: day, Generation: m.Generation, Reason: m.Reason,
+	r, err := t.Deliver(ctx, icetable.Delivery{Day: day, Generation: m.Generation, Reason: m.Reason,
 		RunID: m.RunID, ManifestKey: manifestKey, Files: m.Files})
 	if errors.Is(err, icetable.ErrBroken) {
-		return false, t.tableBroken(ctx, err, log), nil
+		return false, t.broken(ctx, err, log), nil
 	}
 	if err != nil {
 		return false, "", fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
@@ -158,7 +138,7 @@ func (t *target) deliver(ctx context.Context, m *manifest.Manifest, manifestKey 
 // generation is committed, and the table's next delivery (of this day or
 // any other, also one that finds the table already as it should be)
 // registers it again.
-func (t *target) register(ctx context.Context, r icetable.Result, log *slog.Logger) bool {
+func (t *accountTable) register(ctx context.Context, r icetable.Result, log *slog.Logger) bool {
 	if t.glue == nil || r.Table == nil {
 		return true
 	}

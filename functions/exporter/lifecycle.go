@@ -4,8 +4,8 @@ package main
 // data, restate.go), reseeds of incremental datasets (reseed.go) and the
 // events of committed and stopped partitions (publish.go). Service reaches
 // them through a few calls: Process hands their messages to lifecycle, a
-// run's finish fills a completed generation's late-data fields (lateData,
-// restate.go) and seed epoch (seedEpoch), records and publishes it (recordCommitted, deliver)
+// generation's finish fills its late-data fields (lateData, restate.go)
+// and seed epoch (seedEpochAt), records and publishes it (record, publish)
 // and counts it for a reseed (seedDayDone), and the delivery manifest asks
 // annotate.
 
@@ -67,27 +67,24 @@ func (s *Service) lifecycle(ctx context.Context, msg jobs.Message, log *slog.Log
 	return true, s.reseedDone(ctx, *msg.ReseedDone, log)
 }
 
-// seedEpoch is the seed epoch a generation of the run rebuilds its day
-// for: the running reseed's of the dataset when the run began after it
-// began, 0 otherwise.
-func (r *run) seedEpoch(ctx context.Context) int64 { return r.seedEpochAt(ctx, r.began) }
-
-// seedEpochAt is the seed epoch of a generation of the run's day whose
-// export began at started: a generation an earlier run committed (and
-// died before recording) keeps the reseed it was made for.
-func (r *run) seedEpochAt(ctx context.Context, started time.Time) int64 {
-	seed, ok := r.s.seed(ctx, r.Claim.AccountID, r.Claim.Dataset, r.log)
-	if ok && seed.Counts(r.Claim.Day, started.UTC()) {
+// seedEpochAt is the seed epoch a generation of the day whose export
+// began at started rebuilds its day for: the running reseed's of the
+// dataset when the export began after it began, 0 otherwise. A generation
+// an earlier run committed (and died before recording) keeps the reseed it
+// was made for.
+func (g *generation) seedEpochAt(ctx context.Context, started time.Time) int64 {
+	seed, ok := g.s.seed(ctx, g.Claim.AccountID, g.Claim.Dataset, g.log)
+	if ok && seed.Counts(g.Claim.Day, started.UTC()) {
 		return seed.Epoch
 	}
 	return 0
 }
 
-// seedDayDone counts the run's day, committed and recorded, for the reseed
+// seedDayDone counts the generation's day, committed and recorded, for the reseed
 // of epoch (0: none) and, once every day is, queues the reseed's
 // completion.
-func (r *run) seedDayDone(ctx context.Context, epoch int64) {
-	s, claim, log := r.s, r.Claim, r.log
+func (g *generation) seedDayDone(ctx context.Context, epoch int64) {
+	s, claim, log := g.s, g.Claim, g.log
 	if epoch == 0 || s.Lifecycle == nil {
 		return
 	}

@@ -180,7 +180,7 @@ func TestListsAndBinaryEndToEnd(t *testing.T) {
 		a := e.acct
 		a.Destination.Format = format
 		c := ledger.Claim{Key: partition.Key{AccountID: a.ID, Dataset: ds.Name, Day: testDay}, Token: "tok", Attempt: 1, Generation: gen, Reason: partition.ReasonScheduled}
-		return exp.Export(e.ctx, Partition{Account: a, Dataset: ds, Day: testDay, Claim: c, RunID: "run_typed"}, e.svc.Log)
+		return writeDay(e.ctx, &exp, Partition{Account: a, Dataset: ds, Day: testDay, Claim: c, RunID: "run_typed"}, e.svc.Log)
 	}
 	duck := duckcheck.Open(t)
 	for _, format := range []fileformat.Format{fileformat.NDJSON, fileformat.Parquet} {

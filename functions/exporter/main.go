@@ -1,7 +1,8 @@
 // Command exporter is the exporter Lambda: it reads export messages from SQS
 // and writes each partition into its account's bucket. This file only wires.
 //
-// service.go routes a message; run.go is one partition's run; slices.go and
+// service.go routes a message; generation.go is one run's generation of a
+// partition and the commit protocol it runs; slices.go and
 // slicerun.go days exported in slices; restate.go restatement (the check
 // message and what a generation records for the next check); reseed.go
 // reseeds; lifecycle.go how both hook into a run.

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -235,7 +236,7 @@ func TestGenerationNeverRepeats(t *testing.T) {
 	if c.Generation != 2 {
 		t.Fatalf("claimed generation %d", c.Generation)
 	}
-	if _, err := e.exp.Export(e.ctx, Partition{Account: e.acct, Dataset: mustDataset(t, "events"), Day: testDay, Claim: c, RunID: "run_crashed"}, e.svc.Log); err != nil {
+	if _, err := writeDay(e.ctx, e.exp, Partition{Account: e.acct, Dataset: mustDataset(t, "events"), Day: testDay, Claim: c, RunID: "run_crashed"}, e.svc.Log); err != nil {
 		t.Fatal(err)
 	}
 	succ, err := manifest.DecodeSuccess(e.get(layout.SuccessKey(e.prefix, "events", testDay)))

@@ -114,7 +114,7 @@ func TestPlatformCatalogEndToEnd(t *testing.T) {
 		a := e.acct
 		a.Destination.Format = format
 		c := ledger.Claim{Key: partition.Key{AccountID: a.ID, Dataset: ds.Name, Day: testDay}, Token: "tok", Attempt: 1, Generation: gen, Reason: partition.ReasonScheduled}
-		return exp.Export(e.ctx, Partition{Account: a, Dataset: ds, Day: testDay, Claim: c, RunID: "run_platform"}, e.svc.Log)
+		return writeDay(e.ctx, &exp, Partition{Account: a, Dataset: ds, Day: testDay, Claim: c, RunID: "run_platform"}, e.svc.Log)
 	}
 	fetch := func(w *Written, ext string) []string {
 		t.Helper()

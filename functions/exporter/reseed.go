@@ -153,6 +153,10 @@ func (s *Service) reseedDone(ctx context.Context, d jobs.ReseedDone, log *slog.L
 // writeDeliveries rewrites the delivery manifests of days from the ledger,
 // a few at a time; it returns the errors of the days it could not write.
 func (s *Service) writeDeliveries(ctx context.Context, acct account.Account, days []civil.Date) error {
+	b, err := s.Exporter.bucketOf(ctx, acct)
+	if err != nil {
+		b = nil // each day's write fails opening it, and says why
+	}
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -169,7 +173,7 @@ func (s *Service) writeDeliveries(ctx context.Context, acct account.Account, day
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := s.putDelivery(ctx, acct, d); err != nil {
+			if err := s.putDelivery(ctx, acct, b, d); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("delivery manifest of %s: %w", d, err))
 				mu.Unlock()

@@ -104,11 +104,11 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 // fingerprint its rows were read with, when to check it again (zero when
 // the day is outside the lookback window, or no check is configured), and
 // whether it restates the day.
-func (r *run) lateData(res *ledger.Result, w *Written) {
+func (g *generation) lateData(res *ledger.Result, w *Written) {
 	res.Fingerprint = w.Fingerprint
 	res.Restated = w.Manifest.Restatement != nil
-	if lc := r.s.Lifecycle; lc != nil && res.Fingerprint.Value != "" {
-		now := r.s.Now()
-		res.Fingerprint.CheckAt = lc.Restate.CheckAt(r.Claim.Day, r.Account.ClosedThrough(now), now)
+	if lc := g.s.Lifecycle; lc != nil && res.Fingerprint.Value != "" {
+		now := g.s.Now()
+		res.Fingerprint.CheckAt = lc.Restate.CheckAt(g.Claim.Day, g.Account.ClosedThrough(now), now)
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/partition"
+	"github.com/daybook-dev/daybook/shared/upload"
 )
 
 // LedgerAPI is the part of the ledger the exporter uses. Every write is
@@ -122,7 +125,7 @@ func (s *Service) job(ctx context.Context, j jobs.Job, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("start %s: %w", key, err)
 	}
-	return s.export(ctx, claim, log)
+	return s.export(ctx, claim, nil, log)
 }
 
 // notStarted handles a job whose claim Start refused. A job for an account
@@ -173,7 +176,7 @@ func (s *Service) deliverAtRest(ctx context.Context, acct account.Account, row l
 	if row.State == ledger.StateRunning || !acct.Enabled {
 		return nil // a newer claim runs it, and writes the manifest when it ends
 	}
-	return s.writeDelivery(ctx, acct, row.Day, log)
+	return s.writeDelivery(ctx, acct, nil, row.Day, log)
 }
 
 // manual checks a manual request against its account with the one check
@@ -212,7 +215,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", key, err)
 	}
-	return s.export(ctx, claim, log.With("generation", claim.Generation))
+	return s.export(ctx, claim, acct, log.With("generation", claim.Generation))
 }
 
 // unnote takes back the note a sender left on the day of a refused
@@ -264,4 +267,73 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// export runs one claimed partition and records the outcome in the ledger.
+// An export failure is recorded (with backoff) and the message is done:
+// retries are the ledger's job, SQS redelivery is only for crashes (E4).
+//
+// acct is the account as the request read it (a manual request's), or nil:
+// the generation reads it.
+func (s *Service) export(ctx context.Context, claim ledger.Claim, acct *account.Account, log *slog.Logger) error {
+	id, err := s.runID()
+	if err != nil {
+		return err
+	}
+	g := s.newGeneration(claim, id, s.Now(), log)
+	// The export gets the invocation's time less a reserve; the ledger writes
+	// after it get a fresh context, so a timeout is recorded, not lost.
+	runCtx, cancel := s.runContext(ctx)
+	defer cancel()
+	w, err := g.export(runCtx, acct)
+	ctx, done := finishContext(ctx)
+	defer done()
+	if err != nil {
+		// A run refused by a fence is not due again before it ends.
+		return g.failedAfter(ctx, err, fenceOf(err))
+	}
+	if w.Planned != nil {
+		return nil // the slices export the day, and the last commits it (slices.go)
+	}
+	return g.finish(ctx, w)
+}
+
+// runContext ends the export Reserve before the invocation's deadline.
+func (s *Service) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, dl.Add(-s.reserve()))
+}
+
+func (s *Service) reserve() time.Duration {
+	if s.Reserve == 0 {
+		return DefaultReserve
+	}
+	return s.Reserve
+}
+
+// DefaultReserve covers an abort (upload.AbortTimeout), the ledger writes
+// (finishTimeout) and a margin.
+const DefaultReserve = upload.AbortTimeout + finishTimeout + 5*time.Second
+
+const finishTimeout = 15 * time.Second
+
+// finishContext outlives a cancelled export for the ledger writes that
+// record its outcome, bounded so it cannot hang an invocation.
+func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+}
+
+func (s *Service) runID() (string, error) {
+	var b [6]byte
+	r := s.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("run id: %w", err)
+	}
+	return "run_" + s.Now().UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b[:]), nil
 }

@@ -46,8 +46,8 @@ const MinTimeout = DefaultReserve + minCommitTime + commitStartup
 // planSlices records the plan and sends one message per slice to the
 // exporter's queue. A failure leaves the partition's run to fail: its
 // slices then find the claim gone and stop.
-func (r *run) planSlices(ctx context.Context, plan ledger.SlicePlan) error {
-	s := r.s
+func (g *generation) planSlices(ctx context.Context, plan ledger.SlicePlan) error {
+	s := g.s
 	if err := s.Ledger.PlanSlices(ctx, plan); err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (r *run) planSlices(ctx context.Context, plan ledger.SlicePlan) error {
 			return fmt.Errorf("send slices: %w", err)
 		}
 	}
-	r.log.InfoContext(ctx, "partition planned in slices", "slices", plan.Slices, "expected_rows", plan.ExpectedRows, "generation", plan.Generation)
+	g.log.InfoContext(ctx, "partition planned in slices", "slices", plan.Slices, "expected_rows", plan.ExpectedRows, "generation", plan.Generation)
 	return nil
 }
 
@@ -124,8 +124,9 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 	case err != nil:
 		return fmt.Errorf("start slice %d of %s: %w", m.Slice, key, err)
 	}
-	r := &sliceRun{run: &run{s: s, Partition: Partition{Day: sl.Key.Day, Claim: ledger.Claim{Key: sl.Key, Token: sl.Token}},
-		log: log.With("slice_attempt", sl.Attempts)}, sl: sl, m: m}
+	g := s.Exporter.generationOf(Partition{Day: sl.Key.Day, Claim: ledger.Claim{Key: sl.Key, Token: sl.Token}}, log.With("slice_attempt", sl.Attempts))
+	g.s = s
+	r := &sliceRun{generation: g, sl: sl, m: m}
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
 	out, permanent, err := r.export(runCtx)
@@ -192,10 +193,10 @@ func (s *Service) planOf(ctx context.Context, key partition.Key, m jobs.Slice, l
 }
 
 // sliceRun is one run of a slice: the slice as StartSlice claimed it, its
-// message, and the run (the plan's claim, the account once read, a run id
-// of its own).
+// message, and its generation (the plan's claim, the account once read, a
+// run id of its own).
 type sliceRun struct {
-	*run
+	*generation
 	sl ledger.Slice
 	m  jobs.Slice
 }
@@ -216,7 +217,7 @@ func (r *sliceRun) export(ctx context.Context) (out sliceOutput, permanent bool,
 		return sliceOutput{}, errors.Is(err, errNeverRuns), err
 	}
 	r.log.DebugContext(ctx, "slice started", "run_id", r.RunID)
-	out, err = r.s.Exporter.ExportSlice(ctx, r.Partition, sl)
+	out, err = r.exportSlice(ctx, sl)
 	return out, errors.Is(err, errDestinationChanged), err
 }
 
@@ -226,23 +227,23 @@ var errNeverRuns = errors.New("the partition cannot be exported")
 
 // load reads the dataset and the account, as it is now, of the run of a
 // sliced day (a slice's or the commit's).
-func (r *run) load(ctx context.Context) error {
-	key := r.Claim.Key
+func (g *generation) load(ctx context.Context) error {
+	key := g.Claim.Key
 	ds, err := dataset.Resolve(key.Dataset)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNeverRuns, err)
 	}
-	acct, err := r.s.Ledger.GetAccount(ctx, key.AccountID)
+	acct, err := g.s.Ledger.GetAccount(ctx, key.AccountID)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return fmt.Errorf("%w: account %s: %w", errNeverRuns, key.AccountID, err)
 	case err != nil:
 		return fmt.Errorf("account %s: %w", key.AccountID, err)
 	case !acct.Enabled:
-		r.Account = acct
+		g.Account = acct
 		return fmt.Errorf("%w: account %s is disabled", errNeverRuns, key.AccountID)
 	}
-	r.Account, r.Dataset = acct, ds
+	g.Account, g.Dataset = acct, ds
 	return nil
 }
 
@@ -314,8 +315,9 @@ func (s *Service) failSliced(ctx context.Context, key partition.Key, token strin
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return fmt.Errorf("get account %s: %w", key.AccountID, err)
 	}
-	r := &run{s: s, Partition: Partition{Account: acct, Day: claim.Day, Claim: claim}, log: log}
-	return r.failedAfter(ctx, cause, fence)
+	g := s.Exporter.generationOf(Partition{Account: acct, Day: claim.Day, Claim: claim}, log)
+	g.s = s
+	return g.failedAfter(ctx, cause, fence)
 }
 
 // commitSlices commits the partition when every slice of its plan is
@@ -361,27 +363,18 @@ func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Sl
 		return fmt.Errorf("claim the commit of %s: %w", key, err)
 	}
 	claim.Generation = plan.Generation
-	r := s.newRun(claim, plan.RunID, plan.StartedAt, log)
+	g := s.newGeneration(claim, plan.RunID, plan.StartedAt, log)
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
-	w, err := r.commit(runCtx, plan, sls)
+	w, err := g.commitSlices(runCtx, plan, sls)
 	ctx, done := finishContext(ctx)
 	defer done()
 	if err != nil {
-		return r.failed(ctx, err)
+		return g.failed(ctx, err)
 	}
 	_ = s.Metrics.Emit(map[string]any{"account": key.AccountID, "dataset": key.Dataset, "day": key.Day.String()},
 		metrics.Metric{Name: "SlicedPartitions", Unit: metrics.Count, Value: 1})
-	return r.finish(ctx, w)
-}
-
-// commit commits the plan's generation for the account as it is now,
-// which must still have the plan's destination.
-func (r *run) commit(ctx context.Context, plan ledger.SlicePlan, sls []ledger.Slice) (*Written, error) {
-	if err := r.load(ctx); err != nil {
-		return nil, err
-	}
-	return r.s.Exporter.CommitSlices(ctx, r.Partition, plan, sls, r.log)
+	return g.finish(ctx, w)
 }
 
 // convergeAtRest is notStarted's convergence for a slice message whose partition

@@ -9,7 +9,7 @@ package main
 //     slice of an earlier attempt to be able to write (ledger.SliceFence),
 //     takes the day's fingerprint, whose first column is its row count (or,
 //     with none, uses the previous generation's rows), and when that passes
-//     the target probes the source (Exporter.probe: its refusals before a
+//     the run probes the source (Exporter.probe: its refusals before a
 //     row, as any export finds them before its generation begins), begins
 //     the generation as any export does (the old _SUCCESS is removed) and
 //     plans n slices, their boundaries at row
@@ -161,46 +161,51 @@ type sliceOutput struct {
 	Provenance source.Provenance `json:"provenance"`
 }
 
-// ExportSlice writes slice sl of the partition: the rows of its range of
-// the day into the generation's part-sNNNN files. It commits nothing: the
-// files are listed by the commit of the last slice. A slice without rows
-// writes no file, except slice 0, so that a committed day always has one.
-func (e *Exporter) ExportSlice(ctx context.Context, p Partition, sl ledger.Slice) (sliceOutput, error) {
-	t, err := e.targetOf(ctx, p)
-	if err != nil {
+// exportSlice writes slice sl of the partition, for the account as it is
+// now (load), which must still have the plan's destination: the rows of
+// its range of the day into the generation's part-sNNNN files. It commits
+// nothing: the files are listed by the commit of the last slice. A slice
+// without rows writes no file, except slice 0, so that a committed day
+// always has one.
+func (g *generation) exportSlice(ctx context.Context, sl ledger.Slice) (sliceOutput, error) {
+	if err := g.place(ctx); err != nil {
 		return sliceOutput{}, err
 	}
-	if t.destination != sl.Destination {
+	if g.destination != sl.Destination {
 		return sliceOutput{}, errDestinationChanged
 	}
-	pending := t.committer.Resume(sl.Generation)
-	defer pending.Abort(ctx)
-	q := sliceRange(partitionQuery(p.Account, p.Dataset, p.Day), sl)
-	files, prov, err := e.writeData(ctx, t, func() (*Pending, error) { return pending, nil }, q, sl.Index)
+	g.pending = g.committer.Resume(sl.Generation)
+	defer g.abort(ctx)
+	q := sliceRange(partitionQuery(g.Account, g.Dataset, g.Day), sl)
+	// Step 4: write (of one slice).
+	files, prov, err := g.e.writeData(ctx, g, q, sl.Index)
 	return sliceOutput{Files: files, Provenance: prov}, err
 }
 
-// CommitSlices commits the generation of plan with every slice's files, in
-// slice order (sls as ledger.SlicesOf returns them, all completed).
-func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.SlicePlan, sls []ledger.Slice, log *slog.Logger) (*Written, error) {
-	t, err := e.targetOf(ctx, p)
-	if err != nil {
+// commitSlices commits the generation of plan with every slice's files, in
+// slice order (sls as ledger.SlicesOf returns them, all completed), for
+// the account as it is now, which must still have the plan's destination.
+func (g *generation) commitSlices(ctx context.Context, plan ledger.SlicePlan, sls []ledger.Slice) (*Written, error) {
+	if err := g.load(ctx); err != nil {
 		return nil, err
 	}
-	if t.destination != plan.Destination {
+	if err := g.place(ctx); err != nil {
+		return nil, err
+	}
+	if g.destination != plan.Destination {
 		return nil, errDestinationChanged
 	}
 	// The plan's claim held the partition since the plan, so a _SUCCESS of
 	// its generation is this plan's own commit, by a run that died before
 	// Complete: it is recorded, not written again.
-	if m, err := t.committer.Committed(ctx, plan.Generation); err != nil || m != nil {
+	if m, err := g.committer.Committed(ctx, plan.Generation); err != nil || m != nil {
 		if m != nil {
-			log.InfoContext(ctx, "the slices were committed by a run that stopped before recording it", "generation", m.Generation)
-			unregistered, tableError, err := t.deliver(ctx, m, t.committer.manifestKey(), log)
+			g.log.InfoContext(ctx, "the slices were committed by a run that stopped before recording it", "generation", m.Generation)
+			unregistered, tableError, err := g.table.deliver(ctx, m, g.committer.manifestKey(), g.log)
 			if err != nil {
 				return nil, err
 			}
-			return &Written{Manifest: m, ManifestKey: t.committer.manifestKey(), Bytes: m.Totals.Bytes, Fingerprint: plan.Fingerprint, Unregistered: unregistered, TableError: tableError}, nil
+			return &Written{Manifest: m, ManifestKey: g.committer.manifestKey(), Bytes: m.Totals.Bytes, Fingerprint: plan.Fingerprint, Unregistered: unregistered, TableError: tableError}, nil
 		}
 		return nil, err
 	}
@@ -213,7 +218,8 @@ func (e *Exporter) CommitSlices(ctx context.Context, p Partition, plan ledger.Sl
 		c.files = append(c.files, out.Files...)
 		c.prov = mergeProvenance(c.prov, out.Provenance, sl.Index == 0)
 	}
-	return e.commit(ctx, t, t.committer.Resume(plan.Generation), c, log)
+	g.pending = g.committer.Resume(plan.Generation)
+	return g.commit(ctx, c)
 }
 
 // mergeProvenance adds a slice's provenance to the day's: the window spans
@@ -238,4 +244,39 @@ func mergeProvenance(day, sl source.Provenance, first bool) source.Provenance {
 	}
 	day.RowCount += sl.RowCount
 	return day
+}
+
+// fenced refuses a run of a partition while a slice of an earlier plan may
+// still write into it, until its lease ends: the refused run's next attempt
+// is not due before then.
+type fenced struct{ until time.Time }
+
+func (f fenced) Error() string {
+	return "a slice of an earlier attempt may still be writing into the partition until its lease ends at " + f.until.UTC().Format(time.RFC3339)
+}
+
+// fenceOf is the end of the fence err carries, zero for any other error.
+func fenceOf(err error) time.Time {
+	var f fenced
+	if errors.As(err, &f) {
+		return f.until
+	}
+	return time.Time{}
+}
+
+// fence refuses the run while a slice of an earlier plan may still write
+// into the partition (ledger.SliceFence). A partition never planned in
+// slices (its row not SlicePlanned) has none: no query.
+func (g *generation) fence(ctx context.Context) error {
+	if !g.Claim.Prev.SlicePlanned {
+		return nil
+	}
+	until, err := g.s.Ledger.SliceFence(ctx, g.Claim.Key, g.Claim.Token)
+	if err != nil {
+		return fmt.Errorf("read the slices of %s: %w", g.Claim.Key, err)
+	}
+	if !until.IsZero() {
+		return fenced{until: until}
+	}
+	return nil
 }

@@ -91,7 +91,7 @@ func TestSnapshotDatasetTwoDays(t *testing.T) {
 		t.Helper()
 		gen++
 		c := ledger.Claim{Key: partition.Key{AccountID: org, Dataset: ds.Name, Day: day}, Token: "tok", Attempt: 1, Generation: gen, Reason: partition.ReasonScheduled}
-		w, err := exp.Export(e.ctx, Partition{Account: e.acct, Dataset: ds, Day: day, Claim: c, RunID: "run_snapshot"}, e.svc.Log)
+		w, err := writeDay(e.ctx, &exp, Partition{Account: e.acct, Dataset: ds, Day: day, Claim: c, RunID: "run_snapshot"}, e.svc.Log)
 		if err != nil {
 			t.Fatalf("export %s: %v", day, err)
 		}

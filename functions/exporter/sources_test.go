@@ -31,7 +31,7 @@ import (
 // TestExportFromTwoSources exports two datasets of one catalog from two
 // PostgreSQL schemas of the platform (the default source, app, and a
 // second one, billing, sharded: the account's rows are in billing's eu
-// shard), through Exporter.Export into the bucket: each partition holds the
+// shard), through a generation into the bucket: each partition holds the
 // rows of its own source, and its _manifest.json names the source and
 // shard, never a connection string.
 func TestExportFromTwoSources(t *testing.T) {
@@ -113,7 +113,7 @@ func TestExportFromTwoSources(t *testing.T) {
 		name, shard string
 	}{{cat[0], "default", ""}, {cat[1], "billing", "eu"}} {
 		c := ledger.Claim{Key: partition.Key{AccountID: a.ID, Dataset: tc.ds.Name, Day: testDay}, Token: "tok", Attempt: 1, Generation: int64(i + 1), Reason: partition.ReasonScheduled}
-		w, err := exp.Export(e.ctx, Partition{Account: a, Dataset: tc.ds, Day: testDay, Claim: c, RunID: "run_sources"}, e.svc.Log)
+		w, err := writeDay(e.ctx, &exp, Partition{Account: a, Dataset: tc.ds, Day: testDay, Claim: c, RunID: "run_sources"}, e.svc.Log)
 		if err != nil {
 			t.Fatalf("export %s: %v", tc.ds.Name, err)
 		}
@@ -136,7 +136,7 @@ func TestExportFromTwoSources(t *testing.T) {
 	// partition, naming the variable.
 	a.SourceShard = "ap"
 	c := ledger.Claim{Key: partition.Key{AccountID: a.ID, Dataset: cat[1].Name, Day: testDay}, Token: "tok", Attempt: 1, Generation: 9, Reason: partition.ReasonScheduled}
-	_, err = exp.Export(e.ctx, Partition{Account: a, Dataset: cat[1], Day: testDay, Claim: c, RunID: "run_sources"}, e.svc.Log)
+	_, err = writeDay(e.ctx, &exp, Partition{Account: a, Dataset: cat[1], Day: testDay, Claim: c, RunID: "run_sources"}, e.svc.Log)
 	if !errors.Is(err, source.ErrNoSource) || !strings.Contains(err.Error(), "SOURCE_DSN_BILLING__AP") {
 		t.Errorf("export with an unknown shard: %v, want ErrNoSource naming SOURCE_DSN_BILLING__AP", err)
 	}

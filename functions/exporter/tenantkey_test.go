@@ -127,7 +127,7 @@ func TestTypedTenantKey(t *testing.T) {
 				a.TenantKey = key
 				a.Destination.Format = fileformat.Parquet
 				c := ledger.Claim{Key: partition.Key{AccountID: a.ID, Dataset: ds.Name, Day: testDay}, Token: "tok", Attempt: 1, Generation: gen, Reason: partition.ReasonScheduled}
-				return exp.Export(e.ctx, Partition{Account: a, Dataset: ds, Day: testDay, Claim: c, RunID: "run_tenant"}, e.svc.Log)
+				return writeDay(e.ctx, &exp, Partition{Account: a, Dataset: ds, Day: testDay, Claim: c, RunID: "run_tenant"}, e.svc.Log)
 			}
 			for _, key := range tc.keys {
 				w, err := export(key)
