@@ -367,22 +367,30 @@ func (p *pipeline) throughPlants(ctx context.Context, plants []icePlant, account
 	return nil
 }
 
-// tableVersion is the table's current metadata version (its hint), 0
-// when it has none.
+// tableVersion is the table's newest metadata version, 0 when it has
+// none: the largest vN.metadata.json in its metadata/ folder, as `daybook
+// table repair` finds it. Not the version hint: that is a shortcut a
+// reader probes past, and a commit whose hint write failed (or raced
+// another writer's) leaves it behind the newest version, which a plant at
+// hint+1 would replace.
 func (p *pipeline) tableVersion(ctx context.Context, bkt, loc string) (int, error) {
-	b, err := p.get(ctx, bkt, icetable.VersionHintKey(loc))
+	objs, err := p.bucketNamed(bkt).List(ctx, loc+"/"+icetable.MetadataDir+"/v", 100_000)
 	if err != nil {
-		if bucket.IsNotFound(err) || strings.Contains(err.Error(), "NoSuchKey") {
-			return 0, nil
-		}
 		return 0, err
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n, nil
+	newest := 0
+	for _, o := range objs {
+		if name := o.Key[strings.LastIndexByte(o.Key, '/')+1:]; strings.HasSuffix(name, ".metadata.json") {
+			newest = max(newest, icetable.VersionOf(name))
+		}
+	}
+	return newest, nil
 }
 
 // plantMetadata writes version n+1 of the table at loc, the trick applied
-// to version n, and points the hint at it; it returns its key.
+// to version n, and points the hint at it; it returns its key. It writes
+// only where no metadata file is, as a commit does: a version n+1 in place
+// is an error, and stays as it was.
 func (p *pipeline) plantMetadata(ctx context.Context, bkt, loc string, n int, tr plantTrick, c canaries) (string, error) {
 	key := icetable.MetadataKey(loc, n+1)
 	var body []byte
@@ -400,8 +408,8 @@ func (p *pipeline) plantMetadata(ctx context.Context, bkt, loc string, n int, tr
 			return "", err
 		}
 	}
-	if err := p.putObject(ctx, bkt, key, body); err != nil {
-		return "", err
+	if err := p.bucketNamed(bkt).PutIfAbsent(ctx, key, body, "application/json"); err != nil {
+		return "", fmt.Errorf("plant %s: %w", key, err)
 	}
 	return key, p.putObject(ctx, bkt, icetable.VersionHintKey(loc), []byte(strconv.Itoa(n+1)))
 }
@@ -449,15 +457,9 @@ func (p *pipeline) repairTable(ctx context.Context, round int, a account.Account
 	if err != nil {
 		return err
 	}
-	newest := 0
-	objs, err := store.List(ctx, loc+"/"+icetable.MetadataDir+"/v", 100_000)
+	newest, err := p.tableVersion(ctx, a.Destination.Bucket, loc)
 	if err != nil {
 		return err
-	}
-	for _, o := range objs {
-		if name := o.Key[strings.LastIndexByte(o.Key, '/')+1:]; strings.HasSuffix(name, ".metadata.json") {
-			newest = max(newest, icetable.VersionOf(name))
-		}
 	}
 	rows, err := p.rows(ctx)
 	if err != nil {
