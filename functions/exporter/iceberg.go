@@ -36,7 +36,10 @@ import (
 // table readable (each step is one conditional metadata write), and the
 // next run converges (its withdrawal and delivery are no-ops where already
 // done). A day is in the table while its _SUCCESS is, except between a
-// crash and the run that follows it.
+// crash and the run that follows it. A reader that follows only
+// metadata/version-hint.text (DuckDB's iceberg_scan) also lags after a
+// hint write that failed, which fails no step: until the table's next
+// operation, a repeated run's no-op included, writes the hint again.
 //
 // A table whose metadata in the bucket cannot be used (icetable.ErrBroken:
 // an empty or unparsable newest metadata file, a planted one that names

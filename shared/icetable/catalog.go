@@ -71,6 +71,12 @@ type catalog struct {
 	// keepVersions is how many older metadata files stay (the metadata
 	// log's length); a commit deletes the one that falls out of it.
 	keepVersions int
+	// staleHint: the version hint does not name version, the newest
+	// metadata file the load found (it is missing, unreadable, not a
+	// version's number as daybook writes it, or lower), or put's write of
+	// it failed; syncHint writes it. hintErr is put's failure.
+	staleHint bool
+	hintErr   error
 }
 
 var _ table.CatalogIO = (*catalog)(nil)
@@ -91,8 +97,10 @@ func (c *catalog) load(ctx context.Context) (*table.Table, error) {
 	start := 1
 	// The hint is a shortcut, not the truth: one that does not read as a
 	// version (or is larger than one) is ignored.
+	var hint string // its text, trimmed ("": missing or too large)
 	if b, err := c.store.Get(ctx, VersionHintKey(c.loc), 64); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 && n < 1<<30 {
+		hint = strings.TrimSpace(string(b))
+		if n, err := strconv.Atoi(hint); err == nil && n > 0 && n < 1<<30 {
 			start = n
 		}
 	} else if !bucket.IsNotFound(err) && !errors.Is(err, bucket.ErrTooLarge) {
@@ -132,7 +140,43 @@ func (c *catalog) load(ctx context.Context) (*table.Table, error) {
 		return nil, err
 	}
 	c.version, c.meta = version, meta
+	// Only a version read and checked here is ever written back: a hint
+	// above the newest version, or at one that does not parse, failed
+	// the load above.
+	c.staleHint = hint != strconv.Itoa(version)
 	return c.table(), nil
+}
+
+// syncHint writes the version hint as the version last loaded or
+// committed, when it does not name it (staleHint): a load had to go past
+// it, or its write after a commit failed. Readers that follow only the
+// hint (DuckDB's iceberg_scan, the bucket README's commands) see that
+// version, not an older one, once an operation that finds the table
+// already right (a repeated delivery or withdrawal, which commits nothing)
+// has run. It is best-effort like the commit's own write: a failure is
+// returned for the caller to report, never a reason to fail.
+//
+// A writer that committed a newer version since the load writes its own
+// hint after its metadata file; so that this one does not land after it
+// and set the hint back, a next version found first is left to that
+// writer (the window left, between the probe and the write, is the one
+// every commit's hint write has, and the next operation closes it).
+func (c *catalog) syncHint(ctx context.Context) error {
+	if !c.staleHint || c.version < 1 || c.fresh {
+		return nil
+	}
+	_, err := c.store.Head(ctx, MetadataKey(c.loc, c.version+1))
+	if err == nil {
+		return nil
+	}
+	if !bucket.IsNotFound(err) {
+		return fmt.Errorf("write the table's version hint v%d: read v%d: %w", c.version, c.version+1, err)
+	}
+	if err := c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(c.version)), "text/plain"); err != nil {
+		return fmt.Errorf("write the table's version hint v%d: %w", c.version, err)
+	}
+	c.staleHint, c.hintErr = false, nil
+	return nil
 }
 
 // readMetadata reads metadata file version n, at most Limits.MetadataBytes.
@@ -302,8 +346,12 @@ func (c *catalog) put(ctx context.Context, n int, meta table.Metadata) error {
 	}
 	c.version, c.meta, c.fresh = n, meta, false
 	// The hint is a shortcut, not the truth: a load probes past it, so a
-	// failed (or lower, raced) hint costs a read, never a wrong table.
-	_ = c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(n)), "text/plain")
+	// failed (or lower, raced) hint costs a read, never a wrong table;
+	// the table's next operation writes it again (syncHint).
+	c.staleHint, c.hintErr = false, nil
+	if err := c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(n)), "text/plain"); err != nil {
+		c.staleHint, c.hintErr = true, fmt.Errorf("write the table's version hint v%d: %w", n, err)
+	}
 	if old := n - c.keepVersions - 1; c.keepVersions > 0 && old >= 1 {
 		_ = c.store.Delete(ctx, MetadataKey(c.loc, old))
 	}

@@ -76,7 +76,9 @@ func (t *Table) Rebuild(ctx context.Context, after int, deliveries []Delivery) (
 		if err := cat.put(ctx, after+1, meta); err != nil {
 			return Result{}, err
 		}
-		return resultOf(cat.table(), true, 1), nil
+		r := resultOf(cat.table(), true, 1)
+		r.HintErr = cat.hintErr
+		return r, nil
 	}
 	tbl := cat.table()
 	slices.SortFunc(deliveries, func(a, b Delivery) int { return a.Day.Compare(b.Day) })
@@ -109,7 +111,9 @@ func (t *Table) Rebuild(ctx context.Context, after int, deliveries []Delivery) (
 	if err != nil {
 		return Result{}, fmt.Errorf("rebuild table %s as v%d: %w", t.Store.URI(t.Location), after+1, err)
 	}
-	return resultOf(committed, true, 1), nil
+	r := resultOf(committed, true, 1)
+	r.HintErr = cat.hintErr
+	return r, nil
 }
 
 // DayFiles are the data files of the table's current snapshot by day:

@@ -143,6 +143,13 @@ type Result struct {
 	// Table is the table as committed, or as found when nothing changed
 	// (nil: no table).
 	Table *table.Table
+	// HintErr is the failure of writing the version hint after the
+	// operation (nil: written, or already right). It never fails the
+	// operation: a reader that loads through daybook probes past a stale
+	// hint, and the table's next operation writes it again; a reader that
+	// follows only the hint sees the table as of the version it names
+	// until then.
+	HintErr error
 }
 
 // Withdraw removes day's files from the table's current snapshot, if it
@@ -246,17 +253,27 @@ func (t *Table) retry(ctx context.Context, create bool, build func(context.Conte
 		if err != nil {
 			return Result{Attempts: n}, err
 		}
+		// A hint the load had to go past is written as the version it
+		// found, or the commit wrote: a repeated run that finds the table
+		// already right commits nothing, and would otherwise leave a hint
+		// reader on an older version. A failed operation writes no hint
+		// (a commit's metadata file may have landed, or another writer's
+		// did; in an outage it would only add requests that fail).
 		txn, err := build(ctx, tbl)
 		if err != nil {
 			return Result{Attempts: n}, cat.classify(err)
 		}
 		if txn == nil {
-			return resultOf(tbl, false, n), nil
+			r := resultOf(tbl, false, n)
+			r.HintErr = cat.syncHint(ctx)
+			return r, nil
 		}
 		committed, err := txn.Commit(ctx)
 		if err == nil {
 			t.dropExpired(ctx, cat, tbl.Metadata(), committed.Metadata())
-			return resultOf(committed, true, n), nil
+			r := resultOf(committed, true, n)
+			r.HintErr = cat.hintErr
+			return r, nil
 		}
 		if !errors.Is(err, table.ErrCommitFailed) || n >= attempts {
 			if !errors.Is(err, table.ErrCommitFailed) {
