@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // heatmapWidth is the most days drawn on one line; longer ranges wrap into

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // dayStatus is one partition in the account view.
