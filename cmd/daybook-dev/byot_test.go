@@ -20,13 +20,13 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/pgserver"
 	"github.com/daybook-dev/daybook/shared/devkit/publicschemas"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/ops"
 	"github.com/daybook-dev/daybook/shared/pgcatalog"
 )
 

@@ -23,7 +23,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
 	"github.com/daybook-dev/daybook/shared/devkit/eventsource"
@@ -34,6 +33,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/netguard"
+	"github.com/daybook-dev/daybook/shared/ops"
 	"github.com/daybook-dev/daybook/shared/partition"
 	"github.com/daybook-dev/daybook/shared/verify"
 )

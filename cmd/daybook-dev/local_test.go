@@ -19,10 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/daybook-dev/daybook/shared/awsclient"
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // TestLocalDevCommands runs docs/development.md's local loop through both CLIs, the

@@ -20,9 +20,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
 	"github.com/daybook-dev/daybook/shared/devkit/samstack"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // screenshotDir is where the browser test leaves a screenshot of each page

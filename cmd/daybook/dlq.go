@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // dlqAPI is the part of SQS the dlq commands call.
@@ -188,7 +189,7 @@ func (a *app) dlqMessage(m sqstypes.Message) dlqMessage {
 	d := dlqMessage{MessageID: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), Reason: deadLetterReason(m)}
 	if ms, err := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
 		sent := time.UnixMilli(ms).UTC()
-		d.SentAt = fmtTime(sent)
+		d.SentAt = ops.FormatTime(sent)
 		d.AgeSecs = int64(a.now().Sub(sent).Truncate(time.Second).Seconds())
 	}
 	d.Receives, _ = strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])

@@ -12,8 +12,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 func TestDecodeJSONNamesLineAndColumn(t *testing.T) {
@@ -175,16 +175,16 @@ func TestPhaseOf(t *testing.T) {
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		row  ledger.Row
-		want phase
+		want ops.Phase
 	}{
-		{ledger.Row{State: ledger.StateCompleted}, phaseCompleted},
-		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now}, phaseClaimed},
-		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now, StartedAt: now}, phaseRunning},
-		{ledger.Row{State: ledger.StateQueued}, phaseQueued},
-		{ledger.Row{State: ledger.StatePending}, phaseQueued}, // one word for both: waiting for a sweep
-		{ledger.Row{State: ledger.StateFailed, NextAttemptAt: now}, phaseFailed},
-		{ledger.Row{State: ledger.StateFailed, Stopped: true}, phaseStopped},
-		{ledger.Row{State: ledger.StateFailed, DueKey: "9#2026-11-01#events"}, phaseStopped}, // from the index
+		{ledger.Row{State: ledger.StateCompleted}, ops.Completed},
+		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now}, ops.Claimed},
+		{ledger.Row{State: ledger.StateRunning, ClaimedAt: now, StartedAt: now}, ops.Running},
+		{ledger.Row{State: ledger.StateQueued}, ops.Queued},
+		{ledger.Row{State: ledger.StatePending}, ops.Queued},
+		{ledger.Row{State: ledger.StateFailed, NextAttemptAt: now}, ops.Failed},
+		{ledger.Row{State: ledger.StateFailed, Stopped: true}, ops.Stopped},
+		{ledger.Row{State: ledger.StateFailed, DueKey: "9#2026-11-01#events"}, ops.Stopped},
 	} {
 		if got := ops.Of(tt.row); got != tt.want {
 			t.Errorf("ops.Of(%+v) = %s, want %s", tt.row, got, tt.want)
@@ -220,7 +220,7 @@ func TestAxis(t *testing.T) {
 
 func TestHeatmapColoursOnlyOnTerminals(t *testing.T) {
 	days := civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-05"))
-	rows := []heatRow{{label: "events", cells: []phase{phaseCompleted, phaseCompleted, phaseFailed, phaseClaimed, ""}, note: "completed 2"}}
+	rows := []heatRow{{label: "events", cells: []ops.Phase{ops.Completed, ops.Completed, ops.Failed, ops.Claimed, ""}, note: "completed 2"}}
 	var plain, coloured bytes.Buffer
 	drawHeatmap(&plain, days, rows, false)
 	drawHeatmap(&coloured, days, rows, true)
@@ -236,7 +236,7 @@ func TestHeatmapColoursOnlyOnTerminals(t *testing.T) {
 	// Long ranges wrap, each block with its axis.
 	long := civil.Range(civil.MustParse("2026-01-01"), civil.MustParse("2026-12-31"))
 	var wrapped bytes.Buffer
-	drawHeatmap(&wrapped, long, []heatRow{{label: "e", cells: make([]phase, len(long))}}, false)
+	drawHeatmap(&wrapped, long, []heatRow{{label: "e", cells: make([]ops.Phase, len(long))}}, false)
 	if n := strings.Count(wrapped.String(), "Jan 2026"); n != 1 {
 		t.Errorf("the year label appears %d times", n)
 	}

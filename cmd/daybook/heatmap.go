@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // heatmapWidth is the most days drawn on one line; longer ranges wrap into
@@ -16,7 +17,7 @@ const heatmapWidth = 90
 // heatRow is one dataset's line: a phase per day ("" for no row).
 type heatRow struct {
 	label string
-	cells []phase
+	cells []ops.Phase
 	note  string
 }
 
@@ -47,7 +48,7 @@ func drawHeatmap(w io.Writer, days []civil.Date, rows []heatRow, color bool) {
 
 // cells renders one line of cells, one colour sequence per run of equal
 // phases.
-func cells(ps []phase, color bool) string {
+func cells(ps []ops.Phase, color bool) string {
 	var b strings.Builder
 	for i := 0; i < len(ps); {
 		j := i

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/ops"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -79,10 +79,10 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		for _, h := range res.Attempts {
 			gen, rows, size, files := "-", "-", "-", "-"
 			if h.Outcome == string(ledger.OutcomeCompleted) {
-				gen, rows, size, files = fmt.Sprint(h.Generation), fmt.Sprint(h.Rows), humanBytes(h.Bytes), fmt.Sprint(h.Files)
+				gen, rows, size, files = fmt.Sprint(h.Generation), fmt.Sprint(h.Rows), ops.HumanBytes(h.Bytes), fmt.Sprint(h.Files)
 			}
 			tw.row(cmp.Or(h.StartedAt, h.ClaimedAt), h.Attempt, h.Reason, cmp.Or(h.RequestedBy, "-"),
-				fmtDuration(h.DurationMS), h.Outcome, gen, rows, size, files, h.Error)
+				ops.FormatDuration(h.DurationMS), h.Outcome, gen, rows, size, files, h.Error)
 		}
 		return tw.Flush()
 	}
@@ -102,7 +102,7 @@ func printSlices(w io.Writer, p *ops.SliceProgress) error {
 	for _, sl := range p.Slices {
 		rows, size := "-", "-"
 		if sl.State == string(ledger.StateCompleted) {
-			rows, size = fmt.Sprint(sl.Rows), humanBytes(sl.Bytes)
+			rows, size = fmt.Sprint(sl.Rows), ops.HumanBytes(sl.Bytes)
 		}
 		tw.row(sl.Slice, sl.State, sl.Attempts, rows, size, cmp.Or(sl.LeaseUntil, "-"), sl.Error)
 	}

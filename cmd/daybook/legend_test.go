@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ops"
 	"github.com/daybook-dev/daybook/shared/devkit/doctable"
 )
 

@@ -7,9 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -118,16 +115,15 @@ reexport. --status shows the dataset's last reseed instead of starting one.`,
 		if err != nil {
 			return err
 		}
-		res, err := e.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(e.queueURL),
-			Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body)}}})
-		if err == nil && len(res.Successful) != 1 {
-			err = fmt.Errorf("not sent: %v", res.Failed)
+		res, err := jobs.Queue{API: e.sqs, URL: e.queueURL}.SendBatch(ctx, []jobs.Outgoing{{Body: body}})
+		if err == nil {
+			err = jobs.NotSent(res)
 		}
 		if err != nil {
 			return fmt.Errorf("send reseed request: %w", err)
 		}
 		sent := reseedSent{AccountID: p.account, Dataset: p.dataset, From: from.String(), Through: through.String(),
-			Days: from.DaysUntil(through) + 1, MessageID: aws.ToString(res.Successful[0].MessageId), Body: body}
+			Days: from.DaysUntil(through) + 1, MessageID: res[0].MessageID, Body: body}
 		if *out == outputJSON {
 			return printJSON(a.stdout, sent)
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // statusFlags are status's filters.
@@ -54,7 +54,7 @@ last 90 closed days) set the window.`,
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&f.account, "account", "", "one account's datasets by day")
 	c.Flags().StringSliceVar(&f.datasets, "dataset", nil, "only these datasets (repeat or comma-separate): "+strings.Join(datasetNames(), ", "))
-	c.Flags().StringSliceVar(&f.states, "state", nil, "only partitions in these states (repeat or comma-separate): "+phaseNames())
+	c.Flags().StringSliceVar(&f.states, "state", nil, "only partitions in these states (repeat or comma-separate): "+ops.Names())
 	c.Flags().StringVar(&f.from, "from", "", "first day shown, YYYY-MM-DD")
 	c.Flags().StringVar(&f.to, "to", "", "last day shown, YYYY-MM-DD (default: the last closed day)")
 	c.Flags().IntVar(&f.days, "days", 0, "show the last N closed days (with --account; default 90)")
@@ -62,7 +62,7 @@ last 90 closed days) set the window.`,
 	c.Flags().IntVar(&f.limit, "limit", ops.DefaultFleetLimit, "accounts per page of the fleet view")
 	c.Flags().StringVar(&f.pageToken, "page-token", "", "the fleet view's next page, as the previous page printed it")
 	completeDatasets(c, "dataset")
-	_ = c.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(strings.Split(phaseNames(), ", "), cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(strings.Split(ops.Names(), ", "), cobra.ShellCompDirectiveNoFileComp))
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		for _, ds := range f.datasets {
@@ -121,7 +121,7 @@ type fleetPage struct {
 	NextPageToken string      `json:"next_page_token,omitempty"`
 }
 
-func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]bool, from, to civil.Date, out outputFormat) error {
+func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[ops.Phase]bool, from, to civil.Date, out outputFormat) error {
 	e, err := a.open(ctx)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 	}
 	// A column per phase, in display order (ops.Phases).
 	cols := []string{"ACCOUNT", "NAME", "DATASETS"}
-	for _, p := range phases {
+	for _, p := range ops.Phases {
 		cols = append(cols, strings.ToUpper(string(p)))
 	}
 	tw := newTable(a.stdout)
@@ -154,7 +154,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[phase]b
 			last = l.LastExport + " at " + l.LastExportAt
 		}
 		cells := []any{l.Account, name, strings.Join(l.Datasets, ",")}
-		for _, p := range phases {
+		for _, p := range ops.Phases {
 			cells = append(cells, l.Counts[p])
 		}
 		tw.row(append(cells, cmp.Or(l.OldestDue, "-"), last)...)

@@ -13,10 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/ops"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -102,7 +104,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	if h < 0 || tr < 0 || tr > h {
 		t.Fatalf("troubled account at %d, healthy at %d: want both, troubled first", tr, h)
 	}
-	want := map[phase]int{phaseStopped: 1, phaseFailed: 1, phaseClaimed: 1, phaseRunning: 1, phaseQueued: 1}
+	want := map[ops.Phase]int{ops.Stopped: 1, ops.Failed: 1, ops.Claimed: 1, ops.Running: 1, ops.Queued: 1}
 	for p, n := range want {
 		if lines[tr].Counts[p] != n {
 			t.Errorf("troubled %s = %d, want %d (%v)", p, lines[tr].Counts[p], n, lines[tr].Counts)
@@ -111,7 +113,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	if lines[tr].OldestDue != "2026-11-25" || lines[tr].LastExport != "" {
 		t.Errorf("troubled oldest due %q, last export %q", lines[tr].OldestDue, lines[tr].LastExport)
 	}
-	if c := lines[h].Counts; c[phaseCompleted] != 3 || lines[h].LastExport != "2026-11-29" || lines[h].OldestDue != "" {
+	if c := lines[h].Counts; c[ops.Completed] != 3 || lines[h].LastExport != "2026-11-29" || lines[h].OldestDue != "" {
 		t.Errorf("healthy %+v", lines[h])
 	}
 
@@ -120,8 +122,8 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 		t.Errorf("fleet table:\n%s", r.stdout)
 	}
 	// A column per phase, in display order, each explained below the table.
-	for _, p := range phases {
-		if !strings.Contains(lineWith(r.stdout, "ACCOUNT"), strings.ToUpper(string(p))) || p != phaseCompleted && !strings.Contains(r.stdout, string(p)+": ") {
+	for _, p := range ops.Phases {
+		if !strings.Contains(lineWith(r.stdout, "ACCOUNT"), strings.ToUpper(string(p))) || p != ops.Completed && !strings.Contains(r.stdout, string(p)+": ") {
 			t.Errorf("fleet table lacks the column or the note of %s:\n%s", p, r.stdout)
 		}
 	}
@@ -148,7 +150,7 @@ func TestStatusFleetIsWorstFirst(t *testing.T) {
 	page = fleetPage{}
 	json.Unmarshal([]byte(r.stdout), &page)
 	lines = page.Accounts
-	if i := at(f.healthy); i < 0 || lines[i].Counts[phaseCompleted] != 2 {
+	if i := at(f.healthy); i < 0 || lines[i].Counts[ops.Completed] != 2 {
 		t.Errorf("window of two days: %+v", lines)
 	}
 }
@@ -496,7 +498,7 @@ func TestFleetRebuild(t *testing.T) {
 	if r := s.run(t, a, "fleet", "rebuild", "--account", id); r.code != 0 || !strings.Contains(r.stdout, "; 0 accounts given their isolation guards") {
 		t.Errorf("a second fleet rebuild --account: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if l, ok := listed(); !ok || l.Counts[phaseQueued] != 3 || l.OldestDue != "2026-11-27" {
+	if l, ok := listed(); !ok || l.Counts[ops.Queued] != 3 || l.OldestDue != "2026-11-27" {
 		t.Errorf("after the rebuild: %+v (listed %v), want 3 queued from 2026-11-27", l, ok)
 	}
 	r = s.run(t, a, "fleet", "rebuild")

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // dayStatus is one partition in the account view.
@@ -17,7 +17,7 @@ type dayStatus = ops.Day
 
 type accountStatusOut = ops.AccountDays
 
-func (a *app) accountStatus(ctx context.Context, f statusFlags, states map[phase]bool, from, to civil.Date, out outputFormat) error {
+func (a *app) accountStatus(ctx context.Context, f statusFlags, states map[ops.Phase]bool, from, to civil.Date, out outputFormat) error {
 	e, acct, err := a.account(ctx, f.account, "--account")
 	if err != nil {
 		return err
@@ -37,9 +37,7 @@ func (a *app) accountStatus(ctx context.Context, f statusFlags, states map[phase
 	return nil
 }
 
-func countsText(m map[phase]int) string { return ops.CountsText(m) }
-
-func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, states map[phase]bool) {
+func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, states map[ops.Phase]bool) {
 	w := a.stdout
 	color := a.useColor()
 	enabled := ""
@@ -54,7 +52,7 @@ func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, stat
 	filter := ""
 	if len(states) > 0 {
 		var ss []string
-		for _, p := range phases {
+		for _, p := range ops.Phases {
 			if states[p] {
 				ss = append(ss, string(p))
 			}
@@ -65,24 +63,24 @@ func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, stat
 	fmt.Fprintf(w, "days %s..%s (%d)%s\n\n", from, to, len(days), filter)
 	var rows []heatRow
 	for _, ds := range res.Datasets {
-		byDay := map[string]phase{}
+		byDay := map[string]ops.Phase{}
 		for _, d := range ds.Days {
 			byDay[d.Day] = d.State
 		}
-		cells := make([]phase, len(days))
+		cells := make([]ops.Phase, len(days))
 		for i, d := range days {
 			cells[i] = byDay[d.String()]
 		}
-		rows = append(rows, heatRow{label: ds.Dataset, cells: cells, note: countsText(ds.Counts)})
+		rows = append(rows, heatRow{label: ds.Dataset, cells: cells, note: ops.CountsText(ds.Counts)})
 	}
 	drawHeatmap(w, days, rows, color)
 	fmt.Fprintf(w, "\n%s\n", legend(color))
 	for _, ds := range res.Datasets {
 		if len(ds.Before) > 0 {
-			fmt.Fprintf(w, "%s before %s: %s (show them with --from)\n", ds.Dataset, from, countsText(ds.Before))
+			fmt.Fprintf(w, "%s before %s: %s (show them with --from)\n", ds.Dataset, from, ops.CountsText(ds.Before))
 		}
 		if len(ds.After) > 0 {
-			fmt.Fprintf(w, "%s after %s: %s (show them with --to)\n", ds.Dataset, to, countsText(ds.After))
+			fmt.Fprintf(w, "%s after %s: %s (show them with --to)\n", ds.Dataset, to, ops.CountsText(ds.After))
 		}
 	}
 	groups := ops.GroupFailures(res.Datasets)
@@ -111,9 +109,9 @@ func (a *app) printAccountStatus(res accountStatusOut, from, to civil.Date, stat
 // listed partition when the view is filtered by state), or returns "".
 func attention(ds string, d dayStatus, all bool) string {
 	switch d.State {
-	case phaseFailed, phaseStopped:
+	case ops.Failed, ops.Stopped:
 		return "" // in their failure group
-	case phaseClaimed, phaseRunning, phaseRequested:
+	case ops.Claimed, ops.Running, ops.Requested:
 	default:
 		if !all {
 			return ""

@@ -12,38 +12,29 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/console"
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
 	"github.com/daybook-dev/daybook/shared/destination/gcpauth"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/netguard"
+	"github.com/daybook-dev/daybook/shared/ops"
+	"github.com/daybook-dev/daybook/shared/startup"
 )
 
 func main() {
-	ctx := context.Background()
-	awsCfg, err := awsclient.Load(ctx)
-	if err != nil {
-		logging.New(os.Stdout, slog.LevelError).With("function", "console").Error("aws configuration", "error", err.Error())
-		os.Exit(2)
-	}
-	fn, err := build(os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
-	if err != nil {
-		fn.Log.Error("start-up", "error", err.Error())
-		os.Exit(2)
-	}
-	lambda.Start(console.FunctionURLHandler(fn.Handler))
+	startup.Run("console", func(_ context.Context, awsCfg aws.Config) (any, *slog.Logger, error) {
+		fn, err := build(os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
+		return console.FunctionURLHandler(fn.Handler), fn.Log, err
+	})
 }
 
 // Options are what the function's environment does not say. main passes
@@ -74,13 +65,9 @@ type Function struct {
 // exporter has, read-only) and (with CONSOLE_ACTIONS) the jobs queue, every
 // client from o.AWS. Errors name the variable; Log is set even then.
 func build(environ []string, o Options) (Function, error) {
-	env := map[string]string{}
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
+	env := envvar.Environ(environ)
 	cfg, err := loadConfig(env)
-	log := logging.New(o.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "console")
+	log := logging.ForFunction(o.Stdout, cfg.LogLevel, "console")
 	fn := Function{Config: cfg, Log: log}
 	if err != nil {
 		return fn, fmt.Errorf("configuration: %w", err)

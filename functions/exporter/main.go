@@ -18,10 +18,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -31,7 +29,6 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/destination"
@@ -44,27 +41,23 @@ import (
 	"github.com/daybook-dev/daybook/shared/netguard"
 	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/source"
+	"github.com/daybook-dev/daybook/shared/startup"
 )
 
 func main() {
-	ctx := context.Background()
-	awsCfg, err := awsclient.Load(ctx)
-	if err != nil {
-		logging.New(os.Stdout, slog.LevelError).With("function", "exporter").Error("aws configuration", "error", err.Error())
-		os.Exit(2)
-	}
-	fn, err := build(ctx, os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
-	if err != nil {
-		fn.Log.Error("start-up", "error", err.Error())
-		os.Exit(2)
-	}
-	cfg := fn.Config
-	partSize := cfg.Export().partSize()
-	if limit := memoryLimit(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), os.Getenv("GOMEMLIMIT"), partSize, cfg.Concurrency); limit > 0 {
-		debug.SetMemoryLimit(limit) // a guard; see memoryLimit
-		fn.Log.Info("memory limit", "go_memory_limit_mib", limit>>20, "part_size_mib", partSize>>20)
-	}
-	lambda.Start(fn.Handler.Handle)
+	startup.Run("exporter", func(ctx context.Context, awsCfg aws.Config) (any, *slog.Logger, error) {
+		fn, err := build(ctx, os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
+		if err != nil {
+			return nil, fn.Log, err
+		}
+		cfg := fn.Config
+		partSize := cfg.Export().partSize()
+		if limit := memoryLimit(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), os.Getenv("GOMEMLIMIT"), partSize, cfg.Concurrency); limit > 0 {
+			debug.SetMemoryLimit(limit) // a guard; see memoryLimit
+			fn.Log.Info("memory limit", "go_memory_limit_mib", limit>>20, "part_size_mib", partSize>>20)
+		}
+		return fn.Handler.Handle, fn.Log, nil
+	})
 }
 
 // Options are what the function's environment does not say. main passes
@@ -97,14 +90,9 @@ type Function struct {
 // source's connection string), then wired. Errors name the variable; Log
 // is set even then, to report them.
 func build(ctx context.Context, environ []string, o Options) (Function, error) {
-	env := map[string]string{}
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	r := envvar.From(env)
+	r := envvar.From(envvar.Environ(environ))
 	cfg, err := loadConfig(r)
-	log := logging.New(o.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "exporter")
+	log := logging.ForFunction(o.Stdout, cfg.LogLevel, "exporter")
 	fn := Function{Config: cfg, Log: log}
 	if err != nil {
 		return fn, fmt.Errorf("configuration: %w", err)

@@ -21,9 +21,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -189,5 +186,5 @@ func (s *Service) writeDeliveries(ctx context.Context, acct account.Account, day
 
 // send puts one message on the jobs queue.
 func (s *Service) send(ctx context.Context, body string) error {
-	return s.sendBatch(ctx, []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body)}})
+	return s.sendBatch(ctx, []jobs.Outgoing{{Body: body}})
 }

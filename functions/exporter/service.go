@@ -10,9 +10,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -243,18 +241,18 @@ func (s *Service) reject(ctx context.Context, log *slog.Logger, format string, a
 // day is claimed and exported in its own invocation.
 func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to civil.Date, log *slog.Logger) error {
 	days := civil.Range(from, to)
-	for i := 0; i < len(days); i += 10 {
-		var entries []sqstypes.SendMessageBatchRequestEntry
-		for n, d := range days[i:min(i+10, len(days))] {
+	for i := 0; i < len(days); i += jobs.BatchSize {
+		var msgs []jobs.Outgoing
+		for _, d := range days[i:min(i+jobs.BatchSize, len(days))] {
 			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: m.AccountID, Dataset: m.Dataset, Day: d.String(), RequestedBy: m.RequestedBy})
 			if err != nil {
 				return err
 			}
-			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(n)), MessageBody: aws.String(body)})
+			msgs = append(msgs, jobs.Outgoing{Body: body})
 		}
 		// On error, redelivery repeats the whole range; single-day claims
 		// make that harmless.
-		if err := s.sendBatch(ctx, entries); err != nil {
+		if err := s.sendBatch(ctx, msgs); err != nil {
 			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
 		}
 	}

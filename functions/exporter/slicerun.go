@@ -12,10 +12,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -51,16 +47,16 @@ func (g *generation) planSlices(ctx context.Context, plan ledger.SlicePlan) erro
 	if err := s.Ledger.PlanSlices(ctx, plan); err != nil {
 		return err
 	}
-	for i := 0; i < plan.Slices; i += 10 {
-		var entries []sqstypes.SendMessageBatchRequestEntry
-		for k := i; k < min(i+10, plan.Slices); k++ {
+	for i := 0; i < plan.Slices; i += jobs.BatchSize {
+		var msgs []jobs.Outgoing
+		for k := i; k < min(i+jobs.BatchSize, plan.Slices); k++ {
 			body, err := jobs.Encode(sliceMessage(plan.Key, plan.Token, plan.Generation, k, plan.Slices))
 			if err != nil {
 				return err
 			}
-			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(k)), MessageBody: aws.String(body)})
+			msgs = append(msgs, jobs.Outgoing{Body: body})
 		}
-		if err := s.sendBatch(ctx, entries); err != nil {
+		if err := s.sendBatch(ctx, msgs); err != nil {
 			return fmt.Errorf("send slices: %w", err)
 		}
 	}
@@ -74,15 +70,12 @@ func sliceMessage(key partition.Key, token string, generation int64, i, n int) j
 }
 
 // sendBatch puts up to 10 messages on the jobs queue.
-func (s *Service) sendBatch(ctx context.Context, entries []sqstypes.SendMessageBatchRequestEntry) error {
-	out, err := s.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries})
+func (s *Service) sendBatch(ctx context.Context, msgs []jobs.Outgoing) error {
+	sent, err := jobs.Queue{API: s.Queue, URL: s.QueueURL}.SendBatch(ctx, msgs)
 	if err != nil {
 		return err
 	}
-	if len(out.Failed) > 0 {
-		return fmt.Errorf("%d of %d messages not sent: %s: %s", len(out.Failed), len(entries), aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
-	}
-	return nil
+	return jobs.NotSent(sent)
 }
 
 // sendSlice puts slice sl's message on the jobs queue after delay.
@@ -91,7 +84,7 @@ func (s *Service) sendSlice(ctx context.Context, sl ledger.Slice, delay time.Dur
 	if err != nil {
 		return err
 	}
-	return s.sendBatch(ctx, []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body), DelaySeconds: int32(delay / time.Second)}})
+	return s.sendBatch(ctx, []jobs.Outgoing{{Body: body, Delay: delay}})
 }
 
 // slice runs one slice message (see slices.go).

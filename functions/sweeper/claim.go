@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
+	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
@@ -141,8 +138,8 @@ func JobFor(c ledger.Claim) Job {
 // queue.
 func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, released int, unsent map[partition.Key]bool, errs []error) {
 	unsent = map[partition.Key]bool{}
-	for start := 0; start < len(claims); start += 10 {
-		n, r, u, e := s.sendBatch(ctx, claims[start:min(start+10, len(claims))])
+	for batch := range slices.Chunk(claims, jobs.BatchSize) {
+		n, r, u, e := s.sendBatch(ctx, batch)
 		sent, released, errs = sent+n, released+r, append(errs, e...)
 		for _, k := range u {
 			unsent[k] = true
@@ -152,42 +149,21 @@ func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, releas
 }
 
 func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, released int, unsent []partition.Key, errs []error) {
-	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.Config.QueueURL)}
+	msgs := make([]jobs.Outgoing, len(batch))
 	for i, c := range batch {
 		body, err := json.Marshal(JobFor(c))
 		if err != nil {
 			return 0, 0, nil, []error{err}
 		}
-		in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body))})
+		msgs[i] = jobs.Outgoing{Body: string(body)}
 	}
-	failed := map[int]string{}
-	out, err := s.SQS.SendMessageBatch(ctx, in)
-	if err != nil {
-		for i := range batch {
-			failed[i] = err.Error()
+	results, _ := jobs.Queue{API: s.SQS, URL: s.Config.QueueURL}.SendBatch(ctx, msgs)
+	for i, r := range results {
+		if r.Err == nil {
+			sent++
+			continue
 		}
-	} else {
-		for _, f := range out.Failed {
-			i, convErr := strconv.Atoi(aws.ToString(f.Id))
-			if convErr != nil || i < 0 || i >= len(batch) {
-				continue
-			}
-			failed[i] = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
-		}
-		// An entry neither successful nor failed was not sent either.
-		ok := map[string]bool{}
-		for _, e := range out.Successful {
-			ok[aws.ToString(e.Id)] = true
-		}
-		for i := range batch {
-			if _, isFailed := failed[i]; !isFailed && !ok[strconv.Itoa(i)] {
-				failed[i] = "no result for entry"
-			}
-		}
-	}
-	sent = len(batch) - len(failed)
-	for i, why := range failed {
-		c := batch[i]
+		c, why := batch[i], r.Err.Error()
 		// A fresh context: the claim must go back even if ctx is ending.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		err := s.Ledger.Release(rctx, c)

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
+	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -75,28 +72,31 @@ func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int
 	if _, err := s.reserve(ctx, budget, 0); err != nil {
 		errs = append(errs, err)
 	}
-	jobs := planFanOut(counts, orDefault(s.Config.FanOutAccounts, defaultFanOutAccounts), budget)
+	groups := planFanOut(counts, orDefault(s.Config.FanOutAccounts, defaultFanOutAccounts), budget)
 	sweep := now.UTC().Format(time.RFC3339)
 	sent := 0
-	for start := 0; start < len(jobs); start += 10 {
-		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.Config.SweepQueueURL)}
-		for i, j := range jobs[start:min(start+10, len(jobs))] {
+	for batch := range slices.Chunk(groups, jobs.BatchSize) {
+		msgs := make([]jobs.Outgoing, len(batch))
+		for i, j := range batch {
 			j.Sweep = sweep
 			body, _ := json.Marshal(j)
-			in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body))})
+			msgs[i] = jobs.Outgoing{Body: string(body)}
 		}
-		out, err := s.SQS.SendMessageBatch(ctx, in)
+		results, err := jobs.Queue{API: s.SQS, URL: s.Config.SweepQueueURL}.SendBatch(ctx, msgs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("fan out: %w", err))
 			continue
 		}
-		sent += len(out.Successful)
-		for _, f := range out.Failed {
-			errs = append(errs, fmt.Errorf("fan out message %s: %s: %s", aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message)))
+		for i, r := range results {
+			if r.Err != nil {
+				errs = append(errs, fmt.Errorf("fan out message %d: %w", i, r.Err))
+			} else {
+				sent++
+			}
 		}
 	}
 	// An unsent group's accounts stay woken: the next sweep takes them.
-	s.log().Info("sweep fanned out", "woken", sum.Woken, "messages", sent, "of", len(jobs), "budget", budget)
+	s.log().Info("sweep fanned out", "woken", sum.Woken, "messages", sent, "of", len(groups), "budget", budget)
 	return sent, errors.Join(errs...)
 }
 

@@ -11,16 +11,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/events"
@@ -28,21 +25,14 @@ import (
 	"github.com/daybook-dev/daybook/shared/logging"
 	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/outbox"
+	"github.com/daybook-dev/daybook/shared/startup"
 )
 
 func main() {
-	ctx := context.Background()
-	awsCfg, err := awsclient.Load(ctx)
-	if err != nil {
-		logging.New(os.Stdout, slog.LevelError).With("function", "sweeper").Error("aws configuration", "error", err.Error())
-		os.Exit(2)
-	}
-	fn, err := build(os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
-	if err != nil {
-		fn.Log.Error("start-up", "error", err.Error())
-		os.Exit(2)
-	}
-	lambda.Start(fn.Handler.Invoke)
+	startup.Run("sweeper", func(_ context.Context, awsCfg aws.Config) (any, *slog.Logger, error) {
+		fn, err := build(os.Environ(), Options{AWS: awsCfg, Now: time.Now, Rand: rand.Reader, Stdout: os.Stdout})
+		return fn.Handler.Invoke, fn.Log, err
+	})
 }
 
 // Options are what the function's environment does not say. main passes
@@ -68,14 +58,9 @@ type Function struct {
 // environ (os.Environ), the catalog, its clients from o.AWS, then wire.
 // Errors name the variable; Log is set even then.
 func build(environ []string, o Options) (Function, error) {
-	env := map[string]string{}
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	r := envvar.From(env)
+	r := envvar.From(envvar.Environ(environ))
 	cfg, err := loadConfig(r)
-	log := logging.New(o.Stdout, logging.ParseLevel(cfg.LogLevel)).With("function", "sweeper")
+	log := logging.ForFunction(o.Stdout, cfg.LogLevel, "sweeper")
 	fn := Function{Config: cfg, Log: log}
 	if err != nil {
 		return fn, fmt.Errorf("configuration: %w", err)

@@ -22,14 +22,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -264,42 +260,23 @@ const restateWrites = 8
 // send queues the checks in batches of 10. A check whose message was not
 // accepted is moved back to its old time, so the next sweep queues it.
 func (r *Restater) send(ctx context.Context, checks []ledger.Row, next time.Time) (sent int, errs []error) {
-	for lo := 0; lo < len(checks); lo += 10 {
-		batch := checks[lo:min(lo+10, len(checks))]
-		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.Config.QueueURL)}
+	for batch := range slices.Chunk(checks, jobs.BatchSize) {
+		msgs := make([]jobs.Outgoing, len(batch))
 		for i, row := range batch {
 			body, err := json.Marshal(jobs.RestateCheck{Kind: jobs.KindRestateCheck, AccountID: row.AccountID, Dataset: row.Dataset,
 				Day: row.Day.String(), Generation: row.Generation})
 			if err != nil {
 				return sent, append(errs, err)
 			}
-			in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body))})
+			msgs[i] = jobs.Outgoing{Body: string(body)}
 		}
-		failed := map[int]string{}
-		out, err := r.SQS.SendMessageBatch(ctx, in)
-		if err != nil {
-			for i := range batch {
-				failed[i] = err.Error()
+		results, _ := jobs.Queue{API: r.SQS, URL: r.Config.QueueURL}.SendBatch(ctx, msgs)
+		for i, res := range results {
+			if res.Err == nil {
+				sent++
+				continue
 			}
-		} else {
-			ok := map[string]bool{}
-			for _, e := range out.Successful {
-				ok[aws.ToString(e.Id)] = true
-			}
-			for i := range batch {
-				if !ok[strconv.Itoa(i)] {
-					failed[i] = "not accepted"
-				}
-			}
-			for _, f := range out.Failed {
-				if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= 0 && i < len(batch) {
-					failed[i] = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
-				}
-			}
-		}
-		sent += len(batch) - len(failed)
-		for i, why := range failed {
-			row := batch[i]
+			row, why := batch[i], res.Err.Error()
 			moved := row
 			moved.Fingerprint.CheckAt = next.UTC().Truncate(time.Second)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

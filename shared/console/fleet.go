@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/console/ops"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // recentWindow is how far back the fleet counts failed attempts.

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // Heatmap sizes: up to wideDays days each cell carries its phase's symbol

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // labels are the non-empty entries of a label line, as "column:label".

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/daybook-dev/daybook/shared/console/ops"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // pageNames are the templates under templates/, each rendered inside

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,6 +27,17 @@ func Lookup(lookup func(string) (string, bool)) *Reader { return &Reader{lookup:
 // From reads from a map (tests, the CLI).
 func From(m map[string]string) *Reader {
 	return &Reader{lookup: func(k string) (string, bool) { v, ok := m[k]; return v, ok }}
+}
+
+// Environ is environ's KEY=VALUE pairs (os.Environ) as a map, for From:
+// a function reads its environment once, at start-up.
+func Environ(environ []string) map[string]string {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
 }
 
 // Lookup reads a variable as os.LookupEnv does, for parsers of their own

@@ -36,3 +36,17 @@ func TestReader(t *testing.T) {
 		}
 	}
 }
+
+// TestEnviron: os.Environ's pairs become a map; a value keeps its own '='.
+func TestEnviron(t *testing.T) {
+	got := Environ([]string{"A=1", "DSN=host=db user=x", "EMPTY=", "ODD"})
+	want := map[string]string{"A": "1", "DSN": "host=db user=x", "EMPTY": "", "ODD": ""}
+	if len(got) != len(want) {
+		t.Fatalf("Environ = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("Environ[%s] = %q, want %q", k, got[k], v)
+		}
+	}
+}

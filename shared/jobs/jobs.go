@@ -15,7 +15,9 @@
 //
 // It also owns the one check of a manual request against its account
 // ([CheckRequest], check.go), shared by the exporter, for messages, and by
-// the CLI, for `daybook reexport` and `daybook requeue`.
+// the CLI, for `daybook reexport` and `daybook requeue`, and the one way
+// messages are sent ([Queue], send.go): batches of ten, and what became of
+// each message.
 package jobs
 
 import (

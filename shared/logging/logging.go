@@ -32,6 +32,12 @@ func New(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(requestIDHandler{base: base, h: base})
 }
 
+// ForFunction is a function's log: New at level (a LOG_LEVEL value,
+// ParseLevel), every line naming the function.
+func ForFunction(w io.Writer, level, function string) *slog.Logger {
+	return New(w, ParseLevel(level)).With("function", function)
+}
+
 // lambdaKeys renames slog's built-in keys to Lambda's and writes the level
 // as Lambda spells it (TRACE, DEBUG, INFO, WARN, ERROR, FATAL).
 func lambdaKeys(groups []string, a slog.Attr) slog.Attr {

@@ -93,3 +93,16 @@ func TestParseLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestForFunction: a function's log is at the level its LOG_LEVEL names,
+// and every line names the function.
+func TestForFunction(t *testing.T) {
+	var buf bytes.Buffer
+	log := ForFunction(&buf, "WARN", "console")
+	log.Info("dropped")
+	log.Warn("kept")
+	lines := decodeLines(t, buf.Bytes())
+	if len(lines) != 1 || lines[0][KeyMessage] != "kept" || lines[0]["function"] != "console" {
+		t.Fatalf("logged %v, want the WARN line alone, naming the console", lines)
+	}
+}

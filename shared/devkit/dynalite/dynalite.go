@@ -14,18 +14,16 @@ package dynalite
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/daybook-dev/daybook/shared/devkit/motoserver"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 )
 
 // InstallHint says how to install dynalite where Bin looks.
@@ -33,9 +31,7 @@ const InstallHint = "dynalite is not installed: run `make bench` (or `npm ci --p
 
 // Server is one running dynalite.
 type Server struct {
-	URL string
-	Pid int
-	cmd *exec.Cmd
+	*serverproc.Process
 }
 
 // Bin returns dynalite's cli.js: $DYNALITE, or bench/fleet/node_modules
@@ -62,56 +58,24 @@ func Start(ctx context.Context, root, logPath string) (*Server, error) {
 	if err != nil {
 		return nil, errors.New("node not found: dynalite needs Node.js (`apt-get install nodejs npm`)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := serverproc.Start(ctx, serverproc.Spec{
+		Name: "dynalite",
+		Path: node,
+		Args: func(port int) []string {
+			return []string{cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+				"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
+		},
+		Log:     logPath,
+		Ready:   serverproc.Listening, // it gives no other readiness signal
+		Timeout: 30 * time.Second,
+	})
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(node, cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start dynalite: %w", err)
-	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Pid: cmd.Process.Pid, cmd: cmd}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			return s, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			_ = s.Stop()
-			return nil, fmt.Errorf("dynalite on %s not ready (log %s)", s.URL, logPath)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a port that gives no other signal
-	}
+	return &Server{p}, nil
 }
 
 // Config returns an SDK configuration pointed at the server.
 func (s *Server) Config(ctx context.Context) (aws.Config, error) {
 	return motoserver.ConfigFor(ctx, s.URL)
-}
-
-// Stop ends the server's process group and waits for it.
-func (s *Server) Stop() error {
-	if s == nil || s.Pid == 0 {
-		return nil
-	}
-	err := syscall.Kill(-s.Pid, syscall.SIGTERM)
-	if errors.Is(err, syscall.ESRCH) {
-		err = nil
-	}
-	if s.cmd != nil {
-		_ = s.cmd.Wait()
-	}
-	return err
 }

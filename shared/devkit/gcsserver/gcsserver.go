@@ -55,23 +55,9 @@ func StartBehind(ctx context.Context, dir, external string) (*serverproc.Process
 			return []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port), "-backend", "memory",
 				"-public-host", addr, "-external-url", ext, "-log-level", "warn"}
 		},
-		Env: []string{"HOME=" + dir, "TMPDIR=" + dir},
-		Dir: dir,
-		Ready: func(ctx context.Context, url string) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/storage/v1/b?project=test", nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("list buckets: %s", resp.Status)
-			}
-			return nil
-		},
+		Env:   []string{"HOME=" + dir, "TMPDIR=" + dir},
+		Dir:   dir,
+		Ready: serverproc.OKAt("/storage/v1/b?project=test"), // it lists buckets
 	})
 }
 

@@ -2,9 +2,10 @@ package minioserver
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc/servertest"
 )
 
 // RunTests starts one MinIO server for a package's tests, in a temporary
@@ -16,28 +17,8 @@ func RunTests(m *testing.M, srv **Server) int { return Around(m.Run, srv) }
 // Around is RunTests around run, for a package that starts other servers
 // too: TestMain calls Around(func() int { return motoserver.RunTests(m, &moto) }, &srv).
 func Around(run func() int, srv **Server) int {
-	dir, err := os.MkdirTemp("", "daybook-minio-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	s, err := Start(context.Background(), dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	*srv = s
-	code := run()
-	if code != 0 {
-		if tail := LogTail(s.Log); tail != "" {
-			fmt.Fprintf(os.Stderr, "--- minio log tail ---\n%s\n", tail)
-		}
-	}
-	if err := s.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	return code
+	var p *serverproc.Process
+	return servertest.Around(func() int { *srv = &Server{p}; return run() }, &p, start)
 }
 
 // ForTest starts a MinIO server for one test, in t.TempDir(), and stops it
@@ -46,18 +27,13 @@ func Around(run func() int, srv **Server) int {
 // log.
 func ForTest(t testing.TB) *Server {
 	t.Helper()
-	dir := t.TempDir()
-	s, err := Start(t.Context(), dir)
+	return &Server{servertest.ForTest(t, start)}
+}
+
+func start(ctx context.Context, dir string) (*serverproc.Process, error) {
+	s, err := Start(ctx, dir)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- minio log tail ---\n%s", LogTail(s.Log))
-		}
-		if err := s.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return s
+	return s.Process, nil
 }

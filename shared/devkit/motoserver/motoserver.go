@@ -7,18 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 )
 
 // InstallHint is printed whenever moto_server cannot be found.
@@ -32,11 +29,12 @@ const Region = "us-east-1"
 // the operator CLI assumes for a local stack that names none.
 const AccountID = awsclient.LocalAccountID
 
-// Server is one running moto_server.
+// Server is one running moto_server. A Server with no process (only URL
+// and Pid, as a kept run records them) is stopped by its pid.
 type Server struct {
-	URL string
-	Pid int
-	cmd *exec.Cmd
+	URL  string
+	Pid  int
+	proc *serverproc.Process
 }
 
 // Bin returns the moto_server executable: $MOTO_SERVER, .local/venv, or PATH.
@@ -58,47 +56,36 @@ func Start(ctx context.Context, logPath string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	p, err := serverproc.Start(ctx, serverproc.Spec{
+		Name:  "moto_server",
+		Path:  bin,
+		Args:  func(port int) []string { return []string{"-H", "127.0.0.1", "-p", strconv.Itoa(port)} },
+		Log:   logPath,
+		Ready: serverproc.AnswerAt("/moto-api/data.json"), // it gives no other readiness signal
+	})
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("moto log: %w", err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group, so Stop also ends werkzeug's children.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Pid: cmd.Process.Pid, cmd: cmd}
-	if err := waitReady(ctx, s.URL, 60*time.Second); err != nil {
-		_ = s.Stop()
-		return nil, fmt.Errorf("moto_server on %s (log %s): %w", s.URL, logPath, err)
-	}
-	return s, nil
+	return &Server{URL: p.URL, Pid: p.Pid, proc: p}, nil
 }
 
-// Stop ends the server's process group and waits for it.
+// Stop ends the server's process group and waits for it (a Server with no
+// process: ends its pid's group, StopPid).
 func (s *Server) Stop() error {
 	if s == nil || s.Pid == 0 {
 		return nil
 	}
-	err := StopPid(s.Pid)
-	if s.cmd != nil {
-		_ = s.cmd.Wait()
+	if s.proc == nil {
+		return StopPid(s.Pid)
 	}
-	return err
+	return s.proc.Stop()
 }
 
 // StopPid ends a moto_server started earlier (perhaps by another process)
 // by its pid, which was also its process group id.
 func StopPid(pid int) error {
-	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("stop moto_server pid %d: %w", pid, err)
+	if err := serverproc.StopPid(pid); err != nil {
+		return fmt.Errorf("moto_server: %w", err)
 	}
 	return nil
 }
@@ -119,34 +106,4 @@ func ConfigFor(ctx context.Context, url string) (aws.Config, error) {
 	cfg.Credentials = credentials.NewStaticCredentialsProvider("testing", "testing", "")
 	cfg.BaseEndpoint = aws.String(url)
 	return cfg, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitReady polls until the server answers; the process gives no other
-// readiness signal.
-func waitReady(ctx context.Context, url string, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/moto-api/data.json", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s", limit)
-		case <-tick.C:
-		}
-	}
 }

@@ -6,52 +6,35 @@ package runtimeemulator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"sort"
-	"syscall"
 	"time"
+
+	"github.com/daybook-dev/daybook/shared/devkit/serverproc"
 )
 
 // InstallHint says how to get the emulator.
 var InstallHint = "aws-lambda-rie not found: run `make tools` (it installs the version pinned in the Makefile with go install)"
 
-// Bin finds aws-lambda-rie: $AWS_LAMBDA_RIE, PATH, then $GOPATH/bin.
+// Bin finds aws-lambda-rie: $AWS_LAMBDA_RIE, $GOBIN or $GOPATH/bin (where
+// `make tools` installs it), then PATH.
 func Bin() (string, error) {
-	if p := os.Getenv("AWS_LAMBDA_RIE"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
-		return p, nil
-	}
-	gopath := os.Getenv("GOPATH")
-	if gopath == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			gopath = home + "/go"
-		}
-	}
-	if p := gopath + "/bin/aws-lambda-rie"; gopath != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New(InstallHint)
+	return serverproc.GoBin("aws-lambda-rie", "AWS_LAMBDA_RIE", InstallHint)
 }
 
 // Function is one bootstrap binary running under its own emulator instance.
 type Function struct {
-	Name   string
-	URL    string
-	Pid    int
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the emulator process has exited (its Wait returned)
+	Name string
+	URL  string
+	Pid  int
+	proc *serverproc.Process
 }
 
 // Options configure a Function.
@@ -79,21 +62,14 @@ func Start(ctx context.Context, bootstrap string, opts Options) (*Function, erro
 	}
 	for attempt := 1; ; attempt++ {
 		f, err := start(ctx, rie, bootstrap, opts)
-		if !errors.Is(err, errExited) || attempt == 3 {
+		if !errors.Is(err, serverproc.ErrExited) || attempt == 3 {
 			return f, err
 		}
 	}
 }
 
-// errExited is an emulator that exited before it listened.
-var errExited = errors.New("exited before it listened")
-
 func start(ctx context.Context, rie, bootstrap string, opts Options) (*Function, error) {
-	invokePort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	apiPort, err := freePort()
+	apiPort, err := serverproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -103,10 +79,6 @@ func start(ctx context.Context, rie, bootstrap string, opts Options) (*Function,
 	if opts.MemoryMB == 0 {
 		opts.MemoryMB = 1024
 	}
-	cmd := exec.Command(rie,
-		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", invokePort),
-		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		bootstrap)
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + os.Getenv("HOME"),
@@ -122,22 +94,24 @@ func start(ctx context.Context, rie, bootstrap string, opts Options) (*Function,
 	for _, k := range keys {
 		env = append(env, k+"="+opts.Env[k])
 	}
-	cmd.Env = env
-	if opts.Log != nil {
-		cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
+	p, err := serverproc.Start(ctx, serverproc.Spec{
+		Name: "emulator for " + opts.Name,
+		Path: rie,
+		Args: func(invokePort int) []string {
+			return []string{
+				"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", invokePort),
+				"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort),
+				bootstrap}
+		},
+		Env:    env,
+		Output: cmp.Or[io.Writer](opts.Log, io.Discard),
+		Ready:  serverproc.Listening, // it gives no other readiness signal
+		Grace:  5 * time.Second,
+	})
+	if err != nil {
+		return nil, err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", rie, err)
-	}
-	f := &Function{Name: opts.Name, URL: fmt.Sprintf("http://127.0.0.1:%d/2015-03-31/functions/function/invocations", invokePort), Pid: cmd.Process.Pid, cmd: cmd,
-		exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(f.exited) }()
-	if err := waitListening(ctx, fmt.Sprintf("127.0.0.1:%d", invokePort), 60*time.Second, f.exited); err != nil {
-		_ = f.Stop()
-		return nil, fmt.Errorf("emulator for %s: %w", opts.Name, err)
-	}
-	return f, nil
+	return &Function{Name: opts.Name, URL: p.URL + "/2015-03-31/functions/function/invocations", Pid: p.Pid, proc: p}, nil
 }
 
 // FunctionError is a handler error: the emulator answers HTTP 200 with
@@ -177,49 +151,8 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 
 // Stop ends the emulator and the function's process group.
 func (f *Function) Stop() error {
-	if f == nil || f.Pid == 0 {
+	if f == nil || f.proc == nil {
 		return nil
 	}
-	err := syscall.Kill(-f.Pid, syscall.SIGTERM)
-	if errors.Is(err, syscall.ESRCH) {
-		err = nil
-	}
-	select {
-	case <-f.exited:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-f.Pid, syscall.SIGKILL)
-		<-f.exited
-	}
-	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitListening polls the emulator's port (it gives no other readiness
-// signal) until it answers, the process exits (errExited), or limit.
-func waitListening(ctx context.Context, addr string, limit time.Duration, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	var d net.Dialer
-	for {
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%s: %w", addr, errExited)
-		case <-ctx.Done():
-			return fmt.Errorf("not listening on %s after %s", addr, limit)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return f.proc.Stop()
 }

@@ -1,21 +1,25 @@
 // Package serverproc runs a server a test needs as a process of its own on
 // loopback: a free port, its output in a log file, a readiness check, and a
 // stop by pid (its process group), with the end of its log shown when
-// something fails. The store emulators (gcsserver: fake-gcs-server;
-// azurite: Azurite) are started through it. Only tests and the local
-// development tools import it.
+// something fails. Every server launcher of the development kit starts its
+// process through it (motoserver, minioserver, runtimeemulator, dynalite,
+// gcsserver, azurite; pgserver alone runs its cluster on a unix socket as
+// another user). Only tests and the local development tools import it.
 package serverproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -30,13 +34,22 @@ type Spec struct {
 	Args func(port int) []string
 	// Env is the process's whole environment (nil: this process's).
 	Env []string
-	// Dir is where its log goes (Name.log), and its working directory.
+	// Dir is its working directory ("": this process's), and where its
+	// log goes unless Log names the file.
 	Dir string
+	// Log is the file its output goes to ("": Dir/Name.log).
+	Log string
+	// Output, when set, takes its output instead of a log file (LogTail
+	// is then "").
+	Output io.Writer
 	// Ready answers nil once the server serves requests at url
 	// (http://127.0.0.1:port). Nil: any HTTP answer to GET url/.
 	Ready func(ctx context.Context, url string) error
 	// Timeout bounds the wait for Ready (0: 60s).
 	Timeout time.Duration
+	// Grace is how long Stop waits after SIGTERM before it kills the
+	// process group (0: 30s).
+	Grace time.Duration
 }
 
 // Process is one running server.
@@ -46,11 +59,16 @@ type Process struct {
 	URL  string
 	Port int
 	Pid  int
-	// Log is the file its output goes to.
+	// Log is the file its output goes to ("" when Spec.Output took it).
 	Log     string
+	grace   time.Duration
 	exited  chan struct{} // closed once the process has exited
 	waitErr error         // its exit, once exited is closed
 }
+
+// ErrExited is a server that exited before it was ready (perhaps because
+// another process took its port first).
+var ErrExited = errors.New("exited before it was ready")
 
 // Start launches the server on a free loopback port and returns once Ready
 // says it serves requests. A server that exits or never gets ready is
@@ -60,53 +78,88 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(s.Dir, s.Name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("%s log: %w", s.Name, err)
-	}
-	defer logf.Close()
 	cmd := exec.Command(s.Path, s.Args(port)...)
 	cmd.Env = s.Env
 	cmd.Dir = s.Dir
-	cmd.Stdout, cmd.Stderr = logf, logf
+	logPath := ""
+	if s.Output != nil {
+		cmd.Stdout, cmd.Stderr = s.Output, s.Output
+	} else {
+		logPath = cmp.Or(s.Log, filepath.Join(s.Dir, s.Name+".log"))
+		logf, err := os.Create(logPath)
+		if err != nil {
+			return nil, fmt.Errorf("%s log: %w", s.Name, err)
+		}
+		defer logf.Close()
+		cmd.Stdout, cmd.Stderr = logf, logf
+	}
+	// Its own process group, so Stop also ends the children it starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", s.Name, s.Path, err)
 	}
 	p := &Process{Name: s.Name, URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port,
-		Pid: cmd.Process.Pid, Log: logPath, exited: make(chan struct{})}
+		Pid: cmd.Process.Pid, Log: logPath, grace: cmp.Or(s.Grace, 30*time.Second), exited: make(chan struct{})}
 	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
 	ready := s.Ready
 	if ready == nil {
 		ready = AnyAnswer
 	}
-	if err := p.waitReady(ctx, ready, cmpOr(s.Timeout, 60*time.Second)); err != nil {
+	if err := p.waitReady(ctx, ready, cmp.Or(s.Timeout, 60*time.Second)); err != nil {
 		_ = p.Stop()
+		if logPath == "" {
+			return nil, fmt.Errorf("%s on %s: %w", s.Name, p.URL, err)
+		}
 		return nil, fmt.Errorf("%s on %s (log %s): %w\n%s", s.Name, p.URL, logPath, err, p.LogTail())
 	}
 	return p, nil
 }
 
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
 // AnyAnswer is the default readiness check: the server answers HTTP at
 // all, whatever the status.
-func AnyAnswer(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/", nil)
-	if err != nil {
+func AnyAnswer(ctx context.Context, url string) error { return AnswerAt("/")(ctx, url) }
+
+// AnswerAt is a readiness check: the server answers GET url+path, whatever
+// the status.
+func AnswerAt(path string) func(ctx context.Context, url string) error {
+	return func(ctx context.Context, url string) error {
+		_, err := get(ctx, url+path)
 		return err
+	}
+}
+
+// OKAt is a readiness check: the server answers GET url+path with 200 OK.
+func OKAt(path string) func(ctx context.Context, url string) error {
+	return func(ctx context.Context, url string) error {
+		status, err := get(ctx, url+path)
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("GET %s: %d %s", path, status, http.StatusText(status))
+		}
+		return err
+	}
+}
+
+func get(ctx context.Context, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, resp.Body.Close()
+}
+
+// Listening is the readiness check of a server that gives no other
+// signal: its port accepts a TCP connection.
+func Listening(ctx context.Context, url string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
 		return err
 	}
-	return resp.Body.Close()
+	return c.Close()
 }
 
 // waitReady polls ready every 50ms; a server that exits meanwhile ends the
@@ -125,7 +178,7 @@ func (p *Process) waitReady(ctx context.Context, ready func(context.Context, str
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("exited before it was ready: %v", p.waitErr)
+			return fmt.Errorf("%w: %v", ErrExited, p.waitErr)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %s: %v", limit, last)
 		case <-tick.C:
@@ -133,8 +186,9 @@ func (p *Process) waitReady(ctx context.Context, ready func(context.Context, str
 	}
 }
 
-// Stop ends the server's process group (SIGTERM, then SIGKILL after 30s)
-// and waits for it to exit. Stopping a stopped Process does nothing.
+// Stop ends the server's process group (SIGTERM, then SIGKILL after
+// Spec.Grace) and waits for it to exit. Stopping a stopped Process does
+// nothing.
 func (p *Process) Stop() error {
 	if p == nil || p.Pid == 0 {
 		return nil
@@ -145,7 +199,7 @@ func (p *Process) Stop() error {
 	}
 	select {
 	case <-p.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(p.grace):
 		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 		<-p.exited
 	}
@@ -162,8 +216,12 @@ func StopPid(pid int) error {
 	return nil
 }
 
-// LogTail is the last 4000 bytes of the server's log ("" when unreadable).
+// LogTail is the last 4000 bytes of the server's log ("" when unreadable
+// or when Spec.Output took its output).
 func (p *Process) LogTail() string {
+	if p.Log == "" {
+		return ""
+	}
 	b, err := os.ReadFile(p.Log)
 	if err != nil {
 		return ""

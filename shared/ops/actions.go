@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -130,32 +127,37 @@ func unnote(ctx context.Context, l ReexportNoter, note ledger.ReexportNote, days
 
 func sendReexports(ctx context.Context, api SendAPI, queueURL, accountID, dataset string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
 	var sent []SentRequest
-	for chunk := range slices.Chunk(days, 10) {
-		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL)}
-		bodies := map[string]SentRequest{}
+	q := jobs.Queue{API: api, URL: queueURL}
+	for chunk := range slices.Chunk(days, jobs.BatchSize) {
+		msgs := make([]jobs.Outgoing, len(chunk))
 		for i, d := range chunk {
 			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: accountID, Dataset: dataset, Day: d.String(), RequestedBy: requestedBy})
 			if err != nil {
 				return sortSent(sent), err
 			}
-			id := strconv.Itoa(i)
-			bodies[id] = SentRequest{Day: d.String(), Body: body}
-			in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(body)})
+			msgs[i] = jobs.Outgoing{Body: body}
 		}
-		out, err := api.SendMessageBatch(ctx, in)
+		results, err := q.SendBatch(ctx, msgs)
 		if err != nil {
 			return sortSent(sent), fmt.Errorf("send re-export requests (%d of %d sent): %w", len(sent), len(days), err)
 		}
-		for _, ok := range out.Successful {
-			r := bodies[aws.ToString(ok.Id)]
-			r.MessageID = aws.ToString(ok.MessageId)
-			sent = append(sent, r)
+		var unsent []int
+		for i, r := range results {
+			if r.Err != nil {
+				unsent = append(unsent, i)
+				continue
+			}
+			sent = append(sent, SentRequest{Day: chunk[i].String(), MessageID: r.MessageID, Body: msgs[i].Body})
 		}
 		add(p, len(chunk))
-		if len(out.Failed) > 0 {
-			f := out.Failed[0]
+		if len(unsent) > 0 {
+			first := unsent[0]
+			why := results[first].Err.Error()
+			if e := (*jobs.EntryError)(nil); errors.As(results[first].Err, &e) {
+				why = e.Message
+			}
 			return sortSent(sent), fmt.Errorf("%d requests were not sent (first: day %s: %s); %d of %d sent",
-				len(out.Failed), bodies[aws.ToString(f.Id)].Day, aws.ToString(f.Message), len(sent), len(days))
+				len(unsent), chunk[first], why, len(sent), len(days))
 		}
 	}
 	return sortSent(sent), nil

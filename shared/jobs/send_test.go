@@ -1,0 +1,141 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// batches records each request and answers it as told: answer[n] for the
+// n-th request (nil: accept every entry).
+type batches struct {
+	requests []*sqs.SendMessageBatchInput
+	answer   map[int]func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error)
+}
+
+func (b *batches) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	b.requests = append(b.requests, in)
+	if f := b.answer[len(b.requests)-1]; f != nil {
+		return f(in)
+	}
+	return acceptAll(in), nil
+}
+
+func acceptAll(in *sqs.SendMessageBatchInput) *sqs.SendMessageBatchOutput {
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String("m-" + aws.ToString(e.MessageBody))})
+	}
+	return out
+}
+
+func outgoing(n int) []Outgoing {
+	msgs := make([]Outgoing, n)
+	for i := range msgs {
+		msgs[i] = Outgoing{Body: strconv.Itoa(i)}
+	}
+	return msgs
+}
+
+// TestSendBatchesInOrder: 23 messages go in batches of 10, 10 and 3, in
+// order, with ids the request's positions; a failed request fails its own
+// messages, an entry the queue refuses or leaves unanswered is not
+// sent, and every other message carries its id.
+func TestSendBatchesInOrder(t *testing.T) {
+	gone := errors.New("connection reset")
+	api := &batches{answer: map[int]func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error){
+		0: func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			out := acceptAll(in)
+			out.Successful = append(out.Successful[:3], out.Successful[6:]...) // 3, 4, 5 unanswered...
+			out.Failed = []sqstypes.BatchResultErrorEntry{{Id: aws.String("4"), Code: aws.String("InternalError"), Message: aws.String("try again")}}
+			return out, nil // ...and 4 refused
+		},
+		1: func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) { return nil, gone },
+	}}
+	q := Queue{API: api, URL: "https://queue"}
+	msgs := outgoing(23)
+	msgs[22].Delay = 90 * time.Second
+	var sent []Sent
+	for batch := range slices.Chunk(msgs, BatchSize) {
+		s, _ := q.SendBatch(t.Context(), batch)
+		sent = append(sent, s...)
+	}
+
+	if len(api.requests) != 3 {
+		t.Fatalf("%d requests, want 3", len(api.requests))
+	}
+	for n, want := range []int{10, 10, 3} {
+		in := api.requests[n]
+		if aws.ToString(in.QueueUrl) != "https://queue" || len(in.Entries) != want {
+			t.Fatalf("request %d: queue %s, %d entries; want https://queue, %d", n, aws.ToString(in.QueueUrl), len(in.Entries), want)
+		}
+		for i, e := range in.Entries {
+			if aws.ToString(e.Id) != strconv.Itoa(i) || aws.ToString(e.MessageBody) != strconv.Itoa(10*n+i) {
+				t.Errorf("request %d entry %d: id %s body %s", n, i, aws.ToString(e.Id), aws.ToString(e.MessageBody))
+			}
+		}
+	}
+	if d := api.requests[2].Entries[2].DelaySeconds; d != 90 {
+		t.Errorf("DelaySeconds = %d, want 90", d)
+	}
+	if len(sent) != 23 {
+		t.Fatalf("%d results, want 23", len(sent))
+	}
+	for i, s := range sent {
+		var want error
+		switch {
+		case i == 3 || i == 5:
+			want = ErrNoResult
+		case i == 4:
+			want = &EntryError{Code: "InternalError", Message: "try again"}
+		case i >= 10 && i < 20:
+			want = gone
+		}
+		if fmt.Sprint(s.Err) != fmt.Sprint(want) {
+			t.Errorf("message %d: %v, want %v", i, s.Err, want)
+		}
+		if (want == nil) != (s.MessageID == "m-"+strconv.Itoa(i)) {
+			t.Errorf("message %d: id %q", i, s.MessageID)
+		}
+	}
+}
+
+// TestSendBatchRefusesMoreThanTen: one request carries ten messages at
+// most; more is the caller's error, and nothing is sent.
+func TestSendBatchRefusesMoreThanTen(t *testing.T) {
+	api := &batches{}
+	if _, err := (Queue{API: api}).SendBatch(t.Context(), outgoing(11)); err == nil || len(api.requests) != 0 {
+		t.Fatalf("SendBatch of 11 = %v after %d requests, want an error and none", err, len(api.requests))
+	}
+}
+
+func TestNotSent(t *testing.T) {
+	gone := errors.New("connection reset")
+	refused := &EntryError{Code: "InternalError", Message: "try again"}
+	cases := []struct {
+		name string
+		sent []Sent
+		want string
+	}{
+		{"all accepted", []Sent{{MessageID: "a"}, {MessageID: "b"}}, ""},
+		{"the request failed", []Sent{{Err: gone}, {Err: gone}}, "connection reset"},
+		{"one refused", []Sent{{MessageID: "a"}, {Err: refused}, {MessageID: "c"}}, "1 of 3 messages not sent: InternalError: try again"},
+		{"unanswered first", []Sent{{Err: ErrNoResult}, {Err: refused}}, "2 of 2 messages not sent: no result for entry"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := NotSent(c.sent)
+			if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+				t.Errorf("NotSent = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
