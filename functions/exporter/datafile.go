@@ -18,11 +18,20 @@ type dataFile struct {
 	enc encode.Writer
 }
 
-// openFile starts the data file at key of pending, uploaded with up and
-// encoded in format, of ds's columns, with the encoder options opts.
-func openFile(ctx context.Context, pending *Pending, key string, up upload.Options, format fileformat.Format, ds dataset.Dataset, opts encode.Options) (*dataFile, error) {
-	w := pending.NewDataFile(ctx, key, up)
-	enc, err := encode.New(format, w, ds, opts)
+// fileSpec is how every data file of a run is written: its upload's
+// options, its format, the dataset whose columns it holds and the
+// encoder's options.
+type fileSpec struct {
+	upload  upload.Options
+	format  fileformat.Format
+	dataset dataset.Dataset
+	encode  encode.Options
+}
+
+// openFile starts the data file at key of pending, written as spec says.
+func openFile(ctx context.Context, pending *Pending, key string, spec fileSpec) (*dataFile, error) {
+	w := pending.NewDataFile(ctx, key, spec.upload)
+	enc, err := encode.New(spec.format, w, spec.dataset, spec.encode)
 	if err != nil {
 		return nil, err
 	}

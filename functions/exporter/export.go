@@ -390,7 +390,7 @@ func (e *Exporter) writeData(ctx context.Context, g *generation, q source.Query,
 		if err != nil {
 			return err
 		}
-		f, err := openFile(ctx, p, g.dataKey(slice, len(files)), g.upload, g.format, g.Dataset, opts)
+		f, err := openFile(ctx, p, g.dataKey(slice, len(files)), fileSpec{upload: g.upload, format: g.format, dataset: g.Dataset, encode: opts})
 		cur = f
 		return err
 	}
