@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -87,7 +89,7 @@ func motoEnv(url string) map[string]string {
 // ledgerAt is a ledger on the test stack with a fixed clock.
 func (s stack) ledgerAt(t *testing.T, now time.Time, maxAttempts int) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.New(dynamodb.NewFromConfig(s.cfg), ledger.Config{
+	l, err := ledger.New(dynamodb.NewFromConfig(s.cfg), ledger.Config{Catalog: datasettest.Example(t),
 		Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, MaxAttempts: maxAttempts, Now: func() time.Time { return now },
 	})
 	if err != nil {

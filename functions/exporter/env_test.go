@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -126,7 +128,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	ctx := t.Context()
 	cfg, out := deployed(t)
 	clk := at(testNow)
-	led, err := ledger.New(dynamoClient(cfg), ledger.Config{
+	led, err := ledger.New(dynamoClient(cfg), ledger.Config{Catalog: datasettest.Example(t),
 		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3, Stage: testStage,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: &lockedReader{r: seeded(t, "ledger")},
 	})

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -126,7 +128,7 @@ const lease = 20 * time.Minute
 func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
 	t.Helper()
 	cfg, table := ledgerTable(t)
-	lc := ledger.Config{
+	lc := ledger.Config{Catalog: datasettest.Example(t),
 		Table: table, Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
 	}
