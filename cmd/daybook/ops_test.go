@@ -165,7 +165,7 @@ func TestReexport(t *testing.T) {
 	msgs := s.receiveAll(t, queue)
 	var days []string
 	for _, m := range msgs {
-		msg, err := jobs.Parse(aws.ToString(m.Body))
+		msg, err := jobs.Parse(datasettest.Example(t), aws.ToString(m.Body))
 		if err != nil || msg.Manual == nil {
 			t.Fatalf("message %q: %v", aws.ToString(m.Body), err)
 		}
@@ -200,7 +200,7 @@ func TestReexport(t *testing.T) {
 	}
 	var got []string
 	for _, m := range s.receiveAll(t, queue) {
-		if msg, err := jobs.Parse(aws.ToString(m.Body)); err == nil && msg.Manual != nil {
+		if msg, err := jobs.Parse(datasettest.Example(t), aws.ToString(m.Body)); err == nil && msg.Manual != nil {
 			got = append(got, msg.Manual.Dataset+" "+msg.Manual.Day)
 		}
 	}

@@ -126,7 +126,7 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 	bkt := fmt.Sprintf("verify-readme-%d", nameSeq.Add(1))
 	s.createBucket(t, bkt)
 	api := awsclient.NewS3(s.cfg)
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 func TestCustomerVerifyOnGCSAndAzure(t *testing.T) {
 	fgcs := servertest.ForTest(t, gcsserver.Start)
 	azr := servertest.ForTest(t, azurite.Start)
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestVerifyBothContracts(t *testing.T) {
 	bkt := fmt.Sprintf("verify-contracts-%d", nameSeq.Add(1))
 	s.createBucket(t, bkt)
 	api := awsclient.NewS3(s.cfg)
-	v1, err := dataset.Get("events")
+	v1, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,8 +304,8 @@ func TestVerifySnapshotOlderDays(t *testing.T) {
 `...))
 	s := deployed(t)
 	api := awsclient.NewS3(s.cfg)
-	events, _ := dataset.Get("events")
-	members, _ := dataset.Get("members")
+	events, _ := datasettest.Example(t).Get("events")
+	members, _ := datasettest.Example(t).Get("members")
 
 	// The customer's form.
 	bkt := fmt.Sprintf("verify-snapshot-%d", nameSeq.Add(1))
@@ -376,7 +376,7 @@ func TestVerifyTheWaysCustomersNameTheirBucket(t *testing.T) {
 	bkt := fmt.Sprintf("verify-forms-%d", nameSeq.Add(1))
 	s.createBucket(t, bkt)
 	api := awsclient.NewS3(s.cfg)
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -462,7 +462,7 @@ var orderBy = map[string]string{"events": "event_id", "profiles": "profile_id", 
 
 func mustDataset(t *testing.T, name string) dataset.Dataset {
 	t.Helper()
-	ds, err := dataset.Get(name)
+	ds, err := datasettest.Example(t).Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}

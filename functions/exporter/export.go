@@ -117,6 +117,8 @@ func (c ExportConfig) partSize() int64 {
 // Exporter writes one partition into its account's bucket with the commit
 // protocol. It holds no per-partition state; one value serves every message.
 type Exporter struct {
+	// Catalog is the deployment's dataset catalog (Config.Catalog).
+	Catalog *dataset.Set
 	Source  source.Source
 	Buckets Buckets
 	// Stores opens the destinations on GCS and Azure; nil fails their
@@ -406,7 +408,7 @@ func (e *Exporter) targetOf(ctx context.Context, p Partition) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.Name, p.Day)
+	partPrefix := layout.PartitionPrefix(prefix, p.Dataset.LedgerName(), p.Day)
 	t := &target{Partition: p, prefix: prefix, partPrefix: partPrefix, format: format, bucket: b,
 		committer: &Committer{Bucket: b, Partition: partPrefix, RunID: p.RunID, Now: e.Now,
 			Expect: manifest.Expect{AccountID: p.Account.ID, Dataset: p.Dataset.Name, Contract: p.Dataset.ContractVersion(),
@@ -436,9 +438,9 @@ const wholeDay = -1
 // dataKey is the key of data file n of slice (wholeDay: of the day).
 func (t *target) dataKey(slice, n int) string {
 	if slice == wholeDay {
-		return layout.DataKey(t.prefix, t.Dataset.Name, t.Day, n, t.format.Extension())
+		return layout.DataKey(t.prefix, t.Dataset.LedgerName(), t.Day, n, t.format.Extension())
 	}
-	return layout.SliceDataKey(t.prefix, t.Dataset.Name, t.Day, slice, n, t.format.Extension())
+	return layout.SliceDataKey(t.prefix, t.Dataset.LedgerName(), t.Day, slice, n, t.format.Extension())
 }
 
 // commit writes the generation's manifest (c's files in order, provenance

@@ -65,7 +65,7 @@ func (t *target) useTable(cats Catalogs) {
 	}
 	t.table = &icetable.Table{
 		Store:    t.bucket,
-		Location: tableLocation(t.prefix, t.Dataset.Name),
+		Location: tableLocation(t.prefix, t.Dataset.LedgerName()),
 		Dataset:  t.Dataset,
 	}
 	if d.Glue != nil && cats != nil {
@@ -106,7 +106,8 @@ func (t *target) tableBroken(ctx context.Context, err error, log *slog.Logger) s
 	return manifest.CauseText(manifest.CodeTableBroken, errors.New(msg)) + "; the day's files are delivered; repair the table: " + repair
 }
 
-// tableLocation is the key of a dataset's table: its folder, <prefix>/<contract>/<dataset>.
+// tableLocation is the key of a dataset's table: its folder, <prefix>/<contract>/<dataset>
+// (ds is its ledger name).
 func tableLocation(prefix, ds string) string {
 	return strings.TrimSuffix(layout.DatasetPrefix(prefix, ds), "/")
 }

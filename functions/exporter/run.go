@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
 	"github.com/daybook-dev/daybook/shared/upload"
@@ -120,7 +119,7 @@ func (r *run) export(ctx context.Context) (*Written, error) {
 		// Claimed before the account was disabled: record it, write nothing.
 		return nil, fmt.Errorf("account %s is disabled", r.Claim.AccountID)
 	}
-	if r.Dataset, err = dataset.Resolve(r.Claim.Dataset); err != nil {
+	if r.Dataset, err = r.s.Catalog.Resolve(r.Claim.Dataset); err != nil {
 		return nil, err
 	}
 	// A slice of an earlier attempt may outlive it: nothing is written

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -228,7 +227,7 @@ var errNeverRuns = errors.New("the partition cannot be exported")
 // sliced day (a slice's or the commit's).
 func (r *run) load(ctx context.Context) error {
 	key := r.Claim.Key
-	ds, err := dataset.Resolve(key.Dataset)
+	ds, err := r.s.Catalog.Resolve(key.Dataset)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNeverRuns, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -53,7 +55,7 @@ func (e *env) receive(queue string, skip ...string) map[int]string {
 			return got
 		}
 		for _, m := range out.Messages {
-			msg, err := jobs.Parse(aws.ToString(m.Body))
+			msg, err := jobs.Parse(datasettest.Example(t), aws.ToString(m.Body))
 			if err != nil || msg.Slice == nil {
 				e.t.Fatalf("queue message %s: %v (want a slice)", aws.ToString(m.Body), err)
 			}

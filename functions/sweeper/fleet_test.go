@@ -32,7 +32,12 @@ import (
 // requests.
 func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dynamometer.Client) {
 	t.Helper()
-	l := newLedger(t, clk, salt)
+	return metered(t, newLedger(t, clk, salt))
+}
+
+// metered makes l's sweeper twin (only) count its requests.
+func metered(t *testing.T, l *ledger.Ledger) (*ledger.Ledger, *dynamometer.Client) {
+	t.Helper()
 	m := &dynamometer.Client{API: dynamodb.NewFromConfig(sweeperAWS(t))}
 	twin, err := ledger.New(m, sweeperLedger(t, l).Config())
 	if err != nil {

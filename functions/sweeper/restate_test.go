@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -45,8 +47,9 @@ func (q *checkQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatc
 		return nil, errors.New("queue unavailable")
 	}
 	out := &sqs.SendMessageBatchOutput{}
+	ex, _ := dataset.Example()
 	for _, e := range in.Entries {
-		m, err := jobs.Parse(aws.ToString(e.MessageBody))
+		m, err := jobs.Parse(ex, aws.ToString(e.MessageBody))
 		if err != nil || m.RestateCheck == nil {
 			return nil, errors.Join(errors.New("not a restate check: "+aws.ToString(e.MessageBody)), err)
 		}

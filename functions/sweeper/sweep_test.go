@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -127,8 +129,14 @@ const lease = 20 * time.Minute
 
 func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
 	t.Helper()
+	return newCatalogLedger(t, clk, salt, datasettest.Example(t))
+}
+
+// newCatalogLedger is newLedger of a deployment whose catalog is cat.
+func newCatalogLedger(t *testing.T, clk *clock, salt string, cat *dataset.Set) *ledger.Ledger {
+	t.Helper()
 	cfg, table := ledgerTable(t)
-	lc := ledger.Config{Catalog: datasettest.Example(t),
+	lc := ledger.Config{Catalog: cat,
 		Table: table, Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
 	}
@@ -320,8 +328,13 @@ func only(l *ledger.Ledger, accts ...account.Account) isolate {
 	return isolate{ledgerOf(tw.(*ledger.Ledger)), ids}
 }
 
+// sweeper is a sweeper on l; its catalog is l's (the example without one).
 func sweeper(l LedgerAPI, q SQSAPI, clk *clock, perAccount, perSweep int) *Sweeper {
-	return &Sweeper{Ledger: l, SQS: q, Config: SweepConfig{
+	cat, _ := dataset.Example()
+	if c, ok := l.(interface{ Config() ledger.Config }); ok {
+		cat = c.Config().Catalog
+	}
+	return &Sweeper{Catalog: cat, Ledger: l, SQS: q, Config: SweepConfig{
 		QueueURL: "https://sqs.example/jobs", PerAccountCap: perAccount, PerSweepCap: perSweep,
 		DefaultSettleDelay: 0, Now: clk.Now,
 	}}
