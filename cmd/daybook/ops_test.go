@@ -361,7 +361,7 @@ func TestVerifyRange(t *testing.T) {
 // leaves every dataset out is refused, naming why. On the old code the
 // whole request was refused because of the snapshot dataset.
 func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
-	datasettest.Use(t, append(example.YAML(), `
+	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1
     partition: snapshot
@@ -374,6 +374,7 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
       - {name: attributes, type: json, nullable: true}
 `...))
 	s := deployed(t)
+	s.catalog = cat
 	ctx := context.Background()
 	acct := s.newAccount(t, map[string]any{"datasets": []string{"events", "members"}})
 	l := s.ledgerAt(t, testNow, 6)

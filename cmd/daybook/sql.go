@@ -33,7 +33,7 @@ prints the query for the latest state of an activity dataset (profiles: the newe
 		Example: "  daybook sql --dataset profiles --engine snowflake --current-state",
 	}
 	a.deploymentFlags(c)
-	p.register(c, false)
+	a.registerPartitionFlags(c, &p, false)
 	c.Flags().StringVar(&engine, "engine", "", "engine: "+strings.Join(loadsql.Engines, ", "))
 	c.Flags().BoolVar(&current, "current-state", false, "print the current-state query of an activity dataset (latest row per id)")
 	_ = c.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(loadsql.Engines, cobra.ShellCompDirectiveNoFileComp))
@@ -41,7 +41,7 @@ prints the query for the latest state of an activity dataset (profiles: the newe
 		if err := requireFlags(c, "dataset", "engine"); err != nil {
 			return err
 		}
-		d, err := datasetFlag(c, p.dataset)
+		d, err := a.datasetFlag(c, p.dataset)
 		if err != nil {
 			return err
 		}

@@ -63,14 +63,14 @@ Find out who changed the table's metadata first: whatever changed it may do so a
 	}
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&accountID, "account", "", "account id (acct_...)")
-	c.Flags().StringVar(&name, "dataset", "", "dataset: "+strings.Join(datasetNames(), ", "))
+	c.Flags().StringVar(&name, "dataset", "", "dataset: "+strings.Join(a.catalog.Names(), ", "))
 	c.Flags().BoolVar(&yes, "yes", false, "repair; without it the command only prints what it would do")
-	completeDatasets(c, "dataset")
+	a.completeDatasets(c, "dataset")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if accountID == "" || name == "" {
 			return cli.Usagef(c, "--account and --dataset are required")
 		}
-		ds, err := datasetFlag(c, name)
+		ds, err := a.datasetFlag(c, name)
 		if err != nil {
 			return err
 		}

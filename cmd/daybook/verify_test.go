@@ -290,7 +290,7 @@ func TestVerifyRefusesMixedForms(t *testing.T) {
 // snapshots), from the catalog and the account's newest closed day. On the
 // old code both exited 1.
 func TestVerifySnapshotOlderDays(t *testing.T) {
-	datasettest.Use(t, append(example.YAML(), `
+	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1
     partition: snapshot
@@ -303,9 +303,10 @@ func TestVerifySnapshotOlderDays(t *testing.T) {
       - {name: attributes, type: json, nullable: true}
 `...))
 	s := deployed(t)
+	s.catalog = cat
 	api := awsclient.NewS3(s.cfg)
-	events, _ := datasettest.Example(t).Get("events")
-	members, _ := datasettest.Example(t).Get("members")
+	events, _ := cat.Get("events")
+	members, _ := cat.Get("members")
 
 	// The customer's form.
 	bkt := fmt.Sprintf("verify-snapshot-%d", nameSeq.Add(1))
@@ -330,6 +331,7 @@ func TestVerifySnapshotOlderDays(t *testing.T) {
 		}
 	}
 	a, _, _ := testApp(t)
+	a.catalog = cat
 	a.awsConfig = func(context.Context, string, string) (aws.Config, error) {
 		c := s.cfg.Copy()
 		c.BaseEndpoint = nil

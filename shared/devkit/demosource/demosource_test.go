@@ -183,7 +183,7 @@ func TestAccounts(t *testing.T) {
 	names := datasettest.Example(t).Names()
 	ids := map[string]bool{}
 	for i, a := range d.Accounts {
-		if err := errors.Join(a.ValidateShape(), a.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
+		if err := errors.Join(a.ValidateShape(datasettest.Example(t)), a.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
 			t.Errorf("account %d: %v", i+1, err)
 		}
 		ids[a.ID] = true
@@ -236,7 +236,7 @@ func TestAccounts(t *testing.T) {
 		if err := dec.Decode(&got); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		if err := errors.Join(got.ValidateShape(), got.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
+		if err := errors.Join(got.ValidateShape(datasettest.Example(t)), got.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 		want, _ := json.Marshal(d.Accounts[i])
