@@ -113,7 +113,7 @@ func writeOurs(tb testing.TB, path string, opts encode.Options, rows int) {
 }
 
 func encodeOursOpts(tb testing.TB, w io.Writer, opts encode.Options, rows int) {
-	ds, err := datasettest.Example(t).Get("events")
+	ds, err := datasettest.Example(tb).Get("events")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func BenchmarkEncodeCPUVsDuckDB(b *testing.B) {
 		}
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	ds, err := datasettest.Example(t).Get("events")
+	ds, err := datasettest.Example(b).Get("events")
 	if err != nil {
 		b.Fatal(err)
 	}

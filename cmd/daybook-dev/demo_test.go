@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
@@ -40,7 +42,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
 	o := e2eDemo
-	o.Dir, o.Template, o.BinDir, o.Now, o.Out = dir, "../../template.yaml", bin, func() time.Time { return now }, &out
+	o.Catalog, o.Dir, o.Template, o.BinDir, o.Now, o.Out = datasettest.Example(t), dir, "../../template.yaml", bin, func() time.Time { return now }, &out
 	o.WhileUp = e2eTableReader
 	// Kept, as the README's console lines keep it: the kept demo's checks
 	// run on it below, then local down stops it.

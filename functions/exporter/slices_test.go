@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -55,7 +53,7 @@ func (e *env) receive(queue string, skip ...string) map[int]string {
 			return got
 		}
 		for _, m := range out.Messages {
-			msg, err := jobs.Parse(datasettest.Example(t), aws.ToString(m.Body))
+			msg, err := jobs.Parse(e.svc.Catalog, aws.ToString(m.Body))
 			if err != nil || msg.Slice == nil {
 				e.t.Fatalf("queue message %s: %v (want a slice)", aws.ToString(m.Body), err)
 			}
