@@ -29,6 +29,7 @@ import (
 // Interface Emulator, driven like EventBridge Scheduler and the SQS event
 // source mapping; then it checks what was delivered.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	buildBinaries(t, bin)
 	// The functions under the emulator read the wall clock (the sweeper
@@ -247,6 +248,7 @@ var (
 var e2eDemo = demoOptions{Days: 4, EventsPerDay: 60, Seed: 7}
 
 func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var out bytes.Buffer
 	o := demoOptions{Dir: dir, BinDir: ".local/bin", Keep: true, Self: ".local/bin/daybook-dev"}

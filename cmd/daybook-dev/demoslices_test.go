@@ -21,6 +21,7 @@ import (
 // exported in slices. With SLICE_ROWS fixed at the events per day some
 // instants had none, and the end-to-end test failed at those hours.
 func TestDemoSlicesAtAnyInstant(t *testing.T) {
+	t.Parallel()
 	var instants []time.Time
 	for h := 0; h < 24; h += 3 {
 		instants = append(instants, time.Date(2026, 11, 25, h, 1, 0, 0, time.UTC))

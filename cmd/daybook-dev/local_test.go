@@ -34,6 +34,7 @@ import (
 // (the sample local up wrote: a manual re-export of the local account's
 // newest closed day), history, verify, make local-down.
 func TestLocalDevCommands(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	iamcheck.Recorded(t) // the local moto records the functions' calls
@@ -316,6 +317,7 @@ func samEnvAsREADMESays(t *testing.T, dir string) {
 // ConsoleRoleArn, as it names the exporter's, and nothing when the stack
 // deploys no console (the local stack and the demo).
 func TestCLIVarsNameTheConsoleRole(t *testing.T) {
+	t.Parallel()
 	const exporter, console = "arn:aws:iam::123456789012:role/daybook-local-ExporterFunctionRole-A", "arn:aws:iam::123456789012:role/daybook-local-ConsoleFunctionRole-B"
 	with := cliVars(&samstack.Stack{Outputs: map[string]string{"ExporterRoleArn": exporter, "ConsoleRoleArn": console}}, map[string]string{})
 	if with["EXPORTER_ROLE_ARN"] != exporter || with["CONSOLE_ROLE_ARN"] != console {

@@ -20,6 +20,7 @@ import (
 // its start date, none not closed yet, the range within the bound. The
 // fixed samples in events/ would be refused at most of these instants.
 func TestLocalSampleEventsAgreeWithTheLocalAccount(t *testing.T) {
+	t.Parallel()
 	names := datasettest.Example(t).Names()
 	settle := envvar.DefaultSettleDelay
 	for _, now := range []time.Time{

@@ -17,6 +17,7 @@ import (
 )
 
 func TestPrintable(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Acme Corp":                 "Acme Corp",
 		"Société — 東京":              "Société — 東京",

@@ -170,6 +170,7 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 // (az://ACCOUNT/CONTAINER, and the abfss:// URI daybook prints), here on
 // their emulators (--endpoint), with no deployment.
 func TestCustomerVerifyOnGCSAndAzure(t *testing.T) {
+	t.Parallel()
 	fgcs := servertest.ForTest(t, gcsserver.Start)
 	azr := servertest.ForTest(t, azurite.Start)
 	ds, err := datasettest.Example(t).Get("events")
@@ -260,6 +261,7 @@ func TestVerifyBothContracts(t *testing.T) {
 }
 
 func TestVerifyRefusesMixedForms(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string

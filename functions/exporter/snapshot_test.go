@@ -33,6 +33,7 @@ import (
 // (against a downloaded copy) and in either order, leave the newest copy
 // only.
 func TestSnapshotDatasetTwoDays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	db := platformDB(t, e, "")
 	org := e.acct.ID

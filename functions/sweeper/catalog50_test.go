@@ -15,6 +15,7 @@ import (
 // example catalog (TestIdleAccountsCostNothing): the same requests for 10
 // and for 100 idle accounts, the wake and stopped shards and the stats.
 func TestIdleCostWithFiftyDatasets(t *testing.T) {
+	t.Parallel()
 	s := datasettest.Catalog(t, datasettest.GeneratedCatalog(50))
 
 	ctx := context.Background()

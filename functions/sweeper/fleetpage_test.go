@@ -186,6 +186,7 @@ func startDynalite(t testing.TB) (aws.Config, string) {
 // the fleet index (issue 22 §3). On the code before the summaries, the
 // page read every account's rows (a query per dataset of each).
 func TestFleetPageCostsTheSameAtAnySize(t *testing.T) {
+	t.Parallel()
 	cfg, tmpl := startDynalite(t)
 	small := measureFleetPage(t, fleetBench{cfg: cfg, tmpl: tmpl}, 200, "pagesmall", 0)
 	large := measureFleetPage(t, fleetBench{cfg: cfg, tmpl: tmpl}, 2000, "pagelarge", 0)

@@ -101,6 +101,7 @@ func newRestater(t *testing.T, l RestateLedger, clk *clock, q SQSAPI, cfg ledger
 // than the window, a row no longer completed and a dataset the account no
 // longer exports are taken out of the index and never checked.
 func TestRestatePass(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
@@ -184,6 +185,7 @@ func TestRestatePass(t *testing.T) {
 // TestRestateCap: however many checks are due, one sweep queues at most
 // the cap; the rest go in the next sweeps, each check once.
 func TestRestateCap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
@@ -239,6 +241,7 @@ func TestRestateCap(t *testing.T) {
 // the next sweep, not an interval later; with the lookback at 0 nothing is
 // read at all.
 func TestRestateSendFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
@@ -276,6 +279,7 @@ func (f fixedRunner) Run(context.Context) (Summary, error) { return f.sum, f.err
 // keeps the sweep's summary and errors, adds the pass's, and counts the
 // checks it queued.
 func TestWithRestate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")

@@ -34,6 +34,7 @@ const members = `
 // under a wrong date. On the old code the snapshot dataset got all three
 // days.
 func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
+	t.Parallel()
 	cat := datasettest.Catalog(t, append(example.YAML(), members...))
 
 	ctx := context.Background()

@@ -434,6 +434,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 }
 
 func TestNeverToday(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	two := 2 * time.Hour
 	zero := time.Duration(0)
@@ -488,6 +489,7 @@ func TestNeverToday(t *testing.T) {
 }
 
 func TestFairnessAndNoHole(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -526,6 +528,7 @@ func TestFairnessAndNoHole(t *testing.T) {
 }
 
 func TestPerSweepCapIsRoundRobin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -553,6 +556,7 @@ func TestPerSweepCapIsRoundRobin(t *testing.T) {
 }
 
 func TestFailedSendIsReleased(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -583,6 +587,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 }
 
 func TestRetriesAndDeadClaims(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -647,6 +652,7 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 // attempt: the row is never stopped without having run, and each
 // superseded message is dropped at Start.
 func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -710,6 +716,7 @@ func (d *deliveringSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessag
 // for a job an exporter already started must not release the claim (a second
 // exporter could then run the partition, L2); the job counts as sent.
 func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -737,6 +744,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 // TestStoppedIsALevel: every sweep reports how many partitions stopped
 // retrying, not only the sweep in which one stopped (L1, O3).
 func TestStoppedIsALevel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -793,6 +801,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 func TestSummaryJSON(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(Summary{Accounts: 1})
 	if err != nil {
 		t.Fatal(err)
