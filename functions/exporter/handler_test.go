@@ -137,7 +137,7 @@ func fakeService(t *testing.T) (*Service, *fakeLedger, *fakeQueue) {
 	}}}
 	q := &fakeQueue{}
 	now := time.Date(2026, 11, 29, 12, 15, 0, 0, time.UTC) // the sample events' time
-	return &Service{Ledger: led, Queue: q, QueueURL: "https://sqs.example/jobs", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	return &Service{Catalog: datasettest.Example(t), Ledger: led, Queue: q, QueueURL: "https://sqs.example/jobs", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: func() time.Time { return now }}, led, q
 }
 

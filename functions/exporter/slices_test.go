@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -598,7 +600,7 @@ func TestPlanFor(t *testing.T) {
 		{"a dataset partitioned on a date", stats, 1000, 0, 5000, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Exporter{Config: ExportConfig{SliceRows: tc.perSlice, MaxSlices: tc.maxSlices}}
+			e := &Exporter{Catalog: datasettest.Example(t), Config: ExportConfig{SliceRows: tc.perSlice, MaxSlices: tc.maxSlices}}
 			tg := &target{destination: dest,
 				Partition: Partition{Dataset: tc.ds, Claim: ledger.Claim{Token: "tok", Prev: ledger.Row{Rows: tc.prevRows}}, RunID: "run"}}
 			n := e.slicesFor(tg, tc.rows)
