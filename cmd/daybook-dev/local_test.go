@@ -34,7 +34,6 @@ import (
 // (the sample local up wrote: a manual re-export of the local account's
 // newest closed day), history, verify, make local-down.
 func TestLocalDevCommands(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	iamcheck.Recorded(t) // the local moto records the functions' calls
