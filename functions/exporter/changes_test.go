@@ -97,7 +97,6 @@ func (l *crashingComplete) Complete(ctx context.Context, key partition.Key, toke
 // recorded event, published at least once, with its stable id, and exactly
 // one change-log entry.
 func TestCrashAfterSuccessRecordsOnce(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// arm sets the crash up.

@@ -188,7 +188,6 @@ func TestStoppedEvent(t *testing.T) {
 // sweep's republish publishes it once. On the code before, the event was
 // recorded by the hook only: none survived.
 func TestStoppedEventSurvivesACrash(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	drain := e.eventQueue()
 	// The crash: nothing runs after the transition.
