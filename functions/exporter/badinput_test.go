@@ -19,7 +19,6 @@ import (
 // infinite doubles are such rows, in either file format. The customer's
 // delivery manifest says schema_mismatch, not the row's contents.
 func TestBadRowsFailThePartition(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		format  string
@@ -80,7 +79,6 @@ func TestBadRowsFailThePartition(t *testing.T) {
 // with an error naming the field and value, and write nothing to the bucket
 // or the ledger; they go back to SQS and on to the DLQ (E1, E5).
 func TestRefusedRequests(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{datasets: []string{"events", "daily_stats"}})
 	e.insert("events", genRows("events", testDay, 3)...)
 	// testNow is 2026-03-10T12:00Z: the last closed day is 2026-03-09.

@@ -70,7 +70,6 @@ func TestBeginRefusesAnOversizedSuccess(t *testing.T) {
 // the ledger's numbers are left as they were, and once an operator deletes
 // the marker the retry commits the next generation of the ledger.
 func TestPlantedGenerationIsRefused(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 3)...)
 	if r := e.export("events", testDay); r.State != ledger.StateCompleted || r.Generation != 1 {
@@ -110,7 +109,6 @@ func TestPlantedGenerationIsRefused(t *testing.T) {
 // claim is a commit the ledger missed, numbered above and noted; one
 // further ahead is ErrBucketAhead, with nothing noted and the marker kept.
 func TestBeginGenerationLead(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		found int64

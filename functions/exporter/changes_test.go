@@ -233,7 +233,6 @@ func readmeBlock(t *testing.T, md, heading, lang string) string {
 // generation alone; since before everything, each day once, at its newest
 // generation, with the rows before and after.
 func TestChangeLogAsTheReadmeShows(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	other := testDay.AddDays(1)
 	e.insert("events", genRows("events", testDay, 7)...)
@@ -314,7 +313,6 @@ func TestChangeLogAsTheReadmeShows(t *testing.T) {
 // generation was made for (it said reseed false before). The retry's own
 // generation counts for the reseed too.
 func TestRecoveredEventKeepsItsReseed(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{datasets: []string{"profiles"}})
 	e.withLifecycle()
 	e.svc.Lifecycle.Outbox = &outbox.Outbox{Store: e.fnLedger().Outbox(), Bus: &countingBus{}, On: true}

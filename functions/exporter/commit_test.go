@@ -88,7 +88,6 @@ func twoScripts(m *manifest.Manifest) (map[string][]byte, error) {
 // (nothing outside it), the manifest and the scripts
 // (by name) are written, and _SUCCESS last, naming the manifest's bytes.
 func TestCommitOrder(t *testing.T) {
-	t.Parallel()
 	f := newCommitFixture(t)
 	ctx := t.Context()
 	for _, k := range []string{"part-00000.parquet", "part-00001.parquet", "part-00002.parquet", "_manifest.json", "_load/old.sql"} {
@@ -189,7 +188,6 @@ func TestCommitOrder(t *testing.T) {
 // TestBeginGeneration: the generation only increases, and a bucket ahead of
 // the ledger is noted before the old _SUCCESS is removed.
 func TestBeginGeneration(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		marker   string // the old _SUCCESS ("" : none)
@@ -241,7 +239,6 @@ func TestBeginGeneration(t *testing.T) {
 // TestCommitFailures: a failure at any step stops the protocol at that
 // call and leaves no _SUCCESS.
 func TestCommitFailures(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		fail    func(buckettest.Call) bool
@@ -305,7 +302,6 @@ func TestCommitFailures(t *testing.T) {
 // TestSeveralWriters: data files written concurrently by several writers
 // are committed together by one Commit.
 func TestSeveralWriters(t *testing.T) {
-	t.Parallel()
 	f := newCommitFixture(t)
 	ctx := t.Context()
 	p, err := f.committer().Begin(ctx, 1, nil)
@@ -351,7 +347,6 @@ func TestSeveralWriters(t *testing.T) {
 // TestOpenFileIsNotCommitted: Commit refuses while a data file is still
 // being written, and Abort aborts its multipart upload.
 func TestOpenFileIsNotCommitted(t *testing.T) {
-	t.Parallel()
 	f := newCommitFixture(t)
 	ctx := t.Context()
 	p, err := f.committer().Begin(ctx, 1, nil)

@@ -9,7 +9,6 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
-	t.Parallel()
 	c, err := loadConfig(envvar.From(map[string]string{
 		"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", "JOBS_DLQ_URL": "d", "SOURCE_DRIVER": "sqlite", "SOURCE_DSN": "file:x.db",
 		"EXPORTER_TIMEOUT_SECONDS": "900", "MAX_FILE_BYTES": "1048576",
@@ -56,7 +55,6 @@ func TestLoadConfig(t *testing.T) {
 // the old code 170 s was accepted and such a day handed its commit on
 // forever); the template's minimum is the same figure, and it is accepted.
 func TestTimeoutTooShortForTheSliceCommit(t *testing.T) {
-	t.Parallel()
 	env := func(timeout string) map[string]string {
 		return map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", "SOURCE_DSN": "file:x.db", "EXPORTER_TIMEOUT_SECONDS": timeout}
 	}

@@ -41,7 +41,6 @@ func (e *env) deliver(id, body string) (redeliver bool) {
 // rewrites the manifest from the ledger before it is dropped, without
 // exporting again.
 func TestDeliveryConverges(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		failFirst   bool          // an earlier run failed and its manifest says so
@@ -129,7 +128,6 @@ func TestDeliveryConverges(t *testing.T) {
 // daybook_error attribute; so does a job whose claim token the partition
 // never had. A duplicate job for a real partition is dropped quietly.
 func TestMalformedJobsReachTheDLQ(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	dlqName := fmt.Sprintf("dlq-%d", runs.Add(1))
 	q, err := e.sqs.CreateQueue(e.ctx, &sqs.CreateQueueInput{QueueName: &dlqName})

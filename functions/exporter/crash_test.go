@@ -29,7 +29,6 @@ const (
 // upload, the ledger row failed with the error) and the ledger's retry
 // converges on a partition that holds exactly what its manifest lists.
 func TestCrashPointsConverge(t *testing.T) {
-	t.Parallel()
 	type at func(pp string, c buckettest.Call) bool
 	for _, tc := range []struct {
 		name  string
@@ -122,7 +121,6 @@ func (e *env) manifestGeneration(partPrefix string) int64 {
 // TestFewerFilesLeavesNoOrphan re-exports a day that shrank: the parts the
 // longer run wrote are gone, only the new generation remains (E3).
 func TestFewerFilesLeavesNoOrphan(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{maxFileBytes: smallFileBytes, rowGroupRows: smallGroupRows})
 	e.insert("events", genRows("events", testDay, manyRows)...)
 	e.export("events", testDay)

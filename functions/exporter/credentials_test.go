@@ -179,7 +179,6 @@ type credCase struct {
 // Each case's calls reach the statement it needs, and the same export
 // with the template's policy lacking that statement fails, denied.
 func TestExportWithStoreCredentials(t *testing.T) {
-	t.Parallel()
 	fgcs := servertest.ForTest(t, gcsserver.Start)
 	azr := servertest.ForTest(t, azurite.Start)
 	key, err := container.NewSharedKeyCredential(azure.EmulatorAccount, azure.EmulatorKey)

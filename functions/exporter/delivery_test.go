@@ -31,7 +31,6 @@ func deliveredNames(d *manifest.Delivery) []string {
 // (F4) through a day of three datasets: one exported, one failing, one not
 // materialized; then all three committed.
 func TestDeliveryManifest(t *testing.T) {
-	t.Parallel()
 	all := []string{"events", "profiles", "daily_stats"}
 	e := newEnv(t, envOpts{datasets: all})
 	for _, ds := range all {
@@ -129,7 +128,6 @@ func TestDeliveryManifest(t *testing.T) {
 // The re-read after the PutObject sees the change and rewrites, so the
 // object ends up saying what the ledger says.
 func TestDeliveryManifestRace(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
 	e.insert("events", genRows("events", testDay, 3)...)
 	deliveryKey := layout.DeliveryManifestKey(e.prefix, testDay)

@@ -65,7 +65,6 @@ func (e *env) checkDocs(files []bucketdocs.File) {
 // hand is put back once DocsRecheck has passed; and a failed documents
 // write never fails a committed export.
 func TestBucketDocs(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{datasets: []string{"events"}})
 	readme, evSchema, prSchema := layout.ReadmeKey(e.prefix), layout.SchemaKey(e.prefix, "events"), layout.SchemaKey(e.prefix, "profiles")
 	puts := func(key string) int { return e.faults.Calls(buckettest.OpPut, key) }
@@ -152,7 +151,6 @@ func TestBucketDocs(t *testing.T) {
 // user and database, its queries and tables, the text of the failures,
 // requirement ids and AWS account ids.
 func TestNothingInternalInTheBucket(t *testing.T) {
-	t.Parallel()
 	all := []string{"events", "profiles", "daily_stats"}
 	e := newEnv(t, envOpts{datasets: all})
 	const dsn = "postgres://daybook_reader:hunter2@db-7.internal.example:5432/analytics_prod?sslmode=require"

@@ -22,7 +22,6 @@ import (
 // TestDuplicateDeliveryExportsOnce: SQS delivers the same claimed job twice,
 // at the same time; the partition is exported once, as generation 1 (L2).
 func TestDuplicateDeliveryExportsOnce(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 10)...)
 	// Every export begins by removing the old _SUCCESS.
@@ -62,7 +61,6 @@ func TestDuplicateDeliveryExportsOnce(t *testing.T) {
 // the partition is queued again when the first completes, and the next claim
 // exports generation 2 (E1, L2).
 func TestManualWhileRunningIsNotLost(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 10)...)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -208,7 +206,6 @@ func TestManualRangeFansOut(t *testing.T) {
 // manifest's provenance and the attempt's history; a scheduled export names
 // nobody.
 func TestManualRecordsWhoAsked(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 10)...)
 	if err := e.process(jobBody(t, e.claim("events", testDay, ""))); err != nil {

@@ -91,7 +91,6 @@ func (e *env) eventQueue() func() []routedEvent {
 // then manual) and one of another, the queue holds exactly one committed
 // event per commit, each with the commit's detail.
 func TestCommittedEvents(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	drain := e.eventQueue()
 	other := testDay.AddDays(1)
@@ -148,7 +147,6 @@ func TestCommittedEvents(t *testing.T) {
 // TestStoppedEvent: a partition that fails on its last attempt publishes
 // one stopped event, and its earlier failures publish none.
 func TestStoppedEvent(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	drain := e.eventQueue()
 	if _, err := e.db.Exec(`DROP TABLE events`); err != nil { // every read fails
@@ -235,7 +233,6 @@ func (f *failingEvents) PutEvents(context.Context, *eventbridge.PutEventsInput, 
 // TestPublishFailureKeepsTheExport: an event bus that cannot be reached
 // never fails a committed export; the failure is logged and counted.
 func TestPublishFailureKeepsTheExport(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	metricLines := e.withLifecycle()
 	logs := metricLines

@@ -81,7 +81,6 @@ func TestClassify(t *testing.T) {
 // says the code and a sentence, and nothing of the error: not the database
 // user, name or host of a pgx connection error, not the S3 request.
 func TestFailureCodesReachTheBucketNotTheErrors(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		setup    func(e *env)

@@ -98,7 +98,6 @@ func encodeBody(t *testing.T, v any) string {
 // updated_at) and on a running one; the first job's second delivery is
 // still a quiet drop.
 func TestForgedJobIsDeadLettered(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 5)...)
 	c := e.claim("events", testDay, "")
@@ -151,7 +150,6 @@ func TestForgedJobIsDeadLettered(t *testing.T) {
 // beyond the plan silently after renewing the partition's hold. The real
 // slices then commit the day, and their redeliveries are dropped.
 func TestForgedSlicesAreDeadLettered(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	e.insert("events", genRows("events", testDay, 2000)...)
 	c, bodies := e.planned(queue, 2)
@@ -201,7 +199,6 @@ func TestForgedSlicesAreDeadLettered(t *testing.T) {
 // later claim replaced is a redelivery, dropped (no dead letter), and
 // leaves the new plan alone.
 func TestSliceOfAReplacedPlanIsDropped(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	e.insert("events", genRows("events", testDay, 2000)...)
 	c, old := e.planned(queue, 2)
@@ -235,7 +232,6 @@ func TestSliceOfAReplacedPlanIsDropped(t *testing.T) {
 // code dropped them with an INFO line); checks of a partition that moved
 // on, and completions of a replaced epoch, are still dropped.
 func TestForgedLifecycleMessagesAreDeadLettered(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
 	e.withLifecycle()
 	e.insert("events", genRows("events", testDay, 3)...)

@@ -176,7 +176,6 @@ func recordIDs(ev events.SQSEvent) []string {
 // TestHandlerSampleEvents runs the Lambda handler on every exporter sample
 // event in events/ (what `sam local invoke` sends).
 func TestHandlerSampleEvents(t *testing.T) {
-	t.Parallel()
 	type want struct {
 		allFail bool
 		calls   []string
@@ -255,7 +254,6 @@ func TestHandlerSampleEvents(t *testing.T) {
 // TestHandlerPartialBatch: one bad message in a batch is reported alone; its
 // neighbours are processed once and not repeated (E5).
 func TestHandlerPartialBatch(t *testing.T) {
-	t.Parallel()
 	job := loadEvent(t, "../../events/exporter-job.json").Records[0]
 	bad := loadEvent(t, "../../events/exporter-malformed.json").Records[0]
 	manual := loadEvent(t, "../../events/exporter-manual.json").Records[0]
@@ -319,7 +317,6 @@ func TestHandlerPartialBatch(t *testing.T) {
 // TestHandlerOutOfTime: once the invocation's context is done, the
 // remaining records are handed back to SQS unprocessed.
 func TestHandlerOutOfTime(t *testing.T) {
-	t.Parallel()
 	ev := loadEvent(t, "../../events/exporter-job.json")
 	ev.Records = append(ev.Records, loadEvent(t, "../../events/exporter-manual.json").Records...)
 	svc, led, _ := fakeService(t)
@@ -345,7 +342,6 @@ func (p *panicky) Process(_ context.Context, id, body string) error {
 }
 
 func TestHandlerPanicFailsOnlyItsRecord(t *testing.T) {
-	t.Parallel()
 	p := &panicky{}
 	h := Handler{Processor: p, Log: slog.New(slog.DiscardHandler)}
 	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{

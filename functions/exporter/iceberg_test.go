@@ -108,7 +108,6 @@ func (e *env) wantTable(days ...civil.Date) {
 // read back by iceberg-go with the manifest's rows; a re-export replaces
 // the day (fewer files), its snapshot names generation, reason and manifest.
 func TestIcebergTableFollowsGenerations(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{maxFileBytes: smallFileBytes, rowGroupRows: smallGroupRows, tableFormat: account.TableFormatIceberg})
 	day2 := testDay.AddDays(1)
 	e.insert("events", genRows("events", testDay, manyRows)...)
@@ -139,7 +138,6 @@ func TestIcebergTableFollowsGenerations(t *testing.T) {
 // the table stays readable with only existing files, and the retry
 // converges on the table and the folder agreeing.
 func TestIcebergCrashConverges(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		after bool
@@ -198,7 +196,6 @@ func TestIcebergCrashConverges(t *testing.T) {
 // withdraws the day once, when its plan begins the generation, and the
 // commit of the last slice delivers every slice's files in one snapshot.
 func TestIcebergSlicedDayIsOneSnapshot(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg, ownQueue: true})
 	e.insert("events", genRows("events", testDay, 2000)...)
 	e.export("events", testDay)
@@ -299,7 +296,6 @@ func TestIcebergGlueRegistration(t *testing.T) {
 // parse table metadata vN", the folders included, and a requeue did not
 // help.
 func TestIcebergBrokenTableKeepsFilesFlowing(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{tableFormat: account.TableFormatIceberg})
 	day2, day3 := testDay.AddDays(1), testDay.AddDays(2)
 	for _, d := range []civil.Date{testDay, day2, day3} {

@@ -20,7 +20,6 @@ import (
 // with its stale-object deletion and its abort of incomplete uploads, leaves
 // every object of the other exactly as it was.
 func TestTwoAccountsShareABucket(t *testing.T) {
-	t.Parallel()
 	a := newEnv(t, envOpts{})
 	b := newEnv(t, envOpts{bucket: a.acct.Destination.Bucket})
 	if b.acct.Destination.Bucket != a.acct.Destination.Bucket || b.prefix == a.prefix {

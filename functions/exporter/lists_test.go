@@ -66,7 +66,6 @@ CREATE INDEX ON typed (org_id, at);
 // and empty bytes. A two-dimensional array fails the partition naming the
 // column.
 func TestListsAndBinaryEndToEnd(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	db := pgDB(t, "")
 	if _, err := db.Exec(typedSQL); err != nil {

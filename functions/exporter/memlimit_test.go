@@ -3,7 +3,6 @@ package main
 import "testing"
 
 func TestMemoryLimit(t *testing.T) {
-	t.Parallel()
 	const mib = 1 << 20
 	for _, c := range []struct {
 		name               string
@@ -26,7 +25,6 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 func TestPartSize(t *testing.T) {
-	t.Parallel()
 	const mib = 1 << 20
 	for _, c := range []struct {
 		maxFile, partSize, want int64

@@ -24,7 +24,6 @@ import (
 // bytes. Two uploads a killed run left at the partition's data keys are
 // aborted by the commit although MinIO lists uploads only by key.
 func TestExportToMinIO(t *testing.T) {
-	t.Parallel()
 	mio := minioserver.ForTest(t)
 	e := newEnv(t, envOpts{})
 	cfg, err := mio.Config(e.ctx)

@@ -25,7 +25,6 @@ import (
 // and commits it, and the manifest's CRC32C is the stored object's (moto does
 // not verify checksums, so the test recomputes it from the bytes).
 func TestMultipartFile(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	const rows = 8000
 	// ~1.4 KB of hex per row: incompressible enough for snappy that the
@@ -104,7 +103,6 @@ func (r retryingBuckets) Client(id string, d account.Destination) bucket.API {
 // later one commits, the commit aborts the orphaned upload: nothing
 // incomplete is left under the partition, lifecycle rule or not.
 func TestLostCreateResponseLeavesNoUpload(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		sdkRetry bool

@@ -56,7 +56,6 @@ func emf(t *testing.T, b []byte) map[string][]float64 {
 }
 
 func TestMetricsPerOutcome(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 7)...)
 	if r := e.export("events", testDay); r.State != ledger.StateCompleted {
@@ -145,7 +144,6 @@ func TestDeadlineRecordsFailure(t *testing.T) {
 }
 
 func TestDisabledAccountRefused(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 3)...)
 	c := e.claim("events", testDay, "") // claimed by a sweep before the account was disabled
@@ -196,7 +194,6 @@ func (a spyAPI) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...fu
 // destination.checksums reaches the uploads: S3-compatible stores that
 // reject checksum headers get none, while the manifest keeps daybook's CRC32C.
 func TestChecksumModes(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		mode     string
 		wantSent bool
@@ -227,7 +224,6 @@ func TestChecksumModes(t *testing.T) {
 // A run that committed _SUCCESS and died before the ledger heard of it must
 // not let the next run commit different data under the same generation.
 func TestGenerationNeverRepeats(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 3)...)
 	if r := e.export("events", testDay); r.Generation != 1 {
@@ -278,7 +274,6 @@ func TestGenerationNeverRepeats(t *testing.T) {
 // refuses (the account disabled since) takes it too, so no day shows a
 // request that will never run.
 func TestReexportRequestNoteEnds(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{ownQueue: true})
 	e.insert("events", genRows("events", testDay, 3)...)
 	if r := e.export("events", testDay); r.State != ledger.StateCompleted || r.Generation != 1 {

@@ -16,7 +16,6 @@ import (
 // make sends the bucket's expected owner, derived once
 // (destination.Owner): for daybook's own role, the deployment's account.
 func TestExpectedBucketOwner(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.insert("events", genRows("events", testDay, 3)...)
 	var mu sync.Mutex
@@ -40,7 +39,6 @@ func TestExpectedBucketOwner(t *testing.T) {
 // destination_misconfigured without a call to its bucket; the message is
 // done (redelivering it would not help), and the ledger says why.
 func TestUnknownBucketOwner(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.exp.DeploymentAccountID = ""
 	e.insert("events", genRows("events", testDay, 3)...)

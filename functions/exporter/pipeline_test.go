@@ -42,7 +42,6 @@ type readFault struct {
 var testDayStart = testDay.Start(time.UTC)
 
 func TestPipeline(t *testing.T) {
-	t.Parallel()
 	ds := mustDataset(t, "events")
 	errWrite, errRead := errors.New("write failed"), errors.New("read failed")
 	cases := []struct {
@@ -97,7 +96,6 @@ func TestPipeline(t *testing.T) {
 // write holds the first batch until help is called, so the read could not
 // go on without it.
 func TestPipelineHelpsBeforeWaiting(t *testing.T) {
-	t.Parallel()
 	ds := mustDataset(t, "events")
 	gate := make(chan struct{})
 	written := 0

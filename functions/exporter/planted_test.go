@@ -149,7 +149,6 @@ func (e *env) eventsOnlyOf(ds string, day civil.Date, bus *countingBus, want []i
 // changed. Before, the recovery published the planted manifest's account,
 // day and generation.
 func TestPlantedCommitIsNotRecovered(t *testing.T) {
-	t.Parallel()
 	other := newEnv(t, envOpts{})
 	other.insert("events", genRows("events", testDay, 4)...)
 	if r := other.export("events", testDay); r.State != ledger.StateCompleted {
@@ -214,7 +213,6 @@ func TestPlantedCommitIsNotRecovered(t *testing.T) {
 // planted manifest's generation reached Complete (and the next claim
 // overflowed) and its account reached the event.
 func TestPlantedCommitOfASlicedDay(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	bus := &countingBus{}
 	e.withLifecycle()

@@ -60,7 +60,6 @@ func insertInvoices(t *testing.T, db *sql.DB, org string, rows ...[]any) {
 // before reading a row, as a schema mismatch naming the column and both
 // types.
 func TestPlatformCatalogEndToEnd(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	db := platformDB(t, e, " timezone=Asia/Tokyo") // the session zone must not matter
 	org := e.acct.ID

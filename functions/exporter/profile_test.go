@@ -16,7 +16,6 @@ import (
 // and page headers: the first two hold only what every reader decodes, the
 // compact one version 2 pages and delta encodings.
 func TestParquetProfileOfTheAccount(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		profile    string
 		compatible bool

@@ -37,7 +37,6 @@ func (e *env) counted(c *awscount.Counter) {
 // table in docs/performance.md (which the cost model prices): a count that
 // changes fails naming its row, and -update rewrites the rows.
 func TestRequestCounts(t *testing.T) {
-	t.Parallel()
 	var rows []awscount.Row
 	row := func(scenario string, c *awscount.Counter) {
 		t.Helper()

@@ -77,7 +77,6 @@ func (e *env) profilesState(day civil.Date) (state string, reseed bool) {
 // and then clears the flag everywhere. Events cannot be reseeded, and a
 // redelivered request changes nothing.
 func TestReseedShortHistory(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
 	e.withLifecycle()
 	queue := &recordingQueue{}
@@ -181,7 +180,6 @@ func TestReseedShortHistory(t *testing.T) {
 // TestReseedCountsOnlyNewRuns: a day whose run began before the reseed did
 // is not part of it, and is re-exported.
 func TestReseedCountsOnlyNewRuns(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{datasets: []string{"profiles"}})
 	e.withLifecycle()
 	e.svc.Queue = &recordingQueue{}

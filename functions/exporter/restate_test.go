@@ -51,7 +51,6 @@ func lateEvents(day civil.Date, n int, arrived time.Time) [][]any {
 // manifest and the ledger all call a restatement; a day whose source did
 // not change is never queued again.
 func TestRestatementOfLateRows(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	metricLines := e.withLifecycle()
 	e.insert("events", genRows("events", testDay, 20)...)
@@ -136,7 +135,6 @@ func TestRestatementOfLateRows(t *testing.T) {
 // with a fingerprint but no check, and a check that reaches it anyway (sent
 // before the day left the window) leaves it alone, late rows or not.
 func TestRestatementWindow(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.withLifecycle()
 	old := civil.MustParse(testStart) // 2026-03-01; the window is 2026-03-03..2026-03-09
@@ -168,7 +166,6 @@ func TestRestatementWindow(t *testing.T) {
 // TestLifecycleSampleEvents: the sample restate check and reseed in events/
 // are messages the exporter accepts, for the local account.
 func TestLifecycleSampleEvents(t *testing.T) {
-	t.Parallel()
 	for name, check := range map[string]func(jobs.Message) bool{
 		"exporter-restate-check.json": func(m jobs.Message) bool {
 			return m.RestateCheck != nil && m.RestateCheck.AccountID == "acct_localdemoaccount" && m.RestateCheck.Generation == 1

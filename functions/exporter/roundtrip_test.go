@@ -30,7 +30,6 @@ func fromClause(dir string, ds dataset.Dataset, format string) string {
 // moto and reads the bucket back with DuckDB: row count, values, declared
 // types and the Hive dt column. Rows of the neighbouring days stay out.
 func TestRoundTrip(t *testing.T) {
-	t.Parallel()
 	db := duckcheck.Open(t)
 	for _, tc := range []struct {
 		name, ds, format string

@@ -153,7 +153,6 @@ func slicedFiles(t *testing.T, m *manifest.Manifest) []int {
 // every row exactly once; no _SUCCESS exists before; later deliveries of
 // the slices change nothing.
 func TestSlicedDayCommitsOnceWithACrashedSlice(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	const rows = 3000
 	e.insert("events", genRows("events", testDay, rows)...)
@@ -235,7 +234,6 @@ func TestSlicedDayCommitsOnceWithACrashedSlice(t *testing.T) {
 // rows, where equal time ranges would put most of the day into one; every
 // row is delivered once.
 func TestSkewedDaySlicesEvenly(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 750)
 	const rows = 3000
 	in := genRows("events", testDay, rows)
@@ -287,7 +285,6 @@ func TestSkewedDaySlicesEvenly(t *testing.T) {
 // row count, not the previous generation's), and its commit removes the
 // slices' files.
 func TestShrunkDayExportsInOneRun(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	e.insert("events", genRows("events", testDay, 2500)...)
 	_, bodies := e.planned(queue, 3)
@@ -323,7 +320,6 @@ func TestShrunkDayExportsInOneRun(t *testing.T) {
 // TestConcurrentSlicesCommitOnce: every slice of a day delivered twice,
 // all at once: one commit, one _SUCCESS, one manifest, every row once.
 func TestConcurrentSlicesCommitOnce(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 500)
 	const rows = 2000
 	e.insert("events", genRows("events", testDay, rows)...)
@@ -363,7 +359,6 @@ func TestConcurrentSlicesCommitOnce(t *testing.T) {
 // half-open and cover the window, for any number of slices and a window
 // that is not a whole number of microseconds per slice.
 func TestSliceQueryPartitionsTheWindow(t *testing.T) {
-	t.Parallel()
 	day := civil.MustParse("2026-03-29") // 23 hours in Europe/Berlin
 	q := partitionQuery(account.Account{ID: "acct_aaaaaaaaaaaaaaaa", TimeZone: "Europe/Berlin"}, mustDataset(t, "events"), day)
 	if q.End.Sub(q.Start) != 23*time.Hour {
@@ -403,7 +398,6 @@ func (c *completeFailsOnce) Complete(ctx context.Context, key partition.Key, tok
 // commits and stops before Complete; the redelivery of its message records
 // the commit without writing the partition again.
 func TestSlicedCommitRecordedAfterItsRunStopped(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	e.insert("events", genRows("events", testDay, 2000)...)
 	c, bodies := e.planned(queue, 2)
@@ -441,7 +435,6 @@ func TestSlicedCommitRecordedAfterItsRunStopped(t *testing.T) {
 // before that slice's lease ends, a manual re-export before it writes
 // nothing, and the day exported after it holds every row once.
 func TestFailedSlicedDayWaitsForItsSlices(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	const rows = 3000
 	e.insert("events", genRows("events", testDay, rows)...)
@@ -527,7 +520,6 @@ func TestLastSliceHandsTheCommitOn(t *testing.T) {
 // changed after the plan; its slices write nothing there, and the day's
 // attempt fails at once, to be planned again for the new destination.
 func TestSliceOfAChangedDestinationFailsThePlan(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	e.insert("events", genRows("events", testDay, 2000)...)
 	_, bodies := e.planned(queue, 2)
@@ -552,7 +544,6 @@ func TestSliceOfAChangedDestinationFailsThePlan(t *testing.T) {
 // day failed to write its delivery manifest; the redelivery of its slice's
 // message writes it, as a job's redelivery does.
 func TestSliceRedeliveryWritesTheDeliveryManifest(t *testing.T) {
-	t.Parallel()
 	e, queue := slicedEnv(t, 1000)
 	e.insert("events", genRows("events", testDay, 2000)...)
 	c, bodies := e.planned(queue, 2)
@@ -577,7 +568,6 @@ func TestSliceRedeliveryWritesTheDeliveryManifest(t *testing.T) {
 
 // TestPlanFor: when a day is planned in slices, in how many, and the plan.
 func TestPlanFor(t *testing.T) {
-	t.Parallel()
 	events, stats := mustDataset(t, "events"), mustDataset(t, "daily_stats")
 	const dest = "bucket|prefix|parquet|snappy|"
 	for _, tc := range []struct {

@@ -33,7 +33,6 @@ import (
 // (against a downloaded copy) and in either order, leave the newest copy
 // only.
 func TestSnapshotDatasetTwoDays(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	db := platformDB(t, e, "")
 	org := e.acct.ID

@@ -35,7 +35,6 @@ import (
 // rows of its own source, and its _manifest.json names the source and
 // shard, never a connection string.
 func TestExportFromTwoSources(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t, envOpts{})
 	srv := pgserver.New(t)
 	admin, err := sql.Open("pgx", srv.DSN)
@@ -150,7 +149,6 @@ func TestExportFromTwoSources(t *testing.T) {
 // a source with no connection string does not start, and says which
 // variable to set.
 func TestOpenSourcesNamesTheMissingVariable(t *testing.T) {
-	t.Parallel()
 	cat, err := dataset.Example()
 	if err != nil {
 		t.Fatal(err)

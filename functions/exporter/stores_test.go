@@ -173,7 +173,6 @@ func exportTo(t *testing.T, rows [][]any, dest func(e *env) account.Destination,
 // Parquet and as NDJSON, goes to each store and every data file is read
 // back from it by DuckDB and by a JavaScript reader.
 func TestExportToEveryStore(t *testing.T) {
-	t.Parallel()
 	fgcs := servertest.ForTest(t, gcsserver.Start)
 	azr := servertest.ForTest(t, azurite.Start)
 	// The exporter reaches each emulator through a recording proxy: the
