@@ -113,7 +113,7 @@ func writeOurs(tb testing.TB, path string, opts encode.Options, rows int) {
 }
 
 func encodeOursOpts(tb testing.TB, w io.Writer, opts encode.Options, rows int) {
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(tb).Get("events")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestBothReadable(t *testing.T) {
 		return p
 	}
 	ours := write("ours.parquet", func(w *bytes.Buffer) {
-		ds, _ := dataset.Get("events")
+		ds, _ := datasettest.Example(t).Get("events")
 		enc, _ := encode.New(fileformat.Parquet, w, ds, encode.Options{})
 		gen := datasettest.NewEventGen(1, day, rows)
 		for range rows {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/cputime"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
@@ -41,7 +40,7 @@ func BenchmarkEncodeCPUVsDuckDB(b *testing.B) {
 		}
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(b).Get("events")
 	if err != nil {
 		b.Fatal(err)
 	}

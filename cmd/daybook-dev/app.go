@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/awsclient"
@@ -23,11 +25,19 @@ type app struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// localDir is where `local up` keeps its state (.local).
 	localDir string
+	// catalog is the demo's and the local stack's dataset catalog: the
+	// shipped example, which the demo source fills.
+	catalog *dataset.Set
 }
 
 func newApp(stdout, stderr io.Writer) *app {
+	ex, err := dataset.Example()
+	if err != nil {
+		panic(err) // the embedded example is checked by its package's tests
+	}
 	return &app{
-		stdout: stdout, stderr: stderr,
+		catalog: ex,
+		stdout:  stdout, stderr: stderr,
 		now:      time.Now,
 		dial:     (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		localDir: ".local",

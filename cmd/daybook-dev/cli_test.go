@@ -29,6 +29,7 @@ func execute(t *testing.T, args ...string) result {
 // that register accounts refuse at once, starting nothing, without the
 // operator CLI beside the bootstraps.
 func TestExitCodesAndStreams(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	tests := []struct {
 		name       string
@@ -86,6 +87,7 @@ func TestExitCodesAndStreams(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpAndRefusesExtraArguments(t *testing.T) {
+	t.Parallel()
 	root := newApp(&bytes.Buffer{}, &bytes.Buffer{}).rootCommand()
 	for _, c := range root.Commands() {
 		for _, leaf := range append(c.Commands(), c) {
@@ -144,6 +146,7 @@ func readmeCommands(t *testing.T, prefixes ...string) [][]string {
 // TestREADMECommandsExist: every daybook-dev command line the README and
 // the docs show names a command of this program and flags it takes.
 func TestREADMECommandsExist(t *testing.T) {
+	t.Parallel()
 	lines := readmeCommands(t, ".local/bin/daybook-dev ", "go run ./cmd/daybook-dev ")
 	if len(lines) < 3 {
 		t.Fatalf("found %d daybook-dev command lines in the README", len(lines))

@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -41,6 +43,8 @@ import (
 // demoOptions configure one run of the demo (and of the end-to-end test,
 // which runs a smaller one).
 type demoOptions struct {
+	// Catalog is the demo's dataset catalog (the shipped example).
+	Catalog      *dataset.Set
 	Dir          string // state and output: .demo
 	Template     string
 	BinDir       string // holds SweeperFunction/bootstrap, ExporterFunction/bootstrap and the operator CLI daybook
@@ -111,7 +115,7 @@ operator CLI daybook, which registers the accounts and sends the re-export.`,
 		if o.Days < 1 || o.EventsPerDay < 1 {
 			return cli.Usagef(c, "--days and --events-per-day must be 1 or more")
 		}
-		o.Now, o.Out, o.Self = a.now, a.stdout, selfCommand()
+		o.Catalog, o.Now, o.Out, o.Self = a.catalog, a.now, a.stdout, selfCommand()
 		res, err := demo(c.Context(), o)
 		if err != nil {
 			return err
@@ -183,7 +187,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		return nil, err
 	}
 	stores.point(src.Accounts)
-	if err := withTable(&src.Accounts[demoTableAccount]); err != nil {
+	if err := withTable(o.Catalog, &src.Accounts[demoTableAccount]); err != nil {
 		return nil, err
 	}
 	res.Accounts = src.Accounts
@@ -245,7 +249,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	}
 
 	step("pipeline: schedule -> sweeper -> SQS -> exporter, real bootstraps under the Lambda Runtime Interface Emulator")
-	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: st.Outputs["LedgerTableName"], Lease: time.Hour})
+	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Catalog: o.Catalog, Table: st.Outputs["LedgerTableName"], Lease: time.Hour})
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +272,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		return nil, err
 	}
 	drv := &eventsource.Driver{
-		Sweeper: sweeper, Exporter: exporter, Queue: q, QueueURL: queueURL,
+		Catalog: o.Catalog, Sweeper: sweeper, Exporter: exporter, Queue: q, QueueURL: queueURL,
 		QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region, BatchSize: 1,
 	}
 	if err := sweepQueue(ctx, q, drv, st.Outputs["SweepQueueUrl"]); err != nil {
@@ -352,12 +356,12 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if res.Sliced, err = slicedPartitions(res.Mirror); err != nil {
 		return nil, err
 	}
-	if plan := demoSlicePlan(src.Accounts, src.Rows, o.Now(), sliceRows); len(plan) != len(res.Sliced) {
+	if plan := demoSlicePlan(o.Catalog, src.Accounts, src.Rows, o.Now(), sliceRows); len(plan) != len(res.Sliced) {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d days hold more than SLICE_ROWS=%d rows, but %d partitions in the buckets were exported in slices", len(plan), sliceRows, len(res.Sliced)))
 	}
 	fmt.Fprintf(out, "    %d partitions committed and verified (files, sizes, CRC32C, row counts), %d problems; %d days above %d rows exported in slices (part-sNNNN files)\n",
 		committed, len(res.Problems), len(res.Sliced), sliceRows)
-	tables, problems, err := checkTables(ctx, s3c, src.Accounts[demoTableAccount], stage, res.Rows)
+	tables, problems, err := checkTables(ctx, o.Catalog, s3c, src.Accounts[demoTableAccount], stage, res.Rows)
 	if err != nil {
 		return nil, err
 	}

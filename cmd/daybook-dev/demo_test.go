@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
@@ -27,6 +29,7 @@ import (
 // Interface Emulator, driven like EventBridge Scheduler and the SQS event
 // source mapping; then it checks what was delivered.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	buildBinaries(t, bin)
 	// The functions under the emulator read the wall clock (the sweeper
@@ -40,7 +43,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
 	o := e2eDemo
-	o.Dir, o.Template, o.BinDir, o.Now, o.Out = dir, "../../template.yaml", bin, func() time.Time { return now }, &out
+	o.Catalog, o.Dir, o.Template, o.BinDir, o.Now, o.Out = datasettest.Example(t), dir, "../../template.yaml", bin, func() time.Time { return now }, &out
 	o.WhileUp = e2eTableReader
 	// Kept, as docs/development.md's console lines keep it: the kept demo's checks
 	// run on it below, then local down stops it.
@@ -245,6 +248,7 @@ var (
 var e2eDemo = demoOptions{Days: 4, EventsPerDay: 60, Seed: 7}
 
 func TestDemoKeepsItsStackForTheConsole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var out bytes.Buffer
 	o := demoOptions{Dir: dir, BinDir: ".local/bin", Keep: true, Self: ".local/bin/daybook-dev"}

@@ -27,9 +27,9 @@ import (
 const demoTableAccount = 0
 
 // withTable turns the table on for a and checks the account still holds.
-func withTable(a *account.Account) error {
+func withTable(catalog *dataset.Set, a *account.Account) error {
 	a.Destination.TableFormat = account.TableFormatIceberg
-	if err := a.ValidateShape(); err != nil {
+	if err := a.ValidateShape(catalog); err != nil {
 		return fmt.Errorf("demo account %s with an Iceberg table: %w", a.ID, err)
 	}
 	return nil
@@ -51,7 +51,7 @@ func (t demoTable) MetadataKey() string { return icetable.MetadataKey(t.Location
 // checkTables reads each dataset's table of a with iceberg-go and compares
 // its rows per day with the ledger's completed rows (each the row count of
 // the day's _manifest.json); it returns the tables and the problems found.
-func checkTables(ctx context.Context, api *s3.Client, a account.Account, stage string, rows []ledger.Row) ([]demoTable, []string, error) {
+func checkTables(ctx context.Context, catalog *dataset.Set, api *s3.Client, a account.Account, stage string, rows []ledger.Row) ([]demoTable, []string, error) {
 	prefix, err := a.Prefix(stage)
 	if err != nil {
 		return nil, nil, err
@@ -60,11 +60,11 @@ func checkTables(ctx context.Context, api *s3.Client, a account.Account, stage s
 	var tables []demoTable
 	var problems []string
 	for _, name := range a.Datasets {
-		ds, err := dataset.Get(name)
+		ds, err := catalog.Get(name)
 		if err != nil {
 			return nil, nil, err
 		}
-		t := demoTable{Dataset: name, Bucket: a.Destination.Bucket, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, name), "/")}
+		t := demoTable{Dataset: name, Bucket: a.Destination.Bucket, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, ds.LedgerName()), "/")}
 		where := fmt.Sprintf("table s3://%s/%s", t.Bucket, t.Location)
 		tbl, err := icetable.Load(ctx, store, t.Location)
 		if errors.Is(err, icetable.ErrNoTable) {

@@ -40,11 +40,11 @@ func demoSliceRows(accts []account.Account, rows map[string]map[string]map[strin
 // sliceRows: each closed day of a dataset partitioned on a timestamp whose
 // rows pass it (the exporter's rule, with the source's count as the
 // expected rows). Keys are "account/dataset/day".
-func demoSlicePlan(accts []account.Account, rows map[string]map[string]map[string]int64, now time.Time, sliceRows int64) []string {
+func demoSlicePlan(catalog *dataset.Set, accts []account.Account, rows map[string]map[string]map[string]int64, now time.Time, sliceRows int64) []string {
 	var plan []string
 	for _, a := range accts {
 		for _, name := range a.Datasets {
-			ds, err := dataset.Get(name)
+			ds, err := catalog.Get(name)
 			if err != nil || !ds.Sliceable() {
 				continue
 			}

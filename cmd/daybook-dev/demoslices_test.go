@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/demosource"
 )
@@ -19,6 +21,7 @@ import (
 // exported in slices. With SLICE_ROWS fixed at the events per day some
 // instants had none, and the end-to-end test failed at those hours.
 func TestDemoSlicesAtAnyInstant(t *testing.T) {
+	t.Parallel()
 	var instants []time.Time
 	for h := 0; h < 24; h += 3 {
 		instants = append(instants, time.Date(2026, 11, 25, h, 1, 0, 0, time.UTC))
@@ -63,12 +66,12 @@ func TestDemoSlicesAtAnyInstant(t *testing.T) {
 					sliceable += 2 * len(civil.Range(a.StartDate, closed)) // events and profiles
 				}
 				rows := demoSliceRows(src.Accounts, src.Rows, now)
-				plan := demoSlicePlan(src.Accounts, src.Rows, now, rows)
+				plan := demoSlicePlan(datasettest.Example(t), src.Accounts, src.Rows, now, rows)
 				if len(plan) == 0 || len(plan) >= sliceable {
 					t.Errorf("%s: SLICE_ROWS %d slices %d of %d closed days of events and profiles, want some but not all", now.Format(time.RFC3339), rows, len(plan), sliceable)
 				}
 				per := int64(cmp.Or(size.per, demosource.DefaultEventsPerDay))
-				if len(demoSlicePlan(src.Accounts, src.Rows, now, per)) == 0 {
+				if len(demoSlicePlan(datasettest.Example(t), src.Accounts, src.Rows, now, per)) == 0 {
 					oldRuleNone++
 				}
 			}

@@ -87,6 +87,7 @@ func firstTenantSteps(t *testing.T) []checklistStep {
 // run and the first day is delivered and verified. The account file's
 // start date and the ACCOUNT the put wrote are filled in.
 func TestFirstTenantChecklist(t *testing.T) {
+	t.Parallel()
 	steps := firstTenantSteps(t)
 	if len(steps) != 7 {
 		t.Fatalf("docs/first-tenant.md has %d numbered steps, want 7", len(steps))

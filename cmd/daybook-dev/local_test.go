@@ -316,6 +316,7 @@ func samEnvAsREADMESays(t *testing.T, dir string) {
 // ConsoleRoleArn, as it names the exporter's, and nothing when the stack
 // deploys no console (the local stack and the demo).
 func TestCLIVarsNameTheConsoleRole(t *testing.T) {
+	t.Parallel()
 	const exporter, console = "arn:aws:iam::123456789012:role/daybook-local-ExporterFunctionRole-A", "arn:aws:iam::123456789012:role/daybook-local-ConsoleFunctionRole-B"
 	with := cliVars(&samstack.Stack{Outputs: map[string]string{"ExporterRoleArn": exporter, "ConsoleRoleArn": console}}, map[string]string{})
 	if with["EXPORTER_ROLE_ARN"] != exporter || with["CONSOLE_ROLE_ARN"] != console {

@@ -14,6 +14,7 @@ import (
 // catalog without the source it reads, and a catalog that does not load,
 // naming the flag and value; nothing is written to the state directory.
 func TestLocalUpRefusesBadCatalogFlags(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "catalog.yaml")
 	if err := os.WriteFile(bad, []byte("datasets:\n  - name: orders\n    colums: []\n"), 0o600); err != nil {
 		t.Fatal(err)

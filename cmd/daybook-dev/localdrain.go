@@ -88,7 +88,7 @@ runs what the console queued there. A run kept with demo --keep mirrors its buck
 			return err
 		}
 		defer exporter.Stop()
-		drv := &eventsource.Driver{Exporter: exporter, Queue: q, QueueURL: queueURL, BatchSize: 1,
+		drv := &eventsource.Driver{Catalog: a.catalog, Exporter: exporter, Queue: q, QueueURL: queueURL, BatchSize: 1,
 			QueueARN: qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], Region: cfg.Region}
 		if err := sweepQueue(ctx, q, drv, env["SweeperFunction"]["SWEEP_QUEUE_URL"]); err != nil {
 			return err
@@ -127,7 +127,7 @@ runs what the console queued there. A run kept with demo --keep mirrors its buck
 		// A failed export is recorded in the ledger and its message handled,
 		// so the queue cannot tell an export that failed from one that
 		// succeeded: the partitions' rows do.
-		led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: vars["LEDGER_TABLE"], Lease: time.Hour})
+		led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Catalog: a.catalog, Table: vars["LEDGER_TABLE"], Lease: time.Hour})
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/jobs"
 )
@@ -19,10 +20,8 @@ import (
 // its start date, none not closed yet, the range within the bound. The
 // fixed samples in events/ would be refused at most of these instants.
 func TestLocalSampleEventsAgreeWithTheLocalAccount(t *testing.T) {
-	names, err := dataset.Names()
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	names := datasettest.Example(t).Names()
 	settle := envvar.DefaultSettleDelay
 	for _, now := range []time.Time{
 		time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC),
@@ -49,11 +48,11 @@ func TestLocalSampleEventsAgreeWithTheLocalAccount(t *testing.T) {
 			if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
 				t.Fatalf("%s: %v\n%s", f, err, b)
 			}
-			m, err := jobs.Parse(ev.Records[0].Body)
+			m, err := jobs.Parse(datasettest.Example(t), ev.Records[0].Body)
 			if err != nil || m.Manual == nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			if _, _, err := jobs.CheckRequest(*m.Manual, &acct, jobs.Limits{Now: now, SettleDelay: settle}); err != nil {
+			if _, _, err := jobs.CheckRequest(datasettest.Example(t), *m.Manual, &acct, jobs.Limits{Now: now, SettleDelay: settle}); err != nil {
 				t.Errorf("at %s, %s is refused: %v", now, f, err)
 			}
 		}

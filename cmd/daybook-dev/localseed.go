@@ -48,10 +48,7 @@ func (a *app) seedLocal(ctx context.Context, d localDir, cfg aws.Config, source 
 	if err := createLocalBucket(ctx, cfg); err != nil {
 		return err
 	}
-	names, err := dataset.Names()
-	if err != nil {
-		return err
-	}
+	names := a.catalog.Names()
 	op, err := operatorIn(d.binDir())
 	if err != nil {
 		return err

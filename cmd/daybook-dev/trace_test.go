@@ -11,6 +11,7 @@ import (
 // TestTraceCommand runs daybook-dev trace on a trace this test writes, as
 // docs/performance.md shows it on the benchmark's traces.
 func TestTraceCommand(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "export.trace")
 	f, err := os.Create(path)
 	if err != nil {

@@ -147,7 +147,7 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 	resolved := func(fe *account.FieldError) bool {
 		return (generated && fe.Field == "id") || (needsExternalID && fe.Field == "destination.external_id" && fe.Value == "")
 	}
-	if err := fileProblems(file, acct.ValidateShape(), resolved); err != nil {
+	if err := fileProblems(file, acct.ValidateShape(a.catalog), resolved); err != nil {
 		return err
 	}
 	e, err := a.open(ctx)
@@ -189,7 +189,7 @@ func (a *app) accountPut(c *cobra.Command, file string, p putFlags) error {
 		// long ago it was created. ledger.PutAccount judges it the same way.
 		rules.MaxBackfillDays = 0
 	}
-	if err := fileProblems(file, acct.Validate(rules), func(fe *account.FieldError) bool { return generated && fe.Field == "id" }); err != nil {
+	if err := fileProblems(file, acct.Validate(a.catalog, rules), func(fe *account.FieldError) bool { return generated && fe.Field == "id" }); err != nil {
 		return err
 	}
 	if err := checkBucketPattern(acct, e.bucketPattern); err != nil {

@@ -264,7 +264,7 @@ touched.`,
 			return err
 		}
 		if purge {
-			res, err := e.ledger.Accounts().PurgeAccount(ctx, acct.ID, ledgerNames(union(acct.Datasets, datasetNames())))
+			res, err := e.ledger.Accounts().PurgeAccount(ctx, acct.ID, ledgerNames(a.catalog, union(acct.Datasets, a.catalog.Names())))
 			if err != nil {
 				return fmt.Errorf("account %s deleted, but purging its ledger rows failed (run the same command again to finish): %w", acct.ID, err)
 			}
@@ -289,11 +289,11 @@ touched.`,
 // ledgerNames is every ledger name the datasets names have had: the bare
 // name (v1 rows) and name.vN for each later contract up to the catalog's
 // (a dataset at v3 may have rows of v1, v2 and v3).
-func ledgerNames(names []string) []string {
+func ledgerNames(catalog *dataset.Set, names []string) []string {
 	var out []string
 	for _, n := range names {
 		out = append(out, n)
-		d, err := dataset.Get(n)
+		d, err := catalog.Get(n)
 		if err != nil {
 			continue
 		}

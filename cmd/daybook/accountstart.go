@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/ledger"
 )
 
@@ -36,7 +35,7 @@ func (a *app) startMoved(ctx context.Context, l *ledger.Ledger, settle time.Dura
 			if !slices.Contains(old.Datasets, ds) {
 				continue // a new dataset: the sweeper materializes it from the start date
 			}
-			if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() {
+			if d, err := a.catalog.Get(ds); err == nil && d.IsSnapshot() {
 				continue // a snapshot dataset: a copy taken now cannot be an older day's
 			}
 			n, err := l.Schedule().Materialize(ctx, stored.ID, ds, stored.StartDate, to)

@@ -9,6 +9,8 @@ import (
 	"os/user"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
@@ -41,6 +43,9 @@ type app struct {
 	// demoDir is where `daybook-dev demo` (make demo) keeps its run (.demo).
 	demoDir string
 
+	// catalog is the deployment's dataset catalog (DAYBOOK_CATALOG): the
+	// shipped example until main loads it.
+	catalog *dataset.Set
 	// catalogErr is why this process's catalog (DAYBOOK_CATALOG) did not
 	// load: every command that reads it fails with it, but the catalog
 	// commands that read a file of their own (ownCatalog) still run, so a
@@ -56,8 +61,13 @@ type app struct {
 const ownCatalog = "daybook/own-catalog"
 
 func newApp(stdout, stderr io.Writer) *app {
+	ex, err := dataset.Example()
+	if err != nil {
+		panic(err) // the embedded example is checked by its package's tests
+	}
 	return &app{
-		stdout: stdout, stderr: stderr,
+		catalog: ex,
+		stdout:  stdout, stderr: stderr,
 		getenv:    os.Getenv,
 		now:       time.Now,
 		rand:      rand.Reader,

@@ -41,6 +41,7 @@ func appendNote(s string) string {
 
 // TestCatalogShow runs the README's and the help's `catalog show` lines.
 func TestCatalogShow(t *testing.T) {
+	t.Parallel()
 	a, _, _ := testApp(t)
 	dir := t.TempDir()
 	path := writeCatalog(t, dir, "catalog.yaml", same)
@@ -107,6 +108,7 @@ func TestCatalogShow(t *testing.T) {
 // against the old file and against the delivered _schemas/, naming the
 // column; appending a nullable column with a version bump is accepted.
 func TestCatalogDiff(t *testing.T) {
+	t.Parallel()
 	a, _, _ := testApp(t)
 	dir := t.TempDir()
 	old := writeCatalog(t, dir, "old.yaml", same)

@@ -23,6 +23,7 @@ import (
 // entries that catalog check accepts; a migration that retypes a column
 // makes check exit 1 naming dataset, column and both types.
 func TestCatalogInitThenCheck(t *testing.T) {
+	t.Parallel()
 	srv := pgserver.New(t)
 	db, err := sql.Open("pgx", srv.DSN)
 	if err != nil {
@@ -142,6 +143,7 @@ func TestCatalogInitThenCheck(t *testing.T) {
 // that has no catalog type, or wall-clock times without a declared zone,
 // is refused naming the column, and nothing is printed.
 func TestCatalogInitRefuses(t *testing.T) {
+	t.Parallel()
 	srv := pgserver.New(t)
 	db, err := sql.Open("pgx", srv.DSN)
 	if err != nil {
@@ -183,6 +185,7 @@ func TestCatalogInitRefuses(t *testing.T) {
 // each of its datasets, not a silent skip; a source given the wrong
 // database reports the missing relation under that source.
 func TestCatalogCheckSeveralSources(t *testing.T) {
+	t.Parallel()
 	srv := pgserver.New(t)
 	db, err := sql.Open("pgx", srv.DSN)
 	if err != nil {
@@ -317,6 +320,7 @@ func TestCatalogCheckSeveralSources(t *testing.T) {
 // file, which validates against docs/catalog.schema.json, loads, and
 // passes catalog check; init says on stderr what it chose.
 func TestCatalogInitTablesAsTheyAre(t *testing.T) {
+	t.Parallel()
 	srv := pgserver.New(t)
 	db, err := sql.Open("pgx", srv.DSN)
 	if err != nil {
@@ -423,6 +427,7 @@ func TestCatalogInitTablesAsTheyAre(t *testing.T) {
 // check and diff, which read files of their own, still run, and help
 // still helps.
 func TestCatalogCommandsWithoutTheProcessCatalog(t *testing.T) {
+	t.Parallel()
 	a, _, _ := testApp(t)
 	a.catalogErr = errors.New(`environment variable DAYBOOK_CATALOG="catalog.yaml": no such file`)
 	if r := execute(t, a, "status", "--account", "acct_aaaaaaaaaaaaaaaa"); r.code != cli.ExitError || !strings.Contains(r.stderr, "DAYBOOK_CATALOG") {

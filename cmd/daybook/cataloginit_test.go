@@ -13,6 +13,7 @@ import (
 // form of its name, and a file whose datasets list is not at its end, or
 // that has the name already, is refused.
 func TestAppendEntries(t *testing.T) {
+	t.Parallel()
 	s, err := dataset.Parse([]byte(zonedDoc("visits")))
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,7 @@ func execute(t *testing.T, a *app, args ...string) result {
 }
 
 func TestSQLCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want []string
@@ -84,6 +85,7 @@ func TestSQLCommand(t *testing.T) {
 }
 
 func TestCLIRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -180,6 +182,7 @@ func TestExitCodesAndStreams(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpAndRefusesExtraArguments(t *testing.T) {
+	t.Parallel()
 	a, _, _ := testApp(t)
 	root := a.rootCommand()
 	for _, c := range root.Commands() {
@@ -210,6 +213,7 @@ func TestEveryCommandHasHelpAndRefusesExtraArguments(t *testing.T) {
 }
 
 func TestRequestedBy(t *testing.T) {
+	t.Parallel()
 	a, _, stderr := testApp(t)
 	ctx := context.Background()
 	tests := []struct {
@@ -276,6 +280,7 @@ func readmeCommands(t *testing.T, prefixes ...string) [][]string {
 // docs show names a command of this program and flags it takes (the local
 // stack's and the demo's are daybook-dev's, tested there).
 func TestREADMECommandsExist(t *testing.T) {
+	t.Parallel()
 	lines := readmeCommands(t, ".local/bin/daybook ", "go run ./cmd/daybook ")
 	if len(lines) < 10 {
 		t.Fatalf("found %d daybook command lines in the README", len(lines))
@@ -301,6 +306,7 @@ func TestREADMECommandsExist(t *testing.T) {
 // TestREADMEListsTheCommands: the README's copy of `daybook --help` is the
 // help's list of commands.
 func TestREADMEListsTheCommands(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

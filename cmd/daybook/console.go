@@ -70,7 +70,7 @@ func (a *app) serveConsole(ctx context.Context, listen string, readOnly bool) er
 	addr := ln.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	cfg := console.Config{
-		Ledger: ops.LedgerOf(e.ledger), Buckets: consoleBuckets(ctx, e), Stage: e.stage, SettleDelay: e.settle, Deployment: e.dep.desc,
+		Catalog: a.catalog, Ledger: ops.LedgerOf(e.ledger), Buckets: consoleBuckets(ctx, e), Stage: e.stage, SettleDelay: e.settle, Deployment: e.dep.desc,
 		ReadOnly: readOnly, Identity: console.FixedIdentity(who), Now: a.now,
 		// A page from another site that points its name at this address
 		// sends its own Host: refused.

@@ -123,6 +123,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // completed, and a re-export clicked through its confirmation raises the
 // day's generation once the exporter has run.
 func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bctx := browser(t, ctx)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/daybook-dev/daybook/shared/cli"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ops"
 )
@@ -35,7 +36,7 @@ func (f dlqFilter) empty() bool {
 	return len(f.ids) == 0 && f.reason == "" && f.body == "" && !f.malformed && !f.all
 }
 
-func (f dlqFilter) match(m dlqMessage) bool {
+func (f dlqFilter) match(catalog *dataset.Set, m dlqMessage) bool {
 	switch {
 	case f.all:
 		return true
@@ -54,7 +55,7 @@ func (f dlqFilter) match(m dlqMessage) bool {
 		return false
 	}
 	if f.malformed {
-		_, err := jobs.Parse(m.Body)
+		_, err := jobs.Parse(catalog, m.Body)
 		return errors.Is(err, jobs.ErrMalformed)
 	}
 	return true
@@ -144,7 +145,7 @@ func (a *app) dlqDelete(c *cobra.Command, which string, f dlqFilter, yes bool, v
 		held = append(held, batch...)
 		for _, m := range batch {
 			d := a.dlqMessage(m)
-			if !f.match(d) {
+			if !f.match(a.catalog, d) {
 				kept = append(kept, m)
 				continue
 			}
@@ -177,14 +178,14 @@ func (a *app) dlqDelete(c *cobra.Command, which string, f dlqFilter, yes bool, v
 // does not export, a day before its start date). "" when it may succeed.
 func (a *app) redriveCheck(ctx context.Context, e *opsEnv) func(sqstypes.Message) string {
 	return func(m sqstypes.Message) string {
-		msg, err := jobs.Parse(aws.ToString(m.Body))
+		msg, err := jobs.Parse(a.catalog, aws.ToString(m.Body))
 		if err != nil {
 			return "malformed: " + err.Error()
 		}
 		if msg.Manual == nil {
 			return ""
 		}
-		if _, _, _, err := ops.CheckRequest(ctx, ops.LedgerOf(e.ledger), *msg.Manual, jobs.Limits{Now: a.now(), SettleDelay: e.settle}); errors.Is(err, jobs.ErrRefused) || errors.Is(err, jobs.ErrMalformed) {
+		if _, _, _, err := ops.CheckRequest(ctx, a.catalog, ops.LedgerOf(e.ledger), *msg.Manual, jobs.Limits{Now: a.now(), SettleDelay: e.settle}); errors.Is(err, jobs.ErrRefused) || errors.Is(err, jobs.ErrMalformed) {
 			return "refused: " + err.Error()
 		}
 		return ""

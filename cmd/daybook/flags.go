@@ -99,27 +99,18 @@ func dayRange(c *cobra.Command, day, from, to string) (f, t civil.Date, err erro
 	return f, t, nil
 }
 
-// datasetNames lists the shipped datasets.
-func datasetNames() []string {
-	names, err := dataset.Names()
+// datasetFlag checks a --dataset value against the catalog's datasets.
+func (a *app) datasetFlag(c *cobra.Command, v string) (dataset.Dataset, error) {
+	d, err := a.catalog.Get(v)
 	if err != nil {
-		return nil
-	}
-	return names
-}
-
-// datasetFlag checks a --dataset value against the shipped datasets.
-func datasetFlag(c *cobra.Command, v string) (dataset.Dataset, error) {
-	d, err := dataset.Get(v)
-	if err != nil {
-		return dataset.Dataset{}, cli.Usagef(c, "--dataset %q: unknown dataset; valid: %s", v, strings.Join(datasetNames(), ", "))
+		return dataset.Dataset{}, cli.Usagef(c, "--dataset %q: unknown dataset; valid: %s", v, strings.Join(a.catalog.Names(), ", "))
 	}
 	return d, nil
 }
 
 // completeDatasets completes --dataset.
-func completeDatasets(c *cobra.Command, name string) {
-	_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(datasetNames(), cobra.ShellCompDirectiveNoFileComp))
+func (a *app) completeDatasets(c *cobra.Command, name string) {
+	_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(a.catalog.Names(), cobra.ShellCompDirectiveNoFileComp))
 }
 
 // partitionFlags are --account, --dataset, --day, --from and --to.
@@ -127,11 +118,11 @@ type partitionFlags struct {
 	account, dataset, day, from, to string
 }
 
-func (p *partitionFlags) register(c *cobra.Command, ranges bool) {
+func (a *app) registerPartitionFlags(c *cobra.Command, p *partitionFlags, ranges bool) {
 	c.Flags().StringVar(&p.account, "account", "", "account id (acct_...)")
-	c.Flags().StringVar(&p.dataset, "dataset", "", "dataset: "+strings.Join(datasetNames(), ", "))
+	c.Flags().StringVar(&p.dataset, "dataset", "", "dataset: "+strings.Join(a.catalog.Names(), ", "))
 	c.Flags().StringVar(&p.day, "day", "", "one day, YYYY-MM-DD")
-	completeDatasets(c, "dataset")
+	a.completeDatasets(c, "dataset")
 	if ranges {
 		c.Flags().StringVar(&p.from, "from", "", "first day of a range, YYYY-MM-DD")
 		c.Flags().StringVar(&p.to, "to", "", "last day of a range, YYYY-MM-DD")

@@ -17,6 +17,7 @@ import (
 )
 
 func TestDecodeJSONNamesLineAndColumn(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -43,6 +44,7 @@ func TestDecodeJSONNamesLineAndColumn(t *testing.T) {
 }
 
 func TestLineCol(t *testing.T) {
+	t.Parallel()
 	b := []byte("ab\ncde\n\nf")
 	for _, tt := range []struct {
 		off       int64
@@ -55,6 +57,7 @@ func TestLineCol(t *testing.T) {
 }
 
 func TestWriteBackID(t *testing.T) {
+	t.Parallel()
 	const id = "acct_abcdefghijklmnop"
 	tests := []struct {
 		name, in, want string
@@ -103,6 +106,7 @@ func TestWriteBackID(t *testing.T) {
 // TestWriteBackExternalID: a generated external id lands after role_arn,
 // indented like it, or replaces an empty external_id; with an id, both.
 func TestWriteBackExternalID(t *testing.T) {
+	t.Parallel()
 	const (
 		id  = "acct_abcdefghijklmnop"
 		ext = "daybook-aaaabbbbccccddddeeeeffffgggghhhh"
@@ -150,6 +154,7 @@ func TestWriteBackExternalID(t *testing.T) {
 }
 
 func TestCheckBucketPattern(t *testing.T) {
+	t.Parallel()
 	acct := func(bucket, role string) account.Account {
 		return account.Account{Destination: account.Destination{Bucket: bucket, RoleARN: role}}
 	}
@@ -172,6 +177,7 @@ func TestCheckBucketPattern(t *testing.T) {
 }
 
 func TestPhaseOf(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		row  ledger.Row
@@ -193,6 +199,7 @@ func TestPhaseOf(t *testing.T) {
 }
 
 func TestAxis(t *testing.T) {
+	t.Parallel()
 	days := func(from, to string) []civil.Date { return civil.Range(civil.MustParse(from), civil.MustParse(to)) }
 	tests := []struct {
 		name          string
@@ -219,6 +226,7 @@ func TestAxis(t *testing.T) {
 }
 
 func TestHeatmapColoursOnlyOnTerminals(t *testing.T) {
+	t.Parallel()
 	days := civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-05"))
 	rows := []heatRow{{label: "events", cells: []ops.Phase{ops.Completed, ops.Completed, ops.Failed, ops.Claimed, ""}, note: "completed 2"}}
 	var plain, coloured bytes.Buffer
@@ -246,6 +254,7 @@ func TestHeatmapColoursOnlyOnTerminals(t *testing.T) {
 }
 
 func TestProgressOnlyOnTerminals(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		terminal bool
@@ -275,6 +284,7 @@ func TestProgressOnlyOnTerminals(t *testing.T) {
 // is reported at once, each with its line and column, the field's path, what
 // the file has and the form wanted with an example; no Go type names.
 func TestAccountFileFormProblemsAtOnce(t *testing.T) {
+	t.Parallel()
 	file := `{
   "name": "Acme",
   "enabled": "yes",

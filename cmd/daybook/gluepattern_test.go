@@ -17,6 +17,7 @@ import (
 // another is refused at account put, naming the field and the value. With
 // a role, the customer's own catalog decides.
 func TestCheckGluePattern(t *testing.T) {
+	t.Parallel()
 	acct := func(db, role string) account.Account {
 		return account.Account{Destination: account.Destination{Bucket: "daybook-exports-x", RoleARN: role,
 			TableFormat: account.TableFormatIceberg, Glue: &account.GlueTables{Database: db}}}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/ops"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -30,13 +29,13 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		Example: "  daybook history --account acct_localdemoaccount --dataset events --day 2026-11-20",
 	}
 	a.deploymentFlags(c)
-	p.register(c, false)
+	a.registerPartitionFlags(c, &p, false)
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if err := requireFlags(c, "account", "dataset", "day"); err != nil {
 			return err
 		}
-		if _, err := datasetFlag(c, p.dataset); err != nil {
+		if _, err := a.datasetFlag(c, p.dataset); err != nil {
 			return err
 		}
 		day, err := dayFlag(c, "day", p.day)
@@ -48,7 +47,7 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		if err != nil {
 			return err
 		}
-		res, err := ops.History(ctx, ops.LedgerOf(e.ledger), partition.Key{AccountID: acct.ID, Dataset: dataset.Current(p.dataset), Day: day}, a.now())
+		res, err := ops.History(ctx, ops.LedgerOf(e.ledger), partition.Key{AccountID: acct.ID, Dataset: a.catalog.Current(p.dataset), Day: day}, a.now())
 		if err != nil {
 			return err
 		}

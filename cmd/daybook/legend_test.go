@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/ops"
 	"github.com/daybook-dev/daybook/shared/devkit/doctable"
+	"github.com/daybook-dev/daybook/shared/ops"
 )
 
 // TestDocsLegendIsTheCode: the states the docs name are the ones the CLI

@@ -21,7 +21,7 @@ func main() {
 		// show, check and diff read their own.
 		a.catalogErr = err
 	} else {
-		dataset.Use(cat)
+		a.catalog = cat
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := a.execute(ctx, os.Args[1:])

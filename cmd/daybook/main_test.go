@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -37,6 +41,9 @@ type stack struct {
 	cfg     aws.Config
 	outputs map[string]string
 	envFile string // the env.json `make local-up` would write for it
+	// catalog, if set, is the deployment's catalog the test's commands
+	// and ledgers read (the shipped example otherwise).
+	catalog *dataset.Set
 }
 
 var (
@@ -87,7 +94,11 @@ func motoEnv(url string) map[string]string {
 // ledgerAt is a ledger on the test stack with a fixed clock.
 func (s stack) ledgerAt(t *testing.T, now time.Time, maxAttempts int) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.New(dynamodb.NewFromConfig(s.cfg), ledger.Config{
+	cat := s.catalog
+	if cat == nil {
+		cat = datasettest.Example(t)
+	}
+	l, err := ledger.New(dynamodb.NewFromConfig(s.cfg), ledger.Config{Catalog: cat,
 		Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, MaxAttempts: maxAttempts, Now: func() time.Time { return now },
 	})
 	if err != nil {
@@ -99,6 +110,9 @@ func (s stack) ledgerAt(t *testing.T, now time.Time, maxAttempts int) *ledger.Le
 // run runs a command against the test stack.
 func (s stack) run(t *testing.T, a *app, args ...string) result {
 	t.Helper()
+	if s.catalog != nil {
+		a.catalog = s.catalog
+	}
 	return execute(t, a, append(args, "--env-file", s.envFile)...)
 }
 

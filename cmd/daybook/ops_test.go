@@ -165,7 +165,7 @@ func TestReexport(t *testing.T) {
 	msgs := s.receiveAll(t, queue)
 	var days []string
 	for _, m := range msgs {
-		msg, err := jobs.Parse(aws.ToString(m.Body))
+		msg, err := jobs.Parse(datasettest.Example(t), aws.ToString(m.Body))
 		if err != nil || msg.Manual == nil {
 			t.Fatalf("message %q: %v", aws.ToString(m.Body), err)
 		}
@@ -200,7 +200,7 @@ func TestReexport(t *testing.T) {
 	}
 	var got []string
 	for _, m := range s.receiveAll(t, queue) {
-		if msg, err := jobs.Parse(aws.ToString(m.Body)); err == nil && msg.Manual != nil {
+		if msg, err := jobs.Parse(datasettest.Example(t), aws.ToString(m.Body)); err == nil && msg.Manual != nil {
 			got = append(got, msg.Manual.Dataset+" "+msg.Manual.Day)
 		}
 	}
@@ -361,7 +361,7 @@ func TestVerifyRange(t *testing.T) {
 // leaves every dataset out is refused, naming why. On the old code the
 // whole request was refused because of the snapshot dataset.
 func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
-	datasettest.Use(t, append(example.YAML(), `
+	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1
     partition: snapshot
@@ -374,6 +374,7 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
       - {name: attributes, type: json, nullable: true}
 `...))
 	s := deployed(t)
+	s.catalog = cat
 	ctx := context.Background()
 	acct := s.newAccount(t, map[string]any{"datasets": []string{"events", "members"}})
 	l := s.ledgerAt(t, testNow, 6)

@@ -84,13 +84,13 @@ func (a *app) checkRequests(c *cobra.Command, p partitionFlags, maxDays int) (*o
 	lim := jobs.Limits{Now: a.now(), MaxDays: maxDays}
 	probe := m
 	if probe.Dataset == "" {
-		names := datasetNames()
+		names := a.catalog.Names()
 		if len(names) == 0 {
 			return nil, account.Account{}, nil, nil, errors.New("the dataset catalog is empty")
 		}
 		probe.Dataset = names[0] // the form alone: any dataset of the catalog
 	}
-	if err := ops.CheckForm(probe, lim); err != nil {
+	if err := ops.CheckForm(a.catalog, probe, lim); err != nil {
 		return nil, account.Account{}, nil, nil, flagError(c, err)
 	}
 	e, err := a.open(c.Context())
@@ -98,7 +98,7 @@ func (a *app) checkRequests(c *cobra.Command, p partitionFlags, maxDays int) (*o
 		return nil, account.Account{}, nil, nil, err
 	}
 	lim.SettleDelay = e.settle
-	acct, plan, left, err := ops.CheckRequests(c.Context(), ops.LedgerOf(e.ledger), m, lim)
+	acct, plan, left, err := ops.CheckRequests(c.Context(), a.catalog, ops.LedgerOf(e.ledger), m, lim)
 	if err != nil {
 		return nil, account.Account{}, nil, nil, flagError(c, err)
 	}
@@ -137,7 +137,7 @@ out and why.`,
 		Example: "  daybook requeue --account acct_localdemoaccount --from 2026-09-01 --to 2026-09-30\n  daybook requeue --account acct_localdemoaccount --dataset events --day 2026-09-14",
 	}
 	a.deploymentFlags(c)
-	p.register(c, true)
+	a.registerPartitionFlags(c, &p, true)
 	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the rows (default: your AWS identity's ARN)")
 	c.Flags().StringVar(&reason, "reason", string(partition.ReasonBackfill), "backfill or manual (recorded in the manifest)")
 	_ = c.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions([]string{"backfill", "manual"}, cobra.ShellCompDirectiveNoFileComp))
@@ -147,7 +147,7 @@ out and why.`,
 			return err
 		}
 		if p.dataset != "" {
-			if _, err := datasetFlag(c, p.dataset); err != nil {
+			if _, err := a.datasetFlag(c, p.dataset); err != nil {
 				return err
 			}
 		}
@@ -172,7 +172,7 @@ out and why.`,
 		bar := a.progress(total, "requeue")
 		res := requeued{Datasets: plannedNames(plan), LeftOut: left}
 		for _, pl := range plan {
-			r, err := ops.Requeue(ctx, ops.LedgerOf(e.ledger), acct.ID, pl.Dataset, pl.Days(), partition.Reason(reason), who, bar)
+			r, err := ops.Requeue(ctx, a.catalog, ops.LedgerOf(e.ledger), acct.ID, pl.Dataset, pl.Days(), partition.Reason(reason), who, bar)
 			res.Queued += r.Queued
 			res.Created += r.Created
 			res.RerunRequested += r.RerunRequested
@@ -219,7 +219,7 @@ for that day alone when the range holds it and left out otherwise, as the output
 		Example: "  daybook reexport --account acct_localdemoaccount --day 2026-11-20\n  daybook reexport --account acct_localdemoaccount --dataset events --from 2026-11-18 --to 2026-11-20",
 	}
 	a.deploymentFlags(c)
-	p.register(c, true)
+	a.registerPartitionFlags(c, &p, true)
 	c.Flags().Lookup("from").Usage = fmt.Sprintf("first day of a range, YYYY-MM-DD (the range at most %d days)", jobs.MaxManualRangeDays)
 	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the request (default: your AWS identity's ARN)")
 	out := outputFlag(c)
@@ -228,7 +228,7 @@ for that day alone when the range holds it and left out otherwise, as the output
 			return err
 		}
 		if p.dataset != "" {
-			if _, err := datasetFlag(c, p.dataset); err != nil {
+			if _, err := a.datasetFlag(c, p.dataset); err != nil {
 				return err
 			}
 		}
@@ -294,7 +294,7 @@ func printLeftOut(a *app, left []ops.LeftOut) error {
 func (a *app) sendReexports(ctx context.Context, l ops.ReexportNoter, api sendAPI, queueURL, acct, ds string, days []civil.Date, by string) ([]sentRequest, error) {
 	bar := a.progress(len(days), "reexport")
 	defer bar.Finish()
-	return ops.SendReexports(ctx, l, api, queueURL, acct, ds, days, by, bar)
+	return ops.SendReexports(ctx, a.catalog, l, api, queueURL, acct, ds, days, by, bar)
 }
 
 // countOf is "1 day", "3 days".

@@ -10,6 +10,7 @@ import (
 // command list the CLI prints, every group in its order (it lacked the
 // catalog group and had reseed before requeue).
 func TestREADMEHelpIsTheHelp(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

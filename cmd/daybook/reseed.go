@@ -60,7 +60,7 @@ reexport. --status shows the dataset's last reseed instead of starting one.`,
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&p.account, "account", "", "account id (acct_...)")
 	c.Flags().StringVar(&p.dataset, "dataset", "", "an incremental dataset whose current state is the latest row per id (profiles)")
-	completeDatasets(c, "dataset")
+	a.completeDatasets(c, "dataset")
 	c.Flags().StringVar(&by, "requested-by", "", "who asks, recorded with the reseed (default: your AWS identity's ARN)")
 	c.Flags().BoolVar(&status, "status", false, "show the dataset's last reseed instead of starting one")
 	out := outputFlag(c)
@@ -68,7 +68,7 @@ reexport. --status shows the dataset's last reseed instead of starting one.`,
 		if err := requireFlags(c, "account", "dataset"); err != nil {
 			return err
 		}
-		if _, err := datasetFlag(c, p.dataset); err != nil {
+		if _, err := a.datasetFlag(c, p.dataset); err != nil {
 			return err
 		}
 		if status {
@@ -81,7 +81,7 @@ reexport. --status shows the dataset's last reseed instead of starting one.`,
 		r := jobs.Reseed{Kind: jobs.KindReseed, AccountID: p.account, Dataset: p.dataset, RequestID: requestID}
 		// Refusals that need no deployment first: a malformed account id,
 		// a dataset that cannot be reseeded.
-		if _, _, err := jobs.CheckReseed(r, nil, jobs.Limits{Now: a.now()}); !isNoAccount(err) {
+		if _, _, err := jobs.CheckReseed(a.catalog, r, nil, jobs.Limits{Now: a.now()}); !isNoAccount(err) {
 			return flagError(c, err)
 		}
 		ctx := c.Context()
@@ -96,7 +96,7 @@ reexport. --status shows the dataset's last reseed instead of starting one.`,
 		case !errors.Is(err, ledger.ErrNotFound):
 			return err
 		}
-		from, through, err := jobs.CheckReseed(r, acct, jobs.Limits{Now: a.now(), SettleDelay: e.settle})
+		from, through, err := jobs.CheckReseed(a.catalog, r, acct, jobs.Limits{Now: a.now(), SettleDelay: e.settle})
 		if err != nil {
 			return flagError(c, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -66,7 +68,7 @@ func TestReseed(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages, want 1", len(msgs))
 	}
-	m, err := jobs.Parse(aws.ToString(msgs[0].Body))
+	m, err := jobs.Parse(datasettest.Example(t), aws.ToString(msgs[0].Body))
 	if err != nil || m.Reseed == nil || m.Reseed.AccountID != acct.ID || m.Reseed.Dataset != "profiles" || m.Reseed.RequestedBy != "ticket OPS-7" || m.Reseed.RequestID == "" {
 		t.Fatalf("message %s: %+v %v", aws.ToString(msgs[0].Body), m.Reseed, err)
 	}

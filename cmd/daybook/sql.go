@@ -33,7 +33,7 @@ prints the query for the latest state of an activity dataset (profiles: the newe
 		Example: "  daybook sql --dataset profiles --engine snowflake --current-state",
 	}
 	a.deploymentFlags(c)
-	p.register(c, false)
+	a.registerPartitionFlags(c, &p, false)
 	c.Flags().StringVar(&engine, "engine", "", "engine: "+strings.Join(loadsql.Engines, ", "))
 	c.Flags().BoolVar(&current, "current-state", false, "print the current-state query of an activity dataset (latest row per id)")
 	_ = c.RegisterFlagCompletionFunc("engine", cobra.FixedCompletions(loadsql.Engines, cobra.ShellCompDirectiveNoFileComp))
@@ -41,7 +41,7 @@ prints the query for the latest state of an activity dataset (profiles: the newe
 		if err := requireFlags(c, "dataset", "engine"); err != nil {
 			return err
 		}
-		d, err := datasetFlag(c, p.dataset)
+		d, err := a.datasetFlag(c, p.dataset)
 		if err != nil {
 			return err
 		}
@@ -90,8 +90,8 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 		const prefix = "<prefix>"
 		return loadsql.Partition{
 			Dataset: d, Day: day, Generation: 1, Format: fileformat.Default, Bucket: "<bucket>",
-			PartitionPrefix: layout.PartitionPrefix(prefix, d.Name, day),
-			Files:           []loadsql.File{{Key: layout.DataKey(prefix, d.Name, day, 0, fileformat.Default.Extension())}},
+			PartitionPrefix: layout.PartitionPrefix(prefix, d.LedgerName(), day),
+			Files:           []loadsql.File{{Key: layout.DataKey(prefix, d.LedgerName(), day, 0, fileformat.Default.Extension())}},
 		}, "-- placeholder partition: pass --account and --day for the SQL of a delivered partition", nil
 	}
 	e, acct, err := a.account(ctx, acctID, "--account")
@@ -106,7 +106,7 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	b, err := bkt.Get(ctx, layout.ManifestKey(prefix, d.Name, day), manifest.MaxManifestBytes)
+	b, err := bkt.Get(ctx, layout.ManifestKey(prefix, d.LedgerName(), day), manifest.MaxManifestBytes)
 	if err != nil {
 		return loadsql.Partition{}, "", fmt.Errorf("read manifest (is %s %s exported? daybook status --account %s): %w", d.Name, day, acct.ID, err)
 	}
@@ -114,7 +114,7 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 	if err != nil {
 		return loadsql.Partition{}, "", err
 	}
-	part, err := loadsql.ForManifest(d, m, acct.Destination.Bucket, layout.PartitionPrefix(prefix, d.Name, day))
+	part, err := loadsql.ForManifest(d, m, acct.Destination.Bucket, layout.PartitionPrefix(prefix, d.LedgerName(), day))
 	part.Store, part.AzureAccount = string(acct.Destination.Kind()), acct.Destination.StorageAccount
 	return part, "", err
 }

@@ -53,7 +53,7 @@ last 90 closed days) set the window.`,
 	}
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&f.account, "account", "", "one account's datasets by day")
-	c.Flags().StringSliceVar(&f.datasets, "dataset", nil, "only these datasets (repeat or comma-separate): "+strings.Join(datasetNames(), ", "))
+	c.Flags().StringSliceVar(&f.datasets, "dataset", nil, "only these datasets (repeat or comma-separate): "+strings.Join(a.catalog.Names(), ", "))
 	c.Flags().StringSliceVar(&f.states, "state", nil, "only partitions in these states (repeat or comma-separate): "+ops.Names())
 	c.Flags().StringVar(&f.from, "from", "", "first day shown, YYYY-MM-DD")
 	c.Flags().StringVar(&f.to, "to", "", "last day shown, YYYY-MM-DD (default: the last closed day)")
@@ -61,12 +61,12 @@ last 90 closed days) set the window.`,
 	c.Flags().StringVar(&f.search, "search", "", "the fleet view of the account with this id, or of the accounts whose name starts with it")
 	c.Flags().IntVar(&f.limit, "limit", ops.DefaultFleetLimit, "accounts per page of the fleet view")
 	c.Flags().StringVar(&f.pageToken, "page-token", "", "the fleet view's next page, as the previous page printed it")
-	completeDatasets(c, "dataset")
+	a.completeDatasets(c, "dataset")
 	_ = c.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(strings.Split(ops.Names(), ", "), cobra.ShellCompDirectiveNoFileComp))
 	out := outputFlag(c)
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		for _, ds := range f.datasets {
-			if _, err := datasetFlag(c, ds); err != nil {
+			if _, err := a.datasetFlag(c, ds); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -303,7 +305,7 @@ func TestHistoryCommand(t *testing.T) {
 	key := partition.Key{AccountID: acct.ID, Dataset: "events", Day: day}
 	t0 := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
 	now := t0
-	l, err := ledger.New(ledgerClient(s), ledger.Config{Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
+	l, err := ledger.New(ledgerClient(s), ledger.Config{Catalog: datasettest.Example(t), Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +366,7 @@ func TestHistoryShowsSlices(t *testing.T) {
 	day := civil.MustParse("2026-11-20")
 	key := partition.Key{AccountID: acct.ID, Dataset: "events", Day: day}
 	now := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
-	l, err := ledger.New(ledgerClient(s), ledger.Config{Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
+	l, err := ledger.New(ledgerClient(s), ledger.Config{Catalog: datasettest.Example(t), Table: s.outputs["LedgerTableName"], Lease: 20 * time.Minute, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

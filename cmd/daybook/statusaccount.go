@@ -23,7 +23,7 @@ func (a *app) accountStatus(ctx context.Context, f statusFlags, states map[ops.P
 		return err
 	}
 	from, to = ops.Window(acct, e.settle, a.now(), from, to, f.days)
-	res, err := ops.AccountView(ctx, ops.LedgerOf(e.ledger), acct, e.settle, a.now(), f.datasets, states, from, to)
+	res, err := ops.AccountView(ctx, a.catalog, ops.LedgerOf(e.ledger), acct, e.settle, a.now(), f.datasets, states, from, to)
 	if err != nil {
 		if errors.Is(err, ops.ErrNoDatasets) {
 			return fmt.Errorf("--dataset %s: account %s exports none of them; its datasets: %s", strings.Join(f.datasets, ","), acct.ID, strings.Join(acct.Datasets, ", "))

@@ -63,14 +63,14 @@ Find out who changed the table's metadata first: whatever changed it may do so a
 	}
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&accountID, "account", "", "account id (acct_...)")
-	c.Flags().StringVar(&name, "dataset", "", "dataset: "+strings.Join(datasetNames(), ", "))
+	c.Flags().StringVar(&name, "dataset", "", "dataset: "+strings.Join(a.catalog.Names(), ", "))
 	c.Flags().BoolVar(&yes, "yes", false, "repair; without it the command only prints what it would do")
-	completeDatasets(c, "dataset")
+	a.completeDatasets(c, "dataset")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if accountID == "" || name == "" {
 			return cli.Usagef(c, "--account and --dataset are required")
 		}
-		ds, err := datasetFlag(c, name)
+		ds, err := a.datasetFlag(c, name)
 		if err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (a *app) newTableRepair(ctx context.Context, accountID string, ds dataset.D
 	if err != nil {
 		return nil, err
 	}
-	loc := strings.TrimSuffix(layout.DatasetPrefix(prefix, ds.Name), "/")
+	loc := strings.TrimSuffix(layout.DatasetPrefix(prefix, ds.LedgerName()), "/")
 	return &tableRepair{e: e, acct: acct, ds: ds, prefix: prefix, store: store, today: civil.Of(a.now().UTC()),
 		table: &icetable.Table{Store: store, Location: loc, Dataset: ds}}, nil
 }
@@ -235,8 +235,8 @@ func (r *tableRepair) plan(ctx context.Context) error {
 // next one, or the marker is not daybook's), so there is nothing of it
 // for the table to hold.
 func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable.Delivery, why string, gone bool, err error) {
-	key := layout.ManifestKey(r.prefix, r.ds.Name, row.Day)
-	successKey := layout.SuccessKey(r.prefix, r.ds.Name, row.Day)
+	key := layout.ManifestKey(r.prefix, r.ds.LedgerName(), row.Day)
+	successKey := layout.SuccessKey(r.prefix, r.ds.LedgerName(), row.Day)
 	notCommitted := fmt.Sprintf("generation %d is not committed in the bucket: ", row.Generation)
 	b, err := r.store.Get(ctx, successKey, manifest.MaxSuccessBytes)
 	switch {
@@ -282,7 +282,7 @@ func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable
 	case m.Generation != row.Generation:
 		return d, fmt.Sprintf("%s is generation %d; the ledger's is %d (its next export delivers it)", key, m.Generation, row.Generation), false, nil
 	}
-	folder := layout.PartitionPrefix(r.prefix, r.ds.Name, row.Day)
+	folder := layout.PartitionPrefix(r.prefix, r.ds.LedgerName(), row.Day)
 	for _, f := range m.Files {
 		if !strings.HasPrefix(f.Key, folder) || strings.Contains(strings.TrimPrefix(f.Key, folder), "/") || !layout.IsDataKey(f.Key) {
 			return d, fmt.Sprintf("%s lists %s, not a data file of %s", key, f.Key, folder), false, nil

@@ -84,7 +84,7 @@ func TestTableRepairAsPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

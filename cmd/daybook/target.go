@@ -451,7 +451,7 @@ func (a *app) open(ctx context.Context) (*opsEnv, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", dep.desc, err)
 	}
-	lcfg.Now = a.now
+	lcfg.Catalog, lcfg.Now = a.catalog, a.now
 	if e.ledger, err = ledger.New(dynamodb.NewFromConfig(dep.cfg), lcfg); err != nil {
 		return nil, err
 	}

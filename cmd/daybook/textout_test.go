@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -15,6 +17,7 @@ import (
 )
 
 func TestPrintable(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Acme Corp":                 "Acme Corp",
 		"Société — 東京":              "Société — 東京",
@@ -54,7 +57,7 @@ func TestForgedNameIsEscapedEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (account.Account{Name: forged}).ValidateShape() == nil {
+	if (account.Account{Name: forged}).ValidateShape(datasettest.Example(t)) == nil {
 		t.Fatal("the forged name is valid")
 	}
 	// account put built the summary with the valid name; the next sweep

@@ -16,7 +16,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/cli"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/verify"
 )
@@ -83,7 +82,7 @@ or a release binary (make release builds them into dist/).`,
   daybook verify --bucket az://acmedata/exports --prefix daybook/acct_7f3a9c --day 2026-11-20`,
 	}
 	a.deploymentFlags(c)
-	p.register(c, true)
+	a.registerPartitionFlags(c, &p.partitionFlags, true)
 	c.Flags().StringVar(&p.bucket, "bucket", "", "the bucket to read (instead of --account): NAME or s3://NAME, gs://NAME, az://ACCOUNT/CONTAINER; read access is enough")
 	c.Flags().StringVar(&p.prefix, "prefix", "", "with --bucket: the part of every key before /v1/")
 	c.Flags().StringVar(&p.endpoint, "endpoint", "", "with --bucket: the store's endpoint URL (an S3-compatible store, or an emulator)")
@@ -101,7 +100,7 @@ or a release binary (make release builds them into dist/).`,
 			return cli.Usagef(c, "--prefix, --endpoint and --download go with --bucket")
 		}
 		if p.dataset != "" {
-			if _, err := datasetFlag(c, p.dataset); err != nil {
+			if _, err := a.datasetFlag(c, p.dataset); err != nil {
 				return err
 			}
 		}
@@ -139,15 +138,6 @@ type verifySource struct {
 	// newest is the account's newest closed day (--account): a snapshot
 	// dataset's copy is taken for it only (verify.Options.LatestOnlyBefore).
 	newest civil.Date
-}
-
-// currentTree is the folder name of the catalog's dataset under its
-// current contract (events, or events.v2 once it is at v2).
-func currentTree(name string) string {
-	if d, err := dataset.Get(name); err == nil {
-		return d.LedgerName()
-	}
-	return name
 }
 
 func (a *app) accountSource(ctx context.Context, id string) (verifySource, error) {
@@ -259,10 +249,10 @@ func (a *app) verifyDays(ctx context.Context, src verifySource, only string, fro
 	for _, ds := range datasets {
 		opts := src.opts
 		if src.current {
-			if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() {
+			if d, err := a.catalog.Get(ds); err == nil && d.IsSnapshot() {
 				opts.LatestOnlyBefore = src.newest
 			}
-			ds = currentTree(ds)
+			ds = a.catalog.Current(ds) // its tree under the contract delivered now
 		}
 		for _, d := range days {
 			t := src.target

@@ -126,7 +126,7 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 	bkt := fmt.Sprintf("verify-readme-%d", nameSeq.Add(1))
 	s.createBucket(t, bkt)
 	api := awsclient.NewS3(s.cfg)
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +170,10 @@ func TestCustomerVerifyAsTheBucketREADMESays(t *testing.T) {
 // (az://ACCOUNT/CONTAINER, and the abfss:// URI daybook prints), here on
 // their emulators (--endpoint), with no deployment.
 func TestCustomerVerifyOnGCSAndAzure(t *testing.T) {
+	t.Parallel()
 	fgcs := servertest.ForTest(t, gcsserver.Start)
 	azr := servertest.ForTest(t, azurite.Start)
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestVerifyBothContracts(t *testing.T) {
 	bkt := fmt.Sprintf("verify-contracts-%d", nameSeq.Add(1))
 	s.createBucket(t, bkt)
 	api := awsclient.NewS3(s.cfg)
-	v1, err := dataset.Get("events")
+	v1, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +261,7 @@ func TestVerifyBothContracts(t *testing.T) {
 }
 
 func TestVerifyRefusesMixedForms(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -290,7 +292,7 @@ func TestVerifyRefusesMixedForms(t *testing.T) {
 // snapshots), from the catalog and the account's newest closed day. On the
 // old code both exited 1.
 func TestVerifySnapshotOlderDays(t *testing.T) {
-	datasettest.Use(t, append(example.YAML(), `
+	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1
     partition: snapshot
@@ -303,9 +305,10 @@ func TestVerifySnapshotOlderDays(t *testing.T) {
       - {name: attributes, type: json, nullable: true}
 `...))
 	s := deployed(t)
+	s.catalog = cat
 	api := awsclient.NewS3(s.cfg)
-	events, _ := dataset.Get("events")
-	members, _ := dataset.Get("members")
+	events, _ := cat.Get("events")
+	members, _ := cat.Get("members")
 
 	// The customer's form.
 	bkt := fmt.Sprintf("verify-snapshot-%d", nameSeq.Add(1))
@@ -330,6 +333,7 @@ func TestVerifySnapshotOlderDays(t *testing.T) {
 		}
 	}
 	a, _, _ := testApp(t)
+	a.catalog = cat
 	a.awsConfig = func(context.Context, string, string) (aws.Config, error) {
 		c := s.cfg.Copy()
 		c.BaseEndpoint = nil
@@ -376,7 +380,7 @@ func TestVerifyTheWaysCustomersNameTheirBucket(t *testing.T) {
 	bkt := fmt.Sprintf("verify-forms-%d", nameSeq.Add(1))
 	s.createBucket(t, bkt)
 	api := awsclient.NewS3(s.cfg)
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

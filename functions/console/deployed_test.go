@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -149,7 +151,7 @@ func TestDeployedConsoleActions(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	c, cfg, outs := deployedConsole(t, now)
-	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: outs["LedgerTableName"], Lease: time.Hour, MaxAttempts: 1,
+	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Catalog: datasettest.Example(t), Table: outs["LedgerTableName"], Lease: time.Hour, MaxAttempts: 1,
 		Stage: actionsStage, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

@@ -76,8 +76,7 @@ func build(environ []string, o Options) (Function, error) {
 	if err != nil {
 		return fn, fmt.Errorf("catalog: %w", err)
 	}
-	dataset.Use(cat)
-	cfg.Ledger.Now = o.Now
+	cfg.Ledger.Catalog, cfg.Ledger.Now = cat, o.Now
 	led, err := ledger.New(dynamodb.NewFromConfig(o.AWS), cfg.Ledger)
 	if err != nil {
 		return fn, fmt.Errorf("ledger: %w", err)
@@ -95,7 +94,7 @@ func build(environ []string, o Options) (Function, error) {
 	clients.SetStoreCredentials(cfg.Rules.SecretPattern, o.Tokens)
 	clients.GCSCredentials.Scope = gcpauth.ReadOnlyScope
 	c := console.Config{
-		Ledger: ops.LedgerOf(led), Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
+		Catalog: cat, Ledger: ops.LedgerOf(led), Buckets: console.DestinationBuckets(clients, cfg.Rules.DeploymentAccountID),
 		Stage: cfg.Stage, SettleDelay: cfg.SettleDelay, Deployment: "daybook-" + cfg.Stage,
 		ReadOnly: !cfg.Actions, Identity: console.IdentityFromContext, Secure: true, Now: o.Now, Rand: o.Rand, Log: log,
 	}

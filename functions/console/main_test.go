@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/devkit/hostbuild"
 	"github.com/daybook-dev/daybook/shared/devkit/iamcheck"
 
@@ -37,7 +39,7 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 	defer cancel()
 	params := map[string]string{"DeployConsole": "true"} // read-only: ConsoleActions false
 	cfg, outs := samstacktest.StackWith(t, srv, "consolefn", params)
-	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: outs["LedgerTableName"], Lease: time.Hour})
+	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Catalog: datasettest.Example(t), Table: outs["LedgerTableName"], Lease: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

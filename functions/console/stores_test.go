@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -216,7 +218,7 @@ func TestDeployedConsoleReadsGCSAndAzure(t *testing.T) {
 			}})
 			d, check := c.dest(t, tok)
 			acct := account.Account{ID: c.id, Name: "Store Co", Enabled: true, StartDate: civil.MustParse("2026-11-10"), Datasets: []string{"events"}, Destination: d}
-			led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Table: outs["LedgerTableName"], Lease: time.Hour, Stage: actionsStage})
+			led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Catalog: datasettest.Example(t), Table: outs["LedgerTableName"], Lease: time.Hour, Stage: actionsStage})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -139,7 +139,11 @@ func runBenchChild(spec string) error {
 	if err != nil {
 		return err
 	}
-	ds, err := dataset.Get("events")
+	cat, err := dataset.Example() // the benchmark's events
+	if err != nil {
+		return err
+	}
+	ds, err := cat.Get("events")
 	if err != nil {
 		return err
 	}
@@ -159,6 +163,7 @@ func runBenchChild(spec string) error {
 		Destination: account.Destination{Bucket: "bench", Format: fileformat.Parquet}}
 	held := &holdCount{slots: upload.DefaultConcurrency}
 	e := &Exporter{
+		Catalog: cat,
 		Source:  src,
 		Buckets: holdBuckets{f: buckettest.NewFake("bench"), hold: c.PartHold, count: held},
 		Scripts: loadScripts,

@@ -57,14 +57,14 @@ func TestContractTwoBesideOne(t *testing.T) {
 		t.Fatalf("v1 tree: %d objects", len(before))
 	}
 
-	useCatalog(t, func(s string) string { return strings.Replace(s, dropUserIDLine, "", 1) })
+	e.useCatalog(func(s string) string { return strings.Replace(s, dropUserIDLine, "", 1) })
 	row := e.export("events", testDay.AddDays(-2))
 	if row.State != ledger.StateFailed {
 		t.Fatalf("v1 export with a dropped column: %+v", row)
 	}
 	contains(t, "ledger error", row.LastError, "schema_mismatch: ", `column "user_id" removed`)
 
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		s = strings.Replace(s, dropUserIDLine, "", 1)
 		return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
 	})
@@ -133,7 +133,7 @@ func TestContractTwoBesideOne(t *testing.T) {
 func TestReexportAfterTheMoveReachesTheNewContract(t *testing.T) {
 	e := newEnv(t, envOpts{datasets: []string{"events"}})
 	e.insert("events", genRows("events", testDay, 3)...)
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
 	})
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
@@ -162,7 +162,7 @@ func TestReseedAfterTheMoveReachesTheNewContract(t *testing.T) {
 	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
 		t.Fatal(err)
 	}
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		return strings.Replace(s, "  - name: profiles\n    version: 1\n", "  - name: profiles\n    version: 1\n    contract: v2\n", 1)
 	})
 	if err := e.process(reseedBody(t, e.acct.ID, "profiles", "r1")); err != nil {
@@ -191,7 +191,7 @@ func TestEventIDsNameTheContract(t *testing.T) {
 		t.Fatalf("v1 export: %+v", row)
 	}
 	e.clk.Advance(time.Minute) // the move is deployed later (a change-log key names the commit's second)
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
 	})
 	if row := e.export("events.v2", testDay); row.State != ledger.StateCompleted || row.Generation != 1 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -61,7 +63,11 @@ func (p splitProcessor) Process(ctx context.Context, id, body string) error {
 	if body == "ok" {
 		return p.next.Process(ctx, id, body)
 	}
-	svc := &Service{Log: slog.New(slog.DiscardHandler)}
+	cat, err := dataset.Example()
+	if err != nil {
+		return err
+	}
+	svc := &Service{Catalog: cat, Log: slog.New(slog.DiscardHandler)}
 	return svc.Process(ctx, id, body) // malformed bodies fail in parsing, before any dependency is used
 }
 

@@ -41,7 +41,7 @@ import (
 // ledger (Schemas nil) the bucket's document binds whenever it exists.
 func (e *Exporter) checkDelivered(ctx context.Context, t *target) error {
 	var broken []error
-	key := layout.SchemaKey(t.prefix, t.Dataset.Name)
+	key := layout.SchemaKey(t.prefix, t.Dataset.LedgerName())
 	b, err := t.bucket.Get(ctx, key, bucketdocs.MaxSchemaBytes)
 	switch {
 	case bucket.IsNotFound(err):

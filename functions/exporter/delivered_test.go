@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,24 +24,52 @@ import (
 	"github.com/daybook-dev/daybook/shared/manifest"
 )
 
-// useCatalog makes the example catalog with edit applied this process's
-// catalog until the test ends. The package's tests share one deployment,
-// whose ledger records the schema delivered of each dataset (pk=SCHEMAS),
-// which the exporter checks every catalog against: so when the test ends,
-// the records are put back as they were, and a test that delivered another
+// useCatalog makes the example catalog with edit applied the env's
+// catalog (useCatalogDoc). The package's tests share one deployment, whose
+// ledger records the schema delivered of each dataset (pk=SCHEMAS), which
+// the exporter checks every catalog against: so when the test ends, the
+// records are put back as they were, and a test that delivered another
 // catalog leaves the next test the deployment it found.
-func useCatalog(t *testing.T, edit func(string) string) {
+func (e *env) useCatalog(edit func(string) string) {
+	e.t.Helper()
+	keepSchemaRecords(e.t)
+	e.useCatalogDoc([]byte(edit(string(example.YAML()))))
+}
+
+// useCatalogDoc makes doc the catalog of the env's deployment: the
+// exporter's, as one built with DAYBOOK_CATALOG naming it (a rebuild reads
+// the file), and the test's ledger's. It returns the catalog.
+func (e *env) useCatalogDoc(doc []byte) *dataset.Set {
+	e.t.Helper()
+	path, cat := catalogFile(e.t, doc)
+	e.opts.env = maps.Clone(e.opts.env)
+	if e.opts.env == nil {
+		e.opts.env = map[string]string{}
+	}
+	e.opts.env[dataset.EnvCatalog] = path
+	e.svc.Catalog, e.exp.Catalog = cat, cat
+	lc := e.led.Config()
+	lc.Catalog = cat
+	cfg, _ := deployed(e.t)
+	led, err := ledger.New(dynamoClient(cfg), lc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.led = led
+	return cat
+}
+
+// catalogFile writes doc to a catalog file of the test's own, as a
+// deployment's DAYBOOK_CATALOG names one, and returns its path and the
+// catalog.
+func catalogFile(t *testing.T, doc []byte) (string, *dataset.Set) {
 	t.Helper()
-	keepSchemaRecords(t)
-	doc := []byte(edit(string(example.YAML())))
-	datasettest.Use(t, doc)
-	// An exporter built after this (newEnv, rebuild) reads it as a
-	// deployment does: DAYBOOK_CATALOG names the file (functionEnv).
+	cat := datasettest.Catalog(t, doc)
 	path := filepath.Join(t.TempDir(), "catalog.yaml")
 	if err := os.WriteFile(path, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(dataset.EnvCatalog, path)
+	return path, cat
 }
 
 // keepSchemaRecords puts the ledger's delivered-schema items back as they
@@ -89,7 +118,7 @@ func TestExporterRefusesABrokenContract(t *testing.T) {
 		t.Fatalf("first export: %+v", row)
 	}
 
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		return strings.Replace(s, "      - {name: user_id, type: \"string\", nullable: true, description: \"Identified user, if any.\"}\n", "", 1)
 	})
 	row := e.export("events", testDay.AddDays(-1))
@@ -104,7 +133,7 @@ func TestExporterRefusesABrokenContract(t *testing.T) {
 		t.Errorf("delivery manifest: %+v", d.DatasetsMissing)
 	}
 
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		s = strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 2\n", 1)
 		return strings.Replace(s, "Per-tenant custom fields as a JSON object.\"}\n", "Per-tenant custom fields as a JSON object.\"}\n      - {name: note, type: \"string\", nullable: true, since: 2}\n", 1)
 	})
@@ -157,7 +186,7 @@ func TestNeverDeliveredDatasetMayChange(t *testing.T) {
 			return strings.Replace(s, old, "{name: "+column+", type: \""+to+"\"", 1)
 		}
 	}
-	useCatalog(t, retype("event_count", "int64", "double"))
+	e.useCatalog(retype("event_count", "int64", "double"))
 	row := e.export("profiles", testDay)
 	if row.State != ledger.StateCompleted || row.Generation != 1 {
 		t.Fatalf("a retype of a dataset never delivered to the account: %+v", row)
@@ -166,7 +195,7 @@ func TestNeverDeliveredDatasetMayChange(t *testing.T) {
 		t.Errorf("the commit did not rewrite the profiles document:\n%s", doc)
 	}
 
-	useCatalog(t, retype("event_count", "int64", "int64")) // back to int64: the delivered double is the contract now
+	e.useCatalog(retype("event_count", "int64", "int64")) // back to int64: the delivered double is the contract now
 	row = e.export("profiles", testDay.AddDays(-1))
 	if row.State != ledger.StateFailed {
 		t.Fatalf("a retype after the first delivery: %+v", row)
@@ -197,7 +226,7 @@ func TestNeverDeliveredDatasetMayChange(t *testing.T) {
 			}
 		}
 	}
-	useCatalog(t, retype("value", "double", "int64"))
+	e.useCatalog(retype("value", "double", "int64"))
 	row = e.export("events", testDay.AddDays(-1))
 	if row.State != ledger.StateFailed {
 		t.Fatalf("a retype of a committed dataset whose objects were deleted from the bucket: %+v", row)

@@ -9,7 +9,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -104,7 +103,7 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, b *bucket.
 	for _, name := range acct.Datasets {
 		st := manifest.PartitionStatus{Name: name}
 		key := name // a dataset at a later contract has rows of its own (dataset.LedgerName)
-		if ds, err := dataset.Get(name); err == nil {
+		if ds, err := s.Catalog.Get(name); err == nil {
 			st.Dataset, key = &ds, ds.LedgerName()
 		}
 		row, err := s.Ledger.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: key, Day: day})

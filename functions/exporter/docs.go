@@ -11,7 +11,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
-	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
 // Object metadata of the bucket documents (README.md, _schemas/*.json).
@@ -165,7 +164,7 @@ func (e *Exporter) docsInput(t *target, log *slog.Logger) bucketdocs.Input {
 		in.SettleDelay = a.SettleDelay.D()
 	}
 	for _, name := range a.Datasets {
-		ds, err := dataset.Get(name)
+		ds, err := e.Catalog.Get(name)
 		if err != nil {
 			log.Warn("bucket documents leave out a dataset this build does not declare", "dataset", name)
 			continue

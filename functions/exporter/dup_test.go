@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -162,7 +164,7 @@ func TestManualRangeFansOut(t *testing.T) {
 			if _, err := e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &e.queueURL, ReceiptHandle: msg.ReceiptHandle}); err != nil {
 				t.Fatal(err)
 			}
-			parsed, err := jobs.Parse(aws.ToString(msg.Body))
+			parsed, err := jobs.Parse(datasettest.Example(t), aws.ToString(msg.Body))
 			if err != nil {
 				t.Fatalf("fanned-out message %s: %v", aws.ToString(msg.Body), err)
 			}

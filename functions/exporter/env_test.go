@@ -23,6 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset/example"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -70,6 +74,9 @@ type envOpts struct {
 	// glue its destination.glue (registered through moto's Glue).
 	tableFormat string
 	glue        *account.GlueTables
+	// catalog, if set, edits the example catalog into the deployment's
+	// (useCatalog), from the start.
+	catalog func(string) string
 	// env sets (or, with "", empties) variables of the function's
 	// environment over the deployed function's and the test's own.
 	env map[string]string
@@ -126,7 +133,18 @@ func newEnv(t *testing.T, o envOpts) *env {
 	ctx := t.Context()
 	cfg, out := deployed(t)
 	clk := at(testNow)
-	led, err := ledger.New(dynamoClient(cfg), ledger.Config{
+	cat := datasettest.Example(t)
+	if o.catalog != nil {
+		keepSchemaRecords(t)
+		var path string
+		path, cat = catalogFile(t, []byte(o.catalog(string(example.YAML()))))
+		o.env = maps.Clone(o.env)
+		if o.env == nil {
+			o.env = map[string]string{}
+		}
+		o.env[dataset.EnvCatalog] = path
+	}
+	led, err := ledger.New(dynamoClient(cfg), ledger.Config{Catalog: cat,
 		Table: out["LedgerTableName"], Lease: testLease, MaxAttempts: 3, Stage: testStage,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: &lockedReader{r: seeded(t, "ledger")},
 	})
@@ -257,9 +275,6 @@ func (e *env) functionEnv(o envOpts, endpoint string) map[string]string {
 	}
 	if testing.Verbose() {
 		vars["LOG_LEVEL"] = "DEBUG"
-	}
-	if path := os.Getenv(dataset.EnvCatalog); path != "" {
-		vars[dataset.EnvCatalog] = path // a test's catalog (useCatalog)
 	}
 	for k, v := range o.env {
 		vars[k] = v
@@ -460,7 +475,7 @@ var orderBy = map[string]string{"events": "event_id", "profiles": "profile_id", 
 
 func mustDataset(t *testing.T, name string) dataset.Dataset {
 	t.Helper()
-	ds, err := dataset.Get(name)
+	ds, err := datasettest.Example(t).Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,8 @@ func (c ExportConfig) partSize() int64 {
 // sizes and the clock. It holds no per-partition state; one value serves
 // every message.
 type Exporter struct {
+	// Catalog is the deployment's dataset catalog (Config.Catalog).
+	Catalog *dataset.Set
 	Source  source.Source
 	Buckets Buckets
 	// Stores opens the destinations on GCS and Azure; nil fails their
@@ -322,9 +324,9 @@ const wholeDay = -1
 // dataKey is the key of data file n of slice (wholeDay: of the day).
 func (t *target) dataKey(slice, n int) string {
 	if slice == wholeDay {
-		return layout.DataKey(t.prefix, t.Dataset.Name, t.Day, n, t.format.Extension())
+		return layout.DataKey(t.prefix, t.Dataset.LedgerName(), t.Day, n, t.format.Extension())
 	}
-	return layout.SliceDataKey(t.prefix, t.Dataset.Name, t.Day, slice, n, t.format.Extension())
+	return layout.SliceDataKey(t.prefix, t.Dataset.LedgerName(), t.Day, slice, n, t.format.Extension())
 }
 
 // restatementOf is the restatement a run of claim makes, for its

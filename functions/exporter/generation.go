@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -98,7 +97,7 @@ func (g *generation) export(ctx context.Context, acct *account.Account) (*Writte
 		return nil, fmt.Errorf("account %s is disabled", g.Claim.AccountID)
 	}
 	var err error
-	if g.Dataset, err = dataset.Resolve(g.Claim.Dataset); err != nil {
+	if g.Dataset, err = g.s.Catalog.Resolve(g.Claim.Dataset); err != nil {
 		return nil, err
 	}
 	// A slice of an earlier attempt may outlive it: nothing is written
@@ -142,7 +141,7 @@ func (g *generation) place(ctx context.Context) error {
 		return err
 	}
 	g.prefix, g.format = prefix, format
-	g.partPrefix = layout.PartitionPrefix(prefix, g.Dataset.Name, g.Day)
+	g.partPrefix = layout.PartitionPrefix(prefix, g.Dataset.LedgerName(), g.Day)
 	g.committer = &Committer{Bucket: g.bucket, Partition: g.partPrefix, RunID: g.RunID, Now: e.Now,
 		Expect: manifest.Expect{AccountID: a.ID, Dataset: g.Dataset.Name, Contract: g.Dataset.ContractVersion(),
 			Day: g.Day.String(), Partition: g.partPrefix, Extension: format.Extension()}}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -104,7 +106,8 @@ func exportSums(t *testing.T, pipeline int) string {
 		a := account.Account{ID: "acct_0123456789abcdef01234567", Name: "golden", Enabled: true, StartDate: civil.MustParse("2026-03-01"),
 			Datasets: tc.datasets, Destination: account.Destination{Bucket: "dest", Format: fileformat.Format(tc.format), ParquetProfile: fileformat.ParquetProfile(tc.profile)}}
 		exp := &Exporter{
-			Source: src.WithClock(func() time.Time { return now }), Buckets: fakeBuckets{store}, Scripts: loadScripts,
+			Catalog: datasettest.Example(t),
+			Source:  src.WithClock(func() time.Time { return now }), Buckets: fakeBuckets{store}, Scripts: loadScripts,
 			// Small files and parts, so a day rolls to several files and
 			// each goes up in several multipart parts.
 			Config:              ExportConfig{Stage: "golden", MaxFileBytes: 6 << 20, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: 4096, Pipeline: pipeline},

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -135,7 +137,7 @@ func fakeService(t *testing.T) (*Service, *fakeLedger, *fakeQueue) {
 	}}}
 	q := &fakeQueue{}
 	now := time.Date(2026, 11, 29, 12, 15, 0, 0, time.UTC) // the sample events' time
-	return &Service{Ledger: led, Queue: q, QueueURL: "https://sqs.example/jobs", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	return &Service{Catalog: datasettest.Example(t), Ledger: led, Queue: q, QueueURL: "https://sqs.example/jobs", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: func() time.Time { return now }}, led, q
 }
 
@@ -231,7 +233,7 @@ func TestHandlerSampleEvents(t *testing.T) {
 			var days []string
 			for _, b := range q.batches {
 				for _, body := range b {
-					msg, err := jobs.Parse(body)
+					msg, err := jobs.Parse(datasettest.Example(t), body)
 					if err != nil || msg.Manual == nil || msg.Manual.AccountID != sampleAccount || msg.Manual.Dataset != "daily_stats" {
 						t.Errorf("fanned-out message %s (%v)", body, err)
 						continue

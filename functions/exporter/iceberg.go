@@ -75,7 +75,7 @@ func tableOf(b *bucket.Bucket, prefix string, a account.Account, ds dataset.Data
 	if d.TableFormat != account.TableFormatIceberg {
 		return nil
 	}
-	t := &accountTable{Table: &icetable.Table{Store: b, Location: tableLocation(prefix, ds.Name), Dataset: ds}, bucket: b.Name(), accountID: a.ID}
+	t := &accountTable{Table: &icetable.Table{Store: b, Location: tableLocation(prefix, ds.LedgerName()), Dataset: ds}, bucket: b.Name(), accountID: a.ID}
 	if d.Glue != nil && cats != nil {
 		t.glue = &icetable.Registration{API: cats.Glue(a.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(ds.Name),
 			Location: icetable.TableURI(b, t.Location)}
@@ -104,7 +104,8 @@ func (t *accountTable) broken(ctx context.Context, err error, log *slog.Logger) 
 	return manifest.CauseText(manifest.CodeTableBroken, errors.New(msg)) + "; the day's files are delivered; repair the table: " + repair
 }
 
-// tableLocation is the key of a dataset's table: its folder, <prefix>/<contract>/<dataset>.
+// tableLocation is the key of a dataset's table: its folder, <prefix>/<contract>/<dataset>
+// (ds is its ledger name).
 func tableLocation(prefix, ds string) string {
 	return strings.TrimSuffix(layout.DatasetPrefix(prefix, ds), "/")
 }

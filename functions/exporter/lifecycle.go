@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -118,7 +117,7 @@ func (g *generation) seedDayDone(ctx context.Context, epoch int64) {
 // there is none, the dataset cannot be reseeded, or it cannot be read (a
 // read error is logged: the export itself does not depend on it).
 func (s *Service) seed(ctx context.Context, accountID, ds string, log *slog.Logger) (ledger.Seed, bool) {
-	d, err := dataset.Get(ds)
+	d, err := s.Catalog.Get(ds)
 	if err != nil || !d.Reseedable() || s.Lifecycle == nil {
 		return ledger.Seed{}, false
 	}

@@ -115,7 +115,6 @@ func build(ctx context.Context, environ []string, o Options) (Function, error) {
 // wire builds the handler from its configuration: every client from
 // o.AWS, once.
 func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler, error) {
-	dataset.Use(cfg.Catalog)
 	awsCfg := o.AWS
 	src, err := openSources(ctx, cfg, ssm.NewFromConfig(awsCfg))
 	if err != nil {
@@ -124,7 +123,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	em := &metrics.Emitter{W: o.Stdout, Stage: cfg.Stage, Now: o.Now}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
-	cfg.Ledger.Now, cfg.Ledger.Rand = o.Now, o.Rand
+	cfg.Ledger.Catalog, cfg.Ledger.Now, cfg.Ledger.Rand = cfg.Catalog, o.Now, o.Rand
 	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
@@ -146,10 +145,12 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	// secret pattern; kept per destination like S3's role sessions.
 	dest.f.SetStoreCredentials(cfg.Rules.SecretPattern, o.Tokens)
 	svc := &Service{
+		Catalog:  cfg.Catalog,
 		Ledger:   withSettle{serviceLedgerOf(led), cfg.SettleDelay},
 		Queue:    queue,
 		QueueURL: cfg.QueueURL,
 		Exporter: &Exporter{
+			Catalog:             cfg.Catalog,
 			Source:              src,
 			Buckets:             dest,
 			Stores:              dest.f,

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -280,7 +282,7 @@ func TestReexportRequestNoteEnds(t *testing.T) {
 	}
 	send := func() []string {
 		t.Helper()
-		if _, err := ops.SendReexports(e.ctx, ops.LedgerOf(e.led), e.sqs, e.queueURL, e.acct.ID, "events", []civil.Date{testDay}, "ops-dan", nil); err != nil {
+		if _, err := ops.SendReexports(e.ctx, datasettest.Example(t), ops.LedgerOf(e.led), e.sqs, e.queueURL, e.acct.ID, "events", []civil.Date{testDay}, "ops-dan", nil); err != nil {
 			t.Fatal(err)
 		}
 		if r := e.row("events", testDay); ledger.PhaseOf(r) != ledger.PhaseRequested || r.ReexportRequestedBy != "ops-dan" {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
-	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/devkit/duckcheck"
 	"github.com/daybook-dev/daybook/shared/devkit/publicschemas"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -76,7 +75,7 @@ func TestBucketReadmePromisesOnAPublicSchema(t *testing.T) {
 	// The account first, under the example catalog; then its datasets and
 	// its tenant's key under the schema's.
 	e := newEnv(t, envOpts{})
-	cat := datasettest.Use(t, dataset.CatalogYAML(entries))
+	cat := e.useCatalogDoc(dataset.CatalogYAML(entries))
 	clicks, _ := cat.Get("clicks")
 	campaigns, _ := cat.Get("campaigns")
 	ads, _ := cat.Get("ads")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -36,10 +38,7 @@ const readBackRows = 25
 // and JSON.parse for NDJSON): the rows and every value must be the source's.
 func readBackEveryFormat(t *testing.T, dest func(e *env) account.Destination) {
 	duck := duckcheck.Open(t)
-	names, err := dataset.Names()
-	if err != nil {
-		t.Fatal(err)
-	}
+	names := datasettest.Example(t).Names()
 	for _, format := range []fileformat.Format{fileformat.Parquet, fileformat.NDJSON} {
 		t.Run(string(format), func(t *testing.T) {
 			e := newEnv(t, envOpts{datasets: names, format: string(format)})

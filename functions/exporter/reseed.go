@@ -23,7 +23,6 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -35,7 +34,7 @@ const deliveryConcurrency = 4
 
 // reseed starts (or, for a redelivered request, continues) a reseed.
 func (s *Service) reseed(ctx context.Context, r jobs.Reseed, log *slog.Logger) error {
-	r.Dataset = dataset.Current(r.Dataset)
+	r.Dataset = s.Catalog.Current(r.Dataset)
 	log = log.With("account", r.AccountID, "dataset", r.Dataset, "request_id", r.RequestID)
 	var acct *account.Account
 	switch a, err := s.Ledger.GetAccount(ctx, r.AccountID); {
@@ -44,7 +43,7 @@ func (s *Service) reseed(ctx context.Context, r jobs.Reseed, log *slog.Logger) e
 	case !errors.Is(err, ledger.ErrNotFound):
 		return fmt.Errorf("get account %s: %w", r.AccountID, err)
 	}
-	from, through, err := jobs.CheckReseed(r, acct, jobs.Limits{Now: s.Now()})
+	from, through, err := jobs.CheckReseed(s.Catalog, r, acct, jobs.Limits{Now: s.Now()})
 	if err != nil {
 		return s.reject(ctx, log, "%v", err)
 	}

@@ -25,7 +25,6 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -71,7 +70,7 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 	case row.Fingerprint.Value == "":
 		return drop("its generation was exported without a fingerprint")
 	}
-	ds, err := dataset.Resolve(c.Dataset)
+	ds, err := s.Catalog.Resolve(c.Dataset)
 	if err != nil {
 		return drop(err.Error())
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -173,7 +175,7 @@ func TestLifecycleSampleEvents(t *testing.T) {
 		},
 	} {
 		ev := loadEvent(t, "../../events/"+name)
-		m, err := jobs.Parse(ev.Records[0].Body)
+		m, err := jobs.Parse(datasettest.Example(t), ev.Records[0].Body)
 		if err != nil || !check(m) {
 			t.Errorf("%s: %+v %v", name, m, err)
 		}

@@ -71,7 +71,7 @@ func TestDeliveredSchemaRecordedOnce(t *testing.T) {
 	}
 	want("a cold start", 2, 1)
 
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		s = strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 2\n", 1)
 		return strings.Replace(s, "Per-tenant custom fields as a JSON object.\"}\n", "Per-tenant custom fields as a JSON object.\"}\n      - {name: note, type: \"string\", nullable: true, since: 2}\n", 1)
 	})
@@ -87,7 +87,7 @@ func TestDeliveredSchemaRecordedOnce(t *testing.T) {
 		t.Fatalf("v1 record: version %d, %v", v1.Version, err)
 	}
 
-	useCatalog(t, func(s string) string {
+	e.useCatalog(func(s string) string {
 		s = strings.Replace(s, dropUserIDLine, "", 1)
 		return strings.Replace(s, "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
 	})

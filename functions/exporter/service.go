@@ -69,6 +69,8 @@ var ErrRejected = errors.New("request rejected")
 
 // Service turns queue messages into exports.
 type Service struct {
+	// Catalog is the deployment's dataset catalog (Config.Catalog).
+	Catalog  *dataset.Set
 	Ledger   LedgerAPI
 	Queue    QueueAPI
 	QueueURL string
@@ -94,7 +96,7 @@ type Service struct {
 // messages, eventually to the DLQ).
 func (s *Service) Process(ctx context.Context, messageID, body string) error {
 	log := s.Log.With("message_id", messageID)
-	msg, err := jobs.Parse(body)
+	msg, err := jobs.Parse(s.Catalog, body)
 	if err != nil {
 		log.ErrorContext(ctx, "malformed message; it will reach the dead-letter queue", "error", err.Error(), "body", truncate(body, 512))
 		return err
@@ -182,7 +184,7 @@ func (s *Service) deliverAtRest(ctx context.Context, acct account.Account, row l
 // closed day, the range bound) and rejects it, to the dead-letter queue
 // with the reason, when it fails.
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
-	m.Dataset = dataset.Current(m.Dataset)
+	m.Dataset = s.Catalog.Current(m.Dataset)
 	log = log.With("account", m.AccountID, "dataset", m.Dataset)
 	if m.RequestedBy != "" {
 		log = log.With("requested_by", m.RequestedBy)
@@ -195,7 +197,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	case !errors.Is(err, ledger.ErrNotFound):
 		return fmt.Errorf("get account %s: %w", m.AccountID, err)
 	}
-	from, to, err := jobs.CheckRequest(m, acct, jobs.Limits{Now: s.Now(), SettleDelay: s.SettleDelay})
+	from, to, err := jobs.CheckRequest(s.Catalog, m, acct, jobs.Limits{Now: s.Now(), SettleDelay: s.SettleDelay})
 	if err != nil {
 		s.unnote(ctx, m, log)
 		return s.reject(ctx, log, "%w", err)

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -222,7 +221,7 @@ var errNeverRuns = errors.New("the partition cannot be exported")
 // sliced day (a slice's or the commit's).
 func (g *generation) load(ctx context.Context) error {
 	key := g.Claim.Key
-	ds, err := dataset.Resolve(key.Dataset)
+	ds, err := g.s.Catalog.Resolve(key.Dataset)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNeverRuns, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -53,7 +55,7 @@ func (e *env) receive(queue string, skip ...string) map[int]string {
 			return got
 		}
 		for _, m := range out.Messages {
-			msg, err := jobs.Parse(aws.ToString(m.Body))
+			msg, err := jobs.Parse(e.svc.Catalog, aws.ToString(m.Body))
 			if err != nil || msg.Slice == nil {
 				e.t.Fatalf("queue message %s: %v (want a slice)", aws.ToString(m.Body), err)
 			}
@@ -588,7 +590,7 @@ func TestPlanFor(t *testing.T) {
 		{"a dataset partitioned on a date", stats, 1000, 0, 5000, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Exporter{Config: ExportConfig{SliceRows: tc.perSlice, MaxSlices: tc.maxSlices}}
+			e := &Exporter{Catalog: datasettest.Example(t), Config: ExportConfig{SliceRows: tc.perSlice, MaxSlices: tc.maxSlices}}
 			tg := &target{destination: dest,
 				Partition: Partition{Dataset: tc.ds, Claim: ledger.Claim{Token: "tok", Prev: ledger.Row{Rows: tc.prevRows}}, RunID: "run"}}
 			n := e.slicesFor(tg, tc.rows)

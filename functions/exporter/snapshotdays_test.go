@@ -36,8 +36,7 @@ const snapshotDataset = `
 // yet). On the old code every older day stayed complete: false, the
 // snapshot dataset "not exported yet ... exported automatically", forever.
 func TestSnapshotOlderDaysAreNotMissing(t *testing.T) {
-	useCatalog(t, func(s string) string { return s + snapshotDataset })
-	e := newEnv(t, envOpts{datasets: []string{"events", "members"}})
+	e := newEnv(t, envOpts{datasets: []string{"events", "members"}, catalog: func(s string) string { return s + snapshotDataset }})
 	newest := e.acct.WithDefaults(0).ClosedThrough(e.clk.Now())
 	if !testDay.Before(newest) {
 		t.Fatalf("setup: %s is not older than the newest closed day %s", testDay, newest)

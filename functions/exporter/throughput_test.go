@@ -321,7 +321,8 @@ func loadEvents(tb testing.TB, dsn, acct string, n int) {
 
 // dayQuery is the events query of acct's benchDay with its parameters.
 func dayQuery(acct string) (text string, q source.Query) {
-	ds, _ := dataset.Get("events")
+	ex, _ := dataset.Example()
+	ds, _ := ex.Get("events")
 	a := account.Account{ID: acct}
 	start, end := a.Window(benchDay)
 	q = source.Query{AccountID: acct, Dataset: ds, Day: benchDay, Start: start, End: end}
@@ -377,7 +378,7 @@ func rawCopy(acct string) string {
 // codec, from a table in memory, on one thread.
 func duckEncode(tb testing.TB, n int, acct string) time.Duration {
 	dir := tb.TempDir()
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(tb).Get("events")
 	src := filepath.Join(dir, "rows.parquet")
 	f, err := os.Create(src)
 	if err != nil {

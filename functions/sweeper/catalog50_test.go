@@ -15,11 +15,12 @@ import (
 // example catalog (TestIdleAccountsCostNothing): the same requests for 10
 // and for 100 idle accounts, the wake and stopped shards and the stats.
 func TestIdleCostWithFiftyDatasets(t *testing.T) {
-	s := datasettest.Use(t, datasettest.GeneratedCatalog(50))
+	t.Parallel()
+	s := datasettest.Catalog(t, datasettest.GeneratedCatalog(50))
 
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
-	l, meter := meteredLedger(t, clk, "fifty")
+	l, meter := metered(t, newCatalogLedger(t, clk, "fifty", s))
 	tomorrow := clk.Now().Add(24 * time.Hour)
 	idle := func(n int, salt string) isolate {
 		return idleAccounts(t, l, n, accountSpec{salt: salt, start: "2026-03-01", tz: "UTC", datasets: s.Names()}, idleAt{wake: tomorrow, now: clk.Now()})

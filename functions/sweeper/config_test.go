@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
+	t.Parallel()
 	c, err := loadConfig(envvar.From(map[string]string{
 		"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", "EXPORTER_TIMEOUT_SECONDS": "600", "LEASE_MARGIN_SECONDS": "120",
 		"PER_ACCOUNT_CAP": "3", "SETTLE_DELAY": "90m",
@@ -28,6 +29,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestLoadConfigFleet(t *testing.T) {
+	t.Parallel()
 	base := map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q"}
 	c, err := loadConfig(envvar.From(base))
 	if err != nil {
@@ -64,6 +66,7 @@ func TestLoadConfigFleet(t *testing.T) {
 // code a 0 cap failed every sweep without the variable's name, and an
 // exporter concurrency of 0 made every budget 0).
 func TestSettingsThatCannotWork(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"PER_ACCOUNT_CAP", "PER_SWEEP_CAP", "EXPORTER_CONCURRENCY", "MATERIALIZE_ROWS_PER_ACCOUNT"} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(envvar.From(map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "q", name: "0"}))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -115,7 +117,7 @@ func TestSweeperAsDeployed(t *testing.T) {
 	sweep(`{"source":"daybook.schedule","scheduled_time":"2026-04-01T12:00:00Z"}`)
 	var claimed []string
 	for _, b := range drain(t, q, jobsQueue) {
-		m, err := jobs.Parse(b)
+		m, err := jobs.Parse(datasettest.Example(t), b)
 		if err != nil || m.Job == nil {
 			t.Fatalf("job message %s: %v", b, err)
 		}

@@ -32,7 +32,12 @@ import (
 // requests.
 func meteredLedger(t *testing.T, clk *clock, salt string) (*ledger.Ledger, *dynamometer.Client) {
 	t.Helper()
-	l := newLedger(t, clk, salt)
+	return metered(t, newLedger(t, clk, salt))
+}
+
+// metered makes l's sweeper twin (only) count its requests.
+func metered(t *testing.T, l *ledger.Ledger) (*ledger.Ledger, *dynamometer.Client) {
+	t.Helper()
 	m := &dynamometer.Client{API: dynamodb.NewFromConfig(sweeperAWS(t))}
 	twin, err := ledger.New(m, sweeperLedger(t, l).Config())
 	if err != nil {
@@ -146,6 +151,7 @@ func idleAccounts(t *testing.T, l *ledger.Ledger, n int, spec accountSpec, at id
 // that lists accounts shows here; the pass of the old code made one query
 // per account.
 func TestIdleAccountsCostNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l, meter := meteredLedger(t, clk, "l")
@@ -188,6 +194,7 @@ func TestIdleAccountsCostNothing(t *testing.T) {
 // TestMalformedAccountDoesNotStallTheSweep: an account record that cannot
 // be read is reported, naming it, and the other accounts are swept.
 func TestMalformedAccountDoesNotStallTheSweep(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -207,6 +214,7 @@ func TestMalformedAccountDoesNotStallTheSweep(t *testing.T) {
 // TestMalformedRowDoesNotHideItsGroup: a due row that cannot be read is
 // reported, naming its key, and the account's other rows are claimed.
 func TestMalformedRowDoesNotHideItsGroup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -235,6 +243,7 @@ func TestMalformedRowDoesNotHideItsGroup(t *testing.T) {
 // backfill limit, at most MaterializeRows rows per sweep, and does not hold
 // up another account in the same sweeps.
 func TestHostileStartDateIsClampedAndChunked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -279,6 +288,7 @@ func TestHostileStartDateIsClampedAndChunked(t *testing.T) {
 // every live account's newest closed day goes before any backfill, its own
 // included (L6).
 func TestYesterdayBeforeAnyBackfill(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -349,6 +359,7 @@ func (q *shardSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 // TestFanOut: more woken accounts than one invocation takes go out as shard
 // messages that split the budget; the workers sweep every account once.
 func TestFanOut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -398,6 +409,7 @@ func TestFanOut(t *testing.T) {
 // not 10 (L6). On the old code each sweep's workers claimed its whole
 // budget.
 func TestConcurrentFanOutSweepsShareTheBudget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")

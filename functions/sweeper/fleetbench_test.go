@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -171,7 +173,7 @@ func fleetRun(b *testing.B, fb fleetBench, n int, stage string) []fleetRow {
 	}
 	meter := &dynamometer.Client{API: unatomic{client}, ReadBack: true}
 	clk := at("2026-04-01T12:00:00Z")
-	led, err := ledger.New(meter, ledger.Config{Table: names["LedgerTable"], Lease: 20 * time.Minute, Now: clk.Now,
+	led, err := ledger.New(meter, ledger.Config{Catalog: datasettest.Example(b), Table: names["LedgerTable"], Lease: 20 * time.Minute, Now: clk.Now,
 		Rand: rand.NewChaCha8([32]byte{byte(n)})})
 	if err != nil {
 		b.Fatal(err)

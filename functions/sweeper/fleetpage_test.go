@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -53,7 +55,7 @@ func measureFleetPage(t testing.TB, fb fleetBench, n int, stage string, latency 
 	table := names["LedgerTable"]
 	meter := &dynamometer.Client{API: unatomic{client}, ReadBack: true}
 	clk := at("2026-04-01T12:00:00Z")
-	led, err := ledger.New(meter, ledger.Config{Table: table, Lease: 20 * time.Minute, Now: clk.Now, Rand: rand.NewChaCha8([32]byte{byte(n)})})
+	led, err := ledger.New(meter, ledger.Config{Catalog: datasettest.Example(t), Table: table, Lease: 20 * time.Minute, Now: clk.Now, Rand: rand.NewChaCha8([32]byte{byte(n)})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func measureFleetPage(t testing.TB, fb fleetBench, n int, stage string, latency 
 	}
 	batchWrite(t, client, table, items, false)
 
-	srv, err := console.New(console.Config{Ledger: ops.LedgerOf(led), ReadOnly: true, Now: clk.Now,
+	srv, err := console.New(console.Config{Catalog: datasettest.Example(t), Ledger: ops.LedgerOf(led), ReadOnly: true, Now: clk.Now,
 		Buckets: console.BucketsFunc(func(account.Account) (console.ObjectReader, error) { return nil, fmt.Errorf("no buckets here") })})
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +186,7 @@ func startDynalite(t testing.TB) (aws.Config, string) {
 // the fleet index (issue 22 §3). On the code before the summaries, the
 // page read every account's rows (a query per dataset of each).
 func TestFleetPageCostsTheSameAtAnySize(t *testing.T) {
+	t.Parallel()
 	cfg, tmpl := startDynalite(t)
 	small := measureFleetPage(t, fleetBench{cfg: cfg, tmpl: tmpl}, 200, "pagesmall", 0)
 	large := measureFleetPage(t, fleetBench{cfg: cfg, tmpl: tmpl}, 2000, "pagelarge", 0)

@@ -32,6 +32,7 @@ func (f *fakeRunner) Run(context.Context) (Summary, error) {
 // body: the sample schedule event, an empty payload, {} and an unexpected
 // body each run exactly one sweep (S4: safe to invoke by hand).
 func TestHandlerSweepsWhateverThePayload(t *testing.T) {
+	t.Parallel()
 	sample, err := os.ReadFile("../../events/sweeper-schedule.json")
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,7 @@ func TestHandlerSweepsWhateverThePayload(t *testing.T) {
 // sweep counted (partitions currently stopped retrying), every sweep, so the
 // alarm (Maximum over 15 minutes > 0) stays raised until they are requeued.
 func TestHandlerPublishesStoppedLevel(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	r := &fakeRunner{sum: Summary{Accounts: 1, Stopped: 4, Retired: 1, StoppedCounted: true}}
 	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
@@ -94,6 +96,7 @@ func TestHandlerPublishesStoppedLevel(t *testing.T) {
 // A sweep that could not count every account publishes no level: the alarm
 // keeps its state (TreatMissingData: missing) instead of clearing.
 func TestHandlerWithholdsAnIncompleteLevel(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	r := &fakeRunner{sum: Summary{Accounts: 2, Stopped: 1, Errors: 1}, err: errors.New("count failed")}
 	h := Handler{Sweeper: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics.Emitter{W: &buf, Stage: "test"}}
@@ -127,6 +130,7 @@ func (f *fakeShards) RunShards(_ context.Context, j ShardJob) (Summary, error) {
 // per message and reports the failed and malformed ones; any other payload
 // is a sweep.
 func TestInvokeDispatches(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, sh := &fakeRunner{sum: Summary{Claimed: 1}}, &fakeShards{}
 	h := Handler{Sweeper: r, Shards: sh, Log: log}

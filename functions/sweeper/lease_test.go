@@ -47,6 +47,7 @@ func woken(t *testing.T, l *ledger.Ledger, id string, at time.Time) bool {
 // sweep inside that second read the row as due, Claim refused it as live,
 // and the account slept until its next day close.
 func TestSweepInsideTheLeasesLastSecond(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -102,6 +103,7 @@ func (r *rivalLedger) Claim(ctx context.Context, key partition.Key, reason parti
 // code the refusal counted as a lost race and the account's wake moved to
 // its next day close.
 func TestRefusedClaimNeverPushesTheWakePastTheLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")

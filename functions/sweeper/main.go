@@ -69,11 +69,10 @@ func build(environ []string, o Options) (Function, error) {
 	if err != nil {
 		return fn, fmt.Errorf("catalog: %w", err)
 	}
-	dataset.Use(cat)
 	em := &metrics.Emitter{W: o.Stdout, Stage: cfg.Stage, Now: o.Now}
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(o.AWS), Bus: cfg.EventBus, Now: o.Now}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
-	cfg.Ledger.Now, cfg.Ledger.Rand = o.Now, o.Rand
+	cfg.Ledger.Catalog, cfg.Ledger.Now, cfg.Ledger.Rand = cat, o.Now, o.Rand
 	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
@@ -128,7 +127,7 @@ type wiring struct {
 func wire(cfg Config, d wiring) Handler {
 	led, q, ob, now, em, log := d.Ledger, d.Queues, d.Outbox, d.Now, d.Metrics, d.Log
 	lc := led.Config()
-	sw := &Sweeper{Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
+	sw := &Sweeper{Catalog: lc.Catalog, Ledger: led, SQS: q, Queue: q, Config: SweepConfig{
 		QueueURL:           cfg.QueueURL,
 		PerAccountCap:      cfg.PerAccountCap,
 		PerSweepCap:        cfg.PerSweepCap,

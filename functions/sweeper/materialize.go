@@ -27,7 +27,7 @@ func (s *Sweeper) materialize(ctx context.Context, h *handled) (int, int, error)
 		return 0, 0, nil
 	}
 	froms := make([]civil.Date, len(a.Datasets))
-	keys := ledgerNames(a.Datasets)
+	keys := ledgerNames(s.Catalog, a.Datasets)
 	items := 0
 	if ct := h.w.ClosedThrough; !ct.IsZero() && !ct.Before(h.start.AddDays(-1)) {
 		for i := range froms {
@@ -73,7 +73,7 @@ func (s *Sweeper) materialize(ctx context.Context, h *handled) (int, int, error)
 	// days a stopped sweeper missed) are never created, or each would be
 	// today's table labelled as an older day.
 	for i, ds := range a.Datasets {
-		if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() && froms[i].Before(h.closed) {
+		if d, err := s.Catalog.Get(ds); err == nil && d.IsSnapshot() && froms[i].Before(h.closed) {
 			froms[i] = h.closed
 		}
 	}
@@ -177,11 +177,11 @@ func planChunks(froms []civil.Date, closed, priority civil.Date, budget int) []c
 
 // ledgerNames are the ledger names of the account's datasets: a dataset at
 // a later contract than v1 has rows of its own (dataset.LedgerName).
-func ledgerNames(names []string) []string {
+func ledgerNames(catalog *dataset.Set, names []string) []string {
 	keys := make([]string, len(names))
 	for i, n := range names {
 		keys[i] = n
-		if d, err := dataset.Get(n); err == nil {
+		if d, err := catalog.Get(n); err == nil {
 			keys[i] = d.LedgerName()
 		}
 	}

@@ -20,6 +20,7 @@ func row(acct, day string, scheduled bool) ledger.Row {
 }
 
 func TestSelectRows(t *testing.T) {
+	t.Parallel()
 	a := []ledger.Row{row("a", "2026-03-31", true), row("a", "2026-01-01", false), row("a", "2026-01-02", false)}
 	b := []ledger.Row{row("b", "2026-02-01", false), row("b", "2026-02-02", false)}
 	c := []ledger.Row{row("c", "2026-03-31", true)}
@@ -51,6 +52,7 @@ func TestSelectRows(t *testing.T) {
 }
 
 func TestPlanChunks(t *testing.T) {
+	t.Parallel()
 	d := civil.MustParse
 	show := func(cs []chunk) string {
 		var out []string
@@ -92,6 +94,7 @@ func TestPlanChunks(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
+	t.Parallel()
 	c := Capacity{ExporterConcurrency: 100, ExporterTimeout: 900 * time.Second, Interval: 15 * time.Minute, Lease: 20 * time.Minute}
 	cases := []struct {
 		name    string
@@ -119,6 +122,7 @@ func TestBudget(t *testing.T) {
 }
 
 func TestPlanFanOut(t *testing.T) {
+	t.Parallel()
 	show := func(js []ShardJob) string {
 		var out []string
 		for _, j := range js {
@@ -155,6 +159,7 @@ func TestPlanFanOut(t *testing.T) {
 }
 
 func TestParseRate(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{
 		"rate(15 minutes)": 15 * time.Minute, "rate(1 minute)": time.Minute, "rate(2 hours)": 2 * time.Hour, "rate(1 day)": 24 * time.Hour,
 	} {

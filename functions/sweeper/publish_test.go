@@ -52,6 +52,7 @@ func (p *recordingPublisher) Publish(_ context.Context, detailType string, detai
 // is logged and counted, and the sweep goes on; the event stays pending in
 // the outbox, and the sweep after the grace publishes it, once.
 func TestRetirementPublishesStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	pub := &recordingPublisher{}

@@ -51,6 +51,7 @@ func (q *countedQueues) GetQueueAttributes(ctx context.Context, in *sqs.GetQueue
 // docs/performance.md; -update rewrites it. DynamoDB is counted on the
 // emulated table, SQS on idle queues.
 func TestIdleSweepRequests(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l, meter := meteredLedger(t, clk, "requests")

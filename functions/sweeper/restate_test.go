@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -45,8 +47,9 @@ func (q *checkQueue) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatc
 		return nil, errors.New("queue unavailable")
 	}
 	out := &sqs.SendMessageBatchOutput{}
+	ex, _ := dataset.Example()
 	for _, e := range in.Entries {
-		m, err := jobs.Parse(aws.ToString(e.MessageBody))
+		m, err := jobs.Parse(ex, aws.ToString(e.MessageBody))
 		if err != nil || m.RestateCheck == nil {
 			return nil, errors.Join(errors.New("not a restate check: "+aws.ToString(e.MessageBody)), err)
 		}
@@ -98,6 +101,7 @@ func newRestater(t *testing.T, l RestateLedger, clk *clock, q SQSAPI, cfg ledger
 // than the window, a row no longer completed and a dataset the account no
 // longer exports are taken out of the index and never checked.
 func TestRestatePass(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
@@ -181,6 +185,7 @@ func TestRestatePass(t *testing.T) {
 // TestRestateCap: however many checks are due, one sweep queues at most
 // the cap; the rest go in the next sweeps, each check once.
 func TestRestateCap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
@@ -236,6 +241,7 @@ func TestRestateCap(t *testing.T) {
 // the next sweep, not an interval later; with the lookback at 0 nothing is
 // read at all.
 func TestRestateSendFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")
@@ -273,6 +279,7 @@ func (f fixedRunner) Run(context.Context) (Summary, error) { return f.sum, f.err
 // keeps the sweep's summary and errors, adds the pass's, and counts the
 // checks it queued.
 func TestWithRestate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at(restateNow)
 	l := newLedger(t, clk, "l")

@@ -34,11 +34,12 @@ const members = `
 // under a wrong date. On the old code the snapshot dataset got all three
 // days.
 func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
-	datasettest.Use(t, append(example.YAML(), members...))
+	t.Parallel()
+	cat := datasettest.Catalog(t, append(example.YAML(), members...))
 
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
-	l := newLedger(t, clk, "snapshot")
+	l := newCatalogLedger(t, clk, "snapshot", cat)
 	a := storeAccount(t, l, accountSpec{salt: "snap", start: "2026-03-29", tz: "UTC", datasets: []string{"events", "members"}})
 	if _, err := sweeper(only(l, a), &recordingSQS{}, clk, 10, 100).Run(ctx); err != nil {
 		t.Fatal(err)

@@ -44,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -129,8 +130,10 @@ type SweepConfig struct {
 
 // Sweeper runs sweeps.
 type Sweeper struct {
-	Ledger LedgerAPI
-	SQS    SQSAPI
+	// Catalog is the deployment's dataset catalog (the ledger's).
+	Catalog *dataset.Set
+	Ledger  LedgerAPI
+	SQS     SQSAPI
 	// Queue reads the jobs queue's depth; needed with Config.Capacity.
 	Queue  QueueAttributesAPI
 	Config SweepConfig

@@ -15,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -125,8 +129,14 @@ const lease = 20 * time.Minute
 
 func newLedger(t *testing.T, clk *clock, salt string) *ledger.Ledger {
 	t.Helper()
+	return newCatalogLedger(t, clk, salt, datasettest.Example(t))
+}
+
+// newCatalogLedger is newLedger of a deployment whose catalog is cat.
+func newCatalogLedger(t *testing.T, clk *clock, salt string, cat *dataset.Set) *ledger.Ledger {
+	t.Helper()
 	cfg, table := ledgerTable(t)
-	lc := ledger.Config{
+	lc := ledger.Config{Catalog: cat,
 		Table: table, Lease: lease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour, Now: clk.Now, Rand: seeded(t, salt),
 	}
@@ -318,8 +328,13 @@ func only(l *ledger.Ledger, accts ...account.Account) isolate {
 	return isolate{ledgerOf(tw.(*ledger.Ledger)), ids}
 }
 
+// sweeper is a sweeper on l; its catalog is l's (the example without one).
 func sweeper(l LedgerAPI, q SQSAPI, clk *clock, perAccount, perSweep int) *Sweeper {
-	return &Sweeper{Ledger: l, SQS: q, Config: SweepConfig{
+	cat, _ := dataset.Example()
+	if c, ok := l.(interface{ Config() ledger.Config }); ok {
+		cat = c.Config().Catalog
+	}
+	return &Sweeper{Catalog: cat, Ledger: l, SQS: q, Config: SweepConfig{
 		QueueURL: "https://sqs.example/jobs", PerAccountCap: perAccount, PerSweepCap: perSweep,
 		DefaultSettleDelay: 0, Now: clk.Now,
 	}}
@@ -419,6 +434,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 }
 
 func TestNeverToday(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	two := 2 * time.Hour
 	zero := time.Duration(0)
@@ -473,6 +489,7 @@ func TestNeverToday(t *testing.T) {
 }
 
 func TestFairnessAndNoHole(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -511,6 +528,7 @@ func TestFairnessAndNoHole(t *testing.T) {
 }
 
 func TestPerSweepCapIsRoundRobin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -538,6 +556,7 @@ func TestPerSweepCapIsRoundRobin(t *testing.T) {
 }
 
 func TestFailedSendIsReleased(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -568,6 +587,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 }
 
 func TestRetriesAndDeadClaims(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -632,6 +652,7 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 // attempt: the row is never stopped without having run, and each
 // superseded message is dropped at Start.
 func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -695,6 +716,7 @@ func (d *deliveringSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessag
 // for a job an exporter already started must not release the claim (a second
 // exporter could then run the partition, L2); the job counts as sent.
 func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -722,6 +744,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 // TestStoppedIsALevel: every sweep reports how many partitions stopped
 // retrying, not only the sweep in which one stopped (L1, O3).
 func TestStoppedIsALevel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "l")
@@ -778,6 +801,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 func TestSummaryJSON(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(Summary{Accounts: 1})
 	if err != nil {
 		t.Fatal(err)

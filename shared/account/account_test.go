@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 )
@@ -45,7 +47,7 @@ func TestJSON(t *testing.T) {
 	if err := dec.Decode(&a); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Validate(testRules); err != nil {
+	if err := a.Validate(datasettest.Example(t), testRules); err != nil {
 		t.Fatal(err)
 	}
 	if a.SettleDelay.D() != 90*time.Minute || a.StartDate.String() != "2026-01-01" || a.Destination.Compression != "zstd" {
@@ -93,7 +95,7 @@ func TestFormatDefaults(t *testing.T) {
 		t.Run(tc.format+"/"+tc.compression, func(t *testing.T) {
 			a := Account{ID: "acct_abcdefghijklmnop", StartDate: civil.MustParse("2026-01-01"), Datasets: []string{"events"},
 				Destination: Destination{Bucket: "acme-exports", Format: fileformat.Format(tc.format), Compression: fileformat.Codec(tc.compression)}}
-			err := a.Validate(testRules)
+			err := a.Validate(datasettest.Example(t), testRules)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("Validate() = %v, want %q", err, tc.wantErr)
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // TestControls: encryption in each store's form and tags within the
@@ -37,7 +39,7 @@ func TestControls(t *testing.T) {
 			d.Tags = map[string]string{"retention": "7y", "cost-center": "data eng", "owner": "ops@acme.example", "a+b=c.d_e:f/g": ""}
 		}),
 	} {
-		if err := a.Validate(testRules); err != nil {
+		if err := a.Validate(datasettest.Example(t), testRules); err != nil {
 			t.Errorf("%+v: %v", a.Destination, err)
 		}
 	}
@@ -67,6 +69,8 @@ func TestControls(t *testing.T) {
 		{"azure: @", az(func(d *Destination) { d.Tags = map[string]string{"owner": "ops@acme"} }), "destination.tags.owner", "ops@acme", "take no @"},
 		{"gcs: daybook- key", gcs(func(d *Destination) { d.Tags = map[string]string{"daybook-sha256": "x"} }), "destination.tags", "daybook-sha256", "daybook's own"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantField(t, tc.a.Validate(testRules), tc.field, tc.value, tc.reason) })
+		t.Run(tc.name, func(t *testing.T) {
+			wantField(t, tc.a.Validate(datasettest.Example(t), testRules), tc.field, tc.value, tc.reason)
+		})
 	}
 }

@@ -3,6 +3,8 @@ package account
 import (
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 const (
@@ -54,7 +56,7 @@ func TestCredentialsAccepted(t *testing.T) {
 		"azure federated":          azureAcct(AzureAccess{TenantID: testTenant, ClientID: testClient}),
 		"azure secret":             azureAcct(AzureAccess{CredentialMode: CredentialSecret, SecretARN: testSecretARN}),
 	} {
-		if err := a.Validate(credRules); err != nil {
+		if err := a.Validate(datasettest.Example(t), credRules); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -132,7 +134,7 @@ func TestCredentialsRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wantField(t, c.a.Validate(c.rules), c.field, c.value, c.reason)
+			wantField(t, c.a.Validate(datasettest.Example(t), c.rules), c.field, c.value, c.reason)
 		})
 	}
 }
@@ -169,7 +171,7 @@ func TestNoSecretInTheRecord(t *testing.T) {
 	for _, c := range cases {
 		a := gcsAcct(GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: testSA})
 		c.set(&a, c.v)
-		err := a.Validate(credRules)
+		err := a.Validate(datasettest.Example(t), credRules)
 		var hit bool
 		for _, fe := range Fields(err) {
 			if fe.Field == c.field && strings.Contains(fe.Reason, "never holds a secret") {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
 // TestDocumentedAccountFiles: the account files README.md ("Register
@@ -37,7 +39,11 @@ func TestDocumentedAccountFiles(t *testing.T) {
 			a.Destination.ExternalID = "daybook-docexample" // account put writes one into the file
 		}
 		rules := Rules{RolePattern: "arn:aws:iam::*:role/daybook-export-*", DeploymentAccountID: "123456789012"}
-		if err := a.Validate(rules); err != nil {
+		cat, err := dataset.Example()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Validate(cat, rules); err != nil {
 			t.Errorf("%s: the account file is refused: %v\n%s", tc.file, err, block)
 		}
 	}

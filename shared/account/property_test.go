@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/loadsql"
@@ -80,7 +81,7 @@ func (g *gen) account(t *testing.T) Account {
 		t.Fatal(err)
 	}
 	g.ids = append(g.ids, id)
-	names, _ := dataset.Names()
+	names := datasettest.Example(t).Names()
 	var ds []string
 	for _, n := range names {
 		if g.r.IntN(2) == 0 {
@@ -178,7 +179,7 @@ func TestIsolationProperty(t *testing.T) {
 				cand.ID = old.ID
 				updates++
 			}
-			if err := cand.Validate(rules); err != nil {
+			if err := cand.Validate(datasettest.Example(t), rules); err != nil {
 				continue
 			}
 			prefix, ks := keys(t, cand, stage)

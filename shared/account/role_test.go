@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/envvar"
 )
 
@@ -75,7 +77,7 @@ func TestNewExternalID(t *testing.T) {
 	acct := valid()
 	acct.Destination = roleDest()
 	acct.Destination.ExternalID = a
-	if err := acct.Validate(testRules); err != nil {
+	if err := acct.Validate(datasettest.Example(t), testRules); err != nil {
 		t.Error(err)
 	}
 }

@@ -26,14 +26,14 @@ func TestIcebergRefusesSnapshotDatasets(t *testing.T) {
       - {name: member_id, type: string}
       - {name: attributes, type: json, nullable: true}
 `
-	datasettest.Use(t, []byte(doc))
+	cat := datasettest.Catalog(t, []byte(doc))
 	a := valid()
 	a.Datasets = []string{"events", "members"}
-	if err := a.Validate(testRules); err != nil {
+	if err := a.Validate(cat, testRules); err != nil {
 		t.Fatalf("a snapshot dataset without Iceberg: %v", err)
 	}
 	a.Destination.TableFormat = TableFormatIceberg
-	err := a.Validate(testRules)
+	err := a.Validate(cat, testRules)
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "destination.table_format" || fe.Value != "iceberg" || !strings.Contains(err.Error(), "dataset members is a snapshot") {
 		t.Fatalf("got %v, want destination.table_format iceberg refused naming members", err)

@@ -3,6 +3,8 @@ package account
 import (
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // TestStoreIsCanonical: spellings of one store are one store; different
@@ -73,7 +75,7 @@ func TestRolePathTricksAreRefused(t *testing.T) {
 	} {
 		a := valid()
 		a.Destination.RoleARN, a.Destination.ExternalID = acct+tc.path, "ext-1"
-		err := a.Validate(Rules{RolePattern: "arn:aws:iam::*:role/daybook-export-*"})
+		err := a.Validate(datasettest.Example(t), Rules{RolePattern: "arn:aws:iam::*:role/daybook-export-*"})
 		var hit bool
 		for _, fe := range Fields(err) {
 			hit = hit || fe.Field == "destination.role_arn" && fe.Value == acct+tc.path
@@ -98,7 +100,7 @@ func TestNameIsPrintable(t *testing.T) {
 		a := valid()
 		a.Name = tc.name
 		var hit bool
-		for _, fe := range Fields(a.ValidateShape()) {
+		for _, fe := range Fields(a.ValidateShape(datasettest.Example(t))) {
 			hit = hit || fe.Field == "name" && fe.Value == tc.name
 		}
 		if hit == tc.ok {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // TestStoreKind: an account saved without a store is on S3, and each store
@@ -27,7 +29,7 @@ func TestStoreKind(t *testing.T) {
 		return a
 	}
 	for _, a := range []Account{gcs(func(*Destination) {}), az(func(*Destination) {})} {
-		if err := a.Validate(testRules); err != nil {
+		if err := a.Validate(datasettest.Example(t), testRules); err != nil {
 			t.Errorf("valid %s destination: %v", a.Destination.Kind(), err)
 		}
 		if owner, err := a.Destination.BucketOwner(deployment); owner != "" || err != nil {
@@ -59,7 +61,7 @@ func TestStoreKind(t *testing.T) {
 		{"s3: storage account", func() Account { a := valid(); a.Destination.StorageAccount = "acmedata"; return a }(), "destination.storage_account", "acmedata", "applies to store azure, and the store is s3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantField(t, tc.a.Validate(testRules), tc.field, tc.value, tc.reason)
+			wantField(t, tc.a.Validate(datasettest.Example(t), testRules), tc.field, tc.value, tc.reason)
 		})
 	}
 }

@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/dataset/example"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
-// useTenantCatalog makes the example plus a uuid-keyed and a bigint-keyed
-// dataset the process catalog for the test.
-func useTenantCatalog(t *testing.T) {
+// tenantCatalog is the example plus a uuid-keyed and a bigint-keyed
+// dataset.
+func tenantCatalog(t *testing.T) *dataset.Set {
 	t.Helper()
 	doc := string(example.YAML()) + `
   - name: invoices
@@ -39,14 +40,14 @@ func useTenantCatalog(t *testing.T) {
       - {name: created_at, type: timestamp}
       - {name: attributes, type: json, nullable: true}
 `
-	datasettest.Use(t, []byte(doc))
+	return datasettest.Catalog(t, []byte(doc))
 }
 
 // TestTenantKeyMatchesTheTenantType: an account's tenant_key (else its id)
 // must be of every enabled dataset's tenant_type; a refusal names the
 // field and the value.
 func TestTenantKeyMatchesTheTenantType(t *testing.T) {
-	useTenantCatalog(t)
+	cat := tenantCatalog(t)
 	const u = "6f1c2a4e-0d3b-4e5f-8a9b-1c2d3e4f5a6b"
 	for _, tc := range []struct {
 		name, key string
@@ -76,7 +77,7 @@ func TestTenantKeyMatchesTheTenantType(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := valid()
 			a.TenantKey, a.Datasets = tc.key, tc.datasets
-			err := a.Validate(testRules)
+			err := a.Validate(cat, testRules)
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -155,7 +156,7 @@ func TestTenantKeyIsolation(t *testing.T) {
 // its canonical value), while Validate, what `account put` saves, asks for
 // the canonical form.
 func TestStoredNonCanonicalKeyKeepsWorking(t *testing.T) {
-	useTenantCatalog(t)
+	cat := tenantCatalog(t)
 	for _, tc := range []struct{ key, ds, canonical string }{
 		{"0007", "tickets", "7"},
 		{"+7", "tickets", "7"},
@@ -163,10 +164,10 @@ func TestStoredNonCanonicalKeyKeepsWorking(t *testing.T) {
 	} {
 		a := valid()
 		a.TenantKey, a.Datasets = tc.key, []string{tc.ds}
-		if err := a.ValidateShape(); err != nil {
+		if err := a.ValidateShape(cat); err != nil {
 			t.Errorf("%q: ValidateShape: %v", tc.key, err)
 		}
-		if err := a.Validate(testRules); err == nil || !strings.Contains(err.Error(), `write "`+tc.canonical+`"`) {
+		if err := a.Validate(cat, testRules); err == nil || !strings.Contains(err.Error(), `write "`+tc.canonical+`"`) {
 			t.Errorf("%q: Validate: %v, want the canonical form %q asked for", tc.key, err, tc.canonical)
 		}
 	}

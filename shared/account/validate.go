@@ -111,9 +111,10 @@ var (
 // today and the backfill limit (ValidateStart). Each problem is a
 // *FieldError naming the field and the value; they are joined. It changes
 // nothing. Checking the account against the others is CheckIsolation's job.
-func (a Account) Validate(rules Rules) error {
-	p := a.shape()
-	a.checkCanonicalKey(&p)
+// catalog is the deployment's dataset catalog.
+func (a Account) Validate(catalog *dataset.Set, rules Rules) error {
+	p := a.shape(catalog)
+	a.checkCanonicalKey(catalog, &p)
 	p = append(p, a.deploymentRules(rules)...)
 	if !rules.Now.IsZero() {
 		p = append(p, a.startRule(rules.Now, rules.MaxBackfillDays)...)
@@ -158,13 +159,15 @@ func EarliestStart(today civil.Date, maxBackfillDays int) civil.Date {
 }
 
 // ValidateShape checks what any stored account must satisfy whatever the
-// deployment: ids, dates, zone, datasets (against the catalog), bucket,
+// deployment: ids, dates, zone, datasets (against catalog), bucket,
 // prefix template and key length, role ARN and external id form, endpoint
 // form, format. The ledger uses it as its last guard; saving an account goes
 // through Validate with the deployment's Rules.
-func (a Account) ValidateShape() error { return errors.Join(a.redactSecrets(a.shape())...) }
+func (a Account) ValidateShape(catalog *dataset.Set) error {
+	return errors.Join(a.redactSecrets(a.shape(catalog))...)
+}
 
-func (a Account) shape() problems {
+func (a Account) shape(catalog *dataset.Set) problems {
 	var p problems
 	if !ValidID(a.ID) {
 		p.add("id", a.ID, "want acct_ followed by 16 lowercase base32 characters (account.NewID)")
@@ -188,8 +191,8 @@ func (a Account) shape() problems {
 			p.add("source_shard", a.SourceShard, "%v", err)
 		}
 	}
-	a.checkDatasets(&p)
-	a.checkTenantKey(&p)
+	a.checkDatasets(catalog, &p)
+	a.checkTenantKey(catalog, &p)
 	d := a.Destination
 	if d.Kind() == StoreS3 && (!bucketRE.MatchString(d.Bucket) || strings.Contains(d.Bucket, "..")) {
 		p.add("destination.bucket", d.Bucket, "not an S3 bucket name")
@@ -230,7 +233,7 @@ func (a Account) shape() problems {
 		p.add("destination.table_format", d.TableFormat, "partitions its table by UTC day, and time_zone is %s", a.TimeZone)
 	}
 	if d.TableFormat == TableFormatIceberg {
-		a.checkIcebergDatasets(&p)
+		a.checkIcebergDatasets(catalog, &p)
 	}
 	if g := d.Glue; g != nil {
 		switch {
@@ -284,16 +287,12 @@ func nameProblem(name string) string {
 }
 
 // checkDatasets: at least one, each in the catalog, none twice.
-func (a Account) checkDatasets(p *problems) {
+func (a Account) checkDatasets(catalog *dataset.Set, p *problems) {
 	if len(a.Datasets) == 0 {
 		p.add("datasets", "", "at least one dataset is required")
 		return
 	}
-	known, err := dataset.Names()
-	if err != nil {
-		p.add("datasets", strings.Join(a.Datasets, ","), "cannot read the dataset catalog: %v", err)
-		return
-	}
+	known := catalog.Names()
 	seen := map[string]bool{}
 	for _, ds := range a.Datasets {
 		switch {
@@ -313,7 +312,7 @@ const TenantKeyMax = 200
 
 // checkTenantKey: a key of printable characters, of every enabled
 // dataset's tenant type (the account id is the key when none is given).
-func (a Account) checkTenantKey(p *problems) {
+func (a Account) checkTenantKey(catalog *dataset.Set, p *problems) {
 	if k := a.TenantKey; k != "" {
 		switch {
 		case len(k) > TenantKeyMax:
@@ -325,7 +324,7 @@ func (a Account) checkTenantKey(p *problems) {
 		}
 	}
 	for _, name := range a.Datasets {
-		ds, err := dataset.Get(name)
+		ds, err := catalog.Get(name)
 		if err != nil {
 			continue // named by checkDatasets
 		}
@@ -348,12 +347,12 @@ func (a Account) checkTenantKey(p *problems) {
 // last guard), so an account stored before this rule is still enabled,
 // disabled and exported (its key binds its canonical value, and the guards
 // compare identities); its next put must write the key canonically.
-func (a Account) checkCanonicalKey(p *problems) {
+func (a Account) checkCanonicalKey(catalog *dataset.Set, p *problems) {
 	if a.TenantKey == "" {
 		return
 	}
 	for _, name := range a.Datasets {
-		ds, err := dataset.Get(name)
+		ds, err := catalog.Get(name)
 		if err != nil {
 			continue // named by checkDatasets
 		}
@@ -374,9 +373,9 @@ func (a Account) Tenant() string { return cmp.Or(a.TenantKey, a.ID) }
 // checkIcebergDatasets refuses a snapshot dataset (a complete copy per
 // day, no partition column) in an account with Iceberg tables, which are
 // partitioned on a dataset's partition column.
-func (a Account) checkIcebergDatasets(p *problems) {
+func (a Account) checkIcebergDatasets(catalog *dataset.Set, p *problems) {
 	for _, name := range a.Datasets {
-		if ds, err := dataset.Get(name); err == nil && ds.IsSnapshot() {
+		if ds, err := catalog.Get(name); err == nil && ds.IsSnapshot() {
 			p.add("destination.table_format", a.Destination.TableFormat, "dataset %s is a snapshot (a complete copy per day, no partition column), which Iceberg tables do not take: export it without table_format", name)
 		}
 	}

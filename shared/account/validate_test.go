@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/layout"
 
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -44,7 +46,7 @@ func roleDest() Destination {
 var longestSuffix = len(layout.LongestKey("x", valid().Datasets)) - len("x")
 
 func TestValidateAcceptsValid(t *testing.T) {
-	if err := valid().Validate(testRules); err != nil {
+	if err := valid().Validate(datasettest.Example(t), testRules); err != nil {
 		t.Fatalf("valid account: %v", err)
 	}
 	// Prefixes whose longest key is exactly 1,024 bytes (with the longest stage).
@@ -54,7 +56,7 @@ func TestValidateAcceptsValid(t *testing.T) {
 	} {
 		a := valid()
 		a.Destination.Prefix = prefix
-		if err := a.Validate(testRules); err != nil {
+		if err := a.Validate(datasettest.Example(t), testRules); err != nil {
 			t.Errorf("a prefix at the key limit: %v", err)
 		}
 	}
@@ -64,19 +66,19 @@ func TestValidateAcceptsValid(t *testing.T) {
 	full.Destination = Destination{Bucket: "acme-exports", Region: "eu-west-1", Prefix: "{{.Stage}}/exports!_(x).v-1/{{.AccountID}}/",
 		RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme", ExternalID: "ext-1_+=,.@:/-", ExpectedBucketOwner: "444455556666",
 		Format: "ndjson", Compression: "gzip"}
-	if err := full.Validate(testRules); err != nil {
+	if err := full.Validate(datasettest.Example(t), testRules); err != nil {
 		t.Errorf("full account: %v", err)
 	}
 	ice := valid()
 	ice.Destination.TableFormat = TableFormatIceberg
-	if err := ice.Validate(testRules); err != nil {
+	if err := ice.Validate(datasettest.Example(t), testRules); err != nil {
 		t.Errorf("an Iceberg table: %v", err)
 	}
 	for _, ep := range []string{"https://minio.example.com", "https://minio.example.com:9000/", "http://127.0.0.1:9000", "http://localhost:4566",
 		"http://[::1]:9000", "https://203.0.113.7", "https://r2-0.example.cloudflarestorage.com"} {
 		a := valid()
 		a.Destination.Endpoint = ep
-		if err := a.Validate(testRules); err != nil {
+		if err := a.Validate(datasettest.Example(t), testRules); err != nil {
 			t.Errorf("endpoint %s: %v", ep, err)
 		}
 	}
@@ -84,19 +86,19 @@ func TestValidateAcceptsValid(t *testing.T) {
 	private.Destination.Endpoint = "https://10.1.2.3:9000"
 	r := testRules
 	r.AllowPrivateEndpoints = true
-	if err := private.Validate(r); err != nil {
+	if err := private.Validate(datasettest.Example(t), r); err != nil {
 		t.Errorf("a private endpoint where they are allowed: %v", err)
 	}
 	// The zero Rules: no role pattern; daybook's own role needs an explicit owner.
 	zero := valid()
 	zero.Destination.ExpectedBucketOwner = deployment
-	if err := zero.Validate(Rules{}); err != nil {
+	if err := zero.Validate(datasettest.Example(t), Rules{}); err != nil {
 		t.Errorf("zero rules, own role with an owner: %v", err)
 	}
 	withRole := valid()
 	withRole.Destination = roleDest()
 	withRole.Destination.RoleARN = "arn:aws:iam::123456789012:role/anything"
-	if err := withRole.Validate(Rules{}); err != nil {
+	if err := withRole.Validate(datasettest.Example(t), Rules{}); err != nil {
 		t.Errorf("zero rules, any role: %v", err)
 	}
 }
@@ -246,9 +248,9 @@ func TestValidateRefuses(t *testing.T) {
 			a, r := valid(), testRules
 			tc.mut(&a, &r)
 			before := a
-			err := a.Validate(r)
+			err := a.Validate(datasettest.Example(t), r)
 			wantField(t, err, tc.field, tc.value, tc.reason)
-			if shapeErr := a.ValidateShape(); (shapeErr != nil) != tc.validateShape {
+			if shapeErr := a.ValidateShape(datasettest.Example(t)); (shapeErr != nil) != tc.validateShape {
 				t.Errorf("ValidateShape() = %v, want an error: %v", shapeErr, tc.validateShape)
 			}
 			if !reflect.DeepEqual(a.Destination, before.Destination) || a.ID != before.ID {
@@ -263,7 +265,7 @@ func TestValidateJoinsEveryProblem(t *testing.T) {
 	a.ID = "x"
 	a.Destination.Bucket = "B"
 	a.Destination.Endpoint = "http://10.0.0.1"
-	err := a.Validate(testRules)
+	err := a.Validate(datasettest.Example(t), testRules)
 	if n := len(Fields(err)); n != 3 {
 		t.Errorf("want 3 problems (id, bucket, endpoint), got %d: %v", n, err)
 	}
@@ -276,7 +278,7 @@ func TestValidateJoinsEveryProblem(t *testing.T) {
 func TestFieldsThroughWrapping(t *testing.T) {
 	a := valid()
 	a.ID, a.Destination.Bucket = "x", "B"
-	err := fmt.Errorf("account %s: %w", a.ID, a.Validate(testRules)) // as ledger.PutAccount wraps it
+	err := fmt.Errorf("account %s: %w", a.ID, a.Validate(datasettest.Example(t), testRules)) // as ledger.PutAccount wraps it
 	if got := Fields(err); len(got) != 2 || got[0].Field != "id" || got[1].Field != "destination.bucket" {
 		t.Errorf("Fields = %v", got)
 	}
@@ -298,7 +300,7 @@ func TestValidateStartDate(t *testing.T) {
 		r.Now, r.MaxBackfillDays = now, limit
 		return r
 	}
-	if err := valid().Validate(rules(testNow, envvar.DefaultMaxBackfillDays)); err != nil {
+	if err := valid().Validate(datasettest.Example(t), rules(testNow, envvar.DefaultMaxBackfillDays)); err != nil {
 		t.Fatalf("valid account: %v", err)
 	}
 	cases := []struct {
@@ -320,7 +322,7 @@ func TestValidateStartDate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := valid()
 			tc.mut(&a)
-			err := a.Validate(rules(testNow, envvar.DefaultMaxBackfillDays))
+			err := a.Validate(datasettest.Example(t), rules(testNow, envvar.DefaultMaxBackfillDays))
 			if err == nil || !strings.Contains(err.Error(), tc.error) {
 				t.Errorf("Validate: error %v, want one containing %q", err, tc.error)
 			}
@@ -328,11 +330,11 @@ func TestValidateStartDate(t *testing.T) {
 			if err := a.ValidateStart(testNow, envvar.DefaultMaxBackfillDays); err == nil || !strings.Contains(err.Error(), tc.error) {
 				t.Errorf("ValidateStart: error %v, want one containing %q", err, tc.error)
 			}
-			if err := a.ValidateShape(); err != nil {
+			if err := a.ValidateShape(datasettest.Example(t)); err != nil {
 				t.Errorf("ValidateShape does not read a clock: %v", err)
 			}
 			// The zero Now checks no start date against a clock.
-			if err := a.Validate(rules(time.Time{}, envvar.DefaultMaxBackfillDays)); err != nil {
+			if err := a.Validate(datasettest.Example(t), rules(time.Time{}, envvar.DefaultMaxBackfillDays)); err != nil {
 				t.Errorf("Validate without Now: %v", err)
 			}
 		})
@@ -350,7 +352,7 @@ func TestValidateStartDate(t *testing.T) {
 	} {
 		a := valid()
 		a.TimeZone, a.StartDate = tc.zone, civil.MustParse(tc.start)
-		if err := a.Validate(rules(testNow, tc.limit)); err != nil {
+		if err := a.Validate(datasettest.Example(t), rules(testNow, tc.limit)); err != nil {
 			t.Errorf("start %s in %s with limit %d: %v", tc.start, tc.zone, tc.limit, err)
 		}
 		if err := a.ValidateStart(testNow, tc.limit); err != nil {
@@ -359,7 +361,7 @@ func TestValidateStartDate(t *testing.T) {
 	}
 	short := valid()
 	short.StartDate = civil.MustParse("2026-02-28")
-	if err := short.Validate(rules(testNow, 9)); err == nil || !strings.Contains(err.Error(), "more than 9 days back") {
+	if err := short.Validate(datasettest.Example(t), rules(testNow, 9)); err == nil || !strings.Contains(err.Error(), "more than 9 days back") {
 		t.Errorf("start 10 days back with a limit of 9: %v", err)
 	}
 	// A missing start date or a bad zone is the shape's to report, once.
@@ -372,7 +374,7 @@ func TestValidateStartDate(t *testing.T) {
 		if err := a.ValidateStart(testNow, 1); err != nil {
 			t.Errorf("ValidateStart of %+v: %v", a, err)
 		}
-		if n := len(Fields(a.Validate(rules(testNow, 1)))); n != 1 {
+		if n := len(Fields(a.Validate(datasettest.Example(t), rules(testNow, 1)))); n != 1 {
 			t.Errorf("Validate of %+v: %d problems, want 1", a, n)
 		}
 	}

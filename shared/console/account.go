@@ -150,7 +150,7 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, http.StatusBadRequest, "The window: "+err.Error()+".")
 		return
 	}
-	v, err := ops.AccountView(r.Context(), s.cfg.Ledger, acct, s.cfg.SettleDelay, s.now(), q["dataset"], nil, from, to)
+	v, err := ops.AccountView(r.Context(), s.cfg.Catalog, s.cfg.Ledger, acct, s.cfg.SettleDelay, s.now(), q["dataset"], nil, from, to)
 	if err != nil {
 		s.failed(w, r, err)
 		return

@@ -132,7 +132,7 @@ func (s *Server) requestProblem(w http.ResponseWriter, r *http.Request, err erro
 // It returns the days of each dataset to act on and what was left out.
 func (s *Server) requests(r *http.Request, v url.Values, maxDays int) (account.Account, civil.Date, civil.Date, []ops.Planned, []ops.LeftOut, error) {
 	m := jobs.Manual{Kind: jobs.KindManual, AccountID: v.Get("account"), Dataset: v.Get("dataset"), Day: v.Get("day"), From: v.Get("from"), To: v.Get("to")}
-	acct, plan, left, err := ops.CheckRequests(r.Context(), s.cfg.Ledger, m, jobs.Limits{Now: s.now(), SettleDelay: s.cfg.SettleDelay, MaxDays: maxDays})
+	acct, plan, left, err := ops.CheckRequests(r.Context(), s.cfg.Catalog, s.cfg.Ledger, m, jobs.Limits{Now: s.now(), SettleDelay: s.cfg.SettleDelay, MaxDays: maxDays})
 	if err != nil {
 		return acct, civil.Date{}, civil.Date{}, nil, nil, err
 	}
@@ -251,7 +251,7 @@ func (s *Server) postReexport(w http.ResponseWriter, r *http.Request) {
 	count := 0
 	for _, pl := range plan {
 		var sent []ops.SentRequest
-		sent, err = ops.SendReexports(r.Context(), s.cfg.Ledger, s.cfg.Queue, s.cfg.QueueURL, acct.ID, pl.Dataset, pl.Days(), by, nil)
+		sent, err = ops.SendReexports(r.Context(), s.cfg.Catalog, s.cfg.Ledger, s.cfg.Queue, s.cfg.QueueURL, acct.ID, pl.Dataset, pl.Days(), by, nil)
 		s.cfg.Log.Info("console action", "action", "reexport", "account", acct.ID, "dataset", pl.Dataset, "from", pl.From.String(), "to", pl.To.String(),
 			"requested_by", by, "sent", len(sent), "error", errText(err))
 		count += len(sent)
@@ -371,7 +371,7 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		var got ledger.RequeueResult
-		got, err = ops.Requeue(r.Context(), s.cfg.Ledger, acct.ID, ds, dd, partition.ReasonManual, by, nil)
+		got, err = ops.Requeue(r.Context(), s.cfg.Catalog, s.cfg.Ledger, acct.ID, ds, dd, partition.ReasonManual, by, nil)
 		res.Queued += got.Queued
 		res.Created += got.Created
 		res.RerunRequested += got.RerunRequested

@@ -96,7 +96,7 @@ func TestActions(t *testing.T) {
 			t.Fatalf("%d messages, want 3", len(sent))
 		}
 		for i, body := range sent {
-			m, err := jobs.Parse(body)
+			m, err := jobs.Parse(datasettest.Example(t), body)
 			if err != nil || m.Manual == nil || m.Manual.AccountID != troubled || m.Manual.Day != []string{"2026-11-20", "2026-11-21", "2026-11-22"}[i] ||
 				m.Manual.RequestedBy != "arn:aws:iam::123456789012:user/alice" {
 				t.Errorf("message %s (%v)", body, err)
@@ -115,7 +115,7 @@ func TestActions(t *testing.T) {
 		}
 		var got []string
 		for _, body := range f.queue.sent() {
-			m, err := jobs.Parse(body)
+			m, err := jobs.Parse(datasettest.Example(t), body)
 			if err != nil || m.Manual == nil {
 				t.Fatalf("message %s (%v)", body, err)
 			}
@@ -406,7 +406,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 // that leaves every dataset out is refused, naming why. On the old code
 // the whole request was refused because of the snapshot dataset.
 func TestEveryDatasetWithASnapshot(t *testing.T) {
-	datasettest.Use(t, append(example.YAML(), `
+	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1
     partition: snapshot
@@ -419,7 +419,7 @@ func TestEveryDatasetWithASnapshot(t *testing.T) {
       - {name: attributes, type: json, nullable: true}
 `...))
 	const both, only = "acct_snapshots2222222", "acct_snapshotonly2222"
-	f := newFixture(t)
+	f := newFixture(t, func(c *Config) { c.Catalog = cat })
 	for id, ds := range map[string][]string{both: {"events", "members"}, only: {"members"}} {
 		f.ledger.accounts[id] = account.Account{ID: id, Name: "Snap " + id[5:9], Enabled: true, StartDate: day("2026-11-20"), Datasets: ds,
 			Destination: account.Destination{Bucket: "daybook-exports-test"}}
@@ -452,7 +452,7 @@ func TestEveryDatasetWithASnapshot(t *testing.T) {
 	}
 	var got []string
 	for _, body := range f.queue.sent() {
-		if m, err := jobs.Parse(body); err == nil && m.Manual != nil {
+		if m, err := jobs.Parse(cat, body); err == nil && m.Manual != nil {
 			got = append(got, m.Manual.Dataset+" "+m.Manual.Day)
 		}
 	}

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -71,6 +73,8 @@ func (f BucketsFunc) Reader(acct account.Account) (ObjectReader, error) { return
 
 // Config is what a console needs. Ledger, Buckets and Now are required.
 type Config struct {
+	// Catalog is the deployment's dataset catalog.
+	Catalog *dataset.Set
 	Ledger  Ledger
 	Buckets Buckets
 	// FleetPageSize is the accounts on a page of the fleet (default
@@ -123,6 +127,8 @@ type Server struct {
 // New checks cfg and returns the console.
 func New(cfg Config) (*Server, error) {
 	switch {
+	case cfg.Catalog == nil:
+		return nil, errors.New("console: no dataset catalog")
 	case cfg.Ledger == nil:
 		return nil, errors.New("console: no ledger")
 	case cfg.Buckets == nil:

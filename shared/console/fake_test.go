@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -344,7 +346,8 @@ func newFixture(t *testing.T, opts ...configure) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ledger: newFakeLedger(), queue: &fakeQueue{}, bucket: fakeBucket{objects: map[string][]byte{}}}
 	cfg := Config{
-		Ledger: f.ledger, Queue: f.queue, QueueURL: "https://sqs.test/jobs", Stage: "test", Deployment: "the test ledger", SettleDelay: 2 * time.Hour,
+		Catalog: datasettest.Example(t),
+		Ledger:  f.ledger, Queue: f.queue, QueueURL: "https://sqs.test/jobs", Stage: "test", Deployment: "the test ledger", SettleDelay: 2 * time.Hour,
 		Buckets:  BucketsFunc(func(account.Account) (ObjectReader, error) { return f.bucket, nil }),
 		Identity: FixedIdentity("arn:aws:iam::123456789012:user/alice"),
 		Hosts:    []string{"console.test"},

@@ -75,8 +75,8 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dsName, dayText := r.PathValue("dataset"), r.PathValue("day")
-	if _, err := dataset.Get(dsName); err != nil {
-		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("No dataset “%s”: daybook exports %s.", dsName, strings.Join(datasetNames(), ", ")))
+	if _, err := s.cfg.Catalog.Get(dsName); err != nil {
+		s.problem(w, r, http.StatusNotFound, fmt.Sprintf("No dataset “%s”: daybook exports %s.", dsName, strings.Join(s.cfg.Catalog.Names(), ", ")))
 		return
 	}
 	day, err := civil.Parse(dayText)
@@ -89,7 +89,7 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 			day, acct.ID, acct.WithDefaults(s.cfg.SettleDelay).TimeZone, closed))
 		return
 	}
-	key := partition.Key{AccountID: acct.ID, Dataset: dataset.Current(dsName), Day: day} // at a later contract, its rows
+	key := partition.Key{AccountID: acct.ID, Dataset: s.cfg.Catalog.Current(dsName), Day: day} // at a later contract, its rows
 	hist, err := ops.History(r.Context(), s.cfg.Ledger, key, s.now())
 	if err != nil {
 		s.failed(w, r, err)
@@ -132,14 +132,16 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 	if p.Stuck {
 		p.RequeueHref = "/actions/requeue?" + q.Encode()
 	}
-	p.Manifest, p.Delivery = s.readBucket(r.Context(), acct, dsName, day)
+	p.Manifest, p.Delivery = s.readBucket(r.Context(), acct, key.Dataset, day)
 	s.render(w, r, http.StatusOK, "partition", dsName+" "+day.String()+" · "+acct.ID,
 		[]crumb{{Text: "Fleet", Href: "/"}, {Text: acct.Name + " (" + acct.ID + ")", Href: p.AccountHref}, {Text: dsName + " " + day.String()}}, p)
 }
 
 // readBucket reads _SUCCESS, _manifest.json and the day's delivery manifest
-// from the account's bucket; what cannot be read is said, not failed.
+// from the account's bucket; what cannot be read is said, not failed. ds is
+// the partition's ledger name.
 func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string, day civil.Date) (manifestView, deliveryView) {
+	name, _ := dataset.SplitLedgerName(ds)
 	var m manifestView
 	var d deliveryView
 	prefix, err := acct.Prefix(s.cfg.Stage)
@@ -201,7 +203,7 @@ func (s *Server) readBucket(ctx context.Context, acct account.Account, ds string
 				// The bucket is the customer's: a manifest that names
 				// another partition or lists files outside this one is
 				// said, not shown as this partition's.
-				want := manifest.Expect{AccountID: acct.ID, Dataset: ds, Contract: dataset.ContractOf(ds), Day: day.String(),
+				want := manifest.Expect{AccountID: acct.ID, Dataset: name, Contract: dataset.ContractOf(ds), Day: day.String(),
 					Generation: mf.Generation, Partition: layout.PartitionPrefix(prefix, ds, day)}
 				if m.Committed {
 					want.Generation = succ.Generation
@@ -265,8 +267,3 @@ func readProblem(what string, err error) string {
 
 // readProblemRaw separates a read problem's words from its raw error.
 const readProblemRaw = "\x00raw\x00"
-
-func datasetNames() []string {
-	names, _ := dataset.Names()
-	return names
-}

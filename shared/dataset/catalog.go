@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 
 	"github.com/daybook-dev/daybook/shared/dataset/example"
 	"sigs.k8s.io/yaml"
@@ -15,9 +14,10 @@ import (
 
 // The catalog is the deployment's configuration (D1): a YAML or JSON file
 // the deploying team keeps in its own repository, named at build time and
-// read once at start-up (Load, then Use). The shipped example is the
-// demo's three datasets, embedded, and the catalog every process uses
-// until one calls Use.
+// read once at start-up (FromEnv or Load) by each process's main, which
+// hands the *Set to whatever needs it: nothing reads a process-wide
+// catalog. The shipped example is the demo's three datasets, embedded
+// (Example).
 
 // EnvCatalog names the environment variable a process reads its catalog
 // file from: a path, relative to the Lambda task root (LAMBDA_TASK_ROOT)
@@ -118,25 +118,6 @@ var exampleSet = sync.OnceValues(func() (*Set, error) { return Parse(example.YAM
 // Example returns the shipped example catalog.
 func Example() (*Set, error) { return exampleSet() }
 
-// current is the catalog of this process (Use); nil means the example.
-var current atomic.Pointer[Set]
-
-// Use makes s the catalog the package-level Catalog, Get and Names read.
-// A process calls it once at start, after Load; the functions' main.go do.
-func Use(s *Set) {
-	if s == nil {
-		panic("dataset.Use(nil)")
-	}
-	current.Store(s)
-}
-
-func active() (*Set, error) {
-	if s := current.Load(); s != nil {
-		return s, nil
-	}
-	return Example()
-}
-
 // Datasets returns the catalog's datasets in file order, as copies.
 func (s *Set) Datasets() []Dataset {
 	out := make([]Dataset, len(s.datasets))
@@ -166,35 +147,6 @@ func (s *Set) Get(name string) (Dataset, error) {
 		}
 	}
 	return Dataset{}, fmt.Errorf("dataset %q: %w", name, ErrUnknownDataset)
-}
-
-// Catalog returns every dataset of this process's catalog (Use; the shipped
-// example until then) in declaration order. The result is a fresh copy;
-// callers may modify it.
-func Catalog() ([]Dataset, error) {
-	s, err := active()
-	if err != nil {
-		return nil, err
-	}
-	return s.Datasets(), nil
-}
-
-// Names returns this process's dataset names in declaration order.
-func Names() ([]string, error) {
-	s, err := active()
-	if err != nil {
-		return nil, err
-	}
-	return s.Names(), nil
-}
-
-// Get returns this process's dataset called name.
-func Get(name string) (Dataset, error) {
-	s, err := active()
-	if err != nil {
-		return Dataset{}, err
-	}
-	return s.Get(name)
 }
 
 // ErrCatalogIncompatible is wrapped by CheckAgainst's refusal.

@@ -58,7 +58,7 @@ func TestGeneratedQueries(t *testing.T) {
 // TestExampleEventsGenerated: the example's events dataset has its queries
 // generated, and they are the queries it declared before generation existed.
 func TestExampleEventsGenerated(t *testing.T) {
-	ev, err := Get("events")
+	ev, err := shipped(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +121,10 @@ func TestCatalogLoadRefuses(t *testing.T) {
 	}
 }
 
-// TestLoadAndUse: Load reads YAML and JSON files, FromEnv resolves
-// DAYBOOK_CATALOG against the task root, and Use switches the package
-// catalog.
-func TestLoadAndUse(t *testing.T) {
+// TestLoad: Load reads YAML and JSON files, FromEnv resolves
+// DAYBOOK_CATALOG against the task root, and a loaded catalog answers for
+// its own datasets only.
+func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "catalog.yaml")
 	if err := os.WriteFile(path, []byte(yamlDataset), 0o644); err != nil {
@@ -164,13 +164,11 @@ func TestLoadAndUse(t *testing.T) {
 		t.Fatalf("the bundled catalog: %v, %v", s, err)
 	}
 
-	t.Cleanup(func() { Use(ex) })
-	Use(s)
-	if _, err := Get("orders"); err != nil {
+	if _, err := s.Get("orders"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Get("events"); !errors.Is(err, ErrUnknownDataset) {
-		t.Fatalf("events after Use: %v", err)
+	if _, err := s.Get("events"); !errors.Is(err, ErrUnknownDataset) {
+		t.Fatalf("events in a catalog without it: %v", err)
 	}
 }
 
@@ -332,4 +330,14 @@ func TestYAMLRoundTrip(t *testing.T) {
 	if _, err := Parse(flat); err != nil {
 		t.Errorf("indent 0: %v", err)
 	}
+}
+
+// shipped is the shipped example catalog.
+func shipped(t testing.TB) *Set {
+	t.Helper()
+	s, err := Example()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -51,10 +51,11 @@ func (s snapshot) dataset() Dataset {
 // Compatible with the committed snapshot. Run with -update after an allowed
 // change (appending a nullable column and raising the version).
 func TestSchemaSnapshot(t *testing.T) {
-	cat, err := Catalog()
+	ex, err := Example()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cat := ex.Datasets()
 	if *update {
 		snaps := make([]snapshot, len(cat))
 		for i, d := range cat {
@@ -81,7 +82,7 @@ func TestSchemaSnapshot(t *testing.T) {
 	}
 	for _, s := range snaps {
 		t.Run(s.Name, func(t *testing.T) {
-			cur, err := Get(s.Name)
+			cur, err := ex.Get(s.Name)
 			if err != nil {
 				t.Fatalf("dataset removed from the catalog: %v", err)
 			}

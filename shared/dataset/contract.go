@@ -56,11 +56,11 @@ func LedgerName(name, contract string) string {
 // retired v1 rows that are never exported again. A name that carries a
 // contract, or that the catalog does not know, is returned as given (the
 // caller's checks refuse what is wrong with it).
-func Current(name string) string {
+func (s *Set) Current(name string) string {
 	if _, c := SplitLedgerName(name); c != "" {
 		return name
 	}
-	d, err := Get(name)
+	d, err := s.Get(name)
 	if err != nil {
 		return name
 	}
@@ -76,16 +76,13 @@ func SplitLedgerName(key string) (name, contract string) {
 	return key, ""
 }
 
-// ContractOf returns the contract a layout key of dataset key is written
-// under: the contract key carries, else this process's catalog's contract
-// of the dataset, else v1.
+// ContractOf returns the contract a ledger name (LedgerName) stands for:
+// the contract it carries, else v1. A bare catalog name of a dataset at a
+// later contract is not its ledger name (Set.Current maps one to the
+// other).
 func ContractOf(key string) string {
-	name, c := SplitLedgerName(key)
-	if c != "" {
+	if _, c := SplitLedgerName(key); c != "" {
 		return c
-	}
-	if d, err := Get(name); err == nil {
-		return d.ContractVersion()
 	}
 	return DefaultContract
 }
@@ -94,9 +91,9 @@ func ContractOf(key string) string {
 // contract the catalog no longer delivers (a v1 row of a dataset now at
 // v2): that contract's tree stays as it was, so its partitions are never
 // exported again. The refusal wraps ErrUnknownDataset.
-func Resolve(key string) (Dataset, error) {
+func (s *Set) Resolve(key string) (Dataset, error) {
 	name, c := SplitLedgerName(key)
-	d, err := Get(name)
+	d, err := s.Get(name)
 	if err != nil {
 		return Dataset{}, err
 	}

@@ -77,24 +77,24 @@ func TestContractField(t *testing.T) {
 // TestResolve: a ledger name of the catalog's contract resolves; a v1 row
 // of a dataset now at v2 is refused as retired.
 func TestResolve(t *testing.T) {
-	ex, _ := Example()
 	y := strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
 	s, err := Parse([]byte(y))
 	if err != nil {
 		t.Fatal(err)
 	}
-	Use(s)
-	t.Cleanup(func() { Use(ex) })
-	if d, err := Resolve("events.v2"); err != nil || d.Name != "events" {
-		t.Errorf("Resolve(events.v2) = %v, %v", d.Name, err)
+	if d, err := s.Resolve("events.v2"); err != nil || d.Name != "events" {
+		t.Errorf("s.Resolve(events.v2) = %v, %v", d.Name, err)
 	}
-	if _, err := Resolve("events"); err == nil || !errors.Is(err, ErrUnknownDataset) || !strings.Contains(err.Error(), "contract v1 is retired") {
-		t.Errorf("Resolve(events) = %v", err)
+	if _, err := s.Resolve("events"); err == nil || !errors.Is(err, ErrUnknownDataset) || !strings.Contains(err.Error(), "contract v1 is retired") {
+		t.Errorf("s.Resolve(events) = %v", err)
 	}
-	if _, err := Resolve("profiles"); err != nil {
-		t.Errorf("Resolve(profiles) = %v", err)
+	if _, err := s.Resolve("profiles"); err != nil {
+		t.Errorf("s.Resolve(profiles) = %v", err)
 	}
-	if ContractOf("events") != "v2" || ContractOf("events.v1") != "v1" || ContractOf("profiles") != "v1" {
-		t.Errorf("ContractOf: %s %s %s", ContractOf("events"), ContractOf("events.v1"), ContractOf("profiles"))
+	if s.Current("events") != "events.v2" || s.Current("events.v1") != "events.v1" || s.Current("profiles") != "profiles" {
+		t.Errorf("Current: %s %s %s", s.Current("events"), s.Current("events.v1"), s.Current("profiles"))
+	}
+	if ContractOf("events") != "v1" || ContractOf("events.v2") != "v2" || ContractOf("profiles") != "v1" {
+		t.Errorf("ContractOf: %s %s %s", ContractOf("events"), ContractOf("events.v2"), ContractOf("profiles"))
 	}
 }

@@ -8,34 +8,31 @@ import (
 )
 
 func TestCatalog(t *testing.T) {
-	names, err := Names()
-	if err != nil {
-		t.Fatal(err)
-	}
+	names := shipped(t).Names()
 	if got := strings.Join(names, ","); got != "events,profiles,daily_stats" {
 		t.Fatalf("names = %s", got)
 	}
-	ev, err := Get("events")
+	ev, err := shipped(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev.Partition != PartitionEventTime || ev.Columns[7].Type != DecimalType(18, 2) || ev.Columns[1].Dictionary != DictionaryOn || ev.Columns[0].Dictionary != DictionaryOff {
 		t.Fatalf("unexpected events declaration: %+v", ev)
 	}
-	p, _ := Get("profiles")
+	p, _ := shipped(t).Get("profiles")
 	if p.IDColumn != "profile_id" || p.OrderColumn != "last_seen_at" || p.Read != ReadUnionAllPartitions {
 		t.Fatalf("profiles: %+v", p)
 	}
 	// Get returns a copy: mutating it must not leak into the catalog.
 	ev.Columns[0].Name = "mutated"
-	again, _ := Get("events")
+	again, _ := shipped(t).Get("events")
 	if again.Columns[0].Name != "event_id" {
 		t.Fatal("Get leaked a shared slice")
 	}
 
-	_, err = Get("nope")
+	_, err = shipped(t).Get("nope")
 	if !errors.Is(err, ErrUnknownDataset) || !strings.Contains(err.Error(), `"nope"`) {
-		t.Fatalf("Get(nope) = %v", err)
+		t.Fatalf("shipped(t).Get(nope) = %v", err)
 	}
 	for _, dialect := range Dialects {
 		q, err := ev.Query(dialect)
@@ -58,10 +55,7 @@ func TestCatalog(t *testing.T) {
 // A column without "since" in the catalog was there from version 1, and
 // the catalog says so explicitly (the schema snapshot records it).
 func TestSinceDefault(t *testing.T) {
-	cat, err := Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := shipped(t).Datasets()
 	for _, d := range cat {
 		for _, c := range d.Columns {
 			if c.Since < 1 || c.Since > d.Version {

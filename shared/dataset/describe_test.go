@@ -29,10 +29,7 @@ func descriptionProblems(ds Dataset) []string {
 }
 
 func TestDescriptions(t *testing.T) {
-	cat, err := Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := shipped(t).Datasets()
 	for _, ds := range cat {
 		t.Run(ds.Name, func(t *testing.T) {
 			for _, p := range descriptionProblems(ds) {

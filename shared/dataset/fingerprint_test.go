@@ -10,10 +10,7 @@ import (
 // fingerprint query for every dialect, bound like its export query, so
 // every dataset's recent days are checked for late data.
 func TestCatalogDeclaresFingerprints(t *testing.T) {
-	cat, err := Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := shipped(t).Datasets()
 	for _, d := range cat {
 		for _, dialect := range Dialects {
 			q, err := d.FingerprintQuery(dialect)
@@ -37,7 +34,7 @@ func TestCatalogDeclaresFingerprints(t *testing.T) {
 // slices (time ranges of the day).
 func TestSliceable(t *testing.T) {
 	for name, want := range map[string]bool{"events": true, "profiles": true, "daily_stats": false} {
-		d, err := Get(name)
+		d, err := shipped(t).Get(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,10 +92,7 @@ func TestParseCatalogFingerprint(t *testing.T) {
 
 func TestReseedable(t *testing.T) {
 	want := map[string]bool{"events": false, "profiles": true, "daily_stats": false}
-	cat, err := Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := shipped(t).Datasets()
 	for _, d := range cat {
 		if got, ok := want[d.Name]; !ok || got != d.Reseedable() {
 			t.Errorf("%s (partition %s, mode %s): Reseedable() = %v, want %v", d.Name, d.Partition, d.Mode, d.Reseedable(), got)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 )
@@ -24,7 +23,7 @@ var _ io.Writer = (*countingDiscard)(nil)
 // encodeDay encodes rows synthetic events rows and returns the file size and
 // the peak heap in use above the starting point, sampled every 16k rows.
 func encodeDay(b *testing.B, f fileformat.Format, opts Options, rows int) (size int64, peakHeap uint64) {
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(b).Get("events")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func BenchmarkGenerate(b *testing.B) {
 // BenchmarkParquetWrite reports per-row cost and allocation of the Parquet
 // encoder in steady state (B/op is per row here).
 func BenchmarkParquetWrite(b *testing.B) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(b).Get("events")
 	gen := datasettest.NewEventGen(1, civil.FromEpochDays(20785), 1_000_000)
 	w, err := New(fileformat.Parquet, &countingDiscard{}, ds, Options{})
 	if err != nil {

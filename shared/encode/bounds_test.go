@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/encode"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -20,7 +22,7 @@ import (
 // string's bounds are at most dataset.MaxStringBytes each, and the column
 // index keeps encode.ColumnIndexTruncateLength bytes of them.
 func TestLongValuesKeepTheFooterSmall(t *testing.T) {
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func dictionaryPages(ch parquetreaders.Chunk) (dictValueBytes int, dataEncodings
 // every value reads back.
 func TestDictionaryFallback(t *testing.T) {
 	const rows = encode.DefaultMaxRowGroupRows + 10_000 // two row groups
-	declared, err := dataset.Get("events")
+	declared, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

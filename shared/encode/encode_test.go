@@ -29,10 +29,7 @@ import (
 
 func testDatasets(t *testing.T) []dataset.Dataset {
 	t.Helper()
-	cat, err := dataset.Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := datasettest.Example(t).Datasets()
 	return append(cat, datasettest.AllTypes())
 }
 
@@ -112,7 +109,7 @@ func TestNDJSONDuckDB(t *testing.T) {
 }
 
 func TestNDJSONText(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	var buf bytes.Buffer
 	w, _ := New(fileformat.NDJSON, &buf, ds, Options{})
 	row := []any{"e1", "page_view", time.Date(2026, 11, 28, 10, 0, 0, 123456789, time.UTC),
@@ -138,7 +135,7 @@ func TestNDJSONText(t *testing.T) {
 
 func TestHivePartitioning(t *testing.T) {
 	db := duckcheck.Open(t)
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "dt=2026-11-28", "part-00000.parquet"), fileformat.Parquet, ds, Options{}, datasettest.Edge(ds))
 	from := "read_parquet('" + root + "/*/*.parquet', hive_partitioning=true)"
@@ -186,7 +183,7 @@ func TestEmptyFiles(t *testing.T) {
 // TestParquetLogicalTypes checks the footer directly (F5), independently of
 // how any one engine maps types.
 func TestParquetLogicalTypes(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	var buf bytes.Buffer
 	w, _ := New(fileformat.Parquet, &buf, ds, Options{})
 	for _, r := range datasettest.Edge(ds) {
@@ -246,7 +243,7 @@ func TestParquetLogicalTypes(t *testing.T) {
 	if kv["daybook.dataset"] != "events" || kv["daybook.schema_version"] != "1" {
 		t.Errorf("key/value metadata %v", kv)
 	}
-	ds2, _ := dataset.Get("daily_stats")
+	ds2, _ := datasettest.Example(t).Get("daily_stats")
 	s, _ := Schema(ds2, Options{})
 	if lt := s.Fields()[0].Type().LogicalType(); lt == nil {
 		t.Errorf("stat_date has no logical type")
@@ -256,7 +253,7 @@ func TestParquetLogicalTypes(t *testing.T) {
 }
 
 func TestRowGroupsBounded(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	tests := []struct {
 		name       string
 		opts       Options
@@ -299,7 +296,7 @@ func TestRowGroupsBounded(t *testing.T) {
 }
 
 func TestWriteRefusesBadRows(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	good := func() []any { return newEventGen(1).next() }
 	tests := []struct {
 		name   string

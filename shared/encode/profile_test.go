@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/fileformat"
 )
 
@@ -63,7 +64,7 @@ func TestProfileText(t *testing.T) {
 }
 
 func TestNewRefusesUnknownProfile(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	_, err := New(fileformat.Parquet, io.Discard, ds, Options{Profile: Profile(9)})
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "Profile(9)") {
 		t.Fatalf("Profile(9): %v", err)

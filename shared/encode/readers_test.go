@@ -42,10 +42,7 @@ type matrixFile struct {
 // and once empty.
 func writeMatrix(t *testing.T) []matrixFile {
 	t.Helper()
-	cat, err := dataset.Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := datasettest.Example(t).Datasets()
 	dir := t.TempDir()
 	var files []matrixFile
 	for _, ds := range append(cat, datasettest.AllTypes()) {

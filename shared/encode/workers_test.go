@@ -106,7 +106,7 @@ func TestAssistWritesTheSameBytes(t *testing.T) {
 
 func mustGet(t *testing.T, name string) dataset.Dataset {
 	t.Helper()
-	ds, err := dataset.Get(name)
+	ds, err := datasettest.Example(t).Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/smithy-go"
 
 	"github.com/daybook-dev/daybook/shared/account"
@@ -34,7 +36,7 @@ func TestPrefixAtTheKeyLimitWritesTheTable(t *testing.T) {
 	acct := account.Account{ID: id, Name: "at the limit", Enabled: true, StartDate: day1, Datasets: datasets,
 		Destination: account.Destination{Bucket: "acme-exports", RoleARN: "arn:aws:iam::123456789012:role/daybook-export-acme", ExternalID: "ext-1",
 			Prefix: strings.Repeat("p", layout.MaxKeyBytes-suffix-len("/"+id)) + "/{{.AccountID}}", TableFormat: account.TableFormatIceberg}}
-	if err := acct.Validate(account.Rules{}); err != nil {
+	if err := acct.Validate(datasettest.Example(t), account.Rules{}); err != nil {
 		t.Fatalf("an account at the key limit is refused: %v", err)
 	}
 	p, err := acct.Prefix("stage")

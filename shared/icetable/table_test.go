@@ -57,7 +57,7 @@ type world struct {
 
 func newWorld(t *testing.T, fake bool) *world {
 	t.Helper()
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,14 +78,11 @@ func checkDatasetName(ds string) error {
 	return nil
 }
 
-func checkDatasetKnown(ds string) error {
+func checkDatasetKnown(catalog *dataset.Set, ds string) error {
 	if err := checkDatasetName(ds); err != nil {
 		return err
 	}
-	names, err := dataset.Names()
-	if err != nil {
-		return fmt.Errorf("dataset catalog: %w", err)
-	}
+	names := catalog.Names()
 	if bare, _ := dataset.SplitLedgerName(ds); !slices.Contains(names, bare) {
 		return malformed("dataset", ds, "is not a dataset (unknown dataset; known: "+strings.Join(names, ", ")+")")
 	}
@@ -160,11 +157,11 @@ type Limits struct {
 //     a day of a snapshot dataset other than the last closed one.
 //
 // It reads nothing and changes nothing.
-func CheckRequest(m Manual, acct *account.Account, lim Limits) (from, to civil.Date, err error) {
+func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Limits) (from, to civil.Date, err error) {
 	if err := checkAccountID(m.AccountID); err != nil {
 		return from, to, err
 	}
-	if err := checkDatasetKnown(m.Dataset); err != nil {
+	if err := checkDatasetKnown(catalog, m.Dataset); err != nil {
 		return from, to, err
 	}
 	if from, to, err = m.days(cmp.Or(lim.MaxDays, MaxManualRangeDays)); err != nil {
@@ -198,7 +195,7 @@ func CheckRequest(m Manual, acct *account.Account, lim Limits) (from, to civil.D
 	// A snapshot dataset's day is a copy of the whole table taken when the
 	// day is exported: one taken now is the newest closed day's, and under
 	// an older day's label it would be today's table with a wrong date.
-	if ds, err := dataset.Get(bareName(m.Dataset)); err == nil && ds.IsSnapshot() && from != closed {
+	if ds, err := catalog.Get(bareName(m.Dataset)); err == nil && ds.IsSnapshot() && from != closed {
 		return from, to, refused(fromField, fromValue, "is not the last closed day %s: %s is a snapshot dataset (a complete copy of the table per day), and a copy taken now is that day's only",
 			closed, m.Dataset)
 	}

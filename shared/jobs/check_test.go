@@ -74,7 +74,7 @@ func TestCheckRequest(t *testing.T) {
 			if c.acct != nil {
 				before = *c.acct
 			}
-			from, to, err := CheckRequest(c.m, c.acct, c.lim)
+			from, to, err := CheckRequest(datasettest.Example(t), c.m, c.acct, c.lim)
 			if c.acct != nil && (c.acct.SettleDelay != before.SettleDelay || c.acct.TimeZone != before.TimeZone) {
 				t.Error("CheckRequest changed the account")
 			}
@@ -101,7 +101,7 @@ func TestCheckRequest(t *testing.T) {
 // naming the day, where it used to take today's table under the older
 // day's label. An incremental dataset's older day is still accepted.
 func TestCheckRequestSnapshotDataset(t *testing.T) {
-	datasettest.Use(t, append(example.YAML(), `
+	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1
     description: "Members, a complete copy per day."
@@ -130,7 +130,7 @@ func TestCheckRequestSnapshotDataset(t *testing.T) {
 		{"an incremental dataset's older day", Manual{AccountID: acctA, Dataset: "events", Day: "2026-03-01"}, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := CheckRequest(c.m, &acct, lim)
+			_, _, err := CheckRequest(cat, c.m, &acct, lim)
 			if c.field == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

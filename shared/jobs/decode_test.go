@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 // TestParseIsStrict feeds Parse every trick a forged or careless body can
@@ -54,7 +56,7 @@ func TestParseIsStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := Parse(tt.body)
+			m, err := Parse(datasettest.Example(t), tt.body)
 			if err == nil {
 				t.Fatalf("Parse accepted it: %+v", m)
 			}
@@ -80,7 +82,7 @@ func TestParseAcceptsRequestedBy(t *testing.T) {
 		strings.Repeat("é", MaxRequestedBy),
 	} {
 		body := `{"kind":"manual","account_id":"` + acctA + `","dataset":"events","day":"2026-11-20","requested_by":"` + by + `"}`
-		m, err := Parse(body)
+		m, err := Parse(datasettest.Example(t), body)
 		if err != nil || m.Manual.RequestedBy != by {
 			t.Errorf("requested_by %q: %+v, %v", by, m.Manual, err)
 		}
@@ -91,7 +93,7 @@ func TestParseAcceptsRequestedBy(t *testing.T) {
 // exporter would dead-letter.
 func TestCheckRequestRequestedBy(t *testing.T) {
 	m := Manual{AccountID: acctA, Dataset: "events", Day: "2026-11-20", RequestedBy: "ops\r\nx"}
-	_, _, err := CheckRequest(m, nil, Limits{})
+	_, _, err := CheckRequest(datasettest.Example(t), m, nil, Limits{})
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "requested_by" || fe.Value != m.RequestedBy || fe.Kind != ErrMalformed {
 		t.Fatalf("CheckRequest = %v, want a malformed requested_by", err)

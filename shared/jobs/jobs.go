@@ -26,6 +26,7 @@ import (
 	"fmt"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -82,7 +83,7 @@ type Message struct {
 // names matched exactly, none twice, none unknown, nothing after it).
 // Every error wraps ErrMalformed; a field's error is a *FieldError naming
 // the field and the value.
-func Parse(body string) (Message, error) {
+func Parse(catalog *dataset.Set, body string) (Message, error) {
 	var probe struct {
 		Kind       string `json:"kind"`
 		ClaimToken string `json:"claim_token"`
@@ -97,7 +98,7 @@ func Parse(body string) (Message, error) {
 			kind = KindJob
 		}
 	}
-	if m, ok, err := parseLifecycle(kind, body); ok {
+	if m, ok, err := parseLifecycle(catalog, kind, body); ok {
 		return m, err
 	}
 	switch kind {
@@ -107,7 +108,7 @@ func Parse(body string) (Message, error) {
 			return Message{}, err
 		}
 		j.Kind = KindJob
-		return Message{Job: &j}, j.Validate()
+		return Message{Job: &j}, j.Validate(catalog)
 	case KindManual:
 		var m Manual
 		if err := decodeObject("manual request", body, &m, true); err != nil {
@@ -130,11 +131,11 @@ const MaxJobAttempt = 1000
 // reason (or none). It is the one validator of a claimed job: Parse calls
 // it, so the exporter never sees a job that fails it. Errors are
 // *FieldError wrapping ErrMalformed.
-func (j Job) Validate() error {
+func (j Job) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(j.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(j.Dataset); err != nil {
+	if err := checkDatasetKnown(catalog, j.Dataset); err != nil {
 		return err
 	}
 	if _, err := parseDay("day", j.Day); err != nil {

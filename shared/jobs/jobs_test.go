@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 const (
@@ -71,7 +73,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := Parse(tt.body)
+			m, err := Parse(datasettest.Example(t), tt.body)
 			if tt.wantErr != "" {
 				if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Parse error = %v, want ErrMalformed containing %q", err, tt.wantErr)
@@ -114,7 +116,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Parse(body)
+	m, err := Parse(datasettest.Example(t), body)
 	if err != nil {
 		t.Fatal(err)
 	}

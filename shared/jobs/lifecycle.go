@@ -38,11 +38,11 @@ type RestateCheck struct {
 
 // Validate checks the check's fields as strictly as the sweeper writes
 // them. Errors are *FieldError wrapping ErrMalformed.
-func (c RestateCheck) Validate() error {
+func (c RestateCheck) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(c.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(c.Dataset); err != nil {
+	if err := checkDatasetKnown(catalog, c.Dataset); err != nil {
 		return err
 	}
 	if _, err := parseDay("day", c.Day); err != nil {
@@ -73,11 +73,11 @@ var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // Validate checks the request's form. Errors are *FieldError wrapping
 // ErrMalformed; whether the account may reseed the dataset is CheckReseed's.
-func (r Reseed) Validate() error {
+func (r Reseed) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(r.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(r.Dataset); err != nil {
+	if err := checkDatasetKnown(catalog, r.Dataset); err != nil {
 		return err
 	}
 	if !requestIDRE.MatchString(r.RequestID) {
@@ -97,11 +97,11 @@ type ReseedDone struct {
 
 // Validate checks the note's fields. Errors are *FieldError wrapping
 // ErrMalformed.
-func (d ReseedDone) Validate() error {
+func (d ReseedDone) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(d.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(d.Dataset); err != nil {
+	if err := checkDatasetKnown(catalog, d.Dataset); err != nil {
 		return err
 	}
 	if d.Epoch < 1 {
@@ -112,12 +112,12 @@ func (d ReseedDone) Validate() error {
 
 // parseLifecycle decodes the lifecycle kinds for Parse; ok is false for any
 // other kind.
-func parseLifecycle(kind, body string) (m Message, ok bool, err error) {
-	decode := func(v interface{ Validate() error }) error {
+func parseLifecycle(catalog *dataset.Set, kind, body string) (m Message, ok bool, err error) {
+	decode := func(v interface{ Validate(*dataset.Set) error }) error {
 		if err := decodeObject(kind, body, v, true); err != nil {
 			return err
 		}
-		return v.Validate()
+		return v.Validate(catalog)
 	}
 	switch kind {
 	case KindRestateCheck:
@@ -148,11 +148,11 @@ func parseLifecycle(kind, body string) (m Message, ok bool, err error) {
 // account, a disabled one, a dataset it does not export, a dataset that is
 // read as a union of days that never change once closed (those are
 // re-exported, not reseeded), or an account with no closed day yet.
-func CheckReseed(r Reseed, acct *account.Account, lim Limits) (from, through civil.Date, err error) {
-	if err := r.Validate(); err != nil {
+func CheckReseed(catalog *dataset.Set, r Reseed, acct *account.Account, lim Limits) (from, through civil.Date, err error) {
+	if err := r.Validate(catalog); err != nil {
 		return from, through, err
 	}
-	ds, err := dataset.Get(r.Dataset)
+	ds, err := catalog.Get(r.Dataset)
 	if err != nil {
 		return from, through, fmt.Errorf("dataset catalog: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 )
@@ -37,7 +39,7 @@ func TestParseLifecycle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := Parse(tt.body)
+			m, err := Parse(datasettest.Example(t), tt.body)
 			if tt.check != nil {
 				if err != nil || !tt.check(m) {
 					t.Fatalf("Parse = %+v, %v", m, err)
@@ -54,11 +56,11 @@ func TestParseLifecycle(t *testing.T) {
 		`{"kind":"reseed","account_id":"` + acctA + `","dataset":"profiles","request_id":"r","epoch":1}`,
 		`{"kind":"restate_check","account_id":"` + acctA + `","dataset":"events","day":"2026-03-09","generation":1,"claim_token":"x"}`,
 	} {
-		if _, err := Parse(body); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "unknown field") {
+		if _, err := Parse(datasettest.Example(t), body); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "unknown field") {
 			t.Errorf("unknown field in %s: %v", body, err)
 		}
 	}
-	if _, err := Parse(`{"kind":"rebuild"}`); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), `"reseed"`) {
+	if _, err := Parse(datasettest.Example(t), `{"kind":"rebuild"}`); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), `"reseed"`) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
@@ -93,7 +95,7 @@ func TestCheckReseed(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			from, through, err := CheckReseed(tt.r, tt.acct, lim)
+			from, through, err := CheckReseed(datasettest.Example(t), tt.r, tt.acct, lim)
 			if tt.kind == nil {
 				if err != nil || from != civil.MustParse("2026-03-01") || through != civil.MustParse("2026-03-09") {
 					t.Fatalf("CheckReseed = %s..%s, %v", from, through, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -27,11 +28,11 @@ type Slice struct {
 
 // Validate checks the message's fields as strictly as the exporter writes
 // them. Errors are *FieldError wrapping ErrMalformed.
-func (s Slice) Validate() error {
+func (s Slice) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(s.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(s.Dataset); err != nil {
+	if err := checkDatasetKnown(catalog, s.Dataset); err != nil {
 		return err
 	}
 	if _, err := parseDay("day", s.Day); err != nil {

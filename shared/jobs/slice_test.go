@@ -3,6 +3,8 @@ package jobs
 import (
 	"errors"
 	"testing"
+
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 )
 
 func TestParseSlice(t *testing.T) {
@@ -24,7 +26,7 @@ func TestParseSlice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := Parse(tt.body)
+			m, err := Parse(datasettest.Example(t), tt.body)
 			if tt.field == "" {
 				if err != nil || m.Slice == nil || m.Job != nil || m.Slice.DayValue().String() != "2026-03-09" {
 					t.Fatalf("Parse = %+v, %v", m, err)

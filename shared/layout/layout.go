@@ -66,15 +66,17 @@ const (
 func clean(prefix string) string { return strings.TrimSuffix(prefix, "/") }
 
 // PartitionPrefix is `<prefix>/<contract>/<dataset>/dt=YYYY-MM-DD/` (trailing slash).
-// prefix is a rendered prefix (RenderPrefix); ds is a dataset or ledger
-// name (DatasetPrefix).
+// prefix is a rendered prefix (RenderPrefix); ds is a ledger name
+// (DatasetPrefix).
 func PartitionPrefix(prefix, ds string, day civil.Date) string {
 	return DatasetPrefix(prefix, ds) + "dt=" + day.String() + "/"
 }
 
 // DatasetPrefix is `<prefix>/<contract>/<dataset>/` (trailing slash): the
-// dataset's folder under its contract, the contract ds carries as a ledger
-// name or else the catalog's (dataset.ContractOf).
+// dataset's folder under its contract. ds is a ledger name
+// (Dataset.LedgerName): its contract is the one it carries, v1 when it
+// carries none (dataset.ContractOf); a caller holding a catalog name passes
+// the catalog's ledger name for it (Set.Current).
 func DatasetPrefix(prefix, ds string) string {
 	name, _ := dataset.SplitLedgerName(ds)
 	return ContractRoot(prefix, dataset.ContractOf(ds)) + name + "/"

@@ -188,7 +188,7 @@ func (l *kernel) saveAccount(ctx context.Context, old *storedAccount, a account.
 	now := l.now()
 	var guards []account.Guard
 	if !deleting {
-		if err := a.ValidateShape(); err != nil {
+		if err := a.ValidateShape(l.cfg.Catalog); err != nil {
 			return a, fmt.Errorf("account %s: %w", a.ID, errors.Join(err, a.ValidateStart(now, l.cfg.MaxBackfillDays)))
 		}
 		if err := l.checkStart(ctx, a, now); err != nil {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 )
 
@@ -45,7 +47,7 @@ func TestAccountWritesAreGuarded(t *testing.T) {
 	// prefix one level up is refused too.
 	above := newAcct("ID")
 	above.Destination.Prefix = "g"
-	if err := above.ValidateShape(); err == nil {
+	if err := above.ValidateShape(datasettest.Example(t)); err == nil {
 		t.Fatal("a prefix without the account id is valid")
 	}
 	sibling, err := l.Accounts().CreateAccount(ctx, newAcct("g/ID"), "bob")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -191,7 +193,7 @@ func TestWatermarkAndAccountMalformed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := New(itemDB{item: tc.item}, Config{Table: "t", Lease: time.Minute})
+			l, err := New(itemDB{item: tc.item}, Config{Catalog: datasettest.Example(t), Table: "t", Lease: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

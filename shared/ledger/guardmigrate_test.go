@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -55,7 +57,7 @@ func TestEnsureGuards(t *testing.T) {
 	}
 	unguard(old)
 	inside := newAcct("old/" + old.ID + "/ID")
-	if err := inside.ValidateShape(); err != nil {
+	if err := inside.ValidateShape(datasettest.Example(t)); err != nil {
 		t.Fatal(err)
 	}
 

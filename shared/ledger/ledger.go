@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/partition"
 
@@ -34,6 +36,10 @@ var _ DynamoAPI = (*dynamodb.Client)(nil)
 // Config configures a Ledger.
 type Config struct {
 	Table string
+	// Catalog is the deployment's dataset catalog (required): an account
+	// is saved only with datasets of it, and a fleet summary reads each
+	// dataset's rows under the contract it delivers now.
+	Catalog *dataset.Set
 	// Lease is how long a claim lives; see LeaseFrom.
 	Lease time.Duration
 	// MaxAttempts is the number of attempts after which a failed row stops
@@ -105,6 +111,9 @@ type Ledger struct {
 func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	if cfg.Table == "" {
 		return nil, errors.New("ledger: table name is empty")
+	}
+	if cfg.Catalog == nil {
+		return nil, errors.New("ledger: no dataset catalog (Config.Catalog)")
 	}
 	if cfg.Lease <= 0 {
 		return nil, fmt.Errorf("ledger: lease %s must be positive (ledger.LeaseFrom)", cfg.Lease)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/daybook-dev/daybook/shared/devkit/ledgertest"
@@ -114,7 +116,7 @@ func newTestLedger(t *testing.T, c *clock, mut ...func(*Config)) (*Ledger, *dyna
 	table := samstacktest.OwnTable(t, cfg, deployedTable)
 	db := dynamodb.NewFromConfig(cfg)
 	serialOnce.Do(func() { serial = &ledgertest.SerialDB{Client: db, KeyAttrs: []string{AttrPK, AttrSK}} })
-	lc := Config{
+	lc := Config{Catalog: datasettest.Example(t),
 		Table: table, Lease: testLease, MaxAttempts: 3,
 		BackoffBase: time.Minute, BackoffCap: time.Hour,
 		Now: c.Now, Rand: seededRand(t),

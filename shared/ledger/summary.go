@@ -57,7 +57,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -280,7 +279,7 @@ func (l Fleet) Refresh(ctx context.Context, accountID string) (Summary, error) {
 	}
 	var rows []Row
 	for _, ds := range a.Datasets {
-		kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, dataset.Current(ds)))) // at a later contract, its rows
+		kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, l.cfg.Catalog.Current(ds)))) // at a later contract, its rows
 		if _, err := l.queryPages(ctx, "summary rows of "+accountID+"/"+ds, "", kc, "", 0, appendRows(&rows)); err != nil {
 			return Summary{}, err
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	_ "github.com/duckdb/duckdb-go/v2" // test-only: runs the generated duckdb.sql
 
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -191,10 +193,7 @@ func sameRows(t *testing.T, db *sql.DB, p Partition) {
 }
 
 func TestDuckDBLoad(t *testing.T) {
-	cat, err := dataset.Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := datasettest.Example(t).Datasets()
 	day1, day2 := mustDay(t, "2026-11-27"), mustDay(t, "2026-11-28")
 	for _, ds := range append(cat, syntheticDataset()) {
 		for _, format := range fileformat.Formats() {
@@ -253,7 +252,7 @@ func TestDuckDBLoad(t *testing.T) {
 }
 
 func TestDuckDBCurrentState(t *testing.T) {
-	ds, err := dataset.Get("profiles")
+	ds, err := datasettest.Example(t).Get("profiles")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +326,7 @@ func TestDuckDBCurrentState(t *testing.T) {
 // Azure (its header says which secret the store's URIs need) runs on a
 // local copy as S3's does and loads exactly the files' rows.
 func TestDuckDBLoadEveryStore(t *testing.T) {
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

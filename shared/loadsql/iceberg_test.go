@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
@@ -27,7 +29,7 @@ func TestTableScripts(t *testing.T) {
 			TableScriptDuckDB: {"iceberg_scan('s3://b/p/acct_x/v1/daily_stats')", `"stat_date" = DATE '2026-03-01'`},
 		}},
 	} {
-		ds, err := dataset.Get(tc.ds)
+		ds, err := datasettest.Example(t).Get(tc.ds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +59,7 @@ func TestTableScripts(t *testing.T) {
 	if _, err := TableScripts(dataset.Dataset{Name: "x", PartitionColumn: "nope"}, Partition{Bucket: "b", Day: day}, "p/v1/x"); err == nil {
 		t.Error("a partition column that is no column was accepted")
 	}
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	if _, err := TableScripts(ds, Partition{Bucket: "b", Day: day}, "p'/v1/events"); err == nil {
 		t.Error("a location with a quote was accepted")
 	}
@@ -68,7 +70,7 @@ func TestTableScripts(t *testing.T) {
 // gs:// and az:// (with the store's secret), Snowflake's external volume
 // gcs:// and azure://, Trino and Spark gs:// and abfss://.
 func TestTableScriptsPerStore(t *testing.T) {
-	ds, err := dataset.Get("events")
+	ds, err := datasettest.Example(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

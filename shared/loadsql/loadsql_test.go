@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
@@ -92,10 +94,7 @@ func forEngine(engine string, p Partition) (Partition, bool) {
 
 func goldenDatasets(t *testing.T) []dataset.Dataset {
 	t.Helper()
-	cat, err := dataset.Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := datasettest.Example(t).Datasets()
 	return append(cat, syntheticDataset())
 }
 
@@ -168,7 +167,7 @@ func TestGolden(t *testing.T) {
 			})
 		}
 	}
-	ds, err := dataset.Get("profiles")
+	ds, err := datasettest.Example(t).Get("profiles")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +285,7 @@ func TestQuoteLiterals(t *testing.T) {
 		}
 	}
 	// A key with a quote is escaped in the script, never breaking out.
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	p := goldenPartition(t, ds, fileformat.Parquet)
 	p.PartitionPrefix = "o'brien/v1/events/dt=2026-11-28/"
 	for i := range p.Files {
@@ -309,7 +308,7 @@ func TestQuoteLiterals(t *testing.T) {
 }
 
 func TestTableName(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	p := goldenPartition(t, ds, fileformat.Parquet)
 	p.TableName = "analytics.events_raw"
 	want := map[string]string{
@@ -338,7 +337,7 @@ func TestTableName(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	good := goldenPartition(t, ds, fileformat.Parquet)
 	tests := []struct {
 		name   string
@@ -401,7 +400,7 @@ func TestBigQueryDecimalTypes(t *testing.T) {
 }
 
 func TestSnowflakeFileChunks(t *testing.T) {
-	ds, _ := dataset.Get("events")
+	ds, _ := datasettest.Example(t).Get("events")
 	p := goldenPartition(t, ds, fileformat.Parquet)
 	p.Files = nil
 	for i := range 1500 {
@@ -423,7 +422,7 @@ func TestSnowflakeFileChunks(t *testing.T) {
 // and a partition prefix under v1/ is refused for it (and v2/ for a v1
 // dataset): a script never mixes the two trees.
 func TestContractRoot(t *testing.T) {
-	v1, _ := dataset.Get("events")
+	v1, _ := datasettest.Example(t).Get("events")
 	v2 := v1
 	v2.Contract = "v2"
 	for _, engine := range Engines {
@@ -459,7 +458,7 @@ func TestContractRoot(t *testing.T) {
 // testdata/golden/<store>/), and no script for an engine that cannot: each
 // refusal names why. S3's are TestGolden's.
 func TestGoldenStores(t *testing.T) {
-	profiles, err := dataset.Get("profiles")
+	profiles, err := datasettest.Example(t).Get("profiles")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/dataset"
 )
 
 func mustDS(t *testing.T, name string) *dataset.Dataset {
 	t.Helper()
-	ds, err := dataset.Get(name)
+	ds, err := datasettest.Example(t).Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ var ErrNoDatasets = errors.New("no such dataset in the account")
 // account's when empty) from `from` through `to`, keeping only states when
 // given; the rows outside the window are counted in Before and After. A
 // dataset the account does not export is an error naming its datasets.
-func AccountView(ctx context.Context, r Reader, acct account.Account, settle time.Duration, now time.Time,
+func AccountView(ctx context.Context, catalog *dataset.Set, r Reader, acct account.Account, settle time.Duration, now time.Time,
 	datasets []string, states map[Phase]bool, from, to civil.Date) (AccountDays, error) {
 	d := acct.WithDefaults(settle)
 	res := AccountDays{Account: acct.ID, Name: acct.Name, Enabled: acct.Enabled, TimeZone: d.TimeZone,
@@ -76,7 +76,7 @@ func AccountView(ctx context.Context, r Reader, acct account.Account, settle tim
 		}
 	}
 	for _, ds := range shown {
-		rows, err := r.List(ctx, acct.ID, dataset.Current(ds), FirstDay, LastDay) // the rows still delivered, at a later contract too
+		rows, err := r.List(ctx, acct.ID, catalog.Current(ds), FirstDay, LastDay) // the rows still delivered, at a later contract too
 		if err != nil {
 			return res, err
 		}

@@ -41,7 +41,7 @@ const requeueChunk = 7
 // per run of consecutive days of at most a week, recorded as requested by
 // by. days must be sorted. On an
 // error the result counts what was done before it.
-func Requeue(ctx context.Context, l Requeuer, accountID, ds string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
+func Requeue(ctx context.Context, catalog *dataset.Set, l Requeuer, accountID, ds string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
 	ctx = ledger.WithRequestedBy(ctx, by) // recorded on the rows and their attempts
 	var res ledger.RequeueResult
 	for start := 0; start < len(days); {
@@ -49,7 +49,7 @@ func Requeue(ctx context.Context, l Requeuer, accountID, ds string, days []civil
 		for end < len(days) && end-start < requeueChunk && days[end] == days[end-1].AddDays(1) {
 			end++
 		}
-		r, err := l.Requeue(ctx, accountID, dataset.Current(ds), days[start], days[end-1], reason)
+		r, err := l.Requeue(ctx, accountID, catalog.Current(ds), days[start], days[end-1], reason)
 		res.Queued += r.Queued
 		res.Created += r.Created
 		res.RerunRequested += r.RerunRequested
@@ -93,11 +93,11 @@ var _ ReexportNoter = Ledger{}
 // is left alone), so that status and the console show them requested from
 // then on; the note of a day whose request was not sent is taken back. It
 // returns what was sent, sorted by day, also when it fails part way.
-func SendReexports(ctx context.Context, l ReexportNoter, api SendAPI, queueURL, accountID, ds string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
+func SendReexports(ctx context.Context, catalog *dataset.Set, l ReexportNoter, api SendAPI, queueURL, accountID, ds string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
 	key := func(d civil.Date) partition.Key {
-		return partition.Key{AccountID: accountID, Dataset: dataset.Current(ds), Day: d}
+		return partition.Key{AccountID: accountID, Dataset: catalog.Current(ds), Day: d}
 	}
-	note, err := l.NoteReexportRequested(ctx, accountID, dataset.Current(ds), days, requestedBy)
+	note, err := l.NoteReexportRequested(ctx, accountID, catalog.Current(ds), days, requestedBy)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("note the re-export requests (none sent): %w", err), unnote(ctx, l, note, note.Noted, key))
 	}

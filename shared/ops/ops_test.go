@@ -269,14 +269,14 @@ func TestRequeueCallsPerRunOfDays(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &requeuer{}
 			var p count
-			res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, "tester", &p)
+			res, err := Requeue(context.Background(), datasettest.Example(t), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, "tester", &p)
 			if err != nil || strings.Join(q.calls, " ") != tt.calls || res.Queued != len(tt.days) || int(p) != len(tt.days) {
 				t.Errorf("calls %q, queued %d, progress %d (%v); want %q", q.calls, res.Queued, p, err, tt.calls)
 			}
 		})
 	}
 	q := &requeuer{fail: 2}
-	res, err := Requeue(context.Background(), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), partition.ReasonManual, "tester", nil)
+	res, err := Requeue(context.Background(), datasettest.Example(t), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), partition.ReasonManual, "tester", nil)
 	if err == nil || !strings.Contains(err.Error(), "requeue stopped after 7 of 20 days: throttled") || res.Queued != 7 || len(q.calls) != 2 {
 		t.Errorf("a failure part way: %+v %v, calls %v", res, err, q.calls)
 	}
@@ -301,7 +301,7 @@ func TestCheckRequestRefusesMalformedValuesBeforeAnyRead(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r.gets.Store(0)
-			got, from, to, err := CheckRequest(context.Background(), r, tt.m, lim)
+			got, from, to, err := CheckRequest(context.Background(), datasettest.Example(t), r, tt.m, lim)
 			var fe *jobs.FieldError
 			switch {
 			case tt.kind == nil && (err != nil || got.ID != acct.ID || from.String() != "2026-11-01" || to.String() != "2026-11-29"):
@@ -425,14 +425,14 @@ func (r *reader) SlicesOf(_ context.Context, k partition.Key) (ledger.SlicePlan,
 // daybook status --account) shows those under the dataset's name, not the
 // retired v1 rows, which it showed before.
 func TestAccountViewAtALaterContract(t *testing.T) {
-	datasettest.Use(t, []byte(strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)))
+	cat := datasettest.Catalog(t, []byte(strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)))
 	day := civil.MustParse("2026-11-20")
 	a := account.Account{ID: "acct_contractcontract", Enabled: true, StartDate: day, Datasets: []string{"events"}}
 	r := &reader{accounts: []account.Account{a}, rows: []ledger.Row{
 		{Key: partition.Key{AccountID: a.ID, Dataset: "events", Day: day}, State: ledger.StateCompleted, Generation: 1},
 		{Key: partition.Key{AccountID: a.ID, Dataset: "events.v2", Day: day}, State: ledger.StateFailed, Generation: 1},
 	}}
-	v, err := AccountView(context.Background(), r, a, 0, now, nil, nil, day, day)
+	v, err := AccountView(context.Background(), cat, r, a, 0, now, nil, nil, day, day)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestAccountViewAtALaterContract(t *testing.T) {
 	}
 	// A requeue of events (the CLI's and the console's) asks for the v2 rows.
 	q := &requeuer{}
-	if _, err := Requeue(context.Background(), q, a.ID, "events", []civil.Date{day}, partition.ReasonManual, "tester", nil); err != nil || len(q.datasets) != 1 || q.datasets[0] != "events.v2" {
+	if _, err := Requeue(context.Background(), cat, q, a.ID, "events", []civil.Date{day}, partition.ReasonManual, "tester", nil); err != nil || len(q.datasets) != 1 || q.datasets[0] != "events.v2" {
 		t.Fatalf("requeue of events at v2 asked the ledger for %v (%v); want events.v2", q.datasets, err)
 	}
 }

@@ -22,8 +22,8 @@ type AccountGetter interface {
 // (jobs.CheckRequest) that needs no account: it returns the *jobs.FieldError
 // of a malformed value (jobs.ErrMalformed), or nil when the request is well
 // formed. Callers run it before they look for a deployment.
-func CheckForm(m jobs.Manual, lim jobs.Limits) error {
-	if _, _, err := jobs.CheckRequest(m, nil, lim); !errors.Is(err, jobs.ErrRefused) {
+func CheckForm(catalog *dataset.Set, m jobs.Manual, lim jobs.Limits) error {
+	if _, _, err := jobs.CheckRequest(catalog, m, nil, lim); !errors.Is(err, jobs.ErrRefused) {
 		return err // nil, malformed, or the catalog unreadable
 	}
 	return nil
@@ -36,8 +36,8 @@ func CheckForm(m jobs.Manual, lim jobs.Limits) error {
 // closed yet, a malformed value). lim.SettleDelay is the deployment's. It
 // returns the account and the days asked for, or the *jobs.FieldError that
 // names the field at fault.
-func CheckRequest(ctx context.Context, g AccountGetter, m jobs.Manual, lim jobs.Limits) (account.Account, civil.Date, civil.Date, error) {
-	if err := CheckForm(m, lim); err != nil {
+func CheckRequest(ctx context.Context, catalog *dataset.Set, g AccountGetter, m jobs.Manual, lim jobs.Limits) (account.Account, civil.Date, civil.Date, error) {
+	if err := CheckForm(catalog, m, lim); err != nil {
 		return account.Account{}, civil.Date{}, civil.Date{}, err
 	}
 	var acct *account.Account
@@ -47,7 +47,7 @@ func CheckRequest(ctx context.Context, g AccountGetter, m jobs.Manual, lim jobs.
 	case !errors.Is(err, ledger.ErrNotFound):
 		return account.Account{}, civil.Date{}, civil.Date{}, err
 	}
-	from, to, err := jobs.CheckRequest(m, acct, lim)
+	from, to, err := jobs.CheckRequest(catalog, m, acct, lim)
 	if err != nil {
 		return account.Account{}, from, to, err
 	}
@@ -85,18 +85,18 @@ var ErrNothingToQueue = errors.New("nothing to queue")
 // request; named, it is refused as ever (jobs.CheckRequest). A request that
 // leaves every dataset out is ErrNothingToQueue, naming why. Any other
 // refusal is CheckRequest's *jobs.FieldError.
-func CheckRequests(ctx context.Context, g AccountGetter, m jobs.Manual, lim jobs.Limits) (account.Account, []Planned, []LeftOut, error) {
+func CheckRequests(ctx context.Context, catalog *dataset.Set, g AccountGetter, m jobs.Manual, lim jobs.Limits) (account.Account, []Planned, []LeftOut, error) {
 	if m.Dataset != "" {
-		acct, from, to, err := CheckRequest(ctx, g, m, lim)
+		acct, from, to, err := CheckRequest(ctx, catalog, g, m, lim)
 		return acct, []Planned{{m.Dataset, from, to}}, nil, err
 	}
-	names, err := dataset.Names()
-	if err != nil || len(names) == 0 {
-		return account.Account{}, nil, nil, fmt.Errorf("the dataset catalog is empty or unreadable: %v", err)
+	names := catalog.Names()
+	if len(names) == 0 {
+		return account.Account{}, nil, nil, errors.New("the dataset catalog is empty")
 	}
 	probe := m
 	probe.Dataset = names[0] // the form alone, and the refusal of an account that is not there
-	if err := CheckForm(probe, lim); err != nil {
+	if err := CheckForm(catalog, probe, lim); err != nil {
 		return account.Account{}, nil, nil, err
 	}
 	from, to, err := requestRange(m)
@@ -105,7 +105,7 @@ func CheckRequests(ctx context.Context, g AccountGetter, m jobs.Manual, lim jobs
 	}
 	acct, err := g.GetAccount(ctx, m.AccountID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		_, _, _, err = CheckRequest(ctx, g, probe, lim)
+		_, _, _, err = CheckRequest(ctx, catalog, g, probe, lim)
 		return account.Account{}, nil, nil, err
 	}
 	if err != nil {
@@ -120,7 +120,7 @@ func CheckRequests(ctx context.Context, g AccountGetter, m jobs.Manual, lim jobs
 	for _, ds := range acct.Datasets {
 		q := m
 		q.Dataset = ds
-		if d, err := dataset.Get(ds); err == nil && d.IsSnapshot() && (from != newest || to != newest) {
+		if d, err := catalog.Get(ds); err == nil && d.IsSnapshot() && (from != newest || to != newest) {
 			if newest.Before(from) || to.Before(newest) {
 				left = append(left, LeftOut{ds, fmt.Sprintf("a snapshot dataset is copied for the newest closed day only (%s), which is outside %s..%s", newest, from, to)})
 				continue
@@ -128,7 +128,7 @@ func CheckRequests(ctx context.Context, g AccountGetter, m jobs.Manual, lim jobs
 			left = append(left, LeftOut{ds, fmt.Sprintf("a snapshot dataset is copied for the newest closed day only: %s alone, the other days of %s..%s left out", newest, from, to)})
 			q.Day, q.From, q.To = newest.String(), "", ""
 		}
-		f, t, err := jobs.CheckRequest(q, &acct, lim)
+		f, t, err := jobs.CheckRequest(catalog, q, &acct, lim)
 		if err != nil {
 			return acct, nil, nil, err
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/pgcatalog"
 )
@@ -354,10 +356,7 @@ func TestShippedCatalogChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgExec(t, db, ddl)
-	cat, err := dataset.Catalog()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := datasettest.Example(t).Datasets()
 	for _, d := range cat {
 		fs, err := pgcatalog.CheckDataset(context.Background(), pgConn(t, db), d)
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	_ "modernc.org/sqlite"
@@ -38,7 +40,7 @@ func openDB(t *testing.T) *sql.DB {
 
 func mustDataset(t *testing.T, name string) dataset.Dataset {
 	t.Helper()
-	ds, err := dataset.Get(name)
+	ds, err := datasettest.Example(t).Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}

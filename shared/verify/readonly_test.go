@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -107,7 +109,7 @@ var policyRE = regexp.MustCompile("(?s)```json\n(.*?)```")
 // readmePolicy is the read-only policy the bucket README gives for target.
 func readmePolicy(t *testing.T, target verify.Target) string {
 	t.Helper()
-	ds, err := dataset.Get(target.Dataset)
+	ds, err := datasettest.Example(t).Get(target.Dataset)
 	if err != nil {
 		t.Fatal(err)
 	}

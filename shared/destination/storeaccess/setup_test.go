@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/destination/storeaccess"
@@ -57,7 +59,7 @@ func TestStoresDocIsWhatDaybookPrints(t *testing.T) {
 			t.Errorf("the page's account file is an S3 destination (no destination.store):\n%s", body)
 		}
 		rules := account.Rules{DeploymentAccountID: "111122223333", SecretPattern: "arn:aws:secretsmanager:eu-west-1:111122223333:secret:daybook/destinations/*"}
-		if err := a.Validate(rules); err != nil {
+		if err := a.Validate(datasettest.Example(t), rules); err != nil {
 			t.Errorf("the page's account file is refused: %v\n%s", err, body)
 		}
 		dests = append(dests, a.Destination)

@@ -166,7 +166,7 @@ func (p *pipeline) account(id string) account.Account {
 
 // checkPartition verifies a completed partition's files and rows.
 func (p *pipeline) checkPartition(ctx context.Context, a account.Account, r ledger.Row, prefix string) error {
-	ds, err := dataset.Get(r.Dataset)
+	ds, err := p.catalog.Get(r.Dataset)
 	if err != nil {
 		return err
 	}

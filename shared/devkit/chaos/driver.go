@@ -94,7 +94,7 @@ func (p *pipeline) sweep(ctx context.Context) (int, error) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			d := eventsource.Driver{Sweeper: p.sweepers[i]}
+			d := eventsource.Driver{Catalog: p.catalog, Sweeper: p.sweepers[i]}
 			sums[i], errs[i] = d.Sweep(ctx, time.Now(), p.rep.Sweeps+i)
 		})
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -250,7 +249,7 @@ func (c *tableCheck) checkKeys(ctx context.Context, completed []ledger.Row) erro
 // readRows reads the table's current snapshot with iceberg-go and compares
 // its rows per day of the partition column with each manifest's count.
 func (c *tableCheck) readRows(ctx context.Context, tbl *table.Table, want map[civil.Date]int64) error {
-	ds, err := dataset.Get(c.ds)
+	ds, err := c.p.catalog.Get(c.ds)
 	if err != nil {
 		return err
 	}

@@ -172,6 +172,7 @@ func children(pid int) []int {
 // pipeline is a running local deployment.
 type pipeline struct {
 	o         Options
+	catalog   *dataset.Set // the demo source's: the shipped example
 	started   time.Time
 	s3        *s3.Client
 	sqs       *sqs.Client
@@ -206,7 +207,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Dir == "" || o.BinDir == "" || o.Template == "" {
 		return nil, errors.New("chaos: Dir, BinDir and Template are required")
 	}
-	p := &pipeline{o: o, started: time.Now(), faults: NewFaults(o.Seed, o.Rates, o.Kills),
+	cat, err := dataset.Example()
+	if err != nil {
+		return nil, err
+	}
+	p := &pipeline{o: o, catalog: cat, started: time.Now(), faults: NewFaults(o.Seed, o.Rates, o.Kills),
 		rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), rep: &Report{Seed: o.Seed}}
 	defer p.close()
 	// The new drivers' protocol steps get a kill each, whatever the draws.
@@ -281,7 +286,7 @@ func (p *pipeline) up(ctx context.Context) error {
 	p.queueARN = qa.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
 	dcfg := cfg.Copy()
 	dcfg.BaseEndpoint = aws.String(dyn.URL())
-	if p.led, err = ledger.New(dynamodb.NewFromConfig(dcfg), ledger.Config{Table: st.Outputs["LedgerTableName"], Lease: 180 * time.Second}); err != nil {
+	if p.led, err = ledger.New(dynamodb.NewFromConfig(dcfg), ledger.Config{Catalog: p.catalog, Table: st.Outputs["LedgerTableName"], Lease: 180 * time.Second}); err != nil {
 		return err
 	}
 

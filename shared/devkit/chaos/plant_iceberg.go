@@ -42,7 +42,6 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/icetable"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
@@ -449,7 +448,7 @@ func (p *pipeline) outside(ctx context.Context, bkt, prefix, otherBucket string,
 // checks that no row of the dataset keeps a table error: the table reads,
 // and nothing runs.
 func (p *pipeline) repairTable(ctx context.Context, round int, a account.Account, ds string, store *bucket.Bucket, loc string) error {
-	d, err := dataset.Get(ds)
+	d, err := p.catalog.Get(ds)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,11 @@ func TestPlantAfterTheNewestVersion(t *testing.T) {
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := dataset.Get("events")
+	cat, err := dataset.Example()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := cat.Get("events")
 	if err != nil {
 		t.Fatal(err)
 	}

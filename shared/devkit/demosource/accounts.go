@@ -97,10 +97,11 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 	binary.LittleEndian.PutUint64(seed[:8], opts.Seed)
 	copy(seed[8:], "daybook demo account ids")
 	ids := rand.NewChaCha8(seed)
-	names, err := dataset.Names()
+	ex, err := dataset.Example() // the demo's catalog
 	if err != nil {
 		return nil, err
 	}
+	names := ex.Names()
 	settle := account.Duration(DefaultSettleDelay)
 	all := tenantsFor(opts)
 	out := make([]account.Account, len(all))
@@ -157,7 +158,7 @@ func demoAccounts(opts Options) ([]account.Account, error) {
 		if t.store == account.StoreGCS || t.store == account.StoreAzure {
 			v.Destination.Endpoint = "http://127.0.0.1:1"
 		}
-		if err := errors.Join(v.ValidateShape(), v.ValidateStart(opts.Now, envvar.DefaultMaxBackfillDays)); err != nil {
+		if err := errors.Join(v.ValidateShape(ex), v.ValidateStart(opts.Now, envvar.DefaultMaxBackfillDays)); err != nil {
 			return nil, fmt.Errorf("demosource: account %d: %w", i+1, err)
 		}
 		out[i] = a

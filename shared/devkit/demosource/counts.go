@@ -16,10 +16,11 @@ import (
 // each account's day windows from its start date through today, binding
 // the parameters the SQL source binds (source.Query.Params).
 func countRows(ctx context.Context, db *sql.DB, accts []account.Account, now time.Time) (map[string]map[string]map[string]int64, error) {
-	cat, err := dataset.Catalog()
+	ex, err := dataset.Example() // the demo's catalog
 	if err != nil {
 		return nil, err
 	}
+	cat := ex.Datasets()
 	out := map[string]map[string]map[string]int64{}
 	for _, a := range accts {
 		loc, err := a.Location()

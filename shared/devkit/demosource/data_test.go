@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
@@ -271,7 +273,7 @@ func TestProfilesFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, _ := dataset.Get("profiles")
+	ds, _ := datasettest.Example(t).Get("profiles")
 	read := func(a account.Account, day civil.Date) map[string][]any {
 		t.Helper()
 		start, end := a.Window(day)
@@ -338,7 +340,7 @@ func TestRowsMatchSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, _ := dataset.Catalog()
+	cat := datasettest.Example(t).Datasets()
 	checked := 0
 	for _, a := range d.Accounts {
 		loc, _ := a.Location()

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
-	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/fileformat"
 )
@@ -179,10 +180,10 @@ func TestAccounts(t *testing.T) {
 	if len(d.Accounts) != 3 {
 		t.Fatalf("%d accounts", len(d.Accounts))
 	}
-	names, _ := dataset.Names()
+	names := datasettest.Example(t).Names()
 	ids := map[string]bool{}
 	for i, a := range d.Accounts {
-		if err := errors.Join(a.ValidateShape(), a.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
+		if err := errors.Join(a.ValidateShape(datasettest.Example(t)), a.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
 			t.Errorf("account %d: %v", i+1, err)
 		}
 		ids[a.ID] = true
@@ -235,7 +236,7 @@ func TestAccounts(t *testing.T) {
 		if err := dec.Decode(&got); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		if err := errors.Join(got.ValidateShape(), got.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
+		if err := errors.Join(got.ValidateShape(datasettest.Example(t)), got.ValidateStart(now, envvar.DefaultMaxBackfillDays)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 		want, _ := json.Marshal(d.Accounts[i])

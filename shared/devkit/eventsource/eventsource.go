@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/dataset"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -47,6 +49,9 @@ type SweepSummary struct {
 
 // Driver runs the pipeline.
 type Driver struct {
+	// Catalog is the deployment's dataset catalog, which the messages'
+	// datasets are read against (Progress.Partitions).
+	Catalog  *dataset.Set
 	Sweeper  Invoker
 	Exporter Invoker
 	Queue    QueueAPI
@@ -88,8 +93,8 @@ type Progress struct {
 }
 
 // note adds the partition body names, if any, to p.Partitions.
-func (p *Progress) note(body string) {
-	m, err := jobs.Parse(body)
+func (p *Progress) note(catalog *dataset.Set, body string) {
+	m, err := jobs.Parse(catalog, body)
 	if err != nil {
 		return
 	}
@@ -191,7 +196,7 @@ func (d *Driver) deliver(ctx context.Context, msgs []sqstypes.Message, p *Progre
 	var del []sqstypes.DeleteMessageBatchRequestEntry
 	var again []sqstypes.ChangeMessageVisibilityBatchRequestEntry
 	for i, m := range msgs {
-		p.note(aws.ToString(m.Body))
+		p.note(d.Catalog, aws.ToString(m.Body))
 		id := strconv.Itoa(i)
 		if failed[aws.ToString(m.MessageId)] {
 			again = append(again, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(id), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})

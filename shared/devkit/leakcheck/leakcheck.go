@@ -30,12 +30,14 @@ var (
 	relationRE  = regexp.MustCompile(`FROM ([a-z_]+) WHERE`)
 )
 
-// internals are the catalog-derived strings no bucket object may contain.
+// internals are the strings derived from the shipped example catalog, the
+// tests' and the demo's, that no bucket object may contain.
 var internals = sync.OnceValues(func() ([]string, error) {
-	cat, err := dataset.Catalog()
+	ex, err := dataset.Example()
 	if err != nil {
 		return nil, err
 	}
+	cat := ex.Datasets()
 	public := map[string]bool{"account_id": true} // the manifests name the customer's own account
 	for _, ds := range cat {
 		// A dataset's declared relation is published: a partition's

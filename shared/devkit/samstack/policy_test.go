@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -130,7 +132,7 @@ func TestAccountRecordWrites(t *testing.T) {
 	db := &recordingDB{Client: client}
 	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	led, err := ledger.New(db, ledger.Config{Table: tables["LedgerTable"], Lease: time.Hour, Now: clock})
+	led, err := ledger.New(db, ledger.Config{Catalog: datasettest.Example(t), Table: tables["LedgerTable"], Lease: time.Hour, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
