@@ -129,3 +129,39 @@ func TestListingsBounded(t *testing.T) {
 		})
 	}
 }
+
+// endlessUploads is a bucket whose incomplete uploads never end: every
+// listing page holds 1000 more under the prefix asked for. It counts the
+// pages read and the aborts.
+type endlessUploads struct {
+	bucket.API
+	pages, aborts int
+}
+
+func (e *endlessUploads) ListMultipartUploads(_ context.Context, in *s3.ListMultipartUploadsInput, _ ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
+	e.pages++
+	out := &s3.ListMultipartUploadsOutput{IsTruncated: aws.Bool(true), NextKeyMarker: aws.String(fmt.Sprint(e.pages)), NextUploadIdMarker: aws.String("u")}
+	for i := range 1000 {
+		out.Uploads = append(out.Uploads, types.MultipartUpload{Key: aws.String(fmt.Sprintf("%sk-%06d-%04d", aws.ToString(in.Prefix), e.pages, i)), UploadId: aws.String("u")})
+	}
+	return out, nil
+}
+
+func (e *endlessUploads) AbortMultipartUpload(context.Context, *s3.AbortMultipartUploadInput, ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	e.aborts++
+	return &s3.AbortMultipartUploadOutput{}, nil
+}
+
+// TestAbortIncompleteBounded: the cleanup of incomplete uploads under a
+// partition follows at most MaxUploadsListed of them, then stops with
+// ErrTooMany naming the prefix, however many were started there.
+func TestAbortIncompleteBounded(t *testing.T) {
+	api := &endlessUploads{}
+	_, err := bucket.New(api, "b", bucket.Options{}).WithPrefix("acct/").AbortIncomplete(t.Context(), "dt=2026-01-01/", nil)
+	if !errors.Is(err, bucket.ErrTooMany) || !strings.Contains(err.Error(), "s3://b/acct/dt=2026-01-01/") {
+		t.Fatalf("err = %v, want ErrTooMany naming s3://b/acct/dt=2026-01-01/", err)
+	}
+	if want := bucket.MaxUploadsListed/1000 + 1; api.pages != want || api.aborts > bucket.MaxUploadsListed {
+		t.Errorf("read %d pages and aborted %d uploads, want %d pages and at most %d aborts", api.pages, api.aborts, want, bucket.MaxUploadsListed)
+	}
+}

@@ -264,15 +264,27 @@ func distinct(keys []string) []string {
 // KeyListings is how many of AbortIncomplete's listings by key run at once.
 const KeyListings = 8
 
+// MaxUploadsListed is the most incomplete uploads one listing of
+// AbortIncomplete reads under a prefix: a killed run leaves a few, one per
+// data file it was writing; more were started by someone else (anyone who
+// may write the bucket can start uploads without end), and the cleanup
+// stops with ErrTooMany, naming the prefix, rather than follow them.
+const MaxUploadsListed = 10_000
+
 // abortListed aborts every upload ListMultipartUploads lists for prefix
-// whose key match accepts, following every page, and returns their keys.
+// whose key match accepts, following every page up to MaxUploadsListed
+// uploads, and returns their keys.
 func (d *s3Driver) abortListed(ctx context.Context, prefix string, match func(key string) bool) ([]string, error) {
 	in := &s3.ListMultipartUploadsInput{Bucket: &d.name, Prefix: &prefix, ExpectedBucketOwner: d.owner}
 	var aborted []string
+	listed := 0
 	for {
 		page, err := d.api.ListMultipartUploads(ctx, in)
 		if err != nil {
 			return aborted, fmt.Errorf("list multipart uploads under %s: %w", d.URI(prefix), err)
+		}
+		if listed += len(page.Uploads); listed > MaxUploadsListed {
+			return aborted, fmt.Errorf("list multipart uploads under %s: %w: more than the %d incomplete uploads this cleanup follows", d.URI(prefix), ErrTooMany, MaxUploadsListed)
 		}
 		for _, u := range page.Uploads {
 			key := aws.ToString(u.Key)
