@@ -32,7 +32,7 @@ import (
 
 // readmeDate and readmeFailed are the days docs/catalog.md's "Bring your own
 // tables" names: the account's start date, and the failed days its
-// requeue line queues. The test's own days stand in for them.
+// retry line makes due. The test's own days stand in for them.
 const readmeDate = "2026-11-30"
 
 var readmeFailed = [2]string{"2026-12-01", "2026-12-02"}
@@ -47,7 +47,7 @@ var readmeFailed = [2]string{"2026-12-01", "2026-12-02"}
 // catalog is written, so step 5's local stack (template.yaml in moto, the
 // real bootstraps under the runtime emulator) fails every impressions day
 // as a schema mismatch naming the column and both types; step 6 writes
-// the catalog again with step 1's lines and requeues the failed days,
+// the catalog again with step 1's lines and retries the failed days,
 // which are then delivered. Then three more public schemas (pagila,
 // Northwind, Basejump) are described with catalog init --append into the
 // same catalog and delivered to accounts of their own. For every schema,
@@ -172,7 +172,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 		t.Fatalf("the fix did not apply:\n%s", fixed)
 	}
 	dates := strings.NewReplacer(readmeDate, citus.start.String(), readmeFailed[0], broken[0].String(), readmeFailed[1], broken[1].String())
-	for _, line := range steps.requeue {
+	for _, line := range steps.retry {
 		timed(dates.Replace(line))
 	}
 
@@ -239,7 +239,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 // readmeBlocks are the command lines and documents of docs/catalog.md's "Bring
 // your own tables" steps.
 type readmeBlocks struct {
-	init, check, local, requeue []string // steps 1, 2, 5 and 6
+	init, check, local, retry []string // steps 1, 2, 5 and 6
 	yaml, account               string
 }
 
@@ -282,7 +282,7 @@ func readmeSteps(t *testing.T) readmeBlocks {
 		}
 		return out
 	}
-	return readmeBlocks{init: lines(0), yaml: body(1), check: lines(2), account: body(3), local: lines(4), requeue: lines(5)}
+	return readmeBlocks{init: lines(0), yaml: body(1), check: lines(2), account: body(3), local: lines(4), retry: lines(5)}
 }
 
 // schemaRun is one public schema delivered to one account through the

@@ -29,7 +29,7 @@ import (
 // commands the Makefile targets run: make local-up (daybook-dev local up:
 // moto, template.yaml, the demo source and the local account registered with
 // the operator CLI beside the bootstraps), then daybook account put,
-// requeue, make invoke-sweeper (the sweeper's bootstrap under the runtime
+// retry, make invoke-sweeper (the sweeper's bootstrap under the runtime
 // emulator), status, make local-drain (local drain), make invoke-exporter
 // (the sample local up wrote: a manual re-export of the local account's
 // newest closed day), history, verify, make local-down.
@@ -71,8 +71,8 @@ func TestLocalDevCommands(t *testing.T) {
 	var rq struct {
 		Queued int `json:"queued"`
 	}
-	if err := json.Unmarshal([]byte(cli("requeue", "--account", acct.ID, "--dataset", "events", "--from", closed, "--to", closed, "--env-file", env, "-o", "json")), &rq); err != nil || rq.Queued != 1 {
-		t.Fatalf("requeue: %+v %v", rq, err)
+	if err := json.Unmarshal([]byte(cli("retry", "--account", acct.ID, "--dataset", "events", "--from", closed, "--to", closed, "--env-file", env, "-o", "json")), &rq); err != nil || rq.Queued != 1 {
+		t.Fatalf("retry: %+v %v", rq, err)
 	}
 
 	// make invoke-sweeper

@@ -41,7 +41,7 @@ func (a *app) startMoved(ctx context.Context, l *ledger.Ledger, settle time.Dura
 			n, err := l.Schedule().Materialize(ctx, stored.ID, ds, stored.StartDate, to)
 			created += n
 			if err != nil {
-				return fmt.Errorf("account %s is saved, but materializing the days the earlier start_date adds (%s..%s) stopped after %d rows: %w; run daybook requeue --account %s --from %s --to %s",
+				return fmt.Errorf("account %s is saved, but materializing the days the earlier start_date adds (%s..%s) stopped after %d rows: %w; run daybook retry --account %s --from %s --to %s",
 					stored.ID, stored.StartDate, to, created, err, stored.ID, stored.StartDate, to)
 			}
 		}

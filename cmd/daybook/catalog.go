@@ -251,7 +251,7 @@ func zoneChanges(w io.Writer, old []dataset.Dataset, next *dataset.Set) {
 			if !ok || oc.SourceTimeZone == "" || nc.SourceTimeZone == oc.SourceTimeZone {
 				continue
 			}
-			fmt.Fprintf(w, "%s: column %s: source_time_zone %s -> %s: the days delivered so far were read as wall times in %s; requeue them (daybook requeue --account ID --dataset %s --from DAY --to DAY) to deliver them read in %s\n",
+			fmt.Fprintf(w, "%s: column %s: source_time_zone %s -> %s: the days delivered so far were read as wall times in %s; retry them (daybook retry --account ID --dataset %s --from DAY --to DAY) to deliver them read in %s\n",
 				o.Name, oc.Name, oc.SourceTimeZone, cmp.Or(nc.SourceTimeZone, "none (instants)"), oc.SourceTimeZone, o.Name, cmp.Or(nc.SourceTimeZone, "none"))
 		}
 	}

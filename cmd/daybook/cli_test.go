@@ -94,12 +94,12 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"sql", "--dataset", "events", "--engine", "oracle"}, `"oracle"`},
 		{[]string{"sql", "--dataset", "events", "--engine", "duckdb", "--day", "2026-02-30"}, `2026-02-30`},
 		// The errors name the flags the user typed, not the message fields.
-		{[]string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-10", "--to", "2026-11-01"}, `--to 2026-11-01 is before --from 2026-11-10`},
+		{[]string{"retry", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-10", "--to", "2026-11-01"}, `--to 2026-11-01 is before --from 2026-11-10`},
 		{[]string{"reexport", "--dataset", "events", "--day", "2026-11-01"}, "--account is required"},
 		// jobs.CheckRequest's malformed values are refused before any
 		// deployment is looked for, named by the flag.
 		{[]string{"reexport", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, `--account "acct_a" is not an account id`},
-		{[]string{"requeue", "--account", "acct_ABCDEFGHIJKLMNOP", "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-02"}, `--account "acct_ABCDEFGHIJKLMNOP" is not an account id`},
+		{[]string{"retry", "--account", "acct_ABCDEFGHIJKLMNOP", "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-02"}, `--account "acct_ABCDEFGHIJKLMNOP" is not an account id`},
 		{[]string{"no-such-command"}, `unknown command "no-such-command"`},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -145,12 +145,12 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"bad state", []string{"status", "--state", "done"}, 2, "", `--state "done": unknown state; valid: completed, running, in-queue, requested, due, failed, stopped`, true},
 		{"bad dataset", []string{"history", "--account", "acct_abcdefghijklmnop", "--dataset", "bogus", "--day", "2026-11-01"}, 2, "", `--dataset "bogus": unknown dataset; valid: events, profiles, daily_stats`, true},
 		{"day and range", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--from", "2026-11-01"}, 2, "", "give --day, or --from and --to, not both", true},
-		{"half a range", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-01"}, 2, "", "--to is required with --from", true},
+		{"half a range", []string{"retry", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2026-11-01"}, 2, "", "--to is required with --from", true},
 		{"range too long", []string{"reexport", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--from", "2024-01-01", "--to", "2026-01-01"}, 2, "", "at most 366 per re-export", true},
-		{"bad reason", []string{"requeue", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--reason", "retry"}, 2, "", `--reason "retry": want backfill or manual`, true},
+		{"bad reason", []string{"retry", "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--reason", "retry"}, 2, "", `--reason "retry": want backfill or manual`, true},
 		{"delete without --yes", []string{"account", "delete", "acct_abcdefghijklmnop"}, 2, "", "pass --yes", true},
 		{"bad --id", []string{"account", "put", "--file", "x.json", "--id", "42"}, 2, "", `--id "42"`, true},
-		{"malformed --account", []string{"requeue", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, 2, "", `--account "acct_a" is not an account id`, true},
+		{"malformed --account", []string{"retry", "--account", "acct_a", "--dataset", "events", "--day", "2026-11-01"}, 2, "", `--account "acct_a" is not an account id`, true},
 		{"console on a public address", []string{"console", "--listen", "0.0.0.0:8080"}, 2, "", "--listen 0.0.0.0:8080: the console listens on a loopback address only", true},
 		{"console on no address", []string{"console", "--listen", "8080"}, 2, "", `--listen "8080": want HOST:PORT`, true},
 		{"console without a deployment", []string{"console"}, 1, "", "no deployment to talk to", false},
@@ -331,6 +331,28 @@ func TestREADMEListsTheCommands(t *testing.T) {
 	for _, dev := range []string{"\n  demo ", "\n  local "} {
 		if strings.Contains(help, dev) {
 			t.Errorf("daybook --help lists %q, a daybook-dev command", strings.TrimSpace(dev))
+		}
+	}
+}
+
+// TestRequeueIsRetryHidden: daybook requeue, the earlier name of daybook
+// retry (it never touched the jobs queue), still parses as retry does, and
+// the help lists retry alone. TestRetry runs it against a ledger.
+func TestRequeueIsRetryHidden(t *testing.T) {
+	t.Parallel()
+	a, _, _ := testApp(t)
+	h := execute(t, a, "--help")
+	if h.code != 0 || !strings.Contains(h.stdout, "\n  retry ") || strings.Contains(h.stdout, "requeue") {
+		t.Errorf("daybook --help lists retry, not requeue: exit %d\n%s", h.code, h.stdout)
+	}
+	h = execute(t, a, "requeue", "--help")
+	if h.code != 0 || !strings.Contains(h.stdout, "daybook requeue --account ID") || !strings.Contains(h.stdout, "--requested-by") {
+		t.Errorf("daybook requeue --help: exit %d\n%s%s", h.code, h.stdout, h.stderr)
+	}
+	for _, name := range []string{"retry", "requeue"} {
+		r := execute(t, a, name, "--account", "acct_abcdefghijklmnop", "--dataset", "events", "--day", "2026-11-01", "--reason", "later")
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, `--reason "later": want backfill or manual`) {
+			t.Errorf("daybook %s with a bad --reason: exit %d\n%s", name, r.code, r.stderr)
 		}
 	}
 }

@@ -30,9 +30,9 @@ func (a *app) consoleCommand() *cobra.Command {
 		Short: "Serve the web console on this machine: the fleet, each account by day, partitions, and the actions",
 		Long: `Serve the web console from this machine, reading the same deployment the other commands read:
 the fleet (worst first, sortable), each account's datasets by day as a heatmap, and each
-partition's attempts, manifest and delivery manifest. Its actions (re-export, requeue of failed
+partition's attempts, manifest and delivery manifest. Its actions (re-export, retry of failed
 and stopped partitions, enable or disable an account) ask for confirmation, run the same checks
-as daybook reexport and requeue, and are recorded as requested by your AWS identity; --read-only
+as daybook reexport and retry, and are recorded as requested by your AWS identity; --read-only
 leaves them out.
 
 The console has no login of its own, so it listens on a loopback address only; to share it,
@@ -41,7 +41,7 @@ deploy it behind IAM (the template's DeployConsole parameter). Ctrl-C stops it.`
 	}
 	a.deploymentFlags(c)
 	c.Flags().StringVar(&listen, "listen", defaultListen, "loopback address and port to serve on (port 0 picks a free one)")
-	c.Flags().BoolVar(&readOnly, "read-only", false, "show the ledger only: no re-export, requeue, enable or disable")
+	c.Flags().BoolVar(&readOnly, "read-only", false, "show the ledger only: no re-export, retry, enable or disable")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		host, _, err := net.SplitHostPort(listen)
 		if err != nil {

@@ -286,7 +286,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// A bad bucket: an account whose bucket is deleted after it was
 	// registered (account put and account enable test the destination, so
-	// neither takes a missing bucket), three days requeued and tried. The
+	// neither takes a missing bucket), three days made due again and tried. The
 	// account page shows one failure group, destination_missing, with its
 	// fix; the raw error is behind a toggle.
 	badFile := filepath.Join(t.TempDir(), "bad.json")
@@ -315,7 +315,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if _, err := s3c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("daybook-exports-deleted-bucket")}); err != nil {
 		t.Fatal(err)
 	}
-	l.cli("requeue", "--account", bad.ID, "--from", exported[0], "--to", exported[2], "--env-file", l.env)
+	l.cli("retry", "--account", bad.ID, "--from", exported[0], "--to", exported[2], "--env-file", l.env)
 	// The drain exits 1: its messages failed.
 	drain := exec.CommandContext(ctx, filepath.Join(l.dir, "bin", "daybook-dev"), "local", "drain", "--sweep", "--dir", l.dir)
 	if out, err := drain.CombinedOutput(); err == nil {

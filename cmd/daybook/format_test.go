@@ -268,12 +268,12 @@ func TestProgressOnlyOnTerminals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, _, stderr := testApp(t)
 			a.terminal = func(io.Writer) bool { return tt.terminal }
-			p := a.progress(tt.total, "requeue")
+			p := a.progress(tt.total, "retry")
 			for range tt.total {
 				p.Add(1)
 			}
 			p.Finish()
-			if drawn := strings.Contains(stderr.String(), "requeue"); drawn != tt.drawn {
+			if drawn := strings.Contains(stderr.String(), "retry"); drawn != tt.drawn {
 				t.Errorf("bar drawn %v, want %v: %q", drawn, tt.drawn, stderr.String())
 			}
 		})

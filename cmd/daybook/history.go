@@ -23,7 +23,7 @@ func (a *app) historyCommand() *cobra.Command {
 		Use:   "history --account ID --dataset NAME --day DAY",
 		Short: "Show every attempt and generation of one partition",
 		Long: `Show every attempt of one partition: when it started, how long it ran, rows, bytes and files
-written, the generation it committed, who asked for it (a re-export or requeue), and how it ended (completed, failed, stopped, or
+written, the generation it committed, who asked for it (a re-export or retry), and how it ended (completed, failed, stopped, or
 lease_expired when the exporter died). The ledger keeps one history item per attempt for
 400 days; partitions exported before it kept history show their current state only.`,
 		Example: "  daybook history --account acct_localdemoaccount --dataset events --day 2026-11-20",
@@ -57,7 +57,7 @@ lease_expired when the exporter died). The ledger keeps one history item per att
 		w := a.stdout
 		fmt.Fprintf(w, "%s %s %s: ", acct.ID, p.dataset, day)
 		if res.Current == nil {
-			fmt.Fprintln(w, "no ledger row (the day was never materialized, requeued or re-exported)")
+			fmt.Fprintln(w, "no ledger row (the day was never materialized, retried or re-exported)")
 		} else {
 			line := describe(*res.Current)
 			if res.Current.RequestedBy != "" {

@@ -1,5 +1,5 @@
 // Command daybook is the operator CLI: accounts, the ledger (status,
-// history, requeue, re-export), the dead-letter queue, delivered partitions
+// history, retry, re-export), the dead-letter queue, delivered partitions
 // (verify, load SQL) and the web console. It links no development tooling:
 // the local stack and the demo are cmd/daybook-dev's. `daybook --help`
 // lists the commands. This file only wires.

@@ -40,7 +40,7 @@ func (s stack) receiveAll(t *testing.T, url string) []sqstypes.Message {
 	}
 }
 
-func TestRequeue(t *testing.T) {
+func TestRetry(t *testing.T) {
 	s := deployed(t)
 	ctx := context.Background()
 	acct := s.newAccount(t, nil)
@@ -69,46 +69,57 @@ func TestRequeue(t *testing.T) {
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
 			a, _, _ := testApp(t)
-			args := append([]string{"requeue", "--account", acct.ID, "--dataset", "events"}, tt.args...)
+			args := append([]string{"retry", "--account", acct.ID, "--dataset", "events"}, tt.args...)
 			r := s.run(t, a, args...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
 				t.Errorf("exit %d, want %d; stderr lacks %q:\n%s", r.code, tt.code, tt.stderr, r.stderr)
 			}
 			if n := rows(); n != 0 {
-				t.Errorf("a refused requeue wrote %d rows", n)
+				t.Errorf("a refused retry wrote %d rows", n)
 			}
 		})
 	}
 
 	a, _, stderr := testApp(t)
 	a.terminal = func(io.Writer) bool { return true } // a progress bar for the 29 days
-	r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-29", "-o", "json")
+	r := s.run(t, a, "retry", "--account", acct.ID, "--dataset", "events", "--from", "2026-11-01", "--to", "2026-11-29", "-o", "json")
 	var res ledger.RequeueResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 29 || res.Created != 29 {
-		t.Fatalf("requeue: exit %d %+v %v\n%s", r.code, res, err, r.stderr)
+		t.Fatalf("retry: exit %d %+v %v\n%s", r.code, res, err, r.stderr)
 	}
-	if !strings.Contains(stderr.String(), "requeue") || !strings.Contains(stderr.String(), "(7/29)") {
+	if !strings.Contains(stderr.String(), "retry") || !strings.Contains(stderr.String(), "(7/29)") {
 		t.Errorf("no progress bar on a terminal:\n%q", stderr.String())
 	}
 	if n := rows(); n != 29 {
 		t.Errorf("%d rows, want 29", n)
 	}
-	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "--requested-by", "ops-alice")
+	r = s.run(t, a, "retry", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "--requested-by", "ops-alice")
 	if r.code != 0 || !strings.Contains(r.stdout, "made 1 partition due (1 day 2026-11-29..2026-11-29, events)") {
-		t.Errorf("requeue table output:\n%s%s", r.stdout, r.stderr)
+		t.Errorf("retry table output:\n%s%s", r.stdout, r.stderr)
 	}
 	// Who asked is in the ledger: history says it, table and JSON.
 	if r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29"); !strings.Contains(r.stdout, "requested by ops-alice") {
-		t.Errorf("history does not say who requeued:\n%s%s", r.stdout, r.stderr)
+		t.Errorf("history does not say who retried:\n%s%s", r.stdout, r.stderr)
 	}
 	var h historyOut
 	if r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-29", "-o", "json"); json.Unmarshal([]byte(r.stdout), &h) != nil || h.Current == nil || h.Current.RequestedBy != "ops-alice" {
 		t.Errorf("history -o json: %+v\n%s", h.Current, r.stdout)
 	}
 
+	// daybook requeue, the earlier name, is the same command: an operator's
+	// scripts that run it make days due as ever.
+	r = s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-28", "--requested-by", "ops-bob", "-o", "json")
+	res = ledger.RequeueResult{}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 1 {
+		t.Errorf("daybook requeue (the earlier name of retry): exit %d %+v %v\n%s", r.code, res, err, r.stderr)
+	}
+	if r := s.run(t, a, "history", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-28"); !strings.Contains(r.stdout, "requested by ops-bob") {
+		t.Errorf("history does not say who retried through daybook requeue:\n%s%s", r.stdout, r.stderr)
+	}
+
 	// A disabled account is refused.
 	s.run(t, a, "account", "disable", acct.ID)
-	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20"); r.code != cli.ExitError ||
+	if r := s.run(t, a, "retry", "--account", acct.ID, "--dataset", "events", "--day", "2026-11-20"); r.code != cli.ExitError ||
 		!strings.Contains(r.stderr, `--account "`+acct.ID+`" is disabled; enable it first: daybook account enable `+acct.ID) {
 		t.Errorf("disabled: exit %d\n%s", r.code, r.stderr)
 	}
@@ -209,16 +220,16 @@ func TestReexport(t *testing.T) {
 	}
 }
 
-// TestRequeueEveryDataset: requeue without --dataset queues the days of
+// TestRetryEveryDataset: retry without --dataset queues the days of
 // every dataset of the account.
-func TestRequeueEveryDataset(t *testing.T) {
+func TestRetryEveryDataset(t *testing.T) {
 	s := deployed(t)
 	acct := s.newAccount(t, map[string]any{"datasets": []string{"events", "daily_stats"}})
 	a, _, _ := testApp(t)
-	r := s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "-o", "json")
-	var res requeued
+	r := s.run(t, a, "retry", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22", "-o", "json")
+	var res retried
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 6 || strings.Join(res.Datasets, ",") != "events,daily_stats" {
-		t.Fatalf("requeue every dataset: exit %d %+v %v\n%s", r.code, res, err, r.stderr)
+		t.Fatalf("retry every dataset: exit %d %+v %v\n%s", r.code, res, err, r.stderr)
 	}
 	l := s.ledgerAt(t, testNow, 6)
 	for _, ds := range res.Datasets {
@@ -353,14 +364,14 @@ func TestVerifyRange(t *testing.T) {
 	}
 }
 
-// TestRequeueEveryDatasetWithASnapshot: requeue without --dataset over a
+// TestRetryEveryDatasetWithASnapshot: retry without --dataset over a
 // range, for an account that also receives a snapshot dataset (copied for
 // the newest closed day only): the days of the other datasets are queued,
 // the snapshot dataset takes the newest closed day alone when the range
 // holds it and is left out otherwise, each said with why; a range that
 // leaves every dataset out is refused, naming why. On the old code the
 // whole request was refused because of the snapshot dataset.
-func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
+func TestRetryEveryDatasetWithASnapshot(t *testing.T) {
 	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1
@@ -386,7 +397,7 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
 		return n
 	}
 	a, _, _ := testApp(t)
-	r := s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22")
+	r := s.run(t, a, "retry", "--account", acct.ID, "--from", "2026-11-20", "--to", "2026-11-22")
 	if r.code != 0 || !strings.Contains(r.stdout, "made 3 partitions due (3 days 2026-11-20..2026-11-22, events)") ||
 		!strings.Contains(r.stdout, "left out members: a snapshot dataset is copied for the newest closed day only (2026-11-29), which is outside 2026-11-20..2026-11-22") {
 		t.Errorf("a range before the newest closed day: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -395,8 +406,8 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
 		t.Errorf("rows: events %d, members %d; want 3 and 0", e, m)
 	}
 
-	r = s.run(t, a, "requeue", "--account", acct.ID, "--from", "2026-11-28", "--to", "2026-11-29", "-o", "json")
-	var res requeued
+	r = s.run(t, a, "retry", "--account", acct.ID, "--from", "2026-11-28", "--to", "2026-11-29", "-o", "json")
+	var res retried
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Queued != 3 || strings.Join(res.Datasets, ",") != "events,members" ||
 		len(res.LeftOut) != 1 || res.LeftOut[0].Dataset != "members" || !strings.Contains(res.LeftOut[0].Reason, "2026-11-29 alone") {
 		t.Errorf("a range ending on the newest closed day: exit %d %+v %v\n%s%s", r.code, res, err, r.stdout, r.stderr)
@@ -419,11 +430,11 @@ func TestRequeueEveryDatasetWithASnapshot(t *testing.T) {
 
 	// --dataset names the snapshot: refused as ever; an account with the
 	// snapshot alone has nothing to queue in an older range.
-	if r := s.run(t, a, "requeue", "--account", acct.ID, "--dataset", "members", "--day", "2026-11-20"); r.code != cli.ExitError || !strings.Contains(r.stderr, "is not the last closed day 2026-11-29") {
+	if r := s.run(t, a, "retry", "--account", acct.ID, "--dataset", "members", "--day", "2026-11-20"); r.code != cli.ExitError || !strings.Contains(r.stderr, "is not the last closed day 2026-11-29") {
 		t.Errorf("--dataset members --day 2026-11-20: exit %d\n%s", r.code, r.stderr)
 	}
 	only := s.newAccount(t, map[string]any{"datasets": []string{"members"}})
-	if r := s.run(t, a, "requeue", "--account", only.ID, "--from", "2026-11-20", "--to", "2026-11-22"); r.code != cli.ExitError ||
+	if r := s.run(t, a, "retry", "--account", only.ID, "--from", "2026-11-20", "--to", "2026-11-22"); r.code != cli.ExitError ||
 		!strings.Contains(r.stderr, "nothing to queue for account "+only.ID+": members: a snapshot dataset is copied for the newest closed day only") {
 		t.Errorf("only a snapshot, an older range: exit %d\n%s", r.code, r.stderr)
 	}

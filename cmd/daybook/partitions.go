@@ -113,18 +113,19 @@ func plannedNames(plan []ops.Planned) []string {
 	return out
 }
 
-// requeued is what requeue did, over the datasets it queued.
-type requeued struct {
+// retried is what retry did, over the datasets it made due.
+type retried struct {
 	ledger.RequeueResult
 	Datasets []string      `json:"datasets"`
 	LeftOut  []ops.LeftOut `json:"left_out,omitempty"`
 }
 
-func (a *app) requeueCommand() *cobra.Command {
+// retryCommand is daybook retry; requeueCommand keeps the earlier name.
+func (a *app) retryCommand() *cobra.Command {
 	var p partitionFlags
 	var reason, by string
 	c := &cobra.Command{
-		Use:   "requeue --account ID [--dataset NAME] (--day DAY | --from DAY --to DAY)",
+		Use:   "retry --account ID [--dataset NAME] (--day DAY | --from DAY --to DAY)",
 		Short: "Make days due for the next sweep: a backfill, or a retry of partitions that stopped retrying",
 		Long: `Make days due in the ledger (waiting for a sweep; --state due), for every dataset of the account or only --dataset: the sweeper claims them first, oldest first, within its
 per-account and per-sweep caps, so a long backfill is paced. Missing rows are created; stopped
@@ -133,8 +134,8 @@ when it finishes. Who asked (your AWS identity unless --requested-by) is recorde
 ledger, shown by daybook history and written into each exported day's _manifest.json.
 Without --dataset, a snapshot dataset (copied for the newest closed day only) is made due for
 that day alone when the range holds it and left out otherwise; the output says what was left
-out and why.`,
-		Example: "  daybook requeue --account acct_localdemoaccount --from 2026-09-01 --to 2026-09-30\n  daybook requeue --account acct_localdemoaccount --dataset events --day 2026-09-14",
+out and why. (daybook requeue, the earlier name, still works.)`,
+		Example: "  daybook retry --account acct_localdemoaccount --from 2026-09-01 --to 2026-09-30\n  daybook retry --account acct_localdemoaccount --dataset events --day 2026-09-14",
 	}
 	a.deploymentFlags(c)
 	a.registerPartitionFlags(c, &p, true)
@@ -159,7 +160,7 @@ out and why.`,
 			return err
 		}
 		ctx := c.Context()
-		e, acct, plan, left, err := a.checkRequests(c, p, from.DaysUntil(to)+1) // the sweeper paces a requeue: no bound
+		e, acct, plan, left, err := a.checkRequests(c, p, from.DaysUntil(to)+1) // the sweeper paces a retry: no bound
 		if err != nil {
 			return err
 		}
@@ -169,10 +170,10 @@ out and why.`,
 		for _, pl := range plan {
 			total += len(pl.Days())
 		}
-		bar := a.progress(total, "requeue")
-		res := requeued{Datasets: plannedNames(plan), LeftOut: left}
+		bar := a.progress(total, "retry")
+		res := retried{Datasets: plannedNames(plan), LeftOut: left}
 		for _, pl := range plan {
-			r, err := ops.Requeue(ctx, a.catalog, ops.LedgerOf(e.ledger), acct.ID, pl.Dataset, pl.Days(), partition.Reason(reason), who, bar)
+			r, err := ops.Retry(ctx, a.catalog, ops.LedgerOf(e.ledger), acct.ID, pl.Dataset, pl.Days(), partition.Reason(reason), who, bar)
 			res.Queued += r.Queued
 			res.Created += r.Created
 			res.RerunRequested += r.RerunRequested
@@ -197,6 +198,16 @@ out and why.`,
 	return c
 }
 
+// requeueCommand is retry under its earlier name, hidden from the help: an
+// operator's scripts that run daybook requeue keep working.
+func (a *app) requeueCommand() *cobra.Command {
+	c := a.retryCommand()
+	c.Use = "requeue" + strings.TrimPrefix(c.Use, "retry")
+	c.Short = "The earlier name of daybook retry"
+	c.Hidden = true
+	return c
+}
+
 // sendAPI is the part of SQS `reexport` uses.
 type sendAPI = ops.SendAPI
 
@@ -211,7 +222,7 @@ func (a *app) reexportCommand() *cobra.Command {
 		Long: fmt.Sprintf(`Send one manual re-export request per day and dataset to the jobs queue: every dataset of the
 account, or only --dataset. The exporter claims each day in
 the ledger (a day running now runs again after it finishes) and writes the next generation.
-At most %d days per command; larger backfills go through daybook requeue, which the sweeper
+At most %d days per command; larger backfills go through daybook retry, which the sweeper
 paces. Who asked (your AWS identity unless --requested-by) is recorded in the ledger, shown by
 daybook history and the console, and written into the day's _manifest.json (provenance).
 Without --dataset, a snapshot dataset (copied for the newest closed day only) is re-exported
@@ -237,7 +248,7 @@ for that day alone when the range holds it and left out otherwise, as the output
 			return err
 		}
 		if n := from.DaysUntil(to) + 1; n > jobs.MaxManualRangeDays {
-			return cli.Usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook requeue for more)", from, to, n, jobs.MaxManualRangeDays)
+			return cli.Usagef(c, "--from %s --to %s is %d days; at most %d per re-export (use daybook retry for more)", from, to, n, jobs.MaxManualRangeDays)
 		}
 		ctx := c.Context()
 		e, acct, plan, left, err := a.checkRequests(c, p, jobs.MaxManualRangeDays)

@@ -32,7 +32,7 @@ that talks to a deployment says which one on stderr.`, a.stdout, a.stderr)
 			root.AddCommand(c)
 		}
 	}
-	add("ledger", a.statusCommand(), a.historyCommand(), a.requeueCommand(), a.reexportCommand(), a.reseedCommand(), a.dlqCommand(), a.consoleCommand(), a.fleetCommand())
+	add("ledger", a.statusCommand(), a.historyCommand(), a.retryCommand(), a.requeueCommand(), a.reexportCommand(), a.reseedCommand(), a.dlqCommand(), a.consoleCommand(), a.fleetCommand())
 	add("accounts", a.accountCommand())
 	add("delivery", a.verifyCommand(), a.sqlCommand(), a.tableCommand())
 	add("catalog", a.catalogCommand())

@@ -36,7 +36,7 @@ func (a *app) statusCommand() *cobra.Command {
 not exported): partitions completed, running (an exporter started it), in-queue (claimed by a
 sweep, its job in the jobs queue), requested (a re-export sent from the console or daybook
 reexport, in the jobs queue), due (waiting for a sweep), failed (will retry), stopped (waits
-for daybook requeue; --state takes the earlier names claimed and queued too),
+for daybook retry; --state takes the earlier names claimed and queued too),
 the oldest day not exported and the newest day exported. The fleet view
 shows --limit accounts (default 50) and ends with the command for the next page
 (--page-token); --search finds an account by id, or the accounts whose name starts with the
@@ -174,7 +174,7 @@ func (a *app) fleetStatus(ctx context.Context, f statusFlags, states map[ops.Pha
 // fleetColumnsNote says what the fleet view's columns of phases count
 // (every phase but completed; TestStatusFleetIsWorstFirst checks it names them all).
 const fleetColumnsNote = "running: an exporter started it · in-queue: claimed by a sweep, its job in the jobs queue · requested: a re-export request in the jobs queue · " +
-	"due: waiting for a sweep · failed: will retry · stopped: waits for daybook requeue"
+	"due: waiting for a sweep · failed: will retry · stopped: waits for daybook retry"
 
 // nextArgs are the fleet view's flags the next page repeats.
 func nextArgs(f statusFlags) string {

@@ -144,7 +144,7 @@ func (c *lambdaConsole) act(path string, form url.Values) events.LambdaFunctionU
 // from the deployed template (DeployConsole and ConsoleActions), on the
 // emulated stack: its pages read the ledger and a partition's manifests in
 // a direct bucket and, through the account's role, in a customer's; its
-// actions requeue a failed day, re-export a day (to the jobs queue) and
+// actions retry a failed day, re-export a day (to the jobs queue) and
 // disable and enable an account. Every call it makes is checked against
 // the console role's policy in template.yaml.
 func TestDeployedConsoleActions(t *testing.T) {
@@ -198,11 +198,11 @@ func TestDeployedConsoleActions(t *testing.T) {
 		}
 	}
 
-	if res := c.act("/actions/requeue", url.Values{"account": {direct.ID}, "dataset": {"events"}, "from": {day.String()}, "to": {day.String()}}); res.StatusCode != 200 {
-		t.Fatalf("requeue: %d\n%s", res.StatusCode, res.Body)
+	if res := c.act("/actions/retry", url.Values{"account": {direct.ID}, "dataset": {"events"}, "from": {day.String()}, "to": {day.String()}}); res.StatusCode != 200 {
+		t.Fatalf("retry: %d\n%s", res.StatusCode, res.Body)
 	}
 	if r, err := led.Partitions().Get(ctx, key); err != nil || r.State != ledger.StateQueued {
-		t.Errorf("the requeued day: %+v %v", r, err)
+		t.Errorf("the retried day: %+v %v", r, err)
 	}
 	q := sqs.NewFromConfig(cfg)
 	queue := outs["JobsQueueUrl"]

@@ -221,7 +221,7 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 // unnote takes back the note a sender left on the day of a refused
 // single-day request (the CLI and the console send one per day), so it does
 // not show as requested for ever. It is best effort: the refusal stands, and
-// a note left behind goes with the day's next re-export or requeue.
+// a note left behind goes with the day's next re-export or retry.
 func (s *Service) unnote(ctx context.Context, m jobs.Manual, log *slog.Logger) {
 	day, err := civil.Parse(m.Day)
 	if err != nil || m.AccountID == "" || m.Dataset == "" {

@@ -165,7 +165,7 @@ type Summary struct {
 	FanOut         int `json:"fan_out"`         // shard messages sent to the sweep queue
 	ItemsRead      int `json:"items_read"`      // items read from the table and indexes
 	// Stopped is the number of partitions of the fleet that currently
-	// stopped retrying and wait for a requeue (a level, not the ones that
+	// stopped retrying and wait for an operator's retry (a level, not the ones that
 	// stopped during this sweep); it feeds PartitionsStopped.
 	Stopped int `json:"stopped"`
 	Retired int `json:"retired"` // dead claims retired as stopped by this sweep (included in Stopped)
@@ -356,7 +356,7 @@ func (s *Sweeper) countStopped(ctx context.Context, sum *Summary, p *problems) {
 		}
 		for acct, n := range counts[shard] {
 			sum.Stopped += n
-			s.log().Warn("partitions stopped retrying; fix the cause and requeue them", "account", acct, "stopped", n)
+			s.log().Warn("partitions stopped retrying; fix the cause and retry them (daybook retry)", "account", acct, "stopped", n)
 		}
 	}
 }

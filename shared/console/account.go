@@ -50,9 +50,9 @@ type failureGroup struct {
 // mostGroupLinks is how many partitions a failure group links.
 const mostGroupLinks = 12
 
-// requeueLink offers to requeue the failed and stopped partitions of a
+// retryLink offers to retry the failed and stopped partitions of a
 // dataset in the window.
-type requeueLink struct {
+type retryLink struct {
 	Dataset string
 	Count   int
 	Href    string
@@ -74,10 +74,10 @@ type accountPage struct {
 	Attention []attentionRow
 	// AttentionMore counts the ones left out of a long list.
 	AttentionMore int
-	Requeue       []requeueLink
-	// RequeueAll requeues the failed and stopped partitions of every
+	Retry         []retryLink
+	// RetryAll retries the failed and stopped partitions of every
 	// dataset, when more than one has some.
-	RequeueAll  *requeueLink
+	RetryAll    *retryLink
 	CanReexport bool
 	ToggleHref  string
 	Query       string
@@ -205,19 +205,19 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) {
 				t = closed
 			}
 			v := url.Values{"account": {acct.ID}, "dataset": {ds.Dataset}, "from": {f.String()}, "to": {t.String()}}
-			p.Requeue = append(p.Requeue, requeueLink{Dataset: ds.Dataset, Count: stuck, Href: "/actions/requeue?" + v.Encode()})
+			p.Retry = append(p.Retry, retryLink{Dataset: ds.Dataset, Count: stuck, Href: "/actions/retry?" + v.Encode()})
 		}
 	}
-	if len(p.Requeue) > 1 {
-		all := requeueLink{}
-		for _, l := range p.Requeue {
+	if len(p.Retry) > 1 {
+		all := retryLink{}
+		for _, l := range p.Retry {
 			all.Count += l.Count
 		}
-		u, _ := url.Parse(p.Requeue[0].Href)
+		u, _ := url.Parse(p.Retry[0].Href)
 		q := u.Query()
 		q.Del("dataset")
-		all.Href = "/actions/requeue?" + q.Encode()
-		p.RequeueAll = &all
+		all.Href = "/actions/retry?" + q.Encode()
+		p.RetryAll = &all
 	}
 	for _, g := range ops.GroupFailures(v.Datasets) {
 		fg := failureGroup{FailureGroup: g}

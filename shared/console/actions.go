@@ -312,7 +312,7 @@ func stuckStrings(days []stuckDay, datasets []string) []string {
 	return out
 }
 
-func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
+func (s *Server) confirmRetry(w http.ResponseWriter, r *http.Request) {
 	v := values(r)
 	acct, from, to, plan, left, err := s.requests(r, v, maxWindowDays)
 	if err != nil {
@@ -332,12 +332,12 @@ func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := confirmPage{
-		Heading: fmt.Sprintf("Requeue the failed and stopped %spartitions of %s%s, %s?", pre, acct.Name, post, span(from, to)),
-		Action:  "/actions/requeue", Fields: requestFields(v), Cancel: actionHref(acct.ID, datasets, all, from, to), By: s.cfg.Identity(r),
-		Button: "Requeue " + plural(len(days), "partition"),
+		Heading: fmt.Sprintf("Retry the failed and stopped %spartitions of %s%s, %s?", pre, acct.Name, post, span(from, to)),
+		Action:  "/actions/retry", Fields: requestFields(v), Cancel: actionHref(acct.ID, datasets, all, from, to), By: s.cfg.Identity(r),
+		Button: "Retry " + plural(len(days), "partition"),
 	}
 	if len(days) == 0 {
-		p.Heading = fmt.Sprintf("Nothing to requeue: no %spartition of %s%s is failed or stopped, %s.", pre, acct.ID, post, span(from, to))
+		p.Heading = fmt.Sprintf("Nothing to retry: no %spartition of %s%s is failed or stopped, %s.", pre, acct.ID, post, span(from, to))
 		p.Nothing = true
 	} else {
 		p.Lines = []string{"Each partition below is made due (waiting for a sweep) with a fresh count of attempts; the sweeper claims due partitions first, " +
@@ -345,10 +345,10 @@ func (s *Server) confirmRequeue(w http.ResponseWriter, r *http.Request) {
 		p.Items, p.More = listed(stuckStrings(days, datasets))
 	}
 	p.Lines = append(p.Lines, leftOutLines(left)...)
-	s.render(w, r, http.StatusOK, "confirm", "Requeue "+what, s.actionCrumbs(acct, "Requeue"), p)
+	s.render(w, r, http.StatusOK, "confirm", "Retry "+what, s.actionCrumbs(acct, "Retry"), p)
 }
 
-func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
+func (s *Server) postRetry(w http.ResponseWriter, r *http.Request) {
 	v := values(r)
 	acct, from, to, plan, left, err := s.requests(r, v, maxWindowDays)
 	if err != nil {
@@ -371,11 +371,11 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		var got ledger.RequeueResult
-		got, err = ops.Requeue(r.Context(), s.cfg.Catalog, s.cfg.Ledger, acct.ID, ds, dd, partition.ReasonManual, by, nil)
+		got, err = ops.Retry(r.Context(), s.cfg.Catalog, s.cfg.Ledger, acct.ID, ds, dd, partition.ReasonManual, by, nil)
 		res.Queued += got.Queued
 		res.Created += got.Created
 		res.RerunRequested += got.RerunRequested
-		s.cfg.Log.Info("console action", "action", "requeue", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
+		s.cfg.Log.Info("console action", "action", "retry", "account", acct.ID, "dataset", ds, "from", from.String(), "to", to.String(),
 			"requested_by", by, "queued", got.Queued, "rerun_requested", got.RerunRequested, "error", errText(err))
 		if err != nil {
 			s.failed(w, r, fmt.Errorf("%s: %w", ds, err))
@@ -387,8 +387,8 @@ func (s *Server) postRequeue(w http.ResponseWriter, r *http.Request) {
 	if len(datasets) == 1 {
 		word = datasets[0] + " partition"
 	}
-	s.render(w, r, http.StatusOK, "done", "Requeued", s.actionCrumbs(acct, "Requeue"), donePage{
-		Heading: fmt.Sprintf("Requeued %s of %s", plural(res.Queued, word), acct.ID),
+	s.render(w, r, http.StatusOK, "done", "Made due", s.actionCrumbs(acct, "Retry"), donePage{
+		Heading: fmt.Sprintf("Made %s of %s due again", plural(res.Queued, word), acct.ID),
 		Lines: append(s.withQueueNote(fmt.Sprintf("Requested by %s. %d running now were marked to run again when they finish. The sweeper claims the due ones next.",
 			by, res.RerunRequested)), leftOutLines(left)...),
 		Items: items, More: more,

@@ -46,14 +46,14 @@ func TestConfirmationPagesChangeNothing(t *testing.T) {
 				"Recorded as requested by <strong>arn:aws:iam::123456789012:user/alice</strong>"}, true},
 		{"re-export a range", "/actions/reexport?" + form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-22").Encode(),
 			[]string{"2026-11-20 to 2026-11-22 (3 days)", `<input type="hidden" name="from" value="2026-11-20">`}, true},
-		{"requeue lists the failed and stopped days", "/actions/requeue?" + form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29").Encode(),
-			[]string{"Requeue the failed and stopped events partitions", "<li>2026-11-25</li>", "<li>2026-11-26</li>", "Requeue 2 partitions"}, true},
-		{"requeue with nothing to do", "/actions/requeue?" + form("account", healthy, "dataset", "events", "from", "2026-11-01", "to", "2026-11-29").Encode(),
-			[]string{"Nothing to requeue: no events partition of " + healthy + " is failed or stopped"}, false},
+		{"retry lists the failed and stopped days", "/actions/retry?" + form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29").Encode(),
+			[]string{"Retry the failed and stopped events partitions", "<li>2026-11-25</li>", "<li>2026-11-26</li>", "Retry 2 partitions"}, true},
+		{"retry with nothing to do", "/actions/retry?" + form("account", healthy, "dataset", "events", "from", "2026-11-01", "to", "2026-11-29").Encode(),
+			[]string{"Nothing to retry: no events partition of " + healthy + " is failed or stopped"}, false},
 		{"re-export without a dataset: every dataset of the account", "/actions/reexport?" + form("account", healthy, "day", "2026-11-24").Encode(),
 			[]string{"Re-export every dataset (events, profiles) of Healthy Co, 2026-11-24 (1 day)?", "Re-export 2 partitions, 2026-11-24 (1 day)"}, true},
-		{"requeue without a dataset: every dataset of the account", "/actions/requeue?" + form("account", healthy, "from", "2026-11-01", "to", "2026-11-29").Encode(),
-			[]string{"Nothing to requeue: no partition of " + healthy + ", every dataset (events, profiles) is failed or stopped"}, false},
+		{"retry without a dataset: every dataset of the account", "/actions/retry?" + form("account", healthy, "from", "2026-11-01", "to", "2026-11-29").Encode(),
+			[]string{"Nothing to retry: no partition of " + healthy + ", every dataset (events, profiles) is failed or stopped"}, false},
 		{"disable", "/actions/account?" + form("account", healthy, "enabled", "false").Encode(),
 			[]string{"Disable account Healthy Co (" + healthy + ")?", "The sweeper skips the account"}, true},
 		{"enable an enabled account", "/actions/account?" + form("account", healthy, "enabled", "true").Encode(),
@@ -125,19 +125,19 @@ func TestActions(t *testing.T) {
 			t.Errorf("sent %v, want %s", got, want)
 		}
 	})
-	t.Run("requeue without a dataset covers every dataset", func(t *testing.T) {
+	t.Run("retry without a dataset covers every dataset", func(t *testing.T) {
 		f := newFixture(t)
 		seed(f)
-		res := f.post("/actions/requeue", form("account", troubled, "from", "2026-11-20", "to", "2026-11-29"), f.session())
-		if res.code != http.StatusOK || !strings.Contains(res.body, "Requeued 2 events partitions of "+troubled) {
+		res := f.post("/actions/retry", form("account", troubled, "from", "2026-11-20", "to", "2026-11-29"), f.session())
+		if res.code != http.StatusOK || !strings.Contains(res.body, "Made 2 events partitions of "+troubled+" due again") {
 			t.Fatalf("status %d\n%s", res.code, res.body)
 		}
 	})
-	t.Run("requeue queues the failed and stopped days only", func(t *testing.T) {
+	t.Run("retry makes the failed and stopped days due, and only those", func(t *testing.T) {
 		f := newFixture(t)
 		seed(f)
-		res := f.post("/actions/requeue", form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29"), f.session())
-		if res.code != http.StatusOK || !strings.Contains(res.body, "Requeued 2 events partitions of "+troubled) {
+		res := f.post("/actions/retry", form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29"), f.session())
+		if res.code != http.StatusOK || !strings.Contains(res.body, "Made 2 events partitions of "+troubled+" due again") {
 			t.Fatalf("status %d\n%s", res.code, res.body)
 		}
 		for d, want := range map[string]ledger.State{"2026-11-24": ledger.StateCompleted, "2026-11-25": ledger.StateQueued,
@@ -146,6 +146,29 @@ func TestActions(t *testing.T) {
 			if r.State != want || (want == ledger.StateQueued && (r.Attempts != 0 || r.Stopped || r.Reason != partition.ReasonManual)) {
 				t.Errorf("%s: %+v, want %s", d, r, want)
 			}
+		}
+	})
+	t.Run("the earlier /actions/requeue is retry", func(t *testing.T) {
+		// Bookmarks and pages open from before the rename keep working:
+		// the confirmation posts to /actions/retry, a post to the old path
+		// passes the same cross-site check and does the same.
+		f := newFixture(t)
+		seed(f)
+		q := form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29")
+		page := f.get("/actions/requeue?" + q.Encode())
+		if page.code != http.StatusOK || !strings.Contains(page.body, "Retry the failed and stopped events partitions") ||
+			!strings.Contains(page.body, `action="/actions/retry"`) {
+			t.Fatalf("GET /actions/requeue: status %d\n%s", page.code, page.body)
+		}
+		if res := f.post("/actions/requeue", q, ""); res.code != http.StatusForbidden || f.ledger.rows[partition.Key{AccountID: troubled, Dataset: "events", Day: day("2026-11-25")}].State == ledger.StateQueued {
+			t.Errorf("a POST to /actions/requeue without the session passed the cross-site check: status %d\n%s", res.code, res.body)
+		}
+		res := f.post("/actions/requeue", q, f.session())
+		if res.code != http.StatusOK || !strings.Contains(res.body, "Made 2 events partitions of "+troubled+" due again") {
+			t.Fatalf("POST /actions/requeue: status %d\n%s", res.code, res.body)
+		}
+		if r := f.ledger.rows[partition.Key{AccountID: troubled, Dataset: "events", Day: day("2026-11-25")}]; r.State != ledger.StateQueued {
+			t.Errorf("2026-11-25 after POST /actions/requeue: %+v", r)
 		}
 	})
 	t.Run("disable and enable", func(t *testing.T) {
@@ -203,7 +226,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		return "/actions/reexport", form(append([]string{"dataset", "events"}, kv...)...)
 	}
 	rq := func(kv ...string) (string, url.Values) {
-		return "/actions/requeue", form(append([]string{"dataset", "events"}, kv...)...)
+		return "/actions/retry", form(append([]string{"dataset", "events"}, kv...)...)
 	}
 	tests := []struct {
 		name string
@@ -223,7 +246,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"a disabled account", "", nil, http.StatusUnprocessableEntity, "account “" + disabled + "” is disabled"},
 		{"day and range", "", nil, http.StatusBadRequest, "give day or from and to, not both"},
 		{"a range too long to re-export", "", nil, http.StatusBadRequest, "at most 366 per request"},
-		{"a requeue range in the future", "", nil, http.StatusUnprocessableEntity, "to “2026-12-05” is not closed yet"},
+		{"a retry range in the future", "", nil, http.StatusUnprocessableEntity, "to “2026-12-05” is not closed yet"},
 		{"to before from", "", nil, http.StatusBadRequest, "to “2026-11-21” is before from"},
 		{"enabled is not a boolean", "/actions/account", form("account", healthy, "enabled", "maybe"), http.StatusBadRequest, "enabled “maybe”: want true or false"},
 		{"enable an unknown account", "/actions/account", form("account", "acct_nosuchaccount222", "enabled", "true"), http.StatusNotFound, "No account acct_nosuchaccount222"},
@@ -250,7 +273,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 			return re("account", troubled, "day", "2026-11-24", "from", "2026-11-20", "to", "2026-11-24")
 		},
 		"a range too long to re-export": func() (string, url.Values) { return re("account", troubled, "from", "2024-01-01", "to", "2026-11-24") },
-		"a requeue range in the future": func() (string, url.Values) { return rq("account", troubled, "from", "2026-11-20", "to", "2026-12-05") },
+		"a retry range in the future":   func() (string, url.Values) { return rq("account", troubled, "from", "2026-11-20", "to", "2026-12-05") },
 		"to before from":                func() (string, url.Values) { return rq("account", troubled, "from", "2026-11-22", "to", "2026-11-21") },
 	}
 	for _, tt := range tests {
@@ -288,7 +311,7 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 		if res.code != http.StatusOK {
 			t.Fatalf("%s: status %d", path, res.code)
 		}
-		for _, action := range []string{"/actions/", "Re-export", "Requeue", "Disable the account", `method="post"`} {
+		for _, action := range []string{"/actions/", "Re-export", "Retry", "Disable the account", `method="post"`} {
 			if strings.Contains(res.body, action) {
 				t.Errorf("%s offers %q in read-only mode", path, action)
 			}
@@ -300,7 +323,7 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 	token := f.session()
 	for _, tt := range []struct{ path, query string }{
 		{"/actions/reexport", form("account", troubled, "dataset", "events", "day", "2026-11-24").Encode()},
-		{"/actions/requeue", form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29").Encode()},
+		{"/actions/retry", form("account", troubled, "dataset", "events", "from", "2026-11-20", "to", "2026-11-29").Encode()},
 		{"/actions/account", form("account", healthy, "enabled", "false").Encode()},
 	} {
 		if res := f.get(tt.path + "?" + tt.query); res.code != http.StatusForbidden || !strings.Contains(res.body, "This console is read-only") {
@@ -397,7 +420,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 	})
 }
 
-// TestEveryDatasetWithASnapshot: the console's requeue and re-export
+// TestEveryDatasetWithASnapshot: the console's retry and re-export
 // without a dataset do what the CLI does for an account that also
 // receives a snapshot dataset (copied for the newest closed day only): the
 // other datasets take the range, the snapshot dataset its newest closed
@@ -429,20 +452,20 @@ func TestEveryDatasetWithASnapshot(t *testing.T) {
 	}
 	const newestOnly = "members: a snapshot dataset is copied for the newest closed day only: 2026-11-29 alone, the other days of 2026-11-20..2026-11-29 left out"
 
-	page := f.get("/actions/requeue?" + form("account", both, "from", "2026-11-20", "to", "2026-11-29").Encode())
+	page := f.get("/actions/retry?" + form("account", both, "from", "2026-11-20", "to", "2026-11-29").Encode())
 	for _, want := range []string{"events 2026-11-21", "members 2026-11-29", "Left out " + newestOnly} {
 		if page.code != http.StatusOK || !strings.Contains(page.body, want) {
-			t.Errorf("requeue confirmation lacks %q: status %d\n%s", want, page.code, page.body)
+			t.Errorf("retry confirmation lacks %q: status %d\n%s", want, page.code, page.body)
 		}
 	}
-	res := f.post("/actions/requeue", form("account", both, "from", "2026-11-20", "to", "2026-11-29"), f.session())
-	if res.code != http.StatusOK || !strings.Contains(res.body, "Requeued 2 partitions of "+both) || !strings.Contains(res.body, "Left out "+newestOnly) {
-		t.Errorf("requeue: status %d\n%s", res.code, res.body)
+	res := f.post("/actions/retry", form("account", both, "from", "2026-11-20", "to", "2026-11-29"), f.session())
+	if res.code != http.StatusOK || !strings.Contains(res.body, "Made 2 partitions of "+both+" due again") || !strings.Contains(res.body, "Left out "+newestOnly) {
+		t.Errorf("retry: status %d\n%s", res.code, res.body)
 	}
-	page = f.get("/actions/requeue?" + form("account", both, "from", "2026-11-20", "to", "2026-11-22").Encode())
+	page = f.get("/actions/retry?" + form("account", both, "from", "2026-11-20", "to", "2026-11-22").Encode())
 	if page.code != http.StatusOK || !strings.Contains(page.body,
 		"Left out members: a snapshot dataset is copied for the newest closed day only (2026-11-29), which is outside 2026-11-20..2026-11-22") {
-		t.Errorf("requeue of an older range: status %d\n%s", page.code, page.body)
+		t.Errorf("retry of an older range: status %d\n%s", page.code, page.body)
 	}
 
 	res = f.post("/actions/reexport", form("account", both, "from", "2026-11-28", "to", "2026-11-29"), f.session())

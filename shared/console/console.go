@@ -1,6 +1,6 @@
 // Package console is daybook's web console: the fleet, an account's
 // datasets by day, a partition's history and manifests, and the operator
-// actions (re-export, requeue, enable and disable an account), each behind
+// actions (re-export, retry, enable and disable an account), each behind
 // a confirmation page. It is an http.Handler built from narrow interfaces
 // (the ledger, the jobs queue, the accounts' buckets), so `daybook console`
 // serves it on this machine and the console Lambda behind a function URL
@@ -39,7 +39,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Ledger is what the console reads and changes in the ledger;
-// ops.Ledger has it. A read-only console never calls Requeue,
+// ops.Ledger has it. A read-only console never calls Requeue (a retry),
 // UpdateAccount or the ReexportNoter's methods.
 type Ledger interface {
 	ops.Reader
@@ -84,7 +84,7 @@ type Config struct {
 	// offers no re-export.
 	Queue    ops.SendAPI
 	QueueURL string
-	// QueueNote, when set, says after a re-export or requeue what runs the
+	// QueueNote, when set, says after a re-export or retry what runs the
 	// queued work: a local stack has no event source or scheduler.
 	QueueNote string
 	// Stage renders account prefixes ({{.Stage}}); SettleDelay is the
@@ -163,8 +163,12 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /accounts/{account}/partitions/{dataset}/{day}", s.partition)
 	s.mux.HandleFunc("GET /actions/reexport", s.action(s.confirmReexport))
 	s.mux.HandleFunc("POST /actions/reexport", s.action(s.postReexport))
-	s.mux.HandleFunc("GET /actions/requeue", s.action(s.confirmRequeue))
-	s.mux.HandleFunc("POST /actions/requeue", s.action(s.postRequeue))
+	s.mux.HandleFunc("GET /actions/retry", s.action(s.confirmRetry))
+	s.mux.HandleFunc("POST /actions/retry", s.action(s.postRetry))
+	// The action's earlier name: bookmarks and confirmation pages open
+	// from before still work.
+	s.mux.HandleFunc("GET /actions/requeue", s.action(s.confirmRetry))
+	s.mux.HandleFunc("POST /actions/requeue", s.action(s.postRetry))
 	s.mux.HandleFunc("GET /actions/account", s.action(s.confirmEnable))
 	s.mux.HandleFunc("POST /actions/account", s.action(s.postEnable))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -226,7 +226,7 @@ func TestAccountPage(t *testing.T) {
 		// raw errors behind a toggle.
 		`<div class="failure-group" data-code="internal">`, "(2 partitions, 1 stopped retrying)",
 		`<details><summary>Raw errors (2 distinct)</summary>`, `<pre class="error-text">source unreachable</pre>`,
-		`href="/actions/requeue?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Requeue 2 failed or stopped events partitions`,
+		`href="/actions/retry?account=`+troubled+`&amp;dataset=events&amp;from=2026-11-20&amp;to=2026-11-29">Retry 2 failed or stopped events partitions`,
 		`href="/actions/account?account=`+troubled+`&amp;enabled=false">Disable the account`,
 		// The legend says what a blank cell is, in the CLI's words.
 		"blank: no ledger row: before the start date, or not scheduled by a sweep yet</li>",
@@ -339,12 +339,12 @@ func TestPartitionPage(t *testing.T) {
 		"The day is <strong>complete</strong>", "events: delivered, generation 2, 1,234 rows in 1 file",
 		`href="/actions/reexport?account=`+troubled+`&amp;dataset=events&amp;day=2026-11-24">Re-export this day`,
 	)
-	if strings.Contains(res.body, "Requeue…") {
-		t.Error("a completed partition offers a requeue")
+	if strings.Contains(res.body, "Retry…") {
+		t.Error("a completed partition offers a retry")
 	}
 
 	res = f.get("/accounts/" + troubled + "/partitions/events/2026-11-25")
-	wantContains(t, res.body, "stopped retrying after 6 attempts", "Attempt 6 stopped at 2026-11-30T10:00:00Z", "Requeue…",
+	wantContains(t, res.body, "stopped retrying after 6 attempts", "Attempt 6 stopped at 2026-11-30T10:00:00Z", "Retry…",
 		"no _SUCCESS and no _manifest.json: the partition is not delivered", "No delivery manifest for 2026-11-25 yet")
 
 	// A day without a row, a dataset the account does not export.

@@ -58,7 +58,7 @@ type partitionPage struct {
 	Delivery     deliveryView
 	AccountHref  string
 	ReexportHref string
-	RequeueHref  string
+	RetryHref    string
 	Stuck        bool
 	// Prev and Next are the dataset's day before and after, within the
 	// account's start date and its last closed day; Others the account's
@@ -112,7 +112,7 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 		p.Describe = ops.Describe(cur)
 		p.Stuck = hist.Current.State == ops.Failed || hist.Current.State == ops.Stopped
 	} else {
-		p.Describe = "no ledger row: the day was never materialized, requeued or re-exported"
+		p.Describe = "no ledger row: the day was never materialized, retried or re-exported"
 	}
 	if prev := day.AddDays(-1); !prev.Before(acct.StartDate) {
 		p.Prev = &link{prev.String(), partitionHref(acct.ID, dsName, prev.String())}
@@ -130,7 +130,7 @@ func (s *Server) partition(w http.ResponseWriter, r *http.Request) {
 		p.ReexportHref = "/actions/reexport?" + q.Encode()
 	}
 	if p.Stuck {
-		p.RequeueHref = "/actions/requeue?" + q.Encode()
+		p.RetryHref = "/actions/retry?" + q.Encode()
 	}
 	p.Manifest, p.Delivery = s.readBucket(r.Context(), acct, key.Dataset, day)
 	s.render(w, r, http.StatusOK, "partition", dsName+" "+day.String()+" · "+acct.ID,

@@ -51,7 +51,7 @@ func LedgerName(name, contract string) string {
 
 // Current is the ledger name of the partitions the catalog delivers for
 // name now: a bare catalog name of a dataset at a later contract than v1 is
-// its LedgerName (events → events.v2), so an operator's re-export, requeue
+// its LedgerName (events → events.v2), so an operator's re-export, retry
 // or reseed of `events` reaches the rows that are still delivered, not the
 // retired v1 rows that are never exported again. A name that carries a
 // contract, or that the catalog does not know, is returned as given (the

@@ -63,7 +63,7 @@ type Restatement struct {
 }
 
 // Stopped is the detail of `daybook.partition.stopped`: a partition failed
-// on its last attempt and stopped retrying until an operator requeues it.
+// on its last attempt and stopped retrying until an operator retries it.
 type Stopped struct {
 	Version int `json:"version"`
 	// ID is the event's stable id (StoppedID).

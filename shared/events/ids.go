@@ -16,7 +16,7 @@ func CommittedID(account, dataset, day string, generation int64) string {
 
 // StoppedID is the stable id of a stopped event: the committed id of the
 // last generation delivered before, then /stopped/ and the stop's time
-// (RFC 3339, UTC, seconds): a partition may stop again after a requeue.
+// (RFC 3339, UTC, seconds): a partition may stop again after a retry.
 func StoppedID(account, dataset, day string, generation int64, at time.Time) string {
 	return CommittedID(account, dataset, day, generation) + "/stopped/" + at.UTC().Truncate(time.Second).Format(time.RFC3339)
 }

@@ -134,14 +134,14 @@ type Limits struct {
 	// SettleDelay is the deployment's settle delay (SETTLE_DELAY), for an
 	// account that sets none of its own.
 	SettleDelay time.Duration
-	// MaxDays bounds a range; 0 means MaxManualRangeDays. A requeue, which
+	// MaxDays bounds a range; 0 means MaxManualRangeDays. A retry, which
 	// the sweeper paces, may pass a larger bound.
 	MaxDays int
 }
 
-// CheckRequest is the one check of a manual re-export or a requeue of
+// CheckRequest is the one check of a manual re-export or a retry of
 // {account_id, dataset, day | from, to}, for the exporter (a manual
-// message) and the CLI (reexport, requeue) alike. acct is the account
+// message) and the CLI (reexport, retry) alike. acct is the account
 // m.AccountID names as stored, nil when there is none. It returns the days
 // asked for, or the first problem as a *FieldError naming the field and the
 // value:

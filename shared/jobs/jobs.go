@@ -15,7 +15,7 @@
 //
 // It also owns the one check of a manual request against its account
 // ([CheckRequest], check.go), shared by the exporter, for messages, and by
-// the CLI, for `daybook reexport` and `daybook requeue`, and the one way
+// the CLI, for `daybook reexport` and `daybook retry`, and the one way
 // messages are sent ([Queue], send.go): batches of ten, and what became of
 // each message.
 package jobs
@@ -37,7 +37,7 @@ const (
 )
 
 // MaxManualRangeDays bounds one manual request; larger backfills go through
-// `daybook requeue`, which the sweeper paces with its caps.
+// `daybook retry`, which the sweeper paces with its caps.
 const MaxManualRangeDays = 366
 
 // ErrMalformed marks a message that can never be processed; it goes to the DLQ.

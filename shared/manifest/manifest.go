@@ -61,7 +61,7 @@ type Manifest struct {
 }
 
 // Provenance is the source's provenance (source.Provenance, its fields
-// inline) and, for a generation someone asked for (a re-export, a requeue,
+// inline) and, for a generation someone asked for (a re-export, a retry,
 // a reseed), who asked.
 type Provenance struct {
 	source.Provenance

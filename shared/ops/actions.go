@@ -26,27 +26,29 @@ func add(p Progress, n int) {
 	}
 }
 
-// Requeuer marks days queued; Ledger has it.
+// Requeuer makes days due (the ledger's stored name for that is queued);
+// Ledger has it.
 type Requeuer interface {
 	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error)
 }
 
 var _ Requeuer = Ledger{}
 
-// requeueChunk is the most days one Requeue call names, so progress moves.
-const requeueChunk = 7
+// retryChunk is the most days one Requeue call names, so progress moves.
+const retryChunk = 7
 
-// Requeue marks days queued (ledger.Partitions.Requeue: missing rows created, stopped
+// Retry makes days due again, for the next sweep to claim: daybook retry
+// and the console's Retry (ledger.Partitions.Requeue: missing rows created, stopped
 // rows given fresh attempts, running rows marked to run again), one call
 // per run of consecutive days of at most a week, recorded as requested by
 // by. days must be sorted. On an
 // error the result counts what was done before it.
-func Requeue(ctx context.Context, catalog *dataset.Set, l Requeuer, accountID, ds string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
+func Retry(ctx context.Context, catalog *dataset.Set, l Requeuer, accountID, ds string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
 	ctx = ledger.WithRequestedBy(ctx, by) // recorded on the rows and their attempts
 	var res ledger.RequeueResult
 	for start := 0; start < len(days); {
 		end := start + 1
-		for end < len(days) && end-start < requeueChunk && days[end] == days[end-1].AddDays(1) {
+		for end < len(days) && end-start < retryChunk && days[end] == days[end-1].AddDays(1) {
 			end++
 		}
 		r, err := l.Requeue(ctx, accountID, catalog.Current(ds), days[start], days[end-1], reason)
@@ -55,7 +57,7 @@ func Requeue(ctx context.Context, catalog *dataset.Set, l Requeuer, accountID, d
 		res.RerunRequested += r.RerunRequested
 		add(p, end-start)
 		if err != nil {
-			return res, fmt.Errorf("requeue stopped after %d of %d days: %w", res.Queued+res.RerunRequested, len(days), err)
+			return res, fmt.Errorf("retry stopped after %d of %d days: %w", res.Queued+res.RerunRequested, len(days), err)
 		}
 		start = end
 	}
@@ -120,7 +122,7 @@ func unnote(ctx context.Context, l ReexportNoter, note ledger.ReexportNote, days
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%d days show a re-export requested that was not sent until they are re-exported or requeued: %w", len(errs), errors.Join(errs...))
+		return fmt.Errorf("%d days show a re-export requested that was not sent until they are re-exported or retried: %w", len(errs), errors.Join(errs...))
 	}
 	return nil
 }

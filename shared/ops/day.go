@@ -67,7 +67,7 @@ func Describe(d Day) string {
 	case Failed:
 		return fmt.Sprintf("failed on attempt %d, next attempt %s: %s", d.Attempts, d.NextAttemptAt, d.Error)
 	case Stopped:
-		return fmt.Sprintf("stopped retrying after %d attempts (a requeue retries it): %s", d.Attempts, d.Error)
+		return fmt.Sprintf("stopped retrying after %d attempts (an operator's retry tries it again): %s", d.Attempts, d.Error)
 	case Claimed:
 		return fmt.Sprintf("claimed at %s, its job waits in the queue (lease until %s%s)", d.ClaimedAt, d.LeaseUntil, expired(d))
 	case Running:

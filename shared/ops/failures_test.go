@@ -34,7 +34,7 @@ func TestGroupFailures(t *testing.T) {
 	}
 	g := groups[0]
 	if g.Code != manifest.CodeDestinationMissing || len(g.Partitions) != 22 || g.Stopped != 3 || len(g.Errors) != 1 ||
-		g.What != "bucket does not exist" || !strings.Contains(g.Fix, "destination.bucket") || !strings.Contains(g.Fix, "requeue") ||
+		g.What != "bucket does not exist" || !strings.Contains(g.Fix, "destination.bucket") || !strings.Contains(g.Fix, "retry") ||
 		strings.HasPrefix(g.Errors[0], "destination_missing") {
 		t.Errorf("bad bucket group %+v", g)
 	}

@@ -245,7 +245,7 @@ type count int
 
 func (c *count) Add(n int) { *c += count(n) }
 
-func TestRequeueCallsPerRunOfDays(t *testing.T) {
+func TestRetryCallsPerRunOfDays(t *testing.T) {
 	days := func(ds ...string) []civil.Date {
 		var out []civil.Date
 		for _, d := range ds {
@@ -269,15 +269,15 @@ func TestRequeueCallsPerRunOfDays(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &requeuer{}
 			var p count
-			res, err := Requeue(context.Background(), datasettest.Example(t), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, "tester", &p)
+			res, err := Retry(context.Background(), datasettest.Example(t), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, "tester", &p)
 			if err != nil || strings.Join(q.calls, " ") != tt.calls || res.Queued != len(tt.days) || int(p) != len(tt.days) {
 				t.Errorf("calls %q, queued %d, progress %d (%v); want %q", q.calls, res.Queued, p, err, tt.calls)
 			}
 		})
 	}
 	q := &requeuer{fail: 2}
-	res, err := Requeue(context.Background(), datasettest.Example(t), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), partition.ReasonManual, "tester", nil)
-	if err == nil || !strings.Contains(err.Error(), "requeue stopped after 7 of 20 days: throttled") || res.Queued != 7 || len(q.calls) != 2 {
+	res, err := Retry(context.Background(), datasettest.Example(t), q, "acct_aaaaaaaaaaaaaaaa", "events", civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-20")), partition.ReasonManual, "tester", nil)
+	if err == nil || !strings.Contains(err.Error(), "retry stopped after 7 of 20 days: throttled") || res.Queued != 7 || len(q.calls) != 2 {
 		t.Errorf("a failure part way: %+v %v, calls %v", res, err, q.calls)
 	}
 }
@@ -439,9 +439,9 @@ func TestAccountViewAtALaterContract(t *testing.T) {
 	if len(v.Datasets) != 1 || v.Datasets[0].Dataset != "events" || len(v.Datasets[0].Days) != 1 || v.Datasets[0].Counts[Failed] != 1 {
 		t.Fatalf("the view of events at v2: %+v", v.Datasets)
 	}
-	// A requeue of events (the CLI's and the console's) asks for the v2 rows.
+	// A retry of events (the CLI's and the console's) asks for the v2 rows.
 	q := &requeuer{}
-	if _, err := Requeue(context.Background(), cat, q, a.ID, "events", []civil.Date{day}, partition.ReasonManual, "tester", nil); err != nil || len(q.datasets) != 1 || q.datasets[0] != "events.v2" {
-		t.Fatalf("requeue of events at v2 asked the ledger for %v (%v); want events.v2", q.datasets, err)
+	if _, err := Retry(context.Background(), cat, q, a.ID, "events", []civil.Date{day}, partition.ReasonManual, "tester", nil); err != nil || len(q.datasets) != 1 || q.datasets[0] != "events.v2" {
+		t.Fatalf("retry of events at v2 asked the ledger for %v (%v); want events.v2", q.datasets, err)
 	}
 }

@@ -1,7 +1,7 @@
 // Package ops is what the operator CLI (cmd/daybook) and the web console
 // (shared/console) both do with the ledger: the phase of a partition in
 // operators' words, the fleet summary, an account's days, a partition's
-// history, the check of a manual request, and the actions (requeue,
+// history, the check of a manual request, and the actions (retry,
 // re-export, enable and disable an account). It reads and writes through
 // narrow interfaces that Ledger (the ledger aggregates it uses) and the SQS client satisfy, and
 // knows nothing about flags, terminals or HTTP.
@@ -39,7 +39,7 @@ const (
 	// CLI, the console and the metrics (PartitionsDue, OldestDueAge) alike.
 	Queued  Phase = "due"
 	Failed  Phase = "failed"  // will retry after its backoff
-	Stopped Phase = "stopped" // failed too often; waits for a requeue
+	Stopped Phase = "stopped" // failed too often; waits for a retry (daybook retry)
 )
 
 // fromLedger maps the ledger's phase names (ledger.PhaseOf, the fleet

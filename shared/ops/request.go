@@ -29,7 +29,7 @@ func CheckForm(catalog *dataset.Set, m jobs.Manual, lim jobs.Limits) error {
 	return nil
 }
 
-// CheckRequest is the exporter's own check of a manual re-export or requeue
+// CheckRequest is the exporter's own check of a manual re-export or retry
 // (jobs.CheckRequest), before anything is written or sent: it reads the
 // account m names and checks the request against it (an unknown or disabled
 // account, a dataset it does not export, a day before its start date or not
@@ -76,7 +76,7 @@ var ErrNothingToQueue = errors.New("nothing to queue")
 
 // CheckRequests is CheckRequest for the dataset m names or, when it names
 // none, for every dataset of the account, over m's day or range; the CLI's
-// requeue and reexport and the console's actions without a dataset call
+// retry and reexport and the console's actions without a dataset call
 // it. It returns the account and the days of each dataset to queue. A
 // snapshot dataset has a copy of the newest closed day only (a copy taken
 // now of an older day would be today's table under that date), so without

@@ -52,7 +52,7 @@ func (r Reason) Valid() bool {
 const MaxSlices = 1000
 
 // Stop describes a partition that stopped retrying: it waits, failed and
-// stopped, until an operator requeues it.
+// stopped, until an operator retries it.
 type Stop struct {
 	Key
 	// Attempts is the number of attempts it used.

@@ -48,7 +48,7 @@ var meanings = map[string]string{
 	"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "set by Lambda: the function's memory, from which the exporter derives its memory limit",
 
 	// The console.
-	"CONSOLE_ACTIONS": "`true` serves the actions (re-export, requeue, enable, disable); otherwise the console is read-only",
+	"CONSOLE_ACTIONS": "`true` serves the actions (re-export, retry, enable, disable); otherwise the console is read-only",
 
 	// Several programs, not set by the template.
 	"DAYBOOK_CATALOG":       "the dataset catalog file; unset, the shipped example (a function's build puts the file beside its bootstrap)",
