@@ -240,7 +240,7 @@ func TestBringYourOwnTablesAsWritten(t *testing.T) {
 // your own tables" steps.
 type readmeBlocks struct {
 	init, check, local, retry []string // steps 1, 2, 5 and 6
-	yaml, account               string
+	yaml, account             string
 }
 
 // readmeSteps reads docs/catalog.md's "Bring your own tables" steps: its code
