@@ -188,7 +188,7 @@ func (g *generation) begin(ctx context.Context) (*Pending, error) {
 	// generation is about to replace; a broken table is left to the
 	// table step, which finds it broken too and records it.
 	if g.table != nil {
-		if _, err := g.table.Withdraw(ctx, g.Day, generation); err != nil && !errors.Is(err, icetable.ErrBroken) {
+		if err := g.table.withdraw(ctx, g.Day, generation, g.log); err != nil && !errors.Is(err, icetable.ErrBroken) {
 			return nil, fmt.Errorf("withdraw %s from the Iceberg table: %w", g.Day, err)
 		}
 	}
