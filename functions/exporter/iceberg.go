@@ -111,10 +111,10 @@ func tableLocation(prefix, ds string) string {
 	return strings.TrimSuffix(layout.DatasetPrefix(prefix, ds), "/")
 }
 
-// withdraw takes generation's day out of the account's table before the
-// generation replaces its files (Table.Withdraw).
-func (t *accountTable) withdraw(ctx context.Context, day civil.Date, generation int64, log *slog.Logger) error {
-	r, err := t.Withdraw(ctx, day, generation)
+// withdraw takes day out of the account's table before generation next
+// replaces its files (Table.Withdraw).
+func (t *accountTable) withdraw(ctx context.Context, day civil.Date, next int64, log *slog.Logger) error {
+	r, err := t.Withdraw(ctx, day, next)
 	if err == nil {
 		t.hinted(ctx, r, log)
 	}
