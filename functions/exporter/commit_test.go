@@ -89,7 +89,7 @@ func writeFile(ctx context.Context, p *Pending, name, body string) (manifest.Fil
 func (f *commitFixture) generation(claimed int64, rec *noteRecorder, scripts Scripts) *generation {
 	g := &generation{e: &Exporter{Scripts: scripts}, committer: f.committer(), Partition: Partition{Claim: ledger.Claim{Generation: claimed}}}
 	if rec != nil {
-		g.s = &Service{Ledger: rec}
+		g.rec = &recorder{ledger: rec}
 	}
 	return g
 }

@@ -23,7 +23,7 @@ func TestMalformedGoesStraightToTheDLQ(t *testing.T) {
 	q := sqs.NewFromConfig(cfg)
 	dlq := out["JobsDLQUrl"]
 	ev := loadEvent(t, filepath.Join("..", "..", "events", "exporter-malformed.json"))
-	ok := &recorder{}
+	ok := &idRecorder{}
 	ev.Records = append(ev.Records, events.SQSMessage{MessageId: "fine", Body: "ok"})
 	h := e.handler
 	if h.DLQURL != dlq {
@@ -57,7 +57,7 @@ func TestMalformedGoesStraightToTheDLQ(t *testing.T) {
 }
 
 // splitProcessor parses like Service and hands well-formed bodies to next.
-type splitProcessor struct{ next *recorder }
+type splitProcessor struct{ next *idRecorder }
 
 func (p splitProcessor) Process(ctx context.Context, id, body string) error {
 	if body == "ok" {
@@ -71,9 +71,9 @@ func (p splitProcessor) Process(ctx context.Context, id, body string) error {
 	return svc.Process(ctx, id, body) // malformed bodies fail in parsing, before any dependency is used
 }
 
-type recorder struct{ ids []string }
+type idRecorder struct{ ids []string }
 
-func (r *recorder) Process(_ context.Context, id, _ string) error {
+func (r *idRecorder) Process(_ context.Context, id, _ string) error {
 	r.ids = append(r.ids, id)
 	return nil
 }

@@ -35,8 +35,8 @@ const deliveryRewrites = 3
 // export of the day.
 //
 // b is the account's bucket as the run opened it, or nil: it is opened here.
-func (s *Service) writeDelivery(ctx context.Context, acct account.Account, b *bucket.Bucket, day civil.Date, log *slog.Logger) error {
-	err := s.putDelivery(ctx, acct, b, day)
+func (rec *recorder) writeDelivery(ctx context.Context, acct account.Account, b *bucket.Bucket, day civil.Date, log *slog.Logger) error {
+	err := rec.putDelivery(ctx, acct, b, day)
 	if errors.Is(err, account.ErrNoBucketOwner) {
 		// Nothing is written to a bucket whose owner cannot be checked, and
 		// delivering the message again would not change that: the ledger
@@ -54,18 +54,18 @@ func (s *Service) writeDelivery(ctx context.Context, acct account.Account, b *bu
 
 // putDelivery writes the delivery manifest of day into b (nil: the
 // account's bucket, opened here).
-func (s *Service) putDelivery(ctx context.Context, acct account.Account, b *bucket.Bucket, day civil.Date) error {
-	prefix, err := acct.Prefix(s.Exporter.Config.Stage)
+func (rec *recorder) putDelivery(ctx context.Context, acct account.Account, b *bucket.Bucket, day civil.Date) error {
+	prefix, err := acct.Prefix(rec.exporter.Config.Stage)
 	if err != nil {
 		return err
 	}
 	key := layout.DeliveryManifestKey(prefix, day)
 	if b == nil {
-		if b, err = s.Exporter.bucketOf(ctx, acct); err != nil {
+		if b, err = rec.exporter.bucketOf(ctx, acct); err != nil {
 			return err
 		}
 	}
-	d, err := s.delivery(ctx, acct, b, prefix, day)
+	d, err := rec.delivery(ctx, acct, b, prefix, day)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, b *buck
 		if err := b.Put(ctx, key, body, "application/json"); err != nil {
 			return fmt.Errorf("write delivery manifest %s: %w", key, err)
 		}
-		now, err := s.delivery(ctx, acct, b, prefix, day)
+		now, err := rec.delivery(ctx, acct, b, prefix, day)
 		if err != nil {
 			return err
 		}
@@ -97,16 +97,16 @@ func (s *Service) putDelivery(ctx context.Context, acct account.Account, b *buck
 // newest closed day has no copy of the day by design (the sweep takes a
 // snapshot's copy for the newest closed day only): it is latest-only, not
 // missing.
-func (s *Service) delivery(ctx context.Context, acct account.Account, b *bucket.Bucket, prefix string, day civil.Date) (*manifest.Delivery, error) {
-	newest := acct.WithDefaults(s.SettleDelay).ClosedThrough(s.Now())
+func (rec *recorder) delivery(ctx context.Context, acct account.Account, b *bucket.Bucket, prefix string, day civil.Date) (*manifest.Delivery, error) {
+	newest := acct.WithDefaults(rec.settleDelay).ClosedThrough(rec.now())
 	statuses := make([]manifest.PartitionStatus, 0, len(acct.Datasets))
 	for _, name := range acct.Datasets {
 		st := manifest.PartitionStatus{Name: name}
 		key := name // a dataset at a later contract has rows of its own (dataset.LedgerName)
-		if ds, err := s.Catalog.Get(name); err == nil {
+		if ds, err := rec.catalog.Get(name); err == nil {
 			st.Dataset, key = &ds, ds.LedgerName()
 		}
-		row, err := s.Ledger.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: key, Day: day})
+		row, err := rec.ledger.Get(ctx, partition.Key{AccountID: acct.ID, Dataset: key, Day: day})
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 			st.LatestOnly = st.Dataset != nil && st.Dataset.IsSnapshot() && day.Before(newest)
@@ -126,12 +126,12 @@ func (s *Service) delivery(ctx context.Context, acct account.Account, b *bucket.
 			st.Reason = string(row.Reason)
 			st.Standing = standing(ctx, b, prefix, key, row)
 		}
-		if err := s.annotate(ctx, &st, acct.ID, day, row); err != nil {
+		if err := rec.annotate(ctx, &st, acct.ID, day, row); err != nil {
 			return nil, err
 		}
 		statuses = append(statuses, st)
 	}
-	return manifest.NewDelivery(acct.ID, day.String(), statuses, s.Now()), nil
+	return manifest.NewDelivery(acct.ID, day.String(), statuses, rec.now()), nil
 }
 
 // standing reports whether the failed row's last committed generation is
@@ -151,4 +151,15 @@ func standing(ctx context.Context, b *bucket.Bucket, prefix, ds string, row ledg
 	}
 	marker, err := manifest.DecodeSuccess(body)
 	return err == nil && marker.Generation == row.Generation && marker.ManifestKey == row.ManifestKey
+}
+
+// deliverAtRest rewrites the delivery manifest of row's day when the row
+// is at rest (not running) and its account is enabled: the run that completed
+// or failed it may have stopped before writing it, and a message of the
+// partition that comes back is the one chance to converge.
+func (rec *recorder) deliverAtRest(ctx context.Context, acct account.Account, row ledger.Row, log *slog.Logger) error {
+	if row.State == ledger.StateRunning || !acct.Enabled {
+		return nil // a newer claim runs it, and writes the manifest when it ends
+	}
+	return rec.writeDelivery(ctx, acct, nil, row.Day, log)
 }

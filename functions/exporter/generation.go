@@ -7,8 +7,8 @@ package main
 // run of one slice (slicerun.go) and the commit of a day's slices. It owns
 // what every step needs, read or built once: the partition and its claim,
 // the account (read once), its bucket (opened once), the account's prefix,
-// file format and Iceberg table, the run id, and the Service that records
-// it in the ledger, its outbox and metrics. Its methods below are the
+// file format and Iceberg table, the run id, and the recorder (recorder.go)
+// that records it in the ledger, its outbox and metrics. Its methods below are the
 // commit protocol of docs/architecture.md, in the order written there; each
 // step is marked "Step N: name." where it is taken, and a test holds the
 // page's list to these marks:
@@ -46,13 +46,14 @@ import (
 
 // generation is one run's generation of a claimed partition: the
 // partition and where it is written (target, set by place), the Exporter
-// it is written with and the Service that records it. Account and Dataset
+// it is written with and the recorder that records it. Account and Dataset
 // are set once read (a run that failed before may have neither).
 type generation struct {
-	// s records the generation in the ledger, the outbox and the metrics;
-	// nil records nothing (an export driven on its own, as the benchmark's).
-	s *Service
-	e *Exporter
+	// rec records the generation in the ledger, the outbox and the
+	// metrics; nil records nothing (an export driven on its own, as the
+	// benchmark's).
+	rec *recorder
+	e   *Exporter
 	target
 	began     time.Time // when the export of the partition began
 	log       *slog.Logger
@@ -69,12 +70,12 @@ func (e *Exporter) generationOf(p Partition, log *slog.Logger) *generation {
 	return &generation{e: e, target: target{Partition: p}, began: e.Now(), log: log}
 }
 
-// newGeneration is the run id's generation of claim, begun at began,
-// logging with its run id, attempt and reason.
-func (s *Service) newGeneration(claim ledger.Claim, id string, began time.Time, log *slog.Logger) *generation {
-	g := s.Exporter.generationOf(Partition{Day: claim.Day, Claim: claim, RunID: id},
+// generation is the run id's generation of claim, begun at began, logging
+// with its run id, attempt and reason, and recorded by rec.
+func (rec *recorder) generation(claim ledger.Claim, id string, began time.Time, log *slog.Logger) *generation {
+	g := rec.exporter.generationOf(Partition{Day: claim.Day, Claim: claim, RunID: id},
 		log.With("run_id", id, "attempt", claim.Attempt, "reason", string(claim.Reason)))
-	g.s, g.began = s, began
+	g.rec, g.began = rec, began
 	return g
 }
 
@@ -84,7 +85,7 @@ func (s *Service) newGeneration(claim ledger.Claim, id string, began time.Time, 
 // and its slices sent (planSlices) instead.
 func (g *generation) export(ctx context.Context, acct *account.Account) (*Written, error) {
 	if acct == nil {
-		a, err := g.s.Ledger.GetAccount(ctx, g.Claim.AccountID)
+		a, err := g.rec.ledger.GetAccount(ctx, g.Claim.AccountID)
 		g.Account = a
 		if err != nil {
 			return nil, fmt.Errorf("account %s: %w", g.Claim.AccountID, err)
@@ -97,7 +98,7 @@ func (g *generation) export(ctx context.Context, acct *account.Account) (*Writte
 		return nil, fmt.Errorf("account %s is disabled", g.Claim.AccountID)
 	}
 	var err error
-	if g.Dataset, err = g.s.Catalog.Resolve(g.Claim.Dataset); err != nil {
+	if g.Dataset, err = g.rec.catalog.Resolve(g.Claim.Dataset); err != nil {
 		return nil, err
 	}
 	// A slice of an earlier attempt may outlive it: nothing is written
@@ -178,7 +179,7 @@ func (g *generation) begin(ctx context.Context) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if found := generation - 1; found >= claimed && g.s != nil {
+	if found := generation - 1; found >= claimed && g.rec != nil {
 		if err := g.recover(ctx, found); err != nil {
 			return nil, fmt.Errorf("note committed generation %d: %w", found, err)
 		}
@@ -187,7 +188,7 @@ func (g *generation) begin(ctx context.Context) (*Pending, error) {
 	// generation is about to replace; a broken table is left to the
 	// table step, which finds it broken too and records it.
 	if g.table != nil {
-		if _, err := g.table.Withdraw(ctx, g.Day, generation); err != nil && !errors.Is(err, icetable.ErrBroken) {
+		if err := g.table.withdraw(ctx, g.Day, generation, g.log); err != nil && !errors.Is(err, icetable.ErrBroken) {
 			return nil, fmt.Errorf("withdraw %s from the Iceberg table: %w", g.Day, err)
 		}
 	}
@@ -216,7 +217,7 @@ func (g *generation) recover(ctx context.Context, generation int64) error {
 		}
 		g.publish(ctx, ev)
 	}
-	return g.s.Ledger.NoteCommitted(ctx, g.Claim.Key, g.Claim.Token, generation)
+	return g.rec.ledger.NoteCommitted(ctx, g.Claim.Key, g.Claim.Token, generation)
 }
 
 // begun is the generation the data files are written into: begun when the
@@ -405,26 +406,17 @@ func (g *generation) record(ctx context.Context, d *events.Committed) (ledger.Ev
 	if err != nil {
 		return ledger.Event{}, err
 	}
-	if _, err := g.outbox().Record(ctx, ev); err != nil {
+	if _, err := g.rec.outbox().Record(ctx, ev); err != nil {
 		return ledger.Event{}, fmt.Errorf("record the committed event of generation %d: %w", d.Generation, err)
 	}
 	return ev, nil
 }
 
-// outbox is the service's event outbox; nil-safe (Enabled false) when the
-// service publishes no events.
-func (g *generation) outbox() *outbox.Outbox {
-	if g.s.Lifecycle == nil {
-		return nil
-	}
-	return g.s.Lifecycle.Outbox
-}
-
 // publish publishes a recorded event; a failure is logged and counted,
 // and the event stays pending for the sweeper to publish again.
 func (g *generation) publish(ctx context.Context, ev ledger.Event) {
-	if err := g.outbox().Deliver(ctx, ev); err != nil {
-		publishFailed(ctx, g.s.Metrics, g.log, ev.DetailType, err)
+	if err := g.rec.outbox().Deliver(ctx, ev); err != nil {
+		publishFailed(ctx, g.rec.metrics, g.log, ev.DetailType, err)
 	}
 }
 
@@ -434,8 +426,8 @@ func (g *generation) publish(ctx context.Context, ev ledger.Event) {
 // the event goes out after; the reseed counts the day once Complete
 // recorded it.
 func (g *generation) finish(ctx context.Context, w *Written) error {
-	s, claim, log := g.s, g.Claim, g.log
-	took := s.Now().Sub(g.began)
+	rec, claim, log := g.rec, g.Claim, g.log
+	took := rec.now().Sub(g.began)
 	res := ledger.Result{
 		Rows: w.Manifest.Totals.Rows, Bytes: w.Bytes, Files: w.Manifest.Totals.Files,
 		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation, TableError: w.TableError,
@@ -448,7 +440,7 @@ func (g *generation) finish(ctx context.Context, w *Written) error {
 		return g.failed(ctx, fmt.Errorf("generation %d committed: %w", w.Manifest.Generation, err))
 	}
 	// Step 12: Complete.
-	_, err = s.Ledger.Complete(ctx, claim.Key, claim.Token, res)
+	_, err = rec.ledger.Complete(ctx, claim.Key, claim.Token, res)
 	// Step 13: publish.
 	g.publish(ctx, ev)
 	if err == nil {
@@ -474,9 +466,9 @@ func (g *generation) finish(ctx context.Context, w *Written) error {
 	if w.TableError != "" {
 		ms = append(ms, metrics.Metric{Name: metrics.TableBrokenDeliveries, Unit: metrics.Count, Value: 1})
 	}
-	_ = s.Metrics.Emit(props, ms...)
+	_ = rec.metrics.Emit(props, ms...)
 	// Step 14: delivery manifest.
-	return s.writeDelivery(ctx, g.Account, g.bucket, claim.Day, log)
+	return rec.writeDelivery(ctx, g.Account, g.bucket, claim.Day, log)
 }
 
 // failed records a failed export of the claim (with backoff; retries are
@@ -488,10 +480,10 @@ func (g *generation) failed(ctx context.Context, err error) error {
 
 // failedAfter is failed with the next attempt no earlier than notBefore.
 func (g *generation) failedAfter(ctx context.Context, err error, notBefore time.Time) error {
-	s, claim, log := g.s, g.Claim, g.log
+	rec, claim, log := g.rec, g.Claim, g.log
 	props := map[string]any{"account": claim.AccountID, "dataset": claim.Dataset, "day": claim.Day.String(), "generation": claim.Generation, "run_id": g.RunID}
 	fail := newFailure(err)
-	row, ferr := s.Ledger.FailAfter(ctx, claim.Key, claim.Token, fail, notBefore)
+	row, ferr := rec.ledger.FailAfter(ctx, claim.Key, claim.Token, fail, notBefore)
 	switch {
 	case errors.Is(ferr, ledger.ErrClaimLost):
 		log.WarnContext(ctx, "export failed and the claim was lost meanwhile", "error", err.Error(), "code", string(fail.code))
@@ -502,9 +494,9 @@ func (g *generation) failedAfter(ctx context.Context, err error, notBefore time.
 	log.ErrorContext(ctx, "export failed", "error", err.Error(), "code", string(fail.code), "attempts", row.Attempts,
 		"next_attempt_at", row.NextAttemptAt, "stopped", row.Stopped)
 	// PartitionsStopped is the sweeper's gauge; a failure is an event.
-	_ = s.Metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
+	_ = rec.metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
 	if g.Account.ID != "" && g.Account.Enabled {
-		return s.writeDelivery(ctx, g.Account, g.bucket, claim.Day, log)
+		return rec.writeDelivery(ctx, g.Account, g.bucket, claim.Day, log)
 	}
 	return nil
 }

@@ -38,8 +38,9 @@ import (
 // done). A day is in the table while its _SUCCESS is, except between a
 // crash and the run that follows it. A reader that follows only
 // metadata/version-hint.text (DuckDB's iceberg_scan) also lags after a
-// hint write that failed, which fails no step: until the table's next
-// operation, a repeated run's no-op included, writes the hint again.
+// hint write that failed, which fails no step (the run logs it, naming the
+// table): until the table's next operation, a repeated run's no-op
+// included, writes the hint again.
 //
 // A table whose metadata in the bucket cannot be used (icetable.ErrBroken:
 // an empty or unparsable newest metadata file, a planted one that names
@@ -110,6 +111,26 @@ func tableLocation(prefix, ds string) string {
 	return strings.TrimSuffix(layout.DatasetPrefix(prefix, ds), "/")
 }
 
+// withdraw takes day out of the account's table before generation next
+// replaces its files (Table.Withdraw).
+func (t *accountTable) withdraw(ctx context.Context, day civil.Date, next int64, log *slog.Logger) error {
+	r, err := t.Withdraw(ctx, day, next)
+	if err == nil {
+		t.hinted(ctx, r, log)
+	}
+	return err
+}
+
+// hinted logs the version hint the table operation r could not write
+// (icetable.Result.HintErr). It fails nothing: the operation is committed,
+// and the table's next operation writes the hint again.
+func (t *accountTable) hinted(ctx context.Context, r icetable.Result, log *slog.Logger) {
+	if r.HintErr != nil {
+		log.WarnContext(ctx, "table's version hint not written; the table's next operation writes it again",
+			"table", t.Store.URI(t.Location), "table_version", r.Version, "error", r.HintErr.Error())
+	}
+}
+
 // deliver adds the committed generation m to the account's table; it does
 // nothing when the account keeps none. unregistered reports a table
 // committed whose Glue registration failed (register); tableError, a table
@@ -131,6 +152,7 @@ func (t *accountTable) deliver(ctx context.Context, m *manifest.Manifest, manife
 	if err != nil {
 		return false, "", fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
 	}
+	t.hinted(ctx, r, log)
 	log.InfoContext(ctx, "table committed", "table_version", r.Version, "snapshot_id", r.SnapshotID,
 		"changed", r.Changed, "attempts", r.Attempts)
 	return !t.register(ctx, r, log), "", nil

@@ -113,7 +113,27 @@ func TestIcebergTableFollowsGenerations(t *testing.T) {
 	e.insert("events", genRows("events", testDay, manyRows)...)
 	e.insert("events", genRows("events", day2, 300)...)
 	e.export("events", testDay)
+	// The version hint of day2's delivery fails to write: the delivery
+	// stands, and the run says so once, naming the table.
+	e.out.reset()
+	e.failOnce(putOf("/metadata/" + icetable.VersionHintName))
 	e.export("events", day2)
+	e.faults.Set(nil, nil)
+	table := "s3://" + e.acct.Destination.Bucket + "/" + tableLocation(e.prefix, "events")
+	wantHintWarning := func() {
+		t.Helper()
+		var hints []string
+		for line := range strings.Lines(e.out.String()) {
+			if strings.Contains(line, "version hint not written") {
+				hints = append(hints, line)
+			}
+		}
+		if len(hints) != 1 || !strings.Contains(hints[0], `"level":"WARN"`) || !strings.Contains(hints[0], `"table":"`+table+`"`) ||
+			!strings.Contains(hints[0], errInjected.Error()) {
+			t.Fatalf("want one warning of the unwritten version hint of %s with its error, got %q", table, hints)
+		}
+	}
+	wantHintWarning()
 	if m := e.committed("events", testDay); len(m.Files) < 3 {
 		t.Fatalf("want several files, got %d", len(m.Files))
 	}
@@ -122,9 +142,14 @@ func TestIcebergTableFollowsGenerations(t *testing.T) {
 	if _, err := e.db.Exec(`DELETE FROM events WHERE account_id = ? AND event_id >= ?`, e.acct.ID, "evt_"+testDay.String()+"_000030"); err != nil {
 		t.Fatal(err)
 	}
+	// The re-export's withdrawal (step 2) fails its hint the same way.
+	e.out.reset()
+	e.failOnce(putOf("/metadata/" + icetable.VersionHintName))
 	if err := e.process(manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})); err != nil {
 		t.Fatal(err)
 	}
+	e.faults.Set(nil, nil)
+	wantHintWarning()
 	e.wantTable(testDay, day2)
 	snap := e.icebergTable().CurrentSnapshot()
 	if p := snap.Summary.Properties; p[icetable.PropGeneration] != "2" || p[icetable.PropReason] != "manual" || p[icetable.PropDay] != testDay.String() ||

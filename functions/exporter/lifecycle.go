@@ -72,7 +72,7 @@ func (s *Service) lifecycle(ctx context.Context, msg jobs.Message, log *slog.Log
 // an earlier run committed (and died before recording) keeps the reseed it
 // was made for.
 func (g *generation) seedEpochAt(ctx context.Context, started time.Time) int64 {
-	seed, ok := g.s.seed(ctx, g.Claim.AccountID, g.Claim.Dataset, g.log)
+	seed, ok := g.rec.seed(ctx, g.Claim.AccountID, g.Claim.Dataset, g.log)
 	if ok && seed.Counts(g.Claim.Day, started.UTC()) {
 		return seed.Epoch
 	}
@@ -83,11 +83,11 @@ func (g *generation) seedEpochAt(ctx context.Context, started time.Time) int64 {
 // of epoch (0: none) and, once every day is, queues the reseed's
 // completion.
 func (g *generation) seedDayDone(ctx context.Context, epoch int64) {
-	s, claim, log := g.s, g.Claim, g.log
-	if epoch == 0 || s.Lifecycle == nil {
+	rec, claim, log := g.rec, g.Claim, g.log
+	if epoch == 0 || rec.lifecycle == nil {
 		return
 	}
-	seed, err := s.Lifecycle.Ledger.SeedDayDone(ctx, claim.Key, epoch)
+	seed, err := rec.lifecycle.Ledger.SeedDayDone(ctx, claim.Key, epoch)
 	switch {
 	case errors.Is(err, ledger.ErrConflict):
 		log.InfoContext(ctx, "reseed moved on; this day does not count for it", "seed_epoch", epoch, "reason", err.Error())
@@ -103,7 +103,7 @@ func (g *generation) seedDayDone(ctx context.Context, epoch int64) {
 	// manifest, which is a message of its own (retried until done).
 	body, err := jobs.Encode(jobs.ReseedDone{Kind: jobs.KindReseedDone, AccountID: claim.AccountID, Dataset: claim.Dataset, Epoch: seed.Epoch})
 	if err == nil {
-		err = s.send(ctx, body)
+		err = rec.send(ctx, body)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "every day of the reseed is rebuilt but its completion was not queued; send it by hand",
@@ -116,12 +116,12 @@ func (g *generation) seedDayDone(ctx context.Context, epoch int64) {
 // seed reads the reseed state of a reseedable dataset; ok is false when
 // there is none, the dataset cannot be reseeded, or it cannot be read (a
 // read error is logged: the export itself does not depend on it).
-func (s *Service) seed(ctx context.Context, accountID, ds string, log *slog.Logger) (ledger.Seed, bool) {
-	d, err := s.Catalog.Get(ds)
-	if err != nil || !d.Reseedable() || s.Lifecycle == nil {
+func (rec *recorder) seed(ctx context.Context, accountID, ds string, log *slog.Logger) (ledger.Seed, bool) {
+	d, err := rec.catalog.Get(ds)
+	if err != nil || !d.Reseedable() || rec.lifecycle == nil {
 		return ledger.Seed{}, false
 	}
-	seed, err := s.Lifecycle.Ledger.Seed(ctx, accountID, ds)
+	seed, err := rec.lifecycle.Ledger.Seed(ctx, accountID, ds)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return ledger.Seed{}, false
@@ -134,17 +134,17 @@ func (s *Service) seed(ctx context.Context, accountID, ds string, log *slog.Logg
 
 // annotate adds to a delivery manifest status what the ledger row says
 // about restatement and reseeds, and whether a reseed runs over the day.
-func (s *Service) annotate(ctx context.Context, st *manifest.PartitionStatus, accountID string, day civil.Date, row ledger.Row) error {
+func (rec *recorder) annotate(ctx context.Context, st *manifest.PartitionStatus, accountID string, day civil.Date, row ledger.Row) error {
 	if st.Exists {
 		if r := row.Restated(); r != nil {
 			st.Restatement = &manifest.Restatement{PreviousGeneration: r.PreviousGeneration, PreviousRows: r.PreviousRows, Rows: row.Rows}
 		}
 		st.SeedEpoch = row.SeedEpoch
 	}
-	if s.Lifecycle == nil || st.Dataset == nil || !st.Dataset.Reseedable() {
+	if rec.lifecycle == nil || st.Dataset == nil || !st.Dataset.Reseedable() {
 		return nil
 	}
-	seed, err := s.Lifecycle.Ledger.Seed(ctx, accountID, st.Name)
+	seed, err := rec.lifecycle.Ledger.Seed(ctx, accountID, st.Name)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return nil

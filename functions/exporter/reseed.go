@@ -149,6 +149,7 @@ func (s *Service) reseedDone(ctx context.Context, d jobs.ReseedDone, log *slog.L
 // writeDeliveries rewrites the delivery manifests of days from the ledger,
 // a few at a time; it returns the errors of the days it could not write.
 func (s *Service) writeDeliveries(ctx context.Context, acct account.Account, days []civil.Date) error {
+	rec := s.recorder()
 	b, err := s.Exporter.bucketOf(ctx, acct)
 	if err != nil {
 		b = nil // each day's write fails opening it, and says why
@@ -169,7 +170,7 @@ func (s *Service) writeDeliveries(ctx context.Context, acct account.Account, day
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := s.putDelivery(ctx, acct, b, d); err != nil {
+			if err := rec.putDelivery(ctx, acct, b, d); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("delivery manifest of %s: %w", d, err))
 				mu.Unlock()
@@ -181,9 +182,4 @@ func (s *Service) writeDeliveries(ctx context.Context, acct account.Account, day
 		errs = append(errs[:3], fmt.Errorf("and %d more", len(errs)-3))
 	}
 	return errors.Join(errs...)
-}
-
-// send puts one message on the jobs queue.
-func (s *Service) send(ctx context.Context, body string) error {
-	return s.sendBatch(ctx, []jobs.Outgoing{{Body: body}})
 }

@@ -106,8 +106,8 @@ func (s *Service) restateCheck(ctx context.Context, c jobs.RestateCheck, log *sl
 func (g *generation) lateData(res *ledger.Result, w *Written) {
 	res.Fingerprint = w.Fingerprint
 	res.Restated = w.Manifest.Restatement != nil
-	if lc := g.s.Lifecycle; lc != nil && res.Fingerprint.Value != "" {
-		now := g.s.Now()
+	if lc := g.rec.lifecycle; lc != nil && res.Fingerprint.Value != "" {
+		now := g.rec.now()
 		res.Fingerprint.CheckAt = lc.Restate.CheckAt(g.Claim.Day, g.Account.ClosedThrough(now), now)
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -165,18 +163,7 @@ func (s *Service) notStarted(ctx context.Context, key partition.Key, token strin
 		}
 	}
 	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
-	return s.deliverAtRest(ctx, acct, row, log)
-}
-
-// deliverAtRest rewrites the delivery manifest of row's day when the row
-// is at rest (not running) and its account is enabled: the run that completed
-// or failed it may have stopped before writing it, and a message of the
-// partition that comes back is the one chance to converge.
-func (s *Service) deliverAtRest(ctx context.Context, acct account.Account, row ledger.Row, log *slog.Logger) error {
-	if row.State == ledger.StateRunning || !acct.Enabled {
-		return nil // a newer claim runs it, and writes the manifest when it ends
-	}
-	return s.writeDelivery(ctx, acct, nil, row.Day, log)
+	return s.recorder().deliverAtRest(ctx, acct, row, log)
 }
 
 // manual checks a manual request against its account with the one check
@@ -254,7 +241,7 @@ func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to civil.Date
 		}
 		// On error, redelivery repeats the whole range; single-day claims
 		// make that harmless.
-		if err := s.sendBatch(ctx, msgs); err != nil {
+		if err := s.recorder().sendBatch(ctx, msgs); err != nil {
 			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
 		}
 	}
@@ -276,11 +263,12 @@ func truncate(s string, n int) string {
 // acct is the account as the request read it (a manual request's), or nil:
 // the generation reads it.
 func (s *Service) export(ctx context.Context, claim ledger.Claim, acct *account.Account, log *slog.Logger) error {
-	id, err := s.runID()
+	rec := s.recorder()
+	id, err := rec.runID()
 	if err != nil {
 		return err
 	}
-	g := s.newGeneration(claim, id, s.Now(), log)
+	g := rec.generation(claim, id, s.Now(), log)
 	// The export gets the invocation's time less a reserve; the ledger writes
 	// after it get a fresh context, so a timeout is recorded, not lost.
 	runCtx, cancel := s.runContext(ctx)
@@ -296,6 +284,12 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, acct *account.
 		return nil // the slices export the day, and the last commits it (slices.go)
 	}
 	return g.finish(ctx, w)
+}
+
+// recorder is the recorder of a run of s, built from s as it is now.
+func (s *Service) recorder() *recorder {
+	return &recorder{catalog: s.Catalog, ledger: s.Ledger, queue: jobs.Queue{API: s.Queue, URL: s.QueueURL},
+		exporter: s.Exporter, now: s.Now, rand: s.Rand, metrics: s.Metrics, lifecycle: s.Lifecycle, settleDelay: s.SettleDelay}
 }
 
 // runContext ends the export Reserve before the invocation's deadline.
@@ -324,16 +318,4 @@ const finishTimeout = 15 * time.Second
 // record its outcome, bounded so it cannot hang an invocation.
 func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-}
-
-func (s *Service) runID() (string, error) {
-	var b [6]byte
-	r := s.Rand
-	if r == nil {
-		r = rand.Reader
-	}
-	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return "", fmt.Errorf("run id: %w", err)
-	}
-	return "run_" + s.Now().UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b[:]), nil
 }

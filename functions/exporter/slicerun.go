@@ -42,8 +42,8 @@ const MinTimeout = DefaultReserve + minCommitTime + commitStartup
 // exporter's queue. A failure leaves the partition's run to fail: its
 // slices then find the claim gone and stop.
 func (g *generation) planSlices(ctx context.Context, plan ledger.SlicePlan) error {
-	s := g.s
-	if err := s.Ledger.PlanSlices(ctx, plan); err != nil {
+	rec := g.rec
+	if err := rec.ledger.PlanSlices(ctx, plan); err != nil {
 		return err
 	}
 	for i := 0; i < plan.Slices; i += jobs.BatchSize {
@@ -55,7 +55,7 @@ func (g *generation) planSlices(ctx context.Context, plan ledger.SlicePlan) erro
 			}
 			msgs = append(msgs, jobs.Outgoing{Body: body})
 		}
-		if err := s.sendBatch(ctx, msgs); err != nil {
+		if err := rec.sendBatch(ctx, msgs); err != nil {
 			return fmt.Errorf("send slices: %w", err)
 		}
 	}
@@ -68,35 +68,27 @@ func sliceMessage(key partition.Key, token string, generation int64, i, n int) j
 		ClaimToken: token, Generation: generation, Slice: i, Slices: n}
 }
 
-// sendBatch puts up to 10 messages on the jobs queue.
-func (s *Service) sendBatch(ctx context.Context, msgs []jobs.Outgoing) error {
-	sent, err := jobs.Queue{API: s.Queue, URL: s.QueueURL}.SendBatch(ctx, msgs)
-	if err != nil {
-		return err
-	}
-	return jobs.NotSent(sent)
-}
-
 // sendSlice puts slice sl's message on the jobs queue after delay.
-func (s *Service) sendSlice(ctx context.Context, sl ledger.Slice, delay time.Duration) error {
+func (rec *recorder) sendSlice(ctx context.Context, sl ledger.Slice, delay time.Duration) error {
 	body, err := jobs.Encode(sliceMessage(sl.Key, sl.Token, sl.Generation, sl.Index, sl.Slices))
 	if err != nil {
 		return err
 	}
-	return s.sendBatch(ctx, []jobs.Outgoing{{Body: body, Delay: delay}})
+	return rec.sendBatch(ctx, []jobs.Outgoing{{Body: body, Delay: delay}})
 }
 
 // slice runs one slice message (see slices.go).
 func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) error {
 	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: m.DayValue()}
 	log = log.With("account", m.AccountID, "dataset", m.Dataset, "day", m.Day, "generation", m.Generation, "slice", m.Slice, "slices", m.Slices)
+	rec := s.recorder()
 	current, err := s.planOf(ctx, key, m, log)
 	if err != nil {
 		return err
 	}
 	if !current {
 		log.InfoContext(ctx, "the slice's plan was replaced since; dropping this delivery")
-		return s.convergeAtRest(ctx, key, log)
+		return rec.convergeAtRest(ctx, key, log)
 	}
 	sl, err := s.Ledger.StartSlice(ctx, key, m.ClaimToken, m.Slice)
 	switch {
@@ -109,15 +101,15 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 		return nil
 	case errors.Is(err, ledger.ErrClaimLost):
 		log.InfoContext(ctx, "the slice's plan is gone; dropping this delivery", "reason", err.Error())
-		return s.convergeAtRest(ctx, key, log)
+		return rec.convergeAtRest(ctx, key, log)
 	case errors.Is(err, ledger.ErrStopped):
 		// Its run died on the last attempt.
-		return s.failSliced(ctx, key, m.ClaimToken, err, log)
+		return rec.failSliced(ctx, key, m.ClaimToken, err, log)
 	case err != nil:
 		return fmt.Errorf("start slice %d of %s: %w", m.Slice, key, err)
 	}
 	g := s.Exporter.generationOf(Partition{Day: sl.Key.Day, Claim: ledger.Claim{Key: sl.Key, Token: sl.Token}}, log.With("slice_attempt", sl.Attempts))
-	g.s = s
+	g.rec = rec
 	r := &sliceRun{generation: g, sl: sl, m: m}
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
@@ -202,7 +194,7 @@ func (r *sliceRun) export(ctx context.Context) (out sliceOutput, permanent bool,
 	if sl.Generation != m.Generation || sl.Slices != m.Slices {
 		return sliceOutput{}, true, fmt.Errorf("slice message for generation %d of %d slices; the plan is generation %d of %d", m.Generation, m.Slices, sl.Generation, sl.Slices)
 	}
-	if r.RunID, err = r.s.runID(); err != nil {
+	if r.RunID, err = r.rec.runID(); err != nil {
 		return sliceOutput{}, false, err
 	}
 	if err := r.load(ctx); err != nil {
@@ -221,11 +213,11 @@ var errNeverRuns = errors.New("the partition cannot be exported")
 // sliced day (a slice's or the commit's).
 func (g *generation) load(ctx context.Context) error {
 	key := g.Claim.Key
-	ds, err := g.s.Catalog.Resolve(key.Dataset)
+	ds, err := g.rec.catalog.Resolve(key.Dataset)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNeverRuns, err)
 	}
-	acct, err := g.s.Ledger.GetAccount(ctx, key.AccountID)
+	acct, err := g.rec.ledger.GetAccount(ctx, key.AccountID)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return fmt.Errorf("%w: account %s: %w", errNeverRuns, key.AccountID, err)
@@ -247,7 +239,7 @@ func (r *sliceRun) done(ctx context.Context, out sliceOutput, body []byte) (reco
 	for _, f := range out.Files {
 		rows, bytes = rows+f.Rows, bytes+f.Bytes
 	}
-	err = r.s.Ledger.CompleteSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, ledger.SliceResult{Rows: rows, Bytes: bytes, Files: string(body)})
+	err = r.rec.ledger.CompleteSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, ledger.SliceResult{Rows: rows, Bytes: bytes, Files: string(body)})
 	if errors.Is(err, ledger.ErrClaimLost) {
 		r.log.WarnContext(ctx, "slice written but its claim was lost meanwhile; the run that holds it writes it again", "reason", err.Error())
 		return false, nil
@@ -263,8 +255,8 @@ func (r *sliceRun) done(ctx context.Context, out sliceOutput, body []byte) (reco
 // ledger's backoff; a slice out of attempts, or a permanent failure, fails
 // the partition's attempt.
 func (r *sliceRun) failed(ctx context.Context, fail *failure, permanent bool) error {
-	s, sl, log := r.s, r.sl, r.log
-	got, err := s.Ledger.FailSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, fail)
+	rec, sl, log := r.rec, r.sl, r.log
+	got, err := rec.ledger.FailSlice(ctx, sl.Key, sl.Token, sl.Index, sl.RunToken, fail)
 	switch {
 	case errors.Is(err, ledger.ErrClaimLost):
 		log.WarnContext(ctx, "slice failed and its claim was lost meanwhile", "error", fail.Error())
@@ -273,15 +265,15 @@ func (r *sliceRun) failed(ctx context.Context, fail *failure, permanent bool) er
 		return fmt.Errorf("record failure of slice %d of %s (%v): %w", sl.Index, sl.Key, fail, err)
 	case got.Stopped || permanent:
 		log.ErrorContext(ctx, "slice failed for good; the partition's attempt fails", "error", fail.Error(), "code", string(fail.code), "attempts", got.Attempts)
-		return s.failSliced(ctx, sl.Key, sl.Token, fail, log)
+		return rec.failSliced(ctx, sl.Key, sl.Token, fail, log)
 	}
-	delay, err := s.Ledger.Backoff(got.Attempts)
+	delay, err := rec.ledger.Backoff(got.Attempts)
 	if err != nil {
 		return err
 	}
 	delay = min(delay, maxSliceDelay)
 	log.ErrorContext(ctx, "slice failed; it is retried alone", "error", fail.Error(), "code", string(fail.code), "attempts", got.Attempts, "retry_in", delay.String())
-	if err := s.sendSlice(ctx, got, delay); err != nil {
+	if err := rec.sendSlice(ctx, got, delay); err != nil {
 		// Not sent: this message comes back after its visibility timeout instead.
 		return fmt.Errorf("send slice %d of %s again: %w", sl.Index, sl.Key, err)
 	}
@@ -290,25 +282,25 @@ func (r *sliceRun) failed(ctx context.Context, fail *failure, permanent bool) er
 
 // failSliced fails the partition's attempt under the plan's claim, its next
 // attempt no earlier than the end of the leases of its slices still running.
-func (s *Service) failSliced(ctx context.Context, key partition.Key, token string, cause error, log *slog.Logger) error {
-	claim, err := s.Ledger.HeldClaim(ctx, key, token)
+func (rec *recorder) failSliced(ctx context.Context, key partition.Key, token string, cause error, log *slog.Logger) error {
+	claim, err := rec.ledger.HeldClaim(ctx, key, token)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.InfoContext(ctx, "the sliced partition's claim is gone; nothing to fail", "reason", err.Error())
-		return s.convergeAtRest(ctx, key, log)
+		return rec.convergeAtRest(ctx, key, log)
 	}
 	if err != nil {
 		return fmt.Errorf("read the claim of %s: %w", key, err)
 	}
-	fence, err := s.Ledger.SliceFence(ctx, key, "")
+	fence, err := rec.ledger.SliceFence(ctx, key, "")
 	if err != nil {
 		return fmt.Errorf("read the slices of %s: %w", key, err)
 	}
-	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
+	acct, err := rec.ledger.GetAccount(ctx, key.AccountID)
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return fmt.Errorf("get account %s: %w", key.AccountID, err)
 	}
-	g := s.Exporter.generationOf(Partition{Account: acct, Day: claim.Day, Claim: claim}, log)
-	g.s = s
+	g := rec.exporter.generationOf(Partition{Account: acct, Day: claim.Day, Claim: claim}, log)
+	g.rec = rec
 	return g.failedAfter(ctx, cause, fence)
 }
 
@@ -319,11 +311,12 @@ func (s *Service) failSliced(ctx context.Context, key partition.Key, token strin
 // (convergeAtRest).
 func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Slice, log *slog.Logger) error {
 	token := m.ClaimToken
+	rec := s.recorder()
 	claim, err := s.Ledger.HeldClaim(ctx, key, token)
 	if errors.Is(err, ledger.ErrClaimLost) {
 		// Committed, failed or taken over: the run that ended it may have
 		// stopped before the day's delivery manifest.
-		return s.convergeAtRest(ctx, key, log)
+		return rec.convergeAtRest(ctx, key, log)
 	}
 	if err != nil {
 		return fmt.Errorf("read the claim of %s: %w", key, err)
@@ -342,7 +335,7 @@ func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Sl
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < s.reserve()+minCommitTime {
 		log.InfoContext(ctx, "every slice is in; the commit goes to a fresh invocation", "left", time.Until(dl).Round(time.Second).String())
-		if err := s.sendSlice(ctx, sls[m.Slice], 0); err != nil {
+		if err := rec.sendSlice(ctx, sls[m.Slice], 0); err != nil {
 			return fmt.Errorf("hand the commit of %s on: %w", key, err)
 		}
 		return nil
@@ -355,7 +348,7 @@ func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Sl
 		return fmt.Errorf("claim the commit of %s: %w", key, err)
 	}
 	claim.Generation = plan.Generation
-	g := s.newGeneration(claim, plan.RunID, plan.StartedAt, log)
+	g := rec.generation(claim, plan.RunID, plan.StartedAt, log)
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
 	w, err := g.commitSlices(runCtx, plan, sls)
@@ -372,8 +365,8 @@ func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Sl
 // convergeAtRest is notStarted's convergence for a slice message whose partition
 // the message can no longer touch: the day's delivery manifest is rewritten
 // once the partition is at rest (deliverAtRest).
-func (s *Service) convergeAtRest(ctx context.Context, key partition.Key, log *slog.Logger) error {
-	row, err := s.Ledger.Get(ctx, key)
+func (rec *recorder) convergeAtRest(ctx context.Context, key partition.Key, log *slog.Logger) error {
+	row, err := rec.ledger.Get(ctx, key)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil
 	}
@@ -383,12 +376,12 @@ func (s *Service) convergeAtRest(ctx context.Context, key partition.Key, log *sl
 	if row.State == ledger.StateRunning {
 		return nil
 	}
-	acct, err := s.Ledger.GetAccount(ctx, key.AccountID)
+	acct, err := rec.ledger.GetAccount(ctx, key.AccountID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get account %s: %w", key.AccountID, err)
 	}
-	return s.deliverAtRest(ctx, acct, row, log)
+	return rec.deliverAtRest(ctx, acct, row, log)
 }

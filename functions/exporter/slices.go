@@ -271,7 +271,7 @@ func (g *generation) fence(ctx context.Context) error {
 	if !g.Claim.Prev.SlicePlanned {
 		return nil
 	}
-	until, err := g.s.Ledger.SliceFence(ctx, g.Claim.Key, g.Claim.Token)
+	until, err := g.rec.ledger.SliceFence(ctx, g.Claim.Key, g.Claim.Token)
 	if err != nil {
 		return fmt.Errorf("read the slices of %s: %w", g.Claim.Key, err)
 	}
