@@ -45,11 +45,38 @@ func (w *world) failHint() func() {
 func TestStaleHintIsRewritten(t *testing.T) {
 	for _, tc := range []struct {
 		name string
+		// fail commits, after day 2 was delivered, the operation whose hint
+		// write fails, and returns its result and the delivery noop repeats.
+		fail func(w *world, tb *Table, d Delivery) (Result, Delivery, error)
 		// noop is the operation that finds the table already right.
 		noop func(w *world, tb *Table, d Delivery) Result
+		days []civil.Date // in the table at the end
 	}{
-		{"repeated delivery", func(w *world, tb *Table, d Delivery) Result { return mustDeliver(w.t, tb, d) }},
-		{"repeated withdrawal", func(w *world, tb *Table, d Delivery) Result { return mustWithdraw(w.t, tb, d.Day, d.Generation+1) }},
+		{"repeated delivery",
+			// The delivery is committed again after a withdrawal, and its
+			// hint write fails: the hint names the withdrawal, so a hint
+			// reader lacks day 2 while its _SUCCESS is there.
+			func(w *world, tb *Table, _ Delivery) (Result, Delivery, error) {
+				mustWithdraw(w.t, tb, day2, 2)
+				d := w.export(day2, 2, 1, 35)
+				heal := w.failHint()
+				defer heal()
+				r, err := tb.Deliver(w.ctx, d)
+				return r, d, err
+			},
+			func(w *world, tb *Table, d Delivery) Result { return mustDeliver(w.t, tb, d) },
+			[]civil.Date{day1, day2}},
+		{"repeated withdrawal",
+			// The withdrawal's hint write fails: the hint names the
+			// version that still holds day 2.
+			func(w *world, tb *Table, d Delivery) (Result, Delivery, error) {
+				heal := w.failHint()
+				defer heal()
+				r, err := tb.Withdraw(w.ctx, day2, 2)
+				return r, d, err
+			},
+			func(w *world, tb *Table, d Delivery) Result { return mustWithdraw(w.t, tb, d.Day, d.Generation+1) },
+			[]civil.Date{day1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, false)
@@ -57,44 +84,9 @@ func TestStaleHintIsRewritten(t *testing.T) {
 			mustDeliver(t, tb, w.export(day1, 1, 1, 40))
 			d := w.export(day2, 1, 1, 30)
 			mustDeliver(t, tb, d)
-			if tc.name == "repeated withdrawal" {
-				// The withdrawal's hint write fails: the hint names the
-				// version that still holds day 2.
-				heal := w.failHint()
-				r, err := tb.Withdraw(w.ctx, day2, 2)
-				heal()
-				if err != nil || !r.Changed {
-					t.Fatalf("withdrawal with a failed hint write: changed %v, %v (the commit stands)", r.Changed, err)
-				}
-				if r.HintErr == nil {
-					t.Error("the failed hint write is not reported in the Result")
-				}
-				if got, want := w.hint(t), strconv.Itoa(r.Version-1); got != want {
-					t.Fatalf("after a failed hint write the hint is %q, want %q (one behind)", got, want)
-				}
-				r = tc.noop(w, tb, d)
-				if r.Changed {
-					t.Fatal("the repeated withdrawal wrote a snapshot")
-				}
-				if got, want := w.hint(t), strconv.Itoa(r.Version); got != want {
-					t.Fatalf("after the repeated withdrawal the hint is %q, want %q (the newest version)", got, want)
-				}
-				if r.HintErr != nil {
-					t.Fatalf("the hint's rewrite: %v", r.HintErr)
-				}
-				w.check(day1)
-				return
-			}
-			// The delivery is committed again after a withdrawal, and its
-			// hint write fails: the hint names the withdrawal, so a hint
-			// reader lacks day 2 while its _SUCCESS is there.
-			mustWithdraw(t, tb, day2, 2)
-			d = w.export(day2, 2, 1, 35)
-			heal := w.failHint()
-			r, err := tb.Deliver(w.ctx, d)
-			heal()
+			r, d, err := tc.fail(w, tb, d)
 			if err != nil || !r.Changed {
-				t.Fatalf("delivery with a failed hint write: changed %v, %v (the commit stands)", r.Changed, err)
+				t.Fatalf("%s: the commit with a failed hint write: changed %v, %v (the commit stands)", tc.name, r.Changed, err)
 			}
 			if r.HintErr == nil {
 				t.Error("the failed hint write is not reported in the Result")
@@ -104,12 +96,15 @@ func TestStaleHintIsRewritten(t *testing.T) {
 			}
 			r = tc.noop(w, tb, d)
 			if r.Changed {
-				t.Fatal("the repeated delivery wrote a snapshot")
+				t.Fatalf("the %s wrote a snapshot", tc.name)
 			}
 			if got, want := w.hint(t), strconv.Itoa(r.Version); got != want {
-				t.Fatalf("after the repeated delivery the hint is %q, want %q (the newest version)", got, want)
+				t.Fatalf("after the %s the hint is %q, want %q (the newest version)", tc.name, got, want)
 			}
-			w.check(day1, day2)
+			if r.HintErr != nil {
+				t.Fatalf("the hint's rewrite: %v", r.HintErr)
+			}
+			w.check(tc.days...)
 		})
 	}
 }
