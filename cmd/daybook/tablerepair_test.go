@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/awsclient"
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -69,6 +70,24 @@ func commitDay(t *testing.T, b *bucket.Bucket, prefix, accountID string, ds data
 	return icetable.Delivery{Day: day, Generation: gen, Reason: "scheduled", RunID: "run", ManifestKey: mkey, Files: m.Files}
 }
 
+// newIcebergEvents is a new account of the deployed stack that keeps an
+// Iceberg table in daybook-exports-clitest: the account, its rendered
+// prefix, the events dataset, the bucket and the events table.
+func newIcebergEvents(t *testing.T, s stack) (account.Account, string, dataset.Dataset, *bucket.Bucket, *icetable.Table) {
+	t.Helper()
+	acct := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest", "table_format": "iceberg"}})
+	prefix, err := acct.Prefix("clitest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := datasettest.Example(t).Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bucket.New(awsclient.NewS3(s.cfg), "daybook-exports-clitest", bucket.Options{})
+	return acct, prefix, ds, b, &icetable.Table{Store: b, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, "events"), "/"), Dataset: ds}
+}
+
 // TestTableRepairAsPrinted: a table whose newest metadata file is empty.
 // Three days are committed; the last two were delivered while the table
 // was broken, and their rows carry the table error with the repair
@@ -79,18 +98,8 @@ func commitDay(t *testing.T, b *bucket.Bucket, prefix, accountID string, ds data
 // finds nothing to do.
 func TestTableRepairAsPrinted(t *testing.T) {
 	s := deployed(t)
-	acct := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest", "table_format": "iceberg"}})
-	prefix, err := acct.Prefix("clitest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := datasettest.Example(t).Get("events")
-	if err != nil {
-		t.Fatal(err)
-	}
+	acct, prefix, ds, b, tb := newIcebergEvents(t, s)
 	ctx := context.Background()
-	b := bucket.New(awsclient.NewS3(s.cfg), "daybook-exports-clitest", bucket.Options{})
-	tb := &icetable.Table{Store: b, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, "events"), "/"), Dataset: ds}
 	days := []civil.Date{civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21"), civil.MustParse("2026-11-22")}
 	l := s.ledgerAt(t, testNow, 6)
 	if _, err := l.Schedule().Materialize(ctx, acct.ID, "events", days[0], days[2]); err != nil {
@@ -252,18 +261,8 @@ func TestAccountTestChecksConditionalWrites(t *testing.T) {
 // fine (the fault run's "records a table error, and the table reads").
 func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 	s := deployed(t)
-	acct := s.newAccount(t, map[string]any{"destination": map[string]any{"bucket": "daybook-exports-clitest", "table_format": "iceberg"}})
-	prefix, err := acct.Prefix("clitest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := datasettest.Example(t).Get("events")
-	if err != nil {
-		t.Fatal(err)
-	}
+	acct, prefix, ds, b, tb := newIcebergEvents(t, s)
 	ctx := context.Background()
-	b := bucket.New(awsclient.NewS3(s.cfg), "daybook-exports-clitest", bucket.Options{})
-	tb := &icetable.Table{Store: b, Location: strings.TrimSuffix(layout.DatasetPrefix(prefix, "events"), "/"), Dataset: ds}
 	failed, queued, running, begun, done := civil.MustParse("2026-11-20"), civil.MustParse("2026-11-21"), civil.MustParse("2026-11-22"),
 		civil.MustParse("2026-11-23"), civil.MustParse("2026-11-24")
 	days := []civil.Date{failed, queued, running, begun, done}
