@@ -74,7 +74,7 @@ type catalog struct {
 	// staleHint: the version hint does not name version, the newest
 	// metadata file the load found (it is missing, unreadable, not a
 	// version's number as daybook writes it, or lower), or put's write of
-	// it failed; syncHint writes it. hintErr is put's failure.
+	// it failed; syncHint writes it. hintErr is the last hint write's failure.
 	staleHint bool
 	hintErr   error
 }
@@ -172,8 +172,16 @@ func (c *catalog) syncHint(ctx context.Context) error {
 	if !bucket.IsNotFound(err) {
 		return fmt.Errorf("write the table's version hint v%d: read v%d: %w", c.version, c.version+1, err)
 	}
-	if err := c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(c.version)), "text/plain"); err != nil {
-		return fmt.Errorf("write the table's version hint v%d: %w", c.version, err)
+	return c.writeHint(ctx, c.version)
+}
+
+// writeHint writes the version hint naming version v. A failure leaves the
+// hint stale, with its error (Result.HintErr), for the next operation to
+// write again.
+func (c *catalog) writeHint(ctx context.Context, v int) error {
+	if err := c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(v)), "text/plain"); err != nil {
+		c.staleHint, c.hintErr = true, fmt.Errorf("write the table's version hint v%d: %w", v, err)
+		return c.hintErr
 	}
 	c.staleHint, c.hintErr = false, nil
 	return nil
@@ -348,10 +356,7 @@ func (c *catalog) put(ctx context.Context, n int, meta table.Metadata) error {
 	// The hint is a shortcut, not the truth: a load probes past it, so a
 	// failed (or lower, raced) hint costs a read, never a wrong table;
 	// the table's next operation writes it again (syncHint).
-	c.staleHint, c.hintErr = false, nil
-	if err := c.store.Put(ctx, VersionHintKey(c.loc), []byte(strconv.Itoa(n)), "text/plain"); err != nil {
-		c.staleHint, c.hintErr = true, fmt.Errorf("write the table's version hint v%d: %w", n, err)
-	}
+	_ = c.writeHint(ctx, n) // a failure is kept in c.hintErr
 	if old := n - c.keepVersions - 1; c.keepVersions > 0 && old >= 1 {
 		_ = c.store.Delete(ctx, MetadataKey(c.loc, old))
 	}
