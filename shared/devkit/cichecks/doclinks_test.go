@@ -122,3 +122,39 @@ func TestDocumentedMakeTargets(t *testing.T) {
 		}
 	}
 }
+
+// maxREADMELines is how long README.md may grow: what daybook is, the two
+// commands, a table of contents and one screen per task; the rest lives
+// in docs/.
+const maxREADMELines = 300
+
+// TestREADMEIsNavigable: README.md stays at most maxREADMELines lines, and
+// its "Contents" lists every section that follows it, in order, by its
+// anchor (TestDocLinksResolve checks the anchors resolve).
+func TestREADMEIsNavigable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if n := strings.Count(text, "\n"); n > maxREADMELines {
+		t.Errorf("README.md is %d lines, at most %d: move the detail to a page of docs/ and link it", n, maxREADMELines)
+	}
+	_, after, ok := strings.Cut(text, "\n## Contents\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Contents" section`)
+	}
+	toc, rest, _ := strings.Cut(after, "\n## ")
+	var listed, sections []string
+	for _, m := range mdLink.FindAllStringSubmatch(toc, -1) {
+		listed = append(listed, strings.TrimPrefix(m[1], "#"))
+	}
+	for _, m := range mdHeading.FindAllStringSubmatch(mdFence.ReplaceAllString("## "+rest, ""), -1) {
+		if strings.HasPrefix(m[0], "## ") {
+			sections = append(sections, anchor(m[1]))
+		}
+	}
+	if strings.Join(listed, " ") != strings.Join(sections, " ") {
+		t.Errorf("README.md's Contents lists %v; its sections are %v", listed, sections)
+	}
+}
