@@ -540,7 +540,7 @@ func TestReexportShowsRequested(t *testing.T) {
 	}
 
 	// The exporter's claim takes the request: the day is running, no longer requested.
-	if _, err := l.Partitions().ClaimManual(ledger.WithRequestedBy(ctx, "ops-carol"), key(done)); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, key(done), "ops-carol"); err != nil {
 		t.Fatal(err)
 	}
 	if got := status()["2026-11-20"]; got.State != "running" || got.ReexportRequestedAt != "" {

@@ -293,7 +293,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 		}
 	}
 	for _, d := range []civil.Date{failed, begun} {
-		c, err := l.Partitions().ClaimManual(ctx, key(d))
+		c, err := l.Partitions().ClaimManual(ctx, key(d), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,10 +306,10 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.Partitions().Requeue(ctx, acct.ID, "events", queued, queued, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, acct.ID, "events", queued, queued, partition.ReasonManual, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Partitions().ClaimManual(ctx, key(running)); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, key(running), ""); err != nil {
 		t.Fatal(err)
 	}
 	for d, want := range map[civil.Date]ledger.State{failed: ledger.StateFailed, queued: ledger.StateQueued, running: ledger.StateRunning,

@@ -32,7 +32,7 @@ type LifecycleLedger interface {
 	StartReseed(ctx context.Context, req ledger.ReseedRequest) (ledger.Seed, bool, error)
 	SeedDayDone(ctx context.Context, key partition.Key, epoch int64) (ledger.Seed, error)
 	FinishReseed(ctx context.Context, accountID, dataset string, epoch int64) (ledger.Seed, bool, error)
-	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error)
+	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason, requestedBy string) (ledger.RequeueResult, error)
 }
 
 var _ LifecycleLedger = lifecycleLedger{}
@@ -103,7 +103,7 @@ func (g *generation) seedDayDone(ctx context.Context, epoch int64) {
 	// manifest, which is a message of its own (retried until done).
 	body, err := jobs.Encode(jobs.ReseedDone{Kind: jobs.KindReseedDone, AccountID: claim.AccountID, Dataset: claim.Dataset, Epoch: seed.Epoch})
 	if err == nil {
-		err = rec.send(ctx, body)
+		err = rec.queue.Send(ctx, jobs.Outgoing{Body: body})
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "every day of the reseed is rebuilt but its completion was not queued; send it by hand",

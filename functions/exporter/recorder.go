@@ -9,7 +9,6 @@ package main
 // completion) and the day's delivery manifest (delivery.go).
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -59,18 +58,4 @@ func (rec *recorder) runID() (string, error) {
 		return "", fmt.Errorf("run id: %w", err)
 	}
 	return "run_" + rec.now().UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b[:]), nil
-}
-
-// sendBatch puts up to 10 messages on the jobs queue.
-func (rec *recorder) sendBatch(ctx context.Context, msgs []jobs.Outgoing) error {
-	sent, err := rec.queue.SendBatch(ctx, msgs)
-	if err != nil {
-		return err
-	}
-	return jobs.NotSent(sent)
-}
-
-// send puts one message on the jobs queue.
-func (rec *recorder) send(ctx context.Context, body string) error {
-	return rec.sendBatch(ctx, []jobs.Outgoing{{Body: body}})
 }

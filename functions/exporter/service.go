@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/dataset"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -26,7 +25,7 @@ type LedgerAPI interface {
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	// ClaimManual claims a row for a manual request, creating it if absent;
 	// ledger.ErrBusy means the row is running and a re-run was recorded.
-	ClaimManual(ctx context.Context, key partition.Key) (ledger.Claim, error)
+	ClaimManual(ctx context.Context, key partition.Key, requestedBy string) (ledger.Claim, error)
 	// Start marks a claimed job as started, once: a second delivery of the
 	// same job gets ledger.ErrClaimLost.
 	Start(ctx context.Context, key partition.Key, token string) (ledger.Claim, error)
@@ -166,10 +165,13 @@ func (s *Service) notStarted(ctx context.Context, key partition.Key, token strin
 	return s.recorder().deliverAtRest(ctx, acct, row, log)
 }
 
-// manual checks a manual request against its account with the one check
-// the CLI applies too (jobs.CheckRequest: account, dataset, start date, a
-// closed day, the range bound) and rejects it, to the dead-letter queue
-// with the reason, when it fails.
+// manual serves a manual request, top to bottom: it checks the request
+// against its account with the one check the CLI applies too
+// (jobs.CheckRequest: account, dataset, start date, a closed day, the range
+// bound) and rejects it, to the dead-letter queue with the reason, when it
+// fails; it fans a range out as one request per day, so each day is claimed
+// and exported in its own invocation; and it claims a single day and
+// exports it.
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
 	m.Dataset = s.Catalog.Current(m.Dataset)
 	log = log.With("account", m.AccountID, "dataset", m.Dataset)
@@ -186,15 +188,34 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	}
 	from, to, err := jobs.CheckRequest(s.Catalog, m, acct, jobs.Limits{Now: s.Now(), SettleDelay: s.SettleDelay})
 	if err != nil {
-		s.unnote(ctx, m, log)
+		// The CLI and the console note a single-day request on its day when
+		// they send it; the refused one's note is taken back, so the day does
+		// not show as requested for ever. Best effort: the refusal stands, and
+		// a note left behind goes with the day's next re-export or retry.
+		if day, ok := m.SingleDay(); ok && m.AccountID != "" && m.Dataset != "" {
+			key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: day}
+			if cerr := s.Ledger.ClearReexportRequest(ctx, key, ledger.ReexportNote{}); cerr != nil {
+				log.WarnContext(ctx, "the refused request's day still shows it requested", "day", m.Day, "error", cerr.Error())
+			}
+		}
 		return s.reject(ctx, log, "%w", err)
 	}
 	if from != to {
-		return s.fanOut(ctx, m, from, to, log)
+		msgs, err := jobs.Encoded(m.PerDay(from, to)...)
+		if err != nil {
+			return err
+		}
+		// On error, redelivery repeats the whole range; single-day claims
+		// make that harmless.
+		if err := s.queue().Send(ctx, msgs...); err != nil {
+			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
+		}
+		log.InfoContext(ctx, "manual range fanned out", "from", from.String(), "to", to.String(), "days", len(msgs))
+		return nil
 	}
 	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: from}
 	log = log.With("day", from.String())
-	claim, err := s.Ledger.ClaimManual(ledger.WithRequestedBy(ctx, m.RequestedBy), key)
+	claim, err := s.Ledger.ClaimManual(ctx, key, m.RequestedBy)
 	if errors.Is(err, ledger.ErrBusy) {
 		log.InfoContext(ctx, "partition is running; the re-export is recorded and runs after it")
 		return nil
@@ -205,48 +226,10 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	return s.export(ctx, claim, acct, log.With("generation", claim.Generation))
 }
 
-// unnote takes back the note a sender left on the day of a refused
-// single-day request (the CLI and the console send one per day), so it does
-// not show as requested for ever. It is best effort: the refusal stands, and
-// a note left behind goes with the day's next re-export or retry.
-func (s *Service) unnote(ctx context.Context, m jobs.Manual, log *slog.Logger) {
-	day, err := civil.Parse(m.Day)
-	if err != nil || m.AccountID == "" || m.Dataset == "" {
-		return // a range, or a value no sender notes
-	}
-	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: day}
-	if err := s.Ledger.ClearReexportRequest(ctx, key, ledger.ReexportNote{}); err != nil {
-		log.WarnContext(ctx, "the refused request's day still shows it requested", "day", m.Day, "error", err.Error())
-	}
-}
-
 func (s *Service) reject(ctx context.Context, log *slog.Logger, format string, args ...any) error {
 	err := fmt.Errorf("%w: "+format, append([]any{ErrRejected}, args...)...)
 	log.ErrorContext(ctx, "request rejected; it will reach the dead-letter queue", "error", err.Error())
 	return err
-}
-
-// fanOut turns a manual range into one single-day request per day, so each
-// day is claimed and exported in its own invocation.
-func (s *Service) fanOut(ctx context.Context, m jobs.Manual, from, to civil.Date, log *slog.Logger) error {
-	days := civil.Range(from, to)
-	for i := 0; i < len(days); i += jobs.BatchSize {
-		var msgs []jobs.Outgoing
-		for _, d := range days[i:min(i+jobs.BatchSize, len(days))] {
-			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: m.AccountID, Dataset: m.Dataset, Day: d.String(), RequestedBy: m.RequestedBy})
-			if err != nil {
-				return err
-			}
-			msgs = append(msgs, jobs.Outgoing{Body: body})
-		}
-		// On error, redelivery repeats the whole range; single-day claims
-		// make that harmless.
-		if err := s.recorder().sendBatch(ctx, msgs); err != nil {
-			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
-		}
-	}
-	log.InfoContext(ctx, "manual range fanned out", "from", from.String(), "to", to.String(), "days", len(days))
-	return nil
 }
 
 func truncate(s string, n int) string {
@@ -286,9 +269,12 @@ func (s *Service) export(ctx context.Context, claim ledger.Claim, acct *account.
 	return g.finish(ctx, w)
 }
 
+// queue is the jobs queue.
+func (s *Service) queue() jobs.Queue { return jobs.Queue{API: s.Queue, URL: s.QueueURL} }
+
 // recorder is the recorder of a run of s, built from s as it is now.
 func (s *Service) recorder() *recorder {
-	return &recorder{catalog: s.Catalog, ledger: s.Ledger, queue: jobs.Queue{API: s.Queue, URL: s.QueueURL},
+	return &recorder{catalog: s.Catalog, ledger: s.Ledger, queue: s.queue(),
 		exporter: s.Exporter, now: s.Now, rand: s.Rand, metrics: s.Metrics, lifecycle: s.Lifecycle, settleDelay: s.SettleDelay}
 }
 

@@ -46,18 +46,16 @@ func (g *generation) planSlices(ctx context.Context, plan ledger.SlicePlan) erro
 	if err := rec.ledger.PlanSlices(ctx, plan); err != nil {
 		return err
 	}
-	for i := 0; i < plan.Slices; i += jobs.BatchSize {
-		var msgs []jobs.Outgoing
-		for k := i; k < min(i+jobs.BatchSize, plan.Slices); k++ {
-			body, err := jobs.Encode(sliceMessage(plan.Key, plan.Token, plan.Generation, k, plan.Slices))
-			if err != nil {
-				return err
-			}
-			msgs = append(msgs, jobs.Outgoing{Body: body})
-		}
-		if err := rec.sendBatch(ctx, msgs); err != nil {
-			return fmt.Errorf("send slices: %w", err)
-		}
+	var slices []jobs.Slice
+	for k := range plan.Slices {
+		slices = append(slices, sliceMessage(plan.Key, plan.Token, plan.Generation, k, plan.Slices))
+	}
+	msgs, err := jobs.Encoded(slices...)
+	if err != nil {
+		return err
+	}
+	if err := rec.queue.Send(ctx, msgs...); err != nil {
+		return fmt.Errorf("send slices: %w", err)
 	}
 	g.log.InfoContext(ctx, "partition planned in slices", "slices", plan.Slices, "expected_rows", plan.ExpectedRows, "generation", plan.Generation)
 	return nil
@@ -74,7 +72,7 @@ func (rec *recorder) sendSlice(ctx context.Context, sl ledger.Slice, delay time.
 	if err != nil {
 		return err
 	}
-	return rec.sendBatch(ctx, []jobs.Outgoing{{Body: body, Delay: delay}})
+	return rec.queue.Send(ctx, jobs.Outgoing{Body: body, Delay: delay})
 }
 
 // slice runs one slice message (see slices.go).

@@ -115,7 +115,7 @@ func (f *fakeLedger) History(_ context.Context, k partition.Key) ([]ledger.Attem
 	return append([]ledger.Attempt(nil), f.history[k]...), nil
 }
 
-func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error) {
+func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason, _ string) (ledger.RequeueResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var res ledger.RequeueResult

@@ -57,14 +57,12 @@ func LedgerName(name, contract string) string {
 // contract, or that the catalog does not know, is returned as given (the
 // caller's checks refuse what is wrong with it).
 func (s *Set) Current(name string) string {
-	if _, c := SplitLedgerName(name); c != "" {
-		return name
+	for _, d := range s.datasets {
+		if d.Name == name { // a bare catalog name, never a ledger name with its contract
+			return d.LedgerName()
+		}
 	}
-	d, err := s.Get(name)
-	if err != nil {
-		return name
-	}
-	return d.LedgerName()
+	return name
 }
 
 // SplitLedgerName splits a ledger name into the dataset name and its

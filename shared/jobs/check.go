@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -78,15 +80,41 @@ func checkDatasetName(ds string) error {
 	return nil
 }
 
-func checkDatasetKnown(catalog *dataset.Set, ds string) error {
+// knownDataset is the catalog's dataset that ds names, by its catalog name
+// or a ledger name (events.v2).
+func knownDataset(catalog *dataset.Set, ds string) (dataset.Dataset, error) {
 	if err := checkDatasetName(ds); err != nil {
-		return err
+		return dataset.Dataset{}, err
 	}
-	names := catalog.Names()
-	if bare, _ := dataset.SplitLedgerName(ds); !slices.Contains(names, bare) {
-		return malformed("dataset", ds, "is not a dataset (unknown dataset; known: "+strings.Join(names, ", ")+")")
+	d, err := catalog.Get(ds)
+	if err != nil {
+		return dataset.Dataset{}, malformed("dataset", ds, "is not a dataset (unknown dataset; known: "+strings.Join(catalog.Names(), ", ")+")")
+	}
+	return d, nil
+}
+
+// checkRequestedBy accepts who asked for a request: at most MaxRequestedBy
+// printable characters (no control or formatting characters, no line
+// breaks), or none.
+func checkRequestedBy(v string) error {
+	if n := utf8.RuneCountInString(v); n > MaxRequestedBy {
+		return malformed("requested_by", shorten(v), fmt.Sprintf("is %d characters long; at most %d", n, MaxRequestedBy))
+	}
+	for i, r := range v {
+		if !unicode.IsPrint(r) {
+			return malformed("requested_by", v, fmt.Sprintf("holds %U at byte %d: only printable characters are allowed (no control or formatting characters)", r, i))
+		}
 	}
 	return nil
+}
+
+// shorten keeps the start of a long value for an error message.
+func shorten(v string) string {
+	const keep = 64
+	if utf8.RuneCountInString(v) <= keep {
+		return v
+	}
+	return string([]rune(v)[:keep]) + "..."
 }
 
 func parseDay(field, v string) (civil.Date, error) {
@@ -161,7 +189,8 @@ func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Lim
 	if err := checkAccountID(m.AccountID); err != nil {
 		return from, to, err
 	}
-	if err := checkDatasetKnown(catalog, m.Dataset); err != nil {
+	ds, err := knownDataset(catalog, m.Dataset)
+	if err != nil {
 		return from, to, err
 	}
 	if from, to, err = m.days(cmp.Or(lim.MaxDays, MaxManualRangeDays)); err != nil {
@@ -181,7 +210,7 @@ func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Lim
 		return from, to, fmt.Errorf("jobs: CheckRequest for account_id %q was given account %s", m.AccountID, acct.ID)
 	case !acct.Enabled:
 		return from, to, refused("account_id", m.AccountID, "is disabled")
-	case !slices.Contains(acct.Datasets, bareName(m.Dataset)):
+	case !slices.Contains(acct.Datasets, ds.Name):
 		return from, to, refused("dataset", m.Dataset, "is not enabled for account %s (enabled: %s)", acct.ID, strings.Join(acct.Datasets, ", "))
 	case from.Before(acct.StartDate):
 		return from, to, refused(fromField, fromValue, "is before account %s's start date %s", acct.ID, acct.StartDate)
@@ -195,11 +224,29 @@ func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Lim
 	// A snapshot dataset's day is a copy of the whole table taken when the
 	// day is exported: one taken now is the newest closed day's, and under
 	// an older day's label it would be today's table with a wrong date.
-	if ds, err := catalog.Get(bareName(m.Dataset)); err == nil && ds.IsSnapshot() && from != closed {
+	if ds.IsSnapshot() && from != closed {
 		return from, to, refused(fromField, fromValue, "is not the last closed day %s: %s is a snapshot dataset (a complete copy of the table per day), and a copy taken now is that day's only",
 			closed, m.Dataset)
 	}
 	return from, to, nil
+}
+
+// SingleDay is the day of a request for one day (Day), false for a range
+// or a value that is not a date.
+func (m Manual) SingleDay() (civil.Date, bool) {
+	d, err := civil.Parse(m.Day)
+	return d, err == nil
+}
+
+// PerDay is m's range from..to as single-day requests, one per day, each
+// by m's requester: a range is fanned out so that each day is claimed and
+// exported in an invocation of its own.
+func (m Manual) PerDay(from, to civil.Date) []Manual {
+	var out []Manual
+	for _, d := range civil.Range(from, to) {
+		out = append(out, Manual{Kind: KindManual, AccountID: m.AccountID, Dataset: m.Dataset, Day: d.String(), RequestedBy: m.RequestedBy})
+	}
+	return out
 }
 
 // bareName is the catalog name of a dataset named in a request, which may

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	json "github.com/go-json-experiment/json"
@@ -65,27 +64,3 @@ func describeStart(b []byte) string {
 // MaxRequestedBy bounds requested_by, in characters: an AWS assumed-role
 // ARN, what `daybook` sends by default, takes up to 168.
 const MaxRequestedBy = 256
-
-// checkRequestedBy accepts who asked for a request: at most MaxRequestedBy
-// printable characters (no control or formatting characters, no line
-// breaks), or none.
-func checkRequestedBy(v string) error {
-	if n := utf8.RuneCountInString(v); n > MaxRequestedBy {
-		return malformed("requested_by", shorten(v), fmt.Sprintf("is %d characters long; at most %d", n, MaxRequestedBy))
-	}
-	for i, r := range v {
-		if !unicode.IsPrint(r) {
-			return malformed("requested_by", v, fmt.Sprintf("holds %U at byte %d: only printable characters are allowed (no control or formatting characters)", r, i))
-		}
-	}
-	return nil
-}
-
-// shorten keeps the start of a long value for an error message.
-func shorten(v string) string {
-	const keep = 64
-	if utf8.RuneCountInString(v) <= keep {
-		return v
-	}
-	return string([]rune(v)[:keep]) + "..."
-}

@@ -135,7 +135,7 @@ func (j Job) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(j.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(catalog, j.Dataset); err != nil {
+	if _, err := knownDataset(catalog, j.Dataset); err != nil {
 		return err
 	}
 	if _, err := parseDay("day", j.Day); err != nil {

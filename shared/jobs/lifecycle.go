@@ -42,7 +42,7 @@ func (c RestateCheck) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(c.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(catalog, c.Dataset); err != nil {
+	if _, err := knownDataset(catalog, c.Dataset); err != nil {
 		return err
 	}
 	if _, err := parseDay("day", c.Day); err != nil {
@@ -77,7 +77,7 @@ func (r Reseed) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(r.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(catalog, r.Dataset); err != nil {
+	if _, err := knownDataset(catalog, r.Dataset); err != nil {
 		return err
 	}
 	if !requestIDRE.MatchString(r.RequestID) {
@@ -101,7 +101,7 @@ func (d ReseedDone) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(d.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(catalog, d.Dataset); err != nil {
+	if _, err := knownDataset(catalog, d.Dataset); err != nil {
 		return err
 	}
 	if d.Epoch < 1 {

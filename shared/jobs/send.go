@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -93,6 +94,36 @@ func (q Queue) SendBatch(ctx context.Context, msgs []Outgoing) (sent []Sent, err
 		}
 	}
 	return sent, nil
+}
+
+// Send sends msgs, in order, BatchSize to a request, and stops at the first
+// request with a message not sent, with NotSent's error for it. Messages of
+// the requests before stay sent: the callers' ledger conditions make a
+// message sent again harmless.
+func (q Queue) Send(ctx context.Context, msgs ...Outgoing) error {
+	for batch := range slices.Chunk(msgs, BatchSize) {
+		sent, err := q.SendBatch(ctx, batch)
+		if err == nil {
+			err = NotSent(sent)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Encoded is one Outgoing message per value, each encoded with Encode.
+func Encoded[T any](vs ...T) ([]Outgoing, error) {
+	msgs := make([]Outgoing, 0, len(vs))
+	for _, v := range vs {
+		body, err := Encode(v)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, Outgoing{Body: body})
+	}
+	return msgs, nil
 }
 
 // NotSent is nil when every message was accepted; otherwise the request's

@@ -32,7 +32,7 @@ func (s Slice) Validate(catalog *dataset.Set) error {
 	if err := checkAccountID(s.AccountID); err != nil {
 		return err
 	}
-	if err := checkDatasetKnown(catalog, s.Dataset); err != nil {
+	if _, err := knownDataset(catalog, s.Dataset); err != nil {
 		return err
 	}
 	if _, err := parseDay("day", s.Day); err != nil {

@@ -55,7 +55,7 @@ func TestHistoryRecordsEveryAttemptOutcome(t *testing.T) {
 	run(false)
 
 	// A started run whose exporter died: the next claim takes it over.
-	if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, ""); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := l.Partitions().Claim(ctx, key, "")
@@ -154,7 +154,7 @@ func TestHistoryOfManualClaimOverDeadClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(testLease + time.Minute)
-	m, err := l.Partitions().ClaimManual(ctx, key)
+	m, err := l.Partitions().ClaimManual(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,20 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// ClaimManual serves a manual re-export request: it creates the row if
-// absent and claims it from any state (completed, stopped, ...) with
-// reason manual and a fresh attempt count. If the row is running under a live
-// claim, it sets rerun_requested on it instead and returns ErrBusy: the
-// request is recorded and the row is queued again when that claim completes.
-func (l Partitions) ClaimManual(ctx context.Context, key partition.Key) (Claim, error) {
+// Who asked for a manual action (a re-export, a retry, and the re-run they
+// may request) is a parameter of the transitions that serve one
+// (ClaimManual, Requeue): they store it on the row as requested_by, every
+// claim of the row carries it (Claim.RequestedBy), and the attempt's
+// history records it. "" names nobody and clears an earlier requester, as
+// a scheduled materialization or a restatement does.
+
+// ClaimManual serves a manual re-export request by requestedBy: it creates
+// the row if absent and claims it from any state (completed, stopped, ...)
+// with reason manual and a fresh attempt count. If the row is running under
+// a live claim, it sets rerun_requested on it instead and returns ErrBusy:
+// the request is recorded and the row is queued again when that claim
+// completes.
+func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, requestedBy string) (Claim, error) {
 	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
@@ -39,8 +47,8 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key) (Claim, 
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
 			Remove(name(attrStopped))
-		upd = clearReexport(upd)                    // the request noted when it was sent is taken (reexport.go)
-		upd = setRequestedBy(upd, requestedBy(ctx)) // the transition's stale mark replaces a stopped row's entry (stopped.go)
+		upd = clearReexport(upd)               // the request noted when it was sent is taken (reexport.go)
+		upd = setRequestedBy(upd, requestedBy) // the transition's stale mark replaces a stopped row's entry (stopped.go)
 		old, err := l.transition(ctx, key, upd, notLive(nowS), types.ReturnValueAllOld)
 		if err == nil {
 			prev := Row{Key: key}
@@ -56,12 +64,12 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key) (Claim, 
 			_ = l.schedule().Wake(ctx, key.AccountID, lease)
 			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
-				Reason: partition.ReasonManual, RequestedBy: requestedBy(ctx), ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+				Reason: partition.ReasonManual, RequestedBy: requestedBy, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}
 		if !errors.Is(err, errCondition) {
 			return Claim{}, err
 		}
-		ok, err := l.requestRerun(ctx, key, nowS)
+		ok, err := l.requestRerun(ctx, key, nowS, requestedBy)
 		if err != nil {
 			return Claim{}, err
 		}
@@ -73,10 +81,11 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key) (Claim, 
 	return Claim{}, fmt.Errorf("%w: %s kept changing under a manual claim", ErrConflict, key)
 }
 
-// requestRerun sets rerun_requested on a row running under a live claim.
-func (l *kernel) requestRerun(ctx context.Context, key partition.Key, nowS string) (bool, error) {
+// requestRerun sets rerun_requested on a row running under a live claim,
+// and its requester when by names one.
+func (l *kernel) requestRerun(ctx context.Context, key partition.Key, nowS, by string) (bool, error) {
 	upd := clearReexport(expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS)))
-	if by := requestedBy(ctx); by != "" {
+	if by != "" {
 		upd = upd.Set(name(attrRequestedBy), val(by))
 	}
 	_, err := l.update(ctx, rowKey(key), upd, live(nowS), types.ReturnValueNone)
@@ -94,10 +103,10 @@ type RequeueResult struct {
 }
 
 // Requeue marks every day from `from` through `to` queued with reason (manual
-// or backfill), creating missing rows and resetting attempts (this is how an
+// or backfill) as requested by requestedBy, creating missing rows and resetting attempts (this is how an
 // stopped row retries again). A row running under a live claim gets
 // rerun_requested instead, so it is queued again when that claim completes.
-func (l Partitions) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (RequeueResult, error) {
+func (l Partitions) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason, requestedBy string) (RequeueResult, error) {
 	if !reason.Valid() {
 		return RequeueResult{}, fmt.Errorf("ledger: reason %q", reason)
 	}
@@ -129,7 +138,7 @@ func (l Partitions) Requeue(ctx context.Context, accountID, dataset string, from
 				Remove(name(attrClaimToken)).Remove(name(attrLeaseUntil)).Remove(name(attrNextAttemptAt)).
 				Remove(name(attrStopped)).Remove(name(attrRerunRequested)).Remove(name(attrStartedAt))
 			upd = clearReexport(upd)
-			upd = setRequestedBy(upd, requestedBy(ctx))
+			upd = setRequestedBy(upd, requestedBy)
 			upd = unmarkStopped(upd)
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
 			if err == nil {
@@ -142,7 +151,7 @@ func (l Partitions) Requeue(ctx context.Context, accountID, dataset string, from
 			if !errors.Is(err, errCondition) {
 				return err
 			}
-			ok, err := l.requestRerun(ctx, key, nowS)
+			ok, err := l.requestRerun(ctx, key, nowS, requestedBy)
 			if err != nil {
 				return err
 			}

@@ -114,13 +114,13 @@ func TestReexportRequestNote(t *testing.T) {
 	}
 
 	// The exporter's claim takes it; so does Requeue.
-	if _, err := l.Partitions().ClaimManual(WithRequestedBy(ctx, "ops-erin"), key(done)); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, key(done), "ops-erin"); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(done)); PhaseOf(r) != PhaseRunning || !r.ReexportRequestedAt.IsZero() {
 		t.Errorf("after ClaimManual: phase %s, %+v", PhaseOf(r), r)
 	}
-	if _, err := l.Partitions().Requeue(ctx, acct, "events", stopped, stopped, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, acct, "events", stopped, stopped, partition.ReasonManual, ""); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseQueued || !r.ReexportRequestedAt.IsZero() {
@@ -137,7 +137,7 @@ func TestReexportRequestNote(t *testing.T) {
 	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseClaimed {
 		t.Errorf("a live claim with a note: phase %s", PhaseOf(r))
 	}
-	if _, err := l.Partitions().ClaimManual(ctx, key(stopped)); !errors.Is(err, ErrBusy) {
+	if _, err := l.Partitions().ClaimManual(ctx, key(stopped), ""); !errors.Is(err, ErrBusy) {
 		t.Fatalf("ClaimManual on a live claim: %v", err)
 	}
 	if r := get(t, l, key(stopped)); !r.RerunRequested || !r.ReexportRequestedAt.IsZero() {

@@ -36,7 +36,7 @@ func TestRequestedByIsRecorded(t *testing.T) {
 
 	c.Advance(time.Minute)
 	// A requeue by alice: the sweep's claim and its started run carry her.
-	if _, err := l.Partitions().Requeue(WithRequestedBy(ctx, "alice"), key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if row, err := l.Partitions().Get(ctx, key); err != nil || row.RequestedBy != "alice" {
@@ -56,7 +56,7 @@ func TestRequestedByIsRecorded(t *testing.T) {
 	}
 
 	// A re-export by bob.
-	m, err := l.Partitions().ClaimManual(WithRequestedBy(ctx, "bob"), key)
+	m, err := l.Partitions().ClaimManual(ctx, key, "bob")
 	if err != nil || m.RequestedBy != "bob" {
 		t.Fatalf("manual claim %+v, %v", m, err)
 	}
@@ -76,7 +76,7 @@ func TestRequestedByIsRecorded(t *testing.T) {
 		t.Errorf("history requesters %q, want %q", strings.Join(got, " "), want)
 	}
 	// A re-export with nobody named clears bob.
-	if m, err = l.Partitions().ClaimManual(ctx, key); err != nil || m.RequestedBy != "" {
+	if m, err = l.Partitions().ClaimManual(ctx, key, ""); err != nil || m.RequestedBy != "" {
 		t.Fatalf("anonymous manual claim %+v, %v", m, err)
 	}
 	if row, err := l.Partitions().Get(ctx, key); err != nil || row.RequestedBy != "" {

@@ -77,7 +77,7 @@ type Row struct {
 	CompletedAt time.Time
 	Reason      partition.Reason
 	// RequestedBy is who asked for the manual action the row is queued or
-	// running for (requester.go); "" for scheduled work.
+	// running for (manual.go); "" for scheduled work.
 	RequestedBy    string
 	RerunRequested bool
 	// ReexportRequestedAt is when an operator sent a re-export request for

@@ -92,7 +92,7 @@ func (f *fixture) stopped() {
 
 func (f *fixture) queued() {
 	f.t.Helper()
-	_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+	_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
 	f.must(err)
 }
 
@@ -218,7 +218,7 @@ func TestTransitions(t *testing.T) {
 			return err
 		}, ErrClaimLost, StateCompleted, nil},
 		{"start after a manual claim is refused", (*fixture).pending, func(f *fixture) error {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
 			f.must(err)
 			_, err = f.l.Partitions().Start(f.ctx, f.key, c.Token)
 			return err
@@ -273,7 +273,7 @@ func TestTransitions(t *testing.T) {
 			return err
 		}, nil, StateFailed, []check{inStoppedClass}},
 		{"requeue a live running row records a rerun", (*fixture).running, func(f *fixture) error {
-			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
 			if err == nil && res.RerunRequested != 1 {
 				f.t.Errorf("requeue %+v", res)
 			}
@@ -284,7 +284,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue completed", (*fixture).completed, func(f *fixture) error {
-			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonBackfill)
+			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonBackfill, "")
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
 			if r.Generation != 1 || r.Attempts != 0 || r.Reason != partition.ReasonBackfill {
@@ -292,7 +292,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue stopped", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
 			if r.Stopped || r.Attempts != 0 {
@@ -300,7 +300,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue absent creates", func(f *fixture) {}, func(f *fixture) error {
-			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual)
+			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
 			if err == nil && (res.Created != 1 || res.Queued != 1) {
 				f.t.Errorf("requeue %+v", res)
 			}
@@ -347,21 +347,21 @@ func TestTransitions(t *testing.T) {
 			return f.l.Partitions().Release(f.ctx, c)
 		}, ErrClaimLost, StateRunning, nil},
 		{"manual claim of a completed row", (*fixture).completed, func(f *fixture) error {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
 			if err == nil && (c.Generation != 2 || c.Reason != partition.ReasonManual || c.Attempt != 1) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"manual claim of an absent row creates it", func(f *fixture) {}, func(f *fixture) error {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
 			if err == nil && c.Generation != 1 {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"manual claim of a stopped row", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
+			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
 			return err
 		}, nil, StateRunning, []check{inIndex("3#"), func(f *fixture, r Row) {
 			if r.Stopped || r.Attempts != 1 {
@@ -369,7 +369,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"manual claim while running is busy and recorded", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
+			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
 			return err
 		}, ErrBusy, StateRunning, []check{func(f *fixture, r Row) {
 			if !r.RerunRequested || r.ClaimToken != f.token {

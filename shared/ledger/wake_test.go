@@ -147,7 +147,7 @@ func TestNoLostWakeUp(t *testing.T) {
 	}{
 		{"no waker", func(f *fixture, w Woken) time.Time { return f.clk.Now().Add(24 * time.Hour) }, true},
 		{"a requeue", func(f *fixture, w Woken) time.Time {
-			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, partition.ReasonManual)
+			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, partition.ReasonManual, "")
 			f.must(err)
 			return f.clk.Now()
 		}, false},
@@ -161,7 +161,7 @@ func TestNoLostWakeUp(t *testing.T) {
 			return row.NextAttemptAt
 		}, false},
 		{"a manual claim that may die", func(f *fixture, w Woken) time.Time {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key)
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
 			f.must(err)
 			return c.LeaseUntil
 		}, false},
@@ -217,7 +217,7 @@ func TestWakeJustBeforeTheReadKeepsTheAccountWoken(t *testing.T) {
 		t.Fatalf("first SetNextWake = %v %v", applied, err)
 	}
 	clk.Advance(2 * time.Hour)
-	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", day1, day1, partition.ReasonManual); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", day1, day1, partition.ReasonManual, ""); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(20 * time.Second)
@@ -331,7 +331,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 		transition func(t *testing.T, key partition.Key) (State, error)
 	}{
 		{"requeue", func(t *testing.T, key partition.Key) (State, error) {
-			_, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual)
+			_, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, "")
 			return StateQueued, err
 		}},
 		{"fail with attempts left", func(t *testing.T, key partition.Key) (State, error) {

@@ -29,7 +29,7 @@ func add(p Progress, n int) {
 // Requeuer makes days due (the ledger's stored name for that is queued);
 // Ledger has it.
 type Requeuer interface {
-	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error)
+	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason, requestedBy string) (ledger.RequeueResult, error)
 }
 
 var _ Requeuer = Ledger{}
@@ -44,14 +44,13 @@ const retryChunk = 7
 // by. days must be sorted. On an
 // error the result counts what was done before it.
 func Retry(ctx context.Context, catalog *dataset.Set, l Requeuer, accountID, ds string, days []civil.Date, reason partition.Reason, by string, p Progress) (ledger.RequeueResult, error) {
-	ctx = ledger.WithRequestedBy(ctx, by) // recorded on the rows and their attempts
 	var res ledger.RequeueResult
 	for start := 0; start < len(days); {
 		end := start + 1
 		for end < len(days) && end-start < retryChunk && days[end] == days[end-1].AddDays(1) {
 			end++
 		}
-		r, err := l.Requeue(ctx, accountID, catalog.Current(ds), days[start], days[end-1], reason)
+		r, err := l.Requeue(ctx, accountID, catalog.Current(ds), days[start], days[end-1], reason, by) // by is recorded on the rows and their attempts
 		res.Queued += r.Queued
 		res.Created += r.Created
 		res.RerunRequested += r.RerunRequested

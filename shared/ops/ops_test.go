@@ -229,9 +229,11 @@ type requeuer struct {
 	calls    []string
 	datasets []string // the dataset of each call, as the ledger is asked
 	fail     int      // fail on this call (1-based), 0 never
+	by       []string // who each call names as asking
 }
 
-func (q *requeuer) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason) (ledger.RequeueResult, error) {
+func (q *requeuer) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason, by string) (ledger.RequeueResult, error) {
+	q.by = append(q.by, by)
 	q.calls = append(q.calls, from.String()+".."+to.String())
 	q.datasets = append(q.datasets, ds)
 	if len(q.calls) == q.fail {
@@ -272,6 +274,11 @@ func TestRetryCallsPerRunOfDays(t *testing.T) {
 			res, err := Retry(context.Background(), datasettest.Example(t), q, "acct_aaaaaaaaaaaaaaaa", "events", tt.days, partition.ReasonManual, "tester", &p)
 			if err != nil || strings.Join(q.calls, " ") != tt.calls || res.Queued != len(tt.days) || int(p) != len(tt.days) {
 				t.Errorf("calls %q, queued %d, progress %d (%v); want %q", q.calls, res.Queued, p, err, tt.calls)
+			}
+			for _, by := range q.by {
+				if by != "tester" {
+					t.Errorf("a call names %q as asking, want tester", by)
+				}
 			}
 		})
 	}
