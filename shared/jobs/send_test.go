@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // batches records each request and answers it as told: answer[n] for the
@@ -137,5 +139,62 @@ func TestNotSent(t *testing.T) {
 				t.Errorf("NotSent = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestSendStopsAtTheFirstBatchNotSent: Send puts 23 messages in requests of
+// 10, 10 and 3, in order; a request with a message the queue refused ends
+// it with NotSent's error, and no later request is made.
+func TestSendStopsAtTheFirstBatchNotSent(t *testing.T) {
+	api := &batches{}
+	q := Queue{API: api, URL: "https://queue"}
+	if err := q.Send(t.Context(), outgoing(23)...); err != nil || len(api.requests) != 3 {
+		t.Fatalf("Send of 23 = %v in %d requests, want nil in 3", err, len(api.requests))
+	}
+	for n, want := range []int{10, 10, 3} {
+		if got := len(api.requests[n].Entries); got != want || aws.ToString(api.requests[n].Entries[0].MessageBody) != strconv.Itoa(10*n) {
+			t.Errorf("request %d: %d entries from %s, want %d from %d", n, got, aws.ToString(api.requests[n].Entries[0].MessageBody), want, 10*n)
+		}
+	}
+
+	api = &batches{answer: map[int]func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error){
+		1: func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			out := acceptAll(in)
+			out.Successful = out.Successful[1:]
+			out.Failed = []sqstypes.BatchResultErrorEntry{{Id: aws.String("0"), Code: aws.String("InternalError"), Message: aws.String("try again")}}
+			return out, nil
+		},
+	}}
+	err := Queue{API: api, URL: "https://queue"}.Send(t.Context(), outgoing(23)...)
+	if err == nil || err.Error() != "1 of 10 messages not sent: InternalError: try again" || len(api.requests) != 2 {
+		t.Fatalf("Send with message 10 refused = %v after %d requests, want 1 of 10 not sent after 2", err, len(api.requests))
+	}
+}
+
+// TestPerDay: a range becomes one single-day request per day, each by the
+// range's requester; Encoded encodes them in order.
+func TestPerDay(t *testing.T) {
+	m := Manual{Kind: KindManual, AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", From: "2026-11-30", To: "2026-12-02", RequestedBy: "ops-erin"}
+	msgs, err := Encoded(m.PerDay(civil.MustParse("2026-11-30"), civil.MustParse("2026-12-02"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range msgs {
+		got = append(got, o.Body)
+	}
+	want := []string{
+		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-11-30","requested_by":"ops-erin"}`,
+		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-12-01","requested_by":"ops-erin"}`,
+		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-12-02","requested_by":"ops-erin"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("per day:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d, ok := m.PerDay(civil.MustParse("2026-11-30"), civil.MustParse("2026-11-30"))[0].SingleDay(); !ok || d != civil.MustParse("2026-11-30") {
+		t.Errorf("SingleDay of a one-day request = %s, %v", d, ok)
+	}
+	if _, ok := m.SingleDay(); ok {
+		t.Error("a range has a single day")
 	}
 }
