@@ -47,8 +47,8 @@ type demoOptions struct {
 	Catalog      *dataset.Set
 	Dir          string // state and output: .demo
 	Template     string
-	BinDir       string // holds SweeperFunction/bootstrap, ExporterFunction/bootstrap and the operator CLI daybook
-	Now          func() time.Time
+	BinDir       string           // holds SweeperFunction/bootstrap, ExporterFunction/bootstrap and the operator CLI daybook
+	Now          func() time.Time // read once: the demo runs as of that instant
 	Days         int
 	EventsPerDay int
 	// SliceRows is the exporter's SLICE_ROWS: a day with more rows is
@@ -131,6 +131,12 @@ operator CLI daybook, which registers the accounts and sends the re-export.`,
 func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	out := o.Out
 	started := time.Now()
+	// The demo runs as of one instant, the one it starts at: the source's
+	// data ends there, its sweeps are ticks at it (the sweeper closes the
+	// days closed at its tick) and its checks expect the days closed at it,
+	// so a day that closes while it runs changes none of them.
+	now := o.Now()
+	clock := func() time.Time { return now }
 	step := func(format string, args ...any) { fmt.Fprintf(out, "\n==> "+format+"\n", args...) }
 	op, err := operatorIn(o.BinDir)
 	if err != nil {
@@ -180,7 +186,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 
 	step("demo source: SQLite with %d days of events, profiles and daily_stats for 5 accounts (3 on S3, 1 on GCS, 1 on Azure)", o.Days)
 	src, err := demosource.Generate(ctx, demosource.Options{
-		Path: filepath.Join(o.Dir, "source.db"), Now: o.Now(), Days: o.Days, EventsPerDay: o.EventsPerDay, Seed: o.Seed, Stage: stage,
+		Path: filepath.Join(o.Dir, "source.db"), Now: now, Days: o.Days, EventsPerDay: o.EventsPerDay, Seed: o.Seed, Stage: stage,
 		OtherStores: true,
 	})
 	if err != nil {
@@ -198,7 +204,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	}
 	sliceRows := o.SliceRows
 	if sliceRows == 0 {
-		sliceRows = demoSliceRows(src.Accounts, src.Rows, o.Now())
+		sliceRows = demoSliceRows(src.Accounts, src.Rows, now)
 	}
 	// The same file as local up's, so the operator CLI finds the same
 	// deployment in it (dead-letter queues, the direct-bucket pattern).
@@ -284,18 +290,18 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 			return
 		}
 		lastPrint = time.Now()
-		printProgress(ctx, out, led, src.Accounts, o.Now(), p)
+		printProgress(ctx, out, led, src.Accounts, now, p)
 	}
-	prog, err := drv.Run(ctx, o.Now, 100)
+	prog, err := drv.Run(ctx, clock, 100)
 	if err != nil {
 		return nil, err
 	}
 	res.Progress = prog
-	printProgress(ctx, out, led, src.Accounts, o.Now(), prog)
+	printProgress(ctx, out, led, src.Accounts, now, prog)
 
 	step("manual re-export: an operator sends `daybook reexport` for a past day")
 	a0 := src.Accounts[0]
-	day := a0.WithDefaults(0).ClosedThrough(o.Now()).AddDays(-3)
+	day := a0.WithDefaults(0).ClosedThrough(now).AddDays(-3)
 	key := partition.Key{AccountID: a0.ID, Dataset: "events", Day: day}
 	if res.Before, err = led.Partitions().Get(ctx, key); err != nil {
 		return nil, err
@@ -333,14 +339,14 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 		if err := mirror(ctx, b, filepath.Join(res.Mirror, mirrorName(a.Destination))); err != nil {
 			return nil, err
 		}
-		reports, problems, err := verifyAccount(ctx, b, a, stage, o.Now())
+		reports, problems, err := verifyAccount(ctx, b, a, stage, now)
 		if err != nil {
 			return nil, err
 		}
 		res.Reports = append(res.Reports, reports...)
 		res.Problems = append(res.Problems, problems...)
 		for _, ds := range a.Datasets {
-			rows, err := led.Partitions().List(ctx, a.ID, ds, a.StartDate, a.WithDefaults(0).ClosedThrough(o.Now()).AddDays(1))
+			rows, err := led.Partitions().List(ctx, a.ID, ds, a.StartDate, a.WithDefaults(0).ClosedThrough(now).AddDays(1))
 			if err != nil {
 				return nil, err
 			}
@@ -356,7 +362,7 @@ func demo(ctx context.Context, o demoOptions) (*demoResult, error) {
 	if res.Sliced, err = slicedPartitions(res.Mirror); err != nil {
 		return nil, err
 	}
-	if plan := demoSlicePlan(o.Catalog, src.Accounts, src.Rows, o.Now(), sliceRows); len(plan) != len(res.Sliced) {
+	if plan := demoSlicePlan(o.Catalog, src.Accounts, src.Rows, now, sliceRows); len(plan) != len(res.Sliced) {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d days hold more than SLICE_ROWS=%d rows, but %d partitions in the buckets were exported in slices", len(plan), sliceRows, len(res.Sliced)))
 	}
 	fmt.Fprintf(out, "    %d partitions committed and verified (files, sizes, CRC32C, row counts), %d problems; %d days above %d rows exported in slices (part-sNNNN files)\n",

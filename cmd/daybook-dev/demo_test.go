@@ -32,11 +32,15 @@ func TestEndToEnd(t *testing.T) {
 	t.Parallel()
 	bin := t.TempDir()
 	buildBinaries(t, bin)
-	// The functions under the emulator read the wall clock (the sweeper
-	// closes days by it), so the test's clock is the same one. What used to
-	// depend on the hour, whether any closed day is above SLICE_ROWS, no
-	// longer does: TestDemoSlicesAtAnyInstant plans the demo at fixed
-	// instants across a day and the DST changes.
+	// The demo runs as of this instant: its data ends there, and its sweeps
+	// are ticks at it, so the sweeper under the emulator closes the days
+	// closed at it, not at its own clock, however late in the run it sweeps
+	// (TestSweepClosesTheDaysOfItsTick; the run ends well within
+	// MaxTickAge, the oldest tick the sweeper takes). A day that closes
+	// during the run is not exported, and every expectation below is the
+	// days closed at now, at any hour. Whether any closed day is above
+	// SLICE_ROWS does not depend on the hour either: TestDemoSlicesAtAnyInstant
+	// plans the demo at fixed instants across a day and the DST changes.
 	now := time.Now().UTC()
 	var out bytes.Buffer
 	dir := t.TempDir()

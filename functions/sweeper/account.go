@@ -17,7 +17,7 @@ import (
 type handled struct {
 	w        ledger.Woken
 	a        account.Account // with defaults
-	closed   civil.Date      // last closed day at the sweep's now
+	closed   civil.Date      // last closed day at the instant the sweep closes days as of
 	start    civil.Date      // first day to export (start date, clamped)
 	readAt   time.Time       // when the sweep began reading its rows
 	complete bool            // every dataset is materialized through closed
@@ -43,15 +43,16 @@ type claimBudget struct {
 	shared bool
 }
 
-// sweepAccounts handles woken accounts (materialize, read due work), claims
-// and sends under budget, and sets each handled account's next wake time.
-func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, b claimBudget, now time.Time, sum *Summary, p *problems) {
+// sweepAccounts handles woken accounts (materialize the days closed at asOf,
+// read due work), claims and sends under budget, and sets each handled
+// account's next wake time. now is the clock.
+func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, b claimBudget, now, asOf time.Time, sum *Summary, p *problems) {
 	budget := b.claims
 	var woken []ledger.Woken
 	for _, ws := range shards {
 		woken = append(woken, ws...)
 	}
-	hs := s.prepare(ctx, woken, now, sum, p)
+	hs := s.prepare(ctx, woken, now, asOf, sum, p)
 
 	queues := make([][]ledger.Row, 0, len(hs))
 	owner := map[string]*handled{}
@@ -113,7 +114,7 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, b 
 // reported and skipped; it stays woken, so every sweep reports it. No
 // account is started within Reserve of the deadline: those stay woken for
 // the next sweep.
-func (s *Sweeper) prepare(ctx context.Context, woken []ledger.Woken, now time.Time, sum *Summary, p *problems) []*handled {
+func (s *Sweeper) prepare(ctx context.Context, woken []ledger.Woken, now, asOf time.Time, sum *Summary, p *problems) []*handled {
 	var (
 		mu  sync.Mutex
 		out []*handled
@@ -146,7 +147,7 @@ func (s *Sweeper) prepare(ctx context.Context, woken []ledger.Woken, now time.Ti
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h, n, items, errs := s.prepareOne(ctx, w, now)
+			h, n, items, errs := s.prepareOne(ctx, w, asOf)
 			mu.Lock()
 			defer mu.Unlock()
 			for _, err := range errs {
@@ -176,14 +177,14 @@ func (s *Sweeper) prepare(ctx context.Context, woken []ledger.Woken, now time.Ti
 
 func (h *handled) clamped() bool { return h.start.After(h.w.Account.StartDate) }
 
-// prepareOne handles one account up to its due work; it returns the rows
-// created and the items read.
-func (s *Sweeper) prepareOne(ctx context.Context, w ledger.Woken, now time.Time) (h *handled, created, items int, errs []error) {
+// prepareOne handles one account up to its due work, with the days closed
+// at asOf; it returns the rows created and the items read.
+func (s *Sweeper) prepareOne(ctx context.Context, w ledger.Woken, asOf time.Time) (h *handled, created, items int, errs []error) {
 	a := w.Account.WithDefaults(s.Config.DefaultSettleDelay)
-	h = &handled{w: w, a: a, closed: a.ClosedThrough(now)}
+	h = &handled{w: w, a: a, closed: a.ClosedThrough(asOf)}
 	loc, _ := a.Location()
 	h.start = a.StartDate
-	if earliest := account.EarliestStart(civil.In(now, loc), orDefault(s.Config.MaxBackfillDays, envvar.DefaultMaxBackfillDays)); h.start.Before(earliest) {
+	if earliest := account.EarliestStart(civil.In(asOf, loc), orDefault(s.Config.MaxBackfillDays, envvar.DefaultMaxBackfillDays)); h.start.Before(earliest) {
 		h.start = earliest
 		s.log().Warn("start date beyond the backfill limit; clamped", "account", a.ID, "start_date", a.StartDate.String(), "clamped_to", earliest.String())
 	}
@@ -232,8 +233,10 @@ func (s *Sweeper) rest(ctx context.Context, hs []*handled, now time.Time, p *pro
 		if h.failed || h.unclaimed || h.work.More || !h.complete {
 			next = now
 		}
+		// A sweep for an older tick than the one that recorded the
+		// account's closed_through leaves it as it is.
 		through := civil.Date{}
-		if h.complete && !h.failed {
+		if h.complete && !h.failed && !h.closed.Before(h.w.ClosedThrough) {
 			through = h.closed
 		}
 		sem <- struct{}{}

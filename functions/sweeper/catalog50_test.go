@@ -30,7 +30,7 @@ func TestIdleCostWithFiftyDatasets(t *testing.T) {
 	cost := map[int]dynamometer.Counts{}
 	for _, set := range []isolate{small, large} {
 		meter.Reset()
-		sum, err := sweeper(set, &recordingSQS{}, clk, 10, 100).Run(ctx)
+		sum, err := sweeper(set, &recordingSQS{}, clk, 10, 100).Run(ctx, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

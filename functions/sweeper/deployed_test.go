@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,53 @@ func drain(t *testing.T, q *sqs.Client, queue string) []string {
 	}
 }
 
+// asDeployed is the sweeper as main builds it (build: the deployed
+// function's environment with vars over it, its clients through the check
+// of every call against the sweeper's policy in template.yaml, clk its
+// clock), on the test's own ledger table and queues standing for the
+// stack's; with the test's SQS client and the jobs and sweep queues.
+func asDeployed(t *testing.T, clk *clock, vars map[string]string) (fn Function, q *sqs.Client, jobsQueue, sweepQueue string) {
+	t.Helper()
+	cfg, out := deployed(t)
+	table := samstacktest.OwnTable(t, cfg, out["LedgerTableName"])
+	jobsQueue = samstacktest.OwnQueue(t, cfg, out["JobsQueueUrl"])
+	sweepQueue = samstacktest.OwnQueue(t, cfg, out["SweepQueueUrl"])
+	env := samstacktest.FunctionEnv(t, srv, stackStage, "SweeperFunction")
+	fcfg := sweeperAWS(t)
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": *fcfg.BaseEndpoint, "LEDGER_TABLE": table, "JOBS_QUEUE_URL": jobsQueue,
+		"SWEEP_QUEUE_URL": sweepQueue, "LOG_LEVEL": "WARN"} {
+		env[k] = v
+	}
+	maps.Copy(env, vars)
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	fn, err := build(environ, Options{AWS: fcfg, Now: clk.Now, Rand: &lockedRand{r: seeded(t, "function")}, Stdout: t.Output()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fn.Config.Ledger.Table != table {
+		t.Fatalf("the deployed sweeper's ledger table %s, want %s", fn.Config.Ledger.Table, table)
+	}
+	return fn, sqs.NewFromConfig(cfg), jobsQueue, sweepQueue
+}
+
+// runShards delivers the shard messages (bodies) to fn as the sweep queue's
+// event source does, and fails t unless every worker succeeded.
+func runShards(t *testing.T, fn Function, bodies []string) {
+	t.Helper()
+	var ev events.SQSEvent
+	for i, b := range bodies {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("shard-", i), EventSource: "aws:sqs", Body: b})
+	}
+	raw, _ := json.Marshal(ev)
+	res, err := fn.Handler.Invoke(context.Background(), raw)
+	if resp, ok := res.(events.SQSEventResponse); err != nil || !ok || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("the shard messages: %+v %v", res, err)
+	}
+}
+
 // TestSweeperAsDeployed: the sweeper as main builds it (build: the
 // deployed function's environment, its clients through the check of every
 // call against the sweeper's policy in template.yaml), on a ledger table
@@ -63,33 +111,14 @@ func drain(t *testing.T, q *sqs.Client, queue string) []string {
 // retires them as stopped and publishes their stopped events on the bus.
 func TestSweeperAsDeployed(t *testing.T) {
 	ctx := context.Background()
-	cfg, out := deployed(t)
-	table := samstacktest.OwnTable(t, cfg, out["LedgerTableName"])
-	jobsQueue := samstacktest.OwnQueue(t, cfg, out["JobsQueueUrl"])
-	sweepQueue := samstacktest.OwnQueue(t, cfg, out["SweepQueueUrl"])
 	clk := at("2026-04-01T12:00:00Z")
 	l := newLedger(t, clk, "deployed")
 	a1 := newAccount(t, l, "one", "2026-03-29") // 03-29 .. 03-31 closed
 	a2 := newAccount(t, l, "two", "2026-03-30") // 03-30, 03-31
-
-	vars := samstacktest.FunctionEnv(t, srv, stackStage, "SweeperFunction")
-	fcfg := sweeperAWS(t)
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL": *fcfg.BaseEndpoint, "LEDGER_TABLE": table, "JOBS_QUEUE_URL": jobsQueue,
-		"SWEEP_QUEUE_URL": sweepQueue, "FAN_OUT_ACCOUNTS": "1", "MAX_ATTEMPTS": "1", "SETTLE_DELAY": "0s", "LOG_LEVEL": "WARN"} {
-		vars[k] = v
-	}
-	var environ []string
-	for k, v := range vars {
-		environ = append(environ, k+"="+v)
-	}
-	fn, err := build(environ, Options{AWS: fcfg, Now: clk.Now, Rand: &lockedRand{r: seeded(t, "function")}, Stdout: t.Output()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fn.Config.EventBus == "" || fn.Config.Ledger.Table != table {
+	fn, q, jobsQueue, sweepQueue := asDeployed(t, clk, map[string]string{"FAN_OUT_ACCOUNTS": "1", "MAX_ATTEMPTS": "1", "SETTLE_DELAY": "0s"})
+	if fn.Config.EventBus == "" {
 		t.Fatalf("the deployed sweeper's configuration %+v", fn.Config)
 	}
-	q := sqs.NewFromConfig(cfg)
 
 	// sweep runs a scheduled sweep and, as the sweep queue's event source
 	// does, each shard message it fanned out.
@@ -104,15 +133,7 @@ func TestSweeperAsDeployed(t *testing.T) {
 		if len(shards) != sum.FanOut {
 			t.Fatalf("%d shard messages on the sweep queue, the sweep sent %d", len(shards), sum.FanOut)
 		}
-		var ev events.SQSEvent
-		for i, b := range shards {
-			ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint("shard-", i), EventSource: "aws:sqs", Body: b})
-		}
-		raw, _ := json.Marshal(ev)
-		res, err = fn.Handler.Invoke(ctx, raw)
-		if resp, ok := res.(events.SQSEventResponse); err != nil || !ok || len(resp.BatchItemFailures) != 0 {
-			t.Fatalf("the shard messages: %+v %v", res, err)
-		}
+		runShards(t, fn, shards)
 	}
 	sweep(`{"source":"daybook.schedule","scheduled_time":"2026-04-01T12:00:00Z"}`)
 	var claimed []string

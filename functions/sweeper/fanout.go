@@ -24,8 +24,17 @@ type ShardJob struct {
 	Kind   string `json:"kind"`
 	Shards []int  `json:"shards"`
 	Budget int    `json:"budget"`
-	// Sweep names the scheduled sweep that sent it, for the logs.
+	// Sweep is the instant the scheduled sweep that sent it closes days as
+	// of (RFC 3339): the worker closes days as of it too, and the logs name
+	// the sweep by it.
 	Sweep string `json:"sweep,omitempty"`
+}
+
+// tick is Sweep as a time; zero when it is empty or not a time (the worker
+// then closes days as of its clock).
+func (j ShardJob) tick() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, j.Sweep)
+	return t
 }
 
 func (j ShardJob) validate() error {
@@ -42,9 +51,10 @@ func (j ShardJob) validate() error {
 
 // fanOut sends the woken shards to the sweep queue in groups of about
 // FanOutAccounts accounts, each with its share of the budget in proportion
-// to its accounts. Shards whose read stopped at the limit (full) are counted
-// first. It returns the messages sent.
-func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int, now time.Time, budget int, sum *Summary) (int, error) {
+// to its accounts, and asOf, the instant the sweep closes days as of. Shards
+// whose read stopped at the limit (full) are counted first. It returns the
+// messages sent.
+func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int, now, asOf time.Time, budget int, sum *Summary) (int, error) {
 	counts := make([]int, ledger.FleetShards)
 	for i, ws := range woken {
 		counts[i] = len(ws)
@@ -73,7 +83,7 @@ func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int
 		errs = append(errs, err)
 	}
 	groups := planFanOut(counts, orDefault(s.Config.FanOutAccounts, defaultFanOutAccounts), budget)
-	sweep := now.UTC().Format(time.RFC3339)
+	sweep := asOf.UTC().Format(time.RFC3339Nano)
 	sent := 0
 	for batch := range slices.Chunk(groups, jobs.BatchSize) {
 		msgs := make([]jobs.Outgoing, len(batch))

@@ -202,7 +202,7 @@ func TestMalformedAccountDoesNotStallTheSweep(t *testing.T) {
 	bad := newAccount(t, l, "bad", "2026-03-31")
 	setAttr(t, accountKey(bad.ID), "doc", &types.AttributeValueMemberS{Value: `{"id":`})
 	rec := &recordingSQS{}
-	sum, err := sweeper(only(l, good, bad), rec, clk, 10, 10).Run(ctx)
+	sum, err := sweeper(only(l, good, bad), rec, clk, 10, 10).Run(ctx, clk.Now())
 	if err == nil || !strings.Contains(err.Error(), bad.ID) || !errors.Is(err, ledger.ErrMalformed) || sum.Errors != 1 {
 		t.Errorf("error %v (summary %+v), want one naming %s", err, sum, bad.ID)
 	}
@@ -229,7 +229,7 @@ func TestMalformedRowDoesNotHideItsGroup(t *testing.T) {
 		ledger.AttrSK: &types.AttributeValueMemberS{Value: "2026-03-29"},
 	}, "attempts", &types.AttributeValueMemberS{Value: "many"})
 	rec := &recordingSQS{}
-	sum, err := sweeper(only(l, a), rec, clk, 10, 10).Run(ctx)
+	sum, err := sweeper(only(l, a), rec, clk, 10, 10).Run(ctx, clk.Now())
 	if err == nil || !strings.Contains(err.Error(), "P#"+a.ID+"#events/2026-03-29") || sum.Errors != 1 {
 		t.Errorf("error %v (summary %+v), want one naming the row", err, sum)
 	}
@@ -257,7 +257,7 @@ func TestHostileStartDateIsClampedAndChunked(t *testing.T) {
 	s.Config.MaxBackfillDays, s.Config.MaterializeRows = 120, 50
 	total := 0
 	for sweep := range 3 { // 50 + 50 + 20 rows
-		sum, err := s.Run(ctx)
+		sum, err := s.Run(ctx, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func TestYesterdayBeforeAnyBackfill(t *testing.T) {
 	live1 := newAccountWith(t, l, "live1", "2026-03-31", created)
 	live2 := newAccountWith(t, l, "live2", "2026-03-31", created)
 	rec := &recordingSQS{}
-	sum, err := sweeper(only(l, backfill, live1, live2), rec, clk, 10, 3).Run(ctx)
+	sum, err := sweeper(only(l, backfill, live1, live2), rec, clk, 10, 3).Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestYesterdayBeforeAnyBackfill(t *testing.T) {
 		t.Errorf("a budget of 3 went to %v (summary %+v), want the three accounts' 03-31", got, sum)
 	}
 	clk.Advance(15 * time.Minute)
-	if _, err := sweeper(only(l, backfill, live1, live2), rec, clk, 10, 3).Run(ctx); err != nil {
+	if _, err := sweeper(only(l, backfill, live1, live2), rec, clk, 10, 3).Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(jobsOf(rec.take(), backfill.ID), ","); got != "2026-01-01,2026-01-02,2026-01-03" {
@@ -370,7 +370,7 @@ func TestFanOut(t *testing.T) {
 	q := &shardSQS{recordingSQS: &recordingSQS{}, url: "https://sqs.example/sweep"}
 	s := sweeper(only(l, accts...), q, clk, 10, 5)
 	s.Config.SweepQueueURL, s.Config.FanOutAccounts = q.url, 2
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestConcurrentFanOutSweepsShareTheBudget(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(sweeps))
 	for i, s := range sweeps {
-		wg.Go(func() { _, errs[i] = s.Run(ctx) })
+		wg.Go(func() { _, errs[i] = s.Run(ctx, clk.Now()) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -460,7 +460,7 @@ func TestConcurrentFanOutSweepsShareTheBudget(t *testing.T) {
 	clk.Advance(5 * time.Minute)
 	next := mk()
 	seen := len(q.jobs)
-	if sum, err := next.Run(ctx); err != nil || sum.FanOut == 0 {
+	if sum, err := next.Run(ctx, clk.Now()); err != nil || sum.FanOut == 0 {
 		t.Fatalf("next sweep %+v %v", sum, err)
 	}
 	claimed = 0

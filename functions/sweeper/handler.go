@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -15,15 +16,49 @@ import (
 // Input with the scheduler's context attributes filled in). A hand-made
 // invocation may send {} or nothing.
 type ScheduleEvent struct {
-	Source        string `json:"source"`
+	Source string `json:"source"`
+	// ScheduledTime is the tick the sweep runs for (RFC 3339): the sweep
+	// closes days as of it (closesAsOf).
 	ScheduledTime string `json:"scheduled_time"`
 	ExecutionID   string `json:"execution_id"`
 	Attempt       string `json:"attempt"`
 }
 
-// Runner runs one sweep.
+// Tick returns ScheduledTime as a time; zero when it is empty.
+func (ev ScheduleEvent) Tick() (time.Time, error) {
+	if ev.ScheduledTime == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, ev.ScheduledTime)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("scheduled_time %q is not an RFC 3339 time: %w", ev.ScheduledTime, err)
+	}
+	return t, nil
+}
+
+// MaxTickAge is the oldest a tick may be and still say which days a sweep
+// closes. The scheduler gives a tick up after 10 minutes of retries and
+// Lambda an asynchronous event after 15 (template.yaml), so a tick from the
+// schedule arrives within 25 minutes; an older one is a replay (a dead
+// letter sent again, the sample event), and the sweep runs as of its clock.
+const MaxTickAge = time.Hour
+
+// closesAsOf is the instant a sweep for tick closes days as of: the tick
+// when it is set, not after now (the function's clock) and at most
+// MaxTickAge before it; otherwise now. A sweep therefore never closes a day
+// its clock has not closed, and every run of one tick (a retry, a second
+// delivery, the fan-out workers of its sweep) closes the same days, however
+// late it runs. Wake times, leases, retries and budgets keep the clock.
+func closesAsOf(tick, now time.Time) time.Time {
+	if tick.IsZero() || tick.After(now) || now.Sub(tick) > MaxTickAge {
+		return now
+	}
+	return tick
+}
+
+// Runner runs one sweep for a schedule tick (zero: none, the clock's).
 type Runner interface {
-	Run(ctx context.Context) (Summary, error)
+	Run(ctx context.Context, tick time.Time) (Summary, error)
 }
 
 var _ Runner = (*Sweeper)(nil)
@@ -86,7 +121,8 @@ func (h Handler) HandleShards(ctx context.Context, ev events.SQSEvent) events.SQ
 	return resp
 }
 
-// Handle is the Lambda entry point. The summary is logged and returned; a
+// Handle is the Lambda entry point: one sweep for the event's tick
+// (ScheduledTime). The summary is logged and returned; a
 // sweep that hit errors still returns its summary with the error, so Lambda
 // retries the asynchronous invocation and then sends the event to the
 // sweeper DLQ (the function's on-failure destination).
@@ -99,7 +135,12 @@ func (h Handler) Handle(ctx context.Context, raw json.RawMessage) (Summary, erro
 		}
 	}
 	log := h.Log.With("scheduled_time", ev.ScheduledTime, "execution_id", ev.ExecutionID, "attempt", ev.Attempt)
-	sum, err := h.Sweeper.Run(ctx)
+	tick, terr := ev.Tick()
+	if terr != nil {
+		// Like an unexpected body: the sweep runs, as of the clock.
+		log.WarnContext(ctx, "sweeping as of the clock", "error", terr.Error())
+	}
+	sum, err := h.Sweeper.Run(ctx, tick)
 	h.emit(ctx, ev.ExecutionID, sum)
 	if err != nil {
 		log.ErrorContext(ctx, "sweep finished with errors", "summary", sum, "error", err.Error())

@@ -10,21 +10,24 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/daybook-dev/daybook/shared/metrics"
 )
 
-// fakeRunner counts sweeps.
+// fakeRunner counts sweeps and keeps the tick of the last.
 type fakeRunner struct {
 	runs int
+	tick time.Time
 	sum  Summary
 	err  error
 }
 
-func (f *fakeRunner) Run(context.Context) (Summary, error) {
+func (f *fakeRunner) Run(_ context.Context, tick time.Time) (Summary, error) {
 	f.runs++
+	f.tick = tick
 	return f.sum, f.err
 }
 
@@ -71,6 +74,40 @@ func TestHandlerSweepsWhateverThePayload(t *testing.T) {
 			t.Errorf("Handle = %+v, %v; want the summary and the error", sum, err)
 		}
 	})
+}
+
+// TestHandlerSweepsForTheEventsTick: the sample schedule event's
+// scheduled_time is the tick its sweep runs for, and it decides what the
+// sweep closes when the function runs within MaxTickAge of it; the same
+// event replayed a week later sweeps as of the clock. An event without a
+// tick, or with one that is not a time, sweeps once with none (the clock's).
+func TestHandlerSweepsForTheEventsTick(t *testing.T) {
+	t.Parallel()
+	sample, err := os.ReadFile("../../events/sweeper-schedule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &fakeRunner{}
+	if _, err := (Handler{Sweeper: r, Log: log}).Handle(t.Context(), sample); err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Date(2026, 11, 29, 12, 15, 0, 0, time.UTC)
+	if r.runs != 1 || !r.tick.Equal(tick) {
+		t.Fatalf("%d sweeps, tick %s; want one for the sample's %s", r.runs, r.tick, tick)
+	}
+	if got := closesAsOf(r.tick, tick.Add(20*time.Second)); !got.Equal(tick) {
+		t.Errorf("the sample run 20 s after its tick closes days as of %s, want its tick", got)
+	}
+	if week := tick.AddDate(0, 0, 7); !closesAsOf(r.tick, week).Equal(week) {
+		t.Errorf("the sample replayed a week later closes days as of %s, want the clock", closesAsOf(r.tick, week))
+	}
+	for _, raw := range []string{`{}`, `{"source":"daybook.schedule","scheduled_time":"yesterday"}`} {
+		r := &fakeRunner{}
+		if _, err := (Handler{Sweeper: r, Log: log}).Handle(t.Context(), json.RawMessage(raw)); err != nil || r.runs != 1 || !r.tick.IsZero() {
+			t.Errorf("%s: %v, %d sweeps, tick %s; want one, with none", raw, err, r.runs, r.tick)
+		}
+	}
 }
 
 // TestHandlerPublishesStoppedLevel: PartitionsStopped is the level the

@@ -17,7 +17,7 @@ import (
 func deadClaim(t *testing.T, l *ledger.Ledger, s *Sweeper, rec *recordingSQS, key partition.Key) time.Time {
 	t.Helper()
 	ctx := context.Background()
-	if sum, err := s.Run(ctx); err != nil || sum.Claimed != 1 {
+	if sum, err := s.Run(ctx, s.now()); err != nil || sum.Claimed != 1 {
 		t.Fatalf("first sweep %+v %v", sum, err)
 	}
 	jobs := rec.take()
@@ -58,7 +58,7 @@ func TestSweepInsideTheLeasesLastSecond(t *testing.T) {
 	until := deadClaim(t, l, s, rec, key)
 
 	clk.Set(until.Add(500 * time.Millisecond))
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestSweepInsideTheLeasesLastSecond(t *testing.T) {
 	}
 
 	clk.Set(ledger.LeaseEnd(until))
-	sum, err = s.Run(ctx)
+	sum, err = s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestRefusedClaimNeverPushesTheWakePastTheLease(t *testing.T) {
 	clk.Set(ledger.LeaseEnd(until).Add(time.Minute))
 	rival := &rivalLedger{isolate: only(l, a)}
 	s.Ledger = rival
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestRefusedClaimNeverPushesTheWakePastTheLease(t *testing.T) {
 	// The rival's job is lost: the first sweep after its lease retries the row.
 	s.Ledger = only(l, a)
 	clk.Set(end)
-	sum, err = s.Run(ctx)
+	sum, err = s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

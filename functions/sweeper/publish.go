@@ -42,8 +42,8 @@ type withRepublish struct {
 	Log     *slog.Logger
 }
 
-func (w withRepublish) Run(ctx context.Context) (Summary, error) {
-	sum, err := w.Runner.Run(ctx)
+func (w withRepublish) Run(ctx context.Context, tick time.Time) (Summary, error) {
+	sum, err := w.Runner.Run(ctx, tick)
 	rp, perr := w.Outbox.Republish(ctx, w.Now(), RepublishGrace)
 	if rp.Pending > 0 || perr != nil {
 		_ = w.Metrics.Emit(nil, metrics.Metric{Name: "EventsRepublished", Unit: metrics.Count, Value: float64(rp.Published)},

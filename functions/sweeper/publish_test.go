@@ -73,7 +73,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	// Every attempt of both days starts and dies.
 	for range cfg.MaxAttempts {
-		if _, err := s.Run(ctx); err != nil {
+		if _, err := s.Run(ctx, clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		for _, j := range rec.take() {
@@ -87,7 +87,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		t.Fatalf("stopped events before the last attempt died: %+v", pub.stopped)
 	}
 	pub.fail = 1 // the first retirement's publish fails
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err != nil || sum.Retired != 2 {
 		t.Fatalf("sweep: %+v %v", sum, err)
 	}
@@ -95,7 +95,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		t.Fatalf("%d failed publishes counted, want 1:\n%s\n%s", n, lines.String(), logs.String())
 	}
 	clk.Advance(time.Minute)
-	if sum, err := s.Run(ctx); err != nil || sum.Retired != 0 || sum.Stopped != 2 {
+	if sum, err := s.Run(ctx, clk.Now()); err != nil || sum.Retired != 0 || sum.Stopped != 2 {
 		t.Fatalf("second sweep: %+v %v", sum, err)
 	}
 	if len(pub.stopped) != 1 {
@@ -111,7 +111,7 @@ func TestRetirementPublishesStopped(t *testing.T) {
 	// publishes it, and no sweep after publishes anything again.
 	rp := withRepublish{Runner: s, Outbox: ob, Now: clk.Now, Metrics: &metrics.Emitter{W: &lines, Stage: "test"}, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
 	for range 2 {
-		if _, err := rp.Run(ctx); err != nil {
+		if _, err := rp.Run(ctx, clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(RepublishGrace)

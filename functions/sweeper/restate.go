@@ -76,9 +76,12 @@ type RestateSummary struct {
 	Errors    int  `json:"errors"`
 }
 
-// Run performs one restatement pass; problems with one account or row are
-// counted and joined into the error, and do not stop it.
-func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
+// Run performs one restatement pass for the sweep's tick (zero: none): the
+// lookback window ends at the day closed at the tick, as the sweep's
+// (closesAsOf); checks move an interval ahead of the clock. Problems with
+// one account or row are counted and joined into the error, and do not
+// stop it.
+func (r *Restater) Run(ctx context.Context, tick time.Time) (sum RestateSummary, err error) {
 	c := r.Config
 	if !c.Restate.Enabled() {
 		return sum, nil
@@ -90,6 +93,7 @@ func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
 	if c.Now != nil {
 		now = c.Now()
 	}
+	asOf := closesAsOf(tick, now)
 	var errs []error
 	fail := func(err error) {
 		sum.Errors++
@@ -140,7 +144,7 @@ func (r *Restater) Run(ctx context.Context) (sum RestateSummary, err error) {
 				// Not checked while disabled; kept, an interval ahead, for when
 				// it is enabled again.
 				kinds[i], werrs[i] = disabled, r.Ledger.MoveRestateCheck(ctx, row, next)
-			case row.State != ledger.StateCompleted || !c.Restate.InWindow(row.Day, a.ClosedThrough(now)) || !exports(a, row.Dataset):
+			case row.State != ledger.StateCompleted || !c.Restate.InWindow(row.Day, a.ClosedThrough(asOf)) || !exports(a, row.Dataset):
 				kinds[i], werrs[i] = dropped, r.Ledger.DropRestateCheck(ctx, row)
 			default:
 				kinds[i], werrs[i] = check, r.Ledger.MoveRestateCheck(ctx, row, next)
@@ -302,9 +306,9 @@ type withRestate struct {
 	Log     *slog.Logger
 }
 
-func (w withRestate) Run(ctx context.Context) (Summary, error) {
-	sum, err := w.Runner.Run(ctx)
-	rs, rerr := w.Restate.Run(ctx)
+func (w withRestate) Run(ctx context.Context, tick time.Time) (Summary, error) {
+	sum, err := w.Runner.Run(ctx, tick)
+	rs, rerr := w.Restate.Run(ctx, tick)
 	_ = w.Metrics.Emit(nil, metrics.Metric{Name: "RestateChecksSent", Unit: metrics.Count, Value: float64(rs.Sent)})
 	if rerr != nil {
 		w.Log.ErrorContext(ctx, "restatement checks finished with errors", "restate", rs, "error", rerr.Error())

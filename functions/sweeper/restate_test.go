@@ -130,14 +130,14 @@ func TestRestatePass(t *testing.T) {
 		return slices.DeleteFunc(all, func(s string) bool { return !strings.HasPrefix(s, a.ID+"/") })
 	}
 
-	if _, err := r.Run(ctx); err != nil {
+	if _, err := r.Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := of(q.take()); len(got) != 0 {
 		t.Fatalf("checks before they are due: %v", got)
 	}
 	clk.Advance(restateCfg.Interval)
-	sum, err := r.Run(ctx)
+	sum, err := r.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestRestatePass(t *testing.T) {
 	// Not again within the interval, however often the sweeper runs.
 	clk.Advance(restateCfg.Interval - time.Minute)
 	for range 2 {
-		if _, err := r.Run(ctx); err != nil {
+		if _, err := r.Run(ctx, clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,7 +166,7 @@ func TestRestatePass(t *testing.T) {
 		t.Fatalf("checks queued again within the interval: %v", got)
 	}
 	clk.Advance(time.Minute)
-	if _, err := r.Run(ctx); err != nil {
+	if _, err := r.Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := of(q.take()); !slices.Equal(got, want) {
@@ -174,7 +174,7 @@ func TestRestatePass(t *testing.T) {
 	}
 	// A day that leaves the window (2026-03-05, two days later) is dropped.
 	clk.Advance(2 * 24 * time.Hour)
-	if _, err := r.Run(ctx); err != nil {
+	if _, err := r.Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := of(q.take()); slices.Contains(got, a.ID+"/events/2026-03-05") || len(got) != 4 {
@@ -215,7 +215,7 @@ func TestRestateCap(t *testing.T) {
 	seen := map[string]bool{}
 	var sums []RestateSummary
 	for sweep := 1; sweep <= 4; sweep++ {
-		sum, err := r.Run(ctx)
+		sum, err := r.Run(ctx, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,19 +250,19 @@ func TestRestateSendFailure(t *testing.T) {
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-09")}, clk.Now())
 	q := &checkQueue{failing: true}
 	r := newRestater(t, only(l, a), clk, q, restateCfg)
-	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "queue unavailable") {
+	if _, err := r.Run(ctx, clk.Now()); err == nil || !strings.Contains(err.Error(), "queue unavailable") {
 		t.Fatalf("a failed send: %v", err)
 	}
 	q.failing = false
 	clk.Advance(time.Minute)
-	if _, err := r.Run(ctx); err != nil {
+	if _, err := r.Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := q.take(); !slices.Contains(got, a.ID+"/events/2026-03-09") {
 		t.Fatalf("checks after the failed send: %v", got)
 	}
 	off := newRestater(t, ledgerOf(l), clk, q, ledger.RestateConfig{Interval: time.Hour, PerSweepCap: 5})
-	if sum, err := off.Run(ctx); err != nil || sum != (RestateSummary{}) {
+	if sum, err := off.Run(ctx, clk.Now()); err != nil || sum != (RestateSummary{}) {
 		t.Fatalf("lookback 0: %+v %v", sum, err)
 	}
 }
@@ -273,7 +273,7 @@ type fixedRunner struct {
 	err error
 }
 
-func (f fixedRunner) Run(context.Context) (Summary, error) { return f.sum, f.err }
+func (f fixedRunner) Run(context.Context, time.Time) (Summary, error) { return f.sum, f.err }
 
 // TestWithRestate: the handler's runner runs the pass after the sweep,
 // keeps the sweep's summary and errors, adds the pass's, and counts the
@@ -287,13 +287,13 @@ func TestWithRestate(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	w := withRestate{Runner: fixedRunner{sum: Summary{Claimed: 3}}, Restate: newRestater(t, ledgerOf(l), clk, &checkQueue{}, restateCfg),
 		Metrics: &metrics.Emitter{W: &lines, Stage: "test"}, Log: log}
-	sum, err := w.Run(ctx)
+	sum, err := w.Run(ctx, clk.Now())
 	if err != nil || sum.Claimed != 3 || !strings.Contains(lines.String(), `"RestateChecksSent"`) || !strings.Contains(logs.String(), "restatement checks queued") {
 		t.Fatalf("Run = %+v, %v\n%s\n%s", sum, err, lines.String(), logs.String())
 	}
 	w.Runner = fixedRunner{err: errors.New("sweep broke")}
 	w.Restate = newRestater(t, ledgerOf(l), clk, &checkQueue{}, ledger.RestateConfig{LookbackDays: 7, Interval: time.Hour}) // no cap: refused
-	if _, err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "sweep broke") || !strings.Contains(err.Error(), "restatement checks") {
+	if _, err := w.Run(ctx, clk.Now()); err == nil || !strings.Contains(err.Error(), "sweep broke") || !strings.Contains(err.Error(), "restatement checks") {
 		t.Fatalf("errors of both: %v", err)
 	}
 }
@@ -333,7 +333,7 @@ func TestRestatePassAccountsItCannotCheck(t *testing.T) {
 	r := newRestater(t, only(l, broken, disabled, deleted, fine), clk, q, cfg)
 	var sums []RestateSummary
 	for range 4 {
-		sum, err := r.Run(ctx)
+		sum, err := r.Run(ctx, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
 	clk := at("2026-04-01T12:00:00Z")
 	l := newCatalogLedger(t, clk, "snapshot", cat)
 	a := storeAccount(t, l, accountSpec{salt: "snap", start: "2026-03-29", tz: "UTC", datasets: []string{"events", "members"}})
-	if _, err := sweeper(only(l, a), &recordingSQS{}, clk, 10, 100).Run(ctx); err != nil {
+	if _, err := sweeper(only(l, a), &recordingSQS{}, clk, 10, 100).Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	from, to := civil.MustParse("2026-03-29"), civil.MustParse("2026-03-31")
@@ -62,7 +62,7 @@ func TestSnapshotDatasetMaterializesOnlyTheNewestDay(t *testing.T) {
 	}
 	// The next day closes: its copy is made, the watermark having advanced.
 	clk.Advance(24 * 60 * 60 * 1e9)
-	if _, err := sweeper(only(l, a), &recordingSQS{}, clk, 10, 100).Run(ctx); err != nil {
+	if _, err := sweeper(only(l, a), &recordingSQS{}, clk, 10, 100).Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := l.Partitions().Count(ctx, a.ID, "members", from, to.AddDays(1)); err != nil || n != 2 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -39,8 +40,8 @@ type withSummaries struct {
 	Log       *slog.Logger
 }
 
-func (w withSummaries) Run(ctx context.Context) (Summary, error) {
-	sum, err := w.Runner.Run(ctx)
+func (w withSummaries) Run(ctx context.Context, tick time.Time) (Summary, error) {
+	sum, err := w.Runner.Run(ctx, tick)
 	n, rerr := refreshSummaries(ctx, w.Summaries)
 	switch {
 	case rerr != nil:

@@ -24,6 +24,12 @@ package main
 // its next day close, its failed rows' next attempts and its claims' lease
 // ends.
 //
+// A sweep runs for a schedule tick and closes days as of it (closesAsOf):
+// the days it materializes are the ones closed at the tick, not at whatever
+// instant it happens to run, so a retried or late sweep closes what its tick
+// did. Everything else (which accounts are woken, leases, retries, the
+// budget) runs by the clock.
+//
 // When more accounts are woken than one invocation handles comfortably, the
 // scheduled sweep does not handle them itself: it sends one message per
 // group of shards to the sweep queue, whose event source runs this same
@@ -174,6 +180,9 @@ type Summary struct {
 	// published, so the alarm keeps its state instead of clearing.
 	StoppedCounted bool `json:"stopped_counted"`
 	Errors         int  `json:"errors"`
+	// AsOf is the instant the sweep closed days as of: its tick, or the
+	// clock when it had none that could be used (closesAsOf).
+	AsOf time.Time `json:"as_of"`
 	// OldestDueAgeSeconds is how long the oldest due partition seen has been
 	// closed (its day's end in the account's zone); 0 when nothing is due.
 	// Due rows are read capped, so it is a lower bound.
@@ -236,12 +245,13 @@ func (s *Sweeper) check() error {
 	return nil
 }
 
-// Run performs one scheduled sweep: it reads the woken accounts of every
-// shard and handles them, or fans them out to the sweep queue when there are
+// Run performs one scheduled sweep for tick (zero: none): it reads the
+// woken accounts of every shard and handles them, closing days as of the
+// tick, or fans them out to the sweep queue with the tick when there are
 // more than FanOutAccounts; then it counts the fleet's stopped partitions.
 // Problems with one account or one row are logged, counted and joined into
 // the error; they do not stop the sweep.
-func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
+func (s *Sweeper) Run(ctx context.Context, tick time.Time) (sum Summary, err error) {
 	started := time.Now()
 	defer func() { sum.DurationMS = time.Since(started).Milliseconds() }()
 	if err := s.check(); err != nil {
@@ -249,6 +259,7 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 	}
 	p := &problems{log: s.log(), sum: &sum}
 	now := s.now()
+	sum.AsOf = closesAsOf(tick, now)
 
 	stats, st, err := s.Ledger.FleetStats(ctx, statsWindow)
 	sum.ItemsRead += st.Items
@@ -266,21 +277,22 @@ func (s *Sweeper) Run(ctx context.Context) (sum Summary, err error) {
 	woken, full, err := s.readShards(ctx, allShards(), now, limit, &sum)
 	p.add(err)
 	if s.Config.SweepQueueURL != "" && (len(full) > 0 || sum.Woken > per) {
-		n, err := s.fanOut(ctx, woken, full, now, budget, &sum)
+		n, err := s.fanOut(ctx, woken, full, now, sum.AsOf, budget, &sum)
 		p.add(err)
 		sum.FanOut = n
 	} else {
 		// A sweep that does not fan out claims from its own budget, which
 		// the jobs still queued already reduce (Capacity): one that follows
 		// it a minute later, as a demo's or an operator's does, sees them.
-		s.sweepAccounts(ctx, woken, claimBudget{claims: budget}, now, &sum, p)
+		s.sweepAccounts(ctx, woken, claimBudget{claims: budget}, now, sum.AsOf, &sum, p)
 	}
 	s.countStopped(ctx, &sum, p)
 	return sum, errors.Join(p.errs...)
 }
 
 // RunShards is a fan-out worker: it handles the woken accounts of the
-// job's shards under the job's budget.
+// job's shards under the job's budget, closing days as of the tick of the
+// sweep that sent it (job.Sweep), as that sweep would have.
 func (s *Sweeper) RunShards(ctx context.Context, job ShardJob) (sum Summary, err error) {
 	started := time.Now()
 	defer func() { sum.DurationMS = time.Since(started).Milliseconds() }()
@@ -292,9 +304,10 @@ func (s *Sweeper) RunShards(ctx context.Context, job ShardJob) (sum Summary, err
 	}
 	p := &problems{log: s.log().With("sweep", job.Sweep, "shards", job.Shards), sum: &sum}
 	now := s.now()
+	sum.AsOf = closesAsOf(job.tick(), now)
 	woken, _, err := s.readShards(ctx, job.Shards, now, 0, &sum)
 	p.add(err)
-	s.sweepAccounts(ctx, woken, claimBudget{claims: job.Budget, shared: true}, now, &sum, p)
+	s.sweepAccounts(ctx, woken, claimBudget{claims: job.Budget, shared: true}, now, sum.AsOf, &sum, p)
 	return sum, errors.Join(p.errs...)
 }
 

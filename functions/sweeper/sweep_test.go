@@ -365,7 +365,7 @@ func TestTwoConcurrentSweepsClaimEachRowOnce(t *testing.T) {
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, s := range []*Sweeper{s1, s2} {
-		wg.Go(func() { sums[i], errs[i] = s.Run(ctx) })
+		wg.Go(func() { sums[i], errs[i] = s.Run(ctx, clk.Now()) })
 	}
 	wg.Wait()
 	for i := range errs {
@@ -469,7 +469,7 @@ func TestNeverToday(t *testing.T) {
 			rec := &recordingSQS{}
 			s := sweeper(only(l, a), rec, clk, 50, 50)
 			s.Config.DefaultSettleDelay = 2 * time.Hour
-			sum, err := s.Run(ctx)
+			sum, err := s.Run(ctx, clk.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -497,7 +497,7 @@ func TestFairnessAndNoHole(t *testing.T) {
 	b := newAccount(t, l, "b", "2026-03-31") // one closed day
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a, b), rec, clk, 10, 200)
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func TestFairnessAndNoHole(t *testing.T) {
 	}
 
 	clk.Advance(15 * time.Minute) // next sweep; nothing has completed yet
-	if _, err := s.Run(ctx); err != nil {
+	if _, err := s.Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	jobs = rec.take()
@@ -537,7 +537,7 @@ func TestPerSweepCapIsRoundRobin(t *testing.T) {
 		accts = append(accts, newAccount(t, l, fmt.Sprint(i), "2026-03-22")) // 10 days each
 	}
 	rec := &recordingSQS{}
-	sum, err := sweeper(only(l, accts...), rec, clk, 10, 7).Run(ctx)
+	sum, err := sweeper(only(l, accts...), rec, clk, 10, 7).Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +563,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 	a := newAccount(t, l, "a", "2026-03-29") // 3 days
 	rec := &recordingSQS{failDays: map[string]bool{"2026-03-30": true}}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err == nil || !strings.Contains(err.Error(), "2026-03-30") {
 		t.Errorf("error %v should name the unsent job", err)
 	}
@@ -577,7 +577,7 @@ func TestFailedSendIsReleased(t *testing.T) {
 	rec.take()
 	rec.failDays = nil
 	clk.Advance(15 * time.Minute)
-	sum, err = s.Run(ctx)
+	sum, err = s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,7 +594,7 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 	a := newAccount(t, l, "a", "2026-03-29") // 03-29, 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
-	if _, err := s.Run(ctx); err != nil {
+	if _, err := s.Run(ctx, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	jobs := rec.take()
@@ -617,11 +617,11 @@ func TestRetriesAndDeadClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Set(failed.NextAttemptAt.Add(-time.Second))
-	if sum, _ := s.Run(ctx); sum.Claimed != 0 {
+	if sum, _ := s.Run(ctx, clk.Now()); sum.Claimed != 0 {
 		t.Errorf("claimed %d before the next attempt and inside the lease", sum.Claimed)
 	}
 	clk.Set(maxTime(failed.NextAttemptAt, clk.Now().Add(lease+time.Minute)))
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,7 +661,7 @@ func TestBacklogLongerThanLeaseNeverStops(t *testing.T) {
 	s := sweeper(only(l, a), rec, clk, 10, 10)
 	var msgs []Job
 	for round := range l.Config().MaxAttempts + 2 {
-		sum, err := s.Run(ctx)
+		sum, err := s.Run(ctx, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -722,7 +722,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 	l := newLedger(t, clk, "l")
 	a := newAccount(t, l, "a", "2026-03-31")
 	s := sweeper(only(l, a), &deliveringSQS{l: l, err: errors.New("read tcp: connection reset by peer")}, clk, 10, 10)
-	sum, err := s.Run(ctx)
+	sum, err := s.Run(ctx, clk.Now())
 	if err != nil {
 		t.Errorf("sweep error %v: the job was delivered", err)
 	}
@@ -736,7 +736,7 @@ func TestSendErrorForADeliveredJobKeepsItRunning(t *testing.T) {
 	clk.Advance(15 * time.Minute)
 	rec := &recordingSQS{}
 	s.SQS = rec
-	if sum, err := s.Run(ctx); err != nil || sum.Claimed != 0 || len(rec.take()) != 0 {
+	if sum, err := s.Run(ctx, clk.Now()); err != nil || sum.Claimed != 0 || len(rec.take()) != 0 {
 		t.Errorf("the running job was claimed again: %+v %v", sum, err)
 	}
 }
@@ -756,7 +756,7 @@ func TestStoppedIsALevel(t *testing.T) {
 	}
 	// 03-30 fails every attempt; 03-31 starts every attempt and dies.
 	for round := range l.Config().MaxAttempts {
-		sum, err := s.Run(ctx)
+		sum, err := s.Run(ctx, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -776,7 +776,7 @@ func TestStoppedIsALevel(t *testing.T) {
 		clk.Advance(2 * time.Hour) // past the backoff cap and the lease
 	}
 	for round, want := range []Summary{{Stopped: 2, Retired: 1}, {Stopped: 2}} {
-		sum, err := s.Run(ctx)
+		sum, err := s.Run(ctx, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -788,7 +788,7 @@ func TestStoppedIsALevel(t *testing.T) {
 	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), partition.ReasonManual, ""); err != nil {
 		t.Fatal(err)
 	}
-	if sum, err := s.Run(ctx); err != nil || sum.Stopped != 1 || sum.Claimed != 1 {
+	if sum, err := s.Run(ctx, clk.Now()); err != nil || sum.Stopped != 1 || sum.Claimed != 1 {
 		t.Errorf("sweep after a requeue: %+v %v, want 1 stopped and the requeued day claimed", sum, err)
 	}
 }
@@ -806,7 +806,7 @@ func TestSummaryJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "stopped", "retired", "duration_ms"} {
+	for _, k := range []string{"accounts", "materialized", "due", "claimed", "enqueued", "released", "capped", "items_read", "stopped", "retired", "duration_ms", "as_of"} {
 		if !strings.Contains(string(b), `"`+k+`"`) {
 			t.Errorf("summary JSON %s lacks %s", b, k)
 		}

@@ -121,10 +121,13 @@ func (p *Progress) note(catalog *dataset.Set, body string) {
 	}
 }
 
-// Sweep invokes the sweeper once with a scheduler-shaped event.
+// Sweep invokes the sweeper once with a scheduler-shaped event whose tick
+// (scheduled_time) is now, to the nanosecond: the sweeper closes the days
+// closed at it, so a driver with a fixed clock exports the same days
+// whatever the hour it runs at.
 func (d *Driver) Sweep(ctx context.Context, now time.Time, n int) (SweepSummary, error) {
 	ev, _ := json.Marshal(map[string]string{
-		"source": "daybook.local-driver", "scheduled_time": now.UTC().Format(time.RFC3339),
+		"source": "daybook.local-driver", "scheduled_time": now.UTC().Format(time.RFC3339Nano),
 		"execution_id": fmt.Sprintf("local-%d", n), "attempt": "1",
 	})
 	out, err := d.Sweeper.Invoke(ctx, ev)
@@ -225,7 +228,8 @@ func (d *Driver) deliver(ctx context.Context, msgs []sqstypes.Message, p *Progre
 }
 
 // Run sweeps and drains until a sweep claims nothing and the queue is
-// empty: the ledger has no work due now. maxSweeps bounds the loop.
+// empty: the ledger has no work due now. Each sweep's tick is now().
+// maxSweeps bounds the loop.
 func (d *Driver) Run(ctx context.Context, now func() time.Time, maxSweeps int) (Progress, error) {
 	var p Progress
 	for p.Sweeps < maxSweeps {
