@@ -95,7 +95,10 @@ func (p *pipeline) sweep(ctx context.Context) (int, error) {
 	for i := range n {
 		wg.Go(func() {
 			d := eventsource.Driver{Catalog: p.catalog, Sweeper: p.sweepers[i]}
-			sums[i], errs[i] = d.Sweep(ctx, time.Now(), p.rep.Sweeps+i)
+			// Every sweep is as of the run's start, the instant expected() closes
+			// the days by, as a schedule tick names one: a day that closes
+			// during the run is not one of its partitions.
+			sums[i], errs[i] = d.Sweep(ctx, p.started, p.rep.Sweeps+i)
 		})
 	}
 	wg.Wait()
