@@ -31,7 +31,7 @@ of the declared tenant_type; the export query's result columns are the declared 
 query runs on an empty window; and the relation can be read through an index: for generated
 queries (tenant_column), the table (or each partition of a partitioned table) has an index
 whose keys begin with the tenant column and then the partition column (the tenant column
-alone for a snapshot), read from the database's catalog whatever the table's size today (none
+alone for a snapshot), read from PostgreSQL's system tables whatever the table's size today (none
 is reported with the table's estimated rows); for hand-written queries, the generic plan with
 sequential scans off reads the relation through an index bounding the tenant and the day. Each finding
 names the dataset, its source, the column, what is declared and what was found. Exit 1 when

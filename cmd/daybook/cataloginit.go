@@ -28,10 +28,10 @@ func (a *app) catalogInitCommand() *cobra.Command {
 	var tables []string
 	c := &cobra.Command{
 		Use:   "init --source DSN --table T... --tenant-column C (--partition-column P | --partition snapshot) [--append FILE]",
-		Short: "Write catalog entries for source tables, from the database's own catalog",
+		Short: "Write catalog entries for source tables, from PostgreSQL's system tables",
 		Long: `Write a catalog entry for each PostgreSQL table or view named by --table (repeat it for
-several tables with the same tenant and partition columns), derived from the database's own
-catalog: every column in order but the tenant column, their types through the mapping in
+several tables with the same tenant and partition columns), derived from PostgreSQL's system
+tables: every column in order but the tenant column, their types through the mapping in
 docs/types.md, NOT NULL as required, COMMENT ON COLUMN as descriptions, enums as
 low-cardinality strings, and a json column only when the table has one. The entry names
 tenant_column (and tenant_type, from the column's type), so daybook writes its queries:

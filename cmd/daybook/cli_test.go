@@ -63,7 +63,7 @@ func TestSQLCommand(t *testing.T) {
 		want []string
 	}{
 		{[]string{"sql", "--dataset", "events", "--engine", "duckdb", "--day", "2026-11-20"},
-			[]string{"placeholder partition", "DELETE FROM", "DATE '2026-11-20'", "TIMESTAMPTZ", "read_parquet"}},
+			[]string{"placeholder day folder", "DELETE FROM", "DATE '2026-11-20'", "TIMESTAMPTZ", "read_parquet"}},
 		{[]string{"sql", "--dataset", "profiles", "--engine", "snowflake", "--current-state"},
 			[]string{"ROW_NUMBER() OVER", "profile_id", "last_seen_at DESC"}},
 		{[]string{"sql", "--dataset", "daily_stats", "--engine", "athena"},

@@ -28,7 +28,7 @@ func (a *app) sqlCommand() *cobra.Command {
 		Short: "Print the load SQL of a dataset for a warehouse engine",
 		Long: `Print the load SQL of a dataset for a warehouse engine. With --account and --day, the SQL of
 that delivered partition (what its _load/<engine>.sql holds, read from its manifest); without,
-the SQL for a placeholder partition, to read a dataset's table definition. --current-state
+the SQL for a placeholder day folder, to read a dataset's table definition. --current-state
 prints the query for the latest state of an activity dataset (profiles: the newest row per id).`,
 		Example: "  daybook sql --dataset profiles --engine snowflake --current-state",
 	}
@@ -81,7 +81,7 @@ prints the query for the latest state of an activity dataset (profiles: the newe
 
 // sqlPartition describes the partition the SQL is for: the committed
 // manifest when an account is given (exactly what `_load/` holds),
-// otherwise a placeholder partition so an operator can read a dataset's DDL.
+// otherwise a placeholder day folder so an operator can read a dataset's DDL.
 func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string, day civil.Date) (loadsql.Partition, string, error) {
 	if acctID == "" {
 		if day.IsZero() {
@@ -92,7 +92,7 @@ func (a *app) sqlPartition(ctx context.Context, d dataset.Dataset, acctID string
 			Dataset: d, Day: day, Generation: 1, Format: fileformat.Default, Bucket: "<bucket>",
 			PartitionPrefix: layout.PartitionPrefix(prefix, d.LedgerName(), day),
 			Files:           []loadsql.File{{Key: layout.DataKey(prefix, d.LedgerName(), day, 0, fileformat.Default.Extension())}},
-		}, "-- placeholder partition: pass --account and --day for the SQL of a delivered partition", nil
+		}, "-- placeholder day folder: pass --account and --day for the SQL of a delivered partition", nil
 	}
 	e, acct, err := a.account(ctx, acctID, "--account")
 	if err != nil {

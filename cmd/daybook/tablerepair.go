@@ -52,8 +52,8 @@ Without --yes it prints the plan and changes nothing. With --yes:
     command says to run it again): a new table holding exactly the planned days, in one snapshot.
     Nothing older is read or changed; the broken metadata files stay where they are, and no reader
     of the table reads them again (look at them, then delete them if you like);
-  - a table that reads fine gets each planned day whose files it does not hold delivered, one
-    commit each, as the exporter would.
+  - a table that reads fine gets each planned day whose files it does not hold, one table commit
+    each, as the exporter would.
 It writes only in the table's metadata/ folder, then clears the table error of every partition
 whose committed generation the table now holds, and of every partition whose generation is no
 longer committed in the bucket (an export of the day began its next generation: nothing of that
@@ -241,7 +241,7 @@ func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable
 	b, err := r.store.Get(ctx, successKey, manifest.MaxSuccessBytes)
 	switch {
 	case bucket.IsNotFound(err):
-		return d, notCommitted + "no " + successKey + " (an export of the day began since; the export that commits the day delivers it)", true, nil
+		return d, notCommitted + "no " + successKey + " (an export of the day began since; the export that commits the day adds it to the table)", true, nil
 	case errors.Is(err, bucket.ErrTooLarge):
 		return d, notCommitted + err.Error(), true, nil
 	case err != nil:
@@ -252,7 +252,7 @@ func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable
 	case err != nil:
 		return d, fmt.Sprintf("%s%s: %v", notCommitted, successKey, err), true, nil
 	case marker.Generation != row.Generation:
-		return d, fmt.Sprintf("%s%s commits generation %d (the day's next export delivers it)", notCommitted, successKey, marker.Generation), true, nil
+		return d, fmt.Sprintf("%s%s commits generation %d (the day's next export adds it to the table)", notCommitted, successKey, marker.Generation), true, nil
 	case marker.ManifestKey != key:
 		return d, fmt.Sprintf("%s%s names the manifest %q", notCommitted, successKey, marker.ManifestKey), true, nil
 	}
@@ -280,7 +280,7 @@ func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable
 	case m.Day != row.Day.String():
 		return d, fmt.Sprintf("%s names day %q", key, m.Day), false, nil
 	case m.Generation != row.Generation:
-		return d, fmt.Sprintf("%s is generation %d; the ledger's is %d (its next export delivers it)", key, m.Generation, row.Generation), false, nil
+		return d, fmt.Sprintf("%s is generation %d; the ledger's is %d (its next export adds it to the table)", key, m.Generation, row.Generation), false, nil
 	}
 	folder := layout.PartitionPrefix(r.prefix, r.ds.LedgerName(), row.Day)
 	for _, f := range m.Files {
@@ -330,7 +330,7 @@ func (r *tableRepair) print(a *app) {
 		if len(ds) == 0 {
 			fmt.Fprintf(w, "plan: nothing to write: the table holds each of the %d committed days as committed\n", len(r.deliveries))
 		} else {
-			fmt.Fprintf(w, "plan: deliver the %d committed days the table does not hold as committed, one commit each:\n", len(ds))
+			fmt.Fprintf(w, "plan: add the %d committed days the table does not hold as committed, one table commit each:\n", len(ds))
 			days(ds)
 		}
 	}
@@ -361,9 +361,9 @@ func (r *tableRepair) apply(ctx context.Context, a *app) error {
 			}
 			res, err := r.table.Deliver(ctx, d)
 			if err != nil {
-				return fmt.Errorf("deliver %s: %w", d.Day, err)
+				return fmt.Errorf("table commit of %s: %w", d.Day, err)
 			}
-			fmt.Fprintf(a.stdout, "delivered %s generation %d: v%d\n", d.Day, d.Generation, res.Version)
+			fmt.Fprintf(a.stdout, "committed %s generation %d to the table: v%d\n", d.Day, d.Generation, res.Version)
 		}
 	}
 	cleared := 0

@@ -46,7 +46,7 @@ func (rec *recorder) writeDelivery(ctx context.Context, acct account.Account, b 
 		return nil
 	}
 	if err != nil {
-		log.ErrorContext(ctx, "delivery manifest not written; the message will be delivered again to rewrite it", "error", err.Error())
+		log.ErrorContext(ctx, "delivery manifest not written; SQS will send the message again to rewrite it", "error", err.Error())
 		return fmt.Errorf("the outcome is recorded, but %w", err)
 	}
 	return nil

@@ -132,9 +132,9 @@ type Exporter struct {
 	// (DEPLOYMENT_ACCOUNT_ID): the expected owner of a bucket written with
 	// daybook's own role (destination.Owner).
 	DeploymentAccountID string
-	// Catalogs registers the accounts' Iceberg tables in Glue
-	// (destination.glue); nil registers none.
-	Catalogs Catalogs
+	// GlueClients registers the accounts' Iceberg tables in the Glue Data
+	// Catalog (destination.glue); nil registers none.
+	GlueClients GlueClients
 
 	// docs remembers the bucket documents found current (docs.go); nil
 	// checks them at every export.

@@ -160,7 +160,7 @@ func (g *generation) place(ctx context.Context) error {
 	if format == fileformat.Parquet && d.Compression != "" {
 		g.encode.Compression = d.Compression
 	}
-	g.table = tableOf(g.bucket, prefix, a, g.Dataset, e.Catalogs)
+	g.table = tableOf(g.bucket, prefix, a, g.Dataset, e.GlueClients)
 	return nil
 }
 
@@ -415,7 +415,7 @@ func (g *generation) record(ctx context.Context, d *events.Committed) (ledger.Ev
 // publish publishes a recorded event; a failure is logged and counted,
 // and the event stays pending for the sweeper to publish again.
 func (g *generation) publish(ctx context.Context, ev ledger.Event) {
-	if err := g.rec.outbox().Deliver(ctx, ev); err != nil {
+	if err := g.rec.outbox().Publish(ctx, ev); err != nil {
 		publishFailed(ctx, g.rec.metrics, g.log, ev.DetailType, err)
 	}
 }

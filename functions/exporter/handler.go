@@ -64,7 +64,7 @@ func (h Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			}
 		}
 		if err != nil {
-			h.Log.ErrorContext(ctx, "message not done; SQS will deliver it again", "message_id", rec.MessageId,
+			h.Log.ErrorContext(ctx, "message not done; SQS will send it again", "message_id", rec.MessageId,
 				"receive_count", rec.Attributes["ApproximateReceiveCount"], "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}

@@ -27,14 +27,14 @@ import (
 //  2. the folder is replaced exactly as without a table (part files,
 //     stale deletion, _manifest.json, _load/, _SUCCESS last): the table's
 //     files live in <dataset>/metadata/, outside every dt= folder;
-//  3. table, after _SUCCESS and before the ledger records the commit,
-//     delivers the day's new files in one snapshot naming the generation,
-//     day, reason and manifest (accountTable.deliver).
+//  3. table, after _SUCCESS and before the ledger records the commit: the
+//     table commit, the day's new files in one snapshot naming the
+//     generation, day, reason and manifest (accountTable.deliver).
 //
 // A failure of step 1 or 3 fails the attempt like any failed step, and the
 // ledger's retry runs the day again: a run that died anywhere leaves the
 // table readable (each step is one conditional metadata write), and the
-// next run converges (its withdrawal and delivery are no-ops where already
+// next run converges (its withdrawal and table commit are no-ops where already
 // done). A day is in the table while its _SUCCESS is, except between a
 // crash and the run that follows it. A reader that follows only
 // metadata/version-hint.text (DuckDB's iceberg_scan) also lags after a
@@ -51,13 +51,14 @@ import (
 // the repair command), which the console lists under "Needs attention";
 // `daybook table repair` rebuilds the table from the committed days.
 
-// Catalogs gives the Glue client acting in an account's destination, for
-// the accounts that register their tables (destination.glue).
-type Catalogs interface {
+// GlueClients gives the Glue client acting in an account's destination,
+// for the accounts that register their tables in its Glue Data Catalog
+// (destination.glue).
+type GlueClients interface {
 	Glue(accountID string, d account.Destination) icetable.GlueAPI
 }
 
-var _ Catalogs = buckets{}
+var _ GlueClients = buckets{}
 
 // accountTable is the account's Iceberg table of a dataset, in the run's
 // bucket, and where it is registered in Glue.
@@ -70,15 +71,15 @@ type accountTable struct {
 
 // tableOf is the account's table of ds in b under prefix when the account
 // keeps one (nil otherwise), registered in Glue when the account asks for
-// it and cats is set.
-func tableOf(b *bucket.Bucket, prefix string, a account.Account, ds dataset.Dataset, cats Catalogs) *accountTable {
+// it and glue is set.
+func tableOf(b *bucket.Bucket, prefix string, a account.Account, ds dataset.Dataset, glue GlueClients) *accountTable {
 	d := a.Destination
 	if d.TableFormat != account.TableFormatIceberg {
 		return nil
 	}
 	t := &accountTable{Table: &icetable.Table{Store: b, Location: tableLocation(prefix, ds.LedgerName()), Dataset: ds}, bucket: b.Name(), accountID: a.ID}
-	if d.Glue != nil && cats != nil {
-		t.glue = &icetable.Registration{API: cats.Glue(a.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(ds.Name),
+	if d.Glue != nil && glue != nil {
+		t.glue = &icetable.Registration{API: glue.Glue(a.ID, d), Database: d.Glue.Database, Name: d.Glue.TableName(ds.Name),
 			Location: icetable.TableURI(b, t.Location)}
 	}
 	return t
@@ -131,7 +132,7 @@ func (t *accountTable) hinted(ctx context.Context, r icetable.Result, log *slog.
 	}
 }
 
-// deliver adds the committed generation m to the account's table; it does
+// deliver makes the table commit of the committed generation m; it does
 // nothing when the account keeps none. unregistered reports a table
 // committed whose Glue registration failed (register); tableError, a table
 // that could not take the generation (icetable.ErrBroken), as the ledger
@@ -150,7 +151,7 @@ func (t *accountTable) deliver(ctx context.Context, m *manifest.Manifest, manife
 		return false, t.broken(ctx, err, log), nil
 	}
 	if err != nil {
-		return false, "", fmt.Errorf("deliver %s to the Iceberg table: %w", day, err)
+		return false, "", fmt.Errorf("commit %s to the Iceberg table: %w", day, err)
 	}
 	t.hinted(ctx, r, log)
 	log.InfoContext(ctx, "table committed", "table_version", r.Version, "snapshot_id", r.SnapshotID,
@@ -158,10 +159,10 @@ func (t *accountTable) deliver(ctx context.Context, m *manifest.Manifest, manife
 	return !t.register(ctx, r, log), "", nil
 }
 
-// register points the table's Glue entry at the metadata the delivery left
+// register points the table's Glue entry at the metadata the table commit left
 // current, and reports false when that failed. A failure is logged (and
 // counted by the run: GlueRegistrationFailures) and fails nothing: the
-// generation is committed, and the table's next delivery (of this day or
+// generation is committed, and the table's next commit (of this day or
 // any other, also one that finds the table already as it should be)
 // registers it again.
 func (t *accountTable) register(ctx context.Context, r icetable.Result, log *slog.Logger) bool {
@@ -170,7 +171,7 @@ func (t *accountTable) register(ctx context.Context, r icetable.Result, log *slo
 	}
 	wrote, err := t.glue.Register(ctx, r.Table)
 	if err != nil {
-		log.WarnContext(ctx, "table not registered in Glue; its next delivery tries again", "glue_database", t.glue.Database,
+		log.WarnContext(ctx, "table not registered in Glue; its next table commit tries again", "glue_database", t.glue.Database,
 			"glue_table", t.glue.Name, "table_version", r.Version, "error", err.Error())
 		return false
 	}

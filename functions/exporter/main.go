@@ -154,7 +154,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 			Source:              src,
 			Buckets:             dest,
 			Stores:              dest.f,
-			Catalogs:            dest,
+			GlueClients:         dest,
 			Scripts:             loadScripts,
 			Config:              cfg.Export(),
 			Now:                 o.Now,
@@ -221,5 +221,5 @@ type buckets struct{ f *destination.Clients }
 
 func (b buckets) Client(id string, d account.Destination) bucket.API { return b.f.Client(id, d) }
 
-// Glue is the Glue client acting in the destination, for Catalogs.
+// Glue is the Glue client acting in the destination, for GlueClients.
 func (b buckets) Glue(id string, d account.Destination) icetable.GlueAPI { return b.f.Glue(id, d) }

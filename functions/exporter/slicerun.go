@@ -85,20 +85,20 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 		return err
 	}
 	if !current {
-		log.InfoContext(ctx, "the slice's plan was replaced since; dropping this delivery")
+		log.InfoContext(ctx, "the slice's plan was replaced since; dropping this message")
 		return rec.convergeAtRest(ctx, key, log)
 	}
 	sl, err := s.Ledger.StartSlice(ctx, key, m.ClaimToken, m.Slice)
 	switch {
 	case errors.Is(err, ledger.ErrSliceDone):
-		// A second delivery. The run that completed it may have stopped
+		// A re-sent message. The run that completed it may have stopped
 		// before the commit: try it.
 		return s.commitSlices(ctx, key, m, log)
 	case errors.Is(err, ledger.ErrConflict):
-		log.InfoContext(ctx, "slice is running; dropping this delivery", "reason", err.Error())
+		log.InfoContext(ctx, "slice is running; dropping this message", "reason", err.Error())
 		return nil
 	case errors.Is(err, ledger.ErrClaimLost):
-		log.InfoContext(ctx, "the slice's plan is gone; dropping this delivery", "reason", err.Error())
+		log.InfoContext(ctx, "the slice's plan is gone; dropping this message", "reason", err.Error())
 		return rec.convergeAtRest(ctx, key, log)
 	case errors.Is(err, ledger.ErrStopped):
 		// Its run died on the last attempt.

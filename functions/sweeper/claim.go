@@ -177,7 +177,7 @@ func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, re
 			// The job got through after all and an exporter started it (or the
 			// claim moved on): the row is not ours to give back.
 			sent++
-			s.log().Warn("send reported an error but the job was delivered; counted as sent",
+			s.log().Warn("send reported an error but the job got through; counted as sent",
 				"account", c.AccountID, "dataset", c.Dataset, "day", c.Day.String(), "send_error", why, "release", err.Error())
 		default:
 			unsent = append(unsent, c.Key)

@@ -226,7 +226,7 @@ func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
 			current = nil
 		}
 		if err := txn.ReplaceDataFilesWithDataFiles(ctx, current, files, props); err != nil {
-			return nil, fmt.Errorf("deliver %s: %w", d.Day, err)
+			return nil, fmt.Errorf("replace the files of %s: %w", d.Day, err)
 		}
 		if err := t.expire(txn, tbl); err != nil {
 			return nil, err

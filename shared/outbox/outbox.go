@@ -36,7 +36,7 @@ type Putter interface {
 var _ Putter = (*events.Publisher)(nil)
 
 // Outbox makes the partition events at least once: an event is recorded
-// in the ledger's outbox (Record) before it is published (Deliver), a
+// in the ledger's outbox (Record) before it is published (Publish), a
 // publish that succeeded marks it published, and Republish publishes what
 // is still pending (a publish that failed, a function that died after
 // recording). An outbox without a bus (Enabled false) records and
@@ -109,9 +109,9 @@ func (o *Outbox) Record(ctx context.Context, ev ledger.Event) (bool, error) {
 	return o.Store.RecordEvent(ctx, ev)
 }
 
-// Deliver publishes a recorded event and marks it published. An error
+// Publish publishes a recorded event and marks it published. An error
 // leaves it pending for Republish.
-func (o *Outbox) Deliver(ctx context.Context, ev ledger.Event) error {
+func (o *Outbox) Publish(ctx context.Context, ev ledger.Event) error {
 	if !o.Enabled() {
 		return nil
 	}
@@ -129,7 +129,7 @@ func (o *Outbox) Deliver(ctx context.Context, ev ledger.Event) error {
 	return nil
 }
 
-// Send records ev and delivers it: what a function calls when it makes
+// Send records ev and publishes it: what a function calls when it makes
 // the event. It returns the error of either step; a recorded event whose
 // publish failed is published by a later Republish.
 func (o *Outbox) Send(ctx context.Context, ev ledger.Event) error {
@@ -139,7 +139,7 @@ func (o *Outbox) Send(ctx context.Context, ev ledger.Event) error {
 	if _, err := o.Record(ctx, ev); err != nil {
 		return fmt.Errorf("%w: record %s: %w", events.ErrPublish, ev.ID, err)
 	}
-	return o.Deliver(ctx, ev)
+	return o.Publish(ctx, ev)
 }
 
 // Republished is what a Republish did.
@@ -176,7 +176,7 @@ func (o *Outbox) Republish(ctx context.Context, now time.Time, grace time.Durati
 				continue
 			}
 			r.Pending++
-			if err := o.Deliver(ctx, ev); err != nil {
+			if err := o.Publish(ctx, ev); err != nil {
 				r.Errors = append(r.Errors, err)
 				continue
 			}

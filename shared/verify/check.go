@@ -186,7 +186,7 @@ func (c *checker) partition() (bool, error) {
 	successKey := c.pp + layout.SuccessName
 	if _, ok := c.keys[successKey]; !ok {
 		if len(c.keys) == 0 {
-			r.add(LevelNote, layout.SuccessName, "absent, and nothing is under the partition: not delivered")
+			r.add(LevelNote, layout.SuccessName, "absent, and nothing is in the day folder: not delivered")
 		} else {
 			r.add(LevelNote, layout.SuccessName, "absent: the partition is not complete (being written, or not delivered); do not read it")
 		}

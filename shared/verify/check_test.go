@@ -62,7 +62,7 @@ func TestCheck(t *testing.T) {
 		}, verify.StatusNotCommitted, []string{"absent: the partition is not complete", "no _SUCCESS now", "NOT COMMITTED"}, 0},
 		{"another day, not delivered", fileformat.Parquet, verify.Options{}, func(f *fixture) {
 			f.target.Day = f.target.Day.AddDays(1)
-		}, verify.StatusNotCommitted, []string{"nothing is under the partition", "none for 2026-03-06"}, 0},
+		}, verify.StatusNotCommitted, []string{"nothing is in the day folder", "none for 2026-03-06"}, 0},
 		{"orphan data file", fileformat.Parquet, verify.Options{}, func(f *fixture) {
 			f.put(f.target.PartitionPrefix()+"part-00002.parquet", f.get(part(f, 0)))
 		}, verify.StatusFailed, []string{"part-00002.parquet", "not in the manifest"}, 1},
