@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -29,18 +27,28 @@ func readAccountFile(path string, stdin io.Reader) (account.Account, []byte, err
 	if err != nil {
 		return account.Account{}, nil, fmt.Errorf("account file: %w", err)
 	}
-	var a account.Account
 	name := path
 	if path == "-" {
 		name = "stdin"
 	}
-	if err := formProblems(name, b); err != nil {
+	a, err := decodeAccount(name, b)
+	if err != nil {
 		return account.Account{}, nil, err
 	}
-	if err := decodeJSON(name, b, &a, true); err != nil {
-		return account.Account{}, nil, fmt.Errorf("account file %w", err)
-	}
 	return a, b, nil
+}
+
+// decodeAccount decodes an account file's JSON, refusing it with every
+// problem of its fields at once (formProblems), else with the decoder's.
+func decodeAccount(name string, b []byte) (account.Account, error) {
+	var a account.Account
+	if err := formProblems(name, b); err != nil {
+		return account.Account{}, err
+	}
+	if err := decodeJSON(name, b, &a); err != nil {
+		return account.Account{}, fmt.Errorf("account file %w", err)
+	}
+	return a, nil
 }
 
 // fileFields are the fields writeBackFields adds to an account file; empty
@@ -52,17 +60,14 @@ type fileFields struct {
 
 // writeBackFields adds the fields to the JSON object in the account file,
 // keeping the rest of the file byte for byte, and replaces the file
-// atomically (a temporary file renamed over it, same mode). The result is
-// decoded again, and must carry the new values, before it replaces
-// anything.
+// atomically (writeFileAtomic, same mode). The result is decoded again, and
+// must carry the new values, before it replaces anything.
 func writeBackFields(path string, orig []byte, add fileFields) error {
 	if path == "-" {
 		return errors.New("the account came from stdin")
 	}
 	out := orig
 	var err error
-	// The external id first: it sits after the top object's opening brace,
-	// where the id goes, so inserting it leaves that offset unchanged.
 	if add.externalID != "" {
 		if out, err = withExternalID(out, add.externalID); err != nil {
 			return err
@@ -73,31 +78,11 @@ func writeBackFields(path string, orig []byte, add fileFields) error {
 			return err
 		}
 	}
-	var check account.Account
-	if err := decodeJSON(path, out, &check, true); err != nil ||
-		(add.id != "" && check.ID != add.id) || (add.externalID != "" && check.Destination.ExternalID != add.externalID) {
+	check, err := decodeAccount(path, out)
+	if err != nil || (add.id != "" && check.ID != add.id) || (add.externalID != "" && check.Destination.ExternalID != add.externalID) {
 		return fmt.Errorf("could not add the fields without breaking the file (%v)", err)
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), st.Mode().Perm()); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return writeFileAtomic(path, out)
 }
 
 // withID adds "id": "<id>" as the first field of the JSON object in orig,
@@ -108,15 +93,11 @@ func withID(orig []byte, id string) ([]byte, error) {
 		return nil, errors.New("no JSON object in the file")
 	}
 	rest := orig[i+1:]
-	trimmed := bytes.TrimLeft(rest, " \t\r\n")
-	field := `"id": ` + strconv.Quote(id) + ","
-	var ins string
-	lead := rest[:len(rest)-len(trimmed)]
+	lead := rest[:len(rest)-len(bytes.TrimLeft(rest, " \t\r\n"))]
+	ins := ` "id": ` + strconv.Quote(id) + ","
 	if nl := bytes.LastIndexByte(lead, '\n'); nl >= 0 {
 		// Pretty-printed: the same indentation as the next field.
-		ins = "\n" + string(lead[nl+1:]) + field
-	} else {
-		ins = " " + field
+		ins = "\n" + string(lead[nl+1:]) + ins[1:]
 	}
 	return slices.Concat(orig[:i+1], []byte(ins), rest), nil
 }
@@ -126,103 +107,35 @@ func withID(orig []byte, id string) ([]byte, error) {
 // after role_arn, on its own line with the same indentation when role_arn
 // has one.
 func withExternalID(orig []byte, externalID string) ([]byte, error) {
-	quoted := strconv.Quote(externalID)
-	sp, err := destinationSpans(orig)
+	ms, err := members(orig)
 	if err != nil {
 		return nil, err
 	}
-	if sp.extKeyEnd > 0 {
-		q := bytes.IndexByte(orig[sp.extKeyEnd:sp.extValueEnd], '"')
-		if q < 0 {
-			return nil, errors.New("destination.external_id is not a string")
+	var role, ext *member
+	for i, m := range ms {
+		switch m.field {
+		case "destination.role_arn":
+			role = &ms[i]
+		case "destination.external_id":
+			ext = &ms[i]
 		}
-		start := sp.extKeyEnd + q
-		return slices.Concat(orig[:start], []byte(quoted), orig[sp.extValueEnd:]), nil
 	}
-	if sp.roleKeyStart < 0 {
+	quoted := []byte(strconv.Quote(externalID))
+	switch {
+	case ext != nil && orig[ext.start] != '"':
+		return nil, errors.New("destination.external_id is not a string")
+	case ext != nil:
+		return slices.Concat(orig[:ext.start], quoted, orig[ext.end:]), nil
+	case role == nil:
 		return nil, errors.New("no destination.role_arn in the file")
 	}
-	field := `"external_id": ` + quoted
-	ins := ", " + field
-	if nl := bytes.LastIndexByte(orig[:sp.roleKeyStart], '\n'); nl >= 0 {
-		if indent := orig[nl+1 : sp.roleKeyStart]; len(bytes.TrimLeft(indent, " \t")) == 0 {
-			ins = ",\n" + string(indent) + field
+	sep := ", "
+	if nl := bytes.LastIndexByte(orig[:role.at], '\n'); nl >= 0 {
+		if indent := orig[nl+1 : role.at]; len(bytes.TrimLeft(indent, " \t")) == 0 {
+			sep = ",\n" + string(indent)
 		}
 	}
-	return slices.Concat(orig[:sp.roleValueEnd], []byte(ins), orig[sp.roleValueEnd:]), nil
-}
-
-// spans are byte offsets in an account file: where the destination's
-// role_arn key starts and its value ends, and where its external_id key
-// ends and its value ends (0 when there is none).
-type spans struct {
-	roleKeyStart, roleValueEnd int
-	extKeyEnd, extValueEnd     int
-}
-
-// destinationSpans finds the destination's role_arn and external_id in an
-// account file's JSON.
-func destinationSpans(b []byte) (spans, error) {
-	sp := spans{roleKeyStart: -1}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return sp, errors.New("no JSON object in the file")
-	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return sp, err
-		}
-		if k != "destination" {
-			if err := skipValue(dec); err != nil {
-				return sp, err
-			}
-			continue
-		}
-		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-			return sp, errors.New("destination is not a JSON object")
-		}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return sp, err
-			}
-			keyEnd := int(dec.InputOffset())
-			if err := skipValue(dec); err != nil {
-				return sp, err
-			}
-			valueEnd := int(dec.InputOffset())
-			switch k {
-			case "role_arn":
-				sp.roleKeyStart = bytes.LastIndex(b[:keyEnd], []byte(`"role_arn"`))
-				sp.roleValueEnd = valueEnd
-			case "external_id":
-				sp.extKeyEnd, sp.extValueEnd = keyEnd, valueEnd
-			}
-		}
-		return sp, nil
-	}
-	return sp, errors.New("no destination in the file")
-}
-
-// skipValue reads one JSON value, however nested.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
+	return slices.Concat(orig[:role.end], []byte(sep+`"external_id": `), quoted, orig[role.end:]), nil
 }
 
 // checkBucketPattern refuses a destination the deployment's exporter may

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"encoding"
-	"encoding/json"
+	"cmp"
+	"encoding/json/jsontext"
+	jsonv2 "encoding/json/v2"
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/daybook-dev/daybook/shared/account"
-	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // formProblems checks an account file's JSON against the account's fields
@@ -22,177 +20,70 @@ import (
 // column, the field's path (destination.settle_delay), the form expected and
 // an example, in the file's own terms. nil when the file has the account's
 // shape (a syntax error is left to the decoder, which places it).
+//
+// Each value is decoded on its own, in the objects and arrays it is in (an
+// object or array as an empty one, its contents in turn), so that one
+// problem does not hide the next; names are matched exactly.
 func formProblems(name string, b []byte) error {
-	var doc json.RawMessage
-	if json.Unmarshal(b, &doc) != nil {
+	ms, err := members(b)
+	if err != nil {
 		return nil
 	}
-	var errs []error
-	walkForm(name, b, 0, "", doc, reflect.TypeOf(account.Account{}), &errs)
+	var (
+		errs    []error
+		refused int64 // the end of the last refused value: what it holds is not checked
+	)
+	for _, m := range ms {
+		if m.start < refused {
+			continue
+		}
+		v := jsontext.Value(b[m.start:m.end])
+		probe := string(v)
+		switch v.Kind() {
+		case '{':
+			probe = "{}"
+		case '[':
+			probe = "[]"
+		}
+		var sem *jsonv2.SemanticError
+		if err := jsonv2.Unmarshal([]byte(m.open+probe+m.close), new(account.Account), jsonv2.RejectUnknownMembers(true)); !errors.As(err, &sem) {
+			continue
+		}
+		var msg string
+		switch {
+		case errors.Is(sem.Err, jsonv2.ErrUnknownName):
+			msg = "unknown field; valid fields here: " + strings.Join(fieldNames(sem.GoType), ", ")
+		case sem.Err != nil && v.Kind() == '"':
+			// The field's own reading: a date, a duration, a time.
+			msg = fmt.Sprintf("%s is not %s (%v)", jsonKind(v), formOf(sem.GoType), sem.Err)
+		default:
+			msg = fmt.Sprintf("%s, want %s", jsonKind(v), formOf(sem.GoType))
+		}
+		line, col := lineCol(b, m.at)
+		errs = append(errs, fmt.Errorf("%s:%d:%d: %s: %s", name, line, col, cmp.Or(m.field, "the account"), msg))
+		refused = m.end
+	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return &fileError{file: name, errs: errs}
 }
 
-// formOf is the form and an example of a field's JSON value.
-func formOf(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
+// fieldNames lists the JSON names of a struct's fields, sorted.
+func fieldNames(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t {
-	case reflect.TypeOf(civil.Date{}):
-		return `a date, YYYY-MM-DD (e.g. "2026-11-01")`
-	case reflect.TypeOf(account.Duration(0)):
-		return `a duration (e.g. "2h" or "90m")`
-	case reflect.TypeOf(time.Time{}):
-		return `a time, RFC 3339 (e.g. "2026-11-01T00:00:00Z")`
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
 	}
-	switch t.Kind() {
-	case reflect.String:
-		return `a string (e.g. "text")`
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64:
-		return "a number (e.g. 3)"
-	case reflect.Slice:
-		return "a list of " + strings.TrimPrefix(strings.SplitN(formOf(t.Elem()), " (", 2)[0], "a ") + "s (e.g. [\"events\"])"
-	case reflect.Struct, reflect.Map:
-		return "an object ({...})"
-	}
-	return t.String()
-}
-
-// jsonKind is how a value reads in the file: "a string", "a number", ...
-func jsonKind(raw json.RawMessage) string {
-	switch t := bytes.TrimSpace(raw); {
-	case len(t) == 0:
-		return "nothing"
-	case t[0] == '"':
-		return "the string " + string(t)
-	case t[0] == '{':
-		return "an object"
-	case t[0] == '[':
-		return "a list"
-	case t[0] == 't' || t[0] == 'f':
-		return string(t)
-	case t[0] == 'n':
-		return "null"
-	}
-	return "the number " + string(bytes.TrimSpace(raw))
-}
-
-// readsAs reports whether raw's JSON type can be t's.
-func readsAs(raw json.RawMessage, t reflect.Type) bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	c := bytes.TrimSpace(raw)
-	if len(c) == 0 {
-		return false
-	}
-	if c[0] == 'n' {
-		return true // null leaves the field as it is
-	}
-	if reflect.PointerTo(t).Implements(reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()) || t == reflect.TypeOf(time.Time{}) {
-		return c[0] == '"'
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return c[0] == '"'
-	case reflect.Bool:
-		return c[0] == 't' || c[0] == 'f'
-	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64:
-		return c[0] == '-' || (c[0] >= '0' && c[0] <= '9')
-	case reflect.Slice:
-		return c[0] == '['
-	case reflect.Struct, reflect.Map:
-		return c[0] == '{'
-	}
-	return true
-}
-
-// walkForm checks raw, found at or after offset from in b, against t
-// (path names it).
-func walkForm(name string, b []byte, from int, path string, raw json.RawMessage, t reflect.Type, errs *[]error) {
-	at := func(key string) int {
-		if key == "" {
-			return from
-		}
-		if i := keyOffset(b[from:], key); i >= 0 {
-			return from + i
-		}
-		return from
-	}
-	problem := func(key string, format string, args ...any) {
-		line, col := lineCol(b, int64(at(key)))
-		*errs = append(*errs, fmt.Errorf("%s:%d:%d: %s", name, line, col, fmt.Sprintf(format, args...)))
-	}
-	field := path
-	if field == "" {
-		field = "the account"
-	}
-	key := path[strings.LastIndex(path, ".")+1:]
-	if !readsAs(raw, t) {
-		problem(key, "%s: %s, want %s", field, jsonKind(raw), formOf(t))
-		return
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t.Kind() == reflect.Struct && t != reflect.TypeOf(civil.Date{}) && t != reflect.TypeOf(time.Time{}):
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil {
-			return
-		}
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if n != "-" && f.IsExported() {
-				fields[n] = f.Type
-			}
-		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return at(keys[i]) < at(keys[j]) })
-		for _, k := range keys {
-			sub := strings.TrimPrefix(path+"."+k, ".")
-			ft, ok := fields[k]
-			if !ok {
-				valid := make([]string, 0, len(fields))
-				for n := range fields {
-					valid = append(valid, n)
-				}
-				sort.Strings(valid)
-				problem(k, "%s: unknown field; valid fields here: %s", sub, strings.Join(valid, ", "))
-				continue
-			}
-			walkForm(name, b, at(k), sub, obj[k], ft, errs)
-		}
-	case t.Kind() == reflect.Slice:
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
-			return
-		}
-		for i, it := range items {
-			if !readsAs(it, t.Elem()) {
-				problem(key, "%s[%d]: %s, want %s", field, i, jsonKind(it), formOf(t.Elem()))
-			}
-		}
-	default:
-		// The field's own reading: a date, a duration, a time.
-		v := reflect.New(t)
-		if err := json.Unmarshal(raw, v.Interface()); err != nil {
-			var typ *json.UnmarshalTypeError
-			msg := err.Error()
-			if errors.As(err, &typ) {
-				msg = "not readable"
-			}
-			problem(key, "%s: %s is not %s (%s)", field, jsonKind(raw), formOf(t), strings.TrimPrefix(msg, "json: "))
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && name != "-" {
+			names = append(names, cmp.Or(name, f.Name))
 		}
 	}
+	slices.Sort(names)
+	return names
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/daybook-dev/daybook/shared/ops"
 )
 
-func TestDecodeJSONNamesLineAndColumn(t *testing.T) {
+func TestDecodeAccountNamesLineAndColumn(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -25,21 +25,26 @@ func TestDecodeJSONNamesLineAndColumn(t *testing.T) {
 	}{
 		{"syntax", "{\n  \"name\": \"a\",\n  \"enabled\": tru\n}", "acct.json:3:17: invalid character '\\n' in literal true"},
 		{"trailing comma", "{\n  \"name\": \"a\",\n}", "acct.json:3:1: invalid character '}'"},
-		{"wrong type", "{\n  \"name\": \"a\",\n  \"destination\": {\"bucket\": 7}\n}", "acct.json:3:29: destination.bucket: a JSON number where a string is expected"},
-		{"unknown field", "{\n  \"name\": \"a\",\n  \"bukcet\": \"b\"\n}", `acct.json:3:3: unknown field "bukcet"`},
-		{"unknown field lists valid ones", "{\"bukcet\": \"b\"}", `unknown field "bukcet"; valid fields: created_at, datasets, destination, destination.azure, destination.bucket`},
-		{"bad date", "{\n  \"start_date\": \"2026-13-01\"\n}", `acct.json:2:17: start_date: day "2026-13-01": want YYYY-MM-DD`},
+		{"wrong type", "{\n  \"name\": \"a\",\n  \"destination\": {\"bucket\": 7}\n}", "acct.json:3:19: destination.bucket: the number 7, want a string"},
+		{"unknown field", "{\n  \"name\": \"a\",\n  \"bukcet\": \"b\"\n}", `acct.json:3:3: bukcet: unknown field; valid fields here: created_at, datasets, destination, enabled, id, name,`},
+		{"case folded", `{"Name": "a"}`, `acct.json:1:2: Name: unknown field`},
+		{"bad date", "{\n  \"start_date\": \"2026-13-01\"\n}", `acct.json:2:3: start_date: the string "2026-13-01" is not a date, YYYY-MM-DD (e.g. "2026-11-01") (day "2026-13-01": want YYYY-MM-DD)`},
+		{"a list", "[]", `acct.json:1:1: the account: a list, want an object ({...})`},
 		{"truncated", "{\n  \"name\": \"a\"", "acct.json:2:14: the file ends before the JSON document does"},
+		{"empty", "", "acct.json:1:1: the file ends before the JSON document does"},
 		{"two documents", "{}\n{}", "acct.json:2:2: unexpected { after the JSON document"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var a account.Account
-			err := decodeJSON("acct.json", []byte(tt.in), &a, true)
+			_, err := decodeAccount("acct.json", []byte(tt.in))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+	env := map[string]map[string]string{}
+	if err := decodeJSON("env.json", []byte(`{"ExporterFunction": 7}`), &env); err == nil || !strings.Contains(err.Error(), "env.json:1:22: ExporterFunction: a JSON number, want an object ({...})") {
+		t.Errorf("env file of the wrong shape: %v", err)
 	}
 }
 
@@ -303,7 +308,7 @@ func TestAccountFileFormProblemsAtOnce(t *testing.T) {
 		`acct.json:3:3: enabled: the string "yes", want true or false`,
 		`acct.json:4:3: start_date: the string "2026-11-31" is not a date, YYYY-MM-DD (e.g. "2026-11-01")`,
 		`acct.json:5:3: settle_delay: the number 7200, want a duration (e.g. "2h" or "90m")`,
-		`acct.json:6:3: datasets[1]: the number 3, want a string`,
+		`acct.json:6:26: datasets[1]: the number 3, want a string`,
 		`acct.json:7:3: colour: unknown field; valid fields here: created_at, datasets,`,
 		`acct.json:8:19: destination.bucket: the number 42, want a string`,
 		`acct.json:8:56: destination.endpiont: unknown field; valid fields here: azure, bucket, checksums,`,

@@ -4,87 +4,49 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
+	"time"
+
+	"github.com/daybook-dev/daybook/shared/account"
+	"github.com/daybook-dev/daybook/shared/civil"
 )
 
 // decodeJSON decodes one JSON document from b into v. Every error names the
-// file and the line and column (1-based) where the decoder stopped; unknown
-// fields are refused with the valid ones listed when strict is set.
-func decodeJSON(name string, b []byte, v any, strict bool) error {
+// file and the line and column (1-based) where the decoder stopped.
+func decodeJSON(name string, b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
 	err := dec.Decode(v)
-	if err == nil {
-		if tok, terr := dec.Token(); terr != io.EOF {
-			line, col := lineCol(b, dec.InputOffset())
-			return fmt.Errorf("%s:%d:%d: unexpected %v after the JSON document", name, line, col, tok)
-		}
-		return nil
-	}
 	var (
 		syn *json.SyntaxError
 		typ *json.UnmarshalTypeError
 		off = dec.InputOffset()
-		msg = err.Error()
+		msg string
 	)
 	switch {
+	case err == nil:
+		tok, terr := dec.Token()
+		if terr == io.EOF {
+			return nil
+		}
+		off, msg = dec.InputOffset(), fmt.Sprintf("unexpected %v after the JSON document", tok)
 	case errors.As(err, &syn):
 		// Offset counts the bytes read, the offending one included.
 		off, msg = syn.Offset-1, syn.Error()
 	case errors.As(err, &typ):
 		off = typ.Offset - 1
-		msg = fmt.Sprintf("%s: a JSON %s where %s is expected", cmp.Or(typ.Field, "value"), typ.Value, typeName(typ.Type))
+		msg = fmt.Sprintf("%s: a JSON %s, want %s", cmp.Or(typ.Field, "value"), typ.Value, formOf(typ.Type))
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		off, msg = int64(len(b)), "the file ends before the JSON document does"
-	case strings.HasPrefix(msg, "json: unknown field "):
-		// The decoder reads the whole document before it finds the field.
-		msg = strings.TrimPrefix(msg, "json: ")
-		if f, err := strconv.Unquote(strings.TrimPrefix(msg, "unknown field ")); err == nil {
-			if at := keyOffset(b, f); at >= 0 {
-				off = int64(at)
-			}
-		}
-		if fields := jsonFields(reflect.TypeOf(v), ""); len(fields) > 0 {
-			msg += "; valid fields: " + strings.Join(fields, ", ")
-		}
 	default:
-		// A value's own check (a date, a duration): point at the value it
-		// quotes, and name its field.
-		msg = strings.TrimPrefix(msg, "json: ")
-		if q := quotedRE.FindString(msg); q != "" {
-			if at := bytes.Index(b, []byte(q)); at >= 0 {
-				off = int64(at)
-				if m := keyBeforeRE.FindSubmatch(b[:at]); m != nil {
-					msg = string(m[1]) + ": " + msg
-				}
-			}
-		}
+		msg = strings.TrimPrefix(err.Error(), "json: ")
 	}
 	line, col := lineCol(b, off)
 	return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)
-}
-
-var (
-	quotedRE    = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-	keyBeforeRE = regexp.MustCompile(`"([^"]+)"\s*:\s*$`)
-)
-
-// keyOffset is the offset of the first "key": in b, or -1.
-func keyOffset(b []byte, key string) int {
-	re := regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(key)) + `\s*:`)
-	if loc := re.FindIndex(b); loc != nil {
-		return loc[0]
-	}
-	return -1
 }
 
 // lineCol turns a byte offset into a 1-based line and column.
@@ -96,46 +58,108 @@ func lineCol(b []byte, off int64) (line, col int) {
 	return line, col
 }
 
-func typeName(t reflect.Type) string {
+// member is one value of a JSON document: the document itself, a member of
+// an object or an element of an array.
+type member struct {
+	field       string // its path as errors name it: destination.role_arn, datasets[1]; "" for the document
+	at          int64  // where errors point: its name, or for an element its value
+	start, end  int64  // its value
+	open, close string // the objects and arrays it is in, as JSON: `{"destination":{"role_arn":` and `}}`
+}
+
+// members lists every value of the one JSON document in b, in the file's
+// order, each object or array before what it holds. Like encoding/json, it
+// takes a name given twice and invalid UTF-8.
+func members(b []byte) ([]member, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(b), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	var (
+		out       []member
+		inside    []int // the objects and arrays being read, as indices in out
+		key       string
+		keyAt     int64
+		keyQuoted []byte
+	)
+	for len(out) == 0 || dec.StackDepth() > 0 {
+		kind, n := dec.StackIndex(dec.StackDepth())
+		start := dec.InputOffset()
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		start += int64(len(b[start:]) - len(bytes.TrimLeft(b[start:], " \t\r\n,:")))
+		end := dec.InputOffset()
+		switch t := tok.Kind(); {
+		case t == '}' || t == ']':
+			out[inside[len(inside)-1]].end = end
+			inside = inside[:len(inside)-1]
+			continue
+		case kind == '{' && n%2 == 0:
+			key, keyAt, keyQuoted = tok.String(), start, b[start:end]
+			continue
+		}
+		m := member{at: start, start: start, end: end}
+		if len(inside) > 0 {
+			p := out[inside[len(inside)-1]]
+			if kind == '{' {
+				m.at, m.field = keyAt, strings.TrimPrefix(p.field+"."+key, ".")
+				m.open, m.close = p.open+"{"+string(keyQuoted)+":", "}"+p.close
+			} else {
+				m.field = fmt.Sprintf("%s[%d]", p.field, n)
+				m.open, m.close = p.open+"[", "]"+p.close
+			}
+		}
+		if t := tok.Kind(); t == '{' || t == '[' {
+			inside = append(inside, len(out))
+		}
+		out = append(out, m)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errors.New("more than one JSON document")
+	}
+	return out, nil
+}
+
+// formOf is the form and an example of a field's JSON value.
+func formOf(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t {
+	case nil:
+		return "another kind of value"
+	case reflect.TypeFor[civil.Date]():
+		return `a date, YYYY-MM-DD (e.g. "2026-11-01")`
+	case reflect.TypeFor[account.Duration]():
+		return `a duration (e.g. "2h" or "90m")`
+	case reflect.TypeFor[time.Time]():
+		return `a time, RFC 3339 (e.g. "2026-11-01T00:00:00Z")`
+	}
 	switch t.Kind() {
 	case reflect.String:
-		return "a string"
+		return `a string (e.g. "text")`
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64:
-		return "a number"
+		return "a number (e.g. 3)"
 	case reflect.Slice:
-		return "a list"
+		return "a list of " + strings.TrimPrefix(strings.SplitN(formOf(t.Elem()), " (", 2)[0], "a ") + "s (e.g. [\"events\"])"
 	case reflect.Struct, reflect.Map:
-		return "an object"
+		return "an object ({...})"
 	}
 	return t.String()
 }
 
-// jsonFields lists the JSON field names of a struct type, nested objects as
-// parent.child.
-func jsonFields(t reflect.Type, prefix string) []string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// jsonKind is how a value reads in the file: `the string "x"`, `a list`, ...
+func jsonKind(v jsontext.Value) string {
+	switch v.Kind() {
+	case '"':
+		return "the string " + string(v)
+	case '0':
+		return "the number " + string(v)
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
 	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out = append(out, prefix+name)
-		if f.Type.Kind() == reflect.Struct && f.Type.PkgPath() != "time" && f.Type.NumField() > 0 && f.Type.Name() != "Date" {
-			out = append(out, jsonFields(f.Type, prefix+name+".")...)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return string(v) // true, false, null
 }

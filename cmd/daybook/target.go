@@ -229,7 +229,7 @@ func (a *app) resolveEnvFile(ctx context.Context, file string) (*deployment, err
 		return nil, fmt.Errorf("env file: %w", err)
 	}
 	env := map[string]map[string]string{}
-	if err := decodeJSON(file, b, &env, false); err != nil {
+	if err := decodeJSON(file, b, &env); err != nil {
 		return nil, fmt.Errorf("env file %w", err)
 	}
 	vars := map[string]string{}
