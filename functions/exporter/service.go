@@ -161,7 +161,7 @@ func (s *Service) notStarted(ctx context.Context, key partition.Key, token strin
 			return fmt.Errorf("read the claim tokens of %s: %w", key, err)
 		}
 	}
-	log.InfoContext(ctx, "job already started or its claim is gone; dropping this delivery", "reason", cause.Error(), "state", string(row.State))
+	log.InfoContext(ctx, "job already started or its claim is gone; dropping this message", "reason", cause.Error(), "state", string(row.State))
 	return s.recorder().deliverAtRest(ctx, acct, row, log)
 }
 
