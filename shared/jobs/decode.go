@@ -5,7 +5,7 @@ package jobs
 // would take "ACCOUNT_ID" for account_id (it folds case) and let the last of
 // two "account_id" members win, so a body read one way by a person or a
 // filter would be exported another way. The decoder (encoding/json/v2
-// semantics, from github.com/go-json-experiment/json) matches names
+// semantics, the standard library's encoding/json/v2) matches names
 // exactly, refuses a name given twice at any depth, refuses unknown
 // members, invalid UTF-8 and anything after the object.
 
@@ -16,8 +16,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	json "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	"encoding/json/jsontext"
+	json "encoding/json/v2"
 )
 
 // decodeObject decodes body, one JSON object, into v (what names the kind
