@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,6 +201,21 @@ func n(v int64) types.AttributeValue {
 
 func tableKey(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrPK: s(pk), AttrSK: s(sk)}
+}
+
+// validateKey checks a key can be stored: no part empty, no "#" in an
+// id (the item keys join them with "#").
+func validateKey(k partition.Key) error {
+	if k.AccountID == "" || strings.Contains(k.AccountID, "#") {
+		return fmt.Errorf("ledger: account id %q", k.AccountID)
+	}
+	if k.Dataset == "" || strings.Contains(k.Dataset, "#") {
+		return fmt.Errorf("ledger: dataset %q", k.Dataset)
+	}
+	if k.Day.IsZero() {
+		return fmt.Errorf("ledger: %s: day is empty", k)
+	}
+	return nil
 }
 
 func rowKey(k partition.Key) map[string]types.AttributeValue {

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -19,21 +18,6 @@ const (
 	StateCompleted State = "completed"
 	StateFailed    State = "failed"
 )
-
-// validateKey checks a key can be stored: no part empty, no "#" in an
-// id (the item keys join them with "#").
-func validateKey(k partition.Key) error {
-	if k.AccountID == "" || strings.Contains(k.AccountID, "#") {
-		return fmt.Errorf("ledger: account id %q", k.AccountID)
-	}
-	if k.Dataset == "" || strings.Contains(k.Dataset, "#") {
-		return fmt.Errorf("ledger: dataset %q", k.Dataset)
-	}
-	if k.Day.IsZero() {
-		return fmt.Errorf("ledger: %s: day is empty", k)
-	}
-	return nil
-}
 
 // Row is one partition row. Rows returned by Due come from the index and
 // carry only the key, state, attempts, claim fields, and the time in the due
