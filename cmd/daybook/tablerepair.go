@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -151,9 +150,6 @@ func (a *app) newTableRepair(ctx context.Context, accountID string, ds dataset.D
 // not held.
 const maxMetadataListed = 100_000
 
-// metadataFile matches a metadata file's name.
-var metadataFile = regexp.MustCompile(`^v[0-9]+\.metadata\.json$`)
-
 // plan reads the table, the ledger and the committed manifests, and
 // decides what the repair writes. It writes nothing.
 func (r *tableRepair) plan(ctx context.Context) error {
@@ -167,14 +163,10 @@ func (r *tableRepair) plan(ctx context.Context) error {
 	default:
 		return fmt.Errorf("read the table s3://%s/%s: %w", r.store.Name(), r.table.Location, err)
 	}
-	objs, err := r.store.List(ctx, r.table.Location+"/"+icetable.MetadataDir+"/v", maxMetadataListed)
-	if err != nil {
+	// The newest version as a load finds it without a hint: the rebuilt
+	// table goes past it, where a load that lists finds it too.
+	if r.newest, err = icetable.NewestVersion(ctx, r.store, r.table.Location, maxMetadataListed); err != nil {
 		return err
-	}
-	for _, o := range objs {
-		if n := o.Key[strings.LastIndexByte(o.Key, '/')+1:]; metadataFile.MatchString(n) {
-			r.newest = max(r.newest, icetable.VersionOf(n))
-		}
 	}
 	rows, err := r.e.ledger.Partitions().List(ctx, r.acct.ID, r.ds.LedgerName(), r.acct.StartDate, r.today.AddDays(1))
 	if err != nil {

@@ -26,7 +26,8 @@ const (
 	// maxProbe bounds how far past the version hint a load looks for newer
 	// metadata files: each commit writes the hint right after its metadata
 	// file, so the hint lags by at most the commits whose writer died in
-	// between.
+	// between. Past it, the load lists the metadata folder instead
+	// (catalog.newestListed).
 	maxProbe = 32
 )
 
@@ -44,10 +45,11 @@ func VersionHintKey(loc string) string { return loc + "/" + MetadataDir + "/" + 
 // catalog is the table's commit point, with no catalog service: version n+1
 // of the metadata is written with If-None-Match, so of two writers that
 // loaded version n exactly one commits and the other gets
-// table.ErrCommitFailed (and reloads). Nothing is ever listed: a load reads
-// the version hint, that metadata file, and probes the next versions until
-// one is missing. It implements table.CatalogIO for the library's
-// transactions; one catalog serves one table and one goroutine.
+// table.ErrCommitFailed (and reloads). A load reads the version hint, that
+// metadata file, and probes the next versions until one is missing; only
+// when the hint cannot be used does it list the metadata folder, once, for
+// the newest version (newestListed). It implements table.CatalogIO for the
+// library's transactions; one catalog serves one table and one goroutine.
 //
 // The metadata is the customer's bucket's content, so a load trusts none of
 // it (check): the table's location must be its own, every metadata-log
@@ -73,8 +75,9 @@ type catalog struct {
 	keepVersions int
 	// staleHint: the version hint does not name version, the newest
 	// metadata file the load found (it is missing, unreadable, not a
-	// version's number as daybook writes it, or lower), or put's write of
-	// it failed; syncHint writes it. hintErr is the last hint write's failure.
+	// version's number as daybook writes it, lower, or naming a version
+	// that is not there), or put's write of it failed; syncHint writes it.
+	// hintErr is the last hint write's failure.
 	staleHint bool
 	hintErr   error
 }
@@ -89,62 +92,179 @@ func (c *catalog) fsF(ctx context.Context) (iceio.IO, error) {
 	return &fsys{ctx: ctx, store: c.store, scope: c.scope}, nil
 }
 
-// load reads the current metadata: ErrNoTable when there is none. It reads
-// at most two metadata files (the hint's version and the newest), probing
-// the versions between with HEAD requests.
+// load reads the current metadata: ErrNoTable when there is none. With a
+// usable hint it reads at most two metadata files (the hint's version and
+// the newest), probing the versions between with HEAD requests, and lists
+// nothing. A hint that cannot be used (missing, not a version's number, too
+// large, naming a version that is not there, or more than maxProbe versions
+// behind) costs one listing of the metadata folder (newestListed), which
+// finds the newest version to read and probe past instead.
 func (c *catalog) load(ctx context.Context) (*table.Table, error) {
 	c.scope = newScope(c.store, c.loc, c.limits)
-	start := 1
+	start := 0 // the hint's version (0: none usable)
 	// The hint is a shortcut, not the truth: one that does not read as a
 	// version (or is larger than one) is ignored.
 	var hint string // its text, trimmed ("": missing or too large)
 	if b, err := c.store.Get(ctx, VersionHintKey(c.loc), 64); err == nil {
 		hint = strings.TrimSpace(string(b))
-		if n, err := strconv.Atoi(hint); err == nil && n > 0 && n < 1<<30 {
+		if n, err := strconv.Atoi(hint); err == nil && n > 0 && n < maxVersion {
 			start = n
 		}
 	} else if !bucket.IsNotFound(err) && !errors.Is(err, bucket.ErrTooLarge) {
 		return nil, fmt.Errorf("read the table's version hint: %w", err)
 	}
-	body, err := c.readMetadata(ctx, start)
-	if bucket.IsNotFound(err) {
-		if start > 1 {
-			return nil, broken(VersionHintKey(c.loc), fmt.Errorf("the version hint names v%d but %s is missing", start, c.store.URI(MetadataKey(c.loc, start))))
+	var version int
+	var body []byte
+	err := errHintUnusable
+	if start > 0 {
+		version, body, err = c.walk(ctx, start)
+	}
+	if errors.Is(err, errHintUnusable) {
+		listed, lerr := c.newestListed(ctx)
+		switch {
+		case lerr != nil:
+			return nil, lerr
+		case listed == 0 && start > 0:
+			// The hint names a version and none is left: the table's
+			// metadata was deleted. A new table would hold only the next
+			// day; the repair rebuilds every committed one.
+			return nil, broken(VersionHintKey(c.loc), fmt.Errorf("the version hint names v%d but %s holds no metadata file", start, c.store.URI(c.metadataDir())))
+		case listed == 0:
+			return nil, ErrNoTable
 		}
-		return nil, ErrNoTable
+		version, body, err = c.walk(ctx, listed)
+		switch {
+		case errors.Is(err, errVersionMissing):
+			// Deleted since the listing: a retry lists again.
+			return nil, fmt.Errorf("table metadata v%d, listed in %s, is gone: %w", listed, c.store.URI(c.metadataDir()), err)
+		case errors.Is(err, errPastProbe):
+			return nil, broken(c.metadataDir(), fmt.Errorf("more than %d versions past v%d, the newest listed: %w", maxProbe, listed, err))
+		}
 	}
 	if err != nil {
 		return nil, err
-	}
-	version := start
-	for n := start + 1; ; n++ {
-		if n == start+maxProbe {
-			return nil, broken(VersionHintKey(c.loc), fmt.Errorf("table metadata past v%d: the version hint is %d versions behind", n, maxProbe))
-		}
-		_, err := c.store.Head(ctx, MetadataKey(c.loc, n))
-		if bucket.IsNotFound(err) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read table metadata v%d: %w", n, err)
-		}
-		version = n
-	}
-	if version != start {
-		if body, err = c.readMetadata(ctx, version); err != nil {
-			return nil, err
-		}
 	}
 	meta, err := c.parse(version, body)
 	if err != nil {
 		return nil, err
 	}
 	c.version, c.meta = version, meta
-	// Only a version read and checked here is ever written back: a hint
-	// above the newest version, or at one that does not parse, failed
-	// the load above.
+	// Only a version read and checked here is ever written back
+	// (syncHint), never the hint's own text: a hint at a version that
+	// does not parse failed the load above, one at a version that is not
+	// there is replaced by the newest listed.
 	c.staleHint = hint != strconv.Itoa(version)
 	return c.table(), nil
+}
+
+// maxVersion bounds the versions a hint or a listed file's name may name:
+// a number at or past it is not a version (a load still probes past the
+// newest one below it).
+const maxVersion = 1 << 30
+
+var (
+	// errHintUnusable: the walk from the hint's version found it missing
+	// (errVersionMissing) or ran past maxProbe (errPastProbe).
+	errHintUnusable   = errors.New("the version hint cannot be used")
+	errVersionMissing = fmt.Errorf("%w: its version is missing", errHintUnusable)
+	errPastProbe      = fmt.Errorf("%w: newer versions past the probe", errHintUnusable)
+)
+
+// walk reads metadata version start and probes the next versions with HEAD
+// until one is missing: the newest version and its body. start missing is
+// errVersionMissing (wrapping the store's not-found error), a version
+// start+maxProbe found is errPastProbe.
+func (c *catalog) walk(ctx context.Context, start int) (int, []byte, error) {
+	body, err := c.readMetadata(ctx, start)
+	if bucket.IsNotFound(err) {
+		return 0, nil, fmt.Errorf("%w: %w", errVersionMissing, err)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	version := start
+	for n := start + 1; ; n++ {
+		if n == start+maxProbe {
+			return 0, nil, fmt.Errorf("%w: v%d is there", errPastProbe, n)
+		}
+		_, err := c.store.Head(ctx, MetadataKey(c.loc, n))
+		if bucket.IsNotFound(err) {
+			break
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("read table metadata v%d: %w", n, err)
+		}
+		version = n
+	}
+	if version != start {
+		if body, err = c.readMetadata(ctx, version); err != nil {
+			// Missing now: deleted since its probe, which no daybook
+			// writer does (the cleanup deletes the oldest).
+			return 0, nil, err
+		}
+	}
+	return version, body, nil
+}
+
+func (c *catalog) metadataDir() string { return c.loc + "/" + MetadataDir + "/" }
+
+// newestListed is the newest metadata version in the table's metadata
+// folder, by one listing of its v* keys (0: none): only a key that is
+// exactly <loc>/metadata/v<N>.metadata.json, N a version as daybook writes
+// it (listedVersion), counts; every other key is ignored. The folder is the
+// customer's bucket's: more than Limits.MetadataListed keys is a broken
+// table (ErrTableLimit), the listing stopped a page past the limit.
+func (c *catalog) newestListed(ctx context.Context) (int, error) {
+	dir := c.metadataDir()
+	limit := c.scope.limits.MetadataListed
+	n, err := NewestVersion(ctx, c.store, c.loc, limit)
+	if errors.Is(err, bucket.ErrTooMany) {
+		return 0, broken(dir, fmt.Errorf("%w: the version hint cannot be used, and a load lists at most %d v* objects of the metadata folder to find the newest version: %w",
+			ErrTableLimit, limit, err))
+	}
+	return n, err
+}
+
+// NewestVersion is the newest metadata version of the table at location as
+// a load finds it without a hint: by one listing of at most limit v* keys
+// of its metadata folder (more is bucket.ErrTooMany), of which only the
+// keys MetadataKey writes count (0: none).
+func NewestVersion(ctx context.Context, store Store, location string, limit int) (int, error) {
+	dir := location + "/" + MetadataDir + "/"
+	objs, err := store.List(ctx, dir+"v", limit)
+	if err != nil {
+		return 0, fmt.Errorf("list the table's metadata folder: %w", err)
+	}
+	newest := 0
+	for _, o := range objs {
+		newest = max(newest, listedVersion(dir, o.Key))
+	}
+	return newest, nil
+}
+
+// listedVersion is the version of the metadata file key in the folder dir
+// (ending in "/"): N when key is exactly dir + "v<N>.metadata.json" with N
+// a positive decimal without sign or leading zero below maxVersion, as
+// MetadataKey writes it; 0 for any other key.
+func listedVersion(dir, key string) int {
+	rest, ok := strings.CutPrefix(key, dir+"v")
+	if !ok {
+		return 0
+	}
+	digits, ok := strings.CutSuffix(rest, ".metadata.json")
+	if !ok || digits == "" || digits[0] == '0' || len(digits) > len(strconv.Itoa(maxVersion)) {
+		return 0
+	}
+	for _, r := range digits {
+		if r < '0' || r > '9' {
+			return 0
+		}
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n >= maxVersion {
+		return 0
+	}
+	return n
 }
 
 // syncHint writes the version hint as the version last loaded or
@@ -399,7 +519,8 @@ func (c *catalog) CommitTable(ctx context.Context, _ table.Identifier, reqs []ta
 }
 
 // Load reads the table at location (the dataset folder's key) as a reader
-// finds it: by the version hint, probing past it. ErrNoTable when there is
+// finds it: by the version hint, probing past it (by one listing of its
+// metadata folder when the hint cannot be used). ErrNoTable when there is
 // none. The table reads through store, for scans and time travel.
 // Metadata that cannot be used as it is in the bucket is a *BrokenError
 // (ErrBroken); other errors are the store's. Reads are bounded by

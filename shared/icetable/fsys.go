@@ -34,6 +34,10 @@ type Store interface {
 	// object already there is bucket.ErrExists.
 	PutIfAbsent(ctx context.Context, key string, body []byte, contentType string) error
 	Delete(ctx context.Context, key string) error
+	// List lists the objects under prefix, at most limit of them (more is
+	// bucket.ErrTooMany): a load whose version hint cannot be used lists
+	// the table's metadata folder once, nothing else does.
+	List(ctx context.Context, prefix string, limit int) ([]bucket.Object, error)
 }
 
 var _ Store = (*bucket.Bucket)(nil)

@@ -52,6 +52,9 @@ type Limits struct {
 	// manifests one commit reads, and, separately, what their Avro blocks
 	// decompress to.
 	CommitReadBytes int64
+	// MetadataListed bounds the v* objects of the table's metadata/ folder
+	// a load lists when the version hint cannot be used.
+	MetadataListed int
 }
 
 // DefaultLimits are the limits of a zero Limits' fields.
@@ -63,6 +66,12 @@ var DefaultLimits = Limits{
 	ManifestLists:    64,
 	Manifests:        512,
 	CommitReadBytes:  512 << 20,
+	// A table keeps 21 metadata files (the log's 20 and the current one)
+	// and the hint under metadata/v (its manifests are named otherwise);
+	// 5,000 leaves room for thousands more whose cleanup delete failed,
+	// and costs at most six listing requests (S3 and GCS list 1,000 keys
+	// a page, Azure 5,000) and a few hundred KB held, whatever is planted.
+	MetadataListed: 5000,
 }
 
 // MaxDataFileReadBytes bounds a data file read whole through the table (a
@@ -85,6 +94,7 @@ func (l Limits) orDefault() Limits {
 		ManifestLists:    int(pick(int64(l.ManifestLists), int64(d.ManifestLists))),
 		Manifests:        int(pick(int64(l.Manifests), int64(d.Manifests))),
 		CommitReadBytes:  pick(l.CommitReadBytes, d.CommitReadBytes),
+		MetadataListed:   int(pick(int64(l.MetadataListed), int64(d.MetadataListed))),
 	}
 }
 

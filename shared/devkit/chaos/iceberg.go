@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
@@ -363,8 +364,17 @@ func (p *pipeline) breakTables(ctx context.Context, avoid []ledger.Row) ([]strin
 		if other == "" {
 			continue // one table, whose break is the missing file
 		}
-		hint := icetable.VersionHintKey(tableLocation(prefix, other))
-		if err := store.Put(ctx, hint, []byte("999"), "text/plain"); err != nil {
+		// An empty metadata file past the newest, and the hint naming it: a
+		// load reads what the hint names, and it does not parse.
+		oloc := tableLocation(prefix, other)
+		n, err := icetable.NewestVersion(ctx, store, oloc, 100_000)
+		if err != nil {
+			return nil, err
+		}
+		if err := store.PutIfAbsent(ctx, icetable.MetadataKey(oloc, n+1), nil, "application/json"); err != nil {
+			return nil, err
+		}
+		if err := store.Put(ctx, icetable.VersionHintKey(oloc), []byte(strconv.Itoa(n+1)), "text/plain"); err != nil {
 			return nil, err
 		}
 		want = append(want, fmt.Sprintf("table %s: unreadable: ", store.URI(tableLocation(prefix, other))))

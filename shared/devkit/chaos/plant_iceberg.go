@@ -367,23 +367,13 @@ func (p *pipeline) throughPlants(ctx context.Context, plants []icePlant, account
 }
 
 // tableVersion is the table's newest metadata version, 0 when it has
-// none: the largest vN.metadata.json in its metadata/ folder, as `daybook
-// table repair` finds it. Not the version hint: that is a shortcut a
+// none: the largest vN.metadata.json in its metadata/ folder, as a load
+// without a hint and `daybook table repair` find it (icetable.NewestVersion). Not the version hint: that is a shortcut a
 // reader probes past, and a commit whose hint write failed (or raced
 // another writer's) leaves it behind the newest version, which a plant at
 // hint+1 would replace.
 func (p *pipeline) tableVersion(ctx context.Context, bkt, loc string) (int, error) {
-	objs, err := p.bucketNamed(bkt).List(ctx, loc+"/"+icetable.MetadataDir+"/v", 100_000)
-	if err != nil {
-		return 0, err
-	}
-	newest := 0
-	for _, o := range objs {
-		if name := o.Key[strings.LastIndexByte(o.Key, '/')+1:]; strings.HasSuffix(name, ".metadata.json") {
-			newest = max(newest, icetable.VersionOf(name))
-		}
-	}
-	return newest, nil
+	return icetable.NewestVersion(ctx, p.bucketNamed(bkt), loc, 100_000)
 }
 
 // plantMetadata writes version n+1 of the table at loc, the trick applied
