@@ -43,16 +43,22 @@ type claimBudget struct {
 	shared bool
 }
 
-// sweepAccounts handles woken accounts (materialize the days closed at asOf,
-// read due work), claims and sends under budget, and sets each handled
-// account's next wake time. now is the clock.
-func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, b claimBudget, now, asOf time.Time, sum *Summary, p *problems) {
+// sweepInstants are a sweep's two instants: now, its clock (wake times,
+// leases, the claim rotation, due ages), and asOf, the instant it closes
+// days as of (closesAsOf).
+type sweepInstants struct{ now, asOf time.Time }
+
+// sweepAccounts handles woken accounts (materialize the days closed at
+// at.asOf, read due work), claims and sends under budget, and sets each
+// handled account's next wake time.
+func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, b claimBudget, at sweepInstants, sum *Summary, p *problems) {
+	now := at.now
 	budget := b.claims
 	var woken []ledger.Woken
 	for _, ws := range shards {
 		woken = append(woken, ws...)
 	}
-	hs := s.prepare(ctx, woken, now, asOf, sum, p)
+	hs := s.prepare(ctx, woken, at, sum, p)
 
 	queues := make([][]ledger.Row, 0, len(hs))
 	owner := map[string]*handled{}
@@ -114,7 +120,8 @@ func (s *Sweeper) sweepAccounts(ctx context.Context, shards [][]ledger.Woken, b 
 // reported and skipped; it stays woken, so every sweep reports it. No
 // account is started within Reserve of the deadline: those stay woken for
 // the next sweep.
-func (s *Sweeper) prepare(ctx context.Context, woken []ledger.Woken, now, asOf time.Time, sum *Summary, p *problems) []*handled {
+func (s *Sweeper) prepare(ctx context.Context, woken []ledger.Woken, at sweepInstants, sum *Summary, p *problems) []*handled {
+	now, asOf := at.now, at.asOf
 	var (
 		mu  sync.Mutex
 		out []*handled

@@ -51,10 +51,11 @@ func (j ShardJob) validate() error {
 
 // fanOut sends the woken shards to the sweep queue in groups of about
 // FanOutAccounts accounts, each with its share of the budget in proportion
-// to its accounts, and asOf, the instant the sweep closes days as of. Shards
+// to its accounts, and at.asOf, the instant the sweep closes days as of. Shards
 // whose read stopped at the limit (full) are counted first. It returns the
 // messages sent.
-func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int, now, asOf time.Time, budget int, sum *Summary) (int, error) {
+func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int, at sweepInstants, budget int, sum *Summary) (int, error) {
+	now, asOf := at.now, at.asOf
 	counts := make([]int, ledger.FleetShards)
 	for i, ws := range woken {
 		counts[i] = len(ws)

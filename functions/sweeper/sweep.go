@@ -277,14 +277,14 @@ func (s *Sweeper) Run(ctx context.Context, tick time.Time) (sum Summary, err err
 	woken, full, err := s.readShards(ctx, allShards(), now, limit, &sum)
 	p.add(err)
 	if s.Config.SweepQueueURL != "" && (len(full) > 0 || sum.Woken > per) {
-		n, err := s.fanOut(ctx, woken, full, now, sum.AsOf, budget, &sum)
+		n, err := s.fanOut(ctx, woken, full, sweepInstants{now: now, asOf: sum.AsOf}, budget, &sum)
 		p.add(err)
 		sum.FanOut = n
 	} else {
 		// A sweep that does not fan out claims from its own budget, which
 		// the jobs still queued already reduce (Capacity): one that follows
 		// it a minute later, as a demo's or an operator's does, sees them.
-		s.sweepAccounts(ctx, woken, claimBudget{claims: budget}, now, sum.AsOf, &sum, p)
+		s.sweepAccounts(ctx, woken, claimBudget{claims: budget}, sweepInstants{now: now, asOf: sum.AsOf}, &sum, p)
 	}
 	s.countStopped(ctx, &sum, p)
 	return sum, errors.Join(p.errs...)
@@ -307,7 +307,7 @@ func (s *Sweeper) RunShards(ctx context.Context, job ShardJob) (sum Summary, err
 	sum.AsOf = closesAsOf(job.tick(), now)
 	woken, _, err := s.readShards(ctx, job.Shards, now, 0, &sum)
 	p.add(err)
-	s.sweepAccounts(ctx, woken, claimBudget{claims: job.Budget, shared: true}, now, sum.AsOf, &sum, p)
+	s.sweepAccounts(ctx, woken, claimBudget{claims: job.Budget, shared: true}, sweepInstants{now: now, asOf: sum.AsOf}, &sum, p)
 	return sum, errors.Join(p.errs...)
 }
 
