@@ -314,7 +314,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.Partitions().Requeue(ctx, acct.ID, "events", queued, queued, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, ledger.RequeueRange{AccountID: acct.ID, Dataset: "events", From: queued, To: queued, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Partitions().ClaimManual(ctx, key(running), ""); err != nil {

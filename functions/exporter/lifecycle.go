@@ -32,7 +32,7 @@ type LifecycleLedger interface {
 	StartReseed(ctx context.Context, req ledger.ReseedRequest) (ledger.Seed, bool, error)
 	SeedDayDone(ctx context.Context, key partition.Key, epoch int64) (ledger.Seed, error)
 	FinishReseed(ctx context.Context, accountID, dataset string, epoch int64) (ledger.Seed, bool, error)
-	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason, requestedBy string) (ledger.RequeueResult, error)
+	Requeue(ctx context.Context, r ledger.RequeueRange) (ledger.RequeueResult, error)
 }
 
 var _ LifecycleLedger = lifecycleLedger{}

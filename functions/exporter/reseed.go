@@ -64,7 +64,7 @@ func (s *Service) reseed(ctx context.Context, r jobs.Reseed, log *slog.Logger) e
 	defer cancel()
 	queued := 0
 	for _, run := range daysLeft(seed) {
-		res, err := s.Lifecycle.Ledger.Requeue(runCtx, r.AccountID, r.Dataset, run[0], run[len(run)-1], partition.ReasonReseed, r.RequestedBy)
+		res, err := s.Lifecycle.Ledger.Requeue(runCtx, ledger.RequeueRange{AccountID: r.AccountID, Dataset: r.Dataset, From: run[0], To: run[len(run)-1], Reason: partition.ReasonReseed, RequestedBy: r.RequestedBy})
 		queued += res.Queued + res.RerunRequested
 		if err != nil {
 			return fmt.Errorf("reseed epoch %d of %s/%s: queue %s..%s: %w", seed.Epoch, r.AccountID, r.Dataset, run[0], run[len(run)-1], err)

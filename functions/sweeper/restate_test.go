@@ -117,7 +117,7 @@ func TestRestatePass(t *testing.T) {
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-01")}, due)   // outside the window by then
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "profiles", Day: civil.MustParse("2026-03-08")}, due) // profiles is disabled below
 	completeWith(t, l, partition.Key{AccountID: a.ID, Dataset: "events", Day: civil.MustParse("2026-03-04")}, due)   // requeued below: not completed
-	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, ledger.RequeueRange{AccountID: a.ID, Dataset: "events", From: civil.MustParse("2026-03-04"), To: civil.MustParse("2026-03-04"), Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	a.Datasets = []string{"events"}

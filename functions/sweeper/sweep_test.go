@@ -785,7 +785,7 @@ func TestStoppedIsALevel(t *testing.T) {
 		}
 		clk.Advance(15 * time.Minute)
 	}
-	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", civil.MustParse("2026-03-30"), civil.MustParse("2026-03-30"), partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, ledger.RequeueRange{AccountID: a.ID, Dataset: "events", From: civil.MustParse("2026-03-30"), To: civil.MustParse("2026-03-30"), Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := s.Run(ctx, clk.Now()); err != nil || sum.Stopped != 1 || sum.Claimed != 1 {

@@ -115,7 +115,8 @@ func (f *fakeLedger) History(_ context.Context, k partition.Key) ([]ledger.Attem
 	return append([]ledger.Attempt(nil), f.history[k]...), nil
 }
 
-func (f *fakeLedger) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason, _ string) (ledger.RequeueResult, error) {
+func (f *fakeLedger) Requeue(_ context.Context, rr ledger.RequeueRange) (ledger.RequeueResult, error) {
+	acct, ds, from, to, reason := rr.AccountID, rr.Dataset, rr.From, rr.To, rr.Reason
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var res ledger.RequeueResult

@@ -29,7 +29,7 @@ func TestDueOrder(t *testing.T) {
 		t.Fatalf("materialize %d %v", n, err)
 	}
 	// 03-04 is queued by hand: it goes first although it is not the oldest.
-	if _, err := l.Partitions().Requeue(ctx, acct, "events", civil.MustParse("2026-03-04"), civil.MustParse("2026-03-04"), partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: civil.MustParse("2026-03-04"), To: civil.MustParse("2026-03-04"), Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	// 03-01 fails once: it waits for its next attempt.
@@ -80,7 +80,7 @@ func TestDueOrder(t *testing.T) {
 	if got, want := strings.Join(dueDays(due), " "), "queued:2026-03-04 pending:2026-03-02 pending:2026-03-03 pending:2026-03-05"; got != want {
 		t.Fatalf("due with 03-01 stopped:\n got %s\nwant %s", got, want)
 	}
-	if _, err := l.Partitions().Requeue(ctx, acct, "events", from, from, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: from, To: from, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	due, _, _ = l.Partitions().Due(ctx, acct, 10)
@@ -142,7 +142,7 @@ func TestCountStopped(t *testing.T) {
 		t.Errorf("due with two stopped rows: %s %v", got, err)
 	}
 
-	if _, err := l.Partitions().Requeue(ctx, acct, "events", f0.key.Day, f0.key.Day, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: f0.key.Day, To: f0.key.Day, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	count(acct, 1)

@@ -29,7 +29,7 @@ func TestDueWorkScheduledFirstMoreAndNext(t *testing.T) {
 	if n, err := l.Schedule().MaterializeDays(ctx, acct, "events", days, newest); err != nil || n != 5 {
 		t.Fatalf("materialize %d %v", n, err)
 	}
-	if _, err := l.Partitions().Requeue(ctx, acct, "events", days[3], days[3], partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: days[3], To: days[3], Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	row, err := l.Partitions().Get(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: newest})
@@ -135,7 +135,7 @@ func TestStoppedPartitionsInTheFleetIndex(t *testing.T) {
 	if n := count(); n != 2 {
 		t.Errorf("stopped %d, want 2", n)
 	}
-	if _, err := l.Partitions().Requeue(ctx, acct, "events", day1, day1, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: day1, To: day1, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Partitions().ClaimManual(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}, ""); err != nil {

@@ -91,7 +91,7 @@ func TestStoredGenerationsCannotOverflow(t *testing.T) {
 	if _, err := l.Partitions().Complete(ctx, k, c.Token, Result{Rows: 1, Generation: MaxGeneration}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Partitions().Requeue(ctx, k.AccountID, k.Dataset, day1, day1, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: k.AccountID, Dataset: k.Dataset, From: day1, To: day1, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	next, err := l.Partitions().Claim(ctx, k, "")

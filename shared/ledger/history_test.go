@@ -55,7 +55,7 @@ func TestHistoryRecordsEveryAttemptOutcome(t *testing.T) {
 	run(false)
 
 	// A started run whose exporter died: the next claim takes it over.
-	if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: key.AccountID, Dataset: key.Dataset, From: key.Day, To: key.Day, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := l.Partitions().Claim(ctx, key, "")

@@ -70,7 +70,7 @@ func TestSweepReadCostIndependentOfLedgerSize(t *testing.T) {
 		if _, err := l.Schedule().Materialize(ctx, acct, "events", civil.MustParse("2026-01-01"), civil.MustParse("2026-01-12")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Partitions().Requeue(ctx, acct, "events", civil.MustParse("2026-01-09"), civil.MustParse("2026-01-11"), partition.ReasonManual, ""); err != nil {
+		if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: civil.MustParse("2026-01-09"), To: civil.MustParse("2026-01-11"), Reason: partition.ReasonManual}); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range []string{"2026-01-01", "2026-01-02"} {

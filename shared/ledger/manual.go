@@ -102,11 +102,22 @@ type RequeueResult struct {
 	RerunRequested int `json:"rerun_requested"` // rows running under a live claim, marked to run again
 }
 
-// Requeue marks every day from `from` through `to` queued with reason (manual
-// or backfill) as requested by requestedBy, creating missing rows and resetting attempts (this is how an
-// stopped row retries again). A row running under a live claim gets
+// RequeueRange is what Requeue makes due again: the days From through To
+// of one dataset of one account, the reason the attempts record (manual,
+// backfill, reseed) and who asked ("" names nobody).
+type RequeueRange struct {
+	AccountID, Dataset string
+	From, To           civil.Date
+	Reason             partition.Reason
+	RequestedBy        string
+}
+
+// Requeue marks every day of r queued with r's reason and requester,
+// creating missing rows and resetting attempts (this is how a stopped row
+// retries again). A row running under a live claim gets
 // rerun_requested instead, so it is queued again when that claim completes.
-func (l Partitions) Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason, requestedBy string) (RequeueResult, error) {
+func (l Partitions) Requeue(ctx context.Context, r RequeueRange) (RequeueResult, error) {
+	accountID, dataset, from, to, reason, requestedBy := r.AccountID, r.Dataset, r.From, r.To, r.Reason, r.RequestedBy
 	if !reason.Valid() {
 		return RequeueResult{}, fmt.Errorf("ledger: reason %q", reason)
 	}

@@ -120,7 +120,7 @@ func TestReexportRequestNote(t *testing.T) {
 	if r := get(t, l, key(done)); PhaseOf(r) != PhaseRunning || !r.ReexportRequestedAt.IsZero() {
 		t.Errorf("after ClaimManual: phase %s, %+v", PhaseOf(r), r)
 	}
-	if _, err := l.Partitions().Requeue(ctx, acct, "events", stopped, stopped, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: stopped, To: stopped, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseQueued || !r.ReexportRequestedAt.IsZero() {

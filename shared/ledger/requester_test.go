@@ -36,7 +36,7 @@ func TestRequestedByIsRecorded(t *testing.T) {
 
 	c.Advance(time.Minute)
 	// A requeue by alice: the sweep's claim and its started run carry her.
-	if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, "alice"); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: key.AccountID, Dataset: key.Dataset, From: key.Day, To: key.Day, Reason: partition.ReasonManual, RequestedBy: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if row, err := l.Partitions().Get(ctx, key); err != nil || row.RequestedBy != "alice" {

@@ -79,7 +79,7 @@ func complete(t *testing.T, l *Ledger, key partition.Key, res Result) Row {
 		t.Fatal(err)
 	}
 	if r, err := l.Partitions().Get(ctx, key); err == nil && r.State == StateCompleted {
-		if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, ""); err != nil {
+		if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: key.AccountID, Dataset: key.Dataset, From: key.Day, To: key.Day, Reason: partition.ReasonManual}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,7 +34,7 @@ func TestCompleteGeneration(t *testing.T) {
 	}
 	requeue := func() {
 		t.Helper()
-		if _, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, ""); err != nil {
+		if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: key.AccountID, Dataset: key.Dataset, From: key.Day, To: key.Day, Reason: partition.ReasonManual}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -304,7 +304,7 @@ func TestSummaryRefreshesAtOneInstant(t *testing.T) {
 	}
 
 	k := partition.Key{AccountID: f.fine, Dataset: "events", Day: civil.MustParse("2026-03-02")}
-	if _, err := l.Partitions().Requeue(ctx, k.AccountID, k.Dataset, k.Day, k.Day, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: k.AccountID, Dataset: k.Dataset, From: k.Day, To: k.Day, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Fleet().Refresh(ctx, f.fine); err != nil {

@@ -92,7 +92,7 @@ func (f *fixture) stopped() {
 
 func (f *fixture) queued() {
 	f.t.Helper()
-	_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
+	_, err := f.l.Partitions().Requeue(f.ctx, RequeueRange{AccountID: f.key.AccountID, Dataset: f.key.Dataset, From: f.key.Day, To: f.key.Day, Reason: partition.ReasonManual})
 	f.must(err)
 }
 
@@ -273,7 +273,7 @@ func TestTransitions(t *testing.T) {
 			return err
 		}, nil, StateFailed, []check{inStoppedClass}},
 		{"requeue a live running row records a rerun", (*fixture).running, func(f *fixture) error {
-			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
+			res, err := f.l.Partitions().Requeue(f.ctx, RequeueRange{AccountID: f.key.AccountID, Dataset: f.key.Dataset, From: f.key.Day, To: f.key.Day, Reason: partition.ReasonManual})
 			if err == nil && res.RerunRequested != 1 {
 				f.t.Errorf("requeue %+v", res)
 			}
@@ -284,7 +284,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue completed", (*fixture).completed, func(f *fixture) error {
-			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonBackfill, "")
+			_, err := f.l.Partitions().Requeue(f.ctx, RequeueRange{AccountID: f.key.AccountID, Dataset: f.key.Dataset, From: f.key.Day, To: f.key.Day, Reason: partition.ReasonBackfill})
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
 			if r.Generation != 1 || r.Attempts != 0 || r.Reason != partition.ReasonBackfill {
@@ -292,7 +292,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue stopped", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
+			_, err := f.l.Partitions().Requeue(f.ctx, RequeueRange{AccountID: f.key.AccountID, Dataset: f.key.Dataset, From: f.key.Day, To: f.key.Day, Reason: partition.ReasonManual})
 			return err
 		}, nil, StateQueued, []check{inIndex("0#"), func(f *fixture, r Row) {
 			if r.Stopped || r.Attempts != 0 {
@@ -300,7 +300,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"requeue absent creates", func(f *fixture) {}, func(f *fixture) error {
-			res, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, f.key.Dataset, f.key.Day, f.key.Day, partition.ReasonManual, "")
+			res, err := f.l.Partitions().Requeue(f.ctx, RequeueRange{AccountID: f.key.AccountID, Dataset: f.key.Dataset, From: f.key.Day, To: f.key.Day, Reason: partition.ReasonManual})
 			if err == nil && (res.Created != 1 || res.Queued != 1) {
 				f.t.Errorf("requeue %+v", res)
 			}

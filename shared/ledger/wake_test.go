@@ -147,7 +147,7 @@ func TestNoLostWakeUp(t *testing.T) {
 	}{
 		{"no waker", func(f *fixture, w Woken) time.Time { return f.clk.Now().Add(24 * time.Hour) }, true},
 		{"a requeue", func(f *fixture, w Woken) time.Time {
-			_, err := f.l.Partitions().Requeue(f.ctx, f.key.AccountID, "events", f.key.Day, f.key.Day, partition.ReasonManual, "")
+			_, err := f.l.Partitions().Requeue(f.ctx, RequeueRange{AccountID: f.key.AccountID, Dataset: "events", From: f.key.Day, To: f.key.Day, Reason: partition.ReasonManual})
 			f.must(err)
 			return f.clk.Now()
 		}, false},
@@ -217,7 +217,7 @@ func TestWakeJustBeforeTheReadKeepsTheAccountWoken(t *testing.T) {
 		t.Fatalf("first SetNextWake = %v %v", applied, err)
 	}
 	clk.Advance(2 * time.Hour)
-	if _, err := l.Partitions().Requeue(ctx, a.ID, "events", day1, day1, partition.ReasonManual, ""); err != nil {
+	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: a.ID, Dataset: "events", From: day1, To: day1, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(20 * time.Second)
@@ -331,7 +331,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 		transition func(t *testing.T, key partition.Key) (State, error)
 	}{
 		{"requeue", func(t *testing.T, key partition.Key) (State, error) {
-			_, err := l.Partitions().Requeue(ctx, key.AccountID, key.Dataset, key.Day, key.Day, partition.ReasonManual, "")
+			_, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: key.AccountID, Dataset: key.Dataset, From: key.Day, To: key.Day, Reason: partition.ReasonManual})
 			return StateQueued, err
 		}},
 		{"fail with attempts left", func(t *testing.T, key partition.Key) (State, error) {

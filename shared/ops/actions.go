@@ -29,7 +29,7 @@ func add(p Progress, n int) {
 // Requeuer makes days due (the ledger's stored name for that is queued);
 // Ledger has it.
 type Requeuer interface {
-	Requeue(ctx context.Context, accountID, dataset string, from, to civil.Date, reason partition.Reason, requestedBy string) (ledger.RequeueResult, error)
+	Requeue(ctx context.Context, r ledger.RequeueRange) (ledger.RequeueResult, error)
 }
 
 var _ Requeuer = Ledger{}
@@ -50,7 +50,7 @@ func Retry(ctx context.Context, catalog *dataset.Set, l Requeuer, accountID, ds 
 		for end < len(days) && end-start < retryChunk && days[end] == days[end-1].AddDays(1) {
 			end++
 		}
-		r, err := l.Requeue(ctx, accountID, catalog.Current(ds), days[start], days[end-1], reason, by) // by is recorded on the rows and their attempts
+		r, err := l.Requeue(ctx, ledger.RequeueRange{AccountID: accountID, Dataset: catalog.Current(ds), From: days[start], To: days[end-1], Reason: reason, RequestedBy: by}) // by is recorded on the rows and their attempts
 		res.Queued += r.Queued
 		res.Created += r.Created
 		res.RerunRequested += r.RerunRequested

@@ -232,8 +232,9 @@ type requeuer struct {
 	by       []string // who each call names as asking
 }
 
-func (q *requeuer) Requeue(_ context.Context, acct, ds string, from, to civil.Date, reason partition.Reason, by string) (ledger.RequeueResult, error) {
-	q.by = append(q.by, by)
+func (q *requeuer) Requeue(_ context.Context, r ledger.RequeueRange) (ledger.RequeueResult, error) {
+	ds, from, to := r.Dataset, r.From, r.To
+	q.by = append(q.by, r.RequestedBy)
 	q.calls = append(q.calls, from.String()+".."+to.String())
 	q.datasets = append(q.datasets, ds)
 	if len(q.calls) == q.fail {

@@ -252,7 +252,7 @@ func (p *pipeline) passTime(ctx context.Context) (moved, open int, err error) {
 			p.noteExpired(r)
 			moved++
 		case ledger.StateFailed:
-			if _, err := p.led.Partitions().Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, partition.ReasonRetry, ""); err != nil {
+			if _, err := p.led.Partitions().Requeue(ctx, ledger.RequeueRange{AccountID: r.AccountID, Dataset: r.Dataset, From: r.Day, To: r.Day, Reason: partition.ReasonRetry}); err != nil {
 				return moved, open, err
 			}
 			p.rep.Requeued++

@@ -112,7 +112,7 @@ func (p *pipeline) selfTest(ctx context.Context) error {
 	want = append(want, key+": complete false, the ledger says true")
 	// A partition left queued.
 	r := picked[1]
-	if _, err := p.led.Partitions().Requeue(ctx, r.AccountID, r.Dataset, r.Day, r.Day, partition.ReasonManual, ""); err != nil {
+	if _, err := p.led.Partitions().Requeue(ctx, ledger.RequeueRange{AccountID: r.AccountID, Dataset: r.Dataset, From: r.Day, To: r.Day, Reason: partition.ReasonManual}); err != nil {
 		return err
 	}
 	want = append(want, r.Key.String()+": not completed (queued)")
