@@ -18,8 +18,11 @@ import (
 // catalog that breaks the delivered schema dataset.ErrIncompatible), and
 // the bucket names its AWS errors (bucket.Classify, which also covers the
 // errors of its multipart writers), and a destination whose bucket owner
-// cannot be determined is account.ErrNoBucketOwner (bucketOf). A run out of time is timed_out whatever
-// it was doing. Anything else is internal.
+// cannot be determined is account.ErrNoBucketOwner (bucketOf). A day folder
+// holding more objects or unfinished uploads than the run lists there
+// (bucket.ErrTooMany) is destination_crowded: the bucket's content, not the
+// sender's fault. A run out of time is timed_out whatever it was doing.
+// Anything else is internal.
 func classify(err error) manifest.Code {
 	var row *dataset.RowError
 	switch {
@@ -31,6 +34,8 @@ func classify(err error) manifest.Code {
 		return manifest.CodeSourceUnavailable
 	case errors.Is(err, account.ErrNoBucketOwner):
 		return manifest.CodeDestinationMisconfigured
+	case errors.Is(err, bucket.ErrTooMany):
+		return manifest.CodeDestinationCrowded
 	}
 	switch b := bucket.Classify(err); {
 	case errors.Is(b, bucket.ErrAccessDenied):

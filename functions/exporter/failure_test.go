@@ -44,6 +44,16 @@ func unreadable(t *testing.T) error {
 func TestClassify(t *testing.T) {
 	_, missingBucket := bucket.New(buckettest.NewFake(), "gone", bucket.Options{}).Get(t.Context(), "k", testReadLimit)
 	denied := &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}
+	// A day folder holding one object more than its listing allows: the
+	// listing's own refusal, as step 5's cleanup meets it at
+	// bucket.MaxStaleListed.
+	crowded := bucket.New(buckettest.NewFake("b"), "b", bucket.Options{})
+	for _, k := range []string{"acct/v1/events/dt=2026-03-05/planted-1", "acct/v1/events/dt=2026-03-05/planted-2"} {
+		if err := crowded.Put(t.Context(), k, []byte("x"), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, tooMany := crowded.List(t.Context(), "acct/v1/events/dt=2026-03-05/", 1)
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -61,6 +71,7 @@ func TestClassify(t *testing.T) {
 			_, err := (account.Destination{Bucket: "b"}).BucketOwner("")
 			return err
 		}()), manifest.CodeDestinationMisconfigured},
+		{"a crowded day folder", fmt.Errorf("stale cleanup: %w", tooMany), manifest.CodeDestinationCrowded},
 		{"not found is no bucket problem", fmt.Errorf("x: %w", &types.NoSuchKey{}), manifest.CodeInternal},
 		{"anything else", errors.New("account acct_x is disabled"), manifest.CodeInternal},
 	} {

@@ -50,10 +50,17 @@ const (
 	// daybook writes nothing rather than write to a bucket it cannot check
 	// (account.ErrNoBucketOwner). The sender has to correct the account.
 	CodeDestinationMisconfigured Code = "destination_misconfigured"
-	CodeSchemaMismatch           Code = "schema_mismatch"
-	CodeTimedOut                 Code = "timed_out"
-	CodeInternal                 Code = "internal"
-	CodeStoppedRetrying          Code = "stopped_retrying"
+	// CodeDestinationCrowded: the day's folder in the bucket holds more
+	// objects, or more unfinished uploads, than an export lists there
+	// (bucket.ErrTooMany: bucket.MaxStaleListed, bucket.MaxUploadsListed),
+	// so the export stopped at its cleanup, before the manifest and
+	// _SUCCESS. The objects are not daybook's: the bucket's owner removes
+	// them.
+	CodeDestinationCrowded Code = "destination_crowded"
+	CodeSchemaMismatch     Code = "schema_mismatch"
+	CodeTimedOut           Code = "timed_out"
+	CodeInternal           Code = "internal"
+	CodeStoppedRetrying    Code = "stopped_retrying"
 	// CodeTableBroken: the day's files were delivered, and the dataset's
 	// Iceberg table (destination.table_format: iceberg) did not take them,
 	// because its metadata in the bucket cannot be used (damaged, planted,
@@ -74,6 +81,7 @@ var sentences = map[Code]string{
 	CodeDestinationDenied:        "Writing to your bucket was refused (bucket policy, role, encryption key or bucket owner); a change on your side may be needed.",
 	CodeDestinationMissing:       "Your bucket (or its endpoint) could not be found: check the destination's bucket name.",
 	CodeDestinationMisconfigured: "The destination settings do not say which AWS account owns your bucket, so nothing was written to it; the sender has to correct them.",
+	CodeDestinationCrowded:       "This day's folder in your bucket holds more objects (or unfinished uploads) than an export reads there, so the day could not be delivered; remove the objects the sender did not deliver there.",
 	CodeSchemaMismatch:           "The source data for this day did not fit the dataset's published schema or day, so nothing was delivered rather than wrong data; the sender has to fix it.",
 	CodeTimedOut:                 "The export of this day ran out of time and was stopped.",
 	CodeInternal:                 "The export failed because of an unexpected error on the sender's side.",
@@ -84,7 +92,7 @@ var sentences = map[Code]string{
 // Codes lists every code, in the documented order.
 func Codes() []Code {
 	return []Code{CodeNotExportedYet, CodeQueuedForReexport, CodeRunning, CodeSourceUnavailable, CodeDestinationDenied,
-		CodeDestinationMissing, CodeDestinationMisconfigured, CodeSchemaMismatch, CodeTimedOut, CodeInternal, CodeStoppedRetrying}
+		CodeDestinationMissing, CodeDestinationMisconfigured, CodeDestinationCrowded, CodeSchemaMismatch, CodeTimedOut, CodeInternal, CodeStoppedRetrying}
 }
 
 // Sentence is the code's customer-safe sentence ("" for an unknown code).
@@ -95,7 +103,7 @@ func (c Code) Sentence() string { return sentences[c] }
 func (c Code) IsCause() bool {
 	switch c {
 	case CodeSourceUnavailable, CodeDestinationDenied, CodeDestinationMissing, CodeDestinationMisconfigured,
-		CodeSchemaMismatch, CodeTimedOut, CodeInternal:
+		CodeDestinationCrowded, CodeSchemaMismatch, CodeTimedOut, CodeInternal:
 		return true
 	}
 	return false

@@ -23,6 +23,8 @@ var causes = map[manifest.Code]cause{
 		"check the role's trust policy (external id), the bucket policy and its KMS key with daybook account test, then retry them"},
 	manifest.CodeDestinationMisconfigured: {"the bucket's owning AWS account is unknown; nothing was written",
 		"set destination.expected_bucket_owner, or a role_arn that names the account (daybook account put --update), then retry them"},
+	manifest.CodeDestinationCrowded: {"the day folder holds more objects (or incomplete uploads) than an export lists; the day was not delivered",
+		"someone else writes into the account's prefix: the raw error names the folder; have the customer remove what daybook did not write there, then retry them"},
 	manifest.CodeSourceUnavailable: {"the source database could not be read",
 		"check the source (its DSN, network, credentials and load); attempts continue by themselves until they run out, then retry them"},
 	manifest.CodeSchemaMismatch: {"source rows do not fit the dataset's schema or day",
