@@ -8,6 +8,7 @@ package azurite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,17 +33,46 @@ const (
 
 // Bin returns Azurite's blob service entry point: $AZURITE, or
 // js/node_modules/azurite/dist/src/blob/main.js beside this package's
-// source.
+// source (go test, go run), or in the checkout that holds the working
+// directory (a binary built with -trimpath, as make builds daybook-dev,
+// knows its source only by module path).
 func Bin() (string, error) {
 	if p := os.Getenv("AZURITE"); p != "" {
 		return p, nil
 	}
 	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(file), "js", "node_modules", "azurite", "dist", "src", "blob", "main.js")
-	if _, err := os.Stat(p); err != nil {
-		return "", errors.New(InstallHint)
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("%s (%w)", InstallHint, err)
 	}
-	return p, nil
+	if p, ok := locate(file, wd); ok {
+		return p, nil
+	}
+	return "", errors.New(InstallHint)
+}
+
+// entry is main.js's path in this package's folder.
+var entry = filepath.Join("js", "node_modules", "azurite", "dist", "src", "blob", "main.js")
+
+// locate finds entry beside source, then in the package's folder of a
+// checkout at dir or at one of its parents.
+func locate(source, dir string) (string, bool) {
+	if p := filepath.Join(filepath.Dir(source), entry); isFile(p) {
+		return p, true
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if p := filepath.Join(d, "shared", "devkit", "azurite", entry); isFile(p) {
+			return p, true
+		}
+		if filepath.Dir(d) == d {
+			return "", false
+		}
+	}
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // Start runs Azurite's blob service with node on a free loopback port, in
