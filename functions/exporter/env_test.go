@@ -285,19 +285,6 @@ func (e *env) functionEnv(o envOpts, endpoint string) map[string]string {
 // fnLedger is the exporter's own ledger, as build made it.
 func (e *env) fnLedger() *ledger.Ledger { return e.svc.Ledger.(withSettle).of }
 
-// fnLedgerWith is a ledger like the exporter's, on its (checked) client,
-// with its configuration changed by edit: a test that takes a hook away.
-func (e *env) fnLedgerWith(edit func(*ledger.Config)) *ledger.Ledger {
-	e.t.Helper()
-	cfg := e.fnLedger().Config()
-	edit(&cfg)
-	led, err := ledger.New(dynamoClient(e.fcfg), cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return led
-}
-
 // output is the function's stdout in a test: kept for the test to read
 // (logs, metric lines), and shown on the test's output when it fails or
 // runs verbose.

@@ -495,6 +495,9 @@ func (g *generation) failedAfter(ctx context.Context, err error, notBefore time.
 		"next_attempt_at", row.NextAttemptAt, "stopped", row.Stopped)
 	// PartitionsStopped is the sweeper's gauge; a failure is an event.
 	_ = rec.metrics.Emit(props, metrics.Metric{Name: "PartitionFailures", Unit: metrics.Count, Value: 1})
+	if st, stopped := row.FailedStop(); stopped {
+		rec.publishStopped(ctx, st, log)
+	}
 	if g.Account.ID != "" && g.Account.Enabled {
 		return rec.writeDelivery(ctx, g.Account, g.bucket, claim.Day, log)
 	}

@@ -124,7 +124,6 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(awsCfg), Bus: cfg.EventBus}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
 	cfg.Ledger.Catalog, cfg.Ledger.Now, cfg.Ledger.Rand = cfg.Catalog, o.Now, o.Rand
-	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
 	}

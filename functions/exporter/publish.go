@@ -6,18 +6,17 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/metrics"
-	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// stoppedHook is the ledger's Stopped hook (outbox.Outbox.StoppedHook):
-// it publishes `daybook.partition.stopped` for every partition that stops
-// retrying in this function (Fail on the last attempt), counting a
-// failure; one not published stays pending for the sweeper.
-func stoppedHook(o *outbox.Outbox, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
-	return o.StoppedHook(func(ctx context.Context, st partition.Stop, err error) {
-		publishFailed(ctx, m, log.With("account", st.AccountID, "dataset", st.Dataset, "day", st.Day.String()), events.DetailStopped, err)
-	})
+// publishStopped publishes `daybook.partition.stopped` for a partition
+// whose failure stopped it (its last attempt): the event was recorded with
+// the transition, so one not published now stays pending for the sweeper.
+// A failure is logged and counted, never the run's.
+func (rec *recorder) publishStopped(ctx context.Context, st partition.Stop, log *slog.Logger) {
+	if err := rec.outbox().PublishStopped(ctx, st); err != nil {
+		publishFailed(ctx, rec.metrics, log, events.DetailStopped, err)
+	}
 }
 
 func publishFailed(ctx context.Context, m *metrics.Emitter, log *slog.Logger, detailType string, err error) {

@@ -86,6 +86,7 @@ type claimError struct {
 func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger.Claim, skipped, retired int, liveEnds map[string]time.Time, errs []claimError) {
 	liveEnds = map[string]time.Time{}
 	results := make([]*ledger.Claim, len(rows))
+	var stops []partition.Stop // of the dead claims retired on their last attempt
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, orDefault(s.Config.ClaimConcurrency, 32))
@@ -108,6 +109,10 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 			case errors.Is(err, ledger.ErrStopped):
 				retired++
 				s.log().Warn("partition stopped retrying", "account", r.AccountID, "dataset", r.Dataset, "day", r.Day.String(), "error", err.Error())
+				var se *ledger.StoppedError
+				if errors.As(err, &se) {
+					stops = append(stops, se.Stop)
+				}
 			case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound):
 				skipped++ // another sweep or a manual run got there first
 			default:
@@ -116,6 +121,7 @@ func (s *Sweeper) claim(ctx context.Context, rows []ledger.Row) (claims []ledger
 		})
 	}
 	wg.Wait()
+	s.publishStopped(ctx, stops)
 	for _, c := range results {
 		if c != nil {
 			claims = append(claims, *c)

@@ -73,7 +73,6 @@ func build(environ []string, o Options) (Function, error) {
 	pub := &events.Publisher{API: eventbridge.NewFromConfig(o.AWS), Bus: cfg.EventBus, Now: o.Now}
 	ob := &outbox.Outbox{Bus: pub, On: pub.Enabled()} // its Store is the ledger, made with the hook
 	cfg.Ledger.Catalog, cfg.Ledger.Now, cfg.Ledger.Rand = cat, o.Now, o.Rand
-	cfg.Ledger.Stopped = stoppedHook(ob, em, log)
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
 	}
@@ -147,7 +146,7 @@ func wire(cfg Config, d wiring) Handler {
 		BudgetWindow: cfg.SweepInterval / 2,
 		Now:          now,
 		Log:          log,
-	}}
+	}, Outbox: ob, Metrics: em}
 	rs := &Restater{Ledger: led, SQS: q, Config: RestateConfig{QueueURL: cfg.QueueURL, Restate: cfg.Restate,
 		DefaultSettleDelay: cfg.SettleDelay, Now: now, Log: log}}
 	// The restatement pass follows each scheduled sweep; shard messages of a

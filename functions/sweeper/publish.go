@@ -11,18 +11,19 @@ import (
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
-// stoppedHook is the ledger's Stopped hook in the sweeper
-// (outbox.Outbox.StoppedHook): a sweep that retires a dead claim on its
-// last attempt publishes `daybook.partition.stopped`, recorded with the
-// retirement. A failure is
-// logged and counted (EventPublishFailures); the partition has stopped all
-// the same, and a recorded event not published goes out with a later sweep.
-func stoppedHook(o *outbox.Outbox, m *metrics.Emitter, log *slog.Logger) func(context.Context, partition.Stop) {
-	return o.StoppedHook(func(ctx context.Context, st partition.Stop, err error) {
-		log.WarnContext(ctx, "partition event not published; the partition is not affected", "detail_type", events.DetailStopped,
-			"account", st.AccountID, "dataset", st.Dataset, "day", st.Day.String(), "error", err.Error())
-		_ = m.Emit(map[string]any{"detail_type": events.DetailStopped}, metrics.Metric{Name: "EventPublishFailures", Unit: metrics.Count, Value: 1})
-	})
+// publishStopped publishes `daybook.partition.stopped` for each dead
+// claim a sweep retired on its last attempt (ledger.StoppedError), recorded
+// with the retirement. A failure is logged and counted
+// (EventPublishFailures); the partition has stopped all the same, and a
+// recorded event not published goes out with a later sweep.
+func (s *Sweeper) publishStopped(ctx context.Context, stops []partition.Stop) {
+	for _, st := range stops {
+		if err := s.Outbox.PublishStopped(ctx, st); err != nil {
+			s.log().WarnContext(ctx, "partition event not published; the partition is not affected", "detail_type", events.DetailStopped,
+				"account", st.AccountID, "dataset", st.Dataset, "day", st.Day.String(), "error", err.Error())
+			_ = s.Metrics.Emit(map[string]any{"detail_type": events.DetailStopped}, metrics.Metric{Name: "EventPublishFailures", Unit: metrics.Count, Value: 1})
+		}
+	}
 }
 
 // RepublishGrace is how old a pending event must be before a sweep

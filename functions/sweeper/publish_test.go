@@ -58,10 +58,9 @@ func TestRetirementPublishesStopped(t *testing.T) {
 	pub := &recordingPublisher{}
 	var lines, logs bytes.Buffer
 	l := newLedger(t, clk, "l")
-	// The sweeper's ledger with the hook main gives it (on its own client).
+	// The sweeper's ledger as main configures it (on its own client).
 	cfg := sweeperLedger(t, l).Config()
 	ob := &outbox.Outbox{Bus: pub, On: true}
-	cfg.Stopped = stoppedHook(ob, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	sl, err := ledger.New(dynamodb.NewFromConfig(sweeperAWS(t)), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +70,8 @@ func TestRetirementPublishesStopped(t *testing.T) {
 	a := newAccount(t, l, "a", "2026-03-30") // 03-30, 03-31
 	rec := &recordingSQS{}
 	s := sweeper(only(l, a), rec, clk, 10, 10)
+	// The sweeper's outbox, metrics and log, as main wires them.
+	s.Outbox, s.Metrics, s.Config.Log = ob, &metrics.Emitter{W: &lines, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil))
 	// Every attempt of both days starts and dies.
 	for range cfg.MaxAttempts {
 		if _, err := s.Run(ctx, clk.Now()); err != nil {

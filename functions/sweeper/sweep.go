@@ -54,6 +54,8 @@ import (
 	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
+	"github.com/daybook-dev/daybook/shared/metrics"
+	"github.com/daybook-dev/daybook/shared/outbox"
 	"github.com/daybook-dev/daybook/shared/partition"
 )
 
@@ -143,6 +145,12 @@ type Sweeper struct {
 	// Queue reads the jobs queue's depth; needed with Config.Capacity.
 	Queue  QueueAttributesAPI
 	Config SweepConfig
+	// Outbox publishes the stopped event of a dead claim a sweep retires
+	// on its last attempt; nil publishes none (a recorded event then goes
+	// out with the outbox's republish).
+	Outbox *outbox.Outbox
+	// Metrics counts the publishes that failed; nil counts none.
+	Metrics *metrics.Emitter
 }
 
 // Job is the message the sweeper sends for a claimed partition; its shape

@@ -58,7 +58,8 @@ func runningUpdate(k partition.Key, token, nowS string, lease time.Time) express
 // and dead claims; queued and pending rows keep the reason they were created
 // with). A row in any other state is refused with ErrConflict; an absent row
 // is ErrNotFound; a dead claim that started on the last attempt becomes
-// failed+stopped and returns ErrStopped.
+// failed+stopped and returns ErrStopped, as a *StoppedError whose Stop the
+// caller publishes.
 //
 // Claim does not use an attempt: Start does, when the run begins. Claim
 // returns the attempt number the run will be (attempts+1) for the job
@@ -157,9 +158,7 @@ func (l *kernel) refusedClaim(ctx context.Context, key partition.Key, now time.T
 			return err
 		}
 		l.noteDeadClaim(ctx, row, now)
-		l.notifyStopped(ctx, Attempt{Key: key, Attempt: row.Attempts, Outcome: OutcomeLeaseExpired, Reason: row.Reason,
-			ClaimedAt: row.ClaimedAt, StartedAt: row.StartedAt, FinishedAt: now, Error: msg}, row.Generation)
-		return fmt.Errorf("%w: %s: %s", ErrStopped, key, msg)
+		return &StoppedError{Stop: st}
 	case row.liveAt(now):
 		return &LiveClaimError{Key: key, LeaseUntil: row.LeaseUntil}
 	case row.State == StateFailed && row.Stopped:

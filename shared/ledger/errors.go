@@ -30,7 +30,8 @@ var (
 	// ErrStopped: the partition (or a slice of it) used its last attempt and
 	// stopped retrying: Claim retired a dead claim that had started on its
 	// last attempt (the row is now failed and stopped, and waits for a
-	// requeue), or StartSlice found a slice out of attempts.
+	// requeue; the error is a *StoppedError), or StartSlice found a slice
+	// out of attempts.
 	ErrStopped = errors.New("ledger: stopped retrying (out of attempts)")
 	// ErrSliceDone is StartSlice's refusal of a slice already completed (a
 	// second delivery of its message).
@@ -67,3 +68,17 @@ func (e *LiveClaimError) Unwrap() error { return ErrConflict }
 
 // Ends is the lease's end: the first instant Claim takes the row over.
 func (e *LiveClaimError) Ends() time.Time { return LeaseEnd(e.LeaseUntil) }
+
+// StoppedError is Claim's ErrStopped for a dead claim it retired on its
+// last attempt: Stop is the partition's stop, for the caller to publish
+// (its event was recorded with the retirement when Config.StoppedEvent is
+// set).
+type StoppedError struct {
+	Stop partition.Stop
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrStopped, e.Stop.Key, e.Stop.Error)
+}
+
+func (e *StoppedError) Unwrap() error { return ErrStopped }

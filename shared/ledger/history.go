@@ -118,7 +118,6 @@ func (l *kernel) noteFailed(ctx context.Context, item map[string]types.Attribute
 		RequestedBy: row.RequestedBy,
 	}
 	l.putAttempt(ctx, a)
-	l.notifyStopped(ctx, a, row.Generation)
 }
 
 // noteDeadClaim records a started run whose claim lease expired, found by a

@@ -55,10 +55,6 @@ type Config struct {
 	Rand io.Reader
 	// Concurrency bounds parallel writes in Materialize and Requeue (default 16).
 	Concurrency int
-	// Stopped, if set, is told of every partition that stops retrying, right
-	// after the transition (Fail on the last attempt, or Claim retiring a
-	// dead claim on its last attempt); see stopped.go.
-	Stopped func(ctx context.Context, s partition.Stop)
 	// StoppedEvent, if set, makes the outbox event of a partition that
 	// stops retrying; the ledger records it, pending, in the same
 	// transaction as the transition that stops the partition, so a crash

@@ -259,16 +259,14 @@ func TestRequeueRestatement(t *testing.T) {
 	}
 }
 
-// TestStoppedHook: Fail on the last attempt and Claim retiring a dead claim
-// on its last attempt both tell Config.Stopped, once each; a failure with
-// attempts left does not.
-func TestStoppedHook(t *testing.T) {
+// TestStopsAreReturned: Fail on the last attempt returns the stopped row,
+// whose FailedStop is the stop, and Claim retiring a dead claim on its last
+// attempt returns a *StoppedError with it; a failure with attempts left has
+// no stop.
+func TestStopsAreReturned(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
-	var stops []partition.Stop
-	l, _ := newTestLedger(t, clk, func(c *Config) {
-		c.Stopped = func(_ context.Context, s partition.Stop) { stops = append(stops, s) } // MaxAttempts 3
-	})
+	l, _ := newTestLedger(t, clk) // MaxAttempts 3
 	acct := testAccount(t, "a")
 	failing, dying := partition.Key{AccountID: acct, Dataset: "events", Day: day1}, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}
 	if _, err := l.Schedule().Materialize(ctx, acct, "events", failing.Day, dying.Day); err != nil {
@@ -285,30 +283,35 @@ func TestStoppedHook(t *testing.T) {
 		}
 		return c
 	}
+	var stop partition.Stop
 	for attempt := 1; attempt <= 3; attempt++ {
 		c := run(failing)
-		if _, err := l.Partitions().Fail(ctx, failing, c.Token, errors.New("source down")); err != nil {
+		row, err := l.Partitions().Fail(ctx, failing, c.Token, errors.New("source down"))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]int{true: 1, false: 0}[attempt == 3]; len(stops) != want {
-			t.Fatalf("after failed attempt %d: %d stops", attempt, len(stops))
+		st, ok := row.FailedStop()
+		if ok != (attempt == 3) {
+			t.Fatalf("after failed attempt %d: stopped %v", attempt, ok)
+		}
+		if ok {
+			stop = st
 		}
 		clk.Advance(2 * time.Hour)
 	}
-	if s := stops[0]; s.Key != failing || s.Attempts != 3 || s.Cause != partition.StopFailed || s.Error != "source down" || s.At.IsZero() {
+	if s := stop; s.Key != failing || s.Attempts != 3 || s.Cause != partition.StopFailed || s.Error != "source down" || s.At.IsZero() {
 		t.Fatalf("stop of a failing partition: %+v", s)
 	}
 	for attempt := 1; attempt <= 3; attempt++ {
 		run(dying)
 		clk.Advance(testLease + time.Minute)
 	}
-	if _, err := l.Partitions().Claim(ctx, dying, ""); !errors.Is(err, ErrStopped) {
+	_, err := l.Partitions().Claim(ctx, dying, "")
+	var se *StoppedError
+	if !errors.Is(err, ErrStopped) || !errors.As(err, &se) {
 		t.Fatalf("claim of a dead claim on its last attempt: %v", err)
 	}
-	if len(stops) != 2 {
-		t.Fatalf("%d stops, want 2", len(stops))
-	}
-	if s := stops[1]; s.Key != dying || s.Attempts != 3 || s.Cause != partition.StopLeaseExpired || s.At.IsZero() {
+	if s := se.Stop; s.Key != dying || s.Attempts != 3 || s.Cause != partition.StopLeaseExpired || s.At.IsZero() {
 		t.Fatalf("stop of a dead claim: %+v", s)
 	}
 }

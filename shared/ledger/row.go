@@ -167,3 +167,15 @@ func LeaseEnd(until time.Time) time.Time { return until.Truncate(time.Second).Ad
 func (r Row) deadOnLastAttempt(now time.Time, maxAttempts int) bool {
 	return r.State == StateRunning && r.LeaseUntil.Before(now) && !r.StartedAt.IsZero() && r.Attempts >= maxAttempts
 }
+
+// FailedStop is the stop of a row that Fail (FailAfter) left stopped, for
+// the caller to publish: its event was recorded with the transition when
+// Config.StoppedEvent is set, under the same id. ok is false for a row
+// that did not stop.
+func (r Row) FailedStop() (st partition.Stop, ok bool) {
+	if r.State != StateFailed || !r.Stopped {
+		return partition.Stop{}, false
+	}
+	return partition.Stop{Key: r.Key, Attempts: r.Attempts, Generation: r.Generation, Reason: r.Reason,
+		Cause: partition.StopFailed, Error: r.LastError, At: r.UpdatedAt}, true
+}

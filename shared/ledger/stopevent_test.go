@@ -22,7 +22,7 @@ func testStoppedEvent(s partition.Stop) (Event, error) {
 // TestStopRecordsItsEventInTheSameWrite: the transition that stops a
 // partition (Fail on the last attempt; Claim retiring a dead claim on its
 // last attempt) records the stopped event, pending, in the same write, so
-// a function that dies right after it (no Stopped hook runs here) loses
+// a function that dies right after it (before it publishes the stop) loses
 // nothing; the hook's own record of the same stop changes nothing; a
 // refused transition records nothing. On the code before, the event was
 // recorded only by the hook, after the transition: none here.

@@ -80,22 +80,18 @@ func StoppedEvent(s partition.Stop) (ledger.Event, error) {
 		ID: d.ID, DetailType: events.DetailStopped, Detail: body}, nil
 }
 
-// StoppedHook is the ledger's Stopped hook (ledger.Config.Stopped) of every
-// function: it records the partition's stopped event (already recorded
-// with the transition when ledger.Config.StoppedEvent is StoppedEvent, so
-// this records nothing) and publishes it. An error goes to failed, if set:
-// the partition has stopped all the same, and a recorded event not
+// PublishStopped publishes the event of a partition that stopped retrying
+// (a ledger.Row's FailedStop, a ledger.StoppedError's Stop): it records it
+// first, which finds it recorded already when the ledger recorded it with
+// the transition (ledger.Config.StoppedEvent is StoppedEvent). An error
+// leaves the partition stopped all the same, and a recorded event not
 // published is published by a later Republish.
-func (o *Outbox) StoppedHook(failed func(ctx context.Context, st partition.Stop, err error)) func(context.Context, partition.Stop) {
-	return func(ctx context.Context, st partition.Stop) {
-		ev, err := StoppedEvent(st)
-		if err == nil {
-			err = o.Send(ctx, ev)
-		}
-		if err != nil && failed != nil {
-			failed(ctx, st, err)
-		}
+func (o *Outbox) PublishStopped(ctx context.Context, st partition.Stop) error {
+	ev, err := StoppedEvent(st)
+	if err != nil {
+		return err
 	}
+	return o.Send(context.WithoutCancel(ctx), ev)
 }
 
 // Record records ev, pending, unless it is recorded already (then it
