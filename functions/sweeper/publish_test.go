@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/daybook-dev/daybook/shared/civil"
+	"github.com/daybook-dev/daybook/shared/envvar"
 	"github.com/daybook-dev/daybook/shared/events"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -125,5 +127,29 @@ func TestRetirementPublishesStopped(t *testing.T) {
 		if err != nil || len(evs) != 1 || evs[0].Pending() || evs[0].Publishes != 1 || evs[0].Kind != ledger.EventStopped {
 			t.Fatalf("outbox of %s: %+v %v, want one published stopped event", d, evs, err)
 		}
+	}
+}
+
+// TestWireGivesTheSweepItsOutbox: the deployed function (wire, as build
+// makes it) hands its sweep the outbox and the metrics it publishes a
+// retired partition's stop with and counts a failed publish on, the same
+// ones its republishing uses: TestRetirementPublishesStopped sets them by
+// hand on a bare Sweeper.
+func TestWireGivesTheSweepItsOutbox(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(envvar.From(map[string]string{"LEDGER_TABLE": "t", "JOBS_QUEUE_URL": "https://sqs.example/jobs"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLedger(t, at("2026-04-01T12:00:00Z"), "w")
+	ob := &outbox.Outbox{Store: l.Outbox(), Bus: discardBus{}, On: true}
+	em := &metrics.Emitter{W: io.Discard, Stage: "test"}
+	h := wire(cfg, wiring{Ledger: ledgerOf(l), Queues: &idleQueues{}, Outbox: ob, Now: time.Now, Metrics: em, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	sw, ok := h.Shards.(*Sweeper)
+	if !ok {
+		t.Fatalf("the handler's shard runner is a %T, want the *Sweeper", h.Shards)
+	}
+	if sw.Outbox != ob || sw.Metrics != em {
+		t.Fatalf("the wired sweep publishes stops with outbox %p and counts on %p, want %p and %p", sw.Outbox, sw.Metrics, ob, em)
 	}
 }
