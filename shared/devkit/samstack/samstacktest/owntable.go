@@ -58,7 +58,7 @@ func OwnTable(t testing.TB, cfg aws.Config, like string) string {
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
 			IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection})
 	}
-	if _, err := client.CreateTable(ctx, in); err != nil {
+	if err := CreateTable(ctx, client, in); err != nil {
 		t.Fatalf("create table %s: %v", aws.ToString(in.TableName), err)
 	}
 	name := aws.ToString(in.TableName)

@@ -133,7 +133,7 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, templatePath, re
 	}
 	names := map[string]string{}
 	for id, in := range ins {
-		if _, err := client.CreateTable(ctx, in); err != nil {
+		if err := CreateTable(ctx, client, in); err != nil {
 			return nil, fmt.Errorf("create table %s: %w", aws.ToString(in.TableName), err)
 		}
 		w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
