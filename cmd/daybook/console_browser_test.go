@@ -128,7 +128,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	defer cancel()
 	bctx := browser(t, ctx)
 	l, _ := startLocal(t, ctx, "consoletest")
-	l.dev("local", "drain", "--sweep", "--dir", l.dir)
+	drained := l.dev("local", "drain", "--sweep", "--dir", l.dir)
 
 	var st ops.AccountDays
 	if err := json.Unmarshal([]byte(l.cli("status", "--account", localAccountID, "--dataset", "events", "--env-file", l.env, "-o", "json")), &st); err != nil {
@@ -154,7 +154,10 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Errorf("fleet rows %d, want the local account", rows)
 	}
 	if h := eval[string](t, bctx, `document.querySelector('.health').textContent`); !strings.Contains(h, "ok") {
-		t.Errorf("the local account's health %q after a clean export", h)
+		// It failed once under load: say what the ledger and the last
+		// sweeps saw, for the next time.
+		t.Errorf("the local account's health %q after a clean export\ndrain: %s\nfleet: %s\nthe sweeper's log ends:\n%s", h, drained,
+			l.cliOutput("fleet", "--env-file", l.env), logTail(t, filepath.Join(l.dir, "SweeperFunction.log"), 40))
 	}
 	// The last export's two dates say which is which (they were unlabelled).
 	if le := eval[string](t, bctx, `document.querySelector('td.last-export').innerText`); !regexp.MustCompile(`^day \d{4}-\d{2}-\d{2}\nexported \S`).MatchString(le) {
@@ -351,4 +354,15 @@ func TestConsoleInABrowser(t *testing.T) {
 		h.Current == nil || h.Current.Generation != 2 || !strings.HasPrefix(h.Attempts[len(h.Attempts)-1].Reason, "manual") {
 		t.Errorf("the ledger after the re-export: %+v (%v)", h, err)
 	}
+}
+
+// logTail is the last n lines of the log at path (or why it cannot be read).
+func logTail(t *testing.T, path string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

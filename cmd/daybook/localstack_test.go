@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,14 @@ func (l *localRun) dev(args ...string) string {
 		l.t.Fatalf("daybook-dev %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errw.String())
 	}
 	return out.String()
+}
+
+// cliOutput is a command line's stdout and stderr, whatever its exit: for
+// a failure's message.
+func (l *localRun) cliOutput(args ...string) string {
+	var out bytes.Buffer
+	code := newApp(&out, &out).execute(l.ctx, args)
+	return fmt.Sprintf("%s(exit %d)", out.String(), code)
 }
 
 // cli runs a command line as the daybook binary would, in-process, and
