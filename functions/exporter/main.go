@@ -127,7 +127,7 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
 	}
-	cfg.Ledger.ReportFailures(em, log)
+	cfg.Ledger.Report = ledger.Reporter{Log: log, Metrics: em}
 	led, err := ledger.New(dynamodb.NewFromConfig(awsCfg), cfg.Ledger)
 	if err != nil {
 		return Handler{}, err

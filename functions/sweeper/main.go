@@ -76,7 +76,7 @@ func build(environ []string, o Options) (Function, error) {
 	if ob.On {
 		cfg.Ledger.StoppedEvent = outbox.StoppedEvent // recorded with the transition that stops the partition
 	}
-	cfg.Ledger.ReportFailures(em, log)
+	cfg.Ledger.Report = ledger.Reporter{Log: log, Metrics: em}
 	led, err := ledger.New(dynamodb.NewFromConfig(o.AWS), cfg.Ledger)
 	if err != nil {
 		return fn, fmt.Errorf("ledger: %w", err)

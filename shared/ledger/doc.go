@@ -178,7 +178,7 @@
 // note of a re-export request on its way; restate.go the restate index
 // (late data) and its transitions; reseed.go reseeds; slice.go and
 // slicerun.go days exported in slices; wake.go the wake half of the fleet
-// index, stopped.go its stopped half and stophook.go the transition that stops a
+// index, stopped.go its stopped half and stoptransition.go the transition that stops a
 // partition with its event;
 // history.go the attempt history; summary.go and summarypage.go the fleet
 // summaries.

@@ -13,7 +13,7 @@ import (
 // returns an error did not happen (or, for ErrStopped, ended the row as
 // the error says); what fails after a recorded transition (lowering the
 // wake time, writing the attempt's history) is reported to
-// Config.WakeFailed and Config.HistoryFailed instead, never returned.
+// Config.Report instead, never returned.
 var (
 	// ErrClaimLost: a write guarded by a claim token found another token
 	// (or none): the claim expired and was taken over, or the job's run was

@@ -22,7 +22,7 @@ package ledger
 // and would tie history into the claim protocol. The partition row stays the
 // source of truth: the history is an audit trail, written best effort. A
 // failed history write never fails the transition that already happened
-// (its caller acts on that outcome); it is reported to Config.HistoryFailed
+// (its caller acts on that outcome); it is reported to Config.Report
 // (the sweeper and the exporter log and count it: HistoryWriteFailures). The
 // key is the attempt's start time and number, so writing the same outcome
 // twice stores one item. Items expire (DynamoDB TTL on expires_at) after
@@ -88,7 +88,7 @@ func historyPK(k partition.Key) string {
 func (l *kernel) noteCompleted(ctx context.Context, item map[string]types.AttributeValue) {
 	row, err := rowFromItem(item)
 	if err != nil {
-		l.cfg.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the completed row: %w", err))
+		l.cfg.Report.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the completed row: %w", err))
 		return
 	}
 	l.putAttempt(ctx, Attempt{
@@ -105,7 +105,7 @@ func (l *kernel) noteCompleted(ctx context.Context, item map[string]types.Attrib
 func (l *kernel) noteFailed(ctx context.Context, item map[string]types.AttributeValue, attempt int) {
 	row, err := rowFromItem(item)
 	if err != nil {
-		l.cfg.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the failed row: %w", err))
+		l.cfg.Report.HistoryFailed(ctx, row.Key, fmt.Errorf("read back the failed row: %w", err))
 		return
 	}
 	outcome := OutcomeFailed
@@ -136,7 +136,7 @@ func (l *kernel) noteDeadClaim(ctx context.Context, prev Row, now time.Time) {
 
 func (l *kernel) putAttempt(ctx context.Context, a Attempt) {
 	if err := validateKey(a.Key); err != nil {
-		l.cfg.HistoryFailed(ctx, a.Key, err)
+		l.cfg.Report.HistoryFailed(ctx, a.Key, err)
 		return
 	}
 	started := a.StartedAt
@@ -165,7 +165,7 @@ func (l *kernel) putAttempt(ctx context.Context, a Attempt) {
 	}
 	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {
-		l.cfg.HistoryFailed(ctx, a.Key, fmt.Errorf("encode the history item: %w", err))
+		l.cfg.Report.HistoryFailed(ctx, a.Key, fmt.Errorf("encode the history item: %w", err))
 		return
 	}
 	// The transition is done: its caller's context may be about to end (the
@@ -173,7 +173,7 @@ func (l *kernel) putAttempt(ctx context.Context, a Attempt) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.cfg.Table), Item: item}); err != nil {
-		l.cfg.HistoryFailed(ctx, a.Key, fmt.Errorf("write the history item: %w", err))
+		l.cfg.Report.HistoryFailed(ctx, a.Key, fmt.Errorf("write the history item: %w", err))
 	}
 }
 

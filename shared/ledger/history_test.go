@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -187,14 +188,9 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	base, _ := newTestLedger(t, c)
-	var failed []partition.Key
+	var rep reported
 	cfg := base.Config()
-	cfg.HistoryFailed = func(_ context.Context, key partition.Key, err error) {
-		if !strings.Contains(err.Error(), "throttled") {
-			t.Errorf("HistoryFailed(%s, %v): want the cause", key, err)
-		}
-		failed = append(failed, key)
-	}
+	cfg.Report = rep.reporter()
 	l, err := New(failingPut{base.db}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +206,10 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 	if r, err := l.Partitions().Complete(ctx, key, cl.Token, Result{Rows: 1}); err != nil || r.State != StateCompleted {
 		t.Fatalf("complete with a failing history write: %v %v", r.State, err)
 	}
-	if len(failed) != 1 || failed[0] != key {
-		t.Errorf("HistoryFailed told of %v, want %s once", failed, key)
+	if w := rep.warnings(t); len(w) != 1 || w[0]["partition"] != key.String() || !strings.Contains(fmt.Sprint(w[0]["cause"]), "throttled") {
+		t.Errorf("warnings %v, want one for %s with the cause", w, key)
+	}
+	if n := rep.counted(t, "HistoryWriteFailures"); n != 1 {
+		t.Errorf("HistoryWriteFailures counted %v, want 1", n)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -58,18 +57,13 @@ type Config struct {
 	// StoppedEvent, if set, makes the outbox event of a partition that
 	// stops retrying; the ledger records it, pending, in the same
 	// transaction as the transition that stops the partition, so a crash
-	// right after that transition loses no event (stophook.go).
+	// right after that transition loses no event (stoptransition.go).
 	StoppedEvent func(s partition.Stop) (Event, error)
-	// WakeFailed is told when a transition was recorded but the account's
-	// wake time could not be lowered after it (wake.go). The transition
-	// stands and returns nil: a sweep finds the row at the account's next
-	// wake (its next day close at the latest). Default: a warning on
-	// slog.Default().
-	WakeFailed func(ctx context.Context, accountID string, err error)
-	// HistoryFailed is told when the history item of an attempt that
-	// ended could not be written (history.go); the transition it follows
-	// stands. Default: a warning on slog.Default().
-	HistoryFailed func(ctx context.Context, key partition.Key, err error)
+	// Report logs and counts what fails after a recorded transition (the
+	// account's wake time not lowered, the attempt's history item not
+	// written); the transition stands. Default: warnings on
+	// slog.Default(), nothing counted.
+	Report Reporter
 	// MaxBackfillDays is the oldest start date PutAccount accepts for a new
 	// backfill, in days before today. Default
 	// envvar.DefaultMaxBackfillDays.
@@ -133,16 +127,6 @@ func New(db DynamoAPI, cfg Config) (*Ledger, error) {
 	cfg.SliceHold = cmp.Or(cfg.SliceHold, DefaultRedelivery+cfg.Lease)
 	if cfg.SliceHold < cfg.Lease {
 		return nil, fmt.Errorf("ledger: slice hold %s is shorter than the lease %s", cfg.SliceHold, cfg.Lease)
-	}
-	if cfg.WakeFailed == nil {
-		cfg.WakeFailed = func(ctx context.Context, accountID string, err error) {
-			slog.Default().WarnContext(ctx, "ledger: transition recorded, but the account's wake time was not lowered", "account", accountID, "cause", err.Error())
-		}
-	}
-	if cfg.HistoryFailed == nil {
-		cfg.HistoryFailed = func(ctx context.Context, key partition.Key, err error) {
-			slog.Default().WarnContext(ctx, "ledger: attempt history not written; the transition stands", "partition", key.String(), "cause", err.Error())
-		}
 	}
 	cfg.MaxBackfillDays = cmp.Or(cfg.MaxBackfillDays, envvar.DefaultMaxBackfillDays)
 	cfg.Stage = cmp.Or(cfg.Stage, envvar.DefaultStage)

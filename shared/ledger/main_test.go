@@ -1,18 +1,23 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/metrics"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -129,4 +134,50 @@ func newTestLedger(t *testing.T, c *clock, mut ...func(*Config)) (*Ledger, *dyna
 		t.Fatal(err)
 	}
 	return l, db
+}
+
+// reported is a Reporter into buffers and what it was told.
+type reported struct {
+	emf, logs bytes.Buffer
+}
+
+func (r *reported) reporter() Reporter {
+	return Reporter{Log: slog.New(slog.NewJSONHandler(&r.logs, nil)), Metrics: &metrics.Emitter{W: &r.emf, Stage: "test"}}
+}
+
+// warnings are the warnings logged: their account and cause.
+func (r *reported) warnings(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(r.logs.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["level"] == "WARN" {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// counted is the sum of metric over the EMF lines emitted.
+func (r *reported) counted(t *testing.T, metric string) float64 {
+	t.Helper()
+	var n float64
+	for _, line := range strings.Split(strings.TrimSpace(r.emf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("EMF line %q: %v", line, err)
+		}
+		v, _ := rec[metric].(float64)
+		n += v
+	}
+	return n
 }

@@ -24,7 +24,7 @@ package ledger
 // <stamp>#<account>#<dataset>#<day>), so the mark exists if and only if the
 // transition landed; a transition that stops a row (whose fleet entry is
 // its stopped one) puts the account's mark in the transaction that records
-// its event (stophook.go), and an account write in its own transaction. A write of many rows (MaterializeDays, Requeue) puts
+// its event (stoptransition.go), and an account write in its own transaction. A write of many rows (MaterializeDays, Requeue) puts
 // the account's mark once, before its writes: a crash between the two
 // leaves a mark whose refresh finds nothing new. Each sweep refreshes the
 // marked accounts, once each (StaleSummaries, RefreshMarked), and removes

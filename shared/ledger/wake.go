@@ -165,11 +165,11 @@ func (l Schedule) Wake(ctx context.Context, accountID string, at time.Time) erro
 
 // wakeAfter is Wake for a transition that already took effect: the
 // transition stands whatever happens here, so a failure is reported to
-// Config.WakeFailed, not returned (a sweep finds the row at the account's
+// Config.Report, not returned (a sweep finds the row at the account's
 // next wake, its next day close at the latest).
 func (l *kernel) wakeAfter(ctx context.Context, accountID string, at time.Time) {
 	if err := l.schedule().Wake(ctx, accountID, at); err != nil {
-		l.cfg.WakeFailed(ctx, accountID, fmt.Errorf("lower the wake time of account %s to %s: %w", accountID, fmtTime(at), err))
+		l.cfg.Report.WakeFailed(ctx, accountID, fmt.Errorf("lower the wake time of account %s to %s: %w", accountID, fmtTime(at), err))
 	}
 }
 

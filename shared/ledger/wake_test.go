@@ -298,19 +298,16 @@ func (f failingWake) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 
 // TestWakeFailureAfterARecordedTransition: when the row was written but the
 // account's wake time could not be lowered after it, the transition returns
-// nil (it happened), the failure reaches Config.WakeFailed once with the
-// account and the cause, and the wake time is left as it was.
+// nil (it happened), the failure is logged once with the account and the
+// cause and counted once (WakeFailures), and the wake time is left as it
+// was.
 func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	base, _ := newTestLedger(t, clk)
-	type report struct {
-		account string
-		err     error
-	}
-	var got []report
+	var rep reported
 	cfg := base.Config()
-	cfg.WakeFailed = func(_ context.Context, accountID string, err error) { got = append(got, report{accountID, err}) }
+	cfg.Report = rep.reporter()
 	l, err := New(failingWake{base.db}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +356,8 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got = nil
+			rep.logs.Reset()
+			rep.emf.Reset()
 			a := putTestAccount(t, base, tc.name)
 			w, ok := woken(t, base, a.ID, clk.Now())
 			if !ok {
@@ -377,8 +375,11 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 			if r, err := base.Partitions().Get(ctx, key); err != nil || r.State != want {
 				t.Fatalf("row %s %v, want %s", r.State, err, want)
 			}
-			if len(got) != 1 || got[0].account != a.ID || got[0].err == nil || !strings.Contains(got[0].err.Error(), "throttled") {
-				t.Errorf("WakeFailed got %+v, want one report for %s with the cause", got, a.ID)
+			if w := rep.warnings(t); len(w) != 1 || w[0]["account"] != a.ID || !strings.Contains(fmt.Sprint(w[0]["cause"]), "throttled") {
+				t.Errorf("warnings %v, want one for %s with the cause", w, a.ID)
+			}
+			if n := rep.counted(t, "WakeFailures"); n != 1 {
+				t.Errorf("WakeFailures counted %v, want 1", n)
 			}
 			if at, _ := wakeOf(t, base, a.ID); !at.Equal(later) {
 				t.Errorf("wake time %s, want it left at %s", at, later)

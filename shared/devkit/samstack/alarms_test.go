@@ -23,14 +23,13 @@ import (
 // written) is only logged and counted, so each count has an alarm on the
 // template: any such failure in five minutes raises it, and it goes to the
 // alarm topic when there is one. The metric names are the ones the ledger's
-// hooks emit (read from their EMF lines, not from the source text).
+// Reporter emits (read from their EMF lines, not from the source text).
 func TestCountedFailuresAreAlarmed(t *testing.T) {
 	var buf bytes.Buffer
-	var cfg ledger.Config
-	cfg.ReportFailures(&metrics.Emitter{W: &buf, Stage: "alarmtest"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rep := ledger.Reporter{Metrics: &metrics.Emitter{W: &buf, Stage: "alarmtest"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx := context.Background()
-	cfg.WakeFailed(ctx, "acct_a", errors.New("throttled"))
-	cfg.HistoryFailed(ctx, partition.Key{AccountID: "acct_a", Dataset: "events", Day: civil.MustParse("2026-03-05")}, errors.New("throttled"))
+	rep.WakeFailed(ctx, "acct_a", errors.New("throttled"))
+	rep.HistoryFailed(ctx, partition.Key{AccountID: "acct_a", Dataset: "events", Day: civil.MustParse("2026-03-05")}, errors.New("throttled"))
 	var emitted []string
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var emf struct {
@@ -51,7 +50,7 @@ func TestCountedFailuresAreAlarmed(t *testing.T) {
 		}
 	}
 	if len(emitted) != 2 {
-		t.Fatalf("the hooks emitted %v, want two metrics", emitted)
+		t.Fatalf("the reporter emitted %v, want two metrics", emitted)
 	}
 	// The exporter counts a day delivered while its Iceberg table is
 	// broken (the files flow; the table waits for a repair).

@@ -2,8 +2,8 @@ package samstacktest_test
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -61,7 +61,6 @@ func cutFirstCreate(t *testing.T) (proxyURL string, cut *atomic.Int32) {
 	t.Cleanup(p.Close)
 	return p.URL, cut
 }
-
 
 func tableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{

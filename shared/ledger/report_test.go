@@ -21,16 +21,14 @@ func TestLedgerFailuresAreLoggedAndCounted(t *testing.T) {
 	key := partition.Key{AccountID: "acct_hooktestaccount", Dataset: "events", Day: civil.MustParse("2026-03-01")}
 	for _, tc := range []struct {
 		metric string
-		report func(cfg ledger.Config)
+		report func(r ledger.Reporter)
 	}{
-		{"WakeFailures", func(cfg ledger.Config) { cfg.WakeFailed(t.Context(), key.AccountID, errors.New("throttled")) }},
-		{"HistoryWriteFailures", func(cfg ledger.Config) { cfg.HistoryFailed(t.Context(), key, errors.New("throttled")) }},
+		{"WakeFailures", func(r ledger.Reporter) { r.WakeFailed(t.Context(), key.AccountID, errors.New("throttled")) }},
+		{"HistoryWriteFailures", func(r ledger.Reporter) { r.HistoryFailed(t.Context(), key, errors.New("throttled")) }},
 	} {
 		t.Run(tc.metric, func(t *testing.T) {
 			var emf, logs bytes.Buffer
-			var cfg ledger.Config
-			cfg.ReportFailures(&metrics.Emitter{W: &emf, Stage: "test"}, slog.New(slog.NewJSONHandler(&logs, nil)))
-			tc.report(cfg)
+			tc.report(ledger.Reporter{Metrics: &metrics.Emitter{W: &emf, Stage: "test"}, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 			var line map[string]any
 			if err := json.Unmarshal(emf.Bytes(), &line); err != nil {
 				t.Fatalf("EMF line %q: %v", emf.String(), err)
