@@ -166,7 +166,6 @@ func runBenchChild(spec string) error {
 		Catalog: cat,
 		Source:  src,
 		Buckets: holdBuckets{f: buckettest.NewFake("bench"), hold: c.PartHold, count: held},
-		Scripts: loadScripts,
 		Config:  ExportConfig{Stage: "bench"},
 		Now:     time.Now,
 		// The fake bucket's owner, as DEPLOYMENT_ACCOUNT_ID is for a bucket

@@ -40,7 +40,7 @@ func TestBeginRefusesAnOversizedSuccess(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := f.generation(4, rec, nil).begun(ctx)
+	_, err := f.generation(t, 4, rec).begun(ctx)
 	runtime.ReadMemStats(&after)
 	if !errors.Is(err, bucket.ErrTooLarge) {
 		t.Fatalf("Begin = %v, want ErrTooLarge", err)
@@ -129,7 +129,7 @@ func TestBeginGenerationLead(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &noteRecorder{}
-			p, err := f.generation(4, rec, nil).begun(ctx)
+			p, err := f.generation(t, 4, rec).begun(ctx)
 			switch {
 			case tc.want == 0:
 				if !errors.Is(err, ledger.ErrBucketAhead) || !strings.Contains(err.Error(), "s3://dest/"+commitPP+layout.SuccessName) {

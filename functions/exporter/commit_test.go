@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
-	"github.com/daybook-dev/daybook/shared/dataset"
+	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
+	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
+	"github.com/daybook-dev/daybook/shared/fileformat"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
@@ -83,19 +86,45 @@ func writeFile(ctx context.Context, p *Pending, name, body string) (manifest.Fil
 	return manifest.File{Key: r.Key, Rows: 1, Bytes: r.Bytes, CRC32C: r.CRC32C, SHA256: r.SHA256}, nil
 }
 
-// generation is a generation of the fixture's partition claimed at
-// claimed, as a run has it once placed: it notes a committed generation
-// it finds in rec (nil: nowhere) and renders its load scripts with scripts.
-func (f *commitFixture) generation(claimed int64, rec *noteRecorder, scripts Scripts) *generation {
-	g := &generation{e: &Exporter{Scripts: scripts}, committer: f.committer(), Partition: Partition{Claim: ledger.Claim{Generation: claimed}}}
+// generation is a generation of the fixture's partition (the example
+// catalog's events, on an S3 bucket) claimed at claimed, as a run has it
+// once placed: it notes a committed generation it finds in rec (nil:
+// nowhere).
+func (f *commitFixture) generation(t *testing.T, claimed int64, rec *noteRecorder) *generation {
+	ds, err := datasettest.Example(t).Get("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &generation{e: &Exporter{}, committer: f.committer(), target: target{
+		Partition: Partition{Account: account.Account{Destination: account.Destination{Bucket: "dest"}},
+			Dataset: ds, Day: civil.MustParse("2026-03-05"), Claim: ledger.Claim{Generation: claimed}},
+		partPrefix: commitPP, bucket: f.b}}
 	if rec != nil {
 		g.rec = &recorder{ledger: rec}
 	}
 	return g
 }
 
-func twoScripts(_ dataset.Dataset, m *manifest.Manifest, _ account.Destination, _ string) (map[string][]byte, error) {
-	return map[string][]byte{"z.sql": []byte("z"), "a.sql": []byte(fmt.Sprint("gen ", m.Generation))}, nil
+// commitManifest is the manifest of the fixture's partition as a run
+// hands it to the commit, of files.
+func commitManifest(files ...manifest.File) *manifest.Manifest {
+	return &manifest.Manifest{FormatVersion: manifest.FormatVersion, RunID: "run_1", Day: "2026-03-05",
+		Format: string(fileformat.Parquet), Compression: string(fileformat.Snappy), Files: files}
+}
+
+// scriptKeys are the keys of the load scripts g writes for m, sorted.
+func scriptKeys(t *testing.T, g *generation, m *manifest.Manifest) []string {
+	t.Helper()
+	files, err := loadScripts(g.Dataset, m, g.Account.Destination, g.partPrefix)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("load scripts: %d files, %v", len(files), err)
+	}
+	var keys []string
+	for name := range files {
+		keys = append(keys, g.partPrefix+layout.LoadDir+"/"+name)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // TestCommitOrder pins the protocol's calls in order: the old _SUCCESS is
@@ -127,7 +156,7 @@ func TestCommitOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.record(nil)
-	g := f.generation(2, nil, twoScripts)
+	g := f.generation(t, 2, nil)
 	p, err := g.begun(ctx)
 	if err != nil || p.Generation() != 2 {
 		t.Fatalf("Begin = generation %v, %v", p, err)
@@ -140,7 +169,7 @@ func TestCommitOrder(t *testing.T) {
 		}
 		files = append(files, file)
 	}
-	m := &manifest.Manifest{FormatVersion: manifest.FormatVersion, RunID: "run_1", Files: files}
+	m := commitManifest(files...)
 	key, err := g.replace(ctx, m)
 	if err != nil || key != commitPP+layout.ManifestName {
 		t.Fatalf("Commit = %q, %v", key, err)
@@ -160,10 +189,12 @@ func TestCommitOrder(t *testing.T) {
 		"ListMultipartUploads " + commitPP + "part-00001.parquet",
 		"ListMultipartUploads " + commitPP + "part-00002.parquet",
 		"PutObject " + commitPP + "_manifest.json",
-		"PutObject " + commitPP + "_load/a.sql",
-		"PutObject " + commitPP + "_load/z.sql",
-		"PutObject " + commitPP + "_SUCCESS",
 	}
+	// The load scripts, rendered from the committed manifest, by name.
+	for _, k := range scriptKeys(t, g, m) {
+		want = append(want, "PutObject "+k)
+	}
+	want = append(want, "PutObject "+commitPP+"_SUCCESS")
 	byKey := slices.IndexFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "ListMultipartUploads "+commitPP+"part-") })
 	if byKey >= 0 && byKey+3 <= len(f.calls) {
 		slices.Sort(f.calls[byKey : byKey+3])
@@ -190,8 +221,8 @@ func TestCommitOrder(t *testing.T) {
 	if err != nil || succ.Generation != 2 || !succ.Matches(body) || succ.RunID != "run_1" || succ.ManifestKey != commitPP+layout.ManifestName {
 		t.Errorf("_SUCCESS %+v (%v)", succ, err)
 	}
-	if s, _ := f.b.Get(ctx, commitPP+"_load/a.sql", testReadLimit); string(s) != "gen 2" {
-		t.Errorf("script rendered %q, want it from the committed manifest", s)
+	if s, _ := f.b.Get(ctx, commitPP+"_load/duckdb.sql", testReadLimit); !regexp.MustCompile(`generation:\s+2\n`).Match(s) || !strings.Contains(string(s), commitPP+"part-00001.parquet") {
+		t.Errorf("duckdb.sql:\n%s\nwant it rendered from the committed manifest (generation 2, its files)", s)
 	}
 	if open, err := f.store.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("dest")}); err != nil ||
 		len(open.Uploads) != 1 || aws.ToString(open.Uploads[0].Key) != nextDay {
@@ -230,7 +261,7 @@ func TestBeginGeneration(t *testing.T) {
 				}
 			}
 			note := &noteRecorder{fail: tc.noteFail}
-			p, err := f.generation(tc.claimed, note, nil).begun(ctx)
+			p, err := f.generation(t, tc.claimed, note).begun(ctx)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, errInjected) {
 					t.Fatalf("Begin = %v, want %q", err, tc.wantErr)
@@ -274,8 +305,8 @@ func TestCommitFailures(t *testing.T) {
 			"delete stale objects under s3://dest/" + commitPP, "DeleteObjects " + commitPP + "part-00009.parquet"},
 		{"the manifest", func(c buckettest.Call) bool { return c.Key == commitPP+layout.ManifestName },
 			"write manifest: put s3://dest/" + commitPP + "_manifest.json", "PutObject " + commitPP + "_manifest.json"},
-		{"a load script", func(c buckettest.Call) bool { return c.Key == commitPP+"_load/a.sql" },
-			"write load script a.sql: put s3://dest/" + commitPP + "_load/a.sql", "PutObject " + commitPP + "_load/a.sql"},
+		{"a load script", func(c buckettest.Call) bool { return c.Key == commitPP+"_load/duckdb.sql" },
+			"write load script duckdb.sql: put s3://dest/" + commitPP + "_load/duckdb.sql", "PutObject " + commitPP + "_load/duckdb.sql"},
 		{"_SUCCESS", func(c buckettest.Call) bool { return c.Op == buckettest.OpPut && c.Key == commitPP+layout.SuccessName },
 			"write _SUCCESS: put s3://dest/" + commitPP + "_SUCCESS", "PutObject " + commitPP + "_SUCCESS"},
 	} {
@@ -287,7 +318,7 @@ func TestCommitFailures(t *testing.T) {
 			}
 			f.record(buckettest.Once(errInjected, tc.fail))
 			err := func() error {
-				g := f.generation(1, nil, twoScripts)
+				g := f.generation(t, 1, nil)
 				p, err := g.begun(ctx)
 				if err != nil {
 					return err
@@ -301,7 +332,7 @@ func TestCommitFailures(t *testing.T) {
 					return err
 				}
 				r := w.Result()
-				_, err = g.replace(ctx, &manifest.Manifest{Files: []manifest.File{{Key: r.Key, Bytes: r.Bytes}}})
+				_, err = g.replace(ctx, commitManifest(manifest.File{Key: r.Key, Bytes: r.Bytes}))
 				return err
 			}()
 			if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), tc.wantErr) {
@@ -322,7 +353,7 @@ func TestCommitFailures(t *testing.T) {
 func TestSeveralWriters(t *testing.T) {
 	f := newCommitFixture(t)
 	ctx := t.Context()
-	g := f.generation(1, nil, nil)
+	g := f.generation(t, 1, nil)
 	p, err := g.begun(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +370,8 @@ func TestSeveralWriters(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.replace(ctx, &manifest.Manifest{Files: files}); err != nil {
+	m := commitManifest(files...)
+	if _, err := g.replace(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	objs, err := f.b.List(ctx, commitPP, 100_000)
@@ -350,7 +382,11 @@ func TestSeveralWriters(t *testing.T) {
 	for _, o := range objs {
 		got = append(got, strings.TrimPrefix(o.Key, commitPP))
 	}
-	if want := "[_SUCCESS _manifest.json part-00000.parquet part-00001.parquet part-00002.parquet part-00003.parquet]"; fmt.Sprint(got) != want {
+	want := []string{"_SUCCESS", "_manifest.json", "part-00000.parquet", "part-00001.parquet", "part-00002.parquet", "part-00003.parquet"}
+	for _, k := range scriptKeys(t, g, m) {
+		want = append(want, strings.TrimPrefix(k, commitPP))
+	}
+	if slices.Sort(want); !slices.Equal(got, want) {
 		t.Errorf("partition %v, want %s", got, want)
 	}
 	out, err := f.store.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("dest"), Key: aws.String(commitPP + "part-00002.parquet")})
@@ -368,7 +404,7 @@ func TestSeveralWriters(t *testing.T) {
 func TestOpenFileIsNotCommitted(t *testing.T) {
 	f := newCommitFixture(t)
 	ctx := t.Context()
-	g := f.generation(1, nil, nil)
+	g := f.generation(t, 1, nil)
 	p, err := g.begun(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +417,7 @@ func TestOpenFileIsNotCommitted(t *testing.T) {
 	if _, err := w.Write(make([]byte, upload.MinPartSize+1)); err != nil { // starts a multipart upload
 		t.Fatal(err)
 	}
-	if _, err := g.replace(ctx, &manifest.Manifest{Files: []manifest.File{done}}); !errors.Is(err, errFileOpen) {
+	if _, err := g.replace(ctx, commitManifest(done)); !errors.Is(err, errFileOpen) {
 		t.Fatalf("Commit with a file open = %v, want errFileOpen", err)
 	}
 	p.Abort(ctx)

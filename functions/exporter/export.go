@@ -36,11 +36,6 @@ type Stores interface {
 	Open(ctx context.Context, accountID string, d account.Destination, opts bucket.Options) (*bucket.Bucket, error)
 }
 
-// Scripts renders the files of a committed partition's `_load/` folder in
-// destination d, keyed by file name (one load script per engine that reads
-// d's store).
-type Scripts func(ds dataset.Dataset, m *manifest.Manifest, d account.Destination, partitionPrefix string) (map[string][]byte, error)
-
 // rollCheckRows is the most rows written between two checks of a data
 // file's size against MaxFileBytes (see writeData): a whole batch of the
 // source's. The size grows only when a row group is written out (128k rows
@@ -124,10 +119,9 @@ type Exporter struct {
 	Buckets Buckets
 	// Stores opens the destinations on GCS and Azure; nil fails their
 	// partitions (destination_misconfigured is not theirs: internal).
-	Stores  Stores
-	Scripts Scripts
-	Config  ExportConfig
-	Now     func() time.Time
+	Stores Stores
+	Config ExportConfig
+	Now    func() time.Time
 	// DeploymentAccountID is the deployment's own AWS account id
 	// (DEPLOYMENT_ACCOUNT_ID): the expected owner of a bucket written with
 	// daybook's own role (destination.Owner).

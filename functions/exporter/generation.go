@@ -366,10 +366,7 @@ func (g *generation) manifestOf(c content) *manifest.Manifest {
 // account's store, and the table-format scripts when the account keeps a
 // table.
 func (g *generation) writeScripts(ctx context.Context, m *manifest.Manifest) error {
-	if g.e.Scripts == nil {
-		return nil
-	}
-	files, err := g.e.Scripts(g.Dataset, m, g.Account.Destination, g.partPrefix)
+	files, err := loadScripts(g.Dataset, m, g.Account.Destination, g.partPrefix)
 	if err == nil && g.table != nil {
 		var more map[string][]byte
 		p := placed(loadsql.Partition{Bucket: g.bucket.Name(), Day: g.Day}, g.Account.Destination)

@@ -107,7 +107,7 @@ func exportSums(t *testing.T, pipeline int) string {
 			Datasets: tc.datasets, Destination: account.Destination{Bucket: "dest", Format: fileformat.Format(tc.format), ParquetProfile: fileformat.ParquetProfile(tc.profile)}}
 		exp := &Exporter{
 			Catalog: datasettest.Example(t),
-			Source:  src.WithClock(func() time.Time { return now }), Buckets: fakeBuckets{store}, Scripts: loadScripts,
+			Source:  src.WithClock(func() time.Time { return now }), Buckets: fakeBuckets{store},
 			// Small files and parts, so a day rolls to several files and
 			// each goes up in several multipart parts.
 			Config:              ExportConfig{Stage: "golden", MaxFileBytes: 6 << 20, PartSize: 5 << 20, Concurrency: 2, RowGroupRows: 4096, Pipeline: pipeline},

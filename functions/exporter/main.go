@@ -154,7 +154,6 @@ func wire(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Handler
 			Buckets:             dest,
 			Stores:              dest.f,
 			GlueClients:         dest,
-			Scripts:             loadScripts,
 			Config:              cfg.Export(),
 			Now:                 o.Now,
 			DeploymentAccountID: cfg.Rules.DeploymentAccountID,
