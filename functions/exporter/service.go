@@ -192,8 +192,8 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 		// they send it; the refused one's note is taken back, so the day does
 		// not show as requested for ever. Best effort: the refusal stands, and
 		// a note left behind goes with the day's next re-export or retry.
-		if day, ok := m.SingleDay(); ok && m.AccountID != "" && m.Dataset != "" {
-			key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: day}
+		if m.Day != "" && !from.IsZero() {
+			key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: from}
 			if cerr := s.Ledger.ClearReexportRequest(ctx, key, ledger.ReexportNote{}); cerr != nil {
 				log.WarnContext(ctx, "the refused request's day still shows it requested", "day", m.Day, "error", cerr.Error())
 			}

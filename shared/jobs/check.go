@@ -184,7 +184,10 @@ type Limits struct {
 //     date, a day not closed yet (after account.ClosedThrough(lim.Now)),
 //     a day of a snapshot dataset other than the last closed one.
 //
-// It reads nothing and changes nothing.
+// A refusal of what is checked after the days (requested_by, the account,
+// the days against it) still returns the days asked for; before they are
+// read (account_id, dataset) or when they do not parse, from and to are
+// zero. It reads nothing and changes nothing.
 func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Limits) (from, to civil.Date, err error) {
 	if err := checkAccountID(m.AccountID); err != nil {
 		return from, to, err
@@ -229,13 +232,6 @@ func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Lim
 			closed, m.Dataset)
 	}
 	return from, to, nil
-}
-
-// SingleDay is the day of a request for one day (Day), false for a range
-// or a value that is not a date.
-func (m Manual) SingleDay() (civil.Date, bool) {
-	d, err := civil.Parse(m.Day)
-	return d, err == nil
 }
 
 // PerDay is m's range from..to as single-day requests, one per day, each

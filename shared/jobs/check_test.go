@@ -39,7 +39,7 @@ func TestCheckRequest(t *testing.T) {
 		kind         error // nil: accepted
 		field, value string
 		reason       string
-		from, to     string // accepted range
+		from, to     string // the days returned: accepted, or refused after they were read ("": zero)
 	}{
 		{"one closed day", day("2026-03-09"), &stored, lim, nil, "", "", "", "2026-03-09", "2026-03-09"},
 		{"the start date", day("2026-01-15"), &stored, lim, nil, "", "", "", "2026-01-15", "2026-01-15"},
@@ -48,22 +48,22 @@ func TestCheckRequest(t *testing.T) {
 
 		{"account id format", with(day("2026-03-01"), func(m *Manual) { m.AccountID = "acct_1" }), &stored, lim, ErrMalformed, "account_id", "acct_1", "not an account id", "", ""},
 		{"account id missing", with(day("2026-03-01"), func(m *Manual) { m.AccountID = "" }), nil, lim, ErrMalformed, "account_id", "", "is required", "", ""},
-		{"unknown account", day("2026-03-01"), nil, lim, ErrRefused, "account_id", acctA, "no such account", "", ""},
-		{"disabled account", day("2026-03-01"), &disabled, lim, ErrRefused, "account_id", acctA, "is disabled", "", ""},
+		{"unknown account", day("2026-03-01"), nil, lim, ErrRefused, "account_id", acctA, "no such account", "2026-03-01", "2026-03-01"},
+		{"disabled account", day("2026-03-01"), &disabled, lim, ErrRefused, "account_id", acctA, "is disabled", "2026-03-01", "2026-03-01"},
 		{"dataset not in the catalog", with(day("2026-03-01"), func(m *Manual) { m.Dataset = "visitors" }), &stored, lim, ErrMalformed, "dataset", "visitors",
 			"unknown dataset; known: events, profiles, daily_stats", "", ""},
 		{"dataset not declared by the account", with(day("2026-03-01"), func(m *Manual) { m.Dataset = "profiles" }), &stored, lim, ErrRefused, "dataset", "profiles",
-			"is not enabled for account " + acctA + " (enabled: events, daily_stats)", "", ""},
+			"is not enabled for account " + acctA + " (enabled: events, daily_stats)", "2026-03-01", "2026-03-01"},
 		{"day format", day("2026-02-30"), &stored, lim, ErrMalformed, "day", "2026-02-30", "is not a date", "", ""},
-		{"day before the start date", day("2026-01-14"), &stored, lim, ErrRefused, "day", "2026-01-14", "is before account " + acctA + "'s start date 2026-01-15", "", ""},
-		{"range before the start date", rng("2026-01-01", "2026-01-20"), &stored, lim, ErrRefused, "from", "2026-01-01", "start date 2026-01-15", "", ""},
-		{"today", day("2026-03-10"), &stored, lim, ErrRefused, "day", "2026-03-10", "is not closed yet for account " + acctA + " (time zone America/Sao_Paulo, settle delay 2h0m0s): the last closed day is 2026-03-09", "", ""},
-		{"not settled", day("2026-03-09"), &slow, lim, ErrRefused, "day", "2026-03-09", "settle delay 6h0m0s): the last closed day is 2026-03-08", "", ""},
-		{"future day", day("2027-01-01"), &stored, lim, ErrRefused, "day", "2027-01-01", "is not closed yet", "", ""},
-		{"range ending today", rng("2026-03-08", "2026-03-10"), &stored, lim, ErrRefused, "to", "2026-03-10", "is not closed yet", "", ""},
-		{"from after to", rng("2026-03-08", "2026-03-01"), &stored, lim, ErrMalformed, "to", "2026-03-01", `is before from "2026-03-08"`, "", ""},
-		{"range longer than the bound", rng("2026-01-15", "2026-03-09"), &stored, Limits{Now: now, MaxDays: 30}, ErrMalformed, "to", "2026-03-09", "54 days; at most 30", "", ""},
-		{"range longer than the default bound", rng("2024-01-01", "2026-03-09"), &stored, lim, ErrMalformed, "to", "2026-03-09", "at most 366", "", ""},
+		{"day before the start date", day("2026-01-14"), &stored, lim, ErrRefused, "day", "2026-01-14", "is before account " + acctA + "'s start date 2026-01-15", "2026-01-14", "2026-01-14"},
+		{"range before the start date", rng("2026-01-01", "2026-01-20"), &stored, lim, ErrRefused, "from", "2026-01-01", "start date 2026-01-15", "2026-01-01", "2026-01-20"},
+		{"today", day("2026-03-10"), &stored, lim, ErrRefused, "day", "2026-03-10", "is not closed yet for account " + acctA + " (time zone America/Sao_Paulo, settle delay 2h0m0s): the last closed day is 2026-03-09", "2026-03-10", "2026-03-10"},
+		{"not settled", day("2026-03-09"), &slow, lim, ErrRefused, "day", "2026-03-09", "settle delay 6h0m0s): the last closed day is 2026-03-08", "2026-03-09", "2026-03-09"},
+		{"future day", day("2027-01-01"), &stored, lim, ErrRefused, "day", "2027-01-01", "is not closed yet", "2027-01-01", "2027-01-01"},
+		{"range ending today", rng("2026-03-08", "2026-03-10"), &stored, lim, ErrRefused, "to", "2026-03-10", "is not closed yet", "2026-03-08", "2026-03-10"},
+		{"from after to", rng("2026-03-08", "2026-03-01"), &stored, lim, ErrMalformed, "to", "2026-03-01", `is before from "2026-03-08"`, "2026-03-08", "2026-03-01"},
+		{"range longer than the bound", rng("2026-01-15", "2026-03-09"), &stored, Limits{Now: now, MaxDays: 30}, ErrMalformed, "to", "2026-03-09", "54 days; at most 30", "2026-01-15", "2026-03-09"},
+		{"range longer than the default bound", rng("2024-01-01", "2026-03-09"), &stored, lim, ErrMalformed, "to", "2026-03-09", "at most 366", "2024-01-01", "2026-03-09"},
 		{"day and range", with(day("2026-03-01"), func(m *Manual) { m.From = "2026-03-01" }), &stored, lim, ErrMalformed, "day", "2026-03-01", "not both", "", ""},
 		{"no day", with(day(""), func(*Manual) {}), &stored, lim, ErrMalformed, "day", "", "is required", "", ""},
 		{"from without to", rng("2026-03-01", ""), &stored, lim, ErrMalformed, "to", "", "is required with from", "", ""},
@@ -83,6 +83,15 @@ func TestCheckRequest(t *testing.T) {
 					t.Fatalf("CheckRequest = %s, %s, %v; want %s..%s", from, to, err, c.from, c.to)
 				}
 				return
+			}
+			str := func(d civil.Date) string {
+				if d.IsZero() {
+					return ""
+				}
+				return d.String()
+			}
+			if str(from) != c.from || str(to) != c.to {
+				t.Errorf("with the refusal CheckRequest returned %q..%q, want %q..%q", str(from), str(to), c.from, c.to)
 			}
 			var fe *FieldError
 			if !errors.Is(err, c.kind) || !errors.As(err, &fe) || fe.Field != c.field || fe.Value != c.value {

@@ -191,10 +191,4 @@ func TestPerDay(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("per day:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if d, ok := m.PerDay(civil.MustParse("2026-11-30"), civil.MustParse("2026-11-30"))[0].SingleDay(); !ok || d != civil.MustParse("2026-11-30") {
-		t.Errorf("SingleDay of a one-day request = %s, %v", d, ok)
-	}
-	if _, ok := m.SingleDay(); ok {
-		t.Error("a range has a single day")
-	}
 }
