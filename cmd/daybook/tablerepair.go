@@ -105,16 +105,16 @@ type tableRepair struct {
 	current *icetbl.Table
 	broken  error
 	newest  int
-	// deliveries are the committed days the table is to hold, rows their
+	// generations are the committed days the table is to hold, rows their
 	// ledger rows; skipped the days left out, and why; gone the ledger's
 	// generation of each day whose generation is not committed in the
 	// bucket (a day being exported again, or failed after it began).
-	deliveries []icetable.Delivery
-	rows       map[civil.Date]ledger.Row
-	skipped    []string
-	gone       map[civil.Date]int64
-	// deliver are the days a readable table lacks (or holds otherwise).
-	deliver []civil.Date
+	generations []icetable.Committed
+	rows        map[civil.Date]ledger.Row
+	skipped     []string
+	gone        map[civil.Date]int64
+	// add are the days a readable table lacks (or holds otherwise).
+	add []civil.Date
 	// marked are the rows that carry a table error.
 	marked []ledger.Row
 	today  civil.Date
@@ -194,7 +194,7 @@ func (r *tableRepair) plan(ctx context.Context) error {
 			r.skipped = append(r.skipped, row.Day.String()+": "+why)
 			continue
 		}
-		r.deliveries = append(r.deliveries, d)
+		r.generations = append(r.generations, d)
 		r.rows[row.Day] = row
 	}
 	if r.current == nil {
@@ -204,7 +204,7 @@ func (r *tableRepair) plan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the table's files: %w", err)
 	}
-	for _, d := range r.deliveries {
+	for _, d := range r.generations {
 		want := map[string]icetable.FileStat{}
 		for _, f := range d.Files {
 			want[f.Key] = icetable.FileStat{Key: f.Key, Rows: f.Rows, Bytes: f.Bytes}
@@ -214,19 +214,19 @@ func (r *tableRepair) plan(ctx context.Context) error {
 			got[f.Key] = f
 		}
 		if !maps.Equal(want, got) {
-			r.deliver = append(r.deliver, d.Day)
+			r.add = append(r.add, d.Day)
 		}
 	}
 	return nil
 }
 
-// committed is the delivery of row's committed generation, as its
+// committed is row's committed generation, as its
 // _manifest.json lists it; why says why the day is left out instead, and
 // gone that it is left out because the bucket does not commit the
 // ledger's generation (no _SUCCESS of it: an export of the day began the
 // next one, or the marker is not daybook's), so there is nothing of it
 // for the table to hold.
-func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable.Delivery, why string, gone bool, err error) {
+func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable.Committed, why string, gone bool, err error) {
 	key := layout.ManifestKey(r.prefix, r.ds.LedgerName(), row.Day)
 	successKey := layout.SuccessKey(r.prefix, r.ds.LedgerName(), row.Day)
 	notCommitted := fmt.Sprintf("generation %d is not committed in the bucket: ", row.Generation)
@@ -280,7 +280,7 @@ func (r *tableRepair) committed(ctx context.Context, row ledger.Row) (d icetable
 			return d, fmt.Sprintf("%s lists %s, not a data file of %s", key, f.Key, folder), false, nil
 		}
 	}
-	return icetable.Delivery{Day: row.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID, ManifestKey: key, Files: m.Files}, "", false, nil
+	return icetable.Committed{Day: row.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID, ManifestKey: key, Files: m.Files}, "", false, nil
 }
 
 func (r *tableRepair) print(a *app) {
@@ -297,7 +297,7 @@ func (r *tableRepair) print(a *app) {
 	if r.newest > 0 {
 		fmt.Fprintf(w, "  newest metadata file: %s\n", icetable.MetadataKey(r.table.Location, r.newest))
 	}
-	days := func(ds []icetable.Delivery) {
+	days := func(ds []icetable.Committed) {
 		for _, d := range ds {
 			var rows int64
 			for _, f := range d.Files {
@@ -307,20 +307,20 @@ func (r *tableRepair) print(a *app) {
 		}
 	}
 	if r.current == nil {
-		fmt.Fprintf(w, "plan: write %s, a new table of the %d committed days:\n", icetable.MetadataKey(r.table.Location, r.newest+1), len(r.deliveries))
-		days(r.deliveries)
+		fmt.Fprintf(w, "plan: write %s, a new table of the %d committed days:\n", icetable.MetadataKey(r.table.Location, r.newest+1), len(r.generations))
+		days(r.generations)
 		if r.newest > 0 {
 			fmt.Fprintf(w, "the metadata files up to v%d stay where they are: no reader of the table reads them once v%d exists\n", r.newest, r.newest+1)
 		}
 	} else {
-		var ds []icetable.Delivery
-		for _, d := range r.deliveries {
-			if slices.Contains(r.deliver, d.Day) {
+		var ds []icetable.Committed
+		for _, d := range r.generations {
+			if slices.Contains(r.add, d.Day) {
 				ds = append(ds, d)
 			}
 		}
 		if len(ds) == 0 {
-			fmt.Fprintf(w, "plan: nothing to write: the table holds each of the %d committed days as committed\n", len(r.deliveries))
+			fmt.Fprintf(w, "plan: nothing to write: the table holds each of the %d committed days as committed\n", len(r.generations))
 		} else {
 			fmt.Fprintf(w, "plan: add the %d committed days the table does not hold as committed, one table commit each:\n", len(ds))
 			days(ds)
@@ -338,20 +338,20 @@ func (r *tableRepair) print(a *app) {
 // table holds.
 func (r *tableRepair) apply(ctx context.Context, a *app) error {
 	if r.current == nil {
-		res, err := r.table.Rebuild(ctx, r.newest, r.deliveries)
+		res, err := r.table.Rebuild(ctx, r.newest, r.generations)
 		if errors.Is(err, icetbl.ErrCommitFailed) {
 			return fmt.Errorf("the table changed meanwhile (%s exists now): nothing was written; run the command again", icetable.MetadataKey(r.table.Location, r.newest+1))
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stdout, "repaired: %s holds %d days\n", res.Table.MetadataLocation(), len(r.deliveries))
+		fmt.Fprintf(a.stdout, "repaired: %s holds %d days\n", res.Table.MetadataLocation(), len(r.generations))
 	} else {
-		for _, d := range r.deliveries {
-			if !slices.Contains(r.deliver, d.Day) {
+		for _, d := range r.generations {
+			if !slices.Contains(r.add, d.Day) {
 				continue
 			}
-			res, err := r.table.Deliver(ctx, d)
+			res, err := r.table.Add(ctx, d)
 			if err != nil {
 				return fmt.Errorf("table commit of %s: %w", d.Day, err)
 			}

@@ -31,7 +31,7 @@ import (
 // commitDay writes generation gen of a day of ds for accountID as the
 // exporter does (one Parquet file, _manifest.json, _SUCCESS) and returns
 // its delivery.
-func commitDay(t *testing.T, b *bucket.Bucket, prefix, accountID string, ds dataset.Dataset, day civil.Date, gen int64, rows int) icetable.Delivery {
+func commitDay(t *testing.T, b *bucket.Bucket, prefix, accountID string, ds dataset.Dataset, day civil.Date, gen int64, rows int) icetable.Committed {
 	t.Helper()
 	ctx := t.Context()
 	var buf bytes.Buffer
@@ -67,7 +67,7 @@ func commitDay(t *testing.T, b *bucket.Bucket, prefix, accountID string, ds data
 	if err := b.Put(ctx, layout.SuccessKey(prefix, ds.Name, day), manifest.NewSuccess(gen, "run", mkey, body, time.Unix(0, 0)).Encode(), ""); err != nil {
 		t.Fatal(err)
 	}
-	return icetable.Delivery{Day: day, Generation: gen, Reason: "scheduled", RunID: "run", ManifestKey: mkey, Files: m.Files}
+	return icetable.Committed{Day: day, Generation: gen, Reason: "scheduled", RunID: "run", ManifestKey: mkey, Files: m.Files}
 }
 
 // newIcebergEvents is a new account of the deployed stack that keeps an
@@ -112,7 +112,7 @@ func TestTableRepairAsPrinted(t *testing.T) {
 		del := commitDay(t, b, prefix, acct.ID, ds, d, 1, 10+i)
 		res := ledger.Result{Rows: int64(10 + i), Files: 1, ManifestKey: del.ManifestKey, Generation: 1}
 		if i == 0 {
-			if _, err := tb.Deliver(ctx, del); err != nil {
+			if _, err := tb.Add(ctx, del); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.Put(ctx, broken, nil, "application/json"); err != nil {
@@ -280,7 +280,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 	}
 	// A table with one snapshot, then an empty newest metadata file.
 	first := commitDay(t, b, prefix, acct.ID, ds, civil.MustParse("2026-11-19"), 1, 5)
-	if _, err := tb.Deliver(ctx, first); err != nil {
+	if _, err := tb.Add(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	broken := icetable.MetadataKey(tb.Location, 2)

@@ -328,7 +328,7 @@ func (g *generation) commit(ctx context.Context, c content) (*Written, error) {
 		"source_rows", c.prov.RowCount, "manifest", manifestKey)
 	// Step 9: table.
 	w := &Written{Manifest: m, ManifestKey: manifestKey, Bytes: m.Totals.Bytes, Fingerprint: c.fp}
-	if w.Unregistered, w.TableError, err = g.table.deliver(ctx, m, manifestKey, g.log); err != nil {
+	if w.Unregistered, w.TableError, err = g.table.add(ctx, m, manifestKey, g.log); err != nil {
 		return nil, err
 	}
 	g.e.writeDocs(ctx, &g.target, g.log)

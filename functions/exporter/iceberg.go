@@ -29,7 +29,7 @@ import (
 //     files live in <dataset>/metadata/, outside every dt= folder;
 //  3. table, after _SUCCESS and before the ledger records the commit: the
 //     table commit, the day's new files in one snapshot naming the
-//     generation, day, reason and manifest (accountTable.deliver).
+//     generation, day, reason and manifest (accountTable.add).
 //
 // A failure of step 1 or 3 fails the attempt like any failed step, and the
 // ledger's retry runs the day again: a run that died anywhere leaves the
@@ -132,12 +132,12 @@ func (t *accountTable) hinted(ctx context.Context, r icetable.Result, log *slog.
 	}
 }
 
-// deliver makes the table commit of the committed generation m; it does
+// add makes the table commit of the committed generation m; it does
 // nothing when the account keeps none. unregistered reports a table
 // committed whose Glue registration failed (register); tableError, a table
 // that could not take the generation (icetable.ErrBroken), as the ledger
 // records it: the generation stands, the table waits for its repair.
-func (t *accountTable) deliver(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) (unregistered bool, tableError string, err error) {
+func (t *accountTable) add(ctx context.Context, m *manifest.Manifest, manifestKey string, log *slog.Logger) (unregistered bool, tableError string, err error) {
 	if t == nil {
 		return false, "", nil
 	}
@@ -145,7 +145,7 @@ func (t *accountTable) deliver(ctx context.Context, m *manifest.Manifest, manife
 	if err != nil {
 		return false, "", fmt.Errorf("manifest day %q: %w", m.Day, err)
 	}
-	r, err := t.Deliver(ctx, icetable.Delivery{Day: day, Generation: m.Generation, Reason: m.Reason,
+	r, err := t.Add(ctx, icetable.Committed{Day: day, Generation: m.Generation, Reason: m.Reason,
 		RunID: m.RunID, ManifestKey: manifestKey, Files: m.Files})
 	if errors.Is(err, icetable.ErrBroken) {
 		return false, t.broken(ctx, err, log), nil

@@ -201,7 +201,7 @@ func (g *generation) commitSlices(ctx context.Context, plan ledger.SlicePlan, sl
 	if m, err := g.committer.Committed(ctx, plan.Generation); err != nil || m != nil {
 		if m != nil {
 			g.log.InfoContext(ctx, "the slices were committed by a run that stopped before recording it", "generation", m.Generation)
-			unregistered, tableError, err := g.table.deliver(ctx, m, g.committer.manifestKey(), g.log)
+			unregistered, tableError, err := g.table.add(ctx, m, g.committer.manifestKey(), g.log)
 			if err != nil {
 				return nil, err
 			}

@@ -272,7 +272,7 @@ func listedVersion(dir, key string) int {
 // it, or its write after a commit failed. Readers that follow only the
 // hint (DuckDB's iceberg_scan, the bucket README's commands) see that
 // version, not an older one, once an operation that finds the table
-// already right (a repeated delivery or withdrawal, which commits nothing)
+// already right (a repeated table commit or withdrawal, which commits nothing)
 // has run. It is best-effort like the commit's own write: a failure is
 // returned for the caller to report, never a reason to fail.
 //

@@ -19,7 +19,7 @@ import (
 func TestGlueRegistration(t *testing.T) {
 	w := newWorld(t, false)
 	tb := w.table()
-	mustDeliver(t, tb, w.export(day1, 1, 2, 50))
+	mustAdd(t, tb, w.export(day1, 1, 2, 50))
 	v1 := w.load()
 	cfg, err := srv.Config(w.ctx)
 	if err != nil {
@@ -59,7 +59,7 @@ func TestGlueRegistration(t *testing.T) {
 		t.Fatalf("registering the same metadata again: wrote %v, %v; want no write", wrote, err)
 	}
 
-	mustDeliver(t, tb, w.export(day2, 1, 1, 30))
+	mustAdd(t, tb, w.export(day2, 1, 1, 30))
 	v2 := w.load()
 	if wrote, err := reg.Register(w.ctx, v2); err != nil || !wrote {
 		t.Fatalf("newer metadata: wrote %v, %v", wrote, err)
@@ -100,8 +100,8 @@ func TestGlueRegistration(t *testing.T) {
 func TestGlueRefusesAnotherAccountsTable(t *testing.T) {
 	w := newWorld(t, false)
 	tb := w.table()
-	mustDeliver(t, tb, w.export(day1, 1, 1, 20))
-	mustDeliver(t, tb, w.export(day2, 1, 1, 20))
+	mustAdd(t, tb, w.export(day1, 1, 1, 20))
+	mustAdd(t, tb, w.export(day2, 1, 1, 20))
 	cfg, err := srv.Config(w.ctx)
 	if err != nil {
 		t.Fatal(err)

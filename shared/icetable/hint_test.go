@@ -37,8 +37,8 @@ func (w *world) failHint() func() {
 // hint one version behind, naming the snapshot that still holds the day: a
 // reader that follows only the hint (DuckDB's iceberg_scan with version
 // '?', the bucket README's `cat version-hint.text`) sees the day while its
-// folder is being replaced. The delivery that follows writes the hint; but
-// when the delivery had already been committed (a repeated run finding
+// folder is being replaced. The table commit that follows writes the hint; but
+// when the table commit had already been made (a repeated run finding
 // the table right) or the day is withdrawn again for nothing, no commit is
 // made, and before the no-op left the hint behind for good. Now any
 // operation whose load went past the hint rewrites it.
@@ -46,44 +46,44 @@ func TestStaleHintIsRewritten(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// fail commits, after day 2 was delivered, the operation whose hint
-		// write fails, and returns its result and the delivery noop repeats.
-		fail func(w *world, tb *Table, d Delivery) (Result, Delivery, error)
+		// write fails, and returns its result and the table commit noop repeats.
+		fail func(w *world, tb *Table, d Committed) (Result, Committed, error)
 		// noop is the operation that finds the table already right.
-		noop func(w *world, tb *Table, d Delivery) Result
+		noop func(w *world, tb *Table, d Committed) Result
 		days []civil.Date // in the table at the end
 	}{
-		{"repeated delivery",
-			// The delivery is committed again after a withdrawal, and its
+		{"repeated table commit",
+			// The day is added again after a withdrawal, and its
 			// hint write fails: the hint names the withdrawal, so a hint
 			// reader lacks day 2 while its _SUCCESS is there.
-			func(w *world, tb *Table, _ Delivery) (Result, Delivery, error) {
+			func(w *world, tb *Table, _ Committed) (Result, Committed, error) {
 				mustWithdraw(w.t, tb, day2, 2)
 				d := w.export(day2, 2, 1, 35)
 				heal := w.failHint()
 				defer heal()
-				r, err := tb.Deliver(w.ctx, d)
+				r, err := tb.Add(w.ctx, d)
 				return r, d, err
 			},
-			func(w *world, tb *Table, d Delivery) Result { return mustDeliver(w.t, tb, d) },
+			func(w *world, tb *Table, d Committed) Result { return mustAdd(w.t, tb, d) },
 			[]civil.Date{day1, day2}},
 		{"repeated withdrawal",
 			// The withdrawal's hint write fails: the hint names the
 			// version that still holds day 2.
-			func(w *world, tb *Table, d Delivery) (Result, Delivery, error) {
+			func(w *world, tb *Table, d Committed) (Result, Committed, error) {
 				heal := w.failHint()
 				defer heal()
 				r, err := tb.Withdraw(w.ctx, day2, 2)
 				return r, d, err
 			},
-			func(w *world, tb *Table, d Delivery) Result { return mustWithdraw(w.t, tb, d.Day, d.Generation+1) },
+			func(w *world, tb *Table, d Committed) Result { return mustWithdraw(w.t, tb, d.Day, d.Generation+1) },
 			[]civil.Date{day1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, false)
 			tb := w.table()
-			mustDeliver(t, tb, w.export(day1, 1, 1, 40))
+			mustAdd(t, tb, w.export(day1, 1, 1, 40))
 			d := w.export(day2, 1, 1, 30)
-			mustDeliver(t, tb, d)
+			mustAdd(t, tb, d)
 			r, d, err := tc.fail(w, tb, d)
 			if err != nil || !r.Changed {
 				t.Fatalf("%s: the commit with a failed hint write: changed %v, %v (the commit stands)", tc.name, r.Changed, err)
@@ -119,7 +119,7 @@ func TestHostileHintIsReplacedNotBelieved(t *testing.T) {
 	w := newWorld(t, false)
 	tb := w.table()
 	d := w.export(day1, 1, 1, 40)
-	r := mustDeliver(t, tb, d)
+	r := mustAdd(t, tb, d)
 	newest := strconv.Itoa(r.Version)
 	key := VersionHintKey(tb.Location)
 	for name, body := range map[string]string{
@@ -145,12 +145,12 @@ func TestHostileHintIsReplacedNotBelieved(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := mustDeliver(t, tb, d)
+			r := mustAdd(t, tb, d)
 			if r.Changed || r.HintErr != nil {
-				t.Fatalf("repeated delivery: changed %v, hint %v", r.Changed, r.HintErr)
+				t.Fatalf("repeated table commit: changed %v, hint %v", r.Changed, r.HintErr)
 			}
 			if got := w.hint(t); got != newest {
-				t.Fatalf("hint %q after the delivery, want %q", got, newest)
+				t.Fatalf("hint %q after the table commit, want %q", got, newest)
 			}
 		})
 	}
@@ -163,14 +163,14 @@ func TestHintRewriteYieldsToANewerCommit(t *testing.T) {
 	w := newWorld(t, false)
 	tb := w.table()
 	d := w.export(day1, 1, 1, 40)
-	mustDeliver(t, tb, d)
+	mustAdd(t, tb, d)
 	heal := w.failHint()
-	r := mustDeliver(t, tb, w.export(day2, 1, 1, 30))
+	r := mustAdd(t, tb, w.export(day2, 1, 1, 30))
 	heal()
 	if got := w.hint(t); got != strconv.Itoa(r.Version-1) {
 		t.Fatalf("hint %q after its write failed", got)
 	}
-	// The repeated delivery of day 1 probes the version after the newest
+	// The repeated table commit of day 1 probes the version after the newest
 	// twice: in its load, and before it rewrites the hint. Between the
 	// two, another writer commits that version.
 	next := MetadataKey(tb.Location, r.Version+1)
@@ -180,18 +180,18 @@ func TestHintRewriteYieldsToANewerCommit(t *testing.T) {
 	w.faults.Set(func(c buckettest.Call) error {
 		if c.Op == buckettest.OpHead && c.Key == next {
 			if heads++; heads == 2 {
-				other, otherErr = w.table().Deliver(w.ctx, w.export(civil.MustParse("2026-03-03"), 1, 1, 20))
+				other, otherErr = w.table().Add(w.ctx, w.export(civil.MustParse("2026-03-03"), 1, 1, 20))
 			}
 		}
 		return nil
 	}, nil)
-	noop := mustDeliver(t, tb, d)
+	noop := mustAdd(t, tb, d)
 	w.faults.Set(nil, nil)
 	if heads < 2 {
-		t.Fatalf("the version after the newest was probed %d times: the repeated delivery did not look before writing the hint", heads)
+		t.Fatalf("the version after the newest was probed %d times: the repeated table commit did not look before writing the hint", heads)
 	}
 	if otherErr != nil || !other.Changed || noop.Changed {
-		t.Fatalf("the other writer: changed %v, %v; the repeated delivery changed %v", other.Changed, otherErr, noop.Changed)
+		t.Fatalf("the other writer: changed %v, %v; the repeated table commit changed %v", other.Changed, otherErr, noop.Changed)
 	}
 	if got, want := w.hint(t), strconv.Itoa(other.Version); got != want {
 		t.Fatalf("hint %q, want the other writer's %q", got, want)

@@ -28,7 +28,7 @@ type trick struct {
 	edit func(w *world, m map[string]any, other []string)
 	// broken: the table is refused (ErrBroken, naming the planted file);
 	// otherwise daybook's properties replace the planted ones and the
-	// delivery commits.
+	// table commit commits.
 	broken bool
 }
 
@@ -95,7 +95,7 @@ func (w *world) otherAccount() []string {
 		}
 	}
 	theirs := &Table{Store: w.b, Location: otherPrefix + "/v1/" + w.ds.Name, Dataset: w.ds}
-	mustDeliver(w.t, theirs, Delivery{Day: day1, Generation: 1, ManifestKey: layout.ManifestKey(otherPrefix, w.ds.Name, day1),
+	mustAdd(w.t, theirs, Committed{Day: day1, Generation: 1, ManifestKey: layout.ManifestKey(otherPrefix, w.ds.Name, day1),
 		Files: []manifest.File{{Key: part, Rows: int64(len(w.ids[day1])), Bytes: int64(len(body))}}})
 	objs, err := w.b.List(w.ctx, otherPrefix+"/", 10_000)
 	if err != nil {
@@ -185,7 +185,7 @@ func (w *world) writes(f func()) []string {
 
 // TestPlantedMetadataStaysInTheTable: two accounts share a bucket under
 // separate prefixes. Metadata planted as the next version of the first
-// account's table (each trick) makes that account's next delivery neither
+// account's table (each trick) makes that account's next table commit neither
 // delete nor change any object of the other account, nor write anything
 // outside its table's metadata/ folder. Before, a planted metadata log with
 // delete-after-commit deleted the other account's _SUCCESS and part file,
@@ -197,22 +197,22 @@ func TestPlantedMetadataStaysInTheTable(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			w := newWorld(t, true)
 			tb := w.table()
-			mustDeliver(t, tb, w.export(day1, 1, 1, 20))
-			mustDeliver(t, tb, w.export(day2, 1, 1, 20))
+			mustAdd(t, tb, w.export(day1, 1, 1, 20))
+			mustAdd(t, tb, w.export(day2, 1, 1, 20))
 			other := w.otherAccount()
 			before := w.digest(otherPrefix + "/")
 			planted := w.plant(func(m map[string]any) { tr.edit(w, m, other) })
 			d := w.export(day2.AddDays(1), 1, 1, 20)
 			var err error
-			keys := w.writes(func() { _, err = tb.Deliver(w.ctx, d) })
-			t.Logf("planted %s; the delivery: %v", planted, err)
+			keys := w.writes(func() { _, err = tb.Add(w.ctx, d) })
+			t.Logf("planted %s; the table commit: %v", planted, err)
 			if tr.broken {
 				if be := (*BrokenError)(nil); !errors.As(err, &be) || !errors.Is(err, ErrOutsideTable) || be.Key != planted {
-					t.Errorf("the delivery: %v; want a BrokenError (ErrOutsideTable) naming %s", err, planted)
+					t.Errorf("the table commit: %v; want a BrokenError (ErrOutsideTable) naming %s", err, planted)
 				}
 			} else {
 				if err != nil {
-					t.Fatalf("the delivery: %v; want daybook's properties in place of the planted ones", err)
+					t.Fatalf("the table commit: %v; want daybook's properties in place of the planted ones", err)
 				}
 				w.check(day1, day2, d.Day)
 				props := w.load().Properties()
@@ -235,7 +235,7 @@ func TestPlantedMetadataStaysInTheTable(t *testing.T) {
 			}
 			for _, k := range keys {
 				if !strings.HasPrefix(k, tb.Location+"/"+MetadataDir+"/") {
-					t.Errorf("the delivery wrote or deleted %s, outside the table's metadata folder", k)
+					t.Errorf("the table commit wrote or deleted %s, outside the table's metadata folder", k)
 				}
 			}
 		})
@@ -249,7 +249,7 @@ func TestPlantedMetadataStaysInTheTable(t *testing.T) {
 func TestStoreFailureIsNotBroken(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
-	mustDeliver(t, tb, w.export(day1, 1, 1, 10))
+	mustAdd(t, tb, w.export(day1, 1, 1, 10))
 	for _, c := range []struct {
 		what string
 		op   buckettest.Op
@@ -266,12 +266,12 @@ func TestStoreFailureIsNotBroken(t *testing.T) {
 			}
 			return nil
 		}, nil)
-		_, err := tb.Deliver(w.ctx, w.export(day2, 1, 1, 10))
+		_, err := tb.Add(w.ctx, w.export(day2, 1, 1, 10))
 		w.faults.Set(nil, nil)
 		if err == nil || errors.Is(err, ErrBroken) || !errors.Is(err, down) {
 			t.Errorf("%s failing: %v; want the store's error, not a broken table", c.what, err)
 		}
 	}
-	mustDeliver(t, tb, w.export(day2, 1, 1, 10))
+	mustAdd(t, tb, w.export(day2, 1, 1, 10))
 	w.check(day1, day2)
 }

@@ -67,7 +67,7 @@ func TestPrefixAtTheKeyLimitWritesTheTable(t *testing.T) {
 	w.faults.Set(limit, nil)
 	tb := &Table{Store: w.b, Location: strings.TrimSuffix(layout.DatasetPrefix(p, "events"), "/"), Dataset: w.ds}
 	// A day's files, at the account's keys.
-	deliver := func(day civil.Date) Delivery {
+	add := func(day civil.Date) Committed {
 		t.Helper()
 		src := w.export(day, 1, 1, 10)
 		body, err := w.b.Get(w.ctx, src.Files[0].Key, 1<<20)
@@ -78,10 +78,10 @@ func TestPrefixAtTheKeyLimitWritesTheTable(t *testing.T) {
 		if err := w.b.Put(w.ctx, key, body, ""); err != nil {
 			t.Fatal(err)
 		}
-		return Delivery{Day: day, Generation: 1, ManifestKey: layout.ManifestKey(p, "events", day),
+		return Committed{Day: day, Generation: 1, ManifestKey: layout.ManifestKey(p, "events", day),
 			Files: []manifest.File{{Key: key, Rows: 10, Bytes: int64(len(body))}}}
 	}
-	mustDeliver(t, tb, deliver(day1))
+	mustAdd(t, tb, add(day1))
 	// Another tool's metadata asks for a thousand retries of a conflicting
 	// commit, at once.
 	n, err := strconv.Atoi(strings.TrimSpace(string(must(w.b.Get(w.ctx, VersionHintKey(tb.Location), 64)))))
@@ -98,7 +98,7 @@ func TestPrefixAtTheKeyLimitWritesTheTable(t *testing.T) {
 	if err := w.b.Put(w.ctx, MetadataKey(tb.Location, n+1), body, "application/json"); err != nil {
 		t.Fatal(err)
 	}
-	dA, dB := deliver(day2), deliver(day2.AddDays(1))
+	dA, dB := add(day2), add(day2.AddDays(1))
 	other := false
 	var bErr error
 	puts := 0
@@ -110,12 +110,12 @@ func TestPrefixAtTheKeyLimitWritesTheTable(t *testing.T) {
 			puts++
 			if !other {
 				other = true
-				_, bErr = tb.Deliver(w.ctx, dB)
+				_, bErr = tb.Add(w.ctx, dB)
 			}
 		}
 		return nil
 	}, nil)
-	_, err = tb.Deliver(w.ctx, dA)
+	_, err = tb.Add(w.ctx, dA)
 	w.faults.Set(nil, nil)
 	if err != nil || bErr != nil {
 		t.Fatalf("at the key limit: %v; the other writer: %v", err, bErr)

@@ -56,13 +56,13 @@ func (w *world) asCurrentList(list string) string {
 	})
 }
 
-// deliverBroken delivers day 3 and wants the table refused as broken
+// addBroken delivers day 3 and wants the table refused as broken
 // with want, the error naming the object and the limit.
-func (w *world) deliverBroken(tb *Table, want error, key string, limit int64) {
+func (w *world) addBroken(tb *Table, want error, key string, limit int64) {
 	w.t.Helper()
-	_, err := tb.Deliver(w.ctx, w.export(day2.AddDays(1), 1, 1, 10))
+	_, err := tb.Add(w.ctx, w.export(day2.AddDays(1), 1, 1, 10))
 	if !errors.Is(err, ErrBroken) || !errors.Is(err, want) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), strconv.FormatInt(limit, 10)) {
-		w.t.Fatalf("the delivery: %v; want %v naming %s and the limit %d", err, want, key, limit)
+		w.t.Fatalf("the table commit: %v; want %v naming %s and the limit %d", err, want, key, limit)
 	}
 	w.t.Logf("refused: %v", err)
 }
@@ -77,7 +77,7 @@ func TestTableReadsAreBounded(t *testing.T) {
 	t.Run("manifests", func(t *testing.T) {
 		w := newWorld(t, true)
 		tb := w.table()
-		mustDeliver(t, tb, w.export(day1, 1, 1, 10))
+		mustAdd(t, tb, w.export(day1, 1, 1, 10))
 		_, ms := w.currentList()
 		var many []iceberg.ManifestFile
 		for range DefaultLimits.Manifests + 88 {
@@ -86,7 +86,7 @@ func TestTableReadsAreBounded(t *testing.T) {
 		list := w.putList("snap-1-0-many.avro", many)
 		w.asCurrentList(list)
 		gets := w.faults.Count(buckettest.OpGet)
-		w.deliverBroken(tb, ErrTableLimit, ms[0].FilePath(), int64(DefaultLimits.Manifests))
+		w.addBroken(tb, ErrTableLimit, ms[0].FilePath(), int64(DefaultLimits.Manifests))
 		if n := w.faults.Count(buckettest.OpGet) - gets; n > DefaultLimits.Manifests+20 {
 			t.Fatalf("%d reads", n)
 		}
@@ -94,7 +94,7 @@ func TestTableReadsAreBounded(t *testing.T) {
 	t.Run("expired snapshots' manifest lists", func(t *testing.T) {
 		w := newWorld(t, true)
 		tb := w.table()
-		mustDeliver(t, tb, w.export(day1, 1, 1, 10))
+		mustAdd(t, tb, w.export(day1, 1, 1, 10))
 		_, ms := w.currentList()
 		var lists []string
 		for i := range 100 {
@@ -115,7 +115,7 @@ func TestTableReadsAreBounded(t *testing.T) {
 			}
 			return nil
 		}, nil)
-		mustDeliver(t, tb, w.export(day2, 1, 1, 10))
+		mustAdd(t, tb, w.export(day2, 1, 1, 10))
 		w.faults.Set(nil, nil)
 		if listReads > DefaultLimits.ManifestLists {
 			t.Fatalf("one commit read %d manifest lists; the limit is %d", listReads, DefaultLimits.ManifestLists)
@@ -126,16 +126,16 @@ func TestTableReadsAreBounded(t *testing.T) {
 		w := newWorld(t, true)
 		tb := w.table()
 		tb.Limits = Limits{MetadataBytes: 64 << 10}
-		mustDeliver(t, tb, w.export(day1, 1, 1, 10))
+		mustAdd(t, tb, w.export(day1, 1, 1, 10))
 		key := w.plant(func(m map[string]any) { m["properties"].(map[string]any)["padding"] = strings.Repeat("x", 64<<10) })
-		w.deliverBroken(tb, ErrTableLimit, key, 64<<10)
+		w.addBroken(tb, ErrTableLimit, key, 64<<10)
 	})
 	t.Run("too many snapshots", func(t *testing.T) {
 		w := newWorld(t, true)
 		tb := w.table()
 		tb.Limits = Limits{Snapshots: 3}
-		mustDeliver(t, tb, w.export(day1, 1, 1, 10))
-		mustDeliver(t, tb, w.export(day2, 1, 1, 10))
+		mustAdd(t, tb, w.export(day1, 1, 1, 10))
+		mustAdd(t, tb, w.export(day2, 1, 1, 10))
 		key := w.plant(func(m map[string]any) {
 			snaps := m["snapshots"].([]any)
 			for i := range 3 {
@@ -148,13 +148,13 @@ func TestTableReadsAreBounded(t *testing.T) {
 			}
 			m["snapshots"] = snaps
 		})
-		w.deliverBroken(tb, ErrTableLimit, key, 3)
+		w.addBroken(tb, ErrTableLimit, key, 3)
 	})
 	t.Run("a large manifest list", func(t *testing.T) {
 		w := newWorld(t, true)
 		tb := w.table()
 		tb.Limits = Limits{ObjectBytes: 64 << 10}
-		mustDeliver(t, tb, w.export(day1, 1, 1, 10))
+		mustAdd(t, tb, w.export(day1, 1, 1, 10))
 		key := w.table().Location + "/" + MetadataDir + "/snap-1-0-large.avro"
 		large := make([]byte, 65<<10)
 		for i := range large {
@@ -164,7 +164,7 @@ func TestTableReadsAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.asCurrentList("s3://" + w.b.Name() + "/" + key)
-		w.deliverBroken(tb, ErrTableLimit, key, 64<<10)
+		w.addBroken(tb, ErrTableLimit, key, 64<<10)
 	})
 }
 
@@ -214,7 +214,7 @@ func bomb(t *testing.T, blocks, n int) []byte {
 func TestAvroBombIsRefused(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
-	mustDeliver(t, tb, w.export(day1, 1, 1, 10))
+	mustAdd(t, tb, w.export(day1, 1, 1, 10))
 	body := bomb(t, 12, 16<<20) // 192 MiB from a few hundred KB
 	key := w.table().Location + "/" + MetadataDir + "/snap-1-0-bomb.avro"
 	if err := w.b.Put(w.ctx, key, body, "avro/binary"); err != nil {
@@ -222,7 +222,7 @@ func TestAvroBombIsRefused(t *testing.T) {
 	}
 	t.Logf("the bomb is %d bytes", len(body))
 	w.asCurrentList("s3://" + w.b.Name() + "/" + key)
-	w.deliverBroken(tb, ErrAvroTooLarge, key, DefaultLimits.AvroDecodedBytes)
+	w.addBroken(tb, ErrAvroTooLarge, key, DefaultLimits.AvroDecodedBytes)
 	// The check itself: each codec's decompressed size is counted, a
 	// valid file within the limits passes.
 	s := newScope(w.b, tb.Location, Limits{AvroDecodedBytes: 1 << 20})

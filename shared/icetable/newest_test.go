@@ -12,18 +12,18 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/buckettest"
 )
 
-// grow delivers n days after day1 (one commit each; the first also creates
-// the table) and returns the last delivery's result.
+// grow adds n days after day1 (one commit each; the first also creates
+// the table) and returns the last table commit's result.
 func (w *world) grow(tb *Table, n int) Result {
 	w.t.Helper()
 	var r Result
 	for i := range n {
-		r = mustDeliver(w.t, tb, w.export(day1.AddDays(i), 1, 1, 2))
+		r = mustAdd(w.t, tb, w.export(day1.AddDays(i), 1, 1, 2))
 	}
 	return r
 }
 
-// days are the n days grow delivers, then more.
+// days are the n days grow adds, then more.
 func days(n int, more ...civil.Date) []civil.Date {
 	var out []civil.Date
 	for i := range n {
@@ -77,7 +77,7 @@ func (w *world) setHint(body string, missing bool) {
 // every other key; the next commit is that version + 1, and the hint is
 // written again. Before, a hint that was missing or garbage made the load
 // start at v1, which the metadata cleanup deletes after 21 commits: the
-// load found no table and the delivery wrote a new one at v1 beside the
+// load found no table and the table commit wrote a new one at v1 beside the
 // old chain (a fork); with every version kept, it probed 32 versions and
 // refused the table as broken; a hint ahead of the newest was refused as
 // broken too.
@@ -139,7 +139,7 @@ func TestUnusableHintFindsTheNewestVersion(t *testing.T) {
 			newest := w.grow(tb, tc.commits).Version
 			w.faults.Set(nil, nil)
 			if want := tc.commits + 1; newest != want {
-				t.Fatalf("%d deliveries made v%d, want v%d", tc.commits, newest, want)
+				t.Fatalf("%d table commits made v%d, want v%d", tc.commits, newest, want)
 			}
 			if v1 := w.exists(MetadataKey(loc, 1)); v1 != (tc.keep || tc.commits < keepMetadataVersions) {
 				t.Fatalf("v1 exists: %v", v1)
@@ -159,29 +159,29 @@ func TestUnusableHintFindsTheNewestVersion(t *testing.T) {
 
 			lists := w.faults.Count(buckettest.OpList)
 			next := w.export(day1.AddDays(tc.commits), 1, 1, 3)
-			r, err := tb.Deliver(w.ctx, next)
+			r, err := tb.Add(w.ctx, next)
 			if err != nil {
-				t.Fatalf("the delivery after the hint was made unusable: %v", err)
+				t.Fatalf("the table commit after the hint was made unusable: %v", err)
 			}
 			if r.Version != newest+1 || r.HintErr != nil {
-				t.Fatalf("the delivery committed v%d (hint error %v), want v%d: the version after the newest", r.Version, r.HintErr, newest+1)
+				t.Fatalf("the table commit committed v%d (hint error %v), want v%d: the version after the newest", r.Version, r.HintErr, newest+1)
 			}
 			if n := w.faults.Count(buckettest.OpList) - lists; n != 1 {
 				t.Errorf("the load listed %d times, want once", n)
 			}
 			if got, want := w.hint(t), strconv.Itoa(newest+1); got != want {
-				t.Fatalf("hint %q after the delivery, want %q", got, want)
+				t.Fatalf("hint %q after the table commit, want %q", got, want)
 			}
 			if !tc.keep && tc.commits >= keepMetadataVersions && w.exists(MetadataKey(loc, 1)) {
-				t.Fatal("the delivery wrote a new v1: the table forked")
+				t.Fatal("the table commit wrote a new v1: the table forked")
 			}
 			w.check(days(tc.commits + 1)...)
 
 			// The hint is good again: the next load lists nothing.
 			lists = w.faults.Count(buckettest.OpList)
-			r = mustDeliver(t, tb, w.export(day1.AddDays(tc.commits+1), 1, 1, 2))
+			r = mustAdd(t, tb, w.export(day1.AddDays(tc.commits+1), 1, 1, 2))
 			if r.Version != newest+2 {
-				t.Fatalf("the next delivery committed v%d, want v%d", r.Version, newest+2)
+				t.Fatalf("the next table commit committed v%d, want v%d", r.Version, newest+2)
 			}
 			if n := w.faults.Count(buckettest.OpList) - lists; n != 0 {
 				t.Fatalf("a load with a good hint listed %d times", n)
@@ -192,10 +192,10 @@ func TestUnusableHintFindsTheNewestVersion(t *testing.T) {
 }
 
 // TestHintlessExportContinuesTheChain: on S3 (moto), a table whose v1 the
-// metadata cleanup has deleted loses its version hint. The next delivery
+// metadata cleanup has deleted loses its version hint. The next table commit
 // continues the chain as its next version; before, it found no table and
 // wrote a new one at v1 (the conditional write succeeds, v1 being gone),
-// whose hint "1" then led the delivery after it back into the old chain,
+// whose hint "1" then led the table commit after it back into the old chain,
 // so the day of the forked commit was lost from the table.
 func TestHintlessExportContinuesTheChain(t *testing.T) {
 	w := newWorld(t, false)
@@ -203,28 +203,28 @@ func TestHintlessExportContinuesTheChain(t *testing.T) {
 	n := keepMetadataVersions + 4
 	newest := w.grow(tb, n).Version
 	w.setHint("", true)
-	a := mustDeliver(t, tb, w.export(day1.AddDays(n), 1, 1, 5))
-	b := mustDeliver(t, tb, w.export(day1.AddDays(n+1), 1, 1, 4))
+	a := mustAdd(t, tb, w.export(day1.AddDays(n), 1, 1, 5))
+	b := mustAdd(t, tb, w.export(day1.AddDays(n+1), 1, 1, 4))
 	if a.Version != newest+1 || b.Version != newest+2 {
-		t.Fatalf("the deliveries after the hint's loss committed v%d and v%d, want v%d and v%d", a.Version, b.Version, newest+1, newest+2)
+		t.Fatalf("the table commits after the hint's loss committed v%d and v%d, want v%d and v%d", a.Version, b.Version, newest+1, newest+2)
 	}
 	if w.exists(MetadataKey(tb.Location, 1)) {
-		t.Fatal("a delivery wrote a new v1 beside the old chain")
+		t.Fatal("a table commit wrote a new v1 beside the old chain")
 	}
 	w.check(days(n + 2)...)
 }
 
 // TestNoVersionListed: a folder with no metadata file is no table when no
-// hint names a version (the first delivery lists once and creates v1), and
+// hint names a version (the first table commit lists once and creates v1), and
 // a broken table when the hint names one: the metadata it named was
 // deleted, and `daybook table repair` rebuilds the days from the ledger
-// where a delivery would start an empty table.
+// where a table commit would start an empty table.
 func TestNoVersionListed(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
-	r := mustDeliver(t, tb, w.export(day1, 1, 1, 2))
+	r := mustAdd(t, tb, w.export(day1, 1, 1, 2))
 	if r.Version != 2 || w.faults.Count(buckettest.OpList) != 1 {
-		t.Fatalf("the first delivery committed v%d after %d listings, want v2 after one", r.Version, w.faults.Count(buckettest.OpList))
+		t.Fatalf("the first table commit committed v%d after %d listings, want v2 after one", r.Version, w.faults.Count(buckettest.OpList))
 	}
 	for v := 1; v <= 2; v++ {
 		if err := w.b.Delete(w.ctx, MetadataKey(tb.Location, v)); err != nil {
@@ -233,13 +233,13 @@ func TestNoVersionListed(t *testing.T) {
 	}
 	d := w.export(day2, 1, 1, 2)
 	before := w.digest(tb.Location + "/")
-	_, err := tb.Deliver(w.ctx, d)
+	_, err := tb.Add(w.ctx, d)
 	var be *BrokenError
 	if !errors.As(err, &be) || be.Key != VersionHintKey(tb.Location) || !strings.Contains(err.Error(), "v2") {
 		t.Fatalf("a hint naming v2 in a folder without metadata: %v, want a BrokenError of the hint naming v2", err)
 	}
 	if after := w.digest(tb.Location + "/"); !maps.Equal(before, after) {
-		t.Fatalf("the refused delivery changed the table's folder: %d objects, before %d", len(after), len(before))
+		t.Fatalf("the refused table commit changed the table's folder: %d objects, before %d", len(after), len(before))
 	}
 }
 
@@ -263,8 +263,8 @@ func TestMetadataFloodIsBounded(t *testing.T) {
 		}
 	}
 	lists := w.faults.Count(buckettest.OpList)
-	if r := mustDeliver(t, tb, w.export(day1.AddDays(2), 1, 1, 2)); r.Version != newest+1 {
-		t.Fatalf("with a good hint the delivery committed v%d, want v%d", r.Version, newest+1)
+	if r := mustAdd(t, tb, w.export(day1.AddDays(2), 1, 1, 2)); r.Version != newest+1 {
+		t.Fatalf("with a good hint the table commit committed v%d, want v%d", r.Version, newest+1)
 	}
 	if n := w.faults.Count(buckettest.OpList) - lists; n != 0 {
 		t.Fatalf("a load with a good hint listed %d times", n)
@@ -274,8 +274,8 @@ func TestMetadataFloodIsBounded(t *testing.T) {
 	d := w.export(day1.AddDays(3), 1, 1, 2)
 	lists = w.faults.Count(buckettest.OpList)
 	var err error
-	if wrote := w.writes(func() { _, err = tb.Deliver(w.ctx, d) }); len(wrote) != 0 {
-		t.Fatalf("the refused delivery wrote %v", wrote)
+	if wrote := w.writes(func() { _, err = tb.Add(w.ctx, d) }); len(wrote) != 0 {
+		t.Fatalf("the refused table commit wrote %v", wrote)
 	}
 	var be *BrokenError
 	if !errors.As(err, &be) || !errors.Is(err, ErrTableLimit) || be.Key != dir ||

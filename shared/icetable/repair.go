@@ -26,11 +26,11 @@ func RepairCommand(accountID, ds string) string {
 // version it was written after (the broken one, which stays in place).
 const PropRepairedAfter = "daybook.repaired-after"
 
-// ErrNotInFolder: a delivery names a file that is not in its day's folder
+// ErrNotInFolder: a table commit names a file that is not in its day's folder
 // of the table (a forged manifest's); nothing is committed.
 var ErrNotInFolder = errors.New("icetable: a data file outside its day's folder")
 
-// checkFiles refuses a delivery of day that names a file outside the
+// checkFiles refuses a table commit of day that names a file outside the
 // day's folder of the table (<location>/dt=YYYY-MM-DD/): a table never
 // lists another day's, dataset's or account's file.
 func (t *Table) checkFiles(day civil.Date, files []string) error {
@@ -45,7 +45,7 @@ func (t *Table) checkFiles(day civil.Date, files []string) error {
 }
 
 // Rebuild writes version after+1 of the table's metadata: a new table
-// holding exactly the given days' files, each as its delivery lists them,
+// holding exactly the given days' files, each as its table commit lists them,
 // in one snapshot. It repairs a table whose metadata cannot be used (after
 // is its newest metadata version): nothing of the old table is read, and
 // the files up to version after stay where they are, unreferenced (a reader
@@ -53,7 +53,7 @@ func (t *Table) checkFiles(day civil.Date, files []string) error {
 // It writes only in the table's metadata/ folder. A version after+1 that
 // exists (another writer, or a version past after) is
 // table.ErrCommitFailed, with nothing written.
-func (t *Table) Rebuild(ctx context.Context, after int, deliveries []Delivery) (Result, error) {
+func (t *Table) Rebuild(ctx context.Context, after int, days []Committed) (Result, error) {
 	if after < 0 {
 		return Result{}, fmt.Errorf("rebuild the table after version %d", after)
 	}
@@ -72,7 +72,7 @@ func (t *Table) Rebuild(ctx context.Context, after int, deliveries []Delivery) (
 	cat := newCatalog(t.Store, t.Location, t.Limits)
 	cat.scope = newScope(t.Store, t.Location, t.Limits)
 	cat.version, cat.meta, cat.fresh = after, meta, true
-	if len(deliveries) == 0 {
+	if len(days) == 0 {
 		if err := cat.put(ctx, after+1, meta); err != nil {
 			return Result{}, err
 		}
@@ -81,10 +81,10 @@ func (t *Table) Rebuild(ctx context.Context, after int, deliveries []Delivery) (
 		return r, nil
 	}
 	tbl := cat.table()
-	slices.SortFunc(deliveries, func(a, b Delivery) int { return a.Day.Compare(b.Day) })
+	slices.SortFunc(days, func(a, b Committed) int { return a.Day.Compare(b.Day) })
 	var files []iceberg.DataFile
-	for i, d := range deliveries {
-		if i > 0 && d.Day == deliveries[i-1].Day {
+	for i, d := range days {
+		if i > 0 && d.Day == days[i-1].Day {
 			return Result{}, fmt.Errorf("rebuild: %s is delivered twice", d.Day)
 		}
 		var keys []string

@@ -15,13 +15,13 @@ import (
 // tool's, or planted) makes every commit refuse the table as broken,
 // naming that file, and no retry changes it. Rebuild writes the next
 // version as a new table of exactly the delivered days, in the metadata
-// folder only; the broken file stays, unread; deliveries go on from it.
+// folder only; the broken file stays, unread; table commits go on from it.
 func TestRebuildRepairsABrokenTable(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
 	d1 := w.export(day1, 1, 2, 20)
-	mustDeliver(t, tb, d1)
-	mustDeliver(t, tb, w.export(day2, 1, 1, 20))
+	mustAdd(t, tb, d1)
+	mustAdd(t, tb, w.export(day2, 1, 1, 20))
 	n := VersionOf(w.load().MetadataLocation())
 	empty := MetadataKey(tb.Location, n+1)
 	if err := w.b.Put(w.ctx, empty, nil, "application/json"); err != nil {
@@ -29,16 +29,16 @@ func TestRebuildRepairsABrokenTable(t *testing.T) {
 	}
 	d2 := w.export(day2, 2, 1, 30) // the day's next generation, delivered while broken
 	for range 2 {
-		_, err := tb.Deliver(w.ctx, d2)
+		_, err := tb.Add(w.ctx, d2)
 		if be := (*BrokenError)(nil); !errors.As(err, &be) || be.Key != empty || !strings.Contains(err.Error(), "parse table metadata") {
-			t.Fatalf("a delivery to the broken table: %v; want a BrokenError naming %s", err, empty)
+			t.Fatalf("a table commit to the broken table: %v; want a BrokenError naming %s", err, empty)
 		}
 	}
 	if _, err := Load(w.ctx, w.b, tb.Location); !errors.Is(err, ErrBroken) {
 		t.Fatalf("load: %v", err)
 	}
 	keys := w.writes(func() {
-		r, err := tb.Rebuild(w.ctx, n+1, []Delivery{d1, d2})
+		r, err := tb.Rebuild(w.ctx, n+1, []Committed{d1, d2})
 		if err != nil || r.Version != n+2 {
 			t.Fatalf("rebuild: version %d, %v", r.Version, err)
 		}
@@ -60,10 +60,10 @@ func TestRebuildRepairsABrokenTable(t *testing.T) {
 		t.Fatalf("the broken file: %q, %v; want it left as it was", b, err)
 	}
 	// The table goes on from the rebuilt version.
-	mustDeliver(t, tb, w.export(day2.AddDays(1), 1, 1, 10))
+	mustAdd(t, tb, w.export(day2.AddDays(1), 1, 1, 10))
 	w.check(day1, day2, day2.AddDays(1))
 	// A version written meanwhile: nothing is written.
-	if _, err := tb.Rebuild(w.ctx, n+1, []Delivery{d1}); !errors.Is(err, table.ErrCommitFailed) {
+	if _, err := tb.Rebuild(w.ctx, n+1, []Committed{d1}); !errors.Is(err, table.ErrCommitFailed) {
 		t.Fatalf("a rebuild over an existing version: %v", err)
 	}
 	w.check(day1, day2, day2.AddDays(1))
@@ -76,10 +76,10 @@ func first(tbl *table.Table) string {
 	return ""
 }
 
-// TestDeliveryOfAnotherFolderIsRefused: a delivery (or a rebuild) whose
+// TestTableCommitOfAnotherFolderIsRefused: a table commit (or a rebuild) whose
 // files are not data files of its day's folder (a forged _manifest.json
 // naming another day's, dataset's or account's files) commits nothing.
-func TestDeliveryOfAnotherFolderIsRefused(t *testing.T) {
+func TestTableCommitOfAnotherFolderIsRefused(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
 	d := w.export(day1, 1, 1, 10)
@@ -91,14 +91,14 @@ func TestDeliveryOfAnotherFolderIsRefused(t *testing.T) {
 	} {
 		forged := d
 		forged.Files = []manifest.File{{Key: key, Rows: 10, Bytes: d.Files[0].Bytes}}
-		if _, err := tb.Deliver(w.ctx, forged); !errors.Is(err, ErrNotInFolder) {
-			t.Errorf("a delivery of %s: %v; want ErrNotInFolder", key, err)
+		if _, err := tb.Add(w.ctx, forged); !errors.Is(err, ErrNotInFolder) {
+			t.Errorf("a table commit of %s: %v; want ErrNotInFolder", key, err)
 		}
-		if _, err := tb.Rebuild(w.ctx, 0, []Delivery{forged}); !errors.Is(err, ErrNotInFolder) {
+		if _, err := tb.Rebuild(w.ctx, 0, []Committed{forged}); !errors.Is(err, ErrNotInFolder) {
 			t.Errorf("a rebuild of %s: %v; want ErrNotInFolder", key, err)
 		}
 	}
 	if _, err := Load(w.ctx, w.b, tb.Location); !errors.Is(err, ErrNoTable) {
-		t.Fatalf("after refused deliveries: %v; want no table", err)
+		t.Fatalf("after refused table commits: %v; want no table", err)
 	}
 }

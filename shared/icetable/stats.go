@@ -27,14 +27,14 @@ const (
 var errNotParquet = errors.New("not a Parquet file (no PAR1 footer)")
 
 // errDataFile is a delivered data file that cannot be listed in the table
-// (its footer unreadable): a failure of the delivery, not of the table.
+// (its footer unreadable): a failure of the table commit, not of the table.
 var errDataFile = errors.New("icetable: a delivered data file")
 
 // dataFile is f as the table lists it, in day's partition, with the column
 // statistics the library builds from its Parquet footer (value, null
 // counts and lower and upper bounds per column, by the table's metrics
 // mode), so an engine skips the files a filter leaves out. sc is the
-// table's schema as the delivery leaves it.
+// table's schema as the table commit leaves it.
 func (t *Table) dataFile(ctx context.Context, tbl *table.Table, sc *iceberg.Schema, day civil.Date, f manifest.File) (iceberg.DataFile, error) {
 	meta, err := t.footer(ctx, f)
 	if err != nil {

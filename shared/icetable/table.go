@@ -12,10 +12,10 @@
 //     _SUCCESS goes and data files are overwritten), removes the day's files
 //     from the current snapshot, so the current snapshot never references a
 //     file that is about to change or go;
-//   - Deliver, after _SUCCESS, adds the new generation's files in one
+//   - Add, after _SUCCESS, adds the new generation's files in one
 //     snapshot whose summary names the generation, day, reason and manifest.
 //
-// A day the table does not hold is simply delivered; a delivery the table
+// A day the table does not hold is simply added; a generation the table
 // already holds (the same files, sizes and rows) is not made again, so a
 // run that died after its table commit converges when repeated. The
 // library (github.com/apache/iceberg-go) writes every manifest, manifest
@@ -44,7 +44,7 @@ import (
 
 // Summary properties of daybook's snapshots.
 const (
-	PropOperation  = "daybook.operation" // deliver or withdraw
+	PropOperation  = "daybook.operation" // deliver (Add) or withdraw, as stored since the first tables
 	PropDay        = "daybook.day"
 	PropGeneration = "daybook.generation"
 	PropReason     = "daybook.reason"
@@ -120,8 +120,8 @@ type Table struct {
 	Limits Limits
 }
 
-// Delivery is a committed generation of one day, as its manifest lists it.
-type Delivery struct {
+// Committed is a committed generation of one day, as its manifest lists it.
+type Committed struct {
 	Day         civil.Date
 	Generation  int64
 	Reason      string
@@ -170,10 +170,10 @@ func (t *Table) Withdraw(ctx context.Context, day civil.Date, generation int64) 
 	})
 }
 
-// Deliver makes d's files the day's files in the table's current snapshot,
-// in one snapshot (replacing any the day still has), creating the table or
+// Add makes d's files the day's files in the table's current snapshot,
+// in one table commit (replacing any the day still has), creating the table or
 // adding the dataset's newer columns first, and expires old snapshots.
-func (t *Table) Deliver(ctx context.Context, d Delivery) (Result, error) {
+func (t *Table) Add(ctx context.Context, d Committed) (Result, error) {
 	want, err := t.schema()
 	if err != nil {
 		return Result{}, err

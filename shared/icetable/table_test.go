@@ -88,12 +88,12 @@ func (w *world) table() *Table {
 
 // export writes a generation of day as the folder protocol leaves it:
 // files part-00000… of rows rows each (seeded by generation), and returns
-// its delivery. Files of an earlier generation with the same names are
+// its table commit. Files of an earlier generation with the same names are
 // overwritten; those beyond n are deleted.
-func (w *world) export(day civil.Date, gen int64, files, rows int) Delivery {
+func (w *world) export(day civil.Date, gen int64, files, rows int) Committed {
 	w.t.Helper()
 	g := datasettest.NewEventGen(uint64(gen)*1000+uint64(day.EpochDays()), day, rows*files*3)
-	d := Delivery{Day: day, Generation: gen, Reason: "scheduled", RunID: fmt.Sprintf("run-%d", gen),
+	d := Committed{Day: day, Generation: gen, Reason: "scheduled", RunID: fmt.Sprintf("run-%d", gen),
 		ManifestKey: layout.ManifestKey(prefix, w.ds.Name, day)}
 	var ids []string
 	for n := range files {
@@ -227,9 +227,9 @@ func keys(m map[civil.Date][]string) []civil.Date {
 	return out
 }
 
-func mustDeliver(t *testing.T, tb *Table, d Delivery) Result {
+func mustAdd(t *testing.T, tb *Table, d Committed) Result {
 	t.Helper()
-	r, err := tb.Deliver(t.Context(), d)
+	r, err := tb.Add(t.Context(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,9 +250,9 @@ func mustWithdraw(t *testing.T, tb *Table, day civil.Date, gen int64) Result {
 func TestGenerationsReadBack(t *testing.T) {
 	w := newWorld(t, false)
 	tb := w.table()
-	r1 := mustDeliver(t, tb, w.export(day1, 1, 3, 200))
+	r1 := mustAdd(t, tb, w.export(day1, 1, 3, 200))
 	w.check(day1)
-	mustDeliver(t, tb, w.export(day2, 1, 2, 150))
+	mustAdd(t, tb, w.export(day2, 1, 2, 150))
 	w.check(day1, day2)
 
 	tbl := w.load()
@@ -274,12 +274,12 @@ func TestGenerationsReadBack(t *testing.T) {
 		t.Fatal("withdraw changed nothing")
 	}
 	w.check(day2)
-	mustDeliver(t, tb, w.export(day1, 2, 1, 120))
+	mustAdd(t, tb, w.export(day1, 2, 1, 120))
 	w.check(day1, day2)
 	w.icebird()
 	// Delivering it again changes nothing (a run repeated after its commit).
-	if r := mustDeliver(t, tb, Delivery{Day: day1, Generation: 2, Files: []manifest.File{{Key: layout.DataKey(prefix, "events", day1, 0, ".parquet"), Rows: 120, Bytes: w.size(day1, 0)}}}); r.Changed {
-		t.Fatal("a repeated delivery wrote a snapshot")
+	if r := mustAdd(t, tb, Committed{Day: day1, Generation: 2, Files: []manifest.File{{Key: layout.DataKey(prefix, "events", day1, 0, ".parquet"), Rows: 120, Bytes: w.size(day1, 0)}}}); r.Changed {
+		t.Fatal("a repeated table commit wrote a snapshot")
 	}
 	// Withdrawing a day the table lacks changes nothing either.
 	if r := mustWithdraw(t, tb, civil.MustParse("2026-01-01"), 1); r.Changed {
@@ -296,18 +296,18 @@ func (w *world) size(day civil.Date, n int) int64 {
 	return info.Size
 }
 
-// TestDeliverWithoutWithdraw: a day delivered while the table still holds
+// TestAddReplacesTheDay: a day delivered while the table still holds
 // an earlier generation of it (files of other names) is replaced in the
 // one snapshot.
-func TestDeliverReplacesTheDay(t *testing.T) {
+func TestAddReplacesTheDay(t *testing.T) {
 	w := newWorld(t, false)
 	tb := w.table()
-	mustDeliver(t, tb, w.export(day1, 1, 2, 100))
+	mustAdd(t, tb, w.export(day1, 1, 2, 100))
 	d := w.export(day1, 2, 1, 80)
 	// Generation 2 wrote part-00000 over generation 1's; the day's old
 	// files are replaced by the new one in one commit (one metadata version).
 	before := w.load().MetadataLocation()
-	r := mustDeliver(t, tb, d)
+	r := mustAdd(t, tb, d)
 	w.check(day1)
 	if want := strings.Replace(before, "v2.", "v3.", 1); w.load().MetadataLocation() != want || r.Version != 3 {
 		t.Fatalf("metadata %s (version %d) after %s: want one version more", w.load().MetadataLocation(), r.Version, before)
@@ -322,7 +322,7 @@ func TestConcurrentDaysBothCommit(t *testing.T) {
 	for _, fake := range []bool{false, true} {
 		t.Run(map[bool]string{false: "moto", true: "fake"}[fake], func(t *testing.T) {
 			w := newWorld(t, fake)
-			mustDeliver(t, w.table(), w.export(day1, 1, 1, 50))
+			mustAdd(t, w.table(), w.export(day1, 1, 1, 50))
 			dA, dB := w.export(day2, 1, 1, 60), w.export(civil.MustParse("2026-03-03"), 1, 1, 70)
 			var inB bool
 			var bErr error
@@ -330,11 +330,11 @@ func TestConcurrentDaysBothCommit(t *testing.T) {
 			w.faults.Set(func(c buckettest.Call) error {
 				if c.Op == buckettest.OpPut && strings.HasSuffix(c.Key, ".metadata.json") && !inB {
 					inB = true
-					bRes, bErr = w.table().Deliver(w.ctx, dB)
+					bRes, bErr = w.table().Add(w.ctx, dB)
 				}
 				return nil
 			}, nil)
-			rA, err := w.table().Deliver(w.ctx, dA)
+			rA, err := w.table().Add(w.ctx, dA)
 			w.faults.Set(nil, nil)
 			if err != nil || bErr != nil {
 				t.Fatalf("A: %v, B: %v", err, bErr)
@@ -347,16 +347,16 @@ func TestConcurrentDaysBothCommit(t *testing.T) {
 	}
 }
 
-// TestCommitCrashConverges: invariant (d). A delivery (and a withdrawal)
+// TestCommitCrashConverges: invariant (d). A table commit (and a withdrawal)
 // is stopped at each S3 call it makes, before the call or right after it
 // took effect; each time the table reads as a table whose current snapshot
 // references only existing files, and the same step run again converges.
 func TestCommitCrashConverges(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
-	mustDeliver(t, tb, w.export(day1, 1, 2, 50))
-	mustDeliver(t, tb, w.export(day2, 1, 1, 40))
-	// Count the calls of one delivery and one withdrawal.
+	mustAdd(t, tb, w.export(day1, 1, 2, 50))
+	mustAdd(t, tb, w.export(day2, 1, 1, 40))
+	// Count the calls of one table commit and one withdrawal.
 	calls := func(f func()) int {
 		var n int
 		w.faults.Set(func(buckettest.Call) error { n++; return nil }, nil)
@@ -366,8 +366,8 @@ func TestCommitCrashConverges(t *testing.T) {
 	}
 	gen := int64(1)
 	nw := calls(func() { gen++; mustWithdraw(t, tb, day1, gen) })
-	nd := calls(func() { mustDeliver(t, tb, w.export(day1, gen, 2, 50)) })
-	t.Logf("a withdrawal makes %d calls, a delivery %d", nw, nd)
+	nd := calls(func() { mustAdd(t, tb, w.export(day1, gen, 2, 50)) })
+	t.Logf("a withdrawal makes %d calls, a table commit %d", nw, nd)
 	crash := errors.New("crash")
 	arm := func(i int, after bool) {
 		var n int
@@ -394,7 +394,7 @@ func TestCommitCrashConverges(t *testing.T) {
 				mustWithdraw(t, tb, day1, gen) // the next run begins again
 			}
 			w.check(day2) // invariant (a) while the folder is rewritten
-			mustDeliver(t, tb, w.export(day1, gen, 1+i%2, 30+i))
+			mustAdd(t, tb, w.export(day1, gen, 1+i%2, 30+i))
 			w.check(day1, day2)
 		}
 		for i := 1; i <= nd; i++ {
@@ -402,11 +402,11 @@ func TestCommitCrashConverges(t *testing.T) {
 			mustWithdraw(t, tb, day1, gen)
 			d := w.export(day1, gen, 1+i%2, 30+i)
 			arm(i, after)
-			_, err := tb.Deliver(w.ctx, d)
+			_, err := tb.Add(w.ctx, d)
 			w.faults.Set(nil, nil)
 			if err != nil {
 				w.filesExist(w.load())
-				mustDeliver(t, tb, d) // the step repeated (a redelivery)
+				mustAdd(t, tb, d) // the step repeated (a redelivery)
 			}
 			w.check(day1, day2)
 		}
@@ -414,7 +414,7 @@ func TestCommitCrashConverges(t *testing.T) {
 }
 
 // TestCommitCostIsFlat: a commit's S3 requests do not grow with the table's
-// age (no listing but the first delivery's, which finds no table and no
+// age (no listing but the first table commit's, which finds no table and no
 // hint; manifests merge), and its metadata file stays bounded (snapshots
 // expire, old metadata versions are deleted).
 func TestCommitCostIsFlat(t *testing.T) {
@@ -424,9 +424,9 @@ func TestCommitCostIsFlat(t *testing.T) {
 	days, gens := 60, int64(3)
 	// The figures in docs/performance.md: ICETABLE_DAYS=400
 	// ICETABLE_GENERATIONS=20 with the default retention. That run
-	// re-exports each day by a delivery alone (the day's old files out and
+	// re-exports each day by a table commit alone (the day's old files out and
 	// the new in, two snapshots in one metadata version), not a withdrawal
-	// and a delivery: half the commits, the same table at the end, so it
+	// and a table commit: half the commits, the same table at the end, so it
 	// fits this machine.
 	withdraw := true
 	if v, err := strconv.Atoi(os.Getenv("ICETABLE_DAYS")); err == nil {
@@ -450,9 +450,9 @@ func TestCommitCostIsFlat(t *testing.T) {
 		for i := range days {
 			day := day1.AddDays(i)
 			// Consecutive generations differ (1 row, 2 rows), so each
-			// delivery commits; the folder's write is not the table's.
+			// table commit commits; the folder's write is not the table's.
 			body := bodies[g%2]
-			d := Delivery{Day: day, Generation: g, ManifestKey: layout.ManifestKey(prefix, "events", day),
+			d := Committed{Day: day, Generation: g, ManifestKey: layout.ManifestKey(prefix, "events", day),
 				Files: []manifest.File{{Key: layout.DataKey(prefix, "events", day, 0, ".parquet"), Rows: 2 - g%2, Bytes: int64(len(body))}}}
 			if err := w.b.Put(w.ctx, d.Files[0].Key, body, "application/vnd.apache.parquet"); err != nil {
 				t.Fatal(err)
@@ -461,7 +461,7 @@ func TestCommitCostIsFlat(t *testing.T) {
 			if g > 1 && withdraw {
 				mustWithdraw(t, tb, day, g)
 			}
-			mustDeliver(t, tb, d)
+			mustAdd(t, tb, d)
 			n := w.calls() - before
 			if g == 1 && i < 20 {
 				maxEarly = max(maxEarly, n)
@@ -472,7 +472,7 @@ func TestCommitCostIsFlat(t *testing.T) {
 		}
 	}
 	if l := w.faults.Count(buckettest.OpList); l != 1 {
-		t.Fatalf("%d listings, want 1 (the first delivery's)", l)
+		t.Fatalf("%d listings, want 1 (the first table commit's)", l)
 	}
 	tbl := w.load()
 	body, err := w.b.Get(w.ctx, strings.TrimPrefix(tbl.MetadataLocation(), "s3://"+w.b.Name()+"/"), DefaultLimits.MetadataBytes)
@@ -518,12 +518,12 @@ func (w *world) calls() int {
 // next, older days read it as null and newer ones as written.
 func TestSchemaVersionAddsColumns(t *testing.T) {
 	w := newWorld(t, false)
-	mustDeliver(t, w.table(), w.export(day1, 1, 1, 40))
+	mustAdd(t, w.table(), w.export(day1, 1, 1, 40))
 	v1 := w.load().Schema()
 	w.ds.Version = 2
 	w.ds.Columns = append(slices.Clone(w.ds.Columns), dataset.Column{Name: "channel", Type: dataset.Type{Kind: dataset.KindString},
 		Nullable: true, Since: 2, Description: "Where the event came from."})
-	mustDeliver(t, w.table(), w.export(day2, 1, 1, 30))
+	mustAdd(t, w.table(), w.export(day2, 1, 1, 30))
 	w.check(day1, day2)
 	tbl := w.load()
 	sc := tbl.Schema()
@@ -605,8 +605,8 @@ func (w *world) icebird() {
 func TestZeroRowDayIsReplaced(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
-	mustDeliver(t, tb, w.export(day1, 1, 1, 0))
-	mustDeliver(t, tb, w.export(day2, 1, 1, 10))
+	mustAdd(t, tb, w.export(day1, 1, 1, 0))
+	mustAdd(t, tb, w.export(day2, 1, 1, 10))
 	if files, err := tb.dayFiles(w.ctx, w.load(), day1); err != nil || len(files) != 1 || files[0].Count() != 0 {
 		t.Fatalf("the empty day's files: %v, %v", files, err)
 	}
@@ -614,11 +614,11 @@ func TestZeroRowDayIsReplaced(t *testing.T) {
 	if files, err := tb.dayFiles(w.ctx, w.load(), day1); err != nil || len(files) != 0 {
 		t.Fatalf("after the withdrawal the table still holds %d files of the empty day (%v)", len(files), err)
 	}
-	mustDeliver(t, tb, w.export(day1, 2, 1, 20))
+	mustAdd(t, tb, w.export(day1, 2, 1, 20))
 	w.check(day1, day2)
 	// And without a withdrawal: the new generation replaces the empty one.
-	mustDeliver(t, tb, w.export(day1, 3, 1, 0))
-	mustDeliver(t, tb, w.export(day1, 4, 1, 5))
+	mustAdd(t, tb, w.export(day1, 3, 1, 0))
+	mustAdd(t, tb, w.export(day1, 4, 1, 5))
 	w.check(day1, day2)
 }
 
@@ -638,7 +638,7 @@ func TestRetentionDropsWhatNoSnapshotNeeds(t *testing.T) {
 		if n%2 == 1 {
 			mustWithdraw(t, tb, day, gen)
 		}
-		mustDeliver(t, tb, w.export(day, gen, 1+n%2, 10))
+		mustAdd(t, tb, w.export(day, gen, 1+n%2, 10))
 		tbl := w.load()
 		fs := w.fs()
 		need := map[string]bool{}
@@ -702,7 +702,7 @@ func TestDataFilesCarryColumnStatistics(t *testing.T) {
 	w := newWorld(t, true)
 	tb := w.table()
 	gets := w.faults.Count(buckettest.OpGet)
-	mustDeliver(t, tb, w.export(day1, 1, 2, 50))
+	mustAdd(t, tb, w.export(day1, 1, 2, 50))
 	tbl := w.load()
 	files, err := LiveFiles(w.ctx, tbl)
 	if err != nil || len(files) != 2 {
@@ -732,5 +732,5 @@ func TestDataFilesCarryColumnStatistics(t *testing.T) {
 	if n := plan(w.ids[day1][0]); n < 1 {
 		t.Fatalf("a filter on an existing id plans %d files", n)
 	}
-	t.Logf("%d GETs for the delivery of 2 files (one footer read each, and the table's own)", w.faults.Count(buckettest.OpGet)-gets)
+	t.Logf("%d GETs for the table commit of 2 files (one footer read each, and the table's own)", w.faults.Count(buckettest.OpGet)-gets)
 }

@@ -55,7 +55,7 @@ type IcebergPlants struct {
 	Objects int            // objects planted: metadata files, manifest lists, canaries
 	Tricks  map[string]int // plants by trick
 	// Broken counts plants the exporters took as a broken table (the
-	// deliveries recorded its table error), Readable those whose delivery
+	// committed recorded its table error), Readable those whose delivery
 	// committed with daybook's properties in place of the planted ones.
 	Broken, Readable int
 	// Delivered counts partitions completed while a plant was in place.
@@ -454,7 +454,7 @@ func (p *pipeline) repairTable(ctx context.Context, round int, a account.Account
 	if err != nil {
 		return err
 	}
-	var deliveries []icetable.Delivery
+	var committed []icetable.Committed
 	settled := map[string]int64{} // the generations whose table error the repair settles
 	for _, r := range rows {
 		if r.AccountID != a.ID || r.Dataset != ds || r.Generation <= 0 {
@@ -468,13 +468,13 @@ func (p *pipeline) repairTable(ctx context.Context, round int, a account.Account
 			p.problem("round %d: the repair of s3://%s/%s leaves out %s (%s): %s", round, store.Name(), loc, r.Key, r.State, why)
 			continue
 		case m != nil:
-			deliveries = append(deliveries, icetable.Delivery{Day: r.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID,
+			committed = append(committed, icetable.Committed{Day: r.Day, Generation: m.Generation, Reason: m.Reason, RunID: m.RunID,
 				ManifestKey: layout.ManifestKey(prefix, ds, r.Day), Files: m.Files})
 		}
 		settled[r.Key.String()] = r.Generation
 	}
 	tb := &icetable.Table{Store: store, Location: loc, Dataset: d}
-	if _, err := tb.Rebuild(ctx, newest, deliveries); err != nil {
+	if _, err := tb.Rebuild(ctx, newest, committed); err != nil {
 		return err
 	}
 	for _, r := range rows {

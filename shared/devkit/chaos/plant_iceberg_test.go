@@ -30,7 +30,7 @@ import (
 // replaces a metadata file. The hint is a shortcut (a reader probes past
 // it): a commit whose hint write failed (an outage on that PUT) leaves it a
 // version behind, and a plant written at hint+1 replaced the newest
-// commit: the delivery of a day that a withdrawal had just taken out, so
+// commit: the table commit of a day that a withdrawal had just taken out, so
 // the day left the table while its _SUCCESS and its ledger row stood (a
 // TestChaosSliced run, seed 12: "dt=2026-12-06 holds 0 rows in 0 files;
 // its _manifest.json (generation 5) lists 2 rows in 1 files", first seen
@@ -67,27 +67,27 @@ func TestPlantAfterTheNewestVersion(t *testing.T) {
 	loc := tableLocation(prefix, ds.Name)
 	tb := &icetable.Table{Store: store, Location: loc, Dataset: ds}
 	day1, day2 := civil.MustParse("2026-12-05"), civil.MustParse("2026-12-06")
-	deliver := func(day civil.Date, gen int64) icetable.Delivery {
+	add := func(day civil.Date, gen int64) icetable.Committed {
 		t.Helper()
 		d := writeDay(ctx, t, store, ds, prefix, day, gen)
-		if _, err := tb.Deliver(ctx, d); err != nil {
+		if _, err := tb.Add(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	deliver(day1, 1) // v1 (the new table), v2
-	deliver(day2, 4) // v3
+	add(day1, 1) // v1 (the new table), v2
+	add(day2, 4) // v3
 	// The day's generation 5: the withdrawal at its Begin (v4), then its
-	// delivery (v5), whose hint write fails.
+	// table commit (v5), whose hint write fails.
 	if _, err := tb.Withdraw(ctx, day2, 5); err != nil {
 		t.Fatal(err)
 	}
 	hint := icetable.VersionHintKey(loc)
 	puts := faults.Calls(buckettest.OpPut, hint)
 	faults.Set(buckettest.Once(errors.New("injected: the version hint's PUT failed"), buckettest.Is(buckettest.OpPut, hint)), nil)
-	want := deliver(day2, 5)
+	want := add(day2, 5)
 	if n := faults.Calls(buckettest.OpPut, hint) - puts; n != 1 {
-		t.Fatalf("the delivery wrote the version hint %d times, want once (and failed)", n)
+		t.Fatalf("the table commit wrote the version hint %d times, want once (and failed)", n)
 	}
 	b, err := store.Get(ctx, hint, 64)
 	if err != nil || string(b) != "4" {
@@ -150,8 +150,8 @@ func TestPlantAfterTheNewestVersion(t *testing.T) {
 }
 
 // writeDay writes generation gen of day as the folder protocol leaves it
-// (one Parquet file of the dataset's rows) and returns its delivery.
-func writeDay(ctx context.Context, t *testing.T, store *bucket.Bucket, ds dataset.Dataset, prefix string, day civil.Date, gen int64) icetable.Delivery {
+// (one Parquet file of the dataset's rows) and returns its table commit.
+func writeDay(ctx context.Context, t *testing.T, store *bucket.Bucket, ds dataset.Dataset, prefix string, day civil.Date, gen int64) icetable.Committed {
 	t.Helper()
 	const rows = 3
 	g := datasettest.NewEventGen(uint64(gen)*1000+uint64(day.EpochDays()), day, rows*3)
@@ -176,6 +176,6 @@ func writeDay(ctx context.Context, t *testing.T, store *bucket.Bucket, ds datase
 	if err := store.Put(ctx, key, buf.Bytes(), "application/vnd.apache.parquet"); err != nil {
 		t.Fatal(err)
 	}
-	return icetable.Delivery{Day: day, Generation: gen, Reason: "scheduled", RunID: fmt.Sprintf("run-%d", gen),
+	return icetable.Committed{Day: day, Generation: gen, Reason: "scheduled", RunID: fmt.Sprintf("run-%d", gen),
 		ManifestKey: layout.ManifestKey(prefix, ds.Name, day), Files: []manifest.File{{Key: key, Rows: rows, Bytes: int64(buf.Len())}}}
 }
