@@ -278,7 +278,7 @@ func (g *generation) write(ctx context.Context) (*Written, error) {
 	defer g.abort(ctx)
 	var err error
 	// Step 4: write.
-	if c.files, c.prov, err = e.writeData(ctx, g, q, wholeDay); err != nil {
+	if c.files, c.prov, err = g.writeData(ctx, q, wholeDay); err != nil {
 		if g.beginErr != nil {
 			return nil, g.beginErr
 		}

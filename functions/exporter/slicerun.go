@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/metrics"
@@ -80,7 +81,7 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: m.DayValue()}
 	log = log.With("account", m.AccountID, "dataset", m.Dataset, "day", m.Day, "generation", m.Generation, "slice", m.Slice, "slices", m.Slices)
 	rec := s.recorder()
-	current, err := s.planOf(ctx, key, m, log)
+	acct, current, err := s.planOf(ctx, key, m, log)
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 	case errors.Is(err, ledger.ErrSliceDone):
 		// A re-sent message. The run that completed it may have stopped
 		// before the commit: try it.
-		return s.commitSlices(ctx, key, m, log)
+		return s.commitSlices(ctx, key, m, &acct, log)
 	case errors.Is(err, ledger.ErrConflict):
 		log.InfoContext(ctx, "slice is running; dropping this message", "reason", err.Error())
 		return nil
@@ -108,7 +109,7 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 	}
 	g := s.Exporter.generationOf(Partition{Day: sl.Key.Day, Claim: ledger.Claim{Key: sl.Key, Token: sl.Token}}, log.With("slice_attempt", sl.Attempts))
 	g.rec = rec
-	r := &sliceRun{generation: g, sl: sl, m: m}
+	r := &sliceRun{generation: g, sl: sl, m: m, acct: acct}
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
 	out, permanent, err := r.export(runCtx)
@@ -126,7 +127,7 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 			if recorded, err := r.done(finishCtx, out, body); !recorded {
 				return err
 			}
-			return s.commitSlices(ctx, key, m, r.log)
+			return s.commitSlices(ctx, key, m, &acct, r.log)
 		}
 	}
 	return r.failed(finishCtx, newFailure(err), permanent)
@@ -134,17 +135,19 @@ func (s *Service) slice(ctx context.Context, m jobs.Slice, log *slog.Logger) err
 
 // planOf tells, before anything is written, which plan of the partition a
 // slice message is of: its current plan (current), or one a claim that has
-// ended made (a redelivery: not current, nil error). A message of no plan
+// ended made (a redelivery: not current, nil error); it returns the
+// account as read, once for the invocation. A message of no plan
 // the partition ever had (no such account, a claim token that planned no
 // slices of it) or that does not match its plan (another generation or
 // number of slices, a slice beyond them) can never run: it is rejected, to
 // the dead-letter queue, and the partition is left alone.
-func (s *Service) planOf(ctx context.Context, key partition.Key, m jobs.Slice, log *slog.Logger) (current bool, err error) {
-	switch _, err := s.Ledger.GetAccount(ctx, key.AccountID); {
+func (s *Service) planOf(ctx context.Context, key partition.Key, m jobs.Slice, log *slog.Logger) (acct account.Account, current bool, err error) {
+	acct, err = s.Ledger.GetAccount(ctx, key.AccountID)
+	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return false, s.reject(ctx, log, "slice for account_id %q: no such account", key.AccountID)
+		return acct, false, s.reject(ctx, log, "slice for account_id %q: no such account", key.AccountID)
 	case err != nil:
-		return false, fmt.Errorf("get account %s: %w", key.AccountID, err)
+		return acct, false, fmt.Errorf("get account %s: %w", key.AccountID, err)
 	}
 	var gen int64
 	var n int
@@ -153,34 +156,35 @@ func (s *Service) planOf(ctx context.Context, key partition.Key, m jobs.Slice, l
 	case err == nil && plan.Token == m.ClaimToken:
 		current, gen, n = true, plan.Generation, plan.Slices
 	case err != nil && !errors.Is(err, ledger.ErrNotFound):
-		return false, fmt.Errorf("read the slice plan of %s: %w", key, err)
+		return acct, false, fmt.Errorf("read the slice plan of %s: %w", key, err)
 	default:
 		is, err := s.Ledger.IssuedToken(ctx, key, m.ClaimToken)
 		switch {
 		case errors.Is(err, ledger.ErrNotFound), err == nil && is.PlanSlices == 0:
-			return false, s.reject(ctx, log, "slice of %s: claim_token %q planned no slices of this partition", key, m.ClaimToken)
+			return acct, false, s.reject(ctx, log, "slice of %s: claim_token %q planned no slices of this partition", key, m.ClaimToken)
 		case err != nil:
-			return false, fmt.Errorf("read the claim tokens of %s: %w", key, err)
+			return acct, false, fmt.Errorf("read the claim tokens of %s: %w", key, err)
 		}
 		gen, n = is.PlanGeneration, is.PlanSlices
 	}
 	switch {
 	case m.Slice >= n:
-		return false, s.reject(ctx, log, "slice %d of %s is beyond the %d slices claim_token %q planned", m.Slice, key, n, m.ClaimToken)
+		return acct, false, s.reject(ctx, log, "slice %d of %s is beyond the %d slices claim_token %q planned", m.Slice, key, n, m.ClaimToken)
 	case m.Generation != gen || m.Slices != n:
-		return false, s.reject(ctx, log, "slice %d of %s: the message is for generation %d in %d slices; claim_token %q planned generation %d in %d slices",
+		return acct, false, s.reject(ctx, log, "slice %d of %s: the message is for generation %d in %d slices; claim_token %q planned generation %d in %d slices",
 			m.Slice, key, m.Generation, m.Slices, m.ClaimToken, gen, n)
 	}
-	return current, nil
+	return acct, current, nil
 }
 
 // sliceRun is one run of a slice: the slice as StartSlice claimed it, its
-// message, and its generation (the plan's claim, the account once read, a
-// run id of its own).
+// message, the account as the invocation read it, and its generation (the
+// plan's claim, a run id of its own).
 type sliceRun struct {
 	*generation
-	sl ledger.Slice
-	m  jobs.Slice
+	sl   ledger.Slice
+	m    jobs.Slice
+	acct account.Account
 }
 
 // export exports the slice. permanent marks an error that a retry of the
@@ -195,7 +199,7 @@ func (r *sliceRun) export(ctx context.Context) (out sliceOutput, permanent bool,
 	if r.RunID, err = r.rec.runID(); err != nil {
 		return sliceOutput{}, false, err
 	}
-	if err := r.load(ctx); err != nil {
+	if err := r.load(ctx, &r.acct); err != nil {
 		return sliceOutput{}, errors.Is(err, errNeverRuns), err
 	}
 	r.log.DebugContext(ctx, "slice started", "run_id", r.RunID)
@@ -207,15 +211,21 @@ func (r *sliceRun) export(ctx context.Context) (out sliceOutput, permanent bool,
 // its account is gone or disabled, or its dataset unknown.
 var errNeverRuns = errors.New("the partition cannot be exported")
 
-// load reads the dataset and the account, as it is now, of the run of a
-// sliced day (a slice's or the commit's).
-func (g *generation) load(ctx context.Context) error {
+// load sets the dataset and the account of the run of a sliced day (a
+// slice's or the commit's): the account the invocation read (read), or, when
+// it read none, the account as it is now.
+func (g *generation) load(ctx context.Context, read *account.Account) error {
 	key := g.Claim.Key
 	ds, err := g.rec.catalog.Resolve(key.Dataset)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNeverRuns, err)
 	}
-	acct, err := g.rec.ledger.GetAccount(ctx, key.AccountID)
+	var acct account.Account
+	if read != nil {
+		acct = *read
+	} else {
+		acct, err = g.rec.ledger.GetAccount(ctx, key.AccountID)
+	}
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return fmt.Errorf("%w: account %s: %w", errNeverRuns, key.AccountID, err)
@@ -306,8 +316,8 @@ func (rec *recorder) failSliced(ctx context.Context, key partition.Key, token st
 // completed, from the one run that claims the commit; with too little of
 // the invocation left it hands the commit to a fresh one. A partition that
 // came to rest meanwhile gets its delivery manifest rewritten
-// (convergeAtRest).
-func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Slice, log *slog.Logger) error {
+// (convergeAtRest). acct is the account as the invocation read it.
+func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Slice, acct *account.Account, log *slog.Logger) error {
 	token := m.ClaimToken
 	rec := s.recorder()
 	claim, err := s.Ledger.HeldClaim(ctx, key, token)
@@ -349,7 +359,7 @@ func (s *Service) commitSlices(ctx context.Context, key partition.Key, m jobs.Sl
 	g := rec.generation(claim, plan.RunID, plan.StartedAt, log)
 	runCtx, cancel := s.runContext(ctx)
 	defer cancel()
-	w, err := g.commitSlices(runCtx, plan, sls)
+	w, err := g.commitSlices(runCtx, plan, sls, acct)
 	ctx, done := finishContext(ctx)
 	defer done()
 	if err != nil {

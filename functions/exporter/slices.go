@@ -52,6 +52,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/ledger"
 	"github.com/daybook-dev/daybook/shared/manifest"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -178,15 +179,16 @@ func (g *generation) exportSlice(ctx context.Context, sl ledger.Slice) (sliceOut
 	defer g.abort(ctx)
 	q := sliceRange(partitionQuery(g.Account, g.Dataset, g.Day), sl)
 	// Step 4: write (of one slice).
-	files, prov, err := g.e.writeData(ctx, g, q, sl.Index)
+	files, prov, err := g.writeData(ctx, q, sl.Index)
 	return sliceOutput{Files: files, Provenance: prov}, err
 }
 
 // commitSlices commits the generation of plan with every slice's files, in
 // slice order (sls as ledger.SlicesOf returns them, all completed), for
-// the account as it is now, which must still have the plan's destination.
-func (g *generation) commitSlices(ctx context.Context, plan ledger.SlicePlan, sls []ledger.Slice) (*Written, error) {
-	if err := g.load(ctx); err != nil {
+// the account as the invocation read it (acct), which must still have the
+// plan's destination.
+func (g *generation) commitSlices(ctx context.Context, plan ledger.SlicePlan, sls []ledger.Slice, acct *account.Account) (*Written, error) {
+	if err := g.load(ctx, acct); err != nil {
 		return nil, err
 	}
 	if err := g.place(ctx); err != nil {
