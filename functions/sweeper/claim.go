@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -136,40 +135,28 @@ func JobFor(c ledger.Claim) Job {
 		ClaimToken: c.Token, Attempt: c.Attempt, Generation: c.Generation, Reason: string(c.Reason)}
 }
 
-// send enqueues claims in batches of 10, in order, and releases every claim
-// whose message was not accepted. SQS may report an error for a message it
-// did accept (a timeout, a lost response): if an exporter already started
-// that job, the ledger refuses the release (ErrClaimLost) and the job counts
-// as sent, not released. unsent holds the claims whose job is not in the
-// queue.
+// send enqueues claims, in order (jobs.Queue.SendAll: ten to a request),
+// and releases every claim whose message was not accepted. SQS may report
+// an error for a message it did accept (a timeout, a lost response): if an
+// exporter already started that job, the ledger refuses the release
+// (ErrClaimLost) and the job counts as sent, not released. unsent holds the
+// claims whose job is not in the queue.
 func (s *Sweeper) send(ctx context.Context, claims []ledger.Claim) (sent, released int, unsent map[partition.Key]bool, errs []error) {
 	unsent = map[partition.Key]bool{}
-	for batch := range slices.Chunk(claims, jobs.BatchSize) {
-		n, r, u, e := s.sendBatch(ctx, batch)
-		sent, released, errs = sent+n, released+r, append(errs, e...)
-		for _, k := range u {
-			unsent[k] = true
-		}
-	}
-	return sent, released, unsent, errs
-}
-
-func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, released int, unsent []partition.Key, errs []error) {
-	msgs := make([]jobs.Outgoing, len(batch))
-	for i, c := range batch {
+	msgs := make([]jobs.Outgoing, len(claims))
+	for i, c := range claims {
 		body, err := json.Marshal(JobFor(c))
 		if err != nil {
-			return 0, 0, nil, []error{err}
+			return 0, 0, unsent, []error{err}
 		}
 		msgs[i] = jobs.Outgoing{Body: string(body)}
 	}
-	results, _ := jobs.Queue{API: s.SQS, URL: s.Config.QueueURL}.SendBatch(ctx, msgs)
-	for i, r := range results {
+	for i, r := range (jobs.Queue{API: s.SQS, URL: s.Config.QueueURL}).SendAll(ctx, msgs...) {
 		if r.Err == nil {
 			sent++
 			continue
 		}
-		c, why := batch[i], r.Err.Error()
+		c, why := claims[i], r.Err.Error()
 		// A fresh context: the claim must go back even if ctx is ending.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		err := s.Ledger.Release(rctx, c)
@@ -177,7 +164,7 @@ func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, re
 		switch {
 		case err == nil:
 			released++
-			unsent = append(unsent, c.Key)
+			unsent[c.Key] = true
 			errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why))
 		case errors.Is(err, ledger.ErrClaimLost):
 			// The job got through after all and an exporter started it (or the
@@ -186,7 +173,7 @@ func (s *Sweeper) sendBatch(ctx context.Context, batch []ledger.Claim) (sent, re
 			s.log().Warn("send reported an error but the job got through; counted as sent",
 				"account", c.AccountID, "dataset", c.Dataset, "day", c.Day.String(), "send_error", why, "release", err.Error())
 		default:
-			unsent = append(unsent, c.Key)
+			unsent[c.Key] = true
 			errs = append(errs, fmt.Errorf("send job %s: %s", c.Key, why),
 				fmt.Errorf("release %s (it will be reclaimed when its lease ends): %w", c.Key, err))
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -86,24 +85,17 @@ func (s *Sweeper) fanOut(ctx context.Context, woken [][]ledger.Woken, full []int
 	groups := planFanOut(counts, orDefault(s.Config.FanOutAccounts, defaultFanOutAccounts), budget)
 	sweep := asOf.UTC().Format(time.RFC3339Nano)
 	sent := 0
-	for batch := range slices.Chunk(groups, jobs.BatchSize) {
-		msgs := make([]jobs.Outgoing, len(batch))
-		for i, j := range batch {
-			j.Sweep = sweep
-			body, _ := json.Marshal(j)
-			msgs[i] = jobs.Outgoing{Body: string(body)}
-		}
-		results, err := jobs.Queue{API: s.SQS, URL: s.Config.SweepQueueURL}.SendBatch(ctx, msgs)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("fan out: %w", err))
-			continue
-		}
-		for i, r := range results {
-			if r.Err != nil {
-				errs = append(errs, fmt.Errorf("fan out message %d: %w", i, r.Err))
-			} else {
-				sent++
-			}
+	msgs := make([]jobs.Outgoing, len(groups))
+	for i, j := range groups {
+		j.Sweep = sweep
+		body, _ := json.Marshal(j)
+		msgs[i] = jobs.Outgoing{Body: string(body)}
+	}
+	for i, r := range (jobs.Queue{API: s.SQS, URL: s.Config.SweepQueueURL}).SendAll(ctx, msgs...) {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("fan out message %d: %w", i, r.Err))
+		} else {
+			sent++
 		}
 	}
 	// An unsent group's accounts stay woken: the next sweep takes them.

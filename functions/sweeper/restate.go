@@ -261,35 +261,33 @@ func exports(a account.Account, ds string) bool {
 // restateWrites bounds the restate index writes a pass makes at once.
 const restateWrites = 8
 
-// send queues the checks in batches of 10. A check whose message was not
-// accepted is moved back to its old time, so the next sweep queues it.
+// send queues the checks (jobs.Queue.SendAll: ten to a request). A check
+// whose message was not accepted is moved back to its old time, so the
+// next sweep queues it.
 func (r *Restater) send(ctx context.Context, checks []ledger.Row, next time.Time) (sent int, errs []error) {
-	for batch := range slices.Chunk(checks, jobs.BatchSize) {
-		msgs := make([]jobs.Outgoing, len(batch))
-		for i, row := range batch {
-			body, err := json.Marshal(jobs.RestateCheck{Kind: jobs.KindRestateCheck, AccountID: row.AccountID, Dataset: row.Dataset,
-				Day: row.Day.String(), Generation: row.Generation})
-			if err != nil {
-				return sent, append(errs, err)
-			}
-			msgs[i] = jobs.Outgoing{Body: string(body)}
+	msgs := make([]jobs.Outgoing, len(checks))
+	for i, row := range checks {
+		body, err := json.Marshal(jobs.RestateCheck{Kind: jobs.KindRestateCheck, AccountID: row.AccountID, Dataset: row.Dataset,
+			Day: row.Day.String(), Generation: row.Generation})
+		if err != nil {
+			return sent, append(errs, err)
 		}
-		results, _ := jobs.Queue{API: r.SQS, URL: r.Config.QueueURL}.SendBatch(ctx, msgs)
-		for i, res := range results {
-			if res.Err == nil {
-				sent++
-				continue
-			}
-			row, why := batch[i], res.Err.Error()
-			moved := row
-			moved.Fingerprint.CheckAt = next.UTC().Truncate(time.Second)
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			err := r.Ledger.MoveRestateCheck(rctx, moved, row.Fingerprint.CheckAt)
-			cancel()
-			errs = append(errs, fmt.Errorf("send restate check %s: %s", row.Key, why))
-			if err != nil && !errors.Is(err, ledger.ErrConflict) {
-				errs = append(errs, fmt.Errorf("restate check %s waits a full interval: %w", row.Key, err))
-			}
+		msgs[i] = jobs.Outgoing{Body: string(body)}
+	}
+	for i, res := range (jobs.Queue{API: r.SQS, URL: r.Config.QueueURL}).SendAll(ctx, msgs...) {
+		if res.Err == nil {
+			sent++
+			continue
+		}
+		row, why := checks[i], res.Err.Error()
+		moved := row
+		moved.Fingerprint.CheckAt = next.UTC().Truncate(time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := r.Ledger.MoveRestateCheck(rctx, moved, row.Fingerprint.CheckAt)
+		cancel()
+		errs = append(errs, fmt.Errorf("send restate check %s: %s", row.Key, why))
+		if err != nil && !errors.Is(err, ledger.ErrConflict) {
+			errs = append(errs, fmt.Errorf("restate check %s waits a full interval: %w", row.Key, err))
 		}
 	}
 	return sent, errs

@@ -113,6 +113,20 @@ func (q Queue) Send(ctx context.Context, msgs ...Outgoing) error {
 	return nil
 }
 
+// SendAll sends msgs, in order, BatchSize to a request, and goes on past
+// a request that failed: sent[i] says what became of msgs[i], so the
+// caller can put back what each unsent message stood for (a claim, a
+// check). As with SendBatch, a message reported not sent may be in the
+// queue nonetheless.
+func (q Queue) SendAll(ctx context.Context, msgs ...Outgoing) (sent []Sent) {
+	sent = make([]Sent, 0, len(msgs))
+	for batch := range slices.Chunk(msgs, BatchSize) {
+		s, _ := q.SendBatch(ctx, batch) // its error is in every s[i].Err
+		sent = append(sent, s...)
+	}
+	return sent
+}
+
 // Encoded is one Outgoing message per value, each encoded with Encode.
 func Encoded[T any](vs ...T) ([]Outgoing, error) {
 	msgs := make([]Outgoing, 0, len(vs))

@@ -171,6 +171,44 @@ func TestSendStopsAtTheFirstBatchNotSent(t *testing.T) {
 	}
 }
 
+// TestSendAllGoesOnPastAFailedBatch: SendAll sends every batch, whatever
+// an earlier one met, and says of each message whether it was sent: a
+// refused entry is that message's, a failed request every message's of
+// its batch.
+func TestSendAllGoesOnPastAFailedBatch(t *testing.T) {
+	api := &batches{answer: map[int]func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error){
+		0: func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			out := acceptAll(in)
+			out.Successful = append(out.Successful[:3], out.Successful[4:]...)
+			out.Failed = []sqstypes.BatchResultErrorEntry{{Id: aws.String("3"), Code: aws.String("InternalError"), Message: aws.String("try again")}}
+			return out, nil
+		},
+		1: func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+			return nil, errors.New("connection reset")
+		},
+	}}
+	sent := Queue{API: api, URL: "https://queue"}.SendAll(t.Context(), outgoing(23)...)
+	if len(api.requests) != 3 || len(sent) != 23 {
+		t.Fatalf("SendAll of 23: %d requests, %d results; want 3 and 23", len(api.requests), len(sent))
+	}
+	for i, s := range sent {
+		var want string
+		switch {
+		case i == 3:
+			want = "InternalError: try again"
+		case i >= 10 && i < 20:
+			want = "connection reset"
+		}
+		got := ""
+		if s.Err != nil {
+			got = s.Err.Error()
+		}
+		if got != want || (want == "") != (s.MessageID == "m-"+strconv.Itoa(i)) {
+			t.Errorf("message %d: %+v, want error %q", i, s, want)
+		}
+	}
+}
+
 // TestPerDay: a range becomes one single-day request per day, each by the
 // range's requester; Encoded encodes them in order.
 func TestPerDay(t *testing.T) {
