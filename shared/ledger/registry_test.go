@@ -183,3 +183,75 @@ func TestItemKindsRegistry(t *testing.T) {
 		})
 	}
 }
+
+// indexes are the sparse indexes a kind can carry entries in: the
+// registry's field, and the attribute prefix an item table's notes name
+// when the kind carries one.
+var indexes = []struct {
+	name, attr string
+	entry      func(itemKind) string
+}{
+	{"due", "due_", func(k itemKind) string { return k.due }},
+	{"fleet", "fleet_", func(k itemKind) string { return k.fleet }},
+	{"restate", "restate_", func(k itemKind) string { return k.restate }},
+}
+
+// archNotes reads the notes of docs/architecture.md's item table, by kind.
+func archNotes(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(b), "| item | pk | sk | notes |\n")
+	sec, _, _ = strings.Cut(sec, "\n\n")
+	out := map[string]string{}
+	for line := range strings.SplitSeq(sec, "\n") {
+		if m := archKindLine.FindStringSubmatch(line); m != nil {
+			out[m[1]] = line[len(m[0]):]
+		}
+	}
+	return out
+}
+
+// TestIndexEntriesDocumented: the architecture page's notes of a kind name
+// each sparse index the registry says it carries entries in (by the
+// index's attributes, due_*, fleet_*, restate_*, or as "the `fleet`
+// index"), and no other; and the
+// package doc's section on the due or fleet index names the hash key
+// prefix of every kind's entries in it (W#<nn>, OB#<n>, ...).
+func TestIndexEntriesDocumented(t *testing.T) {
+	notes := archNotes(t)
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := func(index string) string {
+		_, s, ok := strings.Cut(string(doc), "// # The sparse \""+index+"\" index\n")
+		if !ok {
+			return ""
+		}
+		s, _, _ = strings.Cut(s, "\n// # ")
+		return s
+	}
+	for _, k := range kinds {
+		n, ok := notes[k.name]
+		if !ok {
+			t.Errorf("docs/architecture.md: no notes of %s", k.name)
+			continue
+		}
+		for _, ix := range indexes {
+			entry := ix.entry(k)
+			if named := strings.Contains(n, ix.attr) || strings.Contains(n, "`"+ix.name+"` index"); named != (entry != "") {
+				t.Errorf("docs/architecture.md: the notes of %s name the %s index (%s* or `%s` index): %v; the registry says it carries entries there: %q", k.name, ix.name, ix.attr, ix.name, named, entry)
+			}
+			prefix, _, _ := strings.Cut(entry, "<")
+			if ix.name == "restate" || !strings.HasSuffix(prefix, "#") {
+				continue // an account id, or the restate index (restate.go's doc)
+			}
+			if s := section(ix.name); !strings.Contains(s, prefix+"<") {
+				t.Errorf("package doc (doc.go): the %q index's section does not name %s's entries (%s<...>)", ix.name, k.name, prefix)
+			}
+		}
+	}
+}
