@@ -20,6 +20,7 @@ func valid() Account {
 }
 
 func TestNewID(t *testing.T) {
+	t.Parallel()
 	r := rand.NewChaCha8([32]byte{1})
 	seen := map[string]bool{}
 	for range 1000 {
@@ -38,6 +39,7 @@ func TestNewID(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
+	t.Parallel()
 	in := `{"id":"acct_abcdefghijklmnop","name":"Acme","enabled":true,"start_date":"2026-01-01","time_zone":"Asia/Kolkata",
 	"settle_delay":"90m","datasets":["events"],"destination":{"bucket":"acme-exports","prefix":"x/{{.AccountID}}","role_arn":"arn:aws:iam::123456789012:role/daybook-export-a",
 	"external_id":"ext-1","expected_bucket_owner":"123456789012","format":"parquet","compression":"zstd"}}`
@@ -76,6 +78,7 @@ func TestJSON(t *testing.T) {
 // TestFormatDefaults checks the one place a destination's empty format and
 // compression are filled in, and the messages naming the allowed values.
 func TestFormatDefaults(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		format, compression string
 		wantFormat          fileformat.Format
@@ -127,6 +130,7 @@ func at(t *testing.T, zone, local string) time.Time {
 }
 
 func TestClosedThroughNeverToday(t *testing.T) {
+	t.Parallel()
 	dur := func(d time.Duration) *Duration { v := Duration(d); return &v }
 	cases := []struct {
 		zone   string
@@ -168,6 +172,7 @@ func mustLoc(z string) *time.Location {
 }
 
 func TestWindowAcrossDST(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		zone, day string
 		hours     float64

@@ -12,6 +12,7 @@ import (
 // stores' limits are accepted; anything else is refused naming the field
 // and the value.
 func TestControls(t *testing.T) {
+	t.Parallel()
 	s3 := func(f func(*Destination)) Account { a := valid(); f(&a.Destination); return a }
 	gcs := func(f func(*Destination)) Account {
 		a := valid()

@@ -42,6 +42,7 @@ var credRules = Rules{DeploymentAccountID: "123456789012", SecretPattern: secret
 // that a customer is told to write are valid, and so is a destination on
 // an emulator's endpoint without them (reached without credentials).
 func TestCredentialsAccepted(t *testing.T) {
+	t.Parallel()
 	emulated := func(a Account) Account {
 		a.Destination.GCS, a.Destination.Azure, a.Destination.Endpoint = nil, nil, "https://storage.example.com"
 		return a
@@ -65,6 +66,7 @@ func TestCredentialsAccepted(t *testing.T) {
 // TestCredentialsRefused: one row per refusal, each naming the field, the
 // value and why.
 func TestCredentialsRefused(t *testing.T) {
+	t.Parallel()
 	fed := GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: testSA}
 	with := func(f func(*GCSAccess)) Account { g := fed; f(&g); return gcsAcct(g) }
 	cases := []struct {
@@ -142,6 +144,7 @@ func TestCredentialsRefused(t *testing.T) {
 // TestNoSecretInTheRecord: a key pasted into any field of the record is
 // refused, naming the field, and the error never holds the key.
 func TestNoSecretInTheRecord(t *testing.T) {
+	t.Parallel()
 	const (
 		pem       = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n"
 		saJSON    = `{"type": "service_account", "private_key_id": "abc", "private_key": "x"}`

@@ -14,6 +14,7 @@ import (
 // pass the deployment's rules for the role pattern the template sets
 // (daybook-export-*), so a renamed or removed field fails here.
 func TestDocumentedAccountFiles(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ file, after string }{
 		{"../../README.md", "\n## Register accounts\n"},
 		{"../../docs/accounts.md", "# Accounts\n"},

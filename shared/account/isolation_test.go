@@ -21,6 +21,7 @@ const (
 // one); each refusal names the field, the candidate's value and the other
 // account.
 func TestCheckIsolation(t *testing.T) {
+	t.Parallel()
 	withRole := func(a Account, role, ext string) Account {
 		a.Destination.RoleARN, a.Destination.ExternalID = role, ext
 		return a
@@ -79,6 +80,7 @@ func TestCheckIsolation(t *testing.T) {
 }
 
 func TestCheckIsolationNeedsAStage(t *testing.T) {
+	t.Parallel()
 	err := CheckIsolation(acct(idA, "b", ""), nil, "")
 	wantField(t, err, "stage", "", "required")
 	bad := acct(idA, "b", "no-id-here")
@@ -92,6 +94,7 @@ func TestCheckIsolationNeedsAStage(t *testing.T) {
 // bucket of one name were one bucket, and two Azure storage accounts'
 // containers of one name were one container.
 func TestIsolationAcrossStores(t *testing.T) {
+	t.Parallel()
 	gcs := func(a Account, endpoint string) Account {
 		a.Destination.StoreKind, a.Destination.Endpoint = StoreGCS, endpoint
 		a.Destination.GCS = &GCSAccess{WorkloadIdentityProvider: testProvider, ServiceAccount: testSA}
@@ -155,6 +158,7 @@ func TestIsolationAcrossStores(t *testing.T) {
 // prefix segment), or the ledger would stop seeing stored accounts'
 // guards.
 func TestS3GuardKeysUnchanged(t *testing.T) {
+	t.Parallel()
 	for _, d := range []Destination{{Bucket: "shared"}, {Bucket: "shared", Endpoint: "http://localhost:9000"}, {Bucket: "shared", Region: "cn-north-1"}} {
 		a := acct(idA, d.Bucket, "x/{{.AccountID}}")
 		a.Destination = d

@@ -163,6 +163,7 @@ func under(key, prefix string) bool {
 // and CheckIsolation refuses exactly the candidates the oracle says
 // conflict.
 func TestIsolationProperty(t *testing.T) {
+	t.Parallel()
 	const stage = "prod"
 	rules := testRules
 	rules.RolePattern = "arn:aws:iam::*:role/*" // let role names differing in case through, to isolation

@@ -13,6 +13,7 @@ import (
 )
 
 func TestMatchWildcard(t *testing.T) {
+	t.Parallel()
 	const pat = "arn:aws:iam::*:role/daybook-export-*"
 	cases := []struct {
 		pattern, s string
@@ -52,6 +53,7 @@ func TestMatchWildcard(t *testing.T) {
 }
 
 func TestNewExternalID(t *testing.T) {
+	t.Parallel()
 	r := rand.NewChaCha8([32]byte{7})
 	seen := map[string]bool{}
 	for range 1000 {
@@ -83,6 +85,7 @@ func TestNewExternalID(t *testing.T) {
 }
 
 func TestBucketOwner(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		d          Destination
@@ -109,6 +112,7 @@ func TestBucketOwner(t *testing.T) {
 }
 
 func TestRulesFromEnv(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}

@@ -14,6 +14,7 @@ import (
 // table on); the refusal names the field, the value and the dataset. The
 // same account without table_format is accepted.
 func TestIcebergRefusesSnapshotDatasets(t *testing.T) {
+	t.Parallel()
 	doc := string(example.YAML()) + `
   - name: members
     version: 1

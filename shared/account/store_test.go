@@ -12,6 +12,7 @@ import (
 // lowercasing) the loopback, AWS-host and leading-zero rows were different
 // stores.
 func TestStoreIsCanonical(t *testing.T) {
+	t.Parallel()
 	same := [][]Destination{
 		{{}, {Region: "eu-west-1"}, {Region: "us-east-1"}, {Endpoint: "https://s3.amazonaws.com"},
 			{Endpoint: "https://s3.eu-west-1.amazonaws.com"}, {Endpoint: "https://S3.EU-WEST-1.AMAZONAWS.COM."},
@@ -55,6 +56,7 @@ func TestStoreIsCanonical(t *testing.T) {
 // value (on the old code every row but the encoded ones was accepted, and
 // IAM's wildcard daybook-export-* matched them).
 func TestRolePathTricksAreRefused(t *testing.T) {
+	t.Parallel()
 	const acct = "arn:aws:iam::123456789012:role/"
 	for _, tc := range []struct {
 		path string
@@ -89,6 +91,7 @@ func TestRolePathTricksAreRefused(t *testing.T) {
 // TestNameIsPrintable: control and format characters and overlong names
 // are refused, naming the field and the value.
 func TestNameIsPrintable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		ok   bool

@@ -12,6 +12,7 @@ import (
 // takes its own names and refuses what only S3 takes, naming the field and
 // the value.
 func TestStoreKind(t *testing.T) {
+	t.Parallel()
 	var d Destination
 	if err := json.Unmarshal([]byte(`{"bucket":"acme-exports"}`), &d); err != nil || d.Kind() != StoreS3 {
 		t.Fatalf("an account record without store: kind %q, %v", d.Kind(), err)

@@ -47,6 +47,7 @@ func tenantCatalog(t *testing.T) *dataset.Set {
 // must be of every enabled dataset's tenant_type; a refusal names the
 // field and the value.
 func TestTenantKeyMatchesTheTenantType(t *testing.T) {
+	t.Parallel()
 	cat := tenantCatalog(t)
 	const u = "6f1c2a4e-0d3b-4e5f-8a9b-1c2d3e4f5a6b"
 	for _, tc := range []struct {
@@ -103,6 +104,7 @@ func TestTenantKeyMatchesTheTenantType(t *testing.T) {
 // database for both (it was accepted, and such an account read the other's
 // rows of that source).
 func TestTenantKeyIsolation(t *testing.T) {
+	t.Parallel()
 	a, b := acct(idA, "bucket-a", ""), acct(idB, "bucket-b", "")
 	a.TenantKey = "org-1"
 	for _, tc := range []struct {
@@ -156,6 +158,7 @@ func TestTenantKeyIsolation(t *testing.T) {
 // its canonical value), while Validate, what `account put` saves, asks for
 // the canonical form.
 func TestStoredNonCanonicalKeyKeepsWorking(t *testing.T) {
+	t.Parallel()
 	cat := tenantCatalog(t)
 	for _, tc := range []struct{ key, ds, canonical string }{
 		{"0007", "tickets", "7"},

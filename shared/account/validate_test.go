@@ -46,6 +46,7 @@ func roleDest() Destination {
 var longestSuffix = len(layout.LongestKey("x", valid().Datasets)) - len("x")
 
 func TestValidateAcceptsValid(t *testing.T) {
+	t.Parallel()
 	if err := valid().Validate(datasettest.Example(t), testRules); err != nil {
 		t.Fatalf("valid account: %v", err)
 	}
@@ -106,6 +107,7 @@ func TestValidateAcceptsValid(t *testing.T) {
 // TestValidateRefuses: one row per refusal; each names the field and the
 // value, as a *FieldError.
 func TestValidateRefuses(t *testing.T) {
+	t.Parallel()
 	// The longest key here is the change log's entry of a profiles day
 	// (<prefix>/v1/_changes/<time>_profiles_<day>_<generation>.json):
 	// longestSuffix bytes after the prefix.
@@ -261,6 +263,7 @@ func TestValidateRefuses(t *testing.T) {
 }
 
 func TestValidateJoinsEveryProblem(t *testing.T) {
+	t.Parallel()
 	a := valid()
 	a.ID = "x"
 	a.Destination.Bucket = "B"
@@ -276,6 +279,7 @@ func TestValidateJoinsEveryProblem(t *testing.T) {
 }
 
 func TestFieldsThroughWrapping(t *testing.T) {
+	t.Parallel()
 	a := valid()
 	a.ID, a.Destination.Bucket = "x", "B"
 	err := fmt.Errorf("account %s: %w", a.ID, a.Validate(datasettest.Example(t), testRules)) // as ledger.PutAccount wraps it
@@ -295,6 +299,7 @@ var testNow = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 // limit (L6), through Validate (Rules.Now, Rules.MaxBackfillDays) and
 // ValidateStart alike; each refusal a *FieldError naming start_date.
 func TestValidateStartDate(t *testing.T) {
+	t.Parallel()
 	rules := func(now time.Time, limit int) Rules {
 		r := testRules
 		r.Now, r.MaxBackfillDays = now, limit

@@ -8,6 +8,7 @@ import (
 )
 
 func TestEpochDaysRoundTrip(t *testing.T) {
+	t.Parallel()
 	// Every day from 1600 to 2400 against the standard library's calendar.
 	start := time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 800*366; i++ {
@@ -27,6 +28,7 @@ func TestEpochDaysRoundTrip(t *testing.T) {
 }
 
 func TestParseAndText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    Date
@@ -55,6 +57,7 @@ func TestParseAndText(t *testing.T) {
 }
 
 func TestArithmetic(t *testing.T) {
+	t.Parallel()
 	d := MustParse("2024-02-28")
 	if got := d.AddDays(1).String(); got != "2024-02-29" {
 		t.Errorf("leap day: %s", got)
@@ -76,6 +79,7 @@ func TestArithmetic(t *testing.T) {
 	}
 }
 func TestDayFromLayout(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"2026-02-30", "2026-1-01", "20260101", "", "2026-01-01T00:00:00Z"} {
 		if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
 			t.Errorf("Parse(%q) error %v does not name the value", bad, err)
@@ -106,6 +110,7 @@ func TestDayFromLayout(t *testing.T) {
 }
 
 func TestEpochDaysKnown(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s    string
 		days int32

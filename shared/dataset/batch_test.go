@@ -13,6 +13,7 @@ import (
 )
 
 func TestBatchRoundTrip(t *testing.T) {
+	t.Parallel()
 	ds := testDataset()
 	ds.Columns = append(ds.Columns, Column{Name: "wide", Type: DecimalType(38, 4), Nullable: true})
 	wide, _ := new(big.Int).SetString("-1234567890123456789012345678901234", 10)
@@ -52,6 +53,7 @@ func TestBatchRoundTrip(t *testing.T) {
 }
 
 func TestBatchAppendErrors(t *testing.T) {
+	t.Parallel()
 	ds := testDataset()
 	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	good := func() []any {
@@ -106,6 +108,7 @@ func TestBatchAppendErrors(t *testing.T) {
 }
 
 func TestBatchFull(t *testing.T) {
+	t.Parallel()
 	ds := Dataset{Name: "j", Columns: []Column{{Name: "attributes", Type: Type{Kind: KindJSON}}}}
 	b := NewBatch(ds, 1000)
 	big := json.RawMessage(`"` + strings.Repeat("x", MaxBatchBytes/2) + `"`)
@@ -123,6 +126,7 @@ func TestBatchFull(t *testing.T) {
 }
 
 func TestBatchView(t *testing.T) {
+	t.Parallel()
 	ds := testDataset()
 	b := NewBatch(ds, 8)
 	b.Reset(1)

@@ -10,6 +10,7 @@ import (
 // TestFiftyDatasets: a generated catalog of 50 datasets loads, every
 // dataset with its queries written for both dialects.
 func TestFiftyDatasets(t *testing.T) {
+	t.Parallel()
 	s, err := dataset.Parse(datasettest.GeneratedCatalog(50))
 	if err != nil {
 		t.Fatal(err)

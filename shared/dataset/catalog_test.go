@@ -34,6 +34,7 @@ datasets:
 // and fingerprint queries written for both dialects, bound (account, start,
 // end), with a reserved word quoted.
 func TestGeneratedQueries(t *testing.T) {
+	t.Parallel()
 	s, err := Parse([]byte(yamlDataset))
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestGeneratedQueries(t *testing.T) {
 // TestExampleEventsGenerated: the example's events dataset has its queries
 // generated, and they are the queries it declared before generation existed.
 func TestExampleEventsGenerated(t *testing.T) {
+	t.Parallel()
 	ev, err := shipped(t).Get("events")
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +76,7 @@ func TestExampleEventsGenerated(t *testing.T) {
 // TestCatalogLoadRefuses: what a catalog file gets wrong is refused at load,
 // naming the dataset's position, the dataset and the query.
 func TestCatalogLoadRefuses(t *testing.T) {
+	t.Parallel()
 	explicit := strings.Replace(strings.Replace(strings.Replace(yamlDataset,
 		"    tenant_column: tenant_id\n", "", 1),
 		"    changed_column: updated_at\n", "", 1),
@@ -125,6 +128,7 @@ func TestCatalogLoadRefuses(t *testing.T) {
 // DAYBOOK_CATALOG against the task root, and a loaded catalog answers for
 // its own datasets only.
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "catalog.yaml")
 	if err := os.WriteFile(path, []byte(yamlDataset), 0o644); err != nil {
@@ -175,6 +179,7 @@ func TestLoad(t *testing.T) {
 // TestCheckAgainst: a catalog is refused against a delivered schema it
 // breaks, naming the column, and accepted when it only appends.
 func TestCheckAgainst(t *testing.T) {
+	t.Parallel()
 	ex, _ := Example()
 	delivered := ex.Datasets()
 	dropped := strings.Replace(string(example.YAML()), "      - {name: user_id, type: \"string\", nullable: true, description: \"Identified user, if any.\"}\n", "", 1)
@@ -201,6 +206,7 @@ func TestCheckAgainst(t *testing.T) {
 // changing the zone in the catalog changes the queries with it; SQLite,
 // which reads no wall-clock column, is left as it is.
 func TestGeneratedQueriesFollowTheSourceZone(t *testing.T) {
+	t.Parallel()
 	doc := strings.Replace(yamlDataset, "{name: created_at, type: timestamp}", "{name: created_at, type: timestamp, source_time_zone: Europe/Berlin}", 1)
 	for _, zone := range []string{"Europe/Berlin", "America/Sao_Paulo"} {
 		s, err := Parse([]byte(strings.Replace(doc, "Europe/Berlin", zone, 1)))
@@ -227,6 +233,7 @@ func TestGeneratedQueriesFollowTheSourceZone(t *testing.T) {
 // functions at start), naming the dataset, the query and both zones; the
 // same zone, or UTC spelt another way, is accepted.
 func TestHandWrittenWindowZone(t *testing.T) {
+	t.Parallel()
 	doc := func(colZone, queryZone string) string {
 		return `
 datasets:
@@ -271,6 +278,7 @@ datasets:
 // back to the same datasets: the shipped example's (queries written out),
 // a generated entry, a snapshot, and awkward descriptions and names.
 func TestYAMLRoundTrip(t *testing.T) {
+	t.Parallel()
 	ex, err := Example()
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ func testDataset() Dataset {
 }
 
 func TestCoerceGood(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 28, 10, 0, 0, 123456000, time.UTC)
 	want := []any{civil.FromEpochDays(20785), at, int64(42), 1.5, NewDecimal(1234, 2), true, "héllo", json.RawMessage(`{"a":1}`)}
 	tests := []struct {
@@ -75,6 +76,7 @@ func equalValue(a, b any) bool {
 }
 
 func TestUnixUnits(t *testing.T) {
+	t.Parallel()
 	want := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	for _, n := range []int64{want.Unix(), want.UnixMilli(), want.UnixMicro(), want.UnixNano()} {
 		if got := ParseUnix(n); !got.Equal(want) {
@@ -84,6 +86,7 @@ func TestUnixUnits(t *testing.T) {
 }
 
 func TestCoerceBad(t *testing.T) {
+	t.Parallel()
 	good := func() []any {
 		return []any{"2026-11-28", "2026-11-28T10:00:00Z", int64(1), 1.0, "1.00", int64(0), "x", "{}"}
 	}
@@ -156,6 +159,7 @@ func TestCoerceBad(t *testing.T) {
 // TestCheckRowRefusesNonFinite: a row built in memory (not coerced) meets
 // the same NaN policy when checked against the value model.
 func TestCheckRowRefusesNonFinite(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		row := []any{civil.FromEpochDays(20785), at, int64(1), f, nil, true, "x", nil}
@@ -168,6 +172,7 @@ func TestCheckRowRefusesNonFinite(t *testing.T) {
 // TestWindow: the partition column's value must lie in the day's window:
 // [start, end) for instants, the day itself for a stat_date.
 func TestWindow(t *testing.T) {
+	t.Parallel()
 	day := civil.MustParse("2026-11-28")
 	zone := time.FixedZone("UTC+2", 2*3600)
 	start, end := day.Start(zone), day.AddDays(1).Start(zone) // 2026-11-27T22:00Z .. 2026-11-28T22:00Z

@@ -51,6 +51,7 @@ func (s snapshot) dataset() Dataset {
 // Compatible with the committed snapshot. Run with -update after an allowed
 // change (appending a nullable column and raising the version).
 func TestSchemaSnapshot(t *testing.T) {
+	t.Parallel()
 	ex, err := Example()
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +107,7 @@ func base() Dataset {
 }
 
 func TestCompatible(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		change func(d *Dataset)

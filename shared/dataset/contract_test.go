@@ -12,6 +12,7 @@ import (
 // naming it; a higher contract accepts it (its tree starts empty); a lower
 // one is refused.
 func TestCompatibleContract(t *testing.T) {
+	t.Parallel()
 	ex, err := Example()
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestCompatibleContract(t *testing.T) {
 // TestContractField: contract defaults to v1, names the ledger rows, and a
 // bad value is refused naming the dataset, field and value.
 func TestContractField(t *testing.T) {
+	t.Parallel()
 	doc := func(c string) []byte {
 		return []byte(strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n"+c, 1))
 	}
@@ -77,6 +79,7 @@ func TestContractField(t *testing.T) {
 // TestResolve: a ledger name of the catalog's contract resolves; a v1 row
 // of a dataset now at v2 is refused as retired.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	y := strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)
 	s, err := Parse([]byte(y))
 	if err != nil {

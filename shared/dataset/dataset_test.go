@@ -8,6 +8,7 @@ import (
 )
 
 func TestCatalog(t *testing.T) {
+	t.Parallel()
 	names := shipped(t).Names()
 	if got := strings.Join(names, ","); got != "events,profiles,daily_stats" {
 		t.Fatalf("names = %s", got)
@@ -55,6 +56,7 @@ func TestCatalog(t *testing.T) {
 // A column without "since" in the catalog was there from version 1, and
 // the catalog says so explicitly (the schema snapshot records it).
 func TestSinceDefault(t *testing.T) {
+	t.Parallel()
 	cat := shipped(t).Datasets()
 	for _, d := range cat {
 		for _, c := range d.Columns {
@@ -79,6 +81,7 @@ func TestSinceDefault(t *testing.T) {
 }
 
 func TestParseCatalogRefuses(t *testing.T) {
+	t.Parallel()
 	ok := `{"name":"x","version":1,"partition":"event_time","partition_column":"at","relation":"src.x","mode":"incremental_append","read":"union_all_partitions",
 	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true}],
 	"queries":{"sqlite":"select at, attributes FROM src.x where a = ? and at >= ? and at < ?","postgres":"select at, attributes from src.x where a = $1 and at >= $2 and at < $3"}}`
@@ -137,6 +140,7 @@ func TestParseCatalogRefuses(t *testing.T) {
 // TestDictionaryHintJSON: the hint reads from true, false or nothing and
 // writes back the same way.
 func TestDictionaryHintJSON(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		doc  string
 		want DictionaryHint
@@ -168,6 +172,7 @@ func TestDictionaryHintJSON(t *testing.T) {
 }
 
 func TestTypeText(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"date", "timestamp", "int64", "double", "decimal(18,2)", "decimal(38,10)", "boolean", "string", "json"} {
 		ty, err := ParseType(s)
 		if err != nil || ty.String() != s {
@@ -182,6 +187,7 @@ func TestTypeText(t *testing.T) {
 }
 
 func TestDecimal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in    string
 		scale int

@@ -29,6 +29,7 @@ func descriptionProblems(ds Dataset) []string {
 }
 
 func TestDescriptions(t *testing.T) {
+	t.Parallel()
 	cat := shipped(t).Datasets()
 	for _, ds := range cat {
 		t.Run(ds.Name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 // fingerprint query for every dialect, bound like its export query, so
 // every dataset's recent days are checked for late data.
 func TestCatalogDeclaresFingerprints(t *testing.T) {
+	t.Parallel()
 	cat := shipped(t).Datasets()
 	for _, d := range cat {
 		for _, dialect := range Dialects {
@@ -33,6 +34,7 @@ func TestCatalogDeclaresFingerprints(t *testing.T) {
 // TestSliceable: only a dataset partitioned on a timestamp is exported in
 // slices (time ranges of the day).
 func TestSliceable(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{"events": true, "profiles": true, "daily_stats": false} {
 		d, err := shipped(t).Get(name)
 		if err != nil {
@@ -48,6 +50,7 @@ func TestSliceable(t *testing.T) {
 }
 
 func TestFingerprintQueryMissing(t *testing.T) {
+	t.Parallel()
 	_, err := Dataset{Name: "x"}.FingerprintQuery(DialectSQLite)
 	if !errors.Is(err, ErrNoFingerprint) || !strings.Contains(err.Error(), "dataset x: sqlite") {
 		t.Fatalf("FingerprintQuery of a dataset without one: %v", err)
@@ -55,6 +58,7 @@ func TestFingerprintQueryMissing(t *testing.T) {
 }
 
 func TestParseCatalogFingerprint(t *testing.T) {
+	t.Parallel()
 	base := `{"name":"x","version":1,"partition":"event_time","partition_column":"at","relation":"t","mode":"incremental_append","read":"union_all_partitions",
 	"columns":[{"name":"at","type":"timestamp"},{"name":"attributes","type":"json","nullable":true}],
 	"queries":{"sqlite":"select at, attributes from t where a = ? and at >= ? and at < ?","postgres":"select at, attributes from t where a = $1 and at >= $2 and at < $3"}FP}`
@@ -91,6 +95,7 @@ func TestParseCatalogFingerprint(t *testing.T) {
 }
 
 func TestReseedable(t *testing.T) {
+	t.Parallel()
 	want := map[string]bool{"events": false, "profiles": true, "daily_stats": false}
 	cat := shipped(t).Datasets()
 	for _, d := range cat {

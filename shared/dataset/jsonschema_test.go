@@ -41,6 +41,7 @@ func yamlValue(t *testing.T, doc string) any {
 // the schema refuses what the loader refuses for its shape: a typo'd
 // field, an unknown partition, a bad type, queries and tenant_column both.
 func TestCatalogJSONSchema(t *testing.T) {
+	t.Parallel()
 	s := compileSchema(t)
 	for name, doc := range map[string]string{"example": string(example.YAML()), "generated": yamlDataset, "snapshot": yamlSnapshot,
 		"named source": strings.Replace(yamlSnapshot, "    relation: app.members\n", "    relation: app.members\n    source: billing\n", 1)} {

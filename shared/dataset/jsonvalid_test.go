@@ -24,6 +24,7 @@ var jsonCases = []struct {
 }
 
 func TestValidJSON(t *testing.T) {
+	t.Parallel()
 	for _, tc := range jsonCases {
 		if got := ValidJSON([]byte(tc.in)); got != tc.want {
 			t.Errorf("ValidJSON(%.40q) = %v, want %v", tc.in, got, tc.want)

@@ -15,6 +15,7 @@ import (
 // bad row naming the column, the row and the limit, and the batch is left
 // as it was.
 func TestValueLimits(t *testing.T) {
+	t.Parallel()
 	ds := testDataset() // column 6 is the string s, 7 the json attributes
 	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	good := func() []any { return []any{civil.FromEpochDays(20785), at, int64(1), nil, nil, true, "s", nil} }

@@ -9,6 +9,7 @@ import (
 )
 
 func TestListType(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want, err string }{
 		{in: "list<int64>", want: "list<int64>"},
 		{in: "list<decimal(20,10)>", want: "list<decimal(20,10)>"},
@@ -36,6 +37,7 @@ func TestListType(t *testing.T) {
 // TestListAndBinaryRows: a NULL list, an empty list and a NULL element, and
 // NULL and empty bytes, survive a batch as four and two different values.
 func TestListAndBinaryRows(t *testing.T) {
+	t.Parallel()
 	lt, _ := dataset.ParseType("list<string>")
 	ds := dataset.Dataset{Name: "l", Columns: []dataset.Column{
 		{Name: "l", Type: lt, Nullable: true},

@@ -11,6 +11,7 @@ import (
 // against the JSON Schema, and gets the generated queries the page
 // describes, the window converted to the column's zone.
 func TestReadmeCatalogExample(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../docs/catalog.md")
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ datasets:
 // the tenant's whole current table (no partition-column predicate, bound
 // to the account alone) and it gets no fingerprint.
 func TestSnapshotGeneratedQuery(t *testing.T) {
+	t.Parallel()
 	s, err := Parse([]byte(yamlSnapshot))
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +79,7 @@ func TestSnapshotGeneratedQuery(t *testing.T) {
 // incremental feed) is refused with the field and the value named, and
 // nothing is loaded.
 func TestSnapshotIncoherentRefused(t *testing.T) {
+	t.Parallel()
 	hand := strings.Replace(yamlSnapshot, "    tenant_column: org_id\n    order_by: [member_id]\n",
 		"    queries:\n      sqlite: \"SELECT member_id, role, joined_at, attributes FROM app.members WHERE org_id = ?\"\n      postgres: \"SELECT member_id, role, joined_at, attributes FROM app.members WHERE org_id = $1\"\n", 1)
 	if _, err := Parse([]byte(hand)); err != nil {

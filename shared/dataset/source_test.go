@@ -9,6 +9,7 @@ import (
 // a source name the environment variables could not spell is refused,
 // naming the dataset, the field and the value.
 func TestDatasetSource(t *testing.T) {
+	t.Parallel()
 	s, err := Parse([]byte(strings.Replace(yamlSnapshot, "    relation: app.members\n", "    relation: app.members\n    source: billing\n", 1)))
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // had no row for it); CanonicalTenantKey is that value's text; an unknown
 // tenant_type is refused at load, naming the dataset and the value.
 func TestTenantValue(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		typ, key  string
 		want      any
@@ -67,6 +68,7 @@ func TestTenantValue(t *testing.T) {
 // TestTenantIdentity: keys that bind one integer or one uuid have one
 // identity, whatever the catalog; other keys are themselves.
 func TestTenantIdentity(t *testing.T) {
+	t.Parallel()
 	for _, group := range [][]string{
 		{"7", "07", "0007", "+7", "+0007"},
 		{"-7", "-007"},
@@ -93,6 +95,7 @@ func TestTenantIdentity(t *testing.T) {
 // TestParamText: each value Query.Params binds has the text PostgreSQL
 // parses as the parameter's type; anything else is refused, naming its type.
 func TestParamText(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    any
 		want string

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDaybookVariables(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		env    map[string]string
@@ -46,6 +47,7 @@ func TestDaybookVariables(t *testing.T) {
 // TestTemplateDefaults holds template.yaml's parameter defaults, which a
 // deployment passes to these variables, to the defaults defined here.
 func TestTemplateDefaults(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("../../template.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +100,7 @@ func TestTemplateDefaults(t *testing.T) {
 }
 
 func TestMaxBackfillDays(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  map[string]string
 		want int

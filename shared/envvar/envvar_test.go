@@ -7,6 +7,7 @@ import (
 )
 
 func TestReader(t *testing.T) {
+	t.Parallel()
 	r := From(map[string]string{"A": "x", "N": "12", "BAD": "twelve", "D": "2h", "S": "900", "BADD": "soon"})
 	if got := r.String("A"); got != "x" {
 		t.Errorf("String = %q", got)
@@ -39,6 +40,7 @@ func TestReader(t *testing.T) {
 
 // TestEnviron: os.Environ's pairs become a map; a value keeps its own '='.
 func TestEnviron(t *testing.T) {
+	t.Parallel()
 	got := Environ([]string{"A=1", "DSN=host=db user=x", "EMPTY=", "ODD"})
 	want := map[string]string{"A": "1", "DSN": "host=db user=x", "EMPTY": "", "ODD": ""}
 	if len(got) != len(want) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRestateVariables(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		env      map[string]string
@@ -53,6 +54,7 @@ func TestRestateVariables(t *testing.T) {
 // TestRestateTemplateDefaults holds template.yaml's restatement parameter
 // defaults to the defaults defined here.
 func TestRestateTemplateDefaults(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../template.yaml")
 	if err != nil {
 		t.Fatal(err)

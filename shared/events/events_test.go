@@ -35,6 +35,7 @@ func (f *fakeAPI) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput,
 }
 
 func TestPublish(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	api := &fakeAPI{}
 	p := &Publisher{API: api, Bus: "daybook-test", Now: func() time.Time { return at }}
@@ -62,6 +63,7 @@ func TestPublish(t *testing.T) {
 }
 
 func TestPublishErrors(t *testing.T) {
+	t.Parallel()
 	apiErr := func(code string) error { return &smithy.GenericAPIError{Code: code, Message: "x"} }
 	tests := []struct {
 		name string

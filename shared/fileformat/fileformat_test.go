@@ -8,6 +8,7 @@ import (
 )
 
 func TestFormats(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		format      Format
 		ext         string
@@ -56,6 +57,7 @@ func TestFormats(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		want    Format
@@ -81,6 +83,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestCodec(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		format     Format
 		configured Codec
@@ -102,6 +105,7 @@ func TestCodec(t *testing.T) {
 }
 
 func TestByExtension(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		key  string
 		want Format

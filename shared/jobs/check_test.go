@@ -15,6 +15,7 @@ import (
 // TestCheckRequest: one row per refusal of a manual re-export or requeue;
 // each is a *FieldError naming the field and the value, of the right kind.
 func TestCheckRequest(t *testing.T) {
+	t.Parallel()
 	// 2026-03-10 02:00 in Sao Paulo (UTC-3): with the 2h deployment settle
 	// delay, 2026-03-09 closed at 02:00, so it is the last closed day.
 	now := time.Date(2026, 3, 10, 5, 0, 0, 0, time.UTC)
@@ -110,6 +111,7 @@ func TestCheckRequest(t *testing.T) {
 // naming the day, where it used to take today's table under the older
 // day's label. An incremental dataset's older day is still accepted.
 func TestCheckRequestSnapshotDataset(t *testing.T) {
+	t.Parallel()
 	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1

@@ -14,6 +14,7 @@ import (
 // but the last few (duplicate keys: the last won; case variants matched the
 // field; requested_by was not checked at all).
 func TestParseIsStrict(t *testing.T) {
+	t.Parallel()
 	const acctB = "acct_qrstuvwxyzabcdef"
 	job := func(extra string) string {
 		return `{"kind":"job","account_id":"` + acctA + `","dataset":"events","day":"2026-11-27","claim_token":"` + tok + `","attempt":1,"generation":1` + extra + `}`
@@ -76,6 +77,7 @@ func TestParseIsStrict(t *testing.T) {
 
 // TestParseAcceptsRequestedBy: what the CLI and the console send passes.
 func TestParseAcceptsRequestedBy(t *testing.T) {
+	t.Parallel()
 	for _, by := range []string{
 		"", "chaos", "cli:ops", "console:jane@example.com", "Zoë Müller",
 		"arn:aws:sts::123456789012:assumed-role/" + strings.Repeat("r", 64) + "/" + strings.Repeat("s", 64),
@@ -92,6 +94,7 @@ func TestParseAcceptsRequestedBy(t *testing.T) {
 // TestCheckRequestRequestedBy: the CLI's own check refuses what the
 // exporter would dead-letter.
 func TestCheckRequestRequestedBy(t *testing.T) {
+	t.Parallel()
 	m := Manual{AccountID: acctA, Dataset: "events", Day: "2026-11-20", RequestedBy: "ops\r\nx"}
 	_, _, err := CheckRequest(datasettest.Example(t), m, nil, Limits{})
 	var fe *FieldError

@@ -25,6 +25,7 @@ func (a attrs) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesI
 }
 
 func TestDepth(t *testing.T) {
+	t.Parallel()
 	full := attrs{"ApproximateNumberOfMessages": "3", "ApproximateNumberOfMessagesNotVisible": "4", "ApproximateNumberOfMessagesDelayed": "5"}
 	cases := []struct {
 		name    string

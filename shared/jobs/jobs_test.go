@@ -14,6 +14,7 @@ const (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body   string
 		kind         string // "job", "manual" or "" for an error
@@ -98,6 +99,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestManualDays(t *testing.T) {
+	t.Parallel()
 	m := Manual{AccountID: acctA, Dataset: "events", From: "2026-11-01", To: "2026-11-14"}
 	from, to, err := m.Days()
 	if err != nil || from.String() != "2026-11-01" || to.String() != "2026-11-14" {
@@ -111,6 +113,7 @@ func TestManualDays(t *testing.T) {
 }
 
 func TestEncodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	j := Job{Kind: KindJob, AccountID: acctA, Dataset: "events", Day: "2026-11-27", ClaimToken: tok, Attempt: 3, Generation: 4, Reason: "retry"}
 	body, err := Encode(j)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseLifecycle(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		body  string
@@ -66,6 +67,7 @@ func TestParseLifecycle(t *testing.T) {
 }
 
 func TestCheckReseed(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 10, 5, 0, 0, 0, time.UTC)
 	lim := Limits{Now: now, SettleDelay: 2 * time.Hour}
 	stored := account.Account{ID: acctA, Enabled: true, StartDate: civil.MustParse("2026-03-01"), Datasets: []string{"events", "profiles"},

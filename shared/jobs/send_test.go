@@ -52,6 +52,7 @@ func outgoing(n int) []Outgoing {
 // messages, an entry the queue refuses or leaves unanswered is not
 // sent, and every other message carries its id.
 func TestSendBatchesInOrder(t *testing.T) {
+	t.Parallel()
 	gone := errors.New("connection reset")
 	api := &batches{answer: map[int]func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error){
 		0: func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
@@ -113,6 +114,7 @@ func TestSendBatchesInOrder(t *testing.T) {
 // TestSendBatchRefusesMoreThanTen: one request carries ten messages at
 // most; more is the caller's error, and nothing is sent.
 func TestSendBatchRefusesMoreThanTen(t *testing.T) {
+	t.Parallel()
 	api := &batches{}
 	if _, err := (Queue{API: api}).SendBatch(t.Context(), outgoing(11)); err == nil || len(api.requests) != 0 {
 		t.Fatalf("SendBatch of 11 = %v after %d requests, want an error and none", err, len(api.requests))
@@ -120,6 +122,7 @@ func TestSendBatchRefusesMoreThanTen(t *testing.T) {
 }
 
 func TestNotSent(t *testing.T) {
+	t.Parallel()
 	gone := errors.New("connection reset")
 	refused := &EntryError{Code: "InternalError", Message: "try again"}
 	cases := []struct {
@@ -146,6 +149,7 @@ func TestNotSent(t *testing.T) {
 // 10, 10 and 3, in order; a request with a message the queue refused ends
 // it with NotSent's error, and no later request is made.
 func TestSendStopsAtTheFirstBatchNotSent(t *testing.T) {
+	t.Parallel()
 	api := &batches{}
 	q := Queue{API: api, URL: "https://queue"}
 	if err := q.Send(t.Context(), outgoing(23)...); err != nil || len(api.requests) != 3 {
@@ -176,6 +180,7 @@ func TestSendStopsAtTheFirstBatchNotSent(t *testing.T) {
 // refused entry is that message's, a failed request every message's of
 // its batch.
 func TestSendAllGoesOnPastAFailedBatch(t *testing.T) {
+	t.Parallel()
 	api := &batches{answer: map[int]func(*sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error){
 		0: func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
 			out := acceptAll(in)
@@ -212,6 +217,7 @@ func TestSendAllGoesOnPastAFailedBatch(t *testing.T) {
 // TestPerDay: a range becomes one single-day request per day, each by the
 // range's requester; Encoded encodes them in order.
 func TestPerDay(t *testing.T) {
+	t.Parallel()
 	m := Manual{Kind: KindManual, AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", From: "2026-11-30", To: "2026-12-02", RequestedBy: "ops-erin"}
 	msgs, err := Encoded(m.PerDay(civil.MustParse("2026-11-30"), civil.MustParse("2026-12-02"))...)
 	if err != nil {

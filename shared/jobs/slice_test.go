@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseSlice(t *testing.T) {
+	t.Parallel()
 	const tok = "0123456789abcdef0123456789abcdef"
 	head := `{"kind":"slice","account_id":"` + acctA + `","dataset":"events","day":"2026-03-09","claim_token":"` + tok + `"`
 	tests := []struct {

@@ -12,6 +12,7 @@ import (
 // keys sort by commit time first, whatever the dataset, day or generation,
 // so a reader resumes with StartAfter.
 func TestChangeKey(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 30, 2, 14, 8, 0, time.FixedZone("x", 3600))
 	day := civil.MustParse("2026-11-26")
 	k := ChangeKey("tenants/acct_1/", at, "events", day, 2)

@@ -11,6 +11,7 @@ import (
 // of at most MaxEngineNameLen bytes; a longer engine would make keys the
 // check never saw.
 func TestEngineNamesFit(t *testing.T) {
+	t.Parallel()
 	if len(loadsql.Engines) == 0 {
 		t.Fatal("no engines")
 	}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestPrefixTemplate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		tmpl    string
 		want    string
@@ -81,6 +82,7 @@ func TestPrefixTemplate(t *testing.T) {
 }
 
 func TestWithin(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		key, prefix string
 		want        bool
@@ -106,6 +108,7 @@ func TestWithin(t *testing.T) {
 // is the NDJSON data file or the load script of the longest engine name,
 // whichever is longer, under the longest dataset.
 func TestKeyLength(t *testing.T) {
+	t.Parallel()
 	datasets := []string{"events", "daily_stats"}
 	base := "p/acct_x"
 	tail := len(LongestKey(base, datasets)) - len(base)
@@ -152,6 +155,7 @@ func TestKeyLength(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	d := civil.MustParse("2026-09-05")
 	p := "daybook/acct_x/"
 	cases := []struct{ got, want string }{
@@ -198,6 +202,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestValidateRendered(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		prefix string
 		ok     bool
@@ -228,6 +233,7 @@ func TestValidateRendered(t *testing.T) {
 // where it is longer. The Iceberg table's files (TableFileKey) were
 // missing from LongestKey.
 func TestLongestKeyCoversEveryKey(t *testing.T) {
+	t.Parallel()
 	base, ds := "p/acct_x", "daily_stats"
 	d := civil.MustParse("2026-09-05")
 	longest := len(LongestKey(base, []string{ds}))
@@ -282,6 +288,7 @@ func TestLongestKeyCoversEveryKey(t *testing.T) {
 // A dataset at a later contract has its folder and schema under that
 // contract's root; the account-level documents stay at v1/.
 func TestContractTwoKeys(t *testing.T) {
+	t.Parallel()
 	d := civil.MustParse("2026-09-05")
 	for _, c := range []struct{ got, want string }{
 		{PartitionPrefix("p/acct_x", "events.v2", d), "p/acct_x/v2/events/dt=2026-09-05/"},

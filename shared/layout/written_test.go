@@ -8,6 +8,7 @@ import (
 )
 
 func TestDataKeysThrough(t *testing.T) {
+	t.Parallel()
 	day := civil.MustParse("2026-09-05")
 	p := PartitionPrefix("daybook/acct_x", "events", day)
 	k := func(n int) string { return DataKey("daybook/acct_x", "events", day, n, ".parquet") }

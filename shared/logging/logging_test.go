@@ -25,6 +25,7 @@ func decodeLines(t *testing.T, b []byte) []map[string]any {
 }
 
 func TestRequestIDOnEveryLine(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log := New(&buf, slog.LevelInfo).With("function", "exporter")
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-123"})
@@ -46,6 +47,7 @@ func TestRequestIDOnEveryLine(t *testing.T) {
 // TestLambdaJSONLogFormat: the keys and values Lambda's log-level filtering
 // and CloudWatch Logs Insights read.
 func TestLambdaJSONLogFormat(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log := New(&buf, slog.LevelDebug)
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-9"})
@@ -87,6 +89,7 @@ func TestLambdaJSONLogFormat(t *testing.T) {
 }
 
 func TestParseLevel(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]slog.Level{"DEBUG": slog.LevelDebug, "TRACE": slog.LevelDebug, "INFO": slog.LevelInfo, "WARN": slog.LevelWarn, "ERROR": slog.LevelError, "": slog.LevelInfo} {
 		if got := ParseLevel(in); got != want {
 			t.Errorf("ParseLevel(%q) = %v, want %v", in, got, want)
@@ -97,6 +100,7 @@ func TestParseLevel(t *testing.T) {
 // TestForFunction: a function's log is at the level its LOG_LEVEL names,
 // and every line names the function.
 func TestForFunction(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log := ForFunction(&buf, "WARN", "console")
 	log.Info("dropped")

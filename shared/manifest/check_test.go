@@ -12,6 +12,7 @@ import (
 // files of that partition in its format; each refusal names the field and
 // the value found.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	const pp = "daybook/acct_a/v2/events/dt=2026-03-05/"
 	want := Expect{AccountID: "acct_a", Dataset: "events", Contract: "v2", Day: "2026-03-05", Generation: 3, Partition: pp, Extension: ".parquet"}
 	good := func() *Manifest {

@@ -22,6 +22,7 @@ func mustDS(t *testing.T, name string) *dataset.Dataset {
 }
 
 func TestNewDelivery(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.FixedZone("X", 3600))
 	done := time.Date(2026, 3, 10, 11, 0, 0, 0, time.UTC)
 	events, profiles, stats := mustDS(t, "events"), mustDS(t, "profiles"), mustDS(t, "daily_stats")
@@ -140,6 +141,7 @@ func TestNewDelivery(t *testing.T) {
 }
 
 func TestCodes(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, c := range Codes() {
 		if c.Sentence() == "" || !strings.HasSuffix(c.Sentence(), ".") || seen[string(c)] {
@@ -178,6 +180,7 @@ func TestCodes(t *testing.T) {
 // day partial; the mark means nothing for a dataset that is not a snapshot
 // or has a row (which says where it stands).
 func TestDeliveryLatestOnly(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	events := mustDS(t, "events")
 	members := *events

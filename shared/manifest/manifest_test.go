@@ -18,6 +18,7 @@ import (
 // host, a user and a database), its query and its bound values cannot reach
 // the bucket.
 func TestManifestProvenance(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 3, 4, 23, 0, 0, 0, time.UTC)
 	prov := source.Provenance{Source: "postgres", Relation: "analytics.events",
 		WindowStart: start, WindowEnd: start.Add(24 * time.Hour), SnapshotAt: start.Add(25 * time.Hour),

@@ -10,6 +10,7 @@ import (
 // in `_manifest.json` and in the delivery manifest; any other generation
 // says nothing about restatements, so existing documents do not change.
 func TestRestatementInManifests(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	r := &Restatement{PreviousGeneration: 1, PreviousRows: 10, Rows: 13}
 	m := Manifest{FormatVersion: FormatVersion, Generation: 2, Reason: ReasonRestatement, Restatement: r}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestEmitEMF(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	e := &Emitter{W: &buf, Stage: "prod", Now: func() time.Time { return time.UnixMilli(1764418500000) }}
 	if err := e.Emit(map[string]any{"account": "acct_a"}, Metric{"PartitionsExported", Count, 1}, Metric{"BytesExported", Bytes, 2048}); err != nil {

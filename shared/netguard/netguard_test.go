@@ -15,6 +15,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		addr string
 		want Class
@@ -66,6 +67,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestPolicy(t *testing.T) {
+	t.Parallel()
 	type allowed struct{ zero, loopback, private, both bool }
 	cases := []struct {
 		addr string
@@ -168,6 +170,7 @@ func guarded(t *testing.T, p Policy) *net.Dialer {
 }
 
 func TestControlWithARealListener(t *testing.T) {
+	t.Parallel()
 	l := listen(t)
 	port := l.Addr().(*net.TCPAddr).Port
 	ctx := context.Background()
@@ -225,6 +228,7 @@ func TestControlWithARealListener(t *testing.T) {
 }
 
 func TestControlRefusesWhatItCannotParse(t *testing.T) {
+	t.Parallel()
 	if err := (Policy{AllowLoopback: true, AllowPrivate: true}).Control("tcp", "localhost:80", nil); !errors.Is(err, ErrRefused) {
 		t.Errorf("an unresolved name: %v", err)
 	}
