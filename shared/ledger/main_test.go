@@ -149,14 +149,7 @@ func (r *reported) reporter() Reporter {
 func (r *reported) warnings(t *testing.T) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(r.logs.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
+	for _, rec := range jsonLines(t, &r.logs) {
 		if rec["level"] == "WARN" {
 			out = append(out, rec)
 		}
@@ -168,16 +161,26 @@ func (r *reported) warnings(t *testing.T) []map[string]any {
 func (r *reported) counted(t *testing.T, metric string) float64 {
 	t.Helper()
 	var n float64
-	for _, line := range strings.Split(strings.TrimSpace(r.emf.String()), "\n") {
+	for _, rec := range jsonLines(t, &r.emf) {
+		v, _ := rec[metric].(float64)
+		n += v
+	}
+	return n
+}
+
+// jsonLines decodes each line of b, a JSON object.
+func jsonLines(t *testing.T, b *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(b.String()), "\n") {
 		if line == "" {
 			continue
 		}
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("EMF line %q: %v", line, err)
+			t.Fatalf("line %q: %v", line, err)
 		}
-		v, _ := rec[metric].(float64)
-		n += v
+		out = append(out, rec)
 	}
-	return n
+	return out
 }
