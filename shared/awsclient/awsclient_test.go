@@ -3,6 +3,7 @@ package awsclient
 import "testing"
 
 func TestLoopback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		endpoint, host, port string
 		ok                   bool

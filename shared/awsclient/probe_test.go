@@ -10,6 +10,7 @@ import (
 // TestProbe: a loopback endpoint that answers passes, one that does not is
 // ErrLocalDown naming it, and a remote or empty endpoint is never dialed.
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		input func(t *testing.T) Input
@@ -98,6 +99,7 @@ func TestGolden(t *testing.T) {
 // TestDeterministic: the same input gives the same bytes, and any change a
 // customer should see changes them.
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	base := goldenInput(t, fileformat.Parquet)
 	first, err := Files(base)
 	if err != nil {
@@ -148,6 +150,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestFiles(t *testing.T) {
+	t.Parallel()
 	in := goldenInput(t, fileformat.Parquet)
 	files, err := Files(in)
 	if err != nil {
@@ -169,6 +172,7 @@ func TestFiles(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		change func(in *Input)
@@ -198,6 +202,7 @@ func TestInvalidInput(t *testing.T) {
 // describes: every column, in order, with its type, nullability, since and
 // a description; the partition semantics, mode and read with their meanings.
 func TestSchemaDoc(t *testing.T) {
+	t.Parallel()
 	for _, ds := range catalog(t) {
 		t.Run(ds.Name, func(t *testing.T) {
 			b, err := Schema(ds)
@@ -239,6 +244,7 @@ func TestSchemaDoc(t *testing.T) {
 // TestEveryValueDescribed: every enumeration value the catalog accepts and
 // every load engine has its sentence, so a new one cannot ship undocumented.
 func TestEveryValueDescribed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		what   string
 		values []string
@@ -276,6 +282,7 @@ var codeRE = regexp.MustCompile(`^[a-z][a-z_]*[a-z]$`)
 // and sentences from their one home (shared/manifest), every one of them,
 // and the fields a missing entry carries.
 func TestMissingReasons(t *testing.T) {
+	t.Parallel()
 	b, err := README(goldenInput(t, fileformat.Parquet))
 	if err != nil {
 		t.Fatal(err)
@@ -297,6 +304,7 @@ func TestMissingReasons(t *testing.T) {
 }
 
 func TestDurationLabel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		d    time.Duration
 		want string
@@ -324,6 +332,7 @@ func TestDurationLabel(t *testing.T) {
 // TestNoInternals scans every document of every shipped dataset, in both
 // formats, for details internal to the sender.
 func TestNoInternals(t *testing.T) {
+	t.Parallel()
 	ins, err := leakcheck.Internals()
 	if err != nil {
 		t.Fatal(err)
@@ -374,6 +383,7 @@ func TestNoInternals(t *testing.T) {
 // TestDeliveredRoundTrip: a schema document reads back into the contract
 // it was rendered from, so Compatible sees what the customer has.
 func TestDeliveredRoundTrip(t *testing.T) {
+	t.Parallel()
 	cat := datasettest.Example(t).Datasets()
 	for _, ds := range cat {
 		b, err := Schema(ds)
@@ -399,6 +409,7 @@ func TestDeliveredRoundTrip(t *testing.T) {
 // TestFiftyDatasetDocs: with a 50-dataset catalog the README names every
 // dataset and there is one schema document for each.
 func TestFiftyDatasetDocs(t *testing.T) {
+	t.Parallel()
 	s, err := dataset.Parse(datasettest.GeneratedCatalog(50))
 	if err != nil {
 		t.Fatal(err)
@@ -423,6 +434,7 @@ func TestFiftyDatasetDocs(t *testing.T) {
 // says for each engine without one why: a reader never looks for a
 // script that is not there.
 func TestReadmeNamesTheStoresEngines(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		store, account string
 		format         fileformat.Format
@@ -471,6 +483,7 @@ func TestReadmeNamesTheStoresEngines(t *testing.T) {
 // end-to-end test runs each store's local-copy block; this one names the
 // commands.)
 func TestQuickStartPerStore(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		store, account string
 		has            []string

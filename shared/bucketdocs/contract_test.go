@@ -13,6 +13,7 @@ import (
 // folder stays in place and is no longer written; a v1 dataset beside it
 // keeps v1/.
 func TestContractTwoDocuments(t *testing.T) {
+	t.Parallel()
 	s, err := dataset.Example()
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // account that has them, with the summary properties, retention and script
 // names the table and the scripts really use.
 func TestTableSection(t *testing.T) {
+	t.Parallel()
 	in := goldenInput(t, fileformat.Parquet)
 	plain, err := README(in)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // newest day with _SUCCESS, what the load scripts keep, Athena's view); an
 // incremental dataset's documents say neither.
 func TestSnapshotDocs(t *testing.T) {
+	t.Parallel()
 	s, err := dataset.Parse([]byte(`
 datasets:
   - name: members
@@ -73,6 +74,7 @@ datasets:
 // changed_column, rows added or removed with the generated count alone,
 // nothing without a fingerprint.
 func TestLateDataPerDataset(t *testing.T) {
+	t.Parallel()
 	s, err := dataset.Parse([]byte(`
 datasets:
   - name: orders

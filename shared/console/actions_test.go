@@ -36,6 +36,7 @@ func hiddenToken(body string) string {
 }
 
 func TestConfirmationPagesChangeNothing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, path string
 		want       []string
@@ -84,6 +85,7 @@ func TestConfirmationPagesChangeNothing(t *testing.T) {
 }
 
 func TestActions(t *testing.T) {
+	t.Parallel()
 	t.Run("re-export sends one request per day with who asked", func(t *testing.T) {
 		f := newFixture(t)
 		seed(f)
@@ -222,6 +224,7 @@ func TestActions(t *testing.T) {
 // the value, from the confirmation page and from a POST alike, and neither
 // the ledger nor the queue sees anything.
 func TestBadRequestsChangeNothing(t *testing.T) {
+	t.Parallel()
 	re := func(kv ...string) (string, url.Values) {
 		return "/actions/reexport", form(append([]string{"dataset", "events"}, kv...)...)
 	}
@@ -303,6 +306,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 }
 
 func TestReadOnlyHasNoActions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, readOnly)
 	seed(f)
 	before := f.ledger.snapshot(t)
@@ -340,6 +344,7 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 }
 
 func TestCrossSiteRequestsAreRefused(t *testing.T) {
+	t.Parallel()
 	ok := form("account", troubled, "dataset", "events", "day", "2026-11-24")
 	tests := []struct {
 		name  string
@@ -429,6 +434,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 // that leaves every dataset out is refused, naming why. On the old code
 // the whole request was refused because of the snapshot dataset.
 func TestEveryDatasetWithASnapshot(t *testing.T) {
+	t.Parallel()
 	cat := datasettest.Catalog(t, append(example.YAML(), `
   - name: members
     version: 1

@@ -19,6 +19,7 @@ import (
 // manifest.MaxSuccessBytes (valid JSON all the same) is reported as a
 // problem naming the key and the limit, not read whole and shown.
 func TestPartitionPageReadsBounded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	store := buckettest.NewFake("daybook-exports-test")
@@ -62,6 +63,7 @@ func (b recordingBucket) Get(ctx context.Context, key string, limit int64) ([]by
 // account nor its key as this partition's, and reads nothing but the
 // partition's _SUCCESS and manifest and the day's delivery manifest.
 func TestPartitionPageDoesNotTrustAPlantedManifest(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	prefix := "daybook/" + troubled

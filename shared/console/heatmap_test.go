@@ -22,6 +22,7 @@ func labels(line []string) string {
 func itoa(i int) string { return thousands(i) }
 
 func TestAxisLabels(t *testing.T) {
+	t.Parallel()
 	days := func(from, to string) []civil.Date { return civil.Range(civil.MustParse(from), civil.MustParse(to)) }
 	tests := []struct {
 		name          string
@@ -61,6 +62,7 @@ func TestAxisLabels(t *testing.T) {
 }
 
 func TestHeatmapCells(t *testing.T) {
+	t.Parallel()
 	v := ops.AccountDays{Account: troubled, Datasets: []ops.DatasetDays{{Dataset: "events", Counts: map[ops.Phase]int{ops.Completed: 1, ops.Failed: 1},
 		Days: []ops.Day{
 			{Day: "2026-11-02", State: ops.Completed, Generation: 3, Rows: 1500, Bytes: 2048, Attempts: 1},

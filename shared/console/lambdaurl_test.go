@@ -26,6 +26,7 @@ func urlEvent(method, path, query, body string, b64 bool) events.LambdaFunctionU
 }
 
 func TestFunctionURLHandlerRequest(t *testing.T) {
+	t.Parallel()
 	var got *http.Request
 	var body string
 	h := FunctionURLHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +76,7 @@ func TestFunctionURLHandlerRequest(t *testing.T) {
 }
 
 func TestFunctionURLHandlerResponse(t *testing.T) {
+	t.Parallel()
 	h := FunctionURLHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/page":
@@ -106,6 +108,7 @@ func TestFunctionURLHandlerResponse(t *testing.T) {
 // console Lambda serves it: a page sets the __Host- cookie, and a POST from
 // that page acts as the caller's IAM principal.
 func TestConsoleOverAFunctionURL(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *Config) {
 		c.Secure, c.Hosts, c.Identity = true, nil, IdentityFromContext
 	})

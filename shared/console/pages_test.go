@@ -43,6 +43,7 @@ func wantContains(t *testing.T, body string, wants ...string) {
 }
 
 func TestFleetPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	res := f.get("/")
@@ -80,6 +81,7 @@ func TestFleetPage(t *testing.T) {
 }
 
 func TestFleetSorts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	tests := []struct {
@@ -129,6 +131,7 @@ func TestFleetSorts(t *testing.T) {
 // next; a search finds an account by id or by the start of its name (any
 // case); a made-up page is refused.
 func TestFleetPagesAndSearch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *Config) { c.FleetPageSize = 2 })
 	seed(f)
 	res := f.get("/")
@@ -163,6 +166,7 @@ func TestFleetPagesAndSearch(t *testing.T) {
 }
 
 func TestFleetSaysWhenTheLedgerFails(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	f.ledger.failList = errors.New("ThrottlingException: rate exceeded")
@@ -173,6 +177,7 @@ func TestFleetSaysWhenTheLedgerFails(t *testing.T) {
 }
 
 func TestSecurityHeadersAndHosts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	res := f.get("/")
@@ -208,6 +213,7 @@ func TestSecurityHeadersAndHosts(t *testing.T) {
 }
 
 func TestAccountPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	res := f.get("/accounts/" + troubled + "?from=2026-11-18&to=2026-11-29")
@@ -261,6 +267,7 @@ func TestAccountPage(t *testing.T) {
 // days of an older account; the start date alone for one starting today),
 // dates in ISO form in text inputs, never the browser's locale format.
 func TestAccountPageDefaultWindow(t *testing.T) {
+	t.Parallel()
 	const (
 		young  = "acct_younger222222222"
 		old    = "acct_older2222222222a"
@@ -295,6 +302,7 @@ func TestAccountPageDefaultWindow(t *testing.T) {
 }
 
 func TestAccountPageRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	for _, tt := range []struct {
@@ -318,6 +326,7 @@ func TestAccountPageRefusesBadInput(t *testing.T) {
 }
 
 func TestPartitionPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	res := f.get("/accounts/" + troubled + "/partitions/events/2026-11-24")
@@ -382,6 +391,7 @@ func TestPartitionPage(t *testing.T) {
 }
 
 func TestPartitionPageSaysTheBucketIsUnreachable(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	f.bucket.err = errDenied
@@ -403,6 +413,7 @@ func TestPartitionPageSaysTheBucketIsUnreachable(t *testing.T) {
 // with request ids) is only in the folded "Raw error" below (it was the
 // bold state line).
 func TestPartitionPageSaysAFailureInWords(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	row := f.ledger.rows[partition.Key{AccountID: troubled, Dataset: "events", Day: day("2026-11-26")}]
@@ -424,6 +435,7 @@ func TestPartitionPageSaysAFailureInWords(t *testing.T) {
 }
 
 func TestPartitionPageRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	for _, tt := range []struct {
@@ -445,6 +457,7 @@ func TestPartitionPageRefusesBadInput(t *testing.T) {
 // TestPartitionPageShowsSlices: a day running in slices shows each slice's
 // state; the plan of an earlier claim is not shown.
 func TestPartitionPageShowsSlices(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	day := civil.MustParse("2026-11-28")
@@ -479,6 +492,7 @@ func TestPartitionPageShowsSlices(t *testing.T) {
 // 8601, UTC); the read pages reload themselves, a confirmation does not; a
 // refused action links back to the account page that holds its form.
 func TestPagesSayWhenAndRefresh(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	asOf := "as of " + testNow.UTC().Format("2006-01-02T15:04:05Z")

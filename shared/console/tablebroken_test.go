@@ -14,6 +14,7 @@ import (
 // table_broken, with the fix (the repair command) and the raw error naming
 // the object at fault and the account's own repair command.
 func TestAccountPageNamesABrokenTable(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	seed(f)
 	at := day("2026-11-16").Start(time.UTC).Add(3 * time.Hour)

@@ -12,6 +12,7 @@ import (
 // destination_missing, with its explanation and fix and its raw error once;
 // another cause is its own group; completed and running days are in none.
 func TestGroupFailures(t *testing.T) {
+	t.Parallel()
 	missing := manifest.CauseText(manifest.CodeDestinationMissing, fmt.Errorf("operation error S3: PutObject, https response error StatusCode: 404, RequestID: X, api error NoSuchBucket: The specified bucket does not exist"))
 	var events, stats DatasetDays
 	events.Dataset, stats.Dataset = "events", "daily_stats"
@@ -53,6 +54,7 @@ func TestGroupFailures(t *testing.T) {
 // repair as the fix and the raw error (naming the object and the repair
 // command) behind it; a failed partition's cause is its own group.
 func TestGroupFailuresTableBroken(t *testing.T) {
+	t.Parallel()
 	tableErr := manifest.CauseText(manifest.CodeTableBroken, fmt.Errorf("table object p/v1/events/metadata/v7.metadata.json: parse table metadata v7: unexpected end of JSON input"))
 	tableErr += "; the day's files are delivered; repair the table: daybook table repair --account acct_x --dataset events"
 	ds := DatasetDays{Dataset: "events", Days: []Day{

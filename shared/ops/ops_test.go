@@ -167,6 +167,7 @@ func row(acct, ds, d string, st ledger.State, mod func(*ledger.Row)) ledger.Row 
 }
 
 func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
+	t.Parallel()
 	const a, b = "acct_aaaaaaaaaaaaaaaa", "acct_bbbbbbbbbbbbbbbb"
 	recent := func(r *ledger.Row) { r.UpdatedAt = now.Add(-time.Hour) }
 	r := &reader{
@@ -249,6 +250,7 @@ type count int
 func (c *count) Add(n int) { *c += count(n) }
 
 func TestRetryCallsPerRunOfDays(t *testing.T) {
+	t.Parallel()
 	days := func(ds ...string) []civil.Date {
 		var out []civil.Date
 		for _, d := range ds {
@@ -291,6 +293,7 @@ func TestRetryCallsPerRunOfDays(t *testing.T) {
 }
 
 func TestCheckRequestRefusesMalformedValuesBeforeAnyRead(t *testing.T) {
+	t.Parallel()
 	acct := account.Account{ID: "acct_aaaaaaaaaaaaaaaa", Enabled: true, StartDate: civil.MustParse("2026-11-01"), Datasets: []string{"events"}}
 	r := &reader{accounts: []account.Account{acct}}
 	lim := jobs.Limits{Now: now, SettleDelay: 2 * time.Hour}
@@ -325,6 +328,7 @@ func TestCheckRequestRefusesMalformedValuesBeforeAnyRead(t *testing.T) {
 }
 
 func TestForEachStopsAtTheFirstError(t *testing.T) {
+	t.Parallel()
 	var ran atomic.Int64
 	items := make([]int, 100)
 	for i := range items {
@@ -349,6 +353,7 @@ func TestForEachStopsAtTheFirstError(t *testing.T) {
 }
 
 func TestParsePhases(t *testing.T) {
+	t.Parallel()
 	got, err := ParsePhases([]string{"failed, stopped", "running"})
 	if err != nil || len(got) != 3 || !got[Failed] || !got[Stopped] || !got[Running] {
 		t.Errorf("%v %v", got, err)
@@ -408,6 +413,7 @@ func (s *store) UpdateAccount(_ context.Context, a account.Account, _ string) (a
 }
 
 func TestSetEnabled(t *testing.T) {
+	t.Parallel()
 	s := &store{reader: reader{accounts: []account.Account{{ID: "acct_aaaaaaaaaaaaaaaa", Enabled: true}}}}
 	for _, tt := range []struct {
 		enable  bool
@@ -433,6 +439,7 @@ func (r *reader) SlicesOf(_ context.Context, k partition.Key) (ledger.SlicePlan,
 // daybook status --account) shows those under the dataset's name, not the
 // retired v1 rows, which it showed before.
 func TestAccountViewAtALaterContract(t *testing.T) {
+	t.Parallel()
 	cat := datasettest.Catalog(t, []byte(strings.Replace(string(example.YAML()), "  - name: events\n    version: 1\n", "  - name: events\n    version: 1\n    contract: v2\n", 1)))
 	day := civil.MustParse("2026-11-20")
 	a := account.Account{ID: "acct_contractcontract", Enabled: true, StartDate: day, Datasets: []string{"events"}}

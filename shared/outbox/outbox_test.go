@@ -76,6 +76,7 @@ func (b *busOf) Publish(_ context.Context, _ string, detail any) error {
 }
 
 func TestEventIDs(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 10, 12, 0, 5, 700, time.UTC)
 	for _, tc := range []struct{ got, want string }{
 		{events.CommittedID("acct_x", "events", "2026-03-09", 2), "acct_x/events/2026-03-09/2"},
@@ -120,6 +121,7 @@ func TestEventIDs(t *testing.T) {
 // once, and a send of the same event again records nothing new. An outbox
 // without a bus records nothing.
 func TestOutboxAtLeastOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store, bus := &memStore{}, &busOf{down: true}
 	o := &Outbox{Store: store, Bus: bus, On: true}
