@@ -20,7 +20,7 @@
 //	    fingerprint, fingerprint_at, restated_from, restated_rows, seed_epoch, slice_planned;
 //	    due_account, due_key while due or stopped; fleet_shard, fleet_key while stopped;
 //	    restate_account, restate_key while its late-data check is scheduled (restate.go)
-//	history item:  pk=H#<account>#<dataset>#<day>  sk=<started_at>#<attempt>
+//	history item:  pk=H#<account>#<dataset>#<day>  sk=<started_at>#<attempt>#<generation>
 //	    account_id, dataset, day, attempt, outcome, reason, claimed_at, started_at,
 //	    finished_at, generation, rows, bytes, files, duration_ms, manifest_key, error,
 //	    expires_at (TTL) (history.go)

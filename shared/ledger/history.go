@@ -151,7 +151,7 @@ func (l *kernel) putAttempt(ctx context.Context, a Attempt) {
 		finished = l.now()
 	}
 	rec := attemptRecord{
-		PK: historyPK(a.Key), SK: attemptSK(started, a.Attempt),
+		PK: historyPK(a.Key), SK: attemptSK(started, a.Attempt, a.Generation),
 		AccountID: a.AccountID, Dataset: a.Dataset, Day: a.Day.String(), Attempt: a.Attempt,
 		Outcome: string(a.Outcome), Reason: string(a.Reason), FinishedAt: fmtTime(finished),
 		Generation: a.Generation, Rows: a.Rows, Bytes: a.Bytes, Files: a.Files, DurationMS: a.DurationMS,
@@ -197,7 +197,10 @@ func (l Partitions) History(ctx context.Context, key partition.Key) ([]Attempt, 
 	return out, err
 }
 
-// attemptSK orders a partition's attempts by start time, then number.
-func attemptSK(started time.Time, attempt int) string {
-	return fmtTime(started) + "#" + fmt.Sprintf("%03d", attempt)
+// attemptSK orders a partition's attempts by start time, then number, then
+// generation: two runs started in the same second with the same attempt
+// number (a manual re-export request delivered twice: each claim starts at
+// attempt 1) are two items, while the same outcome written twice is one.
+func attemptSK(started time.Time, attempt int, generation int64) string {
+	return fmtTime(started) + "#" + fmt.Sprintf("%03d#%010d", attempt, generation)
 }

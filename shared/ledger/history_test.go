@@ -213,3 +213,40 @@ func TestHistoryWriteFailureNeverFailsTheTransition(t *testing.T) {
 		t.Errorf("HistoryWriteFailures counted %v, want 1", n)
 	}
 }
+
+// TestHistoryKeepsTwoRunsOfOneSecond: a manual re-export request delivered
+// twice runs twice, each claim at attempt 1, and both may start in the same
+// second: the history keeps both runs (two generations), where it kept
+// the last one only.
+func TestHistoryKeepsTwoRunsOfOneSecond(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, _ := newTestLedger(t, c)
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
+		t.Fatal(err)
+	}
+	var gens []int64
+	for range 2 {
+		m, err := l.Partitions().ClaimManual(ctx, key, "ops-dan")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := l.Partitions().Complete(ctx, key, m.Token, Result{Rows: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gens = append(gens, done.Generation)
+	}
+	h, err := l.Partitions().History(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, a := range h {
+		got = append(got, a.Generation)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(gens) || len(gens) != 2 || gens[0] == gens[1] {
+		t.Errorf("history generations %v, want both runs' %v", got, gens)
+	}
+}

@@ -254,7 +254,7 @@ type watermarkRecord struct {
 }
 
 // attemptRecord is the stored form of an attempt's history item
-// (pk=H#<account>#<dataset>#<day>, sk=<started_at>#<attempt>); see history.go.
+// (pk=H#<account>#<dataset>#<day>, sk=<started_at>#<attempt>#<generation>); see history.go.
 type attemptRecord struct {
 	PK          string `dynamodbav:"pk"`
 	SK          string `dynamodbav:"sk"`

@@ -36,7 +36,7 @@ var kinds = []itemKind{
 		record: rowRecord{},
 		due:    "<account> (while due or stopped)", fleet: fleetStopped + "<nn> (while stopped)", restate: restateShardPrefix + "<nn> (while its late-data check is scheduled)",
 		writers: "sweeper (Materialize, Claim, Release), exporter (ClaimManual, Start, Complete, Fail, restatements, reseeds), cmd/daybook and console (Requeue, re-export requests, table repair)"},
-	{name: "history item", prefix: pkHistoryPrefix, pk: "H#<account>#<dataset>#<day>", sk: "<started_at>#<attempt>",
+	{name: "history item", prefix: pkHistoryPrefix, pk: "H#<account>#<dataset>#<day>", sk: "<started_at>#<attempt>#<generation>",
 		record: attemptRecord{}, writers: "exporter (after Complete, Fail), sweeper (a Claim taking over a dead started claim)"},
 	{name: "export stats", prefix: pkStats + "/" + skExports, pk: "STATS", sk: "EXPORTS#<hour>",
 		record: statsRecord{}, writers: "exporter (Complete)"},
