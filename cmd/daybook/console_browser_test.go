@@ -268,8 +268,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	shot(t, bctx, "done")
 
-	// The exporter takes the request; the generation goes up. SQS delivers
-	// at least once: a request delivered twice runs twice (a generation
+	// The exporter takes the request; the generation goes up. SQS sends a
+	// message at least once: a request sent twice runs twice (a generation
 	// each), so the page is held to the ledger's generation, whatever it is.
 	drained = l.dev("local", "drain", "--dir", l.dir)
 	var after ops.AccountDays
@@ -295,7 +295,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 	// One attempt per generation: the first export, and each run of the
-	// re-export request (once, unless SQS delivered it twice).
+	// re-export request (once, unless SQS sent it twice).
 	if n := eval[int](t, bctx, `document.querySelectorAll('table.attempts tbody tr').length`); n != gen {
 		t.Errorf("%d attempts listed, want the first export and the re-export's %d runs (generation %d); the drain: %s", n, gen-1, gen, drained)
 	}

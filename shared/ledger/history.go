@@ -199,7 +199,7 @@ func (l Partitions) History(ctx context.Context, key partition.Key) ([]Attempt, 
 
 // attemptSK orders a partition's attempts by start time, then number, then
 // generation: two runs started in the same second with the same attempt
-// number (a manual re-export request delivered twice: each claim starts at
+// number (a manual re-export request whose message SQS sent twice: each claim starts at
 // attempt 1) are two items, while the same outcome written twice is one.
 func attemptSK(started time.Time, attempt int, generation int64) string {
 	return fmtTime(started) + "#" + fmt.Sprintf("%03d#%010d", attempt, generation)
