@@ -175,16 +175,23 @@ func TestReexport(t *testing.T) {
 	}
 	msgs := s.receiveAll(t, queue)
 	var days []string
+	ids := map[string]int{}
 	for _, m := range msgs {
 		msg, err := jobs.Parse(datasettest.Example(t), aws.ToString(m.Body))
 		if err != nil || msg.Manual == nil {
 			t.Fatalf("message %q: %v", aws.ToString(m.Body), err)
 		}
 		days = append(days, msg.Manual.Day)
+		ids[msg.Manual.RequestID]++
 		// moto's caller identity.
 		if !strings.HasPrefix(msg.Manual.RequestedBy, "arn:aws:") {
 			t.Errorf("requested_by %q, want the caller's ARN", msg.Manual.RequestedBy)
 		}
+	}
+	// One request, one id: the exporter serves each of its days once
+	// however often SQS sends a message.
+	if len(ids) != 1 || ids[""] != 0 {
+		t.Errorf("request ids of one re-export: %v, want one id on every message", ids)
 	}
 	var want []string
 	for _, d := range civil.Range(civil.MustParse("2026-11-01"), civil.MustParse("2026-11-25")) {
@@ -540,7 +547,7 @@ func TestReexportShowsRequested(t *testing.T) {
 	}
 
 	// The exporter's claim takes the request: the day is running, no longer requested.
-	if _, err := l.Partitions().ClaimManual(ctx, key(done), "ops-carol"); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, key(done), ledger.ManualRequest{By: "ops-carol"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := status()["2026-11-20"]; got.State != "running" || got.ReexportRequestedAt != "" {

@@ -301,7 +301,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 		}
 	}
 	for _, d := range []civil.Date{failed, begun} {
-		c, err := l.Partitions().ClaimManual(ctx, key(d), "")
+		c, err := l.Partitions().ClaimManual(ctx, key(d), ledger.ManualRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestTableRepairHoldsEveryStandingGeneration(t *testing.T) {
 	if _, err := l.Partitions().Requeue(ctx, ledger.RequeueRange{AccountID: acct.ID, Dataset: "events", From: queued, To: queued, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Partitions().ClaimManual(ctx, key(running), ""); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, key(running), ledger.ManualRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	for d, want := range map[civil.Date]ledger.State{failed: ledger.StateFailed, queued: ledger.StateQueued, running: ledger.StateRunning,

@@ -104,7 +104,7 @@ func TestDeliveryManifest(t *testing.T) {
 
 	t.Run("a running re-export makes the day incomplete", func(t *testing.T) {
 		// The events re-export is running when the profiles re-export completes.
-		c, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), "")
+		c, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), ledger.ManualRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,7 +135,8 @@ func (e *env) successGeneration(partPrefix string) int64 {
 }
 
 // TestManualRangeFansOut: a manual range becomes one single-day manual
-// request per day on the jobs queue; nothing is claimed or exported yet.
+// request per day on the jobs queue, each of the range's request;
+// nothing is claimed or exported yet.
 func TestManualRangeFansOut(t *testing.T) {
 	e := newEnv(t, envOpts{datasets: []string{"events", "daily_stats"}})
 	// Two batches need more than 10 days: the account starts earlier than
@@ -145,7 +146,7 @@ func TestManualRangeFansOut(t *testing.T) {
 	if err := e.led.Accounts().PutAccount(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "daily_stats", From: "2026-02-25", To: "2026-03-09", RequestedBy: "cli:ops"})
+	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "daily_stats", From: "2026-02-25", To: "2026-03-09", RequestedBy: "cli:ops", RequestID: "r-9"})
 	if err := e.process(body); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestManualRangeFansOut(t *testing.T) {
 			if m == nil || m.AccountID != e.acct.ID {
 				continue // another test's message
 			}
-			if m.Dataset != "daily_stats" || m.Day == "" || m.From != "" || m.To != "" || m.RequestedBy != "cli:ops" {
+			if m.Dataset != "daily_stats" || m.Day == "" || m.From != "" || m.To != "" || m.RequestedBy != "cli:ops" || m.RequestID != "r-9" {
 				t.Errorf("fanned-out message %+v", m)
 			}
 			days = append(days, m.Day)
@@ -200,6 +201,40 @@ func TestManualRangeFansOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.committed("daily_stats", civil.MustParse("2026-03-01"))
+}
+
+// TestManualRequestSentTwiceRunsOnce: SQS sends a re-export request's
+// message twice; the day is exported once, and the second message is done
+// without a claim. A message written by hand (no request id) runs each
+// time it arrives.
+func TestManualRequestSentTwiceRunsOnce(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 10)...)
+	successKey := e.partPrefix("events", testDay) + layout.SuccessName
+	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String(), RequestedBy: "ops-erin", RequestID: "0123456789abcdef0123456789abcdef"})
+	for i := range 2 {
+		if err := e.process(body); err != nil {
+			t.Fatalf("message %d: %v", i+1, err)
+		}
+	}
+	if n := e.faults.Calls(buckettest.OpDelete, successKey); n != 1 {
+		t.Errorf("%d exports ran, want 1", n)
+	}
+	if m, r := e.committed("events", testDay), e.row("events", testDay); m.Generation != 1 || r.Generation != 1 {
+		t.Errorf("generation %d, row generation %d, want 1", m.Generation, r.Generation)
+	}
+	if h, err := e.led.Partitions().History(e.ctx, e.key("events", testDay)); err != nil || len(h) != 1 {
+		t.Errorf("history %+v, %v: want one attempt", h, err)
+	}
+	hand := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})
+	for range 2 {
+		if err := e.process(hand); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := e.row("events", testDay); r.Generation != 3 {
+		t.Errorf("after two messages written by hand: generation %d, want 3", r.Generation)
+	}
 }
 
 // TestManualRecordsWhoAsked: a manual request's requested_by reaches the

@@ -127,7 +127,7 @@ func TestForgedJobIsDeadLettered(t *testing.T) {
 
 	// While a claim runs, a forged job leaves it alone.
 	e.clk.Advance(61e9)
-	m, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), "")
+	m, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), ledger.ManualRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestForgedLifecycleMessagesAreDeadLettered(t *testing.T) {
 	}
 
 	// A check of a generation the partition has moved past is dropped.
-	if _, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), ""); err != nil {
+	if _, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), ledger.ManualRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.process(encodeBody(t, check)); err != nil {

@@ -56,7 +56,7 @@ func (f *fakeLedger) GetAccount(_ context.Context, id string) (account.Account, 
 	return a, nil
 }
 
-func (f *fakeLedger) ClaimManual(_ context.Context, k partition.Key, _ string) (ledger.Claim, error) {
+func (f *fakeLedger) ClaimManual(_ context.Context, k partition.Key, _ ledger.ManualRequest) (ledger.Claim, error) {
 	f.record("ClaimManual " + k.String())
 	return ledger.Claim{}, fmt.Errorf("%w: %s", ledger.ErrBusy, k)
 }

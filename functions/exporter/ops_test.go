@@ -231,7 +231,7 @@ func TestGenerationNeverRepeats(t *testing.T) {
 		t.Fatalf("first export: generation %d", r.Generation)
 	}
 	// A manual re-export claims generation 2, commits, and "crashes" before Complete.
-	c, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), "")
+	c, err := e.led.Partitions().ClaimManual(e.ctx, e.key("events", testDay), ledger.ManualRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

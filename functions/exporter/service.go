@@ -25,7 +25,7 @@ type LedgerAPI interface {
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	// ClaimManual claims a row for a manual request, creating it if absent;
 	// ledger.ErrBusy means the row is running and a re-run was recorded.
-	ClaimManual(ctx context.Context, key partition.Key, requestedBy string) (ledger.Claim, error)
+	ClaimManual(ctx context.Context, key partition.Key, req ledger.ManualRequest) (ledger.Claim, error)
 	// Start marks a claimed job as started, once: a second delivery of the
 	// same job gets ledger.ErrClaimLost.
 	Start(ctx context.Context, key partition.Key, token string) (ledger.Claim, error)
@@ -171,7 +171,9 @@ func (s *Service) notStarted(ctx context.Context, key partition.Key, token strin
 // bound) and rejects it, to the dead-letter queue with the reason, when it
 // fails; it fans a range out as one request per day, so each day is claimed
 // and exported in its own invocation; and it claims a single day and
-// exports it.
+// exports it. A request with an id (the CLI's, the console's) is served
+// once per day: its message sent twice finds the request served
+// (ledger.ErrServed) and is done.
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
 	m.Dataset = s.Catalog.Current(m.Dataset)
 	log = log.With("account", m.AccountID, "dataset", m.Dataset)
@@ -205,8 +207,8 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 		if err != nil {
 			return err
 		}
-		// On error, redelivery repeats the whole range; single-day claims
-		// make that harmless.
+		// On error, SQS sends the range again; the days' requests
+		// carry the range's id, so a day served already is not run again.
 		if err := s.queue().Send(ctx, msgs...); err != nil {
 			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
 		}
@@ -215,9 +217,14 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 	}
 	key := partition.Key{AccountID: m.AccountID, Dataset: m.Dataset, Day: from}
 	log = log.With("day", from.String())
-	claim, err := s.Ledger.ClaimManual(ctx, key, m.RequestedBy)
-	if errors.Is(err, ledger.ErrBusy) {
+	claim, err := s.Ledger.ClaimManual(ctx, key, ledger.ManualRequest{By: m.RequestedBy, ID: m.RequestID})
+	switch {
+	case errors.Is(err, ledger.ErrBusy):
 		log.InfoContext(ctx, "partition is running; the re-export is recorded and runs after it")
+		return nil
+	case errors.Is(err, ledger.ErrServed):
+		// SQS sent the request's message again: it ran, or runs, once.
+		log.InfoContext(ctx, "the re-export request was served already; nothing to do", "request_id", m.RequestID)
 		return nil
 	}
 	if err != nil {

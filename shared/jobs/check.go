@@ -55,6 +55,7 @@ func refused(field, value, format string, args ...any) error {
 
 var (
 	claimTokenRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	requestIDRE  = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 	// A dataset name, or a ledger name `<name>.<contract>` of a dataset at a
 	// later contract than v1 (dataset.LedgerName).
 	datasetNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}(\.v[1-9][0-9]{0,2})?$`)
@@ -104,6 +105,15 @@ func checkRequestedBy(v string) error {
 		if !unicode.IsPrint(r) {
 			return malformed("requested_by", v, fmt.Sprintf("holds %U at byte %d: only printable characters are allowed (no control or formatting characters)", r, i))
 		}
+	}
+	return nil
+}
+
+// checkRequestID accepts the id of an operator's request (request_id: a
+// reseed's, a re-export's): 1 to 64 letters, digits, _ . : -.
+func checkRequestID(v string) error {
+	if !requestIDRE.MatchString(v) {
+		return malformed("request_id", shorten(v), "is not a request id (1 to 64 letters, digits, _ . : -)")
 	}
 	return nil
 }
@@ -202,6 +212,11 @@ func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Lim
 	if err := checkRequestedBy(m.RequestedBy); err != nil {
 		return from, to, err
 	}
+	if m.RequestID != "" {
+		if err := checkRequestID(m.RequestID); err != nil {
+			return from, to, err
+		}
+	}
 	fromField, toField, fromValue, toValue := "from", "to", m.From, m.To
 	if m.Day != "" {
 		fromField, toField, fromValue, toValue = "day", "day", m.Day, m.Day
@@ -235,12 +250,12 @@ func CheckRequest(catalog *dataset.Set, m Manual, acct *account.Account, lim Lim
 }
 
 // PerDay is m's range from..to as single-day requests, one per day, each
-// by m's requester: a range is fanned out so that each day is claimed and
+// by m's requester and part of m's request (RequestID): a range is fanned out so that each day is claimed and
 // exported in an invocation of its own.
 func (m Manual) PerDay(from, to civil.Date) []Manual {
 	var out []Manual
 	for _, d := range civil.Range(from, to) {
-		out = append(out, Manual{Kind: KindManual, AccountID: m.AccountID, Dataset: m.Dataset, Day: d.String(), RequestedBy: m.RequestedBy})
+		out = append(out, Manual{Kind: KindManual, AccountID: m.AccountID, Dataset: m.Dataset, Day: d.String(), RequestedBy: m.RequestedBy, RequestID: m.RequestID})
 	}
 	return out
 }

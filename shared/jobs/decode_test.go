@@ -44,6 +44,8 @@ func TestParseIsStrict(t *testing.T) {
 		{"requested_by with NUL", manual(`,"requested_by":"ops\u0000"`), "U+0000", "requested_by"},
 		{"requested_by with an escape sequence", manual(`,"requested_by":"\u001b[31mops"`), "U+001B", "requested_by"},
 		{"requested_by with a bidi override", manual(`,"requested_by":"ops\u202e"`), "U+202E", "requested_by"},
+		{"request_id with a space", manual(`,"request_id":"r 1"`), `request_id "r 1" is not a request id`, "request_id"},
+		{"request_id one over the limit", manual(`,"request_id":"` + strings.Repeat("r", 65) + `"`), "is not a request id", "request_id"},
 		{"reseed requested_by with a control char", `{"kind":"reseed","account_id":"` + acctA + `","dataset":"profiles","request_id":"r1","requested_by":"a\tb"}`, "U+0009", "requested_by"},
 		{"array body", `[` + manual("") + `]`, `body is not a JSON object: it starts with '['`, ""},
 		{"string body", `"` + acctA + `"`, "body is not a JSON object", ""},
@@ -87,6 +89,19 @@ func TestParseAcceptsRequestedBy(t *testing.T) {
 		m, err := Parse(datasettest.Example(t), body)
 		if err != nil || m.Manual.RequestedBy != by {
 			t.Errorf("requested_by %q: %+v, %v", by, m.Manual, err)
+		}
+	}
+}
+
+// TestParseAcceptsRequestID: a re-export request's id, as ops sends it
+// (the ledger's 32 hex digits), or none, as a message written by hand.
+func TestParseAcceptsRequestID(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"", strings.Repeat("0a", 16), "r-1", strings.Repeat("r", 64)} {
+		body := `{"kind":"manual","account_id":"` + acctA + `","dataset":"events","day":"2026-11-20","request_id":"` + id + `"}`
+		m, err := Parse(datasettest.Example(t), body)
+		if err != nil || m.Manual.RequestID != id {
+			t.Errorf("request_id %q: %+v, %v", id, m.Manual, err)
 		}
 	}
 }

@@ -64,6 +64,12 @@ type Manual struct {
 	From        string `json:"from,omitempty"`
 	To          string `json:"to,omitempty"`
 	RequestedBy string `json:"requested_by,omitempty"`
+	// RequestID names the operator's request the message is part of
+	// (`daybook reexport`, the console: one per request). SQS may send a
+	// message twice; the exporter serves each request once per day (the
+	// ledger's ClaimManual). A message without one, written by hand, is
+	// served every time it arrives.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Message is a decoded queue message: exactly one of its fields is set.
@@ -164,7 +170,8 @@ func (j Job) DayValue() civil.Date { d, _ := civil.Parse(j.Day); return d }
 // Validate checks a manual request's form: an account id of
 // account.NewID's form, a dataset name, one day or a range (from <= to,
 // at most MaxManualRangeDays), and a requested_by of at most
-// MaxRequestedBy printable characters. Whether the account exists, exports the
+// MaxRequestedBy printable characters, and a request_id of
+// checkRequestID's form or none. Whether the account exists, exports the
 // dataset and has closed those days is CheckRequest's, which needs the
 // account. Errors are *FieldError wrapping ErrMalformed.
 func (m Manual) Validate() error {
@@ -176,6 +183,11 @@ func (m Manual) Validate() error {
 	}
 	if err := checkRequestedBy(m.RequestedBy); err != nil {
 		return err
+	}
+	if m.RequestID != "" {
+		if err := checkRequestID(m.RequestID); err != nil {
+			return err
+		}
 	}
 	_, _, err := m.Days()
 	return err

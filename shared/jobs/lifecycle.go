@@ -8,7 +8,6 @@ package jobs
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -69,8 +68,6 @@ type Reseed struct {
 	RequestedBy string `json:"requested_by,omitempty"`
 }
 
-var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
-
 // Validate checks the request's form. Errors are *FieldError wrapping
 // ErrMalformed; whether the account may reseed the dataset is CheckReseed's.
 func (r Reseed) Validate(catalog *dataset.Set) error {
@@ -80,8 +77,8 @@ func (r Reseed) Validate(catalog *dataset.Set) error {
 	if _, err := knownDataset(catalog, r.Dataset); err != nil {
 		return err
 	}
-	if !requestIDRE.MatchString(r.RequestID) {
-		return malformed("request_id", r.RequestID, "is not a request id (1 to 64 letters, digits, _ . : -)")
+	if err := checkRequestID(r.RequestID); err != nil {
+		return err
 	}
 	return checkRequestedBy(r.RequestedBy)
 }

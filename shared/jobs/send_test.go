@@ -215,10 +215,10 @@ func TestSendAllGoesOnPastAFailedBatch(t *testing.T) {
 }
 
 // TestPerDay: a range becomes one single-day request per day, each by the
-// range's requester; Encoded encodes them in order.
+// range's requester and part of its request; Encoded encodes them in order.
 func TestPerDay(t *testing.T) {
 	t.Parallel()
-	m := Manual{Kind: KindManual, AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", From: "2026-11-30", To: "2026-12-02", RequestedBy: "ops-erin"}
+	m := Manual{Kind: KindManual, AccountID: "acct_aaaaaaaaaaaaaaaa", Dataset: "events", From: "2026-11-30", To: "2026-12-02", RequestedBy: "ops-erin", RequestID: "r-7"}
 	msgs, err := Encoded(m.PerDay(civil.MustParse("2026-11-30"), civil.MustParse("2026-12-02"))...)
 	if err != nil {
 		t.Fatal(err)
@@ -228,9 +228,9 @@ func TestPerDay(t *testing.T) {
 		got = append(got, o.Body)
 	}
 	want := []string{
-		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-11-30","requested_by":"ops-erin"}`,
-		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-12-01","requested_by":"ops-erin"}`,
-		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-12-02","requested_by":"ops-erin"}`,
+		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-11-30","requested_by":"ops-erin","request_id":"r-7"}`,
+		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-12-01","requested_by":"ops-erin","request_id":"r-7"}`,
+		`{"kind":"manual","account_id":"acct_aaaaaaaaaaaaaaaa","dataset":"events","day":"2026-12-02","requested_by":"ops-erin","request_id":"r-7"}`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("per day:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -27,7 +27,7 @@ func TestManualWhileRunningRunsAgainAfterComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Partitions().ClaimManual(ctx, key, ""); !errors.Is(err, ErrBusy) {
+	if _, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("manual claim while running: %v, want ErrBusy", err)
 	}
 	r, err := l.Partitions().Complete(ctx, key, c.Token, Result{Rows: 7, Bytes: 70, Files: 1, ManifestKey: "m1"})
@@ -234,7 +234,7 @@ func TestRerunSurvivesStoppedDeadClaim(t *testing.T) {
 	if _, err := l.Partitions().Start(ctx, key, c.Token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Partitions().ClaimManual(ctx, key, ""); !errors.Is(err, ErrBusy) {
+	if _, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("manual while running: %v", err)
 	}
 	clk.Advance(testLease + time.Second)

@@ -16,7 +16,8 @@
 //	    account_id, dataset, day, state, attempts, claim_token, claimed_at, started_at,
 //	    lease_until, next_attempt_at, last_error, table_error, exhausted, generation,
 //	    generation_reserved, rows, bytes, files, manifest_key, duration_ms, completed_at,
-//	    reason, requested_by, rerun_requested, reexport_requested_at/_by, updated_at,
+//	    reason, requested_by, rerun_requested, reexport_requested_at/_by, reexport_served,
+//	    updated_at,
 //	    fingerprint, fingerprint_at, restated_from, restated_rows, seed_epoch, slice_planned;
 //	    due_account, due_key while due or stopped; fleet_shard, fleet_key while stopped;
 //	    restate_account, restate_key while its late-data check is scheduled (restate.go)
@@ -124,6 +125,7 @@
 //	                  not started or attempts left    -> running     state condition, new random token
 //	ClaimManual     anything but a live running claim -> running, started, attempts=1 (absent rows are created)
 //	                live running claim                -> rerun_requested=true, ErrBusy
+//	                (either sets reexport_served to the request's id; a request the row holds is ErrServed)
 //	Start           running (token), not started      -> started_at set, attempts+1, lease renewed
 //	                (a second delivery of the job, or a reclaimed job's old message, gets ErrClaimLost)
 //	NoteCommitted   running (token), generation above

@@ -146,7 +146,7 @@ func TestCountStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	count(acct, 1)
-	if _, err := l.Partitions().ClaimManual(ctx, f1.key, ""); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, f1.key, ManualRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	count(acct, 0)

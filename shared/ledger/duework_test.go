@@ -138,7 +138,7 @@ func TestStoppedPartitionsInTheFleetIndex(t *testing.T) {
 	if _, err := l.Partitions().Requeue(ctx, RequeueRange{AccountID: acct, Dataset: "events", From: day1, To: day1, Reason: partition.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Partitions().ClaimManual(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}, ""); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(1)}, ManualRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(); n != 0 {

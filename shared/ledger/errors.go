@@ -27,6 +27,9 @@ var (
 	// ErrBusy: a manual request found the row running under a live claim; the
 	// request is recorded (rerun_requested) and runs after that claim completes.
 	ErrBusy = errors.New("ledger: partition is running; re-run recorded")
+	// ErrServed: a manual request whose claim or re-run was taken before
+	// (ClaimManual): SQS sent its message again, and nothing is done twice.
+	ErrServed = errors.New("ledger: the re-export request was served already")
 	// ErrStopped: the partition (or a slice of it) used its last attempt and
 	// stopped retrying: Claim retired a dead claim that had started on its
 	// last attempt (the row is now failed and stopped, and waits for a

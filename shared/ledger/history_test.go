@@ -155,7 +155,7 @@ func TestHistoryOfManualClaimOverDeadClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(testLease + time.Minute)
-	m, err := l.Partitions().ClaimManual(ctx, key, "")
+	m, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestHistoryKeepsTwoRunsOfOneSecond(t *testing.T) {
 	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
 	var gens []int64
 	for range 2 { // the first manual claim creates the row
-		m, err := l.Partitions().ClaimManual(ctx, key, "ops-dan")
+		m, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{By: "ops-dan"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,6 +57,7 @@ const (
 	attrRerunRequested = "rerun_requested"
 	attrReexportAt     = "reexport_requested_at" // rows: when an operator sent a re-export request not claimed yet (reexport.go)
 	attrReexportBy     = "reexport_requested_by" // rows: who sent it
+	attrReexportServed = "reexport_served"       // rows: the id of the last re-export request a manual claim or re-run took (manual.go)
 	attrUpdatedAt      = "updated_at"
 	attrEnabled        = "enabled"        // account records
 	attrDoc            = "doc"            // account records: JSON of account.Account
@@ -172,6 +173,7 @@ type rowRecord struct {
 	RerunRequested bool   `dynamodbav:"rerun_requested"`
 	ReexportAt     string `dynamodbav:"reexport_requested_at"`
 	ReexportBy     string `dynamodbav:"reexport_requested_by"`
+	ReexportServed string `dynamodbav:"reexport_served"`
 	UpdatedAt      string `dynamodbav:"updated_at"`
 	DueAccount     string `dynamodbav:"due_account"`
 	DueKey         string `dynamodbav:"due_key"`

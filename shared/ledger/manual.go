@@ -20,13 +20,27 @@ import (
 // history records it. "" names nobody and clears an earlier requester, as
 // a scheduled materialization or a restatement does.
 
-// ClaimManual serves a manual re-export request by requestedBy: it creates
-// the row if absent and claims it from any state (completed, stopped, ...)
-// with reason manual and a fresh attempt count. If the row is running under
-// a live claim, it sets rerun_requested on it instead and returns ErrBusy:
+// ManualRequest is a manual re-export request as ClaimManual serves it:
+// who asked ("" names nobody) and the request's id (ReexportNote.ID, carried
+// by its message), or "" for a message written by hand.
+type ManualRequest struct {
+	By string
+	ID string
+}
+
+// ClaimManual serves a manual re-export request: it creates the row if
+// absent and claims it from any state (completed, stopped, ...) with
+// reason manual and a fresh attempt count. If the row is running under a
+// live claim, it sets rerun_requested on it instead and returns ErrBusy:
 // the request is recorded and the row is queued again when that claim
 // completes.
-func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, requestedBy string) (Claim, error) {
+//
+// A request with an id is served once per day: the claim or the re-run
+// stores the id on the row (reexport_served), conditional on the row not
+// holding it already, and a request whose id the row holds is ErrServed
+// and changes nothing. SQS sends a message at least once, so a request's
+// message can arrive twice, and its range can be fanned out twice.
+func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req ManualRequest) (Claim, error) {
 	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
@@ -47,9 +61,10 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, requeste
 			Set(name(attrGeneration), name(attrGeneration).IfNotExists(val(0))).
 			Set(name(attrStartedAt), val(nowS)). // the manual claimant runs it itself
 			Remove(name(attrStopped))
-		upd = clearReexport(upd)               // the request noted when it was sent is taken (reexport.go)
-		upd = setRequestedBy(upd, requestedBy) // the transition's stale mark replaces a stopped row's entry (stopped.go)
-		old, err := l.transition(ctx, key, upd, notLive(nowS), types.ReturnValueAllOld)
+		upd = clearReexport(upd)          // the request noted when it was sent is taken (reexport.go)
+		upd = setRequestedBy(upd, req.By) // the transition's stale mark replaces a stopped row's entry (stopped.go)
+		upd, cond := req.serve(upd, notLive(nowS))
+		old, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllOld)
 		if err == nil {
 			prev := Row{Key: key}
 			if len(old) > 0 {
@@ -64,31 +79,53 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, requeste
 			_ = l.schedule().Wake(ctx, key.AccountID, lease)
 			l.noteDeadClaim(ctx, prev, now)
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
-				Reason: partition.ReasonManual, RequestedBy: requestedBy, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+				Reason: partition.ReasonManual, RequestedBy: req.By, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}
 		if !errors.Is(err, errCondition) {
 			return Claim{}, err
 		}
-		ok, err := l.requestRerun(ctx, key, nowS, requestedBy)
+		if req.servedBy(old) {
+			return Claim{}, fmt.Errorf("%w: request %s for %s", ErrServed, req.ID, key)
+		}
+		ok, err := l.requestRerun(ctx, key, nowS, req)
 		if err != nil {
 			return Claim{}, err
 		}
 		if ok {
 			return Claim{}, fmt.Errorf("%w: %s", ErrBusy, key)
 		}
-		// The live claim ended between the two writes: try again.
+		// The live claim ended between the two writes, or the request was
+		// served meanwhile: try again (the claim's refusal says which).
 	}
 	return Claim{}, fmt.Errorf("%w: %s kept changing under a manual claim", ErrConflict, key)
 }
 
-// requestRerun sets rerun_requested on a row running under a live claim,
-// and its requester when by names one.
-func (l *kernel) requestRerun(ctx context.Context, key partition.Key, nowS, by string) (bool, error) {
-	upd := clearReexport(expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS)))
-	if by != "" {
-		upd = upd.Set(name(attrRequestedBy), val(by))
+// serve adds the request's id to a transition that takes it, conditional
+// on the row not holding it yet; a request without an id changes nothing.
+func (r ManualRequest) serve(upd expression.UpdateBuilder, cond expression.ConditionBuilder) (expression.UpdateBuilder, expression.ConditionBuilder) {
+	if r.ID == "" {
+		return upd, cond
 	}
-	_, err := l.update(ctx, rowKey(key), upd, live(nowS), types.ReturnValueNone)
+	notServed := expression.Or(name(attrReexportServed).AttributeNotExists(), name(attrReexportServed).NotEqual(val(r.ID)))
+	return upd.Set(name(attrReexportServed), val(r.ID)), expression.And(cond, notServed)
+}
+
+// servedBy reports whether the row item (as a refused write returned it)
+// holds the request's id: a claim or re-run took the request before.
+func (r ManualRequest) servedBy(item map[string]types.AttributeValue) bool {
+	v, ok := item[attrReexportServed].(*types.AttributeValueMemberS)
+	return r.ID != "" && ok && v.Value == r.ID
+}
+
+// requestRerun sets rerun_requested on a row running under a live claim,
+// and its requester when req names one, taking the request (serve).
+func (l *kernel) requestRerun(ctx context.Context, key partition.Key, nowS string, req ManualRequest) (bool, error) {
+	upd := clearReexport(expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS)))
+	if req.By != "" {
+		upd = upd.Set(name(attrRequestedBy), val(req.By))
+	}
+	upd, cond := req.serve(upd, live(nowS))
+	_, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return false, nil
 	}
@@ -162,7 +199,7 @@ func (l Partitions) Requeue(ctx context.Context, r RequeueRange) (RequeueResult,
 			if !errors.Is(err, errCondition) {
 				return err
 			}
-			ok, err := l.requestRerun(ctx, key, nowS, requestedBy)
+			ok, err := l.requestRerun(ctx, key, nowS, ManualRequest{By: requestedBy})
 			if err != nil {
 				return err
 			}

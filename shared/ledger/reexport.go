@@ -39,6 +39,9 @@ type ReexportNote struct {
 	// By who asks.
 	At time.Time
 	By string
+	// ID names the request: its messages carry it (request_id), so that
+	// each day is served once however often SQS sends them (ClaimManual).
+	ID string
 	// Noted are the days whose rows now carry the note; the others had no
 	// row or a live claim.
 	Noted []civil.Date
@@ -47,12 +50,17 @@ type ReexportNote struct {
 // NoteReexportRequested notes on the rows of (account, dataset) for days
 // that a re-export request is about to be sent for them, by by (who asks;
 // "" names nobody), so that they show as requested until the exporter
-// claims them. A row under a live claim, or a day without a row, is left as
+// claims them, and returns the request's id (ReexportNote.ID) for its
+// messages. A row under a live claim, or a day without a row, is left as
 // it is. The account's summary is marked stale first, as Requeue does. On
 // an error the note returned holds the days noted before it.
 func (l Partitions) NoteReexportRequested(ctx context.Context, accountID, dataset string, days []civil.Date, by string) (ReexportNote, error) {
 	now := l.now()
-	note := ReexportNote{At: now.UTC().Truncate(time.Second), By: by}
+	id, err := l.token()
+	if err != nil {
+		return ReexportNote{}, err
+	}
+	note := ReexportNote{At: now.UTC().Truncate(time.Second), By: by, ID: id}
 	for _, d := range days {
 		if err := validateKey(partition.Key{AccountID: accountID, Dataset: dataset, Day: d}); err != nil {
 			return note, err
@@ -70,7 +78,7 @@ func (l Partitions) NoteReexportRequested(ctx context.Context, accountID, datase
 	for i := range idx {
 		idx[i] = i
 	}
-	err := forEach(ctx, l.cfg.Concurrency, idx, func(i int) error {
+	err = forEach(ctx, l.cfg.Concurrency, idx, func(i int) error {
 		key := partition.Key{AccountID: accountID, Dataset: dataset, Day: days[i]}
 		upd := expression.Set(name(attrReexportAt), val(nowS)).Set(name(attrUpdatedAt), val(nowS))
 		if note.By != "" {

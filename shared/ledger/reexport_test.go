@@ -114,7 +114,7 @@ func TestReexportRequestNote(t *testing.T) {
 	}
 
 	// The exporter's claim takes it; so does Requeue.
-	if _, err := l.Partitions().ClaimManual(ctx, key(done), "ops-erin"); err != nil {
+	if _, err := l.Partitions().ClaimManual(ctx, key(done), ManualRequest{By: "ops-erin"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := get(t, l, key(done)); PhaseOf(r) != PhaseRunning || !r.ReexportRequestedAt.IsZero() {
@@ -137,7 +137,7 @@ func TestReexportRequestNote(t *testing.T) {
 	if r := get(t, l, key(stopped)); PhaseOf(r) != PhaseClaimed {
 		t.Errorf("a live claim with a note: phase %s", PhaseOf(r))
 	}
-	if _, err := l.Partitions().ClaimManual(ctx, key(stopped), ""); !errors.Is(err, ErrBusy) {
+	if _, err := l.Partitions().ClaimManual(ctx, key(stopped), ManualRequest{}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("ClaimManual on a live claim: %v", err)
 	}
 	if r := get(t, l, key(stopped)); !r.RerunRequested || !r.ReexportRequestedAt.IsZero() {
@@ -152,4 +152,81 @@ func get(t *testing.T, l *Ledger, k partition.Key) Row {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestManualRequestServedOnce: a request with an id (the note's, which its
+// messages carry) is served once per day, as a claim or as the re-run of a
+// live claim; the same request again, SQS sending its message twice, is
+// ErrServed and changes nothing, while the claim runs and after it
+// completed. Another request, another day of the same request (a range
+// fanned out) and a message written by hand (no id) are served as before.
+func TestManualRequestServedOnce(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, _ := newTestLedger(t, c)
+	acct := testAccount(t, "a")
+	day, other := day1, day1.AddDays(1)
+	key := func(d civil.Date) partition.Key { return partition.Key{AccountID: acct, Dataset: "events", Day: d} }
+	note, err := l.Partitions().NoteReexportRequested(ctx, acct, "events", []civil.Date{day, other}, "ops-erin")
+	if err != nil || len(note.ID) != 32 || len(note.Noted) != 0 {
+		t.Fatalf("note of days without rows: %+v, %v", note, err)
+	}
+	req := ManualRequest{By: "ops-erin", ID: note.ID}
+	first, err := l.Partitions().ClaimManual(ctx, key(day), req)
+	if err != nil || first.Generation != 1 {
+		t.Fatalf("first claim: %+v, %v", first, err)
+	}
+	served := func(when string) {
+		t.Helper()
+		before := get(t, l, key(day))
+		if _, err := l.Partitions().ClaimManual(ctx, key(day), req); !errors.Is(err, ErrServed) {
+			t.Fatalf("%s: the same request again: %v, want ErrServed", when, err)
+		}
+		if after := get(t, l, key(day)); after.ClaimToken != before.ClaimToken || after.State != before.State ||
+			after.RerunRequested != before.RerunRequested || !after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Errorf("%s: the served request changed the row:\n%+v\nwas\n%+v", when, after, before)
+		}
+	}
+	c.Advance(time.Second)
+	served("while its claim runs")
+	if _, err := l.Partitions().Complete(ctx, key(day), first.Token, Result{Rows: 1, Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	served("after its claim completed")
+	if r := get(t, l, key(day)); r.State != StateCompleted || r.Generation != 1 {
+		t.Errorf("row after the request sent twice: %s generation %d", r.State, r.Generation)
+	}
+	// The same request's other day is its own.
+	if cl, err := l.Partitions().ClaimManual(ctx, key(other), req); err != nil || cl.Generation != 1 {
+		t.Errorf("the request's other day: %+v, %v", cl, err)
+	}
+	// A new request claims; a third, reaching that live claim, records its
+	// re-run once.
+	note2, err := l.Partitions().NoteReexportRequested(ctx, acct, "events", []civil.Date{day}, "ops-dan")
+	if err != nil || note2.ID == note.ID {
+		t.Fatalf("second note: %+v (first id %s), %v", note2, note.ID, err)
+	}
+	second, err := l.Partitions().ClaimManual(ctx, key(day), ManualRequest{By: "ops-dan", ID: note2.ID})
+	if err != nil || second.Generation != 2 {
+		t.Fatalf("second request: %+v, %v", second, err)
+	}
+	note3, err := l.Partitions().NoteReexportRequested(ctx, acct, "events", []civil.Date{day}, "ops-dan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req = ManualRequest{By: "ops-dan", ID: note3.ID}
+	if _, err := l.Partitions().ClaimManual(ctx, key(day), req); !errors.Is(err, ErrBusy) {
+		t.Fatalf("third request on a live claim: %v, want ErrBusy", err)
+	}
+	served("its re-run recorded")
+	if r := get(t, l, key(day)); !r.RerunRequested || r.ClaimToken != second.Token {
+		t.Errorf("after the re-run: %+v", r)
+	}
+	// A message written by hand has no id: it is recorded every time.
+	for range 2 {
+		if _, err := l.Partitions().ClaimManual(ctx, key(day), ManualRequest{By: "ops-dan"}); !errors.Is(err, ErrBusy) {
+			t.Fatalf("a request without an id on a live claim: %v, want ErrBusy", err)
+		}
+	}
 }

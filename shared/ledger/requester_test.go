@@ -56,7 +56,7 @@ func TestRequestedByIsRecorded(t *testing.T) {
 	}
 
 	// A re-export by bob.
-	m, err := l.Partitions().ClaimManual(ctx, key, "bob")
+	m, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{By: "bob"})
 	if err != nil || m.RequestedBy != "bob" {
 		t.Fatalf("manual claim %+v, %v", m, err)
 	}
@@ -76,7 +76,7 @@ func TestRequestedByIsRecorded(t *testing.T) {
 		t.Errorf("history requesters %q, want %q", strings.Join(got, " "), want)
 	}
 	// A re-export with nobody named clears bob.
-	if m, err = l.Partitions().ClaimManual(ctx, key, ""); err != nil || m.RequestedBy != "" {
+	if m, err = l.Partitions().ClaimManual(ctx, key, ManualRequest{}); err != nil || m.RequestedBy != "" {
 		t.Fatalf("anonymous manual claim %+v, %v", m, err)
 	}
 	if row, err := l.Partitions().Get(ctx, key); err != nil || row.RequestedBy != "" {

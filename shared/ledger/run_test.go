@@ -76,7 +76,7 @@ func TestCompleteGeneration(t *testing.T) {
 	}
 
 	// A re-run requested meanwhile: the row is queued with the generation stored.
-	if _, err := l.Partitions().ClaimManual(ctx, key, ""); !errors.Is(err, ErrBusy) {
+	if _, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("manual claim while running: %v", err)
 	}
 	if r, err = l.Partitions().Complete(ctx, key, c.Token, Result{Generation: 7}); err != nil || r.State != StateQueued || r.Generation != 7 {

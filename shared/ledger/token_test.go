@@ -41,7 +41,7 @@ func TestIssuedTokens(t *testing.T) {
 	}
 
 	// A manual claim's token travels only in its plan's slice messages.
-	m, err := l.Partitions().ClaimManual(ctx, c.Key, "")
+	m, err := l.Partitions().ClaimManual(ctx, c.Key, ManualRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

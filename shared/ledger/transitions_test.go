@@ -218,7 +218,7 @@ func TestTransitions(t *testing.T) {
 			return err
 		}, ErrClaimLost, StateCompleted, nil},
 		{"start after a manual claim is refused", (*fixture).pending, func(f *fixture) error {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, ManualRequest{})
 			f.must(err)
 			_, err = f.l.Partitions().Start(f.ctx, f.key, c.Token)
 			return err
@@ -347,21 +347,21 @@ func TestTransitions(t *testing.T) {
 			return f.l.Partitions().Release(f.ctx, c)
 		}, ErrClaimLost, StateRunning, nil},
 		{"manual claim of a completed row", (*fixture).completed, func(f *fixture) error {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, ManualRequest{})
 			if err == nil && (c.Generation != 2 || c.Reason != partition.ReasonManual || c.Attempt != 1) {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"manual claim of an absent row creates it", func(f *fixture) {}, func(f *fixture) error {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, ManualRequest{})
 			if err == nil && c.Generation != 1 {
 				f.t.Errorf("claim %+v", c)
 			}
 			return err
 		}, nil, StateRunning, nil},
 		{"manual claim of a stopped row", (*fixture).stopped, func(f *fixture) error {
-			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
+			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key, ManualRequest{})
 			return err
 		}, nil, StateRunning, []check{inIndex("3#"), func(f *fixture, r Row) {
 			if r.Stopped || r.Attempts != 1 {
@@ -369,7 +369,7 @@ func TestTransitions(t *testing.T) {
 			}
 		}}},
 		{"manual claim while running is busy and recorded", (*fixture).running, func(f *fixture) error {
-			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
+			_, err := f.l.Partitions().ClaimManual(f.ctx, f.key, ManualRequest{})
 			return err
 		}, ErrBusy, StateRunning, []check{func(f *fixture, r Row) {
 			if !r.RerunRequested || r.ClaimToken != f.token {

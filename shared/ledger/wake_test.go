@@ -161,7 +161,7 @@ func TestNoLostWakeUp(t *testing.T) {
 			return row.NextAttemptAt
 		}, false},
 		{"a manual claim that may die", func(f *fixture, w Woken) time.Time {
-			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, "")
+			c, err := f.l.Partitions().ClaimManual(f.ctx, f.key, ManualRequest{})
 			f.must(err)
 			return c.LeaseUntil
 		}, false},

@@ -92,7 +92,9 @@ var _ ReexportNoter = Ledger{}
 // queue, ten per batch, recording requestedBy. Before it sends, it notes
 // the requests on the days' rows (ReexportNoter: a row under a live claim
 // is left alone), so that status and the console show them requested from
-// then on; the note of a day whose request was not sent is taken back. It
+// then on; the note of a day whose request was not sent is taken back.
+// Every message carries the note's request id, so that a message SQS
+// sends twice is served once. It
 // returns what was sent, sorted by day, also when it fails part way.
 func SendReexports(ctx context.Context, catalog *dataset.Set, l ReexportNoter, api SendAPI, queueURL, accountID, ds string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
 	key := func(d civil.Date) partition.Key {
@@ -102,7 +104,7 @@ func SendReexports(ctx context.Context, catalog *dataset.Set, l ReexportNoter, a
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("note the re-export requests (none sent): %w", err), unnote(ctx, l, note, note.Noted, key))
 	}
-	sent, err := sendReexports(ctx, api, queueURL, accountID, ds, days, requestedBy, p)
+	sent, err := sendReexports(ctx, api, queueURL, jobs.Manual{Kind: jobs.KindManual, AccountID: accountID, Dataset: ds, RequestedBy: requestedBy, RequestID: note.ID}, days, p)
 	if err != nil {
 		unsent := slices.DeleteFunc(slices.Clone(note.Noted), func(d civil.Date) bool {
 			return slices.ContainsFunc(sent, func(r SentRequest) bool { return r.Day == d.String() })
@@ -126,13 +128,15 @@ func unnote(ctx context.Context, l ReexportNoter, note ledger.ReexportNote, days
 	return nil
 }
 
-func sendReexports(ctx context.Context, api SendAPI, queueURL, accountID, dataset string, days []civil.Date, requestedBy string, p Progress) ([]SentRequest, error) {
+// sendReexports sends the request m for each of days, ten to a batch.
+func sendReexports(ctx context.Context, api SendAPI, queueURL string, m jobs.Manual, days []civil.Date, p Progress) ([]SentRequest, error) {
 	var sent []SentRequest
 	q := jobs.Queue{API: api, URL: queueURL}
 	for chunk := range slices.Chunk(days, jobs.BatchSize) {
 		msgs := make([]jobs.Outgoing, len(chunk))
 		for i, d := range chunk {
-			body, err := jobs.Encode(jobs.Manual{Kind: jobs.KindManual, AccountID: accountID, Dataset: dataset, Day: d.String(), RequestedBy: requestedBy})
+			m.Day = d.String()
+			body, err := jobs.Encode(m)
 			if err != nil {
 				return sortSent(sent), err
 			}
