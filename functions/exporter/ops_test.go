@@ -15,8 +15,11 @@ import (
 	"github.com/daybook-dev/daybook/shared/devkit/datasettest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -324,5 +327,38 @@ func TestReexportRequestNoteEnds(t *testing.T) {
 	}
 	if r := e.row("events", testDay); r.Generation != 2 || !r.ReexportRequestedAt.IsZero() || ledger.PhaseOf(r) != ledger.PhaseCompleted {
 		t.Errorf("after the exporter refused the request: phase %s, %+v", ledger.PhaseOf(r), r)
+	}
+}
+
+// TestLedgerFailuresReportedByTheFunction: the ledger reports what fails
+// after a recorded transition through the function's own logger and
+// metrics, as main wires it (ledger.Reporter), so the template's alarm on
+// HistoryWriteFailures sees it: the history item of an export is refused,
+// the export completes, and the function's stdout has the warning and the
+// count.
+func TestLedgerFailuresReportedByTheFunction(t *testing.T) {
+	e := newEnv(t, envOpts{aws: func(c aws.Config) aws.Config {
+		c = c.Copy()
+		c.APIOptions = append(c.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("refuseHistory", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if p, ok := in.Parameters.(*dynamodb.PutItemInput); ok {
+					if pk, ok := p.Item[ledger.AttrPK].(*ddbtypes.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "H#") {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("throttled (the test refuses history items)")
+					}
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+		})
+		return c
+	}})
+	e.insert("events", genRows("events", testDay, 3)...)
+	if r := e.export("events", testDay); r.State != ledger.StateCompleted {
+		t.Fatalf("row %+v", r)
+	}
+	if v := emf(t, []byte(e.out.String()))["HistoryWriteFailures"]; len(v) != 1 || v[0] != 1 {
+		t.Errorf("HistoryWriteFailures in the function's metrics: %v, want [1]", v)
+	}
+	if out := e.out.String(); !strings.Contains(out, "attempt history not written; the transition stands") || !strings.Contains(out, "the test refuses history items") {
+		t.Errorf("the function's log lacks the history warning:\n%s", out)
 	}
 }

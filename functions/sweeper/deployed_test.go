@@ -119,6 +119,12 @@ func TestSweeperAsDeployed(t *testing.T) {
 	if fn.Config.EventBus == "" {
 		t.Fatalf("the deployed sweeper's configuration %+v", fn.Config)
 	}
+	// What fails after a recorded transition (a wake, a history item) is
+	// reported through the function's own log and metrics, where the
+	// template's alarms on WakeFailures and HistoryWriteFailures look.
+	if rep := fn.Handler.Shards.(*Sweeper).Ledger.(FunctionLedger).Config().Report; rep.Log != fn.Log || rep.Metrics == nil || rep.Metrics != fn.Handler.Metrics {
+		t.Errorf("the ledger reports to %+v, not to the function's log and metrics", rep)
+	}
 
 	// sweep runs a scheduled sweep and, as the sweep queue's event source
 	// does, each shard message it fanned out.
