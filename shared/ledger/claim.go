@@ -89,19 +89,41 @@ func (l Partitions) Claim(ctx context.Context, key partition.Key, reason partiti
 		upd = upd.Set(name(attrReason), val(string(reason)))
 	}
 	old, err := l.transition(ctx, key, upd, l.claimableNow(nowS), types.ReturnValueAllOld)
-	if errors.Is(err, errCondition) {
+	prev, own := ownClaim(old, token)
+	switch {
+	case own:
+		// An earlier attempt of this write claimed the row (its answer was
+		// lost); there is no dead claim to note.
+	case errors.Is(err, errCondition):
 		return Claim{}, l.refusedClaim(ctx, key, now, old)
-	}
-	if err != nil {
+	case err != nil:
 		return Claim{}, err
+	default:
+		if prev, err = readBack("claim", key, old); err != nil {
+			return Claim{}, err
+		}
+		l.noteDeadClaim(ctx, prev, now)
 	}
-	prev, err := readBack("claim", key, old)
-	if err != nil {
-		return Claim{}, err
-	}
-	l.noteDeadClaim(ctx, prev, now)
 	return Claim{Key: key, Token: token, Attempt: prev.Attempts + 1, Generation: prev.nextGeneration(),
 		Reason: cmp.Or(reason, prev.Reason, partition.ReasonScheduled), RequestedBy: prev.RequestedBy, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
+}
+
+// ownClaim reports whether a refused claim's row (item, as the refused
+// write found it) is held by the claim's own token: an earlier attempt of
+// the same write landed and its answer was lost, so the SDK sent the
+// request again and the condition refused the copy. The claim is the
+// caller's, and the row it returns stands for the row before it: the claim
+// wrote its state, token, lease and reason, and kept its generation, stats,
+// restatement and slice plan.
+func ownClaim(item map[string]types.AttributeValue, token string) (Row, bool) {
+	if len(item) == 0 {
+		return Row{}, false
+	}
+	row, err := rowFromItem(item)
+	if err != nil || !row.heldBy(token) {
+		return Row{}, false
+	}
+	return row, true
 }
 
 // refusedClaim explains a failed claim condition from the row as the refused

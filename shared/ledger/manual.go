@@ -65,11 +65,14 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req Manu
 		upd = setRequestedBy(upd, req.By) // the transition's stale mark replaces a stopped row's entry (stopped.go)
 		upd, cond := req.serve(upd, notLive(nowS))
 		old, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllOld)
-		if err == nil {
-			prev := Row{Key: key}
-			if len(old) > 0 {
-				if prev, err = readBack("manual claim", key, old); err != nil {
-					return Claim{}, err
+		prev, own := ownClaim(old, token) // an earlier attempt of this write landed (claim.go)
+		if err == nil || own {
+			if !own {
+				prev = Row{Key: key}
+				if len(old) > 0 {
+					if prev, err = readBack("manual claim", key, old); err != nil {
+						return Claim{}, err
+					}
 				}
 			}
 			// If the manual run dies, a sweep takes the dead claim over at its
@@ -77,7 +80,9 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req Manu
 			// wake only delays that takeover to the account's next wake (its
 			// next day close at the latest); it does not fail the claim.
 			_ = l.schedule().Wake(ctx, key.AccountID, lease)
-			l.noteDeadClaim(ctx, prev, now)
+			if !own {
+				l.noteDeadClaim(ctx, prev, now)
+			}
 			return Claim{Key: key, Token: token, Attempt: 1, Generation: prev.nextGeneration(),
 				Reason: partition.ReasonManual, RequestedBy: req.By, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 		}

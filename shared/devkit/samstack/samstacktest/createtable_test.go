@@ -1,17 +1,9 @@
 package samstacktest_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,41 +18,6 @@ import (
 var srv *motoserver.Server
 
 func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
-
-// cutFirstCreate is a proxy to moto that lets the first CreateTable reach
-// it and then closes the connection instead of answering: the answer is
-// lost after the table was made.
-func cutFirstCreate(t *testing.T) (proxyURL string, cut *atomic.Int32) {
-	t.Helper()
-	target, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	cut = &atomic.Int32{}
-	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".CreateTable") || cut.Load() > 0 {
-			rp.ServeHTTP(w, r)
-			return
-		}
-		cut.Add(1)
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := httptest.NewRecorder()
-		rp.ServeHTTP(rec, r)
-		if rec.Code != http.StatusOK {
-			t.Errorf("the first CreateTable through the proxy: %d %s", rec.Code, rec.Body)
-		}
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		conn.Close()
-	}))
-	t.Cleanup(p.Close)
-	return p.URL, cut
-}
 
 func tableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
@@ -77,7 +34,7 @@ func TestCreateTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxyURL, cut := cutFirstCreate(t)
+	proxyURL, cut := mototest.LoseFirstAnswer(t, srv.URL, "CreateTable")
 	proxied, err := motoserver.ConfigFor(ctx, proxyURL)
 	if err != nil {
 		t.Fatal(err)
