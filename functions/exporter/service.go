@@ -24,7 +24,8 @@ import (
 type LedgerAPI interface {
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	// ClaimManual claims a row for a manual request, creating it if absent;
-	// ledger.ErrBusy means the row is running and a re-run was recorded.
+	// ledger.ErrBusy means the row is running and a re-run was recorded,
+	// ledger.ErrServed that the request (its id) was taken before.
 	ClaimManual(ctx context.Context, key partition.Key, req ledger.ManualRequest) (ledger.Claim, error)
 	// Start marks a claimed job as started, once: a second delivery of the
 	// same job gets ledger.ErrClaimLost.
@@ -207,8 +208,9 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 		if err != nil {
 			return err
 		}
-		// On error, SQS sends the range again; the days' requests
-		// carry the range's id, so a day served already is not run again.
+		// On error, SQS sends the range again. A range with a request id
+		// passes it to its days, so a day served already is not run
+		// again; one written by hand, without an id, fans out again in full.
 		if err := s.queue().Send(ctx, msgs...); err != nil {
 			return fmt.Errorf("fan out %s..%s: %w", from, to, err)
 		}

@@ -65,7 +65,7 @@ type Manual struct {
 	To          string `json:"to,omitempty"`
 	RequestedBy string `json:"requested_by,omitempty"`
 	// RequestID names the operator's request the message is part of
-	// (`daybook reexport`, the console: one per request). SQS may send a
+	// (`daybook reexport`, the console: one per request and dataset). SQS may send a
 	// message twice; the exporter serves each request once per day (the
 	// ledger's ClaimManual). A message without one, written by hand, is
 	// served every time it arrives.

@@ -14,6 +14,11 @@ package ledger
 //	ClaimManual, the re-run it records (ErrBusy), Requeue           -> both removed
 //	ClearReexportRequest   the note, when its request was never sent, or the exporter refused it -> both removed
 //
+// The note also names the request (ReexportNote.ID): its messages carry the
+// id, and ClaimManual or its re-run keeps it on the row (reexport_served),
+// so that a message of the request SQS sends again is served once
+// (ErrServed; manual.go).
+//
 // The note is written before the request is sent, so the exporter's claim,
 // which removes it, always comes after it. A request that is never claimed
 // (its queue purged) leaves the note until the day is requeued or
