@@ -39,6 +39,7 @@ const (
 	attrClaimToken     = "claim_token"
 	attrClaimedAt      = "claimed_at"
 	attrStartedAt      = "started_at"
+	attrStartID        = "start_id" // rows: a random id each Start writes, to know its own write when its answer is lost (run.go)
 	attrLeaseUntil     = "lease_until"
 	attrNextAttemptAt  = "next_attempt_at"
 	attrLastError      = "last_error"
@@ -154,6 +155,7 @@ type rowRecord struct {
 	ClaimToken     string `dynamodbav:"claim_token"`
 	ClaimedAt      string `dynamodbav:"claimed_at"`
 	StartedAt      string `dynamodbav:"started_at"`
+	StartID        string `dynamodbav:"start_id"`
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`

@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,7 +26,7 @@ func TestClaimWhoseAnswerWasLost(t *testing.T) {
 	key := func(i int) partition.Key {
 		return partition.Key{AccountID: acct, Dataset: "events", Day: day1.AddDays(i)}
 	}
-	if _, err := l.Schedule().Materialize(ctx, acct, "events", day1, day1.AddDays(2)); err != nil {
+	if _, err := l.Schedule().Materialize(ctx, acct, "events", day1, day1.AddDays(4)); err != nil {
 		t.Fatal(err)
 	}
 	// Day 0 has a committed generation 1, so a claim is its generation 2.
@@ -53,15 +55,8 @@ func TestClaimWhoseAnswerWasLost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, _ := deployed(t)
-			proxyURL, cut := mototest.LoseFirstAnswer(t, aws.ToString(cfg.BaseEndpoint), "UpdateItem")
-			cfg = cfg.Copy()
-			cfg.BaseEndpoint = aws.String(proxyURL)
-			lossy, err := New(dynamodb.NewFromConfig(cfg), l.Config())
-			if err != nil {
-				t.Fatal(err)
-			}
-			claim, err := tt.claim(lossy)
+			lost, cut := lossy(t, l)
+			claim, err := tt.claim(lost)
 			if err != nil {
 				t.Fatalf("a claim whose answer was lost: %v", err)
 			}
@@ -74,4 +69,56 @@ func TestClaimWhoseAnswerWasLost(t *testing.T) {
 			}
 		})
 	}
+
+	// The run of day 3 starts through the lossy ledger: Start's copy finds
+	// its own start, not a second delivery of the job.
+	lost, cut := lossy(t, l)
+	cl, err := l.Partitions().Claim(ctx, key(3), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := lost.Partitions().Start(ctx, key(3), cl.Token)
+	if err != nil || cut.Load() != 1 || started.Attempt != 1 {
+		t.Fatalf("a start whose answer was lost: %+v, %v (%d answers cut)", started, err, cut.Load())
+	}
+	if _, err := l.Partitions().Start(ctx, key(3), cl.Token); !errors.Is(err, ErrClaimLost) {
+		t.Errorf("a second start of the claim: %v, want ErrClaimLost", err)
+	}
+	// Day 4 completes through it: Complete's copy finds its own result.
+	lost, cut = lossy(t, l)
+	cl, err = l.Partitions().Claim(ctx, key(4), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Partitions().Start(ctx, key(4), cl.Token); err != nil {
+		t.Fatal(err)
+	}
+	res := Result{Rows: 7, Generation: cl.Generation, ManifestKey: "p/dt=" + key(4).Day.String() + "/_manifest.json"}
+	row, err := lost.Partitions().Complete(ctx, key(4), cl.Token, res)
+	if err != nil || cut.Load() != 1 || row.State != StateCompleted || row.Generation != cl.Generation {
+		t.Fatalf("a completion whose answer was lost: %+v, %v (%d answers cut)", row, err, cut.Load())
+	}
+	if h, err := l.Partitions().History(ctx, key(4)); err != nil || len(h) != 1 || h[0].Outcome != OutcomeCompleted {
+		t.Errorf("history of the completion: %+v, %v", h, err)
+	}
+	// Another claim's completion of that generation is no longer possible:
+	// a token that does not hold the row is still refused.
+	if _, err := l.Partitions().Complete(ctx, key(4), cl.Token, Result{Generation: cl.Generation + 1}); !errors.Is(err, ErrClaimLost) {
+		t.Errorf("a completion under a token gone: %v, want ErrClaimLost", err)
+	}
+}
+
+// lossy is l's ledger through a proxy that loses the answer to its first
+// UpdateItem (mototest.LoseFirstAnswer), and how many answers it cut.
+func lossy(t *testing.T, l *Ledger) (*Ledger, *atomic.Int32) {
+	t.Helper()
+	cfg, _ := deployed(t)
+	proxyURL, cut := mototest.LoseFirstAnswer(t, aws.ToString(cfg.BaseEndpoint), "UpdateItem")
+	cfg = cfg.Copy()
+	cfg.BaseEndpoint = aws.String(proxyURL)
+	lost, err := New(dynamodb.NewFromConfig(cfg), l.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lost, cut
 }

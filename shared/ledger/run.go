@@ -27,7 +27,14 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 	now := l.now()
 	nowS := fmtTime(now)
 	lease := now.Add(l.cfg.Lease)
+	// start_id tells this call's write from another's: a job SQS sent twice
+	// may start in the same second.
+	id, err := l.token()
+	if err != nil {
+		return Claim{}, err
+	}
 	upd := expression.Set(name(attrStartedAt), val(nowS)).
+		Set(name(attrStartID), val(id)).
 		Add(name(attrAttempts), val(1)).
 		Set(name(attrLeaseUntil), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(key.AccountID)).
@@ -36,7 +43,12 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 	cond := holdsUnstarted(token)
 	out, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
-		return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
+		if v, ok := out[attrStartID].(*types.AttributeValueMemberS); !ok || v.Value != id {
+			return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
+		}
+		// An earlier attempt of this write landed and its answer was lost
+		// (the SDK sent it again): the run started is this one.
+		err = nil
 	}
 	if err != nil {
 		return Claim{}, err
@@ -149,19 +161,23 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 		}
 		return c
 	}
+	// completed follows the recorded write: out is the row it wrote.
+	completed := func(out map[string]types.AttributeValue, rerun bool) (Row, error) {
+		row, err := readBack("complete", key, out)
+		if err == nil && rerun {
+			// The wake first: a re-run waits for it; the history item
+			// and the export stats after it are best effort.
+			l.wakeAfter(ctx, key.AccountID, l.now())
+		}
+		l.noteCompleted(ctx, out)
+		l.recordExport(ctx, res.Duration)
+		return row, err
+	}
 	rerun := false // the common case; a refusal says which it is
 	for range 3 {
 		out, err := l.transition(ctx, key, upd(rerun), cond(rerun), types.ReturnValueAllNew)
 		if err == nil {
-			row, err := readBack("complete", key, out)
-			if err == nil && rerun {
-				// The wake first: a re-run waits for it; the history item
-				// and the export stats after it are best effort.
-				l.wakeAfter(ctx, key.AccountID, l.now())
-			}
-			l.noteCompleted(ctx, out)
-			l.recordExport(ctx, res.Duration)
-			return row, err
+			return completed(out, rerun)
 		}
 		if !errors.Is(err, errCondition) {
 			return Row{}, err
@@ -174,6 +190,12 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 			return Row{}, err
 		}
 		switch {
+		case res.Generation > 0 && row.ClaimToken == "" && row.Generation == res.Generation &&
+			row.ManifestKey == res.ManifestKey && fmtTime(row.CompletedAt) == nowS:
+			// An earlier attempt of this write landed and its answer was
+			// lost (the SDK sent it again): the row holds this very
+			// result, a generation no other claim can commit.
+			return completed(out, row.State == StateQueued)
 		case !row.heldBy(token):
 			return Row{}, fmt.Errorf("%w: complete %s", ErrClaimLost, key)
 		case res.Generation > 0 && row.Generation >= res.Generation:
