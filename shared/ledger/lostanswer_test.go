@@ -108,6 +108,39 @@ func TestClaimWhoseAnswerWasLost(t *testing.T) {
 	}
 }
 
+// TestFailWhoseAnswerWasLost: the write that records a failed attempt
+// lands, its answer is lost and the SDK sends it again; the copy is
+// refused (no claim left), and Fail finds its own failure recorded: the
+// row as written, its history item, not ErrClaimLost.
+func TestFailWhoseAnswerWasLost(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, _ := newTestLedger(t, c)
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, "events", day1, day1); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := l.Partitions().Claim(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
+		t.Fatal(err)
+	}
+	lost, cut := lossy(t, l)
+	row, err := lost.Partitions().Fail(ctx, key, cl.Token, errors.New("source_unavailable: down"))
+	if err != nil || cut.Load() != 1 || row.State != StateFailed || row.Attempts != 1 || row.NextAttemptAt.IsZero() {
+		t.Fatalf("a failure whose answer was lost: %+v, %v (%d answers cut)", row, err, cut.Load())
+	}
+	if h, err := l.Partitions().History(ctx, key); err != nil || len(h) != 1 || h[0].Outcome != OutcomeFailed {
+		t.Errorf("history of the failure: %+v, %v", h, err)
+	}
+	// The claim is gone: another failure under it is refused.
+	if _, err := l.Partitions().Fail(ctx, key, cl.Token, errors.New("again")); !errors.Is(err, ErrClaimLost) {
+		t.Errorf("a second failure under the token: %v, want ErrClaimLost", err)
+	}
+}
+
 // lossy is l's ledger through a proxy that loses the answer to its first
 // UpdateItem (mototest.LoseFirstAnswer), and how many answers it cut.
 func lossy(t *testing.T, l *Ledger) (*Ledger, *atomic.Int32) {

@@ -225,6 +225,22 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		return Row{}, err
 	}
 	msg := errorText(cause)
+	// recorded follows the recorded write: out is the row it wrote, now
+	// its time and attempts the attempts it counted.
+	recorded := func(out map[string]types.AttributeValue, now time.Time, attempts int) (Row, error) {
+		row, err := readBack("fail", key, out)
+		switch { // the wake first, the history item after it (best effort)
+		case err != nil:
+		case row.State == StateQueued:
+			l.wakeAfter(ctx, key.AccountID, now)
+		case !row.Stopped:
+			l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
+		}
+		l.noteFailed(ctx, out, attempts)
+		return row, err
+	}
+	var refusedAt time.Time // the time of the last write refused, and the attempts it counted
+	refusedAttempts := 0
 	for range 5 {
 		item, err := l.getItem(ctx, rowKey(key))
 		if errors.Is(err, ErrNotFound) {
@@ -236,6 +252,12 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		row, err := rowFromItem(item)
 		if err != nil {
 			return Row{}, err
+		}
+		if !refusedAt.IsZero() && row.ClaimToken == "" && row.LastError == msg && row.UpdatedAt.Equal(refusedAt.Truncate(time.Second)) {
+			// The refused write had landed on an earlier attempt whose
+			// answer was lost (the SDK sent it again): the row holds this
+			// very failure, and no claim is left to record another.
+			return recorded(item, refusedAt, refusedAttempts)
 		}
 		if !row.heldBy(token) {
 			return Row{}, fmt.Errorf("%w: fail %s", ErrClaimLost, key)
@@ -287,21 +309,15 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 			out, err = l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
 		}
 		if errors.Is(err, errCondition) {
-			continue // a re-run request landed in between, or the claim was lost: look again
+			// A re-run request landed in between, the claim was lost, or
+			// this write's answer was lost: look again.
+			refusedAt, refusedAttempts = now, attempts
+			continue
 		}
 		if err != nil {
 			return Row{}, err
 		}
-		row, err = readBack("fail", key, out)
-		switch { // the wake first, the history item after it (best effort)
-		case err != nil:
-		case row.State == StateQueued:
-			l.wakeAfter(ctx, key.AccountID, now)
-		case !row.Stopped:
-			l.wakeAfter(ctx, key.AccountID, row.NextAttemptAt)
-		}
-		l.noteFailed(ctx, out, attempts)
-		return row, err
+		return recorded(out, now, attempts)
 	}
 	return Row{}, fmt.Errorf("%w: fail %s: row kept changing", ErrClaimLost, key)
 }
