@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -208,7 +209,7 @@ func TestManualRangeFansOut(t *testing.T) {
 // without a claim. A message written by hand (no request id) runs each
 // time it arrives.
 func TestManualRequestSentTwiceRunsOnce(t *testing.T) {
-	e := newEnv(t, envOpts{})
+	e := newEnv(t, envOpts{env: map[string]string{"LOG_LEVEL": "INFO"}})
 	e.insert("events", genRows("events", testDay, 10)...)
 	successKey := e.partPrefix("events", testDay) + layout.SuccessName
 	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String(), RequestedBy: "ops-erin", RequestID: "0123456789abcdef0123456789abcdef"})
@@ -225,6 +226,10 @@ func TestManualRequestSentTwiceRunsOnce(t *testing.T) {
 	}
 	if h, err := e.led.Partitions().History(e.ctx, e.key("events", testDay)); err != nil || len(h) != 1 {
 		t.Errorf("history %+v, %v: want one attempt", h, err)
+	}
+	// What the operating guide says the second message logs.
+	if !strings.Contains(e.out.String(), "the re-export request was served already; nothing to do") {
+		t.Errorf("the second message's log lacks the served request:\n%s", e.out.String())
 	}
 	hand := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String()})
 	for range 2 {
