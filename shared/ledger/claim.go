@@ -92,8 +92,8 @@ func (l Partitions) Claim(ctx context.Context, key partition.Key, reason partiti
 	prev, own := ownClaim(old, token)
 	switch {
 	case own:
-		// An earlier attempt of this write claimed the row (its answer was
-		// lost); there is no dead claim to note.
+		// An earlier attempt of this write claimed the row; its answer
+		// was lost.
 	case errors.Is(err, errCondition):
 		return Claim{}, l.refusedClaim(ctx, key, now, old)
 	case err != nil:
@@ -109,12 +109,14 @@ func (l Partitions) Claim(ctx context.Context, key partition.Key, reason partiti
 }
 
 // ownClaim reports whether a refused claim's row (item, as the refused
-// write found it) is held by the claim's own token: an earlier attempt of
-// the same write landed and its answer was lost, so the SDK sent the
-// request again and the condition refused the copy. The claim is the
-// caller's, and the row it returns stands for the row before it: the claim
-// wrote its state, token, lease and reason, and kept its generation, stats,
-// restatement and slice plan.
+// write found it) is held by the claim's own token, fresh for the call: an
+// earlier attempt of the same write landed and its answer was lost, so the
+// SDK sent the request again and the condition refused the copy. The claim
+// is the caller's. The row before it is gone; the one returned for it
+// (Claim.Prev) keeps what the claim did not write (generation, stats,
+// restatement, slice plan, attempts, requester) and is queued, due now, as
+// a Release of the claim leaves it. A dead run the claim took over is not
+// noted in the history then.
 func ownClaim(item map[string]types.AttributeValue, token string) (Row, bool) {
 	if len(item) == 0 {
 		return Row{}, false
@@ -123,6 +125,8 @@ func ownClaim(item map[string]types.AttributeValue, token string) (Row, bool) {
 	if err != nil || !row.heldBy(token) {
 		return Row{}, false
 	}
+	row.State, row.ClaimToken, row.DueKey, row.RerunRequested = StateQueued, "", "", false
+	row.ClaimedAt, row.StartedAt, row.LeaseUntil, row.NextAttemptAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	return row, true
 }
 

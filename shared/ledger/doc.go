@@ -13,7 +13,7 @@
 //	watermark:  pk=WM#<account>  sk=<dataset>
 //	    through (last materialized day), account_id, dataset, updated_at
 //	partition row:  pk=P#<account>#<dataset>  sk=YYYY-MM-DD
-//	    account_id, dataset, day, state, attempts, claim_token, claimed_at, started_at, start_id,
+//	    account_id, dataset, day, state, attempts, claim_token, claimed_at, started_at, write_id,
 //	    lease_until, next_attempt_at, last_error, table_error, exhausted, generation,
 //	    generation_reserved, rows, bytes, files, manifest_key, duration_ms, completed_at,
 //	    reason, requested_by, rerun_requested, reexport_requested_at/_by, reexport_served,

@@ -39,7 +39,7 @@ const (
 	attrClaimToken     = "claim_token"
 	attrClaimedAt      = "claimed_at"
 	attrStartedAt      = "started_at"
-	attrStartID        = "start_id" // rows: a random id each Start writes, to know its own write when its answer is lost (run.go)
+	attrWriteID        = "write_id" // rows: a fresh id each Start, Complete and Fail writes, to know its own write when its answer is lost (run.go)
 	attrLeaseUntil     = "lease_until"
 	attrNextAttemptAt  = "next_attempt_at"
 	attrLastError      = "last_error"
@@ -155,7 +155,7 @@ type rowRecord struct {
 	ClaimToken     string `dynamodbav:"claim_token"`
 	ClaimedAt      string `dynamodbav:"claimed_at"`
 	StartedAt      string `dynamodbav:"started_at"`
-	StartID        string `dynamodbav:"start_id"`
+	WriteID        string `dynamodbav:"write_id"`
 	LeaseUntil     string `dynamodbav:"lease_until"`
 	NextAttemptAt  string `dynamodbav:"next_attempt_at"`
 	LastError      string `dynamodbav:"last_error"`

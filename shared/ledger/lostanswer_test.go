@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -67,6 +68,17 @@ func TestClaimWhoseAnswerWasLost(t *testing.T) {
 			if !row.heldBy(claim.Token) || claim.Generation != tt.gen || row.RerunRequested {
 				t.Errorf("claim %+v (generation %d, want %d) on row %+v", claim, claim.Generation, tt.gen, row)
 			}
+			if claim.Reason == partition.ReasonManual {
+				return
+			}
+			// The row before the claim is gone: the claim stands for a
+			// queued one, which its Release leaves queued and due now.
+			if err := l.Partitions().Release(ctx, claim); err != nil {
+				t.Fatal(err)
+			}
+			if row := get(t, l, key(tt.day)); row.State != StateQueued || row.ClaimToken != "" {
+				t.Errorf("released: %+v, want queued", row)
+			}
 		})
 	}
 
@@ -101,10 +113,13 @@ func TestClaimWhoseAnswerWasLost(t *testing.T) {
 	if h, err := l.Partitions().History(ctx, key(4)); err != nil || len(h) != 1 || h[0].Outcome != OutcomeCompleted {
 		t.Errorf("history of the completion: %+v, %v", h, err)
 	}
-	// Another claim's completion of that generation is no longer possible:
-	// a token that does not hold the row is still refused.
-	if _, err := l.Partitions().Complete(ctx, key(4), cl.Token, Result{Generation: cl.Generation + 1}); !errors.Is(err, ErrClaimLost) {
-		t.Errorf("a completion under a token gone: %v, want ErrClaimLost", err)
+	// A completion of the same result by a claim that does not hold the
+	// row, in the same second (a run taken over), is still refused: it is
+	// not this call's write.
+	for _, token := range []string{cl.Token, "a-token-that-never-held-it"} {
+		if _, err := l.Partitions().Complete(ctx, key(4), token, res); !errors.Is(err, ErrClaimLost) {
+			t.Errorf("the same completion again under %s: %v, want ErrClaimLost", token, err)
+		}
 	}
 }
 
@@ -135,10 +150,60 @@ func TestFailWhoseAnswerWasLost(t *testing.T) {
 	if h, err := l.Partitions().History(ctx, key); err != nil || len(h) != 1 || h[0].Outcome != OutcomeFailed {
 		t.Errorf("history of the failure: %+v, %v", h, err)
 	}
-	// The claim is gone: another failure under it is refused.
-	if _, err := l.Partitions().Fail(ctx, key, cl.Token, errors.New("again")); !errors.Is(err, ErrClaimLost) {
+	// The claim is gone: the same failure again under it is refused.
+	if _, err := l.Partitions().Fail(ctx, key, cl.Token, errors.New("source_unavailable: down")); !errors.Is(err, ErrClaimLost) {
 		t.Errorf("a second failure under the token: %v, want ErrClaimLost", err)
 	}
+}
+
+// TestFailOfAnotherSlice: two slices of a day fail its partition under the
+// one token with the same error in the same second; the first lands while
+// the second has read the row and is about to write. The second is refused
+// and finds a failure that is not its own write: ErrClaimLost, so the
+// failure is reported once.
+func TestFailOfAnotherSlice(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, db := newTestLedger(t, c)
+	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
+	if _, err := l.Schedule().Materialize(ctx, key.AccountID, "events", day1, day1); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := l.Partitions().Claim(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New("the partition cannot be exported: account is disabled")
+	first := func() {
+		if _, err := l.Partitions().Fail(ctx, key, cl.Token, cause); err != nil {
+			t.Errorf("the first slice's failure: %v", err)
+		}
+	}
+	second, err := New(&beforeUpdate{DynamoAPI: db, hook: first}, l.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Partitions().Fail(ctx, key, cl.Token, cause); !errors.Is(err, ErrClaimLost) {
+		t.Errorf("the second slice's failure: %v, want ErrClaimLost", err)
+	}
+	if h, err := l.Partitions().History(ctx, key); err != nil || len(h) != 1 {
+		t.Errorf("history %+v, %v: want the one failure", h, err)
+	}
+}
+
+// beforeUpdate runs hook once, before the first UpdateItem it passes on.
+type beforeUpdate struct {
+	DynamoAPI
+	once sync.Once
+	hook func()
+}
+
+func (b *beforeUpdate) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	b.once.Do(b.hook)
+	return b.DynamoAPI.UpdateItem(ctx, in, opts...)
 }
 
 // lossy is l's ledger through a proxy that loses the answer to its first

@@ -27,14 +27,12 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 	now := l.now()
 	nowS := fmtTime(now)
 	lease := now.Add(l.cfg.Lease)
-	// start_id tells this call's write from another's: a job SQS sent twice
-	// may start in the same second.
-	id, err := l.token()
+	id, err := l.token() // this call's write (ownWrite)
 	if err != nil {
 		return Claim{}, err
 	}
 	upd := expression.Set(name(attrStartedAt), val(nowS)).
-		Set(name(attrStartID), val(id)).
+		Set(name(attrWriteID), val(id)).
 		Add(name(attrAttempts), val(1)).
 		Set(name(attrLeaseUntil), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(key.AccountID)).
@@ -43,12 +41,10 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 	cond := holdsUnstarted(token)
 	out, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
-		if v, ok := out[attrStartID].(*types.AttributeValueMemberS); !ok || v.Value != id {
+		if !ownWrite(out, id) {
 			return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
 		}
-		// An earlier attempt of this write landed and its answer was lost
-		// (the SDK sent it again): the run started is this one.
-		err = nil
+		err = nil // the run started is this one
 	}
 	if err != nil {
 		return Claim{}, err
@@ -58,6 +54,18 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 		return Claim{}, err
 	}
 	return row.started(token), nil
+}
+
+// ownWrite reports whether a refused write's row (item, as the refused
+// write found it, or read after it) holds id, the fresh write_id the call
+// wrote: an earlier attempt of the same write landed and its answer was
+// lost, so the SDK sent the request again and the condition refused the
+// copy. The write is the caller's. Start, Complete and Fail write one per
+// call: two copies of one job may start in the same second, and a day's
+// slices fail its partition under the same token.
+func ownWrite(item map[string]types.AttributeValue, id string) bool {
+	v, ok := item[attrWriteID].(*types.AttributeValueMemberS)
+	return ok && v.Value == id
 }
 
 // started is the claim token holds on a started row, as the run sees it:
@@ -112,8 +120,10 @@ func rerunIs(v bool) expression.ConditionBuilder {
 // stats, and the row leaves the due index as completed. If a re-run was
 // requested while it ran, the row is queued (reason manual) instead, with the
 // stats and generation still recorded. A token that no longer holds the row
-// is ErrClaimLost; a res.Generation not above the stored generation is
-// ErrConflict (a generation only ever increases and never repeats).
+// is ErrClaimLost, unless the row holds this call's own write (its answer
+// was lost and the SDK sent it again: ownWrite); a res.Generation not
+// above the stored generation is ErrConflict (a generation only ever
+// increases and never repeats).
 func (l Partitions) Complete(ctx context.Context, key partition.Key, token string, res Result) (Row, error) {
 	if err := validateKey(key); err != nil {
 		return Row{}, err
@@ -124,8 +134,13 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 		}
 	}
 	nowS := fmtTime(l.now())
+	id, err := l.token() // this call's write (ownWrite)
+	if err != nil {
+		return Row{}, err
+	}
 	upd := func(rerun bool) expression.UpdateBuilder {
 		u := expression.Set(name(attrRows), val(res.Rows)).
+			Set(name(attrWriteID), val(id)).
 			Set(name(attrBytes), val(res.Bytes)).
 			Set(name(attrFiles), val(res.Files)).
 			Set(name(attrManifestKey), val(res.ManifestKey)).
@@ -190,11 +205,9 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 			return Row{}, err
 		}
 		switch {
-		case res.Generation > 0 && row.ClaimToken == "" && row.Generation == res.Generation &&
-			row.ManifestKey == res.ManifestKey && fmtTime(row.CompletedAt) == nowS:
-			// An earlier attempt of this write landed and its answer was
-			// lost (the SDK sent it again): the row holds this very
-			// result, a generation no other claim can commit.
+		case ownWrite(out, id):
+			// The row holds this very result: completed, or queued for
+			// the re-run requested meanwhile.
 			return completed(out, row.State == StateQueued)
 		case !row.heldBy(token):
 			return Row{}, fmt.Errorf("%w: complete %s", ErrClaimLost, key)
@@ -212,7 +225,8 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 // CountStopped counts, until requeued. A claim that failed without Start
 // having counted its attempt (a caller that skipped Start) counts it here. If a re-run was
 // requested while it ran, the row is queued (manual) with a fresh attempt
-// count. A token that no longer holds the row is ErrClaimLost.
+// count. A token that no longer holds the row is ErrClaimLost, unless the
+// row holds this call's own write (its answer was lost: ownWrite).
 func (l Partitions) Fail(ctx context.Context, key partition.Key, token string, cause error) (Row, error) {
 	return l.FailAfter(ctx, key, token, cause, time.Time{})
 }
@@ -239,6 +253,10 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		l.noteFailed(ctx, out, attempts)
 		return row, err
 	}
+	id, err := l.token() // this call's write (ownWrite)
+	if err != nil {
+		return Row{}, err
+	}
 	var refusedAt time.Time // the time of the last write refused, and the attempts it counted
 	refusedAttempts := 0
 	for range 5 {
@@ -253,10 +271,10 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		if err != nil {
 			return Row{}, err
 		}
-		if !refusedAt.IsZero() && row.ClaimToken == "" && row.LastError == msg && row.UpdatedAt.Equal(refusedAt.Truncate(time.Second)) {
-			// The refused write had landed on an earlier attempt whose
-			// answer was lost (the SDK sent it again): the row holds this
-			// very failure, and no claim is left to record another.
+		if !refusedAt.IsZero() && ownWrite(item, id) {
+			// The refused write had landed: the row holds this very
+			// failure (the stop's transaction returns no row, so the row
+			// is read again to know).
 			return recorded(item, refusedAt, refusedAttempts)
 		}
 		if !row.heldBy(token) {
@@ -268,7 +286,7 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		}
 		now := l.now()
 		nowS := fmtTime(now)
-		upd := endRun(expression.Set(name(attrLastError), val(msg)), nowS)
+		upd := endRun(expression.Set(name(attrLastError), val(msg)).Set(name(attrWriteID), val(id)), nowS)
 		switch {
 		case row.RerunRequested:
 			upd = upd.Set(name(attrState), val(string(StateQueued))).
