@@ -121,6 +121,7 @@ type env struct {
 	exp      *Exporter
 	svc      *Service
 	out      *output // the function's stdout: its logs and metric lines
+	builds   int     // how many times the function was built (build)
 	opts     envOpts
 	msgs     atomic.Int64
 	// eventsBefore are events other accounts' own exports recorded before
@@ -236,7 +237,14 @@ func (e *env) build(o envOpts) {
 		environ = append(environ, k+"="+v)
 	}
 	e.out = &output{t: t}
-	fn, err := build(e.ctx, environ, Options{AWS: fcfg, Now: e.clk.Now, Rand: &lockedReader{r: seeded(t, "run")}, Stdout: e.out, Tokens: tokens})
+	// Each build is a cold start of its own: its random stream (claim
+	// tokens, write ids, run ids) is not an earlier build's.
+	e.builds++
+	salt := "run"
+	if e.builds > 1 {
+		salt = fmt.Sprint("run/", e.builds)
+	}
+	fn, err := build(e.ctx, environ, Options{AWS: fcfg, Now: e.clk.Now, Rand: &lockedReader{r: seeded(t, salt)}, Stdout: e.out, Tokens: tokens})
 	if err != nil {
 		t.Fatalf("build the exporter: %v", err)
 	}
