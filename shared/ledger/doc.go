@@ -37,7 +37,7 @@
 //	    partition_token, slice_count, generation, run_id, destination, fingerprint,
 //	    commit_token, slice_bounds_us, ..., expires_at (TTL) (slice.go)
 //	slice:  pk=SL#<account>#<dataset>#<day>  sk=S#<nnnn>
-//	    slice_index, state, claim_token, attempts, lease_until, rows, bytes, slice_files,
+//	    slice_index, state, claim_token, write_id, attempts, lease_until, rows, bytes, slice_files,
 //	    slice_from_us, slice_to_us, ..., expires_at (TTL) (slice.go)
 //	issued token:  pk=T#<account>#<dataset>#<day>  sk=<token>
 //	    the claim tokens handed out, kept 30 days (expires_at TTL), so a forged token is

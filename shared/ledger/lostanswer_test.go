@@ -206,12 +206,67 @@ func (b *beforeUpdate) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	return b.DynamoAPI.UpdateItem(ctx, in, opts...)
 }
 
+// TestSliceRunWhoseAnswerWasLost: a slice's start, completion, failure
+// and the plan's commit claim each land with their answer lost; each copy
+// finds its own write (the run's fresh token, write_id, the fresh commit
+// token) and is the caller's, not a conflict or a lost claim.
+func TestSliceRunWhoseAnswerWasLost(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	l, _ := newTestLedger(t, clk)
+	c := startedPartition(t, l, "s")
+	if err := l.Slices().PlanSlices(ctx, SlicePlan{Key: c.Key, Token: c.Token, Generation: c.Generation, Slices: 2, RunID: "run_1", StartedAt: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// The answer lost is the slice item's write (S#0000, S#0001) or the
+	// plan's (commit_token), not the partition's renewal before it.
+	through := func(has ...string) (*Ledger, func()) {
+		lost, cut := lossy(t, l, has...)
+		return lost, func() {
+			t.Helper()
+			if cut.Load() != 1 {
+				t.Fatalf("the proxy cut %d answers, want 1", cut.Load())
+			}
+		}
+	}
+	lost, cut := through("S#0000", "running")
+	s0, err := lost.Slices().StartSlice(ctx, c.Key, c.Token, 0)
+	if err != nil || s0.State != StateRunning || s0.Attempts != 1 {
+		t.Fatalf("a slice start whose answer was lost: %+v, %v", s0, err)
+	}
+	cut()
+	lost, cut = through("S#0000", "completed")
+	if err := lost.Slices().CompleteSlice(ctx, c.Key, c.Token, 0, s0.RunToken, SliceResult{Rows: 1}); err != nil {
+		t.Fatalf("a slice completion whose answer was lost: %v", err)
+	}
+	cut()
+	s1, err := l.Slices().StartSlice(ctx, c.Key, c.Token, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, cut = through("S#0001", "failed")
+	if f, err := lost.Slices().FailSlice(ctx, c.Key, c.Token, 1, s1.RunToken, errors.New("boom")); err != nil || f.State != StateFailed || f.LastError != "boom" {
+		t.Fatalf("a slice failure whose answer was lost: %+v, %v", f, err)
+	}
+	cut()
+	lost, cut = through("commit_token")
+	commit, err := lost.Slices().ClaimSliceCommit(ctx, c.Key, c.Token)
+	if err != nil || commit == "" {
+		t.Fatalf("a commit claim whose answer was lost: %q, %v", commit, err)
+	}
+	cut()
+	if _, err := l.Slices().ClaimSliceCommit(ctx, c.Key, c.Token); !errors.Is(err, ErrConflict) {
+		t.Errorf("a second commit claim: %v, want ErrConflict (the first holds it)", err)
+	}
+}
+
 // lossy is l's ledger through a proxy that loses the answer to its first
-// UpdateItem (mototest.LoseFirstAnswer), and how many answers it cut.
-func lossy(t *testing.T, l *Ledger) (*Ledger, *atomic.Int32) {
+// UpdateItem (whose body holds every one of has: mototest.LoseFirstAnswer),
+// and how many answers it cut.
+func lossy(t *testing.T, l *Ledger, has ...string) (*Ledger, *atomic.Int32) {
 	t.Helper()
 	cfg, _ := deployed(t)
-	proxyURL, cut := mototest.LoseFirstAnswer(t, aws.ToString(cfg.BaseEndpoint), "UpdateItem")
+	proxyURL, cut := mototest.LoseFirstAnswer(t, aws.ToString(cfg.BaseEndpoint), "UpdateItem", has...)
 	cfg = cfg.Copy()
 	cfg.BaseEndpoint = aws.String(proxyURL)
 	lost, err := New(dynamodb.NewFromConfig(cfg), l.Config())

@@ -17,10 +17,12 @@ import (
 // the X-Amz-Target header ends: "CreateTable", "UpdateItem") reach the
 // service, then closes the connection instead of answering: the call took
 // effect and its answer is lost, and the SDK sends the request again, as
-// it does when a network drops an answer. Every other call goes through.
-// It returns the proxy's URL and how many answers it cut (at most one);
-// the proxy stops with the test.
-func LoseFirstAnswer(t testing.TB, target, op string) (proxyURL string, cut *atomic.Int32) {
+// it does when a network drops an answer. With bodyHas, only a call whose
+// request body holds every one of those strings is cut (an item's key, an
+// attribute's name). Every other call goes through. It returns the proxy's
+// URL and how many answers it cut (at most one); the proxy stops with the
+// test.
+func LoseFirstAnswer(t testing.TB, target, op string, bodyHas ...string) (proxyURL string, cut *atomic.Int32) {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -29,12 +31,16 @@ func LoseFirstAnswer(t testing.TB, target, op string) (proxyURL string, cut *ato
 	rp := httputil.NewSingleHostReverseProxy(u)
 	cut = &atomic.Int32{}
 	p := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.Header.Get("X-Amz-Target"), "."+op) || !cut.CompareAndSwap(0, 1) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		match := strings.HasSuffix(r.Header.Get("X-Amz-Target"), "."+op)
+		for _, s := range bodyHas {
+			match = match && bytes.Contains(body, []byte(s))
+		}
+		if !match || !cut.CompareAndSwap(0, 1) {
 			rp.ServeHTTP(w, r)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := httptest.NewRecorder()
 		rp.ServeHTTP(rec, r)
 		if rec.Code != http.StatusOK {
