@@ -131,17 +131,8 @@ func TestFailWhoseAnswerWasLost(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	l, _ := newTestLedger(t, c)
-	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Schedule().Materialize(ctx, key.AccountID, "events", day1, day1); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := l.Partitions().Claim(ctx, key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
-		t.Fatal(err)
-	}
+	cl := startedPartition(t, l, "a")
+	key := cl.Key
 	lost, cut := lossy(t, l)
 	row, err := lost.Partitions().Fail(ctx, key, cl.Token, errors.New("source_unavailable: down"))
 	if err != nil || cut.Load() != 1 || row.State != StateFailed || row.Attempts != 1 || row.NextAttemptAt.IsZero() {
@@ -165,17 +156,8 @@ func TestFailOfAnotherSlice(t *testing.T) {
 	ctx := context.Background()
 	c := newClock(t0)
 	l, db := newTestLedger(t, c)
-	key := partition.Key{AccountID: testAccount(t, "a"), Dataset: "events", Day: day1}
-	if _, err := l.Schedule().Materialize(ctx, key.AccountID, "events", day1, day1); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := l.Partitions().Claim(ctx, key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Partitions().Start(ctx, key, cl.Token); err != nil {
-		t.Fatal(err)
-	}
+	cl := startedPartition(t, l, "a")
+	key := cl.Key
 	cause := errors.New("the partition cannot be exported: account is disabled")
 	first := func() {
 		if _, err := l.Partitions().Fail(ctx, key, cl.Token, cause); err != nil {
