@@ -89,11 +89,12 @@ func (l Partitions) Claim(ctx context.Context, key partition.Key, reason partiti
 		upd = upd.Set(name(attrReason), val(string(reason)))
 	}
 	old, err := l.transition(ctx, key, upd, l.claimableNow(nowS), types.ReturnValueAllOld)
-	prev, own := ownClaim(old, token)
+	var prev Row
 	switch {
-	case own:
-		// An earlier attempt of this write claimed the row; its answer
-		// was lost.
+	case errors.Is(err, errLanded):
+		if prev, err = landedPrev("claim", key, old); err != nil {
+			return Claim{}, err
+		}
 	case errors.Is(err, errCondition):
 		return Claim{}, l.refusedClaim(ctx, key, now, old)
 	case err != nil:
@@ -108,26 +109,20 @@ func (l Partitions) Claim(ctx context.Context, key partition.Key, reason partiti
 		Reason: cmp.Or(reason, prev.Reason, partition.ReasonScheduled), RequestedBy: prev.RequestedBy, ClaimedAt: now, LeaseUntil: lease, Prev: prev}, nil
 }
 
-// ownClaim reports whether a refused claim's row (item, as the refused
-// write found it) is held by the claim's own token, fresh for the call: an
-// earlier attempt of the same write landed and its answer was lost, so the
-// SDK sent the request again and the condition refused the copy. The claim
-// is the caller's. The row before it is gone; the one returned for it
-// (Claim.Prev) keeps what the claim did not write (generation, stats,
-// restatement, slice plan, attempts, requester) and is queued, due now, as
-// a Release of the claim leaves it. A dead run the claim took over is not
-// noted in the history then.
-func ownClaim(item map[string]types.AttributeValue, token string) (Row, bool) {
-	if len(item) == 0 {
-		return Row{}, false
-	}
-	row, err := rowFromItem(item)
-	if err != nil || !row.heldBy(token) {
-		return Row{}, false
+// landedPrev is the row before a claim whose write landed and whose answer
+// was lost (errLanded; item is the row as the claim left it). That row is
+// gone; the one returned for it (Claim.Prev) keeps what the claim did not
+// write (generation, stats, restatement, slice plan, attempts, requester)
+// and is queued, due now, as a Release of the claim leaves it. A dead run
+// the claim took over is not noted in the history then.
+func landedPrev(what string, key partition.Key, item map[string]types.AttributeValue) (Row, error) {
+	row, err := readBack(what, key, item)
+	if err != nil {
+		return Row{}, err
 	}
 	row.State, row.ClaimToken, row.DueKey, row.RerunRequested = StateQueued, "", "", false
 	row.ClaimedAt, row.StartedAt, row.LeaseUntil, row.NextAttemptAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	return row, true
+	return row, nil
 }
 
 // refusedClaim explains a failed claim condition from the row as the refused
@@ -177,7 +172,7 @@ func (l *kernel) refusedClaim(ctx context.Context, key partition.Key, now time.T
 		cond := sameClaim(row).And(name(attrStartedAt).AttributeExists())
 		st := partition.Stop{Key: key, Attempts: row.Attempts, Generation: row.Generation, Reason: row.Reason,
 			Cause: partition.StopLeaseExpired, Error: msg, At: now}
-		if _, err := l.stopTransition(ctx, key, upd, cond, st); err != nil {
+		if _, err := l.stopTransition(ctx, key, upd, cond, "", st); err != nil {
 			if errors.Is(err, errCondition) {
 				return fmt.Errorf("%w: %s changed while retiring its dead claim", ErrConflict, key)
 			}

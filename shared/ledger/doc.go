@@ -5,7 +5,9 @@
 //
 // One table (template.yaml, LedgerTable) holds these kinds of item; the
 // registry of kinds (registry.go) lists each with its attributes, index
-// entries and writers, and a test checks this table against it:
+// entries and writers, and a test checks this table against it. Every item
+// a conditional update wrote also carries write_id, that write's fresh id
+// (kernel.update):
 //
 //	account record:  pk=ACCOUNTS  sk=<account id>
 //	    doc (JSON of account.Account), enabled, account_id, version, guards, updated_at,

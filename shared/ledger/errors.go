@@ -54,6 +54,11 @@ var (
 // turns DynamoDB's ConditionalCheckFailedException into it).
 var errCondition = errors.New("condition failed")
 
+// errLanded is an ALL_OLD update refused by its own landing: its answer was
+// lost and the SDK sent it again (kernel.update). The item returned with it
+// is the row as the write left it; the row before it is gone.
+var errLanded = errors.New("the write landed; its answer was lost")
+
 // LiveClaimError is Claim's refusal of a row running under a live claim. It
 // is ErrConflict (errors.Is); Ends says when that claim, if it dies, can be
 // taken over, so a sweep that lost the row keeps its account woken until

@@ -39,7 +39,7 @@ const (
 	attrClaimToken     = "claim_token"
 	attrClaimedAt      = "claimed_at"
 	attrStartedAt      = "started_at"
-	attrWriteID        = "write_id" // rows: a fresh id each Start, Complete and Fail writes, to know its own write when its answer is lost (run.go)
+	attrWriteID        = "write_id" // every item a conditional update wrote: that write's fresh id, to know it when its answer is lost (kernel.update)
 	attrLeaseUntil     = "lease_until"
 	attrNextAttemptAt  = "next_attempt_at"
 	attrLastError      = "last_error"

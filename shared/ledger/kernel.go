@@ -43,7 +43,35 @@ func isConditionFailed(err error) bool {
 // for by rv. A failed condition is errCondition, returned with the item as it
 // was (ReturnValuesOnConditionCheckFailure ALL_OLD; empty if there is no
 // item), so a caller can say why without a second read.
+//
+// A write whose answer was lost took effect all the same, and the SDK
+// sends it again: the copy's condition is then refused by the write's own
+// landing. So a conditional update writes a fresh write_id, and a refusal
+// whose item holds it is the write's success: the item as it stands for
+// ALL_NEW and NONE, and errLanded with it for ALL_OLD, whose old item is
+// gone.
 func (l *kernel) update(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (map[string]types.AttributeValue, error) {
+	var id string
+	if cond.IsSet() {
+		var err error
+		if id, err = l.token(); err != nil {
+			return nil, err
+		}
+		upd = upd.Set(name(attrWriteID), val(id))
+	}
+	return l.updateOwn(ctx, key, upd, cond, rv, id)
+}
+
+// ownWrite reports whether item (as a refused write found it, or as read
+// after it) holds id, the fresh write_id the write set: the write landed.
+func ownWrite(item map[string]types.AttributeValue, id string) bool {
+	v, ok := item[attrWriteID].(*types.AttributeValueMemberS)
+	return ok && v.Value == id
+}
+
+// updateOwn is update whose write_id, if any, the caller set in upd: id is
+// that value ("" for none, and no landing is told from a refusal).
+func (l *kernel) updateOwn(ctx context.Context, key map[string]types.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue, id string) (map[string]types.AttributeValue, error) {
 	b := expression.NewBuilder().WithUpdate(upd)
 	if cond.IsSet() {
 		b = b.WithCondition(cond)
@@ -65,7 +93,12 @@ func (l *kernel) update(ctx context.Context, key map[string]types.AttributeValue
 	})
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
+		switch {
+		case errors.As(err, &ccf) && id != "" && ownWrite(ccf.Item, id) && rv == types.ReturnValueAllOld:
+			return ccf.Item, errLanded
+		case errors.As(err, &ccf) && id != "" && ownWrite(ccf.Item, id):
+			return ccf.Item, nil
+		case errors.As(err, &ccf):
 			return ccf.Item, errCondition
 		}
 		return nil, fmt.Errorf("ledger: update %s/%s: %w", avString(key[AttrPK]), avString(key[AttrSK]), err)

@@ -257,3 +257,31 @@ func lossy(t *testing.T, l *Ledger, has ...string) (*Ledger, *atomic.Int32) {
 	}
 	return lost, cut
 }
+
+// TestOtherWritesWhoseAnswerWasLost: the mechanism is the kernel's, so
+// writes no transition wrote a check for are covered too: a generation
+// noted committed, and a retry (Requeue, an ALL_OLD write) whose answers
+// were lost are the caller's, not a conflict.
+func TestOtherWritesWhoseAnswerWasLost(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, _ := newTestLedger(t, c)
+	cl := startedPartition(t, l, "a")
+	lost, cut := lossy(t, l)
+	if err := lost.Partitions().NoteCommitted(ctx, cl.Key, cl.Token, cl.Generation); err != nil || cut.Load() != 1 {
+		t.Fatalf("a committed generation noted with its answer lost: %v (%d answers cut)", err, cut.Load())
+	}
+	if r := get(t, l, cl.Key); r.GenReserved != cl.Generation {
+		t.Errorf("generation reserved %d, want %d", r.GenReserved, cl.Generation)
+	}
+	next := cl.Key
+	next.Day = next.Day.AddDays(1)
+	lost, cut = lossy(t, l, `"`+next.Day.String()+`"`) // the row's write, not the summary's stale mark
+	res, err := lost.Partitions().Requeue(ctx, RequeueRange{AccountID: next.AccountID, Dataset: next.Dataset, From: next.Day, To: next.Day, Reason: partition.ReasonManual})
+	if err != nil || cut.Load() != 1 || res.Queued != 1 || res.RerunRequested != 0 {
+		t.Fatalf("a retry with its answer lost: %+v, %v (%d answers cut)", res, err, cut.Load())
+	}
+	if r := get(t, l, next); r.State != StateQueued {
+		t.Errorf("retried row %s, want queued", r.State)
+	}
+}

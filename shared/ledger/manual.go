@@ -65,14 +65,17 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req Manu
 		upd = setRequestedBy(upd, req.By) // the transition's stale mark replaces a stopped row's entry (stopped.go)
 		upd, cond := req.serve(upd, notLive(nowS))
 		old, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllOld)
-		prev, own := ownClaim(old, token) // an earlier attempt of this write landed (claim.go)
+		own := errors.Is(err, errLanded) // the claim landed and its answer was lost (kernel.update)
 		if err == nil || own {
-			if !own {
-				prev = Row{Key: key}
-				if len(old) > 0 {
-					if prev, err = readBack("manual claim", key, old); err != nil {
-						return Claim{}, err
-					}
+			prev := Row{Key: key}
+			switch {
+			case own:
+				if prev, err = landedPrev("manual claim", key, old); err != nil {
+					return Claim{}, err
+				}
+			case len(old) > 0:
+				if prev, err = readBack("manual claim", key, old); err != nil {
+					return Claim{}, err
 				}
 			}
 			// If the manual run dies, a sweep takes the dead claim over at its
@@ -194,6 +197,12 @@ func (l Partitions) Requeue(ctx context.Context, r RequeueRange) (RequeueResult,
 			upd = setRequestedBy(upd, requestedBy)
 			upd = unmarkStopped(upd)
 			old, err := l.update(ctx, rowKey(key), upd, notLive(nowS), types.ReturnValueAllOld)
+			if errors.Is(err, errLanded) {
+				// Its answer was lost: queued, whether it created the row
+				// is not known (counted as not).
+				queued.Add(1)
+				return nil
+			}
 			if err == nil {
 				queued.Add(1)
 				if len(old) == 0 {

@@ -27,12 +27,7 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 	now := l.now()
 	nowS := fmtTime(now)
 	lease := now.Add(l.cfg.Lease)
-	id, err := l.token() // this call's write (ownWrite)
-	if err != nil {
-		return Claim{}, err
-	}
 	upd := expression.Set(name(attrStartedAt), val(nowS)).
-		Set(name(attrWriteID), val(id)).
 		Add(name(attrAttempts), val(1)).
 		Set(name(attrLeaseUntil), val(fmtTime(lease))).
 		Set(name(AttrDueAccount), val(key.AccountID)).
@@ -41,10 +36,7 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 	cond := holdsUnstarted(token)
 	out, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
-		if !ownWrite(out, id) {
-			return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
-		}
-		err = nil // the run started is this one
+		return Claim{}, fmt.Errorf("%w: start %s: claim already started, finished or taken over", ErrClaimLost, key)
 	}
 	if err != nil {
 		return Claim{}, err
@@ -54,18 +46,6 @@ func (l Partitions) Start(ctx context.Context, key partition.Key, token string) 
 		return Claim{}, err
 	}
 	return row.started(token), nil
-}
-
-// ownWrite reports whether a refused write's row (item, as the refused
-// write found it, or read after it) holds id, the fresh write_id the call
-// wrote: an earlier attempt of the same write landed and its answer was
-// lost, so the SDK sent the request again and the condition refused the
-// copy. The write is the caller's. Start, Complete and Fail write one per
-// call: two copies of one job may start in the same second, and a day's
-// slices fail its partition under the same token.
-func ownWrite(item map[string]types.AttributeValue, id string) bool {
-	v, ok := item[attrWriteID].(*types.AttributeValueMemberS)
-	return ok && v.Value == id
 }
 
 // started is the claim token holds on a started row, as the run sees it:
@@ -120,9 +100,8 @@ func rerunIs(v bool) expression.ConditionBuilder {
 // stats, and the row leaves the due index as completed. If a re-run was
 // requested while it ran, the row is queued (reason manual) instead, with the
 // stats and generation still recorded. A token that no longer holds the row
-// is ErrClaimLost, unless the row holds this call's own write (its answer
-// was lost and the SDK sent it again: ownWrite); a res.Generation not
-// above the stored generation is ErrConflict (a generation only ever
+// is ErrClaimLost (a write whose answer was lost is not refused by its own
+// landing: kernel.update); a res.Generation not above the stored generation is ErrConflict (a generation only ever
 // increases and never repeats).
 func (l Partitions) Complete(ctx context.Context, key partition.Key, token string, res Result) (Row, error) {
 	if err := validateKey(key); err != nil {
@@ -134,13 +113,8 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 		}
 	}
 	nowS := fmtTime(l.now())
-	id, err := l.token() // this call's write (ownWrite)
-	if err != nil {
-		return Row{}, err
-	}
 	upd := func(rerun bool) expression.UpdateBuilder {
 		u := expression.Set(name(attrRows), val(res.Rows)).
-			Set(name(attrWriteID), val(id)).
 			Set(name(attrBytes), val(res.Bytes)).
 			Set(name(attrFiles), val(res.Files)).
 			Set(name(attrManifestKey), val(res.ManifestKey)).
@@ -205,10 +179,6 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 			return Row{}, err
 		}
 		switch {
-		case ownWrite(out, id):
-			// The row holds this very result: completed, or queued for
-			// the re-run requested meanwhile.
-			return completed(out, row.State == StateQueued)
 		case !row.heldBy(token):
 			return Row{}, fmt.Errorf("%w: complete %s", ErrClaimLost, key)
 		case res.Generation > 0 && row.Generation >= res.Generation:
@@ -225,8 +195,8 @@ func (l Partitions) Complete(ctx context.Context, key partition.Key, token strin
 // CountStopped counts, until requeued. A claim that failed without Start
 // having counted its attempt (a caller that skipped Start) counts it here. If a re-run was
 // requested while it ran, the row is queued (manual) with a fresh attempt
-// count. A token that no longer holds the row is ErrClaimLost, unless the
-// row holds this call's own write (its answer was lost: ownWrite).
+// count. A token that no longer holds the row is ErrClaimLost (a write
+// whose answer was lost is not refused by its own landing: kernel.update).
 func (l Partitions) Fail(ctx context.Context, key partition.Key, token string, cause error) (Row, error) {
 	return l.FailAfter(ctx, key, token, cause, time.Time{})
 }
@@ -253,7 +223,10 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		l.noteFailed(ctx, out, attempts)
 		return row, err
 	}
-	id, err := l.token() // this call's write (ownWrite)
+	// The stop's transaction is no kernel.update: it carries this call's
+	// write_id itself, and a refusal is told from its landing by reading
+	// the row again.
+	id, err := l.token()
 	if err != nil {
 		return Row{}, err
 	}
@@ -272,9 +245,8 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 			return Row{}, err
 		}
 		if !refusedAt.IsZero() && ownWrite(item, id) {
-			// The refused write had landed: the row holds this very
-			// failure (the stop's transaction returns no row, so the row
-			// is read again to know).
+			// The refused stop had landed: the row holds this very
+			// failure.
 			return recorded(item, refusedAt, refusedAttempts)
 		}
 		if !row.heldBy(token) {
@@ -286,7 +258,7 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		}
 		now := l.now()
 		nowS := fmtTime(now)
-		upd := endRun(expression.Set(name(attrLastError), val(msg)).Set(name(attrWriteID), val(id)), nowS)
+		upd := endRun(expression.Set(name(attrLastError), val(msg)), nowS)
 		switch {
 		case row.RerunRequested:
 			upd = upd.Set(name(attrState), val(string(StateQueued))).
@@ -321,7 +293,7 @@ func (l Partitions) FailAfter(ctx context.Context, key partition.Key, token stri
 		var out map[string]types.AttributeValue
 		if !row.RerunRequested && attempts >= l.cfg.MaxAttempts {
 			// Stopping: its event is recorded in the same write.
-			out, err = l.stopTransition(ctx, key, upd, cond, partition.Stop{Key: key, Attempts: attempts, Generation: row.Generation,
+			out, err = l.stopTransition(ctx, key, upd.Set(name(attrWriteID), val(id)), cond, id, partition.Stop{Key: key, Attempts: attempts, Generation: row.Generation,
 				Reason: row.Reason, Cause: partition.StopFailed, Error: msg, At: now})
 		} else {
 			out, err = l.transition(ctx, key, upd, cond, types.ReturnValueAllNew)

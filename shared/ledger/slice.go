@@ -147,7 +147,7 @@ type sliceRecord struct {
 	CommitLeaseUntil string  `dynamodbav:"commit_lease_until,omitempty"`
 	State            string  `dynamodbav:"state,omitempty"`
 	ClaimToken       string  `dynamodbav:"claim_token,omitempty"`
-	WriteID          string  `dynamodbav:"write_id,omitempty"` // the last CompleteSlice or FailSlice (ownWrite)
+	WriteID          string  `dynamodbav:"write_id,omitempty"` // the last conditional update's (kernel.update)
 	Attempts         int     `dynamodbav:"attempts"`
 	StartedAt        string  `dynamodbav:"started_at,omitempty"`
 	LeaseUntil       string  `dynamodbav:"lease_until,omitempty"`

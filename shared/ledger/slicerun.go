@@ -81,11 +81,6 @@ func (l Slices) StartSlice(ctx context.Context, key partition.Key, token string,
 		Add(name(attrAttempts), val(1))
 	out, err := l.update(ctx, sliceKey(key, i), upd, startable, types.ReturnValueAllNew)
 	if errors.Is(err, errCondition) {
-		if sl, err := sliceFromItem(out); err == nil && sl.Token == token && sl.State == StateRunning && sl.RunToken == run {
-			// An earlier attempt of this write started the slice under
-			// this run's fresh token; its answer was lost.
-			return sl, nil
-		}
 		return Slice{}, l.sliceRefused(key, token, i, out, now)
 	}
 	if err != nil {
@@ -135,23 +130,15 @@ func (l Slices) CompleteSlice(ctx context.Context, key partition.Key, token stri
 		return fmt.Errorf("complete slice %d: %w", i, err)
 	}
 	nowS := fmtTime(l.now())
-	id, err := l.token() // this call's write (ownWrite)
-	if err != nil {
-		return err
-	}
 	upd := endRun(expression.Set(name(attrState), val(string(StateCompleted))).
-		Set(name(attrWriteID), val(id)).
 		Set(name(attrRows), val(res.Rows)).
 		Set(name(attrBytes), val(res.Bytes)).
 		Set(name(attrSliceFiles), val(res.Files)).
 		Set(name(attrFinishedAt), val(nowS)), nowS).
 		Remove(name(attrLastError))
-	out, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueNone)
-	if errors.Is(err, errCondition) && !ownWrite(out, id) {
-		return fmt.Errorf("%w: complete slice %d of %s", ErrClaimLost, i, key)
-	}
+	_, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
-		return nil // an earlier attempt of this write landed; its answer was lost
+		return fmt.Errorf("%w: complete slice %d of %s", ErrClaimLost, i, key)
 	}
 	return err
 }
@@ -168,20 +155,12 @@ func (l Slices) FailSlice(ctx context.Context, key partition.Key, token string, 
 	}
 	msg := errorText(cause)
 	nowS := fmtTime(l.now())
-	id, err := l.token() // this call's write (ownWrite)
-	if err != nil {
-		return Slice{}, err
-	}
 	upd := endRun(expression.Set(name(attrState), val(string(StateFailed))).
-		Set(name(attrWriteID), val(id)).
 		Set(name(attrLastError), val(msg)).
 		Set(name(attrFinishedAt), val(nowS)), nowS)
 	out, err := l.update(ctx, sliceKey(key, i), upd, holdsSlice(token, run), types.ReturnValueAllNew)
-	if errors.Is(err, errCondition) && !ownWrite(out, id) {
-		return Slice{}, fmt.Errorf("%w: fail slice %d of %s", ErrClaimLost, i, key)
-	}
 	if errors.Is(err, errCondition) {
-		err = nil // an earlier attempt of this write landed; its answer was lost
+		return Slice{}, fmt.Errorf("%w: fail slice %d of %s", ErrClaimLost, i, key)
 	}
 	if err != nil {
 		return Slice{}, err
@@ -222,9 +201,6 @@ func (l Slices) ClaimSliceCommit(ctx context.Context, key partition.Key, token s
 		plan, perr := planFromItem(out)
 		if perr != nil {
 			return "", perr
-		}
-		if plan.Token == token && plan.CommitToken == commit {
-			return commit, nil // an earlier attempt of this write landed; its answer was lost
 		}
 		if plan.Token != token {
 			return "", fmt.Errorf("%w: commit slices of %s: the plan was replaced", ErrClaimLost, key)

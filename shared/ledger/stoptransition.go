@@ -23,13 +23,18 @@ import (
 // then the update (a crash between leaves a mark whose refresh finds
 // nothing new). It returns the row as written (read back after a
 // transaction, which cannot return it), or errCondition when the row's
-// condition failed.
-func (l *kernel) stopTransition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, st partition.Stop) (map[string]types.AttributeValue, error) {
+// condition failed. writeID is the write_id upd sets, for the caller to
+// tell a transaction refused by its own landing ("": none; an update sets
+// its own).
+func (l *kernel) stopTransition(ctx context.Context, key partition.Key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, writeID string, st partition.Stop) (map[string]types.AttributeValue, error) {
 	if l.cfg.StoppedEvent == nil {
 		if err := l.markStale(ctx, key.AccountID); err != nil {
 			return nil, err
 		}
-		return l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+		if writeID == "" {
+			return l.update(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew)
+		}
+		return l.updateOwn(ctx, rowKey(key), upd, cond, types.ReturnValueAllNew, writeID)
 	}
 	ev, err := l.cfg.StoppedEvent(st)
 	if err != nil {
