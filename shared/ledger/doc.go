@@ -18,7 +18,7 @@
 //	    account_id, dataset, day, state, attempts, claim_token, claimed_at, started_at, write_id,
 //	    lease_until, next_attempt_at, last_error, table_error, exhausted, generation,
 //	    generation_reserved, rows, bytes, files, manifest_key, duration_ms, completed_at,
-//	    reason, requested_by, rerun_requested, reexport_requested_at/_by, reexport_served,
+//	    reason, requested_by, rerun_requested, reexport_requested_at/_by, reexports_served,
 //	    updated_at,
 //	    fingerprint, fingerprint_at, restated_from, restated_rows, seed_epoch, slice_planned;
 //	    due_account, due_key while due or stopped; fleet_shard, fleet_key while stopped;
@@ -127,7 +127,7 @@
 //	                  not started or attempts left    -> running     state condition, new random token
 //	ClaimManual     anything but a live running claim -> running, started, attempts=1 (absent rows are created)
 //	                live running claim                -> rerun_requested=true, ErrBusy
-//	                (either sets reexport_served to the request's id; a request the row holds is ErrServed)
+//	                (either adds the request's id to reexports_served; a request the row holds is ErrServed)
 //	Start           running (token), not started      -> started_at set, attempts+1, lease renewed
 //	                (a second delivery of the job, or a reclaimed job's old message, gets ErrClaimLost)
 //	NoteCommitted   running (token), generation above

@@ -58,7 +58,8 @@ const (
 	attrRerunRequested = "rerun_requested"
 	attrReexportAt     = "reexport_requested_at" // rows: when an operator sent a re-export request not claimed yet (reexport.go)
 	attrReexportBy     = "reexport_requested_by" // rows: who sent it
-	attrReexportServed = "reexport_served"       // rows: the id of the last re-export request a manual claim or re-run took (manual.go)
+	attrReexportServed = "reexport_served"       // rows: the one re-export request id a row kept before reexports_served (read, no longer written)
+	attrServedIDs      = "reexports_served"      // rows: the ids (a string set) of the last re-export requests manual claims and re-runs took (manual.go)
 	attrUpdatedAt      = "updated_at"
 	attrEnabled        = "enabled"        // account records
 	attrDoc            = "doc"            // account records: JSON of account.Account
@@ -181,6 +182,9 @@ type rowRecord struct {
 	DueKey         string `dynamodbav:"due_key"`
 	FleetShard     string `dynamodbav:"fleet_shard"` // X#<nn> while failed and stopped
 	FleetKey       string `dynamodbav:"fleet_key"`   // <account>#<dataset>#<day> while failed and stopped
+
+	// The ids of the last re-export requests served (manual.go).
+	ReexportsServed []string `dynamodbav:"reexports_served,stringset,omitempty"`
 
 	// Late data and reseeds (restate.go, reseed.go).
 	Fingerprint    string `dynamodbav:"fingerprint"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -36,14 +37,17 @@ type ManualRequest struct {
 // completes.
 //
 // A request with an id is served once per day: the claim or the re-run
-// stores the id on the row (reexport_served), conditional on the row not
-// holding it already, and a request whose id the row holds is ErrServed
-// and changes nothing. SQS sends a message at least once, so a request's
-// message can arrive twice, and its range can be fanned out twice.
+// adds the id to the row's served requests (reexports_served, the last
+// servedCap of them), conditional on the row not holding it already, and a
+// request whose id the row holds is ErrServed and changes nothing. SQS
+// sends a message at least once, so a request's message can arrive twice,
+// late, after other requests took the day, and its range can be fanned out
+// twice.
 func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req ManualRequest) (Claim, error) {
 	if err := validateKey(key); err != nil {
 		return Claim{}, err
 	}
+	restart := false // the row's served requests are full: they start again with this one
 	for range 5 {
 		now := l.now()
 		nowS := fmtTime(now)
@@ -63,7 +67,7 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req Manu
 			Remove(name(attrStopped))
 		upd = clearReexport(upd)          // the request noted when it was sent is taken (reexport.go)
 		upd = setRequestedBy(upd, req.By) // the transition's stale mark replaces a stopped row's entry (stopped.go)
-		upd, cond := req.serve(upd, notLive(nowS))
+		upd, cond := req.serve(upd, notLive(nowS), restart)
 		old, err := l.transition(ctx, key, upd, cond, types.ReturnValueAllOld)
 		own := errors.Is(err, errLanded) // the claim landed and its answer was lost (kernel.update)
 		if err == nil || own {
@@ -95,7 +99,8 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req Manu
 		if req.servedBy(old) {
 			return Claim{}, fmt.Errorf("%w: request %s for %s", ErrServed, req.ID, key)
 		}
-		ok, err := l.requestRerun(ctx, key, nowS, req)
+		restart = restart || req.full(old)
+		ok, err := l.requestRerun(ctx, key, nowS, req, restart)
 		if err != nil {
 			return Claim{}, err
 		}
@@ -108,31 +113,60 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req Manu
 	return Claim{}, fmt.Errorf("%w: %s kept changing under a manual claim", ErrConflict, key)
 }
 
-// serve adds the request's id to a transition that takes it, conditional
-// on the row not holding it yet; a request without an id changes nothing.
-func (r ManualRequest) serve(upd expression.UpdateBuilder, cond expression.ConditionBuilder) (expression.UpdateBuilder, expression.ConditionBuilder) {
+// servedCap bounds the ids a row keeps of the requests it served: a full
+// set starts again with the next request (restart), so a copy of a request
+// that arrives after servedCap other requests took the day runs once more.
+const servedCap = 32
+
+// serve adds the request's id to the row's served requests in a transition
+// that takes it, conditional on the row not holding it yet; restart
+// replaces a full set with the id alone (full). A request without an id
+// changes nothing.
+func (r ManualRequest) serve(upd expression.UpdateBuilder, cond expression.ConditionBuilder, restart bool) (expression.UpdateBuilder, expression.ConditionBuilder) {
 	if r.ID == "" {
 		return upd, cond
 	}
-	notServed := expression.Or(name(attrReexportServed).AttributeNotExists(), name(attrReexportServed).NotEqual(val(r.ID)))
-	return upd.Set(name(attrReexportServed), val(r.ID)), expression.And(cond, notServed)
+	ids := name(attrServedIDs)
+	notServed := expression.And(expression.Not(expression.Contains(ids, r.ID)),
+		// the one id a row kept before the set (reexport_served)
+		expression.Or(name(attrReexportServed).AttributeNotExists(), name(attrReexportServed).NotEqual(val(r.ID))))
+	id := &types.AttributeValueMemberSS{Value: []string{r.ID}}
+	if restart {
+		return upd.Set(ids, val(id)), expression.And(cond, notServed)
+	}
+	roomy := expression.Or(ids.AttributeNotExists(), ids.Size().LessThan(val(servedCap)))
+	return upd.Add(ids, val(id)), expression.And(cond, notServed, roomy)
 }
 
 // servedBy reports whether the row item (as a refused write returned it)
 // holds the request's id: a claim or re-run took the request before.
 func (r ManualRequest) servedBy(item map[string]types.AttributeValue) bool {
-	v, ok := item[attrReexportServed].(*types.AttributeValueMemberS)
-	return r.ID != "" && ok && v.Value == r.ID
+	if r.ID == "" {
+		return false
+	}
+	if v, ok := item[attrReexportServed].(*types.AttributeValueMemberS); ok && v.Value == r.ID {
+		return true
+	}
+	ids, _ := item[attrServedIDs].(*types.AttributeValueMemberSS)
+	return ids != nil && slices.Contains(ids.Value, r.ID)
+}
+
+// full reports whether the row item's served requests are at servedCap,
+// so that a request with an id is refused until it restarts them.
+func (r ManualRequest) full(item map[string]types.AttributeValue) bool {
+	ids, _ := item[attrServedIDs].(*types.AttributeValueMemberSS)
+	return r.ID != "" && ids != nil && len(ids.Value) >= servedCap
 }
 
 // requestRerun sets rerun_requested on a row running under a live claim,
-// and its requester when req names one, taking the request (serve).
-func (l *kernel) requestRerun(ctx context.Context, key partition.Key, nowS string, req ManualRequest) (bool, error) {
+// and its requester when req names one, taking the request (serve, which
+// restart passes on).
+func (l *kernel) requestRerun(ctx context.Context, key partition.Key, nowS string, req ManualRequest, restart bool) (bool, error) {
 	upd := clearReexport(expression.Set(name(attrRerunRequested), val(true)).Set(name(attrUpdatedAt), val(nowS)))
 	if req.By != "" {
 		upd = upd.Set(name(attrRequestedBy), val(req.By))
 	}
-	upd, cond := req.serve(upd, live(nowS))
+	upd, cond := req.serve(upd, live(nowS), restart)
 	_, err := l.update(ctx, rowKey(key), upd, cond, types.ReturnValueNone)
 	if errors.Is(err, errCondition) {
 		return false, nil
@@ -213,7 +247,7 @@ func (l Partitions) Requeue(ctx context.Context, r RequeueRange) (RequeueResult,
 			if !errors.Is(err, errCondition) {
 				return err
 			}
-			ok, err := l.requestRerun(ctx, key, nowS, ManualRequest{By: requestedBy})
+			ok, err := l.requestRerun(ctx, key, nowS, ManualRequest{By: requestedBy}, false)
 			if err != nil {
 				return err
 			}

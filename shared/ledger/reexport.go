@@ -15,9 +15,9 @@ package ledger
 //	ClearReexportRequest   the note, when its request was never sent, or the exporter refused it -> both removed
 //
 // The note also names the request (ReexportNote.ID): its messages carry the
-// id, and ClaimManual or its re-run keeps it on the row (reexport_served),
-// so that a message of the request SQS sends again is served once
-// (ErrServed; manual.go).
+// id, and ClaimManual or its re-run adds it to the row's served requests
+// (reexports_served), so that a message of the request SQS sends again,
+// however late, is served once (ErrServed; manual.go).
 //
 // The note is written before the request is sent, so the exporter's claim,
 // which removes it, always comes after it. A request that is never claimed

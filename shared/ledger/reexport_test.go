@@ -3,9 +3,16 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/partition"
@@ -223,10 +230,103 @@ func TestManualRequestServedOnce(t *testing.T) {
 	if r := get(t, l, key(day)); !r.RerunRequested || r.ClaimToken != second.Token {
 		t.Errorf("after the re-run: %+v", r)
 	}
+	// A late copy of the first request, after two others took the day, is
+	// served already too.
+	req = ManualRequest{By: "ops-erin", ID: note.ID}
+	served("a late copy after other requests")
 	// A message written by hand has no id: it is recorded every time.
 	for range 2 {
 		if _, err := l.Partitions().ClaimManual(ctx, key(day), ManualRequest{By: "ops-dan"}); !errors.Is(err, ErrBusy) {
 			t.Fatalf("a request without an id on a live claim: %v, want ErrBusy", err)
 		}
+	}
+}
+
+// TestServedRequestsBounded: a row keeps the ids of its last servedCap
+// requests; the next request starts the set again, so a copy of a request
+// older than that runs once more (the documented bound), while the newest
+// is still served once. A row whose one served id was written before the
+// set (reexport_served) still refuses that request.
+func TestServedRequestsBounded(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(t0)
+	l, db := newTestLedger(t, c)
+	acct := testAccount(t, "a")
+	key := partition.Key{AccountID: acct, Dataset: "events", Day: day1}
+	id := func(i int) ManualRequest { return ManualRequest{By: "ops-erin", ID: fmt.Sprintf("request-%02d", i)} }
+	run := func(i int) {
+		t.Helper()
+		cl, err := l.Partitions().ClaimManual(ctx, key, id(i))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if _, err := l.Partitions().Complete(ctx, key, cl.Token, Result{Rows: 1, Generation: cl.Generation}); err != nil {
+			t.Fatalf("request %d: complete: %v", i, err)
+		}
+		c.Advance(time.Second)
+	}
+	servedAlready := func(i int) bool {
+		t.Helper()
+		_, err := l.Partitions().ClaimManual(ctx, key, id(i))
+		if err != nil && !errors.Is(err, ErrServed) {
+			t.Fatalf("request %d again: %v", i, err)
+		}
+		return err != nil
+	}
+	// The pages that state the bound state this one.
+	for _, page := range []string{"../../docs/architecture.md", "../../docs/upgrading.md"} {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("the last %d requests", servedCap); !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
+			t.Errorf("%s does not say %q", page, want)
+		}
+	}
+	for i := range servedCap {
+		run(i)
+	}
+	for _, i := range []int{0, servedCap / 2, servedCap - 1} {
+		if !servedAlready(i) {
+			t.Fatalf("request %d of %d ran again", i, servedCap)
+		}
+	}
+	run(servedCap) // the set is full: it starts again with this request
+	servedIDs := func() []string {
+		t.Helper()
+		item, err := l.getItem(ctx, rowKey(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r rowRecord
+		if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.ReexportsServed
+	}
+	if ids := servedIDs(); len(ids) != 1 || ids[0] != id(servedCap).ID {
+		t.Errorf("served ids after the set started again: %v", ids)
+	}
+	if !servedAlready(servedCap) {
+		t.Errorf("the request that started the set again ran again")
+	}
+	if servedAlready(0) { // older than the set: runs once more
+		t.Errorf("a request older than the set was refused")
+	}
+	if ids := servedIDs(); len(ids) != 2 {
+		t.Errorf("served ids: %v", ids)
+	}
+
+	// A row served by the version before the set keeps one id as a string.
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: rowKey(key),
+		UpdateExpression:          aws.String("SET #a = :v"),
+		ExpressionAttributeNames:  map[string]string{"#a": attrReexportServed},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": s("request-legacy")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{ID: "request-legacy"}); !errors.Is(err, ErrServed) {
+		t.Errorf("the request a row served before the set: %v, want ErrServed", err)
 	}
 }
