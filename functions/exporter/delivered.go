@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
 	"github.com/daybook-dev/daybook/shared/bucketdocs"
@@ -39,18 +40,26 @@ import (
 // A dataset moved to a new contract starts that contract's tree and record,
 // so any change is accepted (dataset.CompatibleContract). Without a schema
 // ledger (Schemas nil) the bucket's document binds whenever it exists.
-func (e *Exporter) checkDelivered(ctx context.Context, t *target) error {
+//
+// A document that does not read (larger than bucketdocs.MaxSchemaBytes, or
+// not a delivered schema) is not daybook's: it binds nothing, as a missing
+// one, and the run's commit rewrites the account's documents (rewriteDocs)
+// instead of leaving it, so it can never hold the dataset back.
+func (e *Exporter) checkDelivered(ctx context.Context, t *target, log *slog.Logger) error {
 	var broken []error
 	key := layout.SchemaKey(t.prefix, t.Dataset.LedgerName())
 	b, err := t.bucket.Get(ctx, key, bucketdocs.MaxSchemaBytes)
 	switch {
 	case bucket.IsNotFound(err):
+	case errors.Is(err, bucket.ErrTooLarge):
+		t.unreadableDoc(ctx, key, err, log)
 	case err != nil:
 		return fmt.Errorf("read the delivered schema %s: %w", key, err)
 	default:
 		old, err := bucketdocs.Delivered(b)
 		if err != nil {
-			return fmt.Errorf("the delivered schema %s: %w", key, err)
+			t.unreadableDoc(ctx, key, err, log)
+			break
 		}
 		if err := dataset.CompatibleContract(old, t.Dataset); err != nil {
 			broken = append(broken, fmt.Errorf("the catalog does not keep the schema delivered to this bucket (%s): %w", key, err))
@@ -73,6 +82,14 @@ func (e *Exporter) checkDelivered(ctx context.Context, t *target) error {
 		return nil // nothing of it was ever delivered to the account
 	}
 	return errors.Join(broken...)
+}
+
+// unreadableDoc notes a bucket document at key that daybook did not
+// write (it does not read: err): it binds nothing, and the run's commit
+// rewrites the account's documents.
+func (t *target) unreadableDoc(ctx context.Context, key string, err error, log *slog.Logger) {
+	log.WarnContext(ctx, "the delivered schema in the bucket does not read; it binds nothing and the commit rewrites it", "key", key, "error", err.Error())
+	t.rewriteDocs = true
 }
 
 // checkRecorded checks ds against the schema the ledger records as

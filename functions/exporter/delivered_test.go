@@ -235,3 +235,52 @@ func TestNeverDeliveredDatasetMayChange(t *testing.T) {
 	// began, and only a value that was no integer stopped it).
 	contains(t, "ledger error", row.LastError, "schema_mismatch: ", "the schema this deployment delivered of events", `"value"`)
 }
+
+// TestUnreadableSchemaDocument: a _schemas document that is not daybook's
+// (not one that reads, or larger than the read allows) binds nothing and
+// never holds a dataset back: a dataset never delivered exports, and its
+// commit puts the document back. One delivered stays bound by the
+// ledger's record: a retype is still refused under an unreadable
+// document.
+func TestUnreadableSchemaDocument(t *testing.T) {
+	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
+	for d := range 3 {
+		e.insert("events", genRows("events", testDay.AddDays(-d), 3)...)
+		e.insert("profiles", genRows("profiles", testDay.AddDays(-d), 3)...)
+	}
+	if row := e.export("events", testDay); row.State != ledger.StateCompleted {
+		t.Fatalf("first export: %+v", row)
+	}
+	plant := func(key string, body []byte) {
+		t.Helper()
+		if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profilesDoc, eventsDoc := layout.SchemaKey(e.prefix, "profiles"), layout.SchemaKey(e.prefix, "events")
+	for i, body := range [][]byte{
+		[]byte("{}"),
+		[]byte("not json"),
+		bytes.Repeat([]byte(" "), bucketdocs.MaxSchemaBytes+1),
+	} {
+		plant(profilesDoc, body)
+		day := testDay.AddDays(-i)
+		if row := e.export("profiles", day); row.State != ledger.StateCompleted {
+			t.Fatalf("profiles under a document of %d bytes that does not read: %+v", len(body), row)
+		}
+		if doc := e.get(profilesDoc); !bytes.Contains(doc, []byte(`"name": "event_count"`)) {
+			t.Errorf("the commit did not put the profiles document back (planted %d bytes): %.200s", len(body), doc)
+		}
+	}
+
+	// events was delivered: its record binds under an unreadable document.
+	plant(eventsDoc, []byte("{}"))
+	e.useCatalog(func(s string) string {
+		return strings.Replace(s, `{name: value, type: "double"`, `{name: value, type: "int64"`, 1)
+	})
+	row := e.export("events", testDay.AddDays(-1))
+	if row.State != ledger.StateFailed {
+		t.Fatalf("a retype of a delivered dataset under an unreadable document: %+v", row)
+	}
+	contains(t, "ledger error", row.LastError, "schema_mismatch: ", "the schema this deployment delivered of events", `"value"`)
+}

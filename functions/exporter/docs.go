@@ -76,7 +76,8 @@ func (d *docsSeen) note(key, set string, now time.Time) {
 // nothing if this function found them current within DocsRecheck, else
 // one HEAD of the README; otherwise it rewrites each schema document whose
 // SHA-256 differs from the stored one, then the README, last, marked with
-// the hash of the set. The partition is committed when this runs: a
+// the hash of the set; after a document that did not read (rewriteDocs),
+// it rewrites them all. The partition is committed when this runs: a
 // failure is logged, never returned, and the next export tries again.
 //
 // The check needs no ledger: the documents are a pure function of the
@@ -105,25 +106,29 @@ func (e *Exporter) putDocs(ctx context.Context, t *target, log *slog.Logger) (in
 	set := bucketdocs.Hash(files)
 	readme := files[len(files)-1] // Files puts the README last
 	seen, now := t.destination+"\x00"+readme.Key, e.Now()
-	if e.docs.current(seen, set, now) {
-		return 0, nil
-	}
-	info, err := b.Head(ctx, readme.Key)
-	switch {
-	case err == nil && info.Metadata[metaDocsSHA256] == set:
-		e.docs.note(seen, set, now)
-		return 0, nil
-	case err != nil && !bucket.IsNotFound(err):
-		return 0, err
+	if !t.rewriteDocs {
+		if e.docs.current(seen, set, now) {
+			return 0, nil
+		}
+		info, err := b.Head(ctx, readme.Key)
+		switch {
+		case err == nil && info.Metadata[metaDocsSHA256] == set:
+			e.docs.note(seen, set, now)
+			return 0, nil
+		case err != nil && !bucket.IsNotFound(err):
+			return 0, err
+		}
 	}
 	wrote := 0
 	for _, f := range files[:len(files)-1] {
-		info, err := b.Head(ctx, f.Key)
-		switch {
-		case err == nil && info.Metadata[metaSHA256] == f.SHA256:
-			continue
-		case err != nil && !bucket.IsNotFound(err):
-			return wrote, err
+		if !t.rewriteDocs { // else one of them did not read: their marks say nothing
+			info, err := b.Head(ctx, f.Key)
+			switch {
+			case err == nil && info.Metadata[metaSHA256] == f.SHA256:
+				continue
+			case err != nil && !bucket.IsNotFound(err):
+				return wrote, err
+			}
 		}
 		if err := putDoc(ctx, b, f, nil); err != nil {
 			return wrote, err

@@ -164,6 +164,9 @@ type target struct {
 	destination string
 	upload      upload.Options // of every data file
 	encode      encode.Options // of every data file
+	// rewriteDocs: a bucket document did not read (checkDelivered), so the
+	// commit rewrites every document instead of trusting the README's mark.
+	rewriteDocs bool
 }
 
 // Written is what an export did: the generation it committed, or the plan

@@ -257,7 +257,7 @@ func (g *generation) abort(ctx context.Context) {
 func (g *generation) write(ctx context.Context) (*Written, error) {
 	e := g.e
 	c := content{started: e.Now().UTC()}
-	if err := e.checkDelivered(ctx, &g.target); err != nil {
+	if err := e.checkDelivered(ctx, &g.target, g.log); err != nil {
 		return nil, err
 	}
 	q := partitionQuery(g.Account, g.Dataset, g.Day)
