@@ -28,11 +28,12 @@ const deliveryRewrites = 3
 // on the ledger's final state.
 //
 // The partition's outcome is already recorded when this runs. A failure is
-// returned, so that SQS delivers the message again: a job's redelivery is
+// returned, so that SQS sends the message again: a job sent again is
 // refused by Start and, the row being at rest, rewrites the manifest
-// without exporting again (Service.notStarted); a manual request's runs
-// again. Without it the manifest would stay missing or stale until another
-// export of the day.
+// without exporting again (Service.notStarted); so does a manual request
+// with an id, which finds itself served (Service.manual); one without an
+// id runs again. Without it the manifest would stay missing or stale until
+// another export of the day.
 //
 // b is the account's bucket as the run opened it, or nil: it is opened here.
 func (rec *recorder) writeDelivery(ctx context.Context, acct account.Account, b *bucket.Bucket, day civil.Date, log *slog.Logger) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -239,6 +240,39 @@ func TestManualRequestSentTwiceRunsOnce(t *testing.T) {
 	}
 	if r := e.row("events", testDay); r.Generation != 3 {
 		t.Errorf("after two messages written by hand: generation %d, want 3", r.Generation)
+	}
+}
+
+// TestServedRequestRewritesTheDeliveryManifest: a re-export request whose
+// run recorded its outcome and failed to write the day's delivery manifest
+// is sent again by SQS; the copy finds the request served, runs nothing,
+// and writes the manifest from the ledger.
+func TestServedRequestRewritesTheDeliveryManifest(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 10)...)
+	deliveryKey := layout.DeliveryManifestKey(e.prefix, testDay)
+	successKey := e.partPrefix("events", testDay) + layout.SuccessName
+	e.faults.Set(func(c buckettest.Call) error {
+		if c.Op == buckettest.OpPut && c.Key == deliveryKey && c.N == 1 {
+			return errors.New("injected: the delivery manifest's write failed")
+		}
+		return nil
+	}, nil)
+	body := manualBody(t, jobs.Manual{AccountID: e.acct.ID, Dataset: "events", Day: testDay.String(), RequestID: "0123456789abcdef0123456789abcdef"})
+	if err := e.process(body); err == nil {
+		t.Fatal("a run whose delivery manifest was not written returned nil: SQS would not send it again")
+	}
+	if b := e.get(deliveryKey); b != nil {
+		t.Fatalf("delivery manifest written despite the fault: %s", b)
+	}
+	if err := e.process(body); err != nil {
+		t.Fatalf("the request sent again: %v", err)
+	}
+	if n := e.faults.Calls(buckettest.OpDelete, successKey); n != 1 {
+		t.Errorf("%d exports ran, want 1", n)
+	}
+	if d := e.delivery(testDay); !d.Complete || strings.Join(deliveredNames(d), ",") != "events" {
+		t.Errorf("delivery manifest after the request was sent again: %+v", d)
 	}
 }
 

@@ -174,7 +174,8 @@ func (s *Service) notStarted(ctx context.Context, key partition.Key, token strin
 // and exported in its own invocation; and it claims a single day and
 // exports it. A request with an id (the CLI's, the console's) is served
 // once per day: its message sent twice finds the request served
-// (ledger.ErrServed) and is done.
+// (ledger.ErrServed), rewrites the day's delivery manifest if the day is
+// at rest, and is done.
 func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) error {
 	m.Dataset = s.Catalog.Current(m.Dataset)
 	log = log.With("account", m.AccountID, "dataset", m.Dataset)
@@ -225,9 +226,17 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 		log.InfoContext(ctx, "partition is running; the re-export is recorded and runs after it")
 		return nil
 	case errors.Is(err, ledger.ErrServed):
-		// SQS sent the request's message again: it ran, or runs, once.
+		// SQS sent the request's message again: it ran, or runs, once. The
+		// run may have recorded its outcome and failed to write the day's
+		// delivery manifest, which is why SQS sent it again: with the row
+		// at rest, the manifest is rewritten from the ledger (as for a job
+		// sent again, notStarted).
 		log.InfoContext(ctx, "the re-export request was served already; nothing to do", "request_id", m.RequestID)
-		return nil
+		row, err := s.Ledger.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", key, err)
+		}
+		return s.recorder().deliverAtRest(ctx, *acct, row, log)
 	}
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", key, err)
