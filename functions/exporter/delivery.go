@@ -162,5 +162,5 @@ func (rec *recorder) deliverAtRest(ctx context.Context, acct account.Account, ro
 	if row.State == ledger.StateRunning || !acct.Enabled {
 		return nil // a newer claim runs it, and writes the manifest when it ends
 	}
-	return rec.writeDelivery(ctx, acct, nil, row.Day, log)
+	return errors.Join(rec.reseedAtRest(ctx, row, log), rec.writeDelivery(ctx, acct, nil, row.Day, log))
 }

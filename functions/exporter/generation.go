@@ -210,7 +210,11 @@ func (g *generation) recover(ctx context.Context, generation int64) error {
 		return err
 	}
 	if m != nil {
-		d := g.committedDetail(generation, m, g.committer.manifestKey(), m.Totals.Bytes, g.seedEpochAt(ctx, m.StartedAt))
+		epoch, err := g.seedEpochAt(ctx, m.StartedAt)
+		if err != nil {
+			return fmt.Errorf("recover generation %d: %w", generation, err)
+		}
+		d := g.committedDetail(generation, m, g.committer.manifestKey(), m.Totals.Bytes, epoch)
 		ev, err := g.record(ctx, d)
 		if err != nil {
 			return fmt.Errorf("recover generation %d: %w", generation, err)
@@ -430,7 +434,10 @@ func (g *generation) finish(ctx context.Context, w *Written) error {
 		ManifestKey: w.ManifestKey, Duration: took, Generation: w.Manifest.Generation, TableError: w.TableError,
 	}
 	g.lateData(&res, w)
-	res.SeedEpoch = g.seedEpochAt(ctx, g.began)
+	var err error
+	if res.SeedEpoch, err = g.seedEpochAt(ctx, g.began); err != nil {
+		return g.failed(ctx, fmt.Errorf("generation %d committed: %w", w.Manifest.Generation, err))
+	}
 	// The change log and the outbox (record).
 	ev, err := g.record(ctx, g.committedDetail(w.Manifest.Generation, w.Manifest, w.ManifestKey, w.Bytes, res.SeedEpoch))
 	if err != nil {
@@ -440,8 +447,9 @@ func (g *generation) finish(ctx context.Context, w *Written) error {
 	_, err = rec.ledger.Complete(ctx, claim.Key, claim.Token, res)
 	// Step 13: publish.
 	g.publish(ctx, ev)
+	var seedErr error // the message is sent again to count the day (reseedAtRest)
 	if err == nil {
-		g.seedDayDone(ctx, res.SeedEpoch)
+		seedErr = g.seedDayDone(ctx, res.SeedEpoch)
 	}
 	if errors.Is(err, ledger.ErrClaimLost) {
 		log.WarnContext(ctx, "partition committed but the claim expired meanwhile; the newer claim will commit again")
@@ -465,7 +473,7 @@ func (g *generation) finish(ctx context.Context, w *Written) error {
 	}
 	_ = rec.metrics.Emit(props, ms...)
 	// Step 14: delivery manifest.
-	return rec.writeDelivery(ctx, g.Account, g.bucket, claim.Day, log)
+	return errors.Join(seedErr, rec.writeDelivery(ctx, g.Account, g.bucket, claim.Day, log))
 }
 
 // failed records a failed export of the claim (with backoff; retries are

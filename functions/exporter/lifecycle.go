@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/daybook-dev/daybook/shared/civil"
@@ -70,66 +71,95 @@ func (s *Service) lifecycle(ctx context.Context, msg jobs.Message, log *slog.Log
 // began at started rebuilds its day for: the running reseed's of the
 // dataset when the export began after it began, 0 otherwise. A generation
 // an earlier run committed (and died before recording) keeps the reseed it
-// was made for.
-func (g *generation) seedEpochAt(ctx context.Context, started time.Time) int64 {
-	seed, ok := g.rec.seed(ctx, g.Claim.AccountID, g.Claim.Dataset, g.log)
-	if ok && seed.Counts(g.Claim.Day, started.UTC()) {
-		return seed.Epoch
+// was made for. The reseed state that cannot be read is an error: recorded
+// without its epoch, the day would never count for the reseed.
+func (g *generation) seedEpochAt(ctx context.Context, started time.Time) (int64, error) {
+	seed, ok, err := g.rec.seed(ctx, g.Claim.AccountID, g.Claim.Dataset)
+	if err != nil {
+		return 0, err
 	}
-	return 0
+	if ok && seed.Counts(g.Claim.Day, started.UTC()) {
+		return seed.Epoch, nil
+	}
+	return 0, nil
 }
 
-// seedDayDone counts the generation's day, committed and recorded, for the reseed
-// of epoch (0: none) and, once every day is, queues the reseed's
-// completion.
-func (g *generation) seedDayDone(ctx context.Context, epoch int64) {
-	rec, claim, log := g.rec, g.Claim, g.log
-	if epoch == 0 || rec.lifecycle == nil {
-		return
+// seedDayDone counts the generation's day, committed and recorded, for the
+// reseed of epoch (0: none) and, once every day is, queues the reseed's
+// completion. A failure is returned, so that SQS sends the message again:
+// the day being at rest then, the message counts it (reseedAtRest).
+func (g *generation) seedDayDone(ctx context.Context, epoch int64) error {
+	if epoch == 0 || g.rec.lifecycle == nil {
+		return nil
 	}
-	seed, err := rec.lifecycle.Ledger.SeedDayDone(ctx, claim.Key, epoch)
+	return g.rec.countSeedDay(ctx, g.Claim.Key, epoch, g.log)
+}
+
+// reseedAtRest counts a day at rest for the reseed its generation was made
+// for (row.SeedEpoch), if the reseed runs and has not counted it, and
+// queues the reseed's completion when every day is counted: what the run
+// that recorded the generation could not do (seedDayDone) is done by its
+// message sent again. Counting a day twice, or queueing the completion
+// twice, changes nothing.
+func (rec *recorder) reseedAtRest(ctx context.Context, row ledger.Row, log *slog.Logger) error {
+	if row.SeedEpoch == 0 || rec.lifecycle == nil {
+		return nil
+	}
+	seed, ok, err := rec.seed(ctx, row.AccountID, row.Dataset)
+	if err != nil || !ok || seed.Epoch != row.SeedEpoch || !seed.Running() {
+		return err
+	}
+	if slices.Contains(seed.Done, row.Day) && !seed.Complete() {
+		return nil
+	}
+	return rec.countSeedDay(ctx, row.Key, row.SeedEpoch, log)
+}
+
+// countSeedDay counts key's day for the reseed of epoch and, once every
+// day is counted, queues the reseed's completion.
+func (rec *recorder) countSeedDay(ctx context.Context, key partition.Key, epoch int64, log *slog.Logger) error {
+	seed, err := rec.lifecycle.Ledger.SeedDayDone(ctx, key, epoch)
 	switch {
 	case errors.Is(err, ledger.ErrConflict):
 		log.InfoContext(ctx, "reseed moved on; this day does not count for it", "seed_epoch", epoch, "reason", err.Error())
-		return
+		return nil
 	case err != nil:
-		log.ErrorContext(ctx, "reseed progress not recorded; the day is rebuilt but the reseed waits for it", "seed_epoch", epoch, "error", err.Error())
-		return
+		log.ErrorContext(ctx, "reseed progress not recorded; SQS will send the message again to count the day", "seed_epoch", epoch, "error", err.Error())
+		return fmt.Errorf("count %s for reseed epoch %d: %w", key, epoch, err)
 	}
 	if !seed.Complete() {
-		return
+		return nil
 	}
 	// Every day is rebuilt: finishing rewrites every day's delivery
 	// manifest, which is a message of its own (retried until done).
-	body, err := jobs.Encode(jobs.ReseedDone{Kind: jobs.KindReseedDone, AccountID: claim.AccountID, Dataset: claim.Dataset, Epoch: seed.Epoch})
+	body, err := jobs.Encode(jobs.ReseedDone{Kind: jobs.KindReseedDone, AccountID: key.AccountID, Dataset: key.Dataset, Epoch: seed.Epoch})
 	if err == nil {
 		err = rec.queue.Send(ctx, jobs.Outgoing{Body: body})
 	}
 	if err != nil {
-		log.ErrorContext(ctx, "every day of the reseed is rebuilt but its completion was not queued; send it by hand",
-			"seed_epoch", seed.Epoch, "message", body, "error", err.Error())
-		return
+		log.ErrorContext(ctx, "every day of the reseed is rebuilt but its completion was not queued; SQS will send the message again to queue it",
+			"seed_epoch", seed.Epoch, "error", err.Error())
+		return fmt.Errorf("queue the completion of reseed epoch %d: %w", seed.Epoch, err)
 	}
 	log.InfoContext(ctx, "every day of the reseed is rebuilt; its completion is queued", "seed_epoch", seed.Epoch, "days", seed.Days)
+	return nil
 }
 
 // seed reads the reseed state of a reseedable dataset; ok is false when
-// there is none, the dataset cannot be reseeded, or it cannot be read (a
-// read error is logged: the export itself does not depend on it).
-func (rec *recorder) seed(ctx context.Context, accountID, ds string, log *slog.Logger) (ledger.Seed, bool) {
+// there is none or the dataset cannot be reseeded.
+func (rec *recorder) seed(ctx context.Context, accountID, ds string) (ledger.Seed, bool, error) {
 	d, err := rec.catalog.Get(ds)
 	if err != nil || !d.Reseedable() || rec.lifecycle == nil {
-		return ledger.Seed{}, false
+		return ledger.Seed{}, false, nil
 	}
 	seed, err := rec.lifecycle.Ledger.Seed(ctx, accountID, ds)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return ledger.Seed{}, false
+		return ledger.Seed{}, false, nil
 	case err != nil:
-		log.WarnContext(ctx, "reseed state not read", "error", err.Error())
-		return ledger.Seed{}, false
+		return ledger.Seed{}, false, fmt.Errorf("read the reseed state of %s/%s: %w", accountID, ds, err)
 	}
-	return seed, true
+	return seed, true, nil
 }
 
 // annotate adds to a delivery manifest status what the ledger row says

@@ -5,11 +5,16 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/daybook-dev/daybook/shared/civil"
 	"github.com/daybook-dev/daybook/shared/jobs"
@@ -211,5 +216,98 @@ func TestReseedCountsOnlyNewRuns(t *testing.T) {
 	}
 	if seed, _ := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles"); len(seed.Done) != 1 || seed.Done[0] != testDay {
 		t.Fatalf("seed after the re-run: %+v", seed)
+	}
+}
+
+// failingQueue is a recordingQueue whose sends fail while fail is set.
+type failingQueue struct {
+	recordingQueue
+	fail bool
+}
+
+func (q *failingQueue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	q.mu.Lock()
+	fail := q.fail
+	q.mu.Unlock()
+	if fail {
+		return nil, errors.New("injected: the jobs queue refused the send")
+	}
+	return q.recordingQueue.SendMessageBatch(ctx, in, opts...)
+}
+
+// TestReseedCompletionSentAgain: a run whose reseed state cannot be read
+// is recorded as failed, not completed without its epoch (a day so
+// recorded would never count for the reseed). The run that then rebuilds
+// the reseed's last day cannot queue the reseed's completion: its message
+// is not done, and the job SQS sends again finds the day at rest and
+// queues the completion, which finishes the reseed.
+func TestReseedCompletionSentAgain(t *testing.T) {
+	var refuseSeeds atomic.Bool
+	e := newEnv(t, envOpts{datasets: []string{"profiles"}, aws: func(c aws.Config) aws.Config {
+		c = c.Copy()
+		c.APIOptions = append(c.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("refuseSeeds", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if g, ok := in.Parameters.(*dynamodb.GetItemInput); ok && refuseSeeds.Load() {
+					if pk, ok := g.Key[ledger.AttrPK].(*ddbtypes.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "SEED#") {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("throttled (the test refuses reseed reads)")
+					}
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+		})
+		return c
+	}})
+	e.withLifecycle()
+	queue := &failingQueue{}
+	e.svc.Queue = queue
+	day := civil.MustParse("2026-03-09") // the last closed day: a reseed of one day
+	e.acct.StartDate = day
+	if err := e.led.Accounts().PutAccount(e.ctx, e.acct); err != nil {
+		t.Fatal(err)
+	}
+	e.insert("profiles", genRows("profiles", day, 3)...)
+	e.export("profiles", day)
+	if err := e.process(reseedBody(t, e.acct.ID, "profiles", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	queue.take()
+
+	refuseSeeds.Store(true)
+	_ = e.process(jobBody(t, e.claim("profiles", day, ""))) // the delivery manifest reads the reseed too: not written
+	if r := e.row("profiles", day); r.State != ledger.StateFailed || !strings.Contains(r.LastError, "the test refuses reseed reads") {
+		t.Fatalf("a run whose reseed state was not read: %s, %q", r.State, r.LastError)
+	}
+	refuseSeeds.Store(false)
+
+	queue.fail = true
+	r := e.row("profiles", day)
+	e.clk.Set(r.NextAttemptAt.Add(time.Second))
+	c, err := e.led.Partitions().Claim(e.ctx, e.key("profiles", day), partition.ReasonRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := jobBody(t, c)
+	if err := e.process(job); err == nil {
+		t.Fatal("the run could not queue the reseed's completion, and its message is done: the reseed would wait for ever")
+	}
+	if r := e.row("profiles", day); r.State != ledger.StateCompleted || r.SeedEpoch != 1 {
+		t.Fatalf("the rebuilt day: %s, epoch %d", r.State, r.SeedEpoch)
+	}
+	queue.fail = false
+	if err := e.process(job); err != nil { // SQS sends the job again
+		t.Fatalf("the job sent again: %v", err)
+	}
+	sent := queue.take()
+	if len(sent) != 1 || !strings.Contains(sent[0], `"kind":"reseed_done"`) {
+		t.Fatalf("the job sent again queued %v, want the reseed's completion", sent)
+	}
+	if err := e.process(sent[0]); err != nil {
+		t.Fatal(err)
+	}
+	if seed, err := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles"); err != nil || seed.State != ledger.SeedCompleted {
+		t.Fatalf("the reseed after its completion was sent again: %+v %v", seed, err)
+	}
+	if got := e.delivery(day).DatasetsDelivered; len(got) != 1 || got[0].SeedEpoch != 1 {
+		t.Errorf("delivered %+v", got)
 	}
 }
