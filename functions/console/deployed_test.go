@@ -66,18 +66,40 @@ type storeAccess struct {
 // deployedConsoleWith is deployedConsole reaching GCS and Azure with s.
 func deployedConsoleWith(t *testing.T, now time.Time, s storeAccess) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
+	return deployedStage(t, now, actionsStage, actionsParams, "true", s)
+}
+
+// The stage of the stack with the console deployed read-only (as
+// TestBootstrapServesFunctionURLRequests deploys it).
+const readOnlyStage = "consolefn"
+
+var readOnlyParams = map[string]string{"DeployConsole": "true"} // ConsoleActions false
+
+// deployedReadOnlyConsole is deployedConsole as deployed without
+// ConsoleActions: its role has no ConsoleActionsPolicy, and build reads
+// the read-only mode from the function's CONSOLE_ACTIONS, as main does.
+func deployedReadOnlyConsole(t *testing.T, now time.Time) (*lambdaConsole, aws.Config, map[string]string) {
+	t.Helper()
+	return deployedStage(t, now, readOnlyStage, readOnlyParams, "false", storeAccess{})
+}
+
+// deployedStage is the console function as main builds it from the
+// environment of stage's deployed ConsoleFunction (whose CONSOLE_ACTIONS
+// must be actions), its calls checked against that stage's console role.
+func deployedStage(t *testing.T, now time.Time, stage string, params map[string]string, actions string, s storeAccess) (*lambdaConsole, aws.Config, map[string]string) {
+	t.Helper()
 	tokens, sts, allowed := s.tokens, s.sts, s.allowed
-	cfg, outs := samstacktest.StackWith(t, srv, actionsStage, actionsParams)
-	vars := samstacktest.FunctionEnv(t, srv, actionsStage, "ConsoleFunction")
-	if vars["CONSOLE_ACTIONS"] != "true" {
-		t.Fatalf("the deployed console's CONSOLE_ACTIONS is %q", vars["CONSOLE_ACTIONS"])
+	cfg, outs := samstacktest.StackWith(t, srv, stage, params)
+	vars := samstacktest.FunctionEnv(t, srv, stage, "ConsoleFunction")
+	if vars["CONSOLE_ACTIONS"] != actions {
+		t.Fatalf("the deployed console's CONSOLE_ACTIONS is %q, want %q", vars["CONSOLE_ACTIONS"], actions)
 	}
 	route := iamcheck.Route{Function: "ConsoleFunction", Upstream: *cfg.BaseEndpoint, Allowed: allowed}
 	if sts != "" {
 		route.Services = map[string]string{"sts": sts}
 	}
 	fcfg := cfg.Copy()
-	fcfg.BaseEndpoint = aws.String(iamcheck.Endpoint(t, iamcheck.ForStage(t, actionsStage, actionsParams), route))
+	fcfg.BaseEndpoint = aws.String(iamcheck.Endpoint(t, iamcheck.ForStage(t, stage, params), route))
 	vars["AWS_ENDPOINT_URL"] = *fcfg.BaseEndpoint
 	var environ []string
 	for k, v := range vars {

@@ -37,8 +37,8 @@ func TestMain(m *testing.M) { os.Exit(mototest.RunTests(m, &srv)) }
 func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	params := map[string]string{"DeployConsole": "true"} // read-only: ConsoleActions false
-	cfg, outs := samstacktest.StackWith(t, srv, "consolefn", params)
+	params := readOnlyParams
+	cfg, outs := samstacktest.StackWith(t, srv, readOnlyStage, params)
 	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Catalog: datasettest.Example(t), Table: outs["LedgerTableName"], Lease: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -57,8 +57,8 @@ func TestBootstrapServesFunctionURLRequests(t *testing.T) {
 	bin := filepath.Join(dir, "ConsoleFunction", "bootstrap")
 	// The deployed function's environment; its AWS endpoint checks every
 	// call against the console role's policy in template.yaml.
-	env := samstacktest.FunctionEnv(t, srv, "consolefn", "ConsoleFunction")
-	endpoint := iamcheck.Endpoint(t, iamcheck.ForStage(t, "consolefn", params), iamcheck.Route{Function: "ConsoleFunction", Upstream: srv.URL})
+	env := samstacktest.FunctionEnv(t, srv, readOnlyStage, "ConsoleFunction")
+	endpoint := iamcheck.Endpoint(t, iamcheck.ForStage(t, readOnlyStage, params), iamcheck.Route{Function: "ConsoleFunction", Upstream: srv.URL})
 	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": motoserver.Region,
 		"AWS_ACCESS_KEY_ID": iamcheck.DefaultKey, "AWS_SECRET_ACCESS_KEY": "testing"} {
 		env[k] = v

@@ -310,7 +310,13 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 	f := newFixture(t, readOnly)
 	seed(f)
 	before := f.ledger.snapshot(t)
-	for _, path := range []string{"/accounts/" + troubled, "/accounts/" + troubled + "/partitions/events/2026-11-25", "/"} {
+	// A search by id too: the account is shown, its summary not stored
+	// (the snapshot below; a deployed read-only console's role may not
+	// write the ledger).
+	if res := f.get("/?q=" + troubled); !strings.Contains(res.body, `<a href="/accounts/`+troubled+`">`) {
+		t.Errorf("search by id: status %d\n%s", res.code, res.body)
+	}
+	for _, path := range []string{"/accounts/" + troubled, "/accounts/" + troubled + "/partitions/events/2026-11-25", "/", "/?q=" + troubled} {
 		res := f.get(path)
 		if res.code != http.StatusOK {
 			t.Fatalf("%s: status %d", path, res.code)

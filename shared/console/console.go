@@ -40,7 +40,8 @@ var staticFS embed.FS
 
 // Ledger is what the console reads and changes in the ledger;
 // ops.Ledger has it. A read-only console never calls Requeue (a retry),
-// UpdateAccount or the ReexportNoter's methods.
+// UpdateAccount, the ReexportNoter's methods or FleetSummary (which may
+// store a summary; it calls FleetSummaryReadOnly).
 type Ledger interface {
 	ops.Reader
 	ops.FleetIndex
@@ -94,7 +95,9 @@ type Config struct {
 	// Deployment names what the console reads, for the page header.
 	Deployment string
 	// ReadOnly leaves out every action: no buttons, and the action routes
-	// answer 403.
+	// answer 403. A read-only console writes nothing to the ledger: an
+	// account found by id that has no fleet summary yet is shown from its
+	// rows, its summary not stored (its deployed role may only read).
 	ReadOnly bool
 	// Identity names who asks, recorded with every action (requested_by);
 	// an action without one is refused.

@@ -48,11 +48,15 @@ type fakeLedger struct {
 	failList error // List and the fleet index fail with it
 	// fleetReads counts the fleet index reads.
 	fleetReads int
+	// stored are the accounts whose summary FleetSummary was asked for:
+	// the ledger's stores one it has to build (FleetSummaryReadOnly never
+	// stores).
+	stored map[string]bool
 }
 
 func newFakeLedger() *fakeLedger {
 	return &fakeLedger{accounts: map[string]account.Account{}, rows: map[partition.Key]ledger.Row{}, history: map[partition.Key][]ledger.Attempt{},
-		plans: map[partition.Key]ledger.SlicePlan{}, slices: map[partition.Key][]ledger.Slice{}}
+		plans: map[partition.Key]ledger.SlicePlan{}, slices: map[partition.Key][]ledger.Slice{}, stored: map[string]bool{}}
 }
 
 func (f *fakeLedger) ListAccounts(context.Context) ([]account.Account, error) {
@@ -243,7 +247,14 @@ func (f *fakeLedger) SearchFleet(_ context.Context, prefix, token string, limit 
 	return pageOf(all, token, limit)
 }
 
-func (f *fakeLedger) FleetSummary(_ context.Context, id string) (ledger.Summary, error) {
+func (f *fakeLedger) FleetSummary(ctx context.Context, id string) (ledger.Summary, error) {
+	f.mu.Lock()
+	f.stored[id] = true
+	f.mu.Unlock()
+	return f.FleetSummaryReadOnly(ctx, id)
+}
+
+func (f *fakeLedger) FleetSummaryReadOnly(_ context.Context, id string) (ledger.Summary, error) {
 	all, err := f.summaries()
 	if err != nil {
 		return ledger.Summary{}, err
@@ -268,7 +279,8 @@ func (f *fakeLedger) snapshot(t *testing.T) string {
 	b, err := json.Marshal(struct {
 		A map[string]account.Account
 		R map[string]ledger.Row
-	}{f.accounts, rows})
+		S map[string]bool
+	}{f.accounts, rows, f.stored})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,7 +163,7 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 	search := strings.TrimSpace(q.Get("q"))
 	token := q.Get("page")
 	since := s.now().Add(-recentWindow)
-	res, err := ops.Fleet(r.Context(), s.cfg.Ledger, ops.FleetOptions{FailuresSince: since, Search: search, Token: token, Limit: s.cfg.FleetPageSize})
+	res, err := ops.Fleet(r.Context(), s.cfg.Ledger, ops.FleetOptions{FailuresSince: since, Search: search, Token: token, Limit: s.cfg.FleetPageSize, ReadOnly: s.cfg.ReadOnly})
 	if errors.Is(err, ledger.ErrBadPageToken) {
 		s.problem(w, r, http.StatusBadRequest, "Unknown page “"+token+"”; start again from the first page.")
 		return

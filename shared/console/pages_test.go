@@ -159,6 +159,9 @@ func TestFleetPagesAndSearch(t *testing.T) {
 			t.Errorf("search %q shows %s", tt.q, tt.not)
 		}
 	}
+	if !f.ledger.stored[healthy] {
+		t.Error("a console with actions did not store the summary of the account found by id")
+	}
 	wantContains(t, f.get("/?q=nobody").body, "No account has the id “nobody” or a name starting with it.")
 	if res := f.get("/?page=bogus"); res.code != http.StatusBadRequest || !strings.Contains(res.body, "Unknown page") {
 		t.Errorf("a made-up page: status %d\n%s", res.code, res.body)

@@ -61,7 +61,7 @@ var kinds = []itemKind{
 		writers: "exporter (a committed event, RecordEvent), the transition that stops a partition (sweeper, exporter), sweeper (EventPublished)"},
 	{name: "fleet summary", prefix: pkSummaryPrefix + "/" + skSummary, pk: "FS#<account>", sk: "SUMMARY",
 		record: summaryRecord{}, fleet: fleetSummary + "<nn>",
-		writers: "sweeper (RefreshMarked), cmd/daybook (Refresh), console and cmd/daybook status (FleetSummary builds a missing one)"},
+		writers: "sweeper (RefreshMarked), cmd/daybook (Refresh), console with actions and cmd/daybook status (FleetSummary builds a missing one; a read-only console only computes it, FleetSummaryReadOnly)"},
 	{name: "summary name", prefix: pkSummaryPrefix + "/" + skSummaryName, pk: "FS#<account>", sk: "NAME",
 		record: summaryRecord{}, fleet: fleetName + "<nn>", writers: "as the fleet summary"},
 	{name: "stale mark", prefix: pkSummaryPrefix + "/" + skSummaryStale, pk: "FS#<account>", sk: "STALE",

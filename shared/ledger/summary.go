@@ -39,7 +39,9 @@ package ledger
 // entries make a name-prefix search as bounded (SearchFleet), and the
 // summary's key makes an account id one GetItem (FleetSummary). A summary
 // that is missing (an account not changed since summaries exist) is built
-// on its first read by id, or when the account next changes.
+// and stored on its first read by id, or when the account next changes; a
+// reader that may not write computes it on each read by id and stores
+// nothing (FleetSummaryReadOnly).
 
 import (
 	"context"
@@ -277,29 +279,17 @@ func (l Fleet) Refresh(ctx context.Context, accountID string) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	var rows []Row
-	for _, ds := range a.Datasets {
-		kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, l.cfg.Catalog.Current(ds)))) // at a later contract, its rows
-		if _, err := l.queryPages(ctx, "summary rows of "+accountID+"/"+ds, "", kc, "", 0, appendRows(&rows)); err != nil {
-			return Summary{}, err
-		}
+	return l.refresh(ctx, a, asOf)
+}
+
+// refresh computes a's summary as of asOf (when its reads began) and
+// stores it, as Refresh.
+func (l Fleet) refresh(ctx context.Context, a account.Account, asOf time.Time) (Summary, error) {
+	accountID := a.ID
+	sum, rowsAt, err := l.summarize(ctx, a, asOf)
+	if err != nil {
+		return Summary{}, err
 	}
-	var attempts []Attempt
-	for _, r := range rows {
-		if !MayHaveFailedSince(r, asOf.Add(-FailureWindow)) {
-			continue
-		}
-		h, err := l.partitions().History(ctx, r.Key)
-		if err != nil {
-			return Summary{}, err
-		}
-		attempts = append(attempts, h...)
-	}
-	rowsAt := ""
-	for _, r := range rows {
-		rowsAt = max(rowsAt, fmtTime(r.UpdatedAt))
-	}
-	sum := Summarize(a, rows, attempts, asOf)
 	doc, err := json.Marshal(sum)
 	if err != nil {
 		return Summary{}, fmt.Errorf("ledger: encode summary of %s: %w", accountID, err)
@@ -333,6 +323,37 @@ func (l Fleet) Refresh(ctx context.Context, accountID string) (Summary, error) {
 		}
 	}
 	return sum, nil
+}
+
+// summarize computes a's summary as of asOf from its rows (a Query per
+// dataset, and the history of the rows that changed in the last
+// FailureWindow), and the newest updated_at of those rows; it writes
+// nothing.
+func (l Fleet) summarize(ctx context.Context, a account.Account, asOf time.Time) (Summary, string, error) {
+	accountID := a.ID
+	var rows []Row
+	for _, ds := range a.Datasets {
+		kc := expression.Key(AttrPK).Equal(val(partitionPK(accountID, l.cfg.Catalog.Current(ds)))) // at a later contract, its rows
+		if _, err := l.queryPages(ctx, "summary rows of "+accountID+"/"+ds, "", kc, "", 0, appendRows(&rows)); err != nil {
+			return Summary{}, "", err
+		}
+	}
+	var attempts []Attempt
+	for _, r := range rows {
+		if !MayHaveFailedSince(r, asOf.Add(-FailureWindow)) {
+			continue
+		}
+		h, err := l.partitions().History(ctx, r.Key)
+		if err != nil {
+			return Summary{}, "", err
+		}
+		attempts = append(attempts, h...)
+	}
+	rowsAt := ""
+	for _, r := range rows {
+		rowsAt = max(rowsAt, fmtTime(r.UpdatedAt))
+	}
+	return Summarize(a, rows, attempts, asOf), rowsAt, nil
 }
 
 // summaryNewer is the condition under which rec replaces the stored
@@ -429,17 +450,37 @@ func (l Fleet) RefreshMarked(ctx context.Context, m StaleMark) error {
 }
 
 // FleetSummary returns one account's summary (one GetItem), building it
-// from the account's rows if it is missing.
+// from the account's rows and storing it if it is missing (as Refresh).
 func (l Fleet) FleetSummary(ctx context.Context, accountID string) (Summary, error) {
+	return l.fleetSummary(ctx, accountID, true)
+}
+
+// FleetSummaryReadOnly is FleetSummary for a reader that may not write
+// the ledger (a console deployed without its actions): a missing summary
+// is computed from the account's rows, as FleetSummary builds it, and
+// returned without being stored, so each read computes it again until a
+// writer stores it (the next change's sweep, `daybook fleet rebuild`, a
+// FleetSummary).
+func (l Fleet) FleetSummaryReadOnly(ctx context.Context, accountID string) (Summary, error) {
+	return l.fleetSummary(ctx, accountID, false)
+}
+
+func (l Fleet) fleetSummary(ctx context.Context, accountID string, store bool) (Summary, error) {
 	if accountID == "" || strings.Contains(accountID, "#") {
 		return Summary{}, fmt.Errorf("ledger: account id %q", accountID)
 	}
 	item, err := l.getItem(ctx, tableKey(summaryPK(accountID), skSummary))
 	if errors.Is(err, ErrNotFound) {
-		if _, err := l.accounts().GetAccount(ctx, accountID); err != nil {
+		asOf := l.cfg.Now().UTC()
+		a, err := l.accounts().GetAccount(ctx, accountID)
+		if err != nil {
 			return Summary{}, err
 		}
-		return l.Refresh(ctx, accountID)
+		if store {
+			return l.refresh(ctx, a, asOf)
+		}
+		sum, _, err := l.summarize(ctx, a, asOf)
+		return sum, err
 	}
 	if err != nil {
 		return Summary{}, err

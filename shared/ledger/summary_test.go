@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,6 +242,52 @@ func TestSummaryRefreshes(t *testing.T) {
 	got, _ := l.Fleet().FleetSummary(ctx, f.failing)
 	if !got.AsOf.Equal(now.AsOf) || got.Counts[PhaseCompleted] != 1 {
 		t.Errorf("an older refresh overwrote a newer one: %+v", got)
+	}
+}
+
+// TestFleetSummaryReadOnly: for a reader that may not write, a missing
+// summary read by id is computed from the account's rows, as FleetSummary
+// builds it, and not stored (neither the summary nor its name entry); a
+// stored one is returned as stored; an unknown account is ErrNotFound.
+func TestFleetSummaryReadOnly(t *testing.T) {
+	ctx := context.Background()
+	f := newSummaryFixture(t)
+	l := f.l
+	stored := func(sk string) bool {
+		t.Helper()
+		_, err := l.getItem(ctx, tableKey(summaryPK(f.failing), sk))
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	for range 2 {
+		s, err := l.Fleet().FleetSummaryReadOnly(ctx, f.failing)
+		if err != nil || s.Account != f.failing || s.Name != "alpha failing" || s.Counts[PhaseFailed] != 1 || s.Counts[PhaseQueued] != 1 ||
+			s.OldestDue != "2026-03-02" || len(s.Failures) != 1 || !s.AsOf.Equal(f.clk.Now()) {
+			t.Errorf("a missing summary read by id, read-only: %+v, %v", s, err)
+		}
+		if stored(skSummary) || stored(skSummaryName) {
+			t.Fatal("a read-only read stored the summary it computed")
+		}
+	}
+	ro, _ := l.Fleet().FleetSummaryReadOnly(ctx, f.failing)
+	built, err := l.Fleet().FleetSummary(ctx, f.failing)
+	if err != nil || !mapsEqual(built.Counts, ro.Counts) || built.OldestDue != ro.OldestDue || len(built.Failures) != len(ro.Failures) || !built.AsOf.Equal(ro.AsOf) {
+		t.Errorf("FleetSummary built %+v (%v); the read-only read computed %+v", built, err, ro)
+	}
+	if !stored(skSummary) || !stored(skSummaryName) {
+		t.Fatal("FleetSummary did not store the summary it built")
+	}
+	f.clk.Advance(time.Hour)
+	if s, err := l.Fleet().FleetSummaryReadOnly(ctx, f.failing); err != nil || !s.AsOf.Equal(built.AsOf) {
+		t.Errorf("a stored summary read-only: as of %s, %v; want the stored one, as of %s", s.AsOf, err, built.AsOf)
+	}
+	if _, err := l.Fleet().FleetSummaryReadOnly(ctx, "acct_nobodynobodynobo"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown account read-only: %v, want ErrNotFound", err)
+	}
+	if _, err := l.Fleet().FleetSummaryReadOnly(ctx, "acct_x#y"); err == nil || !strings.Contains(err.Error(), `"acct_x#y"`) {
+		t.Errorf("a malformed id read-only: %v", err)
 	}
 }
 

@@ -70,11 +70,14 @@ func (l FleetLine) Worse(m FleetLine) bool {
 }
 
 // FleetIndex is where the fleet view reads its pages: account summaries
-// worst first, by name prefix, or by id; Ledger has it.
+// worst first, by name prefix, or by id (FleetSummary stores one it had
+// to build; FleetSummaryReadOnly, for a reader that may not write, does
+// not); Ledger has it.
 type FleetIndex interface {
 	FleetPage(ctx context.Context, token string, limit int) (ledger.FleetPage, error)
 	SearchFleet(ctx context.Context, prefix, token string, limit int) (ledger.FleetPage, error)
 	FleetSummary(ctx context.Context, accountID string) (ledger.Summary, error)
+	FleetSummaryReadOnly(ctx context.Context, accountID string) (ledger.Summary, error)
 }
 
 var _ FleetIndex = Ledger{}
@@ -110,6 +113,10 @@ type FleetOptions struct {
 	// Concurrency bounds the accounts read at once with Datasets, From or
 	// To (default 8).
 	Concurrency int
+	// ReadOnly is for a reader that may not write the ledger (a read-only
+	// console): an account found by id that has no summary yet is shown
+	// from its rows, and its summary is not stored.
+	ReadOnly bool
 }
 
 // FleetResult is one page of the fleet view.
@@ -138,7 +145,11 @@ func Fleet(ctx context.Context, r FleetReader, o FleetOptions) (FleetResult, err
 		sums, res.Next = page.Summaries, page.Next
 	} else {
 		if o.Token == "" && !strings.ContainsAny(o.Search, "# ") {
-			sum, err := r.FleetSummary(ctx, o.Search)
+			byID := r.FleetSummary
+			if o.ReadOnly {
+				byID = r.FleetSummaryReadOnly
+			}
+			sum, err := byID(ctx, o.Search)
 			switch {
 			case err == nil:
 				sums = append(sums, sum)

@@ -28,6 +28,9 @@ type reader struct {
 	history   map[partition.Key][]ledger.Attempt
 	histReads atomic.Int64
 	gets      atomic.Int64
+	// byID counts the summaries read by id that may be stored (FleetSummary)
+	// and that may not (FleetSummaryReadOnly).
+	byID, byIDReadOnly atomic.Int64
 }
 
 func (r *reader) ListAccounts(context.Context) ([]account.Account, error) { return r.accounts, nil }
@@ -142,6 +145,16 @@ func (r *reader) SearchFleet(ctx context.Context, prefix, token string, limit in
 }
 
 func (r *reader) FleetSummary(ctx context.Context, id string) (ledger.Summary, error) {
+	r.byID.Add(1)
+	return r.summary(ctx, id)
+}
+
+func (r *reader) FleetSummaryReadOnly(ctx context.Context, id string) (ledger.Summary, error) {
+	r.byIDReadOnly.Add(1)
+	return r.summary(ctx, id)
+}
+
+func (r *reader) summary(ctx context.Context, id string) (ledger.Summary, error) {
 	all, err := r.summaries(ctx)
 	if err != nil {
 		return ledger.Summary{}, err
@@ -222,6 +235,29 @@ func TestFleetCountsRecentFailuresFromTheHistoryOfChangedRows(t *testing.T) {
 	lines = res.Lines
 	if err != nil || len(lines) != 1 || lines[0].Account != a || lines[0].Counts[Completed] != 0 || r.histReads.Load() != 0 {
 		t.Errorf("filtered: %+v %v, %d history reads", lines, err, r.histReads.Load())
+	}
+}
+
+// TestFleetSearchByIDReadOnly: a search by id reads the account's summary
+// with FleetSummary (which stores one the ledger had to build), and with
+// ReadOnly (a reader that may not write) with FleetSummaryReadOnly.
+func TestFleetSearchByIDReadOnly(t *testing.T) {
+	t.Parallel()
+	const a = "acct_aaaaaaaaaaaaaaaa"
+	for _, readOnly := range []bool{false, true} {
+		r := &reader{accounts: []account.Account{{ID: a, Name: "Alpha", Datasets: []string{"events"}}},
+			rows: []ledger.Row{row(a, "events", "2026-11-27", ledger.StateFailed, nil)}}
+		res, err := Fleet(context.Background(), r, FleetOptions{Search: a, ReadOnly: readOnly})
+		if err != nil || len(res.Lines) != 1 || res.Lines[0].Account != a || res.Lines[0].Counts[Failed] != 1 {
+			t.Errorf("read-only %v: %+v %v", readOnly, res.Lines, err)
+		}
+		want, wantRO := int64(1), int64(0)
+		if readOnly {
+			want, wantRO = 0, 1
+		}
+		if r.byID.Load() != want || r.byIDReadOnly.Load() != wantRO {
+			t.Errorf("read-only %v: %d FleetSummary, %d FleetSummaryReadOnly; want %d, %d", readOnly, r.byID.Load(), r.byIDReadOnly.Load(), want, wantRO)
+		}
 	}
 }
 
