@@ -17,8 +17,10 @@ import (
 // documents ready to paste (the console, `aws iam create-role
 // --assume-role-policy-document`, `put-role-policy`). The permissions are
 // exactly what an export, its commit, the account test and verify call:
-// every action CheckConnection names, and the Glue and KMS actions when the
-// destination uses them.
+// every action CheckConnection names, the Glue and KMS actions when the
+// destination uses them, and the actions IAM authorizes for the attributes
+// every object is written with (S3Attributes): s3:PutObjectTagging when
+// the destination sets tags, s3:PutObjectAcl when the ACL is sent.
 
 // PolicyDocument is an IAM policy document.
 type PolicyDocument struct {
@@ -64,7 +66,9 @@ type CustomerPolicies struct {
 // PolicyFor writes the trust and permissions policies of d's role: the
 // role trusts g.ExporterRole with d's external id, and may write, read,
 // list and delete under the account's prefix of d's bucket (and, with Glue
-// tables or a KMS key, use those). d must name a role and an external id.
+// tables or a KMS key, use those). Where d's objects are written with tags
+// or with bucket-owner-full-control, it may also set those on the objects
+// it writes. d must name a role and an external id.
 func PolicyFor(d account.Destination, g CustomerGrant) (CustomerPolicies, error) {
 	role, err := arn.Parse(d.RoleARN)
 	if err != nil {
@@ -90,10 +94,25 @@ func PolicyFor(d account.Destination, g CustomerGrant) (CustomerPolicies, error)
 		Action:    []string{"sts:AssumeRole"},
 		Condition: map[string]map[string]any{"StringEquals": {"sts:ExternalId": d.ExternalID}},
 	}}}
+	// Every PutObject and CreateMultipartUpload of the role carries d's
+	// attributes, and IAM authorizes the tags (x-amz-tagging) as
+	// s3:PutObjectTagging and the ACL (x-amz-acl) as s3:PutObjectAcl besides
+	// s3:PutObject. What the role sends does not depend on the deployment's
+	// account (the writer is the role's account, the owner
+	// expected_bucket_owner or the role's account), so none is passed.
+	attrs := S3Attributes(d, "")
+	objects := []string{"s3:PutObject"}
+	if attrs.Tagging != "" {
+		objects = append(objects, "s3:PutObjectTagging")
+	}
+	if attrs.ACL != "" {
+		objects = append(objects, "s3:PutObjectAcl")
+	}
+	objects = append(objects, "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
 	perms := PolicyDocument{Version: "2012-10-17", Statement: []PolicyStatement{
 		{
 			Sid: "DaybookObjects", Effect: "Allow",
-			Action:   []string{"s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload"},
+			Action:   objects,
 			Resource: []string{bucket + "/" + prefix + "/*"},
 		},
 		{

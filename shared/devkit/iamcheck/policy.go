@@ -18,7 +18,8 @@
 //   - request.go turns an HTTP request as the SDK sends it into the
 //     authorizations IAM makes for it (DynamoDB with dynamodb:LeadingKeys,
 //     dynamodb:Attributes and dynamodb:ReturnValues, a transaction item by
-//     item; S3 with s3:ResourceAccount, DeleteObjects key by key; SQS;
+//     item; S3 with s3:ResourceAccount, DeleteObjects key by key, a new
+//     object's tags and ACL as s3:PutObjectTagging and s3:PutObjectAcl; SQS;
 //     EventBridge; STS; Glue with its catalog, database and table; SSM).
 //
 // proxy.go puts them in front of moto: a Proxy on loopback that a

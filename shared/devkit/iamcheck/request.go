@@ -382,6 +382,7 @@ func (a *authorizer) s3() error {
 	bucketARN := "arn:" + a.partition + ":s3:::" + bucket
 	objectARN := bucketARN + "/" + key
 	op, action, res := "", "", objectARN
+	var also []string // the object's tags and ACL, authorized with the write that sets them
 	has := q.Has
 	if key == "" {
 		res = bucketARN
@@ -428,6 +429,13 @@ func (a *authorizer) s3() error {
 		case m == http.MethodDelete && len(subresources(q)) == 0:
 			op, action = "DeleteObject", "s3:DeleteObject"
 		}
+		if op == "PutObject" || op == "CreateMultipartUpload" {
+			also = objectAttributeActions(a.c.Header)
+			if len(also) > 0 && copySource != "" {
+				// A copy's tags and ACL follow directives iamcheck does not read.
+				return fmt.Errorf("%w: s3 copy into %s with %s", ErrNotUnderstood, a.c.URL.Path, strings.Join(also, ", "))
+			}
+		}
 		if copySource != "" && action == "s3:PutObject" {
 			// CopyObject / UploadPartCopy also read the source object.
 			op = map[string]string{"PutObject": "CopyObject", "UploadPart": "UploadPartCopy"}[op]
@@ -449,7 +457,32 @@ func (a *authorizer) s3() error {
 		kind = "bucket"
 	}
 	a.add(action, res, kind, ctx)
+	for _, x := range also {
+		a.add(x, res, kind, ctx)
+	}
 	return nil
+}
+
+// objectAttributeActions are the actions IAM also authorizes for a
+// PutObject or CreateMultipartUpload that sets the new object's tags
+// (x-amz-tagging: s3:PutObjectTagging) or its ACL (x-amz-acl or an
+// x-amz-grant-* header: s3:PutObjectAcl), as S3's API reference says of
+// PutObject.
+func objectAttributeActions(h http.Header) []string {
+	var out []string
+	if len(h.Values("X-Amz-Tagging")) > 0 {
+		out = append(out, "s3:PutObjectTagging")
+	}
+	acl := len(h.Values("X-Amz-Acl")) > 0
+	for k := range h {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), "X-Amz-Grant-") {
+			acl = true
+		}
+	}
+	if acl {
+		out = append(out, "s3:PutObjectAcl")
+	}
+	return out
 }
 
 // subresources lists the query parameters of q that name an S3

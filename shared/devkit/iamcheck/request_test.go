@@ -3,6 +3,7 @@ package iamcheck
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -237,6 +238,30 @@ func TestS3Requests(t *testing.T) {
 		{"delete many", func() {
 			_, _ = c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: b, Delete: &s3types.Delete{Objects: []s3types.ObjectIdentifier{{Key: aws.String("a/1")}, {Key: aws.String("a/2")}}}})
 		}, "s3:DeleteObject on " + bucket + "/a/1" + owner + " [object]\ns3:DeleteObject on " + bucket + "/a/2" + owner + " [object]"},
+		// The tags and ACL a new object is written with are their own
+		// actions on it.
+		{"put with tags", func() {
+			_, _ = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: strings.NewReader("x"), Tagging: aws.String("retention=7y")})
+		}, "s3:PutObject on " + obj + owner + " [object]\ns3:PutObjectTagging on " + obj + owner + " [object]"},
+		{"put with a canned ACL", func() {
+			_, _ = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: strings.NewReader("x"), ACL: s3types.ObjectCannedACLBucketOwnerFullControl})
+		}, "s3:PutObject on " + obj + owner + " [object]\ns3:PutObjectAcl on " + obj + owner + " [object]"},
+		{"put with a grant", func() {
+			_, _ = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: strings.NewReader("x"), GrantFullControl: aws.String("id=0123abcd")})
+		}, "s3:PutObject on " + obj + owner + " [object]\ns3:PutObjectAcl on " + obj + owner + " [object]"},
+		{"put with tags and an ACL", func() {
+			_, _ = c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: strings.NewReader("x"), Tagging: aws.String("retention=7y"),
+				ACL: s3types.ObjectCannedACLBucketOwnerFullControl})
+		}, "s3:PutObject on " + obj + owner + " [object]\ns3:PutObjectTagging on " + obj + owner + " [object]\ns3:PutObjectAcl on " + obj + owner + " [object]"},
+		{"create upload with tags", func() {
+			_, _ = c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: k, Tagging: aws.String("retention=7y")})
+		}, "s3:PutObject on " + obj + owner + " [object]\ns3:PutObjectTagging on " + obj + owner + " [object]"},
+		{"create upload with a canned ACL", func() {
+			_, _ = c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: k, ACL: s3types.ObjectCannedACLBucketOwnerFullControl})
+		}, "s3:PutObject on " + obj + owner + " [object]\ns3:PutObjectAcl on " + obj + owner + " [object]"},
+		{"create upload with a grant", func() {
+			_, _ = c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: b, Key: k, GrantRead: aws.String("id=0123abcd")})
+		}, "s3:PutObject on " + obj + owner + " [object]\ns3:PutObjectAcl on " + obj + owner + " [object]"},
 		{"copy", func() {
 			_, _ = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: b, Key: aws.String("dst"), CopySource: aws.String("other/src%20key")})
 		}, "s3:GetObject on arn:aws:s3:::other/src key" + owner + " [object]\ns3:PutObject on " + bucket + "/dst" + owner + " [object]"},
@@ -255,6 +280,14 @@ func TestS3Requests(t *testing.T) {
 	a, err := p.Authorize(call, s, Names{BucketAccount: func(string) string { return "210987654321" }})
 	if err != nil || fmt.Sprint(a.Checks[0].Context["s3:ResourceAccount"]) != "[210987654321]" {
 		t.Errorf("another account's bucket: %+v %v", a, err)
+	}
+	// A copy that sets tags or an ACL is refused: its directives decide
+	// what it sets.
+	_, _ = c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: b, Key: aws.String("dst"), CopySource: aws.String("other/src"),
+		TaggingDirective: s3types.TaggingDirectiveReplace, Tagging: aws.String("retention=7y")})
+	call = rec.take(t)
+	if _, err := p.Authorize(call, s, Names{}); !errors.Is(err, ErrNotUnderstood) {
+		t.Errorf("a copy with tags: %v, want %v", err, ErrNotUnderstood)
 	}
 	// An operation iamcheck does not know is refused.
 	_, _ = c.PutBucketPolicy(ctx, &s3.PutBucketPolicyInput{Bucket: b, Policy: aws.String("{}")})
