@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -369,6 +370,35 @@ func TestConsoleInABrowser(t *testing.T) {
 	if err := json.Unmarshal([]byte(l.cli("history", "--account", localAccountID, "--dataset", "events", "--day", day, "--env-file", l.env, "-o", "json")), &h); err != nil ||
 		h.Current == nil || h.Current.Generation != 2 || !strings.HasPrefix(h.Attempts[len(h.Attempts)-1].Reason, "manual") {
 		t.Errorf("the ledger after the re-export: %+v (%v)", h, err)
+	}
+
+	// `daybook console --read-only`, as the operating guide writes it:
+	// the pages say so, and an action is refused, changing nothing.
+	ro := startConsole(t, ctx, "--env-file", l.env, "--read-only")
+	get := func(path string) (int, string) {
+		t.Helper()
+		res, err := http.Get(ro + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, string(b)
+	}
+	if code, page := get("/accounts/" + localAccountID); code != http.StatusOK || !strings.Contains(page, `<span class="badge ro"`) || strings.Contains(page, "/actions/") {
+		t.Errorf("the read-only console's account page: status %d, read-only badge %v, actions offered %v",
+			code, strings.Contains(page, `<span class="badge ro"`), strings.Contains(page, "/actions/"))
+	}
+	if code, page := get("/actions/reexport?account=" + localAccountID + "&dataset=events&day=" + day); code != http.StatusForbidden || !strings.Contains(page, "This console is read-only") {
+		t.Errorf("a re-export on the read-only console: status %d\n%s", code, page)
+	}
+	var refused ops.PartitionHistory
+	if err := json.Unmarshal([]byte(l.cli("history", "--account", localAccountID, "--dataset", "events", "--day", day, "--env-file", l.env, "-o", "json")), &refused); err != nil ||
+		refused.Current == nil || refused.Current.Generation != 2 || refused.Current.ReexportRequestedAt != "" {
+		t.Errorf("the ledger after the read-only console's refusal: %+v (%v)", refused.Current, err)
 	}
 }
 
