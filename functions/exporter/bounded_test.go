@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -145,5 +146,33 @@ func TestBeginGenerationLead(t *testing.T) {
 				t.Errorf("noted %v, want %v", rec.noted, tc.noted)
 			}
 		})
+	}
+}
+
+// TestDeliveredSchemaReadIsBounded: before each export the exporter reads
+// back the dataset's _schemas document from the tenant's bucket (the only
+// bucket document it reads; the README is HEADed), with
+// bucketdocs.MaxSchemaBytes: a planted one past it (valid JSON, padded)
+// fails the attempt with an error naming the document and the limit, and
+// nothing of the day is written.
+func TestDeliveredSchemaReadIsBounded(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 3)...)
+	e.insert("events", genRows("events", testDay.AddDays(-1), 3)...)
+	if r := e.export("events", testDay); r.State != ledger.StateCompleted {
+		t.Fatalf("first export: %+v", r)
+	}
+	key := layout.SchemaKey(e.prefix, "events")
+	planted := append(bytes.Clone(e.get(key)), bytes.Repeat([]byte(" "), bucketdocs.MaxSchemaBytes)...)
+	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(planted)}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.export("events", testDay.AddDays(-1))
+	if r.State != ledger.StateFailed {
+		t.Fatalf("export with an oversized schema document: %+v", r)
+	}
+	contains(t, "last_error", r.LastError, "s3://"+e.acct.Destination.Bucket+"/"+key, fmt.Sprint(bucketdocs.MaxSchemaBytes))
+	if objs := e.list(e.partPrefix("events", testDay.AddDays(-1))); len(objs) != 0 {
+		t.Errorf("the refused run wrote into its partition: %v", objs)
 	}
 }
