@@ -32,7 +32,8 @@ import (
 // retry, make invoke-sweeper (the sweeper's bootstrap under the runtime
 // emulator), status, make local-drain (local drain), make invoke-exporter
 // (the sample local up wrote: a manual re-export of the local account's
-// newest closed day), history, verify, make local-down.
+// newest closed day), history, verify, make invoke-exporter on the sample
+// job of events/ (refused to the dead-letter queue), make local-down.
 func TestLocalDevCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -137,6 +138,30 @@ func TestLocalDevCommands(t *testing.T) {
 	}
 	if out := cli("verify", "--account", LocalAccountID, "--dataset", "events", "--day", day, "--env-file", env); !strings.Contains(out, "OK, generation 1") {
 		t.Errorf("verify: %s", out)
+	}
+
+	// make invoke-exporter EVENT=events/exporter-job.json: the sample job's
+	// claim token was never issued, so the exporter refuses it to the
+	// dead-letter queue with the reason (the day has no row, or a row
+	// whose claims never had that token), and reports the message done.
+	out = dev("local", "invoke", "ExporterFunction", "--dir", dir, "--event", filepath.Join("..", "..", "events", "exporter-job.json"))
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Failures) != 0 {
+		t.Errorf("sample job response %q (%v)", out, err)
+	}
+	dlq, err := sqs.NewFromConfig(cfg).ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(vars["ExporterFunction"]["JOBS_DLQ_URL"]),
+		MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := regexp.MustCompile(`^request rejected: job for ` + LocalAccountID + `/events/2026-11-27: (the ledger has no row for this partition|claim_token "9d6f0c2b7e4a1358c0ffee42deadbeef" was never issued)`)
+	var reasons []string
+	for _, m := range dlq.Messages {
+		if a, ok := m.MessageAttributes["daybook_error"]; ok && strings.Contains(aws.ToString(m.Body), "9d6f0c2b7e4a1358c0ffee42deadbeef") {
+			reasons = append(reasons, aws.ToString(a.StringValue))
+		}
+	}
+	if len(reasons) != 1 || !refused.MatchString(reasons[0]) {
+		t.Errorf("the sample job in the dead-letter queue: reasons %q, want one matching %s", reasons, refused)
 	}
 
 	// A drain whose exports fail says so and exits 1. The exporter records

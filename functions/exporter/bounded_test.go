@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/bucket"
+	"github.com/daybook-dev/daybook/shared/bucketdocs"
 	"github.com/daybook-dev/daybook/shared/jobs"
 	"github.com/daybook-dev/daybook/shared/layout"
 	"github.com/daybook-dev/daybook/shared/ledger"
@@ -145,5 +146,34 @@ func TestBeginGenerationLead(t *testing.T) {
 				t.Errorf("noted %v, want %v", rec.noted, tc.noted)
 			}
 		})
+	}
+}
+
+// TestDeliveredSchemaReadIsBounded: before each export the exporter reads
+// back the dataset's _schemas document from the tenant's bucket (the only
+// bucket document it reads; the README is HEADed), with
+// bucketdocs.MaxSchemaBytes: a planted one past it (valid JSON, padded) is
+// read no further, and is not daybook's: the warning names the document
+// and the limit, the export goes on (the ledger's record of the delivered
+// schema still binds), and its commit puts the document back.
+func TestDeliveredSchemaReadIsBounded(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.insert("events", genRows("events", testDay, 3)...)
+	e.insert("events", genRows("events", testDay.AddDays(-1), 3)...)
+	if r := e.export("events", testDay); r.State != ledger.StateCompleted {
+		t.Fatalf("first export: %+v", r)
+	}
+	key := layout.SchemaKey(e.prefix, "events")
+	doc := e.get(key)
+	planted := append(bytes.Clone(doc), bytes.Repeat([]byte(" "), bucketdocs.MaxSchemaBytes)...)
+	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(planted)}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.export("events", testDay.AddDays(-1)); r.State != ledger.StateCompleted {
+		t.Fatalf("export under an oversized schema document: %+v", r)
+	}
+	contains(t, "the function's log", e.out.String(), "the delivered schema in the bucket does not read", "s3://"+e.acct.Destination.Bucket+"/"+key, fmt.Sprint(bucketdocs.MaxSchemaBytes))
+	if got := e.get(key); !bytes.Equal(got, doc) {
+		t.Errorf("the commit did not put the schema document back: %d bytes, want %d", len(got), len(doc))
 	}
 }

@@ -14,8 +14,10 @@
 // A job and a manual request reach the same ledger row and claim.
 //
 // It also owns the one check of a manual request against its account
-// ([CheckRequest], check.go), shared by the exporter, for messages, and by
-// the CLI, for `daybook reexport` and `daybook retry`, and the one way
+// ([CheckRequest], check.go), shared by the exporter, for messages, and,
+// through shared/ops, by the CLI, for `daybook reexport`, `daybook retry`
+// and `daybook dlq clean`, and by the console, for its re-export and retry
+// actions, and the one way
 // messages are sent ([Queue], send.go): batches of ten, and what became of
 // each message.
 package jobs

@@ -21,7 +21,9 @@
 //	    reason, requested_by, rerun_requested, reexport_requested_at/_by, reexports_served,
 //	    updated_at,
 //	    fingerprint, fingerprint_at, restated_from, restated_rows, seed_epoch, slice_planned;
-//	    due_account, due_key while due or stopped; fleet_shard, fleet_key while stopped;
+//	    due_account, due_key while due or stopped; fleet_shard, fleet_key while stopped
+//	    (X#<nn>), and after a transition as its own stale mark (Z#<nn>) until a sweep
+//	    refreshes the account's summary (kernel.go);
 //	    restate_account, restate_key while its late-data check is scheduled (restate.go)
 //	history item:  pk=H#<account>#<dataset>#<day>  sk=<started_at>#<attempt>#<generation>
 //	    account_id, dataset, day, attempt, outcome, reason, claimed_at, started_at,
@@ -119,7 +121,10 @@
 //
 // # States and transitions
 //
-// Every transition is one conditional write:
+// Every transition is one conditional write of the row ([Partitions.Claim]
+// puts its claim token's item first, token.go; a transition that stops a
+// partition writes its account's stale mark too, and its event,
+// stoptransition.go):
 //
 //	Materialize     (absent)                          -> pending     attribute_not_exists(pk)
 //	Claim           queued | pending | failed-and-due

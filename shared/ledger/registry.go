@@ -34,7 +34,7 @@ var kinds = []itemKind{
 		record: watermarkRecord{}, writers: "sweeper (AdvanceWatermark); cmd/daybook account delete --purge removes it"},
 	{name: "partition row", prefix: pkPartPrefix, pk: "P#<account>#<dataset>", sk: "YYYY-MM-DD",
 		record: rowRecord{},
-		due:    "<account> (while due or stopped)", fleet: fleetStopped + "<nn> (while stopped)", restate: restateShardPrefix + "<nn> (while its late-data check is scheduled)",
+		due:    "<account> (while due or stopped)", fleet: fleetStopped + "<nn> (while stopped), " + fleetStale + "<nn> (its own stale mark, after a transition until a sweep refreshes the account's summary)", restate: restateShardPrefix + "<nn> (while its late-data check is scheduled)",
 		writers: "sweeper (Materialize, Claim, Release), exporter (ClaimManual, Start, Complete, Fail, restatements, reseeds), cmd/daybook and console (Requeue, re-export requests, table repair)"},
 	{name: "history item", prefix: pkHistoryPrefix, pk: "H#<account>#<dataset>#<day>", sk: "<started_at>#<attempt>#<generation>",
 		record: attemptRecord{}, writers: "exporter (after Complete, Fail), sweeper (a Claim taking over a dead started claim)"},
@@ -66,7 +66,7 @@ var kinds = []itemKind{
 		record: summaryRecord{}, fleet: fleetName + "<nn>", writers: "as the fleet summary"},
 	{name: "stale mark", prefix: pkSummaryPrefix + "/" + skSummaryStale, pk: "FS#<account>", sk: "STALE",
 		attrs: []string{attrAccountID, AttrFleetShard, AttrFleetKey}, fleet: fleetStale + "<nn>",
-		writers: "every transition's writer (sweeper, exporter, cmd/daybook, console); sweeper (RefreshMarked) removes it"},
+		writers: "account writes (cmd/daybook, console), writes of many rows (sweeper Materialize; cmd/daybook and console Requeue, re-export requests), transitions that stop a partition (sweeper, exporter); sweeper (RefreshMarked) removes it"},
 	{name: "delivered schema", prefix: pkSchemas, pk: "SCHEMAS", sk: "<dataset>#<contract>",
 		record: schemaRecord{}, writers: "exporter (RecordSchema, after a commit)"},
 }

@@ -387,3 +387,47 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 		})
 	}
 }
+
+// TestManualClaimWakeFailureIsDropped: a manual claim runs at once, and
+// its wake (at the claim's lease end) only lets a sweep take over a run
+// that dies; when that wake cannot be written the claim still holds and
+// is returned, and the failure is dropped: neither logged nor counted
+// (WakeFailures), the wake time left as it was.
+func TestManualClaimWakeFailureIsDropped(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock(t0)
+	base, _ := newTestLedger(t, clk)
+	var rep reported
+	cfg := base.Config()
+	cfg.Report = rep.reporter()
+	l, err := New(failingWake{base.db}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := putTestAccount(t, base, "manual wake")
+	w, ok := woken(t, base, a.ID, clk.Now())
+	if !ok {
+		t.Fatal("setup: a new account is not woken")
+	}
+	later := clk.Now().Add(24 * time.Hour)
+	if applied, err := base.Schedule().SetNextWake(ctx, w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
+		t.Fatalf("setup: SetNextWake = %v %v", applied, err)
+	}
+	key := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
+	c, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{By: "cli:ops"})
+	if err != nil {
+		t.Fatalf("ClaimManual = %v, want the claim: the wake is not the claim's", err)
+	}
+	if r, err := base.Partitions().Get(ctx, key); err != nil || r.State != StateRunning || r.ClaimToken != c.Token {
+		t.Fatalf("row %s (token %q) %v, want running under the claim's token", r.State, r.ClaimToken, err)
+	}
+	if w := rep.warnings(t); len(w) != 0 {
+		t.Errorf("warnings %v, want none", w)
+	}
+	if n := rep.counted(t, "WakeFailures"); n != 0 {
+		t.Errorf("WakeFailures counted %v, want 0", n)
+	}
+	if at, _ := wakeOf(t, base, a.ID); !at.Equal(later) {
+		t.Errorf("wake time %s, want it left at %s", at, later)
+	}
+}

@@ -7,8 +7,10 @@
 // the two can never disagree.
 //
 // Every script that loads into a native table replaces the day (Q2):
-// delete-then-insert inside one transaction (Snowflake, Redshift, DuckDB) or an
-// overwrite of the day's partition (BigQuery). Running a script twice, or the
+// delete-then-insert inside one transaction (Snowflake, Redshift, DuckDB,
+// Fabric), a delete then a COPY INTO that Databricks commits each on its own
+// (a script stopped between them is run again), or an overwrite of the day's
+// partition (BigQuery). Running a script twice, or the
 // scripts of two generations in turn, leaves each row of the day exactly once.
 // Athena/Trino reads the files in place through an external table, so there is
 // nothing to replace: the exporter deleting stale parts (E3) is what keeps

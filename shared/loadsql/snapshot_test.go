@@ -81,8 +81,9 @@ func TestSnapshotLoadKeepsTheNewestDay(t *testing.T) {
 
 // TestSnapshotScriptsEveryEngine: every engine's script for a snapshot
 // keeps only the newest day: the native-table engines delete the older
-// days inside the load's transaction, Athena (files in place) gets a view
-// of the newest registered day. An incremental dataset's scripts have
+// days after the load (inside its transaction, but for BigQuery and
+// Databricks, which commit each statement on its own), Athena (files in
+// place) gets a view of the newest registered day. An incremental dataset's scripts have
 // neither.
 func TestSnapshotScriptsEveryEngine(t *testing.T) {
 	ds := snapshotDataset(t)

@@ -1,4 +1,5 @@
-// Package logging builds the JSON slog logger both functions use. Lines use
+// Package logging builds the JSON slog logger the three functions use
+// (sweeper, exporter, console). Lines use
 // the field names of Lambda's JSON log format — timestamp, level, message,
 // requestId — so Lambda's application log-level filtering
 // (LoggingConfig.ApplicationLogLevel) and CloudWatch Logs Insights read them

@@ -2,6 +2,10 @@
 // and the `_SUCCESS` commit marker that names it. The manifest is what a
 // reader trusts: whenever `_SUCCESS` exists, the data files under the
 // partition are exactly the ones listed here, with these sizes and checksums.
+// It also owns the per-day delivery manifest (`_manifests/dt=<day>/manifest.json`,
+// delivery.go), the codes and sentences of why a dataset is missing from it
+// (reasons.go), the restatement note both manifests carry (restate.go) and
+// the checks a manifest read back from a bucket must pass (check.go).
 package manifest
 
 import (
