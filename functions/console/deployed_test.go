@@ -66,7 +66,7 @@ type storeAccess struct {
 // deployedConsoleWith is deployedConsole reaching GCS and Azure with s.
 func deployedConsoleWith(t *testing.T, now time.Time, s storeAccess) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
-	return deployedStage(t, now, actionsStage, actionsParams, "true", s)
+	return deployedStage(t, now, stageSpec{actionsStage, actionsParams, "true"}, s)
 }
 
 // The stage of the stack with the console deployed read-only (as
@@ -80,14 +80,24 @@ var readOnlyParams = map[string]string{"DeployConsole": "true"} // ConsoleAction
 // the read-only mode from the function's CONSOLE_ACTIONS, as main does.
 func deployedReadOnlyConsole(t *testing.T, now time.Time) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
-	return deployedStage(t, now, readOnlyStage, readOnlyParams, "false", storeAccess{})
+	return deployedStage(t, now, stageSpec{readOnlyStage, readOnlyParams, "false"}, storeAccess{})
+}
+
+// stageSpec is a deployed stage of the console tests: its name, its
+// template parameters and the CONSOLE_ACTIONS its ConsoleFunction must
+// have.
+type stageSpec struct {
+	name    string
+	params  map[string]string
+	actions string
 }
 
 // deployedStage is the console function as main builds it from the
-// environment of stage's deployed ConsoleFunction (whose CONSOLE_ACTIONS
-// must be actions), its calls checked against that stage's console role.
-func deployedStage(t *testing.T, now time.Time, stage string, params map[string]string, actions string, s storeAccess) (*lambdaConsole, aws.Config, map[string]string) {
+// environment of st's deployed ConsoleFunction (whose CONSOLE_ACTIONS
+// must be st.actions), its calls checked against that stage's console role.
+func deployedStage(t *testing.T, now time.Time, st stageSpec, s storeAccess) (*lambdaConsole, aws.Config, map[string]string) {
 	t.Helper()
+	stage, params, actions := st.name, st.params, st.actions
 	tokens, sts, allowed := s.tokens, s.sts, s.allowed
 	cfg, outs := samstacktest.StackWith(t, srv, stage, params)
 	vars := samstacktest.FunctionEnv(t, srv, stage, "ConsoleFunction")

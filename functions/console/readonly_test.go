@@ -22,8 +22,9 @@ import (
 // of rows (one failed for good, nine waiting) and no fleet summary: an
 // account not changed since before summaries existed, as every account is
 // right after the upgrade, before `daybook fleet rebuild`.
-func accountWithoutSummary(t *testing.T, cfg aws.Config, table, stage, id string, now time.Time) {
+func accountWithoutSummary(t *testing.T, st stackTable, stage, id string, now time.Time) {
 	t.Helper()
+	cfg, table := st.cfg, st.table
 	ctx := context.Background()
 	led, err := ledger.New(dynamodb.NewFromConfig(cfg), ledger.Config{Catalog: datasettest.Example(t), Table: table, Lease: time.Hour, MaxAttempts: 1,
 		Stage: stage, Now: func() time.Time { return now }})
@@ -52,6 +53,12 @@ func accountWithoutSummary(t *testing.T, cfg aws.Config, table, stage, id string
 	if stored := summaryItem(t, cfg, table, id); stored != nil {
 		t.Fatalf("the account has a summary before the search: %v", stored)
 	}
+}
+
+// stackTable is a deployed stage's AWS config and ledger table.
+type stackTable struct {
+	cfg   aws.Config
+	table string
 }
 
 // summaryItem is the account's stored fleet summary item, nil if none.
@@ -87,7 +94,7 @@ func TestDeployedReadOnlyConsoleSearchesAccountWithoutSummary(t *testing.T) {
 	c, cfg, outs := deployedReadOnlyConsole(t, now)
 	const id = "acct_consolereadonlya"
 	table := outs["LedgerTableName"]
-	accountWithoutSummary(t, cfg, table, readOnlyStage, id, now)
+	accountWithoutSummary(t, stackTable{cfg, table}, readOnlyStage, id, now)
 	for range 2 {
 		searchShowsCounts(t, c, id)
 		if stored := summaryItem(t, cfg, table, id); stored != nil {
@@ -105,7 +112,7 @@ func TestDeployedConsoleActionsStoresBuiltSummary(t *testing.T) {
 	c, cfg, outs := deployedConsole(t, now)
 	const id = "acct_consoleactsummar"
 	table := outs["LedgerTableName"]
-	accountWithoutSummary(t, cfg, table, actionsStage, id, now)
+	accountWithoutSummary(t, stackTable{cfg, table}, actionsStage, id, now)
 	searchShowsCounts(t, c, id)
 	if stored := summaryItem(t, cfg, table, id); stored == nil {
 		t.Error("the console with actions did not store the summary it built")
