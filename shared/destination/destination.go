@@ -284,7 +284,7 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		}
 		checks = append(checks, c)
 	}
-	run("write a small object", "s3:PutObject", "", func() error {
+	run("write a small object", writePermissions(attrs), "", func() error {
 		in := &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader([]byte("daybook connection test\n")), ExpectedBucketOwner: ob,
 			ServerSideEncryption: attrs.ServerSideEncryption, ACL: attrs.ACL}
 		if attrs.KMSKeyID != "" {
@@ -304,11 +304,14 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		}
 		return out.Body.Close()
 	})
-	run("start and abort a multipart upload", "s3:AbortMultipartUpload", "", func() error {
+	run("start and abort a multipart upload", writePermissions(attrs)+", s3:AbortMultipartUpload", "", func() error {
 		in := &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String(key + ".mpu"), ExpectedBucketOwner: ob,
 			ServerSideEncryption: attrs.ServerSideEncryption, ACL: attrs.ACL}
 		if attrs.KMSKeyID != "" {
 			in.SSEKMSKeyId, in.BucketKeyEnabled = aws.String(attrs.KMSKeyID), aws.Bool(true)
+		}
+		if attrs.Tagging != "" {
+			in.Tagging = aws.String(attrs.Tagging)
 		}
 		out, err := api.CreateMultipartUpload(ctx, in)
 		if err != nil {
@@ -340,6 +343,20 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 		return checks, fmt.Errorf("destination s3://%s/%s is missing %s", bucket, prefix, strings.Join(failed, ", "))
 	}
 	return checks, nil
+}
+
+// writePermissions is what a write of an object carrying attrs needs, as
+// a step names it: S3 authorizes the object's tags and its ACL as actions
+// of their own, so a role missing one is told that one.
+func writePermissions(attrs upload.S3Attributes) string {
+	p := []string{"s3:PutObject"}
+	if attrs.Tagging != "" {
+		p = append(p, "s3:PutObjectTagging")
+	}
+	if attrs.ACL != "" {
+		p = append(p, "s3:PutObjectAcl")
+	}
+	return strings.Join(p, ", ")
 }
 
 // ConditionalWriteStep is the step CheckConditionalWrite reports.

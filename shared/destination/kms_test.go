@@ -79,3 +79,56 @@ func TestCheckConnectionNamesAKMSDenial(t *testing.T) {
 		t.Errorf("the listing failed: %+v", checks)
 	}
 }
+
+// TestCheckConnectionNamesTheTaggingPermission: a destination with tags
+// writes every object with them, which S3 authorizes as
+// s3:PutObjectTagging; a role without it (a proxy in front of moto
+// refusing every tagged write, as S3 does) fails the write and the
+// multipart steps, each naming the tagging permission (the read of the
+// object not written fails with them), while the listings and the delete
+// pass.
+func TestCheckConnectionNamesTheTaggingPermission(t *testing.T) {
+	cfg, err := srv.Config(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := awsclient.NewS3(cfg).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("dest-tags-test")}); err != nil {
+		t.Fatal(err)
+	}
+	moto, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(moto)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Amz-Tagging") != "" {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>not authorized to perform: s3:PutObjectTagging</Message></Error>`))
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	cfg.BaseEndpoint = aws.String(proxy.URL)
+	d := account.Destination{Bucket: "dest-tags-test", Tags: map[string]string{"retention": "7y"}}
+	checks, err := destination.CheckConnection(t.Context(), awsclient.NewS3(cfg), d.Bucket, "daybook/acct_a", "",
+		destination.S3Attributes(d, "444455556666"), time.Unix(1, 0))
+	if err == nil || !strings.Contains(err.Error(), "s3:PutObjectTagging") {
+		t.Fatalf("the connection test with tagging refused: %v", err)
+	}
+	steps := map[string]destination.Check{}
+	for _, c := range checks {
+		steps[c.Step] = c
+	}
+	for _, step := range []string{"write a small object", "start and abort a multipart upload"} {
+		if c := steps[step]; c.OK || !strings.Contains(c.Problem, "the role needs s3:PutObject, s3:PutObjectTagging") {
+			t.Errorf("%s: %+v, want it refused naming the tagging permission", step, c)
+		}
+	}
+	for _, step := range []string{"list the prefix", "list incomplete multipart uploads under the prefix", "delete the test object"} {
+		if !steps[step].OK {
+			t.Errorf("%s failed: %+v", step, steps[step])
+		}
+	}
+}

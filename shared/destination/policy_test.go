@@ -288,7 +288,7 @@ func checkPermissions(t *testing.T) []string {
 	}
 	var out []string
 	for _, c := range checks {
-		out = append(out, c.Permission)
+		out = append(out, strings.Split(c.Permission, ", ")...)
 	}
 	return out
 }

@@ -51,7 +51,7 @@ var kinds = []itemKind{
 	{name: "slice", prefix: pkSlicePrefix + "/" + skSlicePrefix, pk: "SL#<account>#<dataset>#<day>", sk: "S#<nnnn>",
 		record: sliceRecord{}, writers: "exporter (PlanSlices, StartSlice, CompleteSlice, FailSlice)"},
 	{name: "issued token", prefix: pkTokenPrefix, pk: "T#<account>#<dataset>#<day>", sk: "<token>",
-		record: tokenRecord{}, writers: "sweeper (Claim), exporter (ClaimManual, PlanSlices)"},
+		record: tokenRecord{}, writers: "sweeper (Claim), exporter (PlanSlices, under a claim or a manual claim)"},
 	{name: "isolation guard", prefix: pkGuards, pk: "GUARDS", sk: "<guard key>",
 		record: guardRecord{}, writers: "cmd/daybook (account put, delete, fleet repair: EnsureGuards)"},
 	{name: "account change", prefix: pkEventPrefix, pk: "AE#<account>", sk: "<at>#<version>",
