@@ -23,17 +23,16 @@ import (
 const kmsDenied = `<?xml version="1.0" encoding="UTF-8"?>
 <Error><Code>AccessDenied</Code><Message>User: arn:aws:sts::444455556666:assumed-role/daybook-export-acme/daybook-acct_a is not authorized to perform: kms:GenerateDataKey on resource: arn:aws:kms:us-east-1:444455556666:key/1234abcd-12ab-34cd-56ef-1234567890ab because no identity-based policy allows the kms:GenerateDataKey action</Message><RequestId>4442587FB7D0A2F9</RequestId><HostId>daybook-test</HostId></Error>`
 
-// TestCheckConnectionNamesAKMSDenial: account test writes with the
-// destination's KMS key; a store that refuses the key (a proxy in front of
-// moto answering every object write and read as S3 does when the role may
-// not use the key) fails the write, read and multipart steps naming the key
-// and the two permissions in words, while the listings pass.
-func TestCheckConnectionNamesAKMSDenial(t *testing.T) {
+// refusing is a config whose S3 calls reach moto through a proxy that
+// answers each request refuse picks with 403 denied (S3's XML error), as
+// S3 answers a role missing a permission; bucket is created first.
+func refusing(t *testing.T, bucket string, refuse func(*http.Request) bool, denied string) aws.Config {
+	t.Helper()
 	cfg, err := srv.Config(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := awsclient.NewS3(cfg).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("dest-kms-test")}); err != nil {
+	if _, err := awsclient.NewS3(cfg).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatal(err)
 	}
 	moto, err := url.Parse(srv.URL)
@@ -42,17 +41,29 @@ func TestCheckConnectionNamesAKMSDenial(t *testing.T) {
 	}
 	forward := httputil.NewSingleHostReverseProxy(moto)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		object := strings.Count(strings.Trim(r.URL.Path, "/"), "/") > 0
-		if object && (r.Method == http.MethodPut || r.Method == http.MethodPost && r.URL.Query().Has("uploads") || r.Method == http.MethodGet) {
+		if refuse(r) {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(kmsDenied))
+			_, _ = w.Write([]byte(denied))
 			return
 		}
 		forward.ServeHTTP(w, r)
 	}))
-	defer proxy.Close()
+	t.Cleanup(proxy.Close)
 	cfg.BaseEndpoint = aws.String(proxy.URL)
+	return cfg
+}
+
+// TestCheckConnectionNamesAKMSDenial: account test writes with the
+// destination's KMS key; a store that refuses the key (a proxy in front of
+// moto answering every object write and read as S3 does when the role may
+// not use the key) fails the write, read and multipart steps naming the key
+// and the two permissions in words, while the listings pass.
+func TestCheckConnectionNamesAKMSDenial(t *testing.T) {
+	cfg := refusing(t, "dest-kms-test", func(r *http.Request) bool {
+		object := strings.Count(strings.Trim(r.URL.Path, "/"), "/") > 0
+		return object && (r.Method == http.MethodPut || r.Method == http.MethodPost && r.URL.Query().Has("uploads") || r.Method == http.MethodGet)
+	}, kmsDenied)
 	const key = "arn:aws:kms:us-east-1:444455556666:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 	d := account.Destination{Bucket: "dest-kms-test", Encryption: &account.Encryption{KMSKey: key}}
 	checks, err := destination.CheckConnection(t.Context(), awsclient.NewS3(cfg), d.Bucket, "daybook/acct_a", "",
@@ -88,29 +99,8 @@ func TestCheckConnectionNamesAKMSDenial(t *testing.T) {
 // object not written fails with them), while the listings and the delete
 // pass.
 func TestCheckConnectionNamesTheTaggingPermission(t *testing.T) {
-	cfg, err := srv.Config(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := awsclient.NewS3(cfg).CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("dest-tags-test")}); err != nil {
-		t.Fatal(err)
-	}
-	moto, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forward := httputil.NewSingleHostReverseProxy(moto)
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Amz-Tagging") != "" {
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>not authorized to perform: s3:PutObjectTagging</Message></Error>`))
-			return
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	defer proxy.Close()
-	cfg.BaseEndpoint = aws.String(proxy.URL)
+	cfg := refusing(t, "dest-tags-test", func(r *http.Request) bool { return r.Header.Get("X-Amz-Tagging") != "" },
+		`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>not authorized to perform: s3:PutObjectTagging</Message></Error>`)
 	d := account.Destination{Bucket: "dest-tags-test", Tags: map[string]string{"retention": "7y"}}
 	checks, err := destination.CheckConnection(t.Context(), awsclient.NewS3(cfg), d.Bucket, "daybook/acct_a", "",
 		destination.S3Attributes(d, "444455556666"), time.Unix(1, 0))
