@@ -249,11 +249,13 @@ func (a *app) resolveEnvFile(ctx context.Context, file string) (*deployment, err
 	if err != nil {
 		return nil, err
 	}
+	desc := "the deployment in " + file + where(cfg.Region, a.target.profile)
 	if id := vars["AWS_ACCESS_KEY_ID"]; id != "" {
 		cfg.Credentials = credentials.NewStaticCredentialsProvider(id, vars["AWS_SECRET_ACCESS_KEY"], vars["AWS_SESSION_TOKEN"])
+	} else if err := haveCredentials(ctx, cfg, "for "+desc); err != nil {
+		return nil, err
 	}
 	endpoint := vars["AWS_ENDPOINT_URL"]
-	desc := "the deployment in " + file + where(cfg.Region, a.target.profile)
 	if endpoint != "" {
 		cfg.BaseEndpoint = aws.String(endpoint)
 		desc = "the local stack in " + file + " (endpoint " + endpoint + ")"
