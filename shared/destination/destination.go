@@ -345,10 +345,12 @@ func CheckConnection(ctx context.Context, api TestAPI, bucket, prefix, owner str
 	return checks, nil
 }
 
-// writePermissions is what a write of an object carrying attrs needs, as
-// a step names it: S3 authorizes the object's tags and its ACL as actions
-// of their own, so a role missing one is told that one.
-func writePermissions(attrs upload.S3Attributes) string {
+// WriteActions are the IAM actions a PutObject or CreateMultipartUpload
+// of an object written with attrs needs: s3:PutObject, and, as S3's API
+// reference says of PutObject, s3:PutObjectTagging for its tags and
+// s3:PutObjectAcl for its ACL. The account test names them and PolicyFor
+// grants them.
+func WriteActions(attrs upload.S3Attributes) []string {
 	p := []string{"s3:PutObject"}
 	if attrs.Tagging != "" {
 		p = append(p, "s3:PutObjectTagging")
@@ -356,7 +358,12 @@ func writePermissions(attrs upload.S3Attributes) string {
 	if attrs.ACL != "" {
 		p = append(p, "s3:PutObjectAcl")
 	}
-	return strings.Join(p, ", ")
+	return p
+}
+
+// writePermissions is WriteActions as a step names them.
+func writePermissions(attrs upload.S3Attributes) string {
+	return strings.Join(WriteActions(attrs), ", ")
 }
 
 // ConditionalWriteStep is the step CheckConditionalWrite reports.

@@ -95,20 +95,10 @@ func PolicyFor(d account.Destination, g CustomerGrant) (CustomerPolicies, error)
 		Condition: map[string]map[string]any{"StringEquals": {"sts:ExternalId": d.ExternalID}},
 	}}}
 	// Every PutObject and CreateMultipartUpload of the role carries d's
-	// attributes, and IAM authorizes the tags (x-amz-tagging) as
-	// s3:PutObjectTagging and the ACL (x-amz-acl) as s3:PutObjectAcl besides
-	// s3:PutObject. What the role sends does not depend on the deployment's
-	// account (the writer is the role's account, the owner
+	// attributes (WriteActions). What the role sends does not depend on the
+	// deployment's account (the writer is the role's account, the owner
 	// expected_bucket_owner or the role's account), so none is passed.
-	attrs := S3Attributes(d, "")
-	objects := []string{"s3:PutObject"}
-	if attrs.Tagging != "" {
-		objects = append(objects, "s3:PutObjectTagging")
-	}
-	if attrs.ACL != "" {
-		objects = append(objects, "s3:PutObjectAcl")
-	}
-	objects = append(objects, "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
+	objects := append(WriteActions(S3Attributes(d, "")), "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
 	perms := PolicyDocument{Version: "2012-10-17", Statement: []PolicyStatement{
 		{
 			Sid: "DaybookObjects", Effect: "Allow",
