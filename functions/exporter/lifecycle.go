@@ -109,8 +109,8 @@ func (rec *recorder) reseedAtRest(ctx context.Context, row ledger.Row, log *slog
 	if err != nil || !ok || seed.Epoch != row.SeedEpoch || !seed.Running() {
 		return err
 	}
-	if slices.Contains(seed.Done, row.Day) && !seed.Complete() {
-		return nil
+	if slices.Contains(seed.Done, row.Day) {
+		return rec.queueSeedDone(ctx, row.Key, seed, log) // counted: only its completion may be missing
 	}
 	return rec.countSeedDay(ctx, row.Key, row.SeedEpoch, log)
 }
@@ -127,6 +127,12 @@ func (rec *recorder) countSeedDay(ctx context.Context, key partition.Key, epoch 
 		log.ErrorContext(ctx, "reseed progress not recorded; SQS will send the message again to count the day", "seed_epoch", epoch, "error", err.Error())
 		return fmt.Errorf("count %s for reseed epoch %d: %w", key, epoch, err)
 	}
+	return rec.queueSeedDone(ctx, key, seed, log)
+}
+
+// queueSeedDone queues the completion of seed, of key's dataset, once
+// every day of it is counted; before that it does nothing.
+func (rec *recorder) queueSeedDone(ctx context.Context, key partition.Key, seed ledger.Seed, log *slog.Logger) error {
 	if !seed.Complete() {
 		return nil
 	}
