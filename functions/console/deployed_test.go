@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"net/url"
 	"regexp"
@@ -210,16 +209,7 @@ func TestDeployedConsoleActions(t *testing.T) {
 	if _, err := led.Schedule().Materialize(ctx, direct.ID, "events", day, day); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := led.Partitions().Claim(ctx, key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := led.Partitions().Start(ctx, key, cl.Token); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := led.Partitions().Fail(ctx, key, cl.Token, errors.New("source_unavailable: down")); err != nil || !r.Stopped {
-		t.Fatalf("the failed day: %+v %v", r, err)
-	}
+	stopDay(t, led, key)
 
 	if res := c.do("GET", "/", "", ""); res.StatusCode != 200 || !strings.Contains(res.Body, "Direct Co") {
 		t.Fatalf("fleet page: %d\n%s", res.StatusCode, res.Body)

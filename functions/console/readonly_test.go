@@ -39,7 +39,17 @@ func accountWithoutSummary(t *testing.T, st stackTable, stage, id string, now ti
 	if _, err := led.Schedule().Materialize(ctx, id, "events", civil.MustParse("2026-11-10"), civil.MustParse("2026-11-19")); err != nil {
 		t.Fatal(err)
 	}
-	key := partition.Key{AccountID: id, Dataset: "events", Day: civil.MustParse("2026-11-15")}
+	stopDay(t, led, partition.Key{AccountID: id, Dataset: "events", Day: civil.MustParse("2026-11-15")})
+	if stored := summaryItem(t, cfg, table, id); stored != nil {
+		t.Fatalf("the account has a summary before the search: %v", stored)
+	}
+}
+
+// stopDay claims, starts and fails key's materialized row on a ledger of
+// one attempt: it stops, failed for good.
+func stopDay(t *testing.T, led *ledger.Ledger, key partition.Key) {
+	t.Helper()
+	ctx := context.Background()
 	cl, err := led.Partitions().Claim(ctx, key, "")
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +59,6 @@ func accountWithoutSummary(t *testing.T, st stackTable, stage, id string, now ti
 	}
 	if r, err := led.Partitions().Fail(ctx, key, cl.Token, errors.New("source_unavailable: down")); err != nil || !r.Stopped {
 		t.Fatalf("the failed day: %+v %v", r, err)
-	}
-	if stored := summaryItem(t, cfg, table, id); stored != nil {
-		t.Fatalf("the account has a summary before the search: %v", stored)
 	}
 }
 

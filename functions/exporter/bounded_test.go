@@ -166,9 +166,7 @@ func TestDeliveredSchemaReadIsBounded(t *testing.T) {
 	key := layout.SchemaKey(e.prefix, "events")
 	doc := e.get(key)
 	planted := append(bytes.Clone(doc), bytes.Repeat([]byte(" "), bucketdocs.MaxSchemaBytes)...)
-	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(planted)}); err != nil {
-		t.Fatal(err)
-	}
+	e.putObject(key, planted)
 	if r := e.export("events", testDay.AddDays(-1)); r.State != ledger.StateCompleted {
 		t.Fatalf("export under an oversized schema document: %+v", r)
 	}

@@ -151,6 +151,22 @@ func TestExporterRefusesABrokenContract(t *testing.T) {
 	}
 }
 
+// eventsDelivered is an env of events and profiles, three days of rows
+// each, whose first export (events, testDay) wrote the account's bucket
+// documents: a _schemas document for each dataset.
+func eventsDelivered(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
+	for d := range 3 {
+		e.insert("events", genRows("events", testDay.AddDays(-d), 3)...)
+		e.insert("profiles", genRows("profiles", testDay.AddDays(-d), 3)...)
+	}
+	if row := e.export("events", testDay); row.State != ledger.StateCompleted {
+		t.Fatalf("first export: %+v", row)
+	}
+	return e
+}
+
 // TestNeverDeliveredDatasetMayChange: the bucket's _schemas document binds
 // a dataset only once a generation of it was committed for the account.
 // The account's first commit (of events) writes a document for every
@@ -164,14 +180,7 @@ func TestExporterRefusesABrokenContract(t *testing.T) {
 // retype of events through, and a document planted to agree with a retype
 // does not either: the ledger's record of the delivered schema stands.
 func TestNeverDeliveredDatasetMayChange(t *testing.T) {
-	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
-	for d := range 3 {
-		e.insert("events", genRows("events", testDay.AddDays(-d), 3)...)
-		e.insert("profiles", genRows("profiles", testDay.AddDays(-d), 3)...)
-	}
-	if row := e.export("events", testDay); row.State != ledger.StateCompleted {
-		t.Fatalf("first export: %+v", row)
-	}
+	e := eventsDelivered(t)
 	profilesDoc := layout.SchemaKey(e.prefix, "profiles")
 	if doc := string(e.get(profilesDoc)); !strings.Contains(doc, `"type": "int64"`) {
 		t.Fatalf("the first commit wrote no profiles document with event_count int64:\n%s", doc)
@@ -207,9 +216,7 @@ func TestNeverDeliveredDatasetMayChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &profilesDoc, Body: bytes.NewReader(planted)}); err != nil {
-		t.Fatal(err)
-	}
+	e.putObject(profilesDoc, planted)
 	e.clk.Set(row.NextAttemptAt)
 	row = e.retry("profiles", testDay.AddDays(-1))
 	if row.State != ledger.StateFailed {
@@ -243,27 +250,14 @@ func TestNeverDeliveredDatasetMayChange(t *testing.T) {
 // ledger's record: a retype is still refused under an unreadable
 // document.
 func TestUnreadableSchemaDocument(t *testing.T) {
-	e := newEnv(t, envOpts{datasets: []string{"events", "profiles"}})
-	for d := range 3 {
-		e.insert("events", genRows("events", testDay.AddDays(-d), 3)...)
-		e.insert("profiles", genRows("profiles", testDay.AddDays(-d), 3)...)
-	}
-	if row := e.export("events", testDay); row.State != ledger.StateCompleted {
-		t.Fatalf("first export: %+v", row)
-	}
-	plant := func(key string, body []byte) {
-		t.Helper()
-		if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(body)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e := eventsDelivered(t)
 	profilesDoc, eventsDoc := layout.SchemaKey(e.prefix, "profiles"), layout.SchemaKey(e.prefix, "events")
 	for i, body := range [][]byte{
 		[]byte("{}"),
 		[]byte("not json"),
 		bytes.Repeat([]byte(" "), bucketdocs.MaxSchemaBytes+1),
 	} {
-		plant(profilesDoc, body)
+		e.putObject(profilesDoc, body)
 		day := testDay.AddDays(-i)
 		if row := e.export("profiles", day); row.State != ledger.StateCompleted {
 			t.Fatalf("profiles under a document of %d bytes that does not read: %+v", len(body), row)
@@ -274,7 +268,7 @@ func TestUnreadableSchemaDocument(t *testing.T) {
 	}
 
 	// events was delivered: its record binds under an unreadable document.
-	plant(eventsDoc, []byte("{}"))
+	e.putObject(eventsDoc, []byte("{}"))
 	e.useCatalog(func(s string) string {
 		return strings.Replace(s, `{name: value, type: "double"`, `{name: value, type: "int64"`, 1)
 	})

@@ -296,6 +296,21 @@ func (f failingWake) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 	return f.DynamoAPI.UpdateItem(ctx, in, opts...)
 }
 
+// failingWakeLedger is a test ledger (base) and the same ledger whose
+// wake updates fail (failingWake), reporting to rep.
+func failingWakeLedger(t *testing.T, clk *clock) (base, l *Ledger, rep *reported) {
+	t.Helper()
+	base, _ = newTestLedger(t, clk)
+	rep = &reported{}
+	cfg := base.Config()
+	cfg.Report = rep.reporter()
+	l, err := New(failingWake{base.db}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base, l, rep
+}
+
 // TestWakeFailureAfterARecordedTransition: when the row was written but the
 // account's wake time could not be lowered after it, the transition returns
 // nil (it happened), the failure is logged once with the account and the
@@ -304,14 +319,7 @@ func (f failingWake) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
-	base, _ := newTestLedger(t, clk)
-	var rep reported
-	cfg := base.Config()
-	cfg.Report = rep.reporter()
-	l, err := New(failingWake{base.db}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, l, rep := failingWakeLedger(t, clk)
 	claimed := func(t *testing.T, key partition.Key) Claim {
 		t.Helper()
 		if _, err := l.Schedule().Materialize(ctx, key.AccountID, key.Dataset, key.Day, key.Day); err != nil {
@@ -396,14 +404,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 func TestManualClaimWakeFailureIsDropped(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
-	base, _ := newTestLedger(t, clk)
-	var rep reported
-	cfg := base.Config()
-	cfg.Report = rep.reporter()
-	l, err := New(failingWake{base.db}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, l, rep := failingWakeLedger(t, clk)
 	a := putTestAccount(t, base, "manual wake")
 	w, ok := woken(t, base, a.ID, clk.Now())
 	if !ok {
