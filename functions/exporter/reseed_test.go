@@ -238,11 +238,13 @@ func (q *failingQueue) SendMessageBatch(ctx context.Context, in *sqs.SendMessage
 // TestReseedCompletionSentAgain: a run whose reseed state cannot be read
 // is recorded as failed, not completed without its epoch (a day so
 // recorded would never count for the reseed). The run that then rebuilds
-// the reseed's last day cannot queue the reseed's completion: its message
-// is not done, and the job SQS sends again finds the day at rest and
-// queues the completion, which finishes the reseed.
+// the reseed's last day cannot count it: its message is not done, and the
+// job SQS sends again finds the day at rest and counts it, but cannot
+// queue the reseed's completion; so it is not done either, and the job's
+// next copy finds the day counted and queues the completion, which
+// finishes the reseed.
 func TestReseedCompletionSentAgain(t *testing.T) {
-	var refuseSeeds atomic.Bool
+	var refuseSeeds, refuseCount atomic.Bool
 	e := newEnv(t, envOpts{datasets: []string{"profiles"}, aws: func(c aws.Config) aws.Config {
 		c = c.Copy()
 		c.APIOptions = append(c.APIOptions, func(st *middleware.Stack) error {
@@ -250,6 +252,11 @@ func TestReseedCompletionSentAgain(t *testing.T) {
 				if g, ok := in.Parameters.(*dynamodb.GetItemInput); ok && refuseSeeds.Load() {
 					if pk, ok := g.Key[ledger.AttrPK].(*ddbtypes.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "SEED#") {
 						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("throttled (the test refuses reseed reads)")
+					}
+				}
+				if u, ok := in.Parameters.(*dynamodb.UpdateItemInput); ok && refuseCount.Load() {
+					if pk, ok := u.Key[ledger.AttrPK].(*ddbtypes.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "SEED#") {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("throttled (the test refuses reseed counts)")
 					}
 				}
 				return next.HandleInitialize(ctx, in)
@@ -279,7 +286,7 @@ func TestReseedCompletionSentAgain(t *testing.T) {
 	}
 	refuseSeeds.Store(false)
 
-	queue.fail = true
+	refuseCount.Store(true)
 	r := e.row("profiles", day)
 	e.clk.Set(r.NextAttemptAt.Add(time.Second))
 	c, err := e.led.Partitions().Claim(e.ctx, e.key("profiles", day), partition.ReasonRetry)
@@ -288,13 +295,22 @@ func TestReseedCompletionSentAgain(t *testing.T) {
 	}
 	job := jobBody(t, c)
 	if err := e.process(job); err == nil {
-		t.Fatal("the run could not queue the reseed's completion, and its message is done: the reseed would wait for ever")
+		t.Fatal("the run could not count its day for the reseed, and its message is done: the reseed would wait for ever")
 	}
 	if r := e.row("profiles", day); r.State != ledger.StateCompleted || r.SeedEpoch != 1 {
 		t.Fatalf("the rebuilt day: %s, epoch %d", r.State, r.SeedEpoch)
 	}
+	refuseCount.Store(false)
+
+	queue.fail = true
+	if err := e.process(job); err == nil { // SQS sends the job again
+		t.Fatal("the job sent again could not queue the reseed's completion, and its message is done: the reseed would wait for ever")
+	}
+	if seed, err := e.led.Seeds().Seed(e.ctx, e.acct.ID, "profiles"); err != nil || len(seed.Done) != 1 || !seed.Running() {
+		t.Fatalf("the job sent again did not count the day at rest: %+v %v", seed, err)
+	}
 	queue.fail = false
-	if err := e.process(job); err != nil { // SQS sends the job again
+	if err := e.process(job); err != nil { // and again
 		t.Fatalf("the job sent again: %v", err)
 	}
 	sent := queue.take()
