@@ -25,7 +25,8 @@ type LedgerAPI interface {
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	// ClaimManual claims a row for a manual request, creating it if absent;
 	// ledger.ErrBusy means the row is running and a re-run was recorded,
-	// ledger.ErrServed that the request (its id) was taken before.
+	// ledger.ErrServed (a *ledger.ServedError, with the row) that the
+	// request (its id) was taken before.
 	ClaimManual(ctx context.Context, key partition.Key, req ledger.ManualRequest) (ledger.Claim, error)
 	// Start marks a claimed job as started, once: a second delivery of the
 	// same job gets ledger.ErrClaimLost.
@@ -232,11 +233,11 @@ func (s *Service) manual(ctx context.Context, m jobs.Manual, log *slog.Logger) e
 		// at rest, the manifest is rewritten from the ledger (as for a job
 		// sent again, notStarted).
 		log.InfoContext(ctx, "the re-export request was served already; nothing to do", "request_id", m.RequestID)
-		row, err := s.Ledger.Get(ctx, key)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", key, err)
+		var served *ledger.ServedError
+		if !errors.As(err, &served) {
+			return fmt.Errorf("claim %s: %w", key, err)
 		}
-		return s.recorder().deliverAtRest(ctx, *acct, row, log)
+		return s.recorder().deliverAtRest(ctx, *acct, served.Row, log)
 	}
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", key, err)

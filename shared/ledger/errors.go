@@ -77,6 +77,20 @@ func (e *LiveClaimError) Unwrap() error { return ErrConflict }
 // Ends is the lease's end: the first instant Claim takes the row over.
 func (e *LiveClaimError) Ends() time.Time { return LeaseEnd(e.LeaseUntil) }
 
+// ServedError is ClaimManual's ErrServed (errors.Is): Row is the row as
+// the refused claim found it, so a caller can act on the day (rewrite its
+// delivery manifest at rest) without reading it again.
+type ServedError struct {
+	RequestID string
+	Row       Row
+}
+
+func (e *ServedError) Error() string {
+	return fmt.Sprintf("%v: request %s for %s", ErrServed, e.RequestID, e.Row.Key)
+}
+
+func (e *ServedError) Unwrap() error { return ErrServed }
+
 // StoppedError is Claim's ErrStopped for a dead claim it retired on its
 // last attempt: Stop is the partition's stop, for the caller to publish
 // (its event was recorded with the retirement when Config.StoppedEvent is

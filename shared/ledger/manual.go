@@ -39,7 +39,8 @@ type ManualRequest struct {
 // A request with an id is served once per day: the claim or the re-run
 // adds the id to the row's served requests (reexports_served, the last
 // servedCap of them), conditional on the row not holding it already, and a
-// request whose id the row holds is ErrServed and changes nothing. SQS
+// request whose id the row holds is ErrServed (a *ServedError with the row)
+// and changes nothing. SQS
 // sends a message at least once, so a request's message can arrive twice,
 // late, after other requests took the day, and its range can be fanned out
 // twice.
@@ -97,7 +98,11 @@ func (l Partitions) ClaimManual(ctx context.Context, key partition.Key, req Manu
 			return Claim{}, err
 		}
 		if req.servedBy(old) {
-			return Claim{}, fmt.Errorf("%w: request %s for %s", ErrServed, req.ID, key)
+			row, err := readBack("manual claim", key, old)
+			if err != nil {
+				return Claim{}, err
+			}
+			return Claim{}, &ServedError{RequestID: req.ID, Row: row}
 		}
 		restart = restart || req.full(old)
 		ok, err := l.requestRerun(ctx, key, nowS, req, restart)

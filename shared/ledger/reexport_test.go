@@ -186,8 +186,13 @@ func TestManualRequestServedOnce(t *testing.T) {
 	served := func(when string) {
 		t.Helper()
 		before := get(t, l, key(day))
-		if _, err := l.Partitions().ClaimManual(ctx, key(day), req); !errors.Is(err, ErrServed) {
+		_, err := l.Partitions().ClaimManual(ctx, key(day), req)
+		if !errors.Is(err, ErrServed) {
 			t.Fatalf("%s: the same request again: %v, want ErrServed", when, err)
+		}
+		var se *ServedError
+		if !errors.As(err, &se) || se.Row.Key != key(day) || se.Row.State != before.State || se.Row.ClaimToken != before.ClaimToken || se.RequestID != req.ID {
+			t.Errorf("%s: the refusal does not carry the row as it stands: %+v", when, se)
 		}
 		if after := get(t, l, key(day)); after.ClaimToken != before.ClaimToken || after.State != before.State ||
 			after.RerunRequested != before.RerunRequested || !after.UpdatedAt.Equal(before.UpdatedAt) {
