@@ -803,3 +803,12 @@ func contains(t *testing.T, what, s string, subs ...string) {
 		}
 	}
 }
+
+// putObject writes an object into the account's bucket, as someone with
+// write access to it would.
+func (e *env) putObject(key string, body []byte) {
+	e.t.Helper()
+	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(body)}); err != nil {
+		e.t.Fatal(err)
+	}
+}

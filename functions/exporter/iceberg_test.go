@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,7 +16,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/daybook-dev/daybook/shared/account"
 	"github.com/daybook-dev/daybook/shared/bucket"
@@ -361,14 +359,5 @@ func TestIcebergBrokenTableKeepsFilesFlowing(t *testing.T) {
 	check(testDay, 2)
 	if b := e.get(broken); b == nil || len(b) != 0 {
 		t.Fatalf("the broken metadata file was changed: %q", b)
-	}
-}
-
-// putObject writes an object into the account's bucket, as someone with
-// write access to it would.
-func (e *env) putObject(key string, body []byte) {
-	e.t.Helper()
-	if _, err := e.s3.PutObject(e.ctx, &s3.PutObjectInput{Bucket: &e.acct.Destination.Bucket, Key: &key, Body: bytes.NewReader(body)}); err != nil {
-		e.t.Fatal(err)
 	}
 }
