@@ -311,6 +311,22 @@ func failingWakeLedger(t *testing.T, clk *clock) (base, l *Ledger, rep *reported
 	return base, l, rep
 }
 
+// wokenLater is a new account named name whose wake time is set a day
+// ahead (later), so a transition that leaves work due should lower it.
+func wokenLater(t *testing.T, l *Ledger, clk *clock, name string) (account.Account, time.Time) {
+	t.Helper()
+	a := putTestAccount(t, l, name)
+	w, ok := woken(t, l, a.ID, clk.Now())
+	if !ok {
+		t.Fatal("setup: a new account is not woken")
+	}
+	later := clk.Now().Add(24 * time.Hour)
+	if applied, err := l.Schedule().SetNextWake(context.Background(), w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
+		t.Fatalf("setup: SetNextWake = %v %v", applied, err)
+	}
+	return a, later
+}
+
 // TestWakeFailureAfterARecordedTransition: when the row was written but the
 // account's wake time could not be lowered after it, the transition returns
 // nil (it happened), the failure is logged once with the account and the
@@ -366,15 +382,7 @@ func TestWakeFailureAfterARecordedTransition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep.logs.Reset()
 			rep.emf.Reset()
-			a := putTestAccount(t, base, tc.name)
-			w, ok := woken(t, base, a.ID, clk.Now())
-			if !ok {
-				t.Fatal("setup: a new account is not woken")
-			}
-			later := clk.Now().Add(24 * time.Hour)
-			if applied, err := base.Schedule().SetNextWake(ctx, w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
-				t.Fatalf("setup: SetNextWake = %v %v", applied, err)
-			}
+			a, later := wokenLater(t, base, clk, tc.name)
 			key := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
 			want, err := tc.transition(t, key)
 			if err != nil {
@@ -405,15 +413,7 @@ func TestManualClaimWakeFailureIsDropped(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock(t0)
 	base, l, rep := failingWakeLedger(t, clk)
-	a := putTestAccount(t, base, "manual wake")
-	w, ok := woken(t, base, a.ID, clk.Now())
-	if !ok {
-		t.Fatal("setup: a new account is not woken")
-	}
-	later := clk.Now().Add(24 * time.Hour)
-	if applied, err := base.Schedule().SetNextWake(ctx, w, later, civil.Date{}, clk.Now().Add(-time.Hour)); err != nil || !applied {
-		t.Fatalf("setup: SetNextWake = %v %v", applied, err)
-	}
+	a, later := wokenLater(t, base, clk, "manual wake")
 	key := partition.Key{AccountID: a.ID, Dataset: "events", Day: day1}
 	c, err := l.Partitions().ClaimManual(ctx, key, ManualRequest{By: "cli:ops"})
 	if err != nil {
