@@ -294,10 +294,11 @@ func (p *pipeline) plantIceberg(ctx context.Context, round int) error {
 				pl.Delivered++
 			}
 			switch {
-			case r.State == ledger.StateFailed && strings.Contains(r.LastError, "Iceberg table") &&
+			case r.State == ledger.StateFailed && strings.Contains(r.LastError, "Iceberg table") && !storeFault(r.LastError) &&
 				(strings.Contains(r.LastError, "icetable: ") || strings.Contains(r.LastError, "parse table metadata")):
 				// A failure of the table's content: it must have been a table
-				// error of a delivered day (a failure of the store is retried).
+				// error of a delivered day (a failure of the store is retried;
+				// icetable wraps those too).
 				p.problem("round %d: planted Iceberg metadata (%s): %s failed on the table: %s", round, pt.trick.name, r.Key, r.LastError)
 			case r.TableError != "" && !broken:
 				p.problem("round %d: planted Iceberg metadata (%s): %s records a table error, and the table reads: %s", round, pt.trick.name, r.Key, r.TableError)
@@ -566,4 +567,17 @@ func (pl IcebergPlants) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  planted iceberg metadata: %d rounds, %d objects planted (%d tricks), %d taken as a broken table and repaired, %d read with daybook's properties; %d partitions delivered through them; %d objects outside the planting prefix changed (of %d compared)\n",
 		pl.Rounds, pl.Objects, len(pl.Tricks), pl.Broken, pl.Readable, pl.Delivered, pl.Outside, pl.Checked)
+}
+
+// storeFault reports whether a recorded error is a store request that
+// failed, as the chaos proxy makes them fail (an injected error answer, a
+// connection reset or cut): the ledger retries those, whichever step of
+// the commit met them.
+func storeFault(msg string) bool {
+	for _, s := range []string{"injected by the chaos proxy", "connection reset", "broken pipe", "unexpected EOF", "use of closed network connection"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
